@@ -1,0 +1,18 @@
+//! keel's model layer.
+//!
+//! The agent loop talks to every model through one [`StreamFn`]: a request goes in, a stream
+//! of unified [`keel_protocol::StreamEvent`]s comes out, always ending in exactly one
+//! terminal event. Failures are events, not `Err`s, so a consumer has one path to handle.
+//! This crate also holds the [`AssistantBuilder`] that folds events into a message, the
+//! option wrappers composed around a provider, and the [`scripted`] provider every test uses.
+
+mod assemble;
+mod request;
+pub mod scripted;
+mod stream_fn;
+mod wrappers;
+
+pub use assemble::{AssembleError, AssistantBuilder};
+pub use request::{CacheRetention, LlmRequest, ModelSpec, RequestOptions, ThinkingLevel};
+pub use stream_fn::{EventStream, StreamFn, error_stream, message_stream};
+pub use wrappers::{StreamSettings, compose_stream_fn};

@@ -1,0 +1,147 @@
+//! Content blocks: the pieces a message is made of.
+
+use base64::Engine as _;
+use serde::{Deserialize, Deserializer, Serialize, Serializer};
+
+use crate::ids::ToolCallId;
+
+/// One block of message content.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+#[non_exhaustive]
+pub enum ContentBlock {
+    /// Plain text.
+    Text(TextBlock),
+    /// Model reasoning, possibly signed or redacted by the provider.
+    Thinking(ThinkingBlock),
+    /// An image given inline.
+    Image(ImageBlock),
+    /// A request from the model to run a tool.
+    ToolCall(ToolCall),
+}
+
+impl ContentBlock {
+    /// A text block.
+    pub fn text(text: impl Into<String>) -> Self {
+        Self::Text(TextBlock { text: text.into() })
+    }
+
+    /// The text of a text block, if this is one.
+    pub fn as_text(&self) -> Option<&str> {
+        match self {
+            Self::Text(block) => Some(&block.text),
+            _ => None,
+        }
+    }
+
+    /// The tool call, if this block is one.
+    pub fn as_tool_call(&self) -> Option<&ToolCall> {
+        match self {
+            Self::ToolCall(call) => Some(call),
+            _ => None,
+        }
+    }
+}
+
+/// Plain text.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TextBlock {
+    /// The text.
+    pub text: String,
+}
+
+/// Model reasoning.
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+pub struct ThinkingBlock {
+    /// The reasoning text (empty when redacted).
+    pub thinking: String,
+    /// Provider signature that must be echoed back to the same provider.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub signature: Option<String>,
+    /// The provider withheld the reasoning; `signature` carries its opaque payload.
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub redacted: bool,
+}
+
+/// An inline image.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ImageBlock {
+    /// Raw image bytes; base64 in JSON.
+    #[serde(serialize_with = "to_base64", deserialize_with = "from_base64")]
+    pub data: Vec<u8>,
+    /// MIME type, for example `image/png`.
+    pub mime_type: String,
+}
+
+/// A tool call proposed by the model.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ToolCall {
+    /// Provider-assigned call id, echoed in the result.
+    pub id: ToolCallId,
+    /// Name of the tool to run.
+    pub name: String,
+    /// Arguments as JSON. Arguments that did not parse are kept as a JSON string holding
+    /// the raw text, so validation can echo exactly what the model sent.
+    pub arguments: serde_json::Value,
+}
+
+fn is_false(value: &bool) -> bool {
+    !*value
+}
+
+fn to_base64<S: Serializer>(data: &[u8], serializer: S) -> Result<S::Ok, S::Error> {
+    serializer.serialize_str(&base64::engine::general_purpose::STANDARD.encode(data))
+}
+
+fn from_base64<'de, D: Deserializer<'de>>(deserializer: D) -> Result<Vec<u8>, D::Error> {
+    let text = String::deserialize(deserializer)?;
+    base64::engine::general_purpose::STANDARD
+        .decode(text.as_bytes())
+        .map_err(serde::de::Error::custom)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use pretty_assertions::assert_eq;
+    use serde_json::json;
+
+    #[test]
+    fn blocks_are_internally_tagged() {
+        let blocks = vec![
+            ContentBlock::text("hi"),
+            ContentBlock::Thinking(ThinkingBlock {
+                thinking: "hmm".into(),
+                signature: Some("sig".into()),
+                redacted: false,
+            }),
+            ContentBlock::Image(ImageBlock { data: vec![1, 2, 3], mime_type: "image/png".into() }),
+            ContentBlock::ToolCall(ToolCall {
+                id: "c1".into(),
+                name: "read".into(),
+                arguments: json!({"path": "a"}),
+            }),
+        ];
+        let value = serde_json::to_value(&blocks).unwrap();
+        assert_eq!(
+            value,
+            json!([
+                {"type": "text", "text": "hi"},
+                {"type": "thinking", "thinking": "hmm", "signature": "sig"},
+                {"type": "image", "data": "AQID", "mime_type": "image/png"},
+                {"type": "tool_call", "id": "c1", "name": "read", "arguments": {"path": "a"}}
+            ])
+        );
+        let back: Vec<ContentBlock> = serde_json::from_value(value).unwrap();
+        assert_eq!(back, blocks);
+    }
+
+    #[test]
+    fn bad_base64_is_an_error() {
+        let err = serde_json::from_value::<ContentBlock>(
+            json!({"type": "image", "data": "!!", "mime_type": "image/png"}),
+        )
+        .unwrap_err();
+        assert!(err.to_string().contains("Invalid"), "{err}");
+    }
+}
