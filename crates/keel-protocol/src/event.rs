@@ -7,7 +7,7 @@ use std::sync::Arc;
 
 use serde::{Deserialize, Serialize};
 
-use crate::ids::ToolCallId;
+use crate::ids::{MessageId, ToolCallId};
 use crate::message::Message;
 use crate::stream::StreamEvent;
 
@@ -22,23 +22,29 @@ pub enum AgentEvent {
     TurnStart,
     /// A step ended.
     TurnEnd {
-        /// The assistant message of the step.
-        message: Arc<Message>,
+        /// The assistant message of the step (absent when a hook skipped the model call).
+        message: Option<Arc<Message>>,
         /// Its tool results, in call order.
         tool_results: Vec<Arc<Message>>,
     },
     /// A message entered the context (for an assistant message: its first stream event).
     MessageStart {
+        /// Host-assigned id of the message.
+        message_id: MessageId,
         /// The message as it is at its start.
         message: Arc<Message>,
     },
     /// A streamed assistant message changed.
     MessageUpdate {
+        /// Id of the message being streamed.
+        message_id: MessageId,
         /// The content delta.
         event: StreamEvent,
     },
     /// A message is complete.
     MessageEnd {
+        /// Host-assigned id of the message.
+        message_id: MessageId,
         /// The final message.
         message: Arc<Message>,
     },

@@ -1,0 +1,108 @@
+//! The tools of a run: looked up by name, with their argument schemas compiled once.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use keel_protocol::ToolDefinition;
+use serde_json::Value;
+
+use crate::error::AgentError;
+use crate::tool::ToolRef;
+
+/// A tool with its compiled argument validator.
+pub(crate) struct ToolEntry {
+    pub(crate) tool: ToolRef,
+    validator: jsonschema::Validator,
+}
+
+/// Tools by name plus the definitions sent to the model.
+#[derive(Clone, Default)]
+pub(crate) struct ToolTable {
+    by_name: Arc<HashMap<String, Arc<ToolEntry>>>,
+    definitions: Arc<[ToolDefinition]>,
+}
+
+impl ToolTable {
+    /// Builds the table; a duplicate name or a schema that does not compile is an error.
+    pub(crate) fn new(tools: &[ToolRef]) -> Result<Self, AgentError> {
+        let mut by_name = HashMap::with_capacity(tools.len());
+        let mut definitions = Vec::with_capacity(tools.len());
+        for tool in tools {
+            let definition = tool.definition();
+            let validator = jsonschema::validator_for(&definition.parameters).map_err(|e| {
+                AgentError::InvalidToolSchema { tool: definition.name.clone(), reason: e.to_string() }
+            })?;
+            let entry = Arc::new(ToolEntry { tool: tool.clone(), validator });
+            if by_name.insert(definition.name.clone(), entry).is_some() {
+                return Err(AgentError::DuplicateTool { name: definition.name.clone() });
+            }
+            definitions.push(definition.clone());
+        }
+        Ok(Self { by_name: Arc::new(by_name), definitions: definitions.into() })
+    }
+
+    pub(crate) fn get(&self, name: &str) -> Option<&Arc<ToolEntry>> {
+        self.by_name.get(name)
+    }
+
+    pub(crate) fn definitions(&self) -> Arc<[ToolDefinition]> {
+        self.definitions.clone()
+    }
+
+    /// Names of all tools, sorted, for "unknown tool" messages.
+    pub(crate) fn names(&self) -> Vec<&str> {
+        let mut names: Vec<&str> = self.by_name.keys().map(String::as_str).collect();
+        names.sort_unstable();
+        names
+    }
+}
+
+impl ToolEntry {
+    /// Checks `arguments` against the schema; the error names every problem and echoes
+    /// the arguments as received.
+    pub(crate) fn validate(&self, name: &str, arguments: &Value) -> Result<(), String> {
+        let problems: Vec<String> = match arguments {
+            Value::Object(_) => self
+                .validator
+                .iter_errors(arguments)
+                .map(|error| {
+                    let path = error.instance_path().to_string();
+                    let at = if path.is_empty() { "(root)".to_owned() } else { path };
+                    format!("- {at}: {error}")
+                })
+                .collect(),
+            Value::String(raw) => {
+                let reason = serde_json::from_str::<Value>(raw)
+                    .err()
+                    .map_or_else(|| "a JSON string".to_owned(), |e| format!("not valid JSON ({e})"));
+                vec![format!("- (root): the arguments must be a JSON object, but they are {reason}")]
+            }
+            other => vec![format!(
+                "- (root): the arguments must be a JSON object, not {}",
+                json_kind(other)
+            )],
+        };
+        if problems.is_empty() {
+            return Ok(());
+        }
+        let received = match arguments {
+            Value::String(raw) => raw.clone(),
+            other => other.to_string(),
+        };
+        Err(format!(
+            "Invalid arguments for tool `{name}`:\n{}\nArguments received: {received}\nFix the arguments and call the tool again.",
+            problems.join("\n")
+        ))
+    }
+}
+
+fn json_kind(value: &Value) -> &'static str {
+    match value {
+        Value::Null => "null",
+        Value::Bool(_) => "a boolean",
+        Value::Number(_) => "a number",
+        Value::String(_) => "a string",
+        Value::Array(_) => "an array",
+        Value::Object(_) => "an object",
+    }
+}
