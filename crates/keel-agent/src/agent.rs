@@ -107,7 +107,12 @@ impl Agent {
             next_subscriber: 0,
             run_cancel: None,
         };
-        Ok(Self { shared: Arc::new(Shared { state: Mutex::new(state), running }) })
+        Ok(Self {
+            shared: Arc::new(Shared {
+                state: Mutex::new(state),
+                running,
+            }),
+        })
     }
 
     /// Adds a subscriber; every later run delivers its events to it, in registration order.
@@ -121,19 +126,24 @@ impl Agent {
 
     /// Removes a subscriber (effective from the next run).
     pub fn unsubscribe(&self, id: SubscriptionId) {
-        self.shared.lock().subscribers.retain(|(sid, _)| *sid != id.0);
+        self.shared
+            .lock()
+            .subscribers
+            .retain(|(sid, _)| *sid != id.0);
     }
 
     /// Adds `messages` (sent together, as one batch) and runs until the agent is idle.
     pub async fn prompt(&self, messages: Vec<Message>) -> Result<(), AgentError> {
         let done = self.start(Some(messages))?;
-        done.await.map_err(|_| AgentError::RunLost("the run task was dropped".into()))
+        done.await
+            .map_err(|_| AgentError::RunLost("the run task was dropped".into()))
     }
 
     /// Runs on the existing history (after an error, or to deliver queued messages).
     pub async fn continue_run(&self) -> Result<(), AgentError> {
         let done = self.start(None)?;
-        done.await.map_err(|_| AgentError::RunLost("the run task was dropped".into()))
+        done.await
+            .map_err(|_| AgentError::RunLost("the run task was dropped".into()))
     }
 
     /// Starts a run without waiting for it; the receiver fires once it settled.
@@ -156,7 +166,13 @@ impl Agent {
             let emitter = Emitter::new(subscribers, state.options.hook_timeout);
             let config = RunConfig::new(&state.options, state.tools.clone());
             let start_len = state.history.len();
-            let run = Run::new(self.shared.clone(), config, cancel, emitter.clone(), start_len);
+            let run = Run::new(
+                self.shared.clone(),
+                config,
+                cancel,
+                emitter.clone(),
+                start_len,
+            );
             (run, emitter)
         };
         self.shared.running.send_replace(true);
@@ -190,7 +206,10 @@ impl Agent {
     /// Queues messages sent together; they are injected as one batch.
     pub fn steer_batch(&self, messages: Vec<Message>) {
         if !messages.is_empty() {
-            self.shared.lock().steering.push_back(assign_batch(messages));
+            self.shared
+                .lock()
+                .steering
+                .push_back(assign_batch(messages));
         }
     }
 
@@ -202,7 +221,10 @@ impl Agent {
     /// Queues follow-up messages sent together, delivered as one batch.
     pub fn follow_up_batch(&self, messages: Vec<Message>) {
         if !messages.is_empty() {
-            self.shared.lock().follow_ups.push_back(assign_batch(messages));
+            self.shared
+                .lock()
+                .follow_ups
+                .push_back(assign_batch(messages));
         }
     }
 
@@ -251,7 +273,11 @@ impl Agent {
 
     /// The assistant message being streamed, if any.
     pub fn streaming_message(&self) -> Option<AssistantMessage> {
-        self.shared.lock().streaming.as_ref().map(|b| b.message().clone())
+        self.shared
+            .lock()
+            .streaming
+            .as_ref()
+            .map(|b| b.message().clone())
     }
 
     /// Replaces the history (used between runs, for example after loading a session).
@@ -286,7 +312,10 @@ impl Agent {
 
 /// Marks user messages sent together with one batch id so they project as one message.
 pub(crate) fn assign_batch(mut messages: Vec<Message>) -> Vec<Message> {
-    let users = messages.iter().filter(|m| matches!(m, Message::User(_))).count();
+    let users = messages
+        .iter()
+        .filter(|m| matches!(m, Message::User(_)))
+        .count();
     if users > 1 {
         let batch = keel_protocol::MessageId::generate().to_string();
         for message in &mut messages {

@@ -44,8 +44,13 @@ impl Emitter {
 
     pub(crate) async fn emit(&self, event: AgentEvent) {
         for subscriber in self.subscribers.iter() {
-            if let Guarded::Failed(problem) =
-                guard("event subscriber", subscriber.on_event(&event), self.limit, None).await
+            if let Guarded::Failed(problem) = guard(
+                "event subscriber",
+                subscriber.on_event(&event),
+                self.limit,
+                None,
+            )
+            .await
             {
                 tracing::warn!(event = event.kind(), %problem, "subscriber failed");
             }

@@ -39,7 +39,10 @@ pub(crate) async fn guard<T>(
     match outcome {
         Ok(Ok(value)) => Guarded::Done(value),
         Ok(Err(panic)) => Guarded::Failed(format!("{what} panicked: {}", panic_text(&*panic))),
-        Err(_) => Guarded::Failed(format!("{what} did not finish within {} s", limit.as_secs())),
+        Err(_) => Guarded::Failed(format!(
+            "{what} did not finish within {} s",
+            limit.as_secs()
+        )),
     }
 }
 
@@ -60,14 +63,25 @@ mod tests {
 
     #[tokio::test]
     async fn panics_become_failures() {
-        let outcome = guard("hook", async { panic!("boom") }, Duration::from_secs(1), None).await;
+        let outcome = guard(
+            "hook",
+            async { panic!("boom") },
+            Duration::from_secs(1),
+            None,
+        )
+        .await;
         assert!(matches!(outcome, Guarded::<()>::Failed(text) if text == "hook panicked: boom"));
     }
 
     #[tokio::test(start_paused = true)]
     async fn hangs_are_bounded() {
-        let outcome =
-            guard("hook", futures::future::pending::<()>(), Duration::from_secs(3), None).await;
+        let outcome = guard(
+            "hook",
+            futures::future::pending::<()>(),
+            Duration::from_secs(3),
+            None,
+        )
+        .await;
         assert!(matches!(outcome, Guarded::Failed(text) if text.contains("within 3 s")));
     }
 
@@ -75,9 +89,13 @@ mod tests {
     async fn cancellation_wins() {
         let cancel = CancellationToken::new();
         cancel.cancel();
-        let outcome =
-            guard("hook", futures::future::pending::<()>(), Duration::from_secs(3), Some(&cancel))
-                .await;
+        let outcome = guard(
+            "hook",
+            futures::future::pending::<()>(),
+            Duration::from_secs(3),
+            Some(&cancel),
+        )
+        .await;
         assert!(matches!(outcome, Guarded::Cancelled));
     }
 }

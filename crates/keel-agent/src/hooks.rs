@@ -32,7 +32,9 @@ pub struct HookError {
 impl HookError {
     /// A hook error with this message.
     pub fn new(message: impl Into<String>) -> Self {
-        Self { message: message.into() }
+        Self {
+            message: message.into(),
+        }
     }
 }
 
@@ -134,7 +136,10 @@ pub trait LoopHooks: Send + Sync {
     }
 
     /// Judges a finished response before its `message_end`.
-    async fn after_response(&self, _message: &AssistantMessage) -> Result<ResponseDecision, HookError> {
+    async fn after_response(
+        &self,
+        _message: &AssistantMessage,
+    ) -> Result<ResponseDecision, HookError> {
         Ok(ResponseDecision::Accept)
     }
 
@@ -147,7 +152,11 @@ pub trait LoopHooks: Send + Sync {
     async fn on_tool_execution_start(&self, _call: &ToolCall) {}
 
     /// Rewrites a call's output. An error keeps the output as it was and marks it failed.
-    async fn after_tool_call(&self, _call: &ToolCall, output: ToolOutput) -> Result<ToolOutput, HookError> {
+    async fn after_tool_call(
+        &self,
+        _call: &ToolCall,
+        output: ToolOutput,
+    ) -> Result<ToolOutput, HookError> {
         Ok(output)
     }
 

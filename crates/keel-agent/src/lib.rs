@@ -31,5 +31,7 @@ pub use options::{
 };
 pub use projection::DEFAULT_MIN_IMAGE_BYTES;
 pub use run::STOPPED_BY_HOOK;
-pub use tool::{AgentTool, ExecutionMode, ToolCallContext, ToolError, ToolOutput, ToolRef, ToolUpdates};
+pub use tool::{
+    AgentTool, ExecutionMode, ToolCallContext, ToolError, ToolOutput, ToolRef, ToolUpdates,
+};
 pub use turn_context::TurnContext;

@@ -44,9 +44,16 @@ impl Projector {
 
     /// The projection of `history`, which has been at `epoch` since the last call (or was
     /// replaced, in which case the epoch differs).
-    pub(crate) fn project(&mut self, history: &[Arc<Message>], epoch: u64) -> Arc<Vec<Arc<Message>>> {
+    pub(crate) fn project(
+        &mut self,
+        history: &[Arc<Message>],
+        epoch: u64,
+    ) -> Arc<Vec<Arc<Message>>> {
         if epoch != self.epoch || history.len() < self.consumed {
-            *self = Self { epoch, ..Self::new(self.min_image_bytes) };
+            *self = Self {
+                epoch,
+                ..Self::new(self.min_image_bytes)
+            };
         }
         if history.len() > self.consumed {
             let out = Arc::make_mut(&mut self.out);
@@ -68,7 +75,11 @@ impl Projector {
 pub(crate) fn project_all(messages: &[Arc<Message>], min_image_bytes: usize) -> Vec<Arc<Message>> {
     let mut call_ids = HashSet::new();
     let mut last_batch = None;
-    let mut state = State { call_ids: &mut call_ids, last_batch: &mut last_batch, min_image_bytes };
+    let mut state = State {
+        call_ids: &mut call_ids,
+        last_batch: &mut last_batch,
+        min_image_bytes,
+    };
     let mut out = Vec::with_capacity(messages.len());
     for message in messages {
         state.push(&mut out, message);
@@ -91,10 +102,14 @@ impl State<'_> {
         match &**message {
             Message::Host(_) => return,
             Message::Assistant(assistant) => {
-                if matches!(assistant.stop_reason, StopReason::Error | StopReason::Aborted) {
+                if matches!(
+                    assistant.stop_reason,
+                    StopReason::Error | StopReason::Aborted
+                ) {
                     return;
                 }
-                self.call_ids.extend(assistant.tool_calls().map(|call| call.id.clone()));
+                self.call_ids
+                    .extend(assistant.tool_calls().map(|call| call.id.clone()));
                 out.push(message.clone());
             }
             Message::ToolResult(result) => {
@@ -120,8 +135,12 @@ impl State<'_> {
                 if !needs_copy {
                     out.push(message.clone());
                 } else {
-                    let content: Vec<ContentBlock> =
-                        user.content.iter().filter(|b| !too_small(b)).cloned().collect();
+                    let content: Vec<ContentBlock> = user
+                        .content
+                        .iter()
+                        .filter(|b| !too_small(b))
+                        .cloned()
+                        .collect();
                     if content.is_empty() {
                         return;
                     }
@@ -184,10 +203,19 @@ mod tests {
             .iter()
             .map(|m| match &**m {
                 Message::User(u) => {
-                    format!("user:{}", u.content.iter().filter_map(|b| b.as_text()).collect::<Vec<_>>().join("+"))
+                    format!(
+                        "user:{}",
+                        u.content
+                            .iter()
+                            .filter_map(|b| b.as_text())
+                            .collect::<Vec<_>>()
+                            .join("+")
+                    )
                 }
                 Message::Assistant(a) => format!("assistant:{}", a.tool_calls().count()),
-                Message::ToolResult(r) => format!("result:{}:{}", r.tool_call_id, r.details.is_some()),
+                Message::ToolResult(r) => {
+                    format!("result:{}:{}", r.tool_call_id, r.details.is_some())
+                }
                 Message::Host(_) => "host".into(),
                 _ => "other".into(),
             })
@@ -199,7 +227,11 @@ mod tests {
         let history = vec![
             user("a", Some("b1")),
             user("b", Some("b1")),
-            Arc::new(Message::Host(HostMessage { kind: "k".into(), data: json!(null), timestamp: 0 })),
+            Arc::new(Message::Host(HostMessage {
+                kind: "k".into(),
+                data: json!(null),
+                timestamp: 0,
+            })),
             assistant_with_call("c1", StopReason::ToolUse),
             result("c1"),
             result("orphan"),
@@ -207,7 +239,10 @@ mod tests {
             result("c2"),
             user("c", Some("b2")),
             Arc::new(Message::User(UserMessage {
-                content: vec![ContentBlock::Image(ImageBlock { data: vec![0; 4], mime_type: "image/png".into() })],
+                content: vec![ContentBlock::Image(ImageBlock {
+                    data: vec![0; 4],
+                    mime_type: "image/png".into(),
+                })],
                 ..UserMessage::text("")
             })),
         ];
@@ -220,7 +255,10 @@ mod tests {
 
     #[test]
     fn incremental_equals_full_and_reuses_the_prefix() {
-        let mut history = vec![user("a", None), assistant_with_call("c1", StopReason::ToolUse)];
+        let mut history = vec![
+            user("a", None),
+            assistant_with_call("c1", StopReason::ToolUse),
+        ];
         let mut projector = Projector::new(DEFAULT_MIN_IMAGE_BYTES);
         let first = projector.project(&history, 0);
         history.push(result("c1"));

@@ -38,12 +38,18 @@ pub struct ToolOutput {
 impl ToolOutput {
     /// A successful text result.
     pub fn text(text: impl Into<String>) -> Self {
-        Self { content: vec![ContentBlock::text(text)], ..Self::default() }
+        Self {
+            content: vec![ContentBlock::text(text)],
+            ..Self::default()
+        }
     }
 
     /// An error text result.
     pub fn error(text: impl Into<String>) -> Self {
-        Self { is_error: true, ..Self::text(text) }
+        Self {
+            is_error: true,
+            ..Self::text(text)
+        }
     }
 }
 
@@ -58,7 +64,9 @@ pub struct ToolError {
 impl ToolError {
     /// A tool error with this message.
     pub fn new(message: impl Into<String>) -> Self {
-        Self { message: message.into() }
+        Self {
+            message: message.into(),
+        }
     }
 }
 
@@ -149,7 +157,10 @@ mod tests {
 
     #[test]
     fn paths_normalize_lexically() {
-        assert_eq!(normalize_path(Path::new("/a/./b/../c")), PathBuf::from("/a/c"));
+        assert_eq!(
+            normalize_path(Path::new("/a/./b/../c")),
+            PathBuf::from("/a/c")
+        );
         assert_eq!(normalize_path(Path::new("x/y/../../z")), PathBuf::from("z"));
     }
 }

@@ -30,15 +30,26 @@ impl ToolTable {
         for tool in tools {
             let definition = tool.definition();
             let validator = jsonschema::validator_for(&definition.parameters).map_err(|e| {
-                AgentError::InvalidToolSchema { tool: definition.name.clone(), reason: e.to_string() }
+                AgentError::InvalidToolSchema {
+                    tool: definition.name.clone(),
+                    reason: e.to_string(),
+                }
             })?;
-            let entry = Arc::new(ToolEntry { tool: tool.clone(), validator });
+            let entry = Arc::new(ToolEntry {
+                tool: tool.clone(),
+                validator,
+            });
             if by_name.insert(definition.name.clone(), entry).is_some() {
-                return Err(AgentError::DuplicateTool { name: definition.name.clone() });
+                return Err(AgentError::DuplicateTool {
+                    name: definition.name.clone(),
+                });
             }
             definitions.push(definition.clone());
         }
-        Ok(Self { by_name: Arc::new(by_name), definitions: definitions.into() })
+        Ok(Self {
+            by_name: Arc::new(by_name),
+            definitions: definitions.into(),
+        })
     }
 
     pub(crate) fn get(&self, name: &str) -> Option<&Arc<ToolEntry>> {
@@ -67,15 +78,22 @@ impl ToolEntry {
                 .iter_errors(arguments)
                 .map(|error| {
                     let path = error.instance_path().to_string();
-                    let at = if path.is_empty() { "(root)".to_owned() } else { path };
+                    let at = if path.is_empty() {
+                        "(root)".to_owned()
+                    } else {
+                        path
+                    };
                     format!("- {at}: {error}")
                 })
                 .collect(),
             Value::String(raw) => {
-                let reason = serde_json::from_str::<Value>(raw)
-                    .err()
-                    .map_or_else(|| "a JSON string".to_owned(), |e| format!("not valid JSON ({e})"));
-                vec![format!("- (root): the arguments must be a JSON object, but they are {reason}")]
+                let reason = serde_json::from_str::<Value>(raw).err().map_or_else(
+                    || "a JSON string".to_owned(),
+                    |e| format!("not valid JSON ({e})"),
+                );
+                vec![format!(
+                    "- (root): the arguments must be a JSON object, but they are {reason}"
+                )]
             }
             other => vec![format!(
                 "- (root): the arguments must be a JSON object, not {}",

@@ -62,7 +62,10 @@ impl AssistantBuilder {
     /// An empty builder stamped with the current time.
     pub fn new() -> Self {
         Self {
-            message: AssistantMessage { timestamp: keel_protocol::now_ms(), ..Default::default() },
+            message: AssistantMessage {
+                timestamp: keel_protocol::now_ms(),
+                ..Default::default()
+            },
             ..Self::default()
         }
     }
@@ -90,7 +93,13 @@ impl AssistantBuilder {
                 self.message.response_id.clone_from(&meta.response_id);
             }
             StreamEvent::TextStart { index } => {
-                self.open(*index, "text_start", ContentBlock::Text(TextBlock { text: String::new() }))?;
+                self.open(
+                    *index,
+                    "text_start",
+                    ContentBlock::Text(TextBlock {
+                        text: String::new(),
+                    }),
+                )?;
             }
             StreamEvent::TextDelta { index, delta } => match self.block(*index, "text_delta")? {
                 ContentBlock::Text(block) => block.text.push_str(delta),
@@ -100,7 +109,11 @@ impl AssistantBuilder {
                 self.expect_kind(*index, "text_end", |b| matches!(b, ContentBlock::Text(_)))?;
             }
             StreamEvent::ThinkingStart { index } => {
-                self.open(*index, "thinking_start", ContentBlock::Thinking(ThinkingBlock::default()))?;
+                self.open(
+                    *index,
+                    "thinking_start",
+                    ContentBlock::Thinking(ThinkingBlock::default()),
+                )?;
             }
             StreamEvent::ThinkingDelta { index, delta } => {
                 match self.block(*index, "thinking_delta")? {
@@ -108,17 +121,19 @@ impl AssistantBuilder {
                     other => return Err(mismatch("thinking_delta", *index, other)),
                 }
             }
-            StreamEvent::ThinkingEnd { index, signature, redacted } => {
-                match self.block(*index, "thinking_end")? {
-                    ContentBlock::Thinking(block) => {
-                        if signature.is_some() {
-                            block.signature.clone_from(signature);
-                        }
-                        block.redacted = *redacted;
+            StreamEvent::ThinkingEnd {
+                index,
+                signature,
+                redacted,
+            } => match self.block(*index, "thinking_end")? {
+                ContentBlock::Thinking(block) => {
+                    if signature.is_some() {
+                        block.signature.clone_from(signature);
                     }
-                    other => return Err(mismatch("thinking_end", *index, other)),
+                    block.redacted = *redacted;
                 }
-            }
+                other => return Err(mismatch("thinking_end", *index, other)),
+            },
             StreamEvent::ToolCallStart { index, id, name } => {
                 self.open(
                     *index,
@@ -132,13 +147,17 @@ impl AssistantBuilder {
                 self.tool_args.push((*index, String::new()));
             }
             StreamEvent::ToolCallDelta { index, delta } => {
-                self.expect_kind(*index, "tool_call_delta", |b| matches!(b, ContentBlock::ToolCall(_)))?;
+                self.expect_kind(*index, "tool_call_delta", |b| {
+                    matches!(b, ContentBlock::ToolCall(_))
+                })?;
                 if let Some((_, buf)) = self.tool_args.iter_mut().find(|(i, _)| i == index) {
                     buf.push_str(delta);
                 }
             }
             StreamEvent::ToolCallEnd { index } => {
-                self.expect_kind(*index, "tool_call_end", |b| matches!(b, ContentBlock::ToolCall(_)))?;
+                self.expect_kind(*index, "tool_call_end", |b| {
+                    matches!(b, ContentBlock::ToolCall(_))
+                })?;
                 self.close_tool_call(*index);
             }
             StreamEvent::Done { stop_reason, usage } => {
@@ -147,7 +166,11 @@ impl AssistantBuilder {
                 self.finish_open_calls();
                 self.finished = true;
             }
-            StreamEvent::Error { stop_reason, error, usage } => {
+            StreamEvent::Error {
+                stop_reason,
+                error,
+                usage,
+            } => {
                 self.message.stop_reason = match stop_reason {
                     StopReason::Aborted => StopReason::Aborted,
                     _ => StopReason::Error,
@@ -179,13 +202,21 @@ impl AssistantBuilder {
         if !self.finished {
             self.fail(
                 StopReason::Error,
-                ErrorInfo::new(ErrorCode::Network, "the response stream ended before it finished"),
+                ErrorInfo::new(
+                    ErrorCode::Network,
+                    "the response stream ended before it finished",
+                ),
             );
         }
         self.message
     }
 
-    fn open(&mut self, index: usize, event: &'static str, block: ContentBlock) -> Result<(), AssembleError> {
+    fn open(
+        &mut self,
+        index: usize,
+        event: &'static str,
+        block: ContentBlock,
+    ) -> Result<(), AssembleError> {
         let len = self.message.content.len();
         if index != len {
             return Err(AssembleError::BadIndex { event, index, len });
@@ -194,9 +225,16 @@ impl AssistantBuilder {
         Ok(())
     }
 
-    fn block(&mut self, index: usize, event: &'static str) -> Result<&mut ContentBlock, AssembleError> {
+    fn block(
+        &mut self,
+        index: usize,
+        event: &'static str,
+    ) -> Result<&mut ContentBlock, AssembleError> {
         let len = self.message.content.len();
-        self.message.content.get_mut(index).ok_or(AssembleError::BadIndex { event, index, len })
+        self.message
+            .content
+            .get_mut(index)
+            .ok_or(AssembleError::BadIndex { event, index, len })
     }
 
     fn expect_kind(
@@ -206,7 +244,11 @@ impl AssistantBuilder {
         ok: impl Fn(&ContentBlock) -> bool,
     ) -> Result<(), AssembleError> {
         let block = self.block(index, event)?;
-        if ok(block) { Ok(()) } else { Err(mismatch(event, index, block)) }
+        if ok(block) {
+            Ok(())
+        } else {
+            Err(mismatch(event, index, block))
+        }
     }
 
     fn close_tool_call(&mut self, index: usize) {
@@ -244,7 +286,11 @@ fn mismatch(event: &'static str, index: usize, found: &ContentBlock) -> Assemble
         ContentBlock::ToolCall(_) => "tool_call",
         _ => "unknown",
     };
-    AssembleError::KindMismatch { event, index, found }
+    AssembleError::KindMismatch {
+        event,
+        index,
+        found,
+    }
 }
 
 #[cfg(test)]
@@ -280,7 +326,11 @@ mod tests {
                 }),
             ],
             stop_reason: StopReason::ToolUse,
-            usage: Usage { input: 1, output: 2, ..Usage::default() },
+            usage: Usage {
+                input: 1,
+                output: 2,
+                ..Usage::default()
+            },
             provider: "p".into(),
             api: "a".into(),
             model: "m".into(),
@@ -297,26 +347,57 @@ mod tests {
     #[test]
     fn split_argument_json_is_joined_and_parsed_at_the_end() {
         let events = [
-            StreamEvent::Start { meta: ResponseMeta::default() },
-            StreamEvent::ToolCallStart { index: 0, id: "c".into(), name: "t".into() },
-            StreamEvent::ToolCallDelta { index: 0, delta: "{\"a\":".into() },
-            StreamEvent::ToolCallDelta { index: 0, delta: " [1, 2]}".into() },
+            StreamEvent::Start {
+                meta: ResponseMeta::default(),
+            },
+            StreamEvent::ToolCallStart {
+                index: 0,
+                id: "c".into(),
+                name: "t".into(),
+            },
+            StreamEvent::ToolCallDelta {
+                index: 0,
+                delta: "{\"a\":".into(),
+            },
+            StreamEvent::ToolCallDelta {
+                index: 0,
+                delta: " [1, 2]}".into(),
+            },
             StreamEvent::ToolCallEnd { index: 0 },
-            StreamEvent::Done { stop_reason: StopReason::ToolUse, usage: Usage::default() },
+            StreamEvent::Done {
+                stop_reason: StopReason::ToolUse,
+                usage: Usage::default(),
+            },
         ];
         let message = build(&events).unwrap();
-        assert_eq!(message.tool_calls().next().unwrap().arguments, json!({"a": [1, 2]}));
+        assert_eq!(
+            message.tool_calls().next().unwrap().arguments,
+            json!({"a": [1, 2]})
+        );
     }
 
     #[test]
     fn unparsable_arguments_are_kept_verbatim() {
         let events = [
-            StreamEvent::ToolCallStart { index: 0, id: "c".into(), name: "t".into() },
-            StreamEvent::ToolCallDelta { index: 0, delta: "{oops".into() },
-            StreamEvent::Done { stop_reason: StopReason::ToolUse, usage: Usage::default() },
+            StreamEvent::ToolCallStart {
+                index: 0,
+                id: "c".into(),
+                name: "t".into(),
+            },
+            StreamEvent::ToolCallDelta {
+                index: 0,
+                delta: "{oops".into(),
+            },
+            StreamEvent::Done {
+                stop_reason: StopReason::ToolUse,
+                usage: Usage::default(),
+            },
         ];
         let message = build(&events).unwrap();
-        assert_eq!(message.tool_calls().next().unwrap().arguments, json!("{oops"));
+        assert_eq!(
+            message.tool_calls().next().unwrap().arguments,
+            json!("{oops")
+        );
     }
 
     #[test]
@@ -329,23 +410,43 @@ mod tests {
     #[test]
     fn bad_indexes_and_kinds_are_reported() {
         assert_eq!(
-            build(&[StreamEvent::TextDelta { index: 3, delta: "x".into() }]).unwrap_err(),
-            AssembleError::BadIndex { event: "text_delta", index: 3, len: 0 }
+            build(&[StreamEvent::TextDelta {
+                index: 3,
+                delta: "x".into()
+            }])
+            .unwrap_err(),
+            AssembleError::BadIndex {
+                event: "text_delta",
+                index: 3,
+                len: 0
+            }
         );
         assert_eq!(
             build(&[
                 StreamEvent::TextStart { index: 0 },
-                StreamEvent::ThinkingDelta { index: 0, delta: "x".into() }
+                StreamEvent::ThinkingDelta {
+                    index: 0,
+                    delta: "x".into()
+                }
             ])
             .unwrap_err(),
-            AssembleError::KindMismatch { event: "thinking_delta", index: 0, found: "text" }
+            AssembleError::KindMismatch {
+                event: "thinking_delta",
+                index: 0,
+                found: "text"
+            }
         );
         let mut builder = AssistantBuilder::new();
         builder
-            .apply(&StreamEvent::Done { stop_reason: StopReason::Stop, usage: Usage::default() })
+            .apply(&StreamEvent::Done {
+                stop_reason: StopReason::Stop,
+                usage: Usage::default(),
+            })
             .unwrap();
         assert_eq!(
-            builder.apply(&StreamEvent::TextStart { index: 0 }).unwrap_err(),
+            builder
+                .apply(&StreamEvent::TextStart { index: 0 })
+                .unwrap_err(),
             AssembleError::AfterTerminal
         );
     }

@@ -48,8 +48,15 @@ pub enum ScriptedBlock {
 #[derive(Debug, Clone, PartialEq)]
 enum Ending {
     Done(Option<StopReason>),
-    Fail { after: usize, stop_reason: StopReason, error: ErrorInfo },
-    Hang { after: usize, ignore_cancel: bool },
+    Fail {
+        after: usize,
+        stop_reason: StopReason,
+        error: ErrorInfo,
+    },
+    Hang {
+        after: usize,
+        ignore_cancel: bool,
+    },
 }
 
 /// One scripted model response.
@@ -158,7 +165,12 @@ impl ScriptedResponse {
     }
 
     /// After `events` events, fails with `code`.
-    pub fn fail_after(mut self, events: usize, code: ErrorCode, message: impl Into<String>) -> Self {
+    pub fn fail_after(
+        mut self,
+        events: usize,
+        code: ErrorCode,
+        message: impl Into<String>,
+    ) -> Self {
         self.ending = Ending::Fail {
             after: events,
             stop_reason: StopReason::Error,
@@ -169,13 +181,19 @@ impl ScriptedResponse {
 
     /// After `events` events, stops sending until the call is cancelled.
     pub fn hang_after(mut self, events: usize) -> Self {
-        self.ending = Ending::Hang { after: events, ignore_cancel: false };
+        self.ending = Ending::Hang {
+            after: events,
+            ignore_cancel: false,
+        };
         self
     }
 
     /// After `events` events, stops sending forever, even when cancelled.
     pub fn hang_ignoring_cancel(mut self, events: usize) -> Self {
-        self.ending = Ending::Hang { after: events, ignore_cancel: true };
+        self.ending = Ending::Hang {
+            after: events,
+            ignore_cancel: true,
+        };
         self
     }
 
@@ -203,7 +221,11 @@ impl ScriptedResponse {
                         redacted: false,
                     });
                 }
-                ScriptedBlock::ToolCall { id, name, arguments } => {
+                ScriptedBlock::ToolCall {
+                    id,
+                    name,
+                    arguments,
+                } => {
                     has_tool_calls = true;
                     events.push(StreamEvent::ToolCallStart {
                         index,
@@ -217,12 +239,19 @@ impl ScriptedResponse {
                 }
             }
         }
-        let default_stop = if has_tool_calls { StopReason::ToolUse } else { StopReason::Stop };
+        let default_stop = if has_tool_calls {
+            StopReason::ToolUse
+        } else {
+            StopReason::Stop
+        };
         let stop_reason = match &self.ending {
             Ending::Done(reason) => reason.unwrap_or(default_stop),
             _ => default_stop,
         };
-        events.push(StreamEvent::Done { stop_reason, usage: self.usage });
+        events.push(StreamEvent::Done {
+            stop_reason,
+            usage: self.usage,
+        });
         events
     }
 }
@@ -390,7 +419,11 @@ fn play(response: ScriptedResponse, meta: ResponseMeta, cancel: CancellationToke
             usage: Usage::default(),
         };
         match &p.ending {
-            Ending::Fail { after, stop_reason, error } if p.sent >= *after => {
+            Ending::Fail {
+                after,
+                stop_reason,
+                error,
+            } if p.sent >= *after || p.events.len() == 0 => {
                 let event = StreamEvent::Error {
                     stop_reason: *stop_reason,
                     error: error.clone(),
@@ -399,7 +432,10 @@ fn play(response: ScriptedResponse, meta: ResponseMeta, cancel: CancellationToke
                 p.done = true;
                 return Some((event, p));
             }
-            Ending::Hang { after, ignore_cancel } if p.sent >= *after => {
+            Ending::Hang {
+                after,
+                ignore_cancel,
+            } if p.sent >= *after || p.events.len() == 0 => {
                 if *ignore_cancel {
                     futures::future::pending::<()>().await;
                 }
@@ -449,7 +485,10 @@ mod tests {
     }
 
     async fn run(provider: &ScriptedProvider) -> Vec<StreamEvent> {
-        provider.stream(request(vec![]), CancellationToken::new()).collect().await
+        provider
+            .stream(request(vec![]), CancellationToken::new())
+            .collect()
+            .await
     }
 
     #[tokio::test]
@@ -481,7 +520,11 @@ mod tests {
     async fn failed_checks_and_an_empty_queue_become_error_events() {
         let provider = ScriptedProvider::with_responses([ScriptedResponse::text("x")]);
         provider.expect_request(0, |req| {
-            if req.system_prompt.as_ref() == "other" { Ok(()) } else { Err("wrong prompt".into()) }
+            if req.system_prompt.as_ref() == "other" {
+                Ok(())
+            } else {
+                Err("wrong prompt".into())
+            }
         });
         let events = run(&provider).await;
         assert!(matches!(&events[..], [StreamEvent::Error { error, .. }]
@@ -503,15 +546,21 @@ mod tests {
             .fail_after(3, ErrorCode::Overloaded, "busy")]);
         let events = run(&provider).await;
         assert_eq!(events.len(), 4);
-        assert!(matches!(&events[3], StreamEvent::Error { error, .. } if error.code == ErrorCode::Overloaded));
+        assert!(
+            matches!(&events[3], StreamEvent::Error { error, .. } if error.code == ErrorCode::Overloaded)
+        );
     }
 
     #[tokio::test(start_paused = true)]
     async fn a_hang_ends_on_cancel() {
-        let provider = ScriptedProvider::with_responses([ScriptedResponse::text("x").hang_after(1)]);
+        let provider =
+            ScriptedProvider::with_responses([ScriptedResponse::text("x").hang_after(1)]);
         let cancel = CancellationToken::new();
         let mut stream = provider.stream(request(vec![]), cancel.clone());
-        assert!(matches!(stream.next().await, Some(StreamEvent::Start { .. })));
+        assert!(matches!(
+            stream.next().await,
+            Some(StreamEvent::Start { .. })
+        ));
         let canceller = cancel.clone();
         tokio::spawn(async move {
             tokio::time::sleep(Duration::from_secs(1)).await;
@@ -519,7 +568,10 @@ mod tests {
         });
         assert!(matches!(
             stream.next().await,
-            Some(StreamEvent::Error { stop_reason: StopReason::Aborted, .. })
+            Some(StreamEvent::Error {
+                stop_reason: StopReason::Aborted,
+                ..
+            })
         ));
         assert!(stream.next().await.is_none());
     }
@@ -539,8 +591,13 @@ mod tests {
     #[tokio::test]
     async fn requests_are_recorded() {
         let provider = ScriptedProvider::with_responses([ScriptedResponse::text("x")]);
-        let _: Vec<_> =
-            provider.stream(request(vec![Message::user_text("q")]), CancellationToken::new()).collect().await;
+        let _: Vec<_> = provider
+            .stream(
+                request(vec![Message::user_text("q")]),
+                CancellationToken::new(),
+            )
+            .collect()
+            .await;
         assert_eq!(provider.requests()[0].messages.len(), 1);
     }
 }

@@ -62,12 +62,18 @@ pub(crate) fn message_events(message: &AssistantMessage) -> Vec<StreamEvent> {
         match block {
             ContentBlock::Text(text) => {
                 events.push(StreamEvent::TextStart { index });
-                events.push(StreamEvent::TextDelta { index, delta: text.text.clone() });
+                events.push(StreamEvent::TextDelta {
+                    index,
+                    delta: text.text.clone(),
+                });
                 events.push(StreamEvent::TextEnd { index });
             }
             ContentBlock::Thinking(thinking) => {
                 events.push(StreamEvent::ThinkingStart { index });
-                events.push(StreamEvent::ThinkingDelta { index, delta: thinking.thinking.clone() });
+                events.push(StreamEvent::ThinkingDelta {
+                    index,
+                    delta: thinking.thinking.clone(),
+                });
                 events.push(StreamEvent::ThinkingEnd {
                     index,
                     signature: thinking.signature.clone(),
@@ -80,7 +86,10 @@ pub(crate) fn message_events(message: &AssistantMessage) -> Vec<StreamEvent> {
                     id: call.id.clone(),
                     name: call.name.clone(),
                 });
-                events.push(StreamEvent::ToolCallDelta { index, delta: call.arguments.to_string() });
+                events.push(StreamEvent::ToolCallDelta {
+                    index,
+                    delta: call.arguments.to_string(),
+                });
                 events.push(StreamEvent::ToolCallEnd { index });
             }
             // Images are user-side content; a model response carrying one is replayed as
@@ -102,7 +111,10 @@ pub(crate) fn message_events(message: &AssistantMessage) -> Vec<StreamEvent> {
             error: error.clone(),
             usage: message.usage,
         }),
-        _ => events.push(StreamEvent::Done { stop_reason: message.stop_reason, usage: message.usage }),
+        _ => events.push(StreamEvent::Done {
+            stop_reason: message.stop_reason,
+            usage: message.usage,
+        }),
     }
     events
 }

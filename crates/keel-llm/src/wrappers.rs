@@ -52,16 +52,28 @@ pub fn compose_stream_fn(base: Arc<dyn StreamFn>, settings: &StreamSettings) -> 
         f = Arc::new(HostMaxOutput { inner: f, ceiling });
     }
     if let Some(retention) = settings.cache_retention {
-        f = Arc::new(CacheRetentionDefault { inner: f, retention });
+        f = Arc::new(CacheRetentionDefault {
+            inner: f,
+            retention,
+        });
     }
     if let Some(max_tokens) = settings.max_tokens.filter(|n| *n > 0) {
-        f = Arc::new(MaxTokensDefault { inner: f, max_tokens });
+        f = Arc::new(MaxTokensDefault {
+            inner: f,
+            max_tokens,
+        });
     }
     if !settings.headers.is_empty() {
-        f = Arc::new(Headers { inner: f, headers: settings.headers.clone() });
+        f = Arc::new(Headers {
+            inner: f,
+            headers: settings.headers.clone(),
+        });
     }
     if !settings.request_timeout.is_zero() {
-        f = Arc::new(RequestTimeout { inner: f, timeout: settings.request_timeout });
+        f = Arc::new(RequestTimeout {
+            inner: f,
+            timeout: settings.request_timeout,
+        });
     }
     f
 }
@@ -73,7 +85,10 @@ struct HostMaxOutput {
 
 impl StreamFn for HostMaxOutput {
     fn stream(&self, mut request: LlmRequest, cancel: CancellationToken) -> EventStream {
-        let wanted = request.options.max_tokens.unwrap_or(request.model.max_output);
+        let wanted = request
+            .options
+            .max_tokens
+            .unwrap_or(request.model.max_output);
         request.options.max_tokens = Some(wanted.min(self.ceiling));
         self.inner.stream(request, cancel)
     }
@@ -86,7 +101,10 @@ struct CacheRetentionDefault {
 
 impl StreamFn for CacheRetentionDefault {
     fn stream(&self, mut request: LlmRequest, cancel: CancellationToken) -> EventStream {
-        request.options.cache_retention.get_or_insert(self.retention);
+        request
+            .options
+            .cache_retention
+            .get_or_insert(self.retention);
         self.inner.stream(request, cancel)
     }
 }
@@ -111,7 +129,11 @@ struct Headers {
 impl StreamFn for Headers {
     fn stream(&self, mut request: LlmRequest, cancel: CancellationToken) -> EventStream {
         for (name, value) in &self.headers {
-            let taken = request.options.headers.iter().any(|(n, _)| n.eq_ignore_ascii_case(name));
+            let taken = request
+                .options
+                .headers
+                .iter()
+                .any(|(n, _)| n.eq_ignore_ascii_case(name));
             if !taken {
                 request.options.headers.push((name.clone(), value.clone()));
             }
@@ -213,13 +235,19 @@ mod tests {
         let mut req = request();
         req.options.headers.push(("X-A".into(), "caller".into()));
         req.options.cache_retention = Some(CacheRetention::None);
-        let _ = f.stream(req, CancellationToken::new()).collect::<Vec<_>>().await;
+        let _ = f
+            .stream(req, CancellationToken::new())
+            .collect::<Vec<_>>()
+            .await;
         let options = seen.lock().unwrap()[0].clone();
         assert_eq!(options.max_tokens, Some(1000));
         assert_eq!(options.cache_retention, Some(CacheRetention::None));
         assert_eq!(
             options.headers,
-            vec![("X-A".to_string(), "caller".to_string()), ("x-b".into(), "2".into())]
+            vec![
+                ("X-A".to_string(), "caller".to_string()),
+                ("x-b".into(), "2".into())
+            ]
         );
         assert_eq!(options.timeout, Some(Duration::from_secs(5)));
     }
@@ -229,10 +257,15 @@ mod tests {
         let stall = |_req: LlmRequest, _cancel: CancellationToken| -> EventStream {
             Box::pin(futures::stream::pending())
         };
-        let settings =
-            StreamSettings { request_timeout: Duration::from_secs(3), ..StreamSettings::default() };
+        let settings = StreamSettings {
+            request_timeout: Duration::from_secs(3),
+            ..StreamSettings::default()
+        };
         let f = compose_stream_fn(Arc::new(stall), &settings);
-        let events: Vec<_> = f.stream(request(), CancellationToken::new()).collect().await;
+        let events: Vec<_> = f
+            .stream(request(), CancellationToken::new())
+            .collect()
+            .await;
         assert!(matches!(
             &events[..],
             [StreamEvent::Error { error, .. }] if error.code == ErrorCode::Timeout

@@ -115,7 +115,10 @@ mod tests {
                 signature: Some("sig".into()),
                 redacted: false,
             }),
-            ContentBlock::Image(ImageBlock { data: vec![1, 2, 3], mime_type: "image/png".into() }),
+            ContentBlock::Image(ImageBlock {
+                data: vec![1, 2, 3],
+                mime_type: "image/png".into(),
+            }),
             ContentBlock::ToolCall(ToolCall {
                 id: "c1".into(),
                 name: "read".into(),

@@ -62,7 +62,10 @@ pub struct ErrorInfo {
 impl ErrorInfo {
     /// Builds an error.
     pub fn new(code: ErrorCode, message: impl Into<String>) -> Self {
-        Self { code, message: message.into() }
+        Self {
+            code,
+            message: message.into(),
+        }
     }
 }
 

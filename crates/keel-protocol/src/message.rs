@@ -99,7 +99,10 @@ impl UserMessage {
 
     /// A hidden user message (reminders, hook injections) with one text block.
     pub fn hidden_text(text: impl Into<String>) -> Self {
-        Self { hidden: true, ..Self::text(text) }
+        Self {
+            hidden: true,
+            ..Self::text(text)
+        }
     }
 }
 
@@ -164,7 +167,10 @@ impl AssistantMessage {
 
     /// All text blocks joined.
     pub fn text(&self) -> String {
-        self.content.iter().filter_map(ContentBlock::as_text).collect()
+        self.content
+            .iter()
+            .filter_map(ContentBlock::as_text)
+            .collect()
     }
 
     /// A finished text-only response, mainly for tests and synthetic answers.
@@ -211,7 +217,10 @@ impl ToolResultMessage {
 
     /// All text blocks joined.
     pub fn text(&self) -> String {
-        self.content.iter().filter_map(ContentBlock::as_text).collect()
+        self.content
+            .iter()
+            .filter_map(ContentBlock::as_text)
+            .collect()
     }
 }
 
@@ -260,7 +269,11 @@ mod tests {
                 arguments: json!({"command": "ls"}),
             })],
             stop_reason: StopReason::ToolUse,
-            usage: Usage { input: 3, output: 4, ..Usage::default() },
+            usage: Usage {
+                input: 3,
+                output: 4,
+                ..Usage::default()
+            },
             provider: "p".into(),
             api: "a".into(),
             model: "m".into(),

@@ -176,10 +176,13 @@ impl TurnOutcome {
     pub fn status(&self) -> SessionStatus {
         match self {
             Self::Completed => SessionStatus::Completed,
-            Self::Aborted { reason } => SessionStatus::Aborted { reason: reason.clone() },
-            Self::Failed { code, message } => {
-                SessionStatus::Failed { code: code.clone(), message: message.clone() }
-            }
+            Self::Aborted { reason } => SessionStatus::Aborted {
+                reason: reason.clone(),
+            },
+            Self::Failed { code, message } => SessionStatus::Failed {
+                code: code.clone(),
+                message: message.clone(),
+            },
         }
     }
 }
@@ -195,7 +198,9 @@ mod tests {
             seq: 0,
             session_id: "s".into(),
             turn_id: "t".into(),
-            body: RuntimeEventBody::SessionStatus { status: SessionStatus::Running },
+            body: RuntimeEventBody::SessionStatus {
+                status: SessionStatus::Running,
+            },
         };
         assert_eq!(
             serde_json::to_value(&event).unwrap(),

@@ -143,7 +143,10 @@ mod tests {
 
     #[test]
     fn events_are_tagged_by_type() {
-        let event = StreamEvent::ToolCallDelta { index: 2, delta: "{\"a\"".into() };
+        let event = StreamEvent::ToolCallDelta {
+            index: 2,
+            delta: "{\"a\"".into(),
+        };
         assert_eq!(
             serde_json::to_value(&event).unwrap(),
             json!({"type": "tool_call_delta", "index": 2, "delta": "{\"a\""})

@@ -72,8 +72,18 @@ mod tests {
     #[test]
     fn reasoning_is_not_counted_twice() {
         let mut total = Usage::default();
-        total += Usage { input: 10, output: 5, reasoning: 3, ..Usage::default() };
-        total += Usage { input: 1, output: 2, reasoning: 1, ..Usage::default() };
+        total += Usage {
+            input: 10,
+            output: 5,
+            reasoning: 3,
+            ..Usage::default()
+        };
+        total += Usage {
+            input: 1,
+            output: 2,
+            reasoning: 1,
+            ..Usage::default()
+        };
         assert_eq!(total.total_tokens(), 18);
         assert_eq!(total.reasoning, 4);
     }

@@ -54,7 +54,11 @@ enum Prepared {
 type Slot = Option<(Arc<Message>, bool)>;
 
 impl Run {
-    pub(super) async fn execute_batch(&mut self, assistant: &AssistantMessage, id: &MessageId) -> BatchOutcome {
+    pub(super) async fn execute_batch(
+        &mut self,
+        assistant: &AssistantMessage,
+        id: &MessageId,
+    ) -> BatchOutcome {
         let calls: Vec<ToolCall> = assistant.tool_calls().cloned().collect();
         let mut slots: Vec<Slot> = vec![None; calls.len()];
         let mut terminated = false;
@@ -79,9 +83,15 @@ impl Run {
             for (index, call) in calls.iter().enumerate() {
                 if terminated || self.cancel.is_cancelled() {
                     let text = if terminated {
-                        format!("{STOPPED_BY_HOOK}: tool call `{}` was not executed because a hook ended the batch.", call.name)
+                        format!(
+                            "{STOPPED_BY_HOOK}: tool call `{}` was not executed because a hook ended the batch.",
+                            call.name
+                        )
                     } else {
-                        format!("Tool call `{}` was not executed: the run was aborted.", call.name)
+                        format!(
+                            "Tool call `{}` was not executed: the run was aborted.",
+                            call.name
+                        )
                     };
                     let result = ToolResultMessage::error(call.id.clone(), call.name.clone(), text);
                     slots[index] = Some((self.answer_without_running(call, result).await, false));
@@ -91,7 +101,9 @@ impl Run {
                 match self.prepare(index, call).await {
                     Prepared::Ready(call) if parallel => ready.push(call),
                     Prepared::Ready(call) => self.run_ready(vec![call], id, &mut slots).await,
-                    Prepared::Answered(result) => slots[index] = Some((self.emit_end(call, result).await, false)),
+                    Prepared::Answered(result) => {
+                        slots[index] = Some((self.emit_end(call, result).await, false))
+                    }
                     Prepared::Terminate(result) => {
                         slots[index] = Some((self.emit_end(call, result).await, false));
                         terminated = true;
@@ -102,7 +114,8 @@ impl Run {
                 self.run_ready(ready, id, &mut slots).await;
             }
         }
-        let all_terminate = !slots.is_empty() && slots.iter().all(|s| s.as_ref().is_some_and(|(_, t)| *t));
+        let all_terminate =
+            !slots.is_empty() && slots.iter().all(|s| s.as_ref().is_some_and(|(_, t)| *t));
         let mut results = Vec::with_capacity(slots.len());
         for (index, slot) in slots.into_iter().enumerate() {
             let result = match slot {
@@ -111,17 +124,30 @@ impl Run {
                 None => {
                     let call = &calls[index];
                     let text = format!("Tool call `{}` produced no result.", call.name);
-                    Arc::new(Message::ToolResult(ToolResultMessage::error(call.id.clone(), call.name.clone(), text)))
+                    Arc::new(Message::ToolResult(ToolResultMessage::error(
+                        call.id.clone(),
+                        call.name.clone(),
+                        text,
+                    )))
                 }
             };
             self.append(result.clone()).await;
             results.push(result);
         }
-        BatchOutcome { results, terminate: terminated || all_terminate }
+        BatchOutcome {
+            results,
+            terminate: terminated || all_terminate,
+        }
     }
 
     async fn prepare(&mut self, index: usize, call: &ToolCall) -> Prepared {
-        let error = |text: String| Prepared::Answered(ToolResultMessage::error(call.id.clone(), call.name.clone(), text));
+        let error = |text: String| {
+            Prepared::Answered(ToolResultMessage::error(
+                call.id.clone(),
+                call.name.clone(),
+                text,
+            ))
+        };
         if !self.seen_call_ids.insert(call.id.clone()) {
             return error(format!(
                 "Tool call id `{}` was already used in this turn; the call was not executed. Issue it again with a new id.",
@@ -130,16 +156,33 @@ impl Run {
         }
         let Some(entry) = self.config.tools.get(&call.name).cloned() else {
             let names = self.config.tools.names();
-            let available = if names.is_empty() { "none".to_owned() } else { names.join(", ") };
-            return error(format!("Tool `{}` does not exist. Available tools: {available}.", call.name));
+            let available = if names.is_empty() {
+                "none".to_owned()
+            } else {
+                names.join(", ")
+            };
+            return error(format!(
+                "Tool `{}` does not exist. Available tools: {available}.",
+                call.name
+            ));
         };
         if let Err(problems) = entry.validate(&call.name, &call.arguments) {
             return error(problems);
         }
         let hooks = self.config.hooks.clone();
-        let gate = guard("before_tool_call hook", hooks.before_tool_call(call), self.config.hook_timeout, Some(&self.cancel)).await;
+        let gate = guard(
+            "before_tool_call hook",
+            hooks.before_tool_call(call),
+            self.config.hook_timeout,
+            Some(&self.cancel),
+        )
+        .await;
         match gate {
-            Guarded::Done(Ok(ToolGate::Allow)) => Prepared::Ready(Ready { index, call: call.clone(), entry }),
+            Guarded::Done(Ok(ToolGate::Allow)) => Prepared::Ready(Ready {
+                index,
+                call: call.clone(),
+                entry,
+            }),
             Guarded::Done(Ok(ToolGate::Block { reason, source })) => {
                 let tag = match source {
                     BlockSource::Hook => "Blocked by hook",
@@ -147,15 +190,24 @@ impl Run {
                 };
                 error(format!("{tag}: {reason}"))
             }
-            Guarded::Done(Ok(ToolGate::Terminate { reason })) => Prepared::Terminate(ToolResultMessage::error(
-                call.id.clone(),
-                call.name.clone(),
-                format!("{STOPPED_BY_HOOK}: {reason}"),
-            )),
+            Guarded::Done(Ok(ToolGate::Terminate { reason })) => {
+                Prepared::Terminate(ToolResultMessage::error(
+                    call.id.clone(),
+                    call.name.clone(),
+                    format!("{STOPPED_BY_HOOK}: {reason}"),
+                ))
+            }
             // Fail closed: a gate that cannot decide does not let the call through.
-            Guarded::Done(Err(problem)) => error(format!("Blocked: the before_tool_call hook failed ({problem}); the call was not executed.")),
-            Guarded::Failed(problem) => error(format!("Blocked: {problem}; the call was not executed.")),
-            Guarded::Cancelled => error(format!("Tool call `{}` was not executed: the run was aborted.", call.name)),
+            Guarded::Done(Err(problem)) => error(format!(
+                "Blocked: the before_tool_call hook failed ({problem}); the call was not executed."
+            )),
+            Guarded::Failed(problem) => {
+                error(format!("Blocked: {problem}; the call was not executed."))
+            }
+            Guarded::Cancelled => error(format!(
+                "Tool call `{}` was not executed: the run was aborted.",
+                call.name
+            )),
         }
     }
 
@@ -169,8 +221,13 @@ impl Run {
         let mut file_tails: HashMap<PathBuf, oneshot::Receiver<()>> = HashMap::new();
         for Ready { index, call, entry } in ready {
             let hooks = self.config.hooks.clone();
-            if let Guarded::Failed(problem) =
-                guard("on_tool_execution_start hook", hooks.on_tool_execution_start(&call), self.config.hook_timeout, Some(&self.cancel)).await
+            if let Guarded::Failed(problem) = guard(
+                "on_tool_execution_start hook",
+                hooks.on_tool_execution_start(&call),
+                self.config.hook_timeout,
+                Some(&self.cancel),
+            )
+            .await
             {
                 tracing::warn!(%problem, "on_tool_execution_start hook failed");
             }
@@ -242,7 +299,9 @@ impl Run {
         }
         // Whatever is still running ignored the abort: abandon it.
         for (index, handle) in handles {
-            let Some(call) = calls.remove(&index) else { continue };
+            let Some(call) = calls.remove(&index) else {
+                continue;
+            };
             handle.abort();
             let text = format!(
                 "Tool `{}` did not stop within {} s of the abort and was abandoned; whatever it was doing may be incomplete.",
@@ -257,7 +316,14 @@ impl Run {
     async fn after_tool_call(&self, call: &ToolCall, output: ToolOutput) -> ToolOutput {
         let hooks = self.config.hooks.clone();
         let fallback = output.clone();
-        match guard("after_tool_call hook", hooks.after_tool_call(call, output), self.config.hook_timeout, Some(&self.cancel)).await {
+        match guard(
+            "after_tool_call hook",
+            hooks.after_tool_call(call, output),
+            self.config.hook_timeout,
+            Some(&self.cancel),
+        )
+        .await
+        {
             Guarded::Done(Ok(output)) => output,
             Guarded::Done(Err(error)) => {
                 tracing::warn!(%error, tool = %call.name, "after_tool_call hook failed; keeping the result");

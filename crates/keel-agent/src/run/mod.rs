@@ -73,7 +73,10 @@ pub(crate) enum StepMessage {
     /// A before-LLM hook skipped the call.
     Skipped,
     /// The response (or a synthetic one), already in history.
-    Message { message: Arc<Message>, id: MessageId },
+    Message {
+        message: Arc<Message>,
+        id: MessageId,
+    },
 }
 
 /// One run of the loop.
@@ -124,7 +127,10 @@ impl Run {
             let mode = self.config.steering_mode;
             self.pending.extend(State::take(&mut state.steering, mode));
             if self.pending.is_empty() {
-                self.pending.extend(State::take(&mut state.follow_ups, self.config.follow_up_mode));
+                self.pending.extend(State::take(
+                    &mut state.follow_ups,
+                    self.config.follow_up_mode,
+                ));
             }
         }
         loop {
@@ -136,7 +142,10 @@ impl Run {
                 }
                 let (message, id) = match self.model_step().await {
                     StepMessage::Skipped => {
-                        let summary = StepSummary { message: None, tool_results: Vec::new() };
+                        let summary = StepSummary {
+                            message: None,
+                            tool_results: Vec::new(),
+                        };
                         self.end_step(&summary).await;
                         return self.finish().await;
                     }
@@ -145,11 +154,17 @@ impl Run {
                 let Some(assistant) = message.as_assistant() else {
                     return self.finish().await;
                 };
-                if matches!(assistant.stop_reason, StopReason::Error | StopReason::Aborted) {
+                if matches!(
+                    assistant.stop_reason,
+                    StopReason::Error | StopReason::Aborted
+                ) {
                     // Exit 1: a failed or aborted response ends the run; calls it holds are
                     // answered so history never keeps a call without a result.
                     let results = self.answer_unexecuted(assistant, &id).await;
-                    let summary = StepSummary { message: Some(message.clone()), tool_results: results };
+                    let summary = StepSummary {
+                        message: Some(message.clone()),
+                        tool_results: results,
+                    };
                     self.end_step(&summary).await;
                     return self.finish().await;
                 }
@@ -159,7 +174,10 @@ impl Run {
                 } else {
                     batch::BatchOutcome::default()
                 };
-                let summary = StepSummary { message: Some(message.clone()), tool_results: batch.results };
+                let summary = StepSummary {
+                    message: Some(message.clone()),
+                    tool_results: batch.results,
+                };
                 self.end_step(&summary).await;
                 if self.cancel.is_cancelled() {
                     return self.finish().await;
@@ -178,6 +196,11 @@ impl Run {
                 self.poll_steering(boundary).await;
                 // Exit 3.
                 if self.ask(|h| h.should_stop_after_steering(&summary)).await {
+                    // Hand polled steering back so it waits for the next run, not lost.
+                    let polled = std::mem::take(&mut self.pending);
+                    if !polled.is_empty() {
+                        self.shared.lock().steering.push_front(polled);
+                    }
                     return self.finish().await;
                 }
                 // Exit 4 falls out of the loop condition: a terminated batch leaves
@@ -243,7 +266,14 @@ impl Run {
         F: std::future::Future<Output = bool> + 'a,
     {
         let future = question(self.config.hooks.as_ref());
-        match guard("stop hook", future, self.config.hook_timeout, Some(&self.cancel)).await {
+        match guard(
+            "stop hook",
+            future,
+            self.config.hook_timeout,
+            Some(&self.cancel),
+        )
+        .await
+        {
             Guarded::Done(answer) => answer,
             Guarded::Failed(problem) => {
                 tracing::warn!(%problem, "stop hook failed");
@@ -260,8 +290,11 @@ impl Run {
     /// Appends a complete message to history with its start and end events.
     pub(crate) async fn append(&mut self, message: Arc<Message>) -> MessageId {
         let id = self.config.ids.assign(&message).await;
-        self.emit(AgentEvent::MessageStart { message_id: id.clone(), message: message.clone() })
-            .await;
+        self.emit(AgentEvent::MessageStart {
+            message_id: id.clone(),
+            message: message.clone(),
+        })
+        .await;
         self.commit(message, id.clone()).await;
         id
     }
@@ -270,16 +303,28 @@ impl Run {
     pub(crate) async fn commit(&mut self, message: Arc<Message>, id: MessageId) {
         self.shared.lock().push_message(message.clone());
         self.new_messages.push(message.clone());
-        self.emit(AgentEvent::MessageEnd { message_id: id, message }).await;
+        self.emit(AgentEvent::MessageEnd {
+            message_id: id,
+            message,
+        })
+        .await;
     }
 
     /// Answers every call of a response that will not run (failed, aborted or cut off):
     /// each gets start and end events and an error result.
-    async fn answer_unexecuted(&mut self, assistant: &AssistantMessage, id: &MessageId) -> Vec<Arc<Message>> {
+    async fn answer_unexecuted(
+        &mut self,
+        assistant: &AssistantMessage,
+        id: &MessageId,
+    ) -> Vec<Arc<Message>> {
         let why = match assistant.stop_reason {
             StopReason::Aborted => "the response was aborted before the call could run".to_owned(),
             _ => match &assistant.error {
-                Some(error) => format!("the response failed ({}: {})", error.code.as_str(), error.message),
+                Some(error) => format!(
+                    "the response failed ({}: {})",
+                    error.code.as_str(),
+                    error.message
+                ),
                 None => "the response failed".to_owned(),
             },
         };
@@ -324,7 +369,12 @@ impl Run {
 
 /// After a run panicked: answer dangling calls, record a failed assistant message, and
 /// still emit `message_end`, `turn_end` and `agent_end`.
-pub(crate) async fn recover_from_panic(shared: &Arc<Shared>, emitter: &Emitter, start_len: usize, text: &str) {
+pub(crate) async fn recover_from_panic(
+    shared: &Arc<Shared>,
+    emitter: &Emitter,
+    start_len: usize,
+    text: &str,
+) {
     let (dangling, new_messages) = {
         let mut state = shared.lock();
         state.streaming = None;
@@ -342,28 +392,60 @@ pub(crate) async fn recover_from_panic(shared: &Arc<Shared>, emitter: &Emitter, 
         let failed = Arc::new(Message::Assistant(AssistantMessage {
             content: vec![ContentBlock::text("")],
             stop_reason: StopReason::Error,
-            error: Some(ErrorInfo::new(ErrorCode::Other, format!("internal error: {text}"))),
+            error: Some(ErrorInfo::new(
+                ErrorCode::Other,
+                format!("internal error: {text}"),
+            )),
             timestamp: keel_protocol::now_ms(),
             ..AssistantMessage::default()
         }));
         state.push_message(failed.clone());
-        let new_messages: Vec<_> = state.history.get(start_len..).map(<[_]>::to_vec).unwrap_or_default();
-        (added.into_iter().chain([failed]).collect::<Vec<_>>(), new_messages)
+        let new_messages: Vec<_> = state
+            .history
+            .get(start_len..)
+            .map(<[_]>::to_vec)
+            .unwrap_or_default();
+        (
+            added.into_iter().chain([failed]).collect::<Vec<_>>(),
+            new_messages,
+        )
     };
     let failed = dangling.last().cloned();
     for message in &dangling {
         let id = MessageId::generate();
-        emitter.emit(AgentEvent::MessageStart { message_id: id.clone(), message: message.clone() }).await;
-        emitter.emit(AgentEvent::MessageEnd { message_id: id, message: message.clone() }).await;
+        emitter
+            .emit(AgentEvent::MessageStart {
+                message_id: id.clone(),
+                message: message.clone(),
+            })
+            .await;
+        emitter
+            .emit(AgentEvent::MessageEnd {
+                message_id: id,
+                message: message.clone(),
+            })
+            .await;
     }
-    emitter.emit(AgentEvent::TurnEnd { message: failed, tool_results: Vec::new() }).await;
-    emitter.emit(AgentEvent::AgentEnd { messages: new_messages }).await;
+    emitter
+        .emit(AgentEvent::TurnEnd {
+            message: failed,
+            tool_results: Vec::new(),
+        })
+        .await;
+    emitter
+        .emit(AgentEvent::AgentEnd {
+            messages: new_messages,
+        })
+        .await;
 }
 
 /// Tool calls in `history` with no result after them.
 pub(crate) fn dangling_calls(history: &[Arc<Message>]) -> Vec<(ToolCallId, String)> {
-    let answered: HashSet<&ToolCallId> =
-        history.iter().filter_map(|m| m.as_tool_result()).map(|r| &r.tool_call_id).collect();
+    let answered: HashSet<&ToolCallId> = history
+        .iter()
+        .filter_map(|m| m.as_tool_result())
+        .map(|r| &r.tool_call_id)
+        .collect();
     history
         .iter()
         .filter_map(|m| m.as_assistant())

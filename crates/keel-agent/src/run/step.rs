@@ -20,7 +20,9 @@ impl Run {
     /// Runs the model half of one step.
     pub(super) async fn model_step(&mut self) -> StepMessage {
         if self.cancel.is_cancelled() {
-            return self.synthetic(aborted("the run was aborted before the model call")).await;
+            return self
+                .synthetic(aborted("the run was aborted before the model call"))
+                .await;
         }
         let history = self.shared.lock().history.clone();
         let hooks = self.config.hooks.clone();
@@ -34,15 +36,26 @@ impl Run {
         {
             Guarded::Done(Ok(plan)) => plan,
             Guarded::Done(Err(error)) => {
-                return self.synthetic(failed(format!("before_llm_call hook failed: {error}"))).await;
+                return self
+                    .synthetic(failed(format!("before_llm_call hook failed: {error}")))
+                    .await;
             }
             Guarded::Failed(problem) => return self.synthetic(failed(problem)).await,
             Guarded::Cancelled => {
-                return self.synthetic(aborted("the run was aborted while preparing the model call")).await;
+                return self
+                    .synthetic(aborted(
+                        "the run was aborted while preparing the model call",
+                    ))
+                    .await;
             }
         };
         drop(history);
-        let ContextPlan { replace_history, append, request_messages, action } = plan;
+        let ContextPlan {
+            replace_history,
+            append,
+            request_messages,
+            action,
+        } = plan;
         if let Some(messages) = replace_history {
             self.shared.lock().replace_history(messages);
         }
@@ -71,7 +84,14 @@ impl Run {
         if let Some(keys) = &self.config.api_keys {
             // Fetched for every call: short-lived tokens must refresh after long tool runs.
             let provider = self.config.model.provider.clone();
-            match guard("api key source", keys.api_key(&provider), self.config.hook_timeout, Some(&self.cancel)).await {
+            match guard(
+                "api key source",
+                keys.api_key(&provider),
+                self.config.hook_timeout,
+                Some(&self.cancel),
+            )
+            .await
+            {
                 Guarded::Done(key) => options.api_key = key,
                 Guarded::Failed(problem) => tracing::warn!(%problem, "api key source failed"),
                 Guarded::Cancelled => {}
@@ -90,7 +110,10 @@ impl Run {
             Ok(stream) => stream,
             Err(panic) => keel_llm::error_stream(
                 StopReason::Error,
-                ErrorInfo::new(ErrorCode::Other, format!("the stream function panicked: {}", panic_text(&*panic))),
+                ErrorInfo::new(
+                    ErrorCode::Other,
+                    format!("the stream function panicked: {}", panic_text(&*panic)),
+                ),
             ),
         }
     }
@@ -99,6 +122,7 @@ impl Run {
     /// delta updates it in place and is forwarded as `message_update`.
     async fn consume(&mut self, mut stream: EventStream) -> StepMessage {
         let mut id: Option<MessageId> = None;
+        let mut aborted = false;
         loop {
             let next = tokio::select! {
                 biased;
@@ -107,7 +131,7 @@ impl Run {
             };
             let Some(event) = next else {
                 // Aborted: do not wait for a stream that may ignore cancellation.
-                self.fail_streaming(StopReason::Aborted, ErrorInfo::new(ErrorCode::Cancelled, "the request was aborted"));
+                aborted = true;
                 break;
             };
             let Some(event) = event else { break };
@@ -124,14 +148,18 @@ impl Run {
             if let Err(problem) = applied {
                 self.fail_streaming(
                     StopReason::Error,
-                    ErrorInfo::new(ErrorCode::Other, format!("malformed response stream: {problem}")),
+                    ErrorInfo::new(
+                        ErrorCode::Other,
+                        format!("malformed response stream: {problem}"),
+                    ),
                 );
                 break;
             }
             let terminal = event.is_terminal();
             if !terminal && !matches!(event, StreamEvent::Start { .. }) {
                 let message_id = id.clone().unwrap_or_else(MessageId::generate);
-                self.emit(AgentEvent::MessageUpdate { message_id, event }).await;
+                self.emit(AgentEvent::MessageUpdate { message_id, event })
+                    .await;
             }
             if terminal {
                 break;
@@ -142,13 +170,23 @@ impl Run {
             Some(id) => id,
             None => self.start_streaming().await,
         };
+        if aborted {
+            self.fail_streaming(
+                StopReason::Aborted,
+                ErrorInfo::new(ErrorCode::Cancelled, "the request was aborted"),
+            );
+        }
         let builder = self.shared.lock().streaming.take().unwrap_or_default();
         let message = builder.finish();
         self.finish_response(message, id).await
     }
 
     /// Applies the after-response hook, then commits the message.
-    async fn finish_response(&mut self, mut message: AssistantMessage, id: MessageId) -> StepMessage {
+    async fn finish_response(
+        &mut self,
+        mut message: AssistantMessage,
+        id: MessageId,
+    ) -> StepMessage {
         if !matches!(message.stop_reason, StopReason::Error | StopReason::Aborted) {
             let hooks = self.config.hooks.clone();
             let decision = match guard(
@@ -182,7 +220,11 @@ impl Run {
         let initial = Arc::new(Message::Assistant(builder.message().clone()));
         self.shared.lock().streaming = Some(builder);
         let id = self.config.ids.assign(&initial).await;
-        self.emit(AgentEvent::MessageStart { message_id: id.clone(), message: initial }).await;
+        self.emit(AgentEvent::MessageStart {
+            message_id: id.clone(),
+            message: initial,
+        })
+        .await;
         id
     }
 
@@ -200,20 +242,34 @@ impl Run {
     }
 }
 
-fn apply_decision(message: &mut AssistantMessage, decision: ResponseDecision, pending: &mut Vec<Message>) {
+fn apply_decision(
+    message: &mut AssistantMessage,
+    decision: ResponseDecision,
+    pending: &mut Vec<Message>,
+) {
     match decision {
         ResponseDecision::Accept => {}
         ResponseDecision::ReplaceText(text) => {
-            let at = message.content.iter().position(|b| matches!(b, ContentBlock::Text(_)));
-            message.content.retain(|b| !matches!(b, ContentBlock::Text(_)));
-            let at = at.unwrap_or(message.content.len()).min(message.content.len());
+            let at = message
+                .content
+                .iter()
+                .position(|b| matches!(b, ContentBlock::Text(_)));
+            message
+                .content
+                .retain(|b| !matches!(b, ContentBlock::Text(_)));
+            let at = at
+                .unwrap_or(message.content.len())
+                .min(message.content.len());
             message.content.insert(at, ContentBlock::text(text));
         }
         ResponseDecision::Retry { prompt } => {
             strip_tool_calls(message);
             pending.push(Message::User(UserMessage::hidden_text(prompt)));
         }
-        ResponseDecision::Fail { code, message: text } => {
+        ResponseDecision::Fail {
+            code,
+            message: text,
+        } => {
             strip_tool_calls(message);
             message.stop_reason = StopReason::Error;
             message.error = Some(ErrorInfo::new(ErrorCode::Other, format!("{code}: {text}")));
@@ -223,7 +279,9 @@ fn apply_decision(message: &mut AssistantMessage, decision: ResponseDecision, pe
 
 /// Removes a rejected answer's tool calls so they cause no side effects.
 fn strip_tool_calls(message: &mut AssistantMessage) {
-    message.content.retain(|b| !matches!(b, ContentBlock::ToolCall(_)));
+    message
+        .content
+        .retain(|b| !matches!(b, ContentBlock::ToolCall(_)));
     if message.stop_reason == StopReason::ToolUse {
         message.stop_reason = StopReason::Stop;
     }

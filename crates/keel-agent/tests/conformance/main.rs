@@ -1,0 +1,8 @@
+//! Conformance suite for the agent loop, the Agent shell and the turn runner.
+#![allow(clippy::unwrap_used, clippy::expect_used, missing_docs, dead_code)]
+
+mod abort;
+mod batch;
+mod exits;
+mod steering;
+mod support;
