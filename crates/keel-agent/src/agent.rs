@@ -85,6 +85,19 @@ pub struct Agent {
     shared: Arc<Shared>,
 }
 
+/// A handle that does not keep the agent alive (for hooks the agent itself owns).
+#[derive(Clone)]
+pub struct WeakAgent {
+    shared: std::sync::Weak<Shared>,
+}
+
+impl WeakAgent {
+    /// The agent, if it still exists.
+    pub fn upgrade(&self) -> Option<Agent> {
+        self.shared.upgrade().map(|shared| Agent { shared })
+    }
+}
+
 /// Identifies a subscription so it can be removed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub struct SubscriptionId(u64);
@@ -113,6 +126,13 @@ impl Agent {
                 running,
             }),
         })
+    }
+
+    /// A handle that does not keep the agent alive.
+    pub fn downgrade(&self) -> WeakAgent {
+        WeakAgent {
+            shared: Arc::downgrade(&self.shared),
+        }
     }
 
     /// Adds a subscriber; every later run delivers its events to it, in registration order.

@@ -14,11 +14,12 @@ mod hooks;
 mod options;
 mod projection;
 mod run;
+pub mod runner;
 mod tool;
 mod tools_table;
 mod turn_context;
 
-pub use agent::{Agent, SubscriptionId};
+pub use agent::{Agent, SubscriptionId, WeakAgent};
 pub use emit::{AgentSubscriber, FnSubscriber};
 pub use error::AgentError;
 pub use hooks::{

@@ -27,6 +27,8 @@ pub enum ErrorCode {
     Quota,
     /// The caller cancelled the request.
     Cancelled,
+    /// keel itself failed (a crashed run), not the provider.
+    Internal,
     /// Anything not classified above.
     Other,
 }
@@ -45,6 +47,7 @@ impl ErrorCode {
             Self::Server => "server",
             Self::Quota => "quota",
             Self::Cancelled => "cancelled",
+            Self::Internal => "internal",
             Self::Other => "other",
         }
     }
@@ -86,6 +89,7 @@ mod tests {
             ErrorCode::Server,
             ErrorCode::Quota,
             ErrorCode::Cancelled,
+            ErrorCode::Internal,
             ErrorCode::Other,
         ] {
             let json = serde_json::to_string(&code).unwrap();

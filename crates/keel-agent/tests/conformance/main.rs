@@ -4,5 +4,7 @@
 mod abort;
 mod batch;
 mod exits;
+mod runner;
+mod runner_support;
 mod steering;
 mod support;

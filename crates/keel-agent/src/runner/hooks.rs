@@ -1,0 +1,341 @@
+//! The runner's eight hook kinds and their adapter onto the loop's seams (SPEC §2).
+//!
+//! | hook | contract |
+//! | --- | --- |
+//! | before_llm_call | in order; an error fails closed (no call); `append_message` stops the chain |
+//! | on_llm_call_prepared | observes the final request; failures never affect the call |
+//! | after_llm_call | `replace_text` chains; `retry`/`fail` stop the chain and strip tool calls |
+//! | before_tool_call | first block wins; an error blocks (fail closed) |
+//! | on_tool_execution_start | observes |
+//! | after_tool_call | rewrites merge in order |
+//! | on_history_changed | receives each new history message for persistence |
+//! | on_step_end | post-step work, may enqueue messages; errors only count a degradation |
+
+use std::sync::Arc;
+
+use async_trait::async_trait;
+use keel_llm::LlmRequest;
+use keel_protocol::{AssistantMessage, Message, ToolCall};
+
+use crate::hooks::{
+    Boundary, CallAction, ContextPlan, HookError, LoopHooks, ResponseDecision, StepSummary,
+    ToolGate,
+};
+use crate::runner::classify::Failure;
+use crate::runner::state::TurnShared;
+use crate::tool::ToolOutput;
+use crate::turn_context::TurnContext;
+
+/// What a before-LLM hook decided.
+#[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
+pub enum BeforeLlmAction {
+    /// Nothing to do; run the next hook.
+    Continue,
+    /// Make no model call; end the turn here.
+    Skip,
+    /// Answer directly with this message instead of calling the model.
+    Respond(Box<AssistantMessage>),
+    /// Send these messages for this request only; history is unchanged.
+    ReplaceRequest(Vec<Arc<Message>>),
+    /// Replace history persistently (compaction).
+    ReplaceHistory(Vec<Arc<Message>>),
+    /// Append one hidden message to history; later hooks do not run.
+    AppendMessage(Message),
+    /// Abort the call; the turn ends aborted.
+    Abort(String),
+}
+
+/// What a before-LLM hook sees.
+pub struct LlmCallView<'a> {
+    /// The turn.
+    pub turn: &'a TurnContext,
+    /// The messages as the request stands after earlier hooks.
+    pub messages: &'a [Arc<Message>],
+    /// Model calls made in this turn so far.
+    pub calls_made: usize,
+}
+
+/// Runs inside `transform_context`, before each model call.
+#[async_trait]
+pub trait BeforeLlmCallHook: Send + Sync {
+    /// Decides about the coming call.
+    async fn before_llm_call(&self, view: &LlmCallView<'_>) -> Result<BeforeLlmAction, HookError>;
+}
+
+/// Observes every request as it is sent.
+#[async_trait]
+pub trait LlmCallPreparedHook: Send + Sync {
+    /// Sees the final request.
+    async fn on_llm_call_prepared(
+        &self,
+        turn: &TurnContext,
+        request: &LlmRequest,
+    ) -> Result<(), HookError>;
+}
+
+/// Judges each response at its `message_end`.
+#[async_trait]
+pub trait AfterLlmCallHook: Send + Sync {
+    /// Accepts, rewrites, retries or fails the response.
+    async fn after_llm_call(
+        &self,
+        turn: &TurnContext,
+        message: &AssistantMessage,
+    ) -> Result<ResponseDecision, HookError>;
+}
+
+/// Admits or blocks tool calls.
+#[async_trait]
+pub trait BeforeToolCallHook: Send + Sync {
+    /// The verdict for one call.
+    async fn before_tool_call(
+        &self,
+        turn: &TurnContext,
+        call: &ToolCall,
+    ) -> Result<ToolGate, HookError>;
+}
+
+/// Observes admitted calls right before they run.
+#[async_trait]
+pub trait ToolExecutionStartHook: Send + Sync {
+    /// Called once per admitted call.
+    async fn on_tool_execution_start(&self, turn: &TurnContext, call: &ToolCall);
+}
+
+/// Rewrites tool results.
+#[async_trait]
+pub trait AfterToolCallHook: Send + Sync {
+    /// Returns the (possibly rewritten) output.
+    async fn after_tool_call(
+        &self,
+        turn: &TurnContext,
+        call: &ToolCall,
+        output: ToolOutput,
+    ) -> Result<ToolOutput, HookError>;
+}
+
+/// Receives new history for persistence.
+#[async_trait]
+pub trait HistoryChangedHook: Send + Sync {
+    /// `messages` entered history, in order.
+    async fn on_history_changed(
+        &self,
+        turn: &TurnContext,
+        messages: &[Arc<Message>],
+    ) -> Result<(), HookError>;
+}
+
+/// Post-step work.
+#[async_trait]
+pub trait StepEndHook: Send + Sync {
+    /// Called after each step; may queue messages through `queue`.
+    async fn on_step_end(
+        &self,
+        turn: &TurnContext,
+        step: &StepSummary,
+        queue: &StepQueue,
+    ) -> Result<(), HookError>;
+}
+
+/// Lets a step-end hook queue messages for the current turn.
+pub struct StepQueue {
+    pub(crate) agent: crate::Agent,
+}
+
+impl StepQueue {
+    /// Injects a message before the next model call.
+    pub fn steer(&self, message: Message) {
+        self.agent.steer(message);
+    }
+
+    /// Queues a message for after the turn would otherwise end.
+    pub fn follow_up(&self, message: Message) {
+        self.agent.follow_up(message);
+    }
+}
+
+/// The hooks of one turn, by kind, each list in order.
+#[derive(Clone, Default)]
+pub struct TurnHooks {
+    /// before_llm_call hooks.
+    pub before_llm_call: Vec<Arc<dyn BeforeLlmCallHook>>,
+    /// on_llm_call_prepared hooks.
+    pub on_llm_call_prepared: Vec<Arc<dyn LlmCallPreparedHook>>,
+    /// after_llm_call hooks.
+    pub after_llm_call: Vec<Arc<dyn AfterLlmCallHook>>,
+    /// before_tool_call hooks.
+    pub before_tool_call: Vec<Arc<dyn BeforeToolCallHook>>,
+    /// on_tool_execution_start hooks.
+    pub on_tool_execution_start: Vec<Arc<dyn ToolExecutionStartHook>>,
+    /// after_tool_call hooks.
+    pub after_tool_call: Vec<Arc<dyn AfterToolCallHook>>,
+    /// on_history_changed hooks.
+    pub on_history_changed: Vec<Arc<dyn HistoryChangedHook>>,
+    /// on_step_end hooks.
+    pub on_step_end: Vec<Arc<dyn StepEndHook>>,
+}
+
+/// The runner's implementation of the loop's seams.
+pub(crate) struct TurnLoopHooks {
+    pub(crate) shared: Arc<TurnShared>,
+}
+
+#[async_trait]
+impl LoopHooks for TurnLoopHooks {
+    async fn transform_context(&self, history: &[Arc<Message>]) -> Result<ContextPlan, HookError> {
+        let shared = &self.shared;
+        let calls_made = shared.calls_made();
+        let mut plan = ContextPlan::default();
+        let mut current: Option<Vec<Arc<Message>>> = None;
+        for hook in &shared.hooks.before_llm_call {
+            let messages = current.as_deref().unwrap_or(history);
+            let view = LlmCallView {
+                turn: &shared.turn,
+                messages,
+                calls_made,
+            };
+            let decision = shared
+                .call("before_llm_call hook", hook.before_llm_call(&view))
+                .await
+                .inspect_err(|error| shared.fail(Failure::BeforeLlmHook(error.message.clone())))?;
+            match decision {
+                BeforeLlmAction::Continue => {}
+                BeforeLlmAction::Skip => {
+                    plan.action = CallAction::Skip;
+                    break;
+                }
+                BeforeLlmAction::Respond(message) => {
+                    plan.action = CallAction::Respond(message);
+                    break;
+                }
+                BeforeLlmAction::Abort(reason) => {
+                    plan.action = CallAction::Abort(reason);
+                    break;
+                }
+                BeforeLlmAction::ReplaceRequest(messages) => {
+                    current = Some(messages.clone());
+                    plan.request_messages = Some(messages);
+                }
+                BeforeLlmAction::ReplaceHistory(messages) => {
+                    shared.history_replaced(messages.len());
+                    current = Some(messages.clone());
+                    plan.replace_history = Some(messages);
+                }
+                BeforeLlmAction::AppendMessage(message) => {
+                    if let Some(request) = plan.request_messages.as_mut() {
+                        request.push(Arc::new(message.clone()));
+                    }
+                    plan.append.push(message);
+                    break;
+                }
+            }
+        }
+        shared.count_call();
+        Ok(plan)
+    }
+
+    async fn after_response(
+        &self,
+        message: &AssistantMessage,
+    ) -> Result<ResponseDecision, HookError> {
+        let shared = &self.shared;
+        let mut current: Option<AssistantMessage> = None;
+        let mut replaced: Option<String> = None;
+        for hook in &shared.hooks.after_llm_call {
+            let seen = current.as_ref().unwrap_or(message);
+            match shared
+                .call(
+                    "after_llm_call hook",
+                    hook.after_llm_call(&shared.turn, seen),
+                )
+                .await
+            {
+                Ok(ResponseDecision::Accept) => {}
+                Ok(ResponseDecision::ReplaceText(text)) => {
+                    let mut next = seen.clone();
+                    next.content.retain(|b| b.as_text().is_none());
+                    next.content
+                        .insert(0, keel_protocol::ContentBlock::text(text.clone()));
+                    current = Some(next);
+                    replaced = Some(text);
+                }
+                Ok(decision @ ResponseDecision::Retry { .. }) => return Ok(decision),
+                Ok(ResponseDecision::Fail { code, message }) => {
+                    shared.fail(Failure::Rejected {
+                        code: code.clone(),
+                        message: message.clone(),
+                    });
+                    return Ok(ResponseDecision::Fail { code, message });
+                }
+                Err(error) => {
+                    tracing::warn!(%error, "after_llm_call hook failed; response kept");
+                    shared.degrade();
+                }
+            }
+        }
+        Ok(replaced.map_or(ResponseDecision::Accept, ResponseDecision::ReplaceText))
+    }
+
+    async fn before_tool_call(&self, call: &ToolCall) -> Result<ToolGate, HookError> {
+        for hook in &self.shared.hooks.before_tool_call {
+            match self
+                .shared
+                .call(
+                    "before_tool_call hook",
+                    hook.before_tool_call(&self.shared.turn, call),
+                )
+                .await?
+            {
+                ToolGate::Allow => {}
+                gate => return Ok(gate),
+            }
+        }
+        Ok(ToolGate::Allow)
+    }
+
+    async fn on_tool_execution_start(&self, call: &ToolCall) {
+        for hook in &self.shared.hooks.on_tool_execution_start {
+            let observed = hook.on_tool_execution_start(&self.shared.turn, call);
+            if let Err(error) = self
+                .shared
+                .call("on_tool_execution_start hook", async { Ok(observed.await) })
+                .await
+            {
+                tracing::warn!(%error, "on_tool_execution_start hook failed");
+                self.shared.degrade();
+            }
+        }
+    }
+
+    async fn after_tool_call(
+        &self,
+        call: &ToolCall,
+        mut output: ToolOutput,
+    ) -> Result<ToolOutput, HookError> {
+        for hook in &self.shared.hooks.after_tool_call {
+            let before = output.clone();
+            output = match self
+                .shared
+                .call(
+                    "after_tool_call hook",
+                    hook.after_tool_call(&self.shared.turn, call, output),
+                )
+                .await
+            {
+                Ok(rewritten) => rewritten,
+                Err(error) => {
+                    // One failing rewrite must not undo the others: keep what we had.
+                    tracing::warn!(%error, "after_tool_call hook failed");
+                    self.shared.degrade();
+                    before
+                }
+            };
+        }
+        Ok(output)
+    }
+
+    async fn poll_steering(&self, boundary: Boundary) -> Vec<Vec<Message>> {
+        self.shared.poll_host(boundary).await
+    }
+}

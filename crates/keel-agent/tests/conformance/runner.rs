@@ -1,0 +1,705 @@
+//! The turn runner: hook contracts, steering boundaries, closing, outcomes, event bridge.
+
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use async_trait::async_trait;
+use keel_agent::runner::{
+    AfterLlmCallHook, AfterToolCallHook, BeforeLlmAction, BeforeLlmCallHook, BeforeToolCallHook,
+    HistoryChangedHook, LlmCallPreparedHook, LlmCallView, StepEndHook, StepQueue,
+    ToolExecutionStartHook, TurnStart,
+};
+use keel_agent::{
+    BlockSource, ExecutionMode, HookError, ResponseDecision, StepSummary, ToolGate, ToolOutput,
+    TurnContext,
+};
+use keel_llm::LlmRequest;
+use keel_llm::scripted::ScriptedResponse;
+use keel_protocol::{
+    AssistantMessage, ErrorCode, Message, ResponseChunk, RuntimeEventBody, ToolCall, ToolPhase,
+    TurnOutcome, UserMessage,
+};
+use pretty_assertions::assert_eq;
+use serde_json::json;
+
+use crate::runner_support::*;
+use crate::support::{Behaviour, TestTool, call, short, text};
+
+type Hook<T> = Arc<T>;
+
+struct BeforeLlm<F>(F);
+#[async_trait]
+impl<F> BeforeLlmCallHook for BeforeLlm<F>
+where
+    F: Fn(&LlmCallView<'_>) -> Result<BeforeLlmAction, HookError> + Send + Sync,
+{
+    async fn before_llm_call(&self, view: &LlmCallView<'_>) -> Result<BeforeLlmAction, HookError> {
+        (self.0)(view)
+    }
+}
+
+fn before_llm(
+    f: impl Fn(&LlmCallView<'_>) -> Result<BeforeLlmAction, HookError> + Send + Sync + 'static,
+) -> Hook<dyn BeforeLlmCallHook> {
+    Arc::new(BeforeLlm(f))
+}
+
+struct AfterLlm<F>(F);
+#[async_trait]
+impl<F> AfterLlmCallHook for AfterLlm<F>
+where
+    F: Fn(&AssistantMessage) -> Result<ResponseDecision, HookError> + Send + Sync,
+{
+    async fn after_llm_call(
+        &self,
+        _turn: &TurnContext,
+        message: &AssistantMessage,
+    ) -> Result<ResponseDecision, HookError> {
+        (self.0)(message)
+    }
+}
+
+fn after_llm(
+    f: impl Fn(&AssistantMessage) -> Result<ResponseDecision, HookError> + Send + Sync + 'static,
+) -> Hook<dyn AfterLlmCallHook> {
+    Arc::new(AfterLlm(f))
+}
+
+fn history_of(result: &keel_agent::runner::TurnResult) -> Vec<String> {
+    result.messages.iter().map(|m| short(m)).collect()
+}
+
+#[tokio::test]
+async fn a_completed_turn_has_one_status_envelope_and_host_ids() {
+    let mut h = Harness::new(vec![call("c1", "echo", json!({})), text("done")]);
+    h.tools = vec![TestTool::new(
+        "echo",
+        ExecutionMode::Parallel,
+        Behaviour::Echo,
+    )];
+    let result = h.run("hi").await;
+    assert_eq!(result.outcome, TurnOutcome::Completed);
+    assert_eq!(
+        history_of(&result),
+        [
+            "user:hi",
+            "assistant:tool_use",
+            "result:c1",
+            "assistant:stop"
+        ]
+    );
+    let completed: Vec<String> = h
+        .host
+        .checked()
+        .iter()
+        .filter_map(|b| match b {
+            RuntimeEventBody::MessageCompleted {
+                message_id,
+                message,
+            } => Some(format!("{message_id}={}", short(message))),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(
+        completed,
+        [
+            "m1=user:hi",
+            "m2=assistant:tool_use",
+            "m3=result:c1",
+            "m4=assistant:stop"
+        ]
+    );
+}
+
+#[tokio::test(start_paused = true)]
+async fn an_assistant_message_with_calls_completes_only_after_all_executions_ended() {
+    let mut h = Harness::new(vec![
+        ScriptedResponse::new()
+            .with_text("working")
+            .with_tool_call("c1", "sleep", json!({"ms": 200}))
+            .with_tool_call("c2", "sleep", json!({"ms": 100})),
+        text("done"),
+    ]);
+    h.tools = vec![TestTool::new(
+        "sleep",
+        ExecutionMode::Parallel,
+        Behaviour::Sleep,
+    )];
+    h.run("hi").await;
+    let bodies = h.host.checked();
+    let position = |pred: &dyn Fn(&RuntimeEventBody) -> bool| bodies.iter().position(pred).unwrap();
+    let completed = position(
+        &|b| matches!(b, RuntimeEventBody::MessageCompleted { message, .. } if message.as_assistant().is_some_and(|a| a.has_tool_calls())),
+    );
+    for id in ["c1", "c2"] {
+        let ended = position(
+            &|b| matches!(b, RuntimeEventBody::ResponseChunk { chunk: ResponseChunk::ToolExecution { tool_call_id, phase: ToolPhase::Succeeded, .. }, .. } if tool_call_id.as_str() == id),
+        );
+        assert!(
+            ended < completed,
+            "{id} ended at {ended}, message completed at {completed}"
+        );
+    }
+    let text_chunk = position(
+        &|b| matches!(b, RuntimeEventBody::ResponseChunk { chunk: ResponseChunk::Text { .. }, message_id } if message_id.as_str() == "m2"),
+    );
+    assert!(text_chunk < completed);
+}
+
+#[tokio::test]
+async fn before_llm_error_fails_closed_without_calling_the_model() {
+    let mut h = Harness::new(vec![text("never")]);
+    h.hooks.before_llm_call = vec![before_llm(|_| {
+        Err(HookError::new("reminder store offline"))
+    })];
+    let result = h.run("hi").await;
+    assert_eq!(failed_code(&result.outcome), "before_llm_hook_failed");
+    assert_eq!(h.provider.call_count(), 0);
+}
+
+#[tokio::test]
+async fn before_llm_panic_fails_closed_too() {
+    let mut h = Harness::new(vec![text("never")]);
+    h.hooks.before_llm_call = vec![before_llm(|_| panic!("hook bug"))];
+    let result = h.run("hi").await;
+    assert_eq!(failed_code(&result.outcome), "before_llm_hook_failed");
+    assert_eq!(h.provider.call_count(), 0);
+}
+
+#[tokio::test]
+async fn append_message_stops_later_before_llm_hooks() {
+    let mut h = Harness::new(vec![text("ok")]);
+    let later_ran = Arc::new(AtomicUsize::new(0));
+    let counter = later_ran.clone();
+    h.hooks.before_llm_call = vec![
+        before_llm(|_| Ok(BeforeLlmAction::Continue)),
+        before_llm(|_| {
+            Ok(BeforeLlmAction::AppendMessage(Message::User(
+                UserMessage::hidden_text("<system-reminder>x</system-reminder>"),
+            )))
+        }),
+        before_llm(move |_| {
+            counter.fetch_add(1, Ordering::SeqCst);
+            Ok(BeforeLlmAction::Continue)
+        }),
+    ];
+    let result = h.run("hi").await;
+    assert_eq!(later_ran.load(Ordering::SeqCst), 0);
+    assert_eq!(
+        history_of(&result),
+        [
+            "user:hi",
+            "user:<system-reminder>x</system-reminder>",
+            "assistant:stop"
+        ]
+    );
+    assert_eq!(h.provider.requests()[0].messages.len(), 2);
+}
+
+#[tokio::test]
+async fn replace_request_changes_only_the_request() {
+    let mut h = Harness::new(vec![text("ok")]);
+    h.hooks.before_llm_call = vec![before_llm(|view| {
+        let mut messages = view.messages.to_vec();
+        messages.push(Arc::new(Message::user_text("(remaining budget: 30 s)")));
+        Ok(BeforeLlmAction::ReplaceRequest(messages))
+    })];
+    let result = h.run("hi").await;
+    let request = &h.provider.requests()[0];
+    assert_eq!(request.messages.len(), 2);
+    assert_eq!(
+        history_of(&result),
+        ["user:hi", "assistant:stop"],
+        "history unchanged"
+    );
+}
+
+#[tokio::test]
+async fn replace_history_is_persistent_and_not_handed_over_again() {
+    let mut h = Harness::new(vec![text("ok")]);
+    h.history = vec![
+        Arc::new(Message::user_text("old 1")),
+        Arc::new(Message::user_text("old 2")),
+    ];
+    h.hooks.before_llm_call = vec![before_llm(|view| {
+        if view.messages.len() > 1 {
+            Ok(BeforeLlmAction::ReplaceHistory(vec![Arc::new(
+                Message::user_text("summary"),
+            )]))
+        } else {
+            Ok(BeforeLlmAction::Continue)
+        }
+    })];
+    let handed = Arc::new(Mutex::new(Vec::new()));
+    h.hooks.on_history_changed = vec![Arc::new(Persist(handed.clone()))];
+    h.run("hi").await;
+    assert_eq!(h.provider.requests()[0].messages.len(), 1);
+    assert_eq!(*handed.lock().unwrap(), ["user:hi", "assistant:stop"]);
+}
+
+#[tokio::test]
+async fn respond_answers_without_a_model_call() {
+    let mut h = Harness::new(vec![text("never")]);
+    h.hooks.before_llm_call = vec![before_llm(|_| {
+        Ok(BeforeLlmAction::Respond(Box::new(
+            AssistantMessage::from_text("cached answer"),
+        )))
+    })];
+    let result = h.run("hi").await;
+    assert_eq!(result.outcome, TurnOutcome::Completed);
+    assert_eq!(h.provider.call_count(), 0);
+    assert_eq!(
+        result.messages[1].as_assistant().unwrap().text(),
+        "cached answer"
+    );
+}
+
+#[tokio::test]
+async fn skip_ends_the_turn_without_a_model_call() {
+    let mut h = Harness::new(vec![text("never")]);
+    h.hooks.before_llm_call = vec![before_llm(|_| Ok(BeforeLlmAction::Skip))];
+    let result = h.run("hi").await;
+    assert_eq!(result.outcome, TurnOutcome::Completed);
+    assert_eq!(h.provider.call_count(), 0);
+    assert_eq!(history_of(&result), ["user:hi"]);
+}
+
+#[tokio::test]
+async fn abort_decision_ends_the_turn_aborted() {
+    let mut h = Harness::new(vec![text("never")]);
+    h.hooks.before_llm_call = vec![before_llm(|_| {
+        Ok(BeforeLlmAction::Abort("budget exhausted".into()))
+    })];
+    let result = h.run("hi").await;
+    assert_eq!(
+        result.outcome,
+        TurnOutcome::Aborted {
+            reason: Some("budget exhausted".into())
+        }
+    );
+}
+
+struct Prepared(Arc<Mutex<Vec<Option<u32>>>>, bool);
+#[async_trait]
+impl LlmCallPreparedHook for Prepared {
+    async fn on_llm_call_prepared(
+        &self,
+        _turn: &TurnContext,
+        request: &LlmRequest,
+    ) -> Result<(), HookError> {
+        self.0.lock().unwrap().push(request.options.max_tokens);
+        if self.1 {
+            Err(HookError::new("report disk full"))
+        } else {
+            Ok(())
+        }
+    }
+}
+
+#[tokio::test]
+async fn prepared_hooks_see_the_final_request_and_cannot_break_it() {
+    let mut h = Harness::new(vec![text("ok")]);
+    h.defaults.stream.host_max_output = Some(4096);
+    let seen = Arc::new(Mutex::new(Vec::new()));
+    h.hooks.on_llm_call_prepared = vec![
+        Arc::new(Prepared(seen.clone(), true)),
+        Arc::new(Prepared(seen.clone(), false)),
+    ];
+    let result = h.run("hi").await;
+    assert_eq!(result.outcome, TurnOutcome::Completed);
+    assert_eq!(*seen.lock().unwrap(), [Some(4096), Some(4096)]);
+    assert_eq!(result.degradations, 1);
+}
+
+#[tokio::test]
+async fn after_llm_retry_strips_tool_calls_and_asks_again() {
+    let mut h = Harness::new(vec![
+        ScriptedResponse::text("I'll delete it").with_tool_call("c1", "echo", json!({})),
+        text("better answer"),
+    ]);
+    let tool = TestTool::new("echo", ExecutionMode::Parallel, Behaviour::Echo);
+    h.tools = vec![tool.clone()];
+    let rejected = AtomicUsize::new(0);
+    h.hooks.after_llm_call = vec![after_llm(move |m| {
+        if m.text().contains("delete") && rejected.fetch_add(1, Ordering::SeqCst) == 0 {
+            Ok(ResponseDecision::Retry {
+                prompt: "Do not delete; answer again.".into(),
+            })
+        } else {
+            Ok(ResponseDecision::Accept)
+        }
+    })];
+    let result = h.run("hi").await;
+    assert_eq!(tool.count(), 0, "the rejected answer had no side effects");
+    assert_eq!(result.outcome, TurnOutcome::Completed);
+    assert_eq!(
+        history_of(&result),
+        [
+            "user:hi",
+            "assistant:stop",
+            "user:Do not delete; answer again.",
+            "assistant:stop"
+        ]
+    );
+    assert!(!result.messages[1].as_assistant().unwrap().has_tool_calls());
+}
+
+#[tokio::test]
+async fn after_llm_fail_strips_tool_calls_and_fails_the_turn() {
+    let mut h = Harness::new(vec![
+        ScriptedResponse::text("").with_tool_call("c1", "echo", json!({})),
+        text("never"),
+    ]);
+    let tool = TestTool::new("echo", ExecutionMode::Parallel, Behaviour::Echo);
+    h.tools = vec![tool.clone()];
+    h.hooks.after_llm_call = vec![after_llm(|_| {
+        Ok(ResponseDecision::Fail {
+            code: "terminal_empty".into(),
+            message: "empty again".into(),
+        })
+    })];
+    let result = h.run("hi").await;
+    assert_eq!(tool.count(), 0);
+    assert_eq!(
+        failed_code(&result.outcome),
+        "after_llm_rejected:terminal_empty"
+    );
+}
+
+#[tokio::test]
+async fn after_llm_replace_text_chains_and_errors_only_degrade() {
+    let mut h = Harness::new(vec![text("see [1]")]);
+    h.hooks.after_llm_call = vec![
+        after_llm(|m| {
+            Ok(ResponseDecision::ReplaceText(
+                m.text().replace("[1]", "[source: a.rs]"),
+            ))
+        }),
+        after_llm(|_| Err(HookError::new("flaky"))),
+        after_llm(|m| Ok(ResponseDecision::ReplaceText(format!("{}.", m.text())))),
+    ];
+    let result = h.run("hi").await;
+    assert_eq!(
+        result.messages[1].as_assistant().unwrap().text(),
+        "see [source: a.rs]."
+    );
+    assert_eq!(result.degradations, 1);
+}
+
+struct Gate;
+#[async_trait]
+impl BeforeToolCallHook for Gate {
+    async fn before_tool_call(
+        &self,
+        _turn: &TurnContext,
+        call: &ToolCall,
+    ) -> Result<ToolGate, HookError> {
+        if call.id.as_str() == "c2" {
+            Ok(ToolGate::Block {
+                reason: "denied by rule `bash: rm *`".into(),
+                source: BlockSource::Permission,
+            })
+        } else {
+            Ok(ToolGate::Allow)
+        }
+    }
+}
+
+struct Suffix(&'static str);
+#[async_trait]
+impl AfterToolCallHook for Suffix {
+    async fn after_tool_call(
+        &self,
+        _turn: &TurnContext,
+        _call: &ToolCall,
+        output: ToolOutput,
+    ) -> Result<ToolOutput, HookError> {
+        if self.0 == "!" {
+            return Err(HookError::new("rewrite failed"));
+        }
+        let text = output.content[0].as_text().unwrap_or_default().to_owned();
+        Ok(ToolOutput::text(format!("{text}{}", self.0)))
+    }
+}
+
+struct Starts(Arc<Mutex<Vec<String>>>);
+#[async_trait]
+impl ToolExecutionStartHook for Starts {
+    async fn on_tool_execution_start(&self, _turn: &TurnContext, call: &ToolCall) {
+        self.0.lock().unwrap().push(call.id.to_string());
+    }
+}
+
+#[tokio::test]
+async fn tool_hooks_gate_observe_and_merge_rewrites_in_order() {
+    let mut h = Harness::new(vec![
+        ScriptedResponse::new()
+            .with_tool_call("c1", "echo", json!({}))
+            .with_tool_call("c2", "echo", json!({})),
+        text("ok"),
+    ]);
+    h.tools = vec![TestTool::new(
+        "echo",
+        ExecutionMode::Parallel,
+        Behaviour::Echo,
+    )];
+    let starts = Arc::new(Mutex::new(Vec::new()));
+    h.hooks.before_tool_call = vec![Arc::new(Gate)];
+    h.hooks.on_tool_execution_start = vec![Arc::new(Starts(starts.clone()))];
+    h.hooks.after_tool_call = vec![
+        Arc::new(Suffix(" +a")),
+        Arc::new(Suffix("!")),
+        Arc::new(Suffix(" +b")),
+    ];
+    let result = h.run("hi").await;
+    let texts: Vec<String> = result
+        .messages
+        .iter()
+        .filter_map(|m| m.as_tool_result())
+        .map(|r| r.text())
+        .collect();
+    assert_eq!(
+        texts,
+        [
+            "echo: {} +a +b",
+            "Blocked by permissions: denied by rule `bash: rm *`"
+        ]
+    );
+    assert_eq!(*starts.lock().unwrap(), ["c1"], "only admitted calls start");
+    assert_eq!(result.degradations, 1);
+}
+
+struct Persist(Arc<Mutex<Vec<String>>>);
+#[async_trait]
+impl HistoryChangedHook for Persist {
+    async fn on_history_changed(
+        &self,
+        _turn: &TurnContext,
+        messages: &[Arc<Message>],
+    ) -> Result<(), HookError> {
+        self.0
+            .lock()
+            .unwrap()
+            .extend(messages.iter().map(|m| short(m)));
+        Ok(())
+    }
+}
+
+#[tokio::test]
+async fn history_is_handed_over_once_in_order() {
+    let mut h = Harness::new(vec![call("c1", "echo", json!({})), text("done")]);
+    h.tools = vec![TestTool::new(
+        "echo",
+        ExecutionMode::Parallel,
+        Behaviour::Echo,
+    )];
+    let handed = Arc::new(Mutex::new(Vec::new()));
+    h.hooks.on_history_changed = vec![Arc::new(Persist(handed.clone()))];
+    let result = h.run("hi").await;
+    assert_eq!(*handed.lock().unwrap(), history_of(&result));
+}
+
+struct StepEnd {
+    fail: bool,
+    queued: AtomicUsize,
+}
+#[async_trait]
+impl StepEndHook for StepEnd {
+    async fn on_step_end(
+        &self,
+        _turn: &TurnContext,
+        step: &StepSummary,
+        queue: &StepQueue,
+    ) -> Result<(), HookError> {
+        if self.fail {
+            return Err(HookError::new("metrics backend down"));
+        }
+        if step.tool_results.is_empty() && self.queued.fetch_add(1, Ordering::SeqCst) == 0 {
+            queue.follow_up(Message::User(UserMessage::hidden_text(
+                "todo list is unfinished",
+            )));
+        }
+        Ok(())
+    }
+}
+
+#[tokio::test]
+async fn step_end_errors_only_degrade_and_step_end_may_enqueue() {
+    let mut h = Harness::new(vec![text("first"), text("second")]);
+    h.hooks.on_step_end = vec![
+        Arc::new(StepEnd {
+            fail: true,
+            queued: AtomicUsize::new(0),
+        }),
+        Arc::new(StepEnd {
+            fail: false,
+            queued: AtomicUsize::new(0),
+        }),
+    ];
+    let result = h.run("hi").await;
+    assert_eq!(result.outcome, TurnOutcome::Completed);
+    assert_eq!(
+        history_of(&result),
+        [
+            "user:hi",
+            "assistant:stop",
+            "user:todo list is unfinished",
+            "assistant:stop"
+        ]
+    );
+    assert_eq!(result.degradations, 2);
+}
+
+#[tokio::test]
+async fn mid_turn_steering_joins_and_exit_withholds() {
+    let mut h = Harness::new(vec![call("c1", "echo", json!({})), text("done")]);
+    h.tools = vec![TestTool::new(
+        "echo",
+        ExecutionMode::Parallel,
+        Behaviour::Echo,
+    )];
+    h.host
+        .mid_turn
+        .lock()
+        .unwrap()
+        .push_back(vec![Message::user_text("also check tests")]);
+    let result = h.run("hi").await;
+    assert_eq!(
+        history_of(&result),
+        [
+            "user:hi",
+            "assistant:tool_use",
+            "result:c1",
+            "user:also check tests",
+            "assistant:stop"
+        ]
+    );
+    assert_eq!(
+        *h.host.polls.lock().unwrap(),
+        [keel_agent::Boundary::MidTurn, keel_agent::Boundary::Exit]
+    );
+    assert_eq!(h.host.close_calls.load(Ordering::SeqCst), 1);
+}
+
+#[tokio::test]
+async fn a_refused_close_polls_again_and_continues_with_the_new_work() {
+    let h = Harness::new(vec![text("first"), text("after background result")]);
+    h.host.refuse_closes.store(1, Ordering::SeqCst);
+    *h.host.deliver_after_refusals.lock().unwrap() =
+        Some((1, vec![Message::user_text("task 7 finished")]));
+    let result = h.run("hi").await;
+    assert_eq!(
+        history_of(&result),
+        [
+            "user:hi",
+            "assistant:stop",
+            "user:task 7 finished",
+            "assistant:stop"
+        ]
+    );
+    assert_eq!(h.host.close_calls.load(Ordering::SeqCst), 2);
+}
+
+#[tokio::test]
+async fn converge_at_idle_continues_when_work_appears_after_the_run() {
+    let h = Harness::new(vec![text("first"), text("second")]);
+    // More refusals than one exit boundary retries, then work arrives: only the
+    // converge step can pick it up.
+    h.host.refuse_closes.store(20, Ordering::SeqCst);
+    *h.host.deliver_after_refusals.lock().unwrap() =
+        Some((18, vec![Message::user_text("late input")]));
+    let result = h.run("hi").await;
+    assert_eq!(
+        history_of(&result),
+        [
+            "user:hi",
+            "assistant:stop",
+            "user:late input",
+            "assistant:stop"
+        ]
+    );
+    assert_eq!(result.outcome, TurnOutcome::Completed);
+}
+
+#[tokio::test(start_paused = true)]
+async fn caller_abort_ends_the_turn_aborted() {
+    let mut h = Harness::new(vec![
+        call("c1", "sleep", json!({"ms": 60_000})),
+        text("never"),
+    ]);
+    h.tools = vec![TestTool::new(
+        "sleep",
+        ExecutionMode::Parallel,
+        Behaviour::Sleep,
+    )];
+    let cancel = h.cancel.clone();
+    tokio::spawn(async move {
+        tokio::time::sleep(Duration::from_millis(100)).await;
+        cancel.cancel();
+    });
+    let result = h.run("hi").await;
+    assert_eq!(
+        result.outcome,
+        TurnOutcome::Aborted {
+            reason: Some("aborted by the caller".into())
+        }
+    );
+    assert_eq!(
+        history_of(&result),
+        ["user:hi", "assistant:tool_use", "result:c1!"]
+    );
+}
+
+#[tokio::test]
+async fn model_errors_map_to_stable_codes() {
+    for (code, expected) in [
+        (ErrorCode::RateLimit, "model_rate_limit"),
+        (ErrorCode::ContextOverflow, "model_context_overflow"),
+        (ErrorCode::Auth, "model_auth"),
+    ] {
+        let h = Harness::new(vec![ScriptedResponse::error(code, "nope")]);
+        let result = h.run("hi").await;
+        assert_eq!(failed_code(&result.outcome), expected);
+    }
+}
+
+#[tokio::test]
+async fn continue_resumes_existing_history() {
+    let mut h = Harness::new(vec![text("resumed")]);
+    h.history = vec![Arc::new(Message::user_text("earlier question"))];
+    let result = h.run_with(TurnStart::Continue).await;
+    assert_eq!(result.outcome, TurnOutcome::Completed);
+    assert_eq!(history_of(&result), ["assistant:stop"]);
+}
+
+#[tokio::test]
+async fn continue_on_an_answered_history_fails_with_a_clear_code() {
+    let mut h = Harness::new(vec![]);
+    h.history = vec![Arc::new(Message::Assistant(AssistantMessage::from_text(
+        "done",
+    )))];
+    let result = h.run_with(TurnStart::Continue).await;
+    assert_eq!(failed_code(&result.outcome), "nothing_to_continue");
+}
+
+#[tokio::test]
+async fn usage_is_summed_over_the_turn() {
+    let usage = keel_protocol::Usage {
+        input: 10,
+        output: 5,
+        ..Default::default()
+    };
+    let mut h = Harness::new(vec![
+        call("c1", "echo", json!({})).usage(usage),
+        text("done").usage(usage),
+    ]);
+    h.tools = vec![TestTool::new(
+        "echo",
+        ExecutionMode::Parallel,
+        Behaviour::Echo,
+    )];
+    let result = h.run("hi").await;
+    assert_eq!(result.usage.input, 20);
+    assert_eq!(result.usage.output, 10);
+}
