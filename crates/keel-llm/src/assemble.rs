@@ -451,3 +451,60 @@ mod tests {
         );
     }
 }
+
+#[cfg(test)]
+mod props {
+    use super::*;
+    use keel_protocol::{ToolCallId, Usage};
+    use proptest::prelude::*;
+
+    fn event() -> impl Strategy<Value = StreamEvent> {
+        let index = 0usize..4;
+        prop_oneof![
+            index
+                .clone()
+                .prop_map(|index| StreamEvent::TextStart { index }),
+            (index.clone(), ".{0,8}")
+                .prop_map(|(index, delta)| StreamEvent::TextDelta { index, delta }),
+            index
+                .clone()
+                .prop_map(|index| StreamEvent::TextEnd { index }),
+            index
+                .clone()
+                .prop_map(|index| StreamEvent::ThinkingStart { index }),
+            (index.clone(), ".{0,8}")
+                .prop_map(|(index, delta)| StreamEvent::ThinkingDelta { index, delta }),
+            index.clone().prop_map(|index| StreamEvent::ToolCallStart {
+                index,
+                id: ToolCallId::new("c"),
+                name: "t".into()
+            }),
+            (index.clone(), "[{}\":a-z0-9,]{0,8}")
+                .prop_map(|(index, delta)| StreamEvent::ToolCallDelta { index, delta }),
+            index.prop_map(|index| StreamEvent::ToolCallEnd { index }),
+            Just(StreamEvent::Done {
+                stop_reason: StopReason::Stop,
+                usage: Usage::default()
+            }),
+        ]
+    }
+
+    proptest! {
+        /// Arbitrary (also invalid) event sequences never panic, and the finished message
+        /// always has a terminal stop reason and parsed (or verbatim) tool arguments.
+        #[test]
+        fn any_event_sequence_folds_without_panicking(events in prop::collection::vec(event(), 0..40)) {
+            let mut builder = AssistantBuilder::new();
+            for event in &events {
+                if builder.apply(event).is_err() {
+                    builder.fail(StopReason::Error, ErrorInfo::new(ErrorCode::Other, "bad stream"));
+                    break;
+                }
+            }
+            let message = builder.finish();
+            for call in message.tool_calls() {
+                prop_assert!(!call.arguments.is_null());
+            }
+        }
+    }
+}

@@ -393,7 +393,7 @@ pub(crate) async fn recover_from_panic(
             content: vec![ContentBlock::text("")],
             stop_reason: StopReason::Error,
             error: Some(ErrorInfo::new(
-                ErrorCode::Other,
+                ErrorCode::Internal,
                 format!("internal error: {text}"),
             )),
             timestamp: keel_protocol::now_ms(),

@@ -4,6 +4,8 @@
 mod abort;
 mod batch;
 mod exits;
+mod props;
+mod robustness;
 mod runner;
 mod runner_support;
 mod steering;
