@@ -41,7 +41,7 @@ pub enum BeforeLlmAction {
     /// Replace history persistently (compaction).
     ReplaceHistory(Vec<Arc<Message>>),
     /// Append one hidden message to history; later hooks do not run.
-    AppendMessage(Message),
+    AppendMessage(Box<Message>),
     /// Abort the call; the turn ends aborted.
     Abort(String),
 }
@@ -224,9 +224,9 @@ impl LoopHooks for TurnLoopHooks {
                 }
                 BeforeLlmAction::AppendMessage(message) => {
                     if let Some(request) = plan.request_messages.as_mut() {
-                        request.push(Arc::new(message.clone()));
+                        request.push(Arc::new((*message).clone()));
                     }
-                    plan.append.push(message);
+                    plan.append.push(*message);
                     break;
                 }
             }
@@ -299,7 +299,10 @@ impl LoopHooks for TurnLoopHooks {
             let observed = hook.on_tool_execution_start(&self.shared.turn, call);
             if let Err(error) = self
                 .shared
-                .call("on_tool_execution_start hook", async { Ok(observed.await) })
+                .call("on_tool_execution_start hook", async {
+                    observed.await;
+                    Ok(())
+                })
                 .await
             {
                 tracing::warn!(%error, "on_tool_execution_start hook failed");

@@ -215,10 +215,8 @@ fn check_nesting(events: &[AgentEvent]) -> Result<(), String> {
                 }
                 open_message = true;
             }
-            AgentEvent::MessageUpdate { .. } => {
-                if !open_message {
-                    return Err("message_update outside a message".into());
-                }
+            AgentEvent::MessageUpdate { .. } if !open_message => {
+                return Err("message_update outside a message".into());
             }
             AgentEvent::MessageEnd { .. } => {
                 if !open_message {
@@ -234,10 +232,10 @@ fn check_nesting(events: &[AgentEvent]) -> Result<(), String> {
                 seen_tools.push(id.clone());
                 open_tools.push(id);
             }
-            AgentEvent::ToolExecutionUpdate { tool_call_id, .. } => {
-                if !open_tools.contains(&tool_call_id.to_string()) {
-                    return Err("tool update outside its execution".into());
-                }
+            AgentEvent::ToolExecutionUpdate { tool_call_id, .. }
+                if !open_tools.contains(&tool_call_id.to_string()) =>
+            {
+                return Err("tool update outside its execution".into());
             }
             AgentEvent::ToolExecutionEnd { tool_call_id, .. } => {
                 let id = tool_call_id.to_string();

@@ -175,9 +175,10 @@ async fn append_message_stops_later_before_llm_hooks() {
     h.hooks.before_llm_call = vec![
         before_llm(|_| Ok(BeforeLlmAction::Continue)),
         before_llm(|_| {
-            Ok(BeforeLlmAction::AppendMessage(Message::User(
-                UserMessage::hidden_text("<system-reminder>x</system-reminder>"),
-            )))
+            let reminder = UserMessage::hidden_text("<system-reminder>x</system-reminder>");
+            Ok(BeforeLlmAction::AppendMessage(Box::new(Message::User(
+                reminder,
+            ))))
         }),
         before_llm(move |_| {
             counter.fetch_add(1, Ordering::SeqCst);

@@ -45,10 +45,10 @@ impl TurnHost for TestHost {
             Boundary::MidTurn => self.mid_turn.lock().unwrap().drain(..).collect(),
             Boundary::Exit => {
                 let mut ready = self.deliver_after_refusals.lock().unwrap();
-                if let Some((after, _)) = ready.as_ref() {
-                    if self.close_calls.load(Ordering::SeqCst) >= *after {
-                        return vec![ready.take().unwrap().1];
-                    }
+                if let Some((after, _)) = ready.as_ref()
+                    && self.close_calls.load(Ordering::SeqCst) >= *after
+                {
+                    return vec![ready.take().unwrap().1];
                 }
                 self.exit.lock().unwrap().drain(..).collect()
             }
@@ -121,8 +121,10 @@ pub struct Harness {
 
 impl Harness {
     pub fn new(responses: Vec<ScriptedResponse>) -> Self {
-        let mut defaults = RunnerDefaults::default();
-        defaults.abort_grace = std::time::Duration::from_millis(300);
+        let defaults = RunnerDefaults {
+            abort_grace: std::time::Duration::from_millis(300),
+            ..RunnerDefaults::default()
+        };
         Self {
             provider: ScriptedProvider::with_responses(responses),
             host: Arc::new(TestHost::default()),

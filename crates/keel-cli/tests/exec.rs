@@ -1,0 +1,119 @@
+//! End to end: the real `keel` binary runs a turn from a mock script.
+#![allow(clippy::unwrap_used, clippy::expect_used, missing_docs)]
+
+use std::process::Command;
+
+use pretty_assertions::assert_eq;
+
+fn keel() -> Command {
+    Command::new(env!("CARGO_BIN_EXE_keel"))
+}
+
+fn script(dir: &std::path::Path, json: &str) -> std::path::PathBuf {
+    let path = dir.join("script.json");
+    std::fs::write(&path, json).unwrap();
+    path
+}
+
+fn temp_dir(name: &str) -> std::path::PathBuf {
+    let dir = std::env::temp_dir().join(format!("keel-exec-{name}-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
+#[test]
+fn exec_prints_the_streamed_answer() {
+    let dir = temp_dir("text");
+    let path = script(
+        &dir,
+        r#"[{"text": "Hello from the script.", "chunk_size": 3}]"#,
+    );
+    let output = keel()
+        .args(["exec", "--mock-script"])
+        .arg(&path)
+        .arg("hi")
+        .output()
+        .unwrap();
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    assert_eq!(
+        String::from_utf8(output.stdout).unwrap(),
+        "Hello from the script.\n"
+    );
+}
+
+#[test]
+fn exec_json_emits_numbered_events_between_two_statuses() {
+    let dir = temp_dir("json");
+    let path = script(&dir, r#"[{"text": "ok"}]"#);
+    let output = keel()
+        .args(["exec", "--json", "--mock-script"])
+        .arg(&path)
+        .arg("hi")
+        .output()
+        .unwrap();
+    assert!(output.status.success());
+    let events: Vec<serde_json::Value> = String::from_utf8(output.stdout)
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    for (i, event) in events.iter().enumerate() {
+        assert_eq!(event["seq"], i);
+    }
+    assert_eq!(events.first().unwrap()["status"]["state"], "running");
+    assert_eq!(events.last().unwrap()["status"]["state"], "completed");
+}
+
+#[test]
+fn a_failed_model_call_exits_1_with_its_code() {
+    let dir = temp_dir("fail");
+    let path = script(
+        &dir,
+        r#"[{"error": {"code": "overloaded", "message": "try later"}}]"#,
+    );
+    let output = keel()
+        .args(["exec", "--mock-script"])
+        .arg(&path)
+        .arg("hi")
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(1));
+    let stderr = String::from_utf8(output.stderr).unwrap();
+    assert!(
+        stderr.contains("model_overloaded") && stderr.contains("try later"),
+        "{stderr}"
+    );
+}
+
+#[test]
+fn a_bad_script_is_named_with_what_is_wrong() {
+    let dir = temp_dir("bad");
+    let path = script(&dir, r#"[{"txt": "typo"}]"#);
+    let output = keel()
+        .args(["exec", "--mock-script"])
+        .arg(&path)
+        .arg("hi")
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(2));
+    let stderr = String::from_utf8(output.stderr).unwrap();
+    assert!(
+        stderr.contains("script.json") && stderr.contains("txt"),
+        "{stderr}"
+    );
+}
+
+#[test]
+fn without_a_provider_exec_says_what_to_do() {
+    let output = keel().args(["exec", "hi"]).output().unwrap();
+    assert_eq!(output.status.code(), Some(2));
+    assert!(
+        String::from_utf8(output.stderr)
+            .unwrap()
+            .contains("--mock-script")
+    );
+}
