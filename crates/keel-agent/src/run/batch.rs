@@ -337,7 +337,7 @@ impl Run {
         }
     }
 
-    async fn emit_start(&self, call: &ToolCall) {
+    pub(super) async fn emit_start(&self, call: &ToolCall) {
         self.emit(AgentEvent::ToolExecutionStart {
             tool_call_id: call.id.clone(),
             tool_name: call.name.clone(),
@@ -346,7 +346,11 @@ impl Run {
         .await;
     }
 
-    async fn emit_end(&self, call: &ToolCall, result: ToolResultMessage) -> Arc<Message> {
+    pub(super) async fn emit_end(
+        &self,
+        call: &ToolCall,
+        result: ToolResultMessage,
+    ) -> Arc<Message> {
         let is_error = result.is_error;
         let result = Arc::new(Message::ToolResult(result));
         self.emit(AgentEvent::ToolExecutionEnd {

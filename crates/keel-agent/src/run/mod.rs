@@ -348,22 +348,8 @@ impl Run {
         call: &keel_protocol::ToolCall,
         result: ToolResultMessage,
     ) -> Arc<Message> {
-        self.emit(AgentEvent::ToolExecutionStart {
-            tool_call_id: call.id.clone(),
-            tool_name: call.name.clone(),
-            arguments: call.arguments.clone(),
-        })
-        .await;
-        let is_error = result.is_error;
-        let result = Arc::new(Message::ToolResult(result));
-        self.emit(AgentEvent::ToolExecutionEnd {
-            tool_call_id: call.id.clone(),
-            tool_name: call.name.clone(),
-            result: result.clone(),
-            is_error,
-        })
-        .await;
-        result
+        self.emit_start(call).await;
+        self.emit_end(call, result).await
     }
 }
 
