@@ -168,6 +168,8 @@ impl Agent {
 
     /// Starts a run without waiting for it; the receiver fires once it settled.
     pub fn start(&self, prompt: Option<Vec<Message>>) -> Result<oneshot::Receiver<()>, AgentError> {
+        // An empty prompt adds nothing: it is a continue, with a continue's checks.
+        let prompt = prompt.filter(|messages| !messages.is_empty());
         let (run, emitter) = {
             let mut state = self.shared.lock();
             if state.run_cancel.is_some() {

@@ -160,7 +160,7 @@ impl Run {
                 ) {
                     // Exit 1: a failed or aborted response ends the run; calls it holds are
                     // answered so history never keeps a call without a result.
-                    let results = self.answer_unexecuted(assistant, &id).await;
+                    let results = self.answer_unexecuted(assistant).await;
                     let summary = StepSummary {
                         message: Some(message.clone()),
                         tool_results: results,
@@ -312,11 +312,7 @@ impl Run {
 
     /// Answers every call of a response that will not run (failed, aborted or cut off):
     /// each gets start and end events and an error result.
-    async fn answer_unexecuted(
-        &mut self,
-        assistant: &AssistantMessage,
-        id: &MessageId,
-    ) -> Vec<Arc<Message>> {
+    async fn answer_unexecuted(&mut self, assistant: &AssistantMessage) -> Vec<Arc<Message>> {
         let why = match assistant.stop_reason {
             StopReason::Aborted => "the response was aborted before the call could run".to_owned(),
             _ => match &assistant.error {
@@ -338,7 +334,6 @@ impl Run {
         for result in &results {
             self.append(result.clone()).await;
         }
-        let _ = id;
         results
     }
 

@@ -4,6 +4,10 @@
 //! lifecycle and tool progress become debug traces. A complete assistant message that
 //! holds tool calls is reported only after every one of its executions ended, so a
 //! persisted tool state can never stay "started" forever.
+//!
+//! Message ids come from the host, and the loop awaits the id before it emits a message's
+//! start event, so no delta can reach the bridge ahead of the id it belongs to: the
+//! "hold deltas back until the id exists" rule holds by construction.
 
 use std::collections::HashSet;
 use std::sync::Arc;

@@ -42,6 +42,7 @@ pub use host::TurnHost;
 
 use crate::agent::Agent;
 use crate::emit::AgentSubscriber;
+use crate::guard::{Guarded, guard};
 use crate::hooks::Boundary;
 use crate::options::{
     AgentOptions, ApiKeySource, DEFAULT_ABORT_GRACE, DEFAULT_HOOK_TIMEOUT, MessageIdSource,
@@ -180,7 +181,12 @@ impl TurnRunner {
         let stream_fn = compose_stream_fn(observed, &self.defaults.stream);
         let (events_tx, events_rx) = mpsc::channel(EVENT_QUEUE_CAPACITY);
         let bridge = EventBridge::new(input.session_id.clone(), input.turn_id.clone());
-        let bridge_task = tokio::spawn(bridge_loop(events_rx, bridge, input.host.clone()));
+        let bridge_task = tokio::spawn(bridge_loop(
+            events_rx,
+            bridge,
+            input.host.clone(),
+            self.defaults.hook_timeout,
+        ));
 
         // 2. First status.
         let _ = events_tx
@@ -310,9 +316,12 @@ async fn converge_at_idle(agent: &Agent, shared: &TurnShared, cancel: &Cancellat
                 agent.steer_batch(batch);
             }
         }
-        if agent.continue_run().await.is_err() {
-            return;
+        let Ok(done) = agent.start(None) else { return };
+        // The cancellation watcher may have fired between the check above and the start.
+        if cancel.is_cancelled() {
+            agent.abort();
         }
+        let _ = done.await;
     }
     tracing::warn!("turn did not converge after {MAX_CONVERGE_ROUNDS} rounds");
 }
@@ -369,25 +378,37 @@ async fn bridge_loop(
     mut events: mpsc::Receiver<BridgeInput>,
     mut bridge: EventBridge,
     host: Arc<dyn TurnHost>,
+    limit: Duration,
 ) {
     let mut out = Vec::new();
     while let Some(input) = events.recv().await {
-        match input {
-            BridgeInput::Agent(event) => bridge.translate(event, &mut out),
+        let status = match input {
+            BridgeInput::Agent(event) => {
+                bridge.translate(event, &mut out);
+                None
+            }
             BridgeInput::Status(status) => {
                 bridge.flush_held(&mut out);
-                for body in out.drain(..) {
-                    let event = bridge.number(body);
-                    host.on_runtime_event(event).await;
-                }
-                let event = bridge.status(status);
-                host.on_runtime_event(event).await;
-                continue;
+                Some(status)
             }
+        };
+        let mut numbered: Vec<RuntimeEvent> =
+            out.drain(..).map(|body| bridge.number(body)).collect();
+        if let Some(status) = status {
+            numbered.push(bridge.status(status));
         }
-        for body in out.drain(..) {
-            let event: RuntimeEvent = bridge.number(body);
-            host.on_runtime_event(event).await;
+        for event in numbered {
+            // A sink that panics or hangs loses that event, never the rest of the turn.
+            if let Guarded::Failed(problem) = guard(
+                "runtime event sink",
+                host.on_runtime_event(event),
+                limit,
+                None,
+            )
+            .await
+            {
+                tracing::warn!(%problem, "runtime event sink failed");
+            }
         }
     }
 }

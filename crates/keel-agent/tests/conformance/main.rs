@@ -7,6 +7,7 @@ mod exits;
 mod props;
 mod robustness;
 mod runner;
+mod runner_hooks;
 mod runner_support;
 mod steering;
 mod support;
