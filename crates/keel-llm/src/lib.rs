@@ -8,6 +8,7 @@
 
 mod assemble;
 mod request;
+pub mod sse;
 pub mod scripted;
 mod stream_fn;
 mod wrappers;
