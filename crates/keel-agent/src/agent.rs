@@ -170,7 +170,7 @@ impl Agent {
     pub fn start(&self, prompt: Option<Vec<Message>>) -> Result<oneshot::Receiver<()>, AgentError> {
         // An empty prompt adds nothing: it is a continue, with a continue's checks.
         let prompt = prompt.filter(|messages| !messages.is_empty());
-        let (run, emitter) = {
+        let (run, emitter, ids) = {
             let mut state = self.shared.lock();
             if state.run_cancel.is_some() {
                 return Err(AgentError::Busy);
@@ -186,6 +186,7 @@ impl Agent {
             let subscribers: Arc<[Arc<dyn AgentSubscriber>]> =
                 state.subscribers.iter().map(|(_, s)| s.clone()).collect();
             let emitter = Emitter::new(subscribers, state.options.hook_timeout);
+            let ids = state.options.message_ids.clone();
             let config = RunConfig::new(&state.options, state.tools.clone());
             let start_len = state.history.len();
             let run = Run::new(
@@ -195,7 +196,7 @@ impl Agent {
                 emitter.clone(),
                 start_len,
             );
-            (run, emitter)
+            (run, emitter, ids)
         };
         self.shared.running.send_replace(true);
         let prompt = prompt.map(assign_batch);
@@ -207,7 +208,7 @@ impl Agent {
             if let Err(panic) = outcome {
                 let text = panic_text(&*panic);
                 tracing::error!(panic = %text, "agent run panicked");
-                recover_from_panic(&shared, &emitter, start_len, &text).await;
+                recover_from_panic(&shared, &emitter, &ids, start_len, &text).await;
             }
             {
                 let mut state = shared.lock();

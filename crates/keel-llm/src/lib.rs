@@ -7,6 +7,10 @@
 //! option wrappers composed around a provider, and the [`scripted`] provider every test uses.
 
 mod assemble;
+pub mod errors;
+mod model;
+pub mod prepare;
+pub mod retry;
 mod request;
 pub mod sse;
 pub mod scripted;
@@ -14,6 +18,7 @@ mod stream_fn;
 mod wrappers;
 
 pub use assemble::{AssembleError, AssistantBuilder};
+pub use model::{Api, Capabilities, Compat, ModelEntry, Prices};
 pub use request::{CacheRetention, LlmRequest, ModelSpec, RequestOptions, ThinkingLevel};
 pub use stream_fn::{EventStream, StreamFn, error_stream, message_stream};
 pub use wrappers::{StreamSettings, compose_stream_fn};

@@ -138,7 +138,11 @@ impl SseParser {
         }
         self.has_data = false;
         out.push(SseEvent {
-            event: if event.is_empty() { "message".to_owned() } else { event },
+            event: if event.is_empty() {
+                "message".to_owned()
+            } else {
+                event
+            },
             data: std::mem::take(&mut self.data),
             id: self.last_id.clone(),
             retry: self.retry,
@@ -162,33 +166,62 @@ mod tests {
     }
 
     fn ev(event: &str, data: &str) -> SseEvent {
-        SseEvent { event: event.into(), data: data.into(), ..SseEvent::default() }
+        SseEvent {
+            event: event.into(),
+            data: data.into(),
+            ..SseEvent::default()
+        }
     }
 
     #[test]
     fn all_line_endings_and_multiline_data() {
         let stream = b"data: a\r\ndata: b\rdata:c\n\nevent: ping\ndata\n\n";
-        assert_eq!(parse_all(&[stream]), [ev("message", "a\nb\nc"), ev("ping", "")]);
+        assert_eq!(
+            parse_all(&[stream]),
+            [ev("message", "a\nb\nc"), ev("ping", "")]
+        );
     }
 
     #[test]
     fn comments_ids_retry_and_unknown_fields() {
-        let stream = b": keep-alive\nid: 7\nretry: 1500\nfoo: bar\ndata: x\n\nretry: 1.5\ndata: y\n\n";
+        let stream =
+            b": keep-alive\nid: 7\nretry: 1500\nfoo: bar\ndata: x\n\nretry: 1.5\ndata: y\n\n";
         let events = parse_all(&[stream]);
-        assert_eq!(events[0], SseEvent { event: "message".into(), data: "x".into(), id: "7".into(), retry: Some(1500) });
+        assert_eq!(
+            events[0],
+            SseEvent {
+                event: "message".into(),
+                data: "x".into(),
+                id: "7".into(),
+                retry: Some(1500)
+            }
+        );
         assert_eq!(events[1].id, "7", "the last id persists");
-        assert_eq!(events[1].retry, Some(1500), "a non-numeric retry is ignored");
+        assert_eq!(
+            events[1].retry,
+            Some(1500),
+            "a non-numeric retry is ignored"
+        );
     }
 
     #[test]
     fn a_bom_is_dropped_even_when_split() {
-        assert_eq!(parse_all(&[b"\xEF", b"\xBB\xBFdata: x\n\n"]), [ev("message", "x")]);
-        assert_eq!(parse_all(&[b"\xEF\xBB\xBFdata: x\n\n"]), [ev("message", "x")]);
+        assert_eq!(
+            parse_all(&[b"\xEF", b"\xBB\xBFdata: x\n\n"]),
+            [ev("message", "x")]
+        );
+        assert_eq!(
+            parse_all(&[b"\xEF\xBB\xBFdata: x\n\n"]),
+            [ev("message", "x")]
+        );
     }
 
     #[test]
     fn crlf_split_between_reads_is_one_line_end() {
-        assert_eq!(parse_all(&[b"data: a\r", b"\n\r", b"\n"]), [ev("message", "a")]);
+        assert_eq!(
+            parse_all(&[b"data: a\r", b"\n\r", b"\n"]),
+            [ev("message", "a")]
+        );
     }
 
     #[test]
@@ -200,7 +233,10 @@ mod tests {
     fn utf8_split_inside_a_character() {
         let text = "data: héllo wörld 🎉\n\n".as_bytes();
         for split in 0..text.len() {
-            assert_eq!(parse_all(&[&text[..split], &text[split..]]), [ev("message", "héllo wörld 🎉")]);
+            assert_eq!(
+                parse_all(&[&text[..split], &text[split..]]),
+                [ev("message", "héllo wörld 🎉")]
+            );
         }
     }
 

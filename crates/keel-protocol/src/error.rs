@@ -60,6 +60,9 @@ pub struct ErrorInfo {
     pub code: ErrorCode,
     /// Human-readable explanation.
     pub message: String,
+    /// How long the provider asked us to wait before trying again.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub retry_after_ms: Option<u64>,
 }
 
 impl ErrorInfo {
@@ -68,7 +71,14 @@ impl ErrorInfo {
         Self {
             code,
             message: message.into(),
+            retry_after_ms: None,
         }
+    }
+
+    /// The same error with the provider's requested wait.
+    pub fn with_retry_after(mut self, ms: Option<u64>) -> Self {
+        self.retry_after_ms = ms;
+        self
     }
 }
 

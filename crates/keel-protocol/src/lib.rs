@@ -25,6 +25,6 @@ pub use runtime::{
     DebugTrace, ResponseChunk, RuntimeEvent, RuntimeEventBody, SessionStatus, ToolPhase,
     TurnOutcome,
 };
-pub use stream::{ResponseMeta, StreamEvent};
+pub use stream::{ResponseMeta, StreamEvent, StreamNotice};
 pub use tool::ToolDefinition;
 pub use usage::{Cost, Usage};

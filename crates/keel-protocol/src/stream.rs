@@ -104,6 +104,12 @@ pub enum StreamEvent {
         /// Tokens and cost.
         usage: Usage,
     },
+    /// Something about the request itself happened (a retry was scheduled, …); carries no
+    /// content and is not visible output.
+    Notice {
+        /// What happened.
+        notice: StreamNotice,
+    },
     /// The response failed or was aborted.
     Error {
         /// `error` or `aborted`.
@@ -113,6 +119,34 @@ pub enum StreamEvent {
         /// Tokens used before the failure, when known.
         #[serde(default)]
         usage: Usage,
+    },
+}
+
+/// Transport events reported inside a response stream.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+#[non_exhaustive]
+pub enum StreamNotice {
+    /// A failed attempt will be retried after `delay_ms`.
+    RetryScheduled {
+        /// Retry number, from 1.
+        attempt: u32,
+        /// Retries allowed in all.
+        max_retries: u32,
+        /// Wait before the retry.
+        delay_ms: u64,
+        /// Why the attempt failed.
+        error: ErrorInfo,
+    },
+    /// A retried request went through.
+    Recovered {
+        /// Retries it took.
+        attempts: u32,
+    },
+    /// Retries were used up; the last error follows as the terminal event.
+    RetriesExhausted {
+        /// Retries made.
+        attempts: u32,
     },
 }
 

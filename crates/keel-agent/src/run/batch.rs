@@ -231,6 +231,16 @@ impl Run {
             {
                 tracing::warn!(%problem, "on_tool_execution_start hook failed");
             }
+            if self.cancel.is_cancelled() {
+                // Admitted but not yet started: an abort means it never starts.
+                let text = format!(
+                    "Tool call `{}` was not executed: the run was aborted.",
+                    call.name
+                );
+                let result = ToolResultMessage::error(call.id.clone(), call.name.clone(), text);
+                slots[index] = Some((self.emit_end(&call, result).await, false));
+                continue;
+            }
             // Two changes to one file never overlap: each waits for the previous one.
             let (wait, done) = match entry.tool.mutated_path(&call.arguments) {
                 Some(path) => {

@@ -16,8 +16,8 @@ use std::time::Duration;
 
 use keel_llm::{ModelSpec, RequestOptions, StreamFn};
 use keel_protocol::{
-    AgentEvent, AssistantMessage, ContentBlock, ErrorCode, ErrorInfo, Message, MessageId,
-    StopReason, ToolCallId, ToolResultMessage,
+    AgentEvent, AssistantMessage, ErrorCode, ErrorInfo, Message, MessageId, StopReason, ToolCallId,
+    ToolResultMessage,
 };
 use tokio_util::sync::CancellationToken;
 
@@ -184,6 +184,7 @@ impl Run {
                 }
                 // Exit 2.
                 if self.ask(|h| h.should_stop_after_step(&summary)).await {
+                    self.hand_back_pending();
                     return self.finish().await;
                 }
                 has_more_tool_calls = has_calls && !batch.terminate;
@@ -196,11 +197,7 @@ impl Run {
                 self.poll_steering(boundary).await;
                 // Exit 3.
                 if self.ask(|h| h.should_stop_after_steering(&summary)).await {
-                    // Hand polled steering back so it waits for the next run, not lost.
-                    let polled = std::mem::take(&mut self.pending);
-                    if !polled.is_empty() {
-                        self.shared.lock().steering.push_front(polled);
-                    }
+                    self.hand_back_pending();
                     return self.finish().await;
                 }
                 // Exit 4 falls out of the loop condition: a terminated batch leaves
@@ -217,6 +214,15 @@ impl Run {
         }
         // Exit 5: natural end.
         self.finish().await;
+    }
+
+    /// Puts messages taken for the next step back at the front of the steering queue, so
+    /// a run that stops early leaves them for the next run instead of losing them.
+    fn hand_back_pending(&mut self) {
+        let pending = std::mem::take(&mut self.pending);
+        if !pending.is_empty() {
+            self.shared.lock().steering.push_front(pending);
+        }
     }
 
     async fn end_step(&mut self, summary: &StepSummary) {
@@ -348,71 +354,133 @@ impl Run {
     }
 }
 
-/// After a run panicked: answer dangling calls, record a failed assistant message, and
-/// still emit `message_end`, `turn_end` and `agent_end`.
+/// After a run panicked: close exactly what it left open (the streaming message becomes
+/// a failed one, running tools end with error results, dangling calls get results), then
+/// still emit `turn_end` and `agent_end`, so every start has its end and every call its
+/// result.
 pub(crate) async fn recover_from_panic(
     shared: &Arc<Shared>,
     emitter: &Emitter,
+    ids: &Arc<dyn MessageIdSource>,
     start_len: usize,
     text: &str,
 ) {
-    let (dangling, new_messages) = {
-        let mut state = shared.lock();
-        state.streaming = None;
-        let dangling = dangling_calls(&state.history);
-        let mut added = Vec::new();
-        for (id, name) in dangling {
-            let result = Arc::new(Message::ToolResult(ToolResultMessage::error(
-                id,
-                name,
-                "Tool call was not executed: the agent run failed internally.",
-            )));
-            state.push_message(result.clone());
-            added.push(result);
+    let open = emitter.open();
+    let error = ErrorInfo::new(ErrorCode::Internal, format!("internal error: {text}"));
+    if !open.run {
+        emitter.emit(AgentEvent::AgentStart).await;
+    }
+    if !open.step {
+        emitter.emit(AgentEvent::TurnStart).await;
+    }
+    let streaming = shared.lock().streaming.take();
+    let failed = match (&open.message, streaming) {
+        (Some((id, _)), Some(mut builder)) => {
+            builder.fail(StopReason::Error, error.clone());
+            Some((id.clone(), Arc::new(Message::Assistant(builder.finish()))))
         }
-        let failed = Arc::new(Message::Assistant(AssistantMessage {
-            content: vec![ContentBlock::text("")],
-            stop_reason: StopReason::Error,
-            error: Some(ErrorInfo::new(
-                ErrorCode::Internal,
-                format!("internal error: {text}"),
-            )),
-            timestamp: keel_protocol::now_ms(),
-            ..AssistantMessage::default()
-        }));
-        state.push_message(failed.clone());
-        let new_messages: Vec<_> = state
-            .history
-            .get(start_len..)
-            .map(<[_]>::to_vec)
-            .unwrap_or_default();
-        (
-            added.into_iter().chain([failed]).collect::<Vec<_>>(),
-            new_messages,
-        )
+        (Some((id, message)), None) => {
+            {
+                let mut state = shared.lock();
+                if !state
+                    .history
+                    .last()
+                    .is_some_and(|last| Arc::ptr_eq(last, message))
+                {
+                    state.push_message(message.clone());
+                }
+            }
+            emitter
+                .emit(AgentEvent::MessageEnd {
+                    message_id: id.clone(),
+                    message: message.clone(),
+                })
+                .await;
+            None
+        }
+        (None, _) => None,
     };
-    let failed = dangling.last().cloned();
-    for message in &dangling {
-        let id = MessageId::generate();
+    let failed = match failed {
+        Some((id, message)) => {
+            shared.lock().push_message(message.clone());
+            emitter
+                .emit(AgentEvent::MessageEnd {
+                    message_id: id,
+                    message: message.clone(),
+                })
+                .await;
+            message
+        }
+        None => {
+            let message = Arc::new(Message::Assistant(AssistantMessage {
+                stop_reason: StopReason::Error,
+                error: Some(error),
+                timestamp: keel_protocol::now_ms(),
+                ..AssistantMessage::default()
+            }));
+            let id = ids.assign(&message).await;
+            emitter
+                .emit(AgentEvent::MessageStart {
+                    message_id: id.clone(),
+                    message: message.clone(),
+                })
+                .await;
+            shared.lock().push_message(message.clone());
+            emitter
+                .emit(AgentEvent::MessageEnd {
+                    message_id: id,
+                    message: message.clone(),
+                })
+                .await;
+            message
+        }
+    };
+    let dangling = dangling_calls(&shared.lock().history);
+    let mut results = Vec::with_capacity(dangling.len());
+    for (id, name) in dangling {
+        let result = Arc::new(Message::ToolResult(ToolResultMessage::error(
+            id.clone(),
+            name.clone(),
+            "Tool call was not executed to the end: the agent run failed internally.",
+        )));
+        if open.tools.contains(&id) {
+            emitter
+                .emit(AgentEvent::ToolExecutionEnd {
+                    tool_call_id: id,
+                    tool_name: name,
+                    result: result.clone(),
+                    is_error: true,
+                })
+                .await;
+        }
+        let message_id = ids.assign(&result).await;
         emitter
             .emit(AgentEvent::MessageStart {
-                message_id: id.clone(),
-                message: message.clone(),
+                message_id: message_id.clone(),
+                message: result.clone(),
             })
             .await;
+        shared.lock().push_message(result.clone());
         emitter
             .emit(AgentEvent::MessageEnd {
-                message_id: id,
-                message: message.clone(),
+                message_id,
+                message: result.clone(),
             })
             .await;
+        results.push(result);
     }
     emitter
         .emit(AgentEvent::TurnEnd {
-            message: failed,
-            tool_results: Vec::new(),
+            message: Some(failed),
+            tool_results: results,
         })
         .await;
+    let new_messages: Vec<_> = shared
+        .lock()
+        .history
+        .get(start_len..)
+        .map(<[_]>::to_vec)
+        .unwrap_or_default();
     emitter
         .emit(AgentEvent::AgentEnd {
             messages: new_messages,

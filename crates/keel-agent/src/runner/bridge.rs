@@ -63,6 +63,17 @@ impl EventBridge {
     /// Translates one loop event into zero or more runtime event bodies.
     pub(crate) fn translate(&mut self, event: AgentEvent, out: &mut Vec<RuntimeEventBody>) {
         match event {
+            AgentEvent::MessageUpdate {
+                message_id,
+                event: StreamEvent::Notice { notice },
+            } => {
+                // Retries and recoveries: worth showing, but not part of the answer.
+                let data = serde_json::to_value(&notice).unwrap_or_default();
+                out.push(trace(
+                    "llm_notice",
+                    json!({"message_id": message_id, "notice": data}),
+                ));
+            }
             AgentEvent::MessageUpdate { message_id, event } => {
                 if let Some(chunk) = chunk(event) {
                     out.push(RuntimeEventBody::ResponseChunk { message_id, chunk });

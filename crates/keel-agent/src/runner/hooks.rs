@@ -176,6 +176,25 @@ pub struct TurnHooks {
     pub on_step_end: Vec<Arc<dyn StepEndHook>>,
 }
 
+impl TurnHooks {
+    /// Length of the longest list, which bounds how long one seam of the loop may take.
+    pub(crate) fn longest_chain(&self) -> usize {
+        [
+            self.before_llm_call.len(),
+            self.on_llm_call_prepared.len(),
+            self.after_llm_call.len(),
+            self.before_tool_call.len(),
+            self.on_tool_execution_start.len(),
+            self.after_tool_call.len(),
+            self.on_history_changed.len(),
+            self.on_step_end.len(),
+        ]
+        .into_iter()
+        .max()
+        .unwrap_or(0)
+    }
+}
+
 /// The runner's implementation of the loop's seams.
 pub(crate) struct TurnLoopHooks {
     pub(crate) shared: Arc<TurnShared>,
@@ -218,7 +237,9 @@ impl LoopHooks for TurnLoopHooks {
                     plan.request_messages = Some(messages);
                 }
                 BeforeLlmAction::ReplaceHistory(messages) => {
-                    shared.history_replaced(messages.len());
+                    // Compaction wins over request-only rewrites made before it: sending
+                    // the uncompacted context would defeat the compaction.
+                    plan.request_messages = None;
                     current = Some(messages.clone());
                     plan.replace_history = Some(messages);
                 }
@@ -232,6 +253,11 @@ impl LoopHooks for TurnLoopHooks {
             }
         }
         shared.count_call();
+        if let Some(replacement) = &plan.replace_history {
+            // Moved only once the plan is certain to be applied: the loop swaps the
+            // history in right after this returns, with no await in between.
+            shared.history_replaced(replacement.len());
+        }
         Ok(plan)
     }
 

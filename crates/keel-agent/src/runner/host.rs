@@ -27,6 +27,10 @@ pub trait TurnHost: Send + Sync {
         true
     }
 
+    /// Takes back steering and follow-ups the turn ended without consuming (after a
+    /// failure or an abort), so they can become a new request instead of being lost.
+    async fn requeue(&self, _turn: &TurnContext, _messages: Vec<Message>) {}
+
     /// Receives the turn's runtime events, in order. Awaited: a slow sink slows the turn
     /// instead of letting events pile up.
     async fn on_runtime_event(&self, event: RuntimeEvent);

@@ -141,6 +141,9 @@ pub struct TurnResult {
     pub usage: Usage,
     /// Problems that did not stop the turn (failed step-end or rewrite hooks, …).
     pub degradations: u32,
+    /// Queued steering and follow-ups the turn ended without consuming (already handed
+    /// back through [`TurnHost::requeue`]).
+    pub unconsumed: Vec<Message>,
 }
 
 /// Runs turns.
@@ -209,7 +212,13 @@ impl TurnRunner {
         });
         options.turn = Some(turn.clone());
         options.abort_grace = self.defaults.abort_grace;
-        options.hook_timeout = self.defaults.hook_timeout;
+        // The loop bounds each seam once, around the runner's whole chain of hooks for it,
+        // each of which the runner bounds on its own: the outer limit must cover the chain.
+        let chain = shared.hooks.longest_chain().max(1) + 1;
+        options.hook_timeout = self
+            .defaults
+            .hook_timeout
+            .saturating_mul(u32::try_from(chain).unwrap_or(u32::MAX));
         options.steering_mode = self.defaults.steering_mode;
         options.follow_up_mode = self.defaults.follow_up_mode;
         let agent = match Agent::new(options) {
@@ -227,6 +236,7 @@ impl TurnRunner {
                     messages: Vec::new(),
                     usage: Usage::default(),
                     degradations: 0,
+                    unconsumed: Vec::new(),
                 };
             }
         };
@@ -236,6 +246,7 @@ impl TurnRunner {
         let subscription = agent.subscribe(Arc::new(RunnerSubscriber {
             shared: shared.clone(),
             events: events_tx.clone(),
+            cancel: input.cancel.clone(),
         }));
 
         // 7 (with 6). Run, with the caller's cancellation wired to abort.
@@ -268,7 +279,12 @@ impl TurnRunner {
             let _ = shared.try_close();
         }
 
-        // 8. Drain: history not yet handed over, then the final status.
+        // 8. Drain: queued input the turn did not consume goes back to the host, history
+        // not yet handed over is handed over, then the final status.
+        let unconsumed = agent.clear_queues();
+        if !unconsumed.is_empty() {
+            input.host.requeue(&turn, unconsumed.clone()).await;
+        }
         flush_history(&agent, &shared).await;
         agent.unsubscribe(subscription);
         let messages = shared.take_turn_messages();
@@ -287,6 +303,7 @@ impl TurnRunner {
             messages,
             usage,
             degradations: shared.degradations(),
+            unconsumed,
         }
     }
 }
@@ -417,11 +434,14 @@ async fn bridge_loop(
 struct RunnerSubscriber {
     shared: Arc<TurnShared>,
     events: mpsc::Sender<BridgeInput>,
+    cancel: CancellationToken,
 }
 
 #[async_trait]
 impl AgentSubscriber for RunnerSubscriber {
     async fn on_event(&self, event: &AgentEvent) {
+        // The bridge first: a slow persistence hook must not hold back what the user sees.
+        let _ = self.events.send(BridgeInput::Agent(event.clone())).await;
         match event {
             AgentEvent::MessageEnd { message, .. } => {
                 self.shared
@@ -431,7 +451,7 @@ impl AgentSubscriber for RunnerSubscriber {
             AgentEvent::TurnEnd {
                 message,
                 tool_results,
-            } => {
+            } if !self.cancel.is_cancelled() => {
                 self.shared
                     .step_end(message.clone(), tool_results.clone())
                     .await;
@@ -439,7 +459,11 @@ impl AgentSubscriber for RunnerSubscriber {
             AgentEvent::AgentEnd { messages } => self.shared.record_turn_messages(messages),
             _ => {}
         }
-        let _ = self.events.send(BridgeInput::Agent(event.clone())).await;
+    }
+
+    fn bounded(&self) -> bool {
+        // Each hook it runs is bounded on its own, and the bridge must see every event.
+        false
     }
 }
 

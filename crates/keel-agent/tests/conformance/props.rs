@@ -175,7 +175,7 @@ fn check_pairing(history: &[Arc<Message>]) -> Result<(), String> {
 
 /// agent_start … agent_end; steps do not overlap; messages start before they end and do
 /// not interleave; every tool execution starts once and ends once inside its step.
-fn check_nesting(events: &[AgentEvent]) -> Result<(), String> {
+pub(crate) fn check_nesting(events: &[AgentEvent]) -> Result<(), String> {
     let mut runs = 0;
     let mut in_run = false;
     let mut in_step = false;

@@ -117,3 +117,68 @@ async fn api_keys_are_fetched_for_every_call() {
         .collect();
     assert_eq!(keys, ["token-0", "token-1"]);
 }
+
+#[tokio::test]
+async fn a_crash_mid_stream_still_closes_every_event_it_opened() {
+    fn half_then_panic(_request: LlmRequest, _cancel: CancellationToken) -> EventStream {
+        let mut sent = 0;
+        Box::pin(futures::stream::poll_fn(move |_| {
+            sent += 1;
+            std::task::Poll::Ready(Some(match sent {
+                1 => StreamEvent::Start {
+                    meta: Default::default(),
+                },
+                2 => StreamEvent::TextStart { index: 0 },
+                3 => StreamEvent::TextDelta {
+                    index: 0,
+                    delta: "half an ans".into(),
+                },
+                _ => panic!("decoder bug"),
+            }))
+        }))
+    }
+    let agent = Agent::new(AgentOptions::new(model(), Arc::new(half_then_panic))).unwrap();
+    let recorder = Arc::new(Recorder::default());
+    agent.subscribe(recorder.clone());
+    agent.prompt(vec![user("hi")]).await.unwrap();
+    crate::props::check_nesting(&recorder.all()).unwrap();
+    let messages = agent.messages();
+    let last = messages.last().unwrap().as_assistant().unwrap();
+    assert_eq!(last.text(), "half an ans", "the partial answer is kept");
+    assert_eq!(last.error.as_ref().unwrap().code, ErrorCode::Internal);
+}
+
+struct SlowSecondGate;
+
+#[async_trait]
+impl LoopHooks for SlowSecondGate {
+    async fn before_tool_call(
+        &self,
+        call: &keel_protocol::ToolCall,
+    ) -> Result<keel_agent::ToolGate, HookError> {
+        if call.id.as_str() == "c2" {
+            tokio::time::sleep(Duration::from_secs(10)).await;
+        }
+        Ok(keel_agent::ToolGate::Allow)
+    }
+}
+
+#[tokio::test(start_paused = true)]
+async fn calls_admitted_before_an_abort_never_start() {
+    let tool = TestTool::new("echo", keel_agent::ExecutionMode::Parallel, Behaviour::Echo);
+    let response = keel_llm::scripted::ScriptedResponse::new()
+        .with_tool_call("c1", "echo", serde_json::json!({}))
+        .with_tool_call("c2", "echo", serde_json::json!({}));
+    let (agent, _provider, _recorder) = agent_with(
+        vec![response],
+        vec![tool.clone()],
+        Some(Arc::new(SlowSecondGate)),
+    );
+    let running = agent.start(Some(vec![user("go")])).unwrap();
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    agent.abort();
+    running.await.unwrap();
+    assert_eq!(tool.count(), 0);
+    assert!(result_text(&agent, "c1").contains("aborted"));
+    assert!(result_text(&agent, "c2").contains("aborted"));
+}

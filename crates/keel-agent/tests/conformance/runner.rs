@@ -249,3 +249,34 @@ async fn usage_is_summed_over_the_turn() {
     assert_eq!(result.usage.input, 20);
     assert_eq!(result.usage.output, 10);
 }
+
+#[tokio::test]
+async fn steering_left_in_the_queue_by_a_failed_turn_is_handed_back() {
+    let mut h = Harness::new(vec![
+        call("c1", "echo", json!({})),
+        ScriptedResponse::error(keel_protocol::ErrorCode::Server, "boom"),
+    ]);
+    h.tools = vec![TestTool::new(
+        "echo",
+        ExecutionMode::Parallel,
+        Behaviour::Echo,
+    )];
+    h.host
+        .mid_turn
+        .lock()
+        .unwrap()
+        .push_back(vec![Message::user_text("first")]);
+    h.host
+        .mid_turn
+        .lock()
+        .unwrap()
+        .push_back(vec![Message::user_text("second")]);
+    let result = h.run("hi").await;
+    assert_eq!(failed_code(&result.outcome), "model_server");
+    assert_eq!(result.unconsumed.len(), 1);
+    assert_eq!(
+        result.unconsumed[0].as_user().unwrap().content[0].as_text(),
+        Some("second")
+    );
+    assert_eq!(h.host.requeued.lock().unwrap().len(), 1);
+}

@@ -470,3 +470,29 @@ async fn step_end_errors_only_degrade_and_step_end_may_enqueue() {
     );
     assert_eq!(result.degradations, 2);
 }
+
+#[tokio::test]
+async fn a_discarded_compaction_does_not_move_the_history_cursor() {
+    let mut h = Harness::new(vec![text("never")]);
+    h.history = vec![
+        Arc::new(Message::user_text("old 1")),
+        Arc::new(Message::user_text("old 2")),
+    ];
+    h.hooks.before_llm_call = vec![
+        before_llm(|_| {
+            Ok(BeforeLlmAction::ReplaceHistory(vec![Arc::new(
+                Message::user_text("summary"),
+            )]))
+        }),
+        before_llm(|_| Err(HookError::new("reminder store offline"))),
+    ];
+    let handed = Arc::new(Mutex::new(Vec::new()));
+    h.hooks.on_history_changed = vec![Arc::new(Persist(handed.clone()))];
+    let result = h.run("hi").await;
+    assert_eq!(failed_code(&result.outcome), "before_llm_hook_failed");
+    assert_eq!(
+        *handed.lock().unwrap(),
+        ["user:hi", "assistant:error"],
+        "nothing handed over twice"
+    );
+}

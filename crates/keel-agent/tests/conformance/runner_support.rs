@@ -27,6 +27,7 @@ pub struct TestHost {
     pub deliver_after_refusals: Mutex<Option<(usize, Vec<Message>)>>,
     pub close_calls: AtomicUsize,
     pub polls: Mutex<Vec<Boundary>>,
+    pub requeued: Mutex<Vec<Message>>,
     next_id: AtomicUsize,
 }
 
@@ -63,6 +64,10 @@ impl TurnHost for TestHost {
             return false;
         }
         true
+    }
+
+    async fn requeue(&self, _turn: &TurnContext, messages: Vec<Message>) {
+        self.requeued.lock().unwrap().extend(messages);
     }
 
     async fn on_runtime_event(&self, event: RuntimeEvent) {

@@ -23,7 +23,7 @@ use crate::request::LlmRequest;
 use crate::stream_fn::{EventStream, StreamFn};
 
 /// A check run on the request of one call.
-pub type RequestCheck = Box<dyn Fn(&LlmRequest) -> Result<(), String> + Send + Sync>;
+pub type RequestCheck = Arc<dyn Fn(&LlmRequest) -> Result<(), String> + Send + Sync>;
 
 /// One block of a scripted response.
 #[derive(Debug, Clone, PartialEq)]
@@ -183,6 +183,14 @@ impl ScriptedResponse {
         self
     }
 
+    /// Marks a scripted failure with the provider's requested wait.
+    pub fn retry_after(mut self, ms: u64) -> Self {
+        if let Ending::Fail { error, .. } = &mut self.ending {
+            error.retry_after_ms = Some(ms);
+        }
+        self
+    }
+
     /// After `events` events, stops sending until the call is cancelled.
     pub fn hang_after(mut self, events: usize) -> Self {
         self.ending = Ending::Hang {
@@ -321,7 +329,7 @@ impl ScriptedProvider {
         call: usize,
         check: impl Fn(&LlmRequest) -> Result<(), String> + Send + Sync + 'static,
     ) {
-        self.lock().checks.insert(call, Box::new(check));
+        self.lock().checks.insert(call, Arc::new(check));
     }
 
     /// Stops keeping requests (benchmarks: a kept request pins the history it points to).
@@ -357,10 +365,15 @@ impl ScriptedProvider {
 
 impl StreamFn for ScriptedProvider {
     fn stream(&self, request: LlmRequest, cancel: CancellationToken) -> EventStream {
+        let (call, check) = {
+            let mut state = self.lock();
+            let call = state.calls;
+            state.calls += 1;
+            (call, state.checks.get(&call).cloned())
+        };
+        // Run outside the lock: a check may itself ask the provider questions.
+        let check = check.map(|check| check(&request));
         let mut state = self.lock();
-        let call = state.calls;
-        state.calls += 1;
-        let check = state.checks.get(&call).map(|check| check(&request));
         let meta = ResponseMeta {
             provider: request.model.provider.clone(),
             api: request.model.api.clone(),
