@@ -10,10 +10,10 @@ mod assemble;
 pub mod errors;
 mod model;
 pub mod prepare;
-pub mod retry;
 mod request;
-pub mod sse;
+pub mod retry;
 pub mod scripted;
+pub mod sse;
 mod stream_fn;
 mod wrappers;
 
