@@ -54,10 +54,8 @@ pub fn prepare_messages(messages: &[Arc<Message>], model: &ModelEntry) -> Vec<Ar
                 }
                 out.push(cleaned);
             }
-            Message::ToolResult(result) => {
-                if known_calls.contains(&result.tool_call_id) {
-                    out.push(message.clone());
-                }
+            Message::ToolResult(result) if known_calls.contains(&result.tool_call_id) => {
+                out.push(message.clone());
             }
             Message::User(_) => {
                 flush_missing(&mut out, &mut open_calls);

@@ -117,15 +117,11 @@ impl SseParser {
                 self.has_data = true;
             }
             b"event" => self.event = String::from_utf8_lossy(value).into_owned(),
-            b"id" => {
-                if !value.contains(&0) {
-                    self.last_id = String::from_utf8_lossy(value).into_owned();
-                }
+            b"id" if !value.contains(&0) => {
+                self.last_id = String::from_utf8_lossy(value).into_owned();
             }
-            b"retry" => {
-                if !value.is_empty() && value.iter().all(u8::is_ascii_digit) {
-                    self.retry = std::str::from_utf8(value).ok().and_then(|v| v.parse().ok());
-                }
+            b"retry" if !value.is_empty() && value.iter().all(u8::is_ascii_digit) => {
+                self.retry = std::str::from_utf8(value).ok().and_then(|v| v.parse().ok());
             }
             _ => {}
         }
