@@ -73,7 +73,7 @@ fn a_failed_model_call_exits_1_with_its_code() {
     let dir = temp_dir("fail");
     let path = script(
         &dir,
-        r#"[{"error": {"code": "overloaded", "message": "try later"}}]"#,
+        r#"[{"error": {"code": "auth", "message": "bad key"}}]"#,
     );
     let output = keel()
         .args(["exec", "--mock-script"])
@@ -84,9 +84,30 @@ fn a_failed_model_call_exits_1_with_its_code() {
     assert_eq!(output.status.code(), Some(1));
     let stderr = String::from_utf8(output.stderr).unwrap();
     assert!(
-        stderr.contains("model_overloaded") && stderr.contains("try later"),
+        stderr.contains("model_auth") && stderr.contains("bad key"),
         "{stderr}"
     );
+}
+
+#[test]
+fn an_overloaded_model_is_retried_and_the_turn_recovers() {
+    let dir = temp_dir("retry");
+    let path = script(
+        &dir,
+        r#"[{"error": {"code": "overloaded", "message": "busy", "retry_after_ms": 20}}, {"text": "recovered"}]"#,
+    );
+    let output = keel()
+        .args(["exec", "--mock-script"])
+        .arg(&path)
+        .arg("hi")
+        .output()
+        .unwrap();
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    assert_eq!(String::from_utf8(output.stdout).unwrap(), "recovered\n");
 }
 
 #[test]

@@ -448,3 +448,31 @@ mod tests {
         assert_eq!(provider.call_count(), 1);
     }
 }
+
+#[cfg(test)]
+mod composed {
+    use super::*;
+    use crate::request::ModelSpec;
+    use crate::scripted::{ScriptedProvider, ScriptedResponse};
+    use crate::wrappers::{StreamSettings, compose_stream_fn};
+    use keel_protocol::ErrorCode;
+
+    #[tokio::test(start_paused = true)]
+    async fn the_default_composition_retries() {
+        let provider = ScriptedProvider::with_responses([
+            ScriptedResponse::error(ErrorCode::Overloaded, "busy"),
+            ScriptedResponse::text("ok"),
+        ]);
+        let f = compose_stream_fn(Arc::new(provider.clone()), &StreamSettings::default());
+        let request = LlmRequest {
+            model: Arc::new(ModelSpec::scripted()),
+            system_prompt: Arc::from(""),
+            messages: Arc::new(Vec::new()),
+            tools: Arc::from(Vec::new()),
+            options: Default::default(),
+        };
+        let events: Vec<_> = f.stream(request, CancellationToken::new()).collect().await;
+        assert!(matches!(events.last(), Some(StreamEvent::Done { .. })), "{events:#?}");
+        assert_eq!(provider.call_count(), 2);
+    }
+}

@@ -17,6 +17,27 @@ use crate::stream_fn::{EventStream, StreamFn};
 
 /// Default whole-request timeout: 20 minutes (SPEC §2).
 pub const DEFAULT_REQUEST_TIMEOUT: Duration = Duration::from_secs(20 * 60);
+/// Default wait for the first event of a response (issue 3).
+pub const DEFAULT_FIRST_EVENT_TIMEOUT: Duration = Duration::from_secs(120);
+/// Default longest silence inside a response stream (issue 3).
+pub const DEFAULT_IDLE_TIMEOUT: Duration = Duration::from_secs(300);
+
+/// Environment variables that override the timeouts, in milliseconds; 0 disables.
+pub const ENV_REQUEST_TIMEOUT: &str = "KEEL_LLM_REQUEST_TIMEOUT_MS";
+/// See [`ENV_REQUEST_TIMEOUT`].
+pub const ENV_FIRST_EVENT_TIMEOUT: &str = "KEEL_LLM_FIRST_EVENT_TIMEOUT_MS";
+/// See [`ENV_REQUEST_TIMEOUT`].
+pub const ENV_IDLE_TIMEOUT: &str = "KEEL_LLM_IDLE_TIMEOUT_MS";
+
+/// A timeout override that is not a whole number of milliseconds.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{name} must be a whole number of milliseconds (0 disables the timeout), not {value:?}")]
+pub struct BadTimeout {
+    /// The variable.
+    pub name: String,
+    /// What it held.
+    pub value: String,
+}
 
 /// What the composed stream function enforces.
 #[derive(Debug, Clone, PartialEq)]
@@ -31,6 +52,49 @@ pub struct StreamSettings {
     pub headers: Vec<(String, String)>,
     /// Whole-request timeout; zero disables it.
     pub request_timeout: Duration,
+    /// Wait for the first event; zero disables it.
+    pub first_event_timeout: Duration,
+    /// Longest silence between events; zero disables it.
+    pub idle_timeout: Duration,
+    /// Transport retry, outermost; `None` disables it.
+    pub retry: Option<crate::retry::RetryPolicy>,
+}
+
+impl StreamSettings {
+    /// These settings with timeouts overridden from `vars` (name, value) pairs, normally
+    /// the process environment.
+    pub fn with_overrides<'a>(
+        mut self,
+        vars: impl IntoIterator<Item = (&'a str, &'a str)>,
+    ) -> Result<Self, BadTimeout> {
+        for (name, value) in vars {
+            let slot = match name {
+                ENV_REQUEST_TIMEOUT => &mut self.request_timeout,
+                ENV_FIRST_EVENT_TIMEOUT => &mut self.first_event_timeout,
+                ENV_IDLE_TIMEOUT => &mut self.idle_timeout,
+                _ => continue,
+            };
+            let ms: u64 = value.trim().parse().map_err(|_| BadTimeout {
+                name: name.to_owned(),
+                value: value.to_owned(),
+            })?;
+            *slot = Duration::from_millis(ms);
+        }
+        Ok(self)
+    }
+
+    /// These settings with the `KEEL_LLM_*_TIMEOUT_MS` environment variables applied.
+    pub fn from_env(self) -> Result<Self, BadTimeout> {
+        let vars: Vec<(String, String)> = [
+            ENV_REQUEST_TIMEOUT,
+            ENV_FIRST_EVENT_TIMEOUT,
+            ENV_IDLE_TIMEOUT,
+        ]
+        .iter()
+        .filter_map(|name| std::env::var(name).ok().map(|v| ((*name).to_owned(), v)))
+        .collect();
+        self.with_overrides(vars.iter().map(|(n, v)| (n.as_str(), v.as_str())))
+    }
 }
 
 impl Default for StreamSettings {
@@ -41,6 +105,9 @@ impl Default for StreamSettings {
             max_tokens: None,
             headers: Vec::new(),
             request_timeout: DEFAULT_REQUEST_TIMEOUT,
+            first_event_timeout: DEFAULT_FIRST_EVENT_TIMEOUT,
+            idle_timeout: DEFAULT_IDLE_TIMEOUT,
+            retry: Some(crate::retry::RetryPolicy::default()),
         }
     }
 }
@@ -69,13 +136,74 @@ pub fn compose_stream_fn(base: Arc<dyn StreamFn>, settings: &StreamSettings) -> 
             headers: settings.headers.clone(),
         });
     }
+    if !settings.first_event_timeout.is_zero() || !settings.idle_timeout.is_zero() {
+        f = Arc::new(StallTimeout {
+            inner: f,
+            first_event: settings.first_event_timeout,
+            idle: settings.idle_timeout,
+        });
+    }
     if !settings.request_timeout.is_zero() {
         f = Arc::new(RequestTimeout {
             inner: f,
             timeout: settings.request_timeout,
         });
     }
+    if let Some(policy) = settings.retry {
+        f = crate::retry::with_retry(f, policy);
+    }
     f
+}
+
+/// Fails a response that is silent too long: before its first event, or between events.
+struct StallTimeout {
+    inner: Arc<dyn StreamFn>,
+    first_event: Duration,
+    idle: Duration,
+}
+
+impl StreamFn for StallTimeout {
+    fn stream(&self, request: LlmRequest, cancel: CancellationToken) -> EventStream {
+        let call_cancel = cancel.child_token();
+        let inner = self.inner.stream(request, call_cancel.clone());
+        let (first, idle) = (self.first_event, self.idle);
+        let state = (inner, false, false);
+        Box::pin(futures::stream::unfold(state, move |(mut inner, started, done)| {
+            let call_cancel = call_cancel.clone();
+            async move {
+                if done {
+                    return None;
+                }
+                let limit = if started { idle } else { first };
+                let next = if limit.is_zero() {
+                    Some(inner.next().await)
+                } else {
+                    tokio::time::timeout(limit, inner.next()).await.ok()
+                };
+                match next {
+                    Some(event) => {
+                        let event = event?;
+                        let terminal = event.is_terminal();
+                        Some((event, (inner, true, terminal)))
+                    }
+                    None => {
+                        call_cancel.cancel();
+                        let message = if started {
+                            format!("the model stream was silent for {} s", limit.as_secs())
+                        } else {
+                            format!("the model sent nothing for {} s", limit.as_secs())
+                        };
+                        let event = StreamEvent::Error {
+                            stop_reason: StopReason::Error,
+                            error: ErrorInfo::new(ErrorCode::Timeout, message),
+                            usage: Usage::default(),
+                        };
+                        Some((event, (inner, started, true)))
+                    }
+                }
+            }
+        }))
+    }
 }
 
 struct HostMaxOutput {
@@ -230,6 +358,7 @@ mod tests {
             max_tokens: Some(4000),
             headers: vec![("x-a".into(), "1".into()), ("x-b".into(), "2".into())],
             request_timeout: Duration::from_secs(5),
+            ..StreamSettings::default()
         };
         let f = compose_stream_fn(base, &settings);
         let mut req = request();
@@ -270,5 +399,65 @@ mod tests {
             &events[..],
             [StreamEvent::Error { error, .. }] if error.code == ErrorCode::Timeout
         ));
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn silence_before_the_first_event_and_between_events_times_out() {
+        use crate::scripted::{ScriptedProvider, ScriptedResponse};
+        let settings = StreamSettings {
+            first_event_timeout: Duration::from_secs(2),
+            idle_timeout: Duration::from_secs(5),
+            retry: None,
+            ..StreamSettings::default()
+        };
+        let provider = ScriptedProvider::with_responses([
+            ScriptedResponse::text("x").first_delay(Duration::from_secs(3)),
+            ScriptedResponse::text("abc")
+                .chunk_size(1)
+                .delay(Duration::from_secs(6)),
+            ScriptedResponse::text("abc")
+                .chunk_size(1)
+                .delay(Duration::from_secs(4)),
+        ]);
+        let f = compose_stream_fn(Arc::new(provider), &settings);
+        let first: Vec<_> = f
+            .stream(request(), CancellationToken::new())
+            .collect()
+            .await;
+        assert!(
+            matches!(&first[..], [StreamEvent::Error { error, .. }] if error.message.contains("nothing for 2 s"))
+        );
+        let second: Vec<_> = f
+            .stream(request(), CancellationToken::new())
+            .collect()
+            .await;
+        assert!(
+            matches!(second.last(), Some(StreamEvent::Error { error, .. }) if error.message.contains("silent for 5 s"))
+        );
+        let third: Vec<_> = f
+            .stream(request(), CancellationToken::new())
+            .collect()
+            .await;
+        assert!(matches!(third.last(), Some(StreamEvent::Done { .. })));
+    }
+
+    #[test]
+    fn timeouts_can_be_overridden_and_bad_values_are_named() {
+        let settings = StreamSettings::default()
+            .with_overrides([
+                (ENV_IDLE_TIMEOUT, "0"),
+                (ENV_REQUEST_TIMEOUT, "1500"),
+                ("OTHER", "x"),
+            ])
+            .unwrap();
+        assert_eq!(settings.idle_timeout, Duration::ZERO);
+        assert_eq!(settings.request_timeout, Duration::from_millis(1500));
+        let err = StreamSettings::default()
+            .with_overrides([(ENV_FIRST_EVENT_TIMEOUT, "2m")])
+            .unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "KEEL_LLM_FIRST_EVENT_TIMEOUT_MS must be a whole number of milliseconds (0 disables the timeout), not \"2m\""
+        );
     }
 }

@@ -280,3 +280,27 @@ async fn steering_left_in_the_queue_by_a_failed_turn_is_handed_back() {
     );
     assert_eq!(h.host.requeued.lock().unwrap().len(), 1);
 }
+
+#[tokio::test(start_paused = true)]
+async fn transient_model_failures_are_retried_inside_the_turn() {
+    let mut h = Harness::new(vec![
+        ScriptedResponse::error(keel_protocol::ErrorCode::Overloaded, "busy"),
+        text("made it"),
+    ]);
+    h.defaults.stream.retry = Some(keel_llm::retry::RetryPolicy::default());
+    let result = h.run("hi").await;
+    assert_eq!(result.outcome, TurnOutcome::Completed);
+    assert_eq!(history_of(&result), ["user:hi", "assistant:stop"]);
+    let notices = h
+        .host
+        .checked()
+        .into_iter()
+        .filter(
+            |b| matches!(b, RuntimeEventBody::DebugTrace { trace } if trace.name == "llm_notice"),
+        )
+        .count();
+    assert_eq!(
+        notices, 2,
+        "the scheduled retry and the recovery are reported"
+    );
+}

@@ -126,10 +126,12 @@ pub struct Harness {
 
 impl Harness {
     pub fn new(responses: Vec<ScriptedResponse>) -> Self {
-        let defaults = RunnerDefaults {
+        let mut defaults = RunnerDefaults {
             abort_grace: std::time::Duration::from_millis(300),
             ..RunnerDefaults::default()
         };
+        // Scripted failures are meant to reach the runner; one test turns retry back on.
+        defaults.stream.retry = None;
         Self {
             provider: ScriptedProvider::with_responses(responses),
             host: Arc::new(TestHost::default()),

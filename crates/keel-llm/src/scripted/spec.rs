@@ -65,6 +65,9 @@ pub struct ErrorSpec {
     /// Events sent before failing.
     #[serde(default)]
     pub after: usize,
+    /// The wait the provider asks for before a retry.
+    #[serde(default)]
+    pub retry_after_ms: Option<u64>,
 }
 
 impl From<ResponseSpec> for ScriptedResponse {
@@ -101,6 +104,9 @@ impl From<ResponseSpec> for ScriptedResponse {
         }
         if let Some(error) = spec.error {
             response = response.fail_after(error.after, error.code, error.message);
+            if let Some(ms) = error.retry_after_ms {
+                response = response.retry_after(ms);
+            }
         }
         response
     }
