@@ -6,19 +6,25 @@
 //! This crate also holds the [`AssistantBuilder`] that folds events into a message, the
 //! option wrappers composed around a provider, and the [`scripted`] provider every test uses.
 
+pub mod api;
 mod assemble;
 pub mod errors;
+mod http;
 mod model;
 pub mod prepare;
+pub mod registry;
 mod request;
 pub mod retry;
 pub mod scripted;
 pub mod sse;
 mod stream_fn;
+mod usage;
 mod wrappers;
 
 pub use assemble::{AssembleError, AssistantBuilder};
+pub use http::{ClientError, HttpProvider, http_client};
 pub use model::{Api, Capabilities, Compat, ModelEntry, Prices};
 pub use request::{CacheRetention, LlmRequest, ModelSpec, RequestOptions, ThinkingLevel};
 pub use stream_fn::{EventStream, StreamFn, error_stream, message_stream};
+pub use usage::cost;
 pub use wrappers::{StreamSettings, compose_stream_fn};

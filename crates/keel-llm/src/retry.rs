@@ -472,7 +472,10 @@ mod composed {
             options: Default::default(),
         };
         let events: Vec<_> = f.stream(request, CancellationToken::new()).collect().await;
-        assert!(matches!(events.last(), Some(StreamEvent::Done { .. })), "{events:#?}");
+        assert!(
+            matches!(events.last(), Some(StreamEvent::Done { .. })),
+            "{events:#?}"
+        );
         assert_eq!(provider.call_count(), 2);
     }
 }

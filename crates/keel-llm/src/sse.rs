@@ -64,6 +64,10 @@ impl SseParser {
     }
 
     fn feed_lines(&mut self, mut bytes: &[u8], out: &mut Vec<SseEvent>) {
+        if bytes.is_empty() {
+            // An empty read says nothing about whether a CR is followed by LF.
+            return;
+        }
         if self.after_cr {
             self.after_cr = false;
             if let Some(rest) = bytes.strip_prefix(b"\n") {

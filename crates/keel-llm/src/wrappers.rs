@@ -168,41 +168,44 @@ impl StreamFn for StallTimeout {
         let inner = self.inner.stream(request, call_cancel.clone());
         let (first, idle) = (self.first_event, self.idle);
         let state = (inner, false, false);
-        Box::pin(futures::stream::unfold(state, move |(mut inner, started, done)| {
-            let call_cancel = call_cancel.clone();
-            async move {
-                if done {
-                    return None;
-                }
-                let limit = if started { idle } else { first };
-                let next = if limit.is_zero() {
-                    Some(inner.next().await)
-                } else {
-                    tokio::time::timeout(limit, inner.next()).await.ok()
-                };
-                match next {
-                    Some(event) => {
-                        let event = event?;
-                        let terminal = event.is_terminal();
-                        Some((event, (inner, true, terminal)))
+        Box::pin(futures::stream::unfold(
+            state,
+            move |(mut inner, started, done)| {
+                let call_cancel = call_cancel.clone();
+                async move {
+                    if done {
+                        return None;
                     }
-                    None => {
-                        call_cancel.cancel();
-                        let message = if started {
-                            format!("the model stream was silent for {} s", limit.as_secs())
-                        } else {
-                            format!("the model sent nothing for {} s", limit.as_secs())
-                        };
-                        let event = StreamEvent::Error {
-                            stop_reason: StopReason::Error,
-                            error: ErrorInfo::new(ErrorCode::Timeout, message),
-                            usage: Usage::default(),
-                        };
-                        Some((event, (inner, started, true)))
+                    let limit = if started { idle } else { first };
+                    let next = if limit.is_zero() {
+                        Some(inner.next().await)
+                    } else {
+                        tokio::time::timeout(limit, inner.next()).await.ok()
+                    };
+                    match next {
+                        Some(event) => {
+                            let event = event?;
+                            let terminal = event.is_terminal();
+                            Some((event, (inner, true, terminal)))
+                        }
+                        None => {
+                            call_cancel.cancel();
+                            let message = if started {
+                                format!("the model stream was silent for {} s", limit.as_secs())
+                            } else {
+                                format!("the model sent nothing for {} s", limit.as_secs())
+                            };
+                            let event = StreamEvent::Error {
+                                stop_reason: StopReason::Error,
+                                error: ErrorInfo::new(ErrorCode::Timeout, message),
+                                usage: Usage::default(),
+                            };
+                            Some((event, (inner, started, true)))
+                        }
                     }
                 }
-            }
-        }))
+            },
+        ))
     }
 }
 
@@ -388,6 +391,7 @@ mod tests {
         };
         let settings = StreamSettings {
             request_timeout: Duration::from_secs(3),
+            retry: None,
             ..StreamSettings::default()
         };
         let f = compose_stream_fn(Arc::new(stall), &settings);

@@ -1,0 +1,87 @@
+//! The four wire APIs: request encoding and stream decoding.
+//!
+//! Each API has an encoder (`build`: an [`LlmRequest`] already cleaned by
+//! [`crate::prepare`] becomes URL, headers and JSON body) and a [`Decoder`] (SSE events in,
+//! unified [`StreamEvent`]s out). A decoder owns the mapping from the provider's block
+//! indexes to the message's block indexes, emits `start` first, and ends with exactly one
+//! terminal event; if the body ends early, [`Decoder::finish`] reports a cut stream.
+
+pub mod anthropic;
+pub mod google;
+pub mod openai_completions;
+pub mod openai_responses;
+
+use keel_protocol::{ErrorCode, ErrorInfo, StopReason, StreamEvent, Usage};
+
+use crate::model::{Api, ModelEntry};
+use crate::request::LlmRequest;
+use crate::sse::SseEvent;
+
+/// An HTTP request ready to send.
+#[derive(Debug, Clone, PartialEq)]
+pub struct WireRequest {
+    /// Full URL.
+    pub url: String,
+    /// Headers (the API key included).
+    pub headers: Vec<(String, String)>,
+    /// JSON body.
+    pub body: serde_json::Value,
+}
+
+/// Turns one response's SSE events into unified stream events.
+pub trait Decoder: Send {
+    /// Decodes one SSE event, appending what it produced to `out`.
+    fn event(&mut self, sse: &SseEvent, out: &mut Vec<StreamEvent>);
+
+    /// The body ended. Emits the terminal event if none was emitted yet (a stream that
+    /// ends before its terminal event was cut short: a `network` error).
+    fn finish(&mut self, out: &mut Vec<StreamEvent>);
+}
+
+/// Builds the wire request for `request` to `model`.
+pub fn build_request(
+    model: &ModelEntry,
+    request: &LlmRequest,
+    api_key: Option<&str>,
+) -> WireRequest {
+    match model.api {
+        Api::AnthropicMessages => anthropic::build(model, request, api_key),
+        Api::OpenAiCompletions => openai_completions::build(model, request, api_key),
+        Api::OpenAiResponses => openai_responses::build(model, request, api_key),
+        Api::GoogleGenerativeAi => google::build(model, request, api_key),
+    }
+}
+
+/// A fresh decoder for one response from `model`.
+pub fn decoder(model: &ModelEntry) -> Box<dyn Decoder> {
+    match model.api {
+        Api::AnthropicMessages => Box::new(anthropic::AnthropicDecoder::new(model)),
+        Api::OpenAiCompletions => Box::new(openai_completions::CompletionsDecoder::new(model)),
+        Api::OpenAiResponses => Box::new(openai_responses::ResponsesDecoder::new(model)),
+        Api::GoogleGenerativeAi => Box::new(google::GoogleDecoder::new(model)),
+    }
+}
+
+/// The terminal event for a stream that ended before its terminal event.
+pub(crate) fn cut_stream(usage: Usage) -> StreamEvent {
+    StreamEvent::Error {
+        stop_reason: StopReason::Error,
+        error: ErrorInfo::new(
+            ErrorCode::Network,
+            "the response stream ended before the response finished",
+        ),
+        usage,
+    }
+}
+
+/// The terminal event for an event the decoder could not parse.
+pub(crate) fn malformed(api: &str, detail: impl std::fmt::Display) -> StreamEvent {
+    StreamEvent::Error {
+        stop_reason: StopReason::Error,
+        error: ErrorInfo::new(
+            ErrorCode::Server,
+            format!("{api} sent a malformed stream event: {detail}"),
+        ),
+        usage: Usage::default(),
+    }
+}

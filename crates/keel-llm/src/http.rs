@@ -1,0 +1,368 @@
+//! The HTTP transport: one model call as one streamed POST.
+//!
+//! Cleans the messages ([`crate::prepare`]), encodes them for the model's wire API, sends
+//! the request, and decodes the SSE body into unified events. HTTP failures become `error`
+//! events with a classified code and the provider's `retry-after` wait; a connection that
+//! breaks mid-body ends the stream with a `network` error. Cost is computed from the
+//! model's prices when the usage arrives.
+
+use std::collections::VecDeque;
+use std::sync::Arc;
+use std::time::Duration;
+
+use futures::StreamExt;
+use keel_protocol::{ErrorCode, ErrorInfo, StopReason, StreamEvent, Usage};
+use tokio_util::sync::CancellationToken;
+
+use crate::api::{self, Decoder};
+use crate::errors::classify;
+use crate::model::ModelEntry;
+use crate::prepare::prepare_messages;
+use crate::request::LlmRequest;
+use crate::sse::{SseEvent, SseParser};
+use crate::stream_fn::{EventStream, StreamFn};
+use crate::usage::cost;
+
+/// The most of an error body read to explain a failure.
+const ERROR_BODY_LIMIT: usize = 64 * 1024;
+
+/// Building the HTTP client failed.
+#[derive(Debug, thiserror::Error)]
+#[error("cannot build the HTTP client: {0}")]
+pub struct ClientError(String);
+
+/// A shared HTTP client with rustls on the ring provider.
+pub fn http_client() -> Result<reqwest::Client, ClientError> {
+    // Installing twice is harmless (the second call reports the first provider back).
+    let _ = rustls::crypto::ring::default_provider().install_default();
+    reqwest::Client::builder()
+        .connect_timeout(Duration::from_secs(30))
+        .build()
+        .map_err(|e| ClientError(e.to_string()))
+}
+
+/// A model reached over HTTP.
+#[derive(Clone)]
+pub struct HttpProvider {
+    client: reqwest::Client,
+    model: Arc<ModelEntry>,
+    api_key: Option<String>,
+}
+
+impl HttpProvider {
+    /// A provider for `model`, with `api_key` used unless a request brings its own.
+    pub fn new(client: reqwest::Client, model: ModelEntry, api_key: Option<String>) -> Self {
+        Self {
+            client,
+            model: Arc::new(model),
+            api_key,
+        }
+    }
+
+    /// The model this provider talks to.
+    pub fn model(&self) -> &ModelEntry {
+        &self.model
+    }
+}
+
+impl StreamFn for HttpProvider {
+    fn stream(&self, mut request: LlmRequest, cancel: CancellationToken) -> EventStream {
+        request.messages = Arc::new(prepare_messages(&request.messages, &self.model));
+        let key = request
+            .options
+            .api_key
+            .clone()
+            .or_else(|| self.api_key.clone());
+        let wire = api::build_request(&self.model, &request, key.as_deref());
+        let call = Call {
+            client: self.client.clone(),
+            model: self.model.clone(),
+            wire: Some(wire),
+            body: None,
+            parser: SseParser::new(),
+            decoder: api::decoder(&self.model),
+            ready: VecDeque::new(),
+            sse: Vec::new(),
+            cancel,
+            finished: false,
+        };
+        Box::pin(futures::stream::unfold(call, |mut call| async move {
+            let event = call.next().await?;
+            Some((event, call))
+        }))
+    }
+}
+
+type Body = std::pin::Pin<Box<dyn futures::Stream<Item = reqwest::Result<bytes::Bytes>> + Send>>;
+
+struct Call {
+    client: reqwest::Client,
+    model: Arc<ModelEntry>,
+    wire: Option<api::WireRequest>,
+    body: Option<Body>,
+    parser: SseParser,
+    decoder: Box<dyn Decoder>,
+    ready: VecDeque<StreamEvent>,
+    sse: Vec<SseEvent>,
+    cancel: CancellationToken,
+    finished: bool,
+}
+
+impl Call {
+    async fn next(&mut self) -> Option<StreamEvent> {
+        loop {
+            if let Some(event) = self.ready.pop_front() {
+                return Some(self.priced(event));
+            }
+            if self.finished {
+                return None;
+            }
+            if let Some(wire) = self.wire.take() {
+                let connecting = connect(
+                    self.client.clone(),
+                    self.model.clone(),
+                    self.cancel.clone(),
+                    wire,
+                );
+                match connecting.await {
+                    Ok(body) => self.body = Some(body),
+                    Err(event) => self.fail(event),
+                }
+                continue;
+            }
+            let Some(body) = self.body.as_mut() else {
+                self.finished = true;
+                continue;
+            };
+            let cancel = self.cancel.clone();
+            let chunk = tokio::select! {
+                biased;
+                () = cancel.cancelled() => {
+                    self.fail(aborted());
+                    continue;
+                }
+                chunk = body.next() => chunk,
+            };
+            let mut out = Vec::new();
+            match chunk {
+                Some(Ok(bytes)) => {
+                    self.parser.feed(&bytes, &mut self.sse);
+                    for sse in self.sse.drain(..) {
+                        self.decoder.event(&sse, &mut out);
+                    }
+                }
+                Some(Err(error)) => {
+                    let error = ErrorInfo::new(
+                        ErrorCode::Network,
+                        format!("the connection broke mid-response: {error}"),
+                    );
+                    out.push(StreamEvent::Error {
+                        stop_reason: StopReason::Error,
+                        error,
+                        usage: Usage::default(),
+                    });
+                }
+                None => self.decoder.finish(&mut out),
+            }
+            for event in out {
+                if self.finished {
+                    break;
+                }
+                self.finished = event.is_terminal();
+                self.ready.push_back(event);
+            }
+        }
+    }
+
+    fn fail(&mut self, event: StreamEvent) {
+        self.ready.push_back(event);
+        self.finished = true;
+    }
+
+    fn priced(&self, mut event: StreamEvent) -> StreamEvent {
+        if let StreamEvent::Done { usage, .. } | StreamEvent::Error { usage, .. } = &mut event {
+            usage.cost = cost(usage, &self.model.prices);
+        }
+        event
+    }
+}
+
+async fn connect(
+    client: reqwest::Client,
+    model: Arc<ModelEntry>,
+    cancel: CancellationToken,
+    wire: api::WireRequest,
+) -> Result<Body, StreamEvent> {
+    let body = serde_json::to_vec(&wire.body).map_err(|e| {
+        failed(ErrorInfo::new(
+            ErrorCode::InvalidRequest,
+            format!("cannot encode the request: {e}"),
+        ))
+    })?;
+    let mut builder = client.post(&wire.url).body(body);
+    for (name, value) in &wire.headers {
+        builder = builder.header(name.as_str(), value.as_str());
+    }
+    let response = tokio::select! {
+        biased;
+        () = cancel.cancelled() => return Err(aborted()),
+        response = builder.send() => response,
+    };
+    let response = response.map_err(|e| {
+        let code = if e.is_timeout() {
+            ErrorCode::Timeout
+        } else {
+            ErrorCode::Network
+        };
+        failed(ErrorInfo::new(
+            code,
+            format!("cannot reach {}: {}", model.base_url, root_cause(&e)),
+        ))
+    })?;
+    let status = response.status();
+    let json_body = response
+        .headers()
+        .get(reqwest::header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|v| v.starts_with("application/json"));
+    if status.is_success() && !json_body {
+        return Ok(Box::pin(response.bytes_stream()));
+    }
+    let retry_after = retry_after_ms(response.headers());
+    let text = read_limited(response).await;
+    let (kind, message) = error_words(&text);
+    let code = classify(Some(status.as_u16()), &kind, &message);
+    let message = if status.is_success() {
+        format!("expected an event stream but got a JSON body: {message}")
+    } else {
+        format!("HTTP {}: {message}", status.as_u16())
+    };
+    Err(failed(
+        ErrorInfo::new(code, message).with_retry_after(retry_after),
+    ))
+}
+
+fn failed(error: ErrorInfo) -> StreamEvent {
+    StreamEvent::Error {
+        stop_reason: StopReason::Error,
+        error,
+        usage: Usage::default(),
+    }
+}
+
+fn aborted() -> StreamEvent {
+    StreamEvent::Error {
+        stop_reason: StopReason::Aborted,
+        error: ErrorInfo::new(ErrorCode::Cancelled, "the request was cancelled"),
+        usage: Usage::default(),
+    }
+}
+
+fn root_cause(error: &(dyn std::error::Error + 'static)) -> String {
+    let mut cause = error;
+    while let Some(next) = cause.source() {
+        cause = next;
+    }
+    if std::ptr::eq(cause, error) {
+        error.to_string()
+    } else {
+        format!("{error} ({cause})")
+    }
+}
+
+async fn read_limited(mut response: reqwest::Response) -> String {
+    let mut body = Vec::new();
+    while let Ok(Some(chunk)) = response.chunk().await {
+        body.extend_from_slice(&chunk);
+        if body.len() >= ERROR_BODY_LIMIT {
+            body.truncate(ERROR_BODY_LIMIT);
+            break;
+        }
+    }
+    String::from_utf8_lossy(&body).into_owned()
+}
+
+/// The provider's error type and message from an error body, whatever its shape.
+fn error_words(body: &str) -> (String, String) {
+    let Ok(json) = serde_json::from_str::<serde_json::Value>(body) else {
+        let text = body.trim();
+        return (
+            String::new(),
+            if text.is_empty() {
+                "(empty body)".to_owned()
+            } else {
+                text.to_owned()
+            },
+        );
+    };
+    let error = json.get("error").unwrap_or(&json);
+    let text = |v: Option<&serde_json::Value>| match v {
+        Some(serde_json::Value::String(s)) => Some(s.clone()),
+        Some(serde_json::Value::Number(n)) => Some(n.to_string()),
+        _ => None,
+    };
+    let kind = text(error.get("type"))
+        .or_else(|| text(error.get("code")))
+        .or_else(|| text(error.get("status")));
+    let message = text(error.get("message"))
+        .or_else(|| text(json.get("message")))
+        .unwrap_or_else(|| body.to_owned());
+    (kind.unwrap_or_default(), message)
+}
+
+/// `retry-after-ms`, else `retry-after` in seconds.
+fn retry_after_ms(headers: &reqwest::header::HeaderMap) -> Option<u64> {
+    let get = |name: &str| {
+        headers
+            .get(name)
+            .and_then(|v| v.to_str().ok())
+            .map(str::trim)
+    };
+    if let Some(ms) = get("retry-after-ms").and_then(|v| v.parse::<f64>().ok()) {
+        return Some(ms.max(0.0) as u64);
+    }
+    get("retry-after")
+        .and_then(|v| v.parse::<f64>().ok())
+        .map(|s| (s.max(0.0) * 1000.0) as u64)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn error_bodies_of_every_shape_are_read() {
+        assert_eq!(
+            error_words(
+                r#"{"type":"error","error":{"type":"overloaded_error","message":"Overloaded"}}"#
+            ),
+            ("overloaded_error".into(), "Overloaded".into())
+        );
+        assert_eq!(
+            error_words(
+                r#"{"error":{"code":429,"message":"Resource exhausted","status":"RESOURCE_EXHAUSTED"}}"#
+            ),
+            ("429".into(), "Resource exhausted".into())
+        );
+        assert_eq!(
+            error_words("upstream timed out"),
+            (String::new(), "upstream timed out".into())
+        );
+        assert_eq!(error_words(""), (String::new(), "(empty body)".into()));
+    }
+
+    #[test]
+    fn retry_after_headers_are_parsed() {
+        let mut headers = reqwest::header::HeaderMap::new();
+        headers.insert("retry-after", "3".parse().unwrap());
+        assert_eq!(retry_after_ms(&headers), Some(3000));
+        headers.insert("retry-after-ms", "1500".parse().unwrap());
+        assert_eq!(retry_after_ms(&headers), Some(1500));
+        headers.clear();
+        headers.insert(
+            "retry-after",
+            "Wed, 21 Oct 2015 07:28:00 GMT".parse().unwrap(),
+        );
+        assert_eq!(retry_after_ms(&headers), None);
+    }
+}
