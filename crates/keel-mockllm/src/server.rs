@@ -1,0 +1,454 @@
+//! The loopback HTTP server: one scripted response per request, faults on demand.
+//!
+//! HTTP/1.1 by hand, one request per connection (`Connection: close`), because faults
+//! such as a reset or a truncated body need control no framework gives.
+
+use std::collections::{BTreeMap, VecDeque};
+use std::io::Write as _;
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::Duration;
+
+use serde::Serialize;
+use serde_json::{Value, json};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::{TcpListener, TcpStream};
+use tokio::sync::watch;
+
+use crate::encode::{Block, Plan, Stop, WireApi, declared_tools, frames, shape_shell};
+use crate::script::{Fault, Response, Script, Usage};
+
+/// Largest request head accepted.
+const MAX_HEAD: usize = 64 * 1024;
+/// Largest request body accepted.
+const MAX_BODY: usize = 256 * 1024 * 1024;
+/// How long a stalled response holds its connection at most.
+const STALL_LIMIT: Duration = Duration::from_secs(3600);
+
+/// One request as received.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct RecordedRequest {
+    /// Position, from 0.
+    pub index: usize,
+    /// HTTP method.
+    pub method: String,
+    /// Path with query.
+    pub path: String,
+    /// Headers, names lowercased.
+    pub headers: BTreeMap<String, String>,
+    /// JSON body (`null` when it was not JSON).
+    pub body: Value,
+}
+
+/// Where the server listens and what it records.
+#[derive(Debug, Clone, Default)]
+pub struct ServerOptions {
+    /// Port on 127.0.0.1; 0 picks a free one.
+    pub port: u16,
+    /// Append every request as a JSON line to this file.
+    pub record: Option<PathBuf>,
+}
+
+struct State {
+    responses: Mutex<VecDeque<Response>>,
+    requests: Mutex<Vec<RecordedRequest>>,
+    record: Option<Mutex<std::fs::File>>,
+    next: AtomicUsize,
+}
+
+/// A running mock model server.
+pub struct MockServer {
+    addr: SocketAddr,
+    state: Arc<State>,
+    stop: watch::Sender<bool>,
+}
+
+impl MockServer {
+    /// Starts serving `script` on 127.0.0.1.
+    pub async fn start(script: Script, options: ServerOptions) -> std::io::Result<Self> {
+        let listener = TcpListener::bind(("127.0.0.1", options.port)).await?;
+        let addr = listener.local_addr()?;
+        let record = match &options.record {
+            Some(path) => Some(Mutex::new(
+                std::fs::OpenOptions::new()
+                    .create(true)
+                    .append(true)
+                    .open(path)?,
+            )),
+            None => None,
+        };
+        let state = Arc::new(State {
+            responses: Mutex::new(script.responses.into()),
+            requests: Mutex::new(Vec::new()),
+            record,
+            next: AtomicUsize::new(0),
+        });
+        let (stop, mut stopped) = watch::channel(false);
+        let serving = state.clone();
+        tokio::spawn(async move {
+            loop {
+                tokio::select! {
+                    _ = stopped.changed() => break,
+                    accepted = listener.accept() => {
+                        let Ok((stream, _)) = accepted else { continue };
+                        let state = serving.clone();
+                        tokio::spawn(async move {
+                            if let Err(error) = handle(stream, &state).await {
+                                tracing::debug!(%error, "mock connection ended with an error");
+                            }
+                        });
+                    }
+                }
+            }
+        });
+        Ok(Self { addr, state, stop })
+    }
+
+    /// `http://127.0.0.1:PORT`.
+    pub fn url(&self) -> String {
+        format!("http://{}", self.addr)
+    }
+
+    /// The bound address.
+    pub fn addr(&self) -> SocketAddr {
+        self.addr
+    }
+
+    /// Requests received so far.
+    pub fn requests(&self) -> Vec<RecordedRequest> {
+        self.state
+            .requests
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone()
+    }
+
+    /// Queues another response.
+    pub fn push(&self, response: Response) {
+        self.state
+            .responses
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .push_back(response);
+    }
+
+    /// Stops accepting connections.
+    pub fn stop(&self) {
+        let _ = self.stop.send(true);
+    }
+}
+
+impl Drop for MockServer {
+    fn drop(&mut self) {
+        self.stop();
+    }
+}
+
+async fn handle(mut stream: TcpStream, state: &State) -> std::io::Result<()> {
+    let Some((method, path, headers, body)) = read_request(&mut stream).await? else {
+        return Ok(());
+    };
+    let index = state.next.fetch_add(1, Ordering::SeqCst);
+    let json: Value = serde_json::from_slice(&body).unwrap_or(Value::Null);
+    let recorded = RecordedRequest {
+        index,
+        method,
+        path: path.clone(),
+        headers,
+        body: json.clone(),
+    };
+    if let Some(file) = &state.record
+        && let Ok(line) = serde_json::to_string(&recorded)
+    {
+        let mut file = file.lock().unwrap_or_else(PoisonError::into_inner);
+        let _ = writeln!(file, "{line}");
+    }
+    state
+        .requests
+        .lock()
+        .unwrap_or_else(PoisonError::into_inner)
+        .push(recorded);
+    let Some(api) = WireApi::from_path(&path) else {
+        return status(
+            &mut stream,
+            404,
+            "not_found_error",
+            &format!("no wire API is served at {path}"),
+            &[],
+        )
+        .await;
+    };
+    if json.is_null() {
+        return status(
+            &mut stream,
+            400,
+            "invalid_request_error",
+            "the request body is not JSON",
+            &[],
+        )
+        .await;
+    }
+    let response = state
+        .responses
+        .lock()
+        .unwrap_or_else(PoisonError::into_inner)
+        .pop_front();
+    let Some(response) = response else {
+        let message = format!("the mock script has no response for request {index}");
+        return status(&mut stream, 500, "mock_exhausted", &message, &[]).await;
+    };
+    sleep_ms(response.first_delay_ms).await;
+    match &response.fault {
+        Some(Fault::RateLimit { retry_after_s }) => {
+            let wait = retry_after_s.unwrap_or(1.0);
+            let headers = [
+                ("retry-after".to_owned(), format!("{}", wait.ceil() as u64)),
+                (
+                    "retry-after-ms".to_owned(),
+                    format!("{}", (wait * 1000.0) as u64),
+                ),
+            ];
+            return status(
+                &mut stream,
+                429,
+                "rate_limit_error",
+                "rate limited by the mock",
+                &headers,
+            )
+            .await;
+        }
+        Some(Fault::ServerError) => {
+            return status(
+                &mut stream,
+                500,
+                "api_error",
+                "internal error in the mock",
+                &[],
+            )
+            .await;
+        }
+        Some(Fault::Overloaded) => {
+            return status(
+                &mut stream,
+                529,
+                "overloaded_error",
+                "the mock is overloaded",
+                &[],
+            )
+            .await;
+        }
+        Some(Fault::BadRequest) => {
+            return status(
+                &mut stream,
+                400,
+                "invalid_request_error",
+                "the mock rejects this request",
+                &[],
+            )
+            .await;
+        }
+        _ => {}
+    }
+    let model = json
+        .get("model")
+        .and_then(Value::as_str)
+        .map_or_else(|| model_from_path(&path), str::to_owned);
+    let plan = plan(api, &json, &response, model, index);
+    let frames = frames(api, &plan);
+    let head = "HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\ncache-control: no-cache\r\nconnection: close\r\n\r\n";
+    stream.write_all(head.as_bytes()).await?;
+    for (sent, frame) in frames.iter().enumerate() {
+        match &response.fault {
+            Some(Fault::Reset { after_events }) if sent == *after_events => {
+                // Linger 0 makes the close a TCP reset instead of an orderly end.
+                stream.set_zero_linger()?;
+                return Ok(());
+            }
+            Some(Fault::Truncate { after_events }) if sent == *after_events => {
+                stream.shutdown().await?;
+                return Ok(());
+            }
+            Some(Fault::Malformed { after_events }) if sent == *after_events => {
+                stream
+                    .write_all(b"data: {\"this is\": not json\n\n")
+                    .await?;
+                stream.flush().await?;
+                stream.shutdown().await?;
+                return Ok(());
+            }
+            Some(Fault::Stall { after_events }) if sent == *after_events => {
+                stream.flush().await?;
+                let mut buf = [0u8; 256];
+                let _ = tokio::time::timeout(STALL_LIMIT, async {
+                    while matches!(stream.read(&mut buf).await, Ok(n) if n > 0) {}
+                })
+                .await;
+                return Ok(());
+            }
+            _ => {}
+        }
+        if sent > 0 {
+            sleep_ms(response.delay_ms).await;
+        }
+        stream.write_all(frame.as_bytes()).await?;
+        stream.flush().await?;
+    }
+    stream.shutdown().await
+}
+
+fn plan(api: WireApi, body: &Value, response: &Response, model: String, index: usize) -> Plan {
+    let mut blocks = Vec::new();
+    if let Some(thinking) = &response.thinking {
+        blocks.push(Block::Thinking(thinking.clone()));
+    }
+    if let Some(text) = &response.text {
+        blocks.push(Block::Text(text.clone()));
+    }
+    for (i, call) in response.tool_calls.iter().enumerate() {
+        let arguments = if call.arguments.is_null() {
+            json!({})
+        } else {
+            call.arguments.clone()
+        };
+        blocks.push(Block::Call {
+            id: call
+                .id
+                .clone()
+                .unwrap_or_else(|| format!("call_{index}_{i}")),
+            name: call.name.clone(),
+            arguments: arguments.to_string(),
+        });
+    }
+    if let Some(command) = &response.shell {
+        match shape_shell(&declared_tools(api, body), command) {
+            Some((name, arguments)) => blocks.push(Block::Call {
+                id: format!("call_{index}_shell"),
+                name,
+                arguments: arguments.to_string(),
+            }),
+            None => blocks.push(Block::Text(format!(
+                "(the client declared no shell tool; wanted to run `{command}`)"
+            ))),
+        }
+    }
+    let has_calls = blocks.iter().any(|b| matches!(b, Block::Call { .. }));
+    let stop = if response.max_tokens {
+        Stop::Length
+    } else if has_calls {
+        Stop::ToolUse
+    } else {
+        Stop::End
+    };
+    let produced: usize = blocks
+        .iter()
+        .map(|b| match b {
+            Block::Thinking(t) | Block::Text(t) => t.len(),
+            Block::Call { arguments, .. } => arguments.len(),
+        })
+        .sum();
+    let usage = response.usage.unwrap_or(Usage {
+        input: (body.to_string().len() / 4) as u64,
+        output: (produced / 4).max(1) as u64,
+        ..Usage::default()
+    });
+    Plan {
+        model,
+        blocks,
+        chunk: response.chunk_size.unwrap_or(usize::MAX),
+        stop,
+        usage,
+    }
+}
+
+fn model_from_path(path: &str) -> String {
+    path.split("/models/")
+        .nth(1)
+        .and_then(|rest| rest.split(':').next())
+        .unwrap_or("mock-model")
+        .to_owned()
+}
+
+async fn sleep_ms(ms: u64) {
+    if ms > 0 {
+        tokio::time::sleep(Duration::from_millis(ms)).await;
+    }
+}
+
+async fn status(
+    stream: &mut TcpStream,
+    code: u16,
+    kind: &str,
+    message: &str,
+    extra: &[(String, String)],
+) -> std::io::Result<()> {
+    let reason = match code {
+        400 => "Bad Request",
+        404 => "Not Found",
+        429 => "Too Many Requests",
+        529 => "Overloaded",
+        _ => "Internal Server Error",
+    };
+    let body = json!({"type": "error", "error": {"type": kind, "code": code, "message": message}})
+        .to_string();
+    let mut head = format!(
+        "HTTP/1.1 {code} {reason}\r\ncontent-type: application/json\r\ncontent-length: {}\r\nconnection: close\r\n",
+        body.len()
+    );
+    for (name, value) in extra {
+        head.push_str(&format!("{name}: {value}\r\n"));
+    }
+    head.push_str("\r\n");
+    stream.write_all(head.as_bytes()).await?;
+    stream.write_all(body.as_bytes()).await?;
+    stream.shutdown().await
+}
+
+type Request = (String, String, BTreeMap<String, String>, Vec<u8>);
+
+/// Reads one request; `None` when the client closed without sending one.
+async fn read_request(stream: &mut TcpStream) -> std::io::Result<Option<Request>> {
+    let mut buf = Vec::with_capacity(8 * 1024);
+    let head_end = loop {
+        if let Some(pos) = buf.windows(4).position(|w| w == b"\r\n\r\n") {
+            break pos;
+        }
+        if buf.len() > MAX_HEAD {
+            return Err(std::io::Error::other("request head too large"));
+        }
+        let mut chunk = [0u8; 8192];
+        let n = stream.read(&mut chunk).await?;
+        if n == 0 {
+            return Ok(None);
+        }
+        buf.extend_from_slice(&chunk[..n]);
+    };
+    let head = String::from_utf8_lossy(&buf[..head_end]).into_owned();
+    let mut lines = head.split("\r\n");
+    let mut request_line = lines.next().unwrap_or_default().split_whitespace();
+    let method = request_line.next().unwrap_or_default().to_owned();
+    let path = request_line.next().unwrap_or_default().to_owned();
+    let headers: BTreeMap<String, String> = lines
+        .filter_map(|line| line.split_once(':'))
+        .map(|(name, value)| (name.trim().to_ascii_lowercase(), value.trim().to_owned()))
+        .collect();
+    let length: usize = headers
+        .get("content-length")
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(0);
+    if length > MAX_BODY {
+        return Err(std::io::Error::other("request body too large"));
+    }
+    let mut body = buf[head_end + 4..].to_vec();
+    while body.len() < length {
+        let mut chunk = vec![0u8; (length - body.len()).min(64 * 1024)];
+        let n = stream.read(&mut chunk).await?;
+        if n == 0 {
+            break;
+        }
+        body.extend_from_slice(&chunk[..n]);
+    }
+    body.truncate(length);
+    Ok(Some((method, path, headers, body)))
+}
