@@ -7,9 +7,10 @@ use std::sync::Arc;
 
 use anyhow::{Context as _, bail};
 use async_trait::async_trait;
-use keel_agent::runner::{TurnHooks, TurnHost, TurnInput, TurnRunner, TurnStart};
-use keel_llm::ModelSpec;
+use keel_agent::runner::{RunnerDefaults, TurnHooks, TurnHost, TurnInput, TurnRunner, TurnStart};
+use keel_llm::registry::Registry;
 use keel_llm::scripted::{ResponseSpec, ScriptedProvider, ScriptedResponse};
+use keel_llm::{HttpProvider, ModelSpec, StreamFn, StreamSettings, http_client};
 use keel_protocol::{
     Message, ResponseChunk, RuntimeEvent, RuntimeEventBody, SessionId, ToolPhase, TurnId,
     TurnOutcome,
@@ -23,8 +24,18 @@ pub struct ExecArgs {
     /// The prompt; `-` reads it from standard input.
     prompt: String,
     /// Answer from this JSON file of scripted responses instead of a model.
-    #[arg(long, value_name = "FILE")]
+    #[arg(long, value_name = "FILE", conflicts_with_all = ["provider", "model"])]
     mock_script: Option<PathBuf>,
+    /// Provider from the registry: anthropic, openai, google, minimax, minimax-cn,
+    /// minimax-openai, openrouter, deepseek, mistral, ollama, llamacpp, vllm, lmstudio.
+    #[arg(long, requires = "model")]
+    provider: Option<String>,
+    /// Model id, for example claude-sonnet-4-5 or MiniMax-M2.7.
+    #[arg(long, requires = "provider")]
+    model: Option<String>,
+    /// Send requests to this base URL instead of the provider's.
+    #[arg(long, value_name = "URL", requires = "provider")]
+    base_url: Option<String>,
     /// Print every runtime event as one JSON line instead of the answer text.
     #[arg(long)]
     json: bool,
@@ -35,20 +46,7 @@ pub struct ExecArgs {
 
 /// Runs `keel exec`; the exit code is 0 completed, 1 failed, 130 aborted.
 pub async fn run(args: ExecArgs) -> anyhow::Result<ExitCode> {
-    let Some(script) = &args.mock_script else {
-        bail!(
-            "no model provider is configured yet; pass --mock-script FILE to answer from a scripted model"
-        );
-    };
-    let text = std::fs::read_to_string(script)
-        .with_context(|| format!("cannot read the mock script {}", script.display()))?;
-    let specs: Vec<ResponseSpec> = serde_json::from_str(&text).with_context(|| {
-        format!(
-            "the mock script {} is not a JSON list of responses",
-            script.display()
-        )
-    })?;
-    let provider = ScriptedProvider::with_responses(specs.into_iter().map(ScriptedResponse::from));
+    let (model, stream_fn) = model_and_stream(&args)?;
     let prompt = if args.prompt == "-" {
         let mut input = String::new();
         tokio::io::stdin()
@@ -74,8 +72,8 @@ pub async fn run(args: ExecArgs) -> anyhow::Result<ExitCode> {
     let input = TurnInput {
         session_id: SessionId::generate(),
         turn_id: TurnId::generate(),
-        model: ModelSpec::scripted(),
-        stream_fn: Arc::new(provider),
+        model,
+        stream_fn,
         system_prompt: args.system_prompt,
         tools: Vec::new(),
         history: Vec::new(),
@@ -86,7 +84,12 @@ pub async fn run(args: ExecArgs) -> anyhow::Result<ExitCode> {
         request_options: Default::default(),
         api_keys: None,
     };
-    let result = TurnRunner::default().run_turn(input).await;
+    let stream = StreamSettings::default().from_env()?;
+    let runner = TurnRunner::new(RunnerDefaults {
+        stream,
+        ..RunnerDefaults::default()
+    });
+    let result = runner.run_turn(input).await;
     Ok(match result.outcome {
         TurnOutcome::Completed => ExitCode::SUCCESS,
         TurnOutcome::Failed { code, message } => {
@@ -106,6 +109,48 @@ pub async fn run(args: ExecArgs) -> anyhow::Result<ExitCode> {
         }
         _ => ExitCode::FAILURE,
     })
+}
+
+/// The model and how to reach it: a scripted model, or a provider from the registry.
+fn model_and_stream(args: &ExecArgs) -> anyhow::Result<(ModelSpec, Arc<dyn StreamFn>)> {
+    if let Some(script) = &args.mock_script {
+        let text = std::fs::read_to_string(script)
+            .with_context(|| format!("cannot read the mock script {}", script.display()))?;
+        let specs: Vec<ResponseSpec> = serde_json::from_str(&text).with_context(|| {
+            format!(
+                "the mock script {} is not a JSON list of responses",
+                script.display()
+            )
+        })?;
+        let provider =
+            ScriptedProvider::with_responses(specs.into_iter().map(ScriptedResponse::from));
+        return Ok((ModelSpec::scripted(), Arc::new(provider)));
+    }
+    let (Some(provider), Some(model)) = (&args.provider, &args.model) else {
+        bail!(
+            "choose a model with --provider NAME --model ID (or answer from a script with --mock-script FILE)"
+        );
+    };
+    let resolved = Registry::builtin().resolve(provider, model)?;
+    if let Some(warning) = &resolved.warning {
+        eprintln!("keel: warning: {warning}");
+    }
+    let mut entry = resolved.entry;
+    if let Some(url) = &args.base_url {
+        entry.base_url.clone_from(url);
+    }
+    let key = match &resolved.api_key_env {
+        Some(var) => match std::env::var(var) {
+            Ok(key) if !key.trim().is_empty() => Some(key),
+            _ => bail!("provider `{provider}` needs an API key: set {var}"),
+        },
+        None => None,
+    };
+    let spec = entry.spec();
+    Ok((
+        spec,
+        Arc::new(HttpProvider::new(http_client()?, entry, key)),
+    ))
 }
 
 /// Prints a turn's events: answer text to stdout, tool activity to stderr, or every

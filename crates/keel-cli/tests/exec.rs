@@ -138,3 +138,84 @@ fn without_a_provider_exec_says_what_to_do() {
             .contains("--mock-script")
     );
 }
+
+#[test]
+fn exec_talks_to_a_provider_over_http() {
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(1)
+        .enable_all()
+        .build()
+        .unwrap();
+    let script =
+        keel_mockllm::Script::parse(r#"[{"text": "hello from the mock", "chunk_size": 4}]"#)
+            .unwrap();
+    let server = runtime
+        .block_on(keel_mockllm::MockServer::start(
+            script,
+            keel_mockllm::ServerOptions::default(),
+        ))
+        .unwrap();
+    let output = keel()
+        .args([
+            "exec",
+            "--provider",
+            "anthropic",
+            "--model",
+            "claude-sonnet-4-5",
+            "--base-url",
+        ])
+        .arg(server.url())
+        .arg("hi")
+        .env("ANTHROPIC_API_KEY", "test-key")
+        .output()
+        .unwrap();
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    assert_eq!(
+        String::from_utf8(output.stdout).unwrap(),
+        "hello from the mock\n"
+    );
+    let requests = server.requests();
+    assert_eq!(requests.len(), 1);
+    assert_eq!(requests[0].headers["x-api-key"], "test-key");
+    assert_eq!(requests[0].body["model"], "claude-sonnet-4-5");
+}
+
+#[test]
+fn a_missing_api_key_is_named() {
+    let output = keel()
+        .args([
+            "exec",
+            "--provider",
+            "deepseek",
+            "--model",
+            "deepseek-chat",
+            "hi",
+        ])
+        .env_remove("DEEPSEEK_API_KEY")
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(2));
+    assert!(
+        String::from_utf8(output.stderr)
+            .unwrap()
+            .contains("set DEEPSEEK_API_KEY")
+    );
+}
+
+#[test]
+fn an_unknown_provider_lists_the_known_ones() {
+    let output = keel()
+        .args(["exec", "--provider", "nope", "--model", "m", "hi"])
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(2));
+    let stderr = String::from_utf8(output.stderr).unwrap();
+    assert!(
+        stderr.contains("unknown provider `nope`") && stderr.contains("anthropic"),
+        "{stderr}"
+    );
+}
