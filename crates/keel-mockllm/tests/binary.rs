@@ -1,0 +1,90 @@
+//! The `keel-mockllm` binary: prints its port, serves the workload, records requests.
+#![allow(clippy::unwrap_used, clippy::expect_used, missing_docs)]
+
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::TcpStream;
+use std::process::{Command, Stdio};
+
+struct Killed(std::process::Child);
+
+impl Drop for Killed {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+fn post(url: &str, path: &str, body: &str) -> String {
+    let addr = url.trim_start_matches("http://");
+    let mut stream = TcpStream::connect(addr).unwrap();
+    write!(
+        stream,
+        "POST {path} HTTP/1.1\r\nhost: {addr}\r\ncontent-type: application/json\r\ncontent-length: {}\r\n\r\n{body}",
+        body.len()
+    )
+    .unwrap();
+    let mut response = String::new();
+    stream.read_to_string(&mut response).unwrap();
+    response
+}
+
+#[test]
+fn serves_the_workload_and_records_requests() {
+    let dir = std::env::temp_dir().join(format!("keel-mockllm-bin-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let record = dir.join("requests.jsonl");
+    let _ = std::fs::remove_file(&record);
+    let child = Command::new(env!("CARGO_BIN_EXE_keel-mockllm"))
+        .args(["--workload", "steps=2,kib=1,chunk=32", "--record"])
+        .arg(&record)
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut child = Killed(child);
+    let mut line = String::new();
+    BufReader::new(child.0.stdout.take().unwrap())
+        .read_line(&mut line)
+        .unwrap();
+    let url = line
+        .trim()
+        .strip_prefix("listening on ")
+        .expect(&line)
+        .to_owned();
+    let tools = r#"{"model":"m","stream":true,"messages":[],"tools":[{"type":"function","function":{"name":"bash","parameters":{"type":"object","properties":{"command":{"type":"string"}}}}}]}"#;
+    let first = post(&url, "/v1/chat/completions", tools);
+    assert!(first.starts_with("HTTP/1.1 200"), "{first}");
+    assert!(
+        first.contains("Step 0") && first.contains("echo step 0") && first.contains("[DONE]"),
+        "{first}"
+    );
+    let second = post(&url, "/v1/chat/completions", tools);
+    assert!(second.contains("echo step 1"));
+    let last = post(&url, "/v1/chat/completions", tools);
+    assert!(last.contains("All 2 steps are done."));
+    let exhausted = post(&url, "/v1/chat/completions", tools);
+    assert!(
+        exhausted.starts_with("HTTP/1.1 500") && exhausted.contains("no response for request 3"),
+        "{exhausted}"
+    );
+    let lines = std::fs::read_to_string(&record).unwrap().lines().count();
+    assert_eq!(lines, 4);
+}
+
+#[test]
+fn a_bad_script_is_named() {
+    let dir = std::env::temp_dir().join(format!("keel-mockllm-bad-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let script = dir.join("script.json");
+    std::fs::write(&script, r#"[{"fault": {"kind": "meltdown"}}]"#).unwrap();
+    let output = Command::new(env!("CARGO_BIN_EXE_keel-mockllm"))
+        .arg("--script")
+        .arg(&script)
+        .output()
+        .unwrap();
+    assert!(!output.status.success());
+    let stderr = String::from_utf8(output.stderr).unwrap();
+    assert!(
+        stderr.contains("script.json") && stderr.contains("meltdown"),
+        "{stderr}"
+    );
+}
