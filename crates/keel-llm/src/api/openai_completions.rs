@@ -11,12 +11,27 @@
 //!
 //! The decoder waits for `[DONE]` (or the end of the body) before its terminal event, because
 //! the usage chunk comes after the chunk that carries `finish_reason`.
+//!
+//! Chunks are read into typed views whose strings borrow from the event (a delta's text is
+//! copied once, into its stream event), not into a [`Value`] tree. That reading is strict: a
+//! field of an unexpected type fails it, and the chunk is then parsed again as a [`Value`]
+//! and viewed leniently, a mistyped field counting as absent, which is how the decoder always
+//! treated such fields. Both readings decode alike every chunk the strict one accepts (a
+//! property test holds them to it), so there is one handling path; the price is a second
+//! parse of the odd chunk with a mistyped field. Rare parts (errors, usage) stay JSON values.
+
+use std::borrow::Cow;
+use std::fmt;
+use std::ops::Deref;
 
 use base64::Engine as _;
 use keel_protocol::{
     AssistantMessage, ContentBlock, ErrorCode, ErrorInfo, ImageBlock, Message, ResponseMeta,
     StopReason, StreamEvent, ToolResultMessage, Usage, UserMessage,
 };
+use serde::de::value::MapAccessDeserializer;
+use serde::de::{DeserializeSeed, IgnoredAny, MapAccess, SeqAccess, Visitor};
+use serde::{Deserialize, Deserializer};
 use serde_json::{Map, Value, json};
 
 use super::{Decoder, WireRequest, cut_stream, malformed};
@@ -409,27 +424,29 @@ impl CompletionsDecoder {
         }
     }
 
-    fn start(&mut self, chunk: Option<&Value>, out: &mut Vec<StreamEvent>) {
+    fn start(&mut self, chunk: Option<&Chunk<'_>>, out: &mut Vec<StreamEvent>) {
         if self.started {
             return;
         }
         self.started = true;
-        let field = |name: &str| chunk.and_then(|c| c.get(name)).and_then(Value::as_str);
+        let model = chunk.and_then(|c| c.model.as_deref());
+        let id = chunk.and_then(|c| c.id.as_deref());
         out.push(StreamEvent::Start {
             meta: ResponseMeta {
                 provider: self.provider.clone(),
                 api: API.to_owned(),
-                model: field("model")
+                model: model
                     .filter(|m| !m.is_empty())
                     .unwrap_or(&self.model_id)
                     .to_owned(),
-                response_id: field("id").filter(|id| !id.is_empty()).map(str::to_owned),
+                response_id: id.filter(|id| !id.is_empty()).map(str::to_owned),
             },
         });
     }
 
-    fn chunk(&mut self, chunk: &Value, out: &mut Vec<StreamEvent>) {
-        if let Some(error) = chunk.get("error").filter(|e| !e.is_null()) {
+    fn chunk(&mut self, chunk: Chunk<'_>, out: &mut Vec<StreamEvent>) {
+        self.start(Some(&chunk), out);
+        if let Some(error) = &chunk.error {
             let error = provider_error(error);
             let usage = self.usage;
             self.end(
@@ -442,52 +459,48 @@ impl CompletionsDecoder {
             );
             return;
         }
-        if let Some(usage) = chunk.get("usage").filter(|u| u.is_object()) {
+        if let Some(usage) = chunk.usage.as_deref().filter(|u| u.is_object()) {
             self.usage = decode_usage(usage);
         }
-        let Some(choice) = chunk
-            .get("choices")
-            .and_then(Value::as_array)
-            .and_then(|c| c.first())
-        else {
+        let Some(choice) = chunk.choice else {
             return;
         };
-        if let Some(delta) = choice.get("delta") {
-            if let Some((field, text)) = reasoning_delta(delta, self.details_first) {
-                self.push_flow(Flow::Thinking(field), &text, out);
+        if let Some(mut delta) = choice.delta {
+            if let Some((field, text)) = reasoning_delta(&mut delta, self.details_first) {
+                self.push_flow(Flow::Thinking(field), text, out);
             }
-            if let Some(text) = delta.get("content").and_then(Value::as_str) {
+            if let Some(Str(text)) = delta.content {
                 self.content(text, out);
             }
-            if let Some(fragments) = delta.get("tool_calls").and_then(Value::as_array) {
-                for fragment in fragments {
-                    self.tool_fragment(fragment, out);
-                }
+            for fragment in delta.tool_calls.iter().flatten() {
+                let function = fragment.function.as_ref();
+                self.tool_fragment(fragment.index, fragment.id.as_deref(), function, out);
             }
             // The legacy single `function_call` streams like one unindexed tool call.
-            if let Some(function) = delta.get("function_call").filter(|f| f.is_object()) {
-                self.tool_fragment(&json!({ "function": function }), out);
+            if let Some(function) = &delta.function_call {
+                self.tool_fragment(None, None, Some(function), out);
             }
         }
-        if let Some(reason) = choice.get("finish_reason").and_then(Value::as_str) {
+        if let Some(reason) = choice.finish_reason {
             self.close_all(out);
-            self.outcome = Some(finish_outcome(reason));
+            self.outcome = Some(finish_outcome(&reason));
         }
     }
 
-    fn content(&mut self, text: &str, out: &mut Vec<StreamEvent>) {
-        let Some(tags) = &mut self.tags else {
+    fn content(&mut self, text: Cow<'_, str>, out: &mut Vec<StreamEvent>) {
+        // The splitter is taken out while its segments are pushed, which needs the whole
+        // decoder; pushing a segment never reaches the splitter.
+        let Some(mut tags) = self.tags.take() else {
             self.push_flow(Flow::Text, text, out);
             return;
         };
-        let mut segments = Vec::new();
-        tags.push(text, &mut segments);
-        for (thinking, segment) in segments {
-            self.push_tagged(thinking, &segment, out);
-        }
+        tags.split(&text, |thinking, segment| {
+            self.push_tagged(thinking, Cow::Borrowed(segment), out);
+        });
+        self.tags = Some(tags);
     }
 
-    fn push_tagged(&mut self, thinking: bool, text: &str, out: &mut Vec<StreamEvent>) {
+    fn push_tagged(&mut self, thinking: bool, text: Cow<'_, str>, out: &mut Vec<StreamEvent>) {
         let flow = if thinking {
             Flow::Thinking(ReasoningField::ThinkTags)
         } else {
@@ -498,7 +511,7 @@ impl CompletionsDecoder {
 
     /// Appends `text` to the open block of kind `flow`, opening one (and closing another
     /// kind) as needed.
-    fn push_flow(&mut self, flow: Flow, text: &str, out: &mut Vec<StreamEvent>) {
+    fn push_flow(&mut self, flow: Flow, text: Cow<'_, str>, out: &mut Vec<StreamEvent>) {
         if text.is_empty() {
             return;
         }
@@ -515,7 +528,7 @@ impl CompletionsDecoder {
                 index
             }
         };
-        let delta = text.to_owned();
+        let delta = text.into_owned();
         out.push(match flow {
             Flow::Text => StreamEvent::TextDelta { index, delta },
             Flow::Thinking(_) => StreamEvent::ThinkingDelta { index, delta },
@@ -540,23 +553,22 @@ impl CompletionsDecoder {
         index
     }
 
-    fn tool_fragment(&mut self, fragment: &Value, out: &mut Vec<StreamEvent>) {
-        let key = fragment.get("index").and_then(Value::as_u64);
-        let id = fragment
-            .get("id")
-            .and_then(Value::as_str)
-            .filter(|id| !id.is_empty());
-        let function = fragment.get("function");
+    /// Applies one tool-call fragment: the provider's `index`, the call's `id`, and its
+    /// `function` (name and arguments so far).
+    fn tool_fragment(
+        &mut self,
+        key: Option<u64>,
+        id: Option<&str>,
+        function: Option<&Function<'_>>,
+        out: &mut Vec<StreamEvent>,
+    ) {
+        let id = id.filter(|id| !id.is_empty());
         let name = function
-            .and_then(|f| f.get("name"))
-            .and_then(Value::as_str)
+            .and_then(|f| f.name.as_deref())
             .filter(|name| !name.is_empty());
-        let arguments = match function.and_then(|f| f.get("arguments")) {
-            Some(Value::String(text)) => Some(text.clone()),
-            // A server that sends the arguments as an object sends them whole.
-            Some(value @ Value::Object(_)) => Some(value.to_string()),
-            _ => None,
-        };
+        let arguments = function
+            .and_then(|f| f.arguments.as_ref())
+            .map(Arguments::as_str);
         let slot = match self.find_call(key, id, name.is_some()) {
             Some(slot) => slot,
             None => {
@@ -599,8 +611,11 @@ impl CompletionsDecoder {
         }
         if let Some(delta) = arguments.filter(|a| !a.is_empty()) {
             match call.block {
-                Some(index) => out.push(StreamEvent::ToolCallDelta { index, delta }),
-                None => call.pending.push_str(&delta),
+                Some(index) => out.push(StreamEvent::ToolCallDelta {
+                    index,
+                    delta: delta.to_owned(),
+                }),
+                None => call.pending.push_str(delta),
             }
         }
     }
@@ -626,7 +641,7 @@ impl CompletionsDecoder {
 
     fn flush_tags(&mut self, out: &mut Vec<StreamEvent>) {
         if let Some((thinking, held)) = self.tags.as_mut().and_then(ThinkTagSplitter::flush) {
-            self.push_tagged(thinking, &held, out);
+            self.push_tagged(thinking, Cow::Owned(held), out);
         }
     }
 
@@ -717,11 +732,12 @@ impl Decoder for CompletionsDecoder {
             self.conclude(out);
             return;
         }
+        if let Some(chunk) = read_object::<Chunk<'_>>(data) {
+            self.chunk(chunk, out);
+            return;
+        }
         match serde_json::from_str::<Value>(data) {
-            Ok(chunk) => {
-                self.start(Some(&chunk), out);
-                self.chunk(&chunk, out);
-            }
+            Ok(chunk) => self.chunk(Chunk::lenient(&chunk), out),
             Err(error) => self.end(malformed(API, error), out),
         }
     }
@@ -735,7 +751,10 @@ impl Decoder for CompletionsDecoder {
 
 /// The reasoning text of a delta and the field it came from; only one field is used per
 /// delta because OpenRouter repeats the same text in `reasoning` and `reasoning_details`.
-fn reasoning_delta(delta: &Value, details_first: bool) -> Option<(ReasoningField, String)> {
+fn reasoning_delta<'a>(
+    delta: &mut Delta<'a>,
+    details_first: bool,
+) -> Option<(ReasoningField, Cow<'a, str>)> {
     let order = if details_first {
         [
             ReasoningField::Details,
@@ -751,28 +770,491 @@ fn reasoning_delta(delta: &Value, details_first: bool) -> Option<(ReasoningField
     };
     order.into_iter().find_map(|field| {
         let text = match field {
-            ReasoningField::Details => details_text(delta.get("reasoning_details")?),
-            _ => delta.get(field.as_str())?.as_str()?.to_owned(),
+            ReasoningField::Details => {
+                Cow::Owned(details_text(delta.reasoning_details.as_deref()?))
+            }
+            ReasoningField::Content => delta.reasoning_content.take()?.0,
+            ReasoningField::Reasoning => delta.reasoning.take()?.0,
+            ReasoningField::ThinkTags => return None,
         };
         (!text.is_empty()).then_some((field, text))
     })
 }
 
 /// The text items of a `reasoning_details` array (encrypted and other items are skipped).
-fn details_text(details: &Value) -> String {
+fn details_text(details: &[DetailItem<'_>]) -> String {
     let mut text = String::new();
-    for item in details.as_array().into_iter().flatten() {
-        let kind = item
-            .get("type")
-            .and_then(Value::as_str)
-            .unwrap_or("reasoning.text");
+    for item in details {
+        let kind = item.kind.as_deref().unwrap_or("reasoning.text");
         if kind == "reasoning.text"
-            && let Some(part) = item.get("text").and_then(Value::as_str)
+            && let Some(part) = item.text.as_deref()
         {
             text.push_str(part);
         }
     }
     text
+}
+
+/// A chunk as the decoder reads it.
+#[derive(Debug, Default)]
+struct Chunk<'a> {
+    id: Option<Str<'a>>,
+    model: Option<Str<'a>>,
+    /// A mid-stream error (never `null`).
+    error: Option<Cow<'a, Value>>,
+    usage: Option<Cow<'a, Value>>,
+    /// The first choice; the others are ignored.
+    choice: Option<Choice<'a>>,
+}
+
+#[derive(Debug, Default)]
+struct Choice<'a> {
+    delta: Option<Delta<'a>>,
+    finish_reason: Option<Str<'a>>,
+}
+
+#[derive(Debug, Default)]
+struct Delta<'a> {
+    content: Option<Str<'a>>,
+    reasoning_content: Option<Str<'a>>,
+    reasoning: Option<Str<'a>>,
+    reasoning_details: Option<Vec<DetailItem<'a>>>,
+    tool_calls: Option<Vec<Fragment<'a>>>,
+    /// The legacy single call.
+    function_call: Option<Function<'a>>,
+}
+
+/// One item of `reasoning_details`.
+#[derive(Debug, Default)]
+struct DetailItem<'a> {
+    kind: Option<Str<'a>>,
+    text: Option<Str<'a>>,
+}
+
+/// One entry of `tool_calls`.
+#[derive(Debug, Default)]
+struct Fragment<'a> {
+    index: Option<u64>,
+    id: Option<Str<'a>>,
+    function: Option<Function<'a>>,
+}
+
+#[derive(Debug, Default)]
+struct Function<'a> {
+    name: Option<Str<'a>>,
+    arguments: Option<Arguments<'a>>,
+}
+
+/// Tool-call arguments as they arrived.
+#[derive(Debug)]
+enum Arguments<'a> {
+    /// A piece of the JSON text.
+    Text(Cow<'a, str>),
+    /// A server that sends the arguments as an object sends them whole: the object as JSON
+    /// text.
+    Object(String),
+}
+
+impl Arguments<'_> {
+    fn as_str(&self) -> &str {
+        match self {
+            Self::Text(text) => text,
+            Self::Object(text) => text,
+        }
+    }
+}
+
+impl<'de: 'a, 'a> Deserialize<'de> for Arguments<'a> {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct Visit;
+        impl<'de> Visitor<'de> for Visit {
+            type Value = Arguments<'de>;
+
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("a string or an object")
+            }
+
+            fn visit_borrowed_str<E>(self, text: &'de str) -> Result<Self::Value, E> {
+                Ok(Arguments::Text(Cow::Borrowed(text)))
+            }
+
+            fn visit_str<E>(self, text: &str) -> Result<Self::Value, E> {
+                Ok(Arguments::Text(Cow::Owned(text.to_owned())))
+            }
+
+            fn visit_string<E>(self, text: String) -> Result<Self::Value, E> {
+                Ok(Arguments::Text(Cow::Owned(text)))
+            }
+
+            fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<Self::Value, A::Error> {
+                let object = Value::deserialize(MapAccessDeserializer::new(map))?;
+                Ok(Arguments::Object(object.to_string()))
+            }
+        }
+        deserializer.deserialize_any(Visit)
+    }
+}
+
+impl<'de: 'a, 'a> Fields<'de> for Chunk<'a> {
+    fn field<A: MapAccess<'de>>(&mut self, key: &str, map: &mut A) -> Result<(), A::Error> {
+        match key {
+            "id" => self.id = map.next_value()?,
+            "model" => self.model = map.next_value()?,
+            "error" => self.error = map.next_value()?,
+            "usage" => self.usage = map.next_value()?,
+            "choices" => map.next_value_seed(FirstObject(&mut self.choice))?,
+            _ => skip(map)?,
+        }
+        Ok(())
+    }
+}
+
+impl<'de: 'a, 'a> Fields<'de> for Choice<'a> {
+    fn field<A: MapAccess<'de>>(&mut self, key: &str, map: &mut A) -> Result<(), A::Error> {
+        match key {
+            "delta" => map.next_value_seed(Object(&mut self.delta))?,
+            "finish_reason" => self.finish_reason = map.next_value()?,
+            _ => skip(map)?,
+        }
+        Ok(())
+    }
+}
+
+impl<'de: 'a, 'a> Fields<'de> for Delta<'a> {
+    fn field<A: MapAccess<'de>>(&mut self, key: &str, map: &mut A) -> Result<(), A::Error> {
+        match key {
+            "content" => self.content = map.next_value()?,
+            "reasoning_content" => self.reasoning_content = map.next_value()?,
+            "reasoning" => self.reasoning = map.next_value()?,
+            "reasoning_details" => map.next_value_seed(Objects(&mut self.reasoning_details))?,
+            "tool_calls" => map.next_value_seed(Objects(&mut self.tool_calls))?,
+            "function_call" => map.next_value_seed(Object(&mut self.function_call))?,
+            _ => skip(map)?,
+        }
+        Ok(())
+    }
+}
+
+impl<'de: 'a, 'a> Fields<'de> for DetailItem<'a> {
+    fn field<A: MapAccess<'de>>(&mut self, key: &str, map: &mut A) -> Result<(), A::Error> {
+        match key {
+            "type" => self.kind = map.next_value()?,
+            "text" => self.text = map.next_value()?,
+            _ => skip(map)?,
+        }
+        Ok(())
+    }
+}
+
+impl<'de: 'a, 'a> Fields<'de> for Fragment<'a> {
+    fn field<A: MapAccess<'de>>(&mut self, key: &str, map: &mut A) -> Result<(), A::Error> {
+        match key {
+            "index" => self.index = map.next_value()?,
+            "id" => self.id = map.next_value()?,
+            "function" => map.next_value_seed(Object(&mut self.function))?,
+            _ => skip(map)?,
+        }
+        Ok(())
+    }
+}
+
+impl<'de: 'a, 'a> Fields<'de> for Function<'a> {
+    fn field<A: MapAccess<'de>>(&mut self, key: &str, map: &mut A) -> Result<(), A::Error> {
+        match key {
+            "name" => self.name = map.next_value()?,
+            "arguments" => self.arguments = map.next_value()?,
+            _ => skip(map)?,
+        }
+        Ok(())
+    }
+}
+
+// The lenient views of a chunk read as a JSON value: a field of an unexpected type counts as
+// absent, as does a `null` one.
+
+impl<'a> Chunk<'a> {
+    fn lenient(chunk: &'a Value) -> Self {
+        Self {
+            id: Str::lenient(chunk.get("id")),
+            model: Str::lenient(chunk.get("model")),
+            error: non_null(chunk.get("error")),
+            usage: non_null(chunk.get("usage")),
+            choice: chunk
+                .get("choices")
+                .and_then(Value::as_array)
+                .and_then(|choices| choices.first())
+                .map(Choice::lenient),
+        }
+    }
+}
+
+impl<'a> Choice<'a> {
+    fn lenient(choice: &'a Value) -> Self {
+        Self {
+            delta: choice.get("delta").map(Delta::lenient),
+            finish_reason: Str::lenient(choice.get("finish_reason")),
+        }
+    }
+}
+
+impl<'a> Delta<'a> {
+    fn lenient(delta: &'a Value) -> Self {
+        let list = |name: &str| delta.get(name).and_then(Value::as_array);
+        Self {
+            content: Str::lenient(delta.get("content")),
+            reasoning_content: Str::lenient(delta.get("reasoning_content")),
+            reasoning: Str::lenient(delta.get("reasoning")),
+            reasoning_details: list("reasoning_details")
+                .map(|items| items.iter().map(DetailItem::lenient).collect()),
+            tool_calls: list("tool_calls")
+                .map(|fragments| fragments.iter().map(Fragment::lenient).collect()),
+            function_call: delta
+                .get("function_call")
+                .filter(|f| f.is_object())
+                .map(Function::lenient),
+        }
+    }
+}
+
+impl<'a> DetailItem<'a> {
+    fn lenient(item: &'a Value) -> Self {
+        Self {
+            kind: Str::lenient(item.get("type")),
+            text: Str::lenient(item.get("text")),
+        }
+    }
+}
+
+impl<'a> Fragment<'a> {
+    fn lenient(fragment: &'a Value) -> Self {
+        Self {
+            index: fragment.get("index").and_then(Value::as_u64),
+            id: Str::lenient(fragment.get("id")),
+            function: fragment.get("function").map(Function::lenient),
+        }
+    }
+}
+
+impl<'a> Function<'a> {
+    fn lenient(function: &'a Value) -> Self {
+        Self {
+            name: Str::lenient(function.get("name")),
+            arguments: match function.get("arguments") {
+                Some(Value::String(text)) => Some(Arguments::Text(Cow::Borrowed(text))),
+                Some(value @ Value::Object(_)) => Some(Arguments::Object(value.to_string())),
+                _ => None,
+            },
+        }
+    }
+}
+
+// Strict reading, shared with the Responses decoder. Views are filled in place, field by
+// field: a derived reader returns each nested struct by value, and copying those up through
+// its layers cost more than the parse. A repeated field replaces the earlier one, as in a
+// `Value`; a nested object must be an object, never an array of its fields.
+
+/// A JSON string, borrowed from the event unless it had escapes.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(super) struct Str<'a>(pub(super) Cow<'a, str>);
+
+impl<'a> Str<'a> {
+    /// The string `value` holds, if it is one.
+    pub(super) fn lenient(value: Option<&'a Value>) -> Option<Self> {
+        value
+            .and_then(Value::as_str)
+            .map(|text| Self(Cow::Borrowed(text)))
+    }
+}
+
+impl Deref for Str<'_> {
+    type Target = str;
+
+    fn deref(&self) -> &str {
+        &self.0
+    }
+}
+
+impl<'de: 'a, 'a> Deserialize<'de> for Str<'a> {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct Visit;
+        impl<'de> Visitor<'de> for Visit {
+            type Value = Str<'de>;
+
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("a string")
+            }
+
+            fn visit_borrowed_str<E>(self, text: &'de str) -> Result<Self::Value, E> {
+                Ok(Str(Cow::Borrowed(text)))
+            }
+
+            fn visit_str<E>(self, text: &str) -> Result<Self::Value, E> {
+                Ok(Str(Cow::Owned(text.to_owned())))
+            }
+
+            fn visit_string<E>(self, text: String) -> Result<Self::Value, E> {
+                Ok(Str(Cow::Owned(text)))
+            }
+        }
+        deserializer.deserialize_str(Visit)
+    }
+}
+
+/// A view read from a JSON object in place, one field at a time.
+pub(super) trait Fields<'de>: Default {
+    /// Reads the value of field `key` from `map`, or skips it if the view has no such field.
+    fn field<A: MapAccess<'de>>(&mut self, key: &str, map: &mut A) -> Result<(), A::Error>;
+}
+
+/// `data` read strictly as a `T`, or `None` when it is anything else (not JSON, not an
+/// object, a field of an unexpected type).
+pub(super) fn read_object<'a, T: Fields<'a>>(data: &'a str) -> Option<T> {
+    let mut view = T::default();
+    let mut deserializer = serde_json::Deserializer::from_str(data);
+    Place(&mut view).deserialize(&mut deserializer).ok()?;
+    deserializer.end().ok()?;
+    Some(view)
+}
+
+/// The value of a field a view does not read.
+pub(super) fn skip<'de, A: MapAccess<'de>>(map: &mut A) -> Result<(), A::Error> {
+    map.next_value::<IgnoredAny>().map(drop)
+}
+
+/// A `JSON` value that is present and not `null`, borrowed.
+pub(super) fn non_null(value: Option<&Value>) -> Option<Cow<'_, Value>> {
+    value.filter(|v| !v.is_null()).map(Cow::Borrowed)
+}
+
+/// Reads an object into the view it holds.
+struct Place<'s, T>(&'s mut T);
+
+impl<'de, T: Fields<'de>> DeserializeSeed<'de> for Place<'_, T> {
+    type Value = ();
+
+    fn deserialize<D: Deserializer<'de>>(self, deserializer: D) -> Result<(), D::Error> {
+        deserializer.deserialize_map(self)
+    }
+}
+
+impl<'de, T: Fields<'de>> Visitor<'de> for Place<'_, T> {
+    type Value = ();
+
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("an object")
+    }
+
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<(), A::Error> {
+        while let Some(key) = map.next_key::<Str<'de>>()? {
+            self.0.field(&key, &mut map)?;
+        }
+        Ok(())
+    }
+}
+
+/// An optional object field: `null` reads as `None`.
+pub(super) struct Object<'s, T>(pub(super) &'s mut Option<T>);
+
+impl<'de, T: Fields<'de>> DeserializeSeed<'de> for Object<'_, T> {
+    type Value = ();
+
+    fn deserialize<D: Deserializer<'de>>(self, deserializer: D) -> Result<(), D::Error> {
+        deserializer.deserialize_option(self)
+    }
+}
+
+impl<'de, T: Fields<'de>> Visitor<'de> for Object<'_, T> {
+    type Value = ();
+
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("an object or null")
+    }
+
+    fn visit_none<E>(self) -> Result<(), E> {
+        *self.0 = None;
+        Ok(())
+    }
+
+    fn visit_some<D: Deserializer<'de>>(self, deserializer: D) -> Result<(), D::Error> {
+        Place(self.0.insert(T::default())).deserialize(deserializer)
+    }
+}
+
+/// An optional array of objects: `null` reads as `None`.
+struct Objects<'s, T>(&'s mut Option<Vec<T>>);
+
+impl<'de, T: Fields<'de>> DeserializeSeed<'de> for Objects<'_, T> {
+    type Value = ();
+
+    fn deserialize<D: Deserializer<'de>>(self, deserializer: D) -> Result<(), D::Error> {
+        deserializer.deserialize_option(self)
+    }
+}
+
+impl<'de, T: Fields<'de>> Visitor<'de> for Objects<'_, T> {
+    type Value = ();
+
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("an array of objects or null")
+    }
+
+    fn visit_none<E>(self) -> Result<(), E> {
+        *self.0 = None;
+        Ok(())
+    }
+
+    fn visit_some<D: Deserializer<'de>>(self, deserializer: D) -> Result<(), D::Error> {
+        deserializer.deserialize_seq(self)
+    }
+
+    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<(), A::Error> {
+        let list = self.0.insert(Vec::new());
+        loop {
+            let mut item = T::default();
+            if seq.next_element_seed(Place(&mut item))?.is_none() {
+                return Ok(());
+            }
+            list.push(item);
+        }
+    }
+}
+
+/// The first object of an optional array (the other elements are checked to be JSON and
+/// dropped): `null` and `[]` read as `None`.
+struct FirstObject<'s, T>(&'s mut Option<T>);
+
+impl<'de, T: Fields<'de>> DeserializeSeed<'de> for FirstObject<'_, T> {
+    type Value = ();
+
+    fn deserialize<D: Deserializer<'de>>(self, deserializer: D) -> Result<(), D::Error> {
+        deserializer.deserialize_option(self)
+    }
+}
+
+impl<'de, T: Fields<'de>> Visitor<'de> for FirstObject<'_, T> {
+    type Value = ();
+
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("an array of objects or null")
+    }
+
+    fn visit_none<E>(self) -> Result<(), E> {
+        *self.0 = None;
+        Ok(())
+    }
+
+    fn visit_some<D: Deserializer<'de>>(self, deserializer: D) -> Result<(), D::Error> {
+        deserializer.deserialize_seq(self)
+    }
+
+    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<(), A::Error> {
+        let first = self.0.insert(T::default());
+        if seq.next_element_seed(Place(first))?.is_none() {
+            *self.0 = None;
+        }
+        while seq.next_element::<IgnoredAny>()?.is_some() {}
+        Ok(())
+    }
 }
 
 fn finish_outcome(reason: &str) -> Outcome {
@@ -861,7 +1343,15 @@ struct ThinkTagSplitter {
 
 impl ThinkTagSplitter {
     /// Splits `text`, appending `(is_thinking, text)` segments to `out`.
+    #[cfg(test)]
     fn push(&mut self, text: &str, out: &mut Vec<(bool, String)>) {
+        self.split(text, |thinking, segment| {
+            out.push((thinking, segment.to_owned()));
+        });
+    }
+
+    /// Splits `text`, handing each non-empty `(is_thinking, text)` segment to `emit`.
+    fn split(&mut self, text: &str, mut emit: impl FnMut(bool, &str)) {
         let joined;
         let mut rest = if self.held.is_empty() {
             text
@@ -873,14 +1363,18 @@ impl ThinkTagSplitter {
         loop {
             let tag = if self.inside { THINK_CLOSE } else { THINK_OPEN };
             if let Some((before, after)) = rest.split_once(tag) {
-                self.emit(before, out);
+                if !before.is_empty() {
+                    emit(self.inside, before);
+                }
                 self.inside = !self.inside;
                 rest = after;
                 continue;
             }
             let keep = partial_tag_len(rest, tag);
             if let Some((ready, held)) = rest.split_at_checked(rest.len() - keep) {
-                self.emit(ready, out);
+                if !ready.is_empty() {
+                    emit(self.inside, ready);
+                }
                 self.held.push_str(held);
             }
             return;
@@ -890,12 +1384,6 @@ impl ThinkTagSplitter {
     /// The held-back tail, once the content is over or interrupted.
     fn flush(&mut self) -> Option<(bool, String)> {
         (!self.held.is_empty()).then(|| (self.inside, std::mem::take(&mut self.held)))
-    }
-
-    fn emit(&self, text: &str, out: &mut Vec<(bool, String)>) {
-        if !text.is_empty() {
-            out.push((self.inside, text.to_owned()));
-        }
     }
 }
 

@@ -9,6 +9,8 @@ use crate::request::RequestOptions;
 use crate::sse::SseParser;
 use keel_protocol::{ThinkingBlock, ToolCall, ToolDefinition};
 use pretty_assertions::assert_eq;
+use proptest::prelude::*;
+use proptest::strategy::BoxedStrategy;
 
 fn model() -> ModelEntry {
     ModelEntry {
@@ -520,6 +522,174 @@ fn merge(segments: Vec<(bool, String)>) -> Vec<(bool, String)> {
         }
     }
     merged
+}
+
+#[test]
+fn odd_chunks_read_as_a_json_value_would() {
+    let stream = sse(&[
+        // A mistyped field is ignored and the rest of the chunk still applies.
+        r#"{"id":"chatcmpl-1","model":"gpt-test","choices":[{"delta":{"content":"a\nb","reasoning":7}}]}"#,
+        // A repeated field takes its last value.
+        r#"{"choices":[{"delta":{"content":"x","content":"c\u00e9"}}]}"#,
+        // An array of a choice's fields is not a choice.
+        r#"{"choices":[[{"content":"no"},"stop"]]}"#,
+        // Only the first choice counts.
+        r#"{"choices":[{"delta":{"content":"d"},"finish_reason":"stop"},{"delta":5}]}"#,
+        "[DONE]",
+    ]);
+    assert_eq!(
+        decode(&stream),
+        [
+            start("gpt-test"),
+            StreamEvent::TextStart { index: 0 },
+            text_delta(0, "a\nb"),
+            text_delta(0, "cé"),
+            text_delta(0, "d"),
+            StreamEvent::TextEnd { index: 0 },
+            StreamEvent::Done {
+                stop_reason: StopReason::Stop,
+                usage: Usage::default()
+            },
+        ]
+    );
+}
+
+/// A JSON string.
+fn quoted(text: &str) -> String {
+    Value::from(text).to_string()
+}
+
+/// `typed` most of the time, sometimes a value of another type.
+fn loosely(typed: BoxedStrategy<String>) -> BoxedStrategy<String> {
+    let other = prop::sample::select(vec![
+        "null", "-1", "1.5", "true", "\"s\"", "[]", "[{}]", "{}",
+    ]);
+    prop_oneof![6 => typed, 1 => other.prop_map(str::to_owned)].boxed()
+}
+
+/// An object of up to five of `fields` (so some repeat) and unknown ones.
+fn object(fields: Vec<(&'static str, BoxedStrategy<String>)>) -> BoxedStrategy<String> {
+    let mut members: Vec<BoxedStrategy<String>> = fields
+        .into_iter()
+        .map(|(key, value)| {
+            loosely(value)
+                .prop_map(move |value| format!("{}:{value}", quoted(key)))
+                .boxed()
+        })
+        .collect();
+    members.push(Just(r#""other":{"id":[1,{"content":"x"}]}"#.to_owned()).boxed());
+    prop::collection::vec(prop::strategy::Union::new(members), 0..6)
+        .prop_map(|members| format!("{{{}}}", members.join(",")))
+        .boxed()
+}
+
+fn array(item: BoxedStrategy<String>) -> BoxedStrategy<String> {
+    prop::collection::vec(loosely(item), 0..3)
+        .prop_map(|items| format!("[{}]", items.join(",")))
+        .boxed()
+}
+
+fn words() -> BoxedStrategy<String> {
+    let words = vec![
+        "",
+        "x",
+        "a\nb",
+        "é\"",
+        "<think>",
+        "a</th",
+        "ink>b",
+        "call_1",
+        "bash",
+        "{\"a\":",
+        "stop",
+        "length",
+        "tool_calls",
+        "content_filter",
+        "reasoning.text",
+        "reasoning.encrypted",
+    ];
+    prop::sample::select(words).prop_map(quoted).boxed()
+}
+
+fn count_text() -> BoxedStrategy<String> {
+    prop::sample::select(vec!["0", "1", "2", "7"])
+        .prop_map(str::to_owned)
+        .boxed()
+}
+
+/// Chunk data: every field the decoder reads, mostly well typed.
+fn chunk_data() -> BoxedStrategy<String> {
+    let function = object(vec![
+        ("name", words()),
+        (
+            "arguments",
+            prop_oneof![words(), Just(r#"{"b":[1,2.5],"a":"x"}"#.to_owned())].boxed(),
+        ),
+    ]);
+    let fragment = object(vec![
+        ("index", count_text()),
+        ("id", words()),
+        ("function", function.clone()),
+    ]);
+    let detail = object(vec![("type", words()), ("text", words())]);
+    let delta = object(vec![
+        ("content", words()),
+        ("reasoning_content", words()),
+        ("reasoning", words()),
+        ("reasoning_details", array(detail)),
+        ("tool_calls", array(fragment)),
+        ("function_call", function),
+    ]);
+    let choice = object(vec![("delta", delta), ("finish_reason", words())]);
+    let usage = object(vec![
+        ("prompt_tokens", count_text()),
+        ("completion_tokens", count_text()),
+        (
+            "prompt_tokens_details",
+            object(vec![("cached_tokens", count_text())]),
+        ),
+        ("prompt_cache_hit_tokens", count_text()),
+    ]);
+    let error = object(vec![
+        ("message", words()),
+        ("type", words()),
+        ("code", count_text()),
+    ]);
+    object(vec![
+        ("id", words()),
+        ("model", words()),
+        ("choices", array(choice)),
+        ("usage", usage),
+        ("error", error),
+    ])
+}
+
+proptest::proptest! {
+    /// The strict reading (with its fallback) and the lenient view of a JSON value decode
+    /// every chunk alike.
+    #[test]
+    fn strict_and_lenient_readings_agree(
+        chunks in prop::collection::vec(chunk_data(), 0..8),
+        think_tags: bool,
+        reasoning_split: bool,
+    ) {
+        let mut model = model();
+        model.compat.think_tags = think_tags;
+        model.compat.reasoning_split = reasoning_split;
+        let (mut strict, mut lenient) = (CompletionsDecoder::new(&model), CompletionsDecoder::new(&model));
+        let (mut strict_out, mut lenient_out) = (Vec::new(), Vec::new());
+        for data in &chunks {
+            let event = SseEvent { data: data.clone(), ..SseEvent::default() };
+            strict.event(&event, &mut strict_out);
+            let value: Value = serde_json::from_str(data).unwrap();
+            if !lenient.finished {
+                lenient.chunk(Chunk::lenient(&value), &mut lenient_out);
+            }
+        }
+        strict.finish(&mut strict_out);
+        lenient.finish(&mut lenient_out);
+        prop_assert_eq!(strict_out, lenient_out);
+    }
 }
 
 fn request(model: &ModelEntry, messages: Vec<Message>, options: RequestOptions) -> LlmRequest {

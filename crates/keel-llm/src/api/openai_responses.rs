@@ -8,16 +8,25 @@
 //!
 //! The stream is a sequence of typed events about output items, addressed by
 //! `output_index`; several items may be open at once, so blocks are looked up by that index.
+//!
+//! Events are read as the Chat Completions decoder reads its chunks: strictly into a typed
+//! view whose strings borrow from the event, with a lenient view of a [`Value`] for the odd
+//! event the strict reading refuses. Output items stay JSON values: they come once per block,
+//! and a reasoning item is kept whole as its signature.
+
+use std::borrow::Cow;
 
 use keel_protocol::{
     AssistantMessage, ContentBlock, ErrorCode, ErrorInfo, ImageBlock, Message, ResponseMeta,
     StopReason, StreamEvent, Usage, UserMessage,
 };
+use serde::de::MapAccess;
 use serde_json::{Map, Value, json};
 
 use super::openai_completions::{
-    arguments_string, bearer_headers, count, data_url, images, insert_cache_options, joined_text,
-    reasoning_effort, temperature_value, tool_images_caption,
+    Fields, Object, Str, arguments_string, bearer_headers, count, data_url, images,
+    insert_cache_options, joined_text, non_null, read_object, reasoning_effort, skip,
+    temperature_value, tool_images_caption,
 };
 use super::{Decoder, WireRequest, cut_stream, malformed};
 use crate::errors::classify;
@@ -228,34 +237,32 @@ impl ResponsesDecoder {
         }
     }
 
-    fn start(&mut self, response: Option<&Value>, out: &mut Vec<StreamEvent>) {
+    fn start(&mut self, response: Option<&Response<'_>>, out: &mut Vec<StreamEvent>) {
         if self.started {
             return;
         }
         self.started = true;
-        let field = |name: &str| response.and_then(|r| r.get(name)).and_then(Value::as_str);
+        let model = response.and_then(|r| r.model.as_deref());
+        let id = response.and_then(|r| r.id.as_deref());
         out.push(StreamEvent::Start {
             meta: ResponseMeta {
                 provider: self.provider.clone(),
                 api: API.to_owned(),
-                model: field("model")
+                model: model
                     .filter(|m| !m.is_empty())
                     .unwrap_or(&self.model_id)
                     .to_owned(),
-                response_id: field("id").filter(|id| !id.is_empty()).map(str::to_owned),
+                response_id: id.filter(|id| !id.is_empty()).map(str::to_owned),
             },
         });
     }
 
-    fn handle(&mut self, kind: &str, event: &Value, out: &mut Vec<StreamEvent>) {
-        let output_index = event
-            .get("output_index")
-            .and_then(Value::as_u64)
-            .unwrap_or(0);
-        let delta = event.get("delta").and_then(Value::as_str).unwrap_or("");
+    fn handle(&mut self, kind: &str, event: Event<'_>, out: &mut Vec<StreamEvent>) {
+        let output_index = event.output_index.unwrap_or(0);
+        let delta = event.delta.map(|Str(delta)| delta).unwrap_or_default();
         match kind {
             "response.output_item.added" => {
-                if let Some(item) = event.get("item") {
+                if let Some(item) = &event.item {
                     self.item_added(output_index, item, out);
                 }
             }
@@ -263,8 +270,7 @@ impl ResponsesDecoder {
                 self.text_delta(output_index, delta, out);
             }
             "response.reasoning_summary_text.delta" | "response.reasoning_text.delta" => {
-                let summary = event.get("summary_index").and_then(Value::as_u64);
-                self.thinking_delta(output_index, summary, delta, out);
+                self.thinking_delta(output_index, event.summary_index, delta, out);
             }
             "response.function_call_arguments.delta" => {
                 if let Some(index) = self.find(output_index, Kind::ToolCall)
@@ -274,32 +280,29 @@ impl ResponsesDecoder {
                     call.streamed = true;
                     out.push(StreamEvent::ToolCallDelta {
                         index,
-                        delta: delta.to_owned(),
+                        delta: delta.into_owned(),
                     });
                 }
             }
             "response.function_call_arguments.done" => {
-                let arguments = event.get("arguments").and_then(Value::as_str).unwrap_or("");
+                let arguments = event.arguments.as_deref().unwrap_or("");
                 self.unstreamed_arguments(output_index, arguments, out);
             }
             "response.output_item.done" => {
-                if let Some(item) = event.get("item") {
+                if let Some(item) = &event.item {
                     self.item_done(output_index, item, out);
                 }
             }
             "response.completed" | "response.incomplete" | "response.failed" => {
-                let response = event.get("response").unwrap_or(&Value::Null);
-                if let Some(usage) = response.get("usage").filter(|u| u.is_object()) {
+                let response = event.response.unwrap_or_default();
+                if let Some(usage) = response.usage.as_deref().filter(|u| u.is_object()) {
                     self.usage = decode_usage(usage);
                 }
-                let terminal = self.terminal(kind, response);
+                let terminal = self.terminal(kind, &response);
                 self.end(terminal, out);
             }
             "error" => {
-                let error = event
-                    .get("error")
-                    .filter(|e| e.is_object())
-                    .unwrap_or(event);
+                let error = event.error.as_deref().unwrap_or(&Value::Null);
                 let usage = self.usage;
                 let error = provider_error(error, "the provider reported an error");
                 self.end(
@@ -344,7 +347,7 @@ impl ResponsesDecoder {
             Some("message") => {
                 if !self.streamed(output_index, Kind::Text) {
                     let text = item_text(item.get("content"), &["output_text", "refusal"]);
-                    self.text_delta(output_index, &text, out);
+                    self.text_delta(output_index, Cow::Owned(text), out);
                 }
                 if let Some(index) = self.close(output_index, Kind::Text) {
                     out.push(StreamEvent::TextEnd { index });
@@ -356,7 +359,7 @@ impl ResponsesDecoder {
                     if text.is_empty() {
                         text = item_text(item.get("content"), &["reasoning_text"]);
                     }
-                    self.thinking_delta(output_index, None, &text, out);
+                    self.thinking_delta(output_index, None, Cow::Owned(text), out);
                 }
                 // No reasoning text at all: the provider withheld it, and the signature
                 // carries the only (encrypted) copy.
@@ -479,7 +482,7 @@ impl ResponsesDecoder {
         }
     }
 
-    fn text_delta(&mut self, output_index: u64, delta: &str, out: &mut Vec<StreamEvent>) {
+    fn text_delta(&mut self, output_index: u64, delta: Cow<'_, str>, out: &mut Vec<StreamEvent>) {
         if delta.is_empty() {
             return;
         }
@@ -488,7 +491,7 @@ impl ResponsesDecoder {
             item.streamed = true;
             out.push(StreamEvent::TextDelta {
                 index,
-                delta: delta.to_owned(),
+                delta: delta.into_owned(),
             });
         }
     }
@@ -497,7 +500,7 @@ impl ResponsesDecoder {
         &mut self,
         output_index: u64,
         summary_index: Option<u64>,
-        delta: &str,
+        delta: Cow<'_, str>,
         out: &mut Vec<StreamEvent>,
     ) {
         if delta.is_empty() {
@@ -520,11 +523,11 @@ impl ResponsesDecoder {
         item.streamed = true;
         out.push(StreamEvent::ThinkingDelta {
             index,
-            delta: delta.to_owned(),
+            delta: delta.into_owned(),
         });
     }
 
-    fn terminal(&self, kind: &str, response: &Value) -> StreamEvent {
+    fn terminal(&self, kind: &str, response: &Response<'_>) -> StreamEvent {
         let usage = self.usage;
         let failed = |error: ErrorInfo| StreamEvent::Error {
             stop_reason: StopReason::Error,
@@ -533,13 +536,14 @@ impl ResponsesDecoder {
         };
         match kind {
             "response.failed" => {
-                let error = response.get("error").unwrap_or(&Value::Null);
+                let error = response.error.as_deref().unwrap_or(&Value::Null);
                 failed(provider_error(error, "the response failed"))
             }
             "response.incomplete" => {
                 let reason = response
-                    .pointer("/incomplete_details/reason")
-                    .and_then(Value::as_str)
+                    .incomplete_details
+                    .as_ref()
+                    .and_then(|details| details.reason.as_deref())
                     .unwrap_or("");
                 if reason == "content_filter" {
                     failed(ErrorInfo::new(
@@ -587,6 +591,15 @@ impl ResponsesDecoder {
     }
 }
 
+impl ResponsesDecoder {
+    /// Handles one event; `sse_kind` is its SSE event name, the kind when it has no `type`.
+    fn apply(&mut self, mut event: Event<'_>, sse_kind: &str, out: &mut Vec<StreamEvent>) {
+        self.start(event.response.as_ref(), out);
+        let kind = event.kind.take();
+        self.handle(kind.as_deref().unwrap_or(sse_kind), event, out);
+    }
+}
+
 impl Decoder for ResponsesDecoder {
     fn event(&mut self, sse: &SseEvent, out: &mut Vec<StreamEvent>) {
         if self.finished {
@@ -597,25 +610,136 @@ impl Decoder for ResponsesDecoder {
         if data.is_empty() || data == "[DONE]" {
             return;
         }
-        let event = match serde_json::from_str::<Value>(data) {
-            Ok(event) => event,
-            Err(error) => {
-                self.end(malformed(API, error), out);
-                return;
-            }
-        };
-        self.start(event.get("response"), out);
-        let kind = event
-            .get("type")
-            .and_then(Value::as_str)
-            .unwrap_or(&sse.event);
-        self.handle(kind, &event, out);
+        if let Some(event) = read_object::<Event<'_>>(data)
+            && event.is_whole(&sse.event)
+        {
+            self.apply(event, &sse.event, out);
+            return;
+        }
+        match serde_json::from_str::<Value>(data) {
+            Ok(event) => self.apply(Event::lenient(&event), &sse.event, out),
+            Err(error) => self.end(malformed(API, error), out),
+        }
     }
 
     fn finish(&mut self, out: &mut Vec<StreamEvent>) {
         if !self.finished {
             let usage = self.usage;
             self.end(cut_stream(usage), out);
+        }
+    }
+}
+
+/// An event as the decoder reads it.
+#[derive(Debug, Default)]
+struct Event<'a> {
+    kind: Option<Str<'a>>,
+    output_index: Option<u64>,
+    summary_index: Option<u64>,
+    delta: Option<Str<'a>>,
+    arguments: Option<Str<'a>>,
+    item: Option<Cow<'a, Value>>,
+    response: Option<Response<'a>>,
+    /// What an `error` event's error is read from: its `error` object, else the event itself.
+    error: Option<Cow<'a, Value>>,
+}
+
+#[derive(Debug, Default)]
+struct Response<'a> {
+    id: Option<Str<'a>>,
+    model: Option<Str<'a>>,
+    usage: Option<Cow<'a, Value>>,
+    error: Option<Cow<'a, Value>>,
+    incomplete_details: Option<IncompleteDetails<'a>>,
+}
+
+#[derive(Debug, Default)]
+struct IncompleteDetails<'a> {
+    reason: Option<Str<'a>>,
+}
+
+impl<'de: 'a, 'a> Fields<'de> for Event<'a> {
+    fn field<A: MapAccess<'de>>(&mut self, key: &str, map: &mut A) -> Result<(), A::Error> {
+        match key {
+            "type" => self.kind = map.next_value()?,
+            "output_index" => self.output_index = map.next_value()?,
+            "summary_index" => self.summary_index = map.next_value()?,
+            "delta" => self.delta = map.next_value()?,
+            "arguments" => self.arguments = map.next_value()?,
+            "item" => self.item = map.next_value()?,
+            "response" => map.next_value_seed(Object(&mut self.response))?,
+            "error" => self.error = map.next_value()?,
+            _ => skip(map)?,
+        }
+        Ok(())
+    }
+}
+
+impl<'de: 'a, 'a> Fields<'de> for Response<'a> {
+    fn field<A: MapAccess<'de>>(&mut self, key: &str, map: &mut A) -> Result<(), A::Error> {
+        match key {
+            "id" => self.id = map.next_value()?,
+            "model" => self.model = map.next_value()?,
+            "usage" => self.usage = map.next_value()?,
+            "error" => self.error = map.next_value()?,
+            "incomplete_details" => map.next_value_seed(Object(&mut self.incomplete_details))?,
+            _ => skip(map)?,
+        }
+        Ok(())
+    }
+}
+
+impl<'de: 'a, 'a> Fields<'de> for IncompleteDetails<'a> {
+    fn field<A: MapAccess<'de>>(&mut self, key: &str, map: &mut A) -> Result<(), A::Error> {
+        match key {
+            "reason" => self.reason = map.next_value()?,
+            _ => skip(map)?,
+        }
+        Ok(())
+    }
+}
+
+impl<'a> Event<'a> {
+    /// Whether the strict reading has all the event's handling needs: an `error` event
+    /// without an `error` object is its own error object, which only the lenient view has.
+    fn is_whole(&self, sse_kind: &str) -> bool {
+        self.kind.as_deref().unwrap_or(sse_kind) != "error"
+            || self.error.as_deref().is_some_and(Value::is_object)
+    }
+
+    /// The event read from a JSON value, a field of an unexpected type (or `null`) counted
+    /// as absent.
+    fn lenient(event: &'a Value) -> Self {
+        Self {
+            kind: Str::lenient(event.get("type")),
+            output_index: event.get("output_index").and_then(Value::as_u64),
+            summary_index: event.get("summary_index").and_then(Value::as_u64),
+            delta: Str::lenient(event.get("delta")),
+            arguments: Str::lenient(event.get("arguments")),
+            item: non_null(event.get("item")),
+            response: event.get("response").map(Response::lenient),
+            error: Some(Cow::Borrowed(
+                event
+                    .get("error")
+                    .filter(|e| e.is_object())
+                    .unwrap_or(event),
+            )),
+        }
+    }
+}
+
+impl<'a> Response<'a> {
+    fn lenient(response: &'a Value) -> Self {
+        Self {
+            id: Str::lenient(response.get("id")),
+            model: Str::lenient(response.get("model")),
+            usage: non_null(response.get("usage")),
+            error: non_null(response.get("error")),
+            incomplete_details: response.get("incomplete_details").map(|details| {
+                IncompleteDetails {
+                    reason: Str::lenient(details.get("reason")),
+                }
+            }),
         }
     }
 }

@@ -9,6 +9,8 @@ use crate::request::{RequestOptions, ThinkingLevel};
 use crate::sse::SseParser;
 use keel_protocol::{ThinkingBlock, ToolCall, ToolDefinition, ToolResultMessage};
 use pretty_assertions::assert_eq;
+use proptest::prelude::*;
+use proptest::strategy::BoxedStrategy;
 
 fn model() -> ModelEntry {
     ModelEntry {
@@ -559,6 +561,212 @@ fn unknown_events_and_items_are_ignored() {
             },
         ]
     );
+}
+
+#[test]
+fn odd_events_read_as_a_json_value_would() {
+    let stream = [
+        sse(&[created()]),
+        // A mistyped field is ignored and the rest of the event still applies.
+        sse(&[json!({"type": "response.output_text.delta", "output_index": 0, "delta": "a\nb", "summary_index": "x"})]),
+        // A repeated field takes its last value; the SSE event name stands in for a `type`.
+        "event: response.output_text.delta\ndata: {\"delta\":\"x\",\"delta\":\"c\\u00e9\"}\n\n".to_owned(),
+        // An array of a response's fields is not a response.
+        sse(&[json!({"type": "response.failed", "response": [null, "m", {"input_tokens": 5}]})]),
+    ]
+    .concat();
+    assert_eq!(
+        decode_raw(&stream),
+        [
+            start(),
+            StreamEvent::TextStart { index: 0 },
+            text_delta(0, "a\nb"),
+            text_delta(0, "cé"),
+            StreamEvent::TextEnd { index: 0 },
+            StreamEvent::Error {
+                stop_reason: StopReason::Error,
+                error: ErrorInfo::new(ErrorCode::Server, "the response failed"),
+                usage: Usage::default(),
+            },
+        ]
+    );
+}
+
+#[test]
+fn an_error_event_without_an_error_object_is_its_own_error() {
+    let stream = [
+        sse(&[created()]),
+        "event: error\ndata: {\"code\":\"rate_limit_exceeded\",\"message\":\"Slow down\",\"error\":null}\n\n".to_owned(),
+    ]
+    .concat();
+    assert_eq!(
+        decode_raw(&stream),
+        [
+            start(),
+            StreamEvent::Error {
+                stop_reason: StopReason::Error,
+                error: ErrorInfo::new(
+                    classify(None, "rate_limit_exceeded", "Slow down"),
+                    "Slow down"
+                ),
+                usage: Usage::default(),
+            },
+        ]
+    );
+}
+
+/// A JSON string.
+fn quoted(text: &str) -> String {
+    Value::from(text).to_string()
+}
+
+/// `typed` most of the time, sometimes a value of another type.
+fn loosely(typed: BoxedStrategy<String>) -> BoxedStrategy<String> {
+    let other = prop::sample::select(vec![
+        "null", "-1", "1.5", "true", "\"s\"", "[]", "[{}]", "{}",
+    ]);
+    prop_oneof![6 => typed, 1 => other.prop_map(str::to_owned)].boxed()
+}
+
+/// An object of up to five of `fields` (so some repeat) and unknown ones.
+fn object(fields: Vec<(&'static str, BoxedStrategy<String>)>) -> BoxedStrategy<String> {
+    let mut members: Vec<BoxedStrategy<String>> = fields
+        .into_iter()
+        .map(|(key, value)| {
+            loosely(value)
+                .prop_map(move |value| format!("{}:{value}", quoted(key)))
+                .boxed()
+        })
+        .collect();
+    members.push(Just(r#""other":{"delta":[1,{"type":"x"}]}"#.to_owned()).boxed());
+    prop::collection::vec(prop::strategy::Union::new(members), 0..6)
+        .prop_map(|members| format!("{{{}}}", members.join(",")))
+        .boxed()
+}
+
+fn array(item: BoxedStrategy<String>) -> BoxedStrategy<String> {
+    prop::collection::vec(loosely(item), 0..3)
+        .prop_map(|items| format!("[{}]", items.join(",")))
+        .boxed()
+}
+
+fn words() -> BoxedStrategy<String> {
+    let words = vec![
+        "",
+        "x",
+        "a\nb",
+        "é\"",
+        "call_1",
+        "bash",
+        "{\"a\":",
+        "message",
+        "reasoning",
+        "function_call",
+        "output_text",
+        "refusal",
+        "summary_text",
+        "reasoning_text",
+        "content_filter",
+        "rate_limit_exceeded",
+    ];
+    prop::sample::select(words).prop_map(quoted).boxed()
+}
+
+fn kinds() -> BoxedStrategy<String> {
+    let kinds = vec![
+        "response.created",
+        "response.output_item.added",
+        "response.output_text.delta",
+        "response.reasoning_summary_text.delta",
+        "response.function_call_arguments.delta",
+        "response.function_call_arguments.done",
+        "response.output_item.done",
+        "response.completed",
+        "response.incomplete",
+        "response.failed",
+        "error",
+    ];
+    prop::sample::select(kinds).prop_map(quoted).boxed()
+}
+
+fn count_text() -> BoxedStrategy<String> {
+    prop::sample::select(vec!["0", "1", "2", "7"])
+        .prop_map(str::to_owned)
+        .boxed()
+}
+
+/// Event data: every field the decoder reads, mostly well typed.
+fn event_data() -> BoxedStrategy<String> {
+    let part = object(vec![
+        ("type", words()),
+        ("text", words()),
+        ("refusal", words()),
+    ]);
+    let item = object(vec![
+        ("type", words()),
+        ("call_id", words()),
+        ("name", words()),
+        ("arguments", words()),
+        ("content", array(part.clone())),
+        ("summary", array(part)),
+    ]);
+    let usage = object(vec![
+        ("input_tokens", count_text()),
+        ("output_tokens", count_text()),
+        (
+            "input_tokens_details",
+            object(vec![("cached_tokens", count_text())]),
+        ),
+    ]);
+    let error = object(vec![
+        ("message", words()),
+        ("code", words()),
+        ("type", words()),
+    ]);
+    let response = object(vec![
+        ("id", words()),
+        ("model", words()),
+        ("usage", usage),
+        ("error", error.clone()),
+        ("incomplete_details", object(vec![("reason", words())])),
+    ]);
+    object(vec![
+        ("type", kinds()),
+        ("output_index", count_text()),
+        ("summary_index", count_text()),
+        ("delta", words()),
+        ("arguments", words()),
+        ("item", item),
+        ("response", response),
+        ("error", error),
+        ("message", words()),
+        ("code", count_text()),
+    ])
+}
+
+proptest::proptest! {
+    /// The strict reading (with its fallback) and the lenient view of a JSON value decode
+    /// every event alike.
+    #[test]
+    fn strict_and_lenient_readings_agree(
+        events in prop::collection::vec((kinds(), event_data()), 0..8),
+    ) {
+        let model = model();
+        let (mut strict, mut lenient) = (ResponsesDecoder::new(&model), ResponsesDecoder::new(&model));
+        let (mut strict_out, mut lenient_out) = (Vec::new(), Vec::new());
+        for (kind, data) in &events {
+            let kind: String = serde_json::from_str(kind).unwrap();
+            let event = SseEvent { event: kind.clone(), data: data.clone(), ..SseEvent::default() };
+            strict.event(&event, &mut strict_out);
+            let value: Value = serde_json::from_str(data).unwrap();
+            if !lenient.finished {
+                lenient.apply(Event::lenient(&value), &kind, &mut lenient_out);
+            }
+        }
+        strict.finish(&mut strict_out);
+        lenient.finish(&mut lenient_out);
+        prop_assert_eq!(strict_out, lenient_out);
+    }
 }
 
 fn request(model: &ModelEntry, messages: Vec<Message>, options: RequestOptions) -> LlmRequest {
