@@ -755,3 +755,229 @@ fn headers_layer_model_then_request_and_omit_a_missing_key() {
         ]
     );
 }
+
+/// What `WireEvent` reads from `data`, when it reads a `content_block_delta`.
+fn reference_delta(data: &str) -> Option<(u64, WireDelta)> {
+    match serde_json::from_str::<WireEvent>(data) {
+        Ok(WireEvent::ContentBlockDelta { index, delta }) => Some((index, delta)),
+        _ => None,
+    }
+}
+
+#[test]
+fn deltas_are_read_fast_and_odd_shapes_are_left_to_wire_event() {
+    let taken = [
+        r#"{"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":"Hi"}}"#,
+        r#"{"index":2,"delta":{"thinking":"a \"quoted\"\nline \u00e9","type":"thinking_delta"},"type":"content_block_delta"}"#,
+        r#"{"type":"content_block_delta","index":1,"delta":{"type":"signature_delta","signature":"c2ln"}}"#,
+        r#"{"type":"content_block_delta","index":3,"delta":{"type":"input_json_delta","partial_json":"{\"a\":"}}"#,
+        r#"{"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":"","thinking":null}}"#,
+        r#"{"typ\u0065":"content_block_d\u0065lta","index":0,"delta":{"type":"text_delta","text":"Hi"}}"#,
+    ];
+    for data in taken {
+        let fast = FastDelta::read(data).unwrap_or_else(|| panic!("not read fast: {data}"));
+        assert_eq!(Some(fast), reference_delta(data), "{data}");
+    }
+    let nested = format!(
+        r#"{{"type":"content_block_delta","index":0,"delta":{{"type":"text_delta","text":"Hi"}},"x":{}{}}}"#,
+        "[".repeat(200),
+        "]".repeat(200)
+    );
+    let left = [
+        // Other events, kinds and shapes `WireEvent` reads its own way (or rejects).
+        r#"{"type":"content_block_stop","index":0}"#,
+        r#"{"type":"content_block_delta","index":0,"delta":{"type":"citations_delta","citation":{}}}"#,
+        r#"{"type":"content_block_delta","index":0,"delta":{"type":"text_delta"}}"#,
+        r#"{"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":null}}"#,
+        r#"{"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":"Hi","thinking":5}}"#,
+        r#"{"type":"content_block_delta","index":0,"delta":["text_delta","Hi"]}"#,
+        r#"["content_block_delta",0,{"type":"text_delta","text":"Hi"}]"#,
+        r#"{"type":"content_block_delta","index":0,"index":0,"delta":{"type":"text_delta","text":"Hi"}}"#,
+        r#"{"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":"Hi","extra":1}}"#,
+        r#"{"type":"content_block_delta","index":-1,"delta":{"type":"text_delta","text":"Hi"}}"#,
+        &nested,
+    ];
+    for data in left {
+        assert_eq!(FastDelta::read(data), None, "{data}");
+    }
+}
+
+#[test]
+fn a_delta_with_a_deeply_nested_unknown_key_is_still_malformed() {
+    // `WireEvent` buffers the unknown value and hits serde_json's nesting limit; skipping
+    // it has no limit, so a fast reading that skipped unknown keys would take this delta.
+    let bad = format!(
+        r#"{{"type":"content_block_delta","index":0,"delta":{{"type":"text_delta","text":"Hi"}},"x":{}{}}}"#,
+        "[".repeat(200),
+        "]".repeat(200)
+    );
+    let fixture = message_start("msg_9", 9)
+        + "event: content_block_start\ndata: {\"type\":\"content_block_start\",\"index\":0,\"content_block\":{\"type\":\"text\",\"text\":\"\"}}\n\n"
+        + "event: content_block_delta\ndata: "
+        + &bad
+        + "\n\n";
+    let StreamEvent::Error {
+        stop_reason, error, ..
+    } = malformed(API, serde_json::from_str::<WireEvent>(&bad).unwrap_err())
+    else {
+        unreachable!()
+    };
+    assert_eq!(
+        decode(&fixture),
+        vec![
+            start("msg_9"),
+            StreamEvent::TextStart { index: 0 },
+            StreamEvent::TextEnd { index: 0 },
+            StreamEvent::Error {
+                stop_reason,
+                error,
+                usage: Usage {
+                    input: 9,
+                    output: 1,
+                    ..Usage::default()
+                },
+            },
+        ]
+    );
+}
+
+/// JSON text (not `Value`s, which cannot repeat a key) shaped like `content_block_delta`
+/// events, with odd shapes mixed in: other values where structs are expected, repeated
+/// and unknown keys, escaped keys, objects written as arrays.
+mod delta_text {
+    use proptest::prelude::*;
+
+    fn string() -> BoxedStrategy<String> {
+        prop_oneof![
+            "[a-zA-Z_ ]{0,8}".prop_map(|text| format!("\"{text}\"")),
+            Just(r#""a \"quoted\"\nline""#.to_owned()),
+            Just(r#""caf\u00e9""#.to_owned()),
+        ]
+        .boxed()
+    }
+
+    fn any_json() -> BoxedStrategy<String> {
+        let leaf = prop_oneof![
+            string(),
+            Just("null".to_owned()),
+            Just("true".to_owned()),
+            Just("0".to_owned()),
+            Just("-3".to_owned()),
+            Just("1.5".to_owned()),
+        ];
+        leaf.prop_recursive(3, 16, 4, |inner| {
+            prop_oneof![
+                prop::collection::vec(inner.clone(), 0..4)
+                    .prop_map(|items| format!("[{}]", items.join(","))),
+                prop::collection::vec(("[a-z]{1,3}", inner), 0..4).prop_map(|pairs| {
+                    let fields: Vec<String> =
+                        pairs.iter().map(|(k, v)| format!("\"{k}\":{v}")).collect();
+                    format!("{{{}}}", fields.join(","))
+                }),
+            ]
+        })
+        .boxed()
+    }
+
+    /// Mostly `value`, sometimes any JSON at all.
+    fn or_any(value: BoxedStrategy<String>) -> BoxedStrategy<String> {
+        prop_oneof![20 => value, 1 => any_json()].boxed()
+    }
+
+    /// One of `words` as a JSON string.
+    fn word(words: &'static [&'static str]) -> BoxedStrategy<String> {
+        prop::sample::select(words)
+            .prop_map(|word| format!("\"{word}\""))
+            .boxed()
+    }
+
+    /// An object with some of `fields` in any order; now and then a key repeated, an
+    /// unknown key, a key written with an escape, or the values written as an array.
+    fn object(fields: Vec<(&'static str, BoxedStrategy<String>)>) -> BoxedStrategy<String> {
+        let entries: Vec<_> = fields
+            .into_iter()
+            .map(|(name, value)| prop::option::weighted(0.9, (Just(name), or_any(value))))
+            .collect();
+        let object =
+            (entries.prop_shuffle(), 0u8..32, any_json()).prop_map(|(entries, roll, noise)| {
+                let mut entries: Vec<(String, String)> = entries
+                    .into_iter()
+                    .flatten()
+                    .map(|(name, value)| (format!("\"{name}\""), value))
+                    .collect();
+                match roll {
+                    0 => {
+                        if let Some(first) = entries.first().cloned() {
+                            entries.push(first);
+                        }
+                    }
+                    1 => entries.push(("\"role\"".to_owned(), noise)),
+                    2 => {
+                        if let Some((name, _)) = entries.first_mut() {
+                            *name =
+                                format!("\"\\u{:04x}{}", u32::from(name.as_bytes()[1]), &name[2..]);
+                        }
+                    }
+                    3 => {
+                        let values: Vec<&str> = entries.iter().map(|(_, v)| v.as_str()).collect();
+                        return format!("[{}]", values.join(","));
+                    }
+                    _ => {}
+                }
+                let fields: Vec<String> = entries.iter().map(|(k, v)| format!("{k}:{v}")).collect();
+                format!("{{{}}}", fields.join(","))
+            });
+        or_any(object.boxed())
+    }
+
+    pub fn event() -> BoxedStrategy<String> {
+        let index = prop_oneof![
+            4 => Just("0".to_owned()),
+            4 => Just("7".to_owned()),
+            1 => Just("-1".to_owned()),
+            1 => Just("2.0".to_owned()),
+        ]
+        .boxed();
+        let delta = object(vec![
+            (
+                "type",
+                word(&[
+                    "text_delta",
+                    "thinking_delta",
+                    "signature_delta",
+                    "input_json_delta",
+                    "citations_delta",
+                ]),
+            ),
+            ("text", string()),
+            ("thinking", string()),
+            ("signature", string()),
+            ("partial_json", string()),
+        ]);
+        object(vec![
+            (
+                "type",
+                word(&[
+                    "content_block_delta",
+                    "content_block_delta",
+                    "content_block_delta",
+                    "content_block_stop",
+                ]),
+            ),
+            ("index", index),
+            ("delta", delta),
+        ])
+    }
+}
+
+proptest::proptest! {
+    #![proptest_config(proptest::prelude::ProptestConfig { cases: 2048, ..Default::default() })]
+
+    /// Whatever the fast reading takes, `WireEvent` reads the same way.
+    #[test]
+    fn the_fast_delta_reading_agrees_with_wire_event(data in delta_text::event()) {
+        if let Some(fast) = FastDelta::read(&data) {
+            proptest::prop_assert_eq!(Some(fast), reference_delta(&data), "{}", data);
+        }
+    }
+}

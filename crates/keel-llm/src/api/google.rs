@@ -13,7 +13,15 @@
 //! arrives (the one the part closes). Gemini 3 requires the signature back on the first
 //! function call of a step, so the encoder also repeats a thinking block's signature on a
 //! function call that directly follows it.
+//!
+//! Decoding is on the hot path (one chunk per streamed delta), so the usual chunk is read
+//! in place into a flat value whose strings borrow from the event data: a one-part chunk
+//! costs one allocation, the delta's own text (with serde_json's unescaping buffer when it
+//! has escapes). The derived `Chunk` stays the reference reading, used for whatever the
+//! in-place reading does not take.
 
+use std::borrow::Cow;
+use std::fmt;
 use std::sync::Arc;
 
 use base64::Engine as _;
@@ -21,7 +29,8 @@ use keel_protocol::{
     ContentBlock, ErrorCode, ErrorInfo, Message, ResponseMeta, StopReason, StreamEvent, ToolCallId,
     ToolResultMessage, Usage,
 };
-use serde::Deserialize;
+use serde::de::{DeserializeSeed, IgnoredAny, MapAccess, SeqAccess, Visitor};
+use serde::{Deserialize, Deserializer};
 use serde_json::{Map, Value, json};
 
 use super::{Decoder, WireRequest, cut_stream, malformed};
@@ -232,65 +241,68 @@ fn f32_to_f64(value: f32) -> f64 {
     value.to_string().parse().unwrap_or(f64::from(value))
 }
 
-/// One streamed `GenerateContentResponse` (or an error object).
+/// One streamed `GenerateContentResponse` (or an error object), as serde reads it. This
+/// is the reference reading: [`Flat::read_in_place`] takes the usual chunk faster, and
+/// everything it leaves goes through here.
 #[derive(Debug, Deserialize)]
 #[serde(rename_all = "camelCase")]
-struct Chunk {
-    #[serde(default)]
-    candidates: Vec<Candidate>,
+struct Chunk<'a> {
+    #[serde(default, borrow)]
+    candidates: Vec<Candidate<'a>>,
     #[serde(default)]
     usage_metadata: Option<UsageMetadata>,
-    #[serde(default)]
-    model_version: Option<String>,
-    #[serde(default)]
-    response_id: Option<String>,
-    #[serde(default)]
-    prompt_feedback: Option<PromptFeedback>,
-    #[serde(default)]
-    error: Option<WireError>,
+    #[serde(default, borrow, deserialize_with = "borrowed")]
+    model_version: Option<Cow<'a, str>>,
+    #[serde(default, borrow, deserialize_with = "borrowed")]
+    response_id: Option<Cow<'a, str>>,
+    #[serde(default, borrow)]
+    prompt_feedback: Option<PromptFeedback<'a>>,
+    #[serde(default, borrow)]
+    error: Option<WireError<'a>>,
 }
 
 #[derive(Debug, Deserialize)]
 #[serde(rename_all = "camelCase")]
-struct Candidate {
-    #[serde(default)]
-    content: Option<WireContent>,
-    #[serde(default)]
-    finish_reason: Option<String>,
-    #[serde(default)]
-    finish_message: Option<String>,
+struct Candidate<'a> {
+    #[serde(default, borrow)]
+    content: Option<WireContent<'a>>,
+    #[serde(default, borrow, deserialize_with = "borrowed")]
+    finish_reason: Option<Cow<'a, str>>,
+    #[serde(default, borrow, deserialize_with = "borrowed")]
+    finish_message: Option<Cow<'a, str>>,
 }
 
 #[derive(Debug, Deserialize)]
-struct WireContent {
-    #[serde(default)]
-    parts: Vec<Part>,
+struct WireContent<'a> {
+    #[serde(default, borrow)]
+    parts: Vec<Part<'a>>,
 }
 
-#[derive(Debug, Deserialize)]
+#[derive(Debug, PartialEq, Deserialize)]
 #[serde(rename_all = "camelCase")]
-struct Part {
-    #[serde(default)]
-    text: Option<String>,
+struct Part<'a> {
+    #[serde(default, borrow, deserialize_with = "borrowed")]
+    text: Option<Cow<'a, str>>,
     #[serde(default)]
     thought: bool,
-    #[serde(default)]
-    thought_signature: Option<String>,
-    #[serde(default)]
-    function_call: Option<FunctionCall>,
+    #[serde(default, borrow, deserialize_with = "borrowed")]
+    thought_signature: Option<Cow<'a, str>>,
+    /// Boxed to keep the usual text part small: parts are moved as they are read.
+    #[serde(default, borrow)]
+    function_call: Option<Box<FunctionCall<'a>>>,
 }
 
-#[derive(Debug, Deserialize)]
-struct FunctionCall {
-    #[serde(default)]
-    id: Option<String>,
-    #[serde(default)]
-    name: String,
+#[derive(Debug, PartialEq, Deserialize)]
+struct FunctionCall<'a> {
+    #[serde(default, borrow, deserialize_with = "borrowed")]
+    id: Option<Cow<'a, str>>,
+    #[serde(default, borrow)]
+    name: Cow<'a, str>,
     #[serde(default)]
     args: Option<Value>,
 }
 
-#[derive(Debug, Deserialize)]
+#[derive(Debug, PartialEq, Deserialize)]
 #[serde(rename_all = "camelCase")]
 struct UsageMetadata {
     #[serde(default)]
@@ -303,19 +315,259 @@ struct UsageMetadata {
     thoughts_token_count: Option<u64>,
 }
 
-#[derive(Debug, Deserialize)]
+#[derive(Debug, PartialEq, Deserialize)]
 #[serde(rename_all = "camelCase")]
-struct PromptFeedback {
-    #[serde(default)]
-    block_reason: Option<String>,
+struct PromptFeedback<'a> {
+    #[serde(default, borrow, deserialize_with = "borrowed")]
+    block_reason: Option<Cow<'a, str>>,
 }
 
-#[derive(Debug, Deserialize)]
-struct WireError {
-    #[serde(default)]
-    message: String,
-    #[serde(default)]
-    status: String,
+#[derive(Debug, PartialEq, Deserialize)]
+struct WireError<'a> {
+    #[serde(default, borrow)]
+    message: Cow<'a, str>,
+    #[serde(default, borrow)]
+    status: Cow<'a, str>,
+}
+
+/// A string borrowed from the data when it has no escapes.
+#[derive(Deserialize)]
+#[serde(transparent)]
+struct Borrowed<'a>(#[serde(borrow)] Cow<'a, str>);
+
+/// An optional [`Borrowed`] string. (A plain `Option<Cow<str>>` field always copies:
+/// serde borrows only a bare `Cow` field.)
+fn borrowed<'de: 'a, 'a, D: Deserializer<'de>>(
+    deserializer: D,
+) -> Result<Option<Cow<'a, str>>, D::Error> {
+    Ok(Option::<Borrowed<'a>>::deserialize(deserializer)?.map(|text| text.0))
+}
+
+/// What the decoder uses from one chunk: the chunk's own fields and the first candidate's
+/// parts and finish (one candidate is requested; any others are ignored).
+#[derive(Debug, Default, PartialEq)]
+struct Flat<'a> {
+    /// The first part, held inline: nearly every chunk has exactly one.
+    first_part: Option<Part<'a>>,
+    more_parts: Vec<Part<'a>>,
+    finish_reason: Option<Cow<'a, str>>,
+    finish_message: Option<Cow<'a, str>>,
+    usage_metadata: Option<UsageMetadata>,
+    model_version: Option<Cow<'a, str>>,
+    response_id: Option<Cow<'a, str>>,
+    prompt_feedback: Option<PromptFeedback<'a>>,
+    error: Option<WireError<'a>>,
+}
+
+impl<'a> From<Chunk<'a>> for Flat<'a> {
+    fn from(chunk: Chunk<'a>) -> Self {
+        let mut flat = Flat {
+            usage_metadata: chunk.usage_metadata,
+            model_version: chunk.model_version,
+            response_id: chunk.response_id,
+            prompt_feedback: chunk.prompt_feedback,
+            error: chunk.error,
+            ..Flat::default()
+        };
+        if let Some(candidate) = chunk.candidates.into_iter().next() {
+            flat.finish_reason = candidate.finish_reason;
+            flat.finish_message = candidate.finish_message;
+            for part in candidate
+                .content
+                .into_iter()
+                .flat_map(|content| content.parts)
+            {
+                flat.push_part(part);
+            }
+        }
+        flat
+    }
+}
+
+impl<'a> Flat<'a> {
+    /// Reads `data` with the first candidate's fields written straight into `self`. Read
+    /// as a [`Chunk`], every level of the nesting (chunk, candidate, content, part) is
+    /// built and then moved into the level above, a cost paid on every chunk.
+    ///
+    /// It takes only the usual shape, each struct a JSON object with every known key once,
+    /// and returns `false` for anything else (the caller then reads a [`Chunk`], which
+    /// decides what it means). Where it returns `true`, `self` is what `From<Chunk>` gives.
+    fn read_in_place(&mut self, data: &'a str) -> bool {
+        let mut deserializer = serde_json::Deserializer::from_str(data);
+        deserializer.deserialize_map(InPlace::Chunk(self)).is_ok() && deserializer.end().is_ok()
+    }
+
+    fn push_part(&mut self, part: Part<'a>) {
+        if self.first_part.is_none() && self.more_parts.is_empty() {
+            self.first_part = Some(part);
+        } else {
+            self.more_parts.push(part);
+        }
+    }
+
+    fn parts(&mut self) -> impl Iterator<Item = Part<'a>> + use<'a> {
+        self.first_part
+            .take()
+            .into_iter()
+            .chain(std::mem::take(&mut self.more_parts))
+    }
+}
+
+/// The levels of a chunk [`Flat::read_in_place`] walks, each writing into the [`Flat`].
+enum InPlace<'f, 'a> {
+    /// The chunk object.
+    Chunk(&'f mut Flat<'a>),
+    /// `candidates`: the first is read in place, the rest are read as [`Candidate`]s
+    /// (so they fail where a `Chunk` would) and dropped.
+    Candidates(&'f mut Flat<'a>),
+    /// The first candidate.
+    Candidate(&'f mut Flat<'a>),
+    /// Its `content`, which may be `null`.
+    Content(&'f mut Flat<'a>),
+    /// Its `parts`.
+    Parts(&'f mut Flat<'a>),
+}
+
+/// Fails the in-place reading (the message is never shown: the caller reads again).
+fn decline<E: serde::de::Error>() -> E {
+    E::custom("not the usual chunk shape")
+}
+
+/// Marks a known key seen; a repeated one declines, as a derived struct rejects it.
+fn first_time<E: serde::de::Error>(seen: &mut u8, key: u8) -> Result<(), E> {
+    if *seen & key != 0 {
+        return Err(decline());
+    }
+    *seen |= key;
+    Ok(())
+}
+
+impl<'de: 'a, 'a> DeserializeSeed<'de> for InPlace<'_, 'a> {
+    type Value = ();
+
+    fn deserialize<D: Deserializer<'de>>(self, deserializer: D) -> Result<(), D::Error> {
+        match self {
+            Self::Chunk(_) | Self::Candidate(_) => deserializer.deserialize_map(self),
+            Self::Candidates(_) | Self::Parts(_) => deserializer.deserialize_seq(self),
+            Self::Content(_) => deserializer.deserialize_option(self),
+        }
+    }
+}
+
+impl<'de: 'a, 'a> Visitor<'de> for InPlace<'_, 'a> {
+    type Value = ();
+
+    fn expecting(&self, formatter: &mut fmt::Formatter<'_>) -> fmt::Result {
+        formatter.write_str("the usual Gemini chunk")
+    }
+
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<(), A::Error> {
+        let mut seen = 0u8;
+        // Keys are borrowed: one with an escape fails here and is left to `Chunk`.
+        match self {
+            Self::Chunk(flat) => {
+                while let Some(key) = map.next_key::<&'de str>()? {
+                    match key {
+                        "candidates" => {
+                            first_time(&mut seen, 1)?;
+                            map.next_value_seed(InPlace::Candidates(flat))?;
+                        }
+                        "usageMetadata" => {
+                            first_time(&mut seen, 2)?;
+                            flat.usage_metadata = map.next_value()?;
+                        }
+                        "modelVersion" => {
+                            first_time(&mut seen, 4)?;
+                            flat.model_version =
+                                map.next_value::<Option<Borrowed<'a>>>()?.map(|text| text.0);
+                        }
+                        "responseId" => {
+                            first_time(&mut seen, 8)?;
+                            flat.response_id =
+                                map.next_value::<Option<Borrowed<'a>>>()?.map(|text| text.0);
+                        }
+                        "promptFeedback" => {
+                            first_time(&mut seen, 16)?;
+                            flat.prompt_feedback = map.next_value()?;
+                        }
+                        "error" => {
+                            first_time(&mut seen, 32)?;
+                            flat.error = map.next_value()?;
+                        }
+                        _ => {
+                            map.next_value::<IgnoredAny>()?;
+                        }
+                    }
+                }
+            }
+            Self::Candidate(flat) => {
+                while let Some(key) = map.next_key::<&'de str>()? {
+                    match key {
+                        "content" => {
+                            first_time(&mut seen, 1)?;
+                            map.next_value_seed(InPlace::Content(flat))?;
+                        }
+                        "finishReason" => {
+                            first_time(&mut seen, 2)?;
+                            flat.finish_reason =
+                                map.next_value::<Option<Borrowed<'a>>>()?.map(|text| text.0);
+                        }
+                        "finishMessage" => {
+                            first_time(&mut seen, 4)?;
+                            flat.finish_message =
+                                map.next_value::<Option<Borrowed<'a>>>()?.map(|text| text.0);
+                        }
+                        _ => {
+                            map.next_value::<IgnoredAny>()?;
+                        }
+                    }
+                }
+            }
+            Self::Content(flat) => {
+                while let Some(key) = map.next_key::<&'de str>()? {
+                    if key == "parts" {
+                        first_time(&mut seen, 1)?;
+                        map.next_value_seed(InPlace::Parts(flat))?;
+                    } else {
+                        map.next_value::<IgnoredAny>()?;
+                    }
+                }
+            }
+            Self::Candidates(_) | Self::Parts(_) => return Err(decline()),
+        }
+        Ok(())
+    }
+
+    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<(), A::Error> {
+        match self {
+            Self::Candidates(flat) => {
+                if seq.next_element_seed(InPlace::Candidate(flat))?.is_some() {
+                    while seq.next_element::<Candidate<'a>>()?.is_some() {}
+                }
+            }
+            Self::Parts(flat) => {
+                while let Some(part) = seq.next_element()? {
+                    flat.push_part(part);
+                }
+            }
+            _ => return Err(decline()),
+        }
+        Ok(())
+    }
+
+    fn visit_none<E: serde::de::Error>(self) -> Result<(), E> {
+        match self {
+            Self::Content(_) => Ok(()),
+            _ => Err(decline()),
+        }
+    }
+
+    fn visit_some<D: Deserializer<'de>>(self, deserializer: D) -> Result<(), D::Error> {
+        match self {
+            Self::Content(_) => deserializer.deserialize_map(self),
+            _ => Err(decline()),
+        }
+    }
 }
 
 /// Gemini's token counts as last reported (each chunk repeats the running totals).
@@ -413,7 +665,7 @@ impl GoogleDecoder {
         }
     }
 
-    fn start(&mut self, chunk: Option<&Chunk>, out: &mut Vec<StreamEvent>) {
+    fn start(&mut self, chunk: Option<&Flat<'_>>, out: &mut Vec<StreamEvent>) {
         if self.started {
             return;
         }
@@ -423,14 +675,17 @@ impl GoogleDecoder {
                 provider: self.provider.clone(),
                 api: API.to_owned(),
                 model: chunk
-                    .and_then(|chunk| chunk.model_version.clone())
-                    .unwrap_or_else(|| self.model_id.clone()),
-                response_id: chunk.and_then(|chunk| chunk.response_id.clone()),
+                    .and_then(|chunk| chunk.model_version.as_deref())
+                    .unwrap_or(&self.model_id)
+                    .to_owned(),
+                response_id: chunk
+                    .and_then(|chunk| chunk.response_id.as_deref())
+                    .map(str::to_owned),
             },
         });
     }
 
-    fn part(&mut self, mut part: Part, out: &mut Vec<StreamEvent>) {
+    fn part(&mut self, mut part: Part<'_>, out: &mut Vec<StreamEvent>) {
         let thought_text = part.thought && part.text.is_some();
         let mut signature = part.thought_signature.take();
         // A signature on a thought part belongs to that part's block, so it is attached
@@ -445,7 +700,7 @@ impl GoogleDecoder {
             self.blocks += 1;
             self.tool_calls += 1;
             let id = match call.id {
-                Some(id) if !id.is_empty() => ToolCallId::from(id),
+                Some(id) if !id.is_empty() => ToolCallId::from(id.into_owned()),
                 _ => ToolCallId::from(format!("{}-{}", self.call_prefix, self.tool_calls)),
             };
             let arguments = match call.args {
@@ -455,7 +710,7 @@ impl GoogleDecoder {
             out.push(StreamEvent::ToolCallStart {
                 index,
                 id,
-                name: call.name,
+                name: call.name.into_owned(),
             });
             out.push(StreamEvent::ToolCallDelta {
                 index,
@@ -485,6 +740,7 @@ impl GoogleDecoder {
             }
             if let Some(open) = &self.open {
                 let index = open.index;
+                let text = text.into_owned();
                 out.push(if thinking {
                     StreamEvent::ThinkingDelta { index, delta: text }
                 } else {
@@ -496,14 +752,14 @@ impl GoogleDecoder {
     }
 
     /// Puts a signature on the open thinking block; with none open it is dropped.
-    fn sign(&mut self, signature: Option<String>) {
+    fn sign(&mut self, signature: Option<Cow<'_, str>>) {
         if let Some(signature) = signature.filter(|signature| !signature.is_empty())
             && let Some(OpenBlock {
                 kind: OpenKind::Thinking { signature: slot },
                 ..
             }) = &mut self.open
         {
-            *slot = Some(signature);
+            *slot = Some(signature.into_owned());
         }
     }
 
@@ -598,24 +854,27 @@ impl Decoder for GoogleDecoder {
         if self.finished {
             return;
         }
-        let mut chunk = match serde_json::from_str::<Chunk>(&sse.data) {
-            Ok(chunk) => chunk,
-            Err(err) => {
-                self.start(None, out);
-                let mut terminal = malformed(API, err);
-                if let StreamEvent::Error { usage, .. } = &mut terminal {
-                    *usage = self.usage.usage();
+        let mut chunk = Flat::default();
+        if !chunk.read_in_place(&sse.data) {
+            chunk = match serde_json::from_str::<Chunk>(&sse.data) {
+                Ok(chunk) => Flat::from(chunk),
+                Err(err) => {
+                    self.start(None, out);
+                    let mut terminal = malformed(API, err);
+                    if let StreamEvent::Error { usage, .. } = &mut terminal {
+                        *usage = self.usage.usage();
+                    }
+                    self.terminate(terminal, out);
+                    return;
                 }
-                self.terminate(terminal, out);
-                return;
-            }
-        };
+            };
+        }
         self.start(Some(&chunk), out);
         if let Some(error) = chunk.error.take() {
             let message = if error.message.is_empty() {
                 format!("Gemini stream error {}", error.status)
             } else {
-                error.message
+                error.message.into_owned()
             };
             let terminal = StreamEvent::Error {
                 stop_reason: StopReason::Error,
@@ -630,25 +889,18 @@ impl Decoder for GoogleDecoder {
         }
         if let Some(reason) = chunk
             .prompt_feedback
+            .take()
             .and_then(|feedback| feedback.block_reason)
         {
-            self.outcome = Some(Outcome::PromptBlocked(reason));
+            self.outcome = Some(Outcome::PromptBlocked(reason.into_owned()));
         }
-        // One candidate is requested; any others are ignored.
-        let Some(candidate) = chunk.candidates.into_iter().next() else {
-            return;
-        };
-        for part in candidate
-            .content
-            .into_iter()
-            .flat_map(|content| content.parts)
-        {
+        for part in chunk.parts() {
             self.part(part, out);
         }
-        if let Some(reason) = candidate.finish_reason {
+        if let Some(reason) = chunk.finish_reason {
             self.outcome = Some(Outcome::Finished {
-                reason,
-                message: candidate.finish_message,
+                reason: reason.into_owned(),
+                message: chunk.finish_message.map(Cow::into_owned),
             });
         }
     }

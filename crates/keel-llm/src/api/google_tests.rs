@@ -710,3 +710,232 @@ fn headers_layer_model_then_request_and_omit_a_missing_key() {
         ]
     );
 }
+
+/// What the reference reading gives for `data`, to compare with the in-place reading.
+fn reference(data: &str) -> Result<Flat<'_>, String> {
+    serde_json::from_str::<Chunk>(data)
+        .map(Flat::from)
+        .map_err(|err| err.to_string())
+}
+
+/// Reads `data` in place, or `None` where it is left to the reference reading.
+fn in_place(data: &str) -> Option<Flat<'_>> {
+    let mut flat = Flat::default();
+    flat.read_in_place(data).then_some(flat)
+}
+
+#[test]
+fn the_usual_chunks_are_read_in_place_and_odd_shapes_are_left_to_chunk() {
+    let taken = [
+        r#"{"candidates": [{"content": {"parts": [{"text": "Hi"}],"role": "model"},"index": 0}],"modelVersion": "gemini-2.5-pro","responseId": "r1"}"#,
+        r#"{"candidates": [{"content": {"parts": [{"text": "a \"quoted\"\nline \u00e9", "thought": true, "thoughtSignature": "sig"}]}}],"usageMetadata": {"promptTokenCount": 7, "thoughtsTokenCount": 2}}"#,
+        r#"{"candidates": [{"content": {"parts": [{"functionCall": {"name": "bash", "args": {"command": "ls"}}}, {"text": "and"}]},"finishReason": "STOP"}, {"content": {"parts": [{"text": "ignored"}]}}]}"#,
+        r#"{"candidates": [{"content": null, "finishReason": "SAFETY", "finishMessage": "blocked"}], "promptFeedback": {"blockReason": "OTHER"}}"#,
+        r#"{"error": {"code": 429, "message": "Resource exhausted", "status": "RESOURCE_EXHAUSTED"}}"#,
+        r#" {"candidates": [], "unknown": [[{"deep": [1, 2]}]]} "#,
+    ];
+    for data in taken {
+        let flat = in_place(data).unwrap_or_else(|| panic!("not read in place: {data}"));
+        assert_eq!(Ok(flat), reference(data), "{data}");
+    }
+    let left = [
+        // An escaped key, a repeated key, and arrays where structs are expected: serde
+        // reads each its own way (or rejects it), so the in-place reading declines.
+        r#"{"c\u0061ndidates": [{"content": {"parts": [{"text": "Hi"}]}}]}"#,
+        r#"{"modelVersion": "a", "modelVersion": "b"}"#,
+        r#"{"candidates": [{"content": {"parts": [{"text": "Hi"}]}, "content": null}]}"#,
+        r#"{"candidates": [[{"parts": [{"text": "Hi"}]}, "STOP"]]}"#,
+        r#"{"candidates": [{"content": [[{"text": "Hi"}]]}]}"#,
+        r#"[[{"content": {"parts": [{"text": "Hi"}]}}]]"#,
+        r#"{"candidates": null}"#,
+        r#"{"candidates": [{"content": {"parts": [{"text": 5}]}}]}"#,
+        r#"{"candidates": []} trailing"#,
+    ];
+    for data in left {
+        assert_eq!(in_place(data), None, "{data}");
+    }
+}
+
+#[test]
+fn chunks_left_to_the_reference_reading_decode_as_before() {
+    let plain = r#"{"candidates": [{"content": {"parts": [{"text": "Hi"}],"role": "model"},"finishReason": "STOP","index": 0}],"responseId": "resp-8"}"#;
+    let escaped_key = r#"{"c\u0061ndidates": [{"content": {"parts": [{"text": "Hi"}],"role": "model"},"finishReason": "STOP","index": 0}],"responseId": "resp-8"}"#;
+    let array_candidate = r#"{"candidates": [[{"parts": [{"text": "Hi"}],"role": "model"}, "STOP"]],"responseId": "resp-8"}"#;
+    let expected = decode(&[plain]);
+    assert_eq!(decode(&[escaped_key]), expected);
+    assert_eq!(decode(&[array_candidate]), expected);
+    let repeated = r#"{"responseId": "a", "responseId": "b"}"#;
+    assert_eq!(
+        decode(&[plain, repeated]),
+        vec![
+            start("resp-8"),
+            StreamEvent::TextStart { index: 0 },
+            StreamEvent::TextDelta {
+                index: 0,
+                delta: "Hi".into()
+            },
+            StreamEvent::TextEnd { index: 0 },
+            malformed(API, serde_json::from_str::<Chunk>(repeated).unwrap_err()),
+        ]
+    );
+}
+
+/// JSON text (not `Value`s, which cannot repeat a key) shaped like Gemini chunks, with
+/// odd shapes mixed in: other values where structs are expected, repeated and unknown
+/// keys, escaped keys, objects written as arrays.
+mod chunk_text {
+    use proptest::prelude::*;
+
+    fn string() -> BoxedStrategy<String> {
+        prop_oneof![
+            "[a-zA-Z_ ]{0,8}".prop_map(|text| format!("\"{text}\"")),
+            Just(r#""a \"quoted\"\nline""#.to_owned()),
+            Just(r#""caf\u00e9""#.to_owned()),
+            Just(r#""STOP""#.to_owned()),
+        ]
+        .boxed()
+    }
+
+    fn any_json() -> BoxedStrategy<String> {
+        let leaf = prop_oneof![
+            string(),
+            Just("null".to_owned()),
+            Just("true".to_owned()),
+            Just("0".to_owned()),
+            Just("-3".to_owned()),
+            Just("1.5".to_owned()),
+        ];
+        leaf.prop_recursive(3, 16, 4, |inner| {
+            prop_oneof![
+                prop::collection::vec(inner.clone(), 0..4)
+                    .prop_map(|items| format!("[{}]", items.join(","))),
+                prop::collection::vec(("[a-z]{1,3}", inner), 0..4).prop_map(|pairs| {
+                    let fields: Vec<String> =
+                        pairs.iter().map(|(k, v)| format!("\"{k}\":{v}")).collect();
+                    format!("{{{}}}", fields.join(","))
+                }),
+            ]
+        })
+        .boxed()
+    }
+
+    /// Mostly `value`, sometimes any JSON at all.
+    fn or_any(value: BoxedStrategy<String>) -> BoxedStrategy<String> {
+        prop_oneof![40 => value, 1 => any_json()].boxed()
+    }
+
+    fn array(item: BoxedStrategy<String>) -> BoxedStrategy<String> {
+        or_any(
+            prop::collection::vec(item, 0..4)
+                .prop_map(|items| format!("[{}]", items.join(",")))
+                .boxed(),
+        )
+    }
+
+    /// An object with some of `fields` in any order; now and then a key repeated, an
+    /// unknown key, a key written with an escape, or the values written as an array.
+    fn object(fields: Vec<(&'static str, BoxedStrategy<String>)>) -> BoxedStrategy<String> {
+        let entries: Vec<_> = fields
+            .into_iter()
+            .map(|(name, value)| prop::option::weighted(0.85, (Just(name), or_any(value))))
+            .collect();
+        let object =
+            (entries.prop_shuffle(), 0u8..64, any_json()).prop_map(|(entries, roll, noise)| {
+                let mut entries: Vec<(String, String)> = entries
+                    .into_iter()
+                    .flatten()
+                    .map(|(name, value)| (format!("\"{name}\""), value))
+                    .collect();
+                match roll {
+                    0 => {
+                        if let Some(first) = entries.first().cloned() {
+                            entries.push(first);
+                        }
+                    }
+                    1 => entries.push(("\"role\"".to_owned(), noise)),
+                    2 => {
+                        if let Some((name, _)) = entries.first_mut() {
+                            *name =
+                                format!("\"\\u{:04x}{}", u32::from(name.as_bytes()[1]), &name[2..]);
+                        }
+                    }
+                    3 => {
+                        let values: Vec<&str> = entries.iter().map(|(_, v)| v.as_str()).collect();
+                        return format!("[{}]", values.join(","));
+                    }
+                    _ => {}
+                }
+                let fields: Vec<String> = entries.iter().map(|(k, v)| format!("{k}:{v}")).collect();
+                format!("{{{}}}", fields.join(","))
+            });
+        or_any(object.boxed())
+    }
+
+    fn boolean() -> BoxedStrategy<String> {
+        prop_oneof![Just("true".to_owned()), Just("false".to_owned())].boxed()
+    }
+
+    fn count() -> BoxedStrategy<String> {
+        prop_oneof![Just("0".to_owned()), Just("12".to_owned())].boxed()
+    }
+
+    fn part() -> BoxedStrategy<String> {
+        let call = object(vec![
+            ("id", string()),
+            ("name", string()),
+            ("args", any_json()),
+        ]);
+        object(vec![
+            ("text", string()),
+            ("thought", boolean()),
+            ("thoughtSignature", string()),
+            ("functionCall", call),
+        ])
+    }
+
+    pub fn chunk() -> BoxedStrategy<String> {
+        let content = prop_oneof![
+            6 => object(vec![("parts", array(part())), ("role", string())]),
+            1 => Just("null".to_owned()),
+        ]
+        .boxed();
+        let candidate = object(vec![
+            ("content", content),
+            ("finishReason", string()),
+            ("finishMessage", string()),
+            ("index", count()),
+        ]);
+        let usage = object(vec![
+            ("promptTokenCount", count()),
+            ("cachedContentTokenCount", count()),
+            ("candidatesTokenCount", count()),
+            ("thoughtsTokenCount", count()),
+        ]);
+        let feedback = object(vec![("blockReason", string())]);
+        let error = object(vec![
+            ("message", string()),
+            ("status", string()),
+            ("code", count()),
+        ]);
+        object(vec![
+            ("candidates", array(candidate)),
+            ("usageMetadata", usage),
+            ("modelVersion", string()),
+            ("responseId", string()),
+            ("promptFeedback", feedback),
+            ("error", error),
+        ])
+    }
+}
+
+proptest::proptest! {
+    #![proptest_config(proptest::prelude::ProptestConfig { cases: 2048, ..Default::default() })]
+
+    /// Whatever the in-place reading takes, it reads as the reference reading does.
+    #[test]
+    fn the_in_place_reading_agrees_with_chunk(data in chunk_text::chunk()) {
+        if let Some(flat) = in_place(&data) {
+            proptest::prop_assert_eq!(Ok(flat), reference(&data), "{}", data);
+        }
+    }
+}
