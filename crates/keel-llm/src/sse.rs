@@ -7,11 +7,14 @@
 //! unfinished line is buffered, never the stream so far, so each byte is copied a bounded
 //! number of times. An event still open when the stream ends is discarded, as the rules say.
 
+use std::sync::Arc;
+
 /// One dispatched event.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct SseEvent {
-    /// The `event` field, or `message` when none was given.
-    pub event: String,
+    /// The `event` field, or `message` when none was given. Shared: a stream repeats a few
+    /// names, so each distinct name is allocated once per parser.
+    pub event: Arc<str>,
     /// The `data` lines joined with LF.
     pub data: String,
     /// The last event id seen so far (it persists across events).
@@ -19,6 +22,9 @@ pub struct SseEvent {
     /// A reconnection time the server asked for, in milliseconds.
     pub retry: Option<u64>,
 }
+
+/// Distinct event names remembered per parser.
+const NAME_CACHE: usize = 16;
 
 /// Incremental SSE parser: feed it bytes as they arrive.
 #[derive(Debug, Default)]
@@ -28,7 +34,8 @@ pub struct SseParser {
     started: bool,
     data: String,
     has_data: bool,
-    event: String,
+    event: Vec<u8>,
+    names: Vec<Arc<str>>,
     last_id: String,
     retry: Option<u64>,
 }
@@ -120,7 +127,10 @@ impl SseParser {
                 self.data.push_str(&String::from_utf8_lossy(value));
                 self.has_data = true;
             }
-            b"event" => self.event = String::from_utf8_lossy(value).into_owned(),
+            b"event" => {
+                self.event.clear();
+                self.event.extend_from_slice(value);
+            }
             b"id" if !value.contains(&0) => {
                 self.last_id = String::from_utf8_lossy(value).into_owned();
             }
@@ -132,21 +142,39 @@ impl SseParser {
     }
 
     fn dispatch(&mut self, out: &mut Vec<SseEvent>) {
-        let event = std::mem::take(&mut self.event);
         if !self.has_data {
+            self.event.clear();
             return;
         }
         self.has_data = false;
+        let event = self.name();
+        self.event.clear();
         out.push(SseEvent {
-            event: if event.is_empty() {
-                "message".to_owned()
-            } else {
-                event
-            },
+            event,
             data: std::mem::take(&mut self.data),
             id: self.last_id.clone(),
             retry: self.retry,
         });
+    }
+}
+
+impl SseParser {
+    /// The current event name as a shared string, from the cache when seen before.
+    fn name(&mut self) -> Arc<str> {
+        let wanted: &[u8] = if self.event.is_empty() {
+            b"message"
+        } else {
+            &self.event
+        };
+        if let Some(name) = self.names.iter().find(|n| n.as_bytes() == wanted) {
+            return name.clone();
+        }
+        let name: Arc<str> = Arc::from(String::from_utf8_lossy(wanted).as_ref());
+        if self.names.len() == NAME_CACHE {
+            self.names.remove(0);
+        }
+        self.names.push(name.clone());
+        name
     }
 }
 

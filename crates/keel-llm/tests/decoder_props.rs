@@ -134,7 +134,7 @@ fn sse_event() -> impl Strategy<Value = SseEvent> {
         prop_oneof![4 => json_value().prop_map(|v| v.to_string()), 1 => "[ -~]{0,12}"],
     )
         .prop_map(|(e, data)| SseEvent {
-            event: EVENTS[e].to_owned(),
+            event: EVENTS[e].into(),
             data,
             ..SseEvent::default()
         })

@@ -756,7 +756,7 @@ proptest::proptest! {
         let (mut strict_out, mut lenient_out) = (Vec::new(), Vec::new());
         for (kind, data) in &events {
             let kind: String = serde_json::from_str(kind).unwrap();
-            let event = SseEvent { event: kind.clone(), data: data.clone(), ..SseEvent::default() };
+            let event = SseEvent { event: kind.as_str().into(), data: data.clone(), ..SseEvent::default() };
             strict.event(&event, &mut strict_out);
             let value: Value = serde_json::from_str(data).unwrap();
             if !lenient.finished {
