@@ -80,7 +80,8 @@ pub struct ToolUpdates {
 }
 
 impl ToolUpdates {
-    pub(crate) fn new(index: usize, sender: mpsc::Sender<(usize, serde_json::Value)>) -> Self {
+    /// A reporter for call `index` of a batch, sending into `sender`.
+    pub fn new(index: usize, sender: mpsc::Sender<(usize, serde_json::Value)>) -> Self {
         Self { index, sender }
     }
 

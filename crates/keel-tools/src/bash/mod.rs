@@ -1,0 +1,514 @@
+//! `bash`: run a shell command in its own process group, bounded in time and output.
+//!
+//! No stdin; stdout and stderr share one pipe so their order is kept. The whole process
+//! group is killed on timeout or abort, so nothing is left running. Output past 30 KiB keeps
+//! its head and tail and the full text is saved to a file named in the result. A non-zero
+//! exit is an error result, except a lone `grep`/`rg`/`git grep` exiting 1, which only means
+//! "no match". The environment is cleaned ([`envclean`]) and, unless full access was chosen,
+//! the command runs in the Landlock sandbox ([`sandbox`]).
+
+pub mod envclean;
+pub mod sandbox;
+
+use std::collections::HashMap;
+use std::io::Write as _;
+use std::os::fd::OwnedFd;
+use std::path::PathBuf;
+use std::process::Stdio;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::{Duration, Instant};
+
+use async_trait::async_trait;
+use keel_agent::{AgentTool, ToolCallContext, ToolError, ToolOutput};
+use keel_protocol::{ContentBlock, ToolDefinition};
+use serde::Deserialize;
+use serde_json::json;
+use tokio::io::AsyncReadExt as _;
+
+use crate::env::{DEFAULT_BASH_TIMEOUT, MAX_BASH_TIMEOUT, ToolEnv};
+
+/// Output kept for the model before head and tail are cut (issue 4).
+pub const MAX_OUTPUT: usize = 30 * 1024;
+/// How long to keep reading after the command exited, for output its children still write.
+const DRAIN_AFTER_EXIT: Duration = Duration::from_secs(2);
+
+#[derive(Deserialize)]
+struct Args {
+    command: String,
+    #[serde(default)]
+    timeout: Option<u64>,
+    #[serde(default)]
+    run_in_background: bool,
+}
+
+struct Background {
+    pgid: i32,
+    output: PathBuf,
+    exit: Arc<Mutex<Option<i32>>>,
+}
+
+/// The `bash` tool.
+pub struct Bash {
+    env: Arc<ToolEnv>,
+    definition: ToolDefinition,
+    reported_removed: AtomicBool,
+    background: Mutex<HashMap<String, Background>>,
+    next_background: AtomicUsize,
+}
+
+impl Bash {
+    /// A bash tool over `env`.
+    pub fn new(env: Arc<ToolEnv>) -> Self {
+        let definition = ToolDefinition {
+            name: "bash".into(),
+            description: format!(
+                "Run a shell command with bash in the working folder. No input is available (stdin is closed). \
+                 Default timeout {} s, at most {} s (`timeout` in milliseconds). Output past {} KiB keeps its \
+                 beginning and end, and the full output is saved to a file named in the result. A non-zero exit \
+                 code is reported as an error. `run_in_background` starts the command and returns at once with \
+                 the file its output goes to.",
+                DEFAULT_BASH_TIMEOUT.as_secs(),
+                MAX_BASH_TIMEOUT.as_secs(),
+                MAX_OUTPUT / 1024
+            ),
+            parameters: json!({
+                "type": "object",
+                "properties": {
+                    "command": {"type": "string", "description": "The command line"},
+                    "description": {"type": "string", "description": "What the command does, in a few words"},
+                    "timeout": {"type": "integer", "minimum": 1, "maximum": MAX_BASH_TIMEOUT.as_millis() as u64,
+                                "description": "Timeout in milliseconds"},
+                    "run_in_background": {"type": "boolean", "description": "Start it and return at once"}
+                },
+                "required": ["command"],
+                "additionalProperties": false
+            }),
+        };
+        Self {
+            env,
+            definition,
+            reported_removed: AtomicBool::new(false),
+            background: Mutex::new(HashMap::new()),
+            next_background: AtomicUsize::new(1),
+        }
+    }
+
+    fn prepare(
+        &self,
+        command: &str,
+    ) -> Result<(tokio::process::Command, std::io::PipeReader, Vec<String>), ToolError> {
+        let vars: Vec<(String, String)> = match &self.env.base_env {
+            Some(vars) => vars.clone(),
+            None => std::env::vars_os()
+                .map(|(k, v)| {
+                    (
+                        k.to_string_lossy().into_owned(),
+                        v.to_string_lossy().into_owned(),
+                    )
+                })
+                .collect(),
+        };
+        let mode = envclean::mode(self.env.env_mode, &vars);
+        let (vars, removed) = envclean::clean(vars, mode);
+        let ruleset = sandbox::ruleset(&self.env).map_err(|e| ToolError::new(e.to_string()))?;
+        let (reader, writer) =
+            std::io::pipe().map_err(|e| ToolError::new(format!("cannot create a pipe: {e}")))?;
+        let writer2 = writer
+            .try_clone()
+            .map_err(|e| ToolError::new(format!("cannot create a pipe: {e}")))?;
+        let mut cmd = tokio::process::Command::new("bash");
+        cmd.arg("-c")
+            .arg(command)
+            .current_dir(&self.env.cwd)
+            .env_clear()
+            .envs(vars)
+            .stdin(Stdio::null())
+            .stdout(writer)
+            .stderr(writer2)
+            .process_group(0)
+            .kill_on_drop(true);
+        if let Some(ruleset) = ruleset {
+            let mut ruleset = Some(ruleset);
+            let apply = move || match ruleset.take() {
+                Some(ruleset) => sandbox::enforce(ruleset),
+                None => Ok(()),
+            };
+            #[expect(
+                unsafe_code,
+                reason = "the sandbox must be applied between fork and exec"
+            )]
+            // SAFETY: the closure only makes the Landlock and prctl system calls on a ruleset
+            // built before the fork; it touches no lock another thread could hold.
+            unsafe {
+                cmd.pre_exec(apply);
+            }
+        }
+        Ok((cmd, reader, removed))
+    }
+
+    fn removed_note(&self, removed: &[String]) -> Option<String> {
+        if removed.is_empty() || self.reported_removed.swap(true, Ordering::SeqCst) {
+            return None;
+        }
+        Some(format!(
+            "Removed from the command's environment (names only): {}.",
+            removed.join(", ")
+        ))
+    }
+
+    async fn run_background(&self, command: &str) -> Result<ToolOutput, ToolError> {
+        let (mut cmd, reader, removed) = self.prepare(command)?;
+        std::fs::create_dir_all(&self.env.output_dir).map_err(|e| {
+            ToolError::new(format!(
+                "cannot create {}: {e}",
+                self.env.output_dir.display()
+            ))
+        })?;
+        let n = self.next_background.fetch_add(1, Ordering::SeqCst);
+        let id = format!("bg-{n}");
+        let output = self
+            .env
+            .output_dir
+            .join(format!("bash-{}-{id}.log", std::process::id()));
+        let mut child = cmd
+            .spawn()
+            .map_err(|e| ToolError::new(format!("cannot start bash: {e}")))?;
+        drop(cmd);
+        let pgid = child
+            .id()
+            .and_then(|id| i32::try_from(id).ok())
+            .unwrap_or(0);
+        let exit = Arc::new(Mutex::new(None));
+        let file = std::fs::File::create(&output)
+            .map_err(|e| ToolError::new(format!("cannot create {}: {e}", output.display())))?;
+        let mut pipe = receiver(reader)?;
+        let recorded = exit.clone();
+        tokio::spawn(async move {
+            let mut file = file;
+            let mut buf = vec![0u8; 16 * 1024];
+            while let Ok(n) = pipe.read(&mut buf).await {
+                if n == 0 || file.write_all(&buf[..n]).is_err() {
+                    break;
+                }
+            }
+            let code = child.wait().await.ok().and_then(|s| s.code()).unwrap_or(-1);
+            *recorded.lock().unwrap_or_else(PoisonError::into_inner) = Some(code);
+        });
+        self.background
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .insert(
+                id.clone(),
+                Background {
+                    pgid,
+                    output: output.clone(),
+                    exit,
+                },
+            );
+        let mut text = format!(
+            "Started in the background as {id} (process group {pgid}). Its output is written to {}; read that file to follow it.",
+            output.display()
+        );
+        if let Some(note) = self.removed_note(&removed) {
+            text.push_str(&format!("\n{note}"));
+        }
+        Ok(ToolOutput {
+            content: vec![ContentBlock::text(text)],
+            details: Some(json!({"background_id": id, "pgid": pgid, "output_file": output})),
+            ..ToolOutput::default()
+        })
+    }
+}
+
+impl Drop for Bash {
+    fn drop(&mut self) {
+        // Background commands belong to the session: nothing outlives the tool.
+        let tasks = self
+            .background
+            .get_mut()
+            .unwrap_or_else(PoisonError::into_inner);
+        for task in tasks.values() {
+            let running = task
+                .exit
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .is_none();
+            if running {
+                kill_group(task.pgid);
+            }
+            tracing::debug!(output = %task.output.display(), "background command ended with the tool");
+        }
+    }
+}
+
+fn receiver(reader: std::io::PipeReader) -> Result<tokio::net::unix::pipe::Receiver, ToolError> {
+    tokio::net::unix::pipe::Receiver::from_owned_fd(OwnedFd::from(reader))
+        .map_err(|e| ToolError::new(format!("cannot read the command's output: {e}")))
+}
+
+/// Kills a whole process group.
+fn kill_group(pgid: i32) {
+    if pgid <= 0 {
+        return;
+    }
+    #[expect(unsafe_code, reason = "killpg has no safe wrapper in std")]
+    // SAFETY: killpg only sends a signal; a stale group id at worst returns ESRCH.
+    unsafe {
+        libc::killpg(pgid, libc::SIGKILL);
+    }
+}
+
+/// Collects output: all of it in memory up to the limit, then head and tail in memory and
+/// everything in a file.
+struct Collected {
+    head: Vec<u8>,
+    tail: std::collections::VecDeque<u8>,
+    total: usize,
+    file: Option<(PathBuf, std::fs::File)>,
+    dir: PathBuf,
+    overflowed: bool,
+}
+
+impl Collected {
+    fn new(dir: PathBuf) -> Self {
+        Self {
+            head: Vec::new(),
+            tail: std::collections::VecDeque::new(),
+            total: 0,
+            file: None,
+            dir,
+            overflowed: false,
+        }
+    }
+
+    fn push(&mut self, bytes: &[u8]) {
+        self.total += bytes.len();
+        let keep = MAX_OUTPUT / 2;
+        if !self.overflowed {
+            if self.head.len() + bytes.len() <= MAX_OUTPUT {
+                self.head.extend_from_slice(bytes);
+                return;
+            }
+            // First overflow: everything so far goes to the file, the first half-limit
+            // stays as the head, the rest starts the tail.
+            self.overflowed = true;
+            let mut all = std::mem::take(&mut self.head);
+            all.extend_from_slice(bytes);
+            let _ = std::fs::create_dir_all(&self.dir);
+            let stamp = std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map(|d| d.as_nanos())
+                .unwrap_or(0);
+            let path = self
+                .dir
+                .join(format!("bash-{}-{stamp}.log", std::process::id()));
+            if let Ok(mut file) = std::fs::File::create(&path) {
+                let _ = file.write_all(&all);
+                self.file = Some((path, file));
+            }
+            let split = keep.min(all.len());
+            self.tail.extend(&all[split..]);
+            all.truncate(split);
+            self.head = all;
+        } else {
+            if let Some((_, file)) = &mut self.file {
+                let _ = file.write_all(bytes);
+            }
+            self.tail.extend(bytes);
+        }
+        while self.tail.len() > keep {
+            self.tail.pop_front();
+        }
+    }
+
+    /// The text for the model and the saved file, if output was cut.
+    fn finish(mut self) -> (String, Option<PathBuf>) {
+        if !self.overflowed {
+            return (String::from_utf8_lossy(&self.head).into_owned(), None);
+        }
+        let path = self.file.take().map(|(path, _)| path);
+        let tail: Vec<u8> = self.tail.into_iter().collect();
+        let omitted = self.total - self.head.len() - tail.len();
+        let saved = match &path {
+            Some(path) => format!(
+                "the full output ({} bytes) is in {}",
+                self.total,
+                path.display()
+            ),
+            None => format!("the full output ({} bytes) could not be saved", self.total),
+        };
+        let text = format!(
+            "{}\n\n[… {omitted} bytes omitted; {saved} …]\n\n{}",
+            String::from_utf8_lossy(&self.head),
+            String::from_utf8_lossy(&tail)
+        );
+        (text, path)
+    }
+}
+
+/// Whether `command` is a lone search whose exit code 1 only means "no match".
+fn is_lone_search(command: &str) -> bool {
+    let trimmed = command.trim();
+    if ["|", "&", ";", "$(", "`", "\n", ">", "<"]
+        .iter()
+        .any(|op| trimmed.contains(op))
+    {
+        return false;
+    }
+    let mut words = trimmed.split_whitespace();
+    match words.next() {
+        Some("grep" | "egrep" | "fgrep" | "rg") => true,
+        Some("git") => words.next() == Some("grep"),
+        _ => false,
+    }
+}
+
+enum Ended {
+    Exited(Option<i32>),
+    TimedOut,
+    Aborted,
+}
+
+#[async_trait]
+impl AgentTool for Bash {
+    fn definition(&self) -> &ToolDefinition {
+        &self.definition
+    }
+
+    async fn execute(
+        &self,
+        arguments: serde_json::Value,
+        context: ToolCallContext,
+    ) -> Result<ToolOutput, ToolError> {
+        let args: Args = serde_json::from_value(arguments)
+            .map_err(|e| ToolError::new(format!("Invalid arguments: {e}")))?;
+        if args.command.trim().is_empty() {
+            return Err(ToolError::new("The command is empty."));
+        }
+        if args.run_in_background {
+            return self.run_background(&args.command).await;
+        }
+        let timeout = args
+            .timeout
+            .map_or(DEFAULT_BASH_TIMEOUT, Duration::from_millis)
+            .min(MAX_BASH_TIMEOUT);
+        let (mut cmd, reader, removed) = self.prepare(&args.command)?;
+        let started = Instant::now();
+        let mut child = cmd
+            .spawn()
+            .map_err(|e| ToolError::new(format!("cannot start bash: {e}")))?;
+        // The command object holds copies of the pipe's write end; drop them so the pipe
+        // reports end of output once the command's processes are gone.
+        drop(cmd);
+        let pgid = child
+            .id()
+            .and_then(|id| i32::try_from(id).ok())
+            .unwrap_or(0);
+        let mut pipe = receiver(reader)?;
+        let mut collected = Collected::new(self.env.output_dir.clone());
+        let mut buf = vec![0u8; 32 * 1024];
+        let deadline = tokio::time::sleep(timeout);
+        tokio::pin!(deadline);
+        let mut exit: Option<Option<i32>> = None;
+        let mut eof = false;
+        let ended = loop {
+            if eof && let Some(code) = exit {
+                break Ended::Exited(code);
+            }
+            tokio::select! {
+                read = pipe.read(&mut buf), if !eof => match read {
+                    Ok(0) | Err(_) => eof = true,
+                    Ok(n) => collected.push(&buf[..n]),
+                },
+                status = child.wait(), if exit.is_none() => {
+                    exit = Some(status.ok().and_then(|s| s.code()));
+                    // Children that keep the pipe open must not hold the result hostage.
+                    deadline.as_mut().reset(tokio::time::Instant::now() + DRAIN_AFTER_EXIT);
+                }
+                () = &mut deadline => match exit {
+                    Some(code) => break Ended::Exited(code),
+                    None => break Ended::TimedOut,
+                },
+                () = context.cancel.cancelled() => break Ended::Aborted,
+            }
+        };
+        kill_group(pgid);
+        let elapsed = started.elapsed();
+        let (mut text, saved) = collected.finish();
+        if text.is_empty() {
+            text.push_str("(no output)");
+        }
+        let (is_error, footer, exit_code) = match ended {
+            Ended::Exited(Some(0)) => (false, String::new(), Some(0)),
+            Ended::Exited(Some(1)) if is_lone_search(&args.command) => {
+                (false, "\n[exit code 1: no match]".to_owned(), Some(1))
+            }
+            Ended::Exited(Some(code)) => (true, format!("\n[exit code {code}]"), Some(code)),
+            Ended::Exited(None) => (
+                true,
+                "\n[the command was killed by a signal]".to_owned(),
+                None,
+            ),
+            Ended::TimedOut => (
+                true,
+                format!(
+                    "\n[timed out after {} s; the command and its children were killed]",
+                    timeout.as_secs()
+                ),
+                None,
+            ),
+            Ended::Aborted => (
+                true,
+                "\n[aborted; the command and its children were killed]".to_owned(),
+                None,
+            ),
+        };
+        text.push_str(&footer);
+        if let Some(note) = self.removed_note(&removed) {
+            text.push_str(&format!("\n{note}"));
+        }
+        Ok(ToolOutput {
+            content: vec![ContentBlock::text(text)],
+            details: Some(json!({
+                "exit_code": exit_code,
+                "duration_ms": elapsed.as_millis() as u64,
+                "full_output": saved,
+                "timed_out": matches!(ended, Ended::TimedOut),
+                "aborted": matches!(ended, Ended::Aborted),
+            })),
+            is_error,
+            terminate: false,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_first_read_larger_than_the_limit_keeps_head_tail_and_all_bytes() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut collected = Collected::new(dir.path().to_path_buf());
+        let data: Vec<u8> = (0..100_000u32).map(|i| b'a' + (i % 26) as u8).collect();
+        collected.push(&data);
+        collected.push(b"END");
+        let (text, path) = collected.finish();
+        assert!(text.starts_with("abcdefghij"), "{}", &text[..20]);
+        assert!(text.ends_with("END"));
+        let mut all = data.clone();
+        all.extend_from_slice(b"END");
+        assert_eq!(std::fs::read(path.unwrap()).unwrap(), all);
+    }
+
+    #[test]
+    fn only_a_lone_search_may_exit_1() {
+        assert!(is_lone_search("grep -rn foo src"));
+        assert!(is_lone_search("rg foo"));
+        assert!(is_lone_search("git grep needle"));
+        assert!(!is_lone_search("grep foo | wc -l"));
+        assert!(!is_lone_search("cat x && grep foo x"));
+        assert!(!is_lone_search("false"));
+    }
+}

@@ -1,0 +1,133 @@
+//! What every tool knows about where it runs.
+
+use std::path::{Component, Path, PathBuf};
+use std::time::Duration;
+
+/// Bash's default timeout (issue 4).
+pub const DEFAULT_BASH_TIMEOUT: Duration = Duration::from_secs(120);
+/// Bash's largest timeout (issue 4).
+pub const MAX_BASH_TIMEOUT: Duration = Duration::from_secs(600);
+
+/// How bash subprocess environments are cleaned of credentials (SPEC §16, layer B).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum EnvMode {
+    /// Keep credentials (interactive default).
+    #[default]
+    Off,
+    /// Remove a list of known credential variables (default in CI).
+    Scrub,
+    /// Remove every variable whose name looks like a secret.
+    Strict,
+}
+
+/// Where bash may write.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum SandboxMode {
+    /// Writes nowhere but temp folders.
+    ReadOnly,
+    /// Writes inside the workspace roots and temp folders.
+    #[default]
+    WorkspaceWrite,
+    /// No restriction.
+    DangerFullAccess,
+}
+
+/// The environment tools run in; shared, immutable for a turn.
+#[derive(Debug, Clone)]
+pub struct ToolEnv {
+    /// Absolute working folder; relative paths resolve against it.
+    pub cwd: PathBuf,
+    /// Workspace roots (absolute). Writes outside them need permission.
+    pub roots: Vec<PathBuf>,
+    /// Where full outputs of truncated commands are saved.
+    pub output_dir: PathBuf,
+    /// The user's home folder, for `~` and for the danger list.
+    pub home: Option<PathBuf>,
+    /// Credential cleaning for bash; `None` decides from the environment (SPEC §16).
+    pub env_mode: Option<EnvMode>,
+    /// Bash sandbox.
+    pub sandbox: SandboxMode,
+    /// Block network access from bash (only with a sandbox mode other than full access).
+    pub sandbox_blocks_network: bool,
+    /// web_fetch may reach loopback and private addresses.
+    pub fetch_allow_private: bool,
+    /// The environment commands start from; `None` inherits this process's.
+    pub base_env: Option<Vec<(String, String)>>,
+}
+
+impl ToolEnv {
+    /// An environment rooted at `cwd`, with defaults for everything else.
+    pub fn new(cwd: impl Into<PathBuf>) -> Self {
+        let cwd = cwd.into();
+        Self {
+            roots: vec![cwd.clone()],
+            output_dir: std::env::temp_dir().join("keel-outputs"),
+            home: std::env::var_os("HOME").map(PathBuf::from),
+            cwd,
+            env_mode: None,
+            sandbox: SandboxMode::WorkspaceWrite,
+            sandbox_blocks_network: false,
+            fetch_allow_private: false,
+            base_env: None,
+        }
+    }
+
+    /// `path` made absolute (against `cwd`, `~` expanded) and lexically normalised.
+    pub fn resolve(&self, path: &str) -> PathBuf {
+        let expanded = match (path.strip_prefix("~/"), &self.home) {
+            (Some(rest), Some(home)) => home.join(rest),
+            _ if path == "~" => self.home.clone().unwrap_or_else(|| PathBuf::from(path)),
+            _ => PathBuf::from(path),
+        };
+        let absolute = if expanded.is_absolute() {
+            expanded
+        } else {
+            self.cwd.join(expanded)
+        };
+        normalize(&absolute)
+    }
+
+    /// Whether `path` (absolute, normalised) lies inside a workspace root.
+    pub fn in_workspace(&self, path: &Path) -> bool {
+        self.roots.iter().any(|root| path.starts_with(root))
+    }
+}
+
+/// `.` removed and `..` folded without touching the file system.
+pub fn normalize(path: &Path) -> PathBuf {
+    let mut out = PathBuf::new();
+    for component in path.components() {
+        match component {
+            Component::CurDir => {}
+            Component::ParentDir => {
+                out.pop();
+            }
+            other => out.push(other.as_os_str()),
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn paths_resolve_against_cwd_and_home() {
+        let mut env = ToolEnv::new("/work/project");
+        env.home = Some(PathBuf::from("/home/u"));
+        assert_eq!(
+            env.resolve("src/../lib.rs"),
+            PathBuf::from("/work/project/lib.rs")
+        );
+        assert_eq!(
+            env.resolve("~/.ssh/id_rsa"),
+            PathBuf::from("/home/u/.ssh/id_rsa")
+        );
+        assert_eq!(env.resolve("/etc/./passwd"), PathBuf::from("/etc/passwd"));
+        assert!(env.in_workspace(&env.resolve("a/b")));
+        assert!(!env.in_workspace(&env.resolve("../other")));
+    }
+}

@@ -1,0 +1,340 @@
+//! `web_fetch`: GET or HEAD a URL, HTML turned into Markdown, bounded in size and time.
+//!
+//! Only http and https. Loopback, private, link-local and other internal addresses are
+//! refused unless configuration allows them, checked for every address a name resolves to
+//! and again for every redirect (redirects are followed by hand for that reason).
+
+use std::net::IpAddr;
+use std::sync::Arc;
+use std::time::Duration;
+
+use async_trait::async_trait;
+use keel_agent::{AgentTool, ExecutionMode, ToolCallContext, ToolError, ToolOutput};
+use keel_protocol::{ContentBlock, ToolDefinition};
+use serde::Deserialize;
+use serde_json::json;
+
+use crate::env::ToolEnv;
+use crate::output::head_tail;
+
+/// Largest body downloaded.
+const MAX_DOWNLOAD: usize = 5 * 1024 * 1024;
+/// Largest text returned to the model.
+const MAX_TEXT: usize = 50 * 1024;
+/// Whole-request timeout.
+const TIMEOUT: Duration = Duration::from_secs(30);
+/// Redirects followed at most.
+const MAX_REDIRECTS: usize = 5;
+
+#[derive(Deserialize)]
+struct Args {
+    url: String,
+    #[serde(default)]
+    method: Option<String>,
+}
+
+/// The `web_fetch` tool.
+pub struct WebFetch {
+    env: Arc<ToolEnv>,
+    client: reqwest::Client,
+    definition: ToolDefinition,
+}
+
+impl WebFetch {
+    /// A fetch tool; fails only if the HTTP client cannot be built.
+    pub fn new(env: Arc<ToolEnv>) -> Result<Self, String> {
+        let _ = rustls::crypto::ring::default_provider().install_default();
+        let client = reqwest::Client::builder()
+            .redirect(reqwest::redirect::Policy::none())
+            .timeout(TIMEOUT)
+            .user_agent(concat!("keel/", env!("CARGO_PKG_VERSION")))
+            .build()
+            .map_err(|e| e.to_string())?;
+        let definition = ToolDefinition {
+            name: "web_fetch".into(),
+            description: "Fetch a web page or file over http(s). HTML is converted to Markdown; output is capped \
+                          at 50 KiB. HEAD returns only the status and headers. Internal and private addresses \
+                          are refused."
+                .into(),
+            parameters: json!({
+                "type": "object",
+                "properties": {
+                    "url": {"type": "string", "description": "http:// or https:// URL"},
+                    "method": {"type": "string", "enum": ["GET", "HEAD"]}
+                },
+                "required": ["url"],
+                "additionalProperties": false
+            }),
+        };
+        Ok(Self {
+            env,
+            client,
+            definition,
+        })
+    }
+}
+
+/// Whether an address is internal (loopback, private, link-local, unspecified, …).
+pub fn is_internal(ip: IpAddr) -> bool {
+    match ip {
+        IpAddr::V4(v4) => {
+            v4.is_loopback()
+                || v4.is_private()
+                || v4.is_link_local()
+                || v4.is_unspecified()
+                || v4.is_broadcast()
+                || v4.octets()[0] == 100 && (v4.octets()[1] & 0xC0) == 64
+                || v4.octets()[0] == 0
+        }
+        IpAddr::V6(v6) => {
+            let first = v6.segments()[0];
+            v6.is_loopback()
+                || v6.is_unspecified()
+                || (first & 0xFE00) == 0xFC00
+                || (first & 0xFFC0) == 0xFE80
+                || v6
+                    .to_ipv4_mapped()
+                    .is_some_and(|v4| is_internal(IpAddr::V4(v4)))
+        }
+    }
+}
+
+async fn check_target(url: &reqwest::Url, allow_private: bool) -> Result<(), String> {
+    match url.scheme() {
+        "http" | "https" => {}
+        other => {
+            return Err(format!(
+                "only http and https URLs can be fetched, not {other}:"
+            ));
+        }
+    }
+    if allow_private {
+        return Ok(());
+    }
+    let host = url.host_str().ok_or("the URL has no host")?;
+    let port = url.port_or_known_default().unwrap_or(443);
+    let bare = host.trim_start_matches('[').trim_end_matches(']');
+    let addresses: Vec<IpAddr> = match bare.parse::<IpAddr>() {
+        Ok(ip) => vec![ip],
+        Err(_) => tokio::net::lookup_host((bare, port))
+            .await
+            .map_err(|e| format!("cannot resolve {host}: {e}"))?
+            .map(|a| a.ip())
+            .collect(),
+    };
+    if let Some(ip) = addresses.iter().find(|ip| is_internal(**ip)) {
+        return Err(format!(
+            "{host} resolves to the internal address {ip}; fetching internal addresses is not allowed (configuration can allow it)"
+        ));
+    }
+    Ok(())
+}
+
+#[async_trait]
+impl AgentTool for WebFetch {
+    fn definition(&self) -> &ToolDefinition {
+        &self.definition
+    }
+
+    fn execution_mode(&self) -> ExecutionMode {
+        ExecutionMode::Parallel
+    }
+
+    async fn execute(
+        &self,
+        arguments: serde_json::Value,
+        context: ToolCallContext,
+    ) -> Result<ToolOutput, ToolError> {
+        let args: Args = serde_json::from_value(arguments)
+            .map_err(|e| ToolError::new(format!("Invalid arguments: {e}")))?;
+        let head = match args
+            .method
+            .as_deref()
+            .map(str::to_ascii_uppercase)
+            .as_deref()
+        {
+            None | Some("GET") => false,
+            Some("HEAD") => true,
+            Some(other) => {
+                return Err(ToolError::new(format!(
+                    "method must be GET or HEAD, not {other}"
+                )));
+            }
+        };
+        let mut url = reqwest::Url::parse(&args.url)
+            .map_err(|e| ToolError::new(format!("invalid URL {:?}: {e}", args.url)))?;
+        let fetch = async {
+            for _ in 0..=MAX_REDIRECTS {
+                check_target(&url, self.env.fetch_allow_private)
+                    .await
+                    .map_err(ToolError::new)?;
+                let request = if head {
+                    self.client.head(url.clone())
+                } else {
+                    self.client.get(url.clone())
+                };
+                let response = request
+                    .send()
+                    .await
+                    .map_err(|e| ToolError::new(format!("fetching {url} failed: {e}")))?;
+                if response.status().is_redirection() {
+                    let location = response
+                        .headers()
+                        .get(reqwest::header::LOCATION)
+                        .and_then(|v| v.to_str().ok())
+                        .ok_or_else(|| {
+                            ToolError::new(format!("{url} redirected without a location"))
+                        })?;
+                    url = url
+                        .join(location)
+                        .map_err(|e| ToolError::new(format!("bad redirect from {url}: {e}")))?;
+                    continue;
+                }
+                return Ok((url.clone(), response));
+            }
+            Err(ToolError::new(format!(
+                "more than {MAX_REDIRECTS} redirects"
+            )))
+        };
+        let (final_url, mut response) = tokio::select! {
+            result = fetch => result?,
+            () = context.cancel.cancelled() => return Err(ToolError::new("the fetch was aborted")),
+        };
+        let status = response.status();
+        let content_type = response
+            .headers()
+            .get(reqwest::header::CONTENT_TYPE)
+            .and_then(|v| v.to_str().ok())
+            .unwrap_or("")
+            .to_owned();
+        if head {
+            let headers: Vec<String> = response
+                .headers()
+                .iter()
+                .map(|(k, v)| format!("{k}: {}", v.to_str().unwrap_or("(binary)")))
+                .collect();
+            let text = format!("HTTP {status} for {final_url}\n{}", headers.join("\n"));
+            return Ok(ToolOutput {
+                content: vec![ContentBlock::text(text)],
+                details: Some(json!({"url": final_url.as_str(), "status": status.as_u16()})),
+                is_error: !status.is_success(),
+                ..ToolOutput::default()
+            });
+        }
+        let mut body = Vec::new();
+        let mut cut = false;
+        loop {
+            let chunk = tokio::select! {
+                chunk = response.chunk() => chunk.map_err(|e| ToolError::new(format!("reading {final_url} failed: {e}")))?,
+                () = context.cancel.cancelled() => return Err(ToolError::new("the fetch was aborted")),
+            };
+            let Some(chunk) = chunk else { break };
+            body.extend_from_slice(&chunk);
+            if body.len() >= MAX_DOWNLOAD {
+                body.truncate(MAX_DOWNLOAD);
+                cut = true;
+                break;
+            }
+        }
+        let raw = String::from_utf8_lossy(&body);
+        let text = if content_type.contains("html") {
+            htmd::convert(&raw).unwrap_or_else(|_| raw.clone().into_owned())
+        } else if content_type.starts_with("text/")
+            || content_type.contains("json")
+            || content_type.contains("xml")
+            || content_type.is_empty()
+        {
+            raw.into_owned()
+        } else {
+            return Ok(ToolOutput {
+                content: vec![ContentBlock::text(format!(
+                    "{final_url} returned {} bytes of {content_type}, which is not text; it is not shown.",
+                    body.len()
+                ))],
+                details: Some(
+                    json!({"url": final_url.as_str(), "status": status.as_u16(), "content_type": content_type}),
+                ),
+                is_error: !status.is_success(),
+                ..ToolOutput::default()
+            });
+        };
+        let (mut text, shortened) = head_tail(&text, MAX_TEXT);
+        if cut {
+            text.push_str(&format!(
+                "\n\n[download stopped at {} MiB]",
+                MAX_DOWNLOAD / (1024 * 1024)
+            ));
+        }
+        let header = format!("HTTP {status} {final_url}\n\n");
+        Ok(ToolOutput {
+            content: vec![ContentBlock::text(format!("{header}{text}"))],
+            details: Some(
+                json!({"url": final_url.as_str(), "status": status.as_u16(), "content_type": content_type,
+                                 "bytes": body.len(), "truncated": shortened || cut}),
+            ),
+            is_error: !status.is_success(),
+            ..ToolOutput::default()
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn internal_addresses_are_recognised() {
+        for internal in [
+            "127.0.0.1",
+            "10.1.2.3",
+            "172.16.0.1",
+            "192.168.1.1",
+            "169.254.1.1",
+            "0.0.0.0",
+            "::1",
+            "fc00::1",
+            "fe80::1",
+            "::ffff:127.0.0.1",
+            "100.64.0.1",
+        ] {
+            assert!(is_internal(internal.parse().unwrap()), "{internal}");
+        }
+        for public in ["93.184.216.34", "2606:4700::1111", "8.8.8.8"] {
+            assert!(!is_internal(public.parse().unwrap()), "{public}");
+        }
+    }
+
+    #[tokio::test]
+    async fn only_http_and_public_targets_pass() {
+        let check = |u: &str| reqwest::Url::parse(u).unwrap();
+        assert!(
+            check_target(&check("file:///etc/passwd"), false)
+                .await
+                .unwrap_err()
+                .contains("only http")
+        );
+        assert!(
+            check_target(&check("http://127.0.0.1:8080/x"), false)
+                .await
+                .unwrap_err()
+                .contains("internal")
+        );
+        assert!(
+            check_target(&check("http://[::1]/"), false)
+                .await
+                .unwrap_err()
+                .contains("internal")
+        );
+        assert!(
+            check_target(&check("http://localhost/"), false)
+                .await
+                .unwrap_err()
+                .contains("internal")
+        );
+        assert!(
+            check_target(&check("http://127.0.0.1:8080/x"), true)
+                .await
+                .is_ok()
+        );
+    }
+}

@@ -1,0 +1,260 @@
+//! `edit`: exact string replacements in a file, all or nothing, with a unified diff.
+//!
+//! Each edit's `old_string` must match exactly once (or `replace_all`). When it matches
+//! nowhere, a fallback compares whole lines with trailing whitespace ignored and curly quotes
+//! read as straight ones, because models often reproduce a line with those two differences;
+//! the fallback must also find exactly one place.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use async_trait::async_trait;
+use keel_agent::{AgentTool, ToolCallContext, ToolError, ToolOutput};
+use keel_protocol::{ContentBlock, ToolDefinition};
+use serde::Deserialize;
+use serde_json::json;
+
+use super::{TextStyle, io_message, plain, write_atomic};
+use crate::env::ToolEnv;
+
+#[derive(Debug, Clone, Deserialize)]
+struct EditSpec {
+    old_string: String,
+    new_string: String,
+    #[serde(default)]
+    replace_all: bool,
+}
+
+#[derive(Deserialize)]
+struct Args {
+    path: String,
+    edits: Vec<EditSpec>,
+}
+
+/// The `edit` tool.
+pub struct Edit {
+    env: Arc<ToolEnv>,
+    definition: ToolDefinition,
+}
+
+impl Edit {
+    /// An edit tool over `env`.
+    pub fn new(env: Arc<ToolEnv>) -> Self {
+        let definition = ToolDefinition {
+            name: "edit".into(),
+            description: "Replace text in an existing file. Each edit replaces `old_string` with `new_string`; \
+                          `old_string` must match exactly once unless `replace_all` is true (include enough \
+                          surrounding lines to make it unique). Edits apply in order; if any fails, none is \
+                          written. The result is a unified diff."
+                .into(),
+            parameters: json!({
+                "type": "object",
+                "properties": {
+                    "path": {"type": "string", "description": "File path, absolute or relative to the working folder"},
+                    "edits": {
+                        "type": "array",
+                        "minItems": 1,
+                        "items": {
+                            "type": "object",
+                            "properties": {
+                                "old_string": {"type": "string", "description": "Exact text to replace"},
+                                "new_string": {"type": "string", "description": "Replacement text"},
+                                "replace_all": {"type": "boolean", "description": "Replace every occurrence"}
+                            },
+                            "required": ["old_string", "new_string"],
+                            "additionalProperties": false
+                        }
+                    }
+                },
+                "required": ["path", "edits"],
+                "additionalProperties": false
+            }),
+        };
+        Self { env, definition }
+    }
+}
+
+#[async_trait]
+impl AgentTool for Edit {
+    fn definition(&self) -> &ToolDefinition {
+        &self.definition
+    }
+
+    fn mutated_path(&self, arguments: &serde_json::Value) -> Option<PathBuf> {
+        arguments
+            .get("path")
+            .and_then(|p| p.as_str())
+            .map(|p| self.env.resolve(p))
+    }
+
+    async fn execute(
+        &self,
+        arguments: serde_json::Value,
+        _context: ToolCallContext,
+    ) -> Result<ToolOutput, ToolError> {
+        let args: Args = serde_json::from_value(arguments)
+            .map_err(|e| ToolError::new(format!("Invalid arguments: {e}")))?;
+        let path = self.env.resolve(&args.path);
+        tokio::task::spawn_blocking(move || edit(path, &args.edits))
+            .await
+            .map_err(|e| ToolError::new(format!("edit failed: {e}")))?
+    }
+}
+
+fn edit(path: PathBuf, edits: &[EditSpec]) -> Result<ToolOutput, ToolError> {
+    let bytes = std::fs::read(&path).map_err(|e| ToolError::new(io_message("edit", &path, &e)))?;
+    let original = String::from_utf8(bytes).map_err(|_| {
+        ToolError::new(format!(
+            "{} is not valid UTF-8 text; it cannot be edited as text.",
+            path.display()
+        ))
+    })?;
+    let style = TextStyle::of(&original);
+    let before = plain(&original);
+    let mut text = before.clone();
+    let mut replacements = 0usize;
+    let mut fuzzy = Vec::new();
+    for (n, spec) in edits.iter().enumerate() {
+        let which = if edits.len() > 1 {
+            format!("Edit {}: ", n + 1)
+        } else {
+            String::new()
+        };
+        let old = plain(&spec.old_string);
+        let new = plain(&spec.new_string);
+        if old.is_empty() {
+            return Err(ToolError::new(format!(
+                "{which}old_string is empty; to create a file use `write`."
+            )));
+        }
+        if old == new {
+            return Err(ToolError::new(format!(
+                "{which}old_string and new_string are the same; nothing would change."
+            )));
+        }
+        let count = text.matches(&old).count();
+        match count {
+            0 => match fuzzy_replace(&text, &old, &new) {
+                Ok(replaced) => {
+                    text = replaced;
+                    replacements += 1;
+                    fuzzy.push(n + 1);
+                }
+                Err(problem) => {
+                    return Err(ToolError::new(format!(
+                        "{which}old_string was not found in {}{problem}. Read the file again and copy the text exactly.",
+                        path.display()
+                    )));
+                }
+            },
+            1 => {
+                text = text.replacen(&old, &new, 1);
+                replacements += 1;
+            }
+            _ if spec.replace_all => {
+                text = text.replace(&old, &new);
+                replacements += count;
+            }
+            _ => {
+                let lines = match_lines(&text, &old);
+                return Err(ToolError::new(format!(
+                    "{which}old_string matches {count} times in {} (at lines {}); include more surrounding text to make it unique, or set replace_all.",
+                    path.display(),
+                    lines
+                )));
+            }
+        }
+    }
+    let diff = similar::TextDiff::from_lines(&before, &text)
+        .unified_diff()
+        .context_radius(3)
+        .header(&path.display().to_string(), &path.display().to_string())
+        .to_string();
+    write_atomic(&path, style.apply(&text).as_bytes())
+        .map_err(|e| ToolError::new(io_message("write", &path, &e)))?;
+    let mut summary = format!(
+        "Edited {} ({replacements} replacement{}).",
+        path.display(),
+        if replacements == 1 { "" } else { "s" }
+    );
+    if !fuzzy.is_empty() {
+        summary.push_str(&format!(
+            " Edit(s) {fuzzy:?} matched only after ignoring trailing whitespace and quote style."
+        ));
+    }
+    Ok(ToolOutput {
+        content: vec![ContentBlock::text(format!("{summary}\n\n{diff}"))],
+        details: Some(
+            json!({"path": path, "replacements": replacements, "diff": diff, "fuzzy": fuzzy}),
+        ),
+        ..ToolOutput::default()
+    })
+}
+
+/// Line numbers (1-based) where `needle` starts, for the "matches several times" message.
+fn match_lines(text: &str, needle: &str) -> String {
+    let starts: Vec<String> = text
+        .match_indices(needle)
+        .take(10)
+        .map(|(at, _)| (text[..at].matches('\n').count() + 1).to_string())
+        .collect();
+    starts.join(", ")
+}
+
+fn normalize_line(line: &str) -> String {
+    line.trim_end()
+        .chars()
+        .map(|c| match c {
+            '\u{2018}' | '\u{2019}' | '\u{201A}' | '\u{2032}' => '\'',
+            '\u{201C}' | '\u{201D}' | '\u{201E}' | '\u{2033}' => '"',
+            other => other,
+        })
+        .collect()
+}
+
+/// The fallback: find the one run of whole lines equal to `old`'s lines after
+/// normalisation and replace it with `new`.
+fn fuzzy_replace(text: &str, old: &str, new: &str) -> Result<String, String> {
+    let wanted: Vec<String> = old
+        .trim_end_matches('\n')
+        .split('\n')
+        .map(normalize_line)
+        .collect();
+    let lines: Vec<&str> = text.split('\n').collect();
+    let normalized: Vec<String> = lines.iter().map(|l| normalize_line(l)).collect();
+    let hits: Vec<usize> = (0..normalized.len().saturating_sub(wanted.len() - 1))
+        .filter(|&i| normalized[i..i + wanted.len()] == wanted[..])
+        .collect();
+    match hits.as_slice() {
+        [start] => {
+            let end = start + wanted.len();
+            let mut out: Vec<String> = lines[..*start].iter().map(|l| (*l).to_owned()).collect();
+            let replacement = new.strip_suffix('\n').unwrap_or(new);
+            out.push(replacement.to_owned());
+            out.extend(lines[end..].iter().map(|l| (*l).to_owned()));
+            Ok(out.join("\n"))
+        }
+        [] => Err(String::new()),
+        several => Err(format!(
+            " (ignoring whitespace and quote style it matches {} places, so it is ambiguous)",
+            several.len()
+        )),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn fuzzy_matching_ignores_trailing_spaces_and_quote_style() {
+        let text = "fn a() {\n    say(\u{201C}hi\u{201D});   \n}\n";
+        let out = fuzzy_replace(text, "    say(\"hi\");\n", "    say(\"bye\");\n").unwrap();
+        assert_eq!(out, "fn a() {\n    say(\"bye\");\n}\n");
+        assert!(
+            fuzzy_replace("a\nb\na\n", "a", "c")
+                .unwrap_err()
+                .contains("2 places")
+        );
+    }
+}

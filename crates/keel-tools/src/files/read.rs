@@ -1,0 +1,238 @@
+//! `read`: numbered lines of a text file, or an image, in bounded pages.
+
+use std::io::{BufRead, BufReader, Read as _};
+use std::os::unix::fs::FileTypeExt as _;
+use std::sync::Arc;
+
+use async_trait::async_trait;
+use keel_agent::{AgentTool, ExecutionMode, ToolCallContext, ToolError, ToolOutput};
+use keel_protocol::{ContentBlock, ImageBlock, ToolDefinition};
+use serde::Deserialize;
+use serde_json::json;
+
+use super::io_message;
+use crate::env::ToolEnv;
+
+/// Lines returned per call at most (issue 4).
+pub const MAX_LINES: usize = 2_000;
+/// Bytes returned per call at most (issue 4).
+pub const MAX_BYTES: usize = 50 * 1024;
+/// Longest line shown; longer ones are cut with a marker.
+const MAX_LINE_CHARS: usize = 2_000;
+/// Largest image returned inline.
+const MAX_IMAGE_BYTES: u64 = 10 * 1024 * 1024;
+
+#[derive(Deserialize)]
+struct Args {
+    path: String,
+    #[serde(default)]
+    offset: Option<usize>,
+    #[serde(default)]
+    limit: Option<usize>,
+}
+
+/// The `read` tool.
+pub struct Read {
+    env: Arc<ToolEnv>,
+    definition: ToolDefinition,
+}
+
+impl Read {
+    /// A read tool over `env`.
+    pub fn new(env: Arc<ToolEnv>) -> Self {
+        let definition = ToolDefinition {
+            name: "read".into(),
+            description: format!(
+                "Read a file. Text comes back as numbered lines, at most {MAX_LINES} lines or {} KiB per call; \
+                 continue with `offset`. Images (png, jpeg, gif, webp) come back as images. Binary files, \
+                 folders and devices are refused.",
+                MAX_BYTES / 1024
+            ),
+            parameters: json!({
+                "type": "object",
+                "properties": {
+                    "path": {"type": "string", "description": "File path, absolute or relative to the working folder"},
+                    "offset": {"type": "integer", "minimum": 1, "description": "First line to return (1-based)"},
+                    "limit": {"type": "integer", "minimum": 1, "description": "Lines to return"}
+                },
+                "required": ["path"],
+                "additionalProperties": false
+            }),
+        };
+        Self { env, definition }
+    }
+}
+
+#[async_trait]
+impl AgentTool for Read {
+    fn definition(&self) -> &ToolDefinition {
+        &self.definition
+    }
+
+    fn execution_mode(&self) -> ExecutionMode {
+        ExecutionMode::Parallel
+    }
+
+    async fn execute(
+        &self,
+        arguments: serde_json::Value,
+        _context: ToolCallContext,
+    ) -> Result<ToolOutput, ToolError> {
+        let args: Args = serde_json::from_value(arguments)
+            .map_err(|e| ToolError::new(format!("Invalid arguments: {e}")))?;
+        let env = self.env.clone();
+        tokio::task::spawn_blocking(move || read(&env, &args))
+            .await
+            .map_err(|e| ToolError::new(format!("read failed: {e}")))?
+    }
+}
+
+fn read(env: &ToolEnv, args: &Args) -> Result<ToolOutput, ToolError> {
+    let path = env.resolve(&args.path);
+    let meta =
+        std::fs::metadata(&path).map_err(|e| ToolError::new(io_message("read", &path, &e)))?;
+    let kind = meta.file_type();
+    if kind.is_dir() {
+        return Err(ToolError::new(format!(
+            "{} is a folder, not a file; use `ls` to list it.",
+            path.display()
+        )));
+    }
+    if kind.is_fifo() || kind.is_char_device() || kind.is_block_device() || kind.is_socket() {
+        return Err(ToolError::new(format!(
+            "{} is a device, FIFO or socket; reading it could block forever, so it is refused.",
+            path.display()
+        )));
+    }
+    let file =
+        std::fs::File::open(&path).map_err(|e| ToolError::new(io_message("read", &path, &e)))?;
+    let mut reader = BufReader::new(file);
+    let head = reader
+        .fill_buf()
+        .map_err(|e| ToolError::new(io_message("read", &path, &e)))?
+        .to_vec();
+    if let Some(mime) = image_mime(&head) {
+        if meta.len() > MAX_IMAGE_BYTES {
+            return Err(ToolError::new(format!(
+                "{} is an image of {} MiB, larger than the {} MiB that can be shown.",
+                path.display(),
+                meta.len() / (1024 * 1024),
+                MAX_IMAGE_BYTES / (1024 * 1024)
+            )));
+        }
+        let mut data = Vec::with_capacity(meta.len() as usize);
+        reader
+            .read_to_end(&mut data)
+            .map_err(|e| ToolError::new(io_message("read", &path, &e)))?;
+        return Ok(ToolOutput {
+            content: vec![ContentBlock::Image(ImageBlock {
+                data,
+                mime_type: mime.into(),
+            })],
+            details: Some(
+                json!({"path": path, "kind": "image", "mime_type": mime, "bytes": meta.len()}),
+            ),
+            ..ToolOutput::default()
+        });
+    }
+    if head.iter().take(8192).any(|b| *b == 0) {
+        return Err(ToolError::new(format!(
+            "{} looks binary (it contains NUL bytes); it is not shown. Use a tool such as `xxd` through bash if you need its bytes.",
+            path.display()
+        )));
+    }
+    let offset = args.offset.unwrap_or(1).max(1);
+    let limit = args.limit.unwrap_or(MAX_LINES).clamp(1, MAX_LINES);
+    let mut out = String::new();
+    let mut line_no = 0usize;
+    let mut shown = 0usize;
+    let mut lossy = false;
+    let mut more = false;
+    let mut bytes_cut = false;
+    let mut raw = Vec::new();
+    loop {
+        raw.clear();
+        let n = reader
+            .read_until(b'\n', &mut raw)
+            .map_err(|e| ToolError::new(io_message("read", &path, &e)))?;
+        if n == 0 {
+            break;
+        }
+        line_no += 1;
+        if line_no < offset {
+            continue;
+        }
+        if shown == limit {
+            more = true;
+            break;
+        }
+        let text = match std::str::from_utf8(&raw) {
+            Ok(text) => std::borrow::Cow::Borrowed(text),
+            Err(_) => {
+                lossy = true;
+                String::from_utf8_lossy(&raw)
+            }
+        };
+        let text = text.trim_end_matches(['\n', '\r']);
+        let text = match text.char_indices().nth(MAX_LINE_CHARS) {
+            Some((cut, _)) => format!(
+                "{}… [line cut at {MAX_LINE_CHARS} characters]",
+                &text[..cut]
+            ),
+            None => text.to_owned(),
+        };
+        let line = format!("{line_no:>6}\t{text}\n");
+        if out.len() + line.len() > MAX_BYTES && shown > 0 {
+            more = true;
+            bytes_cut = true;
+            break;
+        }
+        out.push_str(&line);
+        shown += 1;
+    }
+    if line_no < offset && line_no > 0 {
+        return Err(ToolError::new(format!(
+            "{} has {line_no} lines; offset {offset} is past its end.",
+            path.display()
+        )));
+    }
+    if line_no == 0 {
+        out.push_str("(the file is empty)\n");
+    }
+    let last = offset + shown.saturating_sub(1);
+    if more {
+        let why = if bytes_cut {
+            format!("{} KiB", MAX_BYTES / 1024)
+        } else {
+            format!("{limit} lines")
+        };
+        out.push_str(&format!(
+            "\n[Showing lines {offset}-{last} (limit {why}). Continue with offset={}.]\n",
+            last + 1
+        ));
+    }
+    if lossy {
+        out.push_str("\n[The file is not valid UTF-8; invalid bytes are shown as \u{fffd}.]\n");
+    }
+    Ok(ToolOutput {
+        content: vec![ContentBlock::text(out)],
+        details: Some(
+            json!({"path": path, "kind": "text", "start_line": offset, "end_line": last, "more": more}),
+        ),
+        ..ToolOutput::default()
+    })
+}
+
+fn image_mime(head: &[u8]) -> Option<&'static str> {
+    if head.starts_with(b"\x89PNG\r\n\x1a\n") {
+        Some("image/png")
+    } else if head.starts_with(&[0xFF, 0xD8, 0xFF]) {
+        Some("image/jpeg")
+    } else if head.starts_with(b"GIF87a") || head.starts_with(b"GIF89a") {
+        Some("image/gif")
+    } else if head.len() >= 12 && &head[..4] == b"RIFF" && &head[8..12] == b"WEBP" {
+        Some("image/webp")
+    } else {
+        None
+    }
+}

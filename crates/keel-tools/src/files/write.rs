@@ -1,0 +1,116 @@
+//! `write`: create or replace a whole file, atomically, keeping its line ends and BOM.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use async_trait::async_trait;
+use keel_agent::{AgentTool, ToolCallContext, ToolError, ToolOutput};
+use keel_protocol::ToolDefinition;
+use serde::Deserialize;
+use serde_json::json;
+
+use super::{TextStyle, io_message, plain, write_atomic};
+use crate::env::ToolEnv;
+
+#[derive(Deserialize)]
+struct Args {
+    path: String,
+    content: String,
+}
+
+/// The `write` tool.
+pub struct Write {
+    env: Arc<ToolEnv>,
+    definition: ToolDefinition,
+}
+
+impl Write {
+    /// A write tool over `env`.
+    pub fn new(env: Arc<ToolEnv>) -> Self {
+        let definition = ToolDefinition {
+            name: "write".into(),
+            description: "Create a file, or replace all of an existing file's content. Parent folders are \
+                          created. An existing file keeps its line endings (LF or CRLF) and byte order mark. \
+                          Prefer `edit` for changing part of a file."
+                .into(),
+            parameters: json!({
+                "type": "object",
+                "properties": {
+                    "path": {"type": "string", "description": "File path, absolute or relative to the working folder"},
+                    "content": {"type": "string", "description": "The whole new content"}
+                },
+                "required": ["path", "content"],
+                "additionalProperties": false
+            }),
+        };
+        Self { env, definition }
+    }
+}
+
+#[async_trait]
+impl AgentTool for Write {
+    fn definition(&self) -> &ToolDefinition {
+        &self.definition
+    }
+
+    fn mutated_path(&self, arguments: &serde_json::Value) -> Option<PathBuf> {
+        arguments
+            .get("path")
+            .and_then(|p| p.as_str())
+            .map(|p| self.env.resolve(p))
+    }
+
+    async fn execute(
+        &self,
+        arguments: serde_json::Value,
+        _context: ToolCallContext,
+    ) -> Result<ToolOutput, ToolError> {
+        let args: Args = serde_json::from_value(arguments)
+            .map_err(|e| ToolError::new(format!("Invalid arguments: {e}")))?;
+        let path = self.env.resolve(&args.path);
+        tokio::task::spawn_blocking(move || write(path, &args.content))
+            .await
+            .map_err(|e| ToolError::new(format!("write failed: {e}")))?
+    }
+}
+
+fn write(path: PathBuf, content: &str) -> Result<ToolOutput, ToolError> {
+    if path.is_dir() {
+        return Err(ToolError::new(format!(
+            "{} is a folder; give a file path.",
+            path.display()
+        )));
+    }
+    let existing = match std::fs::read(&path) {
+        Ok(bytes) => Some(bytes),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => None,
+        Err(e) => return Err(ToolError::new(io_message("read", &path, &e))),
+    };
+    let text = match &existing {
+        Some(bytes) => match std::str::from_utf8(bytes) {
+            Ok(old) => TextStyle::of(old).apply(&plain(content)),
+            Err(_) => content.to_owned(),
+        },
+        None => content.to_owned(),
+    };
+    if let Some(parent) = path.parent() {
+        std::fs::create_dir_all(parent)
+            .map_err(|e| ToolError::new(io_message("create the folder", parent, &e)))?;
+    }
+    write_atomic(&path, text.as_bytes())
+        .map_err(|e| ToolError::new(io_message("write", &path, &e)))?;
+    let created = existing.is_none();
+    let lines = text.lines().count();
+    let verb = if created { "Created" } else { "Overwrote" };
+    Ok(ToolOutput {
+        content: vec![keel_protocol::ContentBlock::text(format!(
+            "{verb} {} ({lines} lines, {} bytes).",
+            path.display(),
+            text.len()
+        ))],
+        details: Some(
+            json!({"path": path, "created": created, "bytes": text.len(), "lines": lines}),
+        ),
+        ..ToolOutput::default()
+    })
+}

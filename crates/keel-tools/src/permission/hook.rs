@@ -1,0 +1,178 @@
+//! The gate as the host's `before_tool_call` step: allow, block with a tagged reason, or ask
+//! an [`Approver`] (the TUI, an editor over ACP) and remember "always allow" answers.
+//!
+//! Trade-off: with no approver (headless runs) every ask is a denial whose text says why, so a
+//! scripted run never hangs on a question nobody can answer. An approver that does not answer
+//! within [`DEFAULT_APPROVAL_TIMEOUT`] is taken as a denial, below the runner's own hook
+//! timeout so the model reads a clear reason instead of a hook failure.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use async_trait::async_trait;
+use keel_agent::runner::BeforeToolCallHook;
+use keel_agent::{BlockSource, HookError, ToolGate, TurnContext};
+use keel_protocol::{ToolCall, ToolCallId};
+
+use super::gate::{AskRequest, Decision, DenySource, PermissionGate};
+use super::rules::Scope;
+
+/// How long an approval may take before it counts as a denial (just under
+/// `keel_agent::DEFAULT_HOOK_TIMEOUT`, 120 s, which bounds every hook).
+pub const DEFAULT_APPROVAL_TIMEOUT: Duration = Duration::from_secs(115);
+
+/// What the user answered.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Approval {
+    /// Run this call only.
+    AllowOnce,
+    /// Run it and allow this scope for the rest of the session.
+    AllowAlways(Scope),
+    /// Do not run it; an optional message for the model.
+    Deny(Option<String>),
+}
+
+/// A question for the user about one call.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ApprovalRequest {
+    /// The call's id.
+    pub tool_call_id: ToolCallId,
+    /// The tool.
+    pub tool: String,
+    /// What the call does, in one line.
+    pub summary: String,
+    /// Why it needs approval.
+    pub reasons: Vec<String>,
+    /// Flagged by the danger list; "always allow" is not offered.
+    pub safety: bool,
+    /// "Always allow" choices, narrowest first.
+    pub scopes: Vec<Scope>,
+}
+
+/// Asks a person; implemented by interactive front ends.
+#[async_trait]
+pub trait Approver: Send + Sync {
+    /// The user's answer to one request.
+    async fn approve(&self, request: ApprovalRequest) -> Approval;
+}
+
+/// The permission gate as a `before_tool_call` hook.
+#[derive(Clone)]
+pub struct PermissionHook {
+    gate: Arc<PermissionGate>,
+    approver: Option<Arc<dyn Approver>>,
+    approval_timeout: Duration,
+}
+
+impl std::fmt::Debug for PermissionHook {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("PermissionHook")
+            .field("gate", &self.gate)
+            .field("interactive", &self.approver.is_some())
+            .field("approval_timeout", &self.approval_timeout)
+            .finish()
+    }
+}
+
+impl PermissionHook {
+    /// A hook for runs with no one to ask: asks become denials.
+    pub fn headless(gate: Arc<PermissionGate>) -> Self {
+        Self {
+            gate,
+            approver: None,
+            approval_timeout: DEFAULT_APPROVAL_TIMEOUT,
+        }
+    }
+
+    /// A hook that asks `approver`.
+    pub fn interactive(gate: Arc<PermissionGate>, approver: Arc<dyn Approver>) -> Self {
+        Self {
+            gate,
+            approver: Some(approver),
+            approval_timeout: DEFAULT_APPROVAL_TIMEOUT,
+        }
+    }
+
+    /// Changes how long an approval may take.
+    pub fn with_approval_timeout(mut self, timeout: Duration) -> Self {
+        self.approval_timeout = timeout;
+        self
+    }
+
+    /// The gate.
+    pub fn gate(&self) -> &Arc<PermissionGate> {
+        &self.gate
+    }
+
+    /// The verdict for one call.
+    pub async fn judge(&self, call: &ToolCall) -> ToolGate {
+        let decision = self.gate.check(&call.name, &call.arguments);
+        let request = match decision {
+            Decision::Allow => return ToolGate::Allow,
+            Decision::Deny(denial) => return block(denial.to_string()),
+            Decision::Ask(request) => request,
+        };
+        let Some(approver) = &self.approver else {
+            return block(request.headless_denial().to_string());
+        };
+        let AskRequest {
+            tool,
+            summary,
+            reasons,
+            safety,
+            scopes,
+        } = request;
+        let question = ApprovalRequest {
+            tool_call_id: call.id.clone(),
+            tool,
+            summary,
+            reasons: reasons.clone(),
+            safety,
+            scopes,
+        };
+        match tokio::time::timeout(self.approval_timeout, approver.approve(question)).await {
+            Ok(Approval::AllowOnce) => ToolGate::Allow,
+            Ok(Approval::AllowAlways(scope)) => {
+                if !safety {
+                    self.gate.allow_scope(&scope);
+                }
+                ToolGate::Allow
+            }
+            Ok(Approval::Deny(message)) => {
+                let reason = match message.filter(|m| !m.trim().is_empty()) {
+                    Some(message) => format!("{} {message}", DenySource::User.tag()),
+                    None => format!("{} the user declined this call", DenySource::User.tag()),
+                };
+                block(reason)
+            }
+            Err(_) => block(format!(
+                "{} no answer within {} s: {}",
+                DenySource::ApprovalNeeded.tag(),
+                self.approval_timeout.as_secs(),
+                reasons.join("; ")
+            )),
+        }
+    }
+}
+
+fn block(reason: String) -> ToolGate {
+    ToolGate::Block {
+        reason,
+        source: BlockSource::Permission,
+    }
+}
+
+#[async_trait]
+impl BeforeToolCallHook for PermissionHook {
+    async fn before_tool_call(
+        &self,
+        turn: &TurnContext,
+        call: &ToolCall,
+    ) -> Result<ToolGate, HookError> {
+        let gate = self.judge(call).await;
+        if let ToolGate::Block { reason, .. } = &gate {
+            tracing::info!(session = %turn.session_id, turn = %turn.turn_id, tool = %call.name, %reason, "tool call blocked by the permission gate");
+        }
+        Ok(gate)
+    }
+}

@@ -1,0 +1,30 @@
+//! The permission gate: a host-owned `before_tool_call` step that decides, for every tool
+//! call, whether it runs, asks the user, or is denied (issue 4 §3, SPEC §13 "before a tool
+//! runs").
+//!
+//! A call is turned into what it really does ([`shell`] parses commands, unwraps wrappers and
+//! follows nested scripts; [`paths`](self) resolves symlinks), then judged by the user's rules
+//! ([`rules`]), the mode's fixed profile ([`gate::Mode`]) and a built-in danger list
+//! ([`danger`]). [`hook::PermissionHook`] plugs the result into the runner.
+//!
+//! Trade-off: the gate judges what it can see and treats what it cannot (unknown variables,
+//! code produced at run time) as the worst case. That costs some extra questions in `auto`
+//! mode; it never lets a wrapper, a link or a substitution carry a call past a check.
+
+pub mod danger;
+mod effects;
+pub mod gate;
+pub mod hook;
+mod paths;
+pub mod rules;
+pub mod shell;
+
+pub use effects::CommandClass;
+pub use gate::{
+    AskRequest, Decision, DecisionKind, Denial, DenySource, Mode, PermissionGate, UnknownMode,
+};
+pub use hook::{Approval, ApprovalRequest, Approver, DEFAULT_APPROVAL_TIMEOUT, PermissionHook};
+pub use paths::real_path;
+pub use rules::{
+    Action, Effect, Matcher, PathPattern, Rule, RuleError, RuleOrigin, RuleSet, Scope, keel_home,
+};
