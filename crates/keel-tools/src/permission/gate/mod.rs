@@ -1,0 +1,288 @@
+//! The judgement: a tool call becomes a list of operations on real targets (read this file,
+//! run this program, delete that folder, reach the network), each judged by the rules, the
+//! mode's profile and the danger list; the call gets the worst verdict of its operations.
+//!
+//! Order per operation: a deny rule, then the mode's own denials (`plan` is read-only), then the
+//! danger list (asks in every mode but `full`; no allow rule can silence it), then ask rules,
+//! then allow rules, then the mode's profile. So rules can loosen or tighten a mode's asks, but
+//! never a safety check or the read-only promise of `plan`.
+//!
+//! The pieces: `decision` holds the verdict types the host and front ends see, `operations`
+//! turns a call into `Op`s and collects dangers, `verdict` applies that order and offers
+//! "always allow" scopes. This file holds the gate itself and the path resolution they share.
+
+mod decision;
+mod operations;
+mod verdict;
+
+use std::collections::{HashMap, HashSet};
+use std::path::{Path, PathBuf};
+use std::sync::{PoisonError, RwLock};
+
+use serde_json::Value;
+
+use super::effects::CommandClass;
+use super::paths::real_path;
+use super::rules::{Action, Effect, Rule, RuleSet, Scope};
+use super::shell::ShellEnv;
+use crate::env::{ToolEnv, normalize};
+
+pub use decision::{AskRequest, Decision, DecisionKind, Denial, DenySource, Mode, UnknownMode};
+
+/// Longest command or argument text quoted in a message (design choice: enough to recognise).
+const MAX_QUOTE: usize = 300;
+
+/// What an operation acts on.
+#[derive(Debug, Clone, PartialEq)]
+enum Target {
+    /// Nothing in particular (running a program, the call itself).
+    None,
+    /// A real path; `children` when it stands for the entries inside it (`dir/*`).
+    Path { real: PathBuf, children: bool },
+    /// A path only known at run time.
+    Unknown(String),
+    /// A URL.
+    Url(String),
+}
+
+/// One thing a call does.
+#[derive(Debug, Clone)]
+struct Op {
+    action: Option<Action>,
+    target: Target,
+    command: Option<Vec<String>>,
+    wrapped: Vec<Vec<String>>,
+    class: CommandClass,
+    recursive: bool,
+    program: Option<String>,
+    /// What caused it, for danger messages: "`rm -rf /`", "`> /dev/sda`", "read ~/.ssh/id_rsa".
+    source: String,
+    /// What it does, for mode and rule messages: "`rm x` deletes /ws/x".
+    describe: String,
+}
+
+impl Op {
+    fn call() -> Self {
+        Self {
+            action: None,
+            target: Target::None,
+            command: None,
+            wrapped: Vec::new(),
+            class: CommandClass::Other,
+            recursive: false,
+            program: None,
+            source: String::new(),
+            describe: String::new(),
+        }
+    }
+
+    fn path(&self) -> Option<&Path> {
+        match &self.target {
+            Target::Path { real, .. } => Some(real),
+            _ => None,
+        }
+    }
+}
+
+fn clip(text: &str) -> String {
+    let line = text.replace('\n', " ⏎ ");
+    if line.chars().count() <= MAX_QUOTE {
+        line
+    } else {
+        let head: String = line.chars().take(MAX_QUOTE).collect();
+        format!("{head}…")
+    }
+}
+
+fn has_glob_meta(text: &str) -> bool {
+    text.contains(['*', '?', '[', '{'])
+}
+
+/// The permission gate of one session: mode, rules, session rules and the workspace.
+#[derive(Debug)]
+pub struct PermissionGate {
+    mode: RwLock<Mode>,
+    rules: RuleSet,
+    session: RwLock<Vec<Rule>>,
+    cwd: PathBuf,
+    roots: Vec<PathBuf>,
+    homes: Vec<PathBuf>,
+    home: Option<PathBuf>,
+    shell: ShellEnv,
+    read_only_tools: HashSet<String>,
+}
+
+impl PermissionGate {
+    /// A gate for tools running in `env`, with variables taken from this process's environment.
+    pub fn new(env: &ToolEnv, mode: Mode, rules: RuleSet) -> Self {
+        let vars: HashMap<String, String> = std::env::vars_os()
+            .filter_map(|(k, v)| Some((k.into_string().ok()?, v.into_string().ok()?)))
+            .collect();
+        let home = env.home.as_deref().map(normalize);
+        let mut homes = Vec::new();
+        if let Some(home) = &home {
+            homes.push(home.clone());
+            let real = real_path(home);
+            if real != *home {
+                homes.push(real);
+            }
+        }
+        Self {
+            mode: RwLock::new(mode),
+            rules,
+            session: RwLock::new(Vec::new()),
+            cwd: real_path(&env.cwd),
+            roots: env.roots.iter().map(|r| real_path(r)).collect(),
+            homes,
+            shell: ShellEnv {
+                home: home.clone(),
+                vars,
+            },
+            home,
+            read_only_tools: HashSet::new(),
+        }
+    }
+
+    /// Replaces the variables `$NAME` expands to in shell commands.
+    pub fn with_vars(mut self, vars: HashMap<String, String>) -> Self {
+        self.shell.vars = vars;
+        self
+    }
+
+    /// Declares extra tools (for example MCP tools) read-only: they run in every mode.
+    pub fn with_read_only_tools(mut self, names: impl IntoIterator<Item = String>) -> Self {
+        self.read_only_tools.extend(names);
+        self
+    }
+
+    /// The current mode.
+    pub fn mode(&self) -> Mode {
+        *self.mode.read().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Switches mode (the user toggled it).
+    pub fn set_mode(&self, mode: Mode) {
+        *self.mode.write().unwrap_or_else(PoisonError::into_inner) = mode;
+    }
+
+    /// Adds a rule for the rest of the session.
+    pub fn add_session_rule(&self, rule: Rule) {
+        self.session
+            .write()
+            .unwrap_or_else(PoisonError::into_inner)
+            .push(rule);
+    }
+
+    /// Adds the allow rules of an "always allow" answer.
+    pub fn allow_scope(&self, scope: &Scope) {
+        let mut session = self.session.write().unwrap_or_else(PoisonError::into_inner);
+        for matcher in &scope.matchers {
+            session.push(Rule::session(Effect::Allow, matcher.clone()));
+        }
+    }
+
+    /// The rules added in this session.
+    pub fn session_rules(&self) -> Vec<Rule> {
+        self.session
+            .read()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone()
+    }
+
+    /// Judges one call.
+    pub fn check(&self, tool: &str, arguments: &Value) -> Decision {
+        let mode = self.mode();
+        let (ops, dangers, summary) = self.operations(tool, arguments);
+        let decision = self.decide(mode, tool, &ops, dangers, summary);
+        tracing::debug!(tool, mode = mode.name(), decision = ?decision.kind(), "permission decision");
+        decision
+    }
+
+    fn in_workspace(&self, path: &Path) -> bool {
+        self.roots.iter().any(|root| path.starts_with(root))
+    }
+
+    /// Resolves a path argument against `cwd` into a real target.
+    fn target(&self, text: &str, opaque: bool, glob: bool, cwd: Option<&Path>) -> Target {
+        if opaque {
+            return Target::Unknown(text.to_owned());
+        }
+        let expanded = match (text.strip_prefix('~'), &self.home) {
+            (Some(rest), Some(home)) if rest.is_empty() || rest.starts_with('/') => {
+                PathBuf::from(format!("{}{rest}", home.display()))
+            }
+            _ => PathBuf::from(text),
+        };
+        let absolute = if expanded.is_absolute() {
+            expanded
+        } else {
+            match cwd {
+                Some(cwd) => cwd.join(expanded),
+                None => return Target::Unknown(text.to_owned()),
+            }
+        };
+        let absolute = normalize(&absolute);
+        if glob {
+            let mut base = PathBuf::new();
+            let mut children = false;
+            for component in absolute.components() {
+                if has_glob_meta(&component.as_os_str().to_string_lossy()) {
+                    children = true;
+                    break;
+                }
+                base.push(component);
+            }
+            return Target::Path {
+                real: real_path(&base),
+                children,
+            };
+        }
+        Target::Path {
+            real: real_path(&absolute),
+            children: false,
+        }
+    }
+
+    /// A path as written, with its real location when that differs (`link (→ /real)`).
+    fn show_path(&self, written: &str, target: &Target) -> String {
+        let shown = clip(written);
+        match target {
+            Target::Path { real, children } => {
+                let real_text = real.to_string_lossy();
+                let real_text = if *children {
+                    format!("{}/*", real_text.trim_end_matches('/'))
+                } else {
+                    real_text.into_owned()
+                };
+                if real_text == written
+                    || real_text.trim_end_matches('/') == written.trim_end_matches('/')
+                {
+                    shown
+                } else {
+                    format!("{shown} (→ {})", clip(&real_text))
+                }
+            }
+            _ => shown,
+        }
+    }
+}
+
+fn verb(action: Action) -> &'static str {
+    match action {
+        Action::Read => "read",
+        Action::Write => "write",
+        Action::Delete => "delete",
+        Action::Execute => "run",
+        Action::Network => "reach",
+    }
+}
+
+fn verbs(action: Action) -> &'static str {
+    match action {
+        Action::Read => "reads",
+        Action::Write => "writes",
+        Action::Delete => "deletes",
+        Action::Execute => "runs",
+        Action::Network => "reaches",
+    }
+}

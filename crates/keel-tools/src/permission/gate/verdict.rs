@@ -1,0 +1,281 @@
+//! The verdict on a call's operations: deny rules, then the mode's denials, then the danger
+//! list, then ask and allow rules, then the mode's profile; and the "always allow" scopes
+//! offered with a question, narrowest first. The policy, apart from how operations are found.
+
+use std::collections::HashSet;
+use std::sync::PoisonError;
+
+use super::decision::{AskRequest, Decision, Denial, DenySource, Mode};
+use super::{Op, PermissionGate, Target, clip, verb};
+use crate::permission::effects::CommandClass;
+use crate::permission::rules::{Action, Effect, Matcher, PathPattern, Scope, Subject, strongest};
+
+enum ModeVerdict {
+    Allow,
+    Ask(String),
+    Deny(String),
+}
+
+/// Tools the gate knows the arguments of.
+const KNOWN_TOOLS: &[&str] = &[
+    "read",
+    "write",
+    "edit",
+    "bash",
+    "grep",
+    "glob",
+    "ls",
+    "todowrite",
+    "web_fetch",
+];
+
+impl PermissionGate {
+    fn mode_verdict(&self, mode: Mode, tool: &str, op: &Op) -> ModeVerdict {
+        let inside = op.path().is_some_and(|p| self.in_workspace(p));
+        let Some(action) = op.action else {
+            let known = KNOWN_TOOLS.contains(&tool) || self.read_only_tools.contains(tool);
+            return match mode {
+                _ if known => ModeVerdict::Allow,
+                Mode::Full | Mode::Auto => ModeVerdict::Allow,
+                Mode::Plan => ModeVerdict::Ask(format!(
+                    "needs approval in plan mode: `{tool}` is not known to be read-only"
+                )),
+                Mode::Ask => {
+                    ModeVerdict::Ask(format!("needs approval in ask mode: calling `{tool}`"))
+                }
+            };
+        };
+        match (mode, action) {
+            (Mode::Full, _) => ModeVerdict::Allow,
+            (Mode::Plan, Action::Read) => ModeVerdict::Allow,
+            (Mode::Plan, Action::Write | Action::Delete) => {
+                ModeVerdict::Deny(format!("plan mode is read-only: {}", op.describe))
+            }
+            (Mode::Plan, Action::Execute) => match op.class {
+                CommandClass::ReadOnly => ModeVerdict::Allow,
+                CommandClass::Network => {
+                    ModeVerdict::Ask(format!("needs approval in plan mode: {}", op.describe))
+                }
+                CommandClass::Other => ModeVerdict::Deny(format!(
+                    "plan mode is read-only and only runs read-only commands: {}",
+                    op.describe
+                )),
+            },
+            (Mode::Plan, Action::Network) => {
+                ModeVerdict::Ask(format!("needs approval in plan mode: {}", op.describe))
+            }
+            (Mode::Ask, Action::Read) if inside => ModeVerdict::Allow,
+            (Mode::Ask, Action::Read) => {
+                ModeVerdict::Ask(format!("outside the workspace: {}", op.describe))
+            }
+            (Mode::Ask, Action::Execute) if op.class == CommandClass::ReadOnly => {
+                ModeVerdict::Allow
+            }
+            (Mode::Ask, _) => {
+                ModeVerdict::Ask(format!("needs approval in ask mode: {}", op.describe))
+            }
+            (Mode::Auto, Action::Read | Action::Execute | Action::Network) => ModeVerdict::Allow,
+            (Mode::Auto, Action::Write | Action::Delete) if inside => ModeVerdict::Allow,
+            (Mode::Auto, Action::Write | Action::Delete) => {
+                ModeVerdict::Ask(format!("outside the workspace: {}", op.describe))
+            }
+        }
+    }
+
+    pub(super) fn decide(
+        &self,
+        mode: Mode,
+        tool: &str,
+        ops: &[Op],
+        dangers: Vec<String>,
+        summary: String,
+    ) -> Decision {
+        let session = self.session.read().unwrap_or_else(PoisonError::into_inner);
+        let mut reasons: Vec<String> = Vec::new();
+        let mut rule_reasons: Vec<String> = Vec::new();
+        let mut scope_ops: Vec<&Op> = Vec::new();
+        let mut rule_asked = false;
+        for op in ops {
+            let subject = Subject {
+                tool,
+                action: op.action,
+                command: op.command.as_deref(),
+                wrapped: &op.wrapped,
+                path: op.path(),
+            };
+            let rule = strongest(
+                self.rules.rules().iter().chain(session.iter()),
+                &subject,
+                &self.roots,
+            );
+            if let Some(rule) = rule.filter(|r| r.effect == Effect::Deny) {
+                let what = if op.describe.is_empty() {
+                    format!("calling `{tool}`")
+                } else {
+                    op.describe.clone()
+                };
+                return Decision::Deny(Denial {
+                    source: DenySource::Rule,
+                    reason: format!("{what}: {rule}"),
+                });
+            }
+            let verdict = self.mode_verdict(mode, tool, op);
+            if let ModeVerdict::Deny(reason) = verdict {
+                return Decision::Deny(Denial {
+                    source: DenySource::Mode,
+                    reason,
+                });
+            }
+            match (rule.map(|r| r.effect), verdict) {
+                (Some(Effect::Ask), _) => {
+                    rule_asked = true;
+                    let what = if op.describe.is_empty() {
+                        format!("calling `{tool}`")
+                    } else {
+                        op.describe.clone()
+                    };
+                    if let Some(rule) = rule {
+                        rule_reasons.push(format!("{what}: {rule}"));
+                    }
+                }
+                (Some(Effect::Allow), _) | (_, ModeVerdict::Allow) => {}
+                (_, ModeVerdict::Ask(reason)) => {
+                    reasons.push(reason);
+                    scope_ops.push(op);
+                }
+                (_, ModeVerdict::Deny(_)) => {}
+            }
+        }
+        if mode != Mode::Full && !dangers.is_empty() {
+            // The mode's own asks are implied by a safety question; rule asks are kept so the
+            // user sees every reason their own rules give.
+            let mut all = dangers;
+            all.extend(rule_reasons);
+            return Decision::Ask(AskRequest {
+                tool: tool.to_owned(),
+                summary,
+                reasons: dedup(all),
+                safety: true,
+                scopes: Vec::new(),
+            });
+        }
+        if !rule_reasons.is_empty() {
+            rule_reasons.extend(reasons);
+            reasons = rule_reasons;
+        }
+        if reasons.is_empty() {
+            return Decision::Allow;
+        }
+        let scopes = if rule_asked {
+            Vec::new()
+        } else {
+            self.scopes(tool, &scope_ops)
+        };
+        Decision::Ask(AskRequest {
+            tool: tool.to_owned(),
+            summary,
+            reasons: dedup(reasons),
+            safety: false,
+            scopes,
+        })
+    }
+
+    /// "Always allow" choices for the operations that asked, narrowest first.
+    fn scopes(&self, tool: &str, ops: &[&Op]) -> Vec<Scope> {
+        let ladders: Vec<Vec<(String, Matcher)>> =
+            ops.iter().map(|op| self.ladder(tool, op)).collect();
+        let levels = ladders.iter().map(Vec::len).max().unwrap_or(0);
+        let mut scopes: Vec<Scope> = Vec::new();
+        for level in 0..levels {
+            let mut labels: Vec<String> = Vec::new();
+            let mut matchers: Vec<Matcher> = Vec::new();
+            for ladder in &ladders {
+                let Some((label, matcher)) = ladder.get(level).or_else(|| ladder.last()) else {
+                    continue;
+                };
+                if !matchers.contains(matcher) {
+                    matchers.push(matcher.clone());
+                    labels.push(label.clone());
+                }
+            }
+            // A wider rule makes narrower ones of the same scope redundant only when it is the
+            // tool itself; keep the list as is otherwise so the user sees what is added.
+            if scopes.last().is_some_and(|s| s.matchers == matchers) || matchers.is_empty() {
+                continue;
+            }
+            scopes.push(Scope {
+                label: labels.join("; "),
+                matchers,
+            });
+        }
+        scopes
+    }
+
+    fn ladder(&self, tool: &str, op: &Op) -> Vec<(String, Matcher)> {
+        let tool_rung = (format!("every `{tool}` call"), Matcher::tool(tool));
+        if let Some(words) = &op.command {
+            let mut rungs = vec![(
+                format!("the command `{}`", clip(&words.join(" "))),
+                Matcher::exact_command(words.clone()),
+            )];
+            let plain = |w: &String| {
+                !w.starts_with('-')
+                    && !w.is_empty()
+                    && w.chars()
+                        .all(|c| c.is_ascii_alphanumeric() || "-_.:@+".contains(c))
+            };
+            let longest = words.len().saturating_sub(1).min(3);
+            for len in (2..=longest).rev() {
+                let prefix = words.get(..len).unwrap_or(&[]);
+                if prefix.iter().skip(1).all(plain) {
+                    rungs.push((
+                        format!("commands starting with `{}`", prefix.join(" ")),
+                        Matcher::command_prefix(prefix.to_vec()),
+                    ));
+                }
+            }
+            if let Some(program) = words.first().filter(|_| words.len() > 1) {
+                rungs.push((
+                    format!("any `{program}` command"),
+                    Matcher::command_prefix(vec![program.clone()]),
+                ));
+            }
+            rungs.push(tool_rung);
+            return rungs;
+        }
+        match (&op.target, op.action) {
+            (Target::Path { real, .. }, Some(action)) => {
+                let mut rungs = vec![(
+                    format!("{} {}", verb(action), real.display()),
+                    Matcher::path(PathPattern::exact(real), action),
+                )];
+                if let Some(parent) = real.parent() {
+                    rungs.push((
+                        format!("{} anything in {}", verb(action), parent.display()),
+                        Matcher::path(PathPattern::under(parent), action),
+                    ));
+                }
+                if let Some(root) = self.roots.iter().find(|r| real.starts_with(r)) {
+                    rungs.push((
+                        format!(
+                            "{} anything in the workspace {}",
+                            verb(action),
+                            root.display()
+                        ),
+                        Matcher::path(PathPattern::under(root), action),
+                    ));
+                }
+                rungs
+            }
+            _ => vec![tool_rung],
+        }
+    }
+}
+
+fn dedup(items: Vec<String>) -> Vec<String> {
+    let mut seen = HashSet::new();
+    items
+        .into_iter()
+        .filter(|i| seen.insert(i.clone()))
+        .collect()
+}

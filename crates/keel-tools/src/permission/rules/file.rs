@@ -1,0 +1,197 @@
+//! The rule file: its YAML shape (`allow`, `ask`, `deny` lists of raw rules), how a raw rule
+//! compiles into a [`Matcher`] with errors that name the field, and reading the user's and
+//! the project's files into a [`RuleSet`]. Kept apart from matching, which never sees YAML.
+
+use std::path::Path;
+
+use serde::Deserialize;
+
+use super::matcher::{CommandPattern, Matcher, PathPattern, ToolPattern};
+use super::{Action, Effect, PROJECT_DIR, RULES_FILE, Rule, RuleError, RuleOrigin, RuleSet};
+use crate::permission::shell::{Token, program_name, tokenize};
+
+#[derive(Debug, Deserialize)]
+#[serde(untagged)]
+enum OneOrMany {
+    One(Action),
+    Many(Vec<Action>),
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawRule {
+    tool: Option<String>,
+    command: Option<String>,
+    command_prefix: Option<String>,
+    command_glob: Option<String>,
+    path: Option<String>,
+    action: Option<OneOrMany>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawFile {
+    #[serde(default)]
+    allow: Vec<RawRule>,
+    #[serde(default)]
+    ask: Vec<RawRule>,
+    #[serde(default)]
+    deny: Vec<RawRule>,
+}
+
+fn command_words(text: &str, field: &str) -> Result<Vec<String>, String> {
+    let mut words = Vec::new();
+    for token in tokenize(text) {
+        match token {
+            Token::Word(word) => match word.literal() {
+                Some(text) if !word.glob || word.quoted => words.push(text),
+                _ => {
+                    return Err(format!(
+                        "{field} must be plain words (no variables, substitutions or globs; use command_glob for patterns): `{text}`"
+                    ));
+                }
+            },
+            _ => {
+                return Err(format!(
+                    "{field} must be one simple command without operators or redirections: `{text}`"
+                ));
+            }
+        }
+    }
+    if let Some(first) = words.first_mut() {
+        *first = program_name(first).to_owned();
+    }
+    if words.is_empty() {
+        return Err(format!("{field} is empty"));
+    }
+    Ok(words)
+}
+
+fn compile(raw: RawRule, home: Option<&Path>) -> Result<Matcher, String> {
+    let commands = [&raw.command, &raw.command_prefix, &raw.command_glob]
+        .iter()
+        .filter(|c| c.is_some())
+        .count();
+    if commands > 1 {
+        return Err("use only one of command, command_prefix and command_glob".to_owned());
+    }
+    let actions = match raw.action {
+        None => Vec::new(),
+        Some(OneOrMany::One(action)) => vec![action],
+        Some(OneOrMany::Many(actions)) if actions.is_empty() => {
+            return Err("action is an empty list".to_owned());
+        }
+        Some(OneOrMany::Many(actions)) => actions,
+    };
+    let command = if let Some(text) = &raw.command {
+        Some(CommandPattern::Exact(command_words(text, "command")?))
+    } else if let Some(text) = &raw.command_prefix {
+        Some(CommandPattern::Prefix(command_words(
+            text,
+            "command_prefix",
+        )?))
+    } else if let Some(text) = &raw.command_glob {
+        if text.trim().is_empty() {
+            return Err("command_glob is empty".to_owned());
+        }
+        let matcher = globset::Glob::new(text.trim())
+            .map_err(|e| format!("invalid command_glob `{text}`: {e}"))?
+            .compile_matcher();
+        Some(CommandPattern::Glob {
+            raw: text.trim().to_owned(),
+            matcher,
+        })
+    } else {
+        None
+    };
+    let tool = raw.tool.as_deref().map(ToolPattern::new).transpose()?;
+    let path = raw
+        .path
+        .as_deref()
+        .map(|p| PathPattern::new(p, home))
+        .transpose()?;
+    if tool.is_none() && command.is_none() && path.is_none() && actions.is_empty() {
+        return Err("a rule needs at least one of tool, command, command_prefix, command_glob, path or action".to_owned());
+    }
+    Ok(Matcher {
+        tool,
+        command,
+        path,
+        actions,
+    })
+}
+
+impl RuleSet {
+    /// Parses rule-file text; `source` names the file in errors and origins.
+    pub fn parse(text: &str, source: &Path, home: Option<&Path>) -> Result<Self, RuleError> {
+        let blank = text.lines().all(|line| {
+            line.trim().is_empty() || line.trim_start().starts_with('#') || line.trim() == "---"
+        });
+        let raw: RawFile = if blank {
+            RawFile::default()
+        } else {
+            yaml_serde::from_str::<Option<RawFile>>(text)
+                .map_err(|e| RuleError::Syntax {
+                    path: source.to_path_buf(),
+                    message: e.to_string(),
+                })?
+                .unwrap_or_default()
+        };
+        let mut rules = Vec::new();
+        for (effect, list) in [
+            (Effect::Allow, raw.allow),
+            (Effect::Ask, raw.ask),
+            (Effect::Deny, raw.deny),
+        ] {
+            for (at, raw_rule) in list.into_iter().enumerate() {
+                let matcher = compile(raw_rule, home).map_err(|message| RuleError::Invalid {
+                    path: source.to_path_buf(),
+                    list: effect.name(),
+                    number: at + 1,
+                    message,
+                })?;
+                rules.push(Rule {
+                    effect,
+                    matcher,
+                    origin: RuleOrigin::File {
+                        path: source.to_path_buf(),
+                        number: at + 1,
+                    },
+                });
+            }
+        }
+        Ok(Self { rules })
+    }
+
+    /// Loads one rule file; a missing file is an empty set.
+    pub fn load_file(path: &Path, home: Option<&Path>) -> Result<Self, RuleError> {
+        match std::fs::read_to_string(path) {
+            Ok(text) => Self::parse(&text, path, home),
+            Err(error) if error.kind() == std::io::ErrorKind::NotFound => Ok(Self::new()),
+            Err(error) => Err(RuleError::Unreadable {
+                path: path.to_path_buf(),
+                message: error.to_string(),
+            }),
+        }
+    }
+
+    /// Loads `$KEEL_HOME/permissions.yaml` and the project's `.keel/permissions.yaml`
+    /// (`keel_home` is the resolved folder, see [`keel_home`]).
+    pub fn load(
+        keel_home: Option<&Path>,
+        project_root: Option<&Path>,
+        home: Option<&Path>,
+    ) -> Result<Self, RuleError> {
+        let mut set = Self::new();
+        if let Some(dir) = keel_home {
+            set.extend(Self::load_file(&dir.join(RULES_FILE), home)?);
+        }
+        if let Some(root) = project_root {
+            set.extend(Self::load_file(
+                &root.join(PROJECT_DIR).join(RULES_FILE),
+                home,
+            )?);
+        }
+        Ok(set)
+    }
+}

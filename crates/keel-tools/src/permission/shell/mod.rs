@@ -1,0 +1,40 @@
+//! Shell command parsing for the permission gate: a tokenizer for the POSIX/bash subset that
+//! agents write, a splitter into simple commands, and an analysis that expands known
+//! variables, follows `cd`, unwraps wrappers (`env`, `sudo`, `timeout`, `xargs`, …) and parses
+//! nested scripts (`$( )`, backticks, `bash -c`, `eval`, heredocs and `echo … |` fed to a shell).
+//!
+//! Trade-off: this is not a shell. Parsing never fails; malformed input (unterminated quotes,
+//! stray parentheses) is read as far as it goes. Whatever cannot be seen through (an unknown
+//! variable, the output of a substitution, code piped in from elsewhere) is marked opaque, and
+//! the gate judges opaque things as strictly as the worst case they could stand for.
+//!
+//! The pieces, in the order a command goes through them: `lexer` and `quoting` turn text into
+//! the tokens of `word`, `split` groups them into simple commands, and `analyzer` expands and
+//! unwraps those (with what `programs` knows of particular programs) into the
+//! [`Invocation`]s and [`Unseen`] code defined in `invocation`.
+
+mod analyzer;
+mod invocation;
+mod lexer;
+mod programs;
+mod quoting;
+mod split;
+mod word;
+
+pub use analyzer::analyze;
+pub use invocation::{
+    Analysis, Arg, FileRedirect, Invocation, ShellEnv, Stdin, Unseen, UnseenSource,
+};
+pub use lexer::tokenize;
+pub use programs::{DOWNLOADERS, INTERPRETERS, SHELLS, program_name, reads_stdin};
+pub use split::{Item, SimpleCommand, split};
+pub use word::{Operator, Piece, Redirect, RedirectKind, Token, Word};
+
+/// Deepest nesting of scripts inside scripts (`bash -c "$(…)"` …) that is parsed (design
+/// choice: deeper input is judged as unreadable code).
+pub const MAX_DEPTH: usize = 8;
+/// Most scripts parsed for one command, a bound on the work an adversarial input can cause.
+pub const MAX_SCRIPTS: usize = 256;
+
+#[cfg(test)]
+mod tests;

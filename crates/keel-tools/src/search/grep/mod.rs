@@ -1,0 +1,321 @@
+//! `grep`: regex search over files with the ripgrep crates.
+//!
+//! Two passes. A parallel walk searches every file and keeps only the file and its number
+//! of matching lines (stopping at the first match when only file names are wanted), which
+//! is the work `rg -l` and `rg -c` do. The hits are then sorted by path, the page cut, and
+//! only the files on the page are searched again for their lines and context. Re-reading a
+//! page's worth of files, warm in the page cache, costs less than holding every matching
+//! line of a large tree in memory, and sorting before paging keeps `offset` stable.
+//!
+//! The pieces: `scan` is pass one (the parallel walk and its per-thread visitors), `page` is
+//! pass two (re-searching the page's files and rendering the result); this file holds the tool,
+//! its arguments and the validated request both passes share.
+
+mod page;
+mod scan;
+
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+use async_trait::async_trait;
+use grep_regex::{RegexMatcher, RegexMatcherBuilder};
+use keel_agent::{AgentTool, ExecutionMode, ToolCallContext, ToolError, ToolOutput};
+use keel_protocol::ToolDefinition;
+use serde::Deserialize;
+use serde_json::{Value, json};
+use tokio_util::sync::CancellationToken;
+
+use super::{
+    SEARCH_TIMEOUT, SearchError, Unreadable, clamp_limit, display_path, inspect, parse_args,
+    run_walk,
+};
+use crate::env::ToolEnv;
+
+/// Files listed per page in `files_with_matches` and `count` modes when no limit is given.
+pub const GREP_DEFAULT_FILE_LIMIT: usize = 200;
+/// Matching lines shown per page in `content` mode when no limit is given.
+pub const GREP_DEFAULT_LINE_LIMIT: usize = 100;
+/// The largest page a call may ask for.
+pub const GREP_MAX_LIMIT: usize = 2_000;
+/// The most context lines on either side of a match.
+pub const GREP_MAX_CONTEXT: u32 = 20;
+/// Longest line shown in `content` mode; longer lines (minified code) are cut.
+pub const MAX_LINE_CHARS: usize = 500;
+
+/// What `grep` reports.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum OutputMode {
+    /// Paths of matching files: the cheapest answer, enough to decide what to read.
+    #[default]
+    FilesWithMatches,
+    /// Matching lines with line numbers and optional context, for reading in place.
+    Content,
+    /// Matching lines per file, to judge how widespread something is.
+    Count,
+}
+
+impl OutputMode {
+    fn as_str(self) -> &'static str {
+        match self {
+            Self::FilesWithMatches => "files_with_matches",
+            Self::Content => "content",
+            Self::Count => "count",
+        }
+    }
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct GrepArgs {
+    pattern: String,
+    #[serde(default)]
+    path: Option<String>,
+    #[serde(default)]
+    glob: Option<String>,
+    #[serde(default, rename = "type")]
+    file_type: Option<String>,
+    #[serde(default)]
+    output_mode: Option<OutputMode>,
+    #[serde(default)]
+    case_insensitive: Option<bool>,
+    #[serde(default)]
+    context: Option<u32>,
+    #[serde(default)]
+    before: Option<u32>,
+    #[serde(default)]
+    after: Option<u32>,
+    #[serde(default)]
+    multiline: Option<bool>,
+    #[serde(default)]
+    limit: Option<usize>,
+    #[serde(default)]
+    offset: Option<usize>,
+}
+
+/// The `grep` tool: regex search honouring ignore files, in parallel.
+#[derive(Debug)]
+pub struct GrepTool {
+    env: Arc<ToolEnv>,
+    definition: ToolDefinition,
+    timeout: Duration,
+}
+
+impl GrepTool {
+    /// A grep tool searching in `env`.
+    pub fn new(env: Arc<ToolEnv>) -> Self {
+        Self {
+            env,
+            definition: definition(),
+            timeout: SEARCH_TIMEOUT,
+        }
+    }
+
+    /// The same tool with another walk deadline (tests, slow file systems).
+    pub fn with_timeout(mut self, timeout: Duration) -> Self {
+        self.timeout = timeout;
+        self
+    }
+
+    /// Runs one call outside the agent loop (tests, benchmarks); `execute` delegates here.
+    pub async fn run(
+        &self,
+        arguments: Value,
+        cancel: &CancellationToken,
+    ) -> Result<ToolOutput, ToolError> {
+        Ok(self.grep(arguments, cancel).await?)
+    }
+
+    async fn grep(
+        &self,
+        arguments: Value,
+        cancel: &CancellationToken,
+    ) -> Result<ToolOutput, SearchError> {
+        let args: GrepArgs = parse_args(arguments)?;
+        let request = Request::new(&self.env, &args, self.timeout)?;
+        let kind = inspect(&request.root, &request.root_shown).await?;
+
+        let scan_request = request.clone();
+        let (scan, timed_out) = run_walk("grep", cancel, self.timeout, move |stop| {
+            scan_request.scan(kind, stop)
+        })
+        .await?;
+        let scan = scan?;
+
+        let page_request = request.clone();
+        let env = Arc::clone(&self.env);
+        let (rendered, _) = run_walk("grep", cancel, self.timeout, move |_| {
+            page_request.render(&env, scan, timed_out)
+        })
+        .await?;
+        Ok(rendered)
+    }
+}
+
+#[async_trait]
+impl AgentTool for GrepTool {
+    fn definition(&self) -> &ToolDefinition {
+        &self.definition
+    }
+
+    fn execution_mode(&self) -> ExecutionMode {
+        ExecutionMode::Parallel
+    }
+
+    async fn execute(
+        &self,
+        arguments: Value,
+        context: ToolCallContext,
+    ) -> Result<ToolOutput, ToolError> {
+        self.run(arguments, &context.cancel).await
+    }
+}
+
+fn definition() -> ToolDefinition {
+    ToolDefinition {
+        name: "grep".to_owned(),
+        description: format!(
+            "Search file contents with a regular expression (Rust regex syntax, as ripgrep). \
+             Searches `path` (a file or folder, default the working folder) recursively, \
+             honouring .gitignore and .ignore, skipping binary files and version-control \
+             folders. `output_mode`: `files_with_matches` (default, matching file paths), \
+             `content` (matching lines as path:line:text, with optional context lines) or \
+             `count` (matching lines per file). Results are sorted by path and paged with \
+             `limit` (default {GREP_DEFAULT_FILE_LIMIT} files, or {GREP_DEFAULT_LINE_LIMIT} \
+             matching lines in content mode) and `offset`. Filter files with `glob` \
+             (gitignore syntax: `*.rs` at any depth, `src/**/*.ts`, `*.{{ts,tsx}}`) or `type` \
+             (ripgrep type names: rust, py, js, ts, go, ...). Escape regex metacharacters to \
+             find literal text, e.g. `fn main\\(`. Set `multiline` to let a match span lines."
+        ),
+        parameters: json!({
+            "type": "object",
+            "properties": {
+                "pattern": {"type": "string", "description": "Regular expression to search for."},
+                "path": {"type": "string", "description": "File or folder to search; default the working folder."},
+                "glob": {"type": "string", "description": "Only search files matching this glob, e.g. `*.rs` or `src/**/*.{ts,tsx}`; `!` excludes."},
+                "type": {"type": "string", "description": "Only search files of this ripgrep type, e.g. rust, py, js, ts, go, md."},
+                "output_mode": {"type": "string", "enum": ["files_with_matches", "content", "count"], "description": "What to report; default files_with_matches."},
+                "case_insensitive": {"type": "boolean", "description": "Ignore case; default false."},
+                "context": {"type": "integer", "minimum": 0, "maximum": GREP_MAX_CONTEXT, "description": "Lines of context around each match (content mode)."},
+                "before": {"type": "integer", "minimum": 0, "maximum": GREP_MAX_CONTEXT, "description": "Lines of context before each match (content mode); overrides context."},
+                "after": {"type": "integer", "minimum": 0, "maximum": GREP_MAX_CONTEXT, "description": "Lines of context after each match (content mode); overrides context."},
+                "multiline": {"type": "boolean", "description": "Let matches span lines (`.` then matches newlines too); slower."},
+                "limit": {"type": "integer", "minimum": 1, "maximum": GREP_MAX_LIMIT, "description": "Files (or matching lines in content mode) per page."},
+                "offset": {"type": "integer", "minimum": 0, "description": "Files (or matching lines in content mode) to skip, to read the next page."}
+            },
+            "required": ["pattern"],
+            "additionalProperties": false
+        }),
+    }
+}
+
+/// A validated call: everything both passes need, cheap to clone into a blocking task.
+#[derive(Debug, Clone)]
+struct Request {
+    pattern: String,
+    cwd: PathBuf,
+    timeout: Duration,
+    root: PathBuf,
+    root_shown: String,
+    glob: Option<String>,
+    file_type: Option<String>,
+    mode: OutputMode,
+    matcher: RegexMatcher,
+    multiline: bool,
+    before: usize,
+    after: usize,
+    limit: usize,
+    offset: usize,
+}
+
+impl Request {
+    fn new(env: &ToolEnv, args: &GrepArgs, timeout: Duration) -> Result<Self, SearchError> {
+        let root = env.resolve(args.path.as_deref().unwrap_or("."));
+        let (root_shown, _) = display_path(env, &root);
+        let mode = args.output_mode.unwrap_or_default();
+        let multiline = args.multiline.unwrap_or(false);
+        let matcher = build_matcher(
+            &args.pattern,
+            args.case_insensitive.unwrap_or(false),
+            multiline,
+        )?;
+        let context = args.context.unwrap_or(0).min(GREP_MAX_CONTEXT);
+        let before = args.before.unwrap_or(context).min(GREP_MAX_CONTEXT) as usize;
+        let after = args.after.unwrap_or(context).min(GREP_MAX_CONTEXT) as usize;
+        let default_limit = match mode {
+            OutputMode::Content => GREP_DEFAULT_LINE_LIMIT,
+            OutputMode::FilesWithMatches | OutputMode::Count => GREP_DEFAULT_FILE_LIMIT,
+        };
+        Ok(Self {
+            pattern: args.pattern.clone(),
+            cwd: env.cwd.clone(),
+            timeout,
+            root,
+            root_shown,
+            glob: args.glob.clone().filter(|glob| !glob.trim().is_empty()),
+            file_type: args
+                .file_type
+                .clone()
+                .filter(|name| !name.trim().is_empty()),
+            mode,
+            matcher,
+            multiline,
+            before,
+            after,
+            limit: clamp_limit(args.limit, default_limit, GREP_MAX_LIMIT),
+            offset: args.offset.unwrap_or(0),
+        })
+    }
+}
+
+/// The matcher `rg` would build: `^`/`$` at line boundaries, and a line terminator unless
+/// matches may span lines (which lets the searcher go line by line, much faster).
+fn build_matcher(
+    pattern: &str,
+    case_insensitive: bool,
+    multiline: bool,
+) -> Result<RegexMatcher, SearchError> {
+    let mut builder = RegexMatcherBuilder::new();
+    builder.case_insensitive(case_insensitive).multi_line(true);
+    if multiline {
+        builder.dot_matches_new_line(true);
+    } else {
+        builder.line_terminator(Some(b'\n'));
+    }
+    builder.build(pattern).map_err(|err| {
+        let mut message = err.to_string();
+        if !multiline && matches!(err.kind(), grep_regex::ErrorKind::NotAllowed(_)) {
+            message.push_str(" (set `multiline: true` to match across lines)");
+        }
+        SearchError::InvalidRegex {
+            pattern: pattern.to_owned(),
+            message,
+        }
+    })
+}
+
+/// A file with matches, and how many lines matched (1 when only file names were wanted).
+#[derive(Debug)]
+struct Hit {
+    path: PathBuf,
+    count: u64,
+}
+
+/// What pass one found.
+#[derive(Debug, Default)]
+struct Scan {
+    hits: Vec<Hit>,
+    searched: u64,
+    binary_skipped: u64,
+    unreadable: Unreadable,
+}
+
+impl Scan {
+    fn merge(&mut self, other: Self) {
+        self.hits.extend(other.hits);
+        self.searched += other.searched;
+        self.binary_skipped += other.binary_skipped;
+        self.unreadable.merge(other.unreadable);
+    }
+}
