@@ -6,9 +6,10 @@ use std::process::ExitCode;
 use std::sync::Arc;
 
 use anyhow::{Context as _, bail};
+
+use crate::config::{self, ConfigError};
 use async_trait::async_trait;
 use keel_agent::runner::{RunnerDefaults, TurnHooks, TurnHost, TurnInput, TurnRunner, TurnStart};
-use keel_llm::registry::Registry;
 use keel_llm::scripted::{ResponseSpec, ScriptedProvider, ScriptedResponse};
 use keel_llm::{HttpProvider, ModelSpec, StreamFn, StreamSettings, http_client};
 use keel_protocol::{
@@ -24,18 +25,21 @@ pub struct ExecArgs {
     /// The prompt; `-` reads it from standard input.
     prompt: String,
     /// Answer from this JSON file of scripted responses instead of a model.
-    #[arg(long, value_name = "FILE", conflicts_with_all = ["provider", "model"])]
+    #[arg(long, value_name = "FILE", conflicts_with = "model")]
     mock_script: Option<PathBuf>,
-    /// Provider from the registry: anthropic, openai, google, minimax, minimax-cn,
-    /// minimax-openai, openrouter, deepseek, mistral, ollama, llamacpp, vllm, lmstudio.
-    #[arg(long, requires = "model")]
-    provider: Option<String>,
-    /// Model id, for example claude-sonnet-4-5 or MiniMax-M2.7.
-    #[arg(long, requires = "provider")]
+    /// The model as provider/model, for example anthropic/claude-sonnet-4-5 or
+    /// minimax/MiniMax-M2.7 (default: `model` in config).
+    #[arg(long, value_name = "PROVIDER/MODEL")]
     model: Option<String>,
     /// Send requests to this base URL instead of the provider's.
-    #[arg(long, value_name = "URL", requires = "provider")]
+    #[arg(long, value_name = "URL")]
     base_url: Option<String>,
+    /// Read this configuration file after $KEEL_HOME/config.yaml and .keel/config.yaml.
+    #[arg(long, value_name = "FILE")]
+    config: Option<PathBuf>,
+    /// Override one configuration key, for example `-c permission=plan`.
+    #[arg(short = 'c', value_name = "KEY=VALUE")]
+    set: Vec<String>,
     /// Print every runtime event as one JSON line instead of the answer text.
     #[arg(long)]
     json: bool,
@@ -126,15 +130,12 @@ fn model_and_stream(args: &ExecArgs) -> anyhow::Result<(ModelSpec, Arc<dyn Strea
             ScriptedProvider::with_responses(specs.into_iter().map(ScriptedResponse::from));
         return Ok((ModelSpec::scripted(), Arc::new(provider)));
     }
-    let (Some(provider), Some(model)) = (&args.provider, &args.model) else {
-        bail!(
-            "choose a model with --provider NAME --model ID (or answer from a script with --mock-script FILE)"
-        );
-    };
-    let resolved = Registry::builtin().resolve(provider, model)?;
+    let loaded = load_config(args)?;
+    let resolved = loaded.resolve_model(args.model.as_deref())?;
     if let Some(warning) = &resolved.warning {
         eprintln!("keel: warning: {warning}");
     }
+    let provider = resolved.entry.provider.clone();
     let mut entry = resolved.entry;
     if let Some(url) = &args.base_url {
         entry.base_url.clone_from(url);
@@ -151,6 +152,26 @@ fn model_and_stream(args: &ExecArgs) -> anyhow::Result<(ModelSpec, Arc<dyn Strea
         spec,
         Arc::new(HttpProvider::new(http_client()?, entry, key)),
     ))
+}
+
+/// The configuration: `$KEEL_HOME/config.yaml`, the project's `.keel/config.yaml`, then
+/// `--config`, then `-c` overrides.
+fn load_config(args: &ExecArgs) -> Result<config::Loaded, ConfigError> {
+    let mut files = Vec::new();
+    if let Some(home) = config::keel_home()
+        .map(|h| h.join(config::FILE_NAME))
+        .filter(|p| p.is_file())
+    {
+        files.push(home);
+    }
+    let cwd = std::env::current_dir().unwrap_or_default();
+    if let Some(project) = config::project_file(&cwd).filter(|p| !files.contains(p)) {
+        files.push(project);
+    }
+    if let Some(explicit) = &args.config {
+        files.push(explicit.clone());
+    }
+    config::load(&files, &args.set)
 }
 
 /// Prints a turn's events: answer text to stdout, tool activity to stderr, or every

@@ -4,6 +4,7 @@
 //! entry point, driving the turn runner end to end; model providers arrive with the
 //! model-protocol work, until then `exec` answers from a scripted model (`--mock-script`).
 
+mod config;
 mod exec;
 
 use std::process::ExitCode;
@@ -43,9 +44,20 @@ fn main() -> ExitCode {
     });
     match result {
         Ok(code) => code,
-        Err(error) => {
-            eprintln!("keel: {error:#}");
-            ExitCode::from(2)
-        }
+        Err(error) => match error.downcast_ref::<config::ConfigError>() {
+            // Configuration problems have their own exit code so scripts can tell them
+            // from a bad invocation.
+            Some(config_error) => {
+                eprintln!(
+                    "keel: configuration error ({}): {error:#}",
+                    config_error.code()
+                );
+                ExitCode::from(3)
+            }
+            None => {
+                eprintln!("keel: {error:#}");
+                ExitCode::from(2)
+            }
+        },
     }
 }

@@ -130,12 +130,16 @@ fn a_bad_script_is_named_with_what_is_wrong() {
 
 #[test]
 fn without_a_provider_exec_says_what_to_do() {
-    let output = keel().args(["exec", "hi"]).output().unwrap();
-    assert_eq!(output.status.code(), Some(2));
+    let output = keel()
+        .args(["exec", "hi"])
+        .env("KEEL_HOME", "/nonexistent")
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(3));
+    let stderr = String::from_utf8(output.stderr).unwrap();
     assert!(
-        String::from_utf8(output.stderr)
-            .unwrap()
-            .contains("--mock-script")
+        stderr.contains("--model provider/model") && stderr.contains("config_model"),
+        "{stderr}"
     );
 }
 
@@ -158,10 +162,8 @@ fn exec_talks_to_a_provider_over_http() {
     let output = keel()
         .args([
             "exec",
-            "--provider",
-            "anthropic",
             "--model",
-            "claude-sonnet-4-5",
+            "anthropic/claude-sonnet-4-5",
             "--base-url",
         ])
         .arg(server.url())
@@ -187,14 +189,7 @@ fn exec_talks_to_a_provider_over_http() {
 #[test]
 fn a_missing_api_key_is_named() {
     let output = keel()
-        .args([
-            "exec",
-            "--provider",
-            "deepseek",
-            "--model",
-            "deepseek-chat",
-            "hi",
-        ])
+        .args(["exec", "--model", "deepseek/deepseek-chat", "hi"])
         .env_remove("DEEPSEEK_API_KEY")
         .output()
         .unwrap();
@@ -209,13 +204,78 @@ fn a_missing_api_key_is_named() {
 #[test]
 fn an_unknown_provider_lists_the_known_ones() {
     let output = keel()
-        .args(["exec", "--provider", "nope", "--model", "m", "hi"])
+        .args(["exec", "--model", "nope/m", "hi"])
+        .env("KEEL_HOME", "/nonexistent")
         .output()
         .unwrap();
-    assert_eq!(output.status.code(), Some(2));
+    assert_eq!(output.status.code(), Some(3), "a configuration error");
     let stderr = String::from_utf8(output.stderr).unwrap();
     assert!(
         stderr.contains("unknown provider `nope`") && stderr.contains("anthropic"),
         "{stderr}"
+    );
+}
+
+#[test]
+fn the_model_and_providers_come_from_config_files() {
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(1)
+        .enable_all()
+        .build()
+        .unwrap();
+    let script =
+        keel_mockllm::Script::parse(r#"[{"text": "configured", "chunk_size": 4}]"#).unwrap();
+    let server = runtime
+        .block_on(keel_mockllm::MockServer::start(
+            script,
+            keel_mockllm::ServerOptions::default(),
+        ))
+        .unwrap();
+    let home = temp_dir("config-home");
+    std::fs::write(
+        home.join("config.yaml"),
+        format!(
+            "model: mock/mock-model\npermission: auto\nproviders:\n  mock:\n    api: openai-completions\n    base_url: {}/v1\n    api_key_env: MOCK_API_KEY\n    models:\n      mock-model: {{context_window: 128000, max_output: 16384}}\n",
+            server.url()
+        ),
+    )
+    .unwrap();
+    let output = keel()
+        .args(["exec", "hi"])
+        .env("KEEL_HOME", &home)
+        .env("MOCK_API_KEY", "k")
+        .output()
+        .unwrap();
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    assert_eq!(String::from_utf8(output.stdout).unwrap(), "configured\n");
+    assert_eq!(server.requests()[0].headers["authorization"], "Bearer k");
+
+    std::fs::write(home.join("config.yaml"), "model: mock/x\nprovders: {}\n").unwrap();
+    let output = keel()
+        .args(["exec", "hi"])
+        .env("KEEL_HOME", &home)
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(3));
+    let stderr = String::from_utf8(output.stderr).unwrap();
+    assert!(
+        stderr.contains("config.yaml:2") && stderr.contains("provders"),
+        "{stderr}"
+    );
+
+    let output = keel()
+        .args(["exec", "-c", "permission=sometimes", "hi"])
+        .env("KEEL_HOME", "/nonexistent")
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(3));
+    assert!(
+        String::from_utf8(output.stderr)
+            .unwrap()
+            .contains("-c permission=sometimes")
     );
 }

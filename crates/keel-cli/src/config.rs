@@ -1,0 +1,389 @@
+//! Configuration: `$KEEL_HOME/config.yaml`, a project's `.keel/config.yaml`, an explicit
+//! `--config FILE`, then `-c key.path=value` overrides, later ones winning key by key.
+//!
+//! Each file is checked on its own first, so an unknown key or a wrong type is reported
+//! with the file, the line and the key; the files are then merged as YAML values and
+//! checked once more with the overrides applied.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use keel_llm::registry::{ProviderOverride, Registry, RegistryConfig, Resolved};
+use serde::Deserialize;
+use yaml_serde::{Mapping, Value};
+
+/// The configuration file name in `$KEEL_HOME` and in a project's `.keel` folder.
+pub const FILE_NAME: &str = "config.yaml";
+
+/// What keel can be configured with.
+#[derive(Debug, Clone, PartialEq, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Config {
+    /// Default model as `provider/model`.
+    #[serde(default)]
+    pub model: Option<String>,
+    /// Permission mode: ask, auto, full or plan.
+    #[serde(default)]
+    pub permission: Option<Permission>,
+    /// Providers and models to add or override.
+    #[serde(default)]
+    pub providers: BTreeMap<String, ProviderOverride>,
+}
+
+/// Permission modes a configuration may name.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Permission {
+    /// Ask before anything but reads.
+    Ask,
+    /// Work inside the workspace without asking.
+    Auto,
+    /// Ask for nothing.
+    Full,
+    /// Read only.
+    Plan,
+}
+
+/// A configuration problem; the message names the file, line and key when known.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum ConfigError {
+    /// A file could not be read.
+    #[error("cannot read {path}: {reason}")]
+    Read {
+        /// The file.
+        path: PathBuf,
+        /// Why.
+        reason: String,
+    },
+    /// A file is not valid configuration.
+    #[error("{path}{line}: {reason}")]
+    Invalid {
+        /// The file.
+        path: PathBuf,
+        /// `:LINE` when known.
+        line: String,
+        /// What is wrong (names the key).
+        reason: String,
+    },
+    /// A `-c` override is malformed or makes the configuration invalid.
+    #[error("-c {spec}: {reason}")]
+    Override {
+        /// The override as given.
+        spec: String,
+        /// What is wrong.
+        reason: String,
+    },
+    /// The model names an unknown provider or is not `provider/model`.
+    #[error("{source_name}: {reason}")]
+    Model {
+        /// Where the model was set.
+        source_name: String,
+        /// What is wrong.
+        reason: String,
+    },
+}
+
+impl ConfigError {
+    /// Stable code.
+    pub fn code(&self) -> &'static str {
+        match self {
+            Self::Read { .. } => "config_read",
+            Self::Invalid { .. } => "config_invalid",
+            Self::Override { .. } => "config_override",
+            Self::Model { .. } => "config_model",
+        }
+    }
+}
+
+/// The merged configuration and where its model came from.
+#[derive(Debug, Clone, Default)]
+pub struct Loaded {
+    /// The configuration.
+    pub config: Config,
+    /// Files read, in order.
+    pub files: Vec<PathBuf>,
+    /// Where `model` was last set (`FILE:LINE`, `-c model=…`), for error messages.
+    pub model_source: Option<String>,
+}
+
+/// `$KEEL_HOME`, else `~/.keel`.
+pub fn keel_home() -> Option<PathBuf> {
+    std::env::var_os("KEEL_HOME")
+        .filter(|v| !v.is_empty())
+        .map(PathBuf::from)
+        .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".keel")))
+}
+
+/// The nearest `.keel/config.yaml` in `cwd` or a folder above it.
+pub fn project_file(cwd: &Path) -> Option<PathBuf> {
+    cwd.ancestors()
+        .map(|dir| dir.join(".keel").join(FILE_NAME))
+        .find(|path| path.is_file())
+}
+
+/// Loads and merges `files` (missing optional ones skipped by the caller), then applies
+/// `overrides` (`key.path=value`, the value read as YAML).
+pub fn load(files: &[PathBuf], overrides: &[String]) -> Result<Loaded, ConfigError> {
+    let mut merged = Value::Mapping(Mapping::new());
+    let mut loaded = Loaded::default();
+    for path in files {
+        let text = std::fs::read_to_string(path).map_err(|e| ConfigError::Read {
+            path: path.clone(),
+            reason: e.to_string(),
+        })?;
+        let invalid = |error: yaml_serde::Error| ConfigError::Invalid {
+            path: path.clone(),
+            line: error
+                .location()
+                .map(|l| format!(":{}", l.line()))
+                .unwrap_or_default(),
+            reason: strip_location(&error.to_string()),
+        };
+        if text.trim().is_empty() {
+            loaded.files.push(path.clone());
+            continue;
+        }
+        let checked: Config = yaml_serde::from_str(&text).map_err(invalid)?;
+        let value: Value = yaml_serde::from_str(&text).map_err(invalid)?;
+        if checked.model.is_some() {
+            let line = text
+                .lines()
+                .position(|l| l.starts_with("model:"))
+                .map(|n| format!(":{}", n + 1))
+                .unwrap_or_default();
+            loaded.model_source = Some(format!("{}{line}", path.display()));
+        }
+        merge(&mut merged, value);
+        loaded.files.push(path.clone());
+    }
+    for spec in overrides {
+        let (key, raw) = spec.split_once('=').ok_or_else(|| ConfigError::Override {
+            spec: spec.clone(),
+            reason: "expected key.path=value".into(),
+        })?;
+        let key = key.trim();
+        if key.is_empty() || key.split('.').any(str::is_empty) {
+            return Err(ConfigError::Override {
+                spec: spec.clone(),
+                reason: "the key is empty".into(),
+            });
+        }
+        let value: Value = yaml_serde::from_str(raw).map_err(|e| ConfigError::Override {
+            spec: spec.clone(),
+            reason: strip_location(&e.to_string()),
+        })?;
+        set_path(&mut merged, key, value);
+        if key == "model" {
+            loaded.model_source = Some(format!("-c {spec}"));
+        }
+        yaml_serde::from_value::<Config>(merged.clone()).map_err(|e| ConfigError::Override {
+            spec: spec.clone(),
+            reason: strip_location(&e.to_string()),
+        })?;
+    }
+    loaded.config = yaml_serde::from_value(merged).map_err(|e| ConfigError::Override {
+        spec: "(merged)".into(),
+        reason: e.to_string(),
+    })?;
+    Ok(loaded)
+}
+
+impl Loaded {
+    /// The registry with the configured providers applied.
+    pub fn registry(&self) -> Result<Registry, ConfigError> {
+        let mut registry = Registry::builtin();
+        registry
+            .apply(RegistryConfig {
+                providers: self.config.providers.clone(),
+            })
+            .map_err(|e| ConfigError::Model {
+                source_name: "providers".into(),
+                reason: e.to_string(),
+            })?;
+        Ok(registry)
+    }
+
+    /// Resolves `provider/model` (from the command line, else the configuration).
+    pub fn resolve_model(&self, cli_model: Option<&str>) -> Result<Resolved, ConfigError> {
+        let (spec, source) = match cli_model {
+            Some(model) => (model.to_owned(), "--model".to_owned()),
+            None => match &self.config.model {
+                Some(model) => (
+                    model.clone(),
+                    self.model_source.clone().unwrap_or_else(|| "config".into()),
+                ),
+                None => {
+                    return Err(ConfigError::Model {
+                        source_name: "config".into(),
+                        reason: "no model is configured: pass --model provider/model or set `model:` in config.yaml".into(),
+                    });
+                }
+            },
+        };
+        let Some((provider, model)) = spec
+            .split_once('/')
+            .filter(|(p, m)| !p.is_empty() && !m.is_empty())
+        else {
+            return Err(ConfigError::Model {
+                source_name: source,
+                reason: format!(
+                    "model `{spec}` must be written provider/model, for example anthropic/claude-sonnet-4-5"
+                ),
+            });
+        };
+        self.registry()?
+            .resolve(provider, model)
+            .map_err(|e| ConfigError::Model {
+                source_name: source,
+                reason: e.to_string(),
+            })
+    }
+}
+
+/// yaml_serde puts the location at the end of its message; the file prefix carries it.
+fn strip_location(message: &str) -> String {
+    match message.find(" at line ") {
+        Some(at) => message[..at].to_owned(),
+        None => message.to_owned(),
+    }
+}
+
+fn merge(base: &mut Value, overlay: Value) {
+    match (base, overlay) {
+        (Value::Mapping(base), Value::Mapping(overlay)) => {
+            for (key, value) in overlay {
+                match base.get_mut(&key) {
+                    Some(existing) => merge(existing, value),
+                    None => {
+                        base.insert(key, value);
+                    }
+                }
+            }
+        }
+        (base, overlay) => *base = overlay,
+    }
+}
+
+fn set_path(root: &mut Value, key: &str, value: Value) {
+    let mut parts = key.split('.').peekable();
+    let mut node = root;
+    while let Some(part) = parts.next() {
+        if !matches!(node, Value::Mapping(_)) {
+            *node = Value::Mapping(Mapping::new());
+        }
+        let Value::Mapping(map) = node else { return };
+        let name = Value::String(part.to_owned());
+        if parts.peek().is_none() {
+            map.insert(name, value);
+            return;
+        }
+        node = map
+            .entry(name)
+            .or_insert_with(|| Value::Mapping(Mapping::new()));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use keel_llm::Api;
+
+    fn file(dir: &Path, name: &str, text: &str) -> PathBuf {
+        let path = dir.join(name);
+        std::fs::write(&path, text).unwrap();
+        path
+    }
+
+    #[test]
+    fn the_issue_shape_loads_and_resolves() {
+        let dir = tempfile::tempdir().unwrap();
+        let home = file(
+            dir.path(),
+            "home.yaml",
+            "model: mock/mock-model\npermission: auto\nproviders:\n  mock:\n    api: openai-completions\n    base_url: http://127.0.0.1:8080/v1\n    api_key_env: MOCK_API_KEY\n    models:\n      mock-model: {context_window: 128000, max_output: 16384}\n",
+        );
+        let loaded = load(&[home], &[]).unwrap();
+        assert_eq!(loaded.config.permission, Some(Permission::Auto));
+        let resolved = loaded.resolve_model(None).unwrap();
+        assert_eq!(resolved.entry.api, Api::OpenAiCompletions);
+        assert_eq!(resolved.entry.context_window, 128_000);
+        assert_eq!(resolved.api_key_env.as_deref(), Some("MOCK_API_KEY"));
+    }
+
+    #[test]
+    fn later_files_and_overrides_win_key_by_key() {
+        let dir = tempfile::tempdir().unwrap();
+        let home = file(
+            dir.path(),
+            "a.yaml",
+            "model: anthropic/claude-sonnet-4-5\npermission: ask\n",
+        );
+        let project = file(dir.path(), "b.yaml", "permission: plan\n");
+        let loaded = load(&[home.clone(), project], &["model=openai/gpt-5".into()]).unwrap();
+        assert_eq!(loaded.config.permission, Some(Permission::Plan));
+        assert_eq!(loaded.config.model.as_deref(), Some("openai/gpt-5"));
+        assert_eq!(
+            loaded.model_source.as_deref(),
+            Some("-c model=openai/gpt-5")
+        );
+        let nested = load(
+            &[home],
+            &["providers.anthropic.base_url=http://127.0.0.1:9".into()],
+        )
+        .unwrap();
+        assert_eq!(
+            nested.resolve_model(None).unwrap().entry.base_url,
+            "http://127.0.0.1:9"
+        );
+    }
+
+    #[test]
+    fn errors_name_the_file_the_line_and_the_key() {
+        let dir = tempfile::tempdir().unwrap();
+        let unknown = file(dir.path(), "unknown.yaml", "model: a/b\nmodle: x\n");
+        let err = load(&[unknown], &[]).unwrap_err().to_string();
+        assert!(
+            err.contains("unknown.yaml:2") && err.contains("modle"),
+            "{err}"
+        );
+        let wrong_type = file(
+            dir.path(),
+            "type.yaml",
+            "providers:\n  mock:\n    api: openai-completions\n    base_url: http://x\n    models:\n      m: {context_window: lots, max_output: 1}\n",
+        );
+        let err = load(&[wrong_type], &[]).unwrap_err().to_string();
+        assert!(
+            err.contains("type.yaml:6") && err.contains("context_window"),
+            "{err}"
+        );
+        let bad_mode = file(dir.path(), "mode.yaml", "permission: yolo\n");
+        let err = load(&[bad_mode], &[]).unwrap_err().to_string();
+        assert!(err.contains("mode.yaml:1") && err.contains("yolo"), "{err}");
+        let provider = file(dir.path(), "provider.yaml", "\nmodel: nope/x\n");
+        let err = load(&[provider], &[])
+            .unwrap()
+            .resolve_model(None)
+            .unwrap_err()
+            .to_string();
+        assert!(
+            err.contains("provider.yaml:2") && err.contains("unknown provider `nope`"),
+            "{err}"
+        );
+        let err = load(&[], &["permission".into()]).unwrap_err().to_string();
+        assert!(err.contains("key.path=value"), "{err}");
+        let err = load(&[], &["permission=sometimes".into()])
+            .unwrap_err()
+            .to_string();
+        assert!(
+            err.starts_with("-c permission=sometimes") && err.contains("sometimes"),
+            "{err}"
+        );
+        let err = load(&[], &["model=just-a-name".into()])
+            .unwrap()
+            .resolve_model(None)
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("provider/model"), "{err}");
+    }
+}
