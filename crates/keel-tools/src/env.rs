@@ -63,7 +63,7 @@ impl ToolEnv {
         let cwd = cwd.into();
         Self {
             roots: vec![cwd.clone()],
-            output_dir: std::env::temp_dir().join("keel-outputs"),
+            output_dir: default_output_dir(),
             home: std::env::var_os("HOME").map(PathBuf::from),
             cwd,
             env_mode: None,
@@ -93,6 +93,15 @@ impl ToolEnv {
     pub fn in_workspace(&self, path: &Path) -> bool {
         self.roots.iter().any(|root| path.starts_with(root))
     }
+}
+
+/// A per-user folder for saved command output, so users on one machine never share one.
+fn default_output_dir() -> PathBuf {
+    use std::os::unix::fs::MetadataExt as _;
+    let uid = std::fs::metadata("/proc/self")
+        .map(|m| m.uid())
+        .unwrap_or(0);
+    std::env::temp_dir().join(format!("keel-outputs-{uid}"))
 }
 
 /// `.` removed and `..` folded without touching the file system.

@@ -44,7 +44,13 @@ impl WebFetch {
     /// A fetch tool; fails only if the HTTP client cannot be built.
     pub fn new(env: Arc<ToolEnv>) -> Result<Self, String> {
         let _ = rustls::crypto::ring::default_provider().install_default();
-        let client = reqwest::Client::builder()
+        let mut builder = reqwest::Client::builder();
+        if !env.fetch_allow_private {
+            // The connection uses exactly the addresses checked here, so a name cannot
+            // resolve to a public address for the check and an internal one for the connect.
+            builder = builder.dns_resolver(Arc::new(PublicOnly));
+        }
+        let client = builder
             .redirect(reqwest::redirect::Policy::none())
             .timeout(TIMEOUT)
             .user_agent(concat!("keel/", env!("CARGO_PKG_VERSION")))
@@ -74,27 +80,93 @@ impl WebFetch {
     }
 }
 
+/// Stack for the HTML conversion: its DOM walk recurses once per nesting level, and a page
+/// of deeply nested elements must not overflow a worker's stack and take the process down.
+const CONVERT_STACK: usize = 256 * 1024 * 1024;
+
+/// HTML to Markdown on a thread of its own with a large stack; the raw text if that fails.
+async fn html_to_markdown(html: String) -> String {
+    let converted = tokio::task::spawn_blocking(move || {
+        let worker = std::thread::Builder::new()
+            .stack_size(CONVERT_STACK)
+            .spawn(move || htmd::convert(&html).map_err(|_| html));
+        match worker.map(std::thread::JoinHandle::join) {
+            Ok(Ok(result)) => result,
+            _ => Err(String::from("(the page could not be converted)")),
+        }
+    })
+    .await;
+    match converted {
+        Ok(Ok(markdown)) => markdown,
+        Ok(Err(raw)) => raw,
+        Err(_) => String::from("(the page could not be converted)"),
+    }
+}
+
+/// A resolver that never hands out an internal address.
+struct PublicOnly;
+
+impl reqwest::dns::Resolve for PublicOnly {
+    fn resolve(&self, name: reqwest::dns::Name) -> reqwest::dns::Resolving {
+        let host = name.as_str().to_owned();
+        Box::pin(async move {
+            let found: Vec<std::net::SocketAddr> =
+                tokio::net::lookup_host((host.as_str(), 0)).await?.collect();
+            let public: Vec<std::net::SocketAddr> = found
+                .iter()
+                .copied()
+                .filter(|a| !is_internal(a.ip()))
+                .collect();
+            if public.is_empty() {
+                let message = format!("{host} resolves only to internal addresses");
+                return Err(Box::new(std::io::Error::other(message))
+                    as Box<dyn std::error::Error + Send + Sync>);
+            }
+            Ok(Box::new(public.into_iter()) as reqwest::dns::Addrs)
+        })
+    }
+}
+
 /// Whether an address is internal (loopback, private, link-local, unspecified, …).
 pub fn is_internal(ip: IpAddr) -> bool {
     match ip {
         IpAddr::V4(v4) => {
+            let [a, b, c, _] = v4.octets();
             v4.is_loopback()
                 || v4.is_private()
                 || v4.is_link_local()
                 || v4.is_unspecified()
                 || v4.is_broadcast()
-                || v4.octets()[0] == 100 && (v4.octets()[1] & 0xC0) == 64
-                || v4.octets()[0] == 0
+                || v4.is_multicast()
+                || a == 0
+                || a >= 240
+                || a == 100 && (b & 0xC0) == 64
+                || a == 198 && (b & 0xFE) == 18
+                || a == 192 && b == 0 && c == 0
         }
         IpAddr::V6(v6) => {
-            let first = v6.segments()[0];
+            let s = v6.segments();
+            let embedded = |hi: u16, lo: u16| {
+                IpAddr::V4(std::net::Ipv4Addr::from(
+                    (u32::from(hi) << 16) | u32::from(lo),
+                ))
+            };
             v6.is_loopback()
                 || v6.is_unspecified()
-                || (first & 0xFE00) == 0xFC00
-                || (first & 0xFFC0) == 0xFE80
-                || v6
-                    .to_ipv4_mapped()
-                    .is_some_and(|v4| is_internal(IpAddr::V4(v4)))
+                || v6.is_multicast()
+                || (s[0] & 0xFE00) == 0xFC00
+                || (s[0] & 0xFFC0) == 0xFE80
+                || (s[0] & 0xFFC0) == 0xFEC0
+                || v6.to_ipv4_mapped().is_some_and(|v4| is_internal(IpAddr::V4(v4)))
+                // IPv4-compatible ::a.b.c.d
+                || s[..6].iter().all(|x| *x == 0) && is_internal(embedded(s[6], s[7]))
+                // NAT64 64:ff9b::/96
+                || s[0] == 0x64
+                    && s[1] == 0xff9b
+                    && s[2..6].iter().all(|x| *x == 0)
+                    && is_internal(embedded(s[6], s[7]))
+                // 6to4 2002:a.b.c.d::/48
+                || s[0] == 0x2002 && is_internal(embedded(s[1], s[2]))
         }
     }
 }
@@ -238,7 +310,7 @@ impl AgentTool for WebFetch {
         }
         let raw = String::from_utf8_lossy(&body);
         let text = if content_type.contains("html") {
-            htmd::convert(&raw).unwrap_or_else(|_| raw.clone().into_owned())
+            html_to_markdown(raw.clone().into_owned()).await
         } else if content_type.starts_with("text/")
             || content_type.contains("json")
             || content_type.contains("xml")
@@ -285,6 +357,15 @@ mod tests {
     #[test]
     fn internal_addresses_are_recognised() {
         for internal in [
+            "224.0.0.1",
+            "240.0.0.1",
+            "198.18.0.1",
+            "192.0.0.8",
+            "fec0::1",
+            "ff02::1",
+            "::127.0.0.1",
+            "64:ff9b::a00:1",
+            "2002:c0a8:101::1",
             "127.0.0.1",
             "10.1.2.3",
             "172.16.0.1",

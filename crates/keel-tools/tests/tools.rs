@@ -237,7 +237,7 @@ async fn edit_replaces_uniquely_all_or_nothing_with_a_diff() {
     assert!(text(&all).contains("2 replacements"));
     std::fs::write(&path, "say(\u{201C}hi\u{201D});  \nnext\n").unwrap();
     let fuzzy = run(&edit, json!({"path": "lib.rs", "edits": [{"old_string": "say(\"hi\");", "new_string": "say(\"bye\");"}]})).await.unwrap();
-    assert!(text(&fuzzy).contains("ignoring trailing whitespace"));
+    assert!(text(&fuzzy).contains("normalising whitespace and quote style"));
     assert_eq!(
         std::fs::read_to_string(&path).unwrap(),
         "say(\"bye\");\nnext\n"
@@ -598,4 +598,132 @@ fn the_builtin_set_has_nine_tools_with_valid_schemas_and_modes() {
         keel_agent::AgentOptions::new(keel_llm::ModelSpec::scripted(), Arc::new(provider))
             .tools(tools);
     keel_agent::Agent::new(options).unwrap();
+}
+
+#[tokio::test]
+async fn writes_follow_symlinks_keep_modes_and_refuse_special_files() {
+    use std::os::unix::fs::PermissionsExt;
+    let dir = tempfile::tempdir().unwrap();
+    let tools_env = env(&dir);
+    let write = Write::new(tools_env.clone());
+    let edit = Edit::new(tools_env.clone());
+    std::fs::write(dir.path().join("AGENTS.md"), "old\n").unwrap();
+    std::os::unix::fs::symlink("AGENTS.md", dir.path().join("CLAUDE.md")).unwrap();
+    run(&write, json!({"path": "CLAUDE.md", "content": "new\n"}))
+        .await
+        .unwrap();
+    assert!(
+        std::fs::symlink_metadata(dir.path().join("CLAUDE.md"))
+            .unwrap()
+            .file_type()
+            .is_symlink()
+    );
+    assert_eq!(
+        std::fs::read_to_string(dir.path().join("AGENTS.md")).unwrap(),
+        "new\n"
+    );
+
+    let secret = dir.path().join(".env");
+    std::fs::write(&secret, "A=1\n").unwrap();
+    std::fs::set_permissions(&secret, std::fs::Permissions::from_mode(0o600)).unwrap();
+    run(
+        &edit,
+        json!({"path": ".env", "edits": [{"old_string": "A=1", "new_string": "A=2"}]}),
+    )
+    .await
+    .unwrap();
+    assert_eq!(
+        std::fs::metadata(&secret).unwrap().permissions().mode() & 0o777,
+        0o600
+    );
+
+    let fifo = dir.path().join("pipe");
+    assert!(
+        std::process::Command::new("mkfifo")
+            .arg(&fifo)
+            .status()
+            .unwrap()
+            .success()
+    );
+    assert!(
+        run(&write, json!({"path": "pipe", "content": "x"}))
+            .await
+            .unwrap_err()
+            .contains("FIFO")
+    );
+    assert!(
+        run(
+            &edit,
+            json!({"path": "pipe", "edits": [{"old_string": "a", "new_string": "b"}]})
+        )
+        .await
+        .unwrap_err()
+        .contains("FIFO")
+    );
+    assert!(
+        run(&write, json!({"path": "/dev/null", "content": "x"}))
+            .await
+            .unwrap_err()
+            .contains("device")
+    );
+}
+
+#[tokio::test]
+async fn edit_keeps_mixed_line_endings_it_did_not_touch() {
+    let dir = tempfile::tempdir().unwrap();
+    let edit = Edit::new(env(&dir));
+    let path = dir.path().join("fixture.http");
+    std::fs::write(&path, "GET / HTTP/1.1\r\nHost: a\r\n\nbody line\nlast\n").unwrap();
+    run(&edit, json!({"path": "fixture.http", "edits": [{"old_string": "body line", "new_string": "new body"}]})).await.unwrap();
+    assert_eq!(
+        std::fs::read_to_string(&path).unwrap(),
+        "GET / HTTP/1.1\r\nHost: a\r\n\nnew body\nlast\n"
+    );
+}
+
+#[tokio::test]
+async fn one_huge_line_is_read_in_bounded_memory() {
+    let dir = tempfile::tempdir().unwrap();
+    let huge = "x".repeat(20 * 1024 * 1024);
+    std::fs::write(dir.path().join("bundle.js"), format!("{huge}\nsecond\n")).unwrap();
+    let out = text(
+        &run(&Read::new(env(&dir)), json!({"path": "bundle.js"}))
+            .await
+            .unwrap(),
+    );
+    assert!(out.contains("line cut at 2000 characters") && out.contains("     2\tsecond"));
+    assert!(out.len() < 4096);
+}
+
+#[tokio::test]
+async fn saved_output_is_private_to_the_user() {
+    use std::os::unix::fs::PermissionsExt;
+    let dir = tempfile::tempdir().unwrap();
+    let out = run(&Bash::new(env(&dir)), json!({"command": "seq 1 50000"}))
+        .await
+        .unwrap();
+    let saved = out.details.unwrap()["full_output"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    assert_eq!(
+        std::fs::metadata(&saved).unwrap().permissions().mode() & 0o777,
+        0o600
+    );
+    let folder = std::path::Path::new(&saved).parent().unwrap();
+    assert_eq!(
+        std::fs::metadata(folder).unwrap().permissions().mode() & 0o777,
+        0o700
+    );
+    let quick = run(
+        &Bash::new(env(&dir)),
+        json!({"command": "sleep 5", "timeout": 200}),
+    )
+    .await
+    .unwrap();
+    assert!(
+        text(&quick).contains("timed out after 200 ms"),
+        "{}",
+        text(&quick)
+    );
 }

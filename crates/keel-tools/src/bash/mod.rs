@@ -159,7 +159,7 @@ impl Bash {
 
     async fn run_background(&self, command: &str) -> Result<ToolOutput, ToolError> {
         let (mut cmd, reader, removed) = self.prepare(command)?;
-        std::fs::create_dir_all(&self.env.output_dir).map_err(|e| {
+        private_dir(&self.env.output_dir).map_err(|e| {
             ToolError::new(format!(
                 "cannot create {}: {e}",
                 self.env.output_dir.display()
@@ -167,10 +167,16 @@ impl Bash {
         })?;
         let n = self.next_background.fetch_add(1, Ordering::SeqCst);
         let id = format!("bg-{n}");
+        let stamp = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map(|d| d.as_nanos())
+            .unwrap_or(0);
         let output = self
             .env
             .output_dir
-            .join(format!("bash-{}-{id}.log", std::process::id()));
+            .join(format!("bash-{}-{stamp}-{id}.log", std::process::id()));
+        let file = private_file(&output)
+            .map_err(|e| ToolError::new(format!("cannot create {}: {e}", output.display())))?;
         let mut child = cmd
             .spawn()
             .map_err(|e| ToolError::new(format!("cannot start bash: {e}")))?;
@@ -179,17 +185,29 @@ impl Bash {
             .id()
             .and_then(|id| i32::try_from(id).ok())
             .unwrap_or(0);
+        let guard = GroupGuard(pgid);
         let exit = Arc::new(Mutex::new(None));
-        let file = std::fs::File::create(&output)
-            .map_err(|e| ToolError::new(format!("cannot create {}: {e}", output.display())))?;
         let mut pipe = receiver(reader)?;
         let recorded = exit.clone();
         tokio::spawn(async move {
+            let _guard = guard;
             let mut file = file;
+            let mut saved = 0usize;
             let mut buf = vec![0u8; 16 * 1024];
             while let Ok(n) = pipe.read(&mut buf).await {
-                if n == 0 || file.write_all(&buf[..n]).is_err() {
+                if n == 0 {
                     break;
+                }
+                // Past the cap the output is still drained, so the command never blocks.
+                if saved < MAX_SAVED && file.write_all(&buf[..n]).is_ok() {
+                    saved += n;
+                    if saved >= MAX_SAVED {
+                        let _ = writeln!(
+                            file,
+                            "\n[keel: output saving stopped at {} MiB]",
+                            MAX_SAVED / (1024 * 1024)
+                        );
+                    }
                 }
             }
             let code = child.wait().await.ok().and_then(|s| s.code()).unwrap_or(-1);
@@ -247,6 +265,49 @@ fn receiver(reader: std::io::PipeReader) -> Result<tokio::net::unix::pipe::Recei
         .map_err(|e| ToolError::new(format!("cannot read the command's output: {e}")))
 }
 
+/// A duration as people say it: `500 ms`, `2 s`, `2.5 s`.
+fn human(duration: Duration) -> String {
+    if duration < Duration::from_secs(1) {
+        format!("{} ms", duration.as_millis())
+    } else if duration.subsec_millis() == 0 {
+        format!("{} s", duration.as_secs())
+    } else {
+        format!("{:.1} s", duration.as_secs_f64())
+    }
+}
+
+/// Most of a command's output saved to its file; past this the file is cut (with a note).
+const MAX_SAVED: usize = 64 * 1024 * 1024;
+
+/// Creates the output folder readable only by this user.
+fn private_dir(dir: &std::path::Path) -> std::io::Result<()> {
+    use std::os::unix::fs::DirBuilderExt as _;
+    std::fs::DirBuilder::new()
+        .recursive(true)
+        .mode(0o700)
+        .create(dir)
+}
+
+/// Creates a new output file readable only by this user; never follows or reuses a
+/// file planted under that name.
+fn private_file(path: &std::path::Path) -> std::io::Result<std::fs::File> {
+    use std::os::unix::fs::OpenOptionsExt as _;
+    std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .mode(0o600)
+        .open(path)
+}
+
+/// Kills a process group when dropped, so a dropped execution leaves nothing running.
+struct GroupGuard(i32);
+
+impl Drop for GroupGuard {
+    fn drop(&mut self) {
+        kill_group(self.0);
+    }
+}
+
 /// Kills a whole process group.
 fn kill_group(pgid: i32) {
     if pgid <= 0 {
@@ -295,7 +356,7 @@ impl Collected {
             self.overflowed = true;
             let mut all = std::mem::take(&mut self.head);
             all.extend_from_slice(bytes);
-            let _ = std::fs::create_dir_all(&self.dir);
+            let _ = private_dir(&self.dir);
             let stamp = std::time::SystemTime::now()
                 .duration_since(std::time::UNIX_EPOCH)
                 .map(|d| d.as_nanos())
@@ -303,7 +364,7 @@ impl Collected {
             let path = self
                 .dir
                 .join(format!("bash-{}-{stamp}.log", std::process::id()));
-            if let Ok(mut file) = std::fs::File::create(&path) {
+            if let Ok(mut file) = private_file(&path) {
                 let _ = file.write_all(&all);
                 self.file = Some((path, file));
             }
@@ -312,7 +373,9 @@ impl Collected {
             all.truncate(split);
             self.head = all;
         } else {
-            if let Some((_, file)) = &mut self.file {
+            if let Some((_, file)) = &mut self.file
+                && self.total - bytes.len() < MAX_SAVED
+            {
                 let _ = file.write_all(bytes);
             }
             self.tail.extend(bytes);
@@ -405,6 +468,7 @@ impl AgentTool for Bash {
             .id()
             .and_then(|id| i32::try_from(id).ok())
             .unwrap_or(0);
+        let _guard = GroupGuard(pgid);
         let mut pipe = receiver(reader)?;
         let mut collected = Collected::new(self.env.output_dir.clone());
         let mut buf = vec![0u8; 32 * 1024];
@@ -453,8 +517,8 @@ impl AgentTool for Bash {
             Ended::TimedOut => (
                 true,
                 format!(
-                    "\n[timed out after {} s; the command and its children were killed]",
-                    timeout.as_secs()
+                    "\n[timed out after {}; the command and its children were killed]",
+                    human(timeout)
                 ),
                 None,
             ),

@@ -106,15 +106,26 @@ pub fn ruleset(env: &ToolEnv) -> Result<Option<RulesetCreated>, SandboxError> {
         writable.extend(env.roots.iter().cloned());
     }
     let rules = |e: landlock::RulesetError| SandboxError::Rules(e.to_string());
+    // Writes and truncation (ABI 3, Linux 6.2) must be enforced, and so must the network
+    // block when asked for (ABI 4, Linux 6.7): a kernel that cannot is refused, not
+    // trusted. Newer rights are taken where the kernel has them.
+    let unavailable = |e: landlock::RulesetError| SandboxError::Unavailable {
+        mode: mode_name(env.sandbox),
+        detail: format!("a required Landlock right is missing ({e}); Linux 6.2 or newer is needed"),
+    };
     let mut ruleset = Ruleset::default()
-        .set_compatibility(CompatLevel::BestEffort)
-        .handle_access(AccessFs::from_all(ABI_WANTED))
-        .map_err(rules)?;
+        .set_compatibility(CompatLevel::HardRequirement)
+        .handle_access(AccessFs::from_all(ABI::V3))
+        .map_err(unavailable)?;
     if env.sandbox_blocks_network {
         ruleset = ruleset
             .handle_access(AccessNet::BindTcp | AccessNet::ConnectTcp)
-            .map_err(rules)?;
+            .map_err(unavailable)?;
     }
+    let ruleset = ruleset
+        .set_compatibility(CompatLevel::BestEffort)
+        .handle_access(AccessFs::from_all(ABI_WANTED))
+        .map_err(rules)?;
     let created = ruleset
         .create()
         .map_err(rules)?

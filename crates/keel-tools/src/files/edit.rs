@@ -14,8 +14,9 @@ use keel_protocol::{ContentBlock, ToolDefinition};
 use serde::Deserialize;
 use serde_json::json;
 
-use super::{TextStyle, io_message, plain, write_atomic};
+use super::{BOM, TextStyle, ensure_regular, io_message, plain, write_atomic};
 use crate::env::ToolEnv;
+use crate::output::head_tail;
 
 #[derive(Debug, Clone, Deserialize)]
 struct EditSpec {
@@ -101,7 +102,20 @@ impl AgentTool for Edit {
     }
 }
 
+/// Largest diff shown to the model; the full diff stays in the details.
+const MAX_DIFF: usize = 32 * 1024;
+
 fn edit(path: PathBuf, edits: &[EditSpec]) -> Result<ToolOutput, ToolError> {
+    match ensure_regular(&path) {
+        Ok(true) => {}
+        Ok(false) => {
+            return Err(ToolError::new(format!(
+                "Cannot edit {}: no such file or folder.",
+                path.display()
+            )));
+        }
+        Err(problem) => return Err(ToolError::new(problem)),
+    }
     let bytes = std::fs::read(&path).map_err(|e| ToolError::new(io_message("edit", &path, &e)))?;
     let original = String::from_utf8(bytes).map_err(|_| {
         ToolError::new(format!(
@@ -110,7 +124,14 @@ fn edit(path: PathBuf, edits: &[EditSpec]) -> Result<ToolOutput, ToolError> {
         ))
     })?;
     let style = TextStyle::of(&original);
-    let before = plain(&original);
+    let bom = if style.bom { BOM } else { "" };
+    // Edit the raw text: lines keep their own endings, only the edited text takes the
+    // file's usual one.
+    let before = original.strip_prefix(BOM).unwrap_or(&original).to_owned();
+    let line_style = TextStyle {
+        crlf: style.crlf,
+        bom: false,
+    };
     let mut text = before.clone();
     let mut replacements = 0usize;
     let mut fuzzy = Vec::new();
@@ -120,8 +141,8 @@ fn edit(path: PathBuf, edits: &[EditSpec]) -> Result<ToolOutput, ToolError> {
         } else {
             String::new()
         };
-        let old = plain(&spec.old_string);
-        let new = plain(&spec.new_string);
+        let old = line_style.apply(&plain(&spec.old_string));
+        let new = line_style.apply(&plain(&spec.new_string));
         if old.is_empty() {
             return Err(ToolError::new(format!(
                 "{which}old_string is empty; to create a file use `write`."
@@ -156,21 +177,22 @@ fn edit(path: PathBuf, edits: &[EditSpec]) -> Result<ToolOutput, ToolError> {
                 replacements += count;
             }
             _ => {
-                let lines = match_lines(&text, &old);
                 return Err(ToolError::new(format!(
                     "{which}old_string matches {count} times in {} (at lines {}); include more surrounding text to make it unique, or set replace_all.",
                     path.display(),
-                    lines
+                    match_lines(&text, &old)
                 )));
             }
         }
     }
-    let diff = similar::TextDiff::from_lines(&before, &text)
+    let shown = path.display().to_string();
+    let (old_plain, new_plain) = (plain(&before), plain(&text));
+    let diff = similar::TextDiff::from_lines(&old_plain, &new_plain)
         .unified_diff()
         .context_radius(3)
-        .header(&path.display().to_string(), &path.display().to_string())
+        .header(&shown, &shown)
         .to_string();
-    write_atomic(&path, style.apply(&text).as_bytes())
+    write_atomic(&path, format!("{bom}{text}").as_bytes())
         .map_err(|e| ToolError::new(io_message("write", &path, &e)))?;
     let mut summary = format!(
         "Edited {} ({replacements} replacement{}).",
@@ -179,11 +201,12 @@ fn edit(path: PathBuf, edits: &[EditSpec]) -> Result<ToolOutput, ToolError> {
     );
     if !fuzzy.is_empty() {
         summary.push_str(&format!(
-            " Edit(s) {fuzzy:?} matched only after ignoring trailing whitespace and quote style."
+            " Edit(s) {fuzzy:?} matched only after normalising whitespace and quote style."
         ));
     }
+    let (diff_shown, _) = head_tail(&diff, MAX_DIFF);
     Ok(ToolOutput {
-        content: vec![ContentBlock::text(format!("{summary}\n\n{diff}"))],
+        content: vec![ContentBlock::text(format!("{summary}\n\n{diff_shown}"))],
         details: Some(
             json!({"path": path, "replacements": replacements, "diff": diff, "fuzzy": fuzzy}),
         ),
@@ -202,21 +225,23 @@ fn match_lines(text: &str, needle: &str) -> String {
 }
 
 fn normalize_line(line: &str) -> String {
-    line.trim_end()
+    let quotes: String = line
         .chars()
         .map(|c| match c {
             '\u{2018}' | '\u{2019}' | '\u{201A}' | '\u{2032}' => '\'',
             '\u{201C}' | '\u{201D}' | '\u{201E}' | '\u{2033}' => '"',
             other => other,
         })
-        .collect()
+        .collect();
+    // Whitespace differences (indentation width, tabs, trailing spaces, CR) do not count.
+    quotes.split_whitespace().collect::<Vec<_>>().join(" ")
 }
 
 /// The fallback: find the one run of whole lines equal to `old`'s lines after
 /// normalisation and replace it with `new`.
 fn fuzzy_replace(text: &str, old: &str, new: &str) -> Result<String, String> {
     let wanted: Vec<String> = old
-        .trim_end_matches('\n')
+        .trim_end_matches(['\n', '\r'])
         .split('\n')
         .map(normalize_line)
         .collect();
@@ -229,8 +254,12 @@ fn fuzzy_replace(text: &str, old: &str, new: &str) -> Result<String, String> {
         [start] => {
             let end = start + wanted.len();
             let mut out: Vec<String> = lines[..*start].iter().map(|l| (*l).to_owned()).collect();
-            let replacement = new.strip_suffix('\n').unwrap_or(new);
-            out.push(replacement.to_owned());
+            let mut replacement = new.strip_suffix('\n').unwrap_or(new).to_owned();
+            // The last replaced line keeps its own CR when the file's line had one.
+            if lines[end - 1].ends_with('\r') && !replacement.ends_with('\r') {
+                replacement.push('\r');
+            }
+            out.push(replacement);
             out.extend(lines[end..].iter().map(|l| (*l).to_owned()));
             Ok(out.join("\n"))
         }
@@ -248,7 +277,7 @@ mod tests {
 
     #[test]
     fn fuzzy_matching_ignores_trailing_spaces_and_quote_style() {
-        let text = "fn a() {\n    say(\u{201C}hi\u{201D});   \n}\n";
+        let text = "fn a() {\n\tsay(\u{201C}hi\u{201D});   \n}\n";
         let out = fuzzy_replace(text, "    say(\"hi\");\n", "    say(\"bye\");\n").unwrap();
         assert_eq!(out, "fn a() {\n    say(\"bye\");\n}\n");
         assert!(

@@ -49,30 +49,77 @@ pub(crate) fn plain(text: &str) -> String {
     text.strip_prefix(BOM).unwrap_or(text).replace("\r\n", "\n")
 }
 
-/// Writes `bytes` to `path` atomically: a temporary file beside it, then a rename, so a
-/// crash leaves either the old or the new content. Keeps an existing file's permissions.
+/// Writes `bytes` to `path` atomically: a temporary file beside the real target, then a
+/// rename, so a crash leaves either the old or the new content. A symbolic link is followed
+/// (its target is rewritten, the link stays), and an existing file keeps its permissions and,
+/// where allowed, its owner. The temporary file is created exclusively with the final
+/// permissions, so its content is never readable by others in between.
 pub(crate) fn write_atomic(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
-    let dir = path
+    use std::os::unix::fs::{MetadataExt as _, OpenOptionsExt as _, PermissionsExt as _};
+    let target = match std::fs::symlink_metadata(path) {
+        Ok(meta) if meta.file_type().is_symlink() => std::fs::canonicalize(path).or_else(|_| {
+            // A dangling link: write where it points.
+            std::fs::read_link(path)
+                .map(|dest| path.parent().map_or(dest.clone(), |dir| dir.join(&dest)))
+        })?,
+        _ => path.to_path_buf(),
+    };
+    let existing = std::fs::metadata(&target).ok();
+    if let Some(meta) = &existing
+        && !meta.is_file()
+    {
+        return Err(std::io::Error::other("it is not a regular file"));
+    }
+    let dir = target
         .parent()
         .ok_or_else(|| std::io::Error::other("the path has no parent folder"))?;
-    let name = path
+    let name = target
         .file_name()
         .map(|n| n.to_string_lossy().into_owned())
         .unwrap_or_default();
-    let temp = dir.join(format!(".{name}.keel-{}.tmp", std::process::id()));
+    let mode = existing
+        .as_ref()
+        .map_or(0o644, |m| m.permissions().mode() & 0o7777);
+    let stamp = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.subsec_nanos())
+        .unwrap_or(0);
+    let temp = dir.join(format!(".{name}.keel-{}-{stamp}.tmp", std::process::id()));
     let result = (|| {
-        let mut file = std::fs::File::create(&temp)?;
+        let mut file = std::fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .mode(mode)
+            .open(&temp)?;
+        if let Some(meta) = &existing {
+            // Keep the owner when we may (root, or the same user); otherwise keep ours.
+            let _ = std::os::unix::fs::fchown(&file, Some(meta.uid()), Some(meta.gid()));
+            file.set_permissions(std::fs::Permissions::from_mode(mode))?;
+        }
         file.write_all(bytes)?;
         file.sync_all()?;
-        if let Ok(meta) = std::fs::metadata(path) {
-            std::fs::set_permissions(&temp, meta.permissions())?;
-        }
-        std::fs::rename(&temp, path)
+        std::fs::rename(&temp, &target)
     })();
     if result.is_err() {
         let _ = std::fs::remove_file(&temp);
     }
     result
+}
+
+/// Refuses anything that is not a regular file (FIFOs would block, devices never end).
+pub(crate) fn ensure_regular(path: &Path) -> Result<bool, String> {
+    match std::fs::metadata(path) {
+        Ok(meta) if meta.is_file() => Ok(true),
+        Ok(meta) if meta.is_dir() => {
+            Err(format!("{} is a folder; give a file path.", path.display()))
+        }
+        Ok(_) => Err(format!(
+            "{} is a device, FIFO or socket, not a regular file; it is refused.",
+            path.display()
+        )),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(false),
+        Err(e) => Err(io_message("open", path, &e)),
+    }
 }
 
 /// A message for an I/O error on `path` that a model can act on.

@@ -152,8 +152,14 @@ fn read(env: &ToolEnv, args: &Args) -> Result<ToolOutput, ToolError> {
     let mut raw = Vec::new();
     loop {
         raw.clear();
-        let n = reader
-            .read_until(b'\n', &mut raw)
+        // Keep at most a bounded prefix of each line, so one huge line (a minified
+        // bundle) cannot fill memory; skipped lines keep nothing.
+        let cap = if line_no + 1 < offset {
+            0
+        } else {
+            MAX_LINE_BYTES
+        };
+        let n = read_line_capped(&mut reader, &mut raw, cap)
             .map_err(|e| ToolError::new(io_message("read", &path, &e)))?;
         if n == 0 {
             break;
@@ -221,6 +227,40 @@ fn read(env: &ToolEnv, args: &Args) -> Result<ToolOutput, ToolError> {
         ),
         ..ToolOutput::default()
     })
+}
+
+/// Bytes of one line kept at most (enough for the character cut, in any UTF-8).
+const MAX_LINE_BYTES: usize = MAX_LINE_CHARS * 4 + 4;
+
+/// Reads one line (through its `\n`), keeping at most `cap` bytes of it in `out`; returns
+/// the bytes consumed (0 at the end of the file).
+fn read_line_capped(
+    reader: &mut impl BufRead,
+    out: &mut Vec<u8>,
+    cap: usize,
+) -> std::io::Result<usize> {
+    let mut consumed = 0;
+    loop {
+        let buf = match reader.fill_buf() {
+            Ok(buf) => buf,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+            Err(e) => return Err(e),
+        };
+        if buf.is_empty() {
+            return Ok(consumed);
+        }
+        let (take, done) = match buf.iter().position(|b| *b == b'\n') {
+            Some(at) => (at + 1, true),
+            None => (buf.len(), false),
+        };
+        let room = cap.saturating_sub(out.len());
+        out.extend_from_slice(&buf[..take.min(room)]);
+        reader.consume(take);
+        consumed += take;
+        if done {
+            return Ok(consumed);
+        }
+    }
 }
 
 fn image_mime(head: &[u8]) -> Option<&'static str> {

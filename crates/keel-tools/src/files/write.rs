@@ -9,7 +9,7 @@ use keel_protocol::ToolDefinition;
 use serde::Deserialize;
 use serde_json::json;
 
-use super::{TextStyle, io_message, plain, write_atomic};
+use super::{TextStyle, ensure_regular, io_message, plain, write_atomic};
 use crate::env::ToolEnv;
 
 #[derive(Deserialize)]
@@ -75,16 +75,12 @@ impl AgentTool for Write {
 }
 
 fn write(path: PathBuf, content: &str) -> Result<ToolOutput, ToolError> {
-    if path.is_dir() {
-        return Err(ToolError::new(format!(
-            "{} is a folder; give a file path.",
-            path.display()
-        )));
-    }
-    let existing = match std::fs::read(&path) {
-        Ok(bytes) => Some(bytes),
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => None,
-        Err(e) => return Err(ToolError::new(io_message("read", &path, &e))),
+    let exists = ensure_regular(&path).map_err(ToolError::new)?;
+    let existing = match exists.then(|| std::fs::read(&path)) {
+        Some(Ok(bytes)) => Some(bytes),
+        Some(Err(e)) if e.kind() == std::io::ErrorKind::NotFound => None,
+        Some(Err(e)) => return Err(ToolError::new(io_message("read", &path, &e))),
+        None => None,
     };
     let text = match &existing {
         Some(bytes) => match std::str::from_utf8(bytes) {
