@@ -30,6 +30,18 @@ pub struct Config {
     pub providers: BTreeMap<String, ProviderOverride>,
 }
 
+impl Permission {
+    /// The mode's name.
+    pub fn name(self) -> &'static str {
+        match self {
+            Self::Ask => "ask",
+            Self::Auto => "auto",
+            Self::Full => "full",
+            Self::Plan => "plan",
+        }
+    }
+}
+
 /// Permission modes a configuration may name.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
 #[serde(rename_all = "snake_case")]

@@ -7,6 +7,9 @@ use std::sync::Arc;
 
 use anyhow::{Context as _, bail};
 
+use keel_tools::ToolEnv;
+use keel_tools::permission::{Mode, PermissionGate, PermissionHook, RuleSet};
+
 use crate::config::{self, ConfigError};
 use async_trait::async_trait;
 use keel_agent::runner::{RunnerDefaults, TurnHooks, TurnHost, TurnInput, TurnRunner, TurnStart};
@@ -37,6 +40,13 @@ pub struct ExecArgs {
     /// Read this configuration file after $KEEL_HOME/config.yaml and .keel/config.yaml.
     #[arg(long, value_name = "FILE")]
     config: Option<PathBuf>,
+    /// Permission mode for tool calls: ask, auto, full or plan. Nobody can answer a
+    /// question in `exec`, so whatever would ask is denied. Default: config, else auto.
+    #[arg(long, value_name = "MODE")]
+    permission: Option<String>,
+    /// Work in this folder instead of the current one.
+    #[arg(long, value_name = "DIR")]
+    cwd: Option<PathBuf>,
     /// Override one configuration key, for example `-c permission=plan`.
     #[arg(short = 'c', value_name = "KEY=VALUE")]
     set: Vec<String>,
@@ -50,7 +60,15 @@ pub struct ExecArgs {
 
 /// Runs `keel exec`; the exit code is 0 completed, 1 failed, 130 aborted.
 pub async fn run(args: ExecArgs) -> anyhow::Result<ExitCode> {
-    let (model, stream_fn) = model_and_stream(&args)?;
+    let cwd = match &args.cwd {
+        Some(dir) => dir
+            .canonicalize()
+            .with_context(|| format!("cannot use --cwd {}", dir.display()))?,
+        None => std::env::current_dir().context("cannot read the current folder")?,
+    };
+    let loaded = load_config(&args, &cwd)?;
+    let (model, stream_fn) = model_and_stream(&args, &loaded)?;
+    let (tools, hooks) = tools_and_gate(&args, &loaded, &cwd)?;
     let prompt = if args.prompt == "-" {
         let mut input = String::new();
         tokio::io::stdin()
@@ -79,10 +97,10 @@ pub async fn run(args: ExecArgs) -> anyhow::Result<ExitCode> {
         model,
         stream_fn,
         system_prompt: args.system_prompt,
-        tools: Vec::new(),
+        tools,
         history: Vec::new(),
         start: TurnStart::Prompt(vec![Message::user_text(prompt)]),
-        hooks: TurnHooks::default(),
+        hooks,
         host,
         cancel,
         request_options: Default::default(),
@@ -116,7 +134,10 @@ pub async fn run(args: ExecArgs) -> anyhow::Result<ExitCode> {
 }
 
 /// The model and how to reach it: a scripted model, or a provider from the registry.
-fn model_and_stream(args: &ExecArgs) -> anyhow::Result<(ModelSpec, Arc<dyn StreamFn>)> {
+fn model_and_stream(
+    args: &ExecArgs,
+    loaded: &config::Loaded,
+) -> anyhow::Result<(ModelSpec, Arc<dyn StreamFn>)> {
     if let Some(script) = &args.mock_script {
         let text = std::fs::read_to_string(script)
             .with_context(|| format!("cannot read the mock script {}", script.display()))?;
@@ -130,7 +151,6 @@ fn model_and_stream(args: &ExecArgs) -> anyhow::Result<(ModelSpec, Arc<dyn Strea
             ScriptedProvider::with_responses(specs.into_iter().map(ScriptedResponse::from));
         return Ok((ModelSpec::scripted(), Arc::new(provider)));
     }
-    let loaded = load_config(args)?;
     let resolved = loaded.resolve_model(args.model.as_deref())?;
     if let Some(warning) = &resolved.warning {
         eprintln!("keel: warning: {warning}");
@@ -154,9 +174,44 @@ fn model_and_stream(args: &ExecArgs) -> anyhow::Result<(ModelSpec, Arc<dyn Strea
     ))
 }
 
+/// The built-in tools over `cwd`, behind the permission gate (headless: what would ask is
+/// denied, with the reason).
+fn tools_and_gate(
+    args: &ExecArgs,
+    loaded: &config::Loaded,
+    cwd: &std::path::Path,
+) -> anyhow::Result<(Vec<keel_agent::ToolRef>, TurnHooks)> {
+    let mode_name = match (&args.permission, loaded.config.permission) {
+        (Some(name), _) => name.clone(),
+        (None, Some(mode)) => mode.name().to_owned(),
+        (None, None) => "auto".to_owned(),
+    };
+    let mode: Mode = mode_name.parse().map_err(|_| ConfigError::Model {
+        source_name: "--permission".into(),
+        reason: format!("unknown permission mode `{mode_name}` (use ask, auto, full or plan)"),
+    })?;
+    let env = Arc::new(ToolEnv::new(cwd.to_path_buf()));
+    let home = std::env::var_os("HOME").map(PathBuf::from);
+    let rules =
+        RuleSet::load(config::keel_home().as_deref(), Some(cwd), home.as_deref()).map_err(|e| {
+            ConfigError::Model {
+                source_name: "permissions".into(),
+                reason: e.to_string(),
+            }
+        })?;
+    let gate = Arc::new(PermissionGate::new(&env, mode, rules));
+    let tools = keel_tools::builtin_tools(env)
+        .map_err(|e| anyhow::anyhow!("cannot set up the tools: {e}"))?;
+    let hooks = TurnHooks {
+        before_tool_call: vec![Arc::new(PermissionHook::headless(gate))],
+        ..TurnHooks::default()
+    };
+    Ok((tools, hooks))
+}
+
 /// The configuration: `$KEEL_HOME/config.yaml`, the project's `.keel/config.yaml`, then
 /// `--config`, then `-c` overrides.
-fn load_config(args: &ExecArgs) -> Result<config::Loaded, ConfigError> {
+fn load_config(args: &ExecArgs, cwd: &std::path::Path) -> Result<config::Loaded, ConfigError> {
     let mut files = Vec::new();
     if let Some(home) = config::keel_home()
         .map(|h| h.join(config::FILE_NAME))
@@ -164,8 +219,7 @@ fn load_config(args: &ExecArgs) -> Result<config::Loaded, ConfigError> {
     {
         files.push(home);
     }
-    let cwd = std::env::current_dir().unwrap_or_default();
-    if let Some(project) = config::project_file(&cwd).filter(|p| !files.contains(p)) {
+    if let Some(project) = config::project_file(cwd).filter(|p| !files.contains(p)) {
         files.push(project);
     }
     if let Some(explicit) = &args.config {

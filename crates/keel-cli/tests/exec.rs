@@ -279,3 +279,59 @@ fn the_model_and_providers_come_from_config_files() {
             .contains("-c permission=sometimes")
     );
 }
+
+#[test]
+fn tools_run_behind_the_permission_gate() {
+    let work = temp_dir("tools-work");
+    let _ = std::fs::remove_file(work.join("out.txt"));
+    let script_path = script(
+        &temp_dir("tools-script"),
+        r#"[{"tool_calls": [{"id": "c1", "name": "bash", "arguments": {"command": "echo hello > out.txt && cat out.txt"}}]},
+            {"text": "done"}]"#,
+    );
+    let run = |mode: &str| {
+        keel()
+            .args(["exec", "--json", "--permission", mode, "--cwd"])
+            .arg(&work)
+            .arg("--mock-script")
+            .arg(&script_path)
+            .arg("write a file")
+            .env("KEEL_HOME", "/nonexistent")
+            .output()
+            .unwrap()
+    };
+    let tool_result = |output: &std::process::Output| -> String {
+        String::from_utf8_lossy(&output.stdout)
+            .lines()
+            .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
+            .find(|e| e["type"] == "message_completed" && e["message"]["role"] == "tool_result")
+            .map(|e| {
+                e["message"]["content"][0]["text"]
+                    .as_str()
+                    .unwrap_or_default()
+                    .to_owned()
+            })
+            .unwrap_or_default()
+    };
+    let denied = run("plan");
+    assert!(
+        denied.status.success(),
+        "{}",
+        String::from_utf8_lossy(&denied.stderr)
+    );
+    assert!(
+        tool_result(&denied).starts_with("Blocked by permissions: [denied"),
+        "{}",
+        tool_result(&denied)
+    );
+    assert!(!work.join("out.txt").exists());
+    let allowed = run("auto");
+    assert!(allowed.status.success());
+    assert_eq!(tool_result(&allowed), "hello\n");
+    assert_eq!(
+        std::fs::read_to_string(work.join("out.txt")).unwrap(),
+        "hello\n"
+    );
+    let bad = run("sometimes");
+    assert_eq!(bad.status.code(), Some(3));
+}
