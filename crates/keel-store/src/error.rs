@@ -1,0 +1,156 @@
+//! The store's error type: one enum at the crate boundary, each variant with a stable code.
+//!
+//! Classification (`code`, `is_retryable`) is an exhaustive `match`, so a new variant forces a
+//! decision about how callers should treat it.
+
+/// Everything the store can fail with.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum StoreError {
+    /// SQLite reported an error (I/O, corruption, constraint, lock held past the busy timeout).
+    #[error("database error: {0}")]
+    Sqlite(#[from] rusqlite::Error),
+    /// The database was written by a newer keel that knows more schema migrations.
+    #[error(
+        "the session database has schema version {found}, newer than the {known} this keel knows; upgrade keel or point it at another KEEL_HOME"
+    )]
+    SchemaTooNew {
+        /// Version recorded in the database.
+        found: u32,
+        /// Highest version this code knows.
+        known: u32,
+    },
+    /// A stored message or usage record is not valid JSON for its type.
+    #[error("stored data is corrupt: {0}")]
+    Corrupt(String),
+    /// A value could not be encoded as JSON.
+    #[error("could not encode JSON: {0}")]
+    Encode(#[from] serde_json::Error),
+    /// An id prefix must have at least four characters.
+    #[error("id prefix `{0}` is too short: type at least 4 characters")]
+    PrefixTooShort(String),
+    /// No session (or turn, input, claim) has this id or id prefix.
+    #[error("no {kind} matches `{id}`")]
+    NotFound {
+        /// What was looked up: `session`, `turn`, `claim`, `revision`.
+        kind: &'static str,
+        /// The id or prefix as given.
+        id: String,
+    },
+    /// An id prefix matches more than one session.
+    #[error("`{prefix}` is ambiguous: it matches {}; type more characters", candidates.join(", "))]
+    Ambiguous {
+        /// The prefix as given.
+        prefix: String,
+        /// Some of the ids it matches.
+        candidates: Vec<String>,
+    },
+    /// The turn named by a commit belongs to another session or is no longer running.
+    #[error("turn {turn} cannot commit to session {session}: {reason}")]
+    TurnMismatch {
+        /// Session of the commit.
+        session: String,
+        /// Turn of the commit.
+        turn: String,
+        /// What did not match.
+        reason: String,
+    },
+    /// The commit was built against another revision than the session's head.
+    #[error("session {session} is at revision {actual}, the operation expected {expected}")]
+    StaleRevision {
+        /// Session of the commit.
+        session: String,
+        /// Revision the caller expected.
+        expected: u64,
+        /// The head revision.
+        actual: u64,
+    },
+    /// The same operation id was used earlier with different content.
+    #[error(
+        "operation {operation} on session {session} was already committed with different content"
+    )]
+    Conflict {
+        /// Session of the commit.
+        session: String,
+        /// Operation id that was reused.
+        operation: String,
+    },
+    /// The operation itself is malformed (empty operation id, duplicate message ids, …).
+    #[error("invalid operation: {0}")]
+    InvalidOperation(String),
+    /// Re-reading canonical history after the write did not show what was written.
+    #[error("history of session {session} did not read back as written: {reason}")]
+    ReadBackMismatch {
+        /// The session.
+        session: String,
+        /// What differed.
+        reason: String,
+    },
+    /// A `HistoryCommitted` observer did not finish within its bound; the commit itself is durable.
+    #[error("the HistoryCommitted projection for revision {revision} did not finish in time")]
+    ProjectionTimeout {
+        /// The durable revision.
+        revision: u64,
+    },
+    /// A turn cannot close while inputs it claimed are not acknowledged or released.
+    #[error("turn {turn} still has {count} claimed input(s) in flight")]
+    ClaimsInFlight {
+        /// The turn.
+        turn: String,
+        /// Claimed but unacknowledged inputs.
+        count: usize,
+    },
+    /// The database worker thread panicked or went away.
+    #[error("the database worker failed: {0}")]
+    Worker(String),
+}
+
+impl StoreError {
+    /// Stable, machine-readable code.
+    pub fn code(&self) -> &'static str {
+        match self {
+            Self::Sqlite(_) => "store_sqlite",
+            Self::SchemaTooNew { .. } => "schema_too_new",
+            Self::Corrupt(_) => "store_corrupt",
+            Self::Encode(_) => "store_encode",
+            Self::PrefixTooShort(_) => "id_prefix_too_short",
+            Self::NotFound { .. } => "not_found",
+            Self::Ambiguous { .. } => "id_ambiguous",
+            Self::TurnMismatch { .. } => "turn_mismatch",
+            Self::StaleRevision { .. } => "stale_revision",
+            Self::Conflict { .. } => "conflict",
+            Self::InvalidOperation(_) => "invalid_operation",
+            Self::ReadBackMismatch { .. } => "read_back_mismatch",
+            Self::ProjectionTimeout { .. } => "projection_timeout",
+            Self::ClaimsInFlight { .. } => "claims_in_flight",
+            Self::Worker(_) => "store_worker",
+        }
+    }
+
+    /// Whether retrying the same call may succeed (a busy database, a slow observer).
+    pub fn is_retryable(&self) -> bool {
+        match self {
+            Self::Sqlite(rusqlite::Error::SqliteFailure(error, _)) => matches!(
+                error.code,
+                rusqlite::ErrorCode::DatabaseBusy | rusqlite::ErrorCode::DatabaseLocked
+            ),
+            Self::Sqlite(_) => false,
+            Self::ProjectionTimeout { .. } | Self::StaleRevision { .. } => true,
+            Self::SchemaTooNew { .. }
+            | Self::Corrupt(_)
+            | Self::Encode(_)
+            | Self::PrefixTooShort(_)
+            | Self::NotFound { .. }
+            | Self::Ambiguous { .. }
+            | Self::TurnMismatch { .. }
+            | Self::Conflict { .. }
+            | Self::InvalidOperation(_)
+            | Self::ReadBackMismatch { .. }
+            | Self::ClaimsInFlight { .. }
+            | Self::Worker(_) => false,
+        }
+    }
+}
+
+/// Result alias of the store.
+pub type Result<T, E = StoreError> = std::result::Result<T, E>;

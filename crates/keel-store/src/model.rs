@@ -1,0 +1,347 @@
+//! The records the store reads and writes. Messages and usage are stored as the JSON of the
+//! `keel-protocol` types, so the store never needs to change when a message grows a field.
+
+use keel_protocol::{Message, MessageId, SessionId, TurnId, Usage};
+use serde::Serialize;
+
+/// Fields of a new session.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct NewSession {
+    /// Title shown in listings (may be empty until the first prompt names it).
+    pub title: String,
+    /// Working folder the session runs in.
+    pub cwd: String,
+    /// `provider/model`.
+    pub model: String,
+    /// The session that spawned this one (a sub-agent's parent).
+    pub parent_id: Option<SessionId>,
+}
+
+/// Where a fork was taken from.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct ForkPoint {
+    /// The source session.
+    pub session_id: SessionId,
+    /// Its revision whose history was copied.
+    pub revision: u64,
+}
+
+/// A stored session.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct SessionRecord {
+    /// `s-` plus 10 base32 characters.
+    pub id: SessionId,
+    /// Title.
+    pub title: String,
+    /// Working folder.
+    pub cwd: String,
+    /// `provider/model`.
+    pub model: String,
+    /// Parent session, for sub-agents.
+    pub parent_id: Option<SessionId>,
+    /// Set on sessions made by fork.
+    pub forked_from: Option<ForkPoint>,
+    /// Creation time, ms since the epoch.
+    pub created_ms: i64,
+    /// Last change, ms since the epoch.
+    pub updated_ms: i64,
+    /// Head committed revision (0: nothing committed yet).
+    pub revision: u64,
+    /// History epoch: grows whenever a commit removes entries (replace, rewind, reconcile).
+    pub epoch: u64,
+    /// Messages in canonical history at the head revision.
+    pub length: u64,
+}
+
+/// Who started a turn (SPEC §5 turn sources).
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub enum TurnSource {
+    /// A front end or API caller.
+    Api,
+    /// A scheduled job.
+    Cron,
+    /// A thread goal continuing on its own.
+    ThreadGoal,
+    /// A named channel (chat bridge, webhook).
+    Channel(String),
+}
+
+impl TurnSource {
+    /// How the source is stored: `api`, `cron`, `thread-goal`, `channel:NAME`.
+    pub fn as_text(&self) -> String {
+        match self {
+            Self::Api => "api".into(),
+            Self::Cron => "cron".into(),
+            Self::ThreadGoal => "thread-goal".into(),
+            Self::Channel(name) => format!("channel:{name}"),
+        }
+    }
+
+    /// Parses the stored form; `None` for anything else.
+    pub fn parse(text: &str) -> Option<Self> {
+        match text {
+            "api" => Some(Self::Api),
+            "cron" => Some(Self::Cron),
+            "thread-goal" => Some(Self::ThreadGoal),
+            other => other
+                .strip_prefix("channel:")
+                .filter(|name| !name.is_empty())
+                .map(|name| Self::Channel(name.to_owned())),
+        }
+    }
+}
+
+impl Serialize for TurnSource {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.serialize_str(&self.as_text())
+    }
+}
+
+/// Status of a stored turn.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum TurnStatus {
+    /// Still running (or its process died; resume decides).
+    Running,
+    /// Finished its work.
+    Completed,
+    /// Aborted by the caller.
+    Aborted,
+    /// Failed; `error_code` says why.
+    Failed,
+}
+
+impl TurnStatus {
+    /// The stored text.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Running => "running",
+            Self::Completed => "completed",
+            Self::Aborted => "aborted",
+            Self::Failed => "failed",
+        }
+    }
+
+    /// Parses the stored text.
+    pub fn parse(text: &str) -> Option<Self> {
+        match text {
+            "running" => Some(Self::Running),
+            "completed" => Some(Self::Completed),
+            "aborted" => Some(Self::Aborted),
+            "failed" => Some(Self::Failed),
+            _ => None,
+        }
+    }
+}
+
+/// A stored turn.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct TurnRecord {
+    /// `t-` plus 10 base32 characters.
+    pub id: TurnId,
+    /// Its session.
+    pub session_id: SessionId,
+    /// Who started it.
+    pub source: TurnSource,
+    /// Where it stands.
+    pub status: TurnStatus,
+    /// Tokens and cost, once known.
+    pub usage: Option<Usage>,
+    /// Stable error code of a failed turn.
+    pub error_code: Option<String>,
+    /// Start, ms since the epoch.
+    pub started_ms: i64,
+    /// End, ms since the epoch.
+    pub ended_ms: Option<i64>,
+}
+
+/// A message to put into history, with its host-assigned id.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Entry {
+    /// Host-assigned message id, unique within the live history.
+    pub id: MessageId,
+    /// The message.
+    pub message: Message,
+}
+
+impl Entry {
+    /// An entry with a fresh message id.
+    pub fn new(message: Message) -> Self {
+        Self {
+            id: MessageId::generate(),
+            message,
+        }
+    }
+}
+
+/// A message as read back from canonical history.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct StoredEntry {
+    /// Host-assigned message id.
+    pub id: MessageId,
+    /// The message.
+    pub message: Message,
+    /// The revision that wrote this row.
+    pub revision: u64,
+    /// When it was written, ms since the epoch.
+    pub created_ms: i64,
+}
+
+/// What kind of commit made a revision.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum CommitKind {
+    /// Messages added at the end.
+    Append,
+    /// The whole history replaced (compaction); always starts a new epoch.
+    Replace,
+    /// History brought to a given list, keeping the common prefix.
+    Reconcile,
+    /// History set back to an earlier revision's (the later rows stay readable).
+    Rewind,
+    /// First revision of a forked session.
+    Fork,
+}
+
+impl CommitKind {
+    /// The stored text.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Append => "append",
+            Self::Replace => "replace",
+            Self::Reconcile => "reconcile",
+            Self::Rewind => "rewind",
+            Self::Fork => "fork",
+        }
+    }
+
+    /// Parses the stored text.
+    pub fn parse(text: &str) -> Option<Self> {
+        match text {
+            "append" => Some(Self::Append),
+            "replace" => Some(Self::Replace),
+            "reconcile" => Some(Self::Reconcile),
+            "rewind" => Some(Self::Rewind),
+            "fork" => Some(Self::Fork),
+            _ => None,
+        }
+    }
+}
+
+/// What an acknowledged commit returns; a replayed retry returns the same value.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct CommitReceipt {
+    /// The session.
+    pub session_id: SessionId,
+    /// The caller's operation id.
+    pub operation_id: String,
+    /// What the commit did.
+    pub kind: CommitKind,
+    /// The committed revision.
+    pub revision: u64,
+    /// History epoch after the commit.
+    pub epoch: u64,
+    /// Messages in canonical history after the commit.
+    pub length: u64,
+    /// Rows this commit wrote.
+    pub written: u64,
+}
+
+/// The projection event observers wait on before a commit is acknowledged.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct HistoryCommitted {
+    /// The commit.
+    pub receipt: CommitReceipt,
+    /// The turn that committed, if any.
+    pub turn_id: Option<TurnId>,
+}
+
+/// One operation on canonical history.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum HistoryOp {
+    /// Add messages at the end.
+    Append {
+        /// The messages.
+        entries: Vec<Entry>,
+    },
+    /// Replace the whole history (compaction checkpoint).
+    Replace {
+        /// The new history.
+        entries: Vec<Entry>,
+    },
+    /// Make history equal to this list, keeping the longest common prefix.
+    Reconcile {
+        /// The whole desired history.
+        entries: Vec<Entry>,
+    },
+    /// Make history what it was at an earlier revision.
+    Rewind {
+        /// The revision to go back to (0: empty).
+        to_revision: u64,
+    },
+}
+
+impl HistoryOp {
+    /// The commit kind this operation makes.
+    pub fn kind(&self) -> CommitKind {
+        match self {
+            Self::Append { .. } => CommitKind::Append,
+            Self::Replace { .. } => CommitKind::Replace,
+            Self::Reconcile { .. } => CommitKind::Reconcile,
+            Self::Rewind { .. } => CommitKind::Rewind,
+        }
+    }
+}
+
+/// A request to the committed-history writer.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct CommitRequest {
+    /// The session.
+    pub session_id: SessionId,
+    /// The running turn committing, if any; checked against the store.
+    pub turn_id: Option<TurnId>,
+    /// Caller-chosen id; a retry reuses it.
+    pub operation_id: String,
+    /// When set, the commit fails with `stale_revision` unless the head is this revision.
+    pub expected_revision: Option<u64>,
+    /// What to do.
+    pub op: HistoryOp,
+}
+
+impl CommitRequest {
+    /// An append with no turn and no revision check.
+    pub fn append(
+        session_id: SessionId,
+        operation_id: impl Into<String>,
+        entries: Vec<Entry>,
+    ) -> Self {
+        Self {
+            session_id,
+            turn_id: None,
+            operation_id: operation_id.into(),
+            expected_revision: None,
+            op: HistoryOp::Append { entries },
+        }
+    }
+}
+
+/// An input waiting beside tool results (steering, machine input).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct QueuedInput {
+    /// `i-` plus 10 base32 characters.
+    pub id: String,
+    /// What the input carries.
+    pub payload: serde_json::Value,
+}
+
+/// Inputs claimed by a turn; acknowledge after the history commit, or release to re-queue.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Claim {
+    /// `c-` plus 10 base32 characters.
+    pub id: String,
+    /// The claiming turn.
+    pub turn_id: TurnId,
+    /// The inputs, oldest first.
+    pub inputs: Vec<QueuedInput>,
+}

@@ -1,0 +1,169 @@
+//! Opening the database: pragmas and schema migrations.
+//!
+//! WAL lets readers run beside the one writer, and with `synchronous=NORMAL` a commit survives a
+//! killed process (the WAL is in the OS page cache) but not a power cut; `Durability::Full` syncs
+//! the WAL on every commit for the price of one fsync per commit. Migrations are numbered SQL
+//! batches, each applied in its own transaction together with the `schema_version` update, so a
+//! crash mid-migration leaves the previous version intact. A database newer than this code is
+//! refused rather than guessed at.
+
+use std::path::Path;
+use std::time::Duration;
+
+use rusqlite::{Connection, OpenFlags, TransactionBehavior};
+
+use crate::error::{Result, StoreError};
+
+/// How long a statement waits for another connection's write lock before failing as busy.
+pub const BUSY_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// How hard a commit is pushed to disk.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Durability {
+    /// `synchronous=NORMAL`: survives a killed process; a power cut may lose the last commits.
+    #[default]
+    Normal,
+    /// `synchronous=FULL`: every acknowledged commit survives a power cut too.
+    Full,
+}
+
+/// The migrations, in order; the schema version is the number applied.
+const MIGRATIONS: &[&str] = &[
+    // 1: sessions, canonical history with validity intervals, commits, turns, inputs.
+    r#"
+    CREATE TABLE sessions (
+        id TEXT PRIMARY KEY,
+        title TEXT NOT NULL DEFAULT '',
+        cwd TEXT NOT NULL,
+        model TEXT NOT NULL DEFAULT '',
+        parent_id TEXT REFERENCES sessions(id) ON DELETE SET NULL,
+        forked_from_session TEXT REFERENCES sessions(id) ON DELETE SET NULL,
+        forked_from_revision INTEGER,
+        created_ms INTEGER NOT NULL,
+        updated_ms INTEGER NOT NULL,
+        revision INTEGER NOT NULL DEFAULT 0,
+        epoch INTEGER NOT NULL DEFAULT 0,
+        length INTEGER NOT NULL DEFAULT 0
+    ) STRICT;
+    CREATE INDEX sessions_by_cwd ON sessions(cwd, updated_ms);
+    CREATE INDEX sessions_by_update ON sessions(updated_ms);
+
+    -- One row per message version. A row is part of canonical history at revision R when
+    -- from_rev <= R < to_rev (to_rev NULL: still live). Rows are never deleted, so every
+    -- earlier revision can be read back.
+    CREATE TABLE history (
+        session_id TEXT NOT NULL REFERENCES sessions(id) ON DELETE CASCADE,
+        seq INTEGER NOT NULL,
+        from_rev INTEGER NOT NULL,
+        to_rev INTEGER,
+        message_id TEXT NOT NULL,
+        message TEXT NOT NULL,
+        created_ms INTEGER NOT NULL,
+        PRIMARY KEY (session_id, seq)
+    ) STRICT, WITHOUT ROWID;
+    CREATE INDEX history_live ON history(session_id, to_rev, seq);
+    CREATE INDEX history_by_message ON history(session_id, message_id);
+    CREATE INDEX history_by_revision ON history(session_id, from_rev);
+
+    -- One row per committed revision, contiguous from 1.
+    CREATE TABLE commits (
+        session_id TEXT NOT NULL REFERENCES sessions(id) ON DELETE CASCADE,
+        revision INTEGER NOT NULL,
+        kind TEXT NOT NULL,
+        epoch INTEGER NOT NULL,
+        operation_id TEXT NOT NULL,
+        fingerprint TEXT NOT NULL,
+        turn_id TEXT,
+        length INTEGER NOT NULL,
+        written INTEGER NOT NULL,
+        created_ms INTEGER NOT NULL,
+        PRIMARY KEY (session_id, revision)
+    ) STRICT, WITHOUT ROWID;
+    CREATE UNIQUE INDEX commits_by_operation ON commits(session_id, operation_id);
+
+    CREATE TABLE turns (
+        id TEXT PRIMARY KEY,
+        session_id TEXT NOT NULL REFERENCES sessions(id) ON DELETE CASCADE,
+        source TEXT NOT NULL,
+        status TEXT NOT NULL CHECK (status IN ('running', 'completed', 'aborted', 'failed')),
+        usage TEXT,
+        error_code TEXT,
+        started_ms INTEGER NOT NULL,
+        ended_ms INTEGER
+    ) STRICT;
+    CREATE INDEX turns_by_session ON turns(session_id, started_ms);
+
+    CREATE TABLE inputs (
+        id TEXT PRIMARY KEY,
+        session_id TEXT NOT NULL REFERENCES sessions(id) ON DELETE CASCADE,
+        payload TEXT NOT NULL,
+        state TEXT NOT NULL CHECK (state IN ('queued', 'claimed', 'acknowledged')),
+        claim_id TEXT,
+        turn_id TEXT,
+        ack_revision INTEGER,
+        created_ms INTEGER NOT NULL,
+        updated_ms INTEGER NOT NULL
+    ) STRICT;
+    CREATE INDEX inputs_by_session ON inputs(session_id, state);
+    CREATE INDEX inputs_by_claim ON inputs(claim_id);
+    "#,
+];
+
+/// Highest schema version this code knows.
+pub fn known_version() -> u32 {
+    u32::try_from(MIGRATIONS.len()).unwrap_or(u32::MAX)
+}
+
+/// Opens (creating if needed) the database at `path`, sets the pragmas and migrates it.
+pub fn open(path: &Path, durability: Durability) -> Result<Connection> {
+    let flags = OpenFlags::SQLITE_OPEN_READ_WRITE
+        | OpenFlags::SQLITE_OPEN_CREATE
+        | OpenFlags::SQLITE_OPEN_NO_MUTEX;
+    let mut conn = Connection::open_with_flags(path, flags)?;
+    conn.busy_timeout(BUSY_TIMEOUT)?;
+    conn.pragma_update(None, "journal_mode", "WAL")?;
+    let synchronous = match durability {
+        Durability::Normal => "NORMAL",
+        Durability::Full => "FULL",
+    };
+    conn.pragma_update(None, "synchronous", synchronous)?;
+    conn.pragma_update(None, "foreign_keys", "ON")?;
+    migrate(&mut conn)?;
+    Ok(conn)
+}
+
+/// Applies every migration newer than the database's version, each in its own transaction.
+pub fn migrate(conn: &mut Connection) -> Result<()> {
+    conn.execute_batch("CREATE TABLE IF NOT EXISTS schema_version (version INTEGER NOT NULL)")?;
+    loop {
+        let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
+        let found: Option<u32> =
+            tx.query_row("SELECT MAX(version) FROM schema_version", [], |row| {
+                row.get(0)
+            })?;
+        let found = found.unwrap_or(0);
+        let known = known_version();
+        if found > known {
+            return Err(StoreError::SchemaTooNew { found, known });
+        }
+        let Some(sql) = MIGRATIONS.get(found as usize) else {
+            return Ok(());
+        };
+        tx.execute_batch(sql)?;
+        tx.execute("DELETE FROM schema_version", [])?;
+        tx.execute(
+            "INSERT INTO schema_version (version) VALUES (?1)",
+            [found + 1],
+        )?;
+        tx.commit()?;
+        tracing::debug!(version = found + 1, "applied store migration");
+    }
+}
+
+/// The result of `PRAGMA integrity_check`: `ok` when the file is sound.
+pub fn integrity_check(conn: &Connection) -> Result<String> {
+    let mut statement = conn.prepare("PRAGMA integrity_check")?;
+    let rows = statement.query_map([], |row| row.get::<_, String>(0))?;
+    let lines = rows.collect::<rusqlite::Result<Vec<_>>>()?;
+    Ok(lines.join("\n"))
+}

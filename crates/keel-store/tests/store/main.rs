@@ -1,0 +1,60 @@
+//! Behaviour tests of keel-store, gathered into one test binary.
+
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+mod crash;
+mod prop;
+mod sessions;
+mod writer;
+
+use keel_protocol::{Message, MessageId, UserMessage};
+use keel_store::{Durability, Entry, NewSession, SessionRecord, Store};
+
+/// A store in a fresh temporary folder.
+pub async fn temp_store() -> (tempfile::TempDir, Store) {
+    let dir = tempfile::tempdir().unwrap();
+    let store = Store::open(dir.path().join("keel.db"), Durability::Normal)
+        .await
+        .unwrap();
+    (dir, store)
+}
+
+/// A user message with a fixed timestamp, so equal texts make equal messages.
+pub fn user(text: &str) -> Message {
+    Message::User(UserMessage {
+        timestamp: 0,
+        ..UserMessage::text(text)
+    })
+}
+
+/// An entry whose id is derived from its text.
+pub fn entry(text: &str) -> Entry {
+    Entry {
+        id: MessageId::new(format!("m-{text}")),
+        message: user(text),
+    }
+}
+
+/// A session in `/work`.
+pub async fn session(store: &Store) -> SessionRecord {
+    store
+        .create_session(NewSession {
+            title: "fix the tests".into(),
+            cwd: "/work".into(),
+            model: "mock/mock-model".into(),
+            parent_id: None,
+        })
+        .await
+        .unwrap()
+}
+
+/// The texts of a history, in order.
+pub fn texts(history: &[keel_store::StoredEntry]) -> Vec<String> {
+    history
+        .iter()
+        .map(|entry| match &entry.message {
+            Message::User(user) => user.content.iter().filter_map(|b| b.as_text()).collect(),
+            other => format!("<{}>", other.role()),
+        })
+        .collect()
+}
