@@ -1,11 +1,12 @@
 //! The `keel` binary.
 //!
 //! Only this crate writes to the terminal. Today it offers `keel exec`, the scripting
-//! entry point, driving the turn runner end to end; model providers arrive with the
-//! model-protocol work, until then `exec` answers from a scripted model (`--mock-script`).
+//! entry point, driving the turn runner end to end against a configured provider or a
+//! scripted model (`--mock-script`).
 
 mod config;
 mod exec;
+mod instructions;
 
 use std::process::ExitCode;
 
@@ -21,11 +22,12 @@ struct Cli {
 
 #[derive(Debug, Subcommand)]
 enum Command {
-    /// Run one turn non-interactively and print the answer (or events as JSON lines).
+    /// Run one turn non-interactively and print the answer, a result object or JSON events.
     Exec(exec::ExecArgs),
 }
 
 fn main() -> ExitCode {
+    // clap exits 2 on a bad invocation (and 0 for --help and --version).
     let cli = Cli::parse();
     let runtime = match tokio::runtime::Builder::new_multi_thread()
         .enable_all()
@@ -34,7 +36,7 @@ fn main() -> ExitCode {
         Ok(runtime) => runtime,
         Err(error) => {
             eprintln!("keel: cannot start the async runtime: {error}");
-            return ExitCode::FAILURE;
+            return ExitCode::from(exec::EXIT_INTERNAL);
         }
     };
     let result = runtime.block_on(async {
@@ -42,22 +44,26 @@ fn main() -> ExitCode {
             Command::Exec(args) => exec::run(args).await,
         }
     });
+    // Tools may leave work behind after an abort; do not wait for it.
+    runtime.shutdown_background();
     match result {
         Ok(code) => code,
-        Err(error) => match error.downcast_ref::<config::ConfigError>() {
-            // Configuration problems have their own exit code so scripts can tell them
-            // from a bad invocation.
-            Some(config_error) => {
+        Err(error) => {
+            if let Some(config_error) = error.downcast_ref::<config::ConfigError>() {
+                // Configuration problems have their own exit code so scripts can tell
+                // them from a bad invocation.
                 eprintln!(
                     "keel: configuration error ({}): {error:#}",
                     config_error.code()
                 );
-                ExitCode::from(3)
-            }
-            None => {
+                ExitCode::from(exec::EXIT_CONFIG)
+            } else if error.downcast_ref::<exec::InternalError>().is_some() {
+                eprintln!("keel: internal error: {error:#}");
+                ExitCode::from(exec::EXIT_INTERNAL)
+            } else {
                 eprintln!("keel: {error:#}");
-                ExitCode::from(2)
+                ExitCode::from(exec::EXIT_USAGE)
             }
-        },
+        }
     }
 }

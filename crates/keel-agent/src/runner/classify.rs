@@ -8,6 +8,9 @@ pub const BEFORE_LLM_HOOK_FAILED: &str = "before_llm_hook_failed";
 pub const AFTER_LLM_REJECTED: &str = "after_llm_rejected";
 /// Status code of a turn whose run crashed.
 pub const INTERNAL_ERROR: &str = "internal_error";
+/// Status code of a turn stopped by `RunnerDefaults::max_steps` while the model still
+/// wanted to go on.
+pub const STEP_LIMIT_EXCEEDED: &str = "step_limit_exceeded";
 
 /// Why a turn failed, as the runner saw it.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -22,6 +25,8 @@ pub(crate) enum Failure {
     Refused { code: &'static str, message: String },
     /// The run crashed or was lost.
     Internal(String),
+    /// The step limit was reached with tool calls still asking for another step.
+    StepLimit(u32),
 }
 
 impl Failure {
@@ -35,6 +40,10 @@ impl Failure {
             Self::Model(error) => (model_code(error.code).to_owned(), error.message.clone()),
             Self::Refused { code, message } => ((*code).to_owned(), message.clone()),
             Self::Internal(message) => (INTERNAL_ERROR.to_owned(), message.clone()),
+            Self::StepLimit(max) => (
+                STEP_LIMIT_EXCEEDED.to_owned(),
+                format!("the turn reached its limit of {max} steps before the model finished"),
+            ),
         }
     }
 }
@@ -78,6 +87,7 @@ mod tests {
                 "model_rate_limit",
             ),
             (Failure::Internal("panic".into()), "internal_error"),
+            (Failure::StepLimit(3), "step_limit_exceeded"),
         ];
         for (failure, code) in cases {
             assert_eq!(failure.classify().0, code);

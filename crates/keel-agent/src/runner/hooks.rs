@@ -364,6 +364,15 @@ impl LoopHooks for TurnLoopHooks {
         Ok(output)
     }
 
+    async fn should_stop_after_step(&self, step: &StepSummary) -> bool {
+        let wants_more = step
+            .message
+            .as_ref()
+            .and_then(|m| m.as_assistant())
+            .is_some_and(AssistantMessage::has_tool_calls);
+        self.shared.step_limit_reached(wants_more)
+    }
+
     async fn poll_steering(&self, boundary: Boundary) -> Vec<Vec<Message>> {
         self.shared.poll_host(boundary).await
     }

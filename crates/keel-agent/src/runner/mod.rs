@@ -32,7 +32,9 @@ use keel_protocol::{
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
-pub use classify::{AFTER_LLM_REJECTED, BEFORE_LLM_HOOK_FAILED, INTERNAL_ERROR, model_code};
+pub use classify::{
+    AFTER_LLM_REJECTED, BEFORE_LLM_HOOK_FAILED, INTERNAL_ERROR, STEP_LIMIT_EXCEEDED, model_code,
+};
 pub use hooks::{
     AfterLlmCallHook, AfterToolCallHook, BeforeLlmAction, BeforeLlmCallHook, BeforeToolCallHook,
     HistoryChangedHook, LlmCallPreparedHook, LlmCallView, StepEndHook, StepQueue,
@@ -77,6 +79,9 @@ pub struct RunnerDefaults {
     pub steering_mode: QueueMode,
     /// Follow-up delivery.
     pub follow_up_mode: QueueMode,
+    /// Most steps (model calls) a turn may take; a turn that reaches it while the model
+    /// still calls tools fails with [`STEP_LIMIT_EXCEEDED`]. `None`: unlimited.
+    pub max_steps: Option<u32>,
 }
 
 impl Default for RunnerDefaults {
@@ -87,6 +92,7 @@ impl Default for RunnerDefaults {
             hook_timeout: DEFAULT_HOOK_TIMEOUT,
             steering_mode: QueueMode::OneAtATime,
             follow_up_mode: QueueMode::OneAtATime,
+            max_steps: None,
         }
     }
 }
@@ -176,6 +182,7 @@ impl TurnRunner {
             input.host.clone(),
             self.defaults.hook_timeout,
             input.history.len(),
+            self.defaults.max_steps,
         ));
         let observed: Arc<dyn StreamFn> = Arc::new(PreparedObserver {
             inner: input.stream_fn,

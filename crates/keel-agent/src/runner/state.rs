@@ -36,6 +36,8 @@ pub(crate) struct TurnShared {
     /// Messages of the current history already handed to `on_history_changed`.
     pub(crate) history_cursor: AtomicUsize,
     closed: AtomicBool,
+    max_steps: Option<u32>,
+    steps: AtomicU32,
 }
 
 impl TurnShared {
@@ -45,6 +47,7 @@ impl TurnShared {
         host: Arc<dyn TurnHost>,
         hook_timeout: Duration,
         history_len: usize,
+        max_steps: Option<u32>,
     ) -> Self {
         Self {
             turn,
@@ -58,6 +61,8 @@ impl TurnShared {
             calls_made: AtomicUsize::new(0),
             history_cursor: AtomicUsize::new(history_len),
             closed: AtomicBool::new(false),
+            max_steps,
+            steps: AtomicU32::new(0),
         }
     }
 
@@ -104,6 +109,19 @@ impl TurnShared {
 
     pub(crate) fn count_call(&self) {
         self.calls_made.fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// Counts a finished step; true when the step limit is reached and the step asks for
+    /// another (it made tool calls), which fails the turn with the limit.
+    pub(crate) fn step_limit_reached(&self, wants_more: bool) -> bool {
+        let steps = self.steps.fetch_add(1, Ordering::Relaxed).saturating_add(1);
+        match self.max_steps {
+            Some(max) if steps >= max && wants_more => {
+                self.fail(Failure::StepLimit(max));
+                true
+            }
+            _ => false,
+        }
     }
 
     /// History was replaced by a hook: the replacement is the hook's to persist, so only

@@ -304,3 +304,44 @@ async fn transient_model_failures_are_retried_inside_the_turn() {
         "the scheduled retry and the recovery are reported"
     );
 }
+
+#[tokio::test]
+async fn the_step_limit_stops_a_turn_that_keeps_calling_tools() {
+    let mut h = Harness::new(vec![
+        call("c1", "echo", json!({})),
+        call("c2", "echo", json!({})),
+        call("c3", "echo", json!({})),
+        text("never"),
+    ]);
+    h.tools = vec![TestTool::new(
+        "echo",
+        ExecutionMode::Parallel,
+        Behaviour::Echo,
+    )];
+    h.defaults.max_steps = Some(2);
+    let result = h.run("hi").await;
+    assert_eq!(
+        failed_code(&result.outcome),
+        keel_agent::runner::STEP_LIMIT_EXCEEDED
+    );
+    assert_eq!(
+        history_of(&result),
+        [
+            "user:hi",
+            "assistant:tool_use",
+            "result:c1",
+            "assistant:tool_use",
+            "result:c2"
+        ]
+    );
+
+    // A final answer on the last allowed step is a normal end, not a limit.
+    let mut h = Harness::new(vec![call("c1", "echo", json!({})), text("done")]);
+    h.tools = vec![TestTool::new(
+        "echo",
+        ExecutionMode::Parallel,
+        Behaviour::Echo,
+    )];
+    h.defaults.max_steps = Some(2);
+    assert_eq!(h.run("hi").await.outcome, TurnOutcome::Completed);
+}

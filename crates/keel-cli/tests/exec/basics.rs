@@ -1,25 +1,8 @@
-//! End to end: the real `keel` binary runs a turn from a mock script.
-#![allow(clippy::unwrap_used, clippy::expect_used, missing_docs)]
-
-use std::process::Command;
+//! What `keel exec` always did: answers, config, providers, tools behind the gate.
 
 use pretty_assertions::assert_eq;
 
-fn keel() -> Command {
-    Command::new(env!("CARGO_BIN_EXE_keel"))
-}
-
-fn script(dir: &std::path::Path, json: &str) -> std::path::PathBuf {
-    let path = dir.join("script.json");
-    std::fs::write(&path, json).unwrap();
-    path
-}
-
-fn temp_dir(name: &str) -> std::path::PathBuf {
-    let dir = std::env::temp_dir().join(format!("keel-exec-{name}-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    dir
-}
+use crate::{keel, script, temp_dir};
 
 #[test]
 fn exec_prints_the_streamed_answer() {
@@ -46,7 +29,7 @@ fn exec_prints_the_streamed_answer() {
 }
 
 #[test]
-fn exec_json_emits_numbered_events_between_two_statuses() {
+fn the_hidden_json_flag_is_stream_json() {
     let dir = temp_dir("json");
     let path = script(&dir, r#"[{"text": "ok"}]"#);
     let output = keel()
@@ -56,20 +39,16 @@ fn exec_json_emits_numbered_events_between_two_statuses() {
         .output()
         .unwrap();
     assert!(output.status.success());
-    let events: Vec<serde_json::Value> = String::from_utf8(output.stdout)
-        .unwrap()
-        .lines()
-        .map(|l| serde_json::from_str(l).unwrap())
-        .collect();
+    let events = crate::lines(&output.stdout);
     for (i, event) in events.iter().enumerate() {
-        assert_eq!(event["seq"], i);
+        assert_eq!(event["sequence"], i);
     }
-    assert_eq!(events.first().unwrap()["status"]["state"], "running");
-    assert_eq!(events.last().unwrap()["status"]["state"], "completed");
+    assert_eq!(events.first().unwrap()["type"], "exec.started");
+    assert_eq!(events.last().unwrap()["type"], "exec.completed");
 }
 
 #[test]
-fn a_failed_model_call_exits_1_with_its_code() {
+fn a_failed_model_call_exits_4_with_its_code() {
     let dir = temp_dir("fail");
     let path = script(
         &dir,
@@ -81,7 +60,7 @@ fn a_failed_model_call_exits_1_with_its_code() {
         .arg("hi")
         .output()
         .unwrap();
-    assert_eq!(output.status.code(), Some(1));
+    assert_eq!(output.status.code(), Some(4));
     let stderr = String::from_utf8(output.stderr).unwrap();
     assert!(
         stderr.contains("model_auth") && stderr.contains("bad key"),
@@ -291,7 +270,14 @@ fn tools_run_behind_the_permission_gate() {
     );
     let run = |mode: &str| {
         keel()
-            .args(["exec", "--json", "--permission", mode, "--cwd"])
+            .args([
+                "exec",
+                "--output-format",
+                "stream-json",
+                "--permission",
+                mode,
+                "--cwd",
+            ])
             .arg(&work)
             .arg("--mock-script")
             .arg(&script_path)
@@ -304,13 +290,8 @@ fn tools_run_behind_the_permission_gate() {
         String::from_utf8_lossy(&output.stdout)
             .lines()
             .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
-            .find(|e| e["type"] == "message_completed" && e["message"]["role"] == "tool_result")
-            .map(|e| {
-                e["message"]["content"][0]["text"]
-                    .as_str()
-                    .unwrap_or_default()
-                    .to_owned()
-            })
+            .find(|e| e["type"] == "item.completed" && e["item"]["type"] == "tool_call")
+            .map(|e| e["item"]["result"].as_str().unwrap_or_default().to_owned())
             .unwrap_or_default()
     };
     let denied = run("plan");

@@ -1,0 +1,350 @@
+//! `keel exec`: one turn, no interaction, output for scripts.
+//!
+//! The run is bounded from outside the turn (timeout, signals, a closed stdout) through
+//! one cancellation token, and from inside by the runner's step limit; whichever ends it
+//! decides the status and the exit code (see `report`).
+
+mod output;
+mod report;
+mod setup;
+
+use std::io::IsTerminal as _;
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use anyhow::{Context as _, bail};
+use keel_agent::runner::{RunnerDefaults, STEP_LIMIT_EXCEEDED, TurnInput, TurnRunner, TurnStart};
+use keel_llm::StreamSettings;
+use keel_protocol::{Message, SessionId, TurnId, TurnOutcome};
+use tokio::io::AsyncReadExt as _;
+
+use crate::{config, instructions};
+use output::{ExecHost, Format, Interrupt, RunIds, Stop};
+pub use report::{EXIT_CONFIG, EXIT_INTERNAL, EXIT_USAGE};
+use report::{ExecError, ExecResult, ExecStatus};
+
+/// Arguments of `keel exec`.
+#[derive(Debug, clap::Args)]
+pub struct ExecArgs {
+    /// The prompt; `-` or none reads it from standard input.
+    prompt: Option<String>,
+    /// Answer from this JSON file of scripted responses instead of a model.
+    #[arg(long, value_name = "FILE", conflicts_with = "model")]
+    mock_script: Option<PathBuf>,
+    /// The model as provider/model, for example anthropic/claude-sonnet-4-5 or
+    /// minimax/MiniMax-M2.7 (default: `model` in config).
+    #[arg(long, value_name = "PROVIDER/MODEL")]
+    model: Option<String>,
+    /// Send requests to this base URL instead of the provider's.
+    #[arg(long, value_name = "URL")]
+    base_url: Option<String>,
+    /// Read this configuration file after $KEEL_HOME/config.yaml and .keel/config.yaml.
+    #[arg(long, value_name = "FILE")]
+    config: Option<PathBuf>,
+    /// Permission mode for tool calls: ask, auto, full or plan. Nobody can answer a
+    /// question in `exec`, so whatever would ask is denied. Default: config, else auto.
+    #[arg(long, value_name = "MODE")]
+    permission: Option<String>,
+    /// Work in this folder instead of the current one.
+    #[arg(long, value_name = "DIR")]
+    cwd: Option<PathBuf>,
+    /// Override one configuration key, for example `-c permission=plan`.
+    #[arg(short = 'c', value_name = "KEY=VALUE")]
+    set: Vec<String>,
+    /// What to print: the answer (text), one result object (json), or events as JSON
+    /// lines (stream-json).
+    #[arg(long, value_enum, default_value = "text")]
+    output_format: Format,
+    /// Same as `--output-format stream-json`.
+    #[arg(long, hide = true, conflicts_with = "output_format")]
+    json: bool,
+    /// Also write the last assistant message to FILE (atomically).
+    #[arg(short = 'o', long = "output-last-message", value_name = "FILE")]
+    output_file: Option<PathBuf>,
+    /// Stop after N model calls if the model still calls tools (exit 7).
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
+    max_steps: Option<u32>,
+    /// Abort the turn after this long, for example 90s, 5m, 1h30m (exit 6).
+    #[arg(long, value_name = "DURATION", value_parser = report::parse_duration)]
+    timeout: Option<Duration>,
+    /// The final answer must be JSON valid against this JSON Schema.
+    #[arg(long, value_name = "FILE")]
+    output_schema: Option<PathBuf>,
+    /// Replace keel's system prompt (and the project instructions in it).
+    #[arg(long, value_name = "TEXT")]
+    system_prompt: Option<String>,
+}
+
+/// An error that is keel's fault rather than the invocation's (exit 70).
+#[derive(Debug, thiserror::Error)]
+#[error("{0}")]
+pub struct InternalError(pub String);
+
+/// Runs `keel exec` and returns its exit code (see `report` for the table).
+pub async fn run(args: ExecArgs) -> anyhow::Result<ExitCode> {
+    let format = if args.json {
+        Format::StreamJson
+    } else {
+        args.output_format
+    };
+    let cwd = match &args.cwd {
+        Some(dir) => dir
+            .canonicalize()
+            .with_context(|| format!("cannot use --cwd {}", dir.display()))?,
+        None => std::env::current_dir().context("cannot read the current folder")?,
+    };
+    let loaded = setup::load_config(&args, &cwd)?;
+    let (model, stream_fn) = setup::model_and_stream(&args, &loaded)?;
+    let (tools, hooks) = setup::tools_and_gate(&args, &loaded, &cwd)?;
+    let schema = load_schema(&args)?;
+    let prompt = read_prompt(args.prompt.as_deref()).await?;
+    let mut system_prompt = match &args.system_prompt {
+        Some(text) => text.clone(),
+        None => instructions::system_prompt(&cwd, config::keel_home().as_deref()),
+    };
+    if let Some((_, schema_text)) = &schema {
+        system_prompt.push_str(&format!(
+            "\n\nYour final answer must be a single JSON value, with no other text, valid \
+against this JSON Schema:\n{schema_text}\n"
+        ));
+    }
+
+    let stop = Arc::new(Stop::default());
+    let _signals = Owned(tokio::spawn(watch_signals(stop.clone())));
+    let _reader = Owned(tokio::spawn(watch_stdout(stop.clone())));
+    let _timer = args.timeout.map(|limit| {
+        let stop = stop.clone();
+        Owned(tokio::spawn(async move {
+            tokio::time::sleep(limit).await;
+            stop.trigger(Interrupt::Timeout);
+        }))
+    });
+
+    let ids = RunIds {
+        run_id: TurnId::generate().to_string(),
+        session_id: SessionId::generate().to_string(),
+        turn_id: TurnId::generate().to_string(),
+    };
+    let host = Arc::new(ExecHost::new(format, ids.clone(), stop.clone()));
+    host.begin(&format!("{}/{}", model.provider, model.id), &cwd);
+    let input = TurnInput {
+        session_id: ids.session_id.as_str().into(),
+        turn_id: ids.turn_id.as_str().into(),
+        model,
+        stream_fn,
+        system_prompt,
+        tools,
+        history: Vec::new(),
+        start: TurnStart::Prompt(vec![Message::user_text(prompt)]),
+        hooks,
+        host: host.clone(),
+        cancel: stop.cancel.clone(),
+        request_options: Default::default(),
+        api_keys: None,
+    };
+    let stream = StreamSettings::default().from_env()?;
+    let runner = TurnRunner::new(RunnerDefaults {
+        stream,
+        max_steps: args.max_steps,
+        ..RunnerDefaults::default()
+    });
+    let started = Instant::now();
+    let turn = runner.run_turn(input).await;
+    let duration_ms = u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX);
+
+    let final_text = turn
+        .messages
+        .iter()
+        .rev()
+        .find_map(|m| m.as_assistant())
+        .map(keel_protocol::AssistantMessage::text)
+        .unwrap_or_default();
+    let (mut status, mut error) = judge(&turn.outcome, stop.reason(), args.timeout);
+    let mut structured_output = None;
+    if let (ExecStatus::Succeeded, Some((validator, _))) = (status, &schema) {
+        match report::check_structured(validator, &final_text) {
+            Ok(value) => structured_output = Some(value),
+            Err(invalid) => {
+                status = ExecStatus::Failed;
+                error = Some(invalid);
+            }
+        }
+    }
+    let result = ExecResult {
+        kind: "exec.result",
+        schema_version: report::SCHEMA_VERSION,
+        run_id: ids.run_id,
+        status,
+        final_text,
+        structured_output,
+        session_id: ids.session_id,
+        turn_id: ids.turn_id,
+        usage: turn.usage,
+        duration_ms,
+        error,
+    };
+    let mut unwritten = None;
+    if let Some(path) = &args.output_file {
+        let has_answer = turn.messages.iter().any(|m| m.as_assistant().is_some());
+        if has_answer && let Err(error) = report::write_atomically(path, &result.final_text) {
+            unwritten = Some(InternalError(format!(
+                "cannot write -o {}: {error}",
+                path.display()
+            )));
+        }
+    }
+    host.finish(&result);
+    if host.stdout_closed() || stop.reason() == Some(Interrupt::StdoutClosed) {
+        return Ok(report::exit(report::EXIT_STDOUT_CLOSED));
+    }
+    if let Some(error) = unwritten {
+        return Err(error.into());
+    }
+    Ok(report::exit(status.exit_code()))
+}
+
+/// The run's status and error from the turn's outcome and what stopped it.
+fn judge(
+    outcome: &TurnOutcome,
+    interrupt: Option<Interrupt>,
+    timeout: Option<Duration>,
+) -> (ExecStatus, Option<ExecError>) {
+    match outcome {
+        TurnOutcome::Completed => (ExecStatus::Succeeded, None),
+        TurnOutcome::Failed { code, message } if code == STEP_LIMIT_EXCEEDED => (
+            ExecStatus::LimitExceeded,
+            Some(ExecError::new(code.clone(), message.clone())),
+        ),
+        TurnOutcome::Failed { code, message } => (
+            ExecStatus::Failed,
+            Some(ExecError::new(code.clone(), message.clone())),
+        ),
+        TurnOutcome::Aborted { reason } => match interrupt {
+            Some(Interrupt::Timeout) => (
+                ExecStatus::Timeout,
+                Some(ExecError::new(
+                    report::TIMEOUT,
+                    format!(
+                        "the turn ran past --timeout {}",
+                        timeout.map(|t| format!("{t:?}")).unwrap_or_default()
+                    ),
+                )),
+            ),
+            Some(Interrupt::StdoutClosed) => (
+                ExecStatus::Cancelled,
+                Some(ExecError::new(
+                    report::CANCELLED,
+                    "standard output was closed",
+                )),
+            ),
+            Some(Interrupt::Signal) | None => (
+                ExecStatus::Cancelled,
+                Some(ExecError::new(
+                    report::CANCELLED,
+                    reason.clone().unwrap_or_else(|| "cancelled".into()),
+                )),
+            ),
+        },
+        other => (
+            ExecStatus::Failed,
+            Some(ExecError::new(
+                keel_agent::runner::INTERNAL_ERROR,
+                format!("unexpected outcome {other:?}"),
+            )),
+        ),
+    }
+}
+
+/// The prompt from the argument, or standard input for `-` or none.
+async fn read_prompt(arg: Option<&str>) -> anyhow::Result<String> {
+    let prompt = match arg {
+        Some(text) if text != "-" => text.to_owned(),
+        _ => {
+            if arg.is_none() && std::io::stdin().is_terminal() {
+                bail!("no prompt: pass one as an argument, or `-` to read standard input");
+            }
+            let mut input = String::new();
+            tokio::io::stdin()
+                .read_to_string(&mut input)
+                .await
+                .context("cannot read the prompt from standard input")?;
+            input
+        }
+    };
+    if prompt.trim().is_empty() {
+        bail!("the prompt is empty");
+    }
+    Ok(prompt)
+}
+
+/// The compiled `--output-schema` and its text (for the system prompt).
+fn load_schema(args: &ExecArgs) -> anyhow::Result<Option<(jsonschema::Validator, String)>> {
+    let Some(path) = &args.output_schema else {
+        return Ok(None);
+    };
+    let text = std::fs::read_to_string(path)
+        .with_context(|| format!("cannot read --output-schema {}", path.display()))?;
+    let schema: serde_json::Value = serde_json::from_str(&text)
+        .with_context(|| format!("--output-schema {} is not JSON", path.display()))?;
+    let validator = jsonschema::validator_for(&schema).map_err(|e| {
+        anyhow::anyhow!(
+            "--output-schema {} is not a valid JSON Schema: {e}",
+            path.display()
+        )
+    })?;
+    Ok(Some((validator, text.trim().to_owned())))
+}
+
+/// SIGINT and SIGTERM abort the turn; a second one ends the process at once.
+async fn watch_signals(stop: Arc<Stop>) {
+    use tokio::signal::unix::{SignalKind, signal};
+    let (Ok(mut interrupt), Ok(mut terminate)) = (
+        signal(SignalKind::interrupt()),
+        signal(SignalKind::terminate()),
+    ) else {
+        eprintln!("keel: warning: cannot watch for SIGINT/SIGTERM");
+        return;
+    };
+    for round in 0..2 {
+        tokio::select! {
+            _ = interrupt.recv() => {}
+            _ = terminate.recv() => {}
+        }
+        if round == 0 {
+            stop.trigger(Interrupt::Signal);
+        }
+    }
+    std::process::exit(i32::from(report::EXIT_CANCELLED));
+}
+
+/// Notices a closed stdout while the turn is quiet (the pipe's write end reports an error
+/// once the reader is gone), so a run nobody reads stops now rather than at its next
+/// write. Stdout that cannot be polled (a regular file) is never closed under us.
+#[expect(
+    unsafe_code,
+    reason = "tokio offers no safe way to poll a borrowed descriptor such as stdout"
+)]
+async fn watch_stdout(stop: Arc<Stop>) {
+    use tokio::io::Interest;
+    use tokio::io::unix::AsyncFd;
+    // SAFETY: descriptor 1 stays open for the whole process (nothing in keel closes it)
+    // and `Stdout::as_raw_fd` always returns 1; the AsyncFd is dropped with this task.
+    let registered = unsafe { AsyncFd::register_with_interest(std::io::stdout(), Interest::ERROR) };
+    let Ok(stdout) = registered else {
+        return;
+    };
+    if stdout.ready(Interest::ERROR).await.is_ok() {
+        stop.trigger(Interrupt::StdoutClosed);
+    }
+}
+
+/// A spawned task that ends with its owner.
+struct Owned(tokio::task::JoinHandle<()>);
+
+impl Drop for Owned {
+    fn drop(&mut self) {
+        self.0.abort();
+    }
+}

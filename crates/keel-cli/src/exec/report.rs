@@ -1,0 +1,296 @@
+//! What a run of `keel exec` reports: its status, the result object shared by the `json`
+//! and `stream-json` formats, exit codes, and the helpers that produce them (structured
+//! output checks, the atomic `-o` write, `--timeout` parsing).
+//!
+//! Exit codes are part of the scripting contract (issue 5, item 6), so they live here as
+//! named constants rather than at their call sites.
+
+use std::io::Write as _;
+use std::path::Path;
+use std::process::ExitCode;
+use std::time::Duration;
+
+use keel_protocol::Usage;
+use serde::Serialize;
+
+/// Version of the `json` and `stream-json` output; bumped on any incompatible change.
+pub const SCHEMA_VERSION: u32 = 1;
+
+/// Exit code of a run that succeeded.
+pub const EXIT_OK: u8 = 0;
+/// Exit code of a bad invocation (clap uses it for its own errors too).
+pub const EXIT_USAGE: u8 = 2;
+/// Exit code of a configuration error.
+pub const EXIT_CONFIG: u8 = 3;
+/// Exit code of a turn that failed.
+pub const EXIT_FAILED: u8 = 4;
+/// Exit code of a turn stopped by `--timeout`.
+pub const EXIT_TIMEOUT: u8 = 6;
+/// Exit code of a turn stopped by `--max-steps`.
+pub const EXIT_LIMIT: u8 = 7;
+/// Exit code of an internal error (sysexits' `EX_SOFTWARE`).
+pub const EXIT_INTERNAL: u8 = 70;
+/// Exit code of a run cancelled by SIGINT or SIGTERM (128 + SIGINT, as shells report it).
+pub const EXIT_CANCELLED: u8 = 130;
+/// Exit code of a run whose standard output was closed (128 + SIGPIPE).
+pub const EXIT_STDOUT_CLOSED: u8 = 141;
+
+/// Error code of a final answer that is not JSON valid against `--output-schema`.
+pub const STRUCTURED_OUTPUT_INVALID: &str = "structured_output_invalid";
+/// Error code of a turn stopped by `--timeout`.
+pub const TIMEOUT: &str = "timeout";
+/// Error code of a turn cancelled by a signal.
+pub const CANCELLED: &str = "cancelled";
+
+/// How a run ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ExecStatus {
+    /// The turn finished (and its answer matched `--output-schema`, if given).
+    Succeeded,
+    /// The turn failed, or its answer did not match the schema.
+    Failed,
+    /// `--timeout` passed first.
+    Timeout,
+    /// A signal (or a closed stdout) aborted the turn.
+    Cancelled,
+    /// `--max-steps` was reached while the model still called tools.
+    LimitExceeded,
+}
+
+impl ExecStatus {
+    /// The process exit code for this status.
+    pub fn exit_code(self) -> u8 {
+        match self {
+            Self::Succeeded => EXIT_OK,
+            Self::Failed => EXIT_FAILED,
+            Self::Timeout => EXIT_TIMEOUT,
+            Self::Cancelled => EXIT_CANCELLED,
+            Self::LimitExceeded => EXIT_LIMIT,
+        }
+    }
+}
+
+/// Why a run failed, in the shape every output format uses.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct ExecError {
+    /// Stable code (a runner code, `timeout`, `cancelled` or `structured_output_invalid`).
+    pub code: String,
+    /// What went wrong.
+    pub message: String,
+    /// Whether running the same command again may succeed.
+    pub retryable: bool,
+}
+
+impl ExecError {
+    /// An error whose retryability follows from its code.
+    pub fn new(code: impl Into<String>, message: impl Into<String>) -> Self {
+        let code = code.into();
+        let retryable = is_retryable(&code);
+        Self {
+            code,
+            message: message.into(),
+            retryable,
+        }
+    }
+}
+
+/// Transient failures: the runner's codes for model calls that may work on a later try.
+fn is_retryable(code: &str) -> bool {
+    matches!(
+        code,
+        "model_rate_limit"
+            | "model_overloaded"
+            | "model_timeout"
+            | "model_network"
+            | "model_server"
+            | TIMEOUT
+    )
+}
+
+/// The result object: `json` prints it alone, `stream-json` inside `exec.completed`.
+#[derive(Debug, Clone, Serialize)]
+pub struct ExecResult {
+    /// Always `exec.result`.
+    #[serde(rename = "type")]
+    pub kind: &'static str,
+    /// [`SCHEMA_VERSION`].
+    pub schema_version: u32,
+    /// This invocation.
+    pub run_id: String,
+    /// How the run ended.
+    pub status: ExecStatus,
+    /// The last assistant message's text.
+    pub final_text: String,
+    /// The parsed final answer, when `--output-schema` was given and it matched.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub structured_output: Option<serde_json::Value>,
+    /// The session.
+    pub session_id: String,
+    /// The turn.
+    pub turn_id: String,
+    /// Tokens over the turn's model calls.
+    pub usage: Usage,
+    /// Wall time of the turn.
+    pub duration_ms: u64,
+    /// Why it failed; `null` on success.
+    pub error: Option<ExecError>,
+}
+
+/// Parses `--timeout`: `90s`, `5m`, `1h30m`, `250ms`, or plain seconds.
+pub fn parse_duration(text: &str) -> Result<Duration, String> {
+    let text = text.trim();
+    let bad = || format!("`{text}` is not a duration (try 90s, 5m, 1h30m or plain seconds)");
+    if text.is_empty() {
+        return Err(bad());
+    }
+    if let Ok(seconds) = text.parse::<u64>() {
+        return Ok(Duration::from_secs(seconds));
+    }
+    let mut total = Duration::ZERO;
+    let mut rest = text;
+    while !rest.is_empty() {
+        let digits = rest.find(|c: char| !c.is_ascii_digit()).ok_or_else(bad)?;
+        if digits == 0 {
+            return Err(bad());
+        }
+        let value: u64 = rest[..digits].parse().map_err(|_| bad())?;
+        rest = &rest[digits..];
+        let unit_len = rest
+            .find(|c: char| c.is_ascii_digit())
+            .unwrap_or(rest.len());
+        let part = match &rest[..unit_len] {
+            "ms" => Duration::from_millis(value),
+            "s" => Duration::from_secs(value),
+            "m" => Duration::from_secs(value.saturating_mul(60)),
+            "h" => Duration::from_secs(value.saturating_mul(3600)),
+            _ => return Err(bad()),
+        };
+        total = total.saturating_add(part);
+        rest = &rest[unit_len..];
+    }
+    if total.is_zero() {
+        return Err(format!("the timeout `{text}` must be longer than zero"));
+    }
+    Ok(total)
+}
+
+/// Checks a final answer against the output schema: the parsed value, or the error.
+pub fn check_structured(
+    validator: &jsonschema::Validator,
+    text: &str,
+) -> Result<serde_json::Value, ExecError> {
+    let body = strip_fence(text.trim());
+    let value: serde_json::Value = serde_json::from_str(body).map_err(|e| {
+        ExecError::new(
+            STRUCTURED_OUTPUT_INVALID,
+            format!("the final answer is not JSON: {e}"),
+        )
+    })?;
+    let problems: Vec<String> = validator
+        .iter_errors(&value)
+        .take(5)
+        .map(|e| {
+            let at = e.instance_path().to_string();
+            if at.is_empty() {
+                e.to_string()
+            } else {
+                format!("{at}: {e}")
+            }
+        })
+        .collect();
+    if problems.is_empty() {
+        Ok(value)
+    } else {
+        Err(ExecError::new(
+            STRUCTURED_OUTPUT_INVALID,
+            format!(
+                "the final answer does not match the output schema: {}",
+                problems.join("; ")
+            ),
+        ))
+    }
+}
+
+/// Models often wrap JSON in a Markdown fence even when told not to; accept one.
+fn strip_fence(text: &str) -> &str {
+    let Some(inner) = text.strip_prefix("```") else {
+        return text;
+    };
+    let Some(inner) = inner.strip_suffix("```") else {
+        return text;
+    };
+    // Drop the info string (`json`) on the opening line.
+    match inner.split_once('\n') {
+        Some((_, body)) => body.trim(),
+        None => text,
+    }
+}
+
+/// Writes `text` to `path` atomically: a temporary file beside it, flushed, then renamed
+/// over it, so a reader never sees half an answer.
+pub fn write_atomically(path: &Path, text: &str) -> std::io::Result<()> {
+    let dir = match path.parent() {
+        Some(dir) if !dir.as_os_str().is_empty() => dir.to_path_buf(),
+        _ => std::path::PathBuf::from("."),
+    };
+    let name = path
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .ok_or_else(|| {
+            std::io::Error::new(std::io::ErrorKind::InvalidInput, "-o needs a file name")
+        })?;
+    let temp = dir.join(format!(".{name}.keel-{}.tmp", std::process::id()));
+    let written = (|| {
+        let mut file = std::fs::File::create(&temp)?;
+        file.write_all(text.as_bytes())?;
+        file.sync_all()?;
+        std::fs::rename(&temp, path)
+    })();
+    if written.is_err() {
+        let _ = std::fs::remove_file(&temp);
+    }
+    written
+}
+
+/// Converts an exit code constant into the process's.
+pub fn exit(code: u8) -> ExitCode {
+    ExitCode::from(code)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn durations_parse_in_every_documented_form() {
+        assert_eq!(parse_duration("90"), Ok(Duration::from_secs(90)));
+        assert_eq!(parse_duration("90s"), Ok(Duration::from_secs(90)));
+        assert_eq!(parse_duration("5m"), Ok(Duration::from_secs(300)));
+        assert_eq!(parse_duration("1h30m"), Ok(Duration::from_secs(5400)));
+        assert_eq!(parse_duration("250ms"), Ok(Duration::from_millis(250)));
+        for bad in ["", "s", "5x", "1h30", "-3s", "0s", "1.5s"] {
+            assert!(parse_duration(bad).is_err(), "{bad}");
+        }
+    }
+
+    #[test]
+    fn structured_output_accepts_fenced_json_and_names_what_is_wrong() {
+        let schema = serde_json::json!({"type": "object", "required": ["n"],
+            "properties": {"n": {"type": "integer"}}});
+        let validator = jsonschema::validator_for(&schema).unwrap();
+        assert_eq!(
+            check_structured(&validator, "```json\n{\"n\": 3}\n```"),
+            Ok(serde_json::json!({"n": 3}))
+        );
+        let wrong = check_structured(&validator, r#"{"n": "three"}"#).unwrap_err();
+        assert_eq!(wrong.code, STRUCTURED_OUTPUT_INVALID);
+        assert!(wrong.message.contains("/n"), "{}", wrong.message);
+        let not_json = check_structured(&validator, "three").unwrap_err();
+        assert!(
+            not_json.message.contains("not JSON"),
+            "{}",
+            not_json.message
+        );
+    }
+}

@@ -1,0 +1,195 @@
+//! The system prompt: keel's own instructions plus the user's project instructions.
+//!
+//! Project instructions are `AGENTS.md` files (a folder without one may have `CLAUDE.md`
+//! instead) from `$KEEL_HOME`, the project root (the nearest folder above the working folder
+//! holding `.git` or `.keel`, else the working folder) and every folder from the root down to
+//! the working folder. Together they are capped at 32 KiB; when they do not all fit, the
+//! most specific ones (nearest the working folder) are kept and the others are named.
+
+use std::path::{Path, PathBuf};
+
+/// Total size of project instructions in the system prompt (issue 5).
+pub const MAX_INSTRUCTIONS: usize = 32 * 1024;
+
+/// File names read, in order of preference within one folder.
+const NAMES: [&str; 2] = ["AGENTS.md", "CLAUDE.md"];
+
+/// keel's own words: who it is and how it works.
+const PREAMBLE: &str = "You are keel, a coding agent working in a terminal on the user's machine. \
+You help with software tasks: reading and changing code, running commands, finding and fixing bugs, \
+explaining what you find.
+
+How you work:
+- Look before you change: read the files involved, search for related code, and check how the \
+project builds and tests before editing.
+- Make focused changes with the edit tool; create files with write only when a new file is needed. \
+Keep the project's style, line endings and conventions.
+- Run the project's tests or build after a change when you can, and report what you ran and what \
+happened, including failures.
+- Use todowrite to keep a short plan for work of several steps, with one item in progress at a time.
+- Tool calls may be denied by the user's permission settings; when that happens, say so and adapt \
+instead of retrying the same call.
+- Be concise. When you are done, say what you changed and anything left to do.";
+
+/// One instructions file found.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Instructions {
+    /// Where it was read from.
+    pub path: PathBuf,
+    /// Its text (possibly cut to fit).
+    pub text: String,
+}
+
+/// The nearest folder at or above `cwd` that holds `.git` or `.keel`, else `cwd`.
+pub fn project_root(cwd: &Path) -> PathBuf {
+    cwd.ancestors()
+        .find(|dir| dir.join(".git").exists() || dir.join(".keel").is_dir())
+        .unwrap_or(cwd)
+        .to_path_buf()
+}
+
+fn file_in(dir: &Path) -> Option<PathBuf> {
+    NAMES
+        .iter()
+        .map(|name| dir.join(name))
+        .find(|path| path.is_file())
+}
+
+/// Instructions files from general to specific, within the size cap, and the files left out.
+pub fn collect(cwd: &Path, keel_home: Option<&Path>) -> (Vec<Instructions>, Vec<PathBuf>) {
+    let root = project_root(cwd);
+    let mut folders: Vec<PathBuf> = Vec::new();
+    if let Some(home) = keel_home {
+        folders.push(home.to_path_buf());
+    }
+    let mut chain: Vec<PathBuf> = cwd
+        .ancestors()
+        .take_while(|dir| dir.starts_with(&root))
+        .map(Path::to_path_buf)
+        .collect();
+    chain.reverse();
+    folders.extend(chain);
+    let mut files: Vec<PathBuf> = Vec::new();
+    for folder in folders {
+        if let Some(path) = file_in(&folder).filter(|p| !files.contains(p)) {
+            files.push(path);
+        }
+    }
+    // Fill the budget from the most specific file backwards.
+    let mut budget = MAX_INSTRUCTIONS;
+    let mut kept = Vec::new();
+    let mut left_out = Vec::new();
+    for path in files.into_iter().rev() {
+        let Ok(text) = std::fs::read_to_string(&path) else {
+            left_out.push(path);
+            continue;
+        };
+        let text = text.trim().to_owned();
+        if text.is_empty() {
+            continue;
+        }
+        if budget == 0 {
+            left_out.push(path);
+            continue;
+        }
+        let text = if text.len() > budget {
+            let mut cut = budget;
+            while !text.is_char_boundary(cut) {
+                cut -= 1;
+            }
+            format!(
+                "{}\n[… cut to fit the {} KiB limit on instructions]",
+                &text[..cut],
+                MAX_INSTRUCTIONS / 1024
+            )
+        } else {
+            text
+        };
+        budget = budget.saturating_sub(text.len());
+        kept.push(Instructions { path, text });
+    }
+    kept.reverse();
+    left_out.reverse();
+    (kept, left_out)
+}
+
+/// The whole system prompt for a run in `cwd`.
+pub fn system_prompt(cwd: &Path, keel_home: Option<&Path>) -> String {
+    let mut prompt = String::from(PREAMBLE);
+    prompt.push_str(&format!(
+        "\n\nEnvironment:\n- Working folder: {}\n- Platform: {} {}\n",
+        cwd.display(),
+        std::env::consts::OS,
+        std::env::consts::ARCH
+    ));
+    let (kept, left_out) = collect(cwd, keel_home);
+    if !kept.is_empty() {
+        prompt.push_str(
+            "\nProject instructions follow, from general to specific; where they disagree, the more \
+specific ones (nearer the working folder) win, and the user's own requests win over all of them.\n",
+        );
+        for file in &kept {
+            prompt.push_str(&format!("\n## {}\n\n{}\n", file.path.display(), file.text));
+        }
+    }
+    if !left_out.is_empty() {
+        let names: Vec<String> = left_out.iter().map(|p| p.display().to_string()).collect();
+        prompt.push_str(&format!(
+            "\n(Instructions not included, over the size limit or unreadable: {}. Read them if they matter.)\n",
+            names.join(", ")
+        ));
+    }
+    prompt
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn reads_home_root_and_every_folder_down_with_claude_md_as_fallback() {
+        let dir = tempfile::tempdir().unwrap();
+        let home = dir.path().join("home");
+        let root = dir.path().join("repo");
+        let deep = root.join("crates/app");
+        std::fs::create_dir_all(&home).unwrap();
+        std::fs::create_dir_all(&deep).unwrap();
+        std::fs::create_dir_all(root.join(".git")).unwrap();
+        std::fs::write(home.join("AGENTS.md"), "global rule").unwrap();
+        std::fs::write(root.join("AGENTS.md"), "root rule").unwrap();
+        std::fs::write(root.join("CLAUDE.md"), "ignored: AGENTS.md wins").unwrap();
+        std::fs::write(root.join("crates/CLAUDE.md"), "crates rule").unwrap();
+        std::fs::write(deep.join("AGENTS.md"), "app rule").unwrap();
+        std::fs::write(dir.path().join("AGENTS.md"), "outside the project").unwrap();
+        let (kept, left_out) = collect(&deep, Some(&home));
+        let texts: Vec<&str> = kept.iter().map(|k| k.text.as_str()).collect();
+        assert_eq!(
+            texts,
+            ["global rule", "root rule", "crates rule", "app rule"]
+        );
+        assert!(left_out.is_empty());
+        let prompt = system_prompt(&deep, Some(&home));
+        assert!(prompt.starts_with("You are keel"));
+        assert!(prompt.find("root rule").unwrap() < prompt.find("app rule").unwrap());
+    }
+
+    #[test]
+    fn the_cap_keeps_the_most_specific_instructions() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path().join("repo");
+        let deep = root.join("sub");
+        std::fs::create_dir_all(&deep).unwrap();
+        std::fs::create_dir_all(root.join(".keel")).unwrap();
+        std::fs::write(root.join("AGENTS.md"), "r".repeat(30 * 1024)).unwrap();
+        std::fs::write(deep.join("AGENTS.md"), "s".repeat(4 * 1024)).unwrap();
+        let (kept, _) = collect(&deep, None);
+        let total: usize = kept.iter().map(|k| k.text.len()).sum();
+        assert!(total <= MAX_INSTRUCTIONS + 100, "{total}");
+        assert_eq!(kept.last().unwrap().text, "s".repeat(4 * 1024));
+        assert!(kept[0].text.ends_with("limit on instructions]"));
+        std::fs::write(deep.join("AGENTS.md"), "s".repeat(40 * 1024)).unwrap();
+        let (kept, left_out) = collect(&deep, None);
+        assert_eq!(kept.len(), 1);
+        assert_eq!(left_out, [root.join("AGENTS.md")]);
+    }
+}

@@ -1,0 +1,63 @@
+//! End to end: the real `keel` binary runs a turn from a mock script or against
+//! `keel-mockllm`, in every output format and to every exit code it can reach.
+#![allow(clippy::unwrap_used, clippy::expect_used, missing_docs)]
+
+mod basics;
+mod exits;
+mod formats;
+
+use std::process::Command;
+
+fn keel() -> Command {
+    let mut command = Command::new(env!("CARGO_BIN_EXE_keel"));
+    command.env("KEEL_HOME", "/nonexistent");
+    command
+}
+
+fn script(dir: &std::path::Path, json: &str) -> std::path::PathBuf {
+    let path = dir.join("script.json");
+    std::fs::write(&path, json).unwrap();
+    path
+}
+
+fn temp_dir(name: &str) -> std::path::PathBuf {
+    let dir = std::env::temp_dir().join(format!("keel-exec-{name}-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
+/// Parses JSON lines.
+fn lines(stdout: &[u8]) -> Vec<serde_json::Value> {
+    String::from_utf8_lossy(stdout)
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("{e}: {l}")))
+        .collect()
+}
+
+/// `keel exec --mock-script <script> <extra…>` in a fresh working folder.
+fn exec_script(script_json: &str, extra: &[&str]) -> (tempfile::TempDir, std::process::Output) {
+    let dir = tempfile::tempdir().unwrap();
+    let path = script(dir.path(), script_json);
+    let output = keel()
+        .arg("exec")
+        .arg("--cwd")
+        .arg(dir.path())
+        .arg("--mock-script")
+        .arg(&path)
+        .args(extra)
+        .output()
+        .unwrap();
+    (dir, output)
+}
+
+/// The one `exec.result` object of a `--output-format json` run.
+fn result_of(output: &std::process::Output) -> serde_json::Value {
+    let mut all = lines(&output.stdout);
+    assert_eq!(
+        all.len(),
+        1,
+        "one result object; stderr: {}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    all.remove(0)
+}
