@@ -1,8 +1,9 @@
 //! Store benchmark, run by hand: `cargo bench -p keel-store`.
 //!
 //! Measures commits per second for single-message appends of typical messages (a user prompt,
-//! an assistant reply with a tool call, a 2 KiB tool result, in turn) and the time to read back
-//! a 10,000-message session.
+//! an assistant reply with a tool call, a 2 KiB tool result, in turn), the time to read back a
+//! 10,000-message session, and the mean single-message append to a session of 10 and of 10,000
+//! messages (they should be about equal: no commit statement may walk the whole session).
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
@@ -69,6 +70,27 @@ async fn run(durability: Durability) {
     println!(
         "{durability:?}: {APPENDS} single-message appends in {elapsed:.2?}: {:.0} commits/s",
         APPENDS as f64 / elapsed.as_secs_f64()
+    );
+
+    let short = store
+        .create_session(NewSession {
+            cwd: "/bench".into(),
+            ..NewSession::default()
+        })
+        .await
+        .unwrap();
+    let entries = (0..10).map(|n| Entry::new(typical(n))).collect();
+    store.append(&short.id, "seed", entries).await.unwrap();
+    let started = Instant::now();
+    for n in 0..100 {
+        store
+            .append(&short.id, format!("more{n}"), vec![Entry::new(typical(n))])
+            .await
+            .unwrap();
+    }
+    println!(
+        "{durability:?}: appends to a 10-message session: {:.2?} each (mean of 100)",
+        started.elapsed() / 100
     );
 
     let long = store

@@ -30,8 +30,19 @@ pub(crate) fn uint(value: i64) -> u64 {
     u64::try_from(value).unwrap_or(0)
 }
 
-const SESSION_COLUMNS: &str = "id, title, cwd, model, parent_id, forked_from_session, \
-     forked_from_revision, created_ms, updated_ms, revision, epoch, length";
+macro_rules! session_columns {
+    () => {
+        "id, title, cwd, model, parent_id, forked_from_session, forked_from_revision, \
+         created_ms, updated_ms, revision, epoch, length"
+    };
+}
+
+const SESSION_COLUMNS: &str = session_columns!();
+const GET_SESSION: &str = concat!(
+    "SELECT ",
+    session_columns!(),
+    " FROM sessions WHERE id = ?1"
+);
 
 fn session_from_row(row: &Row<'_>) -> rusqlite::Result<SessionRecord> {
     let fork_session: Option<String> = row.get(5)?;
@@ -81,16 +92,13 @@ pub fn create_session(
 
 /// The session with exactly this id.
 pub fn get_session(conn: &Connection, id: &str) -> Result<SessionRecord> {
-    conn.query_row(
-        &format!("SELECT {SESSION_COLUMNS} FROM sessions WHERE id = ?1"),
-        [id],
-        session_from_row,
-    )
-    .optional()?
-    .ok_or_else(|| StoreError::NotFound {
-        kind: "session",
-        id: id.to_owned(),
-    })
+    conn.prepare_cached(GET_SESSION)?
+        .query_row([id], session_from_row)
+        .optional()?
+        .ok_or_else(|| StoreError::NotFound {
+            kind: "session",
+            id: id.to_owned(),
+        })
 }
 
 /// Resolves a typed id or unique prefix (at least four characters) to a session id.
@@ -383,21 +391,17 @@ pub fn find_commit(
     operation: &str,
 ) -> Result<Option<(String, CommitReceipt)>> {
     let row = conn
-        .query_row(
-            "SELECT fingerprint, kind, revision, epoch, length, written FROM commits \
-             WHERE session_id = ?1 AND operation_id = ?2",
-            params![session.as_str(), operation],
-            |row| {
-                Ok((
-                    row.get::<_, String>(0)?,
-                    row.get::<_, String>(1)?,
-                    row.get::<_, i64>(2)?,
-                    row.get::<_, i64>(3)?,
-                    row.get::<_, i64>(4)?,
-                    row.get::<_, i64>(5)?,
-                ))
-            },
-        )
+        .prepare_cached(FIND_COMMIT)?
+        .query_row(params![session.as_str(), operation], |row| {
+            Ok((
+                row.get::<_, String>(0)?,
+                row.get::<_, String>(1)?,
+                row.get::<_, i64>(2)?,
+                row.get::<_, i64>(3)?,
+                row.get::<_, i64>(4)?,
+                row.get::<_, i64>(5)?,
+            ))
+        })
         .optional()?;
     let Some((fingerprint, kind, revision, epoch, length, written)) = row else {
         return Ok(None);
@@ -418,9 +422,36 @@ pub fn find_commit(
     )))
 }
 
+// Statements on the commit path of every append. Each must stay an index probe or a short index
+// range whatever the session's length; `tests::commit_path_statements_do_not_grow_with_history`
+// holds them to it. Without `sqlite_stat1` (this store never runs ANALYZE) SQLite's planner
+// prefers the primary key `(session_id, seq)` for any `session_id = ?` filter, which walks the
+// whole session; hence `INDEXED BY` where another index is the right one.
+
+/// Whether a live row of the session already carries this message id.
+const LIVE_MESSAGE_EXISTS: &str = "SELECT EXISTS (SELECT 1 FROM history INDEXED BY history_by_message \
+     WHERE session_id = ?1 AND message_id = ?2 AND to_rev IS NULL)";
+/// The session's highest `seq`. A bare MAX keeps SQLite's min/max shortcut (one probe at the end
+/// of the primary key); COALESCE around it would scan.
+const LAST_SEQ: &str = "SELECT MAX(seq) FROM history WHERE session_id = ?1";
+const INSERT_HISTORY: &str = "INSERT INTO history \
+     (session_id, seq, from_rev, message_id, message, created_ms) VALUES (?1, ?2, ?3, ?4, ?5, ?6)";
+const INSERT_COMMIT: &str = "INSERT INTO commits (session_id, revision, kind, epoch, operation_id, \
+     fingerprint, turn_id, length, written, created_ms) \
+     VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)";
+const UPDATE_HEAD: &str =
+    "UPDATE sessions SET revision = ?2, epoch = ?3, length = ?4, updated_ms = ?5 WHERE id = ?1";
+const FIND_COMMIT: &str = "SELECT fingerprint, kind, revision, epoch, length, written FROM commits \
+     WHERE session_id = ?1 AND operation_id = ?2";
+/// The history rows from a `seq` to the end (the rows a commit just inserted): a primary-key range.
+const READ_TAIL: &str = "SELECT seq, message_id, message, from_rev, created_ms, to_rev \
+     FROM history WHERE session_id = ?1 AND seq >= ?2 ORDER BY seq";
+
 /// What a commit wrote, for the re-read that follows it.
 pub(crate) struct Written {
     pub receipt: CommitReceipt,
+    /// `seq` of the first row this revision inserted (where it would be when it inserted none).
+    pub first_seq: i64,
     /// Rows this revision inserted: `(message id, message JSON)`.
     pub inserted: Vec<(String, String)>,
     /// The whole history the commit should leave, when it was not a plain append.
@@ -484,10 +515,7 @@ pub(crate) fn apply(
     let (kept, killed_from_seq, inserted, expected) = match &request.op {
         HistoryOp::Append { entries } => {
             let inserted = encode(entries)?;
-            let mut exists = tx.prepare(
-                "SELECT EXISTS (SELECT 1 FROM history WHERE session_id = ?1 AND message_id = ?2 \
-                 AND +to_rev IS NULL)",
-            )?;
+            let mut exists = tx.prepare_cached(LIVE_MESSAGE_EXISTS)?;
             for (id, _) in &inserted {
                 if exists.query_row(params![session_id, id], |row| row.get::<_, bool>(0))? {
                     return Err(StoreError::InvalidOperation(format!(
@@ -558,18 +586,13 @@ pub(crate) fn apply(
         session.epoch
     };
     let now = now_ms();
-    // A bare MAX keeps SQLite's min/max shortcut (one index probe); COALESCE around it would scan.
-    let last: Option<i64> = tx.query_row(
-        "SELECT MAX(seq) FROM history WHERE session_id = ?1",
-        [session_id],
-        |row| row.get(0),
-    )?;
+    let last: Option<i64> = tx
+        .prepare_cached(LAST_SEQ)?
+        .query_row([session_id], |row| row.get(0))?;
     let mut seq = last.unwrap_or(0);
+    let first_seq = seq + 1;
     {
-        let mut insert = tx.prepare(
-            "INSERT INTO history (session_id, seq, from_rev, message_id, message, created_ms) \
-             VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
-        )?;
+        let mut insert = tx.prepare_cached(INSERT_HISTORY)?;
         for (id, json) in &inserted {
             seq += 1;
             insert.execute(params![session_id, seq, int(revision), id, json, now])?;
@@ -577,26 +600,25 @@ pub(crate) fn apply(
     }
     let length = session.length - (killed as u64).min(session.length) + inserted.len() as u64;
     let written = inserted.len() as u64;
-    tx.execute(
-        "INSERT INTO commits (session_id, revision, kind, epoch, operation_id, fingerprint, \
-         turn_id, length, written, created_ms) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)",
-        params![
-            session_id,
-            int(revision),
-            kind.as_str(),
-            int(epoch),
-            request.operation_id,
-            fingerprint,
-            request.turn_id.as_ref().map(TurnId::as_str),
-            int(length),
-            int(written),
-            now,
-        ],
-    )?;
-    tx.execute(
-        "UPDATE sessions SET revision = ?2, epoch = ?3, length = ?4, updated_ms = ?5 WHERE id = ?1",
-        params![session_id, int(revision), int(epoch), int(length), now],
-    )?;
+    tx.prepare_cached(INSERT_COMMIT)?.execute(params![
+        session_id,
+        int(revision),
+        kind.as_str(),
+        int(epoch),
+        request.operation_id,
+        fingerprint,
+        request.turn_id.as_ref().map(TurnId::as_str),
+        int(length),
+        int(written),
+        now,
+    ])?;
+    tx.prepare_cached(UPDATE_HEAD)?.execute(params![
+        session_id,
+        int(revision),
+        int(epoch),
+        int(length),
+        now
+    ])?;
     tx.commit()?;
     Ok(Written {
         receipt: CommitReceipt {
@@ -608,14 +630,19 @@ pub(crate) fn apply(
             length,
             written,
         },
+        first_seq,
         inserted,
         expected,
     })
 }
 
 /// Re-reads canonical history after a commit and checks it shows what was written (SPEC §13
-/// step 3). An append re-reads its own rows and the commit record; other operations re-read the
-/// whole history at the new revision.
+/// step 3). Every commit re-reads, from the database, its commit record, the session's head
+/// (revision, epoch, length) and the history rows from its first inserted `seq` to the end: they
+/// must be exactly the rows it inserted, live and stamped with its revision. These reads are index
+/// probes and one primary-key range, so an append costs the same however long the session is.
+/// Operations that end rows (replace, reconcile, rewind) also re-read the whole history at the
+/// new revision.
 pub(crate) fn verify(conn: &Connection, written: &Written) -> Result<()> {
     let receipt = &written.receipt;
     let session = receipt.session_id.as_str();
@@ -631,6 +658,15 @@ pub(crate) fn verify(conn: &Connection, written: &Written) -> Result<()> {
             recorded.1, receipt
         )));
     }
+    let head = get_session(conn, session)?;
+    if (head.revision, head.epoch, head.length) != (receipt.revision, receipt.epoch, receipt.length)
+    {
+        return Err(mismatch(format!(
+            "the head reads back as revision {} (epoch {}, {} messages), the commit made \
+             revision {} (epoch {}, {} messages)",
+            head.revision, head.epoch, head.length, receipt.revision, receipt.epoch, receipt.length
+        )));
+    }
     let same = |rows: &[RawEntry], expected: &[(String, String)]| {
         rows.len() == expected.len()
             && rows
@@ -638,26 +674,34 @@ pub(crate) fn verify(conn: &Connection, written: &Written) -> Result<()> {
                 .zip(expected)
                 .all(|(row, (id, json))| row.id == *id && row.json == *json)
     };
-    let mut statement = conn.prepare(
-        "SELECT seq, message_id, message, from_rev, created_ms FROM history \
-         WHERE session_id = ?1 AND from_rev = ?2 ORDER BY seq",
-    )?;
-    let rows = statement
-        .query_map(params![session, int(receipt.revision)], |row| {
-            Ok(RawEntry {
-                seq: row.get(0)?,
-                id: row.get(1)?,
-                json: row.get(2)?,
-                revision: row.get(3)?,
-                created_ms: row.get(4)?,
-            })
+    let mut statement = conn.prepare_cached(READ_TAIL)?;
+    let tail = statement
+        .query_map(params![session, written.first_seq], |row| {
+            Ok((
+                RawEntry {
+                    seq: row.get(0)?,
+                    id: row.get(1)?,
+                    json: row.get(2)?,
+                    revision: row.get(3)?,
+                    created_ms: row.get(4)?,
+                },
+                row.get::<_, Option<i64>>(5)?,
+            ))
         })?
         .collect::<rusqlite::Result<Vec<_>>>()?;
-    if !same(&rows, &written.inserted) {
+    let in_place = tail
+        .iter()
+        .zip(written.first_seq..)
+        .all(|((row, to_rev), seq)| {
+            row.seq == seq && row.revision == int(receipt.revision) && to_rev.is_none()
+        });
+    let rows: Vec<RawEntry> = tail.into_iter().map(|(row, _)| row).collect();
+    if !in_place || !same(&rows, &written.inserted) {
         return Err(mismatch(format!(
-            "revision {} reads back {} rows, {} were written",
+            "revision {} reads back {} rows from seq {}, {} were written",
             receipt.revision,
             rows.len(),
+            written.first_seq,
             written.inserted.len()
         )));
     }
@@ -860,4 +904,153 @@ pub fn queued_inputs(conn: &Connection, session: &str) -> Result<Vec<QueuedInput
             Ok(QueuedInput { id, payload })
         })
         .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used, clippy::expect_used)]
+
+    use rusqlite::StatementStatus;
+    use rusqlite::types::Value;
+
+    use super::*;
+    use crate::model::Entry;
+    use crate::schema::{self, Durability};
+
+    /// Appends messages, a hundred per commit, until the session holds `length`.
+    fn grow(conn: &mut Connection, session: &SessionId, length: usize) {
+        let mut have =
+            usize::try_from(get_session(conn, session.as_str()).unwrap().length).unwrap();
+        while have < length {
+            let batch = (length - have).min(100);
+            let entries = (0..batch)
+                .map(|n| {
+                    Entry::new(Message::user_text(format!(
+                        "message {} {}",
+                        have + n,
+                        "x".repeat(500)
+                    )))
+                })
+                .collect();
+            let request = CommitRequest::append(session.clone(), format!("grow{have}"), entries);
+            let written = apply(conn, &request, "fingerprint").unwrap();
+            verify(conn, &written).unwrap();
+            have += batch;
+        }
+    }
+
+    /// VM steps each statement of one single-message append takes, in a rolled-back transaction.
+    fn append_steps(conn: &mut Connection, session: &str) -> Vec<(&'static str, i32)> {
+        let tx = conn.transaction().unwrap();
+        let head = get_session(&tx, session).unwrap();
+        let last: i64 = tx.query_row(LAST_SEQ, [session], |row| row.get(0)).unwrap();
+        let next = int(head.revision) + 1;
+        let text = |value: &str| Value::Text(value.to_owned());
+        let session_value = text(session);
+        let cases: Vec<(&'static str, Vec<Value>)> = vec![
+            (GET_SESSION, vec![session_value.clone()]),
+            (FIND_COMMIT, vec![session_value.clone(), text("op-new")]),
+            (
+                LIVE_MESSAGE_EXISTS,
+                vec![session_value.clone(), text("m-new")],
+            ),
+            (LAST_SEQ, vec![session_value.clone()]),
+            (
+                INSERT_HISTORY,
+                vec![
+                    session_value.clone(),
+                    Value::Integer(last + 1),
+                    Value::Integer(next),
+                    text("m-new"),
+                    text("{}"),
+                    Value::Integer(0),
+                ],
+            ),
+            (
+                INSERT_COMMIT,
+                vec![
+                    session_value.clone(),
+                    Value::Integer(next),
+                    text("append"),
+                    Value::Integer(0),
+                    text("op-new"),
+                    text("fingerprint"),
+                    Value::Null,
+                    Value::Integer(int(head.length) + 1),
+                    Value::Integer(1),
+                    Value::Integer(0),
+                ],
+            ),
+            (
+                UPDATE_HEAD,
+                vec![
+                    session_value.clone(),
+                    Value::Integer(next),
+                    Value::Integer(0),
+                    Value::Integer(int(head.length) + 1),
+                    Value::Integer(0),
+                ],
+            ),
+            (FIND_COMMIT, vec![session_value.clone(), text("op-new")]),
+            (READ_TAIL, vec![session_value, Value::Integer(last + 1)]),
+        ];
+        let steps = cases
+            .into_iter()
+            .map(|(sql, values)| {
+                let mut statement = tx.prepare(sql).unwrap();
+                {
+                    let mut rows = statement.query(rusqlite::params_from_iter(values)).unwrap();
+                    while rows.next().unwrap().is_some() {}
+                }
+                (sql, statement.get_status(StatementStatus::VmStep))
+            })
+            .collect();
+        tx.rollback().unwrap();
+        steps
+    }
+
+    /// The regression this guards: without statistics the planner walked the whole session
+    /// through the primary key for the live-id check and the read-back, so every append read
+    /// every message of its session.
+    #[test]
+    fn commit_path_statements_do_not_grow_with_history() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut conn = schema::open(&dir.path().join("plan.db"), Durability::Normal).unwrap();
+        let new = NewSession {
+            cwd: "/plan".into(),
+            ..NewSession::default()
+        };
+        let short = create_session(&conn, &new, None).unwrap().id;
+        let long = create_session(&conn, &new, None).unwrap().id;
+        grow(&mut conn, &short, 10);
+        grow(&mut conn, &long, 3_000);
+        let small = append_steps(&mut conn, short.as_str());
+        let large = append_steps(&mut conn, long.as_str());
+        for ((sql, few), (_, many)) in small.iter().zip(&large) {
+            assert!(
+                *many <= few + 16,
+                "`{sql}` takes {few} VM steps at 10 messages but {many} at 3,000"
+            );
+        }
+        for (sql, _) in &small {
+            let plan = conn
+                .prepare(&format!("EXPLAIN QUERY PLAN {sql}"))
+                .unwrap()
+                .query_map(
+                    rusqlite::params_from_iter(
+                        std::iter::repeat_n(Value::Null, 10)
+                            .take(conn.prepare(sql).unwrap().parameter_count()),
+                    ),
+                    |row| row.get::<_, String>(3),
+                )
+                .unwrap()
+                .collect::<rusqlite::Result<Vec<_>>>()
+                .unwrap();
+            assert!(
+                plan.iter()
+                    .all(|line| !line.starts_with("SCAN ") || line == "SCAN CONSTANT ROW"),
+                "`{sql}` scans: {plan:?}"
+            );
+        }
+    }
 }
