@@ -1,12 +1,14 @@
 //! The `keel` binary.
 //!
 //! Only this crate writes to the terminal. Today it offers `keel exec`, the scripting
-//! entry point, driving the turn runner end to end against a configured provider or a
+//! entry point, and `keel sessions` over the stored sessions; `exec` drives the turn runner end to end against a configured provider or a
 //! scripted model (`--mock-script`).
 
 mod config;
 mod exec;
 mod instructions;
+mod sessions;
+mod store;
 
 use std::process::ExitCode;
 
@@ -23,7 +25,9 @@ struct Cli {
 #[derive(Debug, Subcommand)]
 enum Command {
     /// Run one turn non-interactively and print the answer, a result object or JSON events.
-    Exec(exec::ExecArgs),
+    Exec(Box<exec::ExecArgs>),
+    /// List, show, fork, rewind, export or delete stored sessions.
+    Sessions(sessions::SessionsArgs),
 }
 
 fn main() -> ExitCode {
@@ -41,7 +45,8 @@ fn main() -> ExitCode {
     };
     let result = runtime.block_on(async {
         match cli.command {
-            Command::Exec(args) => exec::run(args).await,
+            Command::Exec(args) => exec::run(*args).await,
+            Command::Sessions(args) => sessions::run(args).await.map(|()| ExitCode::SUCCESS),
         }
     });
     // Tools may leave work behind after an abort; do not wait for it.
@@ -57,6 +62,15 @@ fn main() -> ExitCode {
                     config_error.code()
                 );
                 ExitCode::from(exec::EXIT_CONFIG)
+            } else if let Some(store_error) = error.downcast_ref::<keel_store::StoreError>() {
+                // A wrong id is a bad invocation; anything else the store reports is a
+                // runtime failure.
+                eprintln!("keel: {error:#}");
+                if store::is_usage_error(store_error) {
+                    ExitCode::from(exec::EXIT_USAGE)
+                } else {
+                    ExitCode::from(exec::EXIT_FAILED)
+                }
             } else if error.downcast_ref::<exec::InternalError>().is_some() {
                 eprintln!("keel: internal error: {error:#}");
                 ExitCode::from(exec::EXIT_INTERNAL)

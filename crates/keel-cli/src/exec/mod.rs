@@ -5,6 +5,7 @@
 //! decides the status and the exit code (see `report`).
 
 mod output;
+mod persist;
 mod report;
 mod setup;
 
@@ -17,12 +18,12 @@ use std::time::{Duration, Instant};
 use anyhow::{Context as _, bail};
 use keel_agent::runner::{RunnerDefaults, STEP_LIMIT_EXCEEDED, TurnInput, TurnRunner, TurnStart};
 use keel_llm::StreamSettings;
-use keel_protocol::{Message, SessionId, TurnId, TurnOutcome};
+use keel_protocol::{Message, TurnId, TurnOutcome};
 use tokio::io::AsyncReadExt as _;
 
-use crate::{config, instructions};
+use crate::{config, instructions, store};
 use output::{ExecHost, Format, Interrupt, RunIds, Stop};
-pub use report::{EXIT_CONFIG, EXIT_INTERNAL, EXIT_USAGE};
+pub use report::{EXIT_CONFIG, EXIT_FAILED, EXIT_INTERNAL, EXIT_USAGE};
 use report::{ExecError, ExecResult, ExecStatus};
 
 /// Arguments of `keel exec`.
@@ -75,6 +76,12 @@ pub struct ExecArgs {
     /// Replace keel's system prompt (and the project instructions in it).
     #[arg(long, value_name = "TEXT")]
     system_prompt: Option<String>,
+    /// Resume this session (its id or a unique prefix of at least 4 characters).
+    #[arg(long, value_name = "ID", conflicts_with = "continue_latest")]
+    session: Option<String>,
+    /// Resume the latest session of the working folder.
+    #[arg(long = "continue")]
+    continue_latest: bool,
 }
 
 /// An error that is keel's fault rather than the invocation's (exit 70).
@@ -122,21 +129,48 @@ against this JSON Schema:\n{schema_text}\n"
         }))
     });
 
+    let model_name = format!("{}/{}", model.provider, model.id);
+    let sessions = store::open().await?;
+    let target = match (&args.session, args.continue_latest) {
+        (Some(typed), _) => persist::Target::Id(typed.clone()),
+        (None, true) => persist::Target::LatestIn(cwd.display().to_string()),
+        (None, false) => persist::Target::New,
+    };
+    let new = keel_store::NewSession {
+        title: persist::title_of(&prompt),
+        cwd: cwd.display().to_string(),
+        model: model_name.clone(),
+        parent_id: None,
+    };
+    let opened = persist::open_session(&sessions, target, new).await?;
+    let session_id = opened.record.id.clone();
+    let turn_id = persist::start_turn(&sessions, &session_id).await?;
+    let mut hooks = hooks;
+    let commit_failure = Arc::new(std::sync::Mutex::new(None));
+    hooks
+        .on_history_changed
+        .push(Arc::new(persist::CommitHistory {
+            store: sessions.clone(),
+            session: session_id.clone(),
+            turn: turn_id.clone(),
+            failure: commit_failure.clone(),
+        }));
+
     let ids = RunIds {
         run_id: TurnId::generate().to_string(),
-        session_id: SessionId::generate().to_string(),
-        turn_id: TurnId::generate().to_string(),
+        session_id: session_id.to_string(),
+        turn_id: turn_id.to_string(),
     };
     let host = Arc::new(ExecHost::new(format, ids.clone(), stop.clone()));
-    host.begin(&format!("{}/{}", model.provider, model.id), &cwd);
+    host.begin(&model_name, &cwd, opened.start);
     let input = TurnInput {
-        session_id: ids.session_id.as_str().into(),
-        turn_id: ids.turn_id.as_str().into(),
+        session_id: session_id.clone(),
+        turn_id: turn_id.clone(),
         model,
         stream_fn,
         system_prompt,
         tools,
-        history: Vec::new(),
+        history: opened.history,
         start: TurnStart::Prompt(vec![Message::user_text(prompt)]),
         hooks,
         host: host.clone(),
@@ -171,6 +205,32 @@ against this JSON Schema:\n{schema_text}\n"
                 error = Some(invalid);
             }
         }
+    }
+    let lost = commit_failure
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+        .take();
+    if let Some(message) = lost
+        && status == ExecStatus::Succeeded
+    {
+        status = ExecStatus::Failed;
+        error = Some(report::ExecError::new(
+            report::HISTORY_COMMIT_FAILED,
+            message,
+        ));
+    }
+    let recorded = match &error {
+        Some(invalid) if invalid.code == report::STRUCTURED_OUTPUT_INVALID => TurnOutcome::Failed {
+            code: invalid.code.clone(),
+            message: invalid.message.clone(),
+        },
+        _ => turn.outcome.clone(),
+    };
+    if let Err(failure) = sessions
+        .finish_turn(&turn_id, recorded, Some(turn.usage))
+        .await
+    {
+        eprintln!("keel: warning: cannot record the end of turn {turn_id}: {failure}");
     }
     let result = ExecResult {
         kind: "exec.result",

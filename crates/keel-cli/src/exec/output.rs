@@ -22,6 +22,7 @@ use keel_protocol::{
 use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
 
+use super::persist::SessionStart;
 use super::report::{ExecResult, ExecStatus, SCHEMA_VERSION};
 
 /// How `keel exec` prints.
@@ -104,8 +105,9 @@ impl ExecHost {
         self.state.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
-    /// Lines before the turn: `exec.started`, `session.started`, `turn.started`.
-    pub fn begin(&self, model: &str, cwd: &std::path::Path) {
+    /// Lines before the turn: `exec.started`, `session.started` (or `session.resumed`),
+    /// `turn.started`.
+    pub fn begin(&self, model: &str, cwd: &std::path::Path, start: SessionStart) {
         if self.format != Format::StreamJson {
             return;
         }
@@ -115,7 +117,11 @@ impl ExecHost {
             "exec.started",
             json!({"model": model, "cwd": cwd}),
         );
-        out.emit(&self.stop, "session.started", json!({}));
+        let kind = match start {
+            SessionStart::New => "session.started",
+            SessionStart::Resumed => "session.resumed",
+        };
+        out.emit(&self.stop, kind, json!({}));
         out.emit(&self.stop, "turn.started", json!({}));
     }
 

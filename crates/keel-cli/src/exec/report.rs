@@ -37,6 +37,8 @@ pub const EXIT_STDOUT_CLOSED: u8 = 141;
 
 /// Error code of a final answer that is not JSON valid against `--output-schema`.
 pub const STRUCTURED_OUTPUT_INVALID: &str = "structured_output_invalid";
+/// Failure code when history could not be stored durably.
+pub const HISTORY_COMMIT_FAILED: &str = "history_commit_failed";
 /// Error code of a turn stopped by `--timeout`.
 pub const TIMEOUT: &str = "timeout";
 /// Error code of a turn cancelled by a signal.

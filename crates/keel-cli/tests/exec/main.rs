@@ -5,12 +5,18 @@
 mod basics;
 mod exits;
 mod formats;
+mod sessions;
 
 use std::process::Command;
 
 fn keel() -> Command {
+    // Tests that do not look at sessions share one throwaway database.
+    static SHARED: std::sync::OnceLock<tempfile::TempDir> = std::sync::OnceLock::new();
+    let shared = SHARED.get_or_init(|| tempfile::tempdir().unwrap());
     let mut command = Command::new(env!("CARGO_BIN_EXE_keel"));
-    command.env("KEEL_HOME", "/nonexistent");
+    command
+        .env("KEEL_HOME", "/nonexistent")
+        .env("KEEL_SESSIONS_DB", shared.path().join("sessions.db"));
     command
 }
 

@@ -1,0 +1,316 @@
+//! Durable sessions for `keel exec`: opening or resuming a session, committing each new history
+//! message as the runner hands it over, and recording how the turn ended.
+//!
+//! Every message is committed through the store's history writer from the runner's
+//! `on_history_changed` hook, before the runner moves on, so a crash or `kill -9` loses nothing
+//! the run had acknowledged. The cost is one small SQLite transaction per message, which is
+//! noise next to a model call.
+
+use std::collections::HashSet;
+use std::sync::Arc;
+
+use async_trait::async_trait;
+use keel_agent::runner::HistoryChangedHook;
+use keel_agent::{HookError, TurnContext};
+use keel_protocol::{Message, SessionId, ToolResultMessage, TurnId, TurnOutcome};
+use keel_store::{
+    CommitRequest, Entry, HistoryOp, NewSession, SessionRecord, Store, StoredEntry, TurnSource,
+    TurnStatus, new_id,
+};
+
+/// Longest session title taken from the prompt's first line, in characters.
+pub const TITLE_MAX_CHARS: usize = 80;
+
+/// What a tool call left without a result says once a resumed session closes it.
+pub const INTERRUPTED_RESULT: &str =
+    "interrupted: keel stopped before this tool call finished; it may or may not have run";
+
+/// Error code recorded on turns a crashed process left running.
+pub const INTERRUPTED_CODE: &str = "interrupted";
+
+/// Which session a run works in.
+#[derive(Debug, Clone)]
+pub enum Target {
+    /// A new session (the default).
+    New,
+    /// The session with this id or unique id prefix (`--session`).
+    Id(String),
+    /// The newest session in the working folder (`--continue`).
+    LatestIn(String),
+}
+
+/// Whether the run started a session or picked one up; stream-json reports it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SessionStart {
+    /// A session made for this run: `session.started`.
+    New,
+    /// An earlier session continued: `session.resumed`.
+    Resumed,
+}
+
+/// The session a run works in, with its history ready for the next request.
+pub struct Opened {
+    /// The session.
+    pub record: SessionRecord,
+    /// New or resumed.
+    pub start: SessionStart,
+    /// Canonical history, every tool call answered.
+    pub history: Vec<Arc<Message>>,
+}
+
+/// The session's title: the prompt's first non-empty line, shortened.
+pub fn title_of(prompt: &str) -> String {
+    let line = prompt
+        .lines()
+        .map(str::trim)
+        .find(|l| !l.is_empty())
+        .unwrap_or_default();
+    let mut title: String = line.chars().take(TITLE_MAX_CHARS).collect();
+    if line.chars().count() > TITLE_MAX_CHARS {
+        title.push('…');
+    }
+    title
+}
+
+/// Opens the session the run targets. A resumed session's turns left running by a dead process
+/// are closed as failed, and its unanswered tool calls are answered with an "interrupted" error
+/// (committed, so history stays valid for every later reader).
+pub async fn open_session(
+    store: &Store,
+    target: Target,
+    new: NewSession,
+) -> anyhow::Result<Opened> {
+    let id = match target {
+        Target::New => {
+            let record = store.create_session(new).await?;
+            return Ok(Opened {
+                record,
+                start: SessionStart::New,
+                history: Vec::new(),
+            });
+        }
+        Target::Id(typed) => store.resolve_session(&typed).await?,
+        Target::LatestIn(cwd) => match store.list_sessions(Some(cwd.clone()), 1).await?.first() {
+            Some(record) => record.id.clone(),
+            None => anyhow::bail!(
+                "no session to continue in {cwd}: run `keel exec` without --continue first"
+            ),
+        },
+    };
+    for turn in store.turns(&id).await? {
+        if turn.status == TurnStatus::Running {
+            let outcome = TurnOutcome::Failed {
+                code: INTERRUPTED_CODE.into(),
+                message: "the process running this turn stopped before it ended".into(),
+            };
+            store.finish_turn(&turn.id, outcome, turn.usage).await?;
+        }
+    }
+    let stored = store.history(&id).await?;
+    let history = match close_interrupted(&stored) {
+        Some(entries) => {
+            let request = CommitRequest {
+                session_id: id.clone(),
+                turn_id: None,
+                operation_id: new_id("op-"),
+                expected_revision: None,
+                op: HistoryOp::Reconcile {
+                    entries: entries.clone(),
+                },
+            };
+            store.commit(request).await?;
+            entries.into_iter().map(|e| Arc::new(e.message)).collect()
+        }
+        None => stored.into_iter().map(|e| Arc::new(e.message)).collect(),
+    };
+    Ok(Opened {
+        record: store.session(&id).await?,
+        start: SessionStart::Resumed,
+        history,
+    })
+}
+
+/// History with an "interrupted" error result after every tool call that has none, placed
+/// right after the results of its own batch; `None` when every call has its result.
+pub fn close_interrupted(stored: &[StoredEntry]) -> Option<Vec<Entry>> {
+    let answered: HashSet<&str> = stored
+        .iter()
+        .filter_map(|e| e.message.as_tool_result())
+        .map(|r| r.tool_call_id.as_str())
+        .collect();
+    let mut out = Vec::with_capacity(stored.len());
+    let mut pending: Vec<Entry> = Vec::new();
+    let mut changed = false;
+    for entry in stored {
+        if !pending.is_empty() && entry.message.as_tool_result().is_none() {
+            out.append(&mut pending);
+        }
+        out.push(Entry {
+            id: entry.id.clone(),
+            message: entry.message.clone(),
+        });
+        if let Some(assistant) = entry.message.as_assistant() {
+            for call in assistant.tool_calls() {
+                if !answered.contains(call.id.as_str()) {
+                    changed = true;
+                    pending.push(Entry::new(Message::ToolResult(ToolResultMessage::error(
+                        call.id.clone(),
+                        call.name.clone(),
+                        INTERRUPTED_RESULT,
+                    ))));
+                }
+            }
+        }
+    }
+    out.append(&mut pending);
+    changed.then_some(out)
+}
+
+/// Commits every message the runner hands over, in the running turn.
+pub struct CommitHistory {
+    /// The store.
+    pub store: Store,
+    /// The session.
+    pub session: SessionId,
+    /// The running turn.
+    pub turn: TurnId,
+    /// The first commit failure, if any: the run cannot report success when history it
+    /// acknowledged to the model was not stored.
+    pub failure: Arc<std::sync::Mutex<Option<String>>>,
+}
+
+#[async_trait]
+impl HistoryChangedHook for CommitHistory {
+    async fn on_history_changed(
+        &self,
+        _turn: &TurnContext,
+        messages: &[Arc<Message>],
+    ) -> Result<(), HookError> {
+        let entries = messages
+            .iter()
+            .map(|m| Entry::new(Message::clone(m)))
+            .collect();
+        let request = CommitRequest {
+            session_id: self.session.clone(),
+            turn_id: Some(self.turn.clone()),
+            operation_id: new_id("op-"),
+            expected_revision: None,
+            op: HistoryOp::Append { entries },
+        };
+        self.store
+            .commit(request)
+            .await
+            .map(|_| ())
+            .map_err(|error| {
+                let message = format!("cannot store history: {error}");
+                self.failure
+                    .lock()
+                    .unwrap_or_else(std::sync::PoisonError::into_inner)
+                    .get_or_insert_with(|| message.clone());
+                HookError::new(message)
+            })
+    }
+}
+
+/// Starts the run's turn in the store.
+pub async fn start_turn(store: &Store, session: &SessionId) -> anyhow::Result<TurnId> {
+    Ok(store.start_turn(session, TurnSource::Api).await?.id)
+}
+
+#[cfg(test)]
+mod tests {
+    use keel_protocol::{AssistantMessage, ContentBlock, MessageId, ToolCall};
+
+    use super::*;
+
+    fn stored(message: Message) -> StoredEntry {
+        StoredEntry {
+            id: MessageId::generate(),
+            message,
+            revision: 1,
+            created_ms: 0,
+        }
+    }
+
+    fn calls(ids: &[&str]) -> Message {
+        let mut assistant = AssistantMessage::from_text("");
+        assistant.content = ids
+            .iter()
+            .map(|id| {
+                ContentBlock::ToolCall(ToolCall {
+                    id: (*id).into(),
+                    name: "bash".into(),
+                    arguments: serde_json::json!({}),
+                })
+            })
+            .collect();
+        Message::Assistant(assistant)
+    }
+
+    fn result(id: &str) -> Message {
+        Message::ToolResult(ToolResultMessage::error(id.into(), "bash", "done"))
+    }
+
+    /// `(role, tool call id or text)` of each entry.
+    fn shape(entries: &[Entry]) -> Vec<(String, String)> {
+        entries
+            .iter()
+            .map(|e| {
+                let what = match &e.message {
+                    Message::ToolResult(r) => format!("{} {}", r.tool_call_id, r.text()),
+                    Message::Assistant(a) => a
+                        .tool_calls()
+                        .map(|c| c.id.to_string())
+                        .collect::<Vec<_>>()
+                        .join(","),
+                    _ => String::new(),
+                };
+                (e.message.role().to_owned(), what)
+            })
+            .collect()
+    }
+
+    #[test]
+    fn answered_history_is_left_alone() {
+        let history = [
+            stored(Message::user_text("go")),
+            stored(calls(&["a"])),
+            stored(result("a")),
+        ];
+        assert!(close_interrupted(&history).is_none());
+    }
+
+    #[test]
+    fn missing_results_follow_their_own_batch() {
+        let history = [
+            stored(Message::user_text("go")),
+            stored(calls(&["a", "b"])),
+            stored(result("a")),
+            stored(Message::user_text("more")),
+            stored(calls(&["c"])),
+        ];
+        let fixed = close_interrupted(&history).unwrap();
+        let interrupted = INTERRUPTED_RESULT;
+        pretty_assertions::assert_eq!(
+            shape(&fixed),
+            vec![
+                ("user".to_owned(), String::new()),
+                ("assistant".to_owned(), "a,b".to_owned()),
+                ("tool_result".to_owned(), "a done".to_owned()),
+                ("tool_result".to_owned(), format!("b {interrupted}")),
+                ("user".to_owned(), String::new()),
+                ("assistant".to_owned(), "c".to_owned()),
+                ("tool_result".to_owned(), format!("c {interrupted}")),
+            ]
+        );
+        // Existing messages keep their ids, so the commit keeps the common prefix.
+        assert_eq!(fixed[2].id, history[2].id);
+    }
+
+    #[test]
+    fn titles_come_from_the_first_line() {
+        assert_eq!(title_of("\n  Fix it  \nmore"), "Fix it");
+        let long = "x".repeat(TITLE_MAX_CHARS + 5);
+        assert_eq!(title_of(&long).chars().count(), TITLE_MAX_CHARS + 1);
+    }
+}

@@ -1,0 +1,235 @@
+//! `keel sessions`: list, show, fork, rewind, export and delete stored sessions.
+//!
+//! Every command takes a session id or a unique prefix of it; `--json` prints one JSON value
+//! for scripts, otherwise the output is for people.
+
+use std::io::Write as _;
+
+use anyhow::Context as _;
+use keel_protocol::Message;
+use keel_store::{SessionRecord, StoredEntry};
+use serde_json::json;
+
+use crate::store;
+
+/// Sessions listed when `--limit` is not given.
+const DEFAULT_LIST_LIMIT: usize = 50;
+
+/// Arguments of `keel sessions`.
+#[derive(Debug, clap::Args)]
+pub struct SessionsArgs {
+    #[command(subcommand)]
+    command: SessionsCommand,
+}
+
+#[derive(Debug, clap::Subcommand)]
+enum SessionsCommand {
+    /// Stored sessions, newest first.
+    List {
+        /// Only sessions of this working folder.
+        #[arg(long, value_name = "DIR")]
+        cwd: Option<std::path::PathBuf>,
+        /// At most this many sessions.
+        #[arg(long, value_name = "N", default_value_t = DEFAULT_LIST_LIMIT)]
+        limit: usize,
+        /// Print a JSON array.
+        #[arg(long)]
+        json: bool,
+    },
+    /// A session's messages.
+    Show {
+        /// Session id or unique prefix.
+        id: String,
+        /// Print the session and its messages as JSON.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Copy a session's history (at a revision, default the latest) into a new session.
+    Fork {
+        /// Session id or unique prefix.
+        id: String,
+        /// Revision to copy.
+        #[arg(long, value_name = "REV")]
+        at: Option<u64>,
+        /// Print the new session as JSON.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Set a session's history back to an earlier revision (undoable: rewind to the old head).
+    Rewind {
+        /// Session id or unique prefix.
+        id: String,
+        /// The revision to go back to.
+        #[arg(long, value_name = "REV")]
+        to: u64,
+        /// Print the commit receipt as JSON.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Print a session as Markdown or JSON.
+    Export {
+        /// Session id or unique prefix.
+        id: String,
+        /// Output format.
+        #[arg(long, value_enum, default_value = "markdown")]
+        format: ExportFormat,
+    },
+    /// Delete a session and its history.
+    Delete {
+        /// Session id or unique prefix.
+        id: String,
+        /// Print `{"deleted": ID}`.
+        #[arg(long)]
+        json: bool,
+    },
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+enum ExportFormat {
+    /// For people.
+    Markdown,
+    /// Everything, for tools.
+    Json,
+}
+
+/// Runs `keel sessions …`.
+pub async fn run(args: SessionsArgs) -> anyhow::Result<()> {
+    let store = store::open().await?;
+    let mut out = String::new();
+    match args.command {
+        SessionsCommand::List { cwd, limit, json } => {
+            let cwd = match cwd {
+                Some(dir) => Some(
+                    dir.canonicalize()
+                        .with_context(|| format!("cannot use --cwd {}", dir.display()))?
+                        .display()
+                        .to_string(),
+                ),
+                None => None,
+            };
+            let sessions = store.list_sessions(cwd, limit).await?;
+            if json {
+                let rows: Vec<_> = sessions.iter().map(summary).collect();
+                out = serde_json::to_string_pretty(&rows)?;
+            } else {
+                for s in &sessions {
+                    out.push_str(&format!(
+                        "{}  {}  {}  ({}, {})\n",
+                        s.id, s.updated_ms, s.title, s.cwd, s.model
+                    ));
+                }
+            }
+        }
+        SessionsCommand::Show { id, json } => {
+            let id = store.resolve_session(&id).await?;
+            let record = store.session(&id).await?;
+            let history = store.history(&id).await?;
+            if json {
+                out = serde_json::to_string_pretty(
+                    &json!({"session": summary(&record), "revision": record.revision,
+                            "messages": history}),
+                )?;
+            } else {
+                out = show_text(&record, &history);
+            }
+        }
+        SessionsCommand::Fork { id, at, json } => {
+            let id = store.resolve_session(&id).await?;
+            let record = store.fork(&id, at, None).await?;
+            out = if json {
+                serde_json::to_string_pretty(&record)?
+            } else {
+                record.id.to_string()
+            };
+        }
+        SessionsCommand::Rewind { id, to, json } => {
+            let id = store.resolve_session(&id).await?;
+            let receipt = store.rewind(&id, to, keel_store::new_id("op-")).await?;
+            out = if json {
+                serde_json::to_string_pretty(&receipt)?
+            } else {
+                format!(
+                    "{} rewound to revision {to} (now revision {}, {} messages)",
+                    receipt.session_id, receipt.revision, receipt.length
+                )
+            };
+        }
+        SessionsCommand::Export { id, format } => {
+            let id = store.resolve_session(&id).await?;
+            out = match format {
+                ExportFormat::Markdown => store.export_markdown(&id).await?,
+                ExportFormat::Json => serde_json::to_string_pretty(&store.export_json(&id).await?)?,
+            };
+        }
+        SessionsCommand::Delete { id, json } => {
+            let id = store.resolve_session(&id).await?;
+            store.delete_session(&id).await?;
+            out = if json {
+                json!({"deleted": id}).to_string()
+            } else {
+                format!("deleted {id}")
+            };
+        }
+    }
+    if !out.is_empty() && !out.ends_with('\n') {
+        out.push('\n');
+    }
+    let mut stdout = std::io::stdout().lock();
+    stdout
+        .write_all(out.as_bytes())
+        .and_then(|()| stdout.flush())
+        .context("cannot write to standard output")
+}
+
+/// What `list --json` shows of a session.
+fn summary(s: &SessionRecord) -> serde_json::Value {
+    json!({
+        "id": s.id,
+        "title": s.title,
+        "cwd": s.cwd,
+        "model": s.model,
+        "updated": s.updated_ms,
+    })
+}
+
+fn show_text(record: &SessionRecord, history: &[StoredEntry]) -> String {
+    let mut out = format!(
+        "{}  {}\n{} · {} · revision {}\n\n",
+        record.id, record.title, record.cwd, record.model, record.revision
+    );
+    for entry in history {
+        let line = match &entry.message {
+            Message::User(user) => format!(
+                "user: {}",
+                user.content
+                    .iter()
+                    .filter_map(|b| match b {
+                        keel_protocol::ContentBlock::Text(t) => Some(t.text.as_str()),
+                        _ => None,
+                    })
+                    .collect::<Vec<_>>()
+                    .join("\n")
+            ),
+            Message::Assistant(assistant) => {
+                let mut text = format!("assistant: {}", assistant.text());
+                for call in assistant.tool_calls() {
+                    text.push_str(&format!(
+                        "\n  tool call {} `{}` {}",
+                        call.id, call.name, call.arguments
+                    ));
+                }
+                text
+            }
+            Message::ToolResult(result) => format!(
+                "tool result {}{}: {}",
+                result.tool_call_id,
+                if result.is_error { " (error)" } else { "" },
+                result.text()
+            ),
+            other => format!("{}: …", other.role()),
+        };
+        out.push_str(&line);
+        out.push('\n');
+    }
+    out
+}

@@ -1,0 +1,400 @@
+//! Durable sessions: every run is stored, `--continue` and `--session` resume it, and
+//! `keel sessions` lists, shows, forks, rewinds, exports and deletes.
+
+use std::path::PathBuf;
+use std::process::{Command, Output};
+use std::time::{Duration, Instant};
+
+use pretty_assertions::assert_eq;
+use serde_json::Value;
+
+use crate::{lines, script};
+
+/// A fresh KEEL_HOME (holding the session database) and working folder.
+struct Home {
+    home: tempfile::TempDir,
+    work: tempfile::TempDir,
+}
+
+impl Home {
+    fn new() -> Self {
+        Self {
+            home: tempfile::tempdir().unwrap(),
+            work: tempfile::tempdir().unwrap(),
+        }
+    }
+
+    fn keel(&self) -> Command {
+        let mut command = Command::new(env!("CARGO_BIN_EXE_keel"));
+        command
+            .env("KEEL_HOME", self.home.path())
+            .env_remove("KEEL_SESSIONS_DB")
+            .current_dir(self.work.path());
+        command
+    }
+
+    fn cwd(&self) -> PathBuf {
+        self.work.path().canonicalize().unwrap()
+    }
+
+    /// `keel exec --mock-script` with `responses`, then `extra` arguments.
+    fn exec(&self, responses: &str, extra: &[&str]) -> Output {
+        let path = script(self.home.path(), responses);
+        let output = self
+            .keel()
+            .arg("exec")
+            .arg("--mock-script")
+            .arg(&path)
+            .args(extra)
+            .output()
+            .unwrap();
+        assert!(output.status.success(), "{}", stderr(&output));
+        output
+    }
+
+    /// `keel sessions …` that must succeed, parsed as JSON.
+    fn sessions_json(&self, args: &[&str]) -> Value {
+        let output = self.keel().arg("sessions").args(args).output().unwrap();
+        assert!(output.status.success(), "{}", stderr(&output));
+        serde_json::from_slice(&output.stdout).unwrap()
+    }
+
+    fn only_session(&self) -> String {
+        let list = self.sessions_json(&["list", "--json"]);
+        assert_eq!(list.as_array().unwrap().len(), 1, "{list}");
+        list[0]["id"].as_str().unwrap().to_owned()
+    }
+
+    /// `(role, text)` of each stored message.
+    fn messages(&self, id: &str) -> Vec<(String, String)> {
+        let shown = self.sessions_json(&["show", id, "--json"]);
+        shown["messages"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|entry| summarize(&entry["message"]))
+            .collect()
+    }
+}
+
+fn stderr(output: &Output) -> String {
+    String::from_utf8_lossy(&output.stderr).into_owned()
+}
+
+/// A message as `(role, its text blocks and tool calls)`.
+fn summarize(message: &Value) -> (String, String) {
+    let role = message["role"].as_str().unwrap_or("?").to_owned();
+    let mut parts = Vec::new();
+    for block in message["content"].as_array().into_iter().flatten() {
+        match block["type"].as_str() {
+            Some("text") => parts.push(block["text"].as_str().unwrap_or("").to_owned()),
+            Some("toolCall" | "tool_call") => {
+                parts.push(format!("call {}", block["id"].as_str().unwrap_or("")));
+            }
+            _ => {}
+        }
+    }
+    if message["is_error"] == true || message["isError"] == true {
+        parts.push("(error)".into());
+    }
+    (role, parts.join(" | "))
+}
+
+fn pairs(list: &[(&str, &str)]) -> Vec<(String, String)> {
+    list.iter()
+        .map(|(a, b)| ((*a).to_owned(), (*b).to_owned()))
+        .collect()
+}
+
+#[test]
+fn a_session_is_stored_and_listed() {
+    let home = Home::new();
+    let output = home.exec(
+        r#"[{"text": "fixed"}]"#,
+        &["--output-format", "stream-json", "Fix the bug\nin main.rs"],
+    );
+    let events = lines(&output.stdout);
+    assert_eq!(events[1]["type"], "session.started");
+    assert!(home.home.path().join("sessions.db").is_file());
+    let list = home.sessions_json(&["list", "--json"]);
+    let row = &list[0];
+    assert_eq!(row["id"], events[0]["session_id"]);
+    assert_eq!(row["title"], "Fix the bug");
+    assert_eq!(row["cwd"], home.cwd().display().to_string());
+    assert_eq!(row["model"], "scripted/scripted-model");
+    assert!(row["updated"].as_i64().unwrap() > 0);
+    let id = home.only_session();
+    assert_eq!(
+        home.messages(&id),
+        pairs(&[("user", "Fix the bug\nin main.rs"), ("assistant", "fixed")])
+    );
+    let export = home.sessions_json(&["export", &id, "--format", "json"]);
+    assert_eq!(export["turns"][0]["status"], "completed");
+}
+
+#[test]
+fn continue_sends_the_old_history_in_the_next_request() {
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(1)
+        .enable_all()
+        .build()
+        .unwrap();
+    let script = keel_mockllm::Script::parse(
+        r#"[{"text": "the first answer"}, {"text": "the second answer"}]"#,
+    )
+    .unwrap();
+    let server = runtime
+        .block_on(keel_mockllm::MockServer::start(
+            script,
+            keel_mockllm::ServerOptions::default(),
+        ))
+        .unwrap();
+    let home = Home::new();
+    let run = |extra: &[&str]| {
+        let output = home
+            .keel()
+            .args([
+                "exec",
+                "--model",
+                "anthropic/claude-sonnet-4-5",
+                "--base-url",
+            ])
+            .arg(server.url())
+            .args(["--output-format", "stream-json"])
+            .args(extra)
+            .env("ANTHROPIC_API_KEY", "test-key")
+            .output()
+            .unwrap();
+        assert!(output.status.success(), "{}", stderr(&output));
+        lines(&output.stdout)
+    };
+    let first = run(&["the first question"]);
+    let second = run(&["--continue", "the second question"]);
+    assert_eq!(first[1]["type"], "session.started");
+    assert_eq!(second[1]["type"], "session.resumed");
+    assert_eq!(first[0]["session_id"], second[0]["session_id"]);
+    let requests = server.requests();
+    assert_eq!(requests.len(), 2);
+    let sent = requests[1].body["messages"].to_string();
+    for text in [
+        "the first question",
+        "the first answer",
+        "the second question",
+    ] {
+        assert!(sent.contains(text), "{text} missing from {sent}");
+    }
+}
+
+#[test]
+fn session_prefix_resumes_that_session() {
+    let home = Home::new();
+    home.exec(r#"[{"text": "one"}]"#, &["first"]);
+    let id = home.only_session();
+    let prefix = &id[2..7];
+    let output = home.exec(
+        r#"[{"text": "two"}]"#,
+        &[
+            "--session",
+            prefix,
+            "--output-format",
+            "stream-json",
+            "second",
+        ],
+    );
+    let events = lines(&output.stdout);
+    assert_eq!(events[1]["type"], "session.resumed");
+    assert_eq!(events[1]["session_id"], id.as_str());
+    assert_eq!(
+        home.messages(&id),
+        pairs(&[
+            ("user", "first"),
+            ("assistant", "one"),
+            ("user", "second"),
+            ("assistant", "two"),
+        ])
+    );
+}
+
+#[test]
+fn fork_and_rewind_work_on_revisions() {
+    let home = Home::new();
+    home.exec(r#"[{"text": "one"}]"#, &["first"]);
+    home.exec(r#"[{"text": "two"}]"#, &["--continue", "second"]);
+    let id = home.only_session();
+    let forked = home.sessions_json(&["fork", &id, "--at", "2", "--json"]);
+    let fork_id = forked["id"].as_str().unwrap();
+    assert_ne!(fork_id, id);
+    let first_turn = pairs(&[("user", "first"), ("assistant", "one")]);
+    assert_eq!(home.messages(fork_id), first_turn);
+    assert_eq!(home.messages(&id).len(), 4);
+
+    let rewound = home.sessions_json(&["rewind", &id, "--to", "2", "--json"]);
+    assert_eq!(rewound["length"], 2);
+    assert_eq!(home.messages(&id), first_turn);
+    // Rewinding is undoable: back to the old head.
+    home.sessions_json(&["rewind", &id, "--to", "4", "--json"]);
+    assert_eq!(home.messages(&id).len(), 4);
+
+    let deleted = home.sessions_json(&["delete", fork_id, "--json"]);
+    assert_eq!(deleted["deleted"], fork_id);
+    assert_eq!(home.only_session(), id);
+}
+
+#[test]
+fn export_writes_markdown_and_json() {
+    let home = Home::new();
+    home.exec(r#"[{"text": "the answer"}]"#, &["Explain the code"]);
+    let id = home.only_session();
+    let output = home
+        .keel()
+        .args(["sessions", "export", &id, "--format", "markdown"])
+        .output()
+        .unwrap();
+    assert!(output.status.success(), "{}", stderr(&output));
+    let markdown = String::from_utf8(output.stdout).unwrap();
+    assert!(markdown.starts_with("# Explain the code\n"), "{markdown}");
+    assert!(
+        markdown.contains("## User\n\nExplain the code"),
+        "{markdown}"
+    );
+    assert!(
+        markdown.contains("## Assistant\n\nthe answer"),
+        "{markdown}"
+    );
+    let json = home.sessions_json(&["export", &id, "--format", "json"]);
+    assert_eq!(json["schema_version"], 1);
+    assert_eq!(json["session"]["id"], id.as_str());
+    assert_eq!(json["history"].as_array().unwrap().len(), 2);
+}
+
+/// Waits until the session database shows `count` messages in the only session.
+fn wait_for_messages(home: &Home, count: usize) -> String {
+    let deadline = Instant::now() + Duration::from_secs(20);
+    loop {
+        let list = home.sessions_json(&["list", "--json"]);
+        if let Some(id) = list[0]["id"].as_str()
+            && home.messages(id).len() >= count
+        {
+            return id.to_owned();
+        }
+        assert!(
+            Instant::now() < deadline,
+            "the session never reached {count} messages"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+#[test]
+fn a_tool_call_interrupted_by_sigkill_is_closed_on_resume() {
+    let home = Home::new();
+    let path = script(
+        home.home.path(),
+        r#"[{"tool_calls": [
+              {"id": "c1", "name": "bash", "arguments": {"command": "echo quick"}},
+              {"id": "c2", "name": "bash", "arguments": {"command": "sleep 5"}}]},
+            {"text": "never"}]"#,
+    );
+    let mut child = home
+        .keel()
+        .arg("exec")
+        .arg("--mock-script")
+        .arg(&path)
+        .arg("run the tools")
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let id = wait_for_messages(&home, 2);
+    child.kill().unwrap();
+    child.wait().unwrap();
+
+    home.exec(r#"[{"text": "recovered"}]"#, &["--continue", "go on"]);
+    let messages = home.messages(&id);
+    assert_eq!(messages.len(), 6, "{messages:?}");
+    assert_eq!(
+        &messages[..2],
+        &pairs(&[
+            ("user", "run the tools"),
+            ("assistant", "call c1 | call c2")
+        ])[..]
+    );
+    assert!(
+        messages[2..4].iter().all(|(role, _)| role == "tool_result"),
+        "{messages:?}"
+    );
+    let interrupted = messages
+        .iter()
+        .filter(|(_, text)| text.starts_with("interrupted:") && text.ends_with("(error)"))
+        .count();
+    assert!(interrupted >= 1, "{messages:?}");
+    assert_eq!(
+        &messages[4..],
+        &pairs(&[("user", "go on"), ("assistant", "recovered")])[..]
+    );
+    let export = home.sessions_json(&["export", &id, "--format", "json"]);
+    assert_eq!(export["turns"][0]["status"], "failed");
+    assert_eq!(export["turns"][0]["error_code"], "interrupted");
+    assert_eq!(export["turns"][1]["status"], "completed");
+}
+
+#[test]
+fn bad_session_ids_are_usage_errors() {
+    let home = Home::new();
+    home.exec(r#"[{"text": "one"}]"#, &["first"]);
+    let id = home.only_session();
+    let mock = script(home.home.path(), r#"[{"text": "unused"}]"#)
+        .display()
+        .to_string();
+    let cases: [(&[&str], &str); 5] = [
+        (
+            &["sessions", "show", "s-nope0000"],
+            "no session matches `s-nope0000`",
+        ),
+        (&["sessions", "show", "ab"], "too short"),
+        (
+            &["sessions", "rewind", &id, "--to", "99"],
+            "no revision matches",
+        ),
+        (&["sessions", "delete", "zzzzzz"], "no session matches"),
+        (
+            &[
+                "exec",
+                "--mock-script",
+                &mock,
+                "--session",
+                "s-nope0000",
+                "hi",
+            ],
+            "no session matches",
+        ),
+    ];
+    for (args, message) in cases {
+        let output = home.keel().args(args).output().unwrap();
+        assert_eq!(
+            output.status.code(),
+            Some(2),
+            "{args:?}: {}",
+            stderr(&output)
+        );
+        assert!(
+            stderr(&output).contains(message),
+            "{args:?}: {}",
+            stderr(&output)
+        );
+    }
+    // Sessions exist, but none in this folder.
+    let elsewhere = tempfile::tempdir().unwrap();
+    let output = home
+        .keel()
+        .args(["exec", "--mock-script", &mock, "--continue", "hi", "--cwd"])
+        .arg(elsewhere.path())
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(2), "{}", stderr(&output));
+    assert!(
+        stderr(&output).contains("no session to continue"),
+        "{}",
+        stderr(&output)
+    );
+}
