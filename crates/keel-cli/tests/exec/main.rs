@@ -3,6 +3,7 @@
 #![allow(clippy::unwrap_used, clippy::expect_used, missing_docs)]
 
 mod basics;
+mod crash;
 mod exits;
 mod formats;
 mod sessions;
