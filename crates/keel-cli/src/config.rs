@@ -28,6 +28,9 @@ pub struct Config {
     /// Providers and models to add or override.
     #[serde(default)]
     pub providers: BTreeMap<String, ProviderOverride>,
+    /// Sync every history commit to disk before acknowledging it.
+    #[serde(default)]
+    pub durable: Option<bool>,
 }
 
 impl Permission {

@@ -94,7 +94,7 @@ enum ExportFormat {
 
 /// Runs `keel sessions …`.
 pub async fn run(args: SessionsArgs) -> anyhow::Result<()> {
-    let store = store::open().await?;
+    let store = store::open(false).await?;
     let mut out = String::new();
     match args.command {
         SessionsCommand::List { cwd, limit, json } => {

@@ -23,14 +23,20 @@ pub fn db_path() -> anyhow::Result<PathBuf> {
     Ok(home.join(DB_FILE_NAME))
 }
 
-/// Opens (creating when needed) the session database.
-pub async fn open() -> anyhow::Result<Store> {
+/// Opens (creating when needed) the session database; `durable` syncs every commit to disk
+/// (SQLite `synchronous=FULL`) instead of only at checkpoints.
+pub async fn open(durable: bool) -> anyhow::Result<Store> {
     let path = db_path()?;
     if let Some(parent) = path.parent().filter(|p| !p.as_os_str().is_empty()) {
         std::fs::create_dir_all(parent)
             .with_context(|| format!("cannot create {}", parent.display()))?;
     }
-    Store::open(&path, Durability::Normal)
+    let durability = if durable {
+        Durability::Full
+    } else {
+        Durability::Normal
+    };
+    Store::open(&path, durability)
         .await
         .with_context(|| format!("cannot open the session database {}", path.display()))
 }

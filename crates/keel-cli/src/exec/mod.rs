@@ -34,6 +34,10 @@ pub struct ExecArgs {
     /// Answer from this JSON file of scripted responses instead of a model.
     #[arg(long, value_name = "FILE", conflicts_with = "model")]
     mock_script: Option<PathBuf>,
+    /// Sync every history commit to disk before acknowledging it, so a power cut loses
+    /// nothing either (slower; default: `durable` in config, else off).
+    #[arg(long)]
+    durable: bool,
     /// The model as provider/model, for example anthropic/claude-sonnet-4-5 or
     /// minimax/MiniMax-M2.7 (default: `model` in config).
     #[arg(long, value_name = "PROVIDER/MODEL")]
@@ -130,7 +134,8 @@ against this JSON Schema:\n{schema_text}\n"
     });
 
     let model_name = format!("{}/{}", model.provider, model.id);
-    let sessions = store::open().await?;
+    let durable = args.durable || loaded.config.durable.unwrap_or(false);
+    let sessions = store::open(durable).await?;
     let target = match (&args.session, args.continue_latest) {
         (Some(typed), _) => persist::Target::Id(typed.clone()),
         (None, true) => persist::Target::LatestIn(cwd.display().to_string()),

@@ -316,3 +316,20 @@ fn tools_run_behind_the_permission_gate() {
     let bad = run("sometimes");
     assert_eq!(bad.status.code(), Some(3));
 }
+
+#[test]
+fn a_durable_run_stores_its_session_too() {
+    let (_dir, output) = crate::exec_script(
+        r#"[{"text": "synced"}]"#,
+        &["--durable", "--output-format", "json", "keep this"],
+    );
+    let result = crate::result_of(&output);
+    assert_eq!(result["status"], "succeeded");
+    assert_eq!(result["final_text"], "synced");
+    let session = result["session_id"].as_str().unwrap().to_owned();
+    let listed = keel()
+        .args(["sessions", "list", "--json"])
+        .output()
+        .unwrap();
+    assert!(String::from_utf8_lossy(&listed.stdout).contains(&session));
+}
