@@ -333,3 +333,60 @@ fn a_durable_run_stores_its_session_too() {
         .unwrap();
     assert!(String::from_utf8_lossy(&listed.stdout).contains(&session));
 }
+
+#[test]
+fn every_wire_api_runs_a_tool_step_end_to_end() {
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(1)
+        .enable_all()
+        .build()
+        .unwrap();
+    for api in [
+        "anthropic-messages",
+        "openai-completions",
+        "openai-responses",
+        "google-generative-ai",
+    ] {
+        let script = keel_mockllm::Script::parse(
+            r#"[{"thinking": "plan", "text": "Listing.", "shell": "echo from-$((40+2))", "chunk_size": 5},
+                {"text": "The shell said from-42.", "chunk_size": 5}]"#,
+        )
+        .unwrap();
+        let server = runtime
+            .block_on(keel_mockllm::MockServer::start(
+                script,
+                keel_mockllm::ServerOptions::default(),
+            ))
+            .unwrap();
+        let base = match api {
+            "openai-completions" | "openai-responses" => format!("{}/v1", server.url()),
+            _ => server.url(),
+        };
+        let home = temp_dir(&format!("api-{api}"));
+        std::fs::write(
+            home.join("config.yaml"),
+            format!(
+                "model: mock/m\npermission: full\nproviders:\n  mock:\n    api: {api}\n    base_url: {base}\n    models:\n      m: {{context_window: 128000, max_output: 4096, capabilities: {{reasoning: true}}}}\n"
+            ),
+        )
+        .unwrap();
+        let work = tempfile::tempdir().unwrap();
+        let output = keel()
+            .args(["exec", "--output-format", "json", "--cwd"])
+            .arg(work.path())
+            .arg("run it")
+            .env("KEEL_HOME", &home)
+            .output()
+            .unwrap();
+        let result = crate::result_of(&output);
+        assert_eq!(result["status"], "succeeded", "{api}: {result}");
+        assert_eq!(result["final_text"], "The shell said from-42.", "{api}");
+        let requests = server.requests();
+        assert_eq!(requests.len(), 2, "{api}");
+        let second = requests[1].body.to_string();
+        assert!(
+            second.contains("from-42"),
+            "{api}: the tool result went back to the model: {second}"
+        );
+    }
+}
