@@ -142,7 +142,7 @@ pub fn workload(steps: usize, kib: usize, chunk_size: usize) -> Script {
     for step in 0..steps {
         responses.push(Response {
             text: Some(markdown(step, kib * 1024)),
-            shell: Some(format!("echo step {step}")),
+            shell: Some(step_command(step)),
             chunk_size: Some(chunk_size),
             usage: Some(Usage {
                 input: 1_000 + step as u64 * 300,
@@ -158,6 +158,16 @@ pub fn workload(steps: usize, kib: usize, chunk_size: usize) -> Script {
         ..Response::default()
     });
     Script { responses }
+}
+
+/// The public long-run benchmark's commands, in turn: `ls`, `echo …`, `pwd`, `ls -la`.
+fn step_command(step: usize) -> String {
+    match step % 4 {
+        0 => "ls".to_owned(),
+        1 => format!("echo step {step}"),
+        2 => "pwd".to_owned(),
+        _ => "ls -la".to_owned(),
+    }
 }
 
 /// About `bytes` bytes of plausible markdown for step `step`.
@@ -200,6 +210,10 @@ mod tests {
         assert_eq!(script.responses.len(), 4);
         let text = script.responses[0].text.as_deref().unwrap();
         assert!(text.len() >= 4000 && text.len() <= 4096, "{}", text.len());
-        assert_eq!(script.responses[2].shell.as_deref(), Some("echo step 2"));
+        let commands: Vec<&str> = script.responses[..3]
+            .iter()
+            .filter_map(|r| r.shell.as_deref())
+            .collect();
+        assert_eq!(commands, ["ls", "echo step 1", "pwd"]);
     }
 }

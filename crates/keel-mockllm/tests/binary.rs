@@ -54,7 +54,9 @@ fn serves_the_workload_and_records_requests() {
     let first = post(&url, "/v1/chat/completions", tools);
     assert!(first.starts_with("HTTP/1.1 200"), "{first}");
     assert!(
-        first.contains("Step 0") && first.contains("echo step 0") && first.contains("[DONE]"),
+        first.contains("Step 0")
+            && first.contains(r#"\"command\":\"ls\""#)
+            && first.contains("[DONE]"),
         "{first}"
     );
     let second = post(&url, "/v1/chat/completions", tools);

