@@ -33,12 +33,29 @@ pub struct ClientError(String);
 
 /// A shared HTTP client with rustls on the ring provider.
 pub fn http_client() -> Result<reqwest::Client, ClientError> {
+    build_client(true)
+}
+
+/// A client for `base_url`: plain `http://` servers (local models, the mock on loopback) get
+/// one that skips loading the system's certificate roots, which costs milliseconds at every
+/// start and is never used without TLS.
+pub fn http_client_for(base_url: &str) -> Result<reqwest::Client, ClientError> {
+    build_client(
+        !base_url
+            .trim_start()
+            .to_ascii_lowercase()
+            .starts_with("http://"),
+    )
+}
+
+fn build_client(tls_roots: bool) -> Result<reqwest::Client, ClientError> {
     // Installing twice is harmless (the second call reports the first provider back).
     let _ = rustls::crypto::ring::default_provider().install_default();
-    reqwest::Client::builder()
-        .connect_timeout(Duration::from_secs(30))
-        .build()
-        .map_err(|e| ClientError(e.to_string()))
+    let mut builder = reqwest::Client::builder().connect_timeout(Duration::from_secs(30));
+    if !tls_roots {
+        builder = builder.tls_certs_only(std::iter::empty());
+    }
+    builder.build().map_err(|e| ClientError(e.to_string()))
 }
 
 /// A model reached over HTTP.

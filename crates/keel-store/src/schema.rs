@@ -122,6 +122,11 @@ pub fn open(path: &Path, durability: Durability) -> Result<Connection> {
     let mut conn = Connection::open_with_flags(path, flags)?;
     conn.busy_timeout(BUSY_TIMEOUT)?;
     conn.pragma_update(None, "journal_mode", "WAL")?;
+    // Closing must not copy the whole write-ahead log back into the database: that made
+    // every `keel exec` end with a checkpoint of the session so far. Commits are already
+    // durable in the log, automatic checkpoints still run as it grows, and the next open
+    // reads the log.
+    conn.set_db_config(rusqlite::config::DbConfig::SQLITE_DBCONFIG_NO_CKPT_ON_CLOSE, true)?;
     let synchronous = match durability {
         Durability::Normal => "NORMAL",
         Durability::Full => "FULL",

@@ -7,7 +7,7 @@ use std::sync::Arc;
 use anyhow::{Context as _, bail};
 use keel_agent::runner::TurnHooks;
 use keel_llm::scripted::{ResponseSpec, ScriptedProvider, ScriptedResponse};
-use keel_llm::{HttpProvider, ModelSpec, StreamFn, http_client};
+use keel_llm::{HttpProvider, ModelSpec, StreamFn, http_client_for};
 use keel_tools::ToolEnv;
 use keel_tools::permission::{Mode, PermissionGate, PermissionHook, RuleSet};
 
@@ -51,7 +51,11 @@ pub(super) fn model_and_stream(
     let spec = entry.spec();
     Ok((
         spec,
-        Arc::new(HttpProvider::new(http_client()?, entry, key)),
+        Arc::new(HttpProvider::new(
+            http_client_for(&entry.base_url)?,
+            entry,
+            key,
+        )),
     ))
 }
 
