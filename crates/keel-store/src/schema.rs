@@ -126,7 +126,10 @@ pub fn open(path: &Path, durability: Durability) -> Result<Connection> {
     // every `keel exec` end with a checkpoint of the session so far. Commits are already
     // durable in the log, automatic checkpoints still run as it grows, and the next open
     // reads the log.
-    conn.set_db_config(rusqlite::config::DbConfig::SQLITE_DBCONFIG_NO_CKPT_ON_CLOSE, true)?;
+    conn.set_db_config(
+        rusqlite::config::DbConfig::SQLITE_DBCONFIG_NO_CKPT_ON_CLOSE,
+        true,
+    )?;
     let synchronous = match durability {
         Durability::Normal => "NORMAL",
         Durability::Full => "FULL",
