@@ -174,6 +174,8 @@ pub async fn run(args: SessionsArgs) -> anyhow::Result<()> {
     if !out.is_empty() && !out.ends_with('\n') {
         out.push('\n');
     }
+    // Fork, rewind and delete wrote to the log; make that durable before saying it is done.
+    store::sync_log()?;
     let mut stdout = std::io::stdout().lock();
     stdout
         .write_all(out.as_bytes())

@@ -41,6 +41,22 @@ pub async fn open(durable: bool) -> anyhow::Result<Store> {
         .with_context(|| format!("cannot open the session database {}", path.display()))
 }
 
+/// Flushes the session database's write-ahead log to disk (one fsync), so what this
+/// process committed survives a power cut and not only a crash. Closing the database does
+/// not checkpoint the log (that would copy the whole session on every run), so this is how a
+/// finished run makes its history durable.
+pub fn sync_log() -> anyhow::Result<()> {
+    let mut wal = db_path()?.into_os_string();
+    wal.push("-wal");
+    match std::fs::OpenOptions::new().write(true).open(&wal) {
+        Ok(file) => file
+            .sync_data()
+            .with_context(|| format!("cannot sync {}", PathBuf::from(&wal).display())),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
+        Err(e) => Err(e).with_context(|| format!("cannot open {}", PathBuf::from(&wal).display())),
+    }
+}
+
 /// Whether a store error is about what the user typed (an unknown, ambiguous or too short id,
 /// a revision that does not exist) rather than a failure of the store.
 pub fn is_usage_error(error: &StoreError) -> bool {

@@ -235,7 +235,20 @@ against this JSON Schema:\n{schema_text}\n"
         .finish_turn(&turn_id, recorded, Some(turn.usage))
         .await
     {
-        eprintln!("keel: warning: cannot record the end of turn {turn_id}: {failure}");
+        // The history is stored, but the turn would stay "running" and be reported as
+        // interrupted later: the run cannot claim success.
+        if status == ExecStatus::Succeeded {
+            status = ExecStatus::Failed;
+            error = Some(report::ExecError::new(
+                report::HISTORY_COMMIT_FAILED,
+                format!("cannot record the end of turn {turn_id}: {failure}"),
+            ));
+        }
+    }
+    // Commits are in the write-ahead log, safe from a crash of this process; one fsync of
+    // the log makes them safe from a power cut too before we report the run as done.
+    if let Err(failure) = store::sync_log() {
+        eprintln!("keel: warning: cannot flush the session log to disk: {failure}");
     }
     let result = ExecResult {
         kind: "exec.result",

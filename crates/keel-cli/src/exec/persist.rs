@@ -133,36 +133,40 @@ pub async fn open_session(
 /// History with an "interrupted" error result after every tool call that has none, placed
 /// right after the results of its own batch; `None` when every call has its result.
 pub fn close_interrupted(stored: &[StoredEntry]) -> Option<Vec<Entry>> {
-    let answered: HashSet<&str> = stored
-        .iter()
-        .filter_map(|e| e.message.as_tool_result())
-        .map(|r| r.tool_call_id.as_str())
-        .collect();
     let mut out = Vec::with_capacity(stored.len());
-    let mut pending: Vec<Entry> = Vec::new();
     let mut changed = false;
-    for entry in stored {
-        if !pending.is_empty() && entry.message.as_tool_result().is_none() {
-            out.append(&mut pending);
-        }
+    let mut at = 0;
+    while let Some(entry) = stored.get(at) {
         out.push(Entry {
             id: entry.id.clone(),
             message: entry.message.clone(),
         });
-        if let Some(assistant) = entry.message.as_assistant() {
-            for call in assistant.tool_calls() {
-                if !answered.contains(call.id.as_str()) {
-                    changed = true;
-                    pending.push(Entry::new(Message::ToolResult(ToolResultMessage::error(
-                        call.id.clone(),
-                        call.name.clone(),
-                        INTERRUPTED_RESULT,
-                    ))));
-                }
+        at += 1;
+        let Some(assistant) = entry.message.as_assistant() else {
+            continue;
+        };
+        // A call is answered only by a result in its own batch (the results right after
+        // it): providers reuse ids such as `call_0` from turn to turn.
+        let mut answered: HashSet<&str> = HashSet::new();
+        while let Some(result) = stored.get(at).and_then(|e| e.message.as_tool_result()) {
+            answered.insert(result.tool_call_id.as_str());
+            out.push(Entry {
+                id: stored[at].id.clone(),
+                message: stored[at].message.clone(),
+            });
+            at += 1;
+        }
+        for call in assistant.tool_calls() {
+            if !answered.contains(call.id.as_str()) {
+                changed = true;
+                out.push(Entry::new(Message::ToolResult(ToolResultMessage::error(
+                    call.id.clone(),
+                    call.name.clone(),
+                    INTERRUPTED_RESULT,
+                ))));
             }
         }
     }
-    out.append(&mut pending);
     changed.then_some(out)
 }
 
@@ -197,18 +201,39 @@ impl HistoryChangedHook for CommitHistory {
             expected_revision: None,
             op: HistoryOp::Append { entries },
         };
-        self.store
-            .commit(request)
-            .await
-            .map(|_| ())
-            .map_err(|error| {
+        // Marked before the await: if the runner's hook timeout drops this future, the
+        // run must not report success for a message that may not be stored.
+        const UNFINISHED: &str = "a history commit did not finish (it timed out or was dropped)";
+        let marked = {
+            let mut failure = self
+                .failure
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner);
+            failure
+                .is_none()
+                .then(|| *failure = Some(UNFINISHED.to_owned()))
+                .is_some()
+        };
+        let result = self.store.commit(request).await;
+        let mut failure = self
+            .failure
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        match result {
+            Ok(_) => {
+                if marked {
+                    *failure = None;
+                }
+                Ok(())
+            }
+            Err(error) => {
                 let message = format!("cannot store history: {error}");
-                self.failure
-                    .lock()
-                    .unwrap_or_else(std::sync::PoisonError::into_inner)
-                    .get_or_insert_with(|| message.clone());
-                HookError::new(message)
-            })
+                if marked || failure.is_none() {
+                    *failure = Some(message.clone());
+                }
+                Err(HookError::new(message))
+            }
+        }
     }
 }
 
@@ -305,6 +330,23 @@ mod tests {
         );
         // Existing messages keep their ids, so the commit keeps the common prefix.
         assert_eq!(fixed[2].id, history[2].id);
+    }
+
+    #[test]
+    fn a_reused_call_id_does_not_hide_a_missing_result() {
+        let history = [
+            stored(calls(&["call_0"])),
+            stored(result("call_0")),
+            stored(Message::user_text("again")),
+            stored(calls(&["call_0"])),
+        ];
+        let fixed = close_interrupted(&history).unwrap();
+        let last = fixed.last().unwrap().message.as_tool_result().unwrap();
+        assert_eq!(
+            (last.tool_call_id.as_str(), last.text().as_str()),
+            ("call_0", INTERRUPTED_RESULT)
+        );
+        assert_eq!(fixed.len(), 5);
     }
 
     #[test]
