@@ -106,22 +106,15 @@ pub fn build(model: &ModelEntry, request: &LlmRequest, api_key: Option<&str>) ->
         }
         // The API rejects a temperature other than 1 while thinking is enabled.
         None => {
-            if let Some(temperature) = options.temperature {
-                body.insert("temperature".into(), json!(f32_to_f64(temperature)));
+            if let Some(value) = options.temperature.and_then(super::temperature_value) {
+                body.insert("temperature".into(), value);
             }
         }
     }
 
-    let mut headers = vec![
-        ("content-type".to_owned(), "application/json".to_owned()),
-        ("anthropic-version".to_owned(), ANTHROPIC_VERSION.to_owned()),
-    ];
-    if let Some(key) = api_key {
-        set_header(&mut headers, "x-api-key", key);
-    }
-    for (name, value) in model.headers.iter().chain(&options.headers) {
-        set_header(&mut headers, name, value);
-    }
+    let mut own = vec![("anthropic-version".to_owned(), ANTHROPIC_VERSION.to_owned())];
+    own.extend(api_key.map(|key| ("x-api-key".to_owned(), key.to_owned())));
+    let headers = super::request_headers(model, request, own);
 
     WireRequest {
         url: format!("{}/v1/messages", model.base_url.trim_end_matches('/')),
@@ -277,17 +270,6 @@ fn tool_result(result: &ToolResultMessage) -> Value {
         "content": content,
         "is_error": result.is_error,
     })
-}
-
-/// Sets a header, replacing any earlier one of the same name (names are case-insensitive).
-fn set_header(headers: &mut Vec<(String, String)>, name: &str, value: &str) {
-    headers.retain(|(existing, _)| !existing.eq_ignore_ascii_case(name));
-    headers.push((name.to_owned(), value.to_owned()));
-}
-
-/// `f32` to JSON without the binary noise of a plain widening (`0.7` stays `0.7`).
-fn f32_to_f64(value: f32) -> f64 {
-    value.to_string().parse().unwrap_or(f64::from(value))
 }
 
 #[cfg(test)]

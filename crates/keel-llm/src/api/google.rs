@@ -91,8 +91,8 @@ pub fn build(model: &ModelEntry, request: &LlmRequest, api_key: Option<&str>) ->
         "maxOutputTokens".into(),
         json!(options.max_tokens.unwrap_or(model.max_output)),
     );
-    if let Some(temperature) = options.temperature {
-        config.insert("temperature".into(), json!(f32_to_f64(temperature)));
+    if let Some(value) = options.temperature.and_then(super::temperature_value) {
+        config.insert("temperature".into(), value);
     }
     if model.capabilities.reasoning
         && let Some(level) = options.thinking
@@ -101,13 +101,8 @@ pub fn build(model: &ModelEntry, request: &LlmRequest, api_key: Option<&str>) ->
     }
     body.insert("generationConfig".into(), Value::Object(config));
 
-    let mut headers = vec![("content-type".to_owned(), "application/json".to_owned())];
-    if let Some(key) = api_key {
-        set_header(&mut headers, "x-goog-api-key", key);
-    }
-    for (name, value) in model.headers.iter().chain(&options.headers) {
-        set_header(&mut headers, name, value);
-    }
+    let own = api_key.map(|key| ("x-goog-api-key".to_owned(), key.to_owned()));
+    let headers = super::request_headers(model, request, own.into_iter().collect());
 
     WireRequest {
         url: format!(
@@ -241,17 +236,6 @@ fn push_tool_result(result: &ToolResultMessage, parts: &mut Vec<Value>) {
             .filter(|block| matches!(block, ContentBlock::Image(_)))
             .filter_map(user_part),
     );
-}
-
-/// Sets a header, replacing any earlier one of the same name (names are case-insensitive).
-fn set_header(headers: &mut Vec<(String, String)>, name: &str, value: &str) {
-    headers.retain(|(existing, _)| !existing.eq_ignore_ascii_case(name));
-    headers.push((name.to_owned(), value.to_owned()));
-}
-
-/// `f32` to JSON without the binary noise of a plain widening (`0.7` stays `0.7`).
-fn f32_to_f64(value: f32) -> f64 {
-    value.to_string().parse().unwrap_or(f64::from(value))
 }
 
 #[cfg(test)]

@@ -62,6 +62,35 @@ pub fn decoder(model: &ModelEntry) -> Box<dyn Decoder> {
     }
 }
 
+/// Request headers shared by every API: JSON content type, then the API's `own` headers
+/// (version, key), then the model's and the call's; a later header replaces an earlier one
+/// of the same name (names compared case-insensitively).
+pub(crate) fn request_headers(
+    model: &ModelEntry,
+    request: &LlmRequest,
+    own: Vec<(String, String)>,
+) -> Vec<(String, String)> {
+    let mut headers: Vec<(String, String)> = Vec::new();
+    let content_type = ("content-type".to_owned(), "application/json".to_owned());
+    let extra = model
+        .headers
+        .iter()
+        .chain(&request.options.headers)
+        .cloned();
+    for (name, value) in std::iter::once(content_type).chain(own).chain(extra) {
+        headers.retain(|(existing, _)| !existing.eq_ignore_ascii_case(&name));
+        headers.push((name, value));
+    }
+    headers
+}
+
+/// A temperature as JSON through its shortest decimal form, so `0.7f32` is sent as `0.7`
+/// rather than `0.699999988079071`.
+pub(crate) fn temperature_value(temperature: f32) -> Option<serde_json::Value> {
+    let value: f64 = temperature.to_string().parse().ok()?;
+    serde_json::Number::from_f64(value).map(serde_json::Value::Number)
+}
+
 /// The terminal event for a stream that ended before its terminal event.
 pub(crate) fn cut_stream(usage: Usage) -> StreamEvent {
     StreamEvent::Error {

@@ -97,7 +97,7 @@ pub fn build(model: &ModelEntry, request: &LlmRequest, api_key: Option<&str>) ->
         "max_tokens"
     };
     body.insert(max_key.into(), json!(max_tokens));
-    if let Some(temperature) = options.temperature.and_then(temperature_value) {
+    if let Some(temperature) = options.temperature.and_then(super::temperature_value) {
         body.insert("temperature".into(), temperature);
     }
     if model.capabilities.reasoning
@@ -140,15 +140,8 @@ pub(super) fn bearer_headers(
     request: &LlmRequest,
     api_key: Option<&str>,
 ) -> Vec<(String, String)> {
-    let mut headers = vec![("content-type".to_owned(), "application/json".to_owned())];
-    if let Some(key) = api_key {
-        headers.push(("authorization".to_owned(), format!("Bearer {key}")));
-    }
-    for (name, value) in model.headers.iter().chain(&request.options.headers) {
-        headers.retain(|(existing, _)| !existing.eq_ignore_ascii_case(name));
-        headers.push((name.clone(), value.clone()));
-    }
-    headers
+    let own = api_key.map(|key| ("authorization".to_owned(), format!("Bearer {key}")));
+    super::request_headers(model, request, own.into_iter().collect())
 }
 
 /// The effort name both OpenAI APIs use, or `None` when reasoning is off.
@@ -160,13 +153,6 @@ pub(super) fn reasoning_effort(level: ThinkingLevel) -> Option<&'static str> {
         ThinkingLevel::Medium => Some("medium"),
         ThinkingLevel::High => Some("high"),
     }
-}
-
-/// A temperature as JSON, going through its shortest decimal form so `0.7f32` is sent as
-/// `0.7` rather than `0.699999988079071`.
-pub(super) fn temperature_value(temperature: f32) -> Option<Value> {
-    let value: f64 = temperature.to_string().parse().ok()?;
-    serde_json::Number::from_f64(value).map(Value::Number)
 }
 
 /// An image as a `data:` URL.

@@ -26,7 +26,7 @@ use serde_json::{Map, Value, json};
 use super::WireRequest;
 use super::openai_completions::{
     arguments_string, bearer_headers, data_url, images, insert_cache_options, joined_text,
-    reasoning_effort, temperature_value, tool_images_caption,
+    reasoning_effort, tool_images_caption,
 };
 use crate::model::ModelEntry;
 use crate::request::{CacheRetention, LlmRequest};
@@ -80,7 +80,7 @@ pub fn build(model: &ModelEntry, request: &LlmRequest, api_key: Option<&str>) ->
         "max_output_tokens".into(),
         json!(options.max_tokens.unwrap_or(model.max_output)),
     );
-    if let Some(temperature) = options.temperature.and_then(temperature_value) {
+    if let Some(temperature) = options.temperature.and_then(super::temperature_value) {
         body.insert("temperature".into(), temperature);
     }
     if model.capabilities.reasoning
