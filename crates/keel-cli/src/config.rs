@@ -122,12 +122,10 @@ pub struct Loaded {
     pub model_source: Option<String>,
 }
 
-/// `$KEEL_HOME`, else `~/.keel`.
+/// `$KEEL_HOME`, else `~/.keel` (the one rule keel-tools' permission rules use too).
 pub fn keel_home() -> Option<PathBuf> {
-    std::env::var_os("KEEL_HOME")
-        .filter(|v| !v.is_empty())
-        .map(PathBuf::from)
-        .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".keel")))
+    let home = std::env::var_os("HOME").map(PathBuf::from);
+    keel_tools::permission::keel_home(home.as_deref())
 }
 
 /// The nearest `.keel/config.yaml` in `cwd` or a folder above it.

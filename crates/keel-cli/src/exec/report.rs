@@ -5,7 +5,6 @@
 //! Exit codes are part of the scripting contract (issue 5, item 6), so they live here as
 //! named constants rather than at their call sites.
 
-use std::io::Write as _;
 use std::path::Path;
 use std::process::ExitCode;
 use std::time::Duration;
@@ -229,30 +228,16 @@ fn strip_fence(text: &str) -> &str {
     }
 }
 
-/// Writes `text` to `path` atomically: a temporary file beside it, flushed, then renamed
-/// over it, so a reader never sees half an answer.
+/// Writes `text` to `path` atomically (keel-tools' temp-file-and-rename writer), so a
+/// reader never sees half an answer.
 pub fn write_atomically(path: &Path, text: &str) -> std::io::Result<()> {
-    let dir = match path.parent() {
-        Some(dir) if !dir.as_os_str().is_empty() => dir.to_path_buf(),
-        _ => std::path::PathBuf::from("."),
-    };
-    let name = path
-        .file_name()
-        .map(|n| n.to_string_lossy().into_owned())
-        .ok_or_else(|| {
-            std::io::Error::new(std::io::ErrorKind::InvalidInput, "-o needs a file name")
-        })?;
-    let temp = dir.join(format!(".{name}.keel-{}.tmp", std::process::id()));
-    let written = (|| {
-        let mut file = std::fs::File::create(&temp)?;
-        file.write_all(text.as_bytes())?;
-        file.sync_all()?;
-        std::fs::rename(&temp, path)
-    })();
-    if written.is_err() {
-        let _ = std::fs::remove_file(&temp);
+    if path.file_name().is_none() {
+        return Err(std::io::Error::new(
+            std::io::ErrorKind::InvalidInput,
+            "-o needs a file name",
+        ));
     }
-    written
+    keel_tools::files::write_atomic(path, text.as_bytes())
 }
 
 /// Converts an exit code constant into the process's.

@@ -54,7 +54,7 @@ pub(crate) fn plain(text: &str) -> String {
 /// (its target is rewritten, the link stays), and an existing file keeps its permissions and,
 /// where allowed, its owner. The temporary file is created exclusively with the final
 /// permissions, so its content is never readable by others in between.
-pub(crate) fn write_atomic(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
+pub fn write_atomic(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
     use std::os::unix::fs::{MetadataExt as _, OpenOptionsExt as _, PermissionsExt as _};
     let target = match std::fs::symlink_metadata(path) {
         Ok(meta) if meta.file_type().is_symlink() => std::fs::canonicalize(path).or_else(|_| {
