@@ -5,7 +5,7 @@ set -uo pipefail
 HERE=$(cd "$(dirname "$0")" && pwd)
 ROOT=$(cd "$HERE/../.." && pwd)
 RUNS=${RUNS:-3}; STEPS=${STEPS:-100}; KIB=${KIB:-4}; CHUNK=${CHUNK:-64}
-ONLY=${ONLY:-"keel codex pi"}
+ONLY=${ONLY:-"keel keel-sandboxed codex pi"}
 export CARGO_TARGET_DIR=${CARGO_TARGET_DIR:-$HOME/.cache/keel/target}
 PEERS_DIR=${PEERS_DIR:-$HOME/.cache/keel/peers}
 OUT=$(mktemp -d "${TMPDIR:-/tmp}/keel-longrun.XXXXXX")
@@ -54,13 +54,13 @@ log "keel:  $(ver "$KEEL")"
 run_one() {
   local name=$1 i=$2 d=$OUT/$1.$2
   mkdir -p "$d/work" "$d/home"
-  "$MOCK" --workload "steps=$STEPS,kib=$KIB,chunk=$CHUNK" --record "$d/requests.jsonl" >"$d/mock.out" 2>&1 &
+  "$MOCK" --workload "steps=$STEPS,kib=$KIB,chunk=$CHUNK" --timings "$d/timings.jsonl" >"$d/mock.out" 2>&1 &
   local mpid=$! port=""
   for _ in $(seq 200); do port=$(grep -o '127\.0\.0\.1:[0-9]*' "$d/mock.out" 2>/dev/null | cut -d: -f2); [[ -n $port ]] && break; sleep 0.01; done
   [[ -n $port ]] || { log "mock did not start"; kill "$mpid"; return 1; }
   local -a cmd
   case $name in
-    keel)
+    keel|keel-sandboxed)
       cat >"$d/home/config.yaml" <<YAML
 model: mock/mock-model
 providers:
@@ -70,7 +70,10 @@ providers:
     models:
       mock-model: {context_window: 128000, max_output: 16384}
 YAML
-      cmd=(env KEEL_HOME="$d/home" "$KEEL" exec --permission full --output-format json "Run the long workload.");;
+      # Codex runs with danger-full-access and pi has no sandbox; `keel` matches them, and
+      # `keel-sandboxed` keeps keel's default Landlock workspace-write sandbox on every command.
+      local sandbox=danger-full-access; [[ $name == keel-sandboxed ]] && sandbox=workspace-write
+      cmd=(env KEEL_HOME="$d/home" "$KEEL" exec --permission full --sandbox "$sandbox" --output-format json "Run the long workload.");;
     codex)
       cat >"$d/home/config.toml" <<TOML
 model = "mock-model"
@@ -100,16 +103,31 @@ JSON
       cmd=(env PATH="$NODE22_BIN:$PATH" PI_CODING_AGENT_DIR="$d/home/agent" PI_OFFLINE=1
            "$PI" --provider mock --model mock-model --no-session --mode json -p "Run the long workload.");;
   esac
-  (cd "$d/work" && python3 "$HERE/measure.py" "$d/requests.jsonl" "$EXPECTED" "$OUT/$name.$i.json" -- "${cmd[@]}" \
+  (cd "$d/work" && python3 "$HERE/measure.py" "$d/timings.jsonl" "$EXPECTED" "$OUT/$name.$i.json" -- "${cmd[@]}" \
      >"$d/stdout" 2>"$d/stderr")
   kill "$mpid" 2>/dev/null; wait "$mpid" 2>/dev/null
   # completed = mock served STEPS+1 requests and the final answer shows up in the client's output
   local fin=0; grep -qF "$FINAL" "$d/stdout" && fin=1
-  python3 - "$OUT/$name.$i.json" "$fin" <<'PY'
-import json, sys
-p, fin = sys.argv[1], sys.argv[2] == "1"
+  python3 - "$OUT/$name.$i.json" "$fin" "$d" <<'PY'
+import json, os, sqlite3, statistics, sys
+p, fin, d = sys.argv[1], sys.argv[2] == "1", sys.argv[3]
 r = json.load(open(p)); r["final_answer"] = fin
 r["completed"] = fin and r["exit"] == 0 and r["requests"] == r["expected_requests"]
+# keel only: its bash tool records each command's wall time (spawn to reaped, output read),
+# so step i's harness time is exactly (response i end -> request i+1 arrival) - child i.
+db = os.path.join(d, "home", "sessions.db")
+if os.path.exists(db):
+    rows = sqlite3.connect(db).execute("SELECT message FROM history ORDER BY session_id, seq").fetchall()
+    child = [m["details"]["duration_ms"] / 1e3 for m in (json.loads(row[0]) for row in rows)
+             if m.get("role") == "tool_result" and (m.get("details") or {}).get("duration_ms") is not None]
+    t = [json.loads(line) for line in open(os.path.join(d, "timings.jsonl")) if line.strip()]
+    t.sort(key=lambda x: x["index"])
+    gaps = [(t[k + 1]["received_ms"] - t[k]["done_ms"]) / 1e3 for k in range(len(t) - 1)]
+    if len(child) == len(gaps):
+        own = [g - c for g, c in zip(gaps, child)]
+        r["child_median_s"] = statistics.median(child)
+        r["harness_median_s"] = statistics.median(own)
+        r["harness_mean_s"] = statistics.mean(own)
 json.dump(r, open(p, "w"))
 PY
   log "$name #$i: $(cat "$OUT/$name.$i.json")"
@@ -122,25 +140,39 @@ for i in $(seq "$RUNS"); do          # interleave harnesses so drift hits all of
   done
 done
 
+# ---- the shell child alone --------------------------------------------------------
+mkdir -p "$OUT/child"
+python3 "$HERE/shell_child.py" "$OUT/child" 200 >"$OUT/child.json"
+log "shell child alone: $(cat "$OUT/child.json")"
+
 # ---- table ----------------------------------------------------------------------
 echo
 echo "Workload: steps=$STEPS kib=$KIB chunk=$CHUNK, $EXPECTED requests expected; median of $RUNS runs; host $(nproc) CPUs"
 python3 - "$OUT" "$RUNS" "$STEPS" $ONLY <<'PY'
 import json, statistics, sys, os
 out, runs, steps, names = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), sys.argv[4:]
+child = json.load(open(f"{out}/child.json"))["median_s"]
 med = lambda xs: statistics.median(xs) if xs else float("nan")
-print(f"| harness | wall s | start-up ms | span s | tail ms | ms/step | CPU s | peak RSS MiB (tree) | procs seen | completed |")
-print(f"|---|---|---|---|---|---|---|---|---|---|")
+print(f"| harness | wall s | start-up ms | span s | tail ms | ms/step | client ms/step | beyond shell child ms/step | own CPU ms/step | CPU s | peak RSS MiB (tree) | procs seen | completed |")
+print(f"|---|---|---|---|---|---|---|---|---|---|---|---|---|")
+exact = []
 for n in names:
     rs = [json.load(open(f"{out}/{n}.{i}.json")) for i in range(1, runs + 1) if os.path.exists(f"{out}/{n}.{i}.json")]
     if not rs:
-        print(f"| {n} | – | – | – | – | – | – | – | – | not run (see notes) |"); continue
-    g = lambda k, f=1: med([r[k] * f for r in rs if r[k] is not None])
+        print(f"| {n} | – | – | – | – | – | – | – | – | – | – | – | not run (see notes) |"); continue
+    g = lambda k, f=1: med([r[k] * f for r in rs if r.get(k) is not None])
     ok = sum(r["completed"] for r in rs)
     reqs = "/".join(str(r["requests"]) for r in rs)
-    print(f"| {n} | {g('wall_s'):.2f} | {g('startup_s',1e3):.0f} | {g('span_s'):.2f} | {g('tail_s',1e3):.0f} | "
-          f"{g('span_s',1e3)/steps:.1f} | {g('cpu_s'):.2f} | {g('peak_rss_mib'):.1f} | {g('processes'):.0f} | {ok}/{len(rs)} (requests {reqs}) |")
+    print(f"| {n} | {g('wall_s'):.2f} | {g('startup_s',1e3):.1f} | {g('span_s'):.2f} | {g('tail_s',1e3):.1f} | "
+          f"{g('span_s',1e3)/steps:.1f} | {g('gap_median_s',1e3):.2f} | {g('gap_median_s',1e3) - child*1e3:.2f} | "
+          f"{g('main_cpu_s',1e3)/steps:.2f} | {g('cpu_s'):.2f} | {g('peak_rss_mib'):.1f} | {g('processes'):.0f} | {ok}/{len(rs)} (requests {reqs}) |")
+    if any("harness_median_s" in r for r in rs):
+        exact.append(f"{n}: per step, shell child {g('child_median_s',1e3):.2f} ms as keel timed it; harness beyond it "
+                     f"{g('harness_median_s',1e3):.2f} ms median, {g('harness_mean_s',1e3):.2f} ms mean")
+print()
+for line in exact: print(line)
+print(f"Shell child alone (bash -c, the four commands in turn, median of {json.load(open(f'{out}/child.json'))['n']}): {child*1e3:.2f} ms.")
 PY
 for n in "${!SKIP[@]}"; do echo "NOT RUN: $n: ${SKIP[$n]}"; done
 echo "Per-run JSON, stdout/stderr and request logs: $OUT"
-echo "start-up/span/tail come from polling the mock's request log every ${SAMPLE_INTERVAL:-0.005}s (±1 sample)."
+echo "Request times come from the mock's --timings log; exit is timed by a thread blocked in wait4()."

@@ -31,6 +31,9 @@ pub struct Config {
     /// Sync every history commit to disk before acknowledging it.
     #[serde(default)]
     pub durable: Option<bool>,
+    /// Where `bash` may write: read-only, workspace-write or danger-full-access.
+    #[serde(default)]
+    pub sandbox: Option<keel_tools::SandboxMode>,
 }
 
 impl Permission {

@@ -33,7 +33,7 @@ enum Command {
 fn main() -> ExitCode {
     // clap exits 2 on a bad invocation (and 0 for --help and --version).
     let cli = Cli::parse();
-    let runtime = match tokio::runtime::Builder::new_multi_thread()
+    let runtime = match tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
     {

@@ -12,4 +12,4 @@ pub mod script;
 mod server;
 
 pub use script::{Fault, Response, Script, ToolCall, Usage, workload};
-pub use server::{MockServer, RecordedRequest, ServerOptions};
+pub use server::{MockServer, RecordedRequest, RequestTiming, ServerOptions};

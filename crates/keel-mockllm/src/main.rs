@@ -22,6 +22,9 @@ struct Args {
     /// Append every request as a JSON line to this file.
     #[arg(long, value_name = "FILE")]
     record: Option<PathBuf>,
+    /// Append `{index, received_ms, done_ms}` per request to this file (Unix ms).
+    #[arg(long, value_name = "FILE")]
+    timings: Option<PathBuf>,
 }
 
 fn parse_workload(spec: &str) -> anyhow::Result<Script> {
@@ -61,6 +64,7 @@ async fn main() -> anyhow::Result<()> {
         ServerOptions {
             port: args.port,
             record: args.record,
+            timings: args.timings,
         },
     )
     .await?;

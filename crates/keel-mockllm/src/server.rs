@@ -49,12 +49,27 @@ pub struct ServerOptions {
     pub port: u16,
     /// Append every request as a JSON line to this file.
     pub record: Option<PathBuf>,
+    /// Append one timing line per request to this file, after its response ended.
+    pub timings: Option<PathBuf>,
+}
+
+/// When one request arrived and when its response ended (Unix milliseconds, microsecond
+/// precision), so a benchmark can tell time spent in the client from time spent here.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct RequestTiming {
+    /// Position, from 0.
+    pub index: usize,
+    /// The request's head and body were read whole.
+    pub received_ms: f64,
+    /// The last byte of the response was written and the stream shut down.
+    pub done_ms: f64,
 }
 
 struct State {
     responses: Mutex<VecDeque<Response>>,
     requests: Mutex<Vec<RecordedRequest>>,
     record: Option<Mutex<std::fs::File>>,
+    timings: Option<Mutex<std::fs::File>>,
     next: AtomicUsize,
 }
 
@@ -70,19 +85,13 @@ impl MockServer {
     pub async fn start(script: Script, options: ServerOptions) -> std::io::Result<Self> {
         let listener = TcpListener::bind(("127.0.0.1", options.port)).await?;
         let addr = listener.local_addr()?;
-        let record = match &options.record {
-            Some(path) => Some(Mutex::new(
-                std::fs::OpenOptions::new()
-                    .create(true)
-                    .append(true)
-                    .open(path)?,
-            )),
-            None => None,
-        };
+        let record = options.record.as_deref().map(append_to).transpose()?;
+        let timings = options.timings.as_deref().map(append_to).transpose()?;
         let state = Arc::new(State {
             responses: Mutex::new(script.responses.into()),
             requests: Mutex::new(Vec::new()),
             record,
+            timings,
             next: AtomicUsize::new(0),
         });
         let (stop, mut stopped) = watch::channel(false);
@@ -146,11 +155,48 @@ impl Drop for MockServer {
     }
 }
 
+fn append_to(path: &std::path::Path) -> std::io::Result<Mutex<std::fs::File>> {
+    let file = std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(path)?;
+    Ok(Mutex::new(file))
+}
+
+/// Now as Unix milliseconds with microsecond precision.
+fn unix_ms() -> f64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0.0, |d| d.as_secs_f64() * 1000.0)
+}
+
 async fn handle(mut stream: TcpStream, state: &State) -> std::io::Result<()> {
-    let Some((method, path, headers, body)) = read_request(&mut stream).await? else {
+    let Some(request) = read_request(&mut stream).await? else {
         return Ok(());
     };
+    let received_ms = unix_ms();
     let index = state.next.fetch_add(1, Ordering::SeqCst);
+    let result = respond(&mut stream, state, index, request).await;
+    if let Some(file) = &state.timings {
+        let timing = RequestTiming {
+            index,
+            received_ms,
+            done_ms: unix_ms(),
+        };
+        if let Ok(line) = serde_json::to_string(&timing) {
+            let mut file = file.lock().unwrap_or_else(PoisonError::into_inner);
+            let _ = writeln!(file, "{line}");
+        }
+    }
+    result
+}
+
+async fn respond(
+    stream: &mut TcpStream,
+    state: &State,
+    index: usize,
+    (method, path, headers, body): Request,
+) -> std::io::Result<()> {
     let json: Value = serde_json::from_slice(&body).unwrap_or(Value::Null);
     let recorded = RecordedRequest {
         index,
@@ -172,7 +218,7 @@ async fn handle(mut stream: TcpStream, state: &State) -> std::io::Result<()> {
         .push(recorded);
     let Some(api) = WireApi::from_path(&path) else {
         return status(
-            &mut stream,
+            stream,
             404,
             "not_found_error",
             &format!("no wire API is served at {path}"),
@@ -182,7 +228,7 @@ async fn handle(mut stream: TcpStream, state: &State) -> std::io::Result<()> {
     };
     if json.is_null() {
         return status(
-            &mut stream,
+            stream,
             400,
             "invalid_request_error",
             "the request body is not JSON",
@@ -197,7 +243,7 @@ async fn handle(mut stream: TcpStream, state: &State) -> std::io::Result<()> {
         .pop_front();
     let Some(response) = response else {
         let message = format!("the mock script has no response for request {index}");
-        return status(&mut stream, 500, "mock_exhausted", &message, &[]).await;
+        return status(stream, 500, "mock_exhausted", &message, &[]).await;
     };
     sleep_ms(response.first_delay_ms).await;
     match &response.fault {
@@ -211,7 +257,7 @@ async fn handle(mut stream: TcpStream, state: &State) -> std::io::Result<()> {
                 ),
             ];
             return status(
-                &mut stream,
+                stream,
                 429,
                 "rate_limit_error",
                 "rate limited by the mock",
@@ -220,18 +266,11 @@ async fn handle(mut stream: TcpStream, state: &State) -> std::io::Result<()> {
             .await;
         }
         Some(Fault::ServerError) => {
-            return status(
-                &mut stream,
-                500,
-                "api_error",
-                "internal error in the mock",
-                &[],
-            )
-            .await;
+            return status(stream, 500, "api_error", "internal error in the mock", &[]).await;
         }
         Some(Fault::Overloaded) => {
             return status(
-                &mut stream,
+                stream,
                 529,
                 "overloaded_error",
                 "the mock is overloaded",
@@ -241,7 +280,7 @@ async fn handle(mut stream: TcpStream, state: &State) -> std::io::Result<()> {
         }
         Some(Fault::BadRequest) => {
             return status(
-                &mut stream,
+                stream,
                 400,
                 "invalid_request_error",
                 "the mock rejects this request",

@@ -33,10 +33,14 @@ fn serves_the_workload_and_records_requests() {
     let dir = std::env::temp_dir().join(format!("keel-mockllm-bin-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     let record = dir.join("requests.jsonl");
+    let timings = dir.join("timings.jsonl");
     let _ = std::fs::remove_file(&record);
+    let _ = std::fs::remove_file(&timings);
     let child = Command::new(env!("CARGO_BIN_EXE_keel-mockllm"))
         .args(["--workload", "steps=2,kib=1,chunk=32", "--record"])
         .arg(&record)
+        .arg("--timings")
+        .arg(&timings)
         .stdout(Stdio::piped())
         .spawn()
         .unwrap();
@@ -70,6 +74,27 @@ fn serves_the_workload_and_records_requests() {
     );
     let lines = std::fs::read_to_string(&record).unwrap().lines().count();
     assert_eq!(lines, 4);
+    // A timing line is written once the response has ended, which can be just after the
+    // client saw the end of it.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    let timed: Vec<serde_json::Value> = loop {
+        let timed: Vec<serde_json::Value> = std::fs::read_to_string(&timings)
+            .unwrap()
+            .lines()
+            .map(|line| serde_json::from_str(line).unwrap())
+            .collect();
+        if timed.len() >= 4 || std::time::Instant::now() > deadline {
+            break timed;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    };
+    assert_eq!(timed.len(), 4, "{timed:?}");
+    for (i, t) in timed.iter().enumerate() {
+        assert_eq!(t["index"], i, "{timed:?}");
+        let received = t["received_ms"].as_f64().unwrap();
+        let done = t["done_ms"].as_f64().unwrap();
+        assert!(received > 1.7e12 && done >= received, "{timed:?}");
+    }
 }
 
 #[test]

@@ -130,6 +130,13 @@ pub fn open(path: &Path, durability: Durability) -> Result<Connection> {
         rusqlite::config::DbConfig::SQLITE_DBCONFIG_NO_CKPT_ON_CLOSE,
         true,
     )?;
+    // Plans must not depend on bound values: the bundled SQLite is built with STAT4, which
+    // otherwise recompiles range and MAX statements (the commit path's tail read and last
+    // `seq`) every time a new value is bound, several times per commit.
+    conn.set_db_config(
+        rusqlite::config::DbConfig::SQLITE_DBCONFIG_ENABLE_QPSG,
+        true,
+    )?;
     let synchronous = match durability {
         Durability::Normal => "NORMAL",
         Durability::Full => "FULL",

@@ -234,12 +234,10 @@ pub fn create_turn(conn: &Connection, session: &str, source: &TurnSource) -> Res
 
 /// The turn with exactly this id.
 pub fn get_turn(conn: &Connection, id: &str) -> Result<TurnRecord> {
+    // Cached: every commit of a turn checks its turn.
     let row = conn
-        .query_row(
-            &format!("SELECT {TURN_COLUMNS} FROM turns WHERE id = ?1"),
-            [id],
-            turn_from_row,
-        )
+        .prepare_cached(&format!("SELECT {TURN_COLUMNS} FROM turns WHERE id = ?1"))?
+        .query_row([id], turn_from_row)
         .optional()?
         .ok_or_else(|| StoreError::NotFound {
             kind: "turn",
@@ -1050,6 +1048,38 @@ mod tests {
                 plan.iter()
                     .all(|line| !line.starts_with("SCAN ") || line == "SCAN CONSTANT ROW"),
                 "`{sql}` scans: {plan:?}"
+            );
+        }
+    }
+
+    /// Cached statements on the commit path must stay compiled across commits: a re-prepare
+    /// per use (an expired statement, or one whose plan depends on its bound values) costs
+    /// more than the statement itself.
+    #[test]
+    fn commit_path_statements_are_compiled_once() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut conn = schema::open(&dir.path().join("prep.db"), Durability::Normal).unwrap();
+        let new = NewSession {
+            cwd: "/prep".into(),
+            ..NewSession::default()
+        };
+        let session = create_session(&conn, &new, None).unwrap().id;
+        grow(&mut conn, &session, 300);
+        for sql in [
+            GET_SESSION,
+            FIND_COMMIT,
+            LIVE_MESSAGE_EXISTS,
+            LAST_SEQ,
+            INSERT_HISTORY,
+            INSERT_COMMIT,
+            UPDATE_HEAD,
+            READ_TAIL,
+        ] {
+            let statement = conn.prepare_cached(sql).unwrap();
+            assert_eq!(
+                statement.get_status(StatementStatus::RePrepare),
+                0,
+                "`{sql}` was compiled again"
             );
         }
     }

@@ -34,6 +34,32 @@ pub enum SandboxMode {
     DangerFullAccess,
 }
 
+impl SandboxMode {
+    /// The mode's name as configuration spells it.
+    pub fn name(self) -> &'static str {
+        match self {
+            Self::ReadOnly => "read-only",
+            Self::WorkspaceWrite => "workspace-write",
+            Self::DangerFullAccess => "danger-full-access",
+        }
+    }
+}
+
+impl std::str::FromStr for SandboxMode {
+    type Err = String;
+
+    fn from_str(name: &str) -> Result<Self, Self::Err> {
+        [Self::ReadOnly, Self::WorkspaceWrite, Self::DangerFullAccess]
+            .into_iter()
+            .find(|mode| mode.name() == name)
+            .ok_or_else(|| {
+                format!(
+                    "unknown sandbox mode `{name}` (use read-only, workspace-write or danger-full-access)"
+                )
+            })
+    }
+}
+
 /// The environment tools run in; shared, immutable for a turn.
 #[derive(Debug, Clone)]
 pub struct ToolEnv {

@@ -52,6 +52,11 @@ pub struct ExecArgs {
     /// question in `exec`, so whatever would ask is denied. Default: config, else auto.
     #[arg(long, value_name = "MODE")]
     permission: Option<String>,
+    /// Where bash may write: read-only, workspace-write or danger-full-access (no
+    /// sandbox). Default: config, else read-only under `--permission plan`, else
+    /// workspace-write.
+    #[arg(long, value_name = "MODE", value_parser = str::parse::<keel_tools::SandboxMode>)]
+    sandbox: Option<keel_tools::SandboxMode>,
     /// Work in this folder instead of the current one.
     #[arg(long, value_name = "DIR")]
     cwd: Option<PathBuf>,

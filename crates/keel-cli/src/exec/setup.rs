@@ -8,8 +8,8 @@ use anyhow::{Context as _, bail};
 use keel_agent::runner::TurnHooks;
 use keel_llm::scripted::{ResponseSpec, ScriptedProvider, ScriptedResponse};
 use keel_llm::{HttpProvider, ModelSpec, StreamFn, http_client_for};
-use keel_tools::ToolEnv;
 use keel_tools::permission::{Mode, PermissionGate, PermissionHook, RuleSet};
+use keel_tools::{SandboxMode, ToolEnv};
 
 use super::ExecArgs;
 use crate::config::{self, ConfigError};
@@ -75,7 +75,13 @@ pub(super) fn tools_and_gate(
         source_name: "--permission".into(),
         reason: format!("unknown permission mode `{mode_name}` (use ask, auto, full or plan)"),
     })?;
-    let env = Arc::new(ToolEnv::new(cwd.to_path_buf()));
+    let mut env = ToolEnv::new(cwd.to_path_buf());
+    env.sandbox = match (args.sandbox, loaded.config.sandbox) {
+        (Some(chosen), _) | (None, Some(chosen)) => chosen,
+        (None, None) if mode == Mode::Plan => SandboxMode::ReadOnly,
+        (None, None) => SandboxMode::WorkspaceWrite,
+    };
+    let env = Arc::new(env);
     let home = std::env::var_os("HOME").map(PathBuf::from);
     let rules =
         RuleSet::load(config::keel_home().as_deref(), Some(cwd), home.as_deref()).map_err(|e| {

@@ -390,3 +390,61 @@ fn every_wire_api_runs_a_tool_step_end_to_end() {
         );
     }
 }
+
+#[test]
+fn the_sandbox_mode_comes_from_the_flag_or_the_config_and_a_bad_one_is_named() {
+    let script_path = script(
+        &temp_dir("sandbox-script"),
+        r#"[{"tool_calls": [{"id": "c1", "name": "bash", "arguments": {"command": "touch made.txt"}}]},
+            {"text": "done"}]"#,
+    );
+    let run = |work: &std::path::Path, extra: &[&str]| {
+        keel()
+            .args(["exec", "--output-format", "json", "--permission", "full"])
+            .args(extra)
+            .arg("--cwd")
+            .arg(work)
+            .arg("--mock-script")
+            .arg(&script_path)
+            .arg("make a file")
+            .output()
+            .unwrap()
+    };
+    // Temp folders are always writable, so the workspace must live elsewhere.
+    let outside_temp = || tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
+    // read-only: the command may not write the workspace (or, where the kernel cannot
+    // enforce Landlock, it does not run at all); either way nothing is made.
+    let work = outside_temp();
+    let output = run(work.path(), &["--sandbox", "read-only"]);
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    assert!(!work.path().join("made.txt").exists());
+    let work = outside_temp();
+    let output = run(work.path(), &["-c", "sandbox=read-only"]);
+    assert!(output.status.success());
+    assert!(!work.path().join("made.txt").exists());
+    // Full access from the config: the write happens.
+    let work = outside_temp();
+    let output = run(work.path(), &["-c", "sandbox=danger-full-access"]);
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    assert!(work.path().join("made.txt").exists());
+    // A bad mode is named, on the flag (bad invocation) and in the config (config error).
+    let work = outside_temp();
+    let output = run(work.path(), &["--sandbox", "anywhere"]);
+    assert_eq!(output.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&output.stderr).contains("unknown sandbox mode `anywhere`"));
+    let output = run(work.path(), &["-c", "sandbox=anywhere"]);
+    assert_eq!(output.status.code(), Some(3));
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        stderr.contains("sandbox") && stderr.contains("anywhere"),
+        "{stderr}"
+    );
+}

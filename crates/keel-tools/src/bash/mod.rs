@@ -9,6 +9,7 @@
 
 pub mod envclean;
 pub mod sandbox;
+mod spawner;
 
 use std::collections::HashMap;
 use std::io::Write as _;
@@ -26,7 +27,7 @@ use serde::Deserialize;
 use serde_json::json;
 use tokio::io::AsyncReadExt as _;
 
-use crate::env::{DEFAULT_BASH_TIMEOUT, MAX_BASH_TIMEOUT, ToolEnv};
+use crate::env::{DEFAULT_BASH_TIMEOUT, MAX_BASH_TIMEOUT, SandboxMode, ToolEnv};
 
 /// Output kept for the model before head and tail are cut (issue 4).
 pub const MAX_OUTPUT: usize = 30 * 1024;
@@ -55,6 +56,8 @@ pub struct Bash {
     reported_removed: AtomicBool,
     background: Mutex<HashMap<String, Background>>,
     next_background: AtomicUsize,
+    /// The confined thread sandboxed commands start from, once the first one ran.
+    spawner: Mutex<Option<spawner::Spawner>>,
 }
 
 impl Bash {
@@ -91,6 +94,7 @@ impl Bash {
             reported_removed: AtomicBool::new(false),
             background: Mutex::new(HashMap::new()),
             next_background: AtomicUsize::new(1),
+            spawner: Mutex::new(None),
         }
     }
 
@@ -111,13 +115,12 @@ impl Bash {
         };
         let mode = envclean::mode(self.env.env_mode, &vars);
         let (vars, removed) = envclean::clean(vars, mode);
-        let ruleset = sandbox::ruleset(&self.env).map_err(|e| ToolError::new(e.to_string()))?;
         let (reader, writer) =
             std::io::pipe().map_err(|e| ToolError::new(format!("cannot create a pipe: {e}")))?;
         let writer2 = writer
             .try_clone()
             .map_err(|e| ToolError::new(format!("cannot create a pipe: {e}")))?;
-        let mut cmd = tokio::process::Command::new("bash");
+        let mut cmd = tokio::process::Command::new(bash_path(&vars));
         cmd.arg("-c")
             .arg(command)
             .current_dir(&self.env.cwd)
@@ -128,23 +131,47 @@ impl Bash {
             .stderr(writer2)
             .process_group(0)
             .kill_on_drop(true);
-        if let Some(ruleset) = ruleset {
-            let mut ruleset = Some(ruleset);
-            let apply = move || match ruleset.take() {
-                Some(ruleset) => sandbox::enforce(ruleset),
-                None => Ok(()),
-            };
-            #[expect(
-                unsafe_code,
-                reason = "the sandbox must be applied between fork and exec"
-            )]
-            // SAFETY: the closure only makes the Landlock and prctl system calls on a ruleset
-            // built before the fork; it touches no lock another thread could hold.
-            unsafe {
-                cmd.pre_exec(apply);
-            }
-        }
         Ok((cmd, reader, removed))
+    }
+
+    /// Starts `cmd`: directly under full access, else from the sandbox's confined thread
+    /// (set up on first use; a kernel that cannot enforce the sandbox fails every command).
+    async fn start(
+        &self,
+        cmd: tokio::process::Command,
+    ) -> Result<tokio::process::Child, ToolError> {
+        let cannot_start = |e: std::io::Error| ToolError::new(format!("cannot start bash: {e}"));
+        if self.env.sandbox == SandboxMode::DangerFullAccess {
+            let mut cmd = cmd;
+            let child = cmd.spawn().map_err(cannot_start)?;
+            // The command holds the write ends of the output pipe; dropping it lets the reader
+            // see the end of output once the command's processes are gone.
+            drop(cmd);
+            return Ok(child);
+        }
+        let existing = self
+            .spawner
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone();
+        let spawner = match existing {
+            Some(spawner) => spawner,
+            None => {
+                let ruleset = sandbox::ruleset(&self.env)
+                    .map_err(|e| ToolError::new(e.to_string()))?
+                    .ok_or_else(|| ToolError::new("the sandbox has no rules to enforce"))?;
+                let spawner = spawner::Spawner::start(ruleset).map_err(|e| {
+                    ToolError::new(format!(
+                        "the {} sandbox cannot be enforced here ({e}); the command was not run",
+                        self.env.sandbox.name()
+                    ))
+                })?;
+                *self.spawner.lock().unwrap_or_else(PoisonError::into_inner) =
+                    Some(spawner.clone());
+                spawner
+            }
+        };
+        spawner.spawn(cmd).await.map_err(cannot_start)
     }
 
     fn removed_note(&self, removed: &[String]) -> Option<String> {
@@ -158,7 +185,7 @@ impl Bash {
     }
 
     async fn run_background(&self, command: &str) -> Result<ToolOutput, ToolError> {
-        let (mut cmd, reader, removed) = self.prepare(command)?;
+        let (cmd, reader, removed) = self.prepare(command)?;
         private_dir(&self.env.output_dir).map_err(|e| {
             ToolError::new(format!(
                 "cannot create {}: {e}",
@@ -177,10 +204,7 @@ impl Bash {
             .join(format!("bash-{}-{stamp}-{id}.log", std::process::id()));
         let file = private_file(&output)
             .map_err(|e| ToolError::new(format!("cannot create {}: {e}", output.display())))?;
-        let mut child = cmd
-            .spawn()
-            .map_err(|e| ToolError::new(format!("cannot start bash: {e}")))?;
-        drop(cmd);
+        let mut child = self.start(cmd).await?;
         let pgid = child
             .id()
             .and_then(|id| i32::try_from(id).ok())
@@ -410,6 +434,25 @@ impl Collected {
     }
 }
 
+/// `bash` looked up on the command's own `PATH`. A bare program name with a custom `PATH`
+/// makes the standard library fork the whole process instead of using `posix_spawn`, which
+/// costs a copy of keel's page tables per command; an absolute path keeps the cheap spawn.
+fn bash_path(vars: &[(String, String)]) -> PathBuf {
+    use std::os::unix::fs::PermissionsExt as _;
+    let path = vars
+        .iter()
+        .find(|(key, _)| key == "PATH")
+        .map_or("/usr/local/bin:/usr/bin:/bin", |(_, value)| value.as_str());
+    std::env::split_paths(path)
+        .filter(|dir| dir.is_absolute())
+        .map(|dir| dir.join("bash"))
+        .find(|candidate| {
+            std::fs::metadata(candidate)
+                .is_ok_and(|meta| meta.is_file() && meta.permissions().mode() & 0o111 != 0)
+        })
+        .unwrap_or_else(|| PathBuf::from("bash"))
+}
+
 /// Whether `command` is a lone search whose exit code 1 only means "no match".
 fn is_lone_search(command: &str) -> bool {
     let trimmed = command.trim();
@@ -456,14 +499,9 @@ impl AgentTool for Bash {
             .timeout
             .map_or(DEFAULT_BASH_TIMEOUT, Duration::from_millis)
             .min(MAX_BASH_TIMEOUT);
-        let (mut cmd, reader, removed) = self.prepare(&args.command)?;
+        let (cmd, reader, removed) = self.prepare(&args.command)?;
         let started = Instant::now();
-        let mut child = cmd
-            .spawn()
-            .map_err(|e| ToolError::new(format!("cannot start bash: {e}")))?;
-        // The command object holds copies of the pipe's write end; drop them so the pipe
-        // reports end of output once the command's processes are gone.
-        drop(cmd);
+        let mut child = self.start(cmd).await?;
         let pgid = child
             .id()
             .and_then(|id| i32::try_from(id).ok())
@@ -536,7 +574,8 @@ impl AgentTool for Bash {
             content: vec![ContentBlock::text(text)],
             details: Some(json!({
                 "exit_code": exit_code,
-                "duration_ms": elapsed.as_millis() as u64,
+                // Microsecond precision: a benchmark subtracts it from the step's time.
+                "duration_ms": (elapsed.as_secs_f64() * 1e6).round() / 1e3,
                 "full_output": saved,
                 "timed_out": matches!(ended, Ended::TimedOut),
                 "aborted": matches!(ended, Ended::Aborted),
@@ -550,6 +589,28 @@ impl AgentTool for Bash {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn bash_is_found_on_the_commands_path_and_relative_entries_are_skipped() {
+        let dir = tempfile::tempdir().unwrap();
+        let bin = dir.path().join("bin");
+        std::fs::create_dir(&bin).unwrap();
+        let fake = bin.join("bash");
+        std::fs::write(&fake, "#!/bin/sh\n").unwrap();
+        let path = format!("relative:{}:/usr/bin:/bin", dir.path().display());
+        // Not executable yet: skipped.
+        let found = bash_path(&[("PATH".into(), path.clone())]);
+        assert_ne!(found, fake);
+        let path = format!("relative:{}:/usr/bin:/bin", bin.display());
+        assert_ne!(bash_path(&[("PATH".into(), path.clone())]), fake);
+        use std::os::unix::fs::PermissionsExt as _;
+        std::fs::set_permissions(&fake, std::fs::Permissions::from_mode(0o755)).unwrap();
+        assert_eq!(bash_path(&[("PATH".into(), path)]), fake);
+        assert_eq!(
+            bash_path(&[("PATH".into(), "nowhere:also-nowhere".into())]),
+            PathBuf::from("bash")
+        );
+    }
 
     #[test]
     fn a_first_read_larger_than_the_limit_keeps_head_tail_and_all_bytes() {
