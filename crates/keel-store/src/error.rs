@@ -92,13 +92,18 @@ pub enum StoreError {
         /// The durable revision.
         revision: u64,
     },
-    /// A turn cannot close while inputs it claimed are not acknowledged or released.
-    #[error("turn {turn} still has {count} claimed input(s) in flight")]
-    ClaimsInFlight {
-        /// The turn.
+    /// Another live keel process is running a turn of this session.
+    #[error(
+        "session {session} is in use: keel process {pid} is running its turn {turn}; wait for it \
+         to end, or fork the session (`keel sessions fork {session}`) to work beside it"
+    )]
+    SessionBusy {
+        /// The session.
+        session: String,
+        /// Its running turn.
         turn: String,
-        /// Claimed but unacknowledged inputs.
-        count: usize,
+        /// The process running it.
+        pid: u32,
     },
     /// The database worker thread panicked or went away.
     #[error("the database worker failed: {0}")]
@@ -122,7 +127,7 @@ impl StoreError {
             Self::InvalidOperation(_) => "invalid_operation",
             Self::ReadBackMismatch { .. } => "read_back_mismatch",
             Self::ProjectionTimeout { .. } => "projection_timeout",
-            Self::ClaimsInFlight { .. } => "claims_in_flight",
+            Self::SessionBusy { .. } => "session_busy",
             Self::Worker(_) => "store_worker",
         }
     }
@@ -135,7 +140,9 @@ impl StoreError {
                 rusqlite::ErrorCode::DatabaseBusy | rusqlite::ErrorCode::DatabaseLocked
             ),
             Self::Sqlite(_) => false,
-            Self::ProjectionTimeout { .. } | Self::StaleRevision { .. } => true,
+            Self::ProjectionTimeout { .. }
+            | Self::StaleRevision { .. }
+            | Self::SessionBusy { .. } => true,
             Self::SchemaTooNew { .. }
             | Self::Corrupt(_)
             | Self::Encode(_)
@@ -146,7 +153,6 @@ impl StoreError {
             | Self::Conflict { .. }
             | Self::InvalidOperation(_)
             | Self::ReadBackMismatch { .. }
-            | Self::ClaimsInFlight { .. }
             | Self::Worker(_) => false,
         }
     }

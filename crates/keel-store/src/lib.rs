@@ -10,10 +10,12 @@ mod error;
 mod export;
 mod ids;
 mod model;
+mod owner;
 mod replay;
 mod schema;
 mod sql;
 mod store;
+mod turns;
 
 pub use error::{Result, StoreError};
 pub use export::EXPORT_SCHEMA_VERSION;
@@ -22,7 +24,8 @@ pub use model::{
     Claim, CommitKind, CommitReceipt, CommitRequest, Entry, ForkPoint, HistoryCommitted, HistoryOp,
     NewSession, QueuedInput, SessionRecord, StoredEntry, TurnRecord, TurnSource, TurnStatus,
 };
+pub use owner::ProcessOwner;
 pub use replay::{REPLAY_MAX_BYTES, REPLAY_MAX_ENTRIES, ReplayRegistry, fingerprint};
 pub use schema::{BUSY_TIMEOUT, Durability, known_version as known_schema_version};
-pub use sql::outcome_status;
 pub use store::{OBSERVER_TIMEOUT, Observer, Store};
+pub use turns::outcome_status;

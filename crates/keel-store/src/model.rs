@@ -153,6 +153,8 @@ pub struct TurnRecord {
     pub started_ms: i64,
     /// End, ms since the epoch.
     pub ended_ms: Option<i64>,
+    /// The process that ran it (`BOOT/PID/START`); `None` for turns stored before owners were.
+    pub owner: Option<String>,
 }
 
 /// A message to put into history, with its host-assigned id.

@@ -107,6 +107,8 @@ const MIGRATIONS: &[&str] = &[
     CREATE INDEX inputs_by_session ON inputs(session_id, state);
     CREATE INDEX inputs_by_claim ON inputs(claim_id);
     "#,
+    // 2: the process that runs each turn, so resuming closes only turns whose process is gone.
+    "ALTER TABLE turns ADD COLUMN owner TEXT;",
 ];
 
 /// Highest schema version this code knows.

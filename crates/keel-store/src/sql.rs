@@ -4,20 +4,19 @@
 
 use std::collections::HashSet;
 
-use keel_protocol::{Message, MessageId, SessionId, TurnId, TurnOutcome, Usage, now_ms};
+use keel_protocol::{Message, MessageId, SessionId, TurnId, now_ms};
 use rusqlite::{Connection, OptionalExtension, Row, TransactionBehavior, params};
 
 use crate::error::{Result, StoreError};
 use crate::ids::{new_id, normalize_prefix};
 use crate::model::{
     Claim, CommitKind, CommitReceipt, CommitRequest, ForkPoint, HistoryOp, NewSession, QueuedInput,
-    SessionRecord, StoredEntry, TurnRecord, TurnSource, TurnStatus,
+    SessionRecord, StoredEntry, TurnStatus,
 };
+use crate::turns::get_turn;
 
 /// Kind prefix of session ids.
 pub const SESSION_KIND: &str = "s-";
-/// Kind prefix of turn ids.
-pub const TURN_KIND: &str = "t-";
 
 /// How many ambiguous candidates an error names.
 const AMBIGUOUS_SHOWN: usize = 5;
@@ -181,127 +180,6 @@ pub fn delete_session(conn: &Connection, id: &str) -> Result<()> {
         });
     }
     Ok(())
-}
-
-fn turn_from_row(row: &Row<'_>) -> rusqlite::Result<(TurnRecord, Option<String>)> {
-    let source: String = row.get(2)?;
-    let status: String = row.get(3)?;
-    let usage: Option<String> = row.get(4)?;
-    let bad = |what: &str, text: &str| {
-        rusqlite::Error::FromSqlConversionFailure(
-            0,
-            rusqlite::types::Type::Text,
-            format!("unknown turn {what} `{text}`").into(),
-        )
-    };
-    Ok((
-        TurnRecord {
-            id: TurnId::from(row.get::<_, String>(0)?),
-            session_id: SessionId::from(row.get::<_, String>(1)?),
-            source: TurnSource::parse(&source).ok_or_else(|| bad("source", &source))?,
-            status: TurnStatus::parse(&status).ok_or_else(|| bad("status", &status))?,
-            usage: None,
-            error_code: row.get(5)?,
-            started_ms: row.get(6)?,
-            ended_ms: row.get(7)?,
-        },
-        usage,
-    ))
-}
-
-fn decode_turn((mut turn, usage): (TurnRecord, Option<String>)) -> Result<TurnRecord> {
-    turn.usage = usage
-        .map(|json| serde_json::from_str::<Usage>(&json))
-        .transpose()
-        .map_err(|error| StoreError::Corrupt(format!("usage of turn {}: {error}", turn.id)))?;
-    Ok(turn)
-}
-
-const TURN_COLUMNS: &str =
-    "id, session_id, source, status, usage, error_code, started_ms, ended_ms";
-
-/// Starts a turn in `running` state.
-pub fn create_turn(conn: &Connection, session: &str, source: &TurnSource) -> Result<TurnRecord> {
-    get_session(conn, session)?;
-    let id = new_id(TURN_KIND);
-    conn.execute(
-        "INSERT INTO turns (id, session_id, source, status, started_ms) \
-         VALUES (?1, ?2, ?3, 'running', ?4)",
-        params![id, session, source.as_text(), now_ms()],
-    )?;
-    get_turn(conn, &id)
-}
-
-/// The turn with exactly this id.
-pub fn get_turn(conn: &Connection, id: &str) -> Result<TurnRecord> {
-    // Cached: every commit of a turn checks its turn.
-    let row = conn
-        .prepare_cached(&format!("SELECT {TURN_COLUMNS} FROM turns WHERE id = ?1"))?
-        .query_row([id], turn_from_row)
-        .optional()?
-        .ok_or_else(|| StoreError::NotFound {
-            kind: "turn",
-            id: id.to_owned(),
-        })?;
-    decode_turn(row)
-}
-
-/// The turns of a session, oldest first.
-pub fn list_turns(conn: &Connection, session: &str) -> Result<Vec<TurnRecord>> {
-    let mut statement = conn.prepare(&format!(
-        "SELECT {TURN_COLUMNS} FROM turns WHERE session_id = ?1 ORDER BY started_ms, rowid"
-    ))?;
-    let rows = statement
-        .query_map([session], turn_from_row)?
-        .collect::<rusqlite::Result<Vec<_>>>()?;
-    rows.into_iter().map(decode_turn).collect()
-}
-
-/// The stored status and error code of a turn outcome.
-pub fn outcome_status(outcome: &TurnOutcome) -> (TurnStatus, Option<String>) {
-    match outcome {
-        TurnOutcome::Completed => (TurnStatus::Completed, None),
-        TurnOutcome::Aborted { .. } => (TurnStatus::Aborted, None),
-        TurnOutcome::Failed { code, .. } => (TurnStatus::Failed, Some(code.clone())),
-        // A newer protocol outcome this store does not know yet is kept as a failure.
-        _ => (TurnStatus::Failed, Some("unknown_outcome".into())),
-    }
-}
-
-/// Ends a running turn. Refused while inputs it claimed are neither acknowledged nor released.
-pub fn finish_turn(
-    conn: &mut Connection,
-    id: &str,
-    outcome: &TurnOutcome,
-    usage: Option<&Usage>,
-) -> Result<TurnRecord> {
-    let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
-    let turn = get_turn(&tx, id)?;
-    if turn.status != TurnStatus::Running {
-        return Err(StoreError::InvalidOperation(format!(
-            "turn {id} already ended as {}",
-            turn.status.as_str()
-        )));
-    }
-    let in_flight: i64 = tx.query_row(
-        "SELECT COUNT(*) FROM inputs WHERE turn_id = ?1 AND state = 'claimed'",
-        [id],
-        |row| row.get(0),
-    )?;
-    if in_flight > 0 {
-        return Err(StoreError::ClaimsInFlight {
-            turn: id.to_owned(),
-            count: usize::try_from(in_flight).unwrap_or(usize::MAX),
-        });
-    }
-    let (status, code) = outcome_status(outcome);
-    let usage = usage.map(serde_json::to_string).transpose()?;
-    tx.execute(
-        "UPDATE turns SET status = ?2, error_code = ?3, usage = ?4, ended_ms = ?5 WHERE id = ?1",
-        params![id, status.as_str(), code, usage, now_ms()],
-    )?;
-    tx.commit()?;
-    get_turn(conn, id)
 }
 
 /// Rows of canonical history as stored: `(seq, message id, message JSON, from_rev, created_ms)`.

@@ -7,7 +7,7 @@
 //! connection, which costs little next to a commit's fsync-free WAL append and keeps SQLite's
 //! single-writer rule out of the picture.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, Weak};
 use std::time::Duration;
@@ -24,6 +24,7 @@ use crate::model::{
 use crate::replay::{Replay, ReplayRegistry, fingerprint};
 use crate::schema::{self, Durability};
 use crate::sql;
+use crate::turns;
 
 /// Longest wait for the `HistoryCommitted` observers of one commit before it reports
 /// `projection_timeout` (the commit itself is durable by then).
@@ -43,6 +44,9 @@ struct Inner {
     lanes: Mutex<HashMap<SessionId, Weak<tokio::sync::Mutex<()>>>>,
     replay: Mutex<ReplayRegistry>,
     observers: Mutex<Vec<Observer>>,
+    /// Commits written by this process whose projection (step 4) failed: a retry of the same
+    /// operation projects them before acknowledging, instead of returning the stored receipt.
+    unprojected: Mutex<HashSet<(SessionId, String)>>,
 }
 
 /// Durable sessions and canonical history on one SQLite file. Cheap to clone.
@@ -78,6 +82,7 @@ impl Store {
                 lanes: Mutex::new(HashMap::new()),
                 replay: Mutex::new(ReplayRegistry::default()),
                 observers: Mutex::new(Vec::new()),
+                unprojected: Mutex::new(HashSet::new()),
             }),
         })
     }
@@ -179,11 +184,11 @@ impl Store {
     /// Starts a turn.
     pub async fn start_turn(&self, session: &SessionId, source: TurnSource) -> Result<TurnRecord> {
         let session = session.clone();
-        self.call(move |conn| sql::create_turn(conn, session.as_str(), &source))
+        self.call(move |conn| turns::create_turn(conn, session.as_str(), &source))
             .await
     }
 
-    /// Ends a turn; refused while it has claimed inputs in flight.
+    /// Ends a turn; inputs it claimed and did not acknowledge go back to the queue.
     pub async fn finish_turn(
         &self,
         turn: &TurnId,
@@ -191,21 +196,34 @@ impl Store {
         usage: Option<Usage>,
     ) -> Result<TurnRecord> {
         let turn = turn.clone();
-        self.call(move |conn| sql::finish_turn(conn, turn.as_str(), &outcome, usage.as_ref()))
+        self.call(move |conn| turns::finish_turn(conn, turn.as_str(), &outcome, usage.as_ref()))
+            .await
+    }
+
+    /// Closes with `outcome` the session's running turns whose process is gone (a crash or a
+    /// kill), re-queueing their unacknowledged inputs; fails with `session_busy`, changing
+    /// nothing, while a live process runs one of its turns.
+    pub async fn close_abandoned_turns(
+        &self,
+        session: &SessionId,
+        outcome: TurnOutcome,
+    ) -> Result<Vec<TurnRecord>> {
+        let session = session.clone();
+        self.call(move |conn| turns::close_abandoned_turns(conn, session.as_str(), &outcome))
             .await
     }
 
     /// The turn with this id.
     pub async fn turn(&self, turn: &TurnId) -> Result<TurnRecord> {
         let turn = turn.clone();
-        self.call(move |conn| sql::get_turn(conn, turn.as_str()))
+        self.call(move |conn| turns::get_turn(conn, turn.as_str()))
             .await
     }
 
     /// The turns of a session, oldest first.
     pub async fn turns(&self, session: &SessionId) -> Result<Vec<TurnRecord>> {
         let session = session.clone();
-        self.call(move |conn| sql::list_turns(conn, session.as_str()))
+        self.call(move |conn| turns::list_turns(conn, session.as_str()))
             .await
     }
 
@@ -275,23 +293,48 @@ impl Store {
                 Ok((true, written.receipt, true))
             })
             .await?;
+        let key = (request.session_id.clone(), request.operation_id.clone());
         let receipt = match outcome {
             (false, _, _) => return Err(conflict()),
-            (true, receipt, false) => return Ok(receipt),
-            (true, receipt, true) => receipt,
+            // Stored by an earlier attempt: acknowledged then (or by an earlier process), unless
+            // this process saw its projection fail, in which case step 4 runs now.
+            (true, receipt, false) => {
+                let pending = self
+                    .inner
+                    .unprojected
+                    .lock()
+                    .map_err(worker_error)?
+                    .remove(&key);
+                if !pending {
+                    return Ok(receipt);
+                }
+                receipt
+            }
+            (true, receipt, true) => {
+                tracing::debug!(
+                    session_id = %receipt.session_id,
+                    revision = receipt.revision,
+                    kind = receipt.kind.as_str(),
+                    "history committed"
+                );
+                receipt
+            }
         };
+        if let Err(error) = self.project(receipt.clone(), turn_id).await {
+            self.inner
+                .unprojected
+                .lock()
+                .map_err(worker_error)?
+                .insert(key);
+            return Err(error);
+        }
+        // Remembered only once acknowledged, so a retry after a failed projection is not
+        // answered from the registry without being projected.
         self.inner.replay.lock().map_err(worker_error)?.remember(
             fingerprint,
             bytes,
             receipt.clone(),
         );
-        tracing::debug!(
-            session_id = %receipt.session_id,
-            revision = receipt.revision,
-            kind = receipt.kind.as_str(),
-            "history committed"
-        );
-        self.project(receipt.clone(), turn_id).await?;
         Ok(receipt)
     }
 
@@ -410,7 +453,7 @@ impl Store {
         self.call(move |conn| {
             let tx = conn.transaction()?;
             let record = sql::get_session(&tx, session.as_str())?;
-            let turns = sql::list_turns(&tx, session.as_str())?;
+            let turns = turns::list_turns(&tx, session.as_str())?;
             let history = sql::read_history(&tx, session.as_str(), None)?;
             tx.commit()?;
             Ok((record, turns, history))

@@ -15,7 +15,7 @@ use keel_agent::{HookError, TurnContext};
 use keel_protocol::{Message, SessionId, ToolResultMessage, TurnId, TurnOutcome};
 use keel_store::{
     CommitRequest, Entry, HistoryOp, NewSession, SessionRecord, Store, StoredEntry, TurnSource,
-    TurnStatus, new_id,
+    new_id,
 };
 
 /// Longest session title taken from the prompt's first line, in characters.
@@ -73,8 +73,9 @@ pub fn title_of(prompt: &str) -> String {
 }
 
 /// Opens the session the run targets. A resumed session's turns left running by a dead process
-/// are closed as failed, and its unanswered tool calls are answered with an "interrupted" error
-/// (committed, so history stays valid for every later reader).
+/// are closed as failed (their unacknowledged inputs re-queued), and its unanswered tool calls
+/// are answered with an "interrupted" error (committed, so history stays valid for every later
+/// reader). A session another live keel process is running a turn of is refused.
 pub async fn open_session(
     store: &Store,
     target: Target,
@@ -97,15 +98,13 @@ pub async fn open_session(
             ),
         },
     };
-    for turn in store.turns(&id).await? {
-        if turn.status == TurnStatus::Running {
-            let outcome = TurnOutcome::Failed {
-                code: INTERRUPTED_CODE.into(),
-                message: "the process running this turn stopped before it ended".into(),
-            };
-            store.finish_turn(&turn.id, outcome, turn.usage).await?;
-        }
-    }
+    // Turns a dead process left running are closed; one a live process still runs makes
+    // the session busy, and nothing is touched.
+    let outcome = TurnOutcome::Failed {
+        code: INTERRUPTED_CODE.into(),
+        message: "the process running this turn stopped before it ended".into(),
+    };
+    store.close_abandoned_turns(&id, outcome).await?;
     let stored = store.history(&id).await?;
     let history = match close_interrupted(&stored) {
         Some(entries) => {

@@ -306,6 +306,23 @@ fn a_tool_call_interrupted_by_sigkill_is_closed_on_resume() {
         .spawn()
         .unwrap();
     let id = wait_for_messages(&home, 2);
+    // While that process still runs its turn, the session is busy: nothing is touched.
+    let path = script(home.home.path(), r#"[{"text": "too early"}]"#);
+    let busy = home
+        .keel()
+        .arg("exec")
+        .arg("--mock-script")
+        .arg(&path)
+        .args(["--continue", "go on"])
+        .output()
+        .unwrap();
+    assert_eq!(busy.status.code(), Some(4), "{}", stderr(&busy));
+    assert!(
+        stderr(&busy).contains("is in use") && stderr(&busy).contains(&child.id().to_string()),
+        "{}",
+        stderr(&busy)
+    );
+    assert_eq!(home.messages(&id).len(), 2);
     child.kill().unwrap();
     child.wait().unwrap();
 

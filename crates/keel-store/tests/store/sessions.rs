@@ -272,5 +272,97 @@ async fn a_newer_schema_is_refused_clearly() {
     drop(Store::open(&path2, Durability::Normal).await.unwrap());
     let store = Store::open(&path2, Durability::Normal).await.unwrap();
     assert_eq!(store.integrity_check().await.unwrap(), "ok");
-    assert_eq!(keel_store::known_schema_version(), 1);
+    assert_eq!(keel_store::known_schema_version(), 2);
+}
+
+#[tokio::test]
+async fn a_version_1_database_is_migrated_and_keeps_its_turns() {
+    let (dir, store) = temp_store().await;
+    let s = session(&store).await;
+    let turn = store.start_turn(&s.id, TurnSource::Api).await.unwrap();
+    drop(store);
+    let path = dir.path().join("keel.db");
+    {
+        // Back to what version 1 wrote: no owner column.
+        let conn = rusqlite::Connection::open(&path).unwrap();
+        conn.execute_batch(
+            "ALTER TABLE turns DROP COLUMN owner; UPDATE schema_version SET version = 1;",
+        )
+        .unwrap();
+    }
+    let store = Store::open(&path, Durability::Normal).await.unwrap();
+    let migrated = store.turn(&turn.id).await.unwrap();
+    assert_eq!(migrated.status, TurnStatus::Running);
+    assert_eq!(migrated.owner, None);
+    assert_eq!(store.integrity_check().await.unwrap(), "ok");
+}
+
+#[tokio::test]
+async fn resuming_closes_only_turns_whose_process_is_gone() {
+    let (dir, store) = temp_store().await;
+    let s = session(&store).await;
+    let interrupted = || TurnOutcome::Failed {
+        code: "interrupted".into(),
+        message: "the process stopped".into(),
+    };
+    // A turn this (live) process runs makes the session busy; nothing changes.
+    let live = store.start_turn(&s.id, TurnSource::Api).await.unwrap();
+    assert!(live.owner.is_some());
+    let busy = store
+        .close_abandoned_turns(&s.id, interrupted())
+        .await
+        .unwrap_err();
+    assert_eq!(busy.code(), "session_busy");
+    assert!(busy.is_retryable());
+    let message = busy.to_string();
+    assert!(
+        message.contains(&std::process::id().to_string()) && message.contains(live.id.as_str()),
+        "{message}"
+    );
+    assert_eq!(
+        store.turn(&live.id).await.unwrap().status,
+        TurnStatus::Running
+    );
+
+    // The same turn as a dead process would have left it (another boot), one from before
+    // owners were recorded, and a claimed input: both turns close, the input is queued again.
+    let legacy = store.start_turn(&s.id, TurnSource::Api).await.unwrap();
+    let input = store
+        .enqueue_input(&s.id, serde_json::json!({"steer": "keep me"}))
+        .await
+        .unwrap();
+    store.claim_inputs(&s.id, &live.id).await.unwrap().unwrap();
+    {
+        let conn = rusqlite::Connection::open(dir.path().join("keel.db")).unwrap();
+        conn.execute(
+            "UPDATE turns SET owner = 'another-boot/1/1' WHERE id = ?1",
+            [live.id.as_str()],
+        )
+        .unwrap();
+        conn.execute(
+            "UPDATE turns SET owner = NULL WHERE id = ?1",
+            [legacy.id.as_str()],
+        )
+        .unwrap();
+    }
+    let closed = store
+        .close_abandoned_turns(&s.id, interrupted())
+        .await
+        .unwrap();
+    assert_eq!(closed.len(), 2);
+    for turn in &closed {
+        assert_eq!(turn.status, TurnStatus::Failed);
+        assert_eq!(turn.error_code.as_deref(), Some("interrupted"));
+    }
+    let queued = store.queued_inputs(&s.id).await.unwrap();
+    assert_eq!(queued.len(), 1);
+    assert_eq!(queued[0].id, input);
+    // Nothing left running: a second call closes nothing.
+    assert!(
+        store
+            .close_abandoned_turns(&s.id, interrupted())
+            .await
+            .unwrap()
+            .is_empty()
+    );
 }

@@ -6,7 +6,7 @@ use std::time::Duration;
 use keel_protocol::{MessageId, TurnOutcome};
 use keel_store::{
     CommitKind, CommitReceipt, CommitRequest, Durability, HistoryCommitted, HistoryOp, Store,
-    TurnSource,
+    TurnSource, TurnStatus,
 };
 use pretty_assertions::assert_eq;
 
@@ -346,11 +346,6 @@ async fn claimed_inputs_are_acknowledged_after_the_commit_or_requeued() {
     assert_eq!(store.queued_inputs(&s.id).await.unwrap().len(), 2);
 
     let claim = store.claim_inputs(&s.id, &turn.id).await.unwrap().unwrap();
-    let in_flight = store
-        .finish_turn(&turn.id, TurnOutcome::Completed, None)
-        .await
-        .unwrap_err();
-    assert_eq!(in_flight.code(), "claims_in_flight");
     assert_eq!(
         store
             .acknowledge_claim(&claim.id, 1)
@@ -378,4 +373,77 @@ async fn claimed_inputs_are_acknowledged_after_the_commit_or_requeued() {
         .finish_turn(&turn.id, TurnOutcome::Completed, None)
         .await
         .unwrap();
+}
+
+#[tokio::test]
+async fn ending_a_turn_requeues_what_it_claimed_and_did_not_acknowledge() {
+    let (_dir, store) = temp_store().await;
+    let s = session(&store).await;
+    let first = store
+        .enqueue_input(&s.id, serde_json::json!({"steer": "one"}))
+        .await
+        .unwrap();
+    let second = store
+        .enqueue_input(&s.id, serde_json::json!({"steer": "two"}))
+        .await
+        .unwrap();
+    let turn = store.start_turn(&s.id, TurnSource::Api).await.unwrap();
+    store.claim_inputs(&s.id, &turn.id).await.unwrap().unwrap();
+    assert!(store.queued_inputs(&s.id).await.unwrap().is_empty());
+    let ended = store
+        .finish_turn(&turn.id, TurnOutcome::Completed, None)
+        .await
+        .unwrap();
+    assert_eq!(ended.status, TurnStatus::Completed);
+    let queued: Vec<String> = store
+        .queued_inputs(&s.id)
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|input| input.id)
+        .collect();
+    assert_eq!(queued, vec![first, second], "back in the queue, in order");
+    // The next turn claims them again.
+    let next = store.start_turn(&s.id, TurnSource::Api).await.unwrap();
+    assert_eq!(
+        store
+            .claim_inputs(&s.id, &next.id)
+            .await
+            .unwrap()
+            .unwrap()
+            .inputs
+            .len(),
+        2
+    );
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_retry_after_a_failed_projection_projects_before_it_acknowledges() {
+    let (_dir, store) = temp_store().await;
+    let s = session(&store).await;
+    let calls = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let counter = Arc::clone(&calls);
+    store
+        .add_observer(Arc::new(move |_event: Arc<HistoryCommitted>| {
+            // The first projection never finishes; later ones do.
+            let first = counter.fetch_add(1, std::sync::atomic::Ordering::SeqCst) == 0;
+            Box::pin(async move {
+                if first {
+                    std::future::pending::<()>().await;
+                }
+            })
+        }))
+        .unwrap();
+    let request = CommitRequest::append(s.id.clone(), "op-1", vec![entry("a")]);
+    let failed = store.commit(request.clone()).await.unwrap_err();
+    assert_eq!(failed.code(), "projection_timeout");
+    assert_eq!(calls.load(std::sync::atomic::Ordering::SeqCst), 1);
+    // The write is durable; the retry finds it, projects it, and only then acknowledges.
+    let receipt = store.commit(request.clone()).await.unwrap();
+    assert_eq!(receipt.revision, 1);
+    assert_eq!(calls.load(std::sync::atomic::Ordering::SeqCst), 2);
+    // Acknowledged now: a further retry is answered without projecting again.
+    assert_eq!(store.commit(request).await.unwrap(), receipt);
+    assert_eq!(calls.load(std::sync::atomic::Ordering::SeqCst), 2);
+    assert_eq!(store.history(&s.id).await.unwrap().len(), 1);
 }

@@ -1,0 +1,198 @@
+//! Turns: started by one process, ended once, and closed on resume only when the process
+//! that ran them is gone.
+//!
+//! Inputs a turn claimed but never acknowledged go back to the queue whenever the turn ends,
+//! in the same transaction, so an input is never lost and never blocks the end of a turn.
+
+use keel_protocol::{SessionId, TurnId, TurnOutcome, Usage, now_ms};
+use rusqlite::{Connection, OptionalExtension, Row, TransactionBehavior, params};
+
+use crate::error::{Result, StoreError};
+use crate::ids::new_id;
+use crate::model::{TurnRecord, TurnSource, TurnStatus};
+use crate::owner::ProcessOwner;
+use crate::sql::get_session;
+
+/// Kind prefix of turn ids.
+pub const TURN_KIND: &str = "t-";
+
+const TURN_COLUMNS: &str =
+    "id, session_id, source, status, usage, error_code, started_ms, ended_ms, owner";
+
+fn turn_from_row(row: &Row<'_>) -> rusqlite::Result<(TurnRecord, Option<String>)> {
+    let source: String = row.get(2)?;
+    let status: String = row.get(3)?;
+    let usage: Option<String> = row.get(4)?;
+    let bad = |what: &str, text: &str| {
+        rusqlite::Error::FromSqlConversionFailure(
+            0,
+            rusqlite::types::Type::Text,
+            format!("unknown turn {what} `{text}`").into(),
+        )
+    };
+    Ok((
+        TurnRecord {
+            id: TurnId::from(row.get::<_, String>(0)?),
+            session_id: SessionId::from(row.get::<_, String>(1)?),
+            source: TurnSource::parse(&source).ok_or_else(|| bad("source", &source))?,
+            status: TurnStatus::parse(&status).ok_or_else(|| bad("status", &status))?,
+            usage: None,
+            error_code: row.get(5)?,
+            started_ms: row.get(6)?,
+            ended_ms: row.get(7)?,
+            owner: row.get(8)?,
+        },
+        usage,
+    ))
+}
+
+fn decode_turn((mut turn, usage): (TurnRecord, Option<String>)) -> Result<TurnRecord> {
+    turn.usage = usage
+        .map(|json| serde_json::from_str::<Usage>(&json))
+        .transpose()
+        .map_err(|error| StoreError::Corrupt(format!("usage of turn {}: {error}", turn.id)))?;
+    Ok(turn)
+}
+
+/// Starts a turn in `running` state, owned by this process.
+pub fn create_turn(conn: &Connection, session: &str, source: &TurnSource) -> Result<TurnRecord> {
+    get_session(conn, session)?;
+    let id = new_id(TURN_KIND);
+    conn.execute(
+        "INSERT INTO turns (id, session_id, source, status, started_ms, owner) \
+         VALUES (?1, ?2, ?3, 'running', ?4, ?5)",
+        params![
+            id,
+            session,
+            source.as_text(),
+            now_ms(),
+            ProcessOwner::current().to_string()
+        ],
+    )?;
+    get_turn(conn, &id)
+}
+
+/// The turn with exactly this id.
+pub fn get_turn(conn: &Connection, id: &str) -> Result<TurnRecord> {
+    // Cached: every commit of a turn checks its turn.
+    let row = conn
+        .prepare_cached(&format!("SELECT {TURN_COLUMNS} FROM turns WHERE id = ?1"))?
+        .query_row([id], turn_from_row)
+        .optional()?
+        .ok_or_else(|| StoreError::NotFound {
+            kind: "turn",
+            id: id.to_owned(),
+        })?;
+    decode_turn(row)
+}
+
+/// The turns of a session, oldest first.
+pub fn list_turns(conn: &Connection, session: &str) -> Result<Vec<TurnRecord>> {
+    let mut statement = conn.prepare(&format!(
+        "SELECT {TURN_COLUMNS} FROM turns WHERE session_id = ?1 ORDER BY started_ms, rowid"
+    ))?;
+    let rows = statement
+        .query_map([session], turn_from_row)?
+        .collect::<rusqlite::Result<Vec<_>>>()?;
+    rows.into_iter().map(decode_turn).collect()
+}
+
+/// The stored status and error code of a turn outcome.
+pub fn outcome_status(outcome: &TurnOutcome) -> (TurnStatus, Option<String>) {
+    match outcome {
+        TurnOutcome::Completed => (TurnStatus::Completed, None),
+        TurnOutcome::Aborted { .. } => (TurnStatus::Aborted, None),
+        TurnOutcome::Failed { code, .. } => (TurnStatus::Failed, Some(code.clone())),
+        // A newer protocol outcome this store does not know yet is kept as a failure.
+        _ => (TurnStatus::Failed, Some("unknown_outcome".into())),
+    }
+}
+
+/// Puts back in the queue, in their order, the inputs `turn` claimed and never acknowledged.
+fn requeue_claims(conn: &Connection, turn: &str) -> Result<usize> {
+    Ok(conn.execute(
+        "UPDATE inputs SET state = 'queued', claim_id = NULL, turn_id = NULL, updated_ms = ?2 \
+         WHERE turn_id = ?1 AND state = 'claimed'",
+        params![turn, now_ms()],
+    )?)
+}
+
+fn end_turn(
+    conn: &Connection,
+    id: &str,
+    outcome: &TurnOutcome,
+    usage: Option<&Usage>,
+) -> Result<usize> {
+    let requeued = requeue_claims(conn, id)?;
+    let (status, code) = outcome_status(outcome);
+    let usage = usage.map(serde_json::to_string).transpose()?;
+    conn.execute(
+        "UPDATE turns SET status = ?2, error_code = ?3, usage = ?4, ended_ms = ?5 WHERE id = ?1",
+        params![id, status.as_str(), code, usage, now_ms()],
+    )?;
+    Ok(requeued)
+}
+
+/// Ends a running turn. Inputs it claimed but did not acknowledge go back to the queue in the
+/// same transaction.
+pub fn finish_turn(
+    conn: &mut Connection,
+    id: &str,
+    outcome: &TurnOutcome,
+    usage: Option<&Usage>,
+) -> Result<TurnRecord> {
+    let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
+    let turn = get_turn(&tx, id)?;
+    if turn.status != TurnStatus::Running {
+        return Err(StoreError::InvalidOperation(format!(
+            "turn {id} already ended as {}",
+            turn.status.as_str()
+        )));
+    }
+    let requeued = end_turn(&tx, id, outcome, usage)?;
+    tx.commit()?;
+    if requeued > 0 {
+        tracing::debug!(
+            turn = id,
+            requeued,
+            "unacknowledged inputs went back to the queue"
+        );
+    }
+    get_turn(conn, id)
+}
+
+/// Closes the session's turns whose process is gone with `outcome`, re-queueing what they
+/// claimed, all in one transaction. A running turn whose process is still alive (this one
+/// included) makes the whole call fail with [`StoreError::SessionBusy`] and changes nothing.
+pub fn close_abandoned_turns(
+    conn: &mut Connection,
+    session: &str,
+    outcome: &TurnOutcome,
+) -> Result<Vec<TurnRecord>> {
+    let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
+    get_session(&tx, session)?;
+    let running: Vec<TurnRecord> = list_turns(&tx, session)?
+        .into_iter()
+        .filter(|turn| turn.status == TurnStatus::Running)
+        .collect();
+    for turn in &running {
+        // Rows from before owners were recorded have none: their process is long gone.
+        if let Some(owner) = turn.owner.as_deref().and_then(ProcessOwner::parse)
+            && owner.is_alive()
+        {
+            return Err(StoreError::SessionBusy {
+                session: session.to_owned(),
+                turn: turn.id.to_string(),
+                pid: owner.pid,
+            });
+        }
+    }
+    for turn in &running {
+        end_turn(&tx, turn.id.as_str(), outcome, turn.usage.as_ref())?;
+    }
+    tx.commit()?;
+    running
+        .iter()
+        .map(|turn| get_turn(conn, turn.id.as_str()))
+        .collect()
+}
