@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Long-run harness benchmark (issue 5): keel vs Codex CLI vs pi on the same keel-mockllm workload.
-# Env: RUNS (3) STEPS (100) KIB (4) CHUNK (64) PEERS_DIR (~/.cache/keel/peers) ONLY ("keel codex pi")
+# Env: RUNS (3) STEPS (100) KIB (4) CHUNK (64) PEERS_DIR (~/.cache/keel/peers) ONLY ("keel keel-sandboxed codex pi")
 set -uo pipefail
 HERE=$(cd "$(dirname "$0")" && pwd)
 ROOT=$(cd "$HERE/../.." && pwd)
