@@ -14,6 +14,7 @@ use futures::StreamExt;
 use keel_protocol::{ErrorCode, ErrorInfo, StopReason, StreamEvent, Usage};
 use tokio_util::sync::CancellationToken;
 
+use crate::api::encode_cache::EncodeCache;
 use crate::api::{self, Decoder};
 use crate::errors::classify;
 use crate::model::ModelEntry;
@@ -64,6 +65,8 @@ pub struct HttpProvider {
     client: reqwest::Client,
     model: Arc<ModelEntry>,
     api_key: Option<String>,
+    /// Wire JSON of the messages sent so far, reused by the next request.
+    encoded: Arc<EncodeCache>,
 }
 
 impl HttpProvider {
@@ -73,6 +76,7 @@ impl HttpProvider {
             client,
             model: Arc::new(model),
             api_key,
+            encoded: Arc::default(),
         }
     }
 
@@ -90,7 +94,7 @@ impl StreamFn for HttpProvider {
             .api_key
             .clone()
             .or_else(|| self.api_key.clone());
-        let wire = api::build_request(&self.model, &request, key.as_deref());
+        let wire = api::build_request_cached(&self.model, &request, key.as_deref(), &self.encoded);
         let call = Call {
             client: self.client.clone(),
             model: self.model.clone(),
@@ -210,13 +214,15 @@ async fn connect(
     cancel: CancellationToken,
     wire: api::WireRequest,
 ) -> Result<Body, StreamEvent> {
-    let body = serde_json::to_vec(&wire.body).map_err(|e| {
+    let chunks = wire.body_chunks().map_err(|e| {
         failed(ErrorInfo::new(
             ErrorCode::InvalidRequest,
             format!("cannot encode the request: {e}"),
         ))
     })?;
-    let mut builder = client.post(&wire.url).body(body);
+    let mut builder = client
+        .post(&wire.url)
+        .body(reqwest::Body::wrap(ChunkedBody::new(chunks)));
     for (name, value) in &wire.headers {
         builder = builder.header(name.as_str(), value.as_str());
     }
@@ -341,6 +347,50 @@ fn retry_after_ms(headers: &reqwest::header::HeaderMap) -> Option<u64> {
     get("retry-after")
         .and_then(|v| v.parse::<f64>().ok())
         .map(|s| (s.max(0.0) * 1000.0) as u64)
+}
+
+/// A request body sent from shared chunks with its exact length known, so it goes out with a
+/// `content-length` (not chunked transfer encoding) and nothing is copied into one buffer.
+struct ChunkedBody {
+    chunks: VecDeque<bytes::Bytes>,
+    remaining: u64,
+}
+
+impl ChunkedBody {
+    fn new(chunks: Vec<bytes::Bytes>) -> Self {
+        let remaining = chunks.iter().map(|chunk| chunk.len() as u64).sum();
+        Self {
+            chunks: chunks
+                .into_iter()
+                .filter(|chunk| !chunk.is_empty())
+                .collect(),
+            remaining,
+        }
+    }
+}
+
+impl http_body::Body for ChunkedBody {
+    type Data = bytes::Bytes;
+    type Error = std::convert::Infallible;
+
+    fn poll_frame(
+        mut self: std::pin::Pin<&mut Self>,
+        _cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<Option<Result<http_body::Frame<Self::Data>, Self::Error>>> {
+        let next = self.chunks.pop_front();
+        if let Some(chunk) = &next {
+            self.remaining -= chunk.len() as u64;
+        }
+        std::task::Poll::Ready(next.map(|chunk| Ok(http_body::Frame::data(chunk))))
+    }
+
+    fn is_end_stream(&self) -> bool {
+        self.chunks.is_empty()
+    }
+
+    fn size_hint(&self) -> http_body::SizeHint {
+        http_body::SizeHint::with_exact(self.remaining)
+    }
 }
 
 #[cfg(test)]

@@ -435,3 +435,47 @@ async fn an_unreachable_server_is_a_network_error() {
         "{events:#?}"
     );
 }
+
+/// Chat completions bodies are sent from cached message JSON in chunks: every request must
+/// still arrive as one JSON document with an exact `content-length`, holding the whole
+/// conversation as the plain encoder would write it.
+#[tokio::test]
+async fn a_growing_conversation_is_sent_whole_with_a_content_length() {
+    let responses = (0..3)
+        .map(|step| Response {
+            text: Some(format!("answer {step} with \"quotes\" and ünïcode")),
+            ..Response::default()
+        })
+        .collect();
+    let server = MockServer::start(Script { responses }, ServerOptions::default())
+        .await
+        .unwrap();
+    let model = entry(Api::OpenAiCompletions, &server);
+    let provider = HttpProvider::new(http_client().unwrap(), model.clone(), None);
+    let mut history: Vec<Arc<Message>> = vec![Arc::new(Message::user_text("start"))];
+    for step in 0..3 {
+        let request = LlmRequest {
+            messages: Arc::new(history.clone()),
+            ..request()
+        };
+        let expected = keel_llm::api::build_request(&model, &request, None).body;
+        let mut builder = AssistantBuilder::new();
+        let mut events = provider.stream(request, CancellationToken::new());
+        while let Some(event) = events.next().await {
+            builder.apply(&event).unwrap();
+        }
+        let answer = builder.finish();
+        assert_eq!(answer.stop_reason, StopReason::Stop, "{answer:?}");
+        let recorded = server.requests();
+        let sent = &recorded[step];
+        assert!(
+            sent.headers.contains_key("content-length")
+                && !sent.headers.contains_key("transfer-encoding"),
+            "{:?}",
+            sent.headers
+        );
+        assert_eq!(sent.body, expected, "request {step}");
+        history.push(Arc::new(Message::Assistant(answer)));
+        history.push(Arc::new(Message::user_text(format!("next {step}"))));
+    }
+}

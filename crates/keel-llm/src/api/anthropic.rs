@@ -120,6 +120,7 @@ pub fn build(model: &ModelEntry, request: &LlmRequest, api_key: Option<&str>) ->
         url: format!("{}/v1/messages", model.base_url.trim_end_matches('/')),
         headers,
         body: Value::Object(body),
+        spliced: None,
     }
 }
 

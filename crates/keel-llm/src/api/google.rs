@@ -112,6 +112,7 @@ pub fn build(model: &ModelEntry, request: &LlmRequest, api_key: Option<&str>) ->
         ),
         headers,
         body: Value::Object(body),
+        spliced: None,
     }
 }
 

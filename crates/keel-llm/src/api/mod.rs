@@ -7,6 +7,7 @@
 //! terminal event; if the body ends early, [`Decoder::finish`] reports a cut stream.
 
 pub mod anthropic;
+pub mod encode_cache;
 pub mod google;
 pub mod openai_completions;
 pub mod openai_responses;
@@ -24,8 +25,38 @@ pub struct WireRequest {
     pub url: String,
     /// Headers (the API key included).
     pub headers: Vec<(String, String)>,
-    /// JSON body.
+    /// JSON body (without the spliced member, when there is one).
     pub body: serde_json::Value,
+    /// A member of the body given as pre-serialized items (the conversation, from the
+    /// [`encode_cache::EncodeCache`]); it is written first when the body is serialized.
+    pub spliced: Option<Spliced>,
+}
+
+/// An array member of a request body whose items are already JSON.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Spliced {
+    /// The member's key.
+    pub key: &'static str,
+    /// Its items, in order; one message may give several.
+    pub items: Vec<bytes::Bytes>,
+}
+
+impl WireRequest {
+    /// The body as sent, in one buffer.
+    pub fn body_bytes(&self) -> serde_json::Result<Vec<u8>> {
+        match &self.spliced {
+            Some(spliced) => encode_cache::splice(spliced.key, &spliced.items, &self.body),
+            None => serde_json::to_vec(&self.body),
+        }
+    }
+
+    /// The body as sent, as chunks that share the cached message JSON instead of copying it.
+    pub fn body_chunks(&self) -> serde_json::Result<Vec<bytes::Bytes>> {
+        match &self.spliced {
+            Some(spliced) => encode_cache::splice_chunks(spliced.key, &spliced.items, &self.body),
+            None => Ok(vec![bytes::Bytes::from(serde_json::to_vec(&self.body)?)]),
+        }
+    }
 }
 
 /// Turns one response's SSE events into unified stream events.
@@ -49,6 +80,20 @@ pub fn build_request(
         Api::OpenAiCompletions => openai_completions::build(model, request, api_key),
         Api::OpenAiResponses => openai_responses::build(model, request, api_key),
         Api::GoogleGenerativeAi => google::build(model, request, api_key),
+    }
+}
+
+/// Builds the wire request reusing `cache` for messages sent before, where the API supports
+/// it (chat completions); the other APIs encode every message each time.
+pub fn build_request_cached(
+    model: &ModelEntry,
+    request: &LlmRequest,
+    api_key: Option<&str>,
+    cache: &encode_cache::EncodeCache,
+) -> WireRequest {
+    match model.api {
+        Api::OpenAiCompletions => openai_completions::build_cached(model, request, api_key, cache),
+        _ => build_request(model, request, api_key),
     }
 }
 

@@ -31,12 +31,14 @@ mod reader;
 mod think_tags;
 
 use base64::Engine as _;
+use bytes::Bytes;
 use keel_protocol::{
     AssistantMessage, ContentBlock, ImageBlock, Message, ToolResultMessage, UserMessage,
 };
 use serde_json::{Map, Value, json};
 
-use super::WireRequest;
+use super::encode_cache::{EncodeCache, to_json};
+use super::{Spliced, WireRequest};
 use crate::model::ModelEntry;
 use crate::request::{CacheRetention, LlmRequest, ThinkingLevel};
 
@@ -65,6 +67,36 @@ const THINK_CLOSE: &str = "</think>";
 
 /// Builds the request for `model`.
 pub fn build(model: &ModelEntry, request: &LlmRequest, api_key: Option<&str>) -> WireRequest {
+    let mut wire = build_without_messages(model, request, api_key);
+    if let Value::Object(body) = &mut wire.body {
+        body.insert("messages".into(), Value::Array(encode_messages(request)));
+    }
+    wire
+}
+
+/// Builds the same request as [`build`], taking the wire JSON of messages sent before from
+/// `cache` instead of encoding them again.
+pub fn build_cached(
+    model: &ModelEntry,
+    request: &LlmRequest,
+    api_key: Option<&str>,
+    cache: &EncodeCache,
+) -> WireRequest {
+    let mut wire = build_without_messages(model, request, api_key);
+    wire.spliced = Some(Spliced {
+        key: "messages",
+        items: encode_messages_cached(request, cache),
+    });
+    cache.forget_dropped();
+    wire
+}
+
+/// Everything of the request but its `messages`.
+fn build_without_messages(
+    model: &ModelEntry,
+    request: &LlmRequest,
+    api_key: Option<&str>,
+) -> WireRequest {
     let options = &request.options;
     let mut body = Map::new();
     body.insert("model".into(), json!(model.id));
@@ -72,7 +104,6 @@ pub fn build(model: &ModelEntry, request: &LlmRequest, api_key: Option<&str>) ->
     if !model.compat.no_stream_usage {
         body.insert("stream_options".into(), json!({"include_usage": true}));
     }
-    body.insert("messages".into(), Value::Array(encode_messages(request)));
     if !request.tools.is_empty() {
         let tools = request
             .tools
@@ -115,6 +146,7 @@ pub fn build(model: &ModelEntry, request: &LlmRequest, api_key: Option<&str>) ->
         url: format!("{}/chat/completions", model.base_url.trim_end_matches('/')),
         headers: bearer_headers(model, request, api_key),
         body: Value::Object(body),
+        spliced: None,
     }
 }
 
@@ -202,7 +234,7 @@ pub(super) fn tool_images_caption(result: &ToolResultMessage) -> String {
 fn encode_messages(request: &LlmRequest) -> Vec<Value> {
     let mut out = Vec::with_capacity(request.messages.len() + 1);
     if !request.system_prompt.is_empty() {
-        out.push(json!({"role": "system", "content": &*request.system_prompt}));
+        out.push(system_message(request));
     }
     // Images from a run of tool results, sent as one user message after the run: a user
     // message between tool messages would split the answers to one assistant message.
@@ -211,31 +243,77 @@ fn encode_messages(request: &LlmRequest) -> Vec<Value> {
         if !matches!(**message, Message::ToolResult(_)) {
             flush_tool_images(&mut out, &mut tool_images);
         }
-        match &**message {
-            Message::User(user) => out.push(encode_user(user)),
-            Message::Assistant(assistant) => out.extend(encode_assistant(assistant)),
-            Message::ToolResult(result) => {
-                let mut text = joined_text(&result.content);
-                let mut pictures = images(&result.content).peekable();
-                if pictures.peek().is_some() {
-                    tool_images.push(json!({"type": "text", "text": tool_images_caption(result)}));
-                    tool_images.extend(pictures.map(image_part));
-                    if text.is_empty() {
-                        text.push_str("(image output follows)");
-                    }
-                }
-                out.push(json!({
-                    "role": "tool",
-                    "tool_call_id": result.tool_call_id.as_str(),
-                    "content": text,
-                }));
-            }
-            // Host messages never reach a model.
-            _ => {}
-        }
+        out.extend(encode_message(message, &mut tool_images));
     }
     flush_tool_images(&mut out, &mut tool_images);
     out
+}
+
+/// [`encode_messages`] as serialized items, each message's taken from `cache` when it was
+/// encoded before. A tool result with images also feeds the images message that follows its
+/// run, so it is encoded each time.
+fn encode_messages_cached(request: &LlmRequest, cache: &EncodeCache) -> Vec<Bytes> {
+    let mut out: Vec<Bytes> = Vec::with_capacity(request.messages.len() + 1);
+    if !request.system_prompt.is_empty() {
+        out.push(to_json(&system_message(request)));
+    }
+    let mut tool_images: Vec<Value> = Vec::new();
+    let flush = |out: &mut Vec<Bytes>, parts: &mut Vec<Value>| {
+        if !parts.is_empty() {
+            out.push(to_json(
+                &json!({"role": "user", "content": std::mem::take(parts)}),
+            ));
+        }
+    };
+    for message in request.messages.iter() {
+        if !matches!(**message, Message::ToolResult(_)) {
+            flush(&mut out, &mut tool_images);
+        }
+        let with_images = match &**message {
+            Message::ToolResult(result) => images(&result.content).next().is_some(),
+            _ => false,
+        };
+        if with_images {
+            let items = encode_message(message, &mut tool_images);
+            out.extend(items.iter().map(to_json));
+        } else {
+            let items = cache.items(message, || encode_message(message, &mut Vec::new()));
+            out.extend(items.iter().cloned());
+        }
+    }
+    flush(&mut out, &mut tool_images);
+    out
+}
+
+fn system_message(request: &LlmRequest) -> Value {
+    json!({"role": "system", "content": &*request.system_prompt})
+}
+
+/// The wire messages of one message (none for host messages, or an assistant message with
+/// nothing to send); images of a tool result go to `tool_images`.
+fn encode_message(message: &Message, tool_images: &mut Vec<Value>) -> Vec<Value> {
+    match message {
+        Message::User(user) => vec![encode_user(user)],
+        Message::Assistant(assistant) => encode_assistant(assistant).into_iter().collect(),
+        Message::ToolResult(result) => {
+            let mut text = joined_text(&result.content);
+            let mut pictures = images(&result.content).peekable();
+            if pictures.peek().is_some() {
+                tool_images.push(json!({"type": "text", "text": tool_images_caption(result)}));
+                tool_images.extend(pictures.map(image_part));
+                if text.is_empty() {
+                    text.push_str("(image output follows)");
+                }
+            }
+            vec![json!({
+                "role": "tool",
+                "tool_call_id": result.tool_call_id.as_str(),
+                "content": text,
+            })]
+        }
+        // Host messages never reach a model.
+        _ => Vec::new(),
+    }
 }
 
 fn flush_tool_images(out: &mut Vec<Value>, parts: &mut Vec<Value>) {

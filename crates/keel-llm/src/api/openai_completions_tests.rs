@@ -930,3 +930,61 @@ fn headers_merge_case_insensitively_and_omit_a_missing_key() {
         ]
     );
 }
+
+/// The cached path must send exactly what the plain encoder builds, request after request, as
+/// the conversation grows and old messages are dropped.
+#[test]
+fn the_cached_body_is_the_plain_body_and_reuses_earlier_messages() {
+    let model = model();
+    let cache = EncodeCache::default();
+    let mut all: Vec<Message> = conversation();
+    all.push(Message::Host(keel_protocol::HostMessage {
+        kind: "note".into(),
+        data: json!({"text": "not for the model"}),
+        timestamp: 3,
+    }));
+    all.push(Message::user_text("and now \"quoted\" \u{1F600}\n"));
+    all.push(Message::Assistant(AssistantMessage {
+        content: vec![ContentBlock::ToolCall(ToolCall {
+            id: "call_c".into(),
+            name: "read".into(),
+            arguments: Value::String("{not json".into()),
+        })],
+        stop_reason: StopReason::ToolUse,
+        ..AssistantMessage::default()
+    }));
+    all.push(Message::ToolResult(ToolResultMessage::error(
+        "call_c".into(),
+        "read",
+        "bad arguments",
+    )));
+    let shared: Vec<Arc<Message>> = all.into_iter().map(Arc::new).collect();
+    for end in 0..=shared.len() {
+        let request = LlmRequest {
+            messages: Arc::new(shared[..end].to_vec()),
+            ..request(&model, Vec::new(), RequestOptions::default())
+        };
+        let plain = build(&model, &request, Some("k"));
+        let cached = build_cached(&model, &request, Some("k"), &cache);
+        assert_eq!(cached.url, plain.url);
+        assert_eq!(cached.headers, plain.headers);
+        let sent: Value = serde_json::from_slice(&cached.body_bytes().unwrap()).unwrap();
+        assert_eq!(sent, plain.body, "after {end} messages");
+        assert_eq!(
+            plain.body_bytes().unwrap(),
+            serde_json::to_vec(&plain.body).unwrap()
+        );
+    }
+    // Every message but the tool result with an image is remembered (host messages give no
+    // wire items but are remembered as such).
+    assert_eq!(cache.len(), shared.len() - 1);
+    // A message nothing holds any more is forgotten after the next request.
+    let fresh = request(
+        &model,
+        vec![Message::user_text("new start")],
+        RequestOptions::default(),
+    );
+    drop(shared);
+    build_cached(&model, &fresh, None, &cache);
+    assert_eq!(cache.len(), 1);
+}

@@ -103,6 +103,7 @@ pub fn build(model: &ModelEntry, request: &LlmRequest, api_key: Option<&str>) ->
         url: format!("{}/responses", model.base_url.trim_end_matches('/')),
         headers: bearer_headers(model, request, api_key),
         body: Value::Object(body),
+        spliced: None,
     }
 }
 
