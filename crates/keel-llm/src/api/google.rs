@@ -179,11 +179,14 @@ fn model_parts(content: &[ContentBlock]) -> Vec<Value> {
                 if let Some(signature) = thinking.signature.as_deref()
                     && !thinking.redacted
                 {
-                    parts.push(json!({
-                        "text": thinking.thinking,
-                        "thought": true,
-                        "thoughtSignature": signature,
-                    }));
+                    // An empty one only carries the signature of the call after it.
+                    if !thinking.thinking.is_empty() {
+                        parts.push(json!({
+                            "text": thinking.thinking,
+                            "thought": true,
+                            "thoughtSignature": signature,
+                        }));
+                    }
                     pending_signature = Some(signature);
                 }
             }

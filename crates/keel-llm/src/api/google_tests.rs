@@ -939,3 +939,43 @@ proptest::proptest! {
         }
     }
 }
+
+/// Gemini 3 signs the first function call of a step even when no thought is shown, and
+/// refuses the next request unless that call carries its signature back.
+#[test]
+fn a_signed_call_without_thoughts_keeps_its_signature_for_the_next_request() {
+    let events = decode(&[
+        r#"{"candidates": [{"content": {"parts": [{"functionCall": {"id": "c1", "name": "read", "args": {"path": "a.rs"}}, "thoughtSignature": "sig-3"}, {"functionCall": {"id": "c2", "name": "read", "args": {"path": "b.rs"}}}],"role": "model"},"finishReason": "STOP","index": 0}],"modelVersion": "gemini-3-pro","responseId": "resp-9"}"#,
+    ]);
+    assert_eq!(
+        &events[1..3],
+        &[
+            StreamEvent::ThinkingStart { index: 0 },
+            StreamEvent::ThinkingEnd {
+                index: 0,
+                signature: Some("sig-3".into()),
+                redacted: false
+            },
+        ]
+    );
+    let mut builder = AssistantBuilder::new();
+    for event in &events {
+        builder.apply(event).unwrap();
+    }
+    let answer = builder.finish();
+    assert_eq!(answer.tool_calls().count(), 2);
+    let req = request(
+        vec![Message::user_text("read both"), Message::Assistant(answer)],
+        RequestOptions::default(),
+    );
+    let body = build(&model(), &req, None).body;
+    assert_eq!(
+        body["contents"][1]["parts"],
+        json!([
+            {"functionCall": {"name": "read", "args": {"path": "a.rs"}, "id": "c1"},
+             "thoughtSignature": "sig-3"},
+            {"functionCall": {"name": "read", "args": {"path": "b.rs"}, "id": "c2"}},
+        ]),
+        "no empty thought part, the signature back on the first call only"
+    );
+}

@@ -140,7 +140,17 @@ impl GoogleDecoder {
         // after the text opens it; on any other part it goes to the thinking block the part
         // is about to close.
         if !thought_text {
-            self.sign(signature.take());
+            let is_call = part.function_call.is_some();
+            let signature = signature.take();
+            if is_call && !self.thinking_open() {
+                // Gemini 3 signs the first function call of a step even when no thoughts are
+                // shown, and refuses the next request unless the call carries the signature
+                // back. An empty signed thinking block before the call keeps it; the encoder
+                // puts it back on the call.
+                self.signed_marker(signature, out);
+            } else {
+                self.sign(signature);
+            }
         }
         if let Some(call) = part.function_call {
             self.close(out);
@@ -197,6 +207,32 @@ impl GoogleDecoder {
             }
         }
         self.sign(signature);
+    }
+
+    fn thinking_open(&self) -> bool {
+        matches!(
+            &self.open,
+            Some(OpenBlock {
+                kind: OpenKind::Thinking { .. },
+                ..
+            })
+        )
+    }
+
+    /// An empty thinking block holding only `signature` (nothing when there is none).
+    fn signed_marker(&mut self, signature: Option<Cow<'_, str>>, out: &mut Vec<StreamEvent>) {
+        let Some(signature) = signature.filter(|signature| !signature.is_empty()) else {
+            return;
+        };
+        self.close(out);
+        let index = self.blocks;
+        self.blocks += 1;
+        out.push(StreamEvent::ThinkingStart { index });
+        out.push(StreamEvent::ThinkingEnd {
+            index,
+            signature: Some(signature.into_owned()),
+            redacted: false,
+        });
     }
 
     /// Puts a signature on the open thinking block; with none open it is dropped.
