@@ -43,19 +43,30 @@ def main():
     waiter.start()
     peak = 0; seen = set(); comms = {}; child_ticks = 0
 
+    def exe(pid):
+        try: return os.readlink(f"/proc/{pid}/exe")
+        except OSError: return None
+
     def tree_rss():
-        parent = {}; rss = {}
+        parent = {}; rss = {}; vsize = {}
         for d in os.listdir("/proc"):
             if not d.isdigit(): continue
             try: f2 = stat_fields(d)
             except OSError: continue
-            parent[int(d)] = int(f2[1]); rss[int(d)] = int(f2[21]) * PAGE
+            parent[int(d)] = int(f2[1]); rss[int(d)] = int(f2[21]) * PAGE; vsize[int(d)] = int(f2[20])
         total = 0
         for p in rss:
             if p == me: continue
             q = p
             while q in parent and q != me and q > 1: q = parent[q]
             if q == me:
+                # A child caught between spawn and exec (vfork shares its parent's memory)
+                # shows the parent's very pages: same program, same size, same RSS. Counting
+                # it would add the parent twice.
+                up = parent.get(p)
+                if (up in rss and rss[up] == rss[p] and vsize[up] == vsize[p]
+                        and exe(up) is not None and exe(up) == exe(p)):
+                    continue
                 total += rss[p]
                 if p not in seen:
                     seen.add(p)
