@@ -566,6 +566,33 @@ async fn the_sandbox_denies_writes_outside_the_workspace_or_fails_closed() {
     let _ = std::fs::remove_file(&outside);
 }
 
+/// A sandboxed command must not reach keel's memory: Landlock refuses tracing (and so
+/// `/proc/PID/task/TID/mem`) of any task outside the command's domain, and no keel thread may
+/// share the command's domain.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_sandboxed_command_cannot_open_the_memory_of_any_keel_thread() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut sandboxed = (*env(&dir)).clone();
+    sandboxed.sandbox = SandboxMode::WorkspaceWrite;
+    let bash = Bash::new(Arc::new(sandboxed));
+    let command = format!(
+        "for t in /proc/{}/task/*; do if exec 3<\"$t/mem\"; then echo OPENED; exec 3<&-; else echo DENIED; fi; done 2>/dev/null",
+        std::process::id()
+    );
+    // Twice: a second command must not find a confined keel thread left by the first.
+    for _ in 0..2 {
+        match run(&bash, json!({"command": command})).await {
+            Ok(out) => {
+                let shown = text(&out);
+                assert!(shown.contains("DENIED"), "{shown}");
+                assert!(!shown.contains("OPENED"), "{shown}");
+            }
+            // Without Landlock a restricted mode refuses to run at all.
+            Err(message) => assert!(message.contains("cannot be enforced"), "{message}"),
+        }
+    }
+}
+
 #[test]
 fn the_builtin_set_has_nine_tools_with_valid_schemas_and_modes() {
     let dir = tempfile::tempdir().unwrap();

@@ -9,7 +9,6 @@
 
 pub mod envclean;
 pub mod sandbox;
-mod spawner;
 
 use std::collections::HashMap;
 use std::io::Write as _;
@@ -27,7 +26,7 @@ use serde::Deserialize;
 use serde_json::json;
 use tokio::io::AsyncReadExt as _;
 
-use crate::env::{DEFAULT_BASH_TIMEOUT, MAX_BASH_TIMEOUT, SandboxMode, ToolEnv};
+use crate::env::{DEFAULT_BASH_TIMEOUT, MAX_BASH_TIMEOUT, ToolEnv};
 
 /// Output kept for the model before head and tail are cut (issue 4).
 pub const MAX_OUTPUT: usize = 30 * 1024;
@@ -56,8 +55,6 @@ pub struct Bash {
     reported_removed: AtomicBool,
     background: Mutex<HashMap<String, Background>>,
     next_background: AtomicUsize,
-    /// The confined thread sandboxed commands start from, once the first one ran.
-    spawner: Mutex<Option<spawner::Spawner>>,
 }
 
 impl Bash {
@@ -94,7 +91,6 @@ impl Bash {
             reported_removed: AtomicBool::new(false),
             background: Mutex::new(HashMap::new()),
             next_background: AtomicUsize::new(1),
-            spawner: Mutex::new(None),
         }
     }
 
@@ -115,6 +111,7 @@ impl Bash {
         };
         let mode = envclean::mode(self.env.env_mode, &vars);
         let (vars, removed) = envclean::clean(vars, mode);
+        let ruleset = sandbox::ruleset(&self.env).map_err(|e| ToolError::new(e.to_string()))?;
         let (reader, writer) =
             std::io::pipe().map_err(|e| ToolError::new(format!("cannot create a pipe: {e}")))?;
         let writer2 = writer
@@ -131,47 +128,39 @@ impl Bash {
             .stderr(writer2)
             .process_group(0)
             .kill_on_drop(true);
+        // The rules are applied in the child between fork and exec, so they bind only the
+        // command. (Confining a keel thread that starts the commands instead would be
+        // faster, but a command could then reach keel's memory through that thread, which
+        // shares it: Landlock lets a process trace tasks of its own domain.) Without a
+        // sandbox the standard library uses `posix_spawn`, which copies nothing.
+        if let Some(ruleset) = ruleset {
+            let mut ruleset = Some(ruleset);
+            let apply = move || match ruleset.take() {
+                Some(ruleset) => sandbox::enforce(ruleset),
+                None => Ok(()),
+            };
+            #[expect(
+                unsafe_code,
+                reason = "the sandbox must be applied between fork and exec"
+            )]
+            // SAFETY: the closure only makes the Landlock and prctl system calls on a ruleset
+            // built before the fork; it touches no lock another thread could hold.
+            unsafe {
+                cmd.pre_exec(apply);
+            }
+        }
         Ok((cmd, reader, removed))
     }
 
-    /// Starts `cmd`: directly under full access, else from the sandbox's confined thread
-    /// (set up on first use; a kernel that cannot enforce the sandbox fails every command).
-    async fn start(
-        &self,
-        cmd: tokio::process::Command,
-    ) -> Result<tokio::process::Child, ToolError> {
-        let cannot_start = |e: std::io::Error| ToolError::new(format!("cannot start bash: {e}"));
-        if self.env.sandbox == SandboxMode::DangerFullAccess {
-            let mut cmd = cmd;
-            let child = cmd.spawn().map_err(cannot_start)?;
-            // The command holds the write ends of the output pipe; dropping it lets the reader
-            // see the end of output once the command's processes are gone.
-            drop(cmd);
-            return Ok(child);
-        }
-        let existing = self
-            .spawner
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .clone();
-        let spawner = match existing {
-            Some(spawner) => spawner,
-            None => {
-                let ruleset = sandbox::ruleset(&self.env)
-                    .map_err(|e| ToolError::new(e.to_string()))?
-                    .ok_or_else(|| ToolError::new("the sandbox has no rules to enforce"))?;
-                let spawner = spawner::Spawner::start(ruleset).map_err(|e| {
-                    ToolError::new(format!(
-                        "the {} sandbox cannot be enforced here ({e}); the command was not run",
-                        self.env.sandbox.name()
-                    ))
-                })?;
-                *self.spawner.lock().unwrap_or_else(PoisonError::into_inner) =
-                    Some(spawner.clone());
-                spawner
-            }
-        };
-        spawner.spawn(cmd).await.map_err(cannot_start)
+    /// Starts `cmd` and drops it, so the pipe's write ends it held are closed and the
+    /// reader sees the end of output once the command's processes are gone.
+    fn start(cmd: tokio::process::Command) -> Result<tokio::process::Child, ToolError> {
+        let mut cmd = cmd;
+        let child = cmd
+            .spawn()
+            .map_err(|e| ToolError::new(format!("cannot start bash: {e}")))?;
+        drop(cmd);
+        Ok(child)
     }
 
     fn removed_note(&self, removed: &[String]) -> Option<String> {
@@ -204,7 +193,7 @@ impl Bash {
             .join(format!("bash-{}-{stamp}-{id}.log", std::process::id()));
         let file = private_file(&output)
             .map_err(|e| ToolError::new(format!("cannot create {}: {e}", output.display())))?;
-        let mut child = self.start(cmd).await?;
+        let mut child = Self::start(cmd)?;
         let pgid = child
             .id()
             .and_then(|id| i32::try_from(id).ok())
@@ -501,7 +490,7 @@ impl AgentTool for Bash {
             .min(MAX_BASH_TIMEOUT);
         let (cmd, reader, removed) = self.prepare(&args.command)?;
         let started = Instant::now();
-        let mut child = self.start(cmd).await?;
+        let mut child = Self::start(cmd)?;
         let pgid = child
             .id()
             .and_then(|id| i32::try_from(id).ok())

@@ -3,9 +3,9 @@
 //! `read-only` lets a command write only to temp folders and the null devices;
 //! `workspace-write` adds the workspace roots; `danger-full-access` applies nothing. Where
 //! the kernel cannot enforce Landlock, a restricted mode fails closed: the command does
-//! not run, and the error says how to proceed. The ruleset is built once per tool and
-//! enforced on a dedicated thread that starts every command ([`super::spawner`]), so it binds
-//! that thread and the commands, never the rest of keel.
+//! not run, and the error says how to proceed. The ruleset is built in the parent (opening
+//! the folders) and applied in the child between fork and exec, so it binds only the
+//! command and its descendants.
 
 use std::path::PathBuf;
 use std::sync::OnceLock;
@@ -135,7 +135,7 @@ pub fn ruleset(env: &ToolEnv) -> Result<Option<RulesetCreated>, SandboxError> {
     Ok(Some(created))
 }
 
-/// Applies a ruleset to the calling thread and everything it starts afterwards.
+/// Applies a ruleset to the calling process; called in the child before exec.
 pub(crate) fn enforce(ruleset: RulesetCreated) -> std::io::Result<()> {
     let status = ruleset.restrict_self().map_err(std::io::Error::other)?;
     match status.ruleset {
