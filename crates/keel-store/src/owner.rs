@@ -25,7 +25,7 @@ impl ProcessOwner {
         Self {
             boot_id: boot_id(),
             pid,
-            start_ticks: start_ticks(pid).unwrap_or(0),
+            start_ticks: process_start(pid).map_or(0, |(_, start)| start),
         }
     }
 
@@ -42,17 +42,17 @@ impl ProcessOwner {
         })
     }
 
-    /// Whether this process is still running: same boot, and the pid's start time matches.
-    /// Without `/proc` (or with an unknown start time) a live pid counts as alive, which errs
-    /// on the side of not closing another process's turn.
+    /// Whether this process is still running: same boot, a process with the pid that is not
+    /// a zombie, and the same start time. An owner recorded without a start time cannot be
+    /// told from a later process reusing its pid, so it counts as gone (as turns stored
+    /// before owners were recorded do); otherwise one reused pid could block a session until
+    /// the next reboot.
     pub fn is_alive(&self) -> bool {
-        if !self.boot_id.is_empty() && self.boot_id != boot_id() {
+        if self.start_ticks == 0 || (!self.boot_id.is_empty() && self.boot_id != boot_id()) {
             return false;
         }
-        match start_ticks(self.pid) {
-            Some(start) => self.start_ticks == 0 || start == self.start_ticks,
-            None => false,
-        }
+        matches!(process_start(self.pid), Some((state, start))
+            if start == self.start_ticks && !matches!(state, 'Z' | 'X'))
     }
 }
 
@@ -68,13 +68,16 @@ fn boot_id() -> String {
         .unwrap_or_default()
 }
 
-/// Field 22 of `/proc/PID/stat`; `None` when there is no such process. The command name
-/// (field 2) may hold spaces and parentheses, so fields are counted after its last `)`.
-fn start_ticks(pid: u32) -> Option<u64> {
+/// The state (field 3) and start time (field 22) of `/proc/PID/stat`; `None` when there is
+/// no such process. The command name (field 2) may hold spaces and parentheses, so fields
+/// are counted after its last `)`.
+fn process_start(pid: u32) -> Option<(char, u64)> {
     let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
-    let after_name = &stat[stat.rfind(')')? + 1..];
-    // After the name come field 3 (state) onwards; field 22 is the 20th of them.
-    after_name.split_whitespace().nth(19)?.parse().ok()
+    let mut fields = stat[stat.rfind(')')? + 1..].split_whitespace();
+    let state = fields.next()?.chars().next()?;
+    // Field 3 was the first after the name; field 22 is 19 further on.
+    let start = fields.nth(18)?.parse().ok()?;
+    Some((state, start))
 }
 
 #[cfg(test)]
@@ -104,15 +107,31 @@ mod tests {
             ..me.clone()
         };
         assert!(!rebooted.is_alive());
-        let mut child = std::process::Command::new("true").spawn().unwrap();
+        let unknown_start = ProcessOwner {
+            start_ticks: 0,
+            ..me.clone()
+        };
+        assert!(!unknown_start.is_alive());
+        // A zombie (exited, not yet reaped) is gone, and so is a reaped process.
+        let mut child = std::process::Command::new("sleep")
+            .arg("0.05")
+            .spawn()
+            .unwrap();
         let pid = child.id();
-        let dead = ProcessOwner {
+        let owner = ProcessOwner {
             pid,
-            start_ticks: start_ticks(pid).unwrap_or(1),
+            start_ticks: process_start(pid).unwrap().1,
             ..me
         };
+        assert!(owner.is_alive());
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+        while process_start(pid).is_some_and(|(state, _)| state != 'Z') {
+            assert!(std::time::Instant::now() < deadline, "sleep never exited");
+            std::thread::sleep(std::time::Duration::from_millis(10));
+        }
+        assert!(!owner.is_alive(), "a zombie is not alive");
         child.wait().unwrap();
-        assert!(!dead.is_alive());
+        assert!(!owner.is_alive());
         assert_eq!(ProcessOwner::parse("not an owner"), None);
     }
 }

@@ -33,7 +33,9 @@ pub const OBSERVER_TIMEOUT: Duration = Duration::from_secs(10);
 /// Lanes kept before idle ones are dropped from the map.
 const LANE_MAP_PRUNE_AT: usize = 256;
 
-/// An async callback run for every commit before it is acknowledged.
+/// An async callback run for every commit before it is acknowledged. It must tolerate
+/// seeing a commit again: a retry after a failed or dropped projection runs every observer
+/// once more, and such a late projection can come after a later revision's.
 pub type Observer = Arc<dyn Fn(Arc<HistoryCommitted>) -> BoxFuture<'static, ()> + Send + Sync>;
 
 type Lane = Arc<tokio::sync::Mutex<()>>;
@@ -44,8 +46,9 @@ struct Inner {
     lanes: Mutex<HashMap<SessionId, Weak<tokio::sync::Mutex<()>>>>,
     replay: Mutex<ReplayRegistry>,
     observers: Mutex<Vec<Observer>>,
-    /// Commits written by this process whose projection (step 4) failed: a retry of the same
-    /// operation projects them before acknowledging, instead of returning the stored receipt.
+    /// Operations of this process between their write and their acknowledgement (or whose
+    /// attempt failed or was dropped in between): a retry of one projects it before
+    /// acknowledging, instead of returning the stored receipt.
     unprojected: Mutex<HashSet<(SessionId, String)>>,
 }
 
@@ -213,6 +216,21 @@ impl Store {
             .await
     }
 
+    /// Starts a turn of this process in `session`, closing first (with `abandoned`) the turns
+    /// dead processes left running; fails with `session_busy`, changing nothing, while a live
+    /// process runs one. Checking and starting are one transaction, so two processes resuming
+    /// the same session cannot both get a turn. Returns the closed turns and the new one.
+    pub async fn begin_turn(
+        &self,
+        session: &SessionId,
+        source: TurnSource,
+        abandoned: TurnOutcome,
+    ) -> Result<(Vec<TurnRecord>, TurnRecord)> {
+        let session = session.clone();
+        self.call(move |conn| turns::begin_turn(conn, session.as_str(), &source, &abandoned))
+            .await
+    }
+
     /// The turn with this id.
     pub async fn turn(&self, turn: &TurnId) -> Result<TurnRecord> {
         let turn = turn.clone();
@@ -278,6 +296,17 @@ impl Store {
         }
 
         let turn_id = request.turn_id.clone();
+        let key = (request.session_id.clone(), request.operation_id.clone());
+        // Marked before the write and cleared only once projected: if this call fails or is
+        // dropped anywhere after the write (re-read, projection), a retry finds the mark and
+        // projects before acknowledging. A mark already present means an earlier attempt of
+        // this process did not finish.
+        let was_pending = !self
+            .inner
+            .unprojected
+            .lock()
+            .map_err(worker_error)?
+            .insert(key.clone());
         let request = Arc::new(request);
         let work = Arc::clone(&request);
         let print = fingerprint.clone();
@@ -293,41 +322,34 @@ impl Store {
                 Ok((true, written.receipt, true))
             })
             .await?;
-        let key = (request.session_id.clone(), request.operation_id.clone());
         let receipt = match outcome {
-            (false, _, _) => return Err(conflict()),
-            // Stored by an earlier attempt: acknowledged then (or by an earlier process), unless
-            // this process saw its projection fail, in which case step 4 runs now.
-            (true, receipt, false) => {
-                let pending = self
-                    .inner
-                    .unprojected
-                    .lock()
-                    .map_err(worker_error)?
-                    .remove(&key);
-                if !pending {
-                    return Ok(receipt);
+            // Someone else's operation under this id: not ours to mark.
+            (false, _, _) => {
+                if !was_pending {
+                    self.unmark(&key)?;
+                }
+                return Err(conflict());
+            }
+            // Stored and acknowledged by an earlier attempt (or an earlier process): only an
+            // attempt of this process that never finished leaves step 4 to do.
+            (true, receipt, false) if !was_pending => {
+                self.unmark(&key)?;
+                return Ok(receipt);
+            }
+            (true, receipt, written) => {
+                if written {
+                    tracing::debug!(
+                        session_id = %receipt.session_id,
+                        revision = receipt.revision,
+                        kind = receipt.kind.as_str(),
+                        "history committed"
+                    );
                 }
                 receipt
             }
-            (true, receipt, true) => {
-                tracing::debug!(
-                    session_id = %receipt.session_id,
-                    revision = receipt.revision,
-                    kind = receipt.kind.as_str(),
-                    "history committed"
-                );
-                receipt
-            }
         };
-        if let Err(error) = self.project(receipt.clone(), turn_id).await {
-            self.inner
-                .unprojected
-                .lock()
-                .map_err(worker_error)?
-                .insert(key);
-            return Err(error);
-        }
+        self.project(receipt.clone(), turn_id).await?;
+        self.unmark(&key)?;
         // Remembered only once acknowledged, so a retry after a failed projection is not
         // answered from the registry without being projected.
         self.inner.replay.lock().map_err(worker_error)?.remember(
@@ -336,6 +358,15 @@ impl Store {
             receipt.clone(),
         );
         Ok(receipt)
+    }
+
+    fn unmark(&self, key: &(SessionId, String)) -> Result<()> {
+        self.inner
+            .unprojected
+            .lock()
+            .map_err(worker_error)?
+            .remove(key);
+        Ok(())
     }
 
     async fn project(&self, receipt: CommitReceipt, turn_id: Option<TurnId>) -> Result<()> {

@@ -170,8 +170,42 @@ pub fn close_abandoned_turns(
     outcome: &TurnOutcome,
 ) -> Result<Vec<TurnRecord>> {
     let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
-    get_session(&tx, session)?;
-    let running: Vec<TurnRecord> = list_turns(&tx, session)?
+    let closed = close_abandoned_in(&tx, session, outcome)?;
+    tx.commit()?;
+    closed
+        .iter()
+        .map(|turn| get_turn(conn, turn.id.as_str()))
+        .collect()
+}
+
+/// Starts a turn of this process in `session` after closing the turns dead processes left
+/// running, in one transaction: of two processes resuming the same session at once, exactly
+/// one gets the turn and the other [`StoreError::SessionBusy`], before either touches its
+/// history. Returns the closed turns and the new one.
+pub fn begin_turn(
+    conn: &mut Connection,
+    session: &str,
+    source: &TurnSource,
+    abandoned: &TurnOutcome,
+) -> Result<(Vec<TurnRecord>, TurnRecord)> {
+    let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
+    let closed = close_abandoned_in(&tx, session, abandoned)?;
+    let started = create_turn(&tx, session, source)?;
+    tx.commit()?;
+    let closed = closed
+        .iter()
+        .map(|turn| get_turn(conn, turn.id.as_str()))
+        .collect::<Result<_>>()?;
+    Ok((closed, started))
+}
+
+fn close_abandoned_in(
+    conn: &Connection,
+    session: &str,
+    outcome: &TurnOutcome,
+) -> Result<Vec<TurnRecord>> {
+    get_session(conn, session)?;
+    let running: Vec<TurnRecord> = list_turns(conn, session)?
         .into_iter()
         .filter(|turn| turn.status == TurnStatus::Running)
         .collect();
@@ -188,11 +222,7 @@ pub fn close_abandoned_turns(
         }
     }
     for turn in &running {
-        end_turn(&tx, turn.id.as_str(), outcome, turn.usage.as_ref())?;
+        end_turn(conn, turn.id.as_str(), outcome, turn.usage.as_ref())?;
     }
-    tx.commit()?;
-    running
-        .iter()
-        .map(|turn| get_turn(conn, turn.id.as_str()))
-        .collect()
+    Ok(running)
 }

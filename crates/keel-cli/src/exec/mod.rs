@@ -154,7 +154,7 @@ against this JSON Schema:\n{schema_text}\n"
     };
     let opened = persist::open_session(&sessions, target, new).await?;
     let session_id = opened.record.id.clone();
-    let turn_id = persist::start_turn(&sessions, &session_id).await?;
+    let turn_id = opened.turn.clone();
     let mut hooks = hooks;
     let commit_failure = Arc::new(std::sync::Mutex::new(None));
     hooks

@@ -56,6 +56,8 @@ pub struct Opened {
     pub start: SessionStart,
     /// Canonical history, every tool call answered.
     pub history: Vec<Arc<Message>>,
+    /// The run's turn, started and owned by this process.
+    pub turn: TurnId,
 }
 
 /// The session's title: the prompt's first non-empty line, shortened.
@@ -75,19 +77,30 @@ pub fn title_of(prompt: &str) -> String {
 /// Opens the session the run targets. A resumed session's turns left running by a dead process
 /// are closed as failed (their unacknowledged inputs re-queued), and its unanswered tool calls
 /// are answered with an "interrupted" error (committed, so history stays valid for every later
-/// reader). A session another live keel process is running a turn of is refused.
+/// reader). A session another live keel process is running a turn of is refused before its
+/// history is touched. The run's turn is started here, in the same transaction as that check.
 pub async fn open_session(
     store: &Store,
     target: Target,
     new: NewSession,
 ) -> anyhow::Result<Opened> {
+    // Turns a dead process left running are closed; one a live process still runs makes
+    // the session busy, and nothing is touched.
+    let abandoned = TurnOutcome::Failed {
+        code: INTERRUPTED_CODE.into(),
+        message: "the process running this turn stopped before it ended".into(),
+    };
     let id = match target {
         Target::New => {
             let record = store.create_session(new).await?;
+            let (_, turn) = store
+                .begin_turn(&record.id, TurnSource::Api, abandoned)
+                .await?;
             return Ok(Opened {
                 record,
                 start: SessionStart::New,
                 history: Vec::new(),
+                turn: turn.id,
             });
         }
         Target::Id(typed) => store.resolve_session(&typed).await?,
@@ -98,13 +111,9 @@ pub async fn open_session(
             ),
         },
     };
-    // Turns a dead process left running are closed; one a live process still runs makes
-    // the session busy, and nothing is touched.
-    let outcome = TurnOutcome::Failed {
-        code: INTERRUPTED_CODE.into(),
-        message: "the process running this turn stopped before it ended".into(),
-    };
-    store.close_abandoned_turns(&id, outcome).await?;
+    // From here on this process owns the session's running turn, so another resuming
+    // process stops at the check above instead of answering this run's calls.
+    let (_, turn) = store.begin_turn(&id, TurnSource::Api, abandoned).await?;
     let stored = store.history(&id).await?;
     let history = match close_interrupted(&stored) {
         Some(entries) => {
@@ -126,6 +135,7 @@ pub async fn open_session(
         record: store.session(&id).await?,
         start: SessionStart::Resumed,
         history,
+        turn: turn.id,
     })
 }
 
@@ -234,11 +244,6 @@ impl HistoryChangedHook for CommitHistory {
             }
         }
     }
-}
-
-/// Starts the run's turn in the store.
-pub async fn start_turn(store: &Store, session: &SessionId) -> anyhow::Result<TurnId> {
-    Ok(store.start_turn(session, TurnSource::Api).await?.id)
 }
 
 #[cfg(test)]

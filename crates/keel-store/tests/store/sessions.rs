@@ -365,4 +365,21 @@ async fn resuming_closes_only_turns_whose_process_is_gone() {
             .unwrap()
             .is_empty()
     );
+
+    // begin_turn checks and starts in one step: the first caller gets the turn, a second
+    // one finds it running and starts nothing.
+    let (closed, mine) = store
+        .begin_turn(&s.id, TurnSource::Api, interrupted())
+        .await
+        .unwrap();
+    assert!(closed.is_empty());
+    assert_eq!(mine.status, TurnStatus::Running);
+    let before = store.turns(&s.id).await.unwrap().len();
+    let busy = store
+        .begin_turn(&s.id, TurnSource::Api, interrupted())
+        .await
+        .unwrap_err();
+    assert_eq!(busy.code(), "session_busy");
+    assert!(busy.to_string().contains(mine.id.as_str()), "{busy}");
+    assert_eq!(store.turns(&s.id).await.unwrap().len(), before);
 }

@@ -447,3 +447,37 @@ async fn a_retry_after_a_failed_projection_projects_before_it_acknowledges() {
     assert_eq!(calls.load(std::sync::atomic::Ordering::SeqCst), 2);
     assert_eq!(store.history(&s.id).await.unwrap().len(), 1);
 }
+
+#[tokio::test(start_paused = true)]
+async fn a_retry_after_a_dropped_commit_projects_before_it_acknowledges() {
+    let (_dir, store) = temp_store().await;
+    let s = session(&store).await;
+    let calls = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let counter = Arc::clone(&calls);
+    store
+        .add_observer(Arc::new(move |_event: Arc<HistoryCommitted>| {
+            let first = counter.fetch_add(1, std::sync::atomic::Ordering::SeqCst) == 0;
+            Box::pin(async move {
+                if first {
+                    std::future::pending::<()>().await;
+                }
+            })
+        }))
+        .unwrap();
+    let request = CommitRequest::append(s.id.clone(), "op-1", vec![entry("a")]);
+    // The caller gives up while the first projection hangs: the write is durable, the
+    // acknowledgement never happened.
+    let gave_up = tokio::time::timeout(Duration::from_millis(50), store.commit(request.clone()));
+    assert!(gave_up.await.is_err());
+    assert_eq!(calls.load(std::sync::atomic::Ordering::SeqCst), 1);
+    assert_eq!(store.session(&s.id).await.unwrap().revision, 1);
+    let receipt = store.commit(request.clone()).await.unwrap();
+    assert_eq!(receipt.revision, 1);
+    assert_eq!(
+        calls.load(std::sync::atomic::Ordering::SeqCst),
+        2,
+        "the retry projected the commit before acknowledging it"
+    );
+    assert_eq!(store.commit(request).await.unwrap(), receipt);
+    assert_eq!(calls.load(std::sync::atomic::Ordering::SeqCst), 2);
+}
