@@ -73,7 +73,8 @@ YAML
       # Codex runs with danger-full-access and pi has no sandbox; `keel` matches them, and
       # `keel-sandboxed` keeps keel's default Landlock workspace-write sandbox on every command.
       local sandbox=danger-full-access; [[ $name == keel-sandboxed ]] && sandbox=workspace-write
-      cmd=(env KEEL_HOME="$d/home" "$KEEL" exec --permission full --sandbox "$sandbox" --output-format json "Run the long workload.");;
+      # stream-json: events as they happen, like `codex exec --json` and `pi --mode json`.
+      cmd=(env KEEL_HOME="$d/home" "$KEEL" exec --permission full --sandbox "$sandbox" --output-format stream-json "Run the long workload.");;
     codex)
       cat >"$d/home/config.toml" <<TOML
 model = "mock-model"

@@ -220,9 +220,10 @@ async fn connect(
             format!("cannot encode the request: {e}"),
         ))
     })?;
-    let mut builder = client
-        .post(&wire.url)
-        .body(reqwest::Body::wrap(ChunkedBody::new(chunks)));
+    // One buffer, not a stream of the shared chunks: reqwest can only re-send a body it can
+    // clone, which it does to follow a 307/308 redirect and to retry an HTTP/2 refusal.
+    let body = bytes::Bytes::from(chunks.concat());
+    let mut builder = client.post(&wire.url).body(body);
     for (name, value) in &wire.headers {
         builder = builder.header(name.as_str(), value.as_str());
     }
@@ -347,50 +348,6 @@ fn retry_after_ms(headers: &reqwest::header::HeaderMap) -> Option<u64> {
     get("retry-after")
         .and_then(|v| v.parse::<f64>().ok())
         .map(|s| (s.max(0.0) * 1000.0) as u64)
-}
-
-/// A request body sent from shared chunks with its exact length known, so it goes out with a
-/// `content-length` (not chunked transfer encoding) and nothing is copied into one buffer.
-struct ChunkedBody {
-    chunks: VecDeque<bytes::Bytes>,
-    remaining: u64,
-}
-
-impl ChunkedBody {
-    fn new(chunks: Vec<bytes::Bytes>) -> Self {
-        let remaining = chunks.iter().map(|chunk| chunk.len() as u64).sum();
-        Self {
-            chunks: chunks
-                .into_iter()
-                .filter(|chunk| !chunk.is_empty())
-                .collect(),
-            remaining,
-        }
-    }
-}
-
-impl http_body::Body for ChunkedBody {
-    type Data = bytes::Bytes;
-    type Error = std::convert::Infallible;
-
-    fn poll_frame(
-        mut self: std::pin::Pin<&mut Self>,
-        _cx: &mut std::task::Context<'_>,
-    ) -> std::task::Poll<Option<Result<http_body::Frame<Self::Data>, Self::Error>>> {
-        let next = self.chunks.pop_front();
-        if let Some(chunk) = &next {
-            self.remaining -= chunk.len() as u64;
-        }
-        std::task::Poll::Ready(next.map(|chunk| Ok(http_body::Frame::data(chunk))))
-    }
-
-    fn is_end_stream(&self) -> bool {
-        self.chunks.is_empty()
-    }
-
-    fn size_hint(&self) -> http_body::SizeHint {
-        http_body::SizeHint::with_exact(self.remaining)
-    }
 }
 
 #[cfg(test)]

@@ -979,3 +979,31 @@ fn a_signed_call_without_thoughts_keeps_its_signature_for_the_next_request() {
         "no empty thought part, the signature back on the first call only"
     );
 }
+
+/// A thought that carries its own signature keeps it; the call's signature travels on the
+/// call, not over the thought's.
+#[test]
+fn a_calls_signature_does_not_replace_its_thoughts_signature() {
+    let events = decode(&[
+        r#"{"candidates": [{"content": {"parts": [{"text": "Plan.", "thought": true, "thoughtSignature": "sig-thought"}, {"functionCall": {"id": "c1", "name": "read", "args": {}}, "thoughtSignature": "sig-call"}],"role": "model"},"finishReason": "STOP","index": 0}]}"#,
+    ]);
+    let mut builder = AssistantBuilder::new();
+    for event in &events {
+        builder.apply(event).unwrap();
+    }
+    let req = request(
+        vec![
+            Message::user_text("go"),
+            Message::Assistant(builder.finish()),
+        ],
+        RequestOptions::default(),
+    );
+    let body = build(&model(), &req, None).body;
+    assert_eq!(
+        body["contents"][1]["parts"],
+        json!([
+            {"text": "Plan.", "thought": true, "thoughtSignature": "sig-thought"},
+            {"functionCall": {"name": "read", "args": {}, "id": "c1"}, "thoughtSignature": "sig-call"},
+        ])
+    );
+}

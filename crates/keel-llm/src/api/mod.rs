@@ -50,7 +50,7 @@ impl WireRequest {
         }
     }
 
-    /// The body as sent, as chunks that share the cached message JSON instead of copying it.
+    /// The body as chunks that share the cached message JSON (joined once to send).
     pub fn body_chunks(&self) -> serde_json::Result<Vec<bytes::Bytes>> {
         match &self.spliced {
             Some(spliced) => encode_cache::splice_chunks(spliced.key, &spliced.items, &self.body),

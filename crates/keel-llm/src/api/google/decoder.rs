@@ -142,7 +142,7 @@ impl GoogleDecoder {
         if !thought_text {
             let is_call = part.function_call.is_some();
             let signature = signature.take();
-            if is_call && !self.thinking_open() {
+            if is_call && !self.thinking_open_unsigned() {
                 // Gemini 3 signs the first function call of a step even when no thoughts are
                 // shown, and refuses the next request unless the call carries the signature
                 // back. An empty signed thinking block before the call keeps it; the encoder
@@ -209,11 +209,13 @@ impl GoogleDecoder {
         self.sign(signature);
     }
 
-    fn thinking_open(&self) -> bool {
+    /// Whether a thinking block without a signature yet is open (a call's signature may go
+    /// to it; a block's own signature must not be overwritten by a call's).
+    fn thinking_open_unsigned(&self) -> bool {
         matches!(
             &self.open,
             Some(OpenBlock {
-                kind: OpenKind::Thinking { .. },
+                kind: OpenKind::Thinking { signature: None },
                 ..
             })
         )
