@@ -151,6 +151,18 @@ pub fn open(path: &Path, durability: Durability) -> Result<Connection> {
 
 /// Applies every migration newer than the database's version, each in its own transaction.
 pub fn migrate(conn: &mut Connection) -> Result<()> {
+    // Up to date (the common case, and every read-only command): a read, no write lock, so
+    // opening the database never waits for or blocks a writer.
+    // An error here means the table does not exist yet: migrate from nothing below.
+    let current: Option<u32> = conn
+        .query_row("SELECT MAX(version) FROM schema_version", [], |row| {
+            row.get::<_, Option<u32>>(0)
+        })
+        .ok()
+        .flatten();
+    if current == Some(known_version()) {
+        return Ok(());
+    }
     conn.execute_batch("CREATE TABLE IF NOT EXISTS schema_version (version INTEGER NOT NULL)")?;
     loop {
         let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;

@@ -93,10 +93,11 @@ impl ExecHost {
             format,
             stop,
             state: Mutex::new(Emitter {
-                ids,
+                envelope: envelope_ids(&ids),
                 sequence: 0,
                 stdout_closed: false,
                 items: Items::default(),
+                line: Vec::new(),
             }),
         }
     }
@@ -147,7 +148,7 @@ impl ExecHost {
                 out.emit(&self.stop, "exec.completed", json!({"result": result}));
             }
             Format::Json => match serde_json::to_string(result) {
-                Ok(line) => out.write_line(&self.stop, &line),
+                Ok(line) => out.write_line(&self.stop, format!("{line}\n").as_bytes()),
                 Err(error) => eprintln!("keel: cannot encode the result: {error}"),
             },
             Format::Text => {
@@ -161,7 +162,7 @@ impl ExecHost {
                 }
                 if result.status == ExecStatus::Succeeded && !result.final_text.is_empty() {
                     let text = result.final_text.trim_end_matches('\n');
-                    out.write_line(&self.stop, text);
+                    out.write_line(&self.stop, format!("{text}\n").as_bytes());
                 }
             }
         }
@@ -231,41 +232,59 @@ fn progress(body: &RuntimeEventBody) {
 }
 
 /// Numbering, ids and item state of the stream-json output.
+/// The run's ids as the start of a JSON object's members, ending with a comma.
+fn envelope_ids(ids: &RunIds) -> String {
+    let member = |key: &str, value: &str| format!("\"{key}\":{},", Value::String(value.to_owned()));
+    member("run_id", &ids.run_id)
+        + &member("session_id", &ids.session_id)
+        + &member("turn_id", &ids.turn_id)
+}
+
 struct Emitter {
-    ids: RunIds,
+    /// `"run_id":…,"session_id":…,"turn_id":…,` serialized once for every line.
+    envelope: String,
     sequence: u64,
     stdout_closed: bool,
+    /// The line being written, reused: a turn writes a line per streamed delta.
+    line: Vec<u8>,
     items: Items,
 }
 
 impl Emitter {
-    /// Writes one enveloped event.
+    /// Writes one enveloped event: the envelope's fields, then `fields`' members. Written
+    /// straight into a reused buffer and sent with one write, since every streamed delta
+    /// becomes a line.
     fn emit(&mut self, stop: &Stop, kind: &str, fields: Value) {
-        let mut line = json!({
-            "schema_version": SCHEMA_VERSION,
-            "sequence": self.sequence,
-            "timestamp_ms": keel_protocol::now_ms(),
-            "run_id": self.ids.run_id,
-            "session_id": self.ids.session_id,
-            "turn_id": self.ids.turn_id,
-            "type": kind,
-        });
-        if let (Some(line), Value::Object(fields)) = (line.as_object_mut(), fields) {
-            line.extend(fields);
+        let mut line = std::mem::take(&mut self.line);
+        line.clear();
+        let _ = write!(
+            line,
+            "{{\"schema_version\":{SCHEMA_VERSION},\"sequence\":{},\"timestamp_ms\":{},{}\"type\":",
+            self.sequence,
+            keel_protocol::now_ms(),
+            self.envelope
+        );
+        let _ = serde_json::to_writer(&mut line, kind);
+        if let Value::Object(fields) = &fields {
+            for (key, value) in fields {
+                line.push(b',');
+                let _ = serde_json::to_writer(&mut line, key);
+                line.push(b':');
+                let _ = serde_json::to_writer(&mut line, value);
+            }
         }
+        line.extend_from_slice(b"}\n");
         self.sequence += 1;
-        self.write_line(stop, &line.to_string());
+        self.write_line(stop, &line);
+        self.line = line;
     }
 
-    fn write_line(&mut self, stop: &Stop, line: &str) {
+    fn write_line(&mut self, stop: &Stop, line: &[u8]) {
         if self.stdout_closed {
             return;
         }
         let mut out = std::io::stdout().lock();
-        let written = out
-            .write_all(line.as_bytes())
-            .and_then(|()| out.write_all(b"\n"))
-            .and_then(|()| out.flush());
+        let written = out.write_all(line).and_then(|()| out.flush());
         if written.is_err() {
             // EPIPE or any other failure: nobody can read what follows.
             self.stdout_closed = true;

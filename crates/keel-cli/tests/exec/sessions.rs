@@ -267,8 +267,9 @@ fn export_writes_markdown_and_json() {
     assert_eq!(json["history"].as_array().unwrap().len(), 2);
 }
 
-/// Waits until the session database shows `count` messages in the only session.
-fn wait_for_messages(home: &Home, count: usize) -> String {
+/// Waits until the session database shows `count` messages in the only session; on a
+/// timeout the message shows what the running child wrote to `stderr_path`.
+fn wait_for_messages(home: &Home, count: usize, stderr_path: &std::path::Path) -> String {
     let deadline = Instant::now() + Duration::from_secs(20);
     loop {
         let list = home.sessions_json(&["list", "--json"]);
@@ -279,7 +280,8 @@ fn wait_for_messages(home: &Home, count: usize) -> String {
         }
         assert!(
             Instant::now() < deadline,
-            "the session never reached {count} messages"
+            "the session never reached {count} messages; sessions: {list}; the run's stderr: {}",
+            std::fs::read_to_string(stderr_path).unwrap_or_default()
         );
         std::thread::sleep(Duration::from_millis(50));
     }
@@ -302,10 +304,10 @@ fn a_tool_call_interrupted_by_sigkill_is_closed_on_resume() {
         .arg(&path)
         .arg("run the tools")
         .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::null())
+        .stderr(std::fs::File::create(home.home.path().join("run.stderr")).unwrap())
         .spawn()
         .unwrap();
-    let id = wait_for_messages(&home, 2);
+    let id = wait_for_messages(&home, 2, &home.home.path().join("run.stderr"));
     // While that process still runs its turn, the session is busy: nothing is touched.
     let path = script(home.home.path(), r#"[{"text": "too early"}]"#);
     let busy = home
