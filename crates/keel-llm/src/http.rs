@@ -67,6 +67,8 @@ pub struct HttpProvider {
     api_key: Option<String>,
     /// Wire JSON of the messages sent so far, reused by the next request.
     encoded: Arc<EncodeCache>,
+    /// The buffer request bodies are joined into, reused from one request to the next.
+    bodies: Arc<BodyBuffer>,
 }
 
 impl HttpProvider {
@@ -77,6 +79,7 @@ impl HttpProvider {
             model: Arc::new(model),
             api_key,
             encoded: Arc::default(),
+            bodies: Arc::default(),
         }
     }
 
@@ -95,10 +98,14 @@ impl StreamFn for HttpProvider {
             .clone()
             .or_else(|| self.api_key.clone());
         let wire = api::build_request_cached(&self.model, &request, key.as_deref(), &self.encoded);
+        let body = wire
+            .body_chunks()
+            .map(|chunks| self.bodies.join(&chunks))
+            .map_err(|e| e.to_string());
         let call = Call {
             client: self.client.clone(),
             model: self.model.clone(),
-            wire: Some(wire),
+            wire: Some((wire, body)),
             body: None,
             parser: SseParser::new(),
             decoder: api::decoder(&self.model),
@@ -119,7 +126,7 @@ type Body = std::pin::Pin<Box<dyn futures::Stream<Item = reqwest::Result<bytes::
 struct Call {
     client: reqwest::Client,
     model: Arc<ModelEntry>,
-    wire: Option<api::WireRequest>,
+    wire: Option<(api::WireRequest, Result<bytes::Bytes, String>)>,
     body: Option<Body>,
     parser: SseParser,
     decoder: Box<dyn Decoder>,
@@ -138,12 +145,13 @@ impl Call {
             if self.finished {
                 return None;
             }
-            if let Some(wire) = self.wire.take() {
+            if let Some((wire, body)) = self.wire.take() {
                 let connecting = connect(
                     self.client.clone(),
                     self.model.clone(),
                     self.cancel.clone(),
                     wire,
+                    body,
                 );
                 match connecting.await {
                     Ok(body) => self.body = Some(body),
@@ -213,16 +221,14 @@ async fn connect(
     model: Arc<ModelEntry>,
     cancel: CancellationToken,
     wire: api::WireRequest,
+    body: Result<bytes::Bytes, String>,
 ) -> Result<Body, StreamEvent> {
-    let chunks = wire.body_chunks().map_err(|e| {
+    let body = body.map_err(|e| {
         failed(ErrorInfo::new(
             ErrorCode::InvalidRequest,
             format!("cannot encode the request: {e}"),
         ))
     })?;
-    // One buffer, not a stream of the shared chunks: reqwest can only re-send a body it can
-    // clone, which it does to follow a 307/308 redirect and to retry an HTTP/2 refusal.
-    let body = bytes::Bytes::from(chunks.concat());
     let mut builder = client.post(&wire.url).body(body);
     for (name, value) in &wire.headers {
         builder = builder.header(name.as_str(), value.as_str());
@@ -350,9 +356,61 @@ fn retry_after_ms(headers: &reqwest::header::HeaderMap) -> Option<u64> {
         .map(|s| (s.max(0.0) * 1000.0) as u64)
 }
 
+/// Joins request bodies into one reusable allocation. One buffer, not a stream of the
+/// shared chunks: reqwest can only re-send a body it can clone, which it does to follow a
+/// 307/308 redirect and to retry an HTTP/2 refusal. Reusing the allocation once the previous
+/// body was sent spares every request the page faults of a fresh multi-hundred-KiB buffer.
+#[derive(Default)]
+struct BodyBuffer {
+    buffer: std::sync::Mutex<bytes::BytesMut>,
+}
+
+impl BodyBuffer {
+    fn join(&self, chunks: &[bytes::Bytes]) -> bytes::Bytes {
+        let total = chunks.iter().map(bytes::Bytes::len).sum();
+        let mut buffer = self
+            .buffer
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        // Reclaims the earlier allocation when nothing holds the last body any more.
+        buffer.reserve(total);
+        for chunk in chunks {
+            buffer.extend_from_slice(chunk);
+        }
+        buffer.split().freeze()
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn bodies_are_joined_exactly_and_reuse_the_buffer_once_sent() {
+        let buffers = BodyBuffer::default();
+        let chunks = |n: usize| -> Vec<bytes::Bytes> {
+            vec![
+                bytes::Bytes::from(vec![b'a'; n]),
+                bytes::Bytes::from_static(b","),
+                bytes::Bytes::from(vec![b'b'; n]),
+            ]
+        };
+        let first = buffers.join(&chunks(300_000));
+        assert_eq!(first.len(), 600_001);
+        assert_eq!(&first[299_999..300_002], b"a,b");
+        let address = first.as_ptr();
+        // Once sent (dropped), its allocation serves the next body.
+        drop(first);
+        let again = buffers.join(&chunks(200_000));
+        assert_eq!(again.as_ptr(), address);
+        assert_eq!(again.len(), 400_001);
+        assert_eq!(&again[199_999..200_002], b"a,b");
+        // While a body is still held, the next one gets other memory.
+        let held = buffers.join(&chunks(10));
+        assert_ne!(held.as_ptr(), address);
+        assert_eq!(&held[..], b"aaaaaaaaaa,bbbbbbbbbb");
+        assert_eq!(again.len(), 400_001, "the held body is untouched");
+    }
 
     #[test]
     fn error_bodies_of_every_shape_are_read() {

@@ -59,6 +59,8 @@ pub struct ServerOptions {
 pub struct RequestTiming {
     /// Position, from 0.
     pub index: usize,
+    /// The request's first bytes were read (the connection was accepted before).
+    pub first_byte_ms: f64,
     /// The request's head and body were read whole.
     pub received_ms: f64,
     /// The last byte of the response was written and the stream shut down.
@@ -171,7 +173,8 @@ fn unix_ms() -> f64 {
 }
 
 async fn handle(mut stream: TcpStream, state: &State) -> std::io::Result<()> {
-    let Some(request) = read_request(&mut stream).await? else {
+    let mut first_byte_ms = 0.0;
+    let Some(request) = read_request(&mut stream, &mut first_byte_ms).await? else {
         return Ok(());
     };
     let received_ms = unix_ms();
@@ -180,6 +183,7 @@ async fn handle(mut stream: TcpStream, state: &State) -> std::io::Result<()> {
     if let Some(file) = &state.timings {
         let timing = RequestTiming {
             index,
+            first_byte_ms,
             received_ms,
             done_ms: unix_ms(),
         };
@@ -447,7 +451,11 @@ async fn status(
 type Request = (String, String, BTreeMap<String, String>, Vec<u8>);
 
 /// Reads one request; `None` when the client closed without sending one.
-async fn read_request(stream: &mut TcpStream) -> std::io::Result<Option<Request>> {
+/// Reads one request; `first_byte_ms` gets the time its first bytes arrived.
+async fn read_request(
+    stream: &mut TcpStream,
+    first_byte_ms: &mut f64,
+) -> std::io::Result<Option<Request>> {
     let mut buf = Vec::with_capacity(8 * 1024);
     let head_end = loop {
         if let Some(pos) = buf.windows(4).position(|w| w == b"\r\n\r\n") {
@@ -460,6 +468,9 @@ async fn read_request(stream: &mut TcpStream) -> std::io::Result<Option<Request>
         let n = stream.read(&mut chunk).await?;
         if n == 0 {
             return Ok(None);
+        }
+        if buf.is_empty() {
+            *first_byte_ms = unix_ms();
         }
         buf.extend_from_slice(&chunk[..n]);
     };
@@ -479,14 +490,14 @@ async fn read_request(stream: &mut TcpStream) -> std::io::Result<Option<Request>
     if length > MAX_BODY {
         return Err(std::io::Error::other("request body too large"));
     }
-    let mut body = buf[head_end + 4..].to_vec();
+    let mut body = Vec::with_capacity(length);
+    body.extend_from_slice(&buf[head_end + 4..]);
     while body.len() < length {
-        let mut chunk = vec![0u8; (length - body.len()).min(64 * 1024)];
-        let n = stream.read(&mut chunk).await?;
+        // Straight into the body's spare capacity: no buffer per read.
+        let n = stream.read_buf(&mut body).await?;
         if n == 0 {
             break;
         }
-        body.extend_from_slice(&chunk[..n]);
     }
     body.truncate(length);
     Ok(Some((method, path, headers, body)))

@@ -91,9 +91,13 @@ fn serves_the_workload_and_records_requests() {
     assert_eq!(timed.len(), 4, "{timed:?}");
     for (i, t) in timed.iter().enumerate() {
         assert_eq!(t["index"], i, "{timed:?}");
+        let first = t["first_byte_ms"].as_f64().unwrap();
         let received = t["received_ms"].as_f64().unwrap();
         let done = t["done_ms"].as_f64().unwrap();
-        assert!(received > 1.7e12 && done >= received, "{timed:?}");
+        assert!(
+            first > 1.7e12 && received >= first && done >= received,
+            "{timed:?}"
+        );
     }
 }
 

@@ -3,6 +3,8 @@
 //!
 //! Inputs a turn claimed but never acknowledged go back to the queue whenever the turn ends,
 //! in the same transaction, so an input is never lost and never blocks the end of a turn.
+//! Delivery is at least once: an input committed to history whose claim a crash left
+//! unacknowledged is queued again and reaches the next turn a second time.
 
 use keel_protocol::{SessionId, TurnId, TurnOutcome, Usage, now_ms};
 use rusqlite::{Connection, OptionalExtension, Row, TransactionBehavior, params};
