@@ -92,6 +92,14 @@ pub enum StoreError {
         /// The durable revision.
         revision: u64,
     },
+    /// A turn cannot close while inputs it claimed are neither acknowledged nor released.
+    #[error("turn {turn} still has {count} claimed input(s) in flight")]
+    ClaimsInFlight {
+        /// The turn.
+        turn: String,
+        /// Claimed but unacknowledged inputs.
+        count: usize,
+    },
     /// Another live keel process is running a turn of this session.
     #[error(
         "session {session} is in use: keel process {pid} is running its turn {turn}; wait for it \
@@ -128,6 +136,7 @@ impl StoreError {
             Self::ReadBackMismatch { .. } => "read_back_mismatch",
             Self::ProjectionTimeout { .. } => "projection_timeout",
             Self::SessionBusy { .. } => "session_busy",
+            Self::ClaimsInFlight { .. } => "claims_in_flight",
             Self::Worker(_) => "store_worker",
         }
     }
@@ -153,6 +162,7 @@ impl StoreError {
             | Self::Conflict { .. }
             | Self::InvalidOperation(_)
             | Self::ReadBackMismatch { .. }
+            | Self::ClaimsInFlight { .. }
             | Self::Worker(_) => false,
         }
     }

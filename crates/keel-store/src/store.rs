@@ -191,7 +191,8 @@ impl Store {
             .await
     }
 
-    /// Ends a turn; inputs it claimed and did not acknowledge go back to the queue.
+    /// Ends a turn; refused while it has claimed inputs in flight (acknowledge or release
+    /// them first).
     pub async fn finish_turn(
         &self,
         turn: &TurnId,

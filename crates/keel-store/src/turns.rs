@@ -1,10 +1,11 @@
 //! Turns: started by one process, ended once, and closed on resume only when the process
 //! that ran them is gone.
 //!
-//! Inputs a turn claimed but never acknowledged go back to the queue whenever the turn ends,
-//! in the same transaction, so an input is never lost and never blocks the end of a turn.
-//! Delivery is at least once: an input committed to history whose claim a crash left
-//! unacknowledged is queued again and reaches the next turn a second time.
+//! A live turn does not close while a consumption is in flight (SPEC §13): its host
+//! acknowledges or releases what it claimed first. A turn whose process died cannot, so
+//! closing it puts what it claimed back in the queue in the same transaction; delivery is
+//! then at least once (an input already committed to history whose claim the crash left
+//! unacknowledged reaches the next turn a second time), never lost.
 
 use keel_protocol::{SessionId, TurnId, TurnOutcome, Usage, now_ms};
 use rusqlite::{Connection, OptionalExtension, Row, TransactionBehavior, params};
@@ -124,19 +125,17 @@ fn end_turn(
     id: &str,
     outcome: &TurnOutcome,
     usage: Option<&Usage>,
-) -> Result<usize> {
-    let requeued = requeue_claims(conn, id)?;
+) -> Result<()> {
     let (status, code) = outcome_status(outcome);
     let usage = usage.map(serde_json::to_string).transpose()?;
     conn.execute(
         "UPDATE turns SET status = ?2, error_code = ?3, usage = ?4, ended_ms = ?5 WHERE id = ?1",
         params![id, status.as_str(), code, usage, now_ms()],
     )?;
-    Ok(requeued)
+    Ok(())
 }
 
-/// Ends a running turn. Inputs it claimed but did not acknowledge go back to the queue in the
-/// same transaction.
+/// Ends a running turn. Refused while inputs it claimed are neither acknowledged nor released.
 pub fn finish_turn(
     conn: &mut Connection,
     id: &str,
@@ -151,15 +150,19 @@ pub fn finish_turn(
             turn.status.as_str()
         )));
     }
-    let requeued = end_turn(&tx, id, outcome, usage)?;
-    tx.commit()?;
-    if requeued > 0 {
-        tracing::debug!(
-            turn = id,
-            requeued,
-            "unacknowledged inputs went back to the queue"
-        );
+    let in_flight: i64 = tx.query_row(
+        "SELECT COUNT(*) FROM inputs WHERE turn_id = ?1 AND state = 'claimed'",
+        [id],
+        |row| row.get(0),
+    )?;
+    if in_flight > 0 {
+        return Err(StoreError::ClaimsInFlight {
+            turn: id.to_owned(),
+            count: usize::try_from(in_flight).unwrap_or(usize::MAX),
+        });
     }
+    end_turn(&tx, id, outcome, usage)?;
+    tx.commit()?;
     get_turn(conn, id)
 }
 
@@ -224,6 +227,10 @@ fn close_abandoned_in(
         }
     }
     for turn in &running {
+        let requeued = requeue_claims(conn, turn.id.as_str())?;
+        if requeued > 0 {
+            tracing::debug!(turn = %turn.id, requeued, "a dead turn's claimed inputs went back to the queue");
+        }
         end_turn(conn, turn.id.as_str(), outcome, turn.usage.as_ref())?;
     }
     Ok(running)

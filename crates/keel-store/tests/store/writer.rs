@@ -376,45 +376,33 @@ async fn claimed_inputs_are_acknowledged_after_the_commit_or_requeued() {
 }
 
 #[tokio::test]
-async fn ending_a_turn_requeues_what_it_claimed_and_did_not_acknowledge() {
+async fn a_live_turn_does_not_close_while_a_claim_is_in_flight() {
     let (_dir, store) = temp_store().await;
     let s = session(&store).await;
-    let first = store
+    let input = store
         .enqueue_input(&s.id, serde_json::json!({"steer": "one"}))
         .await
         .unwrap();
-    let second = store
-        .enqueue_input(&s.id, serde_json::json!({"steer": "two"}))
-        .await
-        .unwrap();
     let turn = store.start_turn(&s.id, TurnSource::Api).await.unwrap();
-    store.claim_inputs(&s.id, &turn.id).await.unwrap().unwrap();
-    assert!(store.queued_inputs(&s.id).await.unwrap().is_empty());
-    let ended = store
+    let claim = store.claim_inputs(&s.id, &turn.id).await.unwrap().unwrap();
+    let refused = store
+        .finish_turn(&turn.id, TurnOutcome::Completed, None)
+        .await
+        .unwrap_err();
+    assert_eq!(refused.code(), "claims_in_flight");
+    assert_eq!(
+        store.turn(&turn.id).await.unwrap().status,
+        TurnStatus::Running
+    );
+    // The re-queue path: released, the input is queued again and the turn can close.
+    assert_eq!(store.release_claim(&claim.id).await.unwrap(), 1);
+    let queued = store.queued_inputs(&s.id).await.unwrap();
+    assert_eq!(queued.len(), 1);
+    assert_eq!(queued[0].id, input);
+    store
         .finish_turn(&turn.id, TurnOutcome::Completed, None)
         .await
         .unwrap();
-    assert_eq!(ended.status, TurnStatus::Completed);
-    let queued: Vec<String> = store
-        .queued_inputs(&s.id)
-        .await
-        .unwrap()
-        .into_iter()
-        .map(|input| input.id)
-        .collect();
-    assert_eq!(queued, vec![first, second], "back in the queue, in order");
-    // The next turn claims them again.
-    let next = store.start_turn(&s.id, TurnSource::Api).await.unwrap();
-    assert_eq!(
-        store
-            .claim_inputs(&s.id, &next.id)
-            .await
-            .unwrap()
-            .unwrap()
-            .inputs
-            .len(),
-        2
-    );
 }
 
 #[tokio::test(start_paused = true)]
