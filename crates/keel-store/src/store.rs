@@ -49,7 +49,45 @@ struct Inner {
     /// Operations of this process between their write and their acknowledgement (or whose
     /// attempt failed or was dropped in between): a retry of one projects it before
     /// acknowledging, instead of returning the stored receipt.
-    unprojected: Mutex<HashSet<(SessionId, String)>>,
+    unprojected: Mutex<Unprojected>,
+}
+
+/// Most operations kept marked as written but not acknowledged. Marks of operations whose
+/// callers gave up (and never retry under the same id) would otherwise pile up; past the
+/// bound the oldest are forgotten, and a late retry of one is then acknowledged from the
+/// stored commit without projecting it again.
+const UNPROJECTED_MAX: usize = 4_096;
+
+/// Operation marks in insertion order, bounded by [`UNPROJECTED_MAX`].
+#[derive(Default)]
+struct Unprojected {
+    keys: HashSet<(SessionId, String)>,
+    order: std::collections::VecDeque<(SessionId, String)>,
+}
+
+impl Unprojected {
+    /// Marks `key`; `false` when it was marked already.
+    fn insert(&mut self, key: (SessionId, String)) -> bool {
+        if !self.keys.insert(key.clone()) {
+            return false;
+        }
+        self.order.push_back(key);
+        while self.keys.len() > UNPROJECTED_MAX {
+            match self.order.pop_front() {
+                Some(oldest) => {
+                    self.keys.remove(&oldest);
+                }
+                None => break,
+            }
+        }
+        true
+    }
+
+    fn remove(&mut self, key: &(SessionId, String)) {
+        if self.keys.remove(key) {
+            self.order.retain(|marked| marked != key);
+        }
+    }
 }
 
 /// Durable sessions and canonical history on one SQLite file. Cheap to clone.
@@ -85,7 +123,7 @@ impl Store {
                 lanes: Mutex::new(HashMap::new()),
                 replay: Mutex::new(ReplayRegistry::default()),
                 observers: Mutex::new(Vec::new()),
-                unprojected: Mutex::new(HashSet::new()),
+                unprojected: Mutex::new(Unprojected::default()),
             }),
         })
     }
@@ -311,18 +349,35 @@ impl Store {
         let request = Arc::new(request);
         let work = Arc::clone(&request);
         let print = fingerprint.clone();
-        let outcome = self
+        // Errors before the write (inside `Ok`) leave nothing stored; errors after it (the
+        // re-read) and worker failures may follow a write, so they keep the mark.
+        let attempt = self
             .call(move |conn| {
-                if let Some((earlier, receipt)) =
-                    sql::find_commit(conn, &work.session_id, &work.operation_id)?
-                {
-                    return Ok((earlier == print, receipt, false));
+                let found = match sql::find_commit(conn, &work.session_id, &work.operation_id) {
+                    Ok(found) => found,
+                    Err(error) => return Ok(Err(error)),
+                };
+                if let Some((earlier, receipt)) = found {
+                    return Ok(Ok((earlier == print, receipt, false)));
                 }
-                let written = sql::apply(conn, &work, &print)?;
+                // `apply` is one transaction: when it fails, nothing was committed.
+                let written = match sql::apply(conn, &work, &print) {
+                    Ok(written) => written,
+                    Err(error) => return Ok(Err(error)),
+                };
                 sql::verify(conn, &written)?;
-                Ok((true, written.receipt, true))
+                Ok(Ok((true, written.receipt, true)))
             })
             .await?;
+        let outcome = match attempt {
+            Ok(outcome) => outcome,
+            Err(unwritten) => {
+                if !was_pending {
+                    self.unmark(&key)?;
+                }
+                return Err(unwritten);
+            }
+        };
         let receipt = match outcome {
             // Someone else's operation under this id: not ours to mark.
             (false, _, _) => {
@@ -491,5 +546,62 @@ impl Store {
             Ok((record, turns, history))
         })
         .await
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+
+    use keel_protocol::Message;
+
+    use super::*;
+    use crate::model::{Entry, NewSession};
+
+    fn marked(store: &Store) -> usize {
+        store.inner.unprojected.lock().unwrap().keys.len()
+    }
+
+    #[tokio::test]
+    async fn a_commit_refused_before_its_write_leaves_no_mark() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open(dir.path().join("k.db"), Durability::Normal)
+            .await
+            .unwrap();
+        let session = store
+            .create_session(NewSession {
+                cwd: "/w".into(),
+                ..NewSession::default()
+            })
+            .await
+            .unwrap();
+        let entry = || vec![Entry::new(Message::user_text("a"))];
+        let mut stale = CommitRequest::append(session.id.clone(), "op-stale", entry());
+        stale.expected_revision = Some(7);
+        for _ in 0..3 {
+            let error = store.commit(stale.clone()).await.unwrap_err();
+            assert_eq!(error.code(), "stale_revision");
+        }
+        assert_eq!(marked(&store), 0);
+        store
+            .commit(CommitRequest::append(session.id.clone(), "op-ok", entry()))
+            .await
+            .unwrap();
+        assert_eq!(marked(&store), 0, "acknowledged commits are unmarked");
+    }
+
+    #[test]
+    fn marks_are_bounded_oldest_first() {
+        let mut marks = Unprojected::default();
+        let key = |n: usize| (SessionId::from("s-1".to_owned()), format!("op-{n}"));
+        for n in 0..UNPROJECTED_MAX + 10 {
+            assert!(marks.insert(key(n)));
+        }
+        assert_eq!(marks.keys.len(), UNPROJECTED_MAX);
+        assert!(!marks.keys.contains(&key(0)) && marks.keys.contains(&key(10)));
+        assert!(!marks.insert(key(10)), "already marked");
+        marks.remove(&key(10));
+        assert!(!marks.keys.contains(&key(10)));
+        assert_eq!(marks.order.len(), UNPROJECTED_MAX - 1);
     }
 }

@@ -152,6 +152,9 @@ against this JSON Schema:\n{schema_text}\n"
         model: model_name.clone(),
         parent_id: None,
     };
+    // Everything that can refuse the run is checked before the session's turn is started,
+    // so a bad setting never leaves a turn running.
+    let stream = StreamSettings::default().from_env()?;
     let opened = persist::open_session(&sessions, target, new).await?;
     let session_id = opened.record.id.clone();
     let turn_id = opened.turn.clone();
@@ -188,7 +191,6 @@ against this JSON Schema:\n{schema_text}\n"
         request_options: Default::default(),
         api_keys: None,
     };
-    let stream = StreamSettings::default().from_env()?;
     let runner = TurnRunner::new(RunnerDefaults {
         stream,
         max_steps: args.max_steps,

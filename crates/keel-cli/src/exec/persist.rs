@@ -114,7 +114,34 @@ pub async fn open_session(
     // From here on this process owns the session's running turn, so another resuming
     // process stops at the check above instead of answering this run's calls.
     let (_, turn) = store.begin_turn(&id, TurnSource::Api, abandoned).await?;
-    let stored = store.history(&id).await?;
+    match resume_history(store, &id).await {
+        Ok((record, history)) => Ok(Opened {
+            record,
+            start: SessionStart::Resumed,
+            history,
+            turn: turn.id,
+        }),
+        Err(error) => {
+            // The turn must not stay running: record why it ended before it began.
+            let failed = TurnOutcome::Failed {
+                code: "resume_failed".into(),
+                message: format!("{error:#}"),
+            };
+            if let Err(finish) = store.finish_turn(&turn.id, failed, None).await {
+                eprintln!("keel: cannot record the failed resume on its turn: {finish}");
+            }
+            Err(error)
+        }
+    }
+}
+
+/// The resumed session's record and history, every tool call answered (a call left without a
+/// result is answered "interrupted", committed right after its batch).
+async fn resume_history(
+    store: &Store,
+    id: &SessionId,
+) -> anyhow::Result<(SessionRecord, Vec<Arc<Message>>)> {
+    let stored = store.history(id).await?;
     let history = match close_interrupted(&stored) {
         Some(entries) => {
             let request = CommitRequest {
@@ -131,12 +158,7 @@ pub async fn open_session(
         }
         None => stored.into_iter().map(|e| Arc::new(e.message)).collect(),
     };
-    Ok(Opened {
-        record: store.session(&id).await?,
-        start: SessionStart::Resumed,
-        history,
-        turn: turn.id,
-    })
+    Ok((store.session(id).await?, history))
 }
 
 /// History with an "interrupted" error result after every tool call that has none, placed

@@ -417,3 +417,26 @@ fn bad_session_ids_are_usage_errors() {
         stderr(&output)
     );
 }
+
+#[test]
+fn a_bad_setting_is_refused_before_a_session_or_turn_is_started() {
+    let home = Home::new();
+    let path = script(home.home.path(), r#"[{"text": "never"}]"#);
+    let output = home
+        .keel()
+        .arg("exec")
+        .arg("--mock-script")
+        .arg(&path)
+        .arg("hello")
+        .env("KEEL_LLM_IDLE_TIMEOUT_MS", "abc")
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(2), "{}", stderr(&output));
+    assert!(
+        stderr(&output).contains("KEEL_LLM_IDLE_TIMEOUT_MS"),
+        "{}",
+        stderr(&output)
+    );
+    let list = home.sessions_json(&["list", "--json"]);
+    assert_eq!(list, serde_json::json!([]), "nothing was started");
+}
