@@ -24,7 +24,6 @@ pub use model::{
     Claim, CommitKind, CommitReceipt, CommitRequest, Entry, ForkPoint, HistoryCommitted, HistoryOp,
     NewSession, QueuedInput, SessionRecord, StoredEntry, TurnRecord, TurnSource, TurnStatus,
 };
-pub use owner::ProcessOwner;
 pub use replay::{REPLAY_MAX_BYTES, REPLAY_MAX_ENTRIES, ReplayRegistry, fingerprint};
 pub use schema::{BUSY_TIMEOUT, Durability, known_version as known_schema_version};
 pub use store::{OBSERVER_TIMEOUT, Observer, Store};

@@ -9,18 +9,18 @@ use std::fmt;
 
 /// One process, identified across pid reuse.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct ProcessOwner {
+pub(crate) struct ProcessOwner {
     /// `/proc/sys/kernel/random/boot_id`, empty where unknown.
-    pub boot_id: String,
+    pub(crate) boot_id: String,
     /// The process id.
-    pub pid: u32,
+    pub(crate) pid: u32,
     /// Start time in clock ticks after boot; 0 where unknown.
-    pub start_ticks: u64,
+    pub(crate) start_ticks: u64,
 }
 
 impl ProcessOwner {
     /// This process.
-    pub fn current() -> Self {
+    pub(crate) fn current() -> Self {
         let pid = std::process::id();
         Self {
             boot_id: boot_id(),
@@ -30,7 +30,7 @@ impl ProcessOwner {
     }
 
     /// Parses the stored form `BOOT/PID/START`; `None` for anything else.
-    pub fn parse(text: &str) -> Option<Self> {
+    pub(crate) fn parse(text: &str) -> Option<Self> {
         let mut parts = text.rsplitn(3, '/');
         let start_ticks = parts.next()?.parse().ok()?;
         let pid = parts.next()?.parse().ok()?;
@@ -47,7 +47,7 @@ impl ProcessOwner {
     /// told from a later process reusing its pid, so it counts as gone (as turns stored
     /// before owners were recorded do); otherwise one reused pid could block a session until
     /// the next reboot.
-    pub fn is_alive(&self) -> bool {
+    pub(crate) fn is_alive(&self) -> bool {
         if self.start_ticks == 0 || (!self.boot_id.is_empty() && self.boot_id != boot_id()) {
             return false;
         }

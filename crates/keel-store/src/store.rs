@@ -242,19 +242,6 @@ impl Store {
             .await
     }
 
-    /// Closes with `outcome` the session's running turns whose process is gone (a crash or a
-    /// kill), re-queueing their unacknowledged inputs; fails with `session_busy`, changing
-    /// nothing, while a live process runs one of its turns.
-    pub async fn close_abandoned_turns(
-        &self,
-        session: &SessionId,
-        outcome: TurnOutcome,
-    ) -> Result<Vec<TurnRecord>> {
-        let session = session.clone();
-        self.call(move |conn| turns::close_abandoned_turns(conn, session.as_str(), &outcome))
-            .await
-    }
-
     /// Starts a turn of this process in `session`, closing first (with `abandoned`) the turns
     /// dead processes left running; fails with `session_busy`, changing nothing, while a live
     /// process runs one. Checking and starting are one transaction, so two processes resuming

@@ -166,23 +166,6 @@ pub fn finish_turn(
     get_turn(conn, id)
 }
 
-/// Closes the session's turns whose process is gone with `outcome`, re-queueing what they
-/// claimed, all in one transaction. A running turn whose process is still alive (this one
-/// included) makes the whole call fail with [`StoreError::SessionBusy`] and changes nothing.
-pub fn close_abandoned_turns(
-    conn: &mut Connection,
-    session: &str,
-    outcome: &TurnOutcome,
-) -> Result<Vec<TurnRecord>> {
-    let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
-    let closed = close_abandoned_in(&tx, session, outcome)?;
-    tx.commit()?;
-    closed
-        .iter()
-        .map(|turn| get_turn(conn, turn.id.as_str()))
-        .collect()
-}
-
 /// Starts a turn of this process in `session` after closing the turns dead processes left
 /// running, in one transaction: of two processes resuming the same session at once, exactly
 /// one gets the turn and the other [`StoreError::SessionBusy`], before either touches its
@@ -204,6 +187,9 @@ pub fn begin_turn(
     Ok((closed, started))
 }
 
+/// Closes the session's turns whose process is gone with `outcome`, re-queueing what they
+/// claimed; a running turn whose process is alive (this one included) is
+/// [`StoreError::SessionBusy`].
 fn close_abandoned_in(
     conn: &Connection,
     session: &str,

@@ -30,6 +30,8 @@ mod decoder;
 mod reader;
 mod think_tags;
 
+use std::sync::Arc;
+
 use base64::Engine as _;
 use bytes::Bytes;
 use keel_protocol::{
@@ -232,61 +234,62 @@ pub(super) fn tool_images_caption(result: &ToolResultMessage) -> String {
 }
 
 fn encode_messages(request: &LlmRequest) -> Vec<Value> {
-    let mut out = Vec::with_capacity(request.messages.len() + 1);
-    if !request.system_prompt.is_empty() {
-        out.push(system_message(request));
-    }
-    // Images from a run of tool results, sent as one user message after the run: a user
-    // message between tool messages would split the answers to one assistant message.
-    let mut tool_images: Vec<Value> = Vec::new();
-    for message in request.messages.iter() {
-        if !matches!(**message, Message::ToolResult(_)) {
-            flush_tool_images(&mut out, &mut tool_images);
-        }
-        out.extend(encode_message(message, &mut tool_images));
-    }
-    flush_tool_images(&mut out, &mut tool_images);
-    out
+    walk(
+        request,
+        |message, images| encode_message(message, images),
+        |value| value,
+    )
 }
 
 /// [`encode_messages`] as serialized items, each message's taken from `cache` when it was
 /// encoded before. A tool result with images also feeds the images message that follows its
 /// run, so it is encoded each time.
 fn encode_messages_cached(request: &LlmRequest, cache: &EncodeCache) -> Vec<Bytes> {
-    let mut out: Vec<Bytes> = Vec::with_capacity(request.messages.len() + 1);
-    if !request.system_prompt.is_empty() {
-        out.push(to_json(&system_message(request)));
-    }
-    let mut tool_images: Vec<Value> = Vec::new();
-    let flush = |out: &mut Vec<Bytes>, parts: &mut Vec<Value>| {
-        if !parts.is_empty() {
-            out.push(to_json(
-                &json!({"role": "user", "content": std::mem::take(parts)}),
-            ));
-        }
-    };
-    for message in request.messages.iter() {
-        if !matches!(**message, Message::ToolResult(_)) {
-            flush(&mut out, &mut tool_images);
-        }
+    let items = |message: &Arc<Message>, tool_images: &mut Vec<Value>| -> Vec<Bytes> {
         let with_images = match &**message {
             Message::ToolResult(result) => images(&result.content).next().is_some(),
             _ => false,
         };
         if with_images {
-            let items = encode_message(message, &mut tool_images);
-            out.extend(items.iter().map(to_json));
+            encode_message(message, tool_images)
+                .iter()
+                .map(to_json)
+                .collect()
         } else {
-            let items = cache.items(message, || encode_message(message, &mut Vec::new()));
-            out.extend(items.iter().cloned());
+            cache
+                .items(message, || encode_message(message, &mut Vec::new()))
+                .to_vec()
         }
-    }
-    flush(&mut out, &mut tool_images);
-    out
+    };
+    walk(request, items, |value| to_json(&value))
 }
 
-fn system_message(request: &LlmRequest) -> Value {
-    json!({"role": "system", "content": &*request.system_prompt})
+/// The conversation as wire items: the system prompt, then each message's `items`. Images
+/// from a run of tool results are sent as one user message after the run: a user message
+/// between tool messages would split the answers to one assistant message.
+fn walk<T>(
+    request: &LlmRequest,
+    mut items: impl FnMut(&Arc<Message>, &mut Vec<Value>) -> Vec<T>,
+    item: impl Fn(Value) -> T,
+) -> Vec<T> {
+    let mut out = Vec::with_capacity(request.messages.len() + 1);
+    if !request.system_prompt.is_empty() {
+        out.push(item(
+            json!({"role": "system", "content": &*request.system_prompt}),
+        ));
+    }
+    let mut tool_images: Vec<Value> = Vec::new();
+    for message in request.messages.iter() {
+        if !matches!(**message, Message::ToolResult(_)) && !tool_images.is_empty() {
+            let parts = std::mem::take(&mut tool_images);
+            out.push(item(json!({"role": "user", "content": parts})));
+        }
+        out.extend(items(message, &mut tool_images));
+    }
+    if !tool_images.is_empty() {
+        out.push(item(json!({"role": "user", "content": tool_images})));
+    }
+    out
 }
 
 /// The wire messages of one message (none for host messages, or an assistant message with
@@ -313,12 +316,6 @@ fn encode_message(message: &Message, tool_images: &mut Vec<Value>) -> Vec<Value>
         }
         // Host messages never reach a model.
         _ => Vec::new(),
-    }
-}
-
-fn flush_tool_images(out: &mut Vec<Value>, parts: &mut Vec<Value>) {
-    if !parts.is_empty() {
-        out.push(json!({"role": "user", "content": std::mem::take(parts)}));
     }
 }
 

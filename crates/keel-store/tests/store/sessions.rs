@@ -309,10 +309,15 @@ async fn resuming_closes_only_turns_whose_process_is_gone() {
     let live = store.start_turn(&s.id, TurnSource::Api).await.unwrap();
     assert!(live.owner.is_some());
     let busy = store
-        .close_abandoned_turns(&s.id, interrupted())
+        .begin_turn(&s.id, TurnSource::Api, interrupted())
         .await
         .unwrap_err();
     assert_eq!(busy.code(), "session_busy");
+    assert_eq!(
+        store.turns(&s.id).await.unwrap().len(),
+        1,
+        "no turn started"
+    );
     assert!(busy.is_retryable());
     let message = busy.to_string();
     assert!(
@@ -345,8 +350,9 @@ async fn resuming_closes_only_turns_whose_process_is_gone() {
         )
         .unwrap();
     }
-    let closed = store
-        .close_abandoned_turns(&s.id, interrupted())
+    // Starting a turn closes both dead ones, re-queues the input, and owns the session.
+    let (closed, mine) = store
+        .begin_turn(&s.id, TurnSource::Api, interrupted())
         .await
         .unwrap();
     assert_eq!(closed.len(), 2);
@@ -357,23 +363,10 @@ async fn resuming_closes_only_turns_whose_process_is_gone() {
     let queued = store.queued_inputs(&s.id).await.unwrap();
     assert_eq!(queued.len(), 1);
     assert_eq!(queued[0].id, input);
-    // Nothing left running: a second call closes nothing.
-    assert!(
-        store
-            .close_abandoned_turns(&s.id, interrupted())
-            .await
-            .unwrap()
-            .is_empty()
-    );
-
-    // begin_turn checks and starts in one step: the first caller gets the turn, a second
-    // one finds it running and starts nothing.
-    let (closed, mine) = store
-        .begin_turn(&s.id, TurnSource::Api, interrupted())
-        .await
-        .unwrap();
-    assert!(closed.is_empty());
     assert_eq!(mine.status, TurnStatus::Running);
+
+    // Checking and starting are one step: a second caller finds the new turn running and
+    // starts nothing.
     let before = store.turns(&s.id).await.unwrap().len();
     let busy = store
         .begin_turn(&s.id, TurnSource::Api, interrupted())

@@ -60,10 +60,6 @@ impl SandboxError {
     }
 }
 
-fn mode_name(mode: SandboxMode) -> &'static str {
-    mode.name()
-}
-
 /// Whether this kernel enforces Landlock, probed once on a throwaway thread (a restriction
 /// binds only the thread that makes it).
 pub fn probe() -> Result<(), String> {
@@ -93,7 +89,7 @@ pub fn ruleset(env: &ToolEnv) -> Result<Option<RulesetCreated>, SandboxError> {
         return Ok(None);
     }
     probe().map_err(|detail| SandboxError::Unavailable {
-        mode: mode_name(env.sandbox),
+        mode: env.sandbox.name(),
         detail,
     })?;
     let mut writable: Vec<PathBuf> = ALWAYS_WRITABLE.iter().map(PathBuf::from).collect();
@@ -106,7 +102,7 @@ pub fn ruleset(env: &ToolEnv) -> Result<Option<RulesetCreated>, SandboxError> {
     // block when asked for (ABI 4, Linux 6.7): a kernel that cannot is refused, not
     // trusted. Newer rights are taken where the kernel has them.
     let unavailable = |e: landlock::RulesetError| SandboxError::Unavailable {
-        mode: mode_name(env.sandbox),
+        mode: env.sandbox.name(),
         detail: format!("a required Landlock right is missing ({e}); Linux 6.2 or newer is needed"),
     };
     let mut ruleset = Ruleset::default()
