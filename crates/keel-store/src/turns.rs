@@ -196,10 +196,17 @@ fn close_abandoned_in(
     outcome: &TurnOutcome,
 ) -> Result<Vec<TurnRecord>> {
     get_session(conn, session)?;
-    let running: Vec<TurnRecord> = list_turns(conn, session)?
+    // Only the running ones: a long session has many ended turns to skip.
+    let mut statement = conn.prepare_cached(&format!(
+        "SELECT {TURN_COLUMNS} FROM turns WHERE session_id = ?1 AND status = 'running' \
+         ORDER BY started_ms, rowid"
+    ))?;
+    let running = statement
+        .query_map([session], turn_from_row)?
+        .collect::<rusqlite::Result<Vec<_>>>()?
         .into_iter()
-        .filter(|turn| turn.status == TurnStatus::Running)
-        .collect();
+        .map(decode_turn)
+        .collect::<Result<Vec<TurnRecord>>>()?;
     for turn in &running {
         // Rows from before owners were recorded have none: their process is long gone.
         if let Some(owner) = turn.owner.as_deref().and_then(ProcessOwner::parse)

@@ -2,21 +2,14 @@
 
 use pretty_assertions::assert_eq;
 
-use crate::{keel, script, temp_dir};
+use crate::{exec_script, keel, script, temp_dir};
 
 #[test]
 fn exec_prints_the_streamed_answer() {
-    let dir = temp_dir("text");
-    let path = script(
-        &dir,
+    let (_dir, output) = exec_script(
         r#"[{"text": "Hello from the script.", "chunk_size": 3}]"#,
+        &["hi"],
     );
-    let output = keel()
-        .args(["exec", "--mock-script"])
-        .arg(&path)
-        .arg("hi")
-        .output()
-        .unwrap();
     assert!(
         output.status.success(),
         "{}",
@@ -30,14 +23,7 @@ fn exec_prints_the_streamed_answer() {
 
 #[test]
 fn the_hidden_json_flag_is_stream_json() {
-    let dir = temp_dir("json");
-    let path = script(&dir, r#"[{"text": "ok"}]"#);
-    let output = keel()
-        .args(["exec", "--json", "--mock-script"])
-        .arg(&path)
-        .arg("hi")
-        .output()
-        .unwrap();
+    let (_dir, output) = exec_script(r#"[{"text": "ok"}]"#, &["--json", "hi"]);
     assert!(output.status.success());
     let events = crate::lines(&output.stdout);
     for (i, event) in events.iter().enumerate() {
@@ -49,17 +35,10 @@ fn the_hidden_json_flag_is_stream_json() {
 
 #[test]
 fn a_failed_model_call_exits_4_with_its_code() {
-    let dir = temp_dir("fail");
-    let path = script(
-        &dir,
+    let (_dir, output) = exec_script(
         r#"[{"error": {"code": "auth", "message": "bad key"}}]"#,
+        &["hi"],
     );
-    let output = keel()
-        .args(["exec", "--mock-script"])
-        .arg(&path)
-        .arg("hi")
-        .output()
-        .unwrap();
     assert_eq!(output.status.code(), Some(4));
     let stderr = String::from_utf8(output.stderr).unwrap();
     assert!(
@@ -70,17 +49,10 @@ fn a_failed_model_call_exits_4_with_its_code() {
 
 #[test]
 fn an_overloaded_model_is_retried_and_the_turn_recovers() {
-    let dir = temp_dir("retry");
-    let path = script(
-        &dir,
+    let (_dir, output) = exec_script(
         r#"[{"error": {"code": "overloaded", "message": "busy", "retry_after_ms": 20}}, {"text": "recovered"}]"#,
+        &["hi"],
     );
-    let output = keel()
-        .args(["exec", "--mock-script"])
-        .arg(&path)
-        .arg("hi")
-        .output()
-        .unwrap();
     assert!(
         output.status.success(),
         "{}",
@@ -91,14 +63,7 @@ fn an_overloaded_model_is_retried_and_the_turn_recovers() {
 
 #[test]
 fn a_bad_script_is_named_with_what_is_wrong() {
-    let dir = temp_dir("bad");
-    let path = script(&dir, r#"[{"txt": "typo"}]"#);
-    let output = keel()
-        .args(["exec", "--mock-script"])
-        .arg(&path)
-        .arg("hi")
-        .output()
-        .unwrap();
+    let (_dir, output) = exec_script(r#"[{"txt": "typo"}]"#, &["hi"]);
     assert_eq!(output.status.code(), Some(2));
     let stderr = String::from_utf8(output.stderr).unwrap();
     assert!(
@@ -319,7 +284,7 @@ fn tools_run_behind_the_permission_gate() {
 
 #[test]
 fn a_durable_run_stores_its_session_too() {
-    let (_dir, output) = crate::exec_script(
+    let (_dir, output) = exec_script(
         r#"[{"text": "synced"}]"#,
         &["--durable", "--output-format", "json", "keep this"],
     );

@@ -5,11 +5,10 @@ use crate::assemble::AssistantBuilder;
 use crate::model::{Api, Capabilities, Compat, Prices};
 use crate::request::{ModelSpec, RequestOptions};
 use crate::sse::SseParser;
-use keel_protocol::{
-    AssistantMessage, ImageBlock, TextBlock, ThinkingBlock, ToolCall, ToolCallId, ToolDefinition,
-    UserMessage,
-};
+use keel_protocol::{AssistantMessage, TextBlock, ThinkingBlock, ToolCall, ToolDefinition};
 use pretty_assertions::assert_eq;
+
+use super::super::fixtures::{image_tool_step, thinking};
 
 fn model() -> ModelEntry {
     ModelEntry {
@@ -527,71 +526,15 @@ fn an_empty_body_still_starts_and_ends() {
 }
 
 fn conversation() -> Vec<Message> {
-    vec![
-        Message::User(UserMessage {
-            content: vec![
-                text("What is in this image?"),
-                ContentBlock::Image(ImageBlock {
-                    data: vec![1, 2, 3],
-                    mime_type: "image/png".into(),
-                }),
-            ],
-            timestamp: 0,
-            batch_id: None,
-            hidden: false,
-        }),
-        Message::Assistant(AssistantMessage {
-            content: vec![
-                ContentBlock::Thinking(ThinkingBlock {
-                    thinking: "Look closer.".into(),
-                    signature: Some("sig-1".into()),
-                    redacted: false,
-                }),
-                ContentBlock::Thinking(ThinkingBlock {
-                    thinking: String::new(),
-                    signature: Some("blob".into()),
-                    redacted: true,
-                }),
-                ContentBlock::Thinking(ThinkingBlock {
-                    thinking: "unsigned, dropped".into(),
-                    signature: None,
-                    redacted: false,
-                }),
-                text("Let me check."),
-                ContentBlock::ToolCall(ToolCall {
-                    id: "toolu_1".into(),
-                    name: "read".into(),
-                    arguments: json!({"path": "a.png"}),
-                }),
-                ContentBlock::ToolCall(ToolCall {
-                    id: "toolu_2".into(),
-                    name: "bash".into(),
-                    arguments: json!({"command": "false"}),
-                }),
-            ],
-            stop_reason: StopReason::ToolUse,
-            ..AssistantMessage::default()
-        }),
-        Message::ToolResult(ToolResultMessage {
-            tool_call_id: ToolCallId::new("toolu_1"),
-            tool_name: "read".into(),
-            content: vec![
-                text("an image"),
-                ContentBlock::Image(ImageBlock {
-                    data: vec![4, 5],
-                    mime_type: "image/jpeg".into(),
-                }),
-            ],
-            details: None,
-            is_error: false,
-            timestamp: 0,
-        }),
-        Message::ToolResult(ToolResultMessage::error(
-            ToolCallId::new("toolu_2"),
-            "bash",
-            "exit code 1",
-        )),
-    ]
+    image_tool_step(
+        ["toolu_1", "toolu_2"],
+        vec![
+            thinking("Look closer.", Some("sig-1"), false),
+            thinking("", Some("blob"), true),
+            thinking("unsigned, dropped", None, false),
+        ],
+        Vec::new(),
+    )
 }
 
 #[test]

@@ -46,9 +46,7 @@ use super::{Decoder, cut_stream, malformed};
 #[cfg(test)]
 use flat::Flat;
 #[cfg(test)]
-use keel_protocol::{
-    ErrorCode, ErrorInfo, ResponseMeta, StopReason, StreamEvent, ToolCallId, Usage,
-};
+use keel_protocol::{ErrorCode, ErrorInfo, ResponseMeta, StopReason, StreamEvent, Usage};
 #[cfg(test)]
 use wire::Chunk;
 

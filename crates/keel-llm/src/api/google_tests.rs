@@ -5,10 +5,10 @@ use crate::assemble::AssistantBuilder;
 use crate::model::{Api, Capabilities, Compat, Prices};
 use crate::request::{ModelSpec, RequestOptions};
 use crate::sse::SseParser;
-use keel_protocol::{
-    AssistantMessage, ImageBlock, TextBlock, ThinkingBlock, ToolCall, ToolDefinition, UserMessage,
-};
+use keel_protocol::{AssistantMessage, TextBlock, ThinkingBlock, ToolCall, ToolDefinition};
 use pretty_assertions::assert_eq;
+
+use super::super::fixtures::{image_tool_step, thinking};
 
 fn model() -> ModelEntry {
     ModelEntry {
@@ -513,66 +513,11 @@ fn malformed_function_call_and_blocked_prompt_are_errors() {
 }
 
 fn conversation() -> Vec<Message> {
-    vec![
-        Message::User(UserMessage {
-            content: vec![
-                text("What is in this image?"),
-                ContentBlock::Image(ImageBlock {
-                    data: vec![1, 2, 3],
-                    mime_type: "image/png".into(),
-                }),
-            ],
-            timestamp: 0,
-            batch_id: None,
-            hidden: false,
-        }),
-        Message::Assistant(AssistantMessage {
-            content: vec![
-                ContentBlock::Thinking(ThinkingBlock {
-                    thinking: "unsigned, dropped".into(),
-                    signature: None,
-                    redacted: false,
-                }),
-                text("Let me check."),
-                ContentBlock::Thinking(ThinkingBlock {
-                    thinking: "Read it.".into(),
-                    signature: Some("sig-1".into()),
-                    redacted: false,
-                }),
-                ContentBlock::ToolCall(ToolCall {
-                    id: "call-1".into(),
-                    name: "read".into(),
-                    arguments: json!({"path": "a.png"}),
-                }),
-                ContentBlock::ToolCall(ToolCall {
-                    id: "call-2".into(),
-                    name: "bash".into(),
-                    arguments: json!({"command": "false"}),
-                }),
-            ],
-            stop_reason: StopReason::ToolUse,
-            ..AssistantMessage::default()
-        }),
-        Message::ToolResult(ToolResultMessage {
-            tool_call_id: ToolCallId::new("call-1"),
-            tool_name: "read".into(),
-            content: vec![
-                text("an image"),
-                ContentBlock::Image(ImageBlock {
-                    data: vec![4, 5],
-                    mime_type: "image/jpeg".into(),
-                }),
-            ],
-            details: None,
-            is_error: false,
-            timestamp: 0,
-        }),
-        Message::ToolResult(ToolResultMessage::error(
-            ToolCallId::new("call-2"),
-            "bash",
-            "exit code 1",
-        )),
-    ]
+    image_tool_step(
+        ["call-1", "call-2"],
+        vec![thinking("unsigned, dropped", None, false)],
+        vec![thinking("Read it.", Some("sig-1"), false)],
+    )
 }
 
 #[test]

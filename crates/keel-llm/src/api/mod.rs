@@ -8,7 +8,11 @@
 
 pub mod anthropic;
 pub mod encode_cache;
+#[cfg(test)]
+mod fixtures;
 pub mod google;
+#[cfg(test)]
+mod json_strategies;
 pub mod openai_completions;
 pub mod openai_responses;
 

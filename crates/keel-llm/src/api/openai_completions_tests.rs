@@ -12,6 +12,8 @@ use pretty_assertions::assert_eq;
 use proptest::prelude::*;
 use proptest::strategy::BoxedStrategy;
 
+use super::super::json_strategies::{array, object_with, quoted};
+
 fn model() -> ModelEntry {
     ModelEntry {
         provider: "openai".into(),
@@ -554,39 +556,9 @@ fn odd_chunks_read_as_a_json_value_would() {
     );
 }
 
-/// A JSON string.
-fn quoted(text: &str) -> String {
-    Value::from(text).to_string()
-}
-
-/// `typed` most of the time, sometimes a value of another type.
-fn loosely(typed: BoxedStrategy<String>) -> BoxedStrategy<String> {
-    let other = prop::sample::select(vec![
-        "null", "-1", "1.5", "true", "\"s\"", "[]", "[{}]", "{}",
-    ]);
-    prop_oneof![6 => typed, 1 => other.prop_map(str::to_owned)].boxed()
-}
-
-/// An object of up to five of `fields` (so some repeat) and unknown ones.
+/// An object of up to five of `fields` and an unknown member.
 fn object(fields: Vec<(&'static str, BoxedStrategy<String>)>) -> BoxedStrategy<String> {
-    let mut members: Vec<BoxedStrategy<String>> = fields
-        .into_iter()
-        .map(|(key, value)| {
-            loosely(value)
-                .prop_map(move |value| format!("{}:{value}", quoted(key)))
-                .boxed()
-        })
-        .collect();
-    members.push(Just(r#""other":{"id":[1,{"content":"x"}]}"#.to_owned()).boxed());
-    prop::collection::vec(prop::strategy::Union::new(members), 0..6)
-        .prop_map(|members| format!("{{{}}}", members.join(",")))
-        .boxed()
-}
-
-fn array(item: BoxedStrategy<String>) -> BoxedStrategy<String> {
-    prop::collection::vec(loosely(item), 0..3)
-        .prop_map(|items| format!("[{}]", items.join(",")))
-        .boxed()
+    object_with(fields, r#""other":{"id":[1,{"content":"x"}]}"#)
 }
 
 fn words() -> BoxedStrategy<String> {
