@@ -8,7 +8,7 @@
 //! refused rather than guessed at.
 
 use std::path::Path;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use rusqlite::{Connection, OpenFlags, TransactionBehavior};
 
@@ -123,7 +123,7 @@ pub fn open(path: &Path, durability: Durability) -> Result<Connection> {
         | OpenFlags::SQLITE_OPEN_NO_MUTEX;
     let mut conn = Connection::open_with_flags(path, flags)?;
     conn.busy_timeout(BUSY_TIMEOUT)?;
-    conn.pragma_update(None, "journal_mode", "WAL")?;
+    enable_wal(&conn)?;
     // Closing must not copy the whole write-ahead log back into the database: that made
     // every `keel exec` end with a checkpoint of the session so far. Commits are already
     // durable in the log, automatic checkpoints still run as it grows, and the next open
@@ -147,6 +147,33 @@ pub fn open(path: &Path, durability: Durability) -> Result<Connection> {
     conn.pragma_update(None, "foreign_keys", "ON")?;
     migrate(&mut conn)?;
     Ok(conn)
+}
+
+/// Switches the database to write-ahead logging, waiting out other first openers.
+///
+/// The switch is stored in the file, so only the first opens of a new database make it. It
+/// needs the file to itself, and SQLite fails it at once as busy, without the busy handler,
+/// while another process holds any lock on the file: several `keel` processes starting
+/// together on a new database would otherwise fail with "database is locked".
+fn enable_wal(conn: &Connection) -> Result<()> {
+    let deadline = Instant::now() + BUSY_TIMEOUT;
+    let mut pause = Duration::from_millis(1);
+    loop {
+        match conn.pragma_update(None, "journal_mode", "WAL") {
+            Err(error) if is_busy(&error) && Instant::now() < deadline => {
+                std::thread::sleep(pause);
+                pause = (pause * 2).min(Duration::from_millis(50));
+            }
+            done => return Ok(done?),
+        }
+    }
+}
+
+fn is_busy(error: &rusqlite::Error) -> bool {
+    matches!(
+        error.sqlite_error_code(),
+        Some(rusqlite::ErrorCode::DatabaseBusy | rusqlite::ErrorCode::DatabaseLocked)
+    )
 }
 
 /// Applies every migration newer than the database's version, each in its own transaction.

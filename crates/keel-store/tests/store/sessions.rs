@@ -376,3 +376,25 @@ async fn resuming_closes_only_turns_whose_process_is_gone() {
     assert!(busy.to_string().contains(mine.id.as_str()), "{busy}");
     assert_eq!(store.turns(&s.id).await.unwrap().len(), before);
 }
+
+/// Several `keel` processes starting together on a new database: the switch to write-ahead
+/// logging reads the file, then must write it, and SQLite fails that upgrade at once (its busy
+/// handler would deadlock) while another connection is about to write. Opening waits for that
+/// writer instead of failing with "database is locked".
+#[tokio::test]
+async fn opening_waits_for_a_writer_of_a_new_database() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("sessions.db");
+    let writer = rusqlite::Connection::open(&path).unwrap();
+    writer
+        .execute_batch("CREATE TABLE early (x INTEGER); BEGIN IMMEDIATE;")
+        .unwrap();
+    let release = std::thread::spawn(move || {
+        std::thread::sleep(std::time::Duration::from_millis(200));
+        writer.execute_batch("COMMIT").unwrap();
+    });
+    let store = Store::open(&path, Durability::Normal).await;
+    release.join().unwrap();
+    let store = store.unwrap();
+    assert_eq!(store.list_sessions(None, 10).await.unwrap(), vec![]);
+}
