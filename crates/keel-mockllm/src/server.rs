@@ -1,7 +1,9 @@
 //! The loopback HTTP server: one scripted response per request, faults on demand.
 //!
-//! HTTP/1.1 by hand, one request per connection (`Connection: close`), because faults
-//! such as a reset or a truncated body need control no framework gives.
+//! HTTP/1.1 by hand, because faults such as a reset or a truncated body need control no
+//! framework gives. A normal stream is sent chunked and its connection kept open for the next
+//! request, as real providers do; an error status or a streamed fault ends its connection
+//! (`Connection: close`, the body delimited by the close).
 
 use std::collections::{BTreeMap, VecDeque};
 use std::io::Write as _;
@@ -104,6 +106,11 @@ impl MockServer {
                     _ = stopped.changed() => break,
                     accepted = listener.accept() => {
                         let Ok((stream, _)) = accepted else { continue };
+                        // Without it the last small write of a response waits for the
+                        // client's delayed acknowledgement (40 ms) on a kept connection.
+                        if let Err(error) = stream.set_nodelay(true) {
+                            tracing::debug!(%error, "mock could not set TCP_NODELAY");
+                        }
                         let state = serving.clone();
                         tokio::spawn(async move {
                             if let Err(error) = handle(stream, &state).await {
@@ -172,27 +179,40 @@ fn unix_ms() -> f64 {
         .map_or(0.0, |d| d.as_secs_f64() * 1000.0)
 }
 
+/// What happens to a connection after its response.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum After {
+    /// The response was delimited; the next request may follow on this connection.
+    KeepOpen,
+    /// The response ended the connection.
+    Closed,
+}
+
 async fn handle(mut stream: TcpStream, state: &State) -> std::io::Result<()> {
-    let mut first_byte_ms = 0.0;
-    let Some(request) = read_request(&mut stream, &mut first_byte_ms).await? else {
-        return Ok(());
-    };
-    let received_ms = unix_ms();
-    let index = state.next.fetch_add(1, Ordering::SeqCst);
-    let result = respond(&mut stream, state, index, request).await;
-    if let Some(file) = &state.timings {
-        let timing = RequestTiming {
-            index,
-            first_byte_ms,
-            received_ms,
-            done_ms: unix_ms(),
+    loop {
+        let mut first_byte_ms = 0.0;
+        let Some(request) = read_request(&mut stream, &mut first_byte_ms).await? else {
+            return Ok(());
         };
-        if let Ok(line) = serde_json::to_string(&timing) {
-            let mut file = file.lock().unwrap_or_else(PoisonError::into_inner);
-            let _ = writeln!(file, "{line}");
+        let received_ms = unix_ms();
+        let index = state.next.fetch_add(1, Ordering::SeqCst);
+        let result = respond(&mut stream, state, index, request).await;
+        if let Some(file) = &state.timings {
+            let timing = RequestTiming {
+                index,
+                first_byte_ms,
+                received_ms,
+                done_ms: unix_ms(),
+            };
+            if let Ok(line) = serde_json::to_string(&timing) {
+                let mut file = file.lock().unwrap_or_else(PoisonError::into_inner);
+                let _ = writeln!(file, "{line}");
+            }
+        }
+        if result? == After::Closed {
+            return Ok(());
         }
     }
-    result
 }
 
 async fn respond(
@@ -200,7 +220,10 @@ async fn respond(
     state: &State,
     index: usize,
     (method, path, headers, body): Request,
-) -> std::io::Result<()> {
+) -> std::io::Result<After> {
+    let keep_open = !headers
+        .get("connection")
+        .is_some_and(|value| value.eq_ignore_ascii_case("close"));
     let json: Value = serde_json::from_slice(&body).unwrap_or(Value::Null);
     let recorded = RecordedRequest {
         index,
@@ -300,6 +323,9 @@ async fn respond(
         .map_or_else(|| model_from_path(&path), str::to_owned);
     let plan = plan(api, &json, &response, model, index);
     let frames = frames(api, &plan);
+    if keep_open && response.fault.is_none() {
+        return stream_chunked(stream, &frames, response.delay_ms).await;
+    }
     let head = "HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\ncache-control: no-cache\r\nconnection: close\r\n\r\n";
     stream.write_all(head.as_bytes()).await?;
     for (sent, frame) in frames.iter().enumerate() {
@@ -307,11 +333,11 @@ async fn respond(
             Some(Fault::Reset { after_events }) if sent == *after_events => {
                 // Linger 0 makes the close a TCP reset instead of an orderly end.
                 stream.set_zero_linger()?;
-                return Ok(());
+                return Ok(After::Closed);
             }
             Some(Fault::Truncate { after_events }) if sent == *after_events => {
                 stream.shutdown().await?;
-                return Ok(());
+                return Ok(After::Closed);
             }
             Some(Fault::Malformed { after_events }) if sent == *after_events => {
                 stream
@@ -319,7 +345,7 @@ async fn respond(
                     .await?;
                 stream.flush().await?;
                 stream.shutdown().await?;
-                return Ok(());
+                return Ok(After::Closed);
             }
             Some(Fault::Stall { after_events }) if sent == *after_events => {
                 stream.flush().await?;
@@ -328,7 +354,7 @@ async fn respond(
                     while matches!(stream.read(&mut buf).await, Ok(n) if n > 0) {}
                 })
                 .await;
-                return Ok(());
+                return Ok(After::Closed);
             }
             _ => {}
         }
@@ -338,7 +364,33 @@ async fn respond(
         stream.write_all(frame.as_bytes()).await?;
         stream.flush().await?;
     }
-    stream.shutdown().await
+    stream.shutdown().await?;
+    Ok(After::Closed)
+}
+
+/// Sends `frames` as one chunked event stream, each frame in its own chunk and write.
+async fn stream_chunked(
+    stream: &mut TcpStream,
+    frames: &[String],
+    delay_ms: u64,
+) -> std::io::Result<After> {
+    let head = "HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\ncache-control: no-cache\r\ntransfer-encoding: chunked\r\n\r\n";
+    stream.write_all(head.as_bytes()).await?;
+    let mut chunk = Vec::new();
+    for (sent, frame) in frames.iter().enumerate() {
+        if sent > 0 {
+            sleep_ms(delay_ms).await;
+        }
+        // An empty chunk would end the body.
+        if frame.is_empty() {
+            continue;
+        }
+        chunk.clear();
+        write!(chunk, "{:x}\r\n{frame}\r\n", frame.len())?;
+        stream.write_all(&chunk).await?;
+    }
+    stream.write_all(b"0\r\n\r\n").await?;
+    Ok(After::KeepOpen)
 }
 
 fn plan(api: WireApi, body: &Value, response: &Response, model: String, index: usize) -> Plan {
@@ -425,7 +477,7 @@ async fn status(
     kind: &str,
     message: &str,
     extra: &[(String, String)],
-) -> std::io::Result<()> {
+) -> std::io::Result<After> {
     let reason = match code {
         400 => "Bad Request",
         404 => "Not Found",
@@ -445,13 +497,13 @@ async fn status(
     head.push_str("\r\n");
     stream.write_all(head.as_bytes()).await?;
     stream.write_all(body.as_bytes()).await?;
-    stream.shutdown().await
+    stream.shutdown().await?;
+    Ok(After::Closed)
 }
 
 type Request = (String, String, BTreeMap<String, String>, Vec<u8>);
 
-/// Reads one request; `None` when the client closed without sending one.
-/// Reads one request; `first_byte_ms` gets the time its first bytes arrived.
+/// Reads one request (`None` when the client closed without sending one); `first_byte_ms` gets the time its first bytes arrived.
 async fn read_request(
     stream: &mut TcpStream,
     first_byte_ms: &mut f64,

@@ -14,18 +14,67 @@ impl Drop for Killed {
     }
 }
 
+/// A chat-completions request declaring a `bash` tool.
+const TOOLS: &str = r#"{"model":"m","stream":true,"messages":[],"tools":[{"type":"function","function":{"name":"bash","parameters":{"type":"object","properties":{"command":{"type":"string"}}}}}]}"#;
+
+/// Starts the mock and returns it with the URL it printed.
+fn start(command: &mut Command) -> (Killed, String) {
+    let mut child = Killed(command.stdout(Stdio::piped()).spawn().unwrap());
+    let mut line = String::new();
+    BufReader::new(child.0.stdout.take().unwrap())
+        .read_line(&mut line)
+        .unwrap();
+    let url = line
+        .trim()
+        .strip_prefix("listening on ")
+        .expect(&line)
+        .to_owned();
+    (child, url)
+}
+
+/// Sends one request that asks the mock to close the connection, and reads until it does.
 fn post(url: &str, path: &str, body: &str) -> String {
     let addr = url.trim_start_matches("http://");
     let mut stream = TcpStream::connect(addr).unwrap();
-    write!(
-        stream,
-        "POST {path} HTTP/1.1\r\nhost: {addr}\r\ncontent-type: application/json\r\ncontent-length: {}\r\n\r\n{body}",
-        body.len()
-    )
-    .unwrap();
+    send(&mut stream, addr, path, body, "connection: close\r\n");
     let mut response = String::new();
     stream.read_to_string(&mut response).unwrap();
     response
+}
+
+fn send(stream: &mut TcpStream, addr: &str, path: &str, body: &str, extra: &str) {
+    write!(
+        stream,
+        "POST {path} HTTP/1.1\r\nhost: {addr}\r\ncontent-type: application/json\r\n{extra}content-length: {}\r\n\r\n{body}",
+        body.len()
+    )
+    .unwrap();
+}
+
+/// Reads one chunked response: its head, then the decoded body up to the last chunk.
+fn read_chunked(reader: &mut BufReader<TcpStream>) -> (String, String) {
+    let mut head = String::new();
+    loop {
+        let mut line = String::new();
+        reader.read_line(&mut line).unwrap();
+        if line == "\r\n" {
+            break;
+        }
+        head.push_str(&line);
+    }
+    let mut body = String::new();
+    loop {
+        let mut size = String::new();
+        reader.read_line(&mut size).unwrap();
+        let size = usize::from_str_radix(size.trim_end(), 16).expect(&size);
+        let mut chunk = vec![0; size + 2];
+        reader.read_exact(&mut chunk).unwrap();
+        assert_eq!(&chunk[size..], b"\r\n", "a chunk ends with CRLF");
+        if size == 0 {
+            return (head, body);
+        }
+        body.push_str(std::str::from_utf8(&chunk[..size]).unwrap());
+    }
 }
 
 #[test]
@@ -36,25 +85,14 @@ fn serves_the_workload_and_records_requests() {
     let timings = dir.join("timings.jsonl");
     let _ = std::fs::remove_file(&record);
     let _ = std::fs::remove_file(&timings);
-    let child = Command::new(env!("CARGO_BIN_EXE_keel-mockllm"))
+    let mut command = Command::new(env!("CARGO_BIN_EXE_keel-mockllm"));
+    command
         .args(["--workload", "steps=2,kib=1,chunk=32", "--record"])
         .arg(&record)
         .arg("--timings")
-        .arg(&timings)
-        .stdout(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut child = Killed(child);
-    let mut line = String::new();
-    BufReader::new(child.0.stdout.take().unwrap())
-        .read_line(&mut line)
-        .unwrap();
-    let url = line
-        .trim()
-        .strip_prefix("listening on ")
-        .expect(&line)
-        .to_owned();
-    let tools = r#"{"model":"m","stream":true,"messages":[],"tools":[{"type":"function","function":{"name":"bash","parameters":{"type":"object","properties":{"command":{"type":"string"}}}}}]}"#;
+        .arg(&timings);
+    let (_child, url) = start(&mut command);
+    let tools = TOOLS;
     let first = post(&url, "/v1/chat/completions", tools);
     assert!(first.starts_with("HTTP/1.1 200"), "{first}");
     assert!(
@@ -99,6 +137,43 @@ fn serves_the_workload_and_records_requests() {
             "{timed:?}"
         );
     }
+}
+
+/// Real providers keep a connection open between requests; so does the mock for a normal
+/// stream, sent chunked, while a client that asks to close gets a close-delimited body.
+#[test]
+fn a_normal_stream_keeps_its_connection_for_the_next_request() {
+    let mut command = Command::new(env!("CARGO_BIN_EXE_keel-mockllm"));
+    command.args(["--workload", "steps=1,kib=1,chunk=32"]);
+    let (_child, url) = start(&mut command);
+    let addr = url.trim_start_matches("http://").to_owned();
+    let tools = TOOLS;
+    let stream = TcpStream::connect(&addr).unwrap();
+    let mut reader = BufReader::new(stream.try_clone().unwrap());
+    let mut writer = stream;
+    send(&mut writer, &addr, "/v1/chat/completions", tools, "");
+    let (head, body) = read_chunked(&mut reader);
+    assert!(
+        head.starts_with("HTTP/1.1 200") && head.contains("transfer-encoding: chunked"),
+        "{head}"
+    );
+    assert!(!head.contains("connection: close"), "{head}");
+    assert!(
+        body.contains("Step 0") && body.ends_with("data: [DONE]\n\n"),
+        "{body}"
+    );
+    // The same connection carries the next request.
+    send(&mut writer, &addr, "/v1/chat/completions", tools, "");
+    let (_, body) = read_chunked(&mut reader);
+    assert!(body.contains("All 1 steps are done."), "{body}");
+    // An error status ends the connection.
+    send(&mut writer, &addr, "/v1/chat/completions", tools, "");
+    let mut rest = String::new();
+    reader.read_to_string(&mut rest).unwrap();
+    assert!(
+        rest.starts_with("HTTP/1.1 500") && rest.contains("connection: close"),
+        "{rest}"
+    );
 }
 
 #[test]
