@@ -27,50 +27,75 @@ pub fn fingerprint(request: &CommitRequest) -> Result<(String, usize)> {
         "expected_revision": request.expected_revision,
         "op": request.op,
     });
-    let mut canonical = String::new();
-    write_canonical(&content, &mut canonical);
-    let digest = Sha256::digest(canonical.as_bytes());
+    // Hashed as it is written: a commit carries whole messages, and a copy of their
+    // canonical text would only be hashed and dropped.
+    let mut sink = HashSink {
+        hasher: Sha256::new(),
+        bytes: 0,
+    };
+    write_canonical(&content, &mut sink)?;
+    let digest = sink.hasher.finalize();
     let mut hex = String::with_capacity(64);
     for byte in digest.iter() {
         hex.push(char::from(HEX[usize::from(byte >> 4)]));
         hex.push(char::from(HEX[usize::from(byte & 15)]));
     }
-    Ok((hex, canonical.len()))
+    Ok((hex, sink.bytes))
 }
 
 const HEX: &[u8; 16] = b"0123456789abcdef";
 
+/// Feeds what is written to SHA-256, counting the bytes.
+struct HashSink {
+    hasher: Sha256,
+    bytes: usize,
+}
+
+impl std::io::Write for HashSink {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        self.hasher.update(buf);
+        self.bytes += buf.len();
+        Ok(buf.len())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
 /// JSON with object keys sorted, whatever order the map kept them in.
-fn write_canonical(value: &serde_json::Value, out: &mut String) {
+fn write_canonical<W: std::io::Write>(
+    value: &serde_json::Value,
+    out: &mut W,
+) -> serde_json::Result<()> {
     use serde_json::Value;
+    let punct = |out: &mut W, mark: &[u8]| out.write_all(mark).map_err(serde_json::Error::io);
     match value {
         Value::Object(map) => {
-            let mut keys: Vec<&String> = map.keys().collect();
-            keys.sort();
-            out.push('{');
-            for (index, key) in keys.into_iter().enumerate() {
+            let mut entries: Vec<(&String, &Value)> = map.iter().collect();
+            entries.sort_unstable_by(|a, b| a.0.cmp(b.0));
+            punct(out, b"{")?;
+            for (index, (key, inner)) in entries.into_iter().enumerate() {
                 if index > 0 {
-                    out.push(',');
+                    punct(out, b",")?;
                 }
-                out.push_str(&Value::String(key.clone()).to_string());
-                out.push(':');
-                if let Some(inner) = map.get(key) {
-                    write_canonical(inner, out);
-                }
+                serde_json::to_writer(&mut *out, key)?;
+                punct(out, b":")?;
+                write_canonical(inner, out)?;
             }
-            out.push('}');
+            punct(out, b"}")
         }
         Value::Array(items) => {
-            out.push('[');
+            punct(out, b"[")?;
             for (index, item) in items.iter().enumerate() {
                 if index > 0 {
-                    out.push(',');
+                    punct(out, b",")?;
                 }
-                write_canonical(item, out);
+                write_canonical(item, out)?;
             }
-            out.push(']');
+            punct(out, b"]")
         }
-        other => out.push_str(&other.to_string()),
+        other => serde_json::to_writer(out, other),
     }
 }
 
@@ -171,10 +196,32 @@ mod tests {
 
     #[test]
     fn canonical_json_sorts_keys_at_every_level() {
-        let value = serde_json::json!({"b": [{"z": 1, "a": 2}], "a": "x"});
-        let mut out = String::new();
-        write_canonical(&value, &mut out);
-        assert_eq!(out, r#"{"a":"x","b":[{"a":2,"z":1}]}"#);
+        let value = serde_json::json!({"b": [{"z": 1, "a": 2.5}], "a": "x", "q\"": null});
+        let mut out = Vec::new();
+        write_canonical(&value, &mut out).unwrap();
+        assert_eq!(
+            String::from_utf8(out).unwrap(),
+            r#"{"a":"x","b":[{"a":2.5,"z":1}],"q\"":null}"#
+        );
+    }
+
+    /// The hash covers exactly the canonical text, so fingerprints stored by earlier
+    /// versions (which hashed a copy of that text) still match.
+    #[test]
+    fn the_fingerprint_is_the_hash_of_the_canonical_text() {
+        let request = CommitRequest {
+            session_id: SessionId::new("s-1"),
+            operation_id: "op".into(),
+            turn_id: None,
+            expected_revision: Some(3),
+            op: crate::model::HistoryOp::Rewind { to_revision: 2 },
+        };
+        let (print, bytes) = fingerprint(&request).unwrap();
+        let text =
+            r#"{"expected_revision":3,"op":{"kind":"rewind","to_revision":2},"turn_id":null}"#;
+        let digest = Sha256::digest(text.as_bytes());
+        let hex: String = digest.iter().map(|byte| format!("{byte:02x}")).collect();
+        assert_eq!((print, bytes), (hex, text.len()));
     }
 
     #[test]

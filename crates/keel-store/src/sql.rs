@@ -323,6 +323,15 @@ const FIND_COMMIT: &str = "SELECT fingerprint, kind, revision, epoch, length, wr
 const READ_TAIL: &str = "SELECT seq, message_id, message, from_rev, created_ms, to_rev \
      FROM history WHERE session_id = ?1 AND seq >= ?2 ORDER BY seq";
 
+/// What [`apply`] did.
+pub(crate) enum Applied {
+    /// The operation id was already committed (by an earlier attempt or process): its
+    /// fingerprint and receipt; nothing was written.
+    Earlier(String, CommitReceipt),
+    /// The operation was written now.
+    Written(Written),
+}
+
 /// What a commit wrote, for the re-read that follows it.
 pub(crate) struct Written {
     pub receipt: CommitReceipt,
@@ -342,11 +351,12 @@ fn encode(entries: &[crate::model::Entry]) -> Result<Vec<(String, String)>> {
 }
 
 /// Checks identity and applies one history operation in one transaction (SPEC §13 steps 1–2).
+/// An operation id already committed is found in the same transaction and written again never.
 pub(crate) fn apply(
     conn: &mut Connection,
     request: &CommitRequest,
     fingerprint: &str,
-) -> Result<Written> {
+) -> Result<Applied> {
     let session_id = request.session_id.as_str();
     if request.operation_id.trim().is_empty() {
         return Err(StoreError::InvalidOperation(
@@ -354,6 +364,10 @@ pub(crate) fn apply(
         ));
     }
     let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
+    if let Some((earlier, receipt)) = find_commit(&tx, &request.session_id, &request.operation_id)?
+    {
+        return Ok(Applied::Earlier(earlier, receipt));
+    }
     let session = get_session(&tx, session_id)?;
     if let Some(turn_id) = &request.turn_id {
         let mismatch = |reason: String| StoreError::TurnMismatch {
@@ -496,7 +510,7 @@ pub(crate) fn apply(
         now
     ])?;
     tx.commit()?;
-    Ok(Written {
+    Ok(Applied::Written(Written {
         receipt: CommitReceipt {
             session_id: request.session_id.clone(),
             operation_id: request.operation_id.clone(),
@@ -509,7 +523,7 @@ pub(crate) fn apply(
         first_seq,
         inserted,
         expected,
-    })
+    }))
 }
 
 /// Re-reads canonical history after a commit and checks it shows what was written (SPEC §13
@@ -520,6 +534,14 @@ pub(crate) fn apply(
 /// Operations that end rows (replace, reconcile, rewind) also re-read the whole history at the
 /// new revision.
 pub(crate) fn verify(conn: &Connection, written: &Written) -> Result<()> {
+    // One read transaction: every read sees the same snapshot, for one lock round trip.
+    let snapshot = conn.unchecked_transaction()?;
+    verify_in(&snapshot, written)?;
+    snapshot.commit()?;
+    Ok(())
+}
+
+fn verify_in(conn: &Connection, written: &Written) -> Result<()> {
     let receipt = &written.receipt;
     let session = receipt.session_id.as_str();
     let mismatch = |reason: String| StoreError::ReadBackMismatch {
@@ -809,7 +831,9 @@ mod tests {
                 })
                 .collect();
             let request = CommitRequest::append(session.clone(), format!("grow{have}"), entries);
-            let written = apply(conn, &request, "fingerprint").unwrap();
+            let Applied::Written(written) = apply(conn, &request, "fingerprint").unwrap() else {
+                panic!("a new operation id was found committed");
+            };
             verify(conn, &written).unwrap();
             have += batch;
         }

@@ -352,16 +352,12 @@ impl Store {
         // re-read) and worker failures may follow a write, so they keep the mark.
         let attempt = self
             .call(move |conn| {
-                let found = match sql::find_commit(conn, &work.session_id, &work.operation_id) {
-                    Ok(found) => found,
-                    Err(error) => return Ok(Err(error)),
-                };
-                if let Some((earlier, receipt)) = found {
-                    return Ok(Ok((earlier == print, receipt, false)));
-                }
                 // `apply` is one transaction: when it fails, nothing was committed.
                 let written = match sql::apply(conn, &work, &print) {
-                    Ok(written) => written,
+                    Ok(sql::Applied::Written(written)) => written,
+                    Ok(sql::Applied::Earlier(earlier, receipt)) => {
+                        return Ok(Ok((earlier == print, receipt, false)));
+                    }
                     Err(error) => return Ok(Err(error)),
                 };
                 sql::verify(conn, &written)?;
