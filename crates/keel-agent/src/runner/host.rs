@@ -34,4 +34,8 @@ pub trait TurnHost: Send + Sync {
     /// Receives the turn's runtime events, in order. Awaited: a slow sink slows the turn
     /// instead of letting events pile up.
     async fn on_runtime_event(&self, event: RuntimeEvent);
+
+    /// Every event sent so far has been delivered and no other is waiting: a host that
+    /// batches its output (one write for a burst of streamed deltas) writes it now.
+    async fn on_events_drained(&self) {}
 }

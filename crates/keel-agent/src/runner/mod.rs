@@ -405,7 +405,8 @@ async fn bridge_loop(
     limit: Duration,
 ) {
     let mut out = Vec::new();
-    while let Some(input) = events.recv().await {
+    let mut next = events.recv().await;
+    while let Some(input) = next {
         let status = match input {
             BridgeInput::Agent(event) => {
                 bridge.translate(event, &mut out);
@@ -434,6 +435,17 @@ async fn bridge_loop(
                 tracing::warn!(%problem, "runtime event sink failed");
             }
         }
+        next = match events.try_recv() {
+            Ok(input) => Some(input),
+            Err(_) => {
+                if let Guarded::Failed(problem) =
+                    guard("runtime event sink", host.on_events_drained(), limit, None).await
+                {
+                    tracing::warn!(%problem, "runtime event sink failed");
+                }
+                events.recv().await
+            }
+        };
     }
 }
 

@@ -22,12 +22,7 @@ fn history_of(result: &keel_agent::runner::TurnResult) -> Vec<String> {
 
 #[tokio::test]
 async fn a_completed_turn_has_one_status_envelope_and_host_ids() {
-    let mut h = Harness::new(vec![call("c1", "echo", json!({})), text("done")]);
-    h.tools = vec![TestTool::new(
-        "echo",
-        ExecutionMode::Parallel,
-        Behaviour::Echo,
-    )];
+    let h = Harness::echo_then_done();
     let result = h.run("hi").await;
     assert_eq!(result.outcome, TurnOutcome::Completed);
     assert_eq!(
@@ -99,12 +94,7 @@ async fn an_assistant_message_with_calls_completes_only_after_all_executions_end
 
 #[tokio::test]
 async fn mid_turn_steering_joins_and_exit_withholds() {
-    let mut h = Harness::new(vec![call("c1", "echo", json!({})), text("done")]);
-    h.tools = vec![TestTool::new(
-        "echo",
-        ExecutionMode::Parallel,
-        Behaviour::Echo,
-    )];
+    let h = Harness::echo_then_done();
     h.host
         .mid_turn
         .lock()
@@ -336,12 +326,23 @@ async fn the_step_limit_stops_a_turn_that_keeps_calling_tools() {
     );
 
     // A final answer on the last allowed step is a normal end, not a limit.
-    let mut h = Harness::new(vec![call("c1", "echo", json!({})), text("done")]);
-    h.tools = vec![TestTool::new(
-        "echo",
-        ExecutionMode::Parallel,
-        Behaviour::Echo,
-    )];
+    let mut h = Harness::echo_then_done();
     h.defaults.max_steps = Some(2);
     assert_eq!(h.run("hi").await.outcome, TurnOutcome::Completed);
+}
+
+/// A host that batches its output is told when no event is waiting, after the last event of
+/// the turn too, so nothing stays held when the turn ends.
+#[tokio::test]
+async fn the_host_hears_when_events_are_drained_and_after_the_last_one() {
+    let h = Harness::echo_then_done();
+    h.run("hi").await;
+    let delivered = h.host.all().len();
+    let drained = h.host.drained.lock().unwrap().clone();
+    assert!(!drained.is_empty());
+    assert!(
+        drained.windows(2).all(|pair| pair[0] <= pair[1]),
+        "{drained:?}"
+    );
+    assert_eq!(drained.last(), Some(&delivered), "{drained:?}");
 }

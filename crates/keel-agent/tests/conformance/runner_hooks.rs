@@ -20,7 +20,7 @@ use pretty_assertions::assert_eq;
 use serde_json::json;
 
 use crate::runner_support::*;
-use crate::support::{Behaviour, TestTool, call, short, text};
+use crate::support::{Behaviour, TestTool, short, text};
 
 type Hook<T> = Arc<T>;
 
@@ -408,12 +408,7 @@ impl HistoryChangedHook for Persist {
 
 #[tokio::test]
 async fn history_is_handed_over_once_in_order() {
-    let mut h = Harness::new(vec![call("c1", "echo", json!({})), text("done")]);
-    h.tools = vec![TestTool::new(
-        "echo",
-        ExecutionMode::Parallel,
-        Behaviour::Echo,
-    )];
+    let mut h = Harness::echo_then_done();
     let handed = Arc::new(Mutex::new(Vec::new()));
     h.hooks.on_history_changed = vec![Arc::new(Persist(handed.clone()))];
     let result = h.run("hi").await;

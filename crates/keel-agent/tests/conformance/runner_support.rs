@@ -28,6 +28,8 @@ pub struct TestHost {
     pub close_calls: AtomicUsize,
     pub polls: Mutex<Vec<Boundary>>,
     pub requeued: Mutex<Vec<Message>>,
+    /// How many events had been delivered at each "drained" notice.
+    pub drained: Mutex<Vec<usize>>,
     next_id: AtomicUsize,
 }
 
@@ -72,6 +74,11 @@ impl TurnHost for TestHost {
 
     async fn on_runtime_event(&self, event: RuntimeEvent) {
         self.events.lock().unwrap().push(event);
+    }
+
+    async fn on_events_drained(&self) {
+        let delivered = self.events.lock().unwrap().len();
+        self.drained.lock().unwrap().push(delivered);
     }
 }
 
@@ -141,6 +148,20 @@ impl Harness {
             cancel: CancellationToken::new(),
             defaults,
         }
+    }
+
+    /// One call of a parallel `echo` tool, then the answer `done`.
+    pub fn echo_then_done() -> Self {
+        let mut harness = Self::new(vec![
+            crate::support::call("c1", "echo", serde_json::json!({})),
+            crate::support::text("done"),
+        ]);
+        harness.tools = vec![crate::support::TestTool::new(
+            "echo",
+            keel_agent::ExecutionMode::Parallel,
+            crate::support::Behaviour::Echo,
+        )];
+        harness
     }
 
     pub async fn run(&self, prompt: &str) -> TurnResult {

@@ -4,7 +4,9 @@
 //! keeps stdout for the final answer and narrates progress on stderr, `stream-json` turns
 //! the events into the versioned exec envelope (items for messages, reasoning and tool
 //! calls), `json` stays silent until the result. One mutex orders every write, so
-//! `sequence` has no gaps and lines never interleave.
+//! `sequence` has no gaps and lines never interleave. Lines are collected while the runner
+//! has more events ready and written together when it has none (one write per burst of
+//! streamed deltas, not one per delta), so they still appear as the events happen.
 //!
 //! A write to a closed stdout (EPIPE) stops the turn instead of panicking: the reader is
 //! gone, so further work would only cost tokens.
@@ -98,6 +100,7 @@ impl ExecHost {
                 stdout_closed: false,
                 items: Items::default(),
                 line: Vec::new(),
+                pending: Vec::new(),
             }),
         }
     }
@@ -124,6 +127,7 @@ impl ExecHost {
         };
         out.emit(&self.stop, kind, json!({}));
         out.emit(&self.stop, "turn.started", json!({}));
+        out.flush(&self.stop);
     }
 
     /// Lines after the turn, or the result object, or the answer.
@@ -166,6 +170,7 @@ impl ExecHost {
                 }
             }
         }
+        out.flush(&self.stop);
     }
 
     /// Whether a write found stdout closed.
@@ -192,6 +197,10 @@ impl TurnHost for ExecHost {
             Format::Text => progress(&event.body),
             Format::Json => {}
         }
+    }
+
+    async fn on_events_drained(&self) {
+        self.emitter().flush(&self.stop);
     }
 }
 
@@ -240,6 +249,9 @@ fn envelope_ids(ids: &RunIds) -> String {
         + &member("turn_id", &ids.turn_id)
 }
 
+/// Pending output written at once, whether or not more events are ready.
+const PENDING_LIMIT: usize = 64 * 1024;
+
 struct Emitter {
     /// `"run_id":…,"session_id":…,"turn_id":…,` serialized once for every line.
     envelope: String,
@@ -247,6 +259,8 @@ struct Emitter {
     stdout_closed: bool,
     /// The line being written, reused: a turn writes a line per streamed delta.
     line: Vec<u8>,
+    /// Lines not written yet (see the module documentation).
+    pending: Vec<u8>,
     items: Items,
 }
 
@@ -283,8 +297,20 @@ impl Emitter {
         if self.stdout_closed {
             return;
         }
+        self.pending.extend_from_slice(line);
+        if self.pending.len() >= PENDING_LIMIT {
+            self.flush(stop);
+        }
+    }
+
+    /// Writes the pending lines.
+    fn flush(&mut self, stop: &Stop) {
+        if self.pending.is_empty() || self.stdout_closed {
+            return;
+        }
         let mut out = std::io::stdout().lock();
-        let written = out.write_all(line).and_then(|()| out.flush());
+        let written = out.write_all(&self.pending).and_then(|()| out.flush());
+        self.pending.clear();
         if written.is_err() {
             // EPIPE or any other failure: nobody can read what follows.
             self.stdout_closed = true;

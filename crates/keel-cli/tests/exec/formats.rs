@@ -205,3 +205,44 @@ fn the_prompt_comes_from_stdin_with_a_dash_or_none() {
     );
     assert!(String::from_utf8_lossy(&output.stderr).contains("the prompt is empty"));
 }
+
+/// Lines are written as the response streams, not held until it ends: the response has
+/// sixty one-character chunks 300 ms apart (18 s in all), and its first delta must be on
+/// stdout within 10 s.
+#[test]
+fn stream_json_lines_arrive_while_the_response_is_still_streaming() {
+    use std::io::BufRead as _;
+
+    let dir = tempfile::tempdir().unwrap();
+    let text = "x".repeat(60);
+    let path = crate::script(
+        dir.path(),
+        &json!([{"text": text, "chunk_size": 1, "delay_ms": 300}]).to_string(),
+    );
+    let mut child = keel()
+        .arg("exec")
+        .arg("--mock-script")
+        .arg(&path)
+        .args(["--output-format", "stream-json", "go"])
+        .current_dir(dir.path())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let stdout = child.stdout.take().unwrap();
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        for line in std::io::BufReader::new(stdout).lines() {
+            let Ok(line) = line else { break };
+            let event: serde_json::Value = serde_json::from_str(&line).unwrap();
+            if event["type"] == "item.updated" && tx.send(event).is_err() {
+                break;
+            }
+        }
+    });
+    let delta = rx.recv_timeout(std::time::Duration::from_secs(10));
+    child.kill().unwrap();
+    child.wait().unwrap();
+    let delta = delta.expect("no streamed delta reached stdout while the response streamed");
+    assert_eq!(delta["delta"], "x", "{delta}");
+}

@@ -11,9 +11,11 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex, PoisonError};
 
 use bytes::Bytes;
-use keel_protocol::Message;
+use keel_protocol::{Message, ToolDefinition};
 use serde::Serialize;
 use serde_json::Value;
+
+use super::Spliced;
 
 /// Most bytes of encoded JSON kept; past it, new messages are encoded without being kept.
 pub const ENCODE_CACHE_MAX_BYTES: usize = 64 * 1024 * 1024;
@@ -33,10 +35,11 @@ struct Entries {
     bytes: usize,
 }
 
-/// Encoded messages of one provider, shared by its requests.
+/// Encoded messages of one provider, shared by its requests, and its last tool set.
 #[derive(Default)]
 pub struct EncodeCache {
     entries: Mutex<Entries>,
+    tools: Mutex<Option<(Arc<[ToolDefinition]>, Bytes)>>,
 }
 
 impl std::fmt::Debug for EncodeCache {
@@ -71,6 +74,25 @@ impl EncodeCache {
             );
         }
         items
+    }
+
+    /// The wire JSON of a tool set: remembered while requests carry the same set (the same
+    /// `Arc`, which a turn shares between its requests), else `encode`'s, serialized and kept.
+    /// The schemas are the largest fixed part of every request.
+    pub fn tools(
+        &self,
+        tools: &Arc<[ToolDefinition]>,
+        encode: impl FnOnce(&[ToolDefinition]) -> Value,
+    ) -> Bytes {
+        let mut kept = self.tools.lock().unwrap_or_else(PoisonError::into_inner);
+        if let Some((set, json)) = kept.as_ref()
+            && Arc::ptr_eq(set, tools)
+        {
+            return json.clone();
+        }
+        let json = to_json(&encode(tools));
+        *kept = Some((Arc::clone(tools), json.clone()));
+        json
     }
 
     /// Drops the entries of messages nothing but the cache holds any more.
@@ -108,36 +130,43 @@ pub fn to_json(value: &impl Serialize) -> Bytes {
 }
 
 /// A JSON object body with one array member given as pre-serialized items, as the chunks to
-/// send in order: the member comes first, then the rest of `body` (an object without that
-/// key). The items are shared, not copied, so a long conversation costs no new memory.
-pub fn splice_chunks(key: &str, items: &[Bytes], body: &Value) -> serde_json::Result<Vec<Bytes>> {
+/// send in order: the member comes first, then the pre-serialized members, then the rest of
+/// `body` (an object without those keys). The items are shared, not copied, so a long
+/// conversation costs no new memory.
+pub fn splice_chunks(spliced: &Spliced, body: &Value) -> serde_json::Result<Vec<Bytes>> {
     const COMMA: Bytes = Bytes::from_static(b",");
     let rest = serde_json::to_vec(body)?;
     let mut head = b"{".to_vec();
-    serde_json::to_writer(&mut head, key)?;
+    serde_json::to_writer(&mut head, spliced.key)?;
     head.extend_from_slice(b":[");
-    let mut chunks = Vec::with_capacity(items.len() * 2 + 2);
+    let mut chunks = Vec::with_capacity(spliced.items.len() * 2 + 2 * spliced.members.len() + 2);
     chunks.push(Bytes::from(head));
-    for (index, item) in items.iter().enumerate() {
+    for (index, item) in spliced.items.iter().enumerate() {
         if index > 0 {
             chunks.push(COMMA);
         }
         chunks.push(item.clone());
     }
-    // `rest` is `{}` or `{"k":…}`: close the array and continue the object after its brace.
-    let mut tail = if rest.len() > 2 {
-        b"],".to_vec()
-    } else {
-        b"]".to_vec()
-    };
+    let mut tail = b"]".to_vec();
+    for (key, value) in &spliced.members {
+        tail.push(b',');
+        serde_json::to_writer(&mut tail, key)?;
+        tail.push(b':');
+        chunks.push(Bytes::from(std::mem::take(&mut tail)));
+        chunks.push(value.clone());
+    }
+    // `rest` is `{}` or `{"k":…}`: continue the object after its brace.
+    if rest.len() > 2 {
+        tail.push(b',');
+    }
     tail.extend_from_slice(rest.get(1..).unwrap_or(b"}"));
     chunks.push(Bytes::from(tail));
     Ok(chunks)
 }
 
 /// [`splice_chunks`] joined into one buffer.
-pub fn splice(key: &str, items: &[Bytes], body: &Value) -> serde_json::Result<Vec<u8>> {
-    Ok(splice_chunks(key, items, body)?.concat())
+pub fn splice(spliced: &Spliced, body: &Value) -> serde_json::Result<Vec<u8>> {
+    Ok(splice_chunks(spliced, body)?.concat())
 }
 
 #[cfg(test)]
@@ -172,17 +201,62 @@ mod tests {
         assert!(cache.is_empty());
     }
 
+    fn spliced(items: Vec<Bytes>, members: Vec<(&'static str, Bytes)>) -> Spliced {
+        Spliced {
+            key: "messages",
+            items,
+            members,
+        }
+    }
+
     #[test]
     fn splicing_gives_the_same_object_as_serializing_it_whole() {
         let items: Vec<Bytes> = vec![to_json(&json!({"a": 1})), to_json(&json!("x"))];
         let rest = json!({"model": "m", "stream": true});
-        let bytes = splice("messages", &items, &rest).unwrap();
+        let bytes = splice(&spliced(items.clone(), vec![]), &rest).unwrap();
         let parsed: Value = serde_json::from_slice(&bytes).unwrap();
         assert_eq!(
             parsed,
             json!({"messages": [{"a": 1}, "x"], "model": "m", "stream": true})
         );
-        let alone = splice("messages", &[], &json!({})).unwrap();
+        let tools = vec![("tools", to_json(&json!([{"name": "t"}])))];
+        let bytes = splice(&spliced(items, tools.clone()), &rest).unwrap();
+        let parsed: Value = serde_json::from_slice(&bytes).unwrap();
+        assert_eq!(
+            parsed,
+            json!({"messages": [{"a": 1}, "x"], "tools": [{"name": "t"}], "model": "m", "stream": true})
+        );
+        let alone = splice(&spliced(vec![], vec![]), &json!({})).unwrap();
         assert_eq!(alone, br#"{"messages":[]}"#);
+        let alone = splice(&spliced(vec![], tools), &json!({})).unwrap();
+        assert_eq!(alone, br#"{"messages":[],"tools":[{"name":"t"}]}"#);
+    }
+
+    #[test]
+    fn a_tool_set_is_encoded_once_while_requests_carry_it() {
+        let cache = EncodeCache::default();
+        let set: Arc<[ToolDefinition]> = Arc::from(vec![ToolDefinition {
+            name: "read".into(),
+            description: "reads".into(),
+            parameters: json!({"type": "object"}),
+        }]);
+        let calls = std::cell::Cell::new(0);
+        let encode = |tools: &[ToolDefinition]| {
+            calls.set(calls.get() + 1);
+            json!(
+                tools
+                    .iter()
+                    .map(|tool| tool.name.clone())
+                    .collect::<Vec<_>>()
+            )
+        };
+        let first = cache.tools(&set, encode);
+        let again = cache.tools(&set, encode);
+        assert_eq!((calls.get(), &first[..]), (1, &br#"["read"]"#[..]));
+        assert_eq!(first, again);
+        // Another set, even with equal content, is encoded afresh.
+        let other: Arc<[ToolDefinition]> = Arc::from(set.to_vec());
+        cache.tools(&other, encode);
+        assert_eq!(calls.get(), 2);
     }
 }

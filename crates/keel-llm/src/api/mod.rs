@@ -36,20 +36,23 @@ pub struct WireRequest {
     pub spliced: Option<Spliced>,
 }
 
-/// An array member of a request body whose items are already JSON.
+/// An array member of a request body whose items are already JSON, and further members
+/// whose values are.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Spliced {
     /// The member's key.
     pub key: &'static str,
     /// Its items, in order; one message may give several.
     pub items: Vec<bytes::Bytes>,
+    /// Members given whole as serialized values (the tool definitions), written after it.
+    pub members: Vec<(&'static str, bytes::Bytes)>,
 }
 
 impl WireRequest {
     /// The body as sent, in one buffer.
     pub fn body_bytes(&self) -> serde_json::Result<Vec<u8>> {
         match &self.spliced {
-            Some(spliced) => encode_cache::splice(spliced.key, &spliced.items, &self.body),
+            Some(spliced) => encode_cache::splice(spliced, &self.body),
             None => serde_json::to_vec(&self.body),
         }
     }
@@ -57,7 +60,7 @@ impl WireRequest {
     /// The body as chunks that share the cached message JSON (joined once to send).
     pub fn body_chunks(&self) -> serde_json::Result<Vec<bytes::Bytes>> {
         match &self.spliced {
-            Some(spliced) => encode_cache::splice_chunks(spliced.key, &spliced.items, &self.body),
+            Some(spliced) => encode_cache::splice_chunks(spliced, &self.body),
             None => Ok(vec![bytes::Bytes::from(serde_json::to_vec(&self.body)?)]),
         }
     }

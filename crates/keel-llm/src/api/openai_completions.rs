@@ -35,7 +35,8 @@ use std::sync::Arc;
 use base64::Engine as _;
 use bytes::Bytes;
 use keel_protocol::{
-    AssistantMessage, ContentBlock, ImageBlock, Message, ToolResultMessage, UserMessage,
+    AssistantMessage, ContentBlock, ImageBlock, Message, ToolDefinition, ToolResultMessage,
+    UserMessage,
 };
 use serde_json::{Map, Value, json};
 
@@ -72,6 +73,9 @@ pub fn build(model: &ModelEntry, request: &LlmRequest, api_key: Option<&str>) ->
     let mut wire = build_without_messages(model, request, api_key);
     if let Value::Object(body) = &mut wire.body {
         body.insert("messages".into(), Value::Array(encode_messages(request)));
+        if !request.tools.is_empty() {
+            body.insert("tools".into(), encode_tools(&request.tools));
+        }
     }
     wire
 }
@@ -85,15 +89,37 @@ pub fn build_cached(
     cache: &EncodeCache,
 ) -> WireRequest {
     let mut wire = build_without_messages(model, request, api_key);
+    let mut members = Vec::new();
+    if !request.tools.is_empty() {
+        members.push(("tools", cache.tools(&request.tools, encode_tools)));
+    }
     wire.spliced = Some(Spliced {
         key: "messages",
         items: encode_messages_cached(request, cache),
+        members,
     });
     cache.forget_dropped();
     wire
 }
 
-/// Everything of the request but its `messages`.
+/// The `tools` member.
+fn encode_tools(tools: &[ToolDefinition]) -> Value {
+    tools
+        .iter()
+        .map(|tool| {
+            json!({
+                "type": "function",
+                "function": {
+                    "name": tool.name,
+                    "description": tool.description,
+                    "parameters": tool.parameters,
+                },
+            })
+        })
+        .collect()
+}
+
+/// Everything of the request but its `messages` and `tools`.
 fn build_without_messages(
     model: &ModelEntry,
     request: &LlmRequest,
@@ -105,23 +131,6 @@ fn build_without_messages(
     body.insert("stream".into(), json!(true));
     if !model.compat.no_stream_usage {
         body.insert("stream_options".into(), json!({"include_usage": true}));
-    }
-    if !request.tools.is_empty() {
-        let tools = request
-            .tools
-            .iter()
-            .map(|tool| {
-                json!({
-                    "type": "function",
-                    "function": {
-                        "name": tool.name,
-                        "description": tool.description,
-                        "parameters": tool.parameters,
-                    },
-                })
-            })
-            .collect();
-        body.insert("tools".into(), Value::Array(tools));
     }
     let max_tokens = options.max_tokens.unwrap_or(model.max_output);
     let max_key = if model.compat.max_completion_tokens {

@@ -931,10 +931,12 @@ fn the_cached_body_is_the_plain_body_and_reuses_earlier_messages() {
         "bad arguments",
     )));
     let shared: Vec<Arc<Message>> = all.into_iter().map(Arc::new).collect();
+    // One tool set for every request, as in a turn: its JSON is kept after the first.
+    let base = request(&model, Vec::new(), RequestOptions::default());
     for end in 0..=shared.len() {
         let request = LlmRequest {
             messages: Arc::new(shared[..end].to_vec()),
-            ..request(&model, Vec::new(), RequestOptions::default())
+            ..base.clone()
         };
         let plain = build(&model, &request, Some("k"));
         let cached = build_cached(&model, &request, Some("k"), &cache);
