@@ -99,7 +99,6 @@ impl ExecHost {
                 sequence: 0,
                 stdout_closed: false,
                 items: Items::default(),
-                line: Vec::new(),
                 pending: Vec::new(),
             }),
         }
@@ -257,40 +256,47 @@ struct Emitter {
     envelope: String,
     sequence: u64,
     stdout_closed: bool,
-    /// The line being written, reused: a turn writes a line per streamed delta.
-    line: Vec<u8>,
     /// Lines not written yet (see the module documentation).
     pending: Vec<u8>,
     items: Items,
 }
 
 impl Emitter {
-    /// Writes one enveloped event: the envelope's fields, then `fields`' members. Written
-    /// straight into a reused buffer and sent with one write, since every streamed delta
-    /// becomes a line.
+    /// Writes one enveloped event: the envelope's fields, then `fields`' members.
     fn emit(&mut self, stop: &Stop, kind: &str, fields: Value) {
-        let mut line = std::mem::take(&mut self.line);
-        line.clear();
+        self.emit_with(stop, kind, |line| {
+            if let Value::Object(fields) = &fields {
+                for (key, value) in fields {
+                    line.push(b',');
+                    let _ = serde_json::to_writer(&mut *line, key);
+                    line.push(b':');
+                    let _ = serde_json::to_writer(&mut *line, value);
+                }
+            }
+        });
+    }
+
+    /// Writes one enveloped event whose members after `type` `members` writes, each
+    /// starting with a comma, straight into the pending output.
+    fn emit_with(&mut self, stop: &Stop, kind: &str, members: impl FnOnce(&mut Vec<u8>)) {
+        self.sequence += 1;
+        if self.stdout_closed {
+            return;
+        }
+        let line = &mut self.pending;
         let _ = write!(
             line,
             "{{\"schema_version\":{SCHEMA_VERSION},\"sequence\":{},\"timestamp_ms\":{},{}\"type\":",
-            self.sequence,
+            self.sequence - 1,
             keel_protocol::now_ms(),
             self.envelope
         );
-        let _ = serde_json::to_writer(&mut line, kind);
-        if let Value::Object(fields) = &fields {
-            for (key, value) in fields {
-                line.push(b',');
-                let _ = serde_json::to_writer(&mut line, key);
-                line.push(b':');
-                let _ = serde_json::to_writer(&mut line, value);
-            }
-        }
+        let _ = serde_json::to_writer(&mut *line, kind);
+        members(line);
         line.extend_from_slice(b"}\n");
-        self.sequence += 1;
-        self.write_line(stop, &line);
-        self.line = line;
+        if self.pending.len() >= PENDING_LIMIT {
+            self.flush(stop);
+        }
     }
 
     fn write_line(&mut self, stop: &Stop, line: &[u8]) {
@@ -433,11 +439,16 @@ impl Emitter {
                 item_id
             }
         };
-        self.emit(
-            stop,
-            "item.updated",
-            json!({"item": {"id": item_id, "type": kind.name()}, "delta": delta}),
-        );
+        // A line per streamed delta: written directly, in the members' sorted order.
+        self.emit_with(stop, "item.updated", |line| {
+            line.extend_from_slice(b",\"delta\":");
+            let _ = serde_json::to_writer(&mut *line, delta);
+            line.extend_from_slice(b",\"item\":{\"id\":");
+            let _ = serde_json::to_writer(&mut *line, &item_id);
+            line.extend_from_slice(b",\"type\":");
+            let _ = serde_json::to_writer(&mut *line, kind.name());
+            line.push(b'}');
+        });
     }
 
     fn complete_text(&mut self, stop: &Stop, message_id: &MessageId, kind: TextKind, text: String) {
@@ -576,4 +587,64 @@ fn result_text(message: &Message) -> String {
         .as_tool_result()
         .map(keel_protocol::ToolResultMessage::text)
         .unwrap_or_default()
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+
+    use super::*;
+
+    fn emitter() -> Emitter {
+        let ids = RunIds {
+            run_id: "r\"1".into(),
+            session_id: "s-1".into(),
+            turn_id: "t-1".into(),
+        };
+        Emitter {
+            envelope: envelope_ids(&ids),
+            sequence: 0,
+            stdout_closed: false,
+            items: Items::default(),
+            pending: Vec::new(),
+        }
+    }
+
+    /// A delta's line is written without a JSON tree; it must be the line the general path
+    /// writes from one: same members, same order, same length (timestamps aside).
+    #[test]
+    fn a_delta_line_is_the_line_of_its_json_object() {
+        let stop = Stop::default();
+        let mut direct = emitter();
+        let message = MessageId::new("m-1");
+        direct.delta(
+            &stop,
+            &message,
+            TextKind::Reasoning,
+            "a \"quoted\"\nline \u{1F600}",
+        );
+        let lines: Vec<&[u8]> = direct.pending.split_inclusive(|b| *b == b'\n').collect();
+        assert_eq!(lines.len(), 2, "item.started, then item.updated");
+        let mut general = emitter();
+        general.sequence = 1;
+        general.emit(
+            &stop,
+            "item.updated",
+            json!({"item": {"id": "item_0", "type": "reasoning"},
+                   "delta": "a \"quoted\"\nline \u{1F600}"}),
+        );
+        // The timestamps may differ by a millisecond; compare without them.
+        let without_time = |line: &[u8]| {
+            let mut value: Value = serde_json::from_slice(line).unwrap();
+            value["timestamp_ms"] = json!(0);
+            (value, line.len())
+        };
+        assert_eq!(without_time(lines[1]), without_time(&general.pending));
+        let text = std::str::from_utf8(lines[1]).unwrap();
+        let order: Vec<usize> = ["\"type\":\"item.updated\"", "\"delta\":", "\"item\":"]
+            .iter()
+            .map(|key| text.find(key).unwrap())
+            .collect();
+        assert!(order.windows(2).all(|pair| pair[0] < pair[1]), "{text}");
+    }
 }
