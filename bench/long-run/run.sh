@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Long-run harness benchmark (issue 5): keel vs Codex CLI vs pi on the same keel-mockllm workload.
 # Env: RUNS (3) STEPS (100) KIB (4) CHUNK (64) PEERS_DIR (~/.cache/keel/peers) ONLY ("keel keel-sandboxed codex pi")
+#      MOCK_ARGS (extra keel-mockllm flags, e.g. --close-connections for a connection per request)
 set -uo pipefail
 HERE=$(cd "$(dirname "$0")" && pwd)
 ROOT=$(cd "$HERE/../.." && pwd)
@@ -54,7 +55,8 @@ log "keel:  $(ver "$KEEL")"
 run_one() {
   local name=$1 i=$2 d=$OUT/$1.$2
   mkdir -p "$d/work" "$d/home"
-  "$MOCK" --workload "steps=$STEPS,kib=$KIB,chunk=$CHUNK" --timings "$d/timings.jsonl" >"$d/mock.out" 2>&1 &
+  # shellcheck disable=SC2086  # MOCK_ARGS is a list of flags
+  "$MOCK" --workload "steps=$STEPS,kib=$KIB,chunk=$CHUNK" --timings "$d/timings.jsonl" ${MOCK_ARGS:-} >"$d/mock.out" 2>&1 &
   local mpid=$! port=""
   for _ in $(seq 200); do port=$(grep -o '127\.0\.0\.1:[0-9]*' "$d/mock.out" 2>/dev/null | cut -d: -f2); [[ -n $port ]] && break; sleep 0.01; done
   [[ -n $port ]] || { log "mock did not start"; kill "$mpid"; return 1; }

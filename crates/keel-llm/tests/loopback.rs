@@ -390,7 +390,7 @@ async fn requests_are_recorded_as_json_lines() {
         ServerOptions {
             port: 0,
             record: Some(path.clone()),
-            timings: None,
+            ..ServerOptions::default()
         },
     )
     .await

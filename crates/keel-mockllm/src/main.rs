@@ -22,9 +22,12 @@ struct Args {
     /// Append every request as a JSON line to this file.
     #[arg(long, value_name = "FILE")]
     record: Option<PathBuf>,
-    /// Append `{index, received_ms, done_ms}` per request to this file (Unix ms).
+    /// Append `{index, first_byte_ms, received_ms, done_ms}` per request to this file (Unix ms).
     #[arg(long, value_name = "FILE")]
     timings: Option<PathBuf>,
+    /// End every connection after its response instead of keeping it for the next request.
+    #[arg(long)]
+    close_connections: bool,
 }
 
 fn parse_workload(spec: &str) -> anyhow::Result<Script> {
@@ -65,6 +68,7 @@ async fn main() -> anyhow::Result<()> {
             port: args.port,
             record: args.record,
             timings: args.timings,
+            close_connections: args.close_connections,
         },
     )
     .await?;

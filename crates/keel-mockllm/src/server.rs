@@ -53,6 +53,9 @@ pub struct ServerOptions {
     pub record: Option<PathBuf>,
     /// Append one timing line per request to this file, after its response ended.
     pub timings: Option<PathBuf>,
+    /// End every connection after its response (`Connection: close`), as a server without
+    /// keep-alive does, so each request pays for a new connection.
+    pub close_connections: bool,
 }
 
 /// When one request arrived and when its response ended (Unix milliseconds, microsecond
@@ -75,6 +78,7 @@ struct State {
     record: Option<Mutex<std::fs::File>>,
     timings: Option<Mutex<std::fs::File>>,
     next: AtomicUsize,
+    close_connections: bool,
 }
 
 /// A running mock model server.
@@ -97,6 +101,7 @@ impl MockServer {
             record,
             timings,
             next: AtomicUsize::new(0),
+            close_connections: options.close_connections,
         });
         let (stop, mut stopped) = watch::channel(false);
         let serving = state.clone();
@@ -221,9 +226,10 @@ async fn respond(
     index: usize,
     (method, path, headers, body): Request,
 ) -> std::io::Result<After> {
-    let keep_open = !headers
-        .get("connection")
-        .is_some_and(|value| value.eq_ignore_ascii_case("close"));
+    let keep_open = !state.close_connections
+        && !headers
+            .get("connection")
+            .is_some_and(|value| value.eq_ignore_ascii_case("close"));
     let json: Value = serde_json::from_slice(&body).unwrap_or(Value::Null);
     let recorded = RecordedRequest {
         index,

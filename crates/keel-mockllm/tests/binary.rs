@@ -176,6 +176,28 @@ fn a_normal_stream_keeps_its_connection_for_the_next_request() {
     );
 }
 
+/// `--close-connections`: every response ends its connection, as before keep-alive.
+#[test]
+fn close_connections_ends_every_connection() {
+    let mut command = Command::new(env!("CARGO_BIN_EXE_keel-mockllm"));
+    command.args([
+        "--workload",
+        "steps=1,kib=1,chunk=32",
+        "--close-connections",
+    ]);
+    let (_child, url) = start(&mut command);
+    let addr = url.trim_start_matches("http://").to_owned();
+    let mut stream = TcpStream::connect(&addr).unwrap();
+    send(&mut stream, &addr, "/v1/chat/completions", TOOLS, "");
+    let mut response = String::new();
+    stream.read_to_string(&mut response).unwrap();
+    assert!(
+        response.starts_with("HTTP/1.1 200") && response.contains("connection: close"),
+        "{response}"
+    );
+    assert!(response.contains("Step 0") && response.ends_with("data: [DONE]\n\n"));
+}
+
 #[test]
 fn a_bad_script_is_named() {
     let dir = std::env::temp_dir().join(format!("keel-mockllm-bad-{}", std::process::id()));
