@@ -68,7 +68,8 @@ pub struct RequestTiming {
     pub first_byte_ms: f64,
     /// The request's head and body were read whole.
     pub received_ms: f64,
-    /// The last byte of the response was written and the stream shut down.
+    /// The last byte of the response was written (and the stream shut down, unless it is kept
+    /// for the next request).
     pub done_ms: f64,
 }
 
@@ -117,8 +118,9 @@ impl MockServer {
                             tracing::debug!(%error, "mock could not set TCP_NODELAY");
                         }
                         let state = serving.clone();
+                        let stopped = stopped.clone();
                         tokio::spawn(async move {
-                            if let Err(error) = handle(stream, &state).await {
+                            if let Err(error) = handle(stream, &state, stopped).await {
                                 tracing::debug!(%error, "mock connection ended with an error");
                             }
                         });
@@ -157,7 +159,7 @@ impl MockServer {
             .push_back(response);
     }
 
-    /// Stops accepting connections.
+    /// Stops accepting connections and ends the kept ones waiting for their next request.
     pub fn stop(&self) {
         let _ = self.stop.send(true);
     }
@@ -193,10 +195,22 @@ enum After {
     Closed,
 }
 
-async fn handle(mut stream: TcpStream, state: &State) -> std::io::Result<()> {
+/// Serves one connection's requests in turn, until a response ends it, the client closes
+/// it, or the server stops (a kept connection must not outlive its server's script).
+async fn handle(
+    mut stream: TcpStream,
+    state: &State,
+    mut stopped: watch::Receiver<bool>,
+) -> std::io::Result<()> {
+    // Bytes read past one request: the start of the next one.
+    let mut carry = Vec::new();
     loop {
         let mut first_byte_ms = 0.0;
-        let Some(request) = read_request(&mut stream, &mut first_byte_ms).await? else {
+        let request = tokio::select! {
+            _ = stopped.changed() => return Ok(()),
+            request = read_request(&mut stream, &mut carry, &mut first_byte_ms) => request?,
+        };
+        let Some(request) = request else {
             return Ok(());
         };
         let received_ms = unix_ms();
@@ -224,12 +238,15 @@ async fn respond(
     stream: &mut TcpStream,
     state: &State,
     index: usize,
-    (method, path, headers, body): Request,
+    Request {
+        method,
+        path,
+        headers,
+        body,
+        keep_alive,
+    }: Request,
 ) -> std::io::Result<After> {
-    let keep_open = !state.close_connections
-        && !headers
-            .get("connection")
-            .is_some_and(|value| value.eq_ignore_ascii_case("close"));
+    let keep_open = keep_alive && !state.close_connections;
     let json: Value = serde_json::from_slice(&body).unwrap_or(Value::Null);
     let recorded = RecordedRequest {
         index,
@@ -507,14 +524,29 @@ async fn status(
     Ok(After::Closed)
 }
 
-type Request = (String, String, BTreeMap<String, String>, Vec<u8>);
+/// One request as read from the connection.
+struct Request {
+    method: String,
+    path: String,
+    headers: BTreeMap<String, String>,
+    body: Vec<u8>,
+    /// HTTP/1.1 without `Connection: close`: the client may send another request after this
+    /// one's response on the same connection.
+    keep_alive: bool,
+}
 
-/// Reads one request (`None` when the client closed without sending one); `first_byte_ms` gets the time its first bytes arrived.
+/// Reads one request (`None` when the client closed without sending one), starting with the
+/// bytes `carry` holds and leaving there any read past its end; `first_byte_ms` gets the time
+/// its first bytes arrived.
 async fn read_request(
     stream: &mut TcpStream,
+    carry: &mut Vec<u8>,
     first_byte_ms: &mut f64,
 ) -> std::io::Result<Option<Request>> {
-    let mut buf = Vec::with_capacity(8 * 1024);
+    let mut buf = std::mem::take(carry);
+    if !buf.is_empty() {
+        *first_byte_ms = unix_ms();
+    }
     let head_end = loop {
         if let Some(pos) = buf.windows(4).position(|w| w == b"\r\n\r\n") {
             break pos;
@@ -537,6 +569,7 @@ async fn read_request(
     let mut request_line = lines.next().unwrap_or_default().split_whitespace();
     let method = request_line.next().unwrap_or_default().to_owned();
     let path = request_line.next().unwrap_or_default().to_owned();
+    let version = request_line.next().unwrap_or_default().to_owned();
     let headers: BTreeMap<String, String> = lines
         .filter_map(|line| line.split_once(':'))
         .map(|(name, value)| (name.trim().to_ascii_lowercase(), value.trim().to_owned()))
@@ -557,6 +590,56 @@ async fn read_request(
             break;
         }
     }
-    body.truncate(length);
-    Ok(Some((method, path, headers, body)))
+    if body.len() > length {
+        *carry = body.split_off(length);
+    }
+    let close = headers.get("connection").is_some_and(|value| {
+        value
+            .split(',')
+            .any(|token| token.trim().eq_ignore_ascii_case("close"))
+    });
+    Ok(Some(Request {
+        method,
+        path,
+        headers,
+        body,
+        keep_alive: version == "HTTP/1.1" && !close,
+    }))
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+
+    use super::*;
+
+    /// A kept connection must not outlive its server: after `stop`, a client's pooled
+    /// connection ends instead of being answered from the old script.
+    #[tokio::test]
+    async fn stopping_ends_kept_connections() {
+        let script = Script::parse(r#"[{"text": "one"}, {"text": "two"}]"#).unwrap();
+        let server = MockServer::start(script, ServerOptions::default())
+            .await
+            .unwrap();
+        let mut stream = TcpStream::connect(server.addr()).await.unwrap();
+        let body = r#"{"model":"m","stream":true,"messages":[]}"#;
+        let request = format!(
+            "POST /v1/chat/completions HTTP/1.1\r\nhost: mock\r\ncontent-length: {}\r\n\r\n{body}",
+            body.len()
+        );
+        stream.write_all(request.as_bytes()).await.unwrap();
+        let mut seen = Vec::new();
+        while !seen.ends_with(b"0\r\n\r\n") {
+            let mut chunk = [0u8; 4096];
+            let n = stream.read(&mut chunk).await.unwrap();
+            assert!(n > 0, "the connection ended before the response did");
+            seen.extend_from_slice(&chunk[..n]);
+        }
+        server.stop();
+        let mut rest = Vec::new();
+        let read = tokio::time::timeout(Duration::from_secs(10), stream.read_to_end(&mut rest))
+            .await
+            .expect("the kept connection stayed open after stop");
+        assert_eq!((read.unwrap(), rest), (0, Vec::new()));
+    }
 }

@@ -162,18 +162,47 @@ fn a_normal_stream_keeps_its_connection_for_the_next_request() {
         body.contains("Step 0") && body.ends_with("data: [DONE]\n\n"),
         "{body}"
     );
-    // The same connection carries the next request.
+    // The same connection carries the next requests, even sent before their answers
+    // (pipelined): the second gets the final answer, the third an error status, which ends
+    // the connection.
+    send(&mut writer, &addr, "/v1/chat/completions", tools, "");
     send(&mut writer, &addr, "/v1/chat/completions", tools, "");
     let (_, body) = read_chunked(&mut reader);
     assert!(body.contains("All 1 steps are done."), "{body}");
-    // An error status ends the connection.
-    send(&mut writer, &addr, "/v1/chat/completions", tools, "");
     let mut rest = String::new();
     reader.read_to_string(&mut rest).unwrap();
     assert!(
         rest.starts_with("HTTP/1.1 500") && rest.contains("connection: close"),
         "{rest}"
     );
+}
+
+/// An HTTP/1.0 client, or one whose `Connection` header lists `close`, gets a body delimited
+/// by the end of the connection.
+#[test]
+fn clients_that_cannot_keep_the_connection_get_it_closed() {
+    let mut command = Command::new(env!("CARGO_BIN_EXE_keel-mockllm"));
+    command.args(["--workload", "steps=1,kib=1,chunk=32"]);
+    let (_child, url) = start(&mut command);
+    let addr = url.trim_start_matches("http://").to_owned();
+    for (version, extra) in [
+        ("HTTP/1.0", ""),
+        ("HTTP/1.1", "connection: keep-alive, Close\r\n"),
+    ] {
+        let mut stream = TcpStream::connect(&addr).unwrap();
+        write!(
+            stream,
+            "POST /v1/chat/completions {version}\r\nhost: {addr}\r\n{extra}content-length: {}\r\n\r\n{TOOLS}",
+            TOOLS.len()
+        )
+        .unwrap();
+        let mut response = String::new();
+        stream.read_to_string(&mut response).unwrap();
+        assert!(
+            response.contains("connection: close") && !response.contains("transfer-encoding"),
+            "{version} {extra}: {response}"
+        );
+    }
 }
 
 /// `--close-connections`: every response ends its connection, as before keep-alive.

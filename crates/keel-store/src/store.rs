@@ -140,6 +140,9 @@ impl Store {
     /// A current-thread runtime (`keel exec`) waits for the result with nothing else to run,
     /// so handing the work to a pool thread only adds two thread wake-ups per call (a visible
     /// share of a commit); in place it blocks the runtime for the same time it would idle.
+    /// The price: while a call waits for another process's write lock (at most
+    /// [`crate::BUSY_TIMEOUT`]) or syncs under [`Durability::Full`], that runtime's timers
+    /// and signal handling wait too. A panic in `work` is a [`StoreError::Worker`] either way.
     async fn call<R, F>(&self, work: F) -> Result<R>
     where
         R: Send + 'static,
@@ -150,7 +153,8 @@ impl Store {
             .is_ok_and(|handle| handle.runtime_flavor() == RuntimeFlavor::CurrentThread)
         {
             let mut conn = conn.lock().map_err(worker_error)?;
-            return work(&mut conn);
+            return std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| work(&mut conn)))
+                .unwrap_or_else(|_| Err(StoreError::Worker("the store work panicked".into())));
         }
         tokio::task::spawn_blocking(move || {
             let mut conn = conn.lock().map_err(worker_error)?;

@@ -383,15 +383,31 @@ fn load_schema(args: &ExecArgs) -> anyhow::Result<Option<(jsonschema::Validator,
 }
 
 /// SIGINT and SIGTERM abort the turn; a second one ends the process at once.
-async fn watch_signals(stop: Arc<Stop>) {
+///
+/// The handlers are installed when this is called, not when the returned task first runs:
+/// on the current-thread runtime that can be after the first output line (the store no
+/// longer pauses the main task), and a signal before it would kill keel outright.
+fn watch_signals(stop: Arc<Stop>) -> impl std::future::Future<Output = ()> {
     use tokio::signal::unix::{SignalKind, signal};
-    let (Ok(mut interrupt), Ok(mut terminate)) = (
+    let streams = (
         signal(SignalKind::interrupt()),
         signal(SignalKind::terminate()),
-    ) else {
-        eprintln!("keel: warning: cannot watch for SIGINT/SIGTERM");
-        return;
-    };
+    );
+    async move {
+        let (Ok(mut interrupt), Ok(mut terminate)) = streams else {
+            eprintln!("keel: warning: cannot watch for SIGINT/SIGTERM");
+            return;
+        };
+        wait_for_signals(&stop, &mut interrupt, &mut terminate).await;
+    }
+}
+
+/// The first SIGINT or SIGTERM stops the turn; the second exits at once.
+async fn wait_for_signals(
+    stop: &Stop,
+    interrupt: &mut tokio::signal::unix::Signal,
+    terminate: &mut tokio::signal::unix::Signal,
+) {
     for round in 0..2 {
         tokio::select! {
             _ = interrupt.recv() => {}
