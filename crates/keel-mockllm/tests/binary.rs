@@ -113,9 +113,10 @@ fn serves_the_workload_and_records_requests() {
     let lines = std::fs::read_to_string(&record).unwrap().lines().count();
     assert_eq!(lines, 4);
     // A timing line is written once the response has ended, which can be just after the
-    // client saw the end of it.
+    // client saw the end of it, so lines of connections served one after the other may be
+    // written in either order: readers sort them by index.
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
-    let timed: Vec<serde_json::Value> = loop {
+    let mut timed: Vec<serde_json::Value> = loop {
         let timed: Vec<serde_json::Value> = std::fs::read_to_string(&timings)
             .unwrap()
             .lines()
@@ -127,6 +128,7 @@ fn serves_the_workload_and_records_requests() {
         std::thread::sleep(std::time::Duration::from_millis(10));
     };
     assert_eq!(timed.len(), 4, "{timed:?}");
+    timed.sort_by_key(|t| t["index"].as_u64());
     for (i, t) in timed.iter().enumerate() {
         assert_eq!(t["index"], i, "{timed:?}");
         let first = t["first_byte_ms"].as_f64().unwrap();
