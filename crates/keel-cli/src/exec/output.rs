@@ -294,9 +294,7 @@ impl Emitter {
         let _ = serde_json::to_writer(&mut *line, kind);
         members(line);
         line.extend_from_slice(b"}\n");
-        if self.pending.len() >= PENDING_LIMIT {
-            self.flush(stop);
-        }
+        self.flush_if_full(stop);
     }
 
     fn write_line(&mut self, stop: &Stop, line: &[u8]) {
@@ -304,6 +302,10 @@ impl Emitter {
             return;
         }
         self.pending.extend_from_slice(line);
+        self.flush_if_full(stop);
+    }
+
+    fn flush_if_full(&mut self, stop: &Stop) {
         if self.pending.len() >= PENDING_LIMIT {
             self.flush(stop);
         }
@@ -415,6 +417,17 @@ impl Emitter {
         id
     }
 
+    /// Numbers a new text item and writes its `item.started`; returns its id.
+    fn start_text(&mut self, stop: &Stop, kind: TextKind) -> String {
+        let item_id = self.next_item_id();
+        self.item(
+            stop,
+            "item.started",
+            json!({"id": item_id, "type": kind.name(), "text": ""}),
+        );
+        item_id
+    }
+
     fn delta(&mut self, stop: &Stop, message_id: &MessageId, kind: TextKind, delta: &str) {
         let key = (message_id.clone(), kind);
         let item_id = match self.items.texts.get_mut(&key) {
@@ -423,12 +436,7 @@ impl Emitter {
                 open.item_id.clone()
             }
             None => {
-                let item_id = self.next_item_id();
-                self.item(
-                    stop,
-                    "item.started",
-                    json!({"id": item_id, "type": kind.name(), "text": ""}),
-                );
+                let item_id = self.start_text(stop, kind);
                 self.items.texts.insert(
                     key,
                     OpenText {
@@ -455,15 +463,7 @@ impl Emitter {
         let item_id = match self.items.texts.remove(&(message_id.clone(), kind)) {
             Some(open) => open.item_id,
             None if text.is_empty() => return,
-            None => {
-                let item_id = self.next_item_id();
-                self.item(
-                    stop,
-                    "item.started",
-                    json!({"id": item_id, "type": kind.name(), "text": ""}),
-                );
-                item_id
-            }
+            None => self.start_text(stop, kind),
         };
         self.item(
             stop,

@@ -2,7 +2,7 @@
 
 use pretty_assertions::assert_eq;
 
-use crate::{exec_script, keel, script, temp_dir};
+use crate::{Mock, assert_exit, exec_script, keel, script, temp_dir};
 
 #[test]
 fn exec_prints_the_streamed_answer() {
@@ -10,11 +10,7 @@ fn exec_prints_the_streamed_answer() {
         r#"[{"text": "Hello from the script.", "chunk_size": 3}]"#,
         &["hi"],
     );
-    assert!(
-        output.status.success(),
-        "{}",
-        String::from_utf8_lossy(&output.stderr)
-    );
+    assert_exit(&output, 0);
     assert_eq!(
         String::from_utf8(output.stdout).unwrap(),
         "Hello from the script.\n"
@@ -53,11 +49,7 @@ fn an_overloaded_model_is_retried_and_the_turn_recovers() {
         r#"[{"error": {"code": "overloaded", "message": "busy", "retry_after_ms": 20}}, {"text": "recovered"}]"#,
         &["hi"],
     );
-    assert!(
-        output.status.success(),
-        "{}",
-        String::from_utf8_lossy(&output.stderr)
-    );
+    assert_exit(&output, 0);
     assert_eq!(String::from_utf8(output.stdout).unwrap(), "recovered\n");
 }
 
@@ -89,20 +81,8 @@ fn without_a_provider_exec_says_what_to_do() {
 
 #[test]
 fn exec_talks_to_a_provider_over_http() {
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(1)
-        .enable_all()
-        .build()
-        .unwrap();
-    let script =
-        keel_mockllm::Script::parse(r#"[{"text": "hello from the mock", "chunk_size": 4}]"#)
-            .unwrap();
-    let server = runtime
-        .block_on(keel_mockllm::MockServer::start(
-            script,
-            keel_mockllm::ServerOptions::default(),
-        ))
-        .unwrap();
+    let mock = Mock::new();
+    let server = mock.serve(r#"[{"text": "hello from the mock", "chunk_size": 4}]"#);
     let output = keel()
         .args([
             "exec",
@@ -115,11 +95,7 @@ fn exec_talks_to_a_provider_over_http() {
         .env("ANTHROPIC_API_KEY", "test-key")
         .output()
         .unwrap();
-    assert!(
-        output.status.success(),
-        "{}",
-        String::from_utf8_lossy(&output.stderr)
-    );
+    assert_exit(&output, 0);
     assert_eq!(
         String::from_utf8(output.stdout).unwrap(),
         "hello from the mock\n"
@@ -162,19 +138,8 @@ fn an_unknown_provider_lists_the_known_ones() {
 
 #[test]
 fn the_model_and_providers_come_from_config_files() {
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(1)
-        .enable_all()
-        .build()
-        .unwrap();
-    let script =
-        keel_mockllm::Script::parse(r#"[{"text": "configured", "chunk_size": 4}]"#).unwrap();
-    let server = runtime
-        .block_on(keel_mockllm::MockServer::start(
-            script,
-            keel_mockllm::ServerOptions::default(),
-        ))
-        .unwrap();
+    let mock = Mock::new();
+    let server = mock.serve(r#"[{"text": "configured", "chunk_size": 4}]"#);
     let home = temp_dir("config-home");
     std::fs::write(
         home.join("config.yaml"),
@@ -190,11 +155,7 @@ fn the_model_and_providers_come_from_config_files() {
         .env("MOCK_API_KEY", "k")
         .output()
         .unwrap();
-    assert!(
-        output.status.success(),
-        "{}",
-        String::from_utf8_lossy(&output.stderr)
-    );
+    assert_exit(&output, 0);
     assert_eq!(String::from_utf8(output.stdout).unwrap(), "configured\n");
     assert_eq!(server.requests()[0].headers["authorization"], "Bearer k");
 
@@ -260,11 +221,7 @@ fn tools_run_behind_the_permission_gate() {
             .unwrap_or_default()
     };
     let denied = run("plan");
-    assert!(
-        denied.status.success(),
-        "{}",
-        String::from_utf8_lossy(&denied.stderr)
-    );
+    assert_exit(&denied, 0);
     assert!(
         tool_result(&denied).starts_with("Blocked by permissions: [denied"),
         "{}",
@@ -301,28 +258,15 @@ fn a_durable_run_stores_its_session_too() {
 
 #[test]
 fn every_wire_api_runs_a_tool_step_end_to_end() {
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(1)
-        .enable_all()
-        .build()
-        .unwrap();
+    let mock = Mock::new();
     for api in [
         "anthropic-messages",
         "openai-completions",
         "openai-responses",
         "google-generative-ai",
     ] {
-        let script = keel_mockllm::Script::parse(
-            r#"[{"thinking": "plan", "text": "Listing.", "shell": "echo from-$((40+2))", "chunk_size": 5},
-                {"text": "The shell said from-42.", "chunk_size": 5}]"#,
-        )
-        .unwrap();
-        let server = runtime
-            .block_on(keel_mockllm::MockServer::start(
-                script,
-                keel_mockllm::ServerOptions::default(),
-            ))
-            .unwrap();
+        let server = mock.serve(r#"[{"thinking": "plan", "text": "Listing.", "shell": "echo from-$((40+2))", "chunk_size": 5},
+                {"text": "The shell said from-42.", "chunk_size": 5}]"#);
         let base = match api {
             "openai-completions" | "openai-responses" => format!("{}/v1", server.url()),
             _ => server.url(),
@@ -381,11 +325,7 @@ fn the_sandbox_mode_comes_from_the_flag_or_the_config_and_a_bad_one_is_named() {
     // enforce Landlock, it does not run at all); either way nothing is made.
     let work = outside_temp();
     let output = run(work.path(), &["--sandbox", "read-only"]);
-    assert!(
-        output.status.success(),
-        "{}",
-        String::from_utf8_lossy(&output.stderr)
-    );
+    assert_exit(&output, 0);
     assert!(!work.path().join("made.txt").exists());
     let work = outside_temp();
     let output = run(work.path(), &["-c", "sandbox=read-only"]);
@@ -394,11 +334,7 @@ fn the_sandbox_mode_comes_from_the_flag_or_the_config_and_a_bad_one_is_named() {
     // Full access from the config: the write happens.
     let work = outside_temp();
     let output = run(work.path(), &["-c", "sandbox=danger-full-access"]);
-    assert!(
-        output.status.success(),
-        "{}",
-        String::from_utf8_lossy(&output.stderr)
-    );
+    assert_exit(&output, 0);
     assert!(work.path().join("made.txt").exists());
     // A bad mode is named, on the flag (bad invocation) and in the config (config error).
     let work = outside_temp();

@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 use pretty_assertions::assert_eq;
 use serde_json::json;
 
-use crate::{exec_script, keel, lines, result_of};
+use crate::{assert_exit, exec_script, keel, lines, result_of};
 
 /// A model that takes a long time to answer.
 const SLOW: &str = r#"[{"text": "too late", "first_delay_ms": 30000}]"#;
@@ -20,12 +20,7 @@ fn a_timeout_aborts_the_turn_with_exit_6() {
         SLOW,
         &["--output-format", "json", "--timeout", "300ms", "hi"],
     );
-    assert_eq!(
-        output.status.code(),
-        Some(6),
-        "{}",
-        String::from_utf8_lossy(&output.stderr)
-    );
+    assert_exit(&output, 6);
     assert!(
         started.elapsed() < Duration::from_secs(10),
         "the turn was aborted"
@@ -43,12 +38,7 @@ fn the_step_limit_stops_a_looping_model_with_exit_7() {
         &script.to_string(),
         &["--output-format", "stream-json", "--max-steps", "2", "loop"],
     );
-    assert_eq!(
-        output.status.code(),
-        Some(7),
-        "{}",
-        String::from_utf8_lossy(&output.stderr)
-    );
+    assert_exit(&output, 7);
     let events = lines(&output.stdout);
     let calls = events
         .iter()

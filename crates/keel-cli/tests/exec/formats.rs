@@ -7,7 +7,7 @@ use std::process::Stdio;
 use pretty_assertions::assert_eq;
 use serde_json::json;
 
-use crate::{exec_script, keel, lines, result_of};
+use crate::{assert_exit, exec_script, keel, lines, result_of};
 
 /// Reasoning, one tool call, then the answer.
 const TOOL_TURN: &str = r#"[
@@ -18,12 +18,7 @@ const TOOL_TURN: &str = r#"[
 #[test]
 fn stream_json_is_one_enveloped_event_per_line_from_started_to_completed() {
     let (_dir, output) = exec_script(TOOL_TURN, &["--output-format", "stream-json", "go"]);
-    assert_eq!(
-        output.status.code(),
-        Some(0),
-        "{}",
-        String::from_utf8_lossy(&output.stderr)
-    );
+    assert_exit(&output, 0);
     let events = lines(&output.stdout);
     let first = &events[0];
     for (i, event) in events.iter().enumerate() {

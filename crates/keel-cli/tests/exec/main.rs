@@ -57,6 +57,16 @@ fn exec_script(script_json: &str, extra: &[&str]) -> (tempfile::TempDir, std::pr
     (dir, output)
 }
 
+/// Asserts the run exited with `code`, showing its stderr otherwise.
+fn assert_exit(output: &std::process::Output, code: i32) {
+    assert_eq!(
+        output.status.code(),
+        Some(code),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+}
+
 /// The one `exec.result` object of a `--output-format json` run.
 fn result_of(output: &std::process::Output) -> serde_json::Value {
     let mut all = lines(&output.stdout);
@@ -67,4 +77,30 @@ fn result_of(output: &std::process::Output) -> serde_json::Value {
         String::from_utf8_lossy(&output.stderr)
     );
     all.remove(0)
+}
+
+/// A runtime for `keel-mockllm` servers started in the test process.
+struct Mock(tokio::runtime::Runtime);
+
+impl Mock {
+    fn new() -> Self {
+        Self(
+            tokio::runtime::Builder::new_multi_thread()
+                .worker_threads(1)
+                .enable_all()
+                .build()
+                .unwrap(),
+        )
+    }
+
+    /// A server answering from `script_json`.
+    fn serve(&self, script_json: &str) -> keel_mockllm::MockServer {
+        let script = keel_mockllm::Script::parse(script_json).unwrap();
+        self.0
+            .block_on(keel_mockllm::MockServer::start(
+                script,
+                keel_mockllm::ServerOptions::default(),
+            ))
+            .unwrap()
+    }
 }

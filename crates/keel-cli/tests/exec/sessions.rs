@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 use pretty_assertions::assert_eq;
 use serde_json::Value;
 
-use crate::{lines, script};
+use crate::{Mock, lines, script};
 
 /// A fresh KEEL_HOME (holding the session database) and working folder.
 struct Home {
@@ -134,21 +134,8 @@ fn a_session_is_stored_and_listed() {
 
 #[test]
 fn continue_sends_the_old_history_in_the_next_request() {
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(1)
-        .enable_all()
-        .build()
-        .unwrap();
-    let script = keel_mockllm::Script::parse(
-        r#"[{"text": "the first answer"}, {"text": "the second answer"}]"#,
-    )
-    .unwrap();
-    let server = runtime
-        .block_on(keel_mockllm::MockServer::start(
-            script,
-            keel_mockllm::ServerOptions::default(),
-        ))
-        .unwrap();
+    let mock = Mock::new();
+    let server = mock.serve(r#"[{"text": "the first answer"}, {"text": "the second answer"}]"#);
     let home = Home::new();
     let run = |extra: &[&str]| {
         let output = home

@@ -48,6 +48,18 @@ pub async fn session(store: &Store) -> SessionRecord {
         .unwrap()
 }
 
+/// A session in `/work` whose history is `texts`, one revision each.
+pub async fn session_of(store: &Store, texts: &[&str]) -> SessionRecord {
+    let s = session(store).await;
+    for (n, text) in texts.iter().enumerate() {
+        store
+            .append(&s.id, format!("op-{n}"), vec![entry(text)])
+            .await
+            .unwrap();
+    }
+    s
+}
+
 /// The texts of a history, in order.
 pub fn texts(history: &[keel_store::StoredEntry]) -> Vec<String> {
     history

@@ -4,7 +4,7 @@ use keel_protocol::{SessionId, TurnOutcome, Usage};
 use keel_store::{Durability, ForkPoint, NewSession, Store, StoreError, TurnSource, TurnStatus};
 use pretty_assertions::assert_eq;
 
-use crate::{entry, session, temp_store, texts};
+use crate::{entry, session, session_of, temp_store, texts};
 
 #[tokio::test]
 async fn sessions_are_listed_newest_first_and_found_by_prefix() {
@@ -141,13 +141,7 @@ async fn turns_record_source_status_usage_and_error_code() {
 #[tokio::test]
 async fn fork_copies_history_up_to_a_revision() {
     let (_dir, store) = temp_store().await;
-    let s = session(&store).await;
-    for (n, text) in ["a", "b", "c"].iter().enumerate() {
-        store
-            .append(&s.id, format!("op-{n}"), vec![entry(text)])
-            .await
-            .unwrap();
-    }
+    let s = session_of(&store, &["a", "b", "c"]).await;
     let fork = store.fork(&s.id, Some(2), None).await.unwrap();
     assert_eq!(
         fork.forked_from,
@@ -180,13 +174,7 @@ async fn fork_copies_history_up_to_a_revision() {
 #[tokio::test]
 async fn rewind_is_recoverable() {
     let (_dir, store) = temp_store().await;
-    let s = session(&store).await;
-    for (n, text) in ["a", "b", "c"].iter().enumerate() {
-        store
-            .append(&s.id, format!("op-{n}"), vec![entry(text)])
-            .await
-            .unwrap();
-    }
+    let s = session_of(&store, &["a", "b", "c"]).await;
     let back = store.rewind(&s.id, 1, "rewind-1").await.unwrap();
     assert_eq!(
         (back.revision, back.epoch, back.length, back.written),

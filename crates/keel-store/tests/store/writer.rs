@@ -405,15 +405,12 @@ async fn a_live_turn_does_not_close_while_a_claim_is_in_flight() {
         .unwrap();
 }
 
-#[tokio::test(start_paused = true)]
-async fn a_retry_after_a_failed_projection_projects_before_it_acknowledges() {
-    let (_dir, store) = temp_store().await;
-    let s = session(&store).await;
+/// An observer whose first projection never finishes (later ones do); counts projections.
+fn hang_first_projection(store: &Store) -> Arc<std::sync::atomic::AtomicUsize> {
     let calls = Arc::new(std::sync::atomic::AtomicUsize::new(0));
     let counter = Arc::clone(&calls);
     store
         .add_observer(Arc::new(move |_event: Arc<HistoryCommitted>| {
-            // The first projection never finishes; later ones do.
             let first = counter.fetch_add(1, std::sync::atomic::Ordering::SeqCst) == 0;
             Box::pin(async move {
                 if first {
@@ -422,6 +419,14 @@ async fn a_retry_after_a_failed_projection_projects_before_it_acknowledges() {
             })
         }))
         .unwrap();
+    calls
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_retry_after_a_failed_projection_projects_before_it_acknowledges() {
+    let (_dir, store) = temp_store().await;
+    let s = session(&store).await;
+    let calls = hang_first_projection(&store);
     let request = CommitRequest::append(s.id.clone(), "op-1", vec![entry("a")]);
     let failed = store.commit(request.clone()).await.unwrap_err();
     assert_eq!(failed.code(), "projection_timeout");
@@ -440,18 +445,7 @@ async fn a_retry_after_a_failed_projection_projects_before_it_acknowledges() {
 async fn a_retry_after_a_dropped_commit_projects_before_it_acknowledges() {
     let (_dir, store) = temp_store().await;
     let s = session(&store).await;
-    let calls = Arc::new(std::sync::atomic::AtomicUsize::new(0));
-    let counter = Arc::clone(&calls);
-    store
-        .add_observer(Arc::new(move |_event: Arc<HistoryCommitted>| {
-            let first = counter.fetch_add(1, std::sync::atomic::Ordering::SeqCst) == 0;
-            Box::pin(async move {
-                if first {
-                    std::future::pending::<()>().await;
-                }
-            })
-        }))
-        .unwrap();
+    let calls = hang_first_projection(&store);
     let request = CommitRequest::append(s.id.clone(), "op-1", vec![entry("a")]);
     // The caller gives up while the first projection hangs: the write is durable, the
     // acknowledgement never happened.
