@@ -81,6 +81,16 @@ pub struct ToolEnv {
     pub fetch_allow_private: bool,
     /// The environment commands start from; `None` inherits this process's.
     pub base_env: Option<Vec<(String, String)>>,
+    /// keel's own folder (`$KEEL_HOME`): sessions and keys; never readable by commands.
+    pub keel_home: Option<PathBuf>,
+    /// Credential locations added by configuration to [`crate::protect::DEFAULT_CREDENTIALS`].
+    pub extra_credentials: Vec<PathBuf>,
+    /// Keep control files ([`crate::protect`]) out of the model's reach: true in every
+    /// permission mode short of `full`.
+    pub protect_control: bool,
+    /// Variables never passed to a command in any cleaning mode (the key of the provider in
+    /// use).
+    pub secret_env_names: Vec<String>,
 }
 
 impl ToolEnv {
@@ -97,7 +107,23 @@ impl ToolEnv {
             sandbox_blocks_network: false,
             fetch_allow_private: false,
             base_env: None,
+            keel_home: crate::permission::keel_home(
+                std::env::var_os("HOME").map(PathBuf::from).as_deref(),
+            ),
+            extra_credentials: Vec::new(),
+            protect_control: true,
+            secret_env_names: Vec::new(),
         }
+    }
+
+    /// Every credential location: the defaults under the home folder, keel's home and the
+    /// configured extras.
+    pub fn credentials(&self) -> Vec<PathBuf> {
+        crate::protect::credential_locations(
+            self.home.as_deref(),
+            self.keel_home.as_deref(),
+            &self.extra_credentials,
+        )
     }
 
     /// `path` made absolute (against `cwd`, `~` expanded) and lexically normalised.

@@ -9,6 +9,7 @@ pub mod env;
 pub mod files;
 pub mod output;
 pub mod permission;
+pub mod protect;
 pub mod search;
 
 pub use env::{EnvMode, SandboxMode, ToolEnv};
