@@ -122,18 +122,10 @@ fn pattern_in(names: &[&OsStr]) -> Option<&'static str> {
         match name.to_str() {
             Some(".keel") => return Some(".keel/**"),
             Some(".mcp.json") if rest.is_empty() => return Some(".mcp.json"),
-            Some(".claude") => {
-                if let [file] = rest
-                    && is_claude_settings(file)
-                {
-                    return Some(".claude/settings*.json");
-                }
+            Some(".claude") if matches!(rest, [file] if is_claude_settings(file)) => {
+                return Some(".claude/settings*.json");
             }
-            Some(".git") => {
-                if git_control(rest) {
-                    return Some(".git/config, .git/hooks/**");
-                }
-            }
+            Some(".git") if git_control(rest) => return Some(".git/config, .git/hooks/**"),
             _ => {}
         }
     }
