@@ -9,6 +9,7 @@ mod exec;
 mod instructions;
 mod sessions;
 mod store;
+mod trust;
 
 use std::process::ExitCode;
 
@@ -28,9 +29,15 @@ enum Command {
     Exec(Box<exec::ExecArgs>),
     /// List, show, fork, rewind, export or delete stored sessions.
     Sessions(sessions::SessionsArgs),
+    /// Trust this project's keel files (.keel/config.yaml, .keel/permissions.yaml) as they
+    /// are now; until then they may only make keel stricter.
+    Trust(trust::TrustArgs),
 }
 
 fn main() -> ExitCode {
+    // Before anything else: no command keel starts may read keel's environment (API keys)
+    // or memory through /proc.
+    keel_tools::bash::sandbox::make_undumpable();
     // clap exits 2 on a bad invocation (and 0 for --help and --version).
     let cli = Cli::parse();
     let runtime = match tokio::runtime::Builder::new_current_thread()
@@ -47,6 +54,7 @@ fn main() -> ExitCode {
         match cli.command {
             Command::Exec(args) => exec::run(*args).await,
             Command::Sessions(args) => sessions::run(args).await.map(|()| ExitCode::SUCCESS),
+            Command::Trust(args) => trust::run(&args).map(|()| ExitCode::SUCCESS),
         }
     });
     // Tools may leave work behind after an abort; do not wait for it.
@@ -61,6 +69,9 @@ fn main() -> ExitCode {
                     "keel: configuration error ({}): {error:#}",
                     config_error.code()
                 );
+                ExitCode::from(exec::EXIT_CONFIG)
+            } else if let Some(trust_error) = error.downcast_ref::<trust::TrustError>() {
+                eprintln!("keel: trust error ({}): {error:#}", trust_error.code());
                 ExitCode::from(exec::EXIT_CONFIG)
             } else if let Some(store_error) = error.downcast_ref::<keel_store::StoreError>() {
                 // A wrong id is a bad invocation; anything else the store reports is a

@@ -12,12 +12,12 @@ pub const MAX_BASH_TIMEOUT: Duration = Duration::from_secs(600);
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, serde::Serialize, serde::Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum EnvMode {
-    /// Keep credentials (interactive default).
-    #[default]
+    /// Keep credentials (only when chosen; the provider key still goes).
     Off,
-    /// Remove a list of known credential variables (default in CI).
+    /// Remove a list of known credential variables (the default).
+    #[default]
     Scrub,
-    /// Remove every variable whose name looks like a secret.
+    /// Remove every variable whose name or value looks like a secret.
     Strict,
 }
 

@@ -176,6 +176,8 @@ pub struct ControlSet {
     pub pinned: Vec<PathBuf>,
     /// Control paths that do not exist yet; a command must not create them.
     pub absent: Vec<PathBuf>,
+    /// The `.claude` folders of the roots, where any new `settings*.json` counts.
+    pub claude: Vec<PathBuf>,
 }
 
 impl ControlSet {
@@ -199,6 +201,7 @@ impl ControlSet {
             }
         }
         let claude = root.join(".claude");
+        self.claude.push(claude.clone());
         if claude.is_dir() {
             self.pinned.push(claude.clone());
             if let Ok(entries) = std::fs::read_dir(&claude) {
@@ -264,11 +267,27 @@ impl ControlSet {
 
     /// The control paths that were absent at scan time and exist now.
     pub fn appeared(&self) -> Vec<PathBuf> {
-        self.absent
+        let mut out: Vec<PathBuf> = self
+            .absent
             .iter()
             .filter(|p| std::fs::symlink_metadata(p).is_ok())
             .cloned()
-            .collect()
+            .collect();
+        for claude in &self.claude {
+            let Ok(entries) = std::fs::read_dir(claude) else {
+                continue;
+            };
+            for entry in entries.flatten() {
+                let path = entry.path();
+                if is_claude_settings(&entry.file_name())
+                    && !self.read_only.contains(&path)
+                    && !out.contains(&path)
+                {
+                    out.push(path);
+                }
+            }
+        }
+        out
     }
 }
 

@@ -91,6 +91,10 @@ pub struct ExecArgs {
     /// Resume the latest session of the working folder.
     #[arg(long = "continue")]
     continue_latest: bool,
+    /// Trust the project's own keel files (.keel/config.yaml, .keel/permissions.yaml) for
+    /// this run as they are now, without recording it (see `keel trust`).
+    #[arg(long)]
+    trust_project: bool,
 }
 
 /// An error that is keel's fault rather than the invocation's (exit 70).
@@ -112,8 +116,8 @@ pub async fn run(args: ExecArgs) -> anyhow::Result<ExitCode> {
         None => std::env::current_dir().context("cannot read the current folder")?,
     };
     let loaded = setup::load_config(&args, &cwd)?;
-    let (model, stream_fn) = setup::model_and_stream(&args, &loaded)?;
-    let (tools, hooks) = setup::tools_and_gate(&args, &loaded, &cwd)?;
+    let (model, stream_fn, key_env) = setup::model_and_stream(&args, &loaded)?;
+    let (tools, hooks) = setup::tools_and_gate(&args, &loaded, &cwd, key_env)?;
     let schema = load_schema(&args)?;
     let prompt = read_prompt(args.prompt.as_deref()).await?;
     let mut system_prompt = match &args.system_prompt {

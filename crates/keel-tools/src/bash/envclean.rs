@@ -1,10 +1,12 @@
 //! Cleaning the environment of shell subprocesses (SPEC §16).
 //!
 //! Layer A always removes the variables that describe keel's own runtime boundary, so a
-//! command cannot pose as the parent session. Layer B removes credentials by mode: `off`
-//! (interactive default), `scrub` (a list of known keys; automatic under CI), `strict`
-//! (every name that looks like a secret). The mode comes from an explicit setting, else
-//! `KEEL_BASH_ENV_SANITIZE`, else `scrub` when `CI` or `GITHUB_ACTIONS` is set, else `off`.
+//! command cannot pose as the parent session, and the key of the provider keel is using.
+//! Layer B removes credentials by mode: `off` (only when chosen), `scrub` (a list of known
+//! keys; the default everywhere), `strict` (every name that looks like a secret, and every
+//! value that looks like a credential: URLs with passwords and known token prefixes). The
+//! mode comes from an explicit setting, else `KEEL_BASH_ENV_SANITIZE`, else `scrub`; an
+//! unknown value is an error, never a silent `off`.
 
 use crate::env::EnvMode;
 
@@ -64,40 +66,94 @@ const SECRET_MARKS: &[&str] = &[
 /// Names that look secret but are not, kept even in `strict`.
 const NOT_SECRETS: &[&str] = &["SSH_AUTH_SOCK", "GPG_AGENT_INFO", "KEYTIMEOUT"];
 
-/// The layer-B mode: the explicit setting, else the environment.
-pub fn mode(explicit: Option<EnvMode>, vars: &[(String, String)]) -> EnvMode {
+/// Name endings that mark a secret in `strict` (`STRIPE_SK`, `SENTRY_DSN`).
+const SECRET_SUFFIXES: &[&str] = &["_SK", "_DSN", "_PAT", "_PWD", "_PASS"];
+
+/// Value prefixes of well-known tokens (`strict`).
+const TOKEN_PREFIXES: &[&str] = &[
+    "sk-",
+    "sk_live_",
+    "sk_test_",
+    "rk_live_",
+    "rk_test_",
+    "ghp_",
+    "gho_",
+    "ghu_",
+    "ghs_",
+    "ghr_",
+    "github_pat_",
+    "glpat-",
+    "xoxb-",
+    "xoxp-",
+    "xoxa-",
+    "xoxs-",
+    "xapp-",
+    "AKIA",
+    "ASIA",
+    "AIza",
+    "hf_",
+    "npm_",
+    "pypi-",
+    "dop_v1_",
+    "shpat_",
+    "SG.",
+    "-----BEGIN",
+];
+
+/// An unknown `KEEL_BASH_ENV_SANITIZE` value.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{MODE_VARIABLE}={0} is not a cleaning mode (use off, scrub or strict)")]
+pub struct UnknownEnvMode(pub String);
+
+/// The layer-B mode: the explicit setting, else the environment, else `scrub`.
+pub fn mode(
+    explicit: Option<EnvMode>,
+    vars: &[(String, String)],
+) -> Result<EnvMode, UnknownEnvMode> {
     if let Some(mode) = explicit {
-        return mode;
+        return Ok(mode);
     }
-    let get = |name: &str| {
-        vars.iter()
-            .find(|(k, _)| k == name)
-            .map(|(_, v)| v.as_str())
-    };
-    match get(MODE_VARIABLE).map(|v| v.trim().to_ascii_lowercase()) {
-        Some(v) if v == "off" => EnvMode::Off,
-        Some(v) if v == "scrub" => EnvMode::Scrub,
-        Some(v) if v == "strict" => EnvMode::Strict,
-        _ if get("CI").is_some_and(|v| !v.is_empty())
-            || get("GITHUB_ACTIONS").is_some_and(|v| !v.is_empty()) =>
-        {
-            EnvMode::Scrub
-        }
-        _ => EnvMode::Off,
+    let value = vars
+        .iter()
+        .find(|(k, _)| k == MODE_VARIABLE)
+        .map(|(_, v)| v.trim().to_ascii_lowercase());
+    match value.as_deref() {
+        None | Some("") | Some("scrub") => Ok(EnvMode::Scrub),
+        Some("off") => Ok(EnvMode::Off),
+        Some("strict") => Ok(EnvMode::Strict),
+        Some(_) => Err(UnknownEnvMode(value.unwrap_or_default())),
     }
 }
 
-/// The cleaned environment and the names removed (values are never reported).
-pub fn clean(vars: Vec<(String, String)>, mode: EnvMode) -> (Vec<(String, String)>, Vec<String>) {
+/// The layer-B mode of keel's own environment, for checking it before anything runs.
+pub fn mode_from_process() -> Result<EnvMode, UnknownEnvMode> {
+    match std::env::var(MODE_VARIABLE) {
+        Ok(value) => mode(None, &[(MODE_VARIABLE.to_owned(), value)]),
+        Err(_) => Ok(EnvMode::Scrub),
+    }
+}
+
+/// The cleaned environment and the names removed (values are never reported). `always`
+/// names variables removed in every mode (the key of the provider in use).
+pub fn clean(
+    vars: Vec<(String, String)>,
+    mode: EnvMode,
+    always: &[String],
+) -> (Vec<(String, String)>, Vec<String>) {
     let mut removed = Vec::new();
     let kept = vars
         .into_iter()
-        .filter(|(name, _)| {
+        .filter(|(name, value)| {
             let drop = is_boundary(name)
+                || always.iter().any(|a| a == name)
                 || match mode {
                     EnvMode::Off => false,
                     EnvMode::Scrub => KNOWN_KEYS.contains(&name.as_str()),
-                    EnvMode::Strict => KNOWN_KEYS.contains(&name.as_str()) || looks_secret(name),
+                    EnvMode::Strict => {
+                        KNOWN_KEYS.contains(&name.as_str())
+                            || looks_secret(name)
+                            || looks_like_credential(value)
+                    }
                 };
             if drop {
                 removed.push(name.clone());
@@ -119,6 +175,37 @@ fn looks_secret(name: &str) -> bool {
     }
     let upper = name.to_ascii_uppercase();
     SECRET_MARKS.iter().any(|mark| upper.contains(mark))
+        || SECRET_SUFFIXES.iter().any(|suffix| upper.ends_with(suffix))
+}
+
+/// Whether a value looks like a credential: a known token prefix, or a URL with a password
+/// (`postgres://user:secret@host`).
+pub fn looks_like_credential(value: &str) -> bool {
+    let value = value.trim();
+    if TOKEN_PREFIXES.iter().any(|p| value.starts_with(p)) && value.len() >= 12 {
+        return true;
+    }
+    url_with_password(value)
+}
+
+fn url_with_password(value: &str) -> bool {
+    let Some((scheme, rest)) = value.split_once("://") else {
+        return false;
+    };
+    if scheme.is_empty()
+        || !scheme
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || "+.-".contains(c))
+    {
+        return false;
+    }
+    let authority = rest.split(['/', '?', '#']).next().unwrap_or("");
+    match authority.rsplit_once('@') {
+        Some((userinfo, _)) => userinfo
+            .split_once(':')
+            .is_some_and(|(_, password)| !password.is_empty()),
+        None => false,
+    }
 }
 
 #[cfg(test)]
@@ -138,23 +225,52 @@ mod tests {
     }
 
     #[test]
-    fn the_mode_comes_from_setting_then_variable_then_ci() {
-        assert_eq!(mode(Some(EnvMode::Strict), &vars(&["CI"])), EnvMode::Strict);
+    fn the_mode_comes_from_setting_then_variable_then_defaults_to_scrub() {
         assert_eq!(
-            mode(
-                None,
-                &[
-                    ("KEEL_BASH_ENV_SANITIZE".into(), "off".into()),
-                    ("CI".into(), "1".into())
-                ]
-            ),
-            EnvMode::Off
+            mode(Some(EnvMode::Strict), &vars(&["CI"])),
+            Ok(EnvMode::Strict)
         );
         assert_eq!(
-            mode(None, &[("GITHUB_ACTIONS".into(), "true".into())]),
-            EnvMode::Scrub
+            mode(None, &[("KEEL_BASH_ENV_SANITIZE".into(), "off".into())]),
+            Ok(EnvMode::Off)
         );
-        assert_eq!(mode(None, &vars(&["PATH"])), EnvMode::Off);
+        assert_eq!(mode(None, &vars(&["PATH"])), Ok(EnvMode::Scrub));
+    }
+
+    #[test]
+    fn an_unknown_mode_is_an_error_not_off() {
+        assert_eq!(
+            mode(None, &[("KEEL_BASH_ENV_SANITIZE".into(), "Strikt".into())]),
+            Err(UnknownEnvMode("strikt".into()))
+        );
+    }
+
+    #[test]
+    fn strict_removes_credential_shaped_values_and_suffixes() {
+        let all: Vec<(String, String)> = [
+            ("STRIPE_SK", "sk_live_abcdefghijklmnop"),
+            ("DATABASE_URL", "postgres://u:hunter2@db.example/app"),
+            ("PLAIN_URL", "https://example.com/a@b"),
+            ("USER_URL", "https://user@example.com/"),
+            ("SOMETHING", "ghp_0123456789abcdefghij"),
+            ("SHORT", "sk-"),
+            ("PATH", "/usr/bin"),
+        ]
+        .iter()
+        .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
+        .collect();
+        let (kept, removed) = clean(all, EnvMode::Strict, &[]);
+        assert_eq!(names(&kept), ["PLAIN_URL", "USER_URL", "SHORT", "PATH"]);
+        assert_eq!(removed, ["DATABASE_URL", "SOMETHING", "STRIPE_SK"]);
+    }
+
+    #[test]
+    fn the_provider_key_goes_in_every_mode() {
+        let all = vars(&["MY_PROVIDER_KEY_VAR", "PATH"]);
+        let always = ["MY_PROVIDER_KEY_VAR".to_owned()];
+        let (kept, removed) = clean(all, EnvMode::Off, &always);
+        assert_eq!(names(&kept), ["PATH"]);
+        assert_eq!(removed, ["MY_PROVIDER_KEY_VAR"]);
     }
 
     #[test]
@@ -168,7 +284,7 @@ mod tests {
             "MY_SERVICE_TOKEN",
             "SSH_AUTH_SOCK",
         ]);
-        let (kept, removed) = clean(all.clone(), EnvMode::Off);
+        let (kept, removed) = clean(all.clone(), EnvMode::Off, &[]);
         assert_eq!(
             names(&kept),
             [
@@ -180,12 +296,12 @@ mod tests {
             ]
         );
         assert_eq!(removed, ["KEEL_RUNTIME_SOCKET", "KEEL_SESSION_ID"]);
-        let (kept, _) = clean(all.clone(), EnvMode::Scrub);
+        let (kept, _) = clean(all.clone(), EnvMode::Scrub, &[]);
         assert_eq!(
             names(&kept),
             ["PATH", "HOME", "MY_SERVICE_TOKEN", "SSH_AUTH_SOCK"]
         );
-        let (kept, removed) = clean(all, EnvMode::Strict);
+        let (kept, removed) = clean(all, EnvMode::Strict, &[]);
         assert_eq!(names(&kept), ["PATH", "HOME", "SSH_AUTH_SOCK"]);
         assert_eq!(
             removed,

@@ -7,6 +7,8 @@
 //! "no match". The environment is cleaned ([`envclean`]) and, unless full access was chosen,
 //! the command runs in the Landlock sandbox ([`sandbox`]).
 
+mod capture;
+mod control;
 pub mod envclean;
 pub mod sandbox;
 
@@ -26,7 +28,9 @@ use serde::Deserialize;
 use serde_json::json;
 use tokio::io::AsyncReadExt as _;
 
-use crate::env::{DEFAULT_BASH_TIMEOUT, MAX_BASH_TIMEOUT, ToolEnv};
+use crate::env::{DEFAULT_BASH_TIMEOUT, MAX_BASH_TIMEOUT, SandboxMode, ToolEnv};
+use crate::protect::ControlSet;
+use capture::{Collected, MAX_SAVED, private_dir, private_file};
 
 /// Output kept for the model before head and tail are cut (issue 4).
 pub const MAX_OUTPUT: usize = 30 * 1024;
@@ -46,6 +50,17 @@ struct Background {
     pgid: i32,
     output: PathBuf,
     exit: Arc<Mutex<Option<i32>>>,
+    /// Control files as they were when it started, checked while and after it runs.
+    control: Option<Arc<ControlSet>>,
+}
+
+/// A command ready to start.
+struct Launch {
+    cmd: tokio::process::Command,
+    reader: std::io::PipeReader,
+    removed: Vec<String>,
+    diag: Option<OwnedFd>,
+    control: Option<Arc<ControlSet>>,
 }
 
 /// The `bash` tool.
@@ -57,6 +72,10 @@ pub struct Bash {
     next_background: AtomicUsize,
     /// The last `PATH` and the bash found on it (see [`Bash::bash_for`]).
     found_bash: Mutex<Option<(String, PathBuf)>>,
+    /// The session's private temp folder (`TMPDIR` of sandboxed commands), made on first
+    /// use and removed with the tool.
+    tmp: std::sync::OnceLock<tempfile::TempDir>,
+    reported_degraded: AtomicBool,
 }
 
 impl Bash {
@@ -94,7 +113,23 @@ impl Bash {
             background: Mutex::new(HashMap::new()),
             next_background: AtomicUsize::new(1),
             found_bash: Mutex::new(None),
+            tmp: std::sync::OnceLock::new(),
+            reported_degraded: AtomicBool::new(false),
         }
+    }
+
+    /// The session's private temp folder, made (0700, random name) on first use.
+    fn private_tmp(&self) -> Result<&std::path::Path, ToolError> {
+        if let Some(dir) = self.tmp.get() {
+            return Ok(dir.path());
+        }
+        let made = tempfile::Builder::new()
+            .prefix("keel-session-")
+            .tempdir()
+            .map_err(|e| ToolError::new(format!("cannot create the private temp folder: {e}")))?;
+        // Another call may have won the race; either folder is private.
+        let dir = self.tmp.get_or_init(|| made);
+        Ok(dir.path())
     }
 
     /// [`bash_path`], remembered per `PATH` as a shell remembers where its commands are: the
@@ -120,10 +155,7 @@ impl Bash {
         bash
     }
 
-    fn prepare(
-        &self,
-        command: &str,
-    ) -> Result<(tokio::process::Command, std::io::PipeReader, Vec<String>), ToolError> {
+    fn prepare(&self, command: &str) -> Result<Launch, ToolError> {
         let vars: Vec<(String, String)> = match &self.env.base_env {
             Some(vars) => vars.clone(),
             None => std::env::vars_os()
@@ -135,9 +167,29 @@ impl Bash {
                 })
                 .collect(),
         };
-        let mode = envclean::mode(self.env.env_mode, &vars);
-        let (vars, removed) = envclean::clean(vars, mode);
-        let ruleset = sandbox::ruleset(&self.env).map_err(|e| ToolError::new(e.to_string()))?;
+        let mode =
+            envclean::mode(self.env.env_mode, &vars).map_err(|e| ToolError::new(e.to_string()))?;
+        let (mut vars, removed) = envclean::clean(vars, mode, &self.env.secret_env_names);
+        let control = self
+            .env
+            .protect_control
+            .then(|| Arc::new(ControlSet::scan(&self.env.roots)));
+        let sandboxed = self.env.sandbox != SandboxMode::DangerFullAccess;
+        let mut prepared = None;
+        if sandboxed {
+            let tmp = self.private_tmp()?.to_path_buf();
+            vars.retain(|(k, _)| !matches!(k.as_str(), "TMPDIR" | "TMP" | "TEMP"));
+            for key in ["TMPDIR", "TMP", "TEMP"] {
+                vars.push((key.to_owned(), tmp.to_string_lossy().into_owned()));
+            }
+            let request = sandbox::Request {
+                tmp: &tmp,
+                control: control.as_deref(),
+                vars: &vars,
+            };
+            prepared =
+                sandbox::prepare(&self.env, &request).map_err(|e| ToolError::new(e.to_string()))?;
+        }
         let (reader, writer) =
             std::io::pipe().map_err(|e| ToolError::new(format!("cannot create a pipe: {e}")))?;
         let writer2 = writer
@@ -154,39 +206,79 @@ impl Bash {
             .stderr(writer2)
             .process_group(0)
             .kill_on_drop(true);
-        // The rules are applied in the child between fork and exec, so they bind only the
+        // The sandbox is applied in the child between fork and exec, so it binds only the
         // command. (Confining a keel thread that starts the commands instead would be
         // faster, but a command could then reach keel's memory through that thread, which
-        // shares it: Landlock lets a process trace tasks of its own domain.) Without a
-        // sandbox the standard library uses `posix_spawn`, which copies nothing.
-        if let Some(ruleset) = ruleset {
-            let mut ruleset = Some(ruleset);
-            let apply = move || match ruleset.take() {
-                Some(ruleset) => sandbox::enforce(ruleset),
-                None => Ok(()),
-            };
+        // shares it.) Without a sandbox the standard library uses `posix_spawn`, which
+        // copies nothing.
+        let mut diag = None;
+        if let Some(mut prepared) = prepared {
+            diag = prepared.take_diagnostics();
             #[expect(
                 unsafe_code,
                 reason = "the sandbox must be applied between fork and exec"
             )]
-            // SAFETY: the closure only makes the Landlock and prctl system calls on a ruleset
-            // built before the fork; it touches no lock another thread could hold.
+            // SAFETY: the closure only makes system calls on data built before the fork
+            // (namespaces, mounts, prctl, Landlock); it takes no lock another thread could
+            // hold.
             unsafe {
-                cmd.pre_exec(apply);
+                cmd.pre_exec(move || prepared.apply());
             }
         }
-        Ok((cmd, reader, removed))
+        Ok(Launch {
+            cmd,
+            reader,
+            removed,
+            diag,
+            control,
+        })
     }
 
-    /// Starts `cmd` and drops it, so the pipe's write ends it held are closed and the
+    /// Starts a command and drops it, so the pipe's write ends it held are closed and the
     /// reader sees the end of output once the command's processes are gone.
-    fn start(cmd: tokio::process::Command) -> Result<tokio::process::Child, ToolError> {
+    fn start(
+        cmd: tokio::process::Command,
+        diag: Option<OwnedFd>,
+    ) -> Result<tokio::process::Child, ToolError> {
         let mut cmd = cmd;
-        let child = cmd
-            .spawn()
-            .map_err(|e| ToolError::new(format!("cannot start bash: {e}")))?;
+        let spawned = cmd.spawn();
         drop(cmd);
-        Ok(child)
+        spawned.map_err(|e| ToolError::new(sandbox::explain_failure(diag, &e)))
+    }
+
+    /// The notes owed to the model once per session: weaker sandbox, removed variables.
+    fn notes(&self, removed: &[String]) -> Vec<String> {
+        let mut notes = Vec::new();
+        if self.env.sandbox != SandboxMode::DangerFullAccess
+            && !self.reported_degraded.swap(true, Ordering::SeqCst)
+            && let Some(note) = sandbox::support().degraded(self.env.sandbox)
+        {
+            notes.push(format!("[keel: {note}]"));
+        }
+        if let Some(note) = self.removed_note(removed) {
+            notes.push(note);
+        }
+        notes
+    }
+
+    /// Moves aside control files created by background commands since they started.
+    fn check_background_control(&self) -> Vec<String> {
+        let sets: Vec<Arc<ControlSet>> = self
+            .background
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .values()
+            .filter(|b| {
+                b.exit
+                    .lock()
+                    .unwrap_or_else(PoisonError::into_inner)
+                    .is_none()
+            })
+            .filter_map(|b| b.control.clone())
+            .collect();
+        sets.iter()
+            .filter_map(|set| control::quarantine_new(set))
+            .collect()
     }
 
     fn removed_note(&self, removed: &[String]) -> Option<String> {
@@ -200,7 +292,13 @@ impl Bash {
     }
 
     async fn run_background(&self, command: &str) -> Result<ToolOutput, ToolError> {
-        let (cmd, reader, removed) = self.prepare(command)?;
+        let Launch {
+            cmd,
+            reader,
+            removed,
+            diag,
+            control,
+        } = self.prepare(command)?;
         private_dir(&self.env.output_dir).map_err(|e| {
             ToolError::new(format!(
                 "cannot create {}: {e}",
@@ -219,7 +317,7 @@ impl Bash {
             .join(format!("bash-{}-{stamp}-{id}.log", std::process::id()));
         let file = private_file(&output)
             .map_err(|e| ToolError::new(format!("cannot create {}: {e}", output.display())))?;
-        let mut child = Self::start(cmd)?;
+        let mut child = Self::start(cmd, diag)?;
         let pgid = child
             .id()
             .and_then(|id| i32::try_from(id).ok())
@@ -228,28 +326,35 @@ impl Bash {
         let exit = Arc::new(Mutex::new(None));
         let mut pipe = receiver(reader)?;
         let recorded = exit.clone();
+        let watched = control.clone();
         tokio::spawn(async move {
             let _guard = guard;
             let mut file = file;
             let mut saved = 0usize;
+            let mut cut = false;
             let mut buf = vec![0u8; 16 * 1024];
             while let Ok(n) = pipe.read(&mut buf).await {
                 if n == 0 {
                     break;
                 }
                 // Past the cap the output is still drained, so the command never blocks.
-                if saved < MAX_SAVED && file.write_all(&buf[..n]).is_ok() {
-                    saved += n;
-                    if saved >= MAX_SAVED {
-                        let _ = writeln!(
-                            file,
-                            "\n[keel: output saving stopped at {} MiB]",
-                            MAX_SAVED / (1024 * 1024)
-                        );
+                if !cut {
+                    let room = MAX_SAVED - saved;
+                    let part = &buf[..n.min(room)];
+                    if file.write_all(part).is_ok() {
+                        saved += part.len();
+                        if part.len() < n {
+                            let _ = file.write_all(capture::cut_marker().as_bytes());
+                            cut = true;
+                        }
                     }
                 }
             }
             let code = child.wait().await.ok().and_then(|s| s.code()).unwrap_or(-1);
+            if let Some(note) = watched.as_deref().and_then(control::quarantine_new) {
+                tracing::warn!(%note, "a background command created control files");
+                let _ = writeln!(file, "\n{note}");
+            }
             *recorded.lock().unwrap_or_else(PoisonError::into_inner) = Some(code);
         });
         self.background
@@ -261,13 +366,14 @@ impl Bash {
                     pgid,
                     output: output.clone(),
                     exit,
+                    control,
                 },
             );
         let mut text = format!(
             "Started in the background as {id} (process group {pgid}). Its output is written to {}; read that file to follow it.",
             output.display()
         );
-        if let Some(note) = self.removed_note(&removed) {
+        for note in self.notes(&removed) {
             text.push_str(&format!("\n{note}"));
         }
         Ok(ToolOutput {
@@ -315,29 +421,6 @@ fn human(duration: Duration) -> String {
     }
 }
 
-/// Most of a command's output saved to its file; past this the file is cut (with a note).
-const MAX_SAVED: usize = 64 * 1024 * 1024;
-
-/// Creates the output folder readable only by this user.
-fn private_dir(dir: &std::path::Path) -> std::io::Result<()> {
-    use std::os::unix::fs::DirBuilderExt as _;
-    std::fs::DirBuilder::new()
-        .recursive(true)
-        .mode(0o700)
-        .create(dir)
-}
-
-/// Creates a new output file readable only by this user; never follows or reuses a
-/// file planted under that name.
-fn private_file(path: &std::path::Path) -> std::io::Result<std::fs::File> {
-    use std::os::unix::fs::OpenOptionsExt as _;
-    std::fs::OpenOptions::new()
-        .write(true)
-        .create_new(true)
-        .mode(0o600)
-        .open(path)
-}
-
 /// Kills a process group when dropped, so a dropped execution leaves nothing running.
 struct GroupGuard(i32);
 
@@ -347,7 +430,8 @@ impl Drop for GroupGuard {
     }
 }
 
-/// Kills a whole process group.
+/// Kills a whole process group. A sandboxed command's group holds its keeper and its
+/// namespace's pid 1, whose death ends every process of the namespace.
 fn kill_group(pgid: i32) {
     if pgid <= 0 {
         return;
@@ -356,96 +440,6 @@ fn kill_group(pgid: i32) {
     // SAFETY: killpg only sends a signal; a stale group id at worst returns ESRCH.
     unsafe {
         libc::killpg(pgid, libc::SIGKILL);
-    }
-}
-
-/// Collects output: all of it in memory up to the limit, then head and tail in memory and
-/// everything in a file.
-struct Collected {
-    head: Vec<u8>,
-    tail: std::collections::VecDeque<u8>,
-    total: usize,
-    file: Option<(PathBuf, std::fs::File)>,
-    dir: PathBuf,
-    overflowed: bool,
-}
-
-impl Collected {
-    fn new(dir: PathBuf) -> Self {
-        Self {
-            head: Vec::new(),
-            tail: std::collections::VecDeque::new(),
-            total: 0,
-            file: None,
-            dir,
-            overflowed: false,
-        }
-    }
-
-    fn push(&mut self, bytes: &[u8]) {
-        self.total += bytes.len();
-        let keep = MAX_OUTPUT / 2;
-        if !self.overflowed {
-            if self.head.len() + bytes.len() <= MAX_OUTPUT {
-                self.head.extend_from_slice(bytes);
-                return;
-            }
-            // First overflow: everything so far goes to the file, the first half-limit
-            // stays as the head, the rest starts the tail.
-            self.overflowed = true;
-            let mut all = std::mem::take(&mut self.head);
-            all.extend_from_slice(bytes);
-            let _ = private_dir(&self.dir);
-            let stamp = std::time::SystemTime::now()
-                .duration_since(std::time::UNIX_EPOCH)
-                .map(|d| d.as_nanos())
-                .unwrap_or(0);
-            let path = self
-                .dir
-                .join(format!("bash-{}-{stamp}.log", std::process::id()));
-            if let Ok(mut file) = private_file(&path) {
-                let _ = file.write_all(&all);
-                self.file = Some((path, file));
-            }
-            let split = keep.min(all.len());
-            self.tail.extend(&all[split..]);
-            all.truncate(split);
-            self.head = all;
-        } else {
-            if let Some((_, file)) = &mut self.file
-                && self.total - bytes.len() < MAX_SAVED
-            {
-                let _ = file.write_all(bytes);
-            }
-            self.tail.extend(bytes);
-        }
-        while self.tail.len() > keep {
-            self.tail.pop_front();
-        }
-    }
-
-    /// The text for the model and the saved file, if output was cut.
-    fn finish(mut self) -> (String, Option<PathBuf>) {
-        if !self.overflowed {
-            return (String::from_utf8_lossy(&self.head).into_owned(), None);
-        }
-        let path = self.file.take().map(|(path, _)| path);
-        let tail: Vec<u8> = self.tail.into_iter().collect();
-        let omitted = self.total - self.head.len() - tail.len();
-        let saved = match &path {
-            Some(path) => format!(
-                "the full output ({} bytes) is in {}",
-                self.total,
-                path.display()
-            ),
-            None => format!("the full output ({} bytes) could not be saved", self.total),
-        };
-        let text = format!(
-            "{}\n\n[… {omitted} bytes omitted; {saved} …]\n\n{}",
-            String::from_utf8_lossy(&self.head),
-            String::from_utf8_lossy(&tail)
-        );
-        (text, path)
     }
 }
 
@@ -517,9 +511,16 @@ impl AgentTool for Bash {
             .timeout
             .map_or(DEFAULT_BASH_TIMEOUT, Duration::from_millis)
             .min(MAX_BASH_TIMEOUT);
-        let (cmd, reader, removed) = self.prepare(&args.command)?;
+        let mut control_notes = self.check_background_control();
+        let Launch {
+            cmd,
+            reader,
+            removed,
+            diag,
+            control,
+        } = self.prepare(&args.command)?;
         let started = Instant::now();
-        let mut child = Self::start(cmd)?;
+        let mut child = Self::start(cmd, diag)?;
         let pgid = child
             .id()
             .and_then(|id| i32::try_from(id).ok())
@@ -585,7 +586,10 @@ impl AgentTool for Bash {
             ),
         };
         text.push_str(&footer);
-        if let Some(note) = self.removed_note(&removed) {
+        if let Some(note) = control.as_deref().and_then(control::quarantine_new) {
+            control_notes.push(note);
+        }
+        for note in control_notes.iter().chain(&self.notes(&removed)) {
             text.push_str(&format!("\n{note}"));
         }
         Ok(ToolOutput {
@@ -655,21 +659,6 @@ mod tests {
             bash_path(&[("PATH".into(), "nowhere:also-nowhere".into())]),
             PathBuf::from("bash")
         );
-    }
-
-    #[test]
-    fn a_first_read_larger_than_the_limit_keeps_head_tail_and_all_bytes() {
-        let dir = tempfile::tempdir().unwrap();
-        let mut collected = Collected::new(dir.path().to_path_buf());
-        let data: Vec<u8> = (0..100_000u32).map(|i| b'a' + (i % 26) as u8).collect();
-        collected.push(&data);
-        collected.push(b"END");
-        let (text, path) = collected.finish();
-        assert!(text.starts_with("abcdefghij"), "{}", &text[..20]);
-        assert!(text.ends_with("END"));
-        let mut all = data.clone();
-        all.extend_from_slice(b"END");
-        assert_eq!(std::fs::read(path.unwrap()).unwrap(), all);
     }
 
     #[test]

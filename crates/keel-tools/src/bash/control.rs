@@ -1,0 +1,219 @@
+//! The check after a command: control files it created where none existed.
+//!
+//! The sandbox mounts existing control files read-only, but a mount needs something to
+//! mount over, so a command can still create `.mcp.json`, `.keel/`, a `.claude` settings
+//! file or a whole new `.git` with hooks where there was none. After each command keel
+//! moves any of these aside (renamed with a `.keel-quarantine` suffix, so nothing is lost
+//! and nothing runs) and tells the model. A new `.git` is kept when it holds nothing that
+//! would run a program: only `*.sample` hooks and no program-running configuration.
+
+use std::path::{Path, PathBuf};
+
+use crate::protect::ControlSet;
+
+/// Configuration keys (lower case, `section.name` or `section.*.name`) that make git run a
+/// program.
+const RUNNING_KEYS: &[&str] = &[
+    "core.fsmonitor",
+    "core.hookspath",
+    "core.pager",
+    "core.editor",
+    "core.sshcommand",
+    "core.askpass",
+    "core.gitproxy",
+    "diff.external",
+    "diff.*.textconv",
+    "diff.*.command",
+    "filter.*.clean",
+    "filter.*.smudge",
+    "filter.*.process",
+    "merge.*.driver",
+    "credential.helper",
+    "sequence.editor",
+    "gpg.program",
+    "gpg.*.program",
+    "uploadpack.packobjectshook",
+    "remote.*.uploadpack",
+    "remote.*.receivepack",
+    "include.path",
+    "includeif.*.path",
+];
+
+/// Moves aside the control files that appeared since `set` was scanned; the note for the
+/// model, if anything was moved.
+pub(crate) fn quarantine_new(set: &ControlSet) -> Option<String> {
+    let mut moved = Vec::new();
+    for path in set.appeared() {
+        let is_git = path.file_name().is_some_and(|n| n == ".git");
+        if is_git && harmless_repository(&path) {
+            continue;
+        }
+        match quarantine(&path) {
+            Ok(to) => moved.push(format!("{} (now {})", path.display(), to.display())),
+            Err(e) => moved.push(format!("{} (could not be moved: {e})", path.display())),
+        }
+    }
+    if moved.is_empty() {
+        return None;
+    }
+    Some(format!(
+        "[keel moved aside control files the command created: {}. Control files ({}) are protected \
+         from the model; ask the user to create them.]",
+        moved.join(", "),
+        crate::protect::CONTROL_PATTERNS
+    ))
+}
+
+/// Renames `path` to a free `NAME.keel-quarantine[-N]` beside it.
+fn quarantine(path: &Path) -> std::io::Result<PathBuf> {
+    let name = path
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    for n in 0..100 {
+        let suffix = if n == 0 {
+            String::new()
+        } else {
+            format!("-{n}")
+        };
+        let to = path.with_file_name(format!("{name}.keel-quarantine{suffix}"));
+        if std::fs::symlink_metadata(&to).is_err() {
+            std::fs::rename(path, &to)?;
+            return Ok(to);
+        }
+    }
+    Err(std::io::Error::other("no free quarantine name"))
+}
+
+/// Whether a git folder holds only sample hooks and no program-running configuration.
+fn harmless_repository(dot_git: &Path) -> bool {
+    let Some(dir) = crate::protect::git_dir(dot_git) else {
+        // A `.git` that is not a repository (or points outside) is judged by its file.
+        return false;
+    };
+    if !dir.starts_with(dot_git) {
+        return false;
+    }
+    let hooks_ok = match std::fs::read_dir(dir.join("hooks")) {
+        Ok(entries) => entries
+            .flatten()
+            .all(|e| e.file_name().to_string_lossy().ends_with(".sample")),
+        Err(_) => true,
+    };
+    let config_ok = match std::fs::read_to_string(dir.join("config")) {
+        Ok(text) => !runs_programs(&text),
+        Err(e) => e.kind() == std::io::ErrorKind::NotFound,
+    };
+    hooks_ok && config_ok && !dir.join("modules").exists()
+}
+
+/// Whether git configuration text sets a key that runs a program.
+pub(crate) fn runs_programs(config: &str) -> bool {
+    let mut section = String::new();
+    let mut subsection = false;
+    for raw in config.lines() {
+        let line = raw.trim();
+        if line.starts_with('[') {
+            let inner = line.trim_start_matches('[');
+            let inner = inner.split(']').next().unwrap_or("");
+            let mut parts = inner.splitn(2, |c: char| c == '"' || c.is_whitespace() || c == '.');
+            section = parts.next().unwrap_or("").trim().to_ascii_lowercase();
+            subsection = parts.next().is_some_and(|s| !s.trim().is_empty());
+            // `[section] key = value` on the header line.
+            if let Some(rest) = line.split_once(']').map(|(_, r)| r.trim())
+                && !rest.is_empty()
+                && key_runs(&section, subsection, rest)
+            {
+                return true;
+            }
+            continue;
+        }
+        if line.starts_with('#') || line.starts_with(';') || line.is_empty() {
+            continue;
+        }
+        if key_runs(&section, subsection, line) {
+            return true;
+        }
+        // `alias.x = !cmd` runs a shell command.
+        if section == "alias"
+            && line
+                .split_once('=')
+                .is_some_and(|(_, v)| v.trim().starts_with('!'))
+        {
+            return true;
+        }
+    }
+    false
+}
+
+fn key_runs(section: &str, subsection: bool, line: &str) -> bool {
+    let name = line
+        .split(['=', ' ', '\t'])
+        .next()
+        .unwrap_or("")
+        .trim()
+        .to_ascii_lowercase();
+    if name.is_empty() {
+        return false;
+    }
+    let key = if subsection {
+        format!("{section}.*.{name}")
+    } else {
+        format!("{section}.{name}")
+    };
+    RUNNING_KEYS.contains(&key.as_str())
+        || (section == "includeif" && name == "path")
+        || (section == "include" && name == "path")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn program_running_keys_are_found_in_any_layout() {
+        assert!(runs_programs("[core]\n\tfsmonitor = curl x\n"));
+        assert!(runs_programs("[core]\nhooksPath=/tmp/h\n"));
+        assert!(runs_programs("[diff \"x\"]\n\ttextconv = sh -c evil\n"));
+        assert!(runs_programs("[alias]\n\tst = !sh -c evil\n"));
+        assert!(runs_programs(
+            "[includeIf \"gitdir:/\"]\n\tpath = ../evil\n"
+        ));
+        assert!(runs_programs("[filter \"lfs\"]\n\tclean = x\n"));
+        assert!(!runs_programs(
+            "[core]\n\trepositoryformatversion = 0\n\tbare = false\n[alias]\n\tst = status\n"
+        ));
+        assert!(!runs_programs("[user]\n\tname = x\n\temail = y\n"));
+    }
+
+    #[test]
+    fn created_control_files_are_moved_aside_and_a_plain_new_repository_stays() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path().to_path_buf();
+        let set = ControlSet::scan(std::slice::from_ref(&root));
+        std::fs::write(root.join(".mcp.json"), "{}").unwrap();
+        std::fs::create_dir_all(root.join(".git/hooks")).unwrap();
+        std::fs::write(root.join(".git/hooks/pre-commit.sample"), "").unwrap();
+        std::fs::write(root.join(".git/config"), "[core]\n\tbare = false\n").unwrap();
+        let note = quarantine_new(&set).unwrap();
+        assert!(note.contains(".mcp.json"), "{note}");
+        assert!(!root.join(".mcp.json").exists());
+        assert!(root.join(".mcp.json.keel-quarantine").exists());
+        assert!(root.join(".git/config").exists());
+
+        let set = ControlSet::scan(std::slice::from_ref(&root));
+        assert_eq!(quarantine_new(&set), None);
+    }
+
+    #[test]
+    fn a_new_repository_with_a_hook_is_moved_aside() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path().to_path_buf();
+        let set = ControlSet::scan(std::slice::from_ref(&root));
+        std::fs::create_dir_all(root.join(".git/hooks")).unwrap();
+        std::fs::write(root.join(".git/hooks/pre-commit"), "#!/bin/sh\n").unwrap();
+        assert!(quarantine_new(&set).is_some());
+        assert!(!root.join(".git").exists());
+        assert!(root.join(".git.keel-quarantine/hooks/pre-commit").exists());
+    }
+}

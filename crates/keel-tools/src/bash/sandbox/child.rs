@@ -1,0 +1,398 @@
+//! The sandbox's steps inside the command's own process, between fork and exec.
+//!
+//! Everything here runs in a child forked from a multi-threaded keel, so it may only make
+//! system calls on data prepared before the fork: no allocation, no locks, no formatting.
+//! A failing step writes its name and errno to a diagnostics pipe (read by keel to say
+//! which step failed) and returns the errno, which the standard library hands back to
+//! `spawn`.
+//!
+//! With namespaces the process (the *keeper*) enters a new user, mount and pid namespace
+//! (and network namespace when the mode forbids network), masks credential locations,
+//! makes control files read-only, then forks the command as pid 1 of the new pid namespace
+//! and waits for it. When pid 1 ends, the kernel kills everything left in the namespace, so
+//! no process of the command outlives it; both the keeper and pid 1 die with their parent
+//! (`PR_SET_PDEATHSIG`), so nothing outlives keel either. The command mounts a private
+//! `/proc` (keel's pid and environment are not in it) and applies Landlock last, which
+//! also forbids any further mount.
+#![expect(
+    unsafe_code,
+    reason = "namespaces, mounts and fork between fork and exec have no safe wrappers"
+)]
+
+use std::ffi::CString;
+use std::io;
+use std::os::fd::{AsRawFd as _, OwnedFd};
+
+use landlock::RulesetCreated;
+
+/// What the keeper sets up in the namespaces.
+#[derive(Debug)]
+pub(super) struct Namespaces {
+    /// A new network namespace: no interface but a down loopback.
+    pub network: bool,
+    /// `/proc/self/uid_map` and `gid_map` contents (the same ids inside as outside).
+    pub uid_map: Vec<u8>,
+    /// See `uid_map`.
+    pub gid_map: Vec<u8>,
+    /// Existing folders hidden under an empty read-only tmpfs.
+    pub mask_dirs: Vec<CString>,
+    /// Existing files (and sockets) hidden behind `/dev/null`.
+    pub mask_files: Vec<CString>,
+    /// Folders bound onto themselves so they cannot be renamed or removed.
+    pub pinned: Vec<CString>,
+    /// Files and folders made read-only.
+    pub read_only: Vec<CString>,
+    /// Mount a `/proc` of the new pid namespace.
+    pub private_proc: bool,
+}
+
+/// Everything the child needs, built before the fork.
+#[derive(Debug)]
+pub(super) struct ChildPlan {
+    /// keel's pid: if the child's parent is no longer keel, keel is gone.
+    pub parent: libc::pid_t,
+    /// `None`: Landlock only, in the command's own process.
+    pub namespaces: Option<Namespaces>,
+    /// The Landlock rules, applied last.
+    pub ruleset: Option<RulesetCreated>,
+    /// Write end of the diagnostics pipe.
+    pub diag: Option<OwnedFd>,
+}
+
+/// Mount attributes for `mount_setattr` (linux/mount.h).
+#[repr(C)]
+struct MountAttr {
+    attr_set: u64,
+    attr_clr: u64,
+    propagation: u64,
+    userns_fd: u64,
+}
+
+const MOUNT_ATTR_RDONLY: u64 = 0x0000_0001;
+
+impl ChildPlan {
+    /// Runs in the child after fork. Returns in the process that goes on to exec the
+    /// command; the keeper never returns.
+    pub(super) fn run(&mut self) -> io::Result<()> {
+        let diag = self.diag.as_ref().map_or(-1, |fd| fd.as_raw_fd());
+        die_with_parent(self.parent, diag)?;
+        if let Some(ns) = &self.namespaces {
+            enter(ns, diag)?;
+            // SAFETY: fork in a single-threaded child; both sides only make system calls.
+            let pid = unsafe { libc::fork() };
+            if pid < 0 {
+                return Err(fail(diag, b"fork the command", errno()));
+            }
+            if pid > 0 {
+                keep(pid);
+            }
+            // pid 1 of the new namespace. Its parent is outside it, so `getppid` says 0.
+            die_with_parent(0, diag)?;
+            if ns.private_proc {
+                let flags = libc::MS_NOSUID | libc::MS_NODEV | libc::MS_NOEXEC;
+                mount(c"proc", c"/proc", c"proc", flags, diag, b"mount /proc")?;
+            }
+        }
+        if self.namespaces.is_none() {
+            // Without a user namespace a command of root's keeps root's capabilities in
+            // the real system; take away those that reach past Landlock (loading kernel
+            // modules, tracing or reading keel's memory and environment, raw devices,
+            // mounts, opening files by handle).
+            drop_capabilities();
+        }
+        if let Some(ruleset) = self.ruleset.take() {
+            let status = ruleset
+                .restrict_self()
+                .map_err(|_| fail(diag, b"apply the Landlock rules", libc::EPERM))?;
+            if status.ruleset == landlock::RulesetStatus::NotEnforced {
+                return Err(fail(diag, b"enforce the Landlock rules", libc::ENOSYS));
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Dies with the parent; `expected` is the parent's pid as seen here (0 across a pid
+/// namespace, where the check is skipped).
+fn die_with_parent(expected: libc::pid_t, diag: i32) -> io::Result<()> {
+    // SAFETY: prctl with integer arguments.
+    if unsafe { libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL, 0, 0, 0) } != 0 {
+        return Err(fail(diag, b"ask to die with keel", errno()));
+    }
+    // The parent may have died before the request: then nobody would ever kill us.
+    // SAFETY: getppid has no arguments.
+    if expected != 0 && unsafe { libc::getppid() } != expected {
+        return Err(fail(diag, b"start: keel is gone", libc::ESRCH));
+    }
+    Ok(())
+}
+
+/// Capabilities removed from the bounding set of a command that runs without a user
+/// namespace: linux/capability.h numbers of DAC_READ_SEARCH, NET_ADMIN, SETPCAP,
+/// LINUX_IMMUTABLE, SYS_MODULE, SYS_RAWIO, SYS_PTRACE, SYS_ADMIN, SYS_BOOT, SYS_TIME,
+/// MKNOD, AUDIT_CONTROL, MAC_OVERRIDE, MAC_ADMIN, SYSLOG, PERFMON, BPF,
+/// CHECKPOINT_RESTORE.
+const DROPPED_CAPABILITIES: &[libc::c_ulong] = &[
+    2, 12, 8, 9, 16, 17, 19, 21, 22, 25, 27, 30, 32, 33, 34, 38, 39, 40,
+];
+
+/// Drops [`DROPPED_CAPABILITIES`] from the bounding set, so no later exec regains them.
+/// Without the right to change it (an ordinary user) there is nothing to drop.
+fn drop_capabilities() {
+    // SAFETY: prctl with integer arguments; ambient capabilities would survive exec.
+    unsafe {
+        libc::prctl(
+            libc::PR_CAP_AMBIENT,
+            libc::PR_CAP_AMBIENT_CLEAR_ALL,
+            0,
+            0,
+            0,
+        );
+    }
+    for cap in DROPPED_CAPABILITIES {
+        // SAFETY: prctl with integer arguments; failures (no right, unknown number on an
+        // older kernel) leave nothing to undo.
+        unsafe {
+            libc::prctl(libc::PR_CAPBSET_DROP, *cap, 0, 0, 0);
+        }
+    }
+}
+
+/// Enters the namespaces and arranges the mounts.
+fn enter(ns: &Namespaces, diag: i32) -> io::Result<()> {
+    let mut flags = libc::CLONE_NEWUSER | libc::CLONE_NEWNS | libc::CLONE_NEWPID;
+    if ns.network {
+        flags |= libc::CLONE_NEWNET;
+    }
+    // SAFETY: unshare with flags only.
+    if unsafe { libc::unshare(flags) } != 0 {
+        return Err(fail(diag, b"create the namespaces", errno()));
+    }
+    // Without `deny`, an unprivileged process may not write its gid map.
+    match write_file(c"/proc/self/setgroups", b"deny") {
+        Ok(()) => {}
+        Err(e) if e == libc::ENOENT => {}
+        Err(e) => return Err(fail(diag, b"write /proc/self/setgroups", e)),
+    }
+    write_file(c"/proc/self/uid_map", &ns.uid_map)
+        .map_err(|e| fail(diag, b"write /proc/self/uid_map", e))?;
+    write_file(c"/proc/self/gid_map", &ns.gid_map)
+        .map_err(|e| fail(diag, b"write /proc/self/gid_map", e))?;
+    // Nothing mounted here may reach keel's own namespace.
+    mount_raw(None, c"/", None, libc::MS_REC | libc::MS_PRIVATE, None)
+        .map_err(|e| fail(diag, b"make the mounts private", e))?;
+    let hide = libc::MS_RDONLY | libc::MS_NOSUID | libc::MS_NODEV | libc::MS_NOEXEC;
+    for dir in &ns.mask_dirs {
+        match mount_raw(
+            Some(c"tmpfs"),
+            dir,
+            Some(c"tmpfs"),
+            hide,
+            Some(c"mode=0,size=4k"),
+        ) {
+            Ok(()) => {}
+            // Gone since it was listed: nothing left to hide.
+            Err(e) if e == libc::ENOENT => {}
+            Err(e) => return Err(fail(diag, b"hide a credential folder", e)),
+        }
+    }
+    for file in &ns.mask_files {
+        match mount_raw(Some(c"/dev/null"), file, None, libc::MS_BIND, None) {
+            Ok(()) => {}
+            Err(e) if e == libc::ENOENT => {}
+            Err(e) => return Err(fail(diag, b"hide a credential file", e)),
+        }
+    }
+    for dir in &ns.pinned {
+        match mount_raw(Some(dir), dir, None, libc::MS_BIND, None) {
+            Ok(()) => {}
+            Err(e) if e == libc::ENOENT => {}
+            Err(e) => return Err(fail(diag, b"pin a control folder", e)),
+        }
+    }
+    for path in &ns.read_only {
+        match mount_raw(Some(path), path, None, libc::MS_BIND | libc::MS_REC, None) {
+            Ok(()) => {}
+            Err(e) if e == libc::ENOENT => continue,
+            Err(e) => return Err(fail(diag, b"protect a control file", e)),
+        }
+        let attr = MountAttr {
+            attr_set: MOUNT_ATTR_RDONLY,
+            attr_clr: 0,
+            propagation: 0,
+            userns_fd: 0,
+        };
+        // SAFETY: the path is a valid C string and the attribute struct outlives the call.
+        let done = unsafe {
+            libc::syscall(
+                libc::SYS_mount_setattr,
+                libc::AT_FDCWD,
+                path.as_ptr(),
+                libc::AT_RECURSIVE as libc::c_uint,
+                &raw const attr,
+                size_of::<MountAttr>(),
+            )
+        };
+        if done != 0 {
+            return Err(fail(diag, b"make a control file read-only", errno()));
+        }
+    }
+    Ok(())
+}
+
+/// The keeper: waits for pid 1 and ends with its status. Never returns.
+fn keep(pid: libc::pid_t) -> ! {
+    // Output, the exec-error pipe and the diagnostics pipe belong to the command: holding
+    // them here would keep keel waiting for an end of output after the command ended.
+    // SAFETY: closing descriptors this process owns; nothing here uses them afterwards.
+    unsafe {
+        libc::syscall(libc::SYS_close_range, 0u32, u32::MAX, 0u32);
+    }
+    let mut status = 0;
+    loop {
+        // SAFETY: waitpid on our own child with a valid status pointer.
+        let got = unsafe { libc::waitpid(pid, &raw mut status, 0) };
+        if got == pid {
+            break;
+        }
+        if got < 0 && errno() != libc::EINTR {
+            // SAFETY: _exit ends this process without running anything else.
+            unsafe { libc::_exit(125) };
+        }
+    }
+    let code = if libc::WIFEXITED(status) {
+        libc::WEXITSTATUS(status)
+    } else {
+        128 + libc::WTERMSIG(status)
+    };
+    // SAFETY: as above.
+    unsafe { libc::_exit(code) }
+}
+
+fn errno() -> i32 {
+    io::Error::last_os_error()
+        .raw_os_error()
+        .unwrap_or(libc::EIO)
+}
+
+fn mount(
+    source: &std::ffi::CStr,
+    target: &std::ffi::CStr,
+    fstype: &std::ffi::CStr,
+    flags: libc::c_ulong,
+    diag: i32,
+    step: &[u8],
+) -> io::Result<()> {
+    mount_raw(Some(source), target, Some(fstype), flags, None).map_err(|e| fail(diag, step, e))
+}
+
+fn mount_raw(
+    source: Option<&std::ffi::CStr>,
+    target: &std::ffi::CStr,
+    fstype: Option<&std::ffi::CStr>,
+    flags: libc::c_ulong,
+    data: Option<&std::ffi::CStr>,
+) -> Result<(), i32> {
+    let ptr = |s: Option<&std::ffi::CStr>| s.map_or(std::ptr::null(), std::ffi::CStr::as_ptr);
+    // SAFETY: every pointer is null or a valid C string that outlives the call.
+    let done = unsafe {
+        libc::mount(
+            ptr(source),
+            target.as_ptr(),
+            ptr(fstype),
+            flags,
+            ptr(data).cast(),
+        )
+    };
+    if done == 0 { Ok(()) } else { Err(errno()) }
+}
+
+/// Writes `bytes` to an existing file in one `write`.
+fn write_file(path: &std::ffi::CStr, bytes: &[u8]) -> Result<(), i32> {
+    // SAFETY: a valid C string; the descriptor is closed below.
+    let fd = unsafe { libc::open(path.as_ptr(), libc::O_WRONLY | libc::O_CLOEXEC) };
+    if fd < 0 {
+        return Err(errno());
+    }
+    // SAFETY: writing a valid buffer to the descriptor just opened.
+    let written = unsafe { libc::write(fd, bytes.as_ptr().cast(), bytes.len()) };
+    let error = errno();
+    // SAFETY: closing the descriptor opened above.
+    unsafe { libc::close(fd) };
+    if usize::try_from(written).ok() == Some(bytes.len()) {
+        Ok(())
+    } else {
+        Err(error)
+    }
+}
+
+/// Reports a failed step on the diagnostics pipe as `STEP\0ERRNO`, without allocating,
+/// and returns the error for `spawn`.
+fn fail(diag: i32, step: &[u8], errno: i32) -> io::Error {
+    if diag >= 0 {
+        let mut buf = [0u8; 160];
+        let step = step.get(..step.len().min(120)).unwrap_or(step);
+        let mut len = 0;
+        for (slot, byte) in buf.iter_mut().zip(step) {
+            *slot = *byte;
+            len += 1;
+        }
+        if let Some(slot) = buf.get_mut(len) {
+            *slot = 0;
+            len += 1;
+        }
+        let mut digits = [0u8; 12];
+        let mut n = errno.unsigned_abs();
+        let mut count = 0;
+        loop {
+            if let Some(slot) = digits.get_mut(count) {
+                *slot = b'0' + (n % 10) as u8;
+            }
+            count += 1;
+            n /= 10;
+            if n == 0 || count >= digits.len() {
+                break;
+            }
+        }
+        for i in (0..count).rev() {
+            if let (Some(slot), Some(digit)) = (buf.get_mut(len), digits.get(i)) {
+                *slot = *digit;
+                len += 1;
+            }
+        }
+        // SAFETY: writing a stack buffer to the pipe's write end.
+        unsafe { libc::write(diag, buf.as_ptr().cast(), len) };
+    }
+    io::Error::from_raw_os_error(errno)
+}
+
+/// Reads what a failed child wrote on the diagnostics pipe: the step and its errno.
+pub(super) fn read_diagnostic(bytes: &[u8]) -> Option<(String, io::Error)> {
+    let split = bytes.iter().position(|b| *b == 0)?;
+    let step = String::from_utf8_lossy(bytes.get(..split)?).into_owned();
+    let code: i32 = std::str::from_utf8(bytes.get(split + 1..)?)
+        .ok()?
+        .trim()
+        .parse()
+        .ok()?;
+    Some((step, io::Error::from_raw_os_error(code)))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_failed_step_reads_back_with_its_errno() {
+        let (reader, writer) = std::io::pipe().unwrap();
+        let writer = OwnedFd::from(writer);
+        let error = fail(writer.as_raw_fd(), b"hide a credential folder", libc::EPERM);
+        assert_eq!(error.raw_os_error(), Some(libc::EPERM));
+        drop(writer);
+        let mut bytes = Vec::new();
+        std::io::Read::read_to_end(&mut &reader, &mut bytes).unwrap();
+        let (step, error) = read_diagnostic(&bytes).unwrap();
+        assert_eq!(step, "hide a credential folder");
+        assert_eq!(error.raw_os_error(), Some(libc::EPERM));
+    }
+}
