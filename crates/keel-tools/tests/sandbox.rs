@@ -1,0 +1,366 @@
+//! The bash sandbox as a command sees it: hidden credentials, read-only control files,
+//! the private temp folder, no network in `read-only`, processes that end with the command,
+//! keel's own environment out of reach, and the Landlock-only fallback. Each test runs in
+//! its own process (nextest), so a test may choose the namespace layer through the
+//! environment before the sandbox's one-time probe.
+#![allow(clippy::unwrap_used, clippy::expect_used, missing_docs)]
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use keel_agent::{AgentTool, ToolCallContext, ToolUpdates};
+use keel_protocol::{ContentBlock, MessageId};
+use keel_tools::bash::{Bash, sandbox};
+use keel_tools::{EnvMode, SandboxMode, ToolEnv};
+use serde_json::json;
+use tokio_util::sync::CancellationToken;
+
+const CANARY: &str = "KEELCANARY-sandbox-7f3a";
+
+fn context() -> ToolCallContext {
+    let (tx, rx) = tokio::sync::mpsc::channel(8);
+    std::mem::forget(rx);
+    ToolCallContext {
+        tool_call_id: "c1".into(),
+        assistant_message_id: MessageId::new("m1"),
+        turn: None,
+        cancel: CancellationToken::new(),
+        updates: ToolUpdates::new(0, tx),
+    }
+}
+
+/// A fake home with canary credentials and a workspace beside it, outside the system temp
+/// folders (which `workspace-write` may write, and so read).
+struct Fixture {
+    _dir: tempfile::TempDir,
+    home: PathBuf,
+    ws: PathBuf,
+}
+
+fn fixture() -> Fixture {
+    let dir = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
+    let base = dir.path().canonicalize().unwrap();
+    let home = base.join("home");
+    let ws = base.join("ws");
+    for sub in [".ssh", ".aws", ".config/gcloud", ".keel", ".docker"] {
+        std::fs::create_dir_all(home.join(sub)).unwrap();
+    }
+    std::fs::write(home.join(".ssh/id_rsa"), format!("{CANARY}-ssh")).unwrap();
+    std::fs::write(home.join(".aws/credentials"), format!("{CANARY}-aws")).unwrap();
+    std::fs::write(home.join(".netrc"), format!("{CANARY}-netrc")).unwrap();
+    std::fs::write(home.join(".docker/config.json"), format!("{CANARY}-docker")).unwrap();
+    std::fs::write(home.join(".keel/config.yaml"), format!("# {CANARY}-keel")).unwrap();
+    std::fs::write(home.join("notes.txt"), "readable").unwrap();
+    std::fs::create_dir_all(ws.join(".git/hooks")).unwrap();
+    std::fs::write(ws.join(".git/config"), "[core]\n\tbare = false\n").unwrap();
+    std::fs::write(ws.join(".git/HEAD"), "ref: refs/heads/main\n").unwrap();
+    Fixture {
+        _dir: dir,
+        home,
+        ws,
+    }
+}
+
+fn tool(fx: &Fixture, mode: SandboxMode, adjust: impl FnOnce(&mut ToolEnv)) -> Bash {
+    let mut env = ToolEnv::new(fx.ws.clone());
+    env.home = Some(fx.home.clone());
+    env.keel_home = Some(fx.home.join(".keel"));
+    env.output_dir = fx.ws.join("../out");
+    env.sandbox = mode;
+    env.env_mode = Some(EnvMode::Scrub);
+    let mut vars: Vec<(String, String)> = std::env::vars().filter(|(k, _)| k != "HOME").collect();
+    vars.push(("HOME".into(), fx.home.to_string_lossy().into_owned()));
+    env.base_env = Some(vars);
+    adjust(&mut env);
+    Bash::new(Arc::new(env))
+}
+
+/// What the model would read: the output, or the error that stopped the command.
+async fn sh(bash: &Bash, command: &str) -> String {
+    match bash.execute(json!({"command": command}), context()).await {
+        Ok(out) => out
+            .content
+            .iter()
+            .filter_map(ContentBlock::as_text)
+            .collect(),
+        Err(e) => e.message,
+    }
+}
+
+/// Whether the namespace layer works here; where it does not, tests check the fallback.
+fn namespaces() -> bool {
+    match &sandbox::support().namespaces {
+        Ok(_) => true,
+        Err(why) => {
+            eprintln!("namespaces unavailable: {why}");
+            false
+        }
+    }
+}
+
+fn landlock() -> bool {
+    sandbox::support().landlock.is_ok()
+}
+
+#[tokio::test]
+async fn credential_locations_are_unreadable_in_every_form() {
+    if !landlock() {
+        return;
+    }
+    let fx = fixture();
+    for mode in [SandboxMode::WorkspaceWrite, SandboxMode::ReadOnly] {
+        let bash = tool(&fx, mode, |_| {});
+        let out = sh(
+            &bash,
+            "cat ~/.ssh/id_rsa ~/.aws/credentials ~/.netrc ~/.docker/config.json ~/.keel/config.yaml; \
+             cat ~/.ss?/id_*; cat {~/.ssh/id_rsa,/dev/null}; echo ~/.aws/credentials | xargs cat; \
+             find ~ -name id_rsa -exec cat {} +; ln -s ~ home && cat home/.ssh/id_rsa; \
+             cat home/../home/.ssh/id_rsa; python3 -c \"print(open('$HOME/.ssh/id_rsa').read())\"; \
+             grep -r KEELCANARY ~; tar cf - ~/.ssh 2>/dev/null | strings; cat ~/notes.txt",
+        )
+        .await;
+        if mode == SandboxMode::ReadOnly && !namespaces() {
+            assert!(out.contains("cannot be enforced here"), "{out}");
+            continue;
+        }
+        assert!(!out.contains(CANARY), "{mode:?} leaked: {out}");
+        assert!(
+            out.contains("readable"),
+            "{mode:?}: other files stay readable: {out}"
+        );
+        let _ = std::fs::remove_file(fx.ws.join("home"));
+    }
+}
+
+#[tokio::test]
+async fn control_files_cannot_be_changed_and_new_ones_are_moved_aside() {
+    if !landlock() {
+        return;
+    }
+    let fx = fixture();
+    let bash = tool(&fx, SandboxMode::WorkspaceWrite, |_| {});
+    let out = sh(
+        &bash,
+        "echo '[core]' > .git/config; echo x > .git/hooks/pre-commit; chmod +x .git/hooks/x; \
+         mv .git .git2; rm -rf .git/hooks; echo '{}' > .mcp.json; mkdir -p .keel .claude; \
+         echo 'sandbox: danger-full-access' > .keel/config.yaml; echo '{}' > .claude/settings.local.json; \
+         echo fine > src.txt",
+    )
+    .await;
+    assert_eq!(
+        std::fs::read_to_string(fx.ws.join(".git/config")).unwrap(),
+        "[core]\n\tbare = false\n"
+    );
+    assert!(!fx.ws.join(".git/hooks/pre-commit").exists(), "{out}");
+    assert!(fx.ws.join(".git/HEAD").exists());
+    for created in [".mcp.json", ".keel", ".claude/settings.local.json"] {
+        assert!(!fx.ws.join(created).exists(), "{created} stayed: {out}");
+    }
+    assert!(fx.ws.join(".mcp.json.keel-quarantine").exists());
+    assert!(out.contains("moved aside control files"), "{out}");
+    assert_eq!(
+        std::fs::read_to_string(fx.ws.join("src.txt")).unwrap(),
+        "fine\n"
+    );
+
+    // In `full` permission mode the control files are the model's to change.
+    let full = tool(&fx, SandboxMode::WorkspaceWrite, |env| {
+        env.protect_control = false;
+    });
+    sh(&full, "echo '# changed' >> .git/config").await;
+    assert!(
+        std::fs::read_to_string(fx.ws.join(".git/config"))
+            .unwrap()
+            .contains("# changed")
+    );
+}
+
+#[tokio::test]
+async fn read_only_writes_only_its_private_temp_folder_and_has_no_network() {
+    if !landlock() {
+        return;
+    }
+    let fx = fixture();
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let marker = format!("keel-ro-{}", std::process::id());
+    let bash = tool(&fx, SandboxMode::ReadOnly, |_| {});
+    let out = sh(
+        &bash,
+        &format!(
+            "echo x > /tmp/{marker}; echo x > /var/tmp/{marker}; echo x > /dev/shm/{marker}; \
+             echo x > ws.txt; echo ok > $TMPDIR/t && cat $TMPDIR/t; \
+             (exec 3<>/dev/tcp/127.0.0.1/{port}) && echo CONNECTED; \
+             python3 -c \"import socket; socket.socket(socket.AF_INET, socket.SOCK_DGRAM).sendto(b'x', ('127.0.0.1', {port}))\" && echo SENT"
+        ),
+    )
+    .await;
+    if !namespaces() {
+        assert!(out.contains("cannot be enforced here"), "{out}");
+        return;
+    }
+    for dir in ["/tmp", "/var/tmp", "/dev/shm"] {
+        assert!(!Path::new(dir).join(&marker).exists(), "{dir}: {out}");
+    }
+    assert!(!fx.ws.join("ws.txt").exists(), "{out}");
+    assert!(out.contains("ok"), "{out}");
+    assert!(!out.contains("CONNECTED") && !out.contains("SENT"), "{out}");
+    listener.set_nonblocking(true).unwrap();
+    assert!(listener.accept().is_err(), "a connection got through");
+
+    // workspace-write keeps the network.
+    let open = tool(&fx, SandboxMode::WorkspaceWrite, |_| {});
+    let out = sh(
+        &open,
+        &format!("(exec 3<>/dev/tcp/127.0.0.1/{port}) && echo CONNECTED"),
+    )
+    .await;
+    assert!(out.contains("CONNECTED"), "{out}");
+}
+
+fn running_with(marker: &str) -> Vec<String> {
+    let mut found = Vec::new();
+    for entry in std::fs::read_dir("/proc").unwrap().flatten() {
+        if let Ok(cmdline) = std::fs::read(entry.path().join("cmdline")) {
+            let cmdline = String::from_utf8_lossy(&cmdline).replace('\0', " ");
+            if cmdline.contains(marker) {
+                found.push(format!(
+                    "{}: {cmdline}",
+                    entry.file_name().to_string_lossy()
+                ));
+            }
+        }
+    }
+    found
+}
+
+#[tokio::test]
+async fn nothing_a_command_starts_outlives_it() {
+    if !landlock() || !namespaces() {
+        return;
+    }
+    let fx = fixture();
+    let bash = tool(&fx, SandboxMode::WorkspaceWrite, |_| {});
+    let out = sh(
+        &bash,
+        "(setsid sleep 3131 &); nohup sleep 3132 >/dev/null 2>&1 & disown; \
+         setsid -f sleep 3133; (sleep 3134 &) ; echo started",
+    )
+    .await;
+    assert!(out.contains("started"), "{out}");
+    // The namespace ends with its first process; give the kernel a moment to reap.
+    std::thread::sleep(std::time::Duration::from_millis(200));
+    for marker in ["sleep 3131", "sleep 3132", "sleep 3133", "sleep 3134"] {
+        let left = running_with(marker);
+        for line in &left {
+            let pid: i32 = line.split(':').next().unwrap().parse().unwrap();
+            let _ = std::process::Command::new("kill")
+                .arg("-9")
+                .arg(pid.to_string())
+                .status();
+        }
+        assert!(left.is_empty(), "{marker} survived: {left:?}");
+    }
+}
+
+#[tokio::test]
+async fn keel_and_other_processes_are_out_of_sight() {
+    if !landlock() || !namespaces() {
+        return;
+    }
+    let fx = fixture();
+    let bash = tool(&fx, SandboxMode::WorkspaceWrite, |_| {});
+    let out = sh(
+        &bash,
+        "echo ppid=$PPID; ls /proc | grep -c '^[0-9]'; cat /proc/1/cmdline | tr '\\0' ' '",
+    )
+    .await;
+    assert!(out.contains("ppid=0"), "{out}");
+    let count: usize = out
+        .lines()
+        .nth(1)
+        .and_then(|l| l.trim().parse().ok())
+        .unwrap_or(usize::MAX);
+    assert!(count < 10, "the command sees {count} processes: {out}");
+}
+
+#[tokio::test]
+async fn the_provider_key_never_reaches_a_command_even_with_cleaning_off() {
+    let fx = fixture();
+    let bash = tool(&fx, SandboxMode::DangerFullAccess, |env| {
+        env.env_mode = Some(EnvMode::Off);
+        env.secret_env_names = vec!["KEEL_TEST_PROVIDER_KEY".into()];
+        env.base_env = Some(vec![
+            ("PATH".into(), std::env::var("PATH").unwrap()),
+            (
+                "KEEL_TEST_PROVIDER_KEY".into(),
+                format!("{CANARY}-provider"),
+            ),
+        ]);
+    });
+    let out = sh(&bash, "env").await;
+    assert!(!out.contains(CANARY), "{out}");
+}
+
+#[tokio::test]
+async fn the_landlock_only_fallback_still_hides_credentials_and_says_what_is_weaker() {
+    #[expect(
+        unsafe_code,
+        reason = "set before any thread of this test process reads it"
+    )]
+    // SAFETY: this test's process sets the variable before the sandbox's probe reads it.
+    unsafe {
+        std::env::set_var(sandbox::NAMESPACES_VARIABLE, "off");
+    }
+    if !landlock() {
+        return;
+    }
+    assert!(sandbox::support().namespaces.is_err());
+    let fx = fixture();
+    let bash = tool(&fx, SandboxMode::WorkspaceWrite, |_| {});
+    let out = sh(
+        &bash,
+        "cat ~/.ssh/id_rsa ~/.netrc ~/.aws/credentials; cat ~/notes.txt; ls ~/.ssh; echo x > ../outside",
+    )
+    .await;
+    assert!(!out.contains(CANARY), "{out}");
+    assert!(out.contains("readable"), "{out}");
+    assert!(!fx.ws.join("../outside").exists());
+    assert!(out.contains("Landlock alone"), "{out}");
+    let again = sh(&bash, "true").await;
+    assert!(!again.contains("Landlock alone"), "said once: {again}");
+
+    let read_only = tool(&fx, SandboxMode::ReadOnly, |_| {});
+    let out = sh(&read_only, "echo hi").await;
+    assert!(
+        out.contains("cannot be enforced here") && out.contains("namespaces"),
+        "{out}"
+    );
+}
+
+#[tokio::test]
+async fn keels_environment_is_unreadable_without_namespaces_too() {
+    #[expect(
+        unsafe_code,
+        reason = "set before any thread of this test process reads them"
+    )]
+    // SAFETY: this test's process sets the variables before anything else reads them.
+    unsafe {
+        std::env::set_var(sandbox::NAMESPACES_VARIABLE, "off");
+        // On the `scrub` list, so the command's own environment lacks it: only keel's has it.
+        std::env::set_var("OPENAI_API_KEY", format!("{CANARY}-environ"));
+    }
+    if !landlock() {
+        return;
+    }
+    assert!(sandbox::make_undumpable());
+    let fx = fixture();
+    let bash = tool(&fx, SandboxMode::WorkspaceWrite, |_| {});
+    let out = sh(
+        &bash,
+        "cat /proc/$PPID/environ; tr '\\0' '\\n' < /proc/$PPID/environ; head -c 64 /proc/$PPID/mem; \
+         for f in /proc/[0-9]*/environ; do cat $f; done 2>/dev/null | tr '\\0' '\\n' | grep KEELCANARY",
+    )
+    .await;
+    assert!(!out.contains(CANARY), "{out}");
+}
