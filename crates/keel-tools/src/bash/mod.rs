@@ -183,6 +183,8 @@ impl Bash {
                 vars.push((key.to_owned(), tmp.to_string_lossy().into_owned()));
             }
             let request = sandbox::Request {
+                program: &self.bash_for(&vars),
+                command,
                 tmp: &tmp,
                 control: control.as_deref(),
                 vars: &vars,
@@ -238,12 +240,12 @@ impl Bash {
     /// reader sees the end of output once the command's processes are gone.
     fn start(
         cmd: tokio::process::Command,
-        diag: Option<OwnedFd>,
+        diag: &mut Option<OwnedFd>,
     ) -> Result<tokio::process::Child, ToolError> {
         let mut cmd = cmd;
         let spawned = cmd.spawn();
         drop(cmd);
-        spawned.map_err(|e| ToolError::new(sandbox::explain_failure(diag, &e)))
+        spawned.map_err(|e| ToolError::new(sandbox::explain_failure(diag.take(), &e)))
     }
 
     /// The notes owed to the model once per session: weaker sandbox, removed variables.
@@ -317,7 +319,8 @@ impl Bash {
             .join(format!("bash-{}-{stamp}-{id}.log", std::process::id()));
         let file = private_file(&output)
             .map_err(|e| ToolError::new(format!("cannot create {}: {e}", output.display())))?;
-        let mut child = Self::start(cmd, diag)?;
+        let mut diag = diag;
+        let mut child = Self::start(cmd, &mut diag)?;
         let pgid = child
             .id()
             .and_then(|id| i32::try_from(id).ok())
@@ -351,6 +354,11 @@ impl Bash {
                 }
             }
             let code = child.wait().await.ok().and_then(|s| s.code()).unwrap_or(-1);
+            if code == 127
+                && let Some(failure) = sandbox::diagnostic(diag)
+            {
+                let _ = writeln!(file, "\n[keel: {failure}]");
+            }
             if let Some(note) = watched.as_deref().and_then(control::quarantine_new) {
                 tracing::warn!(%note, "a background command created control files");
                 let _ = writeln!(file, "\n{note}");
@@ -520,7 +528,8 @@ impl AgentTool for Bash {
             control,
         } = self.prepare(&args.command)?;
         let started = Instant::now();
-        let mut child = Self::start(cmd, diag)?;
+        let mut diag = diag;
+        let mut child = Self::start(cmd, &mut diag)?;
         let pgid = child
             .id()
             .and_then(|id| i32::try_from(id).ok())
@@ -556,6 +565,11 @@ impl AgentTool for Bash {
         };
         kill_group(pgid);
         let elapsed = started.elapsed();
+        if matches!(ended, Ended::Exited(Some(127)))
+            && let Some(failure) = sandbox::diagnostic(diag.take())
+        {
+            return Err(ToolError::new(failure));
+        }
         let (mut text, saved) = collected.finish();
         if text.is_empty() {
             text.push_str("(no output)");

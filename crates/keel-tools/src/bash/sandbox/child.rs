@@ -8,18 +8,24 @@
 //!
 //! With namespaces the process (the *keeper*) enters a new user, mount and pid namespace
 //! (and network namespace when the mode forbids network), masks credential locations,
-//! makes control files read-only, then forks the command as pid 1 of the new pid namespace
-//! and waits for it. When pid 1 ends, the kernel kills everything left in the namespace, so
-//! no process of the command outlives it; both the keeper and pid 1 die with their parent
-//! (`PR_SET_PDEATHSIG`), so nothing outlives keel either. The command mounts a private
-//! `/proc` (keel's pid and environment are not in it) and applies Landlock last, which
-//! also forbids any further mount.
+//! makes control files read-only, then starts the command as pid 1 of the new pid
+//! namespace and waits for it. When pid 1 ends, the kernel kills everything left in the
+//! namespace, so no process of the command outlives it; both the keeper and pid 1 die with
+//! their parent (`PR_SET_PDEATHSIG`), so nothing outlives keel either. Pid 1 mounts a
+//! private `/proc` (keel's pid and environment are not in it), applies Landlock last (which
+//! also forbids any further mount) and executes bash itself.
+//!
+//! Pid 1 is started the way `posix_spawn` starts a program: sharing the keeper's memory on
+//! a stack of its own while the keeper waits (`CLONE_VM | CLONE_VFORK`), so keel's page
+//! tables are not copied a second time. That is why it executes bash from an argument and
+//! environment list built before the fork ([`ExecPlan`]) instead of returning to the
+//! standard library.
 #![expect(
     unsafe_code,
     reason = "namespaces, mounts and fork between fork and exec have no safe wrappers"
 )]
 
-use std::ffi::CString;
+use std::ffi::{CStr, CString};
 use std::io;
 use std::os::fd::{AsRawFd as _, OwnedFd};
 
@@ -57,7 +63,77 @@ pub(super) struct ChildPlan {
     pub ruleset: Option<RulesetCreated>,
     /// Write end of the diagnostics pipe.
     pub diag: Option<OwnedFd>,
+    /// What pid 1 executes (with namespaces).
+    pub exec: ExecPlan,
+    /// The stack pid 1 starts on.
+    pub stack: Vec<u8>,
 }
+
+/// A program, its arguments and its environment as the `execve` call wants them.
+#[derive(Debug)]
+pub(super) struct ExecPlan {
+    program: CString,
+    _strings: Vec<CString>,
+    argv: Vec<*const libc::c_char>,
+    envp: Vec<*const libc::c_char>,
+}
+
+// SAFETY: the pointers point into `_strings`, whose heap buffers never move and live as
+// long as the plan; the plan is only read, by one process at a time.
+#[expect(unsafe_code, reason = "raw pointer arrays for execve")]
+unsafe impl Send for ExecPlan {}
+// SAFETY: as above; nothing writes through the pointers.
+#[expect(unsafe_code, reason = "raw pointer arrays for execve")]
+unsafe impl Sync for ExecPlan {}
+
+impl ExecPlan {
+    /// `program` with `args` (the first is the program's name) and `vars`.
+    pub(super) fn new(
+        program: &[u8],
+        args: &[&[u8]],
+        vars: &[(String, String)],
+    ) -> io::Result<Self> {
+        let nul = |_| {
+            io::Error::new(
+                io::ErrorKind::InvalidInput,
+                "a NUL byte in the command or its environment",
+            )
+        };
+        let program = CString::new(program).map_err(nul)?;
+        let mut strings = Vec::with_capacity(args.len() + vars.len());
+        for arg in args {
+            strings.push(CString::new(*arg).map_err(nul)?);
+        }
+        for (key, value) in vars {
+            strings.push(CString::new(format!("{key}={value}")).map_err(nul)?);
+        }
+        let pointers: Vec<*const libc::c_char> = strings.iter().map(|s| s.as_ptr()).collect();
+        let (args_ptrs, vars_ptrs) = pointers.split_at(args.len());
+        let mut argv = args_ptrs.to_vec();
+        argv.push(std::ptr::null());
+        let mut envp = vars_ptrs.to_vec();
+        envp.push(std::ptr::null());
+        Ok(Self {
+            program,
+            _strings: strings,
+            argv,
+            envp,
+        })
+    }
+
+    /// Nothing to execute (Landlock only: the standard library executes the command).
+    pub(super) fn none() -> Self {
+        Self {
+            program: CString::default(),
+            _strings: Vec::new(),
+            argv: vec![std::ptr::null()],
+            envp: vec![std::ptr::null()],
+        }
+    }
+}
+
+/// Size of pid 1's stack: its steps are a few system calls and Landlock's.
+pub(super) const STACK_SIZE: usize = 256 * 1024;
 
 /// Mount attributes for `mount_setattr` (linux/mount.h).
 #[repr(C)]
@@ -76,40 +152,92 @@ impl ChildPlan {
     pub(super) fn run(&mut self) -> io::Result<()> {
         let diag = self.diag.as_ref().map_or(-1, |fd| fd.as_raw_fd());
         die_with_parent(self.parent, diag)?;
-        if let Some(ns) = &self.namespaces {
-            enter(ns, diag)?;
-            // SAFETY: fork in a single-threaded child; both sides only make system calls.
-            let pid = unsafe { libc::fork() };
-            if pid < 0 {
-                return Err(fail(diag, b"fork the command", errno()));
-            }
-            if pid > 0 {
-                keep(pid);
-            }
-            // pid 1 of the new namespace. Its parent is outside it, so `getppid` says 0.
-            die_with_parent(0, diag)?;
-            if ns.private_proc {
-                let flags = libc::MS_NOSUID | libc::MS_NODEV | libc::MS_NOEXEC;
-                mount(c"proc", c"/proc", c"proc", flags, diag, b"mount /proc")?;
-            }
-        }
-        if self.namespaces.is_none() {
+        let Some(ns) = &self.namespaces else {
             // Without a user namespace a command of root's keeps root's capabilities in
             // the real system; take away those that reach past Landlock (loading kernel
             // modules, tracing or reading keel's memory and environment, raw devices,
             // mounts, opening files by handle).
             drop_capabilities();
+            return restrict(&mut self.ruleset, diag);
+        };
+        enter(ns, diag)?;
+        let mut pid_one = PidOne {
+            diag,
+            private_proc: ns.private_proc,
+            ruleset: self.ruleset.take(),
+            exec: &self.exec,
+        };
+        let top = self.stack.as_mut_ptr_range().end;
+        // The stack grows down from a 16-byte aligned top.
+        let top = top.wrapping_sub(top as usize % 16);
+        // SAFETY: pid 1 runs `start_pid_one` on its own stack inside this process's memory
+        // while this process is suspended (CLONE_VFORK) until it executes bash or exits;
+        // `pid_one` and the stack outlive that.
+        let pid = unsafe {
+            libc::clone(
+                start_pid_one,
+                top.cast(),
+                libc::CLONE_VM | libc::CLONE_VFORK | libc::SIGCHLD,
+                (&raw mut pid_one).cast(),
+            )
+        };
+        if pid < 0 {
+            return Err(fail(diag, b"start the command", errno()));
         }
-        if let Some(ruleset) = self.ruleset.take() {
-            let status = ruleset
-                .restrict_self()
-                .map_err(|_| fail(diag, b"apply the Landlock rules", libc::EPERM))?;
-            if status.ruleset == landlock::RulesetStatus::NotEnforced {
-                return Err(fail(diag, b"enforce the Landlock rules", libc::ENOSYS));
-            }
-        }
-        Ok(())
+        keep(pid)
     }
+}
+
+/// What pid 1 needs, in the keeper's memory.
+struct PidOne<'a> {
+    diag: i32,
+    private_proc: bool,
+    ruleset: Option<RulesetCreated>,
+    exec: &'a ExecPlan,
+}
+
+/// Pid 1 of the new namespace: its own `/proc`, Landlock, then bash. Never returns on
+/// success; on failure the step is on the diagnostics pipe and the exit code is 127.
+extern "C" fn start_pid_one(arg: *mut libc::c_void) -> libc::c_int {
+    // SAFETY: `arg` is the keeper's `PidOne`, alive while the keeper waits for this exec.
+    let pid_one = unsafe { &mut *arg.cast::<PidOne<'_>>() };
+    let diag = pid_one.diag;
+    let ready = (|| {
+        // Its parent, the keeper, is outside the namespace, so `getppid` says 0.
+        die_with_parent(0, diag)?;
+        if pid_one.private_proc {
+            let flags = libc::MS_NOSUID | libc::MS_NODEV | libc::MS_NOEXEC;
+            mount(c"proc", c"/proc", c"proc", flags, diag, b"mount /proc")?;
+        }
+        restrict(&mut pid_one.ruleset, diag)
+    })();
+    if ready.is_ok() {
+        let exec = pid_one.exec;
+        // SAFETY: null-terminated arrays of C strings that live in the keeper's memory.
+        unsafe {
+            libc::execve(
+                exec.program.as_ptr(),
+                exec.argv.as_ptr(),
+                exec.envp.as_ptr(),
+            );
+        }
+        fail(diag, b"execute bash", errno());
+    }
+    // SAFETY: ends this process without running anything of the keeper's.
+    unsafe { libc::_exit(127) }
+}
+
+/// Applies the Landlock rules, if any.
+fn restrict(ruleset: &mut Option<RulesetCreated>, diag: i32) -> io::Result<()> {
+    if let Some(ruleset) = ruleset.take() {
+        let status = ruleset
+            .restrict_self()
+            .map_err(|_| fail(diag, b"apply the Landlock rules", libc::EPERM))?;
+        if status.ruleset == landlock::RulesetStatus::NotEnforced {
+            return Err(fail(diag, b"enforce the Landlock rules", libc::ENOSYS));
+        }
+    }
+    Ok(())
 }
 
 /// Dies with the parent; `expected` is the parent's pid as seen here (0 across a pid
@@ -276,9 +404,9 @@ fn errno() -> i32 {
 }
 
 fn mount(
-    source: &std::ffi::CStr,
-    target: &std::ffi::CStr,
-    fstype: &std::ffi::CStr,
+    source: &CStr,
+    target: &CStr,
+    fstype: &CStr,
     flags: libc::c_ulong,
     diag: i32,
     step: &[u8],

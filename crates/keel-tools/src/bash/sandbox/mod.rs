@@ -29,7 +29,7 @@ pub use rules::probe;
 
 use crate::env::{SandboxMode, ToolEnv};
 use crate::protect::ControlSet;
-use child::{ChildPlan, Namespaces};
+use child::{ChildPlan, ExecPlan, Namespaces, STACK_SIZE};
 
 /// The variable that turns the namespace layer off (`off`), for machines where it
 /// misbehaves; the default is `auto`. Turning it off never loosens `read-only`, which then
@@ -199,21 +199,36 @@ impl Prepared {
 
 /// Explains a failed start from what the child wrote on the diagnostics pipe.
 pub(crate) fn explain_failure(diag: Option<OwnedFd>, error: &std::io::Error) -> String {
+    diagnostic(diag).unwrap_or_else(|| format!("cannot start bash: {error}"))
+}
+
+/// What a sandbox step that failed after the start wrote (pid 1 exits 127 then), if any.
+/// Call once the command ended: every write end is closed by then.
+pub(crate) fn diagnostic(diag: Option<OwnedFd>) -> Option<String> {
     let mut bytes = Vec::new();
     if let Some(fd) = diag {
+        // Without blocking: a keeper of another command started at the same moment may
+        // hold a copy of the write end; what failed here was written before it exited.
+        let _ = set_nonblocking(&fd);
         let mut file = std::fs::File::from(fd);
-        // The child is gone and keel's copy of the write end was dropped with the command,
-        // so this read ends.
-        let _ = std::io::Read::read_to_end(&mut file, &mut bytes);
+        let mut buf = [0u8; 512];
+        while let Ok(n) = std::io::Read::read(&mut file, &mut buf) {
+            if n == 0 || bytes.len() > 4096 {
+                break;
+            }
+            bytes.extend_from_slice(buf.get(..n).unwrap_or(&[]));
+        }
     }
-    match child::read_diagnostic(&bytes) {
-        Some((step, cause)) => format!("the sandbox could not {step}: {cause}"),
-        None => format!("cannot start bash: {error}"),
-    }
+    child::read_diagnostic(&bytes)
+        .map(|(step, cause)| format!("the sandbox could not {step}: {cause}"))
 }
 
 /// What a command's sandbox needs to know beyond the tool environment.
 pub(crate) struct Request<'a> {
+    /// The shell that runs the command.
+    pub program: &'a Path,
+    /// The command line (`bash -c COMMAND`).
+    pub command: &'a str,
     /// The session's private temp folder (`TMPDIR`).
     pub tmp: &'a Path,
     /// The control files to protect, when they are protected.
@@ -298,12 +313,26 @@ pub(crate) fn prepare(
     let (diag_read, diag_write) = std::io::pipe()
         .map(|(r, w)| (OwnedFd::from(r), OwnedFd::from(w)))
         .map_err(|e| SandboxError::Rules(format!("cannot create a pipe: {e}")))?;
+    let (exec, stack) = if namespaces.is_some() {
+        let program = request.program.as_os_str().as_bytes();
+        let exec = ExecPlan::new(
+            program,
+            &[program, b"-c", request.command.as_bytes()],
+            request.vars,
+        )
+        .map_err(|e| SandboxError::Rules(e.to_string()))?;
+        (exec, vec![0u8; STACK_SIZE])
+    } else {
+        (ExecPlan::none(), Vec::new())
+    };
     Ok(Some(Prepared {
         plan: ChildPlan {
             parent: std::process::id().try_into().unwrap_or(0),
             namespaces,
             ruleset: Some(ruleset),
             diag: Some(diag_write),
+            exec,
+            stack,
         },
         diag: Some(diag_read),
     }))
@@ -389,6 +418,20 @@ fn c_path(path: &Path) -> Result<CString, SandboxError> {
         .map_err(|_| SandboxError::Rules(format!("a path holds a NUL byte: {}", path.display())))
 }
 
+#[expect(unsafe_code, reason = "fcntl has no safe wrapper in std")]
+fn set_nonblocking(fd: &OwnedFd) -> std::io::Result<()> {
+    use std::os::fd::AsRawFd as _;
+    // SAFETY: fcntl on a descriptor this function borrows.
+    let flags = unsafe { libc::fcntl(fd.as_raw_fd(), libc::F_GETFL) };
+    // SAFETY: as above.
+    if flags < 0
+        || unsafe { libc::fcntl(fd.as_raw_fd(), libc::F_SETFL, flags | libc::O_NONBLOCK) } < 0
+    {
+        return Err(std::io::Error::last_os_error());
+    }
+    Ok(())
+}
+
 #[expect(unsafe_code, reason = "getuid has no safe wrapper in std")]
 fn uid() -> u32 {
     // SAFETY: getuid takes no arguments and cannot fail.
@@ -450,6 +493,9 @@ fn try_namespaces(support: NamespaceSupport) -> Result<(), (String, String)> {
         }),
         ruleset: None,
         diag: Some(diag_write),
+        exec: ExecPlan::new(program.as_bytes(), &[program.as_bytes()], &[])
+            .map_err(|e| ("probe".to_owned(), e.to_string()))?,
+        stack: vec![0u8; STACK_SIZE],
     };
     let mut command = std::process::Command::new(program);
     command
@@ -476,10 +522,9 @@ fn try_namespaces(support: NamespaceSupport) -> Result<(), (String, String)> {
     };
     match outcome {
         Ok(status) if status.success() => Ok(()),
-        Ok(status) => Err((
-            "run a command".to_owned(),
-            format!("the probe exited with {status}"),
-        )),
+        Ok(status) => Err(failure(&std::io::Error::other(format!(
+            "the probe exited with {status}"
+        )))),
         Err(error) => Err(failure(&error)),
     }
 }
