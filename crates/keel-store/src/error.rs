@@ -207,12 +207,18 @@ impl StoreError {
     }
 }
 
-/// Whether SQLite says the file is damaged or not a database.
+/// Whether SQLite says the file is damaged or not a database. A short read (the file ends
+/// before pages its header counts) is a truncated file, so it is corruption too.
 fn is_corruption(error: &rusqlite::Error) -> bool {
-    matches!(
-        error.sqlite_error_code(),
-        Some(rusqlite::ErrorCode::DatabaseCorrupt | rusqlite::ErrorCode::NotADatabase)
-    )
+    match error {
+        rusqlite::Error::SqliteFailure(failure, _) => {
+            matches!(
+                failure.code,
+                rusqlite::ErrorCode::DatabaseCorrupt | rusqlite::ErrorCode::NotADatabase
+            ) || failure.extended_code == rusqlite::ffi::SQLITE_IOERR_SHORT_READ
+        }
+        _ => false,
+    }
 }
 
 /// Result alias of the store.

@@ -67,12 +67,19 @@ fn tighten(path: &Path) -> Result<()> {
     if mode & NOT_PRIVATE == 0 {
         return Ok(());
     }
-    std::fs::set_permissions(path, Permissions::from_mode(mode & 0o7777 & !NOT_PRIVATE)).map_err(
-        |source| StoreError::File {
+    match std::fs::set_permissions(path, Permissions::from_mode(mode & 0o7777 & !NOT_PRIVATE)) {
+        Ok(()) => Ok(()),
+        // Another user's file (a shared database): not ours to change, and SQLite decides
+        // whether this process may use it.
+        Err(error) if error.kind() == std::io::ErrorKind::PermissionDenied => {
+            tracing::warn!(path = %path.display(), %error, "cannot make the database file private");
+            Ok(())
+        }
+        Err(source) => Err(StoreError::File {
             path: path.to_path_buf(),
             source,
-        },
-    )
+        }),
+    }
 }
 
 #[cfg(test)]

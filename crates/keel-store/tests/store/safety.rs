@@ -126,11 +126,13 @@ async fn a_file_that_is_not_a_database_is_named_as_corrupt() {
     );
 }
 
+/// A database cut short: at the first page (the schema is damaged), in the middle (a read
+/// past the end of the file), near the end.
 #[tokio::test]
 async fn a_truncated_database_is_named_as_corrupt() {
     let dir = tempfile::tempdir().unwrap();
-    let db = dir.path().join("keel.db");
-    let store = Store::open(&db, Durability::Normal).await.unwrap();
+    let whole = dir.path().join("whole.db");
+    let store = Store::open(&whole, Durability::Normal).await.unwrap();
     let texts: Vec<String> = (0..200)
         .map(|n| format!("{n} {}", "x".repeat(400)))
         .collect();
@@ -138,27 +140,30 @@ async fn a_truncated_database_is_named_as_corrupt() {
     let s = session_of(&store, &texts).await;
     drop(store);
     {
-        // Everything into the main file, then cut it in half.
-        let conn = rusqlite::Connection::open(&db).unwrap();
+        // Everything into the main file, so cutting it loses pages.
+        let conn = rusqlite::Connection::open(&whole).unwrap();
         conn.query_row("PRAGMA wal_checkpoint(TRUNCATE)", [], |_| Ok(()))
             .unwrap();
     }
-    let length = std::fs::metadata(&db).unwrap().len();
-    std::fs::OpenOptions::new()
-        .write(true)
-        .open(&db)
-        .unwrap()
-        .set_len(length / 2)
-        .unwrap();
-
-    // Opening may still succeed (the first pages are intact); reading the history cannot.
-    let error = match Store::open(&db, Durability::Normal).await {
-        Err(error) => error,
-        Ok(store) => store.history(&s.id).await.unwrap_err(),
-    };
-    assert_eq!(error.code(), "database_corrupt", "{error}");
-    assert!(
-        error.to_string().contains(&db.display().to_string()),
-        "{error}"
-    );
+    let length = std::fs::metadata(&whole).unwrap().len();
+    for cut in [3_000, length / 2, length * 3 / 4] {
+        let db = dir.path().join(format!("cut-{cut}.db"));
+        std::fs::copy(&whole, &db).unwrap();
+        std::fs::OpenOptions::new()
+            .write(true)
+            .open(&db)
+            .unwrap()
+            .set_len(cut)
+            .unwrap();
+        // Opening may still succeed (the first pages are intact); reading everything cannot.
+        let error = match Store::open(&db, Durability::Normal).await {
+            Err(error) => error,
+            Ok(store) => store.export_json(&s.id).await.unwrap_err(),
+        };
+        assert_eq!(error.code(), "database_corrupt", "cut at {cut}: {error}");
+        assert!(
+            error.to_string().contains(&db.display().to_string()),
+            "{error}"
+        );
+    }
 }
