@@ -281,6 +281,7 @@ fn walk(value: &mut serde_json::Value, secrets: &[Secret], total: &mut Redaction
     }
 }
 
+/// What one round of redaction would mask in `text`, in order (markers are never found).
 #[cfg_attr(
     not(test),
     expect(
@@ -288,7 +289,6 @@ fn walk(value: &mut serde_json::Value, secrets: &[Secret], total: &mut Redaction
         reason = "the detector on its own: the tests and the feedback bundle"
     )
 )]
-/// What one round of redaction would mask in `text`, in order (markers are never found).
 pub fn find(text: &str, secrets: &[Secret]) -> Vec<Found> {
     let mut all = scan(text, secrets, Rule::UrlPassword);
     all.extend(scan(text, secrets, Rule::Tokens));
