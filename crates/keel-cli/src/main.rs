@@ -7,6 +7,7 @@
 mod config;
 mod exec;
 mod instructions;
+mod redact;
 mod sessions;
 mod store;
 mod trust;
@@ -75,11 +76,16 @@ fn main() -> ExitCode {
                 ExitCode::from(exec::EXIT_CONFIG)
             } else if let Some(store_error) = error.downcast_ref::<keel_store::StoreError>() {
                 // A wrong id is a bad invocation; anything else the store reports is a
-                // runtime failure.
-                eprintln!("keel: {error:#}");
+                // runtime failure, named by its stable code (`session_busy`,
+                // `database_corrupt`, …).
                 if store::is_usage_error(store_error) {
+                    eprintln!("keel: {error:#}");
                     ExitCode::from(exec::EXIT_USAGE)
                 } else {
+                    eprintln!(
+                        "keel: session store error ({}): {error:#}",
+                        store_error.code()
+                    );
                     ExitCode::from(exec::EXIT_FAILED)
                 }
             } else if error.downcast_ref::<exec::InternalError>().is_some() {

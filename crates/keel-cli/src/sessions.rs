@@ -10,7 +10,7 @@ use keel_protocol::Message;
 use keel_store::{SessionRecord, StoredEntry};
 use serde_json::json;
 
-use crate::store;
+use crate::{redact, store};
 
 /// Sessions listed when `--limit` is not given.
 const DEFAULT_LIST_LIMIT: usize = 50;
@@ -156,10 +156,27 @@ pub async fn run(args: SessionsArgs) -> anyhow::Result<()> {
         }
         SessionsCommand::Export { id, format } => {
             let id = store.resolve_session(&id).await?;
-            out = match format {
-                ExportFormat::Markdown => store.export_markdown(&id).await?,
-                ExportFormat::Json => serde_json::to_string_pretty(&store.export_json(&id).await?)?,
+            let secrets = redact::secrets_from_env(
+                std::env::vars_os()
+                    .filter_map(|(k, v)| Some((k.into_string().ok()?, v.into_string().ok()?))),
+            );
+            let redaction = match format {
+                ExportFormat::Markdown => {
+                    let done = redact::redact(&store.export_markdown(&id).await?, &secrets);
+                    out = done.text.clone();
+                    done
+                }
+                ExportFormat::Json => {
+                    let mut document = store.export_json(&id).await?;
+                    let done = redact::redact_json(&mut document, &secrets);
+                    if let Some(fields) = document.as_object_mut() {
+                        fields.insert("redactions".into(), redactions_field(&done));
+                    }
+                    out = serde_json::to_string_pretty(&document)?;
+                    done
+                }
             };
+            eprintln!("keel: {}", redaction_note(&redaction));
         }
         SessionsCommand::Delete { id, json } => {
             let id = store.resolve_session(&id).await?;
@@ -181,6 +198,29 @@ pub async fn run(args: SessionsArgs) -> anyhow::Result<()> {
         .write_all(out.as_bytes())
         .and_then(|()| stdout.flush())
         .context("cannot write to standard output")
+}
+
+/// The `redactions` member of a JSON export: how many secrets were masked, by kind.
+fn redactions_field(done: &redact::Redaction) -> serde_json::Value {
+    json!({"count": done.count, "kinds": done.kinds})
+}
+
+/// The line on stderr saying what the export masked.
+fn redaction_note(done: &redact::Redaction) -> String {
+    if done.count == 0 {
+        return "redacted 0 secrets from the export".to_owned();
+    }
+    let kinds: Vec<String> = done
+        .kinds
+        .iter()
+        .map(|(kind, n)| format!("{n} {kind}"))
+        .collect();
+    let noun = if done.count == 1 { "secret" } else { "secrets" };
+    format!(
+        "redacted {} {noun} from the export ({})",
+        done.count,
+        kinds.join(", ")
+    )
 }
 
 /// What `list --json` shows of a session.

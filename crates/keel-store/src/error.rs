@@ -3,6 +3,8 @@
 //! Classification (`code`, `is_retryable`) is an exhaustive `match`, so a new variant forces a
 //! decision about how callers should treat it.
 
+use std::path::{Path, PathBuf};
+
 /// Everything the store can fail with.
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
@@ -116,6 +118,26 @@ pub enum StoreError {
     /// The database worker thread panicked or went away.
     #[error("the database worker failed: {0}")]
     Worker(String),
+    /// The database file is damaged or is not a SQLite database at all.
+    #[error(
+        "the session database {} is corrupt ({detail}); move it aside to start a new one, or \
+         restore it from a backup",
+        path.display()
+    )]
+    DatabaseCorrupt {
+        /// The database file.
+        path: PathBuf,
+        /// What SQLite reported.
+        detail: String,
+    },
+    /// The database file (or its write-ahead log) could not be created or made private.
+    #[error("cannot prepare the session database file {}: {source}", path.display())]
+    File {
+        /// The file.
+        path: PathBuf,
+        /// Why.
+        source: std::io::Error,
+    },
 }
 
 impl StoreError {
@@ -138,6 +160,8 @@ impl StoreError {
             Self::SessionBusy { .. } => "session_busy",
             Self::ClaimsInFlight { .. } => "claims_in_flight",
             Self::Worker(_) => "store_worker",
+            Self::DatabaseCorrupt { .. } => "database_corrupt",
+            Self::File { .. } => "store_file",
         }
     }
 
@@ -163,8 +187,37 @@ impl StoreError {
             | Self::InvalidOperation(_)
             | Self::ReadBackMismatch { .. }
             | Self::ClaimsInFlight { .. }
-            | Self::Worker(_) => false,
+            | Self::Worker(_)
+            | Self::DatabaseCorrupt { .. }
+            | Self::File { .. } => false,
         }
+    }
+
+    /// This error as seen from the database at `path`: SQLite's "not a database" and
+    /// "malformed" errors become [`StoreError::DatabaseCorrupt`] naming the file, so a user
+    /// learns which file is damaged instead of reading a bare SQLite message.
+    pub(crate) fn at(self, path: &Path) -> Self {
+        match &self {
+            Self::Sqlite(error) if is_corruption(error) => Self::DatabaseCorrupt {
+                path: path.to_path_buf(),
+                detail: error.to_string(),
+            },
+            _ => self,
+        }
+    }
+}
+
+/// Whether SQLite says the file is damaged or not a database. A short read (the file ends
+/// before pages its header counts) is a truncated file, so it is corruption too.
+fn is_corruption(error: &rusqlite::Error) -> bool {
+    match error {
+        rusqlite::Error::SqliteFailure(failure, _) => {
+            matches!(
+                failure.code,
+                rusqlite::ErrorCode::DatabaseCorrupt | rusqlite::ErrorCode::NotADatabase
+            ) || failure.extended_code == rusqlite::ffi::SQLITE_IOERR_SHORT_READ
+        }
+        _ => false,
     }
 }
 

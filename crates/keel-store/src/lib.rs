@@ -8,6 +8,7 @@
 
 mod error;
 mod export;
+mod files;
 mod ids;
 mod model;
 mod owner;
@@ -19,6 +20,7 @@ mod turns;
 
 pub use error::{Result, StoreError};
 pub use export::EXPORT_SCHEMA_VERSION;
+pub use files::DB_FILE_MODE;
 pub use ids::{MIN_PREFIX_CHARS, new_id};
 pub use model::{
     Claim, CommitKind, CommitReceipt, CommitRequest, Entry, ForkPoint, HistoryCommitted, HistoryOp,

@@ -13,7 +13,7 @@ use crate::model::{
     Claim, CommitKind, CommitReceipt, CommitRequest, ForkPoint, HistoryOp, NewSession, QueuedInput,
     SessionRecord, StoredEntry, TurnStatus,
 };
-use crate::turns::get_turn;
+use crate::turns::{ensure_idle, get_turn};
 
 /// Kind prefix of session ids.
 pub const SESSION_KIND: &str = "s-";
@@ -170,15 +170,15 @@ pub fn set_title(conn: &Connection, id: &str, title: &str) -> Result<()> {
     Ok(())
 }
 
-/// Deletes a session with its history, turns and inputs. Forks keep their rows and lose the link.
-pub fn delete_session(conn: &Connection, id: &str) -> Result<()> {
-    let changed = conn.execute("DELETE FROM sessions WHERE id = ?1", [id])?;
-    if changed == 0 {
-        return Err(StoreError::NotFound {
-            kind: "session",
-            id: id.to_owned(),
-        });
-    }
+/// Deletes a session with its history, turns and inputs. Forks keep their rows and lose the
+/// link. Refused with `session_busy` while a live process runs one of its turns; the check and
+/// the delete are one transaction.
+pub fn delete_session(conn: &mut Connection, id: &str) -> Result<()> {
+    let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
+    get_session(&tx, id)?;
+    ensure_idle(&tx, id, None)?;
+    tx.execute("DELETE FROM sessions WHERE id = ?1", [id])?;
+    tx.commit()?;
     Ok(())
 }
 
@@ -434,6 +434,13 @@ pub(crate) fn apply(
             (kept, from, target[common..].to_vec(), Some(target))
         }
         HistoryOp::Rewind { to_revision } => {
+            // Rewinding under a running turn would cut history out from under it; only that
+            // turn itself may rewind while it runs.
+            ensure_idle(
+                &tx,
+                session_id,
+                request.turn_id.as_ref().map(TurnId::as_str),
+            )?;
             if *to_revision > session.revision {
                 return Err(StoreError::NotFound {
                     kind: "revision",

@@ -116,7 +116,8 @@ impl Store {
         let open_path = path.clone();
         let conn = tokio::task::spawn_blocking(move || schema::open(&open_path, durability))
             .await
-            .map_err(|error| StoreError::Worker(error.to_string()))??;
+            .map_err(|error| StoreError::Worker(error.to_string()))?
+            .map_err(|error| error.at(&path))?;
         Ok(Self {
             inner: Arc::new(Inner {
                 conn: Arc::new(Mutex::new(conn)),
@@ -134,6 +135,18 @@ impl Store {
         &self.inner.path
     }
 
+    /// Runs `work` with the connection (see [`Store::call_raw`]); a corrupt file is reported
+    /// as [`StoreError::DatabaseCorrupt`] with its path.
+    async fn call<R, F>(&self, work: F) -> Result<R>
+    where
+        R: Send + 'static,
+        F: FnOnce(&mut Connection) -> Result<R> + Send + 'static,
+    {
+        self.call_raw(work)
+            .await
+            .map_err(|error| error.at(&self.inner.path))
+    }
+
     /// Runs `work` with the connection: on the blocking pool, or in place on a
     /// current-thread runtime.
     ///
@@ -143,7 +156,7 @@ impl Store {
     /// The price: while a call waits for another process's write lock (at most
     /// [`crate::BUSY_TIMEOUT`]) or syncs under [`Durability::Full`], that runtime's timers
     /// and signal handling wait too. A panic in `work` is a [`StoreError::Worker`] either way.
-    async fn call<R, F>(&self, work: F) -> Result<R>
+    async fn call_raw<R, F>(&self, work: F) -> Result<R>
     where
         R: Send + 'static,
         F: FnOnce(&mut Connection) -> Result<R> + Send + 'static,
@@ -229,7 +242,8 @@ impl Store {
             .await
     }
 
-    /// Deletes a session, waiting for its lane so no commit is cut in half.
+    /// Deletes a session, waiting for its lane so no commit is cut in half; refused with
+    /// `session_busy` while a live process runs one of its turns.
     pub async fn delete_session(&self, id: &SessionId) -> Result<()> {
         let lane = self.lane(id)?;
         let _turn = lane.lock().await;
@@ -374,7 +388,7 @@ impl Store {
                 if !was_pending {
                     self.unmark(&key)?;
                 }
-                return Err(unwritten);
+                return Err(unwritten.at(&self.inner.path));
             }
         };
         let receipt = match outcome {
@@ -459,6 +473,7 @@ impl Store {
 
     /// Sets history back to what it was at `to_revision`. Recoverable: the rows after it stay
     /// readable with [`Store::history_at`], and rewinding to the old head brings them back.
+    /// Refused with `session_busy` while a live process runs a turn of the session.
     pub async fn rewind(
         &self,
         session: &SessionId,

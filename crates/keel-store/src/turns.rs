@@ -187,15 +187,8 @@ pub fn begin_turn(
     Ok((closed, started))
 }
 
-/// Closes the session's turns whose process is gone with `outcome`, re-queueing what they
-/// claimed; a running turn whose process is alive (this one included) is
-/// [`StoreError::SessionBusy`].
-fn close_abandoned_in(
-    conn: &Connection,
-    session: &str,
-    outcome: &TurnOutcome,
-) -> Result<Vec<TurnRecord>> {
-    get_session(conn, session)?;
+/// The session's turns still marked running, oldest first.
+fn running_turns(conn: &Connection, session: &str) -> Result<Vec<TurnRecord>> {
     // Only the running ones: a long session has many ended turns to skip.
     let mut statement = conn.prepare_cached(&format!(
         "SELECT {TURN_COLUMNS} FROM turns WHERE session_id = ?1 AND status = 'running' \
@@ -203,11 +196,17 @@ fn close_abandoned_in(
     ))?;
     let running = statement
         .query_map([session], turn_from_row)?
-        .collect::<rusqlite::Result<Vec<_>>>()?
-        .into_iter()
-        .map(decode_turn)
-        .collect::<Result<Vec<TurnRecord>>>()?;
-    for turn in &running {
+        .collect::<rusqlite::Result<Vec<_>>>()?;
+    running.into_iter().map(decode_turn).collect()
+}
+
+/// [`StoreError::SessionBusy`] when a live process (this one included) runs one of
+/// `running`, other than `except`.
+fn refuse_live(session: &str, running: &[TurnRecord], except: Option<&str>) -> Result<()> {
+    for turn in running {
+        if except == Some(turn.id.as_str()) {
+            continue;
+        }
         // Rows from before owners were recorded have none: their process is long gone.
         if let Some(owner) = turn.owner.as_deref().and_then(ProcessOwner::parse)
             && owner.is_alive()
@@ -219,6 +218,27 @@ fn close_abandoned_in(
             });
         }
     }
+    Ok(())
+}
+
+/// Fails with [`StoreError::SessionBusy`] while a live process runs a turn of `session`
+/// other than `except` (the caller's own turn). Call it inside the transaction that then
+/// changes the session, so no turn can start between the check and the change.
+pub(crate) fn ensure_idle(conn: &Connection, session: &str, except: Option<&str>) -> Result<()> {
+    refuse_live(session, &running_turns(conn, session)?, except)
+}
+
+/// Closes the session's turns whose process is gone with `outcome`, re-queueing what they
+/// claimed; a running turn whose process is alive (this one included) is
+/// [`StoreError::SessionBusy`].
+fn close_abandoned_in(
+    conn: &Connection,
+    session: &str,
+    outcome: &TurnOutcome,
+) -> Result<Vec<TurnRecord>> {
+    get_session(conn, session)?;
+    let running = running_turns(conn, session)?;
+    refuse_live(session, &running, None)?;
     for turn in &running {
         let requeued = requeue_claims(conn, turn.id.as_str())?;
         if requeued > 0 {

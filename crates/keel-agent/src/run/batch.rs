@@ -148,9 +148,9 @@ impl Run {
                 text,
             ))
         };
-        if !self.seen_call_ids.insert(call.id.clone()) {
+        if let Some(reused) = self.reused_id(&call.id) {
             return error(format!(
-                "Tool call id `{}` was already used in this turn; the call was not executed. Issue it again with a new id.",
+                "Duplicate tool call id `{reused}` in this turn; this call was not run (it was renamed `{}` so that every call keeps its own result). Issue it again with a new id.",
                 call.id
             ));
         }

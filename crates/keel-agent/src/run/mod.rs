@@ -8,9 +8,10 @@
 
 mod batch;
 pub use batch::STOPPED_BY_HOOK;
+mod call_ids;
 mod step;
 
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -86,7 +87,11 @@ pub(crate) struct Run {
     cancel: CancellationToken,
     emitter: Emitter,
     new_messages: Vec<Arc<Message>>,
+    /// Ids of the tool calls this turn's responses made (SPEC §13: unique within a turn).
     seen_call_ids: HashSet<ToolCallId>,
+    /// Calls that reused an id, under the fresh id they were given, with the id they reused:
+    /// they are answered with an error and never run.
+    duplicate_calls: HashMap<ToolCallId, ToolCallId>,
     /// Messages to inject at the start of the next step (steering, follow-ups, retries).
     pending: Vec<Message>,
     start_len: usize,
@@ -107,6 +112,7 @@ impl Run {
             emitter,
             new_messages: Vec::new(),
             seen_call_ids: HashSet::new(),
+            duplicate_calls: HashMap::new(),
             pending: Vec::new(),
             start_len,
         }

@@ -11,6 +11,7 @@ use keel_protocol::{
     StopReason, StreamEvent, UserMessage,
 };
 
+use super::call_ids::ResponseCallIds;
 use super::{Run, StepMessage};
 use crate::guard::{Guarded, guard, panic_text};
 use crate::hooks::{CallAction, ContextPlan, ResponseDecision};
@@ -123,6 +124,7 @@ impl Run {
     async fn consume(&mut self, mut stream: EventStream) -> StepMessage {
         let mut id: Option<MessageId> = None;
         let mut aborted = false;
+        let mut call_ids = ResponseCallIds::default();
         loop {
             let next = tokio::select! {
                 biased;
@@ -135,6 +137,7 @@ impl Run {
                 break;
             };
             let Some(event) = event else { break };
+            let event = call_ids.admit(&self.seen_call_ids, event);
             if id.is_none() {
                 id = Some(self.start_streaming().await);
             }
@@ -178,7 +181,7 @@ impl Run {
         }
         let builder = self.shared.lock().streaming.take().unwrap_or_default();
         let message = builder.finish();
-        self.finish_response(message, id).await
+        self.finish_response(message, id, call_ids).await
     }
 
     /// Applies the after-response hook, then commits the message.
@@ -186,6 +189,7 @@ impl Run {
         &mut self,
         mut message: AssistantMessage,
         id: MessageId,
+        call_ids: ResponseCallIds,
     ) -> StepMessage {
         if !matches!(message.stop_reason, StopReason::Error | StopReason::Aborted) {
             let hooks = self.config.hooks.clone();
@@ -210,6 +214,8 @@ impl Run {
             };
             apply_decision(&mut message, decision, &mut self.pending);
         }
+        // After the hook: calls it removed never reach history and do not use up their ids.
+        self.claim_call_ids(&mut message, call_ids);
         let message = Arc::new(Message::Assistant(message));
         self.commit(message.clone(), id.clone()).await;
         StepMessage::Message { message, id }

@@ -6,7 +6,7 @@ use std::time::Duration;
 use async_trait::async_trait;
 use keel_agent::{BlockSource, ExecutionMode, HookError, LoopHooks, ToolGate, ToolOutput};
 use keel_llm::scripted::ScriptedResponse;
-use keel_protocol::{AgentEvent, StopReason, ToolCall};
+use keel_protocol::{AgentEvent, StopReason, StreamEvent, ToolCall};
 use pretty_assertions::assert_eq;
 use serde_json::json;
 
@@ -246,10 +246,20 @@ async fn blocked_calls_fail_closed_and_after_hooks_rewrite() {
     assert_eq!(result_text(&agent, "c5"), "rewritten(echo: {})");
 }
 
+/// The calls of `message` as `(id, arguments)`.
+fn calls_of(message: &keel_protocol::Message) -> Vec<(String, serde_json::Value)> {
+    message
+        .as_assistant()
+        .unwrap()
+        .tool_calls()
+        .map(|c| (c.id.to_string(), c.arguments.clone()))
+        .collect()
+}
+
 #[tokio::test]
-async fn duplicate_call_ids_in_a_turn_are_rejected() {
+async fn an_id_reused_in_a_later_step_is_renamed_and_not_run() {
     let tool = TestTool::new("echo", ExecutionMode::Parallel, Behaviour::Echo);
-    let (agent, _provider, _recorder) = agent_with(
+    let (agent, _provider, recorder) = agent_with(
         vec![
             call("dup", "echo", json!({})),
             call("dup", "echo", json!({})),
@@ -260,15 +270,106 @@ async fn duplicate_call_ids_in_a_turn_are_rejected() {
     );
     agent.prompt(vec![user("go")]).await.unwrap();
     assert_eq!(tool.count(), 1);
-    let results: Vec<_> = agent
-        .messages()
-        .iter()
-        .filter_map(|m| m.as_tool_result().map(|r| r.text()))
-        .collect();
-    assert!(
-        results[1].contains("already used in this turn"),
-        "{results:?}"
+    assert_eq!(
+        history(&agent),
+        [
+            "user:go",
+            "assistant:tool_use",
+            "result:dup",
+            "assistant:tool_use",
+            "result:dup~2!",
+            "assistant:stop"
+        ]
     );
+    assert_eq!(
+        result_text(&agent, "dup~2"),
+        "Duplicate tool call id `dup` in this turn; this call was not run (it was renamed \
+         `dup~2` so that every call keeps its own result). Issue it again with a new id."
+    );
+    let trace = recorder.trace();
+    assert!(
+        trace.contains(&"tool_start(dup~2)".to_owned())
+            && trace.contains(&"tool_end(dup~2, error)".to_owned()),
+        "{trace:?}"
+    );
+}
+
+/// Regression: two calls with one id in one response ran as one garbled call for front ends
+/// keyed by id, and history held two results for one id.
+#[tokio::test]
+async fn two_calls_with_one_id_in_a_response_each_get_their_own_id_and_result() {
+    let tool = TestTool::new("echo", ExecutionMode::Parallel, Behaviour::Echo);
+    let both = ScriptedResponse::new()
+        .with_tool_call("dup", "echo", json!({"text": "one"}))
+        .with_tool_call("dup", "echo", json!({"text": "two"}));
+    let (agent, provider, recorder) = agent_with(vec![both, text("ok")], vec![tool.clone()], None);
+    agent.prompt(vec![user("go")]).await.unwrap();
+    assert_eq!(tool.count(), 1, "the duplicate did not run");
+    let messages = agent.messages();
+    assert_eq!(
+        calls_of(&messages[1]),
+        [
+            ("dup".to_owned(), json!({"text": "one"})),
+            ("dup~2".to_owned(), json!({"text": "two"}))
+        ]
+    );
+    assert_eq!(
+        history(&agent),
+        [
+            "user:go",
+            "assistant:tool_use",
+            "result:dup",
+            "result:dup~2!",
+            "assistant:stop"
+        ]
+    );
+    assert_eq!(result_text(&agent, "dup"), r#"echo: {"text":"one"}"#);
+    assert!(
+        result_text(&agent, "dup~2").starts_with("Duplicate tool call id `dup` in this turn"),
+        "{}",
+        result_text(&agent, "dup~2")
+    );
+    // The renamed id is what streamed: no event ever names the duplicate twice.
+    let streamed: Vec<String> = recorder
+        .all()
+        .iter()
+        .filter_map(|event| match event {
+            AgentEvent::MessageUpdate {
+                event: StreamEvent::ToolCallStart { id, .. },
+                ..
+            } => Some(id.to_string()),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(streamed, ["dup", "dup~2"]);
+    let trace: Vec<String> = recorder
+        .trace()
+        .into_iter()
+        .filter(|t| t.starts_with("tool_"))
+        .collect();
+    assert_eq!(
+        trace,
+        [
+            "tool_start(dup)",
+            "tool_start(dup~2)",
+            "tool_end(dup~2, error)",
+            "tool_end(dup)"
+        ]
+    );
+    // The next request carries well-formed history: two calls, two results, distinct ids.
+    let requests = provider.requests();
+    let ids: Vec<String> = requests[1]
+        .messages
+        .iter()
+        .flat_map(|m| match m.as_ref() {
+            keel_protocol::Message::Assistant(a) => {
+                a.tool_calls().map(|c| c.id.to_string()).collect::<Vec<_>>()
+            }
+            keel_protocol::Message::ToolResult(r) => vec![format!("result {}", r.tool_call_id)],
+            _ => Vec::new(),
+        })
+        .collect();
+    assert_eq!(ids, ["dup", "dup~2", "result dup", "result dup~2"]);
 }
 
 #[tokio::test]

@@ -4,22 +4,21 @@
 //! one cancellation token, and from inside by the runner's step limit; whichever ends it
 //! decides the status and the exit code (see `report`).
 
+mod input;
 mod output;
 mod persist;
 mod report;
 mod setup;
 
-use std::io::IsTerminal as _;
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use anyhow::{Context as _, bail};
+use anyhow::Context as _;
 use keel_agent::runner::{RunnerDefaults, STEP_LIMIT_EXCEEDED, TurnInput, TurnRunner, TurnStart};
 use keel_llm::StreamSettings;
 use keel_protocol::{Message, TurnId, TurnOutcome};
-use tokio::io::AsyncReadExt as _;
 
 use crate::{config, instructions, store};
 use output::{ExecHost, Format, Interrupt, RunIds, Stop};
@@ -40,17 +39,17 @@ pub struct ExecArgs {
     durable: bool,
     /// The model as provider/model, for example anthropic/claude-sonnet-4-5 or
     /// minimax/MiniMax-M2.7 (default: `model` in config).
-    #[arg(long, value_name = "PROVIDER/MODEL")]
+    #[arg(long, value_name = "PROVIDER/MODEL", value_parser = input::parse_model)]
     model: Option<String>,
     /// Send requests to this base URL instead of the provider's.
-    #[arg(long, value_name = "URL")]
+    #[arg(long, value_name = "URL", value_parser = input::parse_base_url)]
     base_url: Option<String>,
     /// Read this configuration file after $KEEL_HOME/config.yaml and .keel/config.yaml.
     #[arg(long, value_name = "FILE")]
     config: Option<PathBuf>,
     /// Permission mode for tool calls: ask, auto, full or plan. Nobody can answer a
     /// question in `exec`, so whatever would ask is denied. Default: config, else auto.
-    #[arg(long, value_name = "MODE")]
+    #[arg(long, value_name = "MODE", value_parser = input::parse_permission)]
     permission: Option<String>,
     /// Where bash may write: read-only, workspace-write or danger-full-access (no
     /// sandbox). Default: config, else read-only under `--permission plan`, else
@@ -61,7 +60,7 @@ pub struct ExecArgs {
     #[arg(long, value_name = "DIR")]
     cwd: Option<PathBuf>,
     /// Override one configuration key, for example `-c permission=plan`.
-    #[arg(short = 'c', value_name = "KEY=VALUE")]
+    #[arg(short = 'c', value_name = "KEY=VALUE", value_parser = input::parse_override)]
     set: Vec<String>,
     /// What to print: the answer (text), one result object (json), or events as JSON
     /// lines (stream-json).
@@ -109,17 +108,25 @@ pub async fn run(args: ExecArgs) -> anyhow::Result<ExitCode> {
     } else {
         args.output_format
     };
-    let cwd = match &args.cwd {
-        Some(dir) => dir
-            .canonicalize()
-            .with_context(|| format!("cannot use --cwd {}", dir.display()))?,
-        None => std::env::current_dir().context("cannot read the current folder")?,
-    };
+    // Nobody can read the answer: do not spend a model call on it.
+    if input::stdout_is_closed() {
+        eprintln!("keel: standard output is closed; the turn was not started");
+        return Ok(report::exit(report::EXIT_STDOUT_CLOSED));
+    }
+    let cwd = input::working_folder(args.cwd.as_deref())?;
+    if let Some(path) = &args.output_file {
+        input::check_output_file(path)?;
+    }
+    if let Some(path) = &args.config {
+        input::check_config_file(path)?;
+    }
     let loaded = setup::load_config(&args, &cwd)?;
-    let (model, stream_fn, key_env) = setup::model_and_stream(&args, &loaded)?;
-    let (tools, hooks) = setup::tools_and_gate(&args, &loaded, &cwd, key_env)?;
+    let (model, stream_fn, key_env) =
+        setup::model_and_stream(&args, &loaded).map_err(input::flag_error)?;
+    let (tools, hooks) =
+        setup::tools_and_gate(&args, &loaded, &cwd, key_env).map_err(input::flag_error)?;
     let schema = load_schema(&args)?;
-    let prompt = read_prompt(args.prompt.as_deref()).await?;
+    let prompt = input::read_prompt(args.prompt.as_deref()).await?;
     let mut system_prompt = match &args.system_prompt {
         Some(text) => text.clone(),
         None => instructions::system_prompt(&cwd, config::keel_home().as_deref()),
@@ -344,28 +351,6 @@ fn judge(
             )),
         ),
     }
-}
-
-/// The prompt from the argument, or standard input for `-` or none.
-async fn read_prompt(arg: Option<&str>) -> anyhow::Result<String> {
-    let prompt = match arg {
-        Some(text) if text != "-" => text.to_owned(),
-        _ => {
-            if arg.is_none() && std::io::stdin().is_terminal() {
-                bail!("no prompt: pass one as an argument, or `-` to read standard input");
-            }
-            let mut input = String::new();
-            tokio::io::stdin()
-                .read_to_string(&mut input)
-                .await
-                .context("cannot read the prompt from standard input")?;
-            input
-        }
-    };
-    if prompt.trim().is_empty() {
-        bail!("the prompt is empty");
-    }
-    Ok(prompt)
 }
 
 /// The compiled `--output-schema` and its text (for the system prompt).

@@ -128,7 +128,7 @@ fn an_unknown_provider_lists_the_known_ones() {
         .env("KEEL_HOME", "/nonexistent")
         .output()
         .unwrap();
-    assert_eq!(output.status.code(), Some(3), "a configuration error");
+    assert_eq!(output.status.code(), Some(2), "a bad --model value");
     let stderr = String::from_utf8(output.stderr).unwrap();
     assert!(
         stderr.contains("unknown provider `nope`") && stderr.contains("anthropic"),
@@ -236,7 +236,7 @@ fn tools_run_behind_the_permission_gate() {
         "hello\n"
     );
     let bad = run("sometimes");
-    assert_eq!(bad.status.code(), Some(3));
+    assert_exit(&bad, 2);
 }
 
 #[test]

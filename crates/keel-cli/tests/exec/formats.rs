@@ -241,3 +241,83 @@ fn stream_json_lines_arrive_while_the_response_is_still_streaming() {
     let delta = delta.expect("no streamed delta reached stdout while the response streamed");
     assert_eq!(delta["delta"], "x", "{delta}");
 }
+
+/// Regression: two tool calls with one id came out as one garbled stream-json item (its
+/// arguments the two calls' run together) and history held two results for one id.
+#[test]
+fn two_tool_calls_with_one_id_get_an_item_each() {
+    let script = json!([
+        {"tool_calls": [
+            {"id": "dup", "name": "bash", "arguments": {"command": "echo one"}},
+            {"id": "dup", "name": "bash", "arguments": {"command": "echo two"}}]},
+        {"text": "done"}
+    ]);
+    let (_dir, output) = exec_script(
+        &script.to_string(),
+        &["--output-format", "stream-json", "go"],
+    );
+    assert_exit(&output, 0);
+    let events = lines(&output.stdout);
+    let mut calls: Vec<serde_json::Value> = events
+        .iter()
+        .filter(|e| e["type"] == "item.completed" && e["item"]["type"] == "tool_call")
+        .map(|e| e["item"].clone())
+        .collect();
+    calls.sort_by_key(|item| item["call_id"].as_str().unwrap().to_owned());
+    assert_ne!(calls[0]["id"], calls[1]["id"], "two items");
+    assert_eq!(
+        calls,
+        [
+            json!({"id": calls[0]["id"], "type": "tool_call", "call_id": "dup",
+                   "tool_name": "bash", "arguments": {"command": "echo one"},
+                   "result": "one\n", "status": "completed"}),
+            json!({"id": calls[1]["id"], "type": "tool_call", "call_id": "dup~2",
+                   "tool_name": "bash", "arguments": {"command": "echo two"},
+                   "result": "Duplicate tool call id `dup` in this turn; this call was not run \
+                              (it was renamed `dup~2` so that every call keeps its own result). \
+                              Issue it again with a new id.",
+                   "status": "failed"}),
+        ]
+    );
+    let started = events
+        .iter()
+        .filter(|e| e["type"] == "item.started" && e["item"]["type"] == "tool_call")
+        .count();
+    assert_eq!(started, 2);
+
+    // The stored history pairs each call with its own result.
+    let session = events[0]["session_id"].as_str().unwrap();
+    let shown = keel()
+        .args(["sessions", "show", session, "--json"])
+        .output()
+        .unwrap();
+    assert_exit(&shown, 0);
+    let shown: serde_json::Value = serde_json::from_slice(&shown.stdout).unwrap();
+    let ids: Vec<String> = shown["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .flat_map(|entry| {
+            let message = &entry["message"];
+            match message["role"].as_str() {
+                Some("assistant") => message["content"]
+                    .as_array()
+                    .unwrap()
+                    .iter()
+                    .filter_map(|b| b["id"].as_str().map(|id| format!("call {id}")))
+                    .collect(),
+                Some("tool_result") => {
+                    vec![format!(
+                        "result {}",
+                        message["tool_call_id"].as_str().unwrap()
+                    )]
+                }
+                _ => Vec::new(),
+            }
+        })
+        .collect();
+    assert_eq!(
+        ids,
+        ["call dup", "call dup~2", "result dup", "result dup~2"]
+    );
+}

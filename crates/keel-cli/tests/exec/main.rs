@@ -3,10 +3,12 @@
 #![allow(clippy::unwrap_used, clippy::expect_used, missing_docs)]
 
 mod basics;
+mod checks;
 mod crash;
 mod exits;
 mod formats;
 mod sessions;
+mod stored;
 
 use std::process::Command;
 

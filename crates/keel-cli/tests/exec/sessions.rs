@@ -11,20 +11,20 @@ use serde_json::Value;
 use crate::{Mock, lines, script};
 
 /// A fresh KEEL_HOME (holding the session database) and working folder.
-struct Home {
-    home: tempfile::TempDir,
-    work: tempfile::TempDir,
+pub(crate) struct Home {
+    pub(crate) home: tempfile::TempDir,
+    pub(crate) work: tempfile::TempDir,
 }
 
 impl Home {
-    fn new() -> Self {
+    pub(crate) fn new() -> Self {
         Self {
             home: tempfile::tempdir().unwrap(),
             work: tempfile::tempdir().unwrap(),
         }
     }
 
-    fn keel(&self) -> Command {
+    pub(crate) fn keel(&self) -> Command {
         let mut command = Command::new(env!("CARGO_BIN_EXE_keel"));
         command
             .env("KEEL_HOME", self.home.path())
@@ -38,7 +38,7 @@ impl Home {
     }
 
     /// `keel exec --mock-script` with `responses`, then `extra` arguments.
-    fn exec(&self, responses: &str, extra: &[&str]) -> Output {
+    pub(crate) fn exec(&self, responses: &str, extra: &[&str]) -> Output {
         let path = script(self.home.path(), responses);
         let output = self
             .keel()
@@ -53,20 +53,20 @@ impl Home {
     }
 
     /// `keel sessions …` that must succeed, parsed as JSON.
-    fn sessions_json(&self, args: &[&str]) -> Value {
+    pub(crate) fn sessions_json(&self, args: &[&str]) -> Value {
         let output = self.keel().arg("sessions").args(args).output().unwrap();
         assert!(output.status.success(), "{}", stderr(&output));
         serde_json::from_slice(&output.stdout).unwrap()
     }
 
-    fn only_session(&self) -> String {
+    pub(crate) fn only_session(&self) -> String {
         let list = self.sessions_json(&["list", "--json"]);
         assert_eq!(list.as_array().unwrap().len(), 1, "{list}");
         list[0]["id"].as_str().unwrap().to_owned()
     }
 
     /// `(role, text)` of each stored message.
-    fn messages(&self, id: &str) -> Vec<(String, String)> {
+    pub(crate) fn messages(&self, id: &str) -> Vec<(String, String)> {
         let shown = self.sessions_json(&["show", id, "--json"]);
         shown["messages"]
             .as_array()
@@ -77,7 +77,7 @@ impl Home {
     }
 }
 
-fn stderr(output: &Output) -> String {
+pub(crate) fn stderr(output: &Output) -> String {
     String::from_utf8_lossy(&output.stderr).into_owned()
 }
 
@@ -256,7 +256,11 @@ fn export_writes_markdown_and_json() {
 
 /// Waits until the session database shows `count` messages in the only session; on a
 /// timeout the message shows what the running child wrote to `stderr_path`.
-fn wait_for_messages(home: &Home, count: usize, stderr_path: &std::path::Path) -> String {
+pub(crate) fn wait_for_messages(
+    home: &Home,
+    count: usize,
+    stderr_path: &std::path::Path,
+) -> String {
     let deadline = Instant::now() + Duration::from_secs(20);
     loop {
         let list = home.sessions_json(&["list", "--json"]);

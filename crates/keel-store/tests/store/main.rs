@@ -4,6 +4,7 @@
 
 mod crash;
 mod prop;
+mod safety;
 mod sessions;
 mod writer;
 
