@@ -364,3 +364,24 @@ async fn keels_environment_is_unreadable_without_namespaces_too() {
     .await;
     assert!(!out.contains(CANARY), "{out}");
 }
+
+#[tokio::test]
+async fn hard_links_never_make_an_outside_file_writable() {
+    if !landlock() {
+        return;
+    }
+    let fx = fixture();
+    let outside = fx.ws.join("../outside.txt");
+    std::fs::write(&outside, "original").unwrap();
+    let bash = tool(&fx, SandboxMode::WorkspaceWrite, |_| {});
+    let out = sh(
+        &bash,
+        "ln ../outside.txt inside.txt; echo changed >> inside.txt; ln /etc/hostname h2; ln -s ../outside.txt s && echo changed >> s",
+    )
+    .await;
+    assert_eq!(
+        std::fs::read_to_string(&outside).unwrap(),
+        "original",
+        "{out}"
+    );
+}

@@ -754,3 +754,48 @@ async fn saved_output_is_private_to_the_user() {
         text(&quick)
     );
 }
+
+#[tokio::test]
+async fn write_and_edit_refuse_control_files_even_through_a_link() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().canonicalize().unwrap();
+    std::fs::create_dir_all(root.join(".git/hooks")).unwrap();
+    std::fs::write(root.join(".git/config"), "[core]\n").unwrap();
+    std::os::unix::fs::symlink(root.join(".git/hooks"), root.join("hooks-link")).unwrap();
+    let mut protected = (*env(&dir)).clone();
+    protected.protect_control = true;
+    let protected = Arc::new(protected);
+    let write = Write::new(protected.clone());
+    for path in [
+        ".keel/config.yaml",
+        ".mcp.json",
+        "hooks-link/pre-commit",
+        ".claude/settings.json",
+    ] {
+        let err = run(&write, json!({"path": path, "content": "x"}))
+            .await
+            .unwrap_err();
+        assert!(err.contains("protected control file"), "{path}: {err}");
+        assert!(!root.join(path).exists(), "{path}");
+    }
+    let edit = Edit::new(protected);
+    let err = run(
+        &edit,
+        json!({"path": ".git/config", "edits": [{"old_string": "[core]", "new_string": "[core]\n\tfsmonitor = x"}]}),
+    )
+    .await
+    .unwrap_err();
+    assert!(err.contains("protected control file"), "{err}");
+    assert_eq!(
+        std::fs::read_to_string(root.join(".git/config")).unwrap(),
+        "[core]\n"
+    );
+
+    // With control files unprotected (full permission mode) the same write goes through.
+    let mut open = (*env(&dir)).clone();
+    open.protect_control = false;
+    let write = Write::new(Arc::new(open));
+    run(&write, json!({"path": ".mcp.json", "content": "{}"}))
+        .await
+        .unwrap();
+}

@@ -96,6 +96,7 @@ impl AgentTool for Edit {
         let args: Args = serde_json::from_value(arguments)
             .map_err(|e| ToolError::new(format!("Invalid arguments: {e}")))?;
         let path = self.env.resolve(&args.path);
+        super::refuse_control(&self.env, &path).map_err(ToolError::new)?;
         tokio::task::spawn_blocking(move || edit(path, &args.edits))
             .await
             .map_err(|e| ToolError::new(format!("edit failed: {e}")))?

@@ -123,6 +123,29 @@ pub(crate) fn ensure_regular(path: &Path) -> Result<bool, String> {
 }
 
 /// A message for an I/O error on `path` that a model can act on.
+/// Refuses a write to a protected control file ([`crate::protect`]) while they are
+/// protected, judged on the real path at the moment of writing (the gate judged it
+/// earlier; a link could have been swapped since).
+pub(crate) fn refuse_control(env: &crate::ToolEnv, path: &Path) -> Result<(), String> {
+    if !env.protect_control {
+        return Ok(());
+    }
+    let real = crate::permission::real_path(path);
+    let roots: Vec<std::path::PathBuf> = env
+        .roots
+        .iter()
+        .map(|r| crate::permission::real_path(r))
+        .collect();
+    match crate::protect::control_file(&real, &roots, env.keel_home.as_deref()) {
+        Some(what) => Err(format!(
+            "{} is a protected control file ({what}): the model may not change it short of full \
+             permission mode; ask the user to make this change",
+            path.display()
+        )),
+        None => Ok(()),
+    }
+}
+
 pub(crate) fn io_message(action: &str, path: &Path, error: &std::io::Error) -> String {
     let shown = path.display();
     match error.kind() {

@@ -68,6 +68,7 @@ impl AgentTool for Write {
         let args: Args = serde_json::from_value(arguments)
             .map_err(|e| ToolError::new(format!("Invalid arguments: {e}")))?;
         let path = self.env.resolve(&args.path);
+        super::refuse_control(&self.env, &path).map_err(ToolError::new)?;
         tokio::task::spawn_blocking(move || write(path, &args.content))
             .await
             .map_err(|e| ToolError::new(format!("write failed: {e}")))?
