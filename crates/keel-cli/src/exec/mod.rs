@@ -123,7 +123,7 @@ pub async fn run(args: ExecArgs) -> anyhow::Result<ExitCode> {
     let loaded = setup::load_config(&args, &cwd)?;
     let (model, stream_fn, key_env) =
         setup::model_and_stream(&args, &loaded).map_err(input::flag_error)?;
-    let (tools, hooks) =
+    let (tools, hooks, sandbox) =
         setup::tools_and_gate(&args, &loaded, &cwd, key_env).map_err(input::flag_error)?;
     let schema = load_schema(&args)?;
     let prompt = input::read_prompt(args.prompt.as_deref()).await?;
@@ -292,6 +292,13 @@ against this JSON Schema:\n{schema_text}\n"
         }
     }
     host.finish(&result);
+    // The model was told on its first command; the user hears it here, once, if this run's
+    // commands ran in a weaker sandbox than keel's full one.
+    if let Some(support) = keel_tools::bash::sandbox::probed()
+        && let Some(note) = support.degraded(sandbox)
+    {
+        eprintln!("keel: warning: {note}");
+    }
     if host.stdout_closed() || stop.reason() == Some(Interrupt::StdoutClosed) {
         return Ok(report::exit(report::EXIT_STDOUT_CLOSED));
     }

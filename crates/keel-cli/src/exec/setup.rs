@@ -69,7 +69,7 @@ pub(super) fn tools_and_gate(
     loaded: &config::Loaded,
     cwd: &std::path::Path,
     key_env: Option<String>,
-) -> anyhow::Result<(Vec<keel_agent::ToolRef>, TurnHooks)> {
+) -> anyhow::Result<(Vec<keel_agent::ToolRef>, TurnHooks, SandboxMode)> {
     let mode_name = match (&args.permission, loaded.config.permission) {
         (Some(name), _) => name.clone(),
         (None, Some(mode)) => mode.name().to_owned(),
@@ -119,6 +119,7 @@ pub(super) fn tools_and_gate(
             env.extra_credentials.push(PathBuf::from(name));
         }
     }
+    let sandbox = env.sandbox;
     let env = Arc::new(env);
     let rules = permission_rules(args, cwd, home.as_deref())?;
     let gate = Arc::new(PermissionGate::new(&env, mode, rules));
@@ -128,7 +129,7 @@ pub(super) fn tools_and_gate(
         before_tool_call: vec![Arc::new(PermissionHook::headless(gate))],
         ..TurnHooks::default()
     };
-    Ok((tools, hooks))
+    Ok((tools, hooks, sandbox))
 }
 
 /// The permission rules: `$KEEL_HOME/permissions.yaml`, then the project's

@@ -37,11 +37,13 @@ use child::{ChildPlan, ExecPlan, Namespaces, STACK_SIZE};
 pub const NAMESPACES_VARIABLE: &str = "KEEL_SANDBOX_NAMESPACES";
 
 /// Local sockets of the user's session that would let a command act outside the sandbox
-/// (D-Bus can start programs through systemd; a container engine is root).
+/// (D-Bus can start programs through systemd; a container engine is root; an X server
+/// takes keystrokes for any window). `/run/user/UID` (D-Bus, Wayland, agents) is added.
 const SESSION_SOCKETS: &[&str] = &[
     "/var/run/docker.sock",
     "/run/docker.sock",
     "/run/podman/podman.sock",
+    "/tmp/.X11-unix",
 ];
 
 /// Why a sandboxed command cannot run.
@@ -148,9 +150,15 @@ pub fn make_undumpable() -> bool {
     unsafe { libc::prctl(libc::PR_SET_DUMPABLE, 0, 0, 0, 0) == 0 }
 }
 
+static SUPPORT: OnceLock<Support> = OnceLock::new();
+
+/// What the sandbox can enforce, if a sandboxed command already asked (no probe).
+pub fn probed() -> Option<&'static Support> {
+    SUPPORT.get()
+}
+
 /// What this system's sandbox can enforce (probed on first use).
 pub fn support() -> &'static Support {
-    static SUPPORT: OnceLock<Support> = OnceLock::new();
     SUPPORT.get_or_init(|| {
         let landlock = probe();
         let namespaces = match namespaces_setting() {
