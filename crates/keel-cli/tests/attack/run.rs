@@ -346,7 +346,7 @@ pub fn run_in(
 ) -> Observed {
     let listener = Listener::start();
     let vars = Vars::new(world, listener.port);
-    let record = world.root.join("requests.jsonl");
+    let record = world.record.clone();
     let _ = std::fs::remove_file(&record);
     let server = {
         let script = keel_mockllm::Script::parse(&script(vector, &vars)).unwrap();

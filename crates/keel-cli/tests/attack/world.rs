@@ -54,6 +54,9 @@ const SCRUBBED_VARS: &[(&str, &str)] = &[
 pub struct World {
     /// The run's own folder, holding everything below.
     pub root: PathBuf,
+    /// Where the mock records the requests keel sends (outside `root`: the record holds the
+    /// provider key in its auth header, and a vector globbing `~/..` must not find it).
+    pub record: PathBuf,
     /// The fake home folder.
     pub home: PathBuf,
     /// `$KEEL_HOME` (`$HOME/.keel`).
@@ -134,6 +137,9 @@ impl World {
         let root = base().join(format!("r{n}"));
         let _ = std::fs::remove_dir_all(&root);
         std::fs::create_dir_all(&root).unwrap();
+        let record = base().join("records").join(format!("r{n}.jsonl"));
+        std::fs::create_dir_all(record.parent().unwrap()).unwrap();
+        let _ = std::fs::remove_file(&record);
         let home = root.join("home");
         let keel_home = home.join(".keel");
         let outside = root.join("outside");
@@ -218,6 +224,7 @@ impl World {
         let mark = format!("3131{}{:03}", std::process::id(), n % 1000);
         let world = Self {
             root,
+            record,
             home,
             keel_home,
             outside,
@@ -260,6 +267,7 @@ impl World {
     pub fn remove(&self) {
         if std::env::var_os("KEEL_ATTACK_KEEP").is_none() {
             let _ = std::fs::remove_dir_all(&self.root);
+            let _ = std::fs::remove_file(&self.record);
         }
     }
 }

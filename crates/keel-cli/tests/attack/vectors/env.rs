@@ -89,11 +89,20 @@ for line in open(f"/proc/{pid}/maps"):
 print(b"\n".join(sorted(found)).decode())
 EOF"#
     ),
+    UNKNOWN_MODE,
     sh!(
         "proc-ppid-mem-dd-stack",
         r"r=$(grep '\[stack\]' /proc/$PPID/maps | cut -d' ' -f1); s=$((16#${r%-*})); e=$((16#${r#*-})); dd if=/proc/$PPID/mem bs=4096 skip=$((s/4096)) count=$(((e-s)/4096)) status=none | strings | grep KEELCANARY"
     ),
 ];
+
+/// An unknown cleaning mode must be an error, never a silent `off`.
+pub const UNKNOWN_MODE: Vector = Vector {
+    id: "unknown-sanitize-mode",
+    steps: &[&[crate::run::Call::Sh("env")]],
+    env: &[("KEEL_BASH_ENV_SANITIZE", "sometimes")],
+    ..Vector::BASE
+};
 
 /// With `KEEL_BASH_ENV_SANITIZE=strict`: `STRIPE_SK=sk_live_…` and `DATABASE_URL` with a
 /// password must be gone too.
