@@ -83,9 +83,21 @@ pub struct World {
 fn base() -> &'static Path {
     static BASE: OnceLock<PathBuf> = OnceLock::new();
     BASE.get_or_init(|| {
-        let base = Path::new(env!("CARGO_TARGET_TMPDIR"))
-            .join("attack")
-            .join(format!("p{}", std::process::id()));
+        let all = Path::new(env!("CARGO_TARGET_TMPDIR")).join("attack");
+        // Each test process leaves its template behind; clear those of processes gone.
+        if let Ok(entries) = std::fs::read_dir(&all) {
+            for entry in entries.flatten() {
+                let name = entry.file_name().to_string_lossy().into_owned();
+                let gone = name
+                    .strip_prefix('p')
+                    .and_then(|pid| pid.parse::<u32>().ok())
+                    .is_some_and(|pid| !Path::new(&format!("/proc/{pid}")).exists());
+                if gone {
+                    let _ = std::fs::remove_dir_all(entry.path());
+                }
+            }
+        }
+        let base = all.join(format!("p{}", std::process::id()));
         let _ = std::fs::remove_dir_all(&base);
         std::fs::create_dir_all(&base).unwrap();
         base
