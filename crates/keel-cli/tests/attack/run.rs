@@ -1,0 +1,517 @@
+//! Running one vector in one mode.
+//!
+//! A run: a fresh [`World`], a mock model scripted with the vector's tool calls then a final
+//! text (recording every request to a file), a fresh [`Listener`], snapshots, then the real
+//! `keel exec --output-format stream-json --permission MODE --cwd WORK --timeout 20s` with a
+//! cleared environment (only the world's variables), watched by [`keel::run`]. Then
+//! [`check::check`] and the snapshots judge.
+
+use std::io::Write as _;
+use std::path::PathBuf;
+use std::process::Command;
+use std::sync::OnceLock;
+use std::time::Instant;
+
+use serde_json::{Value, json};
+
+use crate::check::check;
+use crate::keel::{self, Exit};
+use crate::listener::{Listener, Log};
+use crate::procs;
+use crate::world::{Snapshot, World, control_roots, remove_temp_leftovers, temp_leftovers};
+
+/// A permission mode the suite runs every vector in.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Mode {
+    /// Whatever would ask is denied (headless).
+    Ask,
+    /// The default mode.
+    Auto,
+    /// Read-only planning.
+    Plan,
+}
+
+impl Mode {
+    /// The flag value.
+    pub fn name(self) -> &'static str {
+        match self {
+            Self::Ask => "ask",
+            Self::Auto => "auto",
+            Self::Plan => "plan",
+        }
+    }
+}
+
+/// One scripted tool call; text fields hold placeholders (see [`fill`]).
+#[derive(Debug, Clone, Copy)]
+pub enum Call {
+    /// `bash` with this command.
+    Sh(&'static str),
+    /// `bash` with this command and `run_in_background: true`.
+    Bg(&'static str),
+    /// Any tool with these JSON arguments.
+    Tool(&'static str, &'static str),
+}
+
+/// A row of the attack table.
+#[derive(Debug, Clone, Copy)]
+pub struct Vector {
+    /// Stable id, shown in every message.
+    pub id: &'static str,
+    /// Model responses, each a list of tool calls made together; a final text follows.
+    pub steps: &'static [&'static [Call]],
+    /// A bash script the suite runs in the workspace before keel (symlinks, a modified file).
+    pub setup: Option<&'static str>,
+    /// Extra variables for keel's environment.
+    pub env: &'static [(&'static str, &'static str)],
+    /// Runs with `KEEL_BASH_ENV_SANITIZE=strict`, and `STRIPE_SK` and `DATABASE_URL` count
+    /// as canaries too.
+    pub strict: bool,
+    /// Every call of a step gets the same id (SPEC §13: the second must be refused).
+    pub same_ids: bool,
+    /// The listener must get no connection in any mode (`web_fetch` refuses every internal
+    /// address).
+    pub quiet: bool,
+}
+
+impl Vector {
+    /// The defaults rows start from.
+    pub const BASE: Self = Self {
+        id: "",
+        steps: &[],
+        setup: None,
+        env: &[],
+        strict: false,
+        same_ids: false,
+        quiet: false,
+    };
+}
+
+/// A bash row: `sh!("id", "command")`, optionally `setup "script"` or `strict`.
+#[macro_export]
+macro_rules! sh {
+    ($id:literal, $cmd:literal) => {
+        $crate::run::Vector {
+            id: $id,
+            steps: &[&[$crate::run::Call::Sh($cmd)]],
+            ..$crate::run::Vector::BASE
+        }
+    };
+    ($id:literal, $cmd:literal, setup $setup:literal) => {
+        $crate::run::Vector {
+            id: $id,
+            steps: &[&[$crate::run::Call::Sh($cmd)]],
+            setup: Some($setup),
+            ..$crate::run::Vector::BASE
+        }
+    };
+    ($id:literal, $cmd:literal, strict) => {
+        $crate::run::Vector {
+            id: $id,
+            steps: &[&[$crate::run::Call::Sh($cmd)]],
+            strict: true,
+            ..$crate::run::Vector::BASE
+        }
+    };
+}
+
+/// A row of one call of another tool: `tool!("id", "read", r#"{"path": "…"}"#)`, optionally
+/// `setup "script"`.
+#[macro_export]
+macro_rules! tool {
+    ($id:literal, $name:literal, $args:literal) => {
+        $crate::run::Vector {
+            id: $id,
+            steps: &[&[$crate::run::Call::Tool($name, $args)]],
+            ..$crate::run::Vector::BASE
+        }
+    };
+    ($id:literal, $name:literal, $args:literal, setup $setup:literal) => {
+        $crate::run::Vector {
+            id: $id,
+            steps: &[&[$crate::run::Call::Tool($name, $args)]],
+            setup: Some($setup),
+            ..$crate::run::Vector::BASE
+        }
+    };
+}
+
+/// The values placeholders stand for in one run.
+pub struct Vars {
+    pairs: Vec<(&'static str, String)>,
+}
+
+impl Vars {
+    /// The placeholders of `world` with the listener on `port`.
+    pub fn new(world: &World, port: u16) -> Self {
+        let show = |p: &PathBuf| p.display().to_string();
+        Self {
+            pairs: vec![
+                ("{HOME}", show(&world.home)),
+                ("{KH}", show(&world.keel_home)),
+                ("{OUT}", show(&world.outside)),
+                ("{WS}", show(&world.work)),
+                ("{U}", world.unique.clone()),
+                ("{MARK}", world.mark.clone()),
+                ("{HOST}", "127.0.0.1".into()),
+                ("{PORT}", port.to_string()),
+                ("{ADDR}", format!("127.0.0.1:{port}")),
+                ("{URL}", format!("http://127.0.0.1:{port}")),
+            ],
+        }
+    }
+}
+
+/// `template` with every placeholder replaced; `json` escapes the values for a JSON string.
+pub fn fill(template: &str, vars: &Vars, json: bool) -> String {
+    let mut out = template.to_owned();
+    for (key, value) in &vars.pairs {
+        let value = if json {
+            let quoted = serde_json::to_string(value).unwrap();
+            quoted[1..quoted.len() - 1].to_owned()
+        } else {
+            value.clone()
+        };
+        out = out.replace(key, &value);
+    }
+    out
+}
+
+/// The mock script of a vector: its steps, then final texts (spares in case keel asks again).
+pub fn script(vector: &Vector, vars: &Vars) -> String {
+    let mut responses = Vec::new();
+    for (s, step) in vector.steps.iter().enumerate() {
+        let calls: Vec<Value> = step
+            .iter()
+            .enumerate()
+            .map(|(c, call)| {
+                let id = if vector.same_ids {
+                    format!("dup{s}")
+                } else {
+                    format!("c{s}_{c}")
+                };
+                let (name, arguments) = match call {
+                    Call::Sh(cmd) => ("bash", json!({"command": fill(cmd, vars, false)})),
+                    Call::Bg(cmd) => (
+                        "bash",
+                        json!({"command": fill(cmd, vars, false), "run_in_background": true}),
+                    ),
+                    Call::Tool(name, args) => {
+                        let text = fill(args, vars, true);
+                        let parsed: Value = serde_json::from_str(&text).unwrap_or_else(|e| {
+                            panic!("vector {}: bad JSON arguments {text}: {e}", vector.id)
+                        });
+                        (*name, parsed)
+                    }
+                };
+                json!({"id": id, "name": name, "arguments": arguments})
+            })
+            .collect();
+        responses.push(json!({"tool_calls": calls}));
+    }
+    for _ in 0..3 {
+        responses.push(json!({"text": "done"}));
+    }
+    Value::Array(responses).to_string()
+}
+
+/// A runtime for the mock model servers of this test process.
+fn mock_runtime() -> &'static tokio::runtime::Runtime {
+    static RUNTIME: OnceLock<tokio::runtime::Runtime> = OnceLock::new();
+    RUNTIME.get_or_init(|| {
+        tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(1)
+            .enable_all()
+            .build()
+            .unwrap()
+    })
+}
+
+/// Everything one run produced.
+pub struct Observed {
+    /// How keel ended.
+    pub exit: Exit,
+    /// keel's stdout (stream-json).
+    pub stdout: String,
+    /// keel's stderr.
+    pub stderr: String,
+    /// The recorded model requests, one JSON line each.
+    pub requests: String,
+    /// What the listener received.
+    pub listener: Log,
+    /// The watchdog had to resume a stopped keel.
+    pub was_stopped: bool,
+    /// Whether the suite itself signalled keel (see [`keel::run`]).
+    pub poked: Option<bool>,
+    /// Processes left behind (killed since).
+    pub leftovers: Vec<procs::Seen>,
+}
+
+impl Observed {
+    /// The stream-json events.
+    pub fn events(&self) -> Vec<Value> {
+        self.stdout
+            .lines()
+            .filter_map(|l| serde_json::from_str(l).ok())
+            .collect()
+    }
+
+    /// `item.completed` tool calls: (item id, status, result).
+    pub fn tool_results(&self) -> Vec<(String, String, String)> {
+        self.events()
+            .iter()
+            .filter(|e| e["type"] == "item.completed" && e["item"]["type"] == "tool_call")
+            .map(|e| {
+                let item = &e["item"];
+                (
+                    item["id"].to_string(),
+                    item["status"].as_str().unwrap_or_default().to_owned(),
+                    item["result"].as_str().unwrap_or_default().to_owned(),
+                )
+            })
+            .collect()
+    }
+
+    /// A short account of what keel did with the calls, for the log.
+    pub fn outcome(&self) -> String {
+        let results = self.tool_results();
+        let calls: Vec<String> = results
+            .iter()
+            .map(|(_, status, result)| {
+                if result.starts_with("Blocked by permissions") {
+                    "denied".to_owned()
+                } else if result.contains("cannot be enforced") {
+                    "fail-closed".to_owned()
+                } else {
+                    status.clone()
+                }
+            })
+            .collect();
+        let exit = match self.exit {
+            Exit::Code(code) => format!("exit {code}"),
+            Exit::Signal(signal) => format!("killed by signal {signal}"),
+            Exit::Hung => "hung".to_owned(),
+        };
+        format!("{exit}, calls: [{}]", calls.join(", "))
+    }
+}
+
+/// Runs `vector` in `mode` in a fresh world and returns its failures (empty: it held).
+pub fn attack(vector: &Vector, mode: Mode) -> (String, String, Vec<String>) {
+    let leaves_the_machine = vector
+        .steps
+        .iter()
+        .flat_map(|s| s.iter())
+        .any(|c| matches!(c, Call::Tool("web_fetch", args) if args.contains("169.254")));
+    if let Err(why) = procs::private_network()
+        && leaves_the_machine
+    {
+        return (
+            "not run".into(),
+            String::new(),
+            vec![format!(
+                "harness: no private network namespace ({why}); a request to 169.254.169.254 would leave the machine"
+            )],
+        );
+    }
+    let world = World::new();
+    let mut failures = Vec::new();
+    let observed = run_in(&world, vector, mode, None, &mut failures);
+    let outcome = observed.outcome();
+    let details = observed
+        .tool_results()
+        .iter()
+        .map(|(_, status, result)| {
+            let cut: String = result.chars().take(400).collect();
+            format!("{status}: {cut}")
+        })
+        .collect::<Vec<_>>()
+        .join("\n");
+    failures.extend(check(&world, vector, mode, &observed));
+    remove_temp_leftovers(&world.unique);
+    world.remove();
+    (outcome, details, failures)
+}
+
+/// Sets up `world` for `vector`, runs keel once (poking it with a signal if asked, see
+/// [`keel::run`]) and returns what it produced. What the snapshots taken around the run
+/// show changed is pushed to `failures`: (3) the outside folder and the fake HOME, (4) the
+/// protected control files, and in `plan` the workspace and the system temp folders.
+pub fn run_in(
+    world: &World,
+    vector: &Vector,
+    mode: Mode,
+    poke: Option<i32>,
+    failures: &mut Vec<String>,
+) -> Observed {
+    let listener = Listener::start();
+    let vars = Vars::new(world, listener.port);
+    let record = world.record.clone();
+    let _ = std::fs::remove_file(&record);
+    let server = {
+        let script = keel_mockllm::Script::parse(&script(vector, &vars)).unwrap();
+        let options = keel_mockllm::ServerOptions {
+            record: Some(record.clone()),
+            ..keel_mockllm::ServerOptions::default()
+        };
+        mock_runtime()
+            .block_on(keel_mockllm::MockServer::start(script, options))
+            .unwrap()
+    };
+    world.use_mock(&server.url());
+    if let Some(setup) = vector.setup {
+        let out = Command::new("bash")
+            .arg("-c")
+            .arg(fill(setup, &vars, false))
+            .current_dir(&world.work)
+            .env("HOME", &world.home)
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "vector {}: setup failed: {}",
+            vector.id,
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+    let home_skip: Vec<PathBuf> = ["sessions.db", "sessions.db-wal", "sessions.db-shm"]
+        .iter()
+        .map(|name| world.keel_home.join(name))
+        .collect();
+    let outside_before = Snapshot::take(std::slice::from_ref(&world.outside), &[]);
+    let home_loose = [world.keel_home.clone()];
+    let home_before =
+        Snapshot::take_loose(std::slice::from_ref(&world.home), &home_skip, &home_loose);
+    let control_before_roots = control_roots(&world.work);
+    let control_before = Snapshot::take(&control_before_roots, &[]);
+    let work_before = Snapshot::take(std::slice::from_ref(&world.work), &[]);
+
+    let ran = keel::run(world, vector, mode, poke);
+    let mut leftovers = ran.leftovers;
+    leftovers.extend(procs::leftovers(&world.mark, &world.root));
+    let listener = listener.finish();
+    server.stop();
+    drop(server);
+    let requests = std::fs::read_to_string(&record).unwrap_or_default();
+
+    let mut roots = control_roots(&world.work);
+    for root in control_before_roots {
+        if !roots.contains(&root) {
+            roots.push(root);
+        }
+    }
+    let checks = [
+        (
+            "(3) the outside canary folder",
+            outside_before,
+            Snapshot::take(std::slice::from_ref(&world.outside), &[]),
+        ),
+        (
+            "(3) the fake HOME",
+            home_before,
+            Snapshot::take_loose(std::slice::from_ref(&world.home), &home_skip, &home_loose),
+        ),
+        (
+            "(4) a protected control file",
+            control_before,
+            Snapshot::take(&roots, &[]),
+        ),
+    ];
+    for (what, before, after) in checks {
+        for change in before.changes(&after, &world.root) {
+            failures.push(format!("{what} changed: {change}"));
+        }
+    }
+    if mode == Mode::Plan {
+        let work_after = Snapshot::take(std::slice::from_ref(&world.work), &[]);
+        for change in work_before.changes(&work_after, &world.root) {
+            failures.push(format!("(3p) plan mode changed the workspace: {change}"));
+        }
+        for path in temp_leftovers(&world.unique) {
+            failures.push(format!(
+                "(3p) plan mode created {} in a system temp folder",
+                path.display()
+            ));
+        }
+    }
+    Observed {
+        exit: ran.exit,
+        stdout: ran.stdout,
+        stderr: ran.stderr,
+        requests,
+        listener,
+        was_stopped: ran.was_stopped,
+        poked: ran.poked,
+        leftovers,
+    }
+}
+
+/// Runs every row of `table` in `mode` and fails with every failing row.
+pub fn run_table(class: &str, table: &[Vector], mode: Mode) {
+    let only: Option<Vec<String>> = std::env::var("KEEL_ATTACK_ONLY")
+        .ok()
+        .map(|v| v.split(',').map(str::to_owned).collect());
+    if let Err(why) = procs::private_network() {
+        println!("note: no private network namespace ({why}); the runs share this machine's");
+    }
+    let mut failed = Vec::new();
+    let mut ran = 0;
+    for vector in table {
+        if only
+            .as_ref()
+            .is_some_and(|o| !o.iter().any(|id| id == vector.id))
+        {
+            continue;
+        }
+        ran += 1;
+        let started = Instant::now();
+        let (outcome, outcome_details, failures) = attack(vector, mode);
+        let verdict = if failures.is_empty() {
+            "held"
+        } else {
+            "FAILED"
+        };
+        println!(
+            "[{}] {class}/{} {verdict} in {:.2}s: {outcome}",
+            mode.name(),
+            vector.id,
+            started.elapsed().as_secs_f64()
+        );
+        if std::env::var_os("KEEL_ATTACK_VERBOSE").is_some() {
+            for line in outcome_details.lines() {
+                println!("      | {line}");
+            }
+        }
+        for failure in &failures {
+            println!("    {failure}");
+            failed.push(format!("{} [{}]: {failure}", vector.id, mode.name()));
+        }
+        report(class, vector.id, mode, &outcome, &failures);
+    }
+    assert!(
+        failed.is_empty(),
+        "{} of {ran} {class} vectors failed in {} mode:\n{}",
+        failed
+            .iter()
+            .map(|f| f.split(' ').next().unwrap_or_default())
+            .collect::<std::collections::BTreeSet<_>>()
+            .len(),
+        mode.name(),
+        failed.join("\n")
+    );
+}
+
+/// Appends one run's result as a JSON line to `KEEL_ATTACK_REPORT`, when it is set.
+fn report(class: &str, id: &str, mode: Mode, outcome: &str, failures: &[String]) {
+    let Some(path) = std::env::var_os("KEEL_ATTACK_REPORT") else {
+        return;
+    };
+    let line = json!({"class": class, "id": id, "mode": mode.name(), "outcome": outcome,
+        "failures": failures});
+    let mut file = std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(path)
+        .unwrap();
+    file.write_all(format!("{line}\n").as_bytes()).unwrap();
+}
