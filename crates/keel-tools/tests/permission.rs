@@ -29,6 +29,7 @@ struct World {
     ws: PathBuf,
     out: PathBuf,
     home: PathBuf,
+    keel_home: Option<PathBuf>,
 }
 
 impl World {
@@ -71,6 +72,7 @@ impl World {
             ws,
             out,
             home,
+            keel_home: None,
         }
     }
 
@@ -84,6 +86,9 @@ impl World {
     fn env(&self) -> ToolEnv {
         let mut env = ToolEnv::new(&self.ws);
         env.home = Some(self.home.clone());
+        // Without a keel home, `rm -rf /` is judged by the danger list alone; the control
+        // table gives one (then deleting a folder that holds it is denied outright).
+        env.keel_home = self.keel_home.clone();
         env
     }
 
@@ -150,7 +155,8 @@ const FILE_TOOLS: &[Case] = &[
     (F, "read", r#"{"path": "~/.ssh/id_rsa"}"#, Allow),
     (U, "read", r#"{"path": "~/.aws/credentials"}"#, Safety),
     (U, "read", r#"{"path": "~/.kube/config"}"#, Safety),
-    (U, "read", r#"{"path": "~/.kube/cache/discovery"}"#, Allow),
+    // The whole of ~/.kube is a credential location (protect::DEFAULT_CREDENTIALS).
+    (U, "read", r#"{"path": "~/.kube/cache/discovery"}"#, Safety),
     (U, "read", r#"{"path": "~/.docker/config.json"}"#, Safety),
     (U, "read", r#"{"path": "~/.netrc"}"#, Safety),
     (
@@ -341,7 +347,10 @@ const SHELL_AUTO: &[Case] = &[
     (U, "bash", "bash -c \"bash -c 'rm -rf ~'\"", Safety),
     (U, "bash", "sudo -u deploy make install", Allow),
     (U, "bash", "xargs rm -rf < list.txt", Safety),
-    (U, "bash", "find . -name '*.o' | xargs rm -f", Ask),
+    // xargs gets what find lists: files under the workspace.
+    (U, "bash", "find . -name '*.o' | xargs rm -f", Allow),
+    (U, "bash", "find %OUT% -name '*.o' | xargs rm -f", Ask),
+    (U, "bash", "cat list.txt | xargs rm -f", Ask),
     (U, "bash", "find . -name '*.o' | xargs wc -l", Allow),
     (U, "bash", "find / -delete", Safety),
     (U, "bash", "find . -name '*.tmp' -delete", Allow),
@@ -468,7 +477,8 @@ const SHELL_PLAN: &[Case] = &[
     (P, "bash", "mkdir d", Deny),
     (P, "bash", "cargo build", Deny),
     (P, "bash", "python3 script.py", Deny),
-    (P, "bash", "curl -s https://example.com", Ask),
+    // Commands have no network in plan mode (issue 9); web_fetch still asks.
+    (P, "bash", "curl -s https://example.com", Deny),
     (P, "bash", "wget https://example.com/file", Deny),
     (P, "bash", "cat ~/.ssh/id_rsa", Safety),
     (P, "bash", "cat /etc/hosts", Allow),

@@ -13,6 +13,7 @@
 
 pub mod danger;
 mod effects;
+mod envvars;
 pub mod gate;
 pub mod hook;
 mod paths;

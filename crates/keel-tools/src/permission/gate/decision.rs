@@ -73,6 +73,9 @@ pub enum DenySource {
     Safety,
     /// The mode's profile (`plan` is read-only).
     Mode,
+    /// A write or delete of a protected control file (keel's own configuration, git's
+    /// configuration and hooks), which only the user or `full` mode may make.
+    Protected,
     /// An ask in a run with no one to ask.
     ApprovalNeeded,
 }
@@ -85,6 +88,7 @@ impl DenySource {
             DenySource::Rule => "[denied by rule]",
             DenySource::Safety => "[denied by safety]",
             DenySource::Mode => "[denied by mode]",
+            DenySource::Protected => "[denied: protected file]",
             DenySource::ApprovalNeeded => "[denied: approval needed]",
         }
     }

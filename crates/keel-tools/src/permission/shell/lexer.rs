@@ -340,10 +340,12 @@ impl Lexer {
                     word.pieces.push(Piece::Tilde);
                     ident_run = false;
                 }
-                '*' | '?' | '[' | '{' => {
+                '*' | '?' | '[' | ']' | '{' | '}' | ',' => {
                     self.advance(1);
-                    word.glob = true;
-                    word.push_char(c);
+                    if matches!(c, '*' | '?' | '[' | '{') {
+                        word.glob = true;
+                    }
+                    word.pieces.push(Piece::Meta(c));
                     ident_run = false;
                 }
                 '=' => {

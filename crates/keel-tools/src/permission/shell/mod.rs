@@ -14,12 +14,16 @@
 //! [`Invocation`]s and [`Unseen`] code defined in `invocation`.
 
 mod analyzer;
+mod expand;
+mod feed;
+mod glob;
 mod invocation;
 mod lexer;
 mod programs;
 mod quoting;
 mod split;
 mod word;
+mod words;
 
 pub use analyzer::analyze;
 pub use invocation::{

@@ -285,9 +285,11 @@ fn find_exec_runs_its_command_under_the_start_folder() {
         programs("find / -name x -exec rm -rf {} \\;"),
         vec![
             vec!["find", "/", "-name", "x", "-exec", "rm", "-rf", "{}", ";"],
-            vec!["rm", "-rf", "/{}"]
+            vec!["rm", "-rf", "/"]
         ]
     );
+    let analysis = analyze("find / -exec rm -rf {} \\;", Some(Path::new("/ws")), &env());
+    assert!(analysis.invocations[1].args()[1].tree);
 }
 
 #[test]
