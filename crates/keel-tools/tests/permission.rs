@@ -20,6 +20,9 @@ use pretty_assertions::assert_eq;
 use serde_json::{Value, json};
 
 use DecisionKind::{Allow, Ask, Deny, Safety};
+
+#[path = "permission/attacks.rs"]
+mod attacks;
 use Mode::{Ask as A, Auto as U, Full as F, Plan as P};
 
 /// A workspace, an outside folder and a home folder under one temporary folder.
@@ -60,7 +63,28 @@ impl World {
         ] {
             std::fs::write(file, "x").unwrap();
         }
+        for folder in [
+            ws.join(".git/hooks"),
+            ws.join(".keel"),
+            ws.join(".claude"),
+            ws.join("sub/.git"),
+            out.join("sub"),
+        ] {
+            std::fs::create_dir_all(folder).unwrap();
+        }
+        for file in [
+            ws.join(".git/config"),
+            ws.join(".keel/config.yaml"),
+            ws.join("in.txt"),
+            ws.join("x"),
+        ] {
+            std::fs::write(file, "x").unwrap();
+        }
         let link = |from: &Path, to: PathBuf| std::os::unix::fs::symlink(from, to).unwrap();
+        // `deep/..` is the home folder, `outsub/..` the outside folder: only a gate that
+        // resolves links before `..` sees where they go.
+        link(&home.join("Documents"), ws.join("deep"));
+        link(&out.join("sub"), ws.join("outsub"));
         link(&out, ws.join("escape"));
         link(&out.join("new"), ws.join("dangling"));
         link(Path::new("/"), ws.join("rootlink"));
@@ -93,11 +117,23 @@ impl World {
     }
 
     fn gate(&self, mode: Mode, rules: RuleSet) -> PermissionGate {
+        self.gate_in(mode, rules, |_| {})
+    }
+
+    /// A gate over this world's environment as `change` leaves it.
+    fn gate_in(
+        &self,
+        mode: Mode,
+        rules: RuleSet,
+        change: impl FnOnce(&mut ToolEnv),
+    ) -> PermissionGate {
         let vars = HashMap::from([(
             "BUILD_DIR".to_owned(),
             self.ws.join("build").to_string_lossy().into_owned(),
         )]);
-        PermissionGate::new(&self.env(), mode, rules).with_vars(vars)
+        let mut env = self.env();
+        change(&mut env);
+        PermissionGate::new(&env, mode, rules).with_vars(vars)
     }
 
     fn rules(&self, yaml: &str) -> RuleSet {
@@ -121,9 +157,18 @@ impl World {
 type Case = (Mode, &'static str, &'static str, DecisionKind);
 
 fn run_table(world: &World, rules: &str, cases: &[Case]) -> usize {
+    run_table_in(world, rules, cases, |_| {})
+}
+
+fn run_table_in(
+    world: &World,
+    rules: &str,
+    cases: &[Case],
+    change: impl Fn(&mut ToolEnv),
+) -> usize {
     let mut failures = Vec::new();
     for (mode, tool, args, expected) in cases {
-        let gate = world.gate(*mode, world.rules(rules));
+        let gate = world.gate_in(*mode, world.rules(rules), &change);
         let decision = gate.check(tool, &world.arguments(tool, args));
         if decision.kind() != *expected {
             failures.push(format!(
@@ -1077,6 +1122,7 @@ fn the_suite_is_large_enough() {
         + SHELL_PLAN.len()
         + SHELL_FULL.len()
         + rule_cases
-        + BAD_RULE_FILES.len();
+        + BAD_RULE_FILES.len()
+        + attacks::attack_cases();
     assert!(total >= 150, "{total} cases");
 }

@@ -220,7 +220,9 @@ pub fn device_write(path: &Path) -> Option<String> {
 pub fn invocation(invocation: &Invocation, credentials: &Credentials) -> Vec<String> {
     let mut out = Vec::new();
     let shown = || invocation.words().join(" ");
-    for (name, value) in &invocation.env {
+    // A bare assignment runs nothing; the programs after it carry the variable.
+    let runs = !invocation.argv.is_empty();
+    for (name, value) in invocation.env.iter().filter(|_| runs) {
         if let VarKind::RunsCode(how) = envvars::kind(name, &value.text) {
             out.push(format!("sets {name}, which {how} (`{}`)", shown()));
         }

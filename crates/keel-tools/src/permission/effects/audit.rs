@@ -75,7 +75,11 @@ pub(super) fn runs_programs(program: &str, args: &[Arg]) -> bool {
             .any(|a| matches!(a.text.as_str(), "-engine" | "-provider" | "-provider-path")),
         "bat" | "batcat" => any_prefix(args, &["--pager"]),
         "ag" => any_prefix(args, &["--pager"]),
-        "less" | "more" => args.iter().any(|a| a.text.starts_with('+')),
+        "less" | "more" => {
+            args.iter().any(|a| a.text.starts_with('+'))
+                || has_flag(args, Some('k'), "lesskey-file")
+                || any_prefix(args, &["--lesskey-src", "--lesskey-content"])
+        }
         _ => false,
     }
 }
@@ -84,7 +88,9 @@ pub(super) fn runs_programs(program: &str, args: &[Arg]) -> bool {
 /// system.
 pub(super) fn not_read_only(program: &str, args: &[Arg]) -> bool {
     match program {
-        "sort" => has_flag(args, Some('o'), "output"),
+        "sort" => {
+            has_flag(args, Some('o'), "output") || has_flag(args, Some('T'), "temporary-directory")
+        }
         "tree" => has_flag(args, Some('o'), ""),
         "uniq" => positional(args, "fsw", &["skip-fields", "skip-chars", "check-chars"]).len() > 1,
         "xxd" => positional(args, "cglso", &["cols", "groupsize", "len", "seek", "name"]).len() > 1,

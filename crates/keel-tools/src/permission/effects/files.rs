@@ -392,7 +392,12 @@ pub fn file_effects(program: &str, args: &[Arg]) -> Vec<FileEffect> {
                 // Lists names only; contents are not read unless handed to a command.
                 out.push(effect(Action::Read, start, hands_out));
                 if deletes {
-                    out.push(effect(Action::Delete, start, true));
+                    // What it deletes is picked by its tests: files anywhere under the start.
+                    let picked = Arg {
+                        tree: true,
+                        ..(*start).clone()
+                    };
+                    out.push(effect(Action::Delete, &picked, true));
                 }
             }
             for (i, arg) in args.iter().enumerate() {

@@ -323,6 +323,7 @@ impl PermissionGate {
                     format!("{shown} (→ {})", clip(&real_text))
                 }
             }
+            Target::Unknown(known) if known != written => clip(known),
             _ => shown,
         }
     }

@@ -16,6 +16,18 @@ use crate::permission::rules::Action;
 use crate::permission::shell::{self, Analysis, Arg, Invocation};
 use crate::protect;
 
+/// Folders whose programs are the system's own, not files the model may have written.
+const SYSTEM_BIN: &[&str] = &[
+    "/bin",
+    "/sbin",
+    "/usr/bin",
+    "/usr/sbin",
+    "/usr/local/bin",
+    "/usr/local/sbin",
+    "/usr/libexec",
+    "/usr/lib/git-core",
+];
+
 /// What a call does, found before it is judged.
 pub(super) struct Judged {
     pub(super) ops: Vec<Op>,
@@ -184,7 +196,12 @@ impl PermissionGate {
             }
             Some(name) => {
                 let args = invocation.args();
-                ops.push(execute(effects::classify(name, args), Some(name.clone())));
+                let class = if self.system_program(invocation) {
+                    effects::classify(name, args)
+                } else {
+                    CommandClass::Opaque
+                };
+                ops.push(execute(class, Some(name.clone())));
                 if effects::uses_network(name, args) {
                     ops.push(Op {
                         action: Some(Action::Network),
@@ -263,6 +280,22 @@ impl PermissionGate {
                 ..Op::call()
             });
         }
+    }
+
+    /// Whether the program is the one its name says: found on the search path, or named by
+    /// a path into a system folder. `./cat` is a script the model may have written.
+    fn system_program(&self, invocation: &Invocation) -> bool {
+        let Some(first) = invocation.argv.first() else {
+            return false;
+        };
+        if !first.text.contains('/') {
+            return true;
+        }
+        let Some(path) = self.absolute(&first.text, invocation.cwd.as_deref()) else {
+            return false;
+        };
+        let real = crate::permission::paths::real_path(&path);
+        SYSTEM_BIN.iter().any(|dir| real.starts_with(dir))
     }
 
     /// A symlink's target: relative targets resolve against the link's folder (the link
@@ -381,6 +414,15 @@ impl PermissionGate {
                         .then(|| format!("{} (it holds protected control files)", real.display()))
                 })
             }
+            // Files picked inside a folder (`find -delete`, `xargs rm` of what find lists):
+            // only a folder that is itself protected counts, not one that holds such files.
+            (
+                Target::Path {
+                    real,
+                    children: true,
+                },
+                Some(Action::Delete),
+            ) => protect::control_file(real, &self.roots, self.keel_home.as_deref()),
             (Target::Path { real, .. }, Some(Action::Delete)) => {
                 protect::removes_control(real, &self.roots, self.keel_home.as_deref())
             }

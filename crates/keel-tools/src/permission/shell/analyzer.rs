@@ -236,13 +236,13 @@ impl Analyzer<'_> {
             pieces.remove(0);
         }
         if matches!(pieces.first(), Some(Piece::Meta('~')))
-            && matches!(pieces.get(1), None | Some(Piece::Lit(_)))
             && pieces
                 .get(1)
                 .is_none_or(|p| matches!(p, Piece::Lit(t) if t.starts_with('/')))
         {
             pieces[0] = Piece::Tilde;
         }
+        super::words::user_tilde(&mut pieces);
         Some((name, self.expand_one(&pieces, state, depth)))
     }
 
@@ -399,6 +399,19 @@ impl Analyzer<'_> {
             self.unseen(&program, UnseenSource::Download(downloader));
             return;
         }
+        // `source <(…)`, `bash <(…)`, `python3 <(…)`: the script is produced at run time.
+        let script_file = matches!(program.as_str(), "source" | ".")
+            || ((SHELLS.contains(&program.as_str()) || INTERPRETERS.contains(&program.as_str()))
+                && shell_c_script(&argv).is_none());
+        if script_file
+            && args
+                .iter()
+                .find(|a| !a.text.starts_with('-'))
+                .is_some_and(|a| a.from_subst)
+        {
+            self.unseen(&program, UnseenSource::Substitution);
+            return;
+        }
         match program.as_str() {
             "cd" | "pushd" => {
                 let (at, _) = skip_options(&args, 0, "", &[]);
@@ -450,6 +463,23 @@ impl Analyzer<'_> {
             }
             "find" => self.find_exec(&args, cwd, state, depth),
             _ if DECLARATIONS.contains(&program.as_str()) => self.declare(&program, &args, state),
+            // Builtins that assign values only known at run time.
+            "read" | "mapfile" | "readarray" | "printf" => {
+                let names: Vec<&Arg> = if program == "printf" {
+                    args.windows(2)
+                        .filter(|w| w.first().is_some_and(|a| a.text == "-v"))
+                        .filter_map(|w| w.get(1))
+                        .collect()
+                } else {
+                    args.iter().filter(|a| !a.text.starts_with('-')).collect()
+                };
+                for name in names {
+                    if is_name(&name.text) {
+                        let unknown = Arg::unknown(format!("${}", name.text));
+                        self.assign(state, name.text.clone(), unknown);
+                    }
+                }
+            }
             "unset" => {
                 for arg in &args {
                     state.vars.remove(&arg.text);
@@ -724,4 +754,11 @@ pub(super) struct Planned {
     pub(super) env: Vec<(String, Arg)>,
     pub(super) pipeline: usize,
     pub(super) stage: usize,
+}
+
+fn is_name(text: &str) -> bool {
+    text.chars()
+        .next()
+        .is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
+        && text.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
 }

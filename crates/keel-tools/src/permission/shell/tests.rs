@@ -80,7 +80,7 @@ fn substitutions_keep_their_inner_script() {
             lit("echo"),
             Piece::Subst("cat ~/.ssh/id_rsa".into()),
             Piece::Subst("whoami".into()),
-            Piece::Subst("ls".into()),
+            Piece::Process("ls".into()),
         ]
     );
 }

@@ -17,8 +17,10 @@ pub enum Piece {
         /// Inside double quotes (or a heredoc): the value stays one word, taken literally.
         quoted: bool,
     },
-    /// The raw inner script of `$( )`, backticks, `<( )` or `>( )`.
+    /// The raw inner script of `$( )` or backticks.
     Subst(String),
+    /// The raw inner script of `<( )` or `>( )`: the word is a path to its output or input.
+    Process(String),
     /// `~` at the start of a word.
     Tilde,
     /// A value that cannot be known (`$?`, `$((…))`, `${x:-y}`), with its raw text.
@@ -81,6 +83,11 @@ impl Word {
                 }
                 Piece::Subst(inner) => {
                     out.push_str("$(");
+                    out.push_str(inner);
+                    out.push(')');
+                }
+                Piece::Process(inner) => {
+                    out.push_str("<(");
                     out.push_str(inner);
                     out.push(')');
                 }

@@ -23,7 +23,8 @@ impl Analyzer<'_> {
             }
         };
         let mut out = Vec::new();
-        for pieces in variants {
+        for mut pieces in variants {
+            user_tilde(&mut pieces);
             for field in self.fields(&pieces, word.quoted, state, depth) {
                 out.extend(self.globbed(field, state));
             }
@@ -54,8 +55,17 @@ impl Analyzer<'_> {
                         arg.text.push_str(name);
                     }
                 },
+                Piece::Process(inner) => {
+                    let programs = self.run_substitution(inner, state, depth);
+                    arg.subst_programs.extend(programs);
+                    arg.opaque = true;
+                    arg.from_subst = true;
+                    arg.text.push_str("<(");
+                    arg.text.push_str(inner);
+                    arg.text.push(')');
+                }
                 Piece::Subst(inner) => match self.substitute(inner, state, depth) {
-                    Ok(known) => arg.text.push_str(&known),
+                    Ok((known, _)) => arg.text.push_str(&known),
                     Err(programs) => {
                         arg.subst_programs.extend(programs);
                         arg.opaque = true;
@@ -84,29 +94,55 @@ impl Analyzer<'_> {
     }
 
     /// Runs a substitution's script through the analysis. `Ok` with its output when that is
-    /// known (`$(pwd)`), else `Err` with the programs whose output it is.
+    /// known (`$(pwd)`, `$(echo …)`) and whether it is a list of words, else `Err` with the
+    /// programs whose output it is.
     fn substitute(
         &mut self,
         inner: &str,
         state: &State,
         depth: usize,
-    ) -> Result<String, Vec<String>> {
+    ) -> Result<(String, bool), Vec<String>> {
         if inner.trim() == "pwd"
             && let Some(cwd) = &state.cwd
         {
-            return Ok(cwd.to_string_lossy().into_owned());
+            return Ok((cwd.to_string_lossy().into_owned(), false));
         }
         let first = self.out.invocations.len();
         let mut inner_state = state.clone();
         self.script(inner, &mut inner_state, depth + 1);
-        Err(self
-            .out
+        let ran = self.out.invocations.get(first..).unwrap_or(&[]);
+        // `$(echo ~/.ssh/id_rsa)`: the output of a lone echo of known words is known.
+        if let [only] = ran
+            && only.program() == Some("echo")
+            && only.redirects.is_empty()
+            && only.args().iter().all(|a| !a.opaque && !a.glob)
+        {
+            let words: Vec<&str> = only
+                .args()
+                .iter()
+                .map(|a| a.text.as_str())
+                .skip_while(|t| matches!(*t, "-n" | "-e" | "-E"))
+                .collect();
+            return Ok((words.join(" "), true));
+        }
+        Err(ran
+            .iter()
+            .filter_map(|i| i.program().map(str::to_owned))
+            .collect())
+    }
+
+    /// Runs a process substitution's script through the analysis; the programs it runs.
+    fn run_substitution(&mut self, inner: &str, state: &State, depth: usize) -> Vec<String> {
+        let first = self.out.invocations.len();
+        let mut inner_state = state.clone();
+        self.script(inner, &mut inner_state, depth + 1);
+        self.out
             .invocations
             .get(first..)
             .unwrap_or(&[])
             .iter()
             .filter_map(|i| i.program().map(str::to_owned))
-            .collect())
+            .collect()
     }
 
     fn fields(
@@ -133,8 +169,13 @@ impl Analyzer<'_> {
                     Some(value) => split.split(&value),
                     None => split.opaque(&format!("${name}"), false, Vec::new()),
                 },
+                Piece::Process(inner) => {
+                    let programs = self.run_substitution(inner, state, depth);
+                    split.opaque(&format!("<({inner})"), true, programs);
+                }
                 Piece::Subst(inner) => match self.substitute(inner, state, depth) {
-                    Ok(known) => split.join(&known, false),
+                    Ok((known, false)) => split.join(&known, false),
+                    Ok((known, true)) => split.split(&known),
                     Err(programs) => split.opaque(&format!("$({inner})"), true, programs),
                 },
                 Piece::Unknown(raw) => split.opaque(raw, false, Vec::new()),
@@ -177,4 +218,39 @@ impl Analyzer<'_> {
             }],
         }
     }
+}
+
+/// `~name/…` at the start of a word: that user's home folder, as bash expands it (left as
+/// written when there is no such user).
+pub(super) fn user_tilde(pieces: &mut Vec<Piece>) {
+    let (Some(Piece::Meta('~')), Some(Piece::Lit(text))) = (pieces.first(), pieces.get(1)) else {
+        return;
+    };
+    let (name, rest) = text
+        .split_once('/')
+        .map_or((text.as_str(), None), |(n, r)| (n, Some(r)));
+    let valid = !name.is_empty()
+        && name
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | '-' | '.'));
+    if !valid {
+        return;
+    }
+    let Some(home) = user_home(name) else { return };
+    let expanded = match rest {
+        Some(rest) => format!("{home}/{rest}"),
+        None => home,
+    };
+    pieces.splice(..2, [Piece::Lit(expanded)]);
+}
+
+/// A user's home folder from the password file.
+fn user_home(name: &str) -> Option<String> {
+    let passwd = std::fs::read_to_string("/etc/passwd").ok()?;
+    passwd.lines().find_map(|line| {
+        let fields: Vec<&str> = line.split(':').collect();
+        (fields.first() == Some(&name))
+            .then(|| fields.get(5).map(|h| (*h).to_owned()))
+            .flatten()
+    })
 }
