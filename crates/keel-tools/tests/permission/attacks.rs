@@ -277,8 +277,15 @@ const OUTSIDE_WRITES_ASK: &[Case] = &[
     (U, "bash", "rm -rf {build,%OUT%}", Ask),
     (U, "bash", "echo x > {a,%OUT%/p}", Ask),
     (U, "bash", "touch {1..100000}", Safety),
-    (U, "bash", "ln -s %OUT% l && echo x > l/p", Ask),
-    (U, "bash", "ln -s src l && echo x > l/../../p", Ask),
+    (U, "bash", "ln -s %OUT% l && echo x > l/p", Safety),
+    (U, "bash", "ln -s src l && echo x > l/../../p", Safety),
+    (
+        U,
+        "bash",
+        "mkdir -p a/b && ln -s a/b l && cat l/../../../home/.ssh/id_rsa",
+        Safety,
+    ),
+    (U, "bash", "ln -s src l && cat l/main.rs", Safety),
     (U, "bash", "ln -s src l", Allow),
     (U, "bash", "ln -s ../out/notes.txt h", Ask),
     (U, "bash", "ln -s src/main.rs h", Allow),
@@ -287,14 +294,14 @@ const OUTSIDE_WRITES_ASK: &[Case] = &[
     (U, "bash", "echo x > outsub/../p", Ask),
     (U, "bash", "echo x > src/../p", Allow),
     (U, "write", r#"{"path": "outsub/../p", "content": ""}"#, Ask),
-    (U, "bash", "ln %OUT%/notes.txt h && echo x >> h", Ask),
+    (U, "bash", "ln %OUT%/notes.txt h && echo x >> h", Safety),
     (U, "bash", "ln %OUT%/notes.txt h", Ask),
     (U, "bash", "link %OUT%/notes.txt h", Ask),
     (U, "bash", "cp -l %OUT%/notes.txt h", Ask),
     (U, "bash", "cp -s %OUT%/notes.txt h", Ask),
     (U, "bash", "ln src/main.rs h", Allow),
-    (U, "bash", "mv x y && echo z > y/q", Ask),
-    (U, "bash", "tar xzf a.tgz && echo x > new/p", Ask),
+    (U, "bash", "mv x y && echo z > y/q", Safety),
+    (U, "bash", "tar xzf a.tgz && echo x > new/p", Safety),
     (U, "bash", "tar xzf a.tgz && echo x > src/main.rs", Allow),
     (U, "bash", "IFS=_; x=touch_%OUT%/p; $x", Safety),
     (U, "bash", "x='touch %OUT%/p'; $x", Ask),
@@ -624,32 +631,4 @@ pub(super) fn attack_cases() -> usize {
     .iter()
     .map(|t| t.len())
     .sum()
-}
-
-#[test]
-fn zz_debug() {
-    let world = with_keel_home();
-    for (mode, cmd) in [
-        (U, "x='touch %OUT%/p'; $x"),
-        (U, "IFS=_; x=touch_%OUT%/p; $x"),
-        (U, "ln -s %OUT% l && echo x > l/p"),
-        (U, "ln -s src l && echo x > l/../../p"),
-        (U, "mv x y && echo z > y/q"),
-        (U, "tar xzf a.tgz && echo x > new/p"),
-        (U, "cat {~/.ssh/id_rsa,/dev/null}"),
-        (U, "echo ~/.aws/credentials | xargs cat"),
-        (U, "cat deep/../.ssh/id_rsa"),
-        (U, "git -c core.fsmonitor=./x status"),
-        (P, "git -c core.fsmonitor=./x status"),
-        (U, "LD_PRELOAD=./x.so ls"),
-        (U, "touch {1..100000}"),
-        (U, "cat /proc/$(pgrep keel)/environ"),
-        (U, "ln -s .git/hooks h && echo x > h/pre-commit"),
-        (U, "rm -rf /"),
-        (U, "cat many/*"),
-    ] {
-        let gate = world.gate(mode, RuleSet::new());
-        let d = gate.check("bash", &json!({"command": world.fill(cmd)}));
-        println!("{mode} {cmd}\n   {d:?}\n");
-    }
 }

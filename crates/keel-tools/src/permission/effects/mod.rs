@@ -18,6 +18,8 @@ mod audit;
 mod code;
 mod files;
 mod git;
+mod git_config;
+mod links;
 mod tables;
 
 use super::rules::Action;
@@ -27,8 +29,9 @@ use tables::{FILE_PROGRAMS, NETWORK, NO_FILES, READ_ONLY, READERS};
 
 pub use args::has_flag;
 pub use code::{inline_code, mentions};
-pub use files::{file_effects, link_effects};
-pub use git::{dangers as git_dangers, protected as git_protected};
+pub use files::file_effects;
+pub use git_config::{dangers as git_dangers, protected as git_protected};
+pub use links::link_effects;
 
 /// How a command counts for the modes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -42,6 +42,9 @@ enum Target {
     Path { real: PathBuf, children: bool },
     /// A path only known at run time.
     Unknown(String),
+    /// A path through a link the command itself makes before it gets there: where it leads
+    /// cannot be known until the command runs.
+    ThroughLink(String),
     /// A URL.
     Url(String),
     /// A protected control location reached without naming it, and how
@@ -278,7 +281,7 @@ impl PermissionGate {
         };
         match resolve_until(&path, &|prefix| links.blocks(prefix)) {
             Some(real) => Target::Path { real, children },
-            None => Target::Unknown(format!("{} (through a link this command makes)", arg.text)),
+            None => Target::ThroughLink(arg.text.clone()),
         }
     }
 
@@ -323,7 +326,7 @@ impl PermissionGate {
                     format!("{shown} (→ {})", clip(&real_text))
                 }
             }
-            Target::Unknown(known) if known != written => clip(known),
+            Target::ThroughLink(_) => format!("{shown} (through a link the command makes)"),
             _ => shown,
         }
     }

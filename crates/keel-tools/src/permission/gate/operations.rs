@@ -383,6 +383,12 @@ impl PermissionGate {
                     dangers.push(format!("recursively {verb} {what} ({})", op.source));
                 }
             }
+            Target::ThroughLink(text) => dangers.push(format!(
+                "{} `{}` through a link the command itself makes, which cannot be checked before it runs ({})",
+                verbs(action),
+                clip(text),
+                op.source
+            )),
             Target::Unknown(text) => {
                 if let Some(secret) = self.credentials.in_unknown(text) {
                     dangers.push(format!("{} {secret} ({})", verbs(action), op.source));

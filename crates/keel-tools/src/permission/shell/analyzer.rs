@@ -6,23 +6,18 @@
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 
+use super::builtins::DECLARATIONS;
 use super::feed::xargs_variants;
 use super::glob::{Budget, Matching};
-use super::invocation::{
-    Analysis, Arg, FileRedirect, Invocation, ShellEnv, Stdin, Unseen, UnseenSource,
-};
+use super::invocation::{Analysis, Arg, FileRedirect, Invocation, ShellEnv, Stdin, UnseenSource};
 use super::lexer::tokenize;
 use super::programs::{
-    DOWNLOADERS, INTERPRETERS, SHELLS, is_download, peel, program_name, reads_stdin, resolve_dir,
+    INTERPRETERS, SHELLS, is_download, peel, program_name, reads_stdin, resolve_dir,
     shell_c_script, skip_options,
 };
 use super::split::{Item, SimpleCommand, split};
-use super::word::{Piece, RedirectKind};
+use super::word::RedirectKind;
 use super::{MAX_DEPTH, MAX_SCRIPTS};
-use crate::permission::envvars;
-
-/// Builtins whose `NAME=value` arguments are assignments, neither split nor globbed.
-const DECLARATIONS: &[&str] = &["export", "declare", "typeset", "local", "readonly"];
 
 #[derive(Debug, Clone, Default)]
 pub(super) struct State {
@@ -34,13 +29,6 @@ pub(super) struct State {
     pub(super) exported: Vec<(String, Arg)>,
     /// `set -a`: every assignment is exported.
     pub(super) allexport: bool,
-}
-
-impl State {
-    fn export(&mut self, name: String, value: Arg) {
-        self.exported.retain(|(n, _)| *n != name);
-        self.exported.push((name, value));
-    }
 }
 
 /// Parses `command` and lists every program it would run, starting in `cwd`.
@@ -71,7 +59,7 @@ pub fn analyze(command: &str, cwd: Option<&Path>, env: &ShellEnv) -> Analysis {
 pub(super) struct Analyzer<'e> {
     pub(super) env: &'e ShellEnv,
     pub(super) out: Analysis,
-    next_pipeline: usize,
+    pub(super) next_pipeline: usize,
     pub(super) budget: Budget,
     pub(super) matching: Matching,
     pub(super) ifs_changed: bool,
@@ -213,51 +201,6 @@ impl Analyzer<'_> {
             state,
             depth,
         );
-    }
-
-    /// `NAME=value` as a name and its expanded value (a leading `~` expanded as bash does).
-    fn assignment(
-        &mut self,
-        pieces: &[Piece],
-        state: &State,
-        depth: usize,
-    ) -> Option<(String, Arg)> {
-        let mut pieces = pieces.to_vec();
-        let name = match pieces.first_mut() {
-            Some(Piece::Lit(text)) => {
-                let (name, rest) = text.split_once('=')?;
-                let name = name.to_owned();
-                *text = rest.to_owned();
-                name
-            }
-            _ => return None,
-        };
-        if matches!(pieces.first(), Some(Piece::Lit(t)) if t.is_empty()) {
-            pieces.remove(0);
-        }
-        if matches!(pieces.first(), Some(Piece::Meta('~')))
-            && pieces
-                .get(1)
-                .is_none_or(|p| matches!(p, Piece::Lit(t) if t.starts_with('/')))
-        {
-            pieces[0] = Piece::Tilde;
-        }
-        super::words::user_tilde(&mut pieces);
-        Some((name, self.expand_one(&pieces, state, depth)))
-    }
-
-    /// A variable assignment without a command: known to the script, and in the environment
-    /// of later programs when exported, inherited, or read by the shell or loader itself.
-    fn assign(&self, state: &mut State, name: String, value: Arg) {
-        let known = (!value.opaque).then(|| value.text.clone());
-        state.vars.insert(name.clone(), known);
-        let effective = state.allexport
-            || self.env.vars.contains_key(&name)
-            || state.exported.iter().any(|(n, _)| *n == name)
-            || envvars::affects_programs(&name);
-        if effective {
-            state.export(name, value);
-        }
     }
 
     fn redirect_targets(
@@ -462,40 +405,7 @@ impl Analyzer<'_> {
                 }
             }
             "find" => self.find_exec(&args, cwd, state, depth),
-            _ if DECLARATIONS.contains(&program.as_str()) => self.declare(&program, &args, state),
-            // Builtins that assign values only known at run time.
-            "read" | "mapfile" | "readarray" | "printf" => {
-                let names: Vec<&Arg> = if program == "printf" {
-                    args.windows(2)
-                        .filter(|w| w.first().is_some_and(|a| a.text == "-v"))
-                        .filter_map(|w| w.get(1))
-                        .collect()
-                } else {
-                    args.iter().filter(|a| !a.text.starts_with('-')).collect()
-                };
-                for name in names {
-                    if is_name(&name.text) {
-                        let unknown = Arg::unknown(format!("${}", name.text));
-                        self.assign(state, name.text.clone(), unknown);
-                    }
-                }
-            }
-            "unset" => {
-                for arg in &args {
-                    state.vars.remove(&arg.text);
-                    state.exported.retain(|(n, _)| *n != arg.text);
-                }
-            }
-            "set" => {
-                for arg in &args {
-                    match arg.text.as_str() {
-                        "allexport" => state.allexport = true,
-                        t if t.starts_with('-') && t.contains('a') => state.allexport = true,
-                        t if t.starts_with('+') && t.contains('a') => state.allexport = false,
-                        _ => {}
-                    }
-                }
-            }
+            _ if self.variables(&program, &args, state) => {}
             _ if SHELLS.contains(&program.as_str()) => {
                 let parsed = match shell_c_script(&argv) {
                     Some(Some(script)) => self.nested_arg(&program, script, index, depth),
@@ -514,236 +424,6 @@ impl Analyzer<'_> {
             _ => {}
         }
     }
-
-    /// `export`, `declare -x`, …: assignments, exported when the builtin exports or the
-    /// variable already is.
-    fn declare(&self, program: &str, args: &[Arg], state: &mut State) {
-        let mut exports = program == "export";
-        let mut unexport = false;
-        for arg in args {
-            let text = arg.text.as_str();
-            if let Some(flags) = text.strip_prefix('-').filter(|f| !f.contains('=')) {
-                exports |= flags.contains('x');
-                unexport |= program == "export" && flags.contains('n');
-                continue;
-            }
-            if let Some(flags) = text.strip_prefix('+').filter(|f| !f.contains('=')) {
-                unexport |= flags.contains('x');
-                continue;
-            }
-            let (name, value) = match text.split_once('=') {
-                Some((name, value)) => (
-                    name.trim_end_matches('+').to_owned(),
-                    Some(Arg {
-                        text: value.to_owned(),
-                        ..arg.clone()
-                    }),
-                ),
-                None => (text.to_owned(), None),
-            };
-            if unexport {
-                state.exported.retain(|(n, _)| *n != name);
-                continue;
-            }
-            let value = match value {
-                Some(value) => {
-                    let known = (!value.opaque).then(|| value.text.clone());
-                    state.vars.insert(name.clone(), known);
-                    value
-                }
-                None => match self.lookup(&name, state) {
-                    Some(known) => Arg::literal(known),
-                    None => Arg::unknown(format!("${name}")),
-                },
-            };
-            if exports {
-                state.export(name, value);
-            } else {
-                self.assign(state, name, value);
-            }
-        }
-    }
-
-    fn unseen(&mut self, program: &str, source: UnseenSource) {
-        self.out.unseen.push(Unseen {
-            program: program.to_owned(),
-            source,
-        });
-    }
-
-    /// Parses a script run by the invocation at `index`, in its folder and environment.
-    fn nested(&mut self, text: &str, index: usize, depth: usize) {
-        let (cwd, exported) = self
-            .out
-            .invocations
-            .get(index)
-            .map(|i| (i.cwd.clone(), i.env.clone()))
-            .unwrap_or_default();
-        let mut state = State {
-            cwd,
-            exported,
-            ..State::default()
-        };
-        self.script(text, &mut state, depth + 1);
-    }
-
-    fn mark_transparent(&mut self, index: usize) {
-        if let Some(invocation) = self.out.invocations.get_mut(index) {
-            invocation.transparent = true;
-        }
-    }
-
-    /// Parses a script argument; returns whether it could be read.
-    fn nested_arg(&mut self, program: &str, script: &Arg, index: usize, depth: usize) -> bool {
-        if script.from_subst {
-            self.unseen(program, UnseenSource::Substitution);
-            false
-        } else {
-            // Unknown variables stay as `$NAME` in the text and are judged unknown again.
-            self.nested(&script.text, index, depth);
-            true
-        }
-    }
-
-    fn stdin_script(
-        &mut self,
-        program: &str,
-        stdin: &Stdin,
-        reads_pipe: bool,
-        index: usize,
-        depth: usize,
-        is_shell: bool,
-    ) -> bool {
-        match stdin {
-            Stdin::Text(text) => {
-                if let Some(downloader) = is_download(&text.subst_programs) {
-                    self.unseen(program, UnseenSource::Download(downloader));
-                    false
-                } else if text.from_subst || !is_shell {
-                    if text.from_subst {
-                        self.unseen(program, UnseenSource::Substitution);
-                    }
-                    false
-                } else {
-                    let source = text.text.clone();
-                    self.nested(&source, index, depth);
-                    true
-                }
-            }
-            Stdin::Pipe if reads_pipe => {
-                let Some(me) = self.out.invocations.get(index) else {
-                    return false;
-                };
-                let (pipeline, stage) = (me.pipeline, me.stage);
-                let upstream: Vec<&Invocation> = self
-                    .out
-                    .invocations
-                    .iter()
-                    .filter(|i| i.pipeline == pipeline && i.stage < stage && i.depth == depth)
-                    .collect();
-                let downloader = upstream.iter().find_map(|i| {
-                    i.program()
-                        .filter(|p| DOWNLOADERS.contains(p))
-                        .map(str::to_owned)
-                        .or_else(|| i.argv.iter().find_map(|a| is_download(&a.subst_programs)))
-                });
-                if let Some(downloader) = downloader {
-                    self.unseen(program, UnseenSource::Download(downloader));
-                    return false;
-                }
-                // `echo 'cmd' | sh`: the script is the echoed text.
-                let echoed = match upstream.as_slice() {
-                    [only]
-                        if is_shell
-                            && matches!(only.program(), Some("echo" | "printf"))
-                            && only.args().iter().all(|a| !a.opaque) =>
-                    {
-                        Some(
-                            only.args()
-                                .iter()
-                                .filter(|a| !matches!(a.text.as_str(), "-n" | "-e" | "-E"))
-                                .map(|a| a.text.as_str())
-                                .collect::<Vec<_>>()
-                                .join(" "),
-                        )
-                    }
-                    _ => None,
-                };
-                match echoed {
-                    Some(text) => {
-                        self.nested(&text, index, depth);
-                        true
-                    }
-                    None => {
-                        self.unseen(program, UnseenSource::Pipe);
-                        false
-                    }
-                }
-            }
-            Stdin::Pipe | Stdin::Inherit | Stdin::File => false,
-        }
-    }
-
-    fn find_exec(&mut self, args: &[Arg], cwd: Option<PathBuf>, state: &State, depth: usize) {
-        let start = args
-            .iter()
-            .take_while(|a| !(a.text.starts_with('-') || a.text == "(" || a.text == "!"))
-            .find(|a| !a.text.starts_with('-'))
-            .cloned()
-            .unwrap_or_else(|| Arg::literal("."));
-        let mut i = 0;
-        while let Some(arg) = args.get(i) {
-            i += 1;
-            if !matches!(arg.text.as_str(), "-exec" | "-execdir" | "-ok" | "-okdir") {
-                continue;
-            }
-            let mut inner = Vec::new();
-            while let Some(next) = args.get(i) {
-                i += 1;
-                if matches!(next.text.as_str(), ";" | "+") {
-                    break;
-                }
-                let mut next = next.clone();
-                if next.text == "{}" {
-                    // Each file found: anything under the start folder.
-                    next = Arg {
-                        tree: true,
-                        ..start.clone()
-                    };
-                } else if next.text.contains("{}") {
-                    let base = start.text.trim_end_matches('/');
-                    next.text = next.text.replace("{}", &format!("{base}/{{}}"));
-                    next.tree = true;
-                    next.opaque |= start.opaque;
-                }
-                inner.push(next);
-            }
-            if !inner.is_empty() {
-                let pipeline = self.next_pipeline;
-                self.next_pipeline += 1;
-                let mut inner_state = State {
-                    cwd: cwd.clone(),
-                    ..state.clone()
-                };
-                if depth < MAX_DEPTH {
-                    self.invocation(
-                        Planned {
-                            argv: inner,
-                            redirects: Vec::new(),
-                            stdin: Stdin::Inherit,
-                            env: state.exported.clone(),
-                            pipeline,
-                            stage: 0,
-                        },
-                        &mut inner_state,
-                        depth + 1,
-                    );
-                } else {
-                    self.out.truncated = true;
-                }
-            }
-        }
-    }
 }
 
 /// An invocation before wrappers are peeled off it.
@@ -754,11 +434,4 @@ pub(super) struct Planned {
     pub(super) env: Vec<(String, Arg)>,
     pub(super) pipeline: usize,
     pub(super) stage: usize,
-}
-
-fn is_name(text: &str) -> bool {
-    text.chars()
-        .next()
-        .is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
-        && text.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
 }

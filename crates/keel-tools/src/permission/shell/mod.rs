@@ -14,11 +14,13 @@
 //! [`Invocation`]s and [`Unseen`] code defined in `invocation`.
 
 mod analyzer;
+mod builtins;
 mod expand;
 mod feed;
 mod glob;
 mod invocation;
 mod lexer;
+mod nested;
 mod programs;
 mod quoting;
 mod split;

@@ -310,6 +310,11 @@ proptest! {
     }
 
     #[test]
+    fn expansion_never_panics_on_pattern_alphabet(input in "[ {},.*?~/a-c$=\\[\\]'\"x0-9-]{0,80}") {
+        let _ = analyze(&input, Some(Path::new("/")), &env());
+    }
+
+    #[test]
     fn tokenizer_never_panics_on_shell_alphabet(input in "[ a-z$(){}`'\"\\\\|&;<>~*=\n\t#-]{0,120}") {
         let _ = analyze(&input, Some(Path::new("/ws")), &env());
     }
