@@ -30,6 +30,16 @@ const PROCESS_SECRETS: &[&str] = &[
     "syscall",
 ];
 
+/// Protected control files as inline code would name them.
+const CODE_CONTROL: &[&str] = &[
+    ".git/config",
+    ".git/hooks",
+    ".keel/",
+    ".mcp.json",
+    ".claude/settings",
+    "hooksPath",
+];
+
 /// Words in inline code that reach keel's or a process's secrets whatever the paths.
 const CODE_SECRETS: &[&str] = &["environ", "/proc/", "id_rsa", "id_ed25519", "id_ecdsa"];
 
@@ -99,9 +109,19 @@ impl Credentials {
                 .is_ok_and(|rest| rest.components().count() == 1)
     }
 
-    /// A credential location or process secret named in a path known only at run time.
+    /// A credential location or process secret named in a path known only at run time
+    /// (`${HOME:-x}/.ssh/id_rsa`, `/proc/$PPID/environ`): its known tail is enough.
     pub fn in_unknown(&self, text: &str) -> Option<String> {
-        process_secret(text, self.own_pid)
+        if let Some(secret) = process_secret(text, self.own_pid) {
+            return Some(secret);
+        }
+        self.locations.iter().find_map(|(_, shown)| {
+            let tail = shown.strip_prefix("~/")?;
+            let at = text.find(&format!("/{tail}"))?;
+            let after = text.get(at + 1 + tail.len()..).unwrap_or("");
+            (after.is_empty() || after.starts_with('/'))
+                .then(|| format!("credentials in {shown}"))
+        })
     }
 
     /// The credential location or secret that code mentions, if any.
@@ -258,6 +278,12 @@ pub fn invocation(invocation: &Invocation, credentials: &Credentials) -> Vec<Str
         if let Some(found) = credentials.in_code(&code) {
             out.push(format!(
                 "runs inline code that mentions {found}, a credential or secret (`{}`)",
+                shown()
+            ));
+        }
+        if let Some(found) = CODE_CONTROL.iter().find(|c| code.contains(*c)) {
+            out.push(format!(
+                "runs inline code that mentions {found}, a protected control file (`{}`)",
                 shown()
             ));
         }
