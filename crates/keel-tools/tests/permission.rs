@@ -127,10 +127,13 @@ impl World {
         rules: RuleSet,
         change: impl FnOnce(&mut ToolEnv),
     ) -> PermissionGate {
-        let vars = HashMap::from([(
-            "BUILD_DIR".to_owned(),
-            self.ws.join("build").to_string_lossy().into_owned(),
-        )]);
+        let vars = HashMap::from([
+            (
+                "BUILD_DIR".to_owned(),
+                self.ws.join("build").to_string_lossy().into_owned(),
+            ),
+            ("PATH".to_owned(), "/usr/bin:/bin".to_owned()),
+        ]);
         let mut env = self.env();
         change(&mut env);
         PermissionGate::new(&env, mode, rules).with_vars(vars)

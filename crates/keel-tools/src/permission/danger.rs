@@ -119,8 +119,7 @@ impl Credentials {
             let tail = shown.strip_prefix("~/")?;
             let at = text.find(&format!("/{tail}"))?;
             let after = text.get(at + 1 + tail.len()..).unwrap_or("");
-            (after.is_empty() || after.starts_with('/'))
-                .then(|| format!("credentials in {shown}"))
+            (after.is_empty() || after.starts_with('/')).then(|| format!("credentials in {shown}"))
         })
     }
 
@@ -237,13 +236,17 @@ pub fn device_write(path: &Path) -> Option<String> {
 /// Dangers visible from a command alone: disk tools, power, `git push --force`, `kill -9 -1`,
 /// git configuration that runs programs, variables that load code, inline code that names
 /// credentials.
-pub fn invocation(invocation: &Invocation, credentials: &Credentials) -> Vec<String> {
+pub fn invocation(
+    invocation: &Invocation,
+    credentials: &Credentials,
+    inherited: &std::collections::HashMap<String, String>,
+) -> Vec<String> {
     let mut out = Vec::new();
     let shown = || invocation.words().join(" ");
     // A bare assignment runs nothing; the programs after it carry the variable.
     let runs = !invocation.argv.is_empty();
     for (name, value) in invocation.env.iter().filter(|_| runs) {
-        if let VarKind::RunsCode(how) = envvars::kind(name, &value.text) {
+        if let VarKind::RunsCode(how) = envvars::kind_given(name, &value.text, inherited) {
             out.push(format!("sets {name}, which {how} (`{}`)", shown()));
         }
     }

@@ -190,6 +190,24 @@ pub fn kind(name: &str, value: &str) -> VarKind {
     VarKind::Other
 }
 
+/// Like [`kind`], knowing the environment the command inherits: a `PATH` that only appends
+/// folders to the inherited one finds every program it found before.
+pub fn kind_given(
+    name: &str,
+    value: &str,
+    inherited: &std::collections::HashMap<String, String>,
+) -> VarKind {
+    if name == "PATH"
+        && let Some(before) = inherited.get("PATH").filter(|p| !p.is_empty())
+        && value
+            .strip_prefix(before.as_str())
+            .is_some_and(|rest| rest.is_empty() || rest.starts_with(':'))
+    {
+        return VarKind::Other;
+    }
+    kind(name, value)
+}
+
 /// Whether assigning `name` in a script changes what later programs do even without
 /// `export` (the shell itself uses it, or it is usually in the environment already).
 pub fn affects_programs(name: &str) -> bool {

@@ -387,7 +387,14 @@ pub fn link_effects(args: &[Arg]) -> Vec<LinkEffect> {
                 | "clone"
         )
     );
-    if !checks_out {
+    // `checkout -b NAME` without a start point changes no file.
+    let new_branch_here = matches!(line.sub, Some("checkout" | "switch"))
+        && line
+            .rest
+            .iter()
+            .any(|a| matches!(a.text.as_str(), "-b" | "-B" | "-c" | "-C" | "--orphan"))
+        && positional(line.rest, "bBcC", &["orphan"]).is_empty();
+    if !checks_out || new_branch_here {
         return Vec::new();
     }
     let at = line

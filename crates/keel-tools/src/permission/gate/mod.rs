@@ -285,6 +285,21 @@ impl PermissionGate {
         }
     }
 
+    /// Like [`Self::target`] for a path that is deleted: only the folders on the way to it
+    /// must not be links the command makes.
+    fn delete_target(&self, arg: &Arg, cwd: Option<&Path>, links: &Links) -> Target {
+        let target = self.target(arg, cwd, &Links::default());
+        let parent = self
+            .absolute(&arg.text, cwd)
+            .and_then(|p| p.parent().map(Path::to_path_buf));
+        match parent {
+            Some(parent) if resolve_until(&parent, &|prefix| links.blocks(prefix)).is_none() => {
+                Target::ThroughLink(arg.text.clone())
+            }
+            _ => target,
+        }
+    }
+
     /// The real targets of a file tool's path: where the tool opens it (`..` folded first,
     /// as [`ToolEnv::resolve`] does) and where the kernel would take it (links first), when
     /// those differ.

@@ -161,7 +161,11 @@ impl PermissionGate {
         let shown = clip(&words.join(" "));
         let source = format!("`{shown}`");
         let program = invocation.program().map(str::to_owned);
-        dangers.extend(danger::invocation(invocation, &self.credentials));
+        dangers.extend(danger::invocation(
+            invocation,
+            &self.credentials,
+            &self.shell.vars,
+        ));
         let redirect_targets = invocation.redirects.iter().map(|r| &r.target);
         for arg in invocation.argv.iter().chain(redirect_targets) {
             if let Some(reason) = &arg.unexpanded {
@@ -175,7 +179,7 @@ impl PermissionGate {
             action: Some(Action::Execute),
             command: Some(words.clone()),
             wrapped: wrapped.clone(),
-            class: env_class(invocation, class),
+            class: env_class(invocation, class, &self.shell.vars),
             program,
             source: source.clone(),
             describe: format!("running `{shown}`"),
@@ -228,6 +232,10 @@ impl PermissionGate {
                 for effect in effects::file_effects(name, args) {
                     let target = match &effect.anchor {
                         Some(link) => self.link_target(&effect.path, link, cwd, links),
+                        // Deleting a link removes the link, not where it leads.
+                        None if effect.action == Action::Delete => {
+                            self.delete_target(&effect.path, cwd, links)
+                        }
                         None => self.target(&effect.path, cwd, links),
                     };
                     ops.push(Op {
@@ -450,10 +458,14 @@ impl PermissionGate {
 /// A command's class with the variables it is started with taken into account: any but
 /// harmless ones make it not read-only, and those that load or run code make it code the
 /// gate cannot read.
-fn env_class(invocation: &Invocation, class: CommandClass) -> CommandClass {
+fn env_class(
+    invocation: &Invocation,
+    class: CommandClass,
+    inherited: &std::collections::HashMap<String, String>,
+) -> CommandClass {
     let mut worst = class;
     for (name, value) in &invocation.env {
-        match envvars::kind(name, &value.text) {
+        match envvars::kind_given(name, &value.text, inherited) {
             VarKind::Harmless => {}
             VarKind::Other if worst == CommandClass::ReadOnly => worst = CommandClass::Other,
             VarKind::Other => {}
