@@ -1,6 +1,7 @@
 //! Environment variables a command is started with, by what they can do to it: harmless
-//! display settings, variables that change which code runs (the loader, shell start-up files,
-//! interpreters' start-up options, git's program hooks, pagers and editors), and the rest.
+//! display settings, variables that run code (the loader, shell start-up files, interpreters'
+//! start-up options, git's program hooks, pagers and editors), variables that change which
+//! code runs (the search path, where configuration and modules come from), and the rest.
 //!
 //! Trade-off: the harmless list is short and the dangerous list errs long. A variable on
 //! neither list makes a command "not read-only" (so `plan` does not run it unasked); one on
@@ -14,9 +15,45 @@ pub enum VarKind {
     Harmless,
     /// Changes behaviour in ways the gate does not model.
     Other,
-    /// Makes programs load or run other code; the text says how.
+    /// Changes which code runs in ways only the sandbox bounds (the search path, where
+    /// configuration and modules come from): the command is code the gate cannot read.
+    Opaque(&'static str),
+    /// Makes programs load or run other code (the loader, shell start-up, interpreter
+    /// start-up options, git's program hooks, pagers and editors): a danger.
     RunsCode(&'static str),
 }
+
+/// Exact names that change which code runs without naming code themselves.
+const CHANGES_CODE: &[(&str, &str)] = &[
+    ("PATH", "decides which program a name runs"),
+    (
+        "HOME",
+        "makes programs read their configuration from elsewhere",
+    ),
+    (
+        "XDG_CONFIG_HOME",
+        "makes programs read their configuration from elsewhere",
+    ),
+    ("PYTHONPATH", "decides which Python modules load"),
+    ("PYTHONHOME", "decides which Python modules load"),
+    ("NODE_PATH", "decides which node modules load"),
+    ("PERL5LIB", "decides which Perl modules load"),
+    ("PERLLIB", "decides which Perl modules load"),
+    ("RUBYLIB", "decides which Ruby libraries load"),
+    (
+        "TAR_OPTIONS",
+        "passes options (such as --to-command) to tar",
+    ),
+    (
+        "RIPGREP_CONFIG_PATH",
+        "passes options (such as --pre) to rg",
+    ),
+    ("GREP_OPTIONS", "passes options to grep"),
+    ("OPENSSL_CONF", "makes openssl load engines and providers"),
+    ("MAKEFLAGS", "passes options to make"),
+    ("LESS", "passes options and commands to less"),
+    ("LESSKEYIN", "gives less extra commands"),
+];
 
 /// Names that only change presentation or logging.
 const HARMLESS: &[&str] = &[
@@ -57,7 +94,6 @@ const HARMLESS: &[&str] = &[
 
 /// Exact names that make programs run or load code, with how.
 const RUNS_CODE: &[(&str, &str)] = &[
-    ("PATH", "decides which program a name runs"),
     ("BASH_ENV", "makes bash run a start-up file"),
     ("ENV", "makes sh run a start-up file"),
     ("ZDOTDIR", "makes zsh run other start-up files"),
@@ -72,27 +108,13 @@ const RUNS_CODE: &[(&str, &str)] = &[
         "switches shell options on in every bash it starts",
     ),
     ("IFS", "changes how the shell splits words"),
-    (
-        "HOME",
-        "makes programs read their configuration from elsewhere",
-    ),
-    (
-        "XDG_CONFIG_HOME",
-        "makes programs read their configuration from elsewhere",
-    ),
     ("GCONV_PATH", "loads character-set modules"),
     ("PYTHONSTARTUP", "runs a Python start-up file"),
-    ("PYTHONPATH", "decides which Python modules load"),
-    ("PYTHONHOME", "decides which Python modules load"),
     ("PYTHONINSPECT", "keeps Python reading code after a script"),
     ("NODE_OPTIONS", "passes options (such as --require) to node"),
-    ("NODE_PATH", "decides which node modules load"),
     ("PERL5OPT", "passes options (such as -M) to perl"),
-    ("PERL5LIB", "decides which Perl modules load"),
-    ("PERLLIB", "decides which Perl modules load"),
     ("PERL5DB", "runs a Perl debugger"),
     ("RUBYOPT", "passes options (such as -r) to ruby"),
-    ("RUBYLIB", "decides which Ruby libraries load"),
     (
         "JAVA_TOOL_OPTIONS",
         "passes options (such as agents) to java",
@@ -109,8 +131,6 @@ const RUNS_CODE: &[(&str, &str)] = &[
     ("GIT_PAGER", "runs a pager program"),
     ("LESSOPEN", "makes less run an input filter"),
     ("LESSCLOSE", "makes less run an input filter"),
-    ("LESS", "passes options and commands to less"),
-    ("LESSKEYIN", "gives less extra commands"),
     ("EDITOR", "runs an editor program"),
     ("VISUAL", "runs an editor program"),
     ("GIT_EDITOR", "runs an editor program"),
@@ -133,17 +153,6 @@ const RUNS_CODE: &[(&str, &str)] = &[
         "makes git use another repository and its configuration",
     ),
     ("GIT_TEMPLATE_DIR", "makes git copy hooks from elsewhere"),
-    (
-        "TAR_OPTIONS",
-        "passes options (such as --to-command) to tar",
-    ),
-    (
-        "RIPGREP_CONFIG_PATH",
-        "passes options (such as --pre) to rg",
-    ),
-    ("GREP_OPTIONS", "passes options to grep"),
-    ("OPENSSL_CONF", "makes openssl load engines and providers"),
-    ("MAKEFLAGS", "passes options to make"),
 ];
 
 /// Name prefixes that make programs run or load code, with how.
@@ -181,6 +190,9 @@ pub fn kind(name: &str, value: &str) -> VarKind {
             VarKind::RunsCode(how)
         };
     }
+    if let Some((_, how)) = CHANGES_CODE.iter().find(|(n, _)| *n == name) {
+        return VarKind::Opaque(how);
+    }
     if let Some((_, how)) = RUNS_CODE_PREFIXES
         .iter()
         .find(|(prefix, _)| name.starts_with(prefix))
@@ -211,7 +223,7 @@ pub fn kind_given(
 /// Whether assigning `name` in a script changes what later programs do even without
 /// `export` (the shell itself uses it, or it is usually in the environment already).
 pub fn affects_programs(name: &str) -> bool {
-    matches!(kind(name, "x"), VarKind::RunsCode(_))
+    matches!(kind(name, "x"), VarKind::RunsCode(_) | VarKind::Opaque(_))
 }
 
 #[cfg(test)]

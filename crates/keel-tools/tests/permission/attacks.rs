@@ -346,7 +346,14 @@ const OUTSIDE_WRITES_ASK: &[Case] = &[
     ),
     (U, "bash", "git checkout main && echo x > new.txt", Safety),
     (U, "bash", "export PATH=$PATH:/opt/tool/bin; ls", Allow),
-    (U, "bash", "export PATH=/opt/tool/bin:$PATH; ls", Safety),
+    // A search path of its own makes any command code the gate cannot read: the sandbox
+    // bounds it, plan denies it.
+    (U, "bash", "export PATH=/opt/tool/bin:$PATH; ls", Allow),
+    (P, "bash", "export PATH=/opt/tool/bin:$PATH; ls", Deny),
+    (P, "bash", "export PATH=$PATH:/opt/tool/bin; ls", Deny),
+    (U, "bash", "HOME=. git status", Allow),
+    (U, "bash", "{cat,~/.ssh/id_rsa}", Safety),
+    (U, "bash", "cat${IFS}~/.ssh/id_rsa", Safety),
     (U, "bash", "IFS=_; x=touch_%OUT%/p; $x", Safety),
     (U, "bash", "x='touch %OUT%/p'; $x", Ask),
     (U, "bash", "x='rm -rf'; $x /", Safety),
@@ -424,6 +431,8 @@ const OPAQUE_CODE_UNSANDBOXED: &[Case] = &[
     (U, "bash", "bash script.sh", Ask),
     (U, "bash", "cargo build", Ask),
     (U, "bash", "git frobnicate", Ask),
+    (U, "bash", "export PATH=/opt/tool/bin:$PATH; ls", Ask),
+    (U, "bash", "HOME=. git status", Ask),
     (F, "bash", "python3 x.py", Allow),
     // Known programs still run.
     (U, "bash", "ls -la", Allow),

@@ -2,10 +2,12 @@
 //! run this program, delete that folder, reach the network), each judged by the rules, the
 //! mode's profile and the danger list; the call gets the worst verdict of its operations.
 //!
-//! Order per operation: a deny rule, then the mode's own denials (`plan` is read-only), then the
-//! danger list (asks in every mode but `full`; no allow rule can silence it), then ask rules,
-//! then allow rules, then the mode's profile. So rules can loosen or tighten a mode's asks, but
-//! never a safety check or the read-only promise of `plan`.
+//! Order: a write or delete of a protected control file denies the call in every mode but
+//! `full`; then per operation a deny rule, then the mode's own denials (`plan` is read-only and
+//! has no network), then the danger list (asks in every mode but `full`; no allow rule can
+//! silence it), then ask rules, then allow rules, then the mode's profile. So rules can loosen
+//! or tighten a mode's asks, but never a safety check, a control file or the read-only promise
+//! of `plan`.
 //!
 //! The pieces: `decision` holds the verdict types the host and front ends see, `operations`
 //! turns a call into `Op`s and collects dangers, `verdict` applies that order and offers

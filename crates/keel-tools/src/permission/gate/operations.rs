@@ -469,7 +469,7 @@ fn env_class(
             VarKind::Harmless => {}
             VarKind::Other if worst == CommandClass::ReadOnly => worst = CommandClass::Other,
             VarKind::Other => {}
-            VarKind::RunsCode(_) => worst = CommandClass::Opaque,
+            VarKind::Opaque(_) | VarKind::RunsCode(_) => worst = CommandClass::Opaque,
         }
     }
     worst
