@@ -23,6 +23,8 @@ use DecisionKind::{Allow, Ask, Deny, Safety};
 
 #[path = "permission/attacks.rs"]
 mod attacks;
+#[path = "permission/policy.rs"]
+mod policy;
 use Mode::{Ask as A, Auto as U, Full as F, Plan as P};
 
 /// A workspace, an outside folder and a home folder under one temporary folder.
@@ -1126,6 +1128,7 @@ fn the_suite_is_large_enough() {
         + SHELL_FULL.len()
         + rule_cases
         + BAD_RULE_FILES.len()
-        + attacks::attack_cases();
+        + attacks::attack_cases()
+        + policy::policy_cases();
     assert!(total >= 150, "{total} cases");
 }
