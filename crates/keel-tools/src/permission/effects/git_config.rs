@@ -97,13 +97,12 @@ pub fn dangers(args: &[Arg]) -> Vec<String> {
     if line.sub == Some("grep") && line.rest.iter().any(pager_flag) {
         out.push("`git grep -O…` runs the program it names on the files found".to_owned());
     }
-    let runs_remote_program =
-        line.rest.iter().any(|a| {
-            ["--upload-pack", "--receive-pack", "--exec"]
-                .iter()
-                .any(|flag| a.text == *flag || a.text.starts_with(&format!("{flag}=")))
-        }) || (matches!(line.sub, Some("fetch" | "pull" | "clone" | "ls-remote"))
-            && line.rest.iter().any(|a| a.text == "-u"));
+    let runs_remote_program = line.rest.iter().any(|a| {
+        ["--upload-pack", "--receive-pack", "--exec"]
+            .iter()
+            .any(|flag| a.text == *flag || a.text.starts_with(&format!("{flag}=")))
+    }) || (matches!(line.sub, Some("clone" | "ls-remote"))
+        && line.rest.iter().any(|a| a.text == "-u"));
     if runs_remote_program {
         out.push(
             "gives git a program to run for the transfer (`--upload-pack`, `--receive-pack`)"

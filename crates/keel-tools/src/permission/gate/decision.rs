@@ -17,11 +17,12 @@ pub enum Mode {
     #[default]
     Ask,
     /// Reads, shell and network run; writes and deletes inside the workspace run; writes
-    /// outside the workspace ask.
+    /// outside the workspace ask; code the gate cannot read runs only inside the bash sandbox.
     Auto,
     /// Everything runs; only deny and ask rules still apply (the danger list is off).
     Full,
-    /// Read-only: reads and read-only commands run, writes and deletes are denied, network asks.
+    /// Read-only: reads and read-only commands run; writes, deletes, commands with other
+    /// effects and commands that reach the network are denied; `web_fetch` asks.
     Plan,
 }
 
