@@ -127,7 +127,7 @@ pub fn awk_is_filter(args: &[Arg]) -> bool {
     options_ok
         && ![
             "system", "|", ">", "getline", "ENVIRON", "@load", "@include", "close", "fflush",
-            "PROCINFO",
+            "PROCINFO", "ARGV", "ARGC",
         ]
         .iter()
         .any(|w| program.contains(w))
@@ -403,5 +403,9 @@ mod tests {
         assert!(!awk_is_filter(&args(&["{system(\"id\")}"])));
         assert!(!awk_is_filter(&args(&["{print > \"/tmp/x\"}"])));
         assert!(!awk_is_filter(&args(&["-f", "prog.awk"])));
+        // Files named in the program are read whatever the operands say.
+        assert!(!awk_is_filter(&args(&[
+            "BEGIN{ARGV[1]=\"/etc/shadow\";ARGC=2}1"
+        ])));
     }
 }
