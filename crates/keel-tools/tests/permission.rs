@@ -20,6 +20,11 @@ use pretty_assertions::assert_eq;
 use serde_json::{Value, json};
 
 use DecisionKind::{Allow, Ask, Deny, Safety};
+
+#[path = "permission/attacks.rs"]
+mod attacks;
+#[path = "permission/policy.rs"]
+mod policy;
 use Mode::{Ask as A, Auto as U, Full as F, Plan as P};
 
 /// A workspace, an outside folder and a home folder under one temporary folder.
@@ -29,6 +34,7 @@ struct World {
     ws: PathBuf,
     out: PathBuf,
     home: PathBuf,
+    keel_home: Option<PathBuf>,
 }
 
 impl World {
@@ -59,7 +65,28 @@ impl World {
         ] {
             std::fs::write(file, "x").unwrap();
         }
+        for folder in [
+            ws.join(".git/hooks"),
+            ws.join(".keel"),
+            ws.join(".claude"),
+            ws.join("sub/.git"),
+            out.join("sub"),
+        ] {
+            std::fs::create_dir_all(folder).unwrap();
+        }
+        for file in [
+            ws.join(".git/config"),
+            ws.join(".keel/config.yaml"),
+            ws.join("in.txt"),
+            ws.join("x"),
+        ] {
+            std::fs::write(file, "x").unwrap();
+        }
         let link = |from: &Path, to: PathBuf| std::os::unix::fs::symlink(from, to).unwrap();
+        // `deep/..` is the home folder, `outsub/..` the outside folder: only a gate that
+        // resolves links before `..` sees where they go.
+        link(&home.join("Documents"), ws.join("deep"));
+        link(&out.join("sub"), ws.join("outsub"));
         link(&out, ws.join("escape"));
         link(&out.join("new"), ws.join("dangling"));
         link(Path::new("/"), ws.join("rootlink"));
@@ -71,6 +98,7 @@ impl World {
             ws,
             out,
             home,
+            keel_home: None,
         }
     }
 
@@ -84,15 +112,33 @@ impl World {
     fn env(&self) -> ToolEnv {
         let mut env = ToolEnv::new(&self.ws);
         env.home = Some(self.home.clone());
+        // Without a keel home, `rm -rf /` is judged by the danger list alone; the control
+        // table gives one (then deleting a folder that holds it is denied outright).
+        env.keel_home = self.keel_home.clone();
         env
     }
 
     fn gate(&self, mode: Mode, rules: RuleSet) -> PermissionGate {
-        let vars = HashMap::from([(
-            "BUILD_DIR".to_owned(),
-            self.ws.join("build").to_string_lossy().into_owned(),
-        )]);
-        PermissionGate::new(&self.env(), mode, rules).with_vars(vars)
+        self.gate_in(mode, rules, |_| {})
+    }
+
+    /// A gate over this world's environment as `change` leaves it.
+    fn gate_in(
+        &self,
+        mode: Mode,
+        rules: RuleSet,
+        change: impl FnOnce(&mut ToolEnv),
+    ) -> PermissionGate {
+        let vars = HashMap::from([
+            (
+                "BUILD_DIR".to_owned(),
+                self.ws.join("build").to_string_lossy().into_owned(),
+            ),
+            ("PATH".to_owned(), "/usr/bin:/bin".to_owned()),
+        ]);
+        let mut env = self.env();
+        change(&mut env);
+        PermissionGate::new(&env, mode, rules).with_vars(vars)
     }
 
     fn rules(&self, yaml: &str) -> RuleSet {
@@ -116,9 +162,18 @@ impl World {
 type Case = (Mode, &'static str, &'static str, DecisionKind);
 
 fn run_table(world: &World, rules: &str, cases: &[Case]) -> usize {
+    run_table_in(world, rules, cases, |_| {})
+}
+
+fn run_table_in(
+    world: &World,
+    rules: &str,
+    cases: &[Case],
+    change: impl Fn(&mut ToolEnv),
+) -> usize {
     let mut failures = Vec::new();
     for (mode, tool, args, expected) in cases {
-        let gate = world.gate(*mode, world.rules(rules));
+        let gate = world.gate_in(*mode, world.rules(rules), &change);
         let decision = gate.check(tool, &world.arguments(tool, args));
         if decision.kind() != *expected {
             failures.push(format!(
@@ -150,7 +205,8 @@ const FILE_TOOLS: &[Case] = &[
     (F, "read", r#"{"path": "~/.ssh/id_rsa"}"#, Allow),
     (U, "read", r#"{"path": "~/.aws/credentials"}"#, Safety),
     (U, "read", r#"{"path": "~/.kube/config"}"#, Safety),
-    (U, "read", r#"{"path": "~/.kube/cache/discovery"}"#, Allow),
+    // The whole of ~/.kube is a credential location (protect::DEFAULT_CREDENTIALS).
+    (U, "read", r#"{"path": "~/.kube/cache/discovery"}"#, Safety),
     (U, "read", r#"{"path": "~/.docker/config.json"}"#, Safety),
     (U, "read", r#"{"path": "~/.netrc"}"#, Safety),
     (
@@ -341,7 +397,10 @@ const SHELL_AUTO: &[Case] = &[
     (U, "bash", "bash -c \"bash -c 'rm -rf ~'\"", Safety),
     (U, "bash", "sudo -u deploy make install", Allow),
     (U, "bash", "xargs rm -rf < list.txt", Safety),
-    (U, "bash", "find . -name '*.o' | xargs rm -f", Ask),
+    // xargs gets what find lists: files under the workspace.
+    (U, "bash", "find . -name '*.o' | xargs rm -f", Allow),
+    (U, "bash", "find %OUT% -name '*.o' | xargs rm -f", Ask),
+    (U, "bash", "cat list.txt | xargs rm -f", Ask),
     (U, "bash", "find . -name '*.o' | xargs wc -l", Allow),
     (U, "bash", "find / -delete", Safety),
     (U, "bash", "find . -name '*.tmp' -delete", Allow),
@@ -468,7 +527,8 @@ const SHELL_PLAN: &[Case] = &[
     (P, "bash", "mkdir d", Deny),
     (P, "bash", "cargo build", Deny),
     (P, "bash", "python3 script.py", Deny),
-    (P, "bash", "curl -s https://example.com", Ask),
+    // Commands have no network in plan mode (issue 9); web_fetch still asks.
+    (P, "bash", "curl -s https://example.com", Deny),
     (P, "bash", "wget https://example.com/file", Deny),
     (P, "bash", "cat ~/.ssh/id_rsa", Safety),
     (P, "bash", "cat /etc/hosts", Allow),
@@ -1067,6 +1127,8 @@ fn the_suite_is_large_enough() {
         + SHELL_PLAN.len()
         + SHELL_FULL.len()
         + rule_cases
-        + BAD_RULE_FILES.len();
+        + BAD_RULE_FILES.len()
+        + attacks::attack_cases()
+        + policy::policy_cases();
     assert!(total >= 150, "{total} cases");
 }

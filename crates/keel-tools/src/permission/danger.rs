@@ -7,21 +7,145 @@
 
 use std::path::{Component, Path, PathBuf};
 
-use super::effects::{git_subcommand, has_flag};
-use super::shell::{Invocation, Unseen, UnseenSource};
+use super::effects::{git_dangers, git_subcommand, has_flag, inline_code, mentions};
+use super::envvars::{self, VarKind};
+use super::shell::{Invocation, Stdin, Unseen, UnseenSource};
 
-/// Credential locations under the home folder: reading (or writing) them asks.
-pub const CREDENTIALS: &[&str] = &[
-    ".ssh",
-    ".aws",
-    ".config/gcloud",
-    ".azure",
-    ".kube/config",
-    ".docker/config.json",
-    ".netrc",
-    ".gnupg",
-    ".git-credentials",
+/// Files under `/proc/<pid>/` that hold a process's secrets (its environment, memory, open
+/// files) or reach into its view of the file system.
+const PROCESS_SECRETS: &[&str] = &[
+    "environ",
+    "mem",
+    "maps",
+    "smaps",
+    "auxv",
+    "fd",
+    "fdinfo",
+    "map_files",
+    "task",
+    "root",
+    "cwd",
+    "pagemap",
+    "stack",
+    "syscall",
 ];
+
+/// Protected control files as inline code would name them.
+const CODE_CONTROL: &[&str] = &[
+    ".git/config",
+    ".git/hooks",
+    ".keel/",
+    ".mcp.json",
+    ".claude/settings",
+    "hooksPath",
+];
+
+/// Words in inline code that reach keel's or a process's secrets whatever the paths.
+const CODE_SECRETS: &[&str] = &["environ", "/proc/", "id_rsa", "id_ed25519", "id_ecdsa"];
+
+/// Where credentials are: [`crate::protect::credential_locations`] as given and with links
+/// resolved, each with the form shown in messages (`~/.ssh`).
+#[derive(Debug, Clone, Default)]
+pub struct Credentials {
+    locations: Vec<(PathBuf, String)>,
+    needles: Vec<String>,
+    own_pid: u32,
+}
+
+impl Credentials {
+    /// The list for `locations` (absolute), shown relative to `home` where they lie in it.
+    pub fn new(locations: &[PathBuf], home: Option<&Path>) -> Self {
+        let mut out = Self {
+            own_pid: std::process::id(),
+            ..Self::default()
+        };
+        let homes: Vec<PathBuf> = home
+            .into_iter()
+            .flat_map(|h| [h.to_path_buf(), super::paths::real_path(h)])
+            .collect();
+        for location in locations {
+            let shown = homes
+                .iter()
+                .find_map(|h| location.strip_prefix(h).ok())
+                .map(|rest| format!("~/{}", rest.display()))
+                .unwrap_or_else(|| location.display().to_string());
+            for path in [location.clone(), super::paths::real_path(location)] {
+                if !out.locations.iter().any(|(p, _)| *p == path) {
+                    out.locations.push((path, shown.clone()));
+                }
+            }
+            let relative = shown.strip_prefix("~/").unwrap_or(&shown).to_owned();
+            for needle in [location.display().to_string(), shown.clone(), relative] {
+                if !out.needles.contains(&needle) {
+                    out.needles.push(needle);
+                }
+            }
+        }
+        out.needles
+            .extend(CODE_SECRETS.iter().map(|s| (*s).to_owned()));
+        out
+    }
+
+    /// The credential location (`~/.ssh`, …) that `path` (real) is or lies in.
+    pub fn location(&self, path: &Path) -> Option<String> {
+        if let Some(found) = self
+            .locations
+            .iter()
+            .find(|(location, _)| path.starts_with(location))
+        {
+            return Some(found.1.clone());
+        }
+        process_secret(&path.to_string_lossy(), self.own_pid)
+    }
+
+    /// Whether reading the folder `path` (real) as a whole reaches credentials.
+    pub fn held_in(&self, path: &Path) -> bool {
+        self.locations
+            .iter()
+            .any(|(location, _)| location.starts_with(path))
+            || Path::new("/proc").starts_with(path)
+            || path
+                .strip_prefix("/proc")
+                .is_ok_and(|rest| rest.components().count() == 1)
+    }
+
+    /// A credential location or process secret named in a path known only at run time
+    /// (`${HOME:-x}/.ssh/id_rsa`, `/proc/$PPID/environ`): its known tail is enough.
+    pub fn in_unknown(&self, text: &str) -> Option<String> {
+        if let Some(secret) = process_secret(text, self.own_pid) {
+            return Some(secret);
+        }
+        self.locations.iter().find_map(|(_, shown)| {
+            let tail = shown.strip_prefix("~/")?;
+            let at = text.find(&format!("/{tail}"))?;
+            let after = text.get(at + 1 + tail.len()..).unwrap_or("");
+            (after.is_empty() || after.starts_with('/')).then(|| format!("credentials in {shown}"))
+        })
+    }
+
+    /// The credential location or secret that code mentions, if any.
+    pub fn in_code(&self, code: &str) -> Option<String> {
+        mentions(code, &self.needles).map(str::to_owned)
+    }
+}
+
+/// `/proc/<pid>/environ` and friends: the secrets of a process (keel's own when the pid is
+/// `self`, keel's, or unknown). `path` may hold unexpanded parts (`/proc/$PPID/environ`).
+pub fn process_secret(path: &str, own_pid: u32) -> Option<String> {
+    let rest = path.strip_prefix("/proc/")?;
+    let mut parts = rest.split('/').filter(|p| !p.is_empty() && *p != ".");
+    let pid = parts.next()?;
+    let file = parts.next()?;
+    let own = matches!(pid, "self" | "thread-self") || pid == own_pid.to_string();
+    let some_pid =
+        pid.chars().all(|c| c.is_ascii_digit()) || pid.contains(['$', '*', '?', '[', '`', '(']);
+    let secret = own
+        || (some_pid
+            && PROCESS_SECRETS
+                .iter()
+                .any(|s| file == *s || (file.contains(['*', '?', '[']) && !file.is_empty())));
+    secret.then(|| format!("a process's secrets in /proc/{pid}/{file}"))
+}
 
 /// Device files that are safe to write.
 const HARMLESS_DEVICES: &[&str] = &[
@@ -45,18 +169,6 @@ const DISK_TOOLS: &[&str] = &[
     "zpool",
     "badblocks",
 ];
-
-/// The credential location (`~/.ssh`, …) that `path` is or lies in, for one of `homes`.
-pub fn credential(path: &Path, homes: &[PathBuf]) -> Option<String> {
-    for home in homes {
-        for entry in CREDENTIALS {
-            if path.starts_with(home.join(entry)) {
-                return Some(format!("~/{entry}"));
-            }
-        }
-    }
-    None
-}
 
 fn normal_depth(path: &Path) -> usize {
     path.components()
@@ -121,8 +233,69 @@ pub fn device_write(path: &Path) -> Option<String> {
     Some(format!("writes the device {}", path.display()))
 }
 
-/// Dangers visible from a command alone: disk tools, power, `git push --force`, `kill -9 -1`.
-pub fn invocation(invocation: &Invocation) -> Option<String> {
+/// Dangers visible from a command alone: disk tools, power, `git push --force`, `kill -9 -1`,
+/// git configuration that runs programs, variables that load code, inline code that names
+/// credentials.
+pub fn invocation(
+    invocation: &Invocation,
+    credentials: &Credentials,
+    inherited: &std::collections::HashMap<String, String>,
+) -> Vec<String> {
+    let mut out = Vec::new();
+    let shown = || invocation.words().join(" ");
+    // A bare assignment runs nothing; the programs after it carry the variable.
+    let runs = !invocation.argv.is_empty();
+    for (name, value) in invocation.env.iter().filter(|_| runs) {
+        if let VarKind::RunsCode(how) = envvars::kind_given(name, &value.text, inherited) {
+            out.push(format!("sets {name}, which {how} (`{}`)", shown()));
+        }
+    }
+    let Some(program) = invocation.program() else {
+        return out;
+    };
+    let args = invocation.args();
+    if program == "git" {
+        out.extend(
+            git_dangers(args)
+                .into_iter()
+                .map(|d| format!("{d} (`{}`)", shown())),
+        );
+    }
+    if program == "ps"
+        && args
+            .iter()
+            .any(|a| !a.text.starts_with('-') && a.text.contains('e'))
+    {
+        out.push(format!(
+            "shows the environment of other processes, keel's keys included (`{}`)",
+            shown()
+        ));
+    }
+    let mut code = inline_code(program, args);
+    if let Stdin::Text(text) = &invocation.stdin
+        && super::shell::INTERPRETERS.contains(&program)
+    {
+        code.push(text.text.clone());
+    }
+    for code in code {
+        if let Some(found) = credentials.in_code(&code) {
+            out.push(format!(
+                "runs inline code that mentions {found}, a credential or secret (`{}`)",
+                shown()
+            ));
+        }
+        if let Some(found) = CODE_CONTROL.iter().find(|c| code.contains(*c)) {
+            out.push(format!(
+                "runs inline code that mentions {found}, a protected control file (`{}`)",
+                shown()
+            ));
+        }
+    }
+    out.extend(basic(invocation));
+    out
+}
+
+fn basic(invocation: &Invocation) -> Option<String> {
     let program = invocation.program()?;
     let args = invocation.args();
     let texts: Vec<&str> = args.iter().map(|a| a.text.as_str()).collect();
@@ -306,13 +479,53 @@ mod tests {
         assert!(device_write(Path::new("/dev/nvme0n1p1")).is_some());
         assert!(device_write(Path::new("/dev/null")).is_none());
         assert!(device_write(Path::new("/dev/fd/2")).is_none());
+        let credentials = Credentials::new(
+            &crate::protect::credential_locations(Some(Path::new("/home/u")), None, &[]),
+            Some(Path::new("/home/u")),
+        );
         assert_eq!(
-            credential(Path::new("/home/u/.ssh/id_rsa"), &homes()).as_deref(),
+            credentials
+                .location(Path::new("/home/u/.ssh/id_rsa"))
+                .as_deref(),
             Some("~/.ssh")
         );
-        assert!(credential(Path::new("/home/u/.kube/config"), &homes()).is_some());
-        assert!(credential(Path::new("/home/u/.kube/cache"), &homes()).is_none());
-        assert!(credential(Path::new("/home/u/.sshrc"), &homes()).is_none());
+        assert!(
+            credentials
+                .location(Path::new("/home/u/.kube/config"))
+                .is_some()
+        );
+        assert!(credentials.location(Path::new("/home/u/.sshrc")).is_none());
+        assert!(credentials.held_in(Path::new("/home/u")));
+        assert!(credentials.held_in(Path::new("/proc")));
+        assert!(!credentials.held_in(Path::new("/home/u/src")));
+        assert!(credentials.in_code("open('/home/u/.ssh/id_rsa')").is_some());
+        assert!(credentials.in_code("os.environ['K']").is_some());
+        assert!(credentials.in_code("print(1)").is_none());
+    }
+
+    #[test]
+    fn process_secrets() {
+        let me = std::process::id();
+        for path in [
+            "/proc/self/environ",
+            "/proc/self/status",
+            "/proc/thread-self/mem",
+            "/proc/1234/environ",
+            "/proc/$PPID/environ",
+            "/proc/1/task/1/environ",
+            "/proc/*/environ",
+        ] {
+            assert!(process_secret(path, me).is_some(), "{path}");
+        }
+        assert!(process_secret(&format!("/proc/{me}/cmdline"), me).is_some());
+        for path in [
+            "/proc/1234/status",
+            "/proc/cpuinfo",
+            "/proc/self",
+            "/etc/environ",
+        ] {
+            assert!(process_secret(path, me).is_none(), "{path}");
+        }
     }
 
     #[test]

@@ -89,6 +89,25 @@ pub(super) fn option_values(args: &[Arg], short: Option<char>, long: &str) -> Ve
     out
 }
 
+/// Splits copy-like operands into sources and destination (`-t DIR` honoured).
+pub(super) fn sources_and_target<'a>(
+    args: &'a [Arg],
+    short_values: &str,
+    long_values: &[&str],
+) -> (Vec<&'a Arg>, Option<Arg>) {
+    let mut operands = positional(args, short_values, long_values);
+    let target = option_values(args, Some('t'), "target-directory")
+        .into_iter()
+        .next();
+    match target {
+        Some(target) => (operands, Some(target)),
+        None => {
+            let last = operands.pop().cloned();
+            (operands, last)
+        }
+    }
+}
+
 /// Whether a short flag (possibly in a cluster like `-rf`) or a long flag is present.
 pub fn has_flag(args: &[Arg], short: Option<char>, long: &str) -> bool {
     args.iter().take_while(|a| a.text != "--").any(|a| {

@@ -3,37 +3,43 @@
 //! looks like a path counts as a read. The longest table of program knowledge, kept apart from
 //! the command classes.
 
-use super::FileEffect;
-use super::args::{has_flag, is_recursive, is_remote, looks_like_path, option_values, positional};
-use super::git_subcommand;
+use super::args::{
+    has_flag, is_recursive, is_remote, looks_like_path, option_values, positional,
+    sources_and_target,
+};
+use super::links::{link_targets, ln_operands};
 use super::tables::{NO_FILES, READERS};
+use super::{FileEffect, archive, code, git};
 use crate::permission::rules::Action;
 use crate::permission::shell::Arg;
 
-fn effect(action: Action, path: &Arg, recursive: bool) -> FileEffect {
+pub(super) fn effect(action: Action, path: &Arg, recursive: bool) -> FileEffect {
     FileEffect {
         action,
         path: path.clone(),
         recursive,
+        anchor: None,
     }
 }
 
-/// Splits copy-like operands into sources and destination (`-t DIR` honoured).
-fn sources_and_target<'a>(
-    args: &'a [Arg],
-    short_values: &str,
-    long_values: &[&str],
-) -> (Vec<&'a Arg>, Option<Arg>) {
-    let mut operands = positional(args, short_values, long_values);
-    let target = option_values(args, Some('t'), "target-directory")
-        .into_iter()
-        .next();
-    match target {
-        Some(target) => (operands, Some(target)),
-        None => {
-            let last = operands.pop().cloned();
-            (operands, last)
-        }
+/// Options of `cp` and friends that take a value.
+pub(super) const COPY_VALUES: &[&str] = &[
+    "target-directory",
+    "suffix",
+    "mode",
+    "owner",
+    "group",
+    "backup-dir",
+    "exclude",
+    "include",
+    "filter",
+    "rsh",
+];
+
+fn with_text(arg: &Arg, text: impl Into<String>) -> Arg {
+    Arg {
+        text: text.into(),
+        ..arg.clone()
     }
 }
 
@@ -66,29 +72,35 @@ pub fn file_effects(program: &str, args: &[Arg]) -> Vec<FileEffect> {
                 out.push(effect(Action::Write, &target, true));
             }
         }
-        "cp" | "install" | "ln" | "rsync" => {
-            let (sources, target) = sources_and_target(
-                args,
-                "tSmogB",
-                &[
-                    "target-directory",
-                    "suffix",
-                    "mode",
-                    "owner",
-                    "group",
-                    "backup-dir",
-                    "exclude",
-                    "include",
-                    "filter",
-                    "rsh",
-                ],
-            );
+        "ln" | "link" | "symlink" => {
+            let (targets, link) = ln_operands(args);
+            let symbolic = program == "symlink" || has_flag(args, Some('s'), "symbolic");
+            let relative = has_flag(args, Some('r'), "relative");
+            link_targets(&mut out, &targets, &link, symbolic, relative);
+        }
+        "cp" | "install" | "rsync" => {
+            let (sources, target) = sources_and_target(args, "tSmogB", COPY_VALUES);
             let deep = recursive || has_flag(args, Some('a'), "archive");
-            for source in sources.into_iter().filter(|a| !is_remote(&a.text)) {
-                out.push(effect(Action::Read, source, deep));
-            }
-            if let Some(target) = target.filter(|a| !is_remote(&a.text)) {
-                out.push(effect(Action::Write, &target, deep));
+            let sources: Vec<&Arg> = sources
+                .into_iter()
+                .filter(|a| !is_remote(&a.text))
+                .collect();
+            let symbolic = program == "cp" && has_flag(args, Some('s'), "symbolic-link");
+            let hard = program == "cp" && has_flag(args, Some('l'), "link");
+            match target.filter(|a| !is_remote(&a.text)) {
+                Some(target) if symbolic || hard => {
+                    // A symlink made by `cp -s` holds the source as written: relative to
+                    // the command's folder, like a hard link's.
+                    link_targets(&mut out, &sources, &target, false, false);
+                }
+                target => {
+                    for source in sources {
+                        out.push(effect(Action::Read, source, deep));
+                    }
+                    if let Some(target) = target {
+                        out.push(effect(Action::Write, &target, deep));
+                    }
+                }
             }
         }
         "scp" => {
@@ -139,23 +151,63 @@ pub fn file_effects(program: &str, args: &[Arg]) -> Vec<FileEffect> {
                 }
             }
         }
-        "sed" | "perl"
+        "sed" => {
+            let in_place = has_flag(args, Some('i'), "in-place")
+                || args.iter().any(|a| a.text.starts_with("-i"));
+            let scripted =
+                has_flag(args, Some('e'), "expression") || has_flag(args, Some('f'), "file");
+            let operands = positional(args, "efl", &["expression", "file", "line-length"]);
+            let action = if in_place {
+                Action::Write
+            } else {
+                Action::Read
+            };
+            for path in operands.into_iter().skip(usize::from(!scripted)) {
+                out.push(effect(action, path, false));
+            }
+            for file in option_values(args, Some('f'), "file") {
+                out.push(effect(Action::Read, &file, false));
+            }
+            let sed = code::sed_effects(args);
+            for file in sed.writes.iter().filter(|f| !f.starts_with("/dev/std")) {
+                out.push(effect(Action::Write, &Arg::literal(file.as_str()), false));
+            }
+            for file in &sed.reads {
+                out.push(effect(Action::Read, &Arg::literal(file.as_str()), false));
+            }
+        }
+        "perl"
             if has_flag(args, Some('i'), "in-place")
                 || args.iter().any(|a| a.text.starts_with("-i")) =>
         {
-            let scripted =
-                has_flag(args, Some('e'), "expression") || has_flag(args, Some('f'), "file");
-            let operands = positional(args, "ef", &["expression", "file"]);
-            for path in operands.into_iter().skip(usize::from(!scripted)) {
+            let operands = positional(args, "eEIMx", &[]);
+            for path in operands {
                 out.push(effect(Action::Write, path, false));
             }
         }
-        "sed" | "awk" | "gawk" | "mawk" | "jq" | "yq" => {
+        "awk" | "gawk" | "mawk" | "nawk" | "jq" | "yq" => {
             let scripted =
                 has_flag(args, Some('e'), "expression") || has_flag(args, Some('f'), "file");
-            let operands = positional(args, "efvF", &["expression", "file", "arg", "argjson"]);
+            let operands = positional(
+                args,
+                "efvFL",
+                &[
+                    "expression",
+                    "file",
+                    "arg",
+                    "argjson",
+                    "rawfile",
+                    "slurpfile",
+                ],
+            );
             for path in operands.into_iter().skip(usize::from(!scripted)) {
                 out.push(effect(Action::Read, path, false));
+            }
+            for file in option_values(args, Some('f'), "file")
+                .into_iter()
+                .chain(option_values(args, None, "from-file"))
+            {
+                out.push(effect(Action::Read, &file, false));
             }
         }
         "sort" => {
@@ -218,16 +270,25 @@ pub fn file_effects(program: &str, args: &[Arg]) -> Vec<FileEffect> {
                 .take_while(|a| !(a.text.starts_with('-') || a.text == "(" || a.text == "!"))
                 .collect();
             let deletes = args.iter().any(|a| a.text == "-delete");
+            // `-exec` hands every file found to a command: the whole tree is read.
+            let hands_out = args
+                .iter()
+                .any(|a| matches!(a.text.as_str(), "-exec" | "-execdir" | "-ok" | "-okdir"));
             let starts = if starts.is_empty() {
                 vec![&here]
             } else {
                 starts
             };
             for start in starts {
-                // Lists names only; contents are not read.
-                out.push(effect(Action::Read, start, false));
+                // Lists names only; contents are not read unless handed to a command.
+                out.push(effect(Action::Read, start, hands_out));
                 if deletes {
-                    out.push(effect(Action::Delete, start, true));
+                    // What it deletes is picked by its tests: files anywhere under the start.
+                    let picked = Arg {
+                        tree: true,
+                        ..(*start).clone()
+                    };
+                    out.push(effect(Action::Delete, &picked, true));
                 }
             }
             for (i, arg) in args.iter().enumerate() {
@@ -240,29 +301,8 @@ pub fn file_effects(program: &str, args: &[Arg]) -> Vec<FileEffect> {
                 }
             }
         }
-        "tar" | "bsdtar" => tar_effects(args, &mut out),
-        "zip" => {
-            let operands = positional(args, "bnxit", &[]);
-            if let Some((archive, files)) = operands.split_first() {
-                out.push(effect(Action::Write, archive, false));
-                for file in files {
-                    out.push(effect(Action::Read, file, recursive));
-                }
-            }
-        }
-        "unzip" => {
-            let operands = positional(args, "dx", &[]);
-            if let Some(archive) = operands.first() {
-                out.push(effect(Action::Read, archive, false));
-            }
-            let into = option_values(args, Some('d'), "")
-                .into_iter()
-                .next()
-                .unwrap_or_else(|| here.clone());
-            if !has_flag(args, Some('l'), "") && !has_flag(args, Some('p'), "") {
-                out.push(effect(Action::Write, &into, true));
-            }
-        }
+        "tar" | "bsdtar" | "zip" | "unzip" | "gzip" | "gunzip" | "bzip2" | "bunzip2" | "xz"
+        | "unxz" | "lzma" | "unlzma" => archive::file_effects(program, args, &mut out),
         "curl" => {
             for path in option_values(args, Some('o'), "output")
                 .into_iter()
@@ -334,40 +374,7 @@ pub fn file_effects(program: &str, args: &[Arg]) -> Vec<FileEffect> {
                 out.push(effect(Action::Read, &path, false));
             }
         }
-        "git" => match git_subcommand(args) {
-            Some(("rm", rest)) => {
-                let deep = is_recursive(rest);
-                for path in positional(rest, "", &[]) {
-                    out.push(effect(Action::Delete, path, deep));
-                }
-            }
-            Some(("clean", rest)) => {
-                let paths = positional(rest, "e", &["exclude"]);
-                if paths.is_empty() {
-                    out.push(effect(Action::Delete, &here, true));
-                }
-                for path in paths {
-                    out.push(effect(Action::Delete, path, true));
-                }
-            }
-            Some(("mv", rest)) => {
-                let (sources, target) = sources_and_target(rest, "", &[]);
-                for source in sources {
-                    out.push(effect(Action::Delete, source, true));
-                }
-                if let Some(target) = target {
-                    out.push(effect(Action::Write, &target, true));
-                }
-            }
-            Some((
-                "status" | "log" | "diff" | "show" | "branch" | "ls-files" | "blame" | "grep",
-                _,
-            )) => {
-                out.push(effect(Action::Read, &here, true));
-                generic_reads(args, &mut out);
-            }
-            _ => generic_reads(args, &mut out),
-        },
+        "git" => out = git::file_effects(args, generic_reads),
         "ls" | "tree" | "du" => {
             let operands = positional(
                 args,
@@ -381,10 +388,117 @@ pub fn file_effects(program: &str, args: &[Arg]) -> Vec<FileEffect> {
             for path in operands {
                 out.push(effect(Action::Read, path, false));
             }
+            if program == "tree" {
+                for file in option_values(args, Some('o'), "") {
+                    out.push(effect(Action::Write, &file, false));
+                }
+            }
         }
         "head" | "tail" => {
             for path in positional(args, "nc", &["lines", "bytes"]) {
                 out.push(effect(Action::Read, path, false));
+            }
+        }
+        "uniq" | "xxd" => {
+            let operands = if program == "uniq" {
+                positional(args, "fsw", &["skip-fields", "skip-chars", "check-chars"])
+            } else {
+                positional(args, "cglso", &["cols", "groupsize", "len", "seek", "name"])
+            };
+            if let Some(input) = operands.first() {
+                out.push(effect(Action::Read, input, false));
+            }
+            if let Some(output) = operands.get(1) {
+                out.push(effect(Action::Write, output, false));
+            }
+        }
+        "iconv" | "gpg" | "less" | "more" => {
+            for path in positional(
+                args,
+                "oftOr",
+                &[
+                    "output",
+                    "from-code",
+                    "to-code",
+                    "log-file",
+                    "LOG-FILE",
+                    "recipient",
+                    "local-user",
+                    "homedir",
+                ],
+            ) {
+                out.push(effect(Action::Read, path, false));
+            }
+            for file in option_values(args, Some('o'), "output")
+                .into_iter()
+                .chain(option_values(args, None, "log-file"))
+                .chain(option_values(args, Some('O'), "LOG-FILE"))
+                .filter(|f| f.text != "-")
+            {
+                out.push(effect(Action::Write, &file, false));
+            }
+            if program == "gpg" {
+                // Every gpg run opens the keyring, private keys included.
+                let home = option_values(args, None, "homedir")
+                    .into_iter()
+                    .next()
+                    .unwrap_or_else(|| Arg::literal("~/.gnupg"));
+                out.push(effect(Action::Read, &home, true));
+            }
+        }
+        "openssl" => {
+            let mut i = 0;
+            while let Some(arg) = args.get(i) {
+                i += 1;
+                let Some(name) = arg.text.strip_prefix('-') else {
+                    continue;
+                };
+                let Some(value) = args.get(i) else { break };
+                if name.ends_with("out") {
+                    out.push(effect(Action::Write, value, false));
+                    i += 1;
+                } else if matches!(
+                    name,
+                    "in" | "key" | "inkey" | "cert" | "CAfile" | "passin" | "kfile" | "signkey"
+                ) {
+                    let file = value.text.strip_prefix("file:").unwrap_or(&value.text);
+                    out.push(effect(Action::Read, &with_text(value, file), false));
+                    i += 1;
+                }
+            }
+        }
+        "file" => {
+            for path in positional(
+                args,
+                "mfFPe",
+                &[
+                    "magic-file",
+                    "files-from",
+                    "separator",
+                    "parameter",
+                    "exclude",
+                ],
+            ) {
+                out.push(effect(Action::Read, path, false));
+            }
+            if has_flag(args, Some('C'), "compile") {
+                out.push(effect(Action::Write, &here, false));
+            }
+        }
+        "ssh-keygen" | "ssh-add" => {
+            let files: Vec<Arg> = if program == "ssh-add" {
+                positional(args, "tES", &[]).into_iter().cloned().collect()
+            } else {
+                option_values(args, Some('f'), "")
+            };
+            if files.is_empty() {
+                out.push(effect(Action::Read, &Arg::literal("~/.ssh"), true));
+            }
+            for file in files {
+                out.push(effect(Action::Read, &file, false));
+                if program == "ssh-keygen" {
+                    out.push(effect(Action::Write, &file, false));
+                }
             }
         }
         _ if READERS.contains(&program) => {
@@ -398,7 +512,8 @@ pub fn file_effects(program: &str, args: &[Arg]) -> Vec<FileEffect> {
     out
 }
 
-fn generic_reads(args: &[Arg], out: &mut Vec<FileEffect>) {
+/// Every argument that looks like a path, as a read.
+pub(super) fn generic_reads(args: &[Arg], out: &mut Vec<FileEffect>) {
     for arg in args {
         let value = match arg.text.split_once('=') {
             Some((name, value)) if name.starts_with('-') => value,
@@ -414,86 +529,5 @@ fn generic_reads(args: &[Arg], out: &mut Vec<FileEffect>) {
                 false,
             ));
         }
-    }
-}
-
-fn tar_effects(args: &[Arg], out: &mut Vec<FileEffect>) {
-    let mut letters = String::new();
-    let mut archive: Option<Arg> = None;
-    let mut operands = Vec::new();
-    let mut into: Option<Arg> = None;
-    let mut i = 0;
-    while let Some(arg) = args.get(i) {
-        i += 1;
-        let text = arg.text.as_str();
-        if let Some(long) = text.strip_prefix("--") {
-            let (name, value) = match long.split_once('=') {
-                Some((name, value)) => (
-                    name,
-                    Some(Arg {
-                        text: value.to_owned(),
-                        ..arg.clone()
-                    }),
-                ),
-                None => (long, None),
-            };
-            let takes_value = matches!(name, "file" | "directory");
-            let value = match (value, takes_value) {
-                (Some(value), _) => Some(value),
-                (None, true) => {
-                    i += 1;
-                    args.get(i - 1).cloned()
-                }
-                (None, false) => None,
-            };
-            match name {
-                "file" => archive = value,
-                "directory" => into = value,
-                "create" => letters.push('c'),
-                "extract" | "get" => letters.push('x'),
-                "append" => letters.push('r'),
-                "list" => letters.push('t'),
-                _ => {}
-            }
-            continue;
-        }
-        let bundle = if let Some(cluster) = text.strip_prefix('-') {
-            Some(cluster)
-        } else if i == 1 && !text.is_empty() && text.chars().all(|c| c.is_ascii_alphabetic()) {
-            // Old style: `tar czf out.tgz dir`.
-            Some(text)
-        } else {
-            None
-        };
-        match bundle {
-            Some(cluster) => {
-                for c in cluster.chars() {
-                    letters.push(c);
-                    if c == 'f' {
-                        archive = args.get(i).cloned();
-                        i += 1;
-                    } else if c == 'C' {
-                        into = args.get(i).cloned();
-                        i += 1;
-                    }
-                }
-            }
-            None => operands.push(arg.clone()),
-        }
-    }
-    let creates = letters.contains('c') || letters.contains('r') || letters.contains('u');
-    let extracts = letters.contains('x');
-    if let Some(archive) = archive.filter(|a| a.text != "-") {
-        let action = if creates { Action::Write } else { Action::Read };
-        out.push(effect(action, &archive, false));
-    }
-    if creates {
-        for operand in &operands {
-            out.push(effect(Action::Read, operand, true));
-        }
-    }
-    if extracts {
-        let folder = into.unwrap_or_else(|| Arg::literal("."));
-        out.push(effect(Action::Write, &folder, true));
     }
 }

@@ -3,34 +3,48 @@
 //!
 //! Trade-off: a table of common programs, not a model of every CLI. For a program it does not
 //! know, every argument that looks like a path counts as a read, so that reaching credentials
-//! through an unusual tool is still seen; writes by unknown programs are left to the mode
-//! (an unknown program in `plan` is not read-only, in `ask` it asks).
+//! through an unusual tool is still seen, and the program is [`CommandClass::Opaque`]: what
+//! it runs is left to the mode and the sandbox.
 //!
 //! The pieces: `args` reads options and operands the way most CLIs lay them out, `tables`
-//! lists programs by what they do, `files` says which files each known program touches; this
-//! file holds the verdicts built from them ([`classify`], [`uses_network`]).
+//! lists programs by what they do, `files` and `archive` say which files each known program
+//! touches, `git` takes git apart, `audit` lists the options that make an otherwise harmless
+//! program write files or run other programs, `code` reads inline programs; this file holds
+//! the verdicts built from them ([`classify`], [`uses_network`]).
 
+mod archive;
 mod args;
+mod audit;
+mod code;
 mod files;
+mod git;
+mod git_config;
+mod links;
 mod tables;
 
 use super::rules::Action;
 use super::shell::Arg;
-use args::{is_remote, option_values};
-use tables::{GIT_NETWORK, GIT_READ_ONLY, NETWORK, READ_ONLY};
+use args::{has_flag as flag, is_remote, option_values};
+use tables::{FILE_PROGRAMS, NETWORK, NO_FILES, READ_ONLY, READERS};
 
 pub use args::has_flag;
+pub use code::{inline_code, mentions};
 pub use files::file_effects;
+pub use git_config::{dangers as git_dangers, protected as git_protected};
+pub use links::link_effects;
 
 /// How a command counts for the modes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum CommandClass {
     /// Only reads (allowed in `plan`, and counts as a read in `ask`).
     ReadOnly,
-    /// Mostly reaches the network (asks in `plan`).
+    /// Mostly reaches the network (denied in `plan`: commands have no network there).
     Network,
-    /// Anything else.
+    /// Known effects beyond reading, each judged on its own.
     Other,
+    /// Runs code the gate cannot read (an unknown program, a script, inline interpreter code,
+    /// a program named in an option); the modes decide how far to trust the sandbox with it.
+    Opaque,
 }
 
 /// One file effect of a command.
@@ -42,30 +56,46 @@ pub struct FileEffect {
     pub path: Arg,
     /// Whether it applies to a whole tree.
     pub recursive: bool,
+    /// For a symlink's target: a relative target resolves against the folder of this link
+    /// (the link itself when it is an existing folder), not the command's.
+    pub anchor: Option<Arg>,
+}
+
+/// A link a command may create: later paths through it cannot be judged from the file system
+/// as it is now.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LinkEffect {
+    /// The link (or the folder links are made in).
+    pub at: Arg,
+    /// When `at` is an existing folder, the names made in it.
+    pub names: Vec<String>,
+    /// `at` is a folder in which any new path may turn out to be a link (an extracted
+    /// archive, a checkout).
+    pub tree: bool,
 }
 
 /// The git subcommand and its arguments, global options (`-C dir`, `-c k=v`) skipped.
 pub fn git_subcommand(args: &[Arg]) -> Option<(&str, &[Arg])> {
-    let mut i = 0;
-    while let Some(arg) = args.get(i) {
-        let text = arg.text.as_str();
-        if matches!(
-            text,
-            "-C" | "-c" | "--git-dir" | "--work-tree" | "--namespace"
-        ) {
-            i += 2;
-        } else if text.starts_with('-') {
-            i += 1;
-        } else {
-            return Some((text, args.get(i + 1..).unwrap_or(&[])));
-        }
-    }
-    None
+    let line = git::parse(args);
+    line.sub.map(|sub| (sub, line.rest))
+}
+
+/// Whether the analyzer knows what `program` does with its arguments.
+fn known(program: &str) -> bool {
+    READ_ONLY.contains(&program)
+        || READERS.contains(&program)
+        || NO_FILES.contains(&program)
+        || FILE_PROGRAMS.contains(&program)
+        || NETWORK.contains(&program)
 }
 
 /// How a command counts for the modes.
 pub fn classify(program: &str, args: &[Arg]) -> CommandClass {
+    if audit::runs_programs(program, args) {
+        return CommandClass::Opaque;
+    }
     match program {
+        "source" | "." => CommandClass::Opaque,
         "find" => {
             let writes = args.iter().any(|a| {
                 matches!(
@@ -87,54 +117,34 @@ pub fn classify(program: &str, args: &[Arg]) -> CommandClass {
                 CommandClass::ReadOnly
             }
         }
-        "sort" if has_flag(args, Some('o'), "output") => CommandClass::Other,
-        "tree" if has_flag(args, Some('o'), "output") => CommandClass::Other,
-        "rg" if args.iter().any(|a| a.text.starts_with("--pre")) => CommandClass::Other,
-        "env" if !args.is_empty() => CommandClass::Other,
-        "git" => match git_subcommand(args) {
-            Some(("branch", rest)) => {
-                let changes = rest.iter().any(|a| {
-                    matches!(
-                        a.text.as_str(),
-                        "-d" | "-D"
-                            | "--delete"
-                            | "-m"
-                            | "-M"
-                            | "--move"
-                            | "-c"
-                            | "-C"
-                            | "--copy"
-                            | "-u"
-                            | "--set-upstream-to"
-                            | "--unset-upstream"
-                            | "-f"
-                            | "--force"
-                            | "--edit-description"
-                    )
-                });
-                let lists = rest.iter().any(|a| {
-                    matches!(
-                        a.text.as_str(),
-                        "--list" | "-l" | "--contains" | "--merged" | "--no-merged" | "--points-at"
-                    )
-                });
-                let names = rest.iter().any(|a| !a.text.starts_with('-'));
-                if changes || (names && !lists) {
-                    CommandClass::Other
-                } else {
-                    CommandClass::ReadOnly
-                }
+        "git" => git::classify(args),
+        "sed" => {
+            let effects = code::sed_effects(args);
+            if effects.runs {
+                CommandClass::Opaque
+            } else if effects.writes.is_empty()
+                && !flag(args, Some('i'), "in-place")
+                && !args.iter().any(|a| a.text.starts_with("-i"))
+            {
+                CommandClass::ReadOnly
+            } else {
+                CommandClass::Other
             }
-            Some((sub, _)) if GIT_READ_ONLY.contains(&sub) => CommandClass::ReadOnly,
-            Some(("ls-remote", _)) => CommandClass::Network,
-            _ => CommandClass::Other,
-        },
+        }
+        "awk" | "gawk" | "mawk" | "nawk" => {
+            if code::awk_is_filter(args) {
+                CommandClass::ReadOnly
+            } else {
+                CommandClass::Opaque
+            }
+        }
+        "env" if !args.is_empty() => CommandClass::Other,
         "curl" => {
-            let writes = has_flag(args, Some('o'), "output")
-                || has_flag(args, Some('O'), "remote-name")
-                || has_flag(args, None, "remote-name-all")
-                || has_flag(args, Some('c'), "cookie-jar")
-                || has_flag(args, Some('D'), "dump-header");
+            let writes = flag(args, Some('o'), "output")
+                || flag(args, Some('O'), "remote-name")
+                || flag(args, None, "remote-name-all")
+                || flag(args, Some('c'), "cookie-jar")
+                || flag(args, Some('D'), "dump-header");
             if writes {
                 CommandClass::Other
             } else {
@@ -145,7 +155,7 @@ pub fn classify(program: &str, args: &[Arg]) -> CommandClass {
             let to_stdout = option_values(args, Some('O'), "output-document")
                 .iter()
                 .any(|v| v.text == "-")
-                || has_flag(args, None, "spider");
+                || flag(args, None, "spider");
             if to_stdout {
                 CommandClass::Network
             } else {
@@ -154,16 +164,21 @@ pub fn classify(program: &str, args: &[Arg]) -> CommandClass {
         }
         "ping" | "dig" | "nslookup" | "host" | "ssh" | "nc" | "ncat" | "netcat" | "telnet"
         | "http" | "https" | "xh" => CommandClass::Network,
+        _ if audit::not_read_only(program, args) => CommandClass::Other,
         _ if READ_ONLY.contains(&program) => CommandClass::ReadOnly,
-        _ => CommandClass::Other,
+        _ if known(program) => CommandClass::Other,
+        _ => CommandClass::Opaque,
     }
 }
 
 /// Whether the program reaches the network with these arguments.
 pub fn uses_network(program: &str, args: &[Arg]) -> bool {
     match program {
-        "git" => git_subcommand(args).is_some_and(|(sub, _)| GIT_NETWORK.contains(&sub)),
+        "git" => git::uses_network(args),
         "rsync" => args.iter().any(|a| is_remote(&a.text)),
+        "openssl" => args.first().is_some_and(|a| {
+            matches!(a.text.as_str(), "s_client" | "s_server" | "s_time" | "ocsp")
+        }),
         _ => NETWORK.contains(&program),
     }
 }
@@ -263,6 +278,6 @@ mod tests {
             classify("curl", &args("-o f https://x")),
             CommandClass::Other
         );
-        assert_eq!(classify("make", &args("")), CommandClass::Other);
+        assert_eq!(classify("make", &args("")), CommandClass::Opaque);
     }
 }

@@ -17,11 +17,12 @@ pub enum Mode {
     #[default]
     Ask,
     /// Reads, shell and network run; writes and deletes inside the workspace run; writes
-    /// outside the workspace ask.
+    /// outside the workspace ask; code the gate cannot read runs only inside the bash sandbox.
     Auto,
     /// Everything runs; only deny and ask rules still apply (the danger list is off).
     Full,
-    /// Read-only: reads and read-only commands run, writes and deletes are denied, network asks.
+    /// Read-only: reads and read-only commands run; writes, deletes, commands with other
+    /// effects and commands that reach the network are denied; `web_fetch` asks.
     Plan,
 }
 
@@ -73,6 +74,9 @@ pub enum DenySource {
     Safety,
     /// The mode's profile (`plan` is read-only).
     Mode,
+    /// A write or delete of a protected control file (keel's own configuration, git's
+    /// configuration and hooks), which only the user or `full` mode may make.
+    Protected,
     /// An ask in a run with no one to ask.
     ApprovalNeeded,
 }
@@ -85,6 +89,7 @@ impl DenySource {
             DenySource::Rule => "[denied by rule]",
             DenySource::Safety => "[denied by safety]",
             DenySource::Mode => "[denied by mode]",
+            DenySource::Protected => "[denied: protected file]",
             DenySource::ApprovalNeeded => "[denied: approval needed]",
         }
     }

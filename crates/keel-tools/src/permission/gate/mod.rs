@@ -2,10 +2,12 @@
 //! run this program, delete that folder, reach the network), each judged by the rules, the
 //! mode's profile and the danger list; the call gets the worst verdict of its operations.
 //!
-//! Order per operation: a deny rule, then the mode's own denials (`plan` is read-only), then the
-//! danger list (asks in every mode but `full`; no allow rule can silence it), then ask rules,
-//! then allow rules, then the mode's profile. So rules can loosen or tighten a mode's asks, but
-//! never a safety check or the read-only promise of `plan`.
+//! Order: a write or delete of a protected control file denies the call in every mode but
+//! `full`; then per operation a deny rule, then the mode's own denials (`plan` is read-only and
+//! has no network), then the danger list (asks in every mode but `full`; no allow rule can
+//! silence it), then ask rules, then allow rules, then the mode's profile. So rules can loosen
+//! or tighten a mode's asks, but never a safety check, a control file or the read-only promise
+//! of `plan`.
 //!
 //! The pieces: `decision` holds the verdict types the host and front ends see, `operations`
 //! turns a call into `Op`s and collects dangers, `verdict` applies that order and offers
@@ -21,11 +23,12 @@ use std::sync::{PoisonError, RwLock};
 
 use serde_json::Value;
 
+use super::danger::Credentials;
 use super::effects::CommandClass;
-use super::paths::real_path;
+use super::paths::{real_path, resolve_until};
 use super::rules::{Action, Effect, Rule, RuleSet, Scope};
-use super::shell::ShellEnv;
-use crate::env::{ToolEnv, normalize};
+use super::shell::{Arg, ShellEnv};
+use crate::env::{SandboxMode, ToolEnv, normalize};
 
 pub use decision::{AskRequest, Decision, DecisionKind, Denial, DenySource, Mode, UnknownMode};
 
@@ -41,8 +44,14 @@ enum Target {
     Path { real: PathBuf, children: bool },
     /// A path only known at run time.
     Unknown(String),
+    /// A path through a link the command itself makes before it gets there: where it leads
+    /// cannot be known until the command runs.
+    ThroughLink(String),
     /// A URL.
     Url(String),
+    /// A protected control location reached without naming it, and how
+    /// (`git -c core.hooksPath=…`).
+    Protected(String),
 }
 
 /// One thing a call does.
@@ -98,6 +107,27 @@ fn has_glob_meta(text: &str) -> bool {
     text.contains(['*', '?', '[', '{'])
 }
 
+/// Links a command makes before a later part of it runs: paths through them cannot be judged
+/// from the file system as it is now.
+#[derive(Debug, Default)]
+struct Links {
+    /// Links (or moved files) at these real paths.
+    exact: Vec<PathBuf>,
+    /// Folders where any path that does not exist yet may turn out to be a link.
+    trees: Vec<PathBuf>,
+}
+
+impl Links {
+    fn blocks(&self, prefix: &Path) -> bool {
+        self.exact.iter().any(|link| link == prefix)
+            || self.trees.iter().any(|tree| {
+                prefix != tree
+                    && prefix.starts_with(tree)
+                    && std::fs::symlink_metadata(prefix).is_err()
+            })
+    }
+}
+
 /// The permission gate of one session: mode, rules, session rules and the workspace.
 #[derive(Debug)]
 pub struct PermissionGate {
@@ -110,6 +140,14 @@ pub struct PermissionGate {
     home: Option<PathBuf>,
     shell: ShellEnv,
     read_only_tools: HashSet<String>,
+    credentials: Credentials,
+    /// keel's own folder, real path: a protected control location.
+    keel_home: Option<PathBuf>,
+    /// Writes to control files are denied short of `full` ([`ToolEnv::protect_control`]).
+    protect_control: bool,
+    /// The bash sandbox bounds what commands can reach ([`ToolEnv::sandbox`] is not full
+    /// access), so `auto` may run code the gate cannot read.
+    sandboxed: bool,
 }
 
 impl PermissionGate {
@@ -140,6 +178,10 @@ impl PermissionGate {
             },
             home,
             read_only_tools: HashSet::new(),
+            credentials: Credentials::new(&env.credentials(), env.home.as_deref()),
+            keel_home: env.keel_home.as_deref().map(real_path),
+            protect_control: env.protect_control,
+            sandboxed: env.sandbox != SandboxMode::DangerFullAccess,
         }
     }
 
@@ -192,8 +234,8 @@ impl PermissionGate {
     /// Judges one call.
     pub fn check(&self, tool: &str, arguments: &Value) -> Decision {
         let mode = self.mode();
-        let (ops, dangers, summary) = self.operations(tool, arguments);
-        let decision = self.decide(mode, tool, &ops, dangers, summary);
+        let judged = self.operations(tool, arguments);
+        let decision = self.decide(mode, tool, judged);
         tracing::debug!(tool, mode = mode.name(), decision = ?decision.kind(), "permission decision");
         decision
     }
@@ -202,44 +244,83 @@ impl PermissionGate {
         self.roots.iter().any(|root| path.starts_with(root))
     }
 
-    /// Resolves a path argument against `cwd` into a real target.
-    fn target(&self, text: &str, opaque: bool, glob: bool, cwd: Option<&Path>) -> Target {
-        if opaque {
-            return Target::Unknown(text.to_owned());
-        }
+    /// `~` expanded and made absolute against `cwd`; `None` when `cwd` is unknown.
+    fn absolute(&self, text: &str, cwd: Option<&Path>) -> Option<PathBuf> {
         let expanded = match (text.strip_prefix('~'), &self.home) {
             (Some(rest), Some(home)) if rest.is_empty() || rest.starts_with('/') => {
                 PathBuf::from(format!("{}{rest}", home.display()))
             }
             _ => PathBuf::from(text),
         };
-        let absolute = if expanded.is_absolute() {
-            expanded
+        if expanded.is_absolute() {
+            Some(expanded)
         } else {
-            match cwd {
-                Some(cwd) => cwd.join(expanded),
-                None => return Target::Unknown(text.to_owned()),
-            }
+            cwd.map(|cwd| cwd.join(expanded))
+        }
+    }
+
+    /// Resolves a path argument of a command against `cwd` into a real target, as the kernel
+    /// will: links first, then `..`; unknown when it goes through a link the command makes.
+    fn target(&self, arg: &Arg, cwd: Option<&Path>, links: &Links) -> Target {
+        if arg.opaque || arg.unexpanded.is_some() {
+            return Target::Unknown(arg.text.clone());
+        }
+        let Some(absolute) = self.absolute(&arg.text, cwd) else {
+            return Target::Unknown(arg.text.clone());
         };
-        let absolute = normalize(&absolute);
-        if glob {
+        let (path, children) = if arg.glob {
+            // A pattern that matched nothing yet: the folder before its first pattern part.
             let mut base = PathBuf::new();
-            let mut children = false;
             for component in absolute.components() {
                 if has_glob_meta(&component.as_os_str().to_string_lossy()) {
-                    children = true;
                     break;
                 }
                 base.push(component);
             }
-            return Target::Path {
-                real: real_path(&base),
-                children,
-            };
+            (base, true)
+        } else {
+            (absolute, arg.tree)
+        };
+        match resolve_until(&path, &|prefix| links.blocks(prefix)) {
+            Some(real) => Target::Path { real, children },
+            None => Target::ThroughLink(arg.text.clone()),
         }
-        Target::Path {
+    }
+
+    /// Like [`Self::target`] for a path that is deleted: only the folders on the way to it
+    /// must not be links the command makes.
+    fn delete_target(&self, arg: &Arg, cwd: Option<&Path>, links: &Links) -> Target {
+        let target = self.target(arg, cwd, &Links::default());
+        let parent = self
+            .absolute(&arg.text, cwd)
+            .and_then(|p| p.parent().map(Path::to_path_buf));
+        match parent {
+            Some(parent) if resolve_until(&parent, &|prefix| links.blocks(prefix)).is_none() => {
+                Target::ThroughLink(arg.text.clone())
+            }
+            _ => target,
+        }
+    }
+
+    /// The real targets of a file tool's path: where the tool opens it (`..` folded first,
+    /// as [`ToolEnv::resolve`] does) and where the kernel would take it (links first), when
+    /// those differ.
+    fn tool_targets(&self, text: &str) -> Vec<Target> {
+        let Some(absolute) = self.absolute(text, Some(&self.cwd)) else {
+            return vec![Target::Unknown(text.to_owned())];
+        };
+        let opened = Target::Path {
+            real: real_path(&normalize(&absolute)),
+            children: false,
+        };
+        let kernel = Target::Path {
             real: real_path(&absolute),
             children: false,
+        };
+        if opened == kernel {
+            vec![opened]
+        } else {
+            vec![opened, kernel]
         }
     }
 
@@ -262,6 +343,7 @@ impl PermissionGate {
                     format!("{shown} (→ {})", clip(&real_text))
                 }
             }
+            Target::ThroughLink(_) => format!("{shown} (through a link the command makes)"),
             _ => shown,
         }
     }

@@ -6,6 +6,7 @@ use std::collections::HashSet;
 use std::sync::PoisonError;
 
 use super::decision::{AskRequest, Decision, Denial, DenySource, Mode};
+use super::operations::Judged;
 use super::{Op, PermissionGate, Target, clip, verb};
 use crate::permission::effects::CommandClass;
 use crate::permission::rules::{Action, Effect, Matcher, PathPattern, Scope, Subject, strongest};
@@ -45,6 +46,12 @@ impl PermissionGate {
                 }
             };
         };
+        let no_network = || {
+            ModeVerdict::Deny(format!(
+                "commands have no network in plan mode: {}; ask for web_fetch instead",
+                op.describe
+            ))
+        };
         match (mode, action) {
             (Mode::Full, _) => ModeVerdict::Allow,
             (Mode::Plan, Action::Read) => ModeVerdict::Allow,
@@ -53,14 +60,17 @@ impl PermissionGate {
             }
             (Mode::Plan, Action::Execute) => match op.class {
                 CommandClass::ReadOnly => ModeVerdict::Allow,
-                CommandClass::Network => {
-                    ModeVerdict::Ask(format!("needs approval in plan mode: {}", op.describe))
-                }
+                CommandClass::Network => no_network(),
                 CommandClass::Other => ModeVerdict::Deny(format!(
                     "plan mode is read-only and only runs read-only commands: {}",
                     op.describe
                 )),
+                CommandClass::Opaque => ModeVerdict::Deny(format!(
+                    "plan mode only runs commands known to be read-only: {} runs code the gate cannot read",
+                    op.describe
+                )),
             },
+            (Mode::Plan, Action::Network) if tool == "bash" => no_network(),
             (Mode::Plan, Action::Network) => {
                 ModeVerdict::Ask(format!("needs approval in plan mode: {}", op.describe))
             }
@@ -74,6 +84,14 @@ impl PermissionGate {
             (Mode::Ask, _) => {
                 ModeVerdict::Ask(format!("needs approval in ask mode: {}", op.describe))
             }
+            (Mode::Auto, Action::Execute)
+                if op.class == CommandClass::Opaque && !self.sandboxed =>
+            {
+                ModeVerdict::Ask(format!(
+                    "{} runs code the gate cannot read, and the bash sandbox is off",
+                    op.describe
+                ))
+            }
             (Mode::Auto, Action::Read | Action::Execute | Action::Network) => ModeVerdict::Allow,
             (Mode::Auto, Action::Write | Action::Delete) if inside => ModeVerdict::Allow,
             (Mode::Auto, Action::Write | Action::Delete) => {
@@ -82,20 +100,25 @@ impl PermissionGate {
         }
     }
 
-    pub(super) fn decide(
-        &self,
-        mode: Mode,
-        tool: &str,
-        ops: &[Op],
-        dangers: Vec<String>,
-        summary: String,
-    ) -> Decision {
+    pub(super) fn decide(&self, mode: Mode, tool: &str, judged: Judged) -> Decision {
+        let Judged {
+            ops,
+            dangers,
+            protected,
+            summary,
+        } = judged;
+        if mode != Mode::Full && !protected.is_empty() {
+            return Decision::Deny(Denial {
+                source: DenySource::Protected,
+                reason: protected.join("; "),
+            });
+        }
         let session = self.session.read().unwrap_or_else(PoisonError::into_inner);
         let mut reasons: Vec<String> = Vec::new();
         let mut rule_reasons: Vec<String> = Vec::new();
         let mut scope_ops: Vec<&Op> = Vec::new();
         let mut rule_asked = false;
-        for op in ops {
+        for op in &ops {
             let subject = Subject {
                 tool,
                 action: op.action,

@@ -6,48 +6,67 @@
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 
-use super::invocation::{
-    Analysis, Arg, FileRedirect, Invocation, ShellEnv, Stdin, Unseen, UnseenSource,
-};
+use super::builtins::DECLARATIONS;
+use super::feed::xargs_variants;
+use super::glob::{Budget, Matching};
+use super::invocation::{Analysis, Arg, FileRedirect, Invocation, ShellEnv, Stdin, UnseenSource};
 use super::lexer::tokenize;
 use super::programs::{
-    DOWNLOADERS, INTERPRETERS, SHELLS, is_download, peel, program_name, reads_stdin, resolve_dir,
+    INTERPRETERS, SHELLS, is_download, peel, program_name, reads_stdin, resolve_dir,
     shell_c_script, skip_options,
 };
 use super::split::{Item, SimpleCommand, split};
-use super::word::{Piece, RedirectKind, Word};
+use super::word::RedirectKind;
 use super::{MAX_DEPTH, MAX_SCRIPTS};
 
 #[derive(Debug, Clone, Default)]
-struct State {
-    cwd: Option<PathBuf>,
+pub(super) struct State {
+    pub(super) cwd: Option<PathBuf>,
     /// Variables assigned by the script: `None` when the value is unknown.
-    vars: HashMap<String, Option<String>>,
+    pub(super) vars: HashMap<String, Option<String>>,
+    /// Variables later programs get beyond keel's environment: exported, or changed after
+    /// being inherited.
+    pub(super) exported: Vec<(String, Arg)>,
+    /// `set -a`: every assignment is exported.
+    pub(super) allexport: bool,
 }
 
 /// Parses `command` and lists every program it would run, starting in `cwd`.
 pub fn analyze(command: &str, cwd: Option<&Path>, env: &ShellEnv) -> Analysis {
+    let widened = ["shopt", "GLOBIGNORE"].iter().any(|w| command.contains(w));
     let mut analyzer = Analyzer {
         env,
         out: Analysis::default(),
         next_pipeline: 0,
+        budget: Budget::default(),
+        matching: if widened {
+            Matching::Widened
+        } else {
+            Matching::Default
+        },
+        // Any mention of IFS: how unquoted values split is then unknown everywhere, including
+        // in functions defined before the assignment.
+        ifs_changed: command.contains("IFS"),
     };
     let mut state = State {
         cwd: cwd.map(Path::to_path_buf),
-        vars: HashMap::new(),
+        ..State::default()
     };
     analyzer.script(command, &mut state, 0);
     analyzer.out
 }
 
-struct Analyzer<'e> {
-    env: &'e ShellEnv,
-    out: Analysis,
-    next_pipeline: usize,
+pub(super) struct Analyzer<'e> {
+    pub(super) env: &'e ShellEnv,
+    pub(super) out: Analysis,
+    pub(super) next_pipeline: usize,
+    pub(super) budget: Budget,
+    pub(super) matching: Matching,
+    pub(super) ifs_changed: bool,
 }
 
 impl Analyzer<'_> {
-    fn script(&mut self, source: &str, state: &mut State, depth: usize) {
+    pub(super) fn script(&mut self, source: &str, state: &mut State, depth: usize) {
         if depth > MAX_DEPTH || self.out.scripts.len() >= MAX_SCRIPTS {
             self.out.truncated = true;
             return;
@@ -78,7 +97,7 @@ impl Analyzer<'_> {
         }
     }
 
-    fn lookup(&self, name: &str, state: &State) -> Option<String> {
+    pub(super) fn lookup(&self, name: &str, state: &State) -> Option<String> {
         if let Some(value) = state.vars.get(name) {
             return value.clone();
         }
@@ -93,91 +112,36 @@ impl Analyzer<'_> {
         }
     }
 
-    fn expand(&mut self, word: &Word, state: &State, depth: usize) -> Arg {
-        self.expand_pieces(&word.pieces, word.glob, state, depth)
-    }
-
-    fn expand_pieces(&mut self, pieces: &[Piece], glob: bool, state: &State, depth: usize) -> Arg {
-        let mut arg = Arg {
-            glob,
-            ..Arg::default()
-        };
-        for piece in pieces {
-            match piece {
-                Piece::Lit(text) => arg.text.push_str(text),
-                Piece::Tilde => match &self.env.home {
-                    Some(home) => arg.text.push_str(&home.to_string_lossy()),
-                    None => {
-                        arg.opaque = true;
-                        arg.text.push('~');
-                    }
-                },
-                Piece::Var(name) => match self.lookup(name, state) {
-                    Some(value) => arg.text.push_str(&value),
-                    None => {
-                        arg.opaque = true;
-                        arg.text.push('$');
-                        arg.text.push_str(name);
-                    }
-                },
-                Piece::Subst(inner) if inner.trim() == "pwd" && state.cwd.is_some() => {
-                    if let Some(cwd) = &state.cwd {
-                        arg.text.push_str(&cwd.to_string_lossy());
-                    }
-                }
-                Piece::Subst(inner) => {
-                    let first = self.out.invocations.len();
-                    let mut inner_state = state.clone();
-                    self.script(inner, &mut inner_state, depth + 1);
-                    let programs = self
-                        .out
-                        .invocations
-                        .get(first..)
-                        .unwrap_or(&[])
-                        .iter()
-                        .filter_map(|i| i.program().map(str::to_owned))
-                        .collect::<Vec<_>>();
-                    arg.subst_programs.extend(programs);
-                    arg.opaque = true;
-                    arg.from_subst = true;
-                    arg.text.push_str("$(");
-                    arg.text.push_str(inner);
-                    arg.text.push(')');
-                }
-                Piece::Unknown(raw) => {
-                    arg.opaque = true;
-                    arg.text.push_str(raw);
-                }
-            }
-        }
-        arg
-    }
-
     fn command(&mut self, command: SimpleCommand, base: usize, state: &mut State, depth: usize) {
         let pipeline = base + command.pipeline;
         let mut words = command.words.into_iter().peekable();
         let mut assignments = Vec::new();
         while let Some(word) = words.next_if(|w| w.assignment) {
-            let mut pieces = word.pieces.clone();
-            let name = match pieces.first_mut() {
-                Some(Piece::Lit(text)) => match text.split_once('=') {
-                    Some((name, rest)) => {
-                        let name = name.to_owned();
-                        *text = rest.to_owned();
-                        name
-                    }
-                    None => continue,
-                },
-                _ => continue,
-            };
-            let value = self.expand_pieces(&pieces, false, state, depth);
-            assignments.push((name, value));
+            if let Some((name, value)) = self.assignment(&word.pieces, state, depth) {
+                assignments.push((name, value));
+            }
         }
-        let argv: Vec<Arg> = words.map(|w| self.expand(&w, state, depth)).collect();
+        let rest: Vec<_> = words.collect();
+        let declaration = rest
+            .first()
+            .and_then(|w| w.literal())
+            .is_some_and(|t| DECLARATIONS.contains(&t.as_str()));
+        let mut argv: Vec<Arg> = Vec::new();
+        for word in &rest {
+            if declaration && word.assignment {
+                if let Some((name, value)) = self.assignment(&word.pieces, state, depth) {
+                    argv.push(Arg {
+                        text: format!("{name}={}", value.text),
+                        ..value
+                    });
+                }
+            } else {
+                argv.extend(self.expand_words(word, state, depth));
+            }
+        }
         if argv.is_empty() {
-            for (name, value) in assignments {
-                let known = (!value.opaque).then_some(value.text);
-                state.vars.insert(name, known);
+            for (name, value) in assignments.drain(..) {
+                self.assign(state, name, value);
             }
         }
         let mut redirects = Vec::new();
@@ -189,58 +153,80 @@ impl Analyzer<'_> {
         for redirect in &command.redirects {
             match &redirect.kind {
                 RedirectKind::Write | RedirectKind::Append | RedirectKind::ReadWrite => {
-                    let target = self.expand(&redirect.target, state, depth);
-                    redirects.push(FileRedirect {
-                        writes: true,
-                        target,
-                    });
+                    for target in self.redirect_targets(&redirect.target, state, depth) {
+                        redirects.push(FileRedirect {
+                            writes: true,
+                            target,
+                            via: None,
+                        });
+                    }
                 }
                 RedirectKind::Read => {
-                    let target = self.expand(&redirect.target, state, depth);
                     if redirect.fd.is_none_or(|fd| fd == 0) {
                         stdin = Stdin::File;
                     }
-                    redirects.push(FileRedirect {
-                        writes: false,
-                        target,
-                    });
+                    for target in self.redirect_targets(&redirect.target, state, depth) {
+                        redirects.push(FileRedirect {
+                            writes: false,
+                            target,
+                            via: None,
+                        });
+                    }
                 }
                 RedirectKind::Dup => {}
                 RedirectKind::Heredoc { body } => {
-                    stdin = Stdin::Text(self.expand(body, state, depth));
+                    stdin = Stdin::Text(self.expand_one(&body.pieces, state, depth));
                 }
                 RedirectKind::HereString => {
-                    let mut text = self.expand(&redirect.target, state, depth);
+                    let mut text = self.expand_one(&redirect.target.pieces, state, depth);
                     text.text.push('\n');
                     stdin = Stdin::Text(text);
                 }
             }
         }
+        let mut env = state.exported.clone();
+        for (name, value) in assignments {
+            env.retain(|(n, _)| *n != name);
+            env.push((name, value));
+        }
         self.invocation(
-            argv,
-            redirects,
-            stdin,
-            pipeline,
-            command.stage,
+            Planned {
+                argv,
+                redirects,
+                stdin,
+                env,
+                pipeline,
+                stage: command.stage,
+            },
             state,
             depth,
         );
     }
 
-    #[expect(
-        clippy::too_many_arguments,
-        reason = "one place builds invocations; a struct would only rename these"
-    )]
-    fn invocation(
+    fn redirect_targets(
         &mut self,
-        mut argv: Vec<Arg>,
-        redirects: Vec<FileRedirect>,
-        stdin: Stdin,
-        pipeline: usize,
-        stage: usize,
-        state: &mut State,
+        word: &super::word::Word,
+        state: &State,
         depth: usize,
-    ) {
+    ) -> Vec<Arg> {
+        let targets = self.expand_words(word, state, depth);
+        if targets.is_empty() {
+            // `> $EMPTY` fails in bash; judged as a file only known at run time.
+            vec![Arg::unknown(word.raw())]
+        } else {
+            targets
+        }
+    }
+
+    pub(super) fn invocation(&mut self, planned: Planned, state: &mut State, depth: usize) {
+        let Planned {
+            mut argv,
+            mut redirects,
+            stdin,
+            mut env,
+            pipeline,
+            stage,
+        } = planned;
         let mut wrappers = Vec::new();
         let mut cwd = state.cwd.clone();
         let mut reads_pipe = matches!(stdin, Stdin::Pipe);
@@ -262,16 +248,30 @@ impl Analyzer<'_> {
             if let Some(dir) = &peel.chdir {
                 cwd = resolve_dir(dir, cwd.as_deref(), home.as_deref());
             }
+            for (name, value) in peel.assigns {
+                env.retain(|(n, _)| *n != name);
+                env.push((name, value));
+            }
+            for (writes, via, target) in peel.files {
+                redirects.push(FileRedirect {
+                    writes,
+                    target,
+                    via: Some(via),
+                });
+            }
             if let Some(text) = &peel.split {
-                let mut split_words: Vec<Arg> = split(tokenize(text))
+                let words: Vec<_> = split(tokenize(text))
                     .into_iter()
                     .filter_map(|item| match item {
                         Item::Command(c) => Some(c.words),
                         _ => None,
                     })
                     .flatten()
-                    .map(|w| self.expand(&w, state, depth))
                     .collect();
+                let mut split_words = Vec::new();
+                for word in &words {
+                    split_words.extend(self.expand_words(word, state, depth));
+                }
                 split_words.extend(inner);
                 inner = split_words;
             }
@@ -280,15 +280,35 @@ impl Analyzer<'_> {
                 if inner.is_empty() {
                     inner.push(Arg::literal("echo"));
                 }
+                let (words, unknown) = self.stdin_words(&stdin, pipeline, stage, depth);
                 match &peel.replace {
                     Some(marker) => {
-                        for arg in inner.iter_mut().skip(1) {
-                            if arg.text.contains(marker.as_str()) {
-                                arg.opaque = true;
-                            }
+                        let mut variants = xargs_variants(&inner, marker, &words, unknown);
+                        // Every input line runs the command once; all but the first run are
+                        // judged as invocations of their own.
+                        let first = variants.remove(0);
+                        for variant in variants {
+                            self.invocation(
+                                Planned {
+                                    argv: variant,
+                                    redirects: redirects.clone(),
+                                    stdin: Stdin::Inherit,
+                                    env: env.clone(),
+                                    pipeline,
+                                    stage,
+                                },
+                                state,
+                                depth,
+                            );
+                        }
+                        inner = first;
+                    }
+                    None => {
+                        inner.extend(words);
+                        if unknown {
+                            inner.push(Arg::unknown("{stdin}"));
                         }
                     }
-                    None => inner.push(Arg::unknown("{stdin}")),
                 }
             }
             argv = inner;
@@ -306,6 +326,7 @@ impl Analyzer<'_> {
             pipeline,
             stage,
             stdin: stdin.clone(),
+            env,
             depth,
             transparent: false,
         });
@@ -319,6 +340,19 @@ impl Analyzer<'_> {
             && let Some(downloader) = args.iter().find_map(|a| is_download(&a.subst_programs))
         {
             self.unseen(&program, UnseenSource::Download(downloader));
+            return;
+        }
+        // `source <(…)`, `bash <(…)`, `python3 <(…)`: the script is produced at run time.
+        let script_file = matches!(program.as_str(), "source" | ".")
+            || ((SHELLS.contains(&program.as_str()) || INTERPRETERS.contains(&program.as_str()))
+                && shell_c_script(&argv).is_none());
+        if script_file
+            && args
+                .iter()
+                .find(|a| !a.text.starts_with('-'))
+                .is_some_and(|a| a.from_subst)
+        {
+            self.unseen(&program, UnseenSource::Substitution);
             return;
         }
         match program.as_str() {
@@ -340,7 +374,7 @@ impl Analyzer<'_> {
                         .map(|a| a.text.as_str())
                         .collect::<Vec<_>>()
                         .join(" ");
-                    self.nested(&text, cwd, depth);
+                    self.nested(&text, index, depth);
                     self.mark_transparent(index);
                 }
             }
@@ -349,7 +383,7 @@ impl Analyzer<'_> {
                 if let Some((_, script)) = seen
                     .into_iter()
                     .find(|(flag, _)| flag == "c" || flag == "command")
-                    && self.nested_arg(&program, &script, cwd, depth)
+                    && self.nested_arg(&program, &script, index, depth)
                 {
                     self.mark_transparent(index);
                 }
@@ -366,16 +400,17 @@ impl Analyzer<'_> {
                 if args.iter().any(|a| a.from_subst) {
                     self.unseen(&program, UnseenSource::Substitution);
                 } else {
-                    self.nested(&text, cwd, depth);
+                    self.nested(&text, index, depth);
                     self.mark_transparent(index);
                 }
             }
             "find" => self.find_exec(&args, cwd, state, depth),
+            _ if self.variables(&program, &args, state) => {}
             _ if SHELLS.contains(&program.as_str()) => {
                 let parsed = match shell_c_script(&argv) {
-                    Some(Some(script)) => self.nested_arg(&program, script, cwd, depth),
+                    Some(Some(script)) => self.nested_arg(&program, script, index, depth),
                     None if reads_stdin(&program, &args) => {
-                        self.stdin_script(&program, &stdin, reads_pipe, index, cwd, depth, true)
+                        self.stdin_script(&program, &stdin, reads_pipe, index, depth, true)
                     }
                     Some(None) | None => false,
                 };
@@ -384,185 +419,19 @@ impl Analyzer<'_> {
                 }
             }
             _ if INTERPRETERS.contains(&program.as_str()) && reads_stdin(&program, &args) => {
-                self.stdin_script(&program, &stdin, reads_pipe, index, cwd, depth, false);
+                self.stdin_script(&program, &stdin, reads_pipe, index, depth, false);
             }
             _ => {}
         }
     }
+}
 
-    fn unseen(&mut self, program: &str, source: UnseenSource) {
-        self.out.unseen.push(Unseen {
-            program: program.to_owned(),
-            source,
-        });
-    }
-
-    fn nested(&mut self, text: &str, cwd: Option<PathBuf>, depth: usize) {
-        let mut state = State {
-            cwd,
-            vars: HashMap::new(),
-        };
-        self.script(text, &mut state, depth + 1);
-    }
-
-    fn mark_transparent(&mut self, index: usize) {
-        if let Some(invocation) = self.out.invocations.get_mut(index) {
-            invocation.transparent = true;
-        }
-    }
-
-    /// Parses a script argument; returns whether it could be read.
-    fn nested_arg(
-        &mut self,
-        program: &str,
-        script: &Arg,
-        cwd: Option<PathBuf>,
-        depth: usize,
-    ) -> bool {
-        if script.from_subst {
-            self.unseen(program, UnseenSource::Substitution);
-            false
-        } else {
-            // Unknown variables stay as `$NAME` in the text and are judged unknown again.
-            self.nested(&script.text, cwd, depth);
-            true
-        }
-    }
-
-    #[expect(
-        clippy::too_many_arguments,
-        reason = "private helper; the arguments are the invocation's parts"
-    )]
-    fn stdin_script(
-        &mut self,
-        program: &str,
-        stdin: &Stdin,
-        reads_pipe: bool,
-        index: usize,
-        cwd: Option<PathBuf>,
-        depth: usize,
-        is_shell: bool,
-    ) -> bool {
-        match stdin {
-            Stdin::Text(text) => {
-                if let Some(downloader) = is_download(&text.subst_programs) {
-                    self.unseen(program, UnseenSource::Download(downloader));
-                    false
-                } else if text.from_subst || !is_shell {
-                    if text.from_subst {
-                        self.unseen(program, UnseenSource::Substitution);
-                    }
-                    false
-                } else {
-                    let source = text.text.clone();
-                    self.nested(&source, cwd, depth);
-                    true
-                }
-            }
-            Stdin::Pipe if reads_pipe => {
-                let Some(me) = self.out.invocations.get(index) else {
-                    return false;
-                };
-                let (pipeline, stage) = (me.pipeline, me.stage);
-                let upstream: Vec<&Invocation> = self
-                    .out
-                    .invocations
-                    .iter()
-                    .filter(|i| i.pipeline == pipeline && i.stage < stage && i.depth == depth)
-                    .collect();
-                let downloader = upstream.iter().find_map(|i| {
-                    i.program()
-                        .filter(|p| DOWNLOADERS.contains(p))
-                        .map(str::to_owned)
-                        .or_else(|| i.argv.iter().find_map(|a| is_download(&a.subst_programs)))
-                });
-                if let Some(downloader) = downloader {
-                    self.unseen(program, UnseenSource::Download(downloader));
-                    return false;
-                }
-                // `echo 'cmd' | sh`: the script is the echoed text.
-                let echoed = match upstream.as_slice() {
-                    [only]
-                        if is_shell
-                            && matches!(only.program(), Some("echo" | "printf"))
-                            && only.args().iter().all(|a| !a.opaque) =>
-                    {
-                        Some(
-                            only.args()
-                                .iter()
-                                .filter(|a| !matches!(a.text.as_str(), "-n" | "-e" | "-E"))
-                                .map(|a| a.text.as_str())
-                                .collect::<Vec<_>>()
-                                .join(" "),
-                        )
-                    }
-                    _ => None,
-                };
-                match echoed {
-                    Some(text) => {
-                        self.nested(&text, cwd, depth);
-                        true
-                    }
-                    None => {
-                        self.unseen(program, UnseenSource::Pipe);
-                        false
-                    }
-                }
-            }
-            Stdin::Pipe | Stdin::Inherit | Stdin::File => false,
-        }
-    }
-
-    fn find_exec(&mut self, args: &[Arg], cwd: Option<PathBuf>, state: &State, depth: usize) {
-        let start = args
-            .iter()
-            .take_while(|a| !(a.text.starts_with('-') || a.text == "(" || a.text == "!"))
-            .find(|a| !a.text.starts_with('-'))
-            .cloned()
-            .unwrap_or_else(|| Arg::literal("."));
-        let mut i = 0;
-        while let Some(arg) = args.get(i) {
-            i += 1;
-            if !matches!(arg.text.as_str(), "-exec" | "-execdir" | "-ok" | "-okdir") {
-                continue;
-            }
-            let mut inner = Vec::new();
-            while let Some(next) = args.get(i) {
-                i += 1;
-                if matches!(next.text.as_str(), ";" | "+") {
-                    break;
-                }
-                let mut next = next.clone();
-                if next.text.contains("{}") {
-                    // The files found lie under the start folder.
-                    let base = start.text.trim_end_matches('/');
-                    next.text = next.text.replace("{}", &format!("{base}/{{}}"));
-                    next.glob = true;
-                    next.opaque |= start.opaque;
-                }
-                inner.push(next);
-            }
-            if !inner.is_empty() {
-                let pipeline = self.next_pipeline;
-                self.next_pipeline += 1;
-                let mut inner_state = State {
-                    cwd: cwd.clone(),
-                    vars: state.vars.clone(),
-                };
-                if depth < MAX_DEPTH {
-                    self.invocation(
-                        inner,
-                        Vec::new(),
-                        Stdin::Inherit,
-                        pipeline,
-                        0,
-                        &mut inner_state,
-                        depth + 1,
-                    );
-                } else {
-                    self.out.truncated = true;
-                }
-            }
-        }
-    }
+/// An invocation before wrappers are peeled off it.
+pub(super) struct Planned {
+    pub(super) argv: Vec<Arg>,
+    pub(super) redirects: Vec<FileRedirect>,
+    pub(super) stdin: Stdin,
+    pub(super) env: Vec<(String, Arg)>,
+    pub(super) pipeline: usize,
+    pub(super) stage: usize,
 }

@@ -17,8 +17,14 @@ pub struct Arg {
     pub opaque: bool,
     /// Part of its value is the output of a command substitution.
     pub from_subst: bool,
-    /// It contains unquoted glob characters.
+    /// A glob pattern that matched nothing when judged: the program gets it as written, and a
+    /// file created before it runs could still match it.
     pub glob: bool,
+    /// It stands for any file under `text` (the `{}` of `find -exec`, names `find` prints
+    /// into `xargs`).
+    pub tree: bool,
+    /// A brace or glob pattern that could not be expanded, and why.
+    pub unexpanded: Option<String>,
     /// Programs whose output was substituted into it.
     pub subst_programs: Vec<String>,
 }
@@ -32,7 +38,8 @@ impl Arg {
         }
     }
 
-    pub(super) fn unknown(text: impl Into<String>) -> Self {
+    /// An argument whose value is only known at run time.
+    pub fn unknown(text: impl Into<String>) -> Self {
         Self {
             text: text.into(),
             opaque: true,
@@ -48,6 +55,8 @@ pub struct FileRedirect {
     pub writes: bool,
     /// The file.
     pub target: Arg,
+    /// The wrapper option that names the file (`time -o`), when it is not a redirection.
+    pub via: Option<String>,
 }
 
 /// Where a command's standard input comes from.
@@ -80,6 +89,9 @@ pub struct Invocation {
     pub stage: usize,
     /// Where its input comes from.
     pub stdin: Stdin,
+    /// Variables it gets beyond the environment keel gives commands: assignments in front of
+    /// it (`A=1 cmd`, `env A=1 cmd`) and variables the script exported or changed before.
+    pub env: Vec<(String, Arg)>,
     /// Nesting level: 0 for the command line itself.
     pub depth: usize,
     /// It only runs a script that was parsed and is judged part by part (`bash -c '…'`,

@@ -287,7 +287,7 @@ impl Lexer {
                 '<' | '>' if self.peek_at(1) == Some('(') => {
                     self.advance(2);
                     let inner = self.scan_paren();
-                    word.pieces.push(Piece::Subst(inner));
+                    word.pieces.push(Piece::Process(inner));
                     ident_run = false;
                 }
                 c if is_word_end(Some(c)) => break,
@@ -340,10 +340,19 @@ impl Lexer {
                     word.pieces.push(Piece::Tilde);
                     ident_run = false;
                 }
-                '*' | '?' | '[' | '{' => {
+                // Elsewhere a `~` is text, unless brace expansion or an assignment puts it
+                // at the start of a word.
+                '~' => {
                     self.advance(1);
-                    word.glob = true;
-                    word.push_char(c);
+                    word.pieces.push(Piece::Meta('~'));
+                    ident_run = false;
+                }
+                '*' | '?' | '[' | ']' | '{' | '}' | ',' => {
+                    self.advance(1);
+                    if matches!(c, '*' | '?' | '[' | '{') {
+                        word.glob = true;
+                    }
+                    word.pieces.push(Piece::Meta(c));
                     ident_run = false;
                 }
                 '=' => {

@@ -1,25 +1,36 @@
 //! Shell command parsing for the permission gate: a tokenizer for the POSIX/bash subset that
-//! agents write, a splitter into simple commands, and an analysis that expands known
-//! variables, follows `cd`, unwraps wrappers (`env`, `sudo`, `timeout`, `xargs`, …) and parses
+//! agents write, a splitter into simple commands, and an analysis that expands words as bash
+//! would (braces, variables, splitting, globs against the file system), follows `cd`, tracks
+//! exported variables, unwraps wrappers (`env`, `sudo`, `timeout`, `xargs`, …) and parses
 //! nested scripts (`$( )`, backticks, `bash -c`, `eval`, heredocs and `echo … |` fed to a shell).
 //!
 //! Trade-off: this is not a shell. Parsing never fails; malformed input (unterminated quotes,
 //! stray parentheses) is read as far as it goes. Whatever cannot be seen through (an unknown
-//! variable, the output of a substitution, code piped in from elsewhere) is marked opaque, and
-//! the gate judges opaque things as strictly as the worst case they could stand for.
+//! variable, the output of a substitution, code piped in from elsewhere, any value once the
+//! script touches `IFS`) is marked opaque, and the gate judges opaque things as strictly as
+//! the worst case they could stand for. Expansion against the file system is bounded; a word
+//! past the bounds is reported as not expandable.
 //!
 //! The pieces, in the order a command goes through them: `lexer` and `quoting` turn text into
-//! the tokens of `word`, `split` groups them into simple commands, and `analyzer` expands and
-//! unwraps those (with what `programs` knows of particular programs) into the
-//! [`Invocation`]s and [`Unseen`] code defined in `invocation`.
+//! the tokens of `word`, `split` groups them into simple commands, `words` expands each word
+//! (with `expand` for braces and splitting and `glob` for patterns), and `analyzer` walks the
+//! commands, with `builtins` for variables, `programs` and `feed` for wrappers and what
+//! `xargs` reads, and `nested` for scripts inside scripts, into the [`Invocation`]s and
+//! [`Unseen`] code defined in `invocation`.
 
 mod analyzer;
+mod builtins;
+mod expand;
+mod feed;
+mod glob;
 mod invocation;
 mod lexer;
+mod nested;
 mod programs;
 mod quoting;
 mod split;
 mod word;
+mod words;
 
 pub use analyzer::analyze;
 pub use invocation::{

@@ -39,6 +39,10 @@ pub(super) struct Peel {
     pub(super) replace: Option<String>,
     /// Words to split and put in front (`env -S`).
     pub(super) split: Option<String>,
+    /// Variables it sets for the command (`env A=1`, `sudo A=1`).
+    pub(super) assigns: Vec<(String, Arg)>,
+    /// Files its own options name: (writes, option, file) (`time -o F`, `xargs -a F`).
+    pub(super) files: Vec<(bool, String, Arg)>,
 }
 
 impl Peel {
@@ -49,8 +53,31 @@ impl Peel {
             appends_stdin: false,
             replace: None,
             split: None,
+            assigns: Vec::new(),
+            files: Vec::new(),
         }
     }
+}
+
+/// `NAME=value` words from `at` on, as assignments; returns where the command starts.
+fn assignments(argv: &[Arg], mut at: usize, out: &mut Vec<(String, Arg)>) -> usize {
+    while let Some(arg) = argv.get(at) {
+        let Some((name, value)) = arg.text.split_once('=') else {
+            break;
+        };
+        if arg.opaque || name.is_empty() || !name.chars().all(is_ident) {
+            break;
+        }
+        out.push((
+            name.to_owned(),
+            Arg {
+                text: value.to_owned(),
+                ..arg.clone()
+            },
+        ));
+        at += 1;
+    }
+    at
 }
 
 /// Index of the first non-option word after `start`, with option values skipped.
@@ -114,9 +141,16 @@ pub(super) fn peel(program: &str, argv: &[Arg]) -> Option<Peel> {
     match program {
         "nohup" | "builtin" => Some(Peel::taking(1)),
         "exec" => Some(Peel::taking(skip_options(argv, 1, "a", &[]).0)),
-        "time" => Some(Peel::taking(
-            skip_options(argv, 1, "fo", &["format", "output"]).0,
-        )),
+        "time" => {
+            let (at, seen) = skip_options(argv, 1, "fo", &["format", "output"]);
+            let mut peel = Peel::taking(at);
+            for (flag, value) in seen {
+                if flag == "o" || flag == "output" {
+                    peel.files.push((true, format!("time -{flag}"), value));
+                }
+            }
+            Some(peel)
+        }
         "command" => {
             let (at, seen) = skip_options(argv, 1, "", &[]);
             // `command -v x` only looks a name up.
@@ -169,7 +203,10 @@ pub(super) fn peel(program: &str, argv: &[Arg]) -> Option<Peel> {
                     "close-from",
                 ],
             );
+            let mut assigns = Vec::new();
+            let at = assignments(argv, at, &mut assigns);
             let mut peel = Peel::taking(at);
+            peel.assigns = assigns;
             peel.chdir = seen
                 .into_iter()
                 .find(|(flag, _)| flag == "D" || flag == "chdir")
@@ -177,16 +214,11 @@ pub(super) fn peel(program: &str, argv: &[Arg]) -> Option<Peel> {
             Some(peel)
         }
         "env" => {
-            let (mut at, seen) = skip_options(argv, 1, "uCS", &["unset", "chdir", "split-string"]);
-            while argv.get(at).is_some_and(|a| {
-                !a.opaque
-                    && a.text
-                        .split_once('=')
-                        .is_some_and(|(name, _)| !name.is_empty() && name.chars().all(is_ident))
-            }) {
-                at += 1;
-            }
+            let (at, seen) = skip_options(argv, 1, "uCS", &["unset", "chdir", "split-string"]);
+            let mut assigns = Vec::new();
+            let at = assignments(argv, at, &mut assigns);
             let mut peel = Peel::taking(at);
+            peel.assigns = assigns;
             for (flag, value) in seen {
                 match flag.as_str() {
                     "C" | "chdir" => peel.chdir = Some(value),
@@ -214,6 +246,12 @@ pub(super) fn peel(program: &str, argv: &[Arg]) -> Option<Peel> {
             );
             let mut peel = Peel::taking(at);
             peel.appends_stdin = true;
+            for (flag, value) in &seen {
+                if flag == "a" || flag == "arg-file" {
+                    peel.files
+                        .push((false, format!("xargs -{flag}"), value.clone()));
+                }
+            }
             peel.replace = seen
                 .into_iter()
                 .find(|(flag, _)| flag == "I" || flag == "i" || flag == "replace")

@@ -59,7 +59,10 @@ impl Lexer {
                     && inner.chars().next().is_some_and(is_ident_start)
                     && inner.chars().all(is_ident)
                 {
-                    word.pieces.push(Piece::Var(inner));
+                    word.pieces.push(Piece::Var {
+                        name: inner,
+                        quoted: in_quotes,
+                    });
                 } else {
                     // `${x:-$(cmd)}` still runs what it contains.
                     for piece in expand_text(&inner).pieces {
@@ -83,7 +86,10 @@ impl Lexer {
                     self.advance(1);
                 }
                 let name = self.slice(start, self.pos);
-                word.pieces.push(Piece::Var(name));
+                word.pieces.push(Piece::Var {
+                    name,
+                    quoted: in_quotes,
+                });
             }
             Some(c) if c.is_ascii_digit() || "@*#?$!-".contains(c) => {
                 self.advance(2);

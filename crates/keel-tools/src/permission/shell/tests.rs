@@ -80,7 +80,7 @@ fn substitutions_keep_their_inner_script() {
             lit("echo"),
             Piece::Subst("cat ~/.ssh/id_rsa".into()),
             Piece::Subst("whoami".into()),
-            Piece::Subst("ls".into()),
+            Piece::Process("ls".into()),
         ]
     );
 }
@@ -285,9 +285,11 @@ fn find_exec_runs_its_command_under_the_start_folder() {
         programs("find / -name x -exec rm -rf {} \\;"),
         vec![
             vec!["find", "/", "-name", "x", "-exec", "rm", "-rf", "{}", ";"],
-            vec!["rm", "-rf", "/{}"]
+            vec!["rm", "-rf", "/"]
         ]
     );
+    let analysis = analyze("find / -exec rm -rf {} \\;", Some(Path::new("/ws")), &env());
+    assert!(analysis.invocations[1].args()[1].tree);
 }
 
 #[test]
@@ -305,6 +307,11 @@ proptest! {
     fn tokenizer_never_panics(input in ".{0,200}") {
         let _ = split(tokenize(&input));
         let _ = analyze(&input, Some(Path::new("/ws")), &env());
+    }
+
+    #[test]
+    fn expansion_never_panics_on_pattern_alphabet(input in "[ {},.*?~/a-c$=\\[\\]'\"x0-9-]{0,80}") {
+        let _ = analyze(&input, Some(Path::new("/")), &env());
     }
 
     #[test]

@@ -7,10 +7,20 @@
 pub enum Piece {
     /// Literal text, quotes and escapes removed.
     Lit(String),
-    /// `$NAME` or `${NAME}`.
-    Var(String),
-    /// The raw inner script of `$( )`, backticks, `<( )` or `>( )`.
+    /// An unquoted character that brace or pathname expansion gives a meaning to
+    /// (`* ? [ ] { } ,`); quoted, the same character is part of a [`Piece::Lit`].
+    Meta(char),
+    /// `$NAME` or `${NAME}`; unquoted, its value is split into words and globbed.
+    Var {
+        /// The variable's name.
+        name: String,
+        /// Inside double quotes (or a heredoc): the value stays one word, taken literally.
+        quoted: bool,
+    },
+    /// The raw inner script of `$( )` or backticks.
     Subst(String),
+    /// The raw inner script of `<( )` or `>( )`: the word is a path to its output or input.
+    Process(String),
     /// `~` at the start of a word.
     Tilde,
     /// A value that cannot be known (`$?`, `$((…))`, `${x:-y}`), with its raw text.
@@ -22,7 +32,7 @@ pub enum Piece {
 pub struct Word {
     /// The pieces, in order.
     pub pieces: Vec<Piece>,
-    /// Contains unquoted glob or brace characters.
+    /// Contains unquoted glob or brace characters ([`Piece::Meta`]).
     pub glob: bool,
     /// Some part of it was quoted or escaped.
     pub quoted: bool,
@@ -47,12 +57,13 @@ impl Word {
         }
     }
 
-    /// The text when the word is only literal text.
+    /// The text when the word is only literal text (glob characters taken as written).
     pub fn literal(&self) -> Option<String> {
         let mut out = String::new();
         for piece in &self.pieces {
             match piece {
                 Piece::Lit(text) => out.push_str(text),
+                Piece::Meta(c) => out.push(*c),
                 _ => return None,
             }
         }
@@ -65,12 +76,18 @@ impl Word {
         for piece in &self.pieces {
             match piece {
                 Piece::Lit(text) => out.push_str(text),
-                Piece::Var(name) => {
+                Piece::Meta(c) => out.push(*c),
+                Piece::Var { name, .. } => {
                     out.push('$');
                     out.push_str(name);
                 }
                 Piece::Subst(inner) => {
                     out.push_str("$(");
+                    out.push_str(inner);
+                    out.push(')');
+                }
+                Piece::Process(inner) => {
+                    out.push_str("<(");
                     out.push_str(inner);
                     out.push(')');
                 }

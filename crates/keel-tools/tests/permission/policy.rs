@@ -1,0 +1,251 @@
+//! The issue 9 mode policy, table-driven: code the gate cannot read (by mode and sandbox),
+//! commands without network in `plan`, and keel's protected control files.
+
+use super::attacks::with_keel_home;
+use super::*;
+use keel_tools::env::SandboxMode;
+
+/// Code the gate cannot read: `plan` denies it, `ask` asks, `auto` trusts the sandbox when it
+/// is on and asks when it is off, `full` runs it.
+const OPAQUE_CODE: &[Case] = &[
+    (P, "bash", ". ./s", Deny),
+    (A, "bash", ". ./s", Ask),
+    (U, "bash", ". ./s", Allow),
+    (F, "bash", ". ./s", Allow),
+    (P, "bash", "source env.sh", Deny),
+    (U, "bash", "source env.sh", Allow),
+    (P, "bash", "python3 x.py", Deny),
+    (A, "bash", "python3 x.py", Ask),
+    (U, "bash", "python3 x.py", Allow),
+    (U, "bash", "perl -e 'print 1'", Allow),
+    (U, "bash", "node -e 1", Allow),
+    (U, "bash", "ruby -e 1", Allow),
+    (U, "bash", "awk 'BEGIN{system(\"make\")}'", Allow),
+    (P, "bash", "awk 'BEGIN{system(\"make\")}'", Deny),
+    (U, "bash", "make", Allow),
+    (P, "bash", "make", Deny),
+    (U, "bash", "./script.sh", Allow),
+    (P, "bash", "bash script.sh", Deny),
+    (U, "bash", "bash script.sh", Allow),
+    (U, "bash", "cargo test", Allow),
+    (A, "bash", "shopt -s extglob; ls", Ask),
+    (P, "bash", "shopt -s dotglob; ls", Deny),
+    (U, "bash", "source <(echo 'rm -rf x')", Safety),
+    (U, "bash", "bash <(cat x)", Safety),
+    (P, "bash", "exec > log.txt; ls", Deny),
+    (U, "bash", "exec > log.txt; ls", Allow),
+];
+
+/// The same code with the bash sandbox off: `auto` asks.
+const OPAQUE_CODE_UNSANDBOXED: &[Case] = &[
+    (U, "bash", ". ./s", Ask),
+    (U, "bash", "source env.sh", Ask),
+    (U, "bash", "python3 x.py", Ask),
+    (U, "bash", "perl -e 'print 1'", Ask),
+    (U, "bash", "awk 'BEGIN{system(\"id\")}'", Ask),
+    (U, "bash", "make", Ask),
+    (U, "bash", "./script.sh", Ask),
+    (U, "bash", "bash script.sh", Ask),
+    (U, "bash", "cargo build", Ask),
+    (U, "bash", "git frobnicate", Ask),
+    (U, "bash", "export PATH=/opt/tool/bin:$PATH; ls", Ask),
+    (U, "bash", "HOME=. git status", Ask),
+    (F, "bash", "python3 x.py", Allow),
+    // Known programs still run.
+    (U, "bash", "ls -la", Allow),
+    (U, "bash", "rm -rf build", Allow),
+    (U, "bash", "git commit -m x", Allow),
+    (U, "bash", "sed -i s/a/b/ in.txt", Allow),
+    (U, "bash", "bash -c 'ls'", Allow),
+    (U, "bash", "echo hi > out.txt", Allow),
+];
+
+/// Commands have no network in `plan`; web_fetch asks there.
+const PLAN_HAS_NO_NETWORK: &[Case] = &[
+    (P, "bash", "curl https://example.com", Deny),
+    (P, "bash", "wget -qO- https://example.com", Deny),
+    (P, "bash", "git fetch", Deny),
+    (P, "bash", "git ls-remote origin", Deny),
+    (P, "bash", "git remote show origin", Deny),
+    (P, "bash", "ssh host ls", Deny),
+    (P, "bash", "ping -c1 example.com", Deny),
+    (P, "bash", "nc -z host 80", Deny),
+    (P, "web_fetch", r#"{"url": "https://example.com"}"#, Ask),
+    (U, "bash", "curl https://example.com", Allow),
+];
+
+/// keel's control files and files that make programs run code: denied short of `full`.
+const CONTROL_FILES: &[Case] = &[
+    (
+        U,
+        "write",
+        r#"{"path": ".keel/config.yaml", "content": ""}"#,
+        Deny,
+    ),
+    (
+        A,
+        "write",
+        r#"{"path": ".keel/permissions.yaml", "content": ""}"#,
+        Deny,
+    ),
+    (U, "edit", r#"{"path": ".git/config", "edits": []}"#, Deny),
+    (
+        U,
+        "write",
+        r#"{"path": ".git/hooks/pre-commit", "content": ""}"#,
+        Deny,
+    ),
+    (U, "write", r#"{"path": ".mcp.json", "content": ""}"#, Deny),
+    (
+        U,
+        "write",
+        r#"{"path": ".claude/settings.local.json", "content": ""}"#,
+        Deny,
+    ),
+    (
+        U,
+        "write",
+        r#"{"path": "sub/.git/config", "content": ""}"#,
+        Deny,
+    ),
+    (
+        U,
+        "write",
+        r#"{"path": "~/.keel/config.yaml", "content": ""}"#,
+        Deny,
+    ),
+    (U, "read", r#"{"path": "~/.keel/config.yaml"}"#, Safety),
+    (
+        F,
+        "write",
+        r#"{"path": ".keel/config.yaml", "content": ""}"#,
+        Allow,
+    ),
+    (
+        U,
+        "write",
+        r#"{"path": ".claude/commands/x.md", "content": ""}"#,
+        Allow,
+    ),
+    (U, "bash", "echo x > .keel/config.yaml", Deny),
+    (U, "bash", "echo x | tee .mcp.json", Deny),
+    (U, "bash", "cp x .mcp.json", Deny),
+    (U, "bash", "mv x .claude/settings.json", Deny),
+    (U, "bash", "mv .keel x", Deny),
+    (U, "bash", "rm -rf .git", Deny),
+    (U, "bash", "rm -rf .keel", Deny),
+    (U, "bash", "rm .git/hooks/pre-commit", Deny),
+    (U, "bash", "sed -i s/a/b/ .git/config", Deny),
+    (U, "bash", "git config core.pager cat", Deny),
+    (U, "bash", "git config user.name me", Deny),
+    (U, "bash", "git -C sub config user.name me", Deny),
+    (U, "bash", "git remote add o https://x.example", Deny),
+    (U, "bash", "git branch -u origin/main", Deny),
+    (U, "bash", "git -c core.hooksPath=h commit -m x", Deny),
+    (U, "bash", "chmod +x .git/hooks/pre-commit", Deny),
+    (
+        U,
+        "bash",
+        "ln -s .git/hooks h && echo x > h/pre-commit",
+        Deny,
+    ),
+    (U, "bash", "ln -s .keel/config.yaml c", Deny),
+    (U, "bash", "cd .git && echo x > config", Deny),
+    (U, "bash", "echo x > .git/../.git/config", Deny),
+    (U, "bash", "echo x > ~/.keel/config.yaml", Deny),
+    (U, "bash", "rm -rf ~", Deny),
+    (U, "bash", "rm -rf /", Deny),
+    (
+        U,
+        "bash",
+        "python3 -c \"open('.git/hooks/pre-commit', 'w')\"",
+        Safety,
+    ),
+    (U, "bash", "perl -pi -e 's/a/b/' .git/config", Deny),
+    (U, "bash", "mkdir -p .keel", Deny),
+    (U, "bash", "ln -s x .mcp.json", Deny),
+    (U, "bash", "install -m755 x .git/hooks/pre-commit", Deny),
+    (U, "bash", "git config --file=.git/config a.b c", Deny),
+    (U, "bash", "cp -r x .git", Deny),
+    (U, "bash", "tar xf a.tar -C .git", Deny),
+    (U, "bash", "GIT_CONFIG_GLOBAL=./x git status", Safety),
+    (U, "bash", "cat .git/config .keel/config.yaml", Allow),
+    (U, "bash", "git status", Allow),
+    (U, "bash", "git commit -m x", Allow),
+    (U, "bash", "git config --get user.name", Allow),
+    (F, "bash", "echo x > .keel/config.yaml", Allow),
+    (F, "bash", "rm -rf .git", Allow),
+];
+
+#[test]
+fn code_the_gate_cannot_read_follows_the_mode_and_the_sandbox() {
+    let world = World::new();
+    run_table(&world, "", OPAQUE_CODE);
+    run_table_in(&world, "", OPAQUE_CODE_UNSANDBOXED, |env| {
+        env.sandbox = SandboxMode::DangerFullAccess;
+    });
+}
+
+#[test]
+fn plan_mode_commands_have_no_network() {
+    run_table(&World::new(), "", PLAN_HAS_NO_NETWORK);
+}
+
+#[test]
+fn control_files_are_denied_short_of_full() {
+    let world = with_keel_home();
+    run_table(&world, "", CONTROL_FILES);
+    // With the switch off (as in `full`), only the mode's own rules apply.
+    run_table_in(
+        &world,
+        "",
+        &[
+            (U, "bash", "echo x > .keel/config.yaml", Allow),
+            (
+                U,
+                "write",
+                r#"{"path": ".git/config", "content": ""}"#,
+                Allow,
+            ),
+        ],
+        |env| env.protect_control = false,
+    );
+}
+
+#[test]
+fn denials_name_the_protected_pattern_and_the_way_out() {
+    let world = with_keel_home();
+    let gate = world.gate(Mode::Auto, RuleSet::new());
+    let protected =
+        denial_text(gate.check("bash", &json!({"command": "echo x > .keel/config.yaml"})));
+    assert!(
+        protected.starts_with("[denied: protected file] `> .keel/config.yaml` writes "),
+        "{protected}"
+    );
+    assert!(protected.contains(".keel/**"), "{protected}");
+    assert!(protected.contains("switch to full mode"), "{protected}");
+    gate.set_mode(Mode::Plan);
+    let network = denial_text(gate.check("bash", &json!({"command": "curl https://example.com"})));
+    assert!(
+        network.starts_with("[denied by mode] commands have no network in plan mode"),
+        "{network}"
+    );
+    assert!(network.contains("web_fetch"), "{network}");
+    let opaque = denial_text(gate.check("bash", &json!({"command": "python3 x.py"})));
+    assert!(
+        opaque.contains("runs code the gate cannot read"),
+        "{opaque}"
+    );
+}
+
+pub(super) fn policy_cases() -> usize {
+    [
+        OPAQUE_CODE,
+        OPAQUE_CODE_UNSANDBOXED,
+        PLAN_HAS_NO_NETWORK,
+        CONTROL_FILES,
+    ]
+    .iter()
+    .map(|t| t.len())
+    .sum()
+}
