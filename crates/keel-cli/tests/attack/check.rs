@@ -100,8 +100,23 @@ pub fn check(world: &World, vector: &Vector, mode: Mode, observed: &Observed) ->
             ));
         }
     }
-    if observed.requests.trim().is_empty() {
-        failures.push("harness: keel sent no request to the mock model".into());
+    match vector.refused {
+        Some((code, text)) => {
+            if observed.exit != crate::keel::Exit::Code(code) || !observed.stderr.contains(text) {
+                failures.push(format!(
+                    "keel should have refused to start (exit {code}, saying `{text}`): {:?}, stderr {}",
+                    observed.exit, observed.stderr
+                ));
+            }
+            if !observed.requests.trim().is_empty() {
+                failures
+                    .push("keel called the model although it should have refused to start".into());
+            }
+        }
+        None if observed.requests.trim().is_empty() => {
+            failures.push("harness: keel sent no request to the mock model".into());
+        }
+        None => {}
     }
     if (mode == Mode::Plan || vector.quiet)
         && (observed.listener.connections > 0 || observed.listener.datagrams > 0)

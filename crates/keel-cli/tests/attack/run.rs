@@ -72,6 +72,8 @@ pub struct Vector {
     /// The listener must get no connection in any mode (`web_fetch` refuses every internal
     /// address).
     pub quiet: bool,
+    /// keel must refuse to start: this exit code, and this text on stderr.
+    pub refused: Option<(i32, &'static str)>,
 }
 
 impl Vector {
@@ -84,6 +86,7 @@ impl Vector {
         strict: false,
         same_ids: false,
         quiet: false,
+        refused: None,
     };
 }
 

@@ -188,8 +188,11 @@ impl World {
         );
         // keel keeps its home private (0700) and tightens it when it finds it open; start
         // from the mode keel gives it, so a snapshot only sees what a vector changed.
-        std::fs::set_permissions(&keel_home, std::os::unix::fs::PermissionsExt::from_mode(0o700))
-            .unwrap();
+        std::fs::set_permissions(
+            &keel_home,
+            std::os::unix::fs::PermissionsExt::from_mode(0o700),
+        )
+        .unwrap();
         let outside_token = random_hex(12);
         write(
             &outside.join("target.txt"),

@@ -101,6 +101,7 @@ pub const UNKNOWN_MODE: Vector = Vector {
     id: "unknown-sanitize-mode",
     steps: &[&[crate::run::Call::Sh("env")]],
     env: &[("KEEL_BASH_ENV_SANITIZE", "sometimes")],
+    refused: Some((3, "KEEL_BASH_ENV_SANITIZE=sometimes")),
     ..Vector::BASE
 };
 

@@ -151,11 +151,21 @@ pub struct PermissionGate {
 }
 
 impl PermissionGate {
-    /// A gate for tools running in `env`, with variables taken from this process's environment.
+    /// A gate for tools running in `env`, with the variables a command would see: the
+    /// environment commands start from, cleaned as for a command. keel's own secrets are
+    /// never expanded, so no judgement or message can carry them to the model.
     pub fn new(env: &ToolEnv, mode: Mode, rules: RuleSet) -> Self {
-        let vars: HashMap<String, String> = std::env::vars_os()
-            .filter_map(|(k, v)| Some((k.into_string().ok()?, v.into_string().ok()?)))
-            .collect();
+        let base: Vec<(String, String)> = match &env.base_env {
+            Some(vars) => vars.clone(),
+            None => std::env::vars_os()
+                .filter_map(|(k, v)| Some((k.into_string().ok()?, v.into_string().ok()?)))
+                .collect(),
+        };
+        // An unknown cleaning mode stops keel before any command; judge as the strictest.
+        let cleaning =
+            crate::bash::envclean::mode(env.env_mode, &base).unwrap_or(crate::EnvMode::Strict);
+        let (kept, _) = crate::bash::envclean::clean(base, cleaning, &env.secret_env_names);
+        let vars: HashMap<String, String> = kept.into_iter().collect();
         let home = env.home.as_deref().map(normalize);
         let mut homes = Vec::new();
         if let Some(home) = &home {
