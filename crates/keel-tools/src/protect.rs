@@ -96,8 +96,11 @@ pub fn control_file(path: &Path, roots: &[PathBuf], keel_home: Option<&Path>) ->
 }
 
 /// Why deleting or moving away the folder `path` would take protected files with it
-/// (`rm -rf .git`, `mv .keel x`, `rm -rf ~`), if it would: it is or holds a control file, or
-/// holds keel's home folder.
+/// (`rm -rf .git`, `mv .keel x`, `rm -rf ~`), if it would: it is or lies in a control file,
+/// is a control folder (`.git`, `.claude`, a git `hooks` folder), holds keel's home folder,
+/// or is a workspace root holding control files (`rm -rf .`). A nested repository's folder
+/// (`vendor/x`, a clone the model made) may go as a whole; its `.git` is still guarded by
+/// name. Folders above the workspace are the danger list's to judge.
 pub fn removes_control(path: &Path, roots: &[PathBuf], keel_home: Option<&Path>) -> Option<String> {
     if let Some(found) = control_file(path, roots, keel_home) {
         return Some(found);
@@ -111,8 +114,22 @@ pub fn removes_control(path: &Path, roots: &[PathBuf], keel_home: Option<&Path>)
         ));
     }
     let inside = roots.iter().any(|root| path.starts_with(root));
-    (inside && path.is_dir() && holds_control_files(path))
-        .then(|| format!("{} (it holds protected control files)", path.display()))
+    let named = |n: &str| path.file_name().is_some_and(|f| f == n);
+    let control_folder = named(".git")
+        || named(".claude")
+        || (named("hooks") && path.parent().is_some_and(|p| p.ends_with(".git")));
+    if inside && control_folder {
+        return Some(format!("{} (a control folder)", path.display()));
+    }
+    roots
+        .iter()
+        .find(|root| root.as_path() == path && holds_control_files(root))
+        .map(|root| {
+            format!(
+                "{} (the workspace, which holds control files)",
+                root.display()
+            )
+        })
 }
 
 /// The control pattern that a workspace-relative path matches.
@@ -156,13 +173,9 @@ fn is_claude_settings(name: &OsStr) -> bool {
 /// Whether the folder `dir` holds a control file directly (`.keel`, `.git`, `.mcp.json`,
 /// `.claude`), or is itself a git or `.claude` folder.
 fn holds_control_files(dir: &Path) -> bool {
-    let named = |n: &str| dir.file_name().is_some_and(|f| f == n);
-    named(".git")
-        || named(".claude")
-        || named("hooks") && dir.parent().is_some_and(|p| p.ends_with(".git"))
-        || [".keel", ".git", ".mcp.json", ".claude"]
-            .iter()
-            .any(|name| std::fs::symlink_metadata(dir.join(name)).is_ok())
+    [".keel", ".git", ".mcp.json", ".claude"]
+        .iter()
+        .any(|name| std::fs::symlink_metadata(dir.join(name)).is_ok())
 }
 
 /// The control files of the workspace roots as they are now: what the sandbox mounts
@@ -353,6 +366,9 @@ mod tests {
         assert!(removes_control(Path::new("/home/u"), &roots, home).is_some());
         assert!(removes_control(Path::new("/ws/.git/hooks"), &roots, home).is_some());
         assert!(removes_control(Path::new("/ws/src"), &roots, home).is_none());
+        assert!(removes_control(Path::new("/ws/vendor/x"), &roots, home).is_none());
+        assert!(removes_control(Path::new("/ws/.git"), &roots, home).is_some());
+        assert!(removes_control(Path::new("/ws/vendor/x/.git"), &roots, home).is_some());
     }
 
     #[test]
