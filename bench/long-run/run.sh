@@ -2,11 +2,16 @@
 # Long-run harness benchmark (issue 5): keel vs Codex CLI vs pi on the same keel-mockllm workload.
 # Env: RUNS (3) STEPS (100) KIB (4) CHUNK (64) PEERS_DIR (~/.cache/keel/peers) ONLY ("keel keel-sandboxed codex pi")
 #      MOCK_ARGS (extra keel-mockllm flags, e.g. --close-connections for a connection per request)
+#      KEEL_PREV (a previous keel binary, built apart): adds keel-prev and keel-prev-sandboxed to ONLY
 set -uo pipefail
 HERE=$(cd "$(dirname "$0")" && pwd)
 ROOT=$(cd "$HERE/../.." && pwd)
 RUNS=${RUNS:-3}; STEPS=${STEPS:-100}; KIB=${KIB:-4}; CHUNK=${CHUNK:-64}
 ONLY=${ONLY:-"keel keel-sandboxed codex pi"}
+if [[ -n ${KEEL_PREV:-} ]]; then
+  [[ -x $KEEL_PREV ]] || { echo "[bench] KEEL_PREV=$KEEL_PREV is not an executable" >&2; exit 1; }
+  [[ " $ONLY " == *" keel-prev "* ]] || ONLY="keel-prev keel-prev-sandboxed $ONLY"
+fi
 export CARGO_TARGET_DIR=${CARGO_TARGET_DIR:-$HOME/.cache/keel/target}
 PEERS_DIR=${PEERS_DIR:-$HOME/.cache/keel/peers}
 OUT=$(mktemp -d "${TMPDIR:-/tmp}/keel-longrun.XXXXXX")
@@ -62,7 +67,8 @@ run_one() {
   [[ -n $port ]] || { log "mock did not start"; kill "$mpid"; return 1; }
   local -a cmd
   case $name in
-    keel|keel-sandboxed)
+    keel|keel-sandboxed|keel-prev|keel-prev-sandboxed)
+      local bin=$KEEL; [[ $name == keel-prev* ]] && bin=$KEEL_PREV
       cat >"$d/home/config.yaml" <<YAML
 model: mock/mock-model
 providers:
@@ -74,9 +80,9 @@ providers:
 YAML
       # Codex runs with danger-full-access and pi has no sandbox; `keel` matches them, and
       # `keel-sandboxed` keeps keel's default Landlock workspace-write sandbox on every command.
-      local sandbox=danger-full-access; [[ $name == keel-sandboxed ]] && sandbox=workspace-write
+      local sandbox=danger-full-access; [[ $name == *-sandboxed ]] && sandbox=workspace-write
       # stream-json: events as they happen, like `codex exec --json` and `pi --mode json`.
-      cmd=(env KEEL_HOME="$d/home" "$KEEL" exec --permission full --sandbox "$sandbox" --output-format stream-json "Run the long workload.");;
+      cmd=(env KEEL_HOME="$d/home" "$bin" exec --permission full --sandbox "$sandbox" --output-format stream-json "Run the long workload.");;
     codex)
       cat >"$d/home/config.toml" <<TOML
 model = "mock-model"
