@@ -45,6 +45,17 @@ pub struct Config {
 }
 
 impl Permission {
+    /// The gate's mode of the same name.
+    pub fn mode(self) -> keel_tools::permission::Mode {
+        use keel_tools::permission::Mode;
+        match self {
+            Self::Ask => Mode::Ask,
+            Self::Auto => Mode::Auto,
+            Self::Full => Mode::Full,
+            Self::Plan => Mode::Plan,
+        }
+    }
+
     /// How strict the mode is: a higher rank allows less without asking.
     fn strictness(self) -> u8 {
         match self {
@@ -80,18 +91,6 @@ impl ConfigFile {
         Self {
             path,
             trusted: true,
-        }
-    }
-}
-
-impl Permission {
-    /// The mode's name.
-    pub fn name(self) -> &'static str {
-        match self {
-            Self::Ask => "ask",
-            Self::Auto => "auto",
-            Self::Full => "full",
-            Self::Plan => "plan",
         }
     }
 }

@@ -23,9 +23,8 @@ pub const DEFAULT_MAX_PROMPT_BYTES: u64 = 16 * 1024 * 1024;
 pub const MAX_PROMPT_ENV: &str = "KEEL_MAX_PROMPT_BYTES";
 
 /// Parses `--permission`: ask, auto, full or plan.
-pub fn parse_permission(text: &str) -> Result<String, String> {
+pub fn parse_permission(text: &str) -> Result<keel_tools::permission::Mode, String> {
     text.parse::<keel_tools::permission::Mode>()
-        .map(|mode| mode.name().to_owned())
         .map_err(|_| format!("unknown permission mode `{text}` (use ask, auto, full or plan)"))
 }
 
@@ -300,7 +299,10 @@ mod tests {
 
     #[test]
     fn flag_values_are_checked_with_the_allowed_ones_named() {
-        assert_eq!(parse_permission(" Plan "), Ok("plan".to_owned()));
+        assert_eq!(
+            parse_permission(" Plan "),
+            Ok(keel_tools::permission::Mode::Plan)
+        );
         assert_eq!(
             parse_permission("yolo"),
             Err("unknown permission mode `yolo` (use ask, auto, full or plan)".to_owned())

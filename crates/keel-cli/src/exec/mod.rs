@@ -50,7 +50,7 @@ pub struct ExecArgs {
     /// Permission mode for tool calls: ask, auto, full or plan. Nobody can answer a
     /// question in `exec`, so whatever would ask is denied. Default: config, else auto.
     #[arg(long, value_name = "MODE", value_parser = input::parse_permission)]
-    permission: Option<String>,
+    permission: Option<keel_tools::permission::Mode>,
     /// Where bash may write: read-only, workspace-write or danger-full-access (no
     /// sandbox). Default: config, else read-only under `--permission plan`, else
     /// workspace-write.

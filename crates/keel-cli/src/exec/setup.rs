@@ -70,15 +70,11 @@ pub(super) fn tools_and_gate(
     cwd: &std::path::Path,
     key_env: Option<String>,
 ) -> anyhow::Result<(Vec<keel_agent::ToolRef>, TurnHooks, SandboxMode)> {
-    let mode_name = match (&args.permission, loaded.config.permission) {
-        (Some(name), _) => name.clone(),
-        (None, Some(mode)) => mode.name().to_owned(),
-        (None, None) => "auto".to_owned(),
+    let mode = match (args.permission, loaded.config.permission) {
+        (Some(mode), _) => mode,
+        (None, Some(configured)) => configured.mode(),
+        (None, None) => Mode::Auto,
     };
-    let mode: Mode = mode_name.parse().map_err(|_| ConfigError::Model {
-        source_name: "--permission".into(),
-        reason: format!("unknown permission mode `{mode_name}` (use ask, auto, full or plan)"),
-    })?;
     let mut env = ToolEnv::new(cwd.to_path_buf());
     env.sandbox = match (args.sandbox, loaded.config.sandbox) {
         (Some(chosen), _) | (None, Some(chosen)) => chosen,
