@@ -11,34 +11,6 @@ use std::path::{Path, PathBuf};
 
 use crate::protect::ControlSet;
 
-/// Configuration keys (lower case, `section.name` or `section.*.name`) that make git run a
-/// program.
-const RUNNING_KEYS: &[&str] = &[
-    "core.fsmonitor",
-    "core.hookspath",
-    "core.pager",
-    "core.editor",
-    "core.sshcommand",
-    "core.askpass",
-    "core.gitproxy",
-    "diff.external",
-    "diff.*.textconv",
-    "diff.*.command",
-    "filter.*.clean",
-    "filter.*.smudge",
-    "filter.*.process",
-    "merge.*.driver",
-    "credential.helper",
-    "sequence.editor",
-    "gpg.program",
-    "gpg.*.program",
-    "uploadpack.packobjectshook",
-    "remote.*.uploadpack",
-    "remote.*.receivepack",
-    "include.path",
-    "includeif.*.path",
-];
-
 /// Moves aside the control files that appeared since `set` was scanned; the note for the
 /// model, if anything was moved.
 pub(crate) fn quarantine_new(set: &ControlSet) -> Option<String> {
@@ -134,36 +106,25 @@ pub(crate) fn runs_programs(config: &str) -> bool {
         if key_runs(&section, subsection, line) {
             return true;
         }
-        // `alias.x = !cmd` runs a shell command.
-        if section == "alias"
-            && line
-                .split_once('=')
-                .is_some_and(|(_, v)| v.trim().starts_with('!'))
-        {
-            return true;
-        }
     }
     false
 }
 
+/// Whether the `name = value` line of `section` (with a subsection or not) sets a key that
+/// makes git run a program; the permission gate's list decides, so the two never disagree.
 fn key_runs(section: &str, subsection: bool, line: &str) -> bool {
-    let name = line
-        .split(['=', ' ', '\t'])
-        .next()
-        .unwrap_or("")
-        .trim()
-        .to_ascii_lowercase();
-    if name.is_empty() {
+    let (name, value) = line.split_once('=').unwrap_or((line, ""));
+    let name = name.trim();
+    if name.is_empty() || section.is_empty() {
         return false;
     }
+    // The subsection's own name (a URL, a driver name) never changes the verdict.
     let key = if subsection {
-        format!("{section}.*.{name}")
+        format!("{section}.sub.{name}")
     } else {
         format!("{section}.{name}")
     };
-    RUNNING_KEYS.contains(&key.as_str())
-        || (section == "includeif" && name == "path")
-        || (section == "include" && name == "path")
+    crate::permission::git_key_runs_program(&key, value.trim())
 }
 
 #[cfg(test)]
@@ -184,6 +145,31 @@ mod tests {
             "[core]\n\trepositoryformatversion = 0\n\tbare = false\n[alias]\n\tst = status\n"
         ));
         assert!(!runs_programs("[user]\n\tname = x\n\temail = y\n"));
+    }
+
+    #[test]
+    fn keys_only_the_gate_knew_made_a_new_repository_look_harmless() {
+        // Each of these runs a program on an ordinary git command (`git log`, `git fetch`,
+        // `git difftool`, `git archive`, a push to that host); the check after a command
+        // missed them while the gate's list had them.
+        for config in [
+            "[pager]\n\tlog = sh -c evil\n",
+            "[credential \"https://example.invalid\"]\n\thelper = !sh -c evil\n",
+            "[core]\n\talternateRefsCommand = sh -c evil\n",
+            "[difftool \"x\"]\n\tcmd = sh -c evil\n",
+            "[tar \"tgz\"]\n\tcommand = sh -c evil\n",
+            "[submodule \"x\"]\n\tupdate = !sh -c evil\n",
+            "[protocol \"ext\"]\n\tallow = always\n",
+        ] {
+            assert!(runs_programs(config), "{config}");
+        }
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path().to_path_buf();
+        let set = ControlSet::scan(std::slice::from_ref(&root));
+        std::fs::create_dir_all(root.join(".git")).unwrap();
+        std::fs::write(root.join(".git/config"), "[pager]\n\tlog = sh -c evil\n").unwrap();
+        assert!(quarantine_new(&set).is_some());
+        assert!(!root.join(".git").exists());
     }
 
     #[test]
