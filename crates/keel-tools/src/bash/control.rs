@@ -15,11 +15,22 @@ use crate::protect::ControlSet;
 /// model, if anything was moved.
 pub(crate) fn quarantine_new(set: &ControlSet) -> Option<String> {
     let mut moved = Vec::new();
+    let mut targets: Vec<PathBuf> = Vec::new();
     for path in set.appeared() {
         let is_git = path.file_name().is_some_and(|n| n == ".git");
         if is_git && harmless_repository(&path) {
             continue;
         }
+        match movable(&path, &set.roots) {
+            Some(target) if !targets.contains(&target) => targets.push(target),
+            Some(_) => {}
+            None => moved.push(format!(
+                "{} (not moved: it lies outside the workspace)",
+                path.display()
+            )),
+        }
+    }
+    for path in targets {
         match quarantine(&path) {
             Ok(to) => moved.push(format!("{} (now {})", path.display(), to.display())),
             Err(e) => moved.push(format!("{} (could not be moved: {e})", path.display())),
@@ -34,6 +45,32 @@ pub(crate) fn quarantine_new(set: &ControlSet) -> Option<String> {
         moved.join(", "),
         crate::protect::CONTROL_PATTERNS
     ))
+}
+
+/// What to move aside for the control path `path`: itself when it lies in a workspace root
+/// once links are resolved; otherwise the link inside the root that leads out of it (a
+/// command's `.claude -> ~/.claude` must not make keel rename the user's own settings).
+fn movable(path: &Path, roots: &[PathBuf]) -> Option<PathBuf> {
+    let real_roots: Vec<PathBuf> = roots
+        .iter()
+        .map(|r| r.canonicalize().unwrap_or_else(|_| r.clone()))
+        .collect();
+    let inside = path
+        .parent()
+        .and_then(|p| p.canonicalize().ok())
+        .is_some_and(|p| real_roots.iter().any(|r| p.starts_with(r)));
+    if inside {
+        return Some(path.to_path_buf());
+    }
+    let root = roots.iter().find(|r| path.starts_with(r))?;
+    let mut at = root.clone();
+    for part in path.strip_prefix(root).ok()?.components() {
+        at.push(part);
+        if at != path && std::fs::symlink_metadata(&at).is_ok_and(|m| m.file_type().is_symlink()) {
+            return Some(at);
+        }
+    }
+    None
 }
 
 /// Renames `path` to a free `NAME.keel-quarantine[-N]` beside it.
@@ -170,6 +207,30 @@ mod tests {
         std::fs::write(root.join(".git/config"), "[pager]\n\tlog = sh -c evil\n").unwrap();
         assert!(quarantine_new(&set).is_some());
         assert!(!root.join(".git").exists());
+    }
+
+    #[test]
+    fn a_link_made_keel_move_files_outside_the_workspace() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path().join("ws");
+        let theirs = dir.path().join("user-claude");
+        std::fs::create_dir_all(&root).unwrap();
+        std::fs::create_dir_all(&theirs).unwrap();
+        std::fs::write(theirs.join("settings.json"), "{}").unwrap();
+        std::fs::write(theirs.join("settings.local.json"), "{}").unwrap();
+        let set = ControlSet::scan(std::slice::from_ref(&root));
+        std::os::unix::fs::symlink(&theirs, root.join(".claude")).unwrap();
+        let note = quarantine_new(&set).unwrap();
+        // The user's files stay where they are; the link the command made goes aside.
+        let mut left: Vec<String> = std::fs::read_dir(&theirs)
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .collect();
+        left.sort();
+        assert_eq!(left, ["settings.json", "settings.local.json"], "{note}");
+        assert!(std::fs::symlink_metadata(root.join(".claude")).is_err());
+        let moved = std::fs::symlink_metadata(root.join(".claude.keel-quarantine")).unwrap();
+        assert!(moved.file_type().is_symlink());
     }
 
     #[test]
