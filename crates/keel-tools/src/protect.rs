@@ -191,12 +191,17 @@ pub struct ControlSet {
     pub absent: Vec<PathBuf>,
     /// The `.claude` folders of the roots, where any new `settings*.json` counts.
     pub claude: Vec<PathBuf>,
+    /// The workspace roots scanned: nothing outside them is ever moved aside.
+    pub roots: Vec<PathBuf>,
 }
 
 impl ControlSet {
     /// Looks at each root's control files.
     pub fn scan(roots: &[PathBuf]) -> Self {
-        let mut set = Self::default();
+        let mut set = Self {
+            roots: roots.to_vec(),
+            ..Self::default()
+        };
         for root in roots {
             set.scan_root(root);
         }

@@ -385,3 +385,136 @@ async fn hard_links_never_make_an_outside_file_writable() {
         "{out}"
     );
 }
+
+/// Which part of [`a_command_cannot_type_into_keels_terminal`] this process plays.
+const TTY_ROLE: &str = "KEEL_TEST_TTY_ROLE";
+/// What the command tries to push into the terminal's input.
+const TYPED: &[u8] = b"touch keel-typed\n";
+
+/// Regression: `/dev/tty` was writable with every device right, so a command could push
+/// characters into the input of keel's terminal (`TIOCSTI`), which the user's shell ran,
+/// unsandboxed, once keel ended. The test plays three parts, chosen by [`TTY_ROLE`]: the
+/// test itself gives a terminal to a copy of this test (`keel`) that runs, sandboxed, a
+/// third copy (`type`) that tries to type; then the terminal's input must be empty.
+#[tokio::test]
+async fn a_command_cannot_type_into_keels_terminal() {
+    match std::env::var(TTY_ROLE).as_deref() {
+        Ok("type") => return type_into_the_terminal(),
+        Ok("keel") => return run_the_typist().await,
+        _ => {}
+    }
+    if !landlock() {
+        return;
+    }
+    #[expect(unsafe_code, reason = "asking the kernel for its Landlock version")]
+    // SAFETY: the version query takes no pointer.
+    let abi = unsafe { libc::syscall(libc::SYS_landlock_create_ruleset, 0usize, 0usize, 1u32) };
+    if abi < 5 {
+        // Device ioctls are only Landlock's to refuse from ABI 5 (Linux 6.10).
+        eprintln!("Landlock ABI {abi}: device ioctls are not restricted here");
+        return;
+    }
+    let (mut master, mut slave) = (0, 0);
+    #[expect(unsafe_code, reason = "a pseudo-terminal for the test")]
+    // SAFETY: openpty fills the two descriptors; the rest may be null.
+    let opened = unsafe {
+        libc::openpty(
+            &raw mut master,
+            &raw mut slave,
+            std::ptr::null_mut(),
+            std::ptr::null(),
+            std::ptr::null(),
+        )
+    };
+    assert_eq!(opened, 0, "openpty: {}", std::io::Error::last_os_error());
+    // Raw, so every typed byte counts as input at once.
+    #[expect(unsafe_code, reason = "terminal attributes")]
+    // SAFETY: a termios read from and written back to the descriptor just opened.
+    unsafe {
+        let mut attrs: libc::termios = std::mem::zeroed();
+        assert_eq!(libc::tcgetattr(slave, &raw mut attrs), 0);
+        libc::cfmakeraw(&raw mut attrs);
+        assert_eq!(libc::tcsetattr(slave, libc::TCSANOW, &raw const attrs), 0);
+    }
+    let mut keel = std::process::Command::new(std::env::current_exe().unwrap());
+    keel.args([
+        "--exact",
+        "a_command_cannot_type_into_keels_terminal",
+        "--nocapture",
+    ])
+    .env(TTY_ROLE, "keel");
+    #[expect(unsafe_code, reason = "giving the child the terminal")]
+    // SAFETY: setsid and ioctl with integer arguments, between fork and exec.
+    unsafe {
+        std::os::unix::process::CommandExt::pre_exec(&mut keel, move || {
+            if libc::setsid() < 0 || libc::ioctl(slave, libc::TIOCSCTTY, 0) < 0 {
+                return Err(std::io::Error::last_os_error());
+            }
+            Ok(())
+        });
+    }
+    let output = keel.output().unwrap();
+    let report = format!(
+        "{}{}",
+        String::from_utf8_lossy(&output.stdout),
+        String::from_utf8_lossy(&output.stderr)
+    );
+    assert!(output.status.success(), "{report}");
+    let mut waiting: libc::c_int = 0;
+    #[expect(unsafe_code, reason = "how much input the terminal holds")]
+    // SAFETY: FIONREAD writes one int; both descriptors are closed after.
+    unsafe {
+        assert_eq!(libc::ioctl(slave, libc::FIONREAD, &raw mut waiting), 0);
+        libc::close(slave);
+        libc::close(master);
+    }
+    assert_eq!(
+        waiting, 0,
+        "the command typed into keel's terminal: {report}"
+    );
+}
+
+/// The `keel` part: a sandboxed command runs the `type` part, in this process's terminal.
+async fn run_the_typist() {
+    let fx = fixture();
+    let bash = tool(&fx, SandboxMode::WorkspaceWrite, |_| {});
+    let exe = std::env::current_exe().unwrap();
+    let out = sh(
+        &bash,
+        &format!(
+            "{TTY_ROLE}=type '{}' --exact a_command_cannot_type_into_keels_terminal --nocapture",
+            exe.display()
+        ),
+    )
+    .await;
+    // The typist ran and said what it could do (the test judges the terminal, not this).
+    assert!(out.contains("typist:"), "{out}");
+    println!("{out}");
+}
+
+/// The `type` part: pushes [`TYPED`] into the controlling terminal, as far as it may.
+fn type_into_the_terminal() {
+    use std::os::fd::AsRawFd as _;
+    let tty = std::fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .open("/dev/tty")
+        .or_else(|_| std::fs::File::open("/dev/tty"));
+    let Ok(tty) = tty else {
+        println!("typist: cannot open /dev/tty: {tty:?}");
+        return;
+    };
+    for byte in TYPED {
+        #[expect(unsafe_code, reason = "the attack under test")]
+        // SAFETY: TIOCSTI reads one byte from a valid pointer.
+        let done = unsafe { libc::ioctl(tty.as_raw_fd(), libc::TIOCSTI, byte) };
+        if done != 0 {
+            println!(
+                "typist: TIOCSTI refused: {}",
+                std::io::Error::last_os_error()
+            );
+            return;
+        }
+    }
+    println!("typist: typed");
+}

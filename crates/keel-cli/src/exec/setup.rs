@@ -106,9 +106,13 @@ pub(super) fn tools_and_gate(
             _ => cwd.join(p),
         })
         .collect();
-    if let Some(db) = std::env::var_os("KEEL_SESSIONS_DB").map(PathBuf::from) {
-        // The sessions live outside $KEEL_HOME: hide them (and their log files) too.
-        let db = if db.is_absolute() { db } else { cwd.join(db) };
+    // Sessions kept outside $KEEL_HOME are hidden too (with their log files), where the
+    // store opens them: a relative path is keel's own folder's, not `--cwd`'s, and an empty
+    // value means $KEEL_HOME.
+    if std::env::var_os("KEEL_SESSIONS_DB").is_some_and(|v| !v.is_empty())
+        && let Ok(db) = crate::store::db_path()
+    {
+        let db = std::path::absolute(&db).unwrap_or(db);
         for suffix in ["", "-wal", "-shm", "-journal"] {
             let mut name = db.clone().into_os_string();
             name.push(suffix);

@@ -251,3 +251,76 @@ fn a_corrupt_database_is_named_with_its_path() {
         "{text}"
     );
 }
+
+/// A folder outside the system temp folders (which sandboxed commands may write, so
+/// without namespaces keel could not hide a database there and would refuse the command).
+fn outside_temp() -> tempfile::TempDir {
+    tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap()
+}
+
+/// What a `bash` tool call printed in a `keel exec` run started in `start` with
+/// `KEEL_SESSIONS_DB=db` and `--cwd work`.
+fn bash_result_with_sessions_db(start: &Path, work: &Path, db: &str, command: &str) -> String {
+    let path = script(
+        work,
+        &json!([
+            {"tool_calls": [{"id": "c1", "name": "bash", "arguments": {"command": command}}]},
+            {"text": "done"}
+        ])
+        .to_string(),
+    );
+    let home = outside_temp();
+    let output = std::process::Command::new(env!("CARGO_BIN_EXE_keel"))
+        .current_dir(start)
+        .env("KEEL_HOME", home.path())
+        .env("KEEL_SESSIONS_DB", db)
+        .args([
+            "exec",
+            "--output-format",
+            "stream-json",
+            "--permission",
+            "full",
+        ])
+        .arg("--mock-script")
+        .arg(&path)
+        .arg("--cwd")
+        .arg(work)
+        .arg("run it")
+        .output()
+        .unwrap();
+    assert_exit(&output, 0);
+    crate::lines(&output.stdout)
+        .iter()
+        .filter(|e| e["type"] == "item.completed" && e["item"]["type"] == "tool_call")
+        .map(|e| e["item"]["result"].as_str().unwrap_or_default().to_owned())
+        .collect()
+}
+
+/// Regression: a relative `KEEL_SESSIONS_DB` was hidden from commands as if it lay under
+/// `--cwd`, while the store opened it in the folder keel started in, where commands could
+/// read it.
+#[test]
+fn a_relative_sessions_db_is_hidden_where_the_store_opens_it() {
+    let start = outside_temp();
+    let work = tempfile::tempdir().unwrap();
+    let db = start.path().join("rel.db");
+    let result = bash_result_with_sessions_db(
+        start.path(),
+        work.path(),
+        "rel.db",
+        &format!("head -c 15 {}; echo; echo ran", db.display()),
+    );
+    assert!(db.is_file(), "the store opened {}", db.display());
+    assert!(result.contains("ran"), "{result}");
+    assert!(!result.contains("SQLite format"), "{result}");
+}
+
+/// Regression: an empty `KEEL_SESSIONS_DB` (the store then uses `$KEEL_HOME`) made the
+/// working folder itself a credential location, so no command ran.
+#[test]
+fn an_empty_sessions_db_variable_hides_nothing() {
+    let start = outside_temp();
+    let work = tempfile::tempdir().unwrap();
+    let result = bash_result_with_sessions_db(start.path(), work.path(), "", "echo ran");
+    assert_eq!(result, "ran\n");
+}

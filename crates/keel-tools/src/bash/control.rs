@@ -11,43 +11,26 @@ use std::path::{Path, PathBuf};
 
 use crate::protect::ControlSet;
 
-/// Configuration keys (lower case, `section.name` or `section.*.name`) that make git run a
-/// program.
-const RUNNING_KEYS: &[&str] = &[
-    "core.fsmonitor",
-    "core.hookspath",
-    "core.pager",
-    "core.editor",
-    "core.sshcommand",
-    "core.askpass",
-    "core.gitproxy",
-    "diff.external",
-    "diff.*.textconv",
-    "diff.*.command",
-    "filter.*.clean",
-    "filter.*.smudge",
-    "filter.*.process",
-    "merge.*.driver",
-    "credential.helper",
-    "sequence.editor",
-    "gpg.program",
-    "gpg.*.program",
-    "uploadpack.packobjectshook",
-    "remote.*.uploadpack",
-    "remote.*.receivepack",
-    "include.path",
-    "includeif.*.path",
-];
-
 /// Moves aside the control files that appeared since `set` was scanned; the note for the
 /// model, if anything was moved.
 pub(crate) fn quarantine_new(set: &ControlSet) -> Option<String> {
     let mut moved = Vec::new();
+    let mut targets: Vec<PathBuf> = Vec::new();
     for path in set.appeared() {
         let is_git = path.file_name().is_some_and(|n| n == ".git");
         if is_git && harmless_repository(&path) {
             continue;
         }
+        match movable(&path, &set.roots) {
+            Some(target) if !targets.contains(&target) => targets.push(target),
+            Some(_) => {}
+            None => moved.push(format!(
+                "{} (not moved: it lies outside the workspace)",
+                path.display()
+            )),
+        }
+    }
+    for path in targets {
         match quarantine(&path) {
             Ok(to) => moved.push(format!("{} (now {})", path.display(), to.display())),
             Err(e) => moved.push(format!("{} (could not be moved: {e})", path.display())),
@@ -62,6 +45,32 @@ pub(crate) fn quarantine_new(set: &ControlSet) -> Option<String> {
         moved.join(", "),
         crate::protect::CONTROL_PATTERNS
     ))
+}
+
+/// What to move aside for the control path `path`: itself when it lies in a workspace root
+/// once links are resolved; otherwise the link inside the root that leads out of it (a
+/// command's `.claude -> ~/.claude` must not make keel rename the user's own settings).
+fn movable(path: &Path, roots: &[PathBuf]) -> Option<PathBuf> {
+    let real_roots: Vec<PathBuf> = roots
+        .iter()
+        .map(|r| r.canonicalize().unwrap_or_else(|_| r.clone()))
+        .collect();
+    let inside = path
+        .parent()
+        .and_then(|p| p.canonicalize().ok())
+        .is_some_and(|p| real_roots.iter().any(|r| p.starts_with(r)));
+    if inside {
+        return Some(path.to_path_buf());
+    }
+    let root = roots.iter().find(|r| path.starts_with(r))?;
+    let mut at = root.clone();
+    for part in path.strip_prefix(root).ok()?.components() {
+        at.push(part);
+        if at != path && std::fs::symlink_metadata(&at).is_ok_and(|m| m.file_type().is_symlink()) {
+            return Some(at);
+        }
+    }
+    None
 }
 
 /// Renames `path` to a free `NAME.keel-quarantine[-N]` beside it.
@@ -134,36 +143,25 @@ pub(crate) fn runs_programs(config: &str) -> bool {
         if key_runs(&section, subsection, line) {
             return true;
         }
-        // `alias.x = !cmd` runs a shell command.
-        if section == "alias"
-            && line
-                .split_once('=')
-                .is_some_and(|(_, v)| v.trim().starts_with('!'))
-        {
-            return true;
-        }
     }
     false
 }
 
+/// Whether the `name = value` line of `section` (with a subsection or not) sets a key that
+/// makes git run a program; the permission gate's list decides, so the two never disagree.
 fn key_runs(section: &str, subsection: bool, line: &str) -> bool {
-    let name = line
-        .split(['=', ' ', '\t'])
-        .next()
-        .unwrap_or("")
-        .trim()
-        .to_ascii_lowercase();
-    if name.is_empty() {
+    let (name, value) = line.split_once('=').unwrap_or((line, ""));
+    let name = name.trim();
+    if name.is_empty() || section.is_empty() {
         return false;
     }
+    // The subsection's own name (a URL, a driver name) never changes the verdict.
     let key = if subsection {
-        format!("{section}.*.{name}")
+        format!("{section}.sub.{name}")
     } else {
         format!("{section}.{name}")
     };
-    RUNNING_KEYS.contains(&key.as_str())
-        || (section == "includeif" && name == "path")
-        || (section == "include" && name == "path")
+    crate::permission::git_key_runs_program(&key, value.trim())
 }
 
 #[cfg(test)]
@@ -184,6 +182,55 @@ mod tests {
             "[core]\n\trepositoryformatversion = 0\n\tbare = false\n[alias]\n\tst = status\n"
         ));
         assert!(!runs_programs("[user]\n\tname = x\n\temail = y\n"));
+    }
+
+    #[test]
+    fn keys_only_the_gate_knew_made_a_new_repository_look_harmless() {
+        // Each of these runs a program on an ordinary git command (`git log`, `git fetch`,
+        // `git difftool`, `git archive`, a push to that host); the check after a command
+        // missed them while the gate's list had them.
+        for config in [
+            "[pager]\n\tlog = sh -c evil\n",
+            "[credential \"https://example.invalid\"]\n\thelper = !sh -c evil\n",
+            "[core]\n\talternateRefsCommand = sh -c evil\n",
+            "[difftool \"x\"]\n\tcmd = sh -c evil\n",
+            "[tar \"tgz\"]\n\tcommand = sh -c evil\n",
+            "[submodule \"x\"]\n\tupdate = !sh -c evil\n",
+            "[protocol \"ext\"]\n\tallow = always\n",
+        ] {
+            assert!(runs_programs(config), "{config}");
+        }
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path().to_path_buf();
+        let set = ControlSet::scan(std::slice::from_ref(&root));
+        std::fs::create_dir_all(root.join(".git")).unwrap();
+        std::fs::write(root.join(".git/config"), "[pager]\n\tlog = sh -c evil\n").unwrap();
+        assert!(quarantine_new(&set).is_some());
+        assert!(!root.join(".git").exists());
+    }
+
+    #[test]
+    fn a_link_made_keel_move_files_outside_the_workspace() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path().join("ws");
+        let theirs = dir.path().join("user-claude");
+        std::fs::create_dir_all(&root).unwrap();
+        std::fs::create_dir_all(&theirs).unwrap();
+        std::fs::write(theirs.join("settings.json"), "{}").unwrap();
+        std::fs::write(theirs.join("settings.local.json"), "{}").unwrap();
+        let set = ControlSet::scan(std::slice::from_ref(&root));
+        std::os::unix::fs::symlink(&theirs, root.join(".claude")).unwrap();
+        let note = quarantine_new(&set).unwrap();
+        // The user's files stay where they are; the link the command made goes aside.
+        let mut left: Vec<String> = std::fs::read_dir(&theirs)
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .collect();
+        left.sort();
+        assert_eq!(left, ["settings.json", "settings.local.json"], "{note}");
+        assert!(std::fs::symlink_metadata(root.join(".claude")).is_err());
+        let moved = std::fs::symlink_metadata(root.join(".claude.keel-quarantine")).unwrap();
+        assert!(moved.file_type().is_symlink());
     }
 
     #[test]

@@ -25,6 +25,7 @@ pub mod rules;
 pub mod shell;
 
 pub use effects::CommandClass;
+pub(crate) use effects::git_key_runs_program;
 pub use gate::{
     AskRequest, Decision, DecisionKind, Denial, DenySource, Mode, PermissionGate, UnknownMode,
 };

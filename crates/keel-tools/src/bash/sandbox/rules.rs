@@ -21,8 +21,12 @@ use super::SandboxError;
 /// The newest Landlock ABI keel asks for; older kernels are handled best effort.
 const ABI_WANTED: ABI = ABI::V6;
 
-/// Devices any command may write even when sandboxed.
-const WRITABLE_DEVICES: &[&str] = &["/dev/null", "/dev/zero", "/dev/tty", "/dev/full"];
+/// Devices any command may write even when sandboxed. Not `/dev/tty`: a command shares
+/// keel's session, so with write and ioctl rights on its terminal it could type into it
+/// (`TIOCSTI`, run by the user's shell once keel ends) or draw over keel's output. Reading it
+/// stays allowed (job control stops a command that tries), and Landlock refuses its ioctls
+/// from ABI 5 (Linux 6.10) on.
+const WRITABLE_DEVICES: &[&str] = &["/dev/null", "/dev/zero", "/dev/full"];
 
 /// System temp folders, writable in `workspace-write` only.
 const SYSTEM_TEMP: &[&str] = &["/tmp", "/var/tmp", "/dev/shm"];

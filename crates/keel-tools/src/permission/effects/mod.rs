@@ -30,7 +30,9 @@ use tables::{FILE_PROGRAMS, NETWORK, NO_FILES, READ_ONLY, READERS};
 pub use args::has_flag;
 pub use code::{inline_code, mentions};
 pub use files::file_effects;
-pub use git_config::{dangers as git_dangers, protected as git_protected};
+pub use git_config::{
+    dangers as git_dangers, protected as git_protected, runs_program as git_key_runs_program,
+};
 pub use links::link_effects;
 
 /// How a command counts for the modes.
