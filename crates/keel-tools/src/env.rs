@@ -153,7 +153,19 @@ fn default_output_dir() -> PathBuf {
     let uid = std::fs::metadata("/proc/self")
         .map(|m| m.uid())
         .unwrap_or(0);
-    std::env::temp_dir().join(format!("keel-outputs-{uid}"))
+    temp_base().join(format!("keel-outputs-{uid}"))
+}
+
+/// Where keel makes its temp folders (saved outputs, the session's private `TMPDIR`): the
+/// system's temp folder, unless it lies where the sandbox hides everything (the session
+/// folders under `/run/user`), where commands could not reach them; then `/tmp`.
+pub fn temp_base() -> PathBuf {
+    let temp = std::env::temp_dir();
+    if temp.starts_with("/run/user") || temp.starts_with("/var/run/user") {
+        PathBuf::from("/tmp")
+    } else {
+        temp
+    }
 }
 
 /// `.` removed and `..` folded without touching the file system.

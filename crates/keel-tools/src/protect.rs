@@ -255,20 +255,28 @@ impl ControlSet {
     }
 
     fn scan_git_dir(&mut self, dir: &Path, depth: usize) {
-        let config = dir.join("config");
-        if config.is_file() {
-            self.read_only.push(config);
+        let exists = |p: &Path| std::fs::symlink_metadata(p).is_ok();
+        for name in ["config", "hooks"] {
+            let path = dir.join(name);
+            if exists(&path) {
+                self.read_only.push(path);
+            } else {
+                self.absent.push(path);
+            }
         }
-        let hooks = dir.join("hooks");
-        if !hooks.exists() {
-            // An empty hooks folder is what git creates itself; it lets the sandbox protect
-            // the place a hook would go.
-            let _ = std::fs::create_dir(&hooks);
+        let worktree_config = dir.join("config.worktree");
+        if worktree_config.is_file() {
+            self.read_only.push(worktree_config);
         }
-        if hooks.is_dir() {
-            self.read_only.push(hooks);
-        } else {
-            self.absent.push(hooks);
+        // A linked worktree's folder names the repository it shares configuration and
+        // hooks with.
+        if depth < 3
+            && let Ok(text) = std::fs::read_to_string(dir.join("commondir"))
+        {
+            let common = dir.join(text.trim());
+            if common.is_dir() && !self.read_only.contains(&common.join("config")) {
+                self.scan_git_dir(&common, depth + 1);
+            }
         }
         // Submodules keep their own config and hooks; nesting is bounded.
         if depth < 3
@@ -407,11 +415,7 @@ mod tests {
         let set = ControlSet::scan(std::slice::from_ref(&root));
         assert_eq!(
             set.read_only,
-            vec![
-                root.join(".claude/settings.json"),
-                root.join(".git/config"),
-                root.join(".git/hooks"),
-            ]
+            vec![root.join(".claude/settings.json"), root.join(".git/config")]
         );
         assert_eq!(set.pinned, vec![root.join(".claude"), root.join(".git")]);
         assert_eq!(
@@ -420,8 +424,10 @@ mod tests {
                 root.join(".keel"),
                 root.join(".mcp.json"),
                 root.join(".claude/settings.local.json"),
+                root.join(".git/hooks"),
             ]
         );
+        assert!(!root.join(".git/hooks").exists(), "a scan changes nothing");
         std::fs::write(root.join(".mcp.json"), "{}").unwrap();
         assert_eq!(set.appeared(), vec![root.join(".mcp.json")]);
     }

@@ -518,3 +518,72 @@ fn type_into_the_terminal() {
     }
     println!("typist: typed");
 }
+
+#[tokio::test]
+async fn session_sockets_and_terminals_are_out_of_reach() {
+    if !landlock() || !namespaces() {
+        return;
+    }
+    let fx = fixture();
+    // A server socket of the user's session outside the workspace, as tmux makes one.
+    let dir = std::path::PathBuf::from(format!("/tmp/keel-sock-test-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let socket = dir.join("default");
+    let _ = std::fs::remove_file(&socket);
+    let _listener = std::os::unix::net::UnixListener::bind(&socket).unwrap();
+    // One of the workspace's own stays reachable.
+    let own = fx.ws.join("app.sock");
+    let _own = std::os::unix::net::UnixListener::bind(&own).unwrap();
+    let bash = tool(&fx, SandboxMode::WorkspaceWrite, |_| {});
+    let out = sh(
+        &bash,
+        &format!(
+            "[ -S {} ] && echo SESSION-SOCKET; [ -S app.sock ] && echo OWN-SOCKET; \
+             ls /dev/pts | grep -v ptmx | grep . && echo OTHER-TERMINALS; \
+             tty; (exec 3<>/dev/tty) 2>/dev/null && echo CONTROLLING-TERMINAL; echo end",
+            socket.display()
+        ),
+    )
+    .await;
+    let _ = std::fs::remove_dir_all(&dir);
+    assert!(out.contains("end"), "{out}");
+    assert!(!out.contains("SESSION-SOCKET"), "{out}");
+    assert!(out.contains("OWN-SOCKET"), "{out}");
+    assert!(!out.contains("OTHER-TERMINALS"), "{out}");
+    assert!(!out.contains("CONTROLLING-TERMINAL"), "{out}");
+    assert!(out.contains("not a tty"), "{out}");
+}
+
+#[tokio::test]
+async fn descriptors_keel_inherited_do_not_reach_commands() {
+    if !landlock() {
+        return;
+    }
+    let fx = fixture();
+    let secret = fx.home.join("inherited.txt");
+    std::fs::write(&secret, "x").unwrap();
+    let file = std::fs::File::open(&secret).unwrap();
+    let fd = std::os::fd::AsRawFd::as_raw_fd(&file);
+    #[expect(
+        unsafe_code,
+        reason = "clearing close-on-exec to play a descriptor keel inherited"
+    )]
+    // SAFETY: fcntl on a descriptor this test owns.
+    unsafe {
+        libc::fcntl(fd, libc::F_SETFD, 0);
+    }
+    for mode in [SandboxMode::WorkspaceWrite, SandboxMode::ReadOnly] {
+        let bash = tool(&fx, mode, |_| {});
+        let out = sh(
+            &bash,
+            "for f in /proc/self/fd/*; do readlink $f; done; echo end",
+        )
+        .await;
+        if mode == SandboxMode::ReadOnly && !namespaces() {
+            continue;
+        }
+        assert!(out.contains("end"), "{out}");
+        assert!(!out.contains("inherited.txt"), "{mode:?}: {out}");
+    }
+    drop(file);
+}

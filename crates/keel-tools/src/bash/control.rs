@@ -21,6 +21,11 @@ pub(crate) fn quarantine_new(set: &ControlSet) -> Option<String> {
         if is_git && harmless_repository(&path) {
             continue;
         }
+        // What `git init` puts in a repository that had no hooks folder.
+        let is_hooks = path.file_name().is_some_and(|n| n == "hooks");
+        if is_hooks && only_sample_hooks(&path) {
+            continue;
+        }
         match movable(&path, &set.roots) {
             Some(target) if !targets.contains(&target) => targets.push(target),
             Some(_) => {}
@@ -92,6 +97,19 @@ fn quarantine(path: &Path) -> std::io::Result<PathBuf> {
         }
     }
     Err(std::io::Error::other("no free quarantine name"))
+}
+
+/// Whether a hooks folder holds nothing but git's `*.sample` files (and no links).
+fn only_sample_hooks(hooks: &Path) -> bool {
+    if !std::fs::symlink_metadata(hooks).is_ok_and(|m| m.is_dir()) {
+        return false;
+    }
+    std::fs::read_dir(hooks).is_ok_and(|entries| {
+        entries.flatten().all(|e| {
+            e.file_name().to_string_lossy().ends_with(".sample")
+                && e.file_type().is_ok_and(|t| t.is_file())
+        })
+    })
 }
 
 /// Whether a git folder holds only sample hooks and no program-running configuration.

@@ -125,7 +125,7 @@ impl Bash {
         }
         let made = tempfile::Builder::new()
             .prefix("keel-session-")
-            .tempdir()
+            .tempdir_in(crate::env::temp_base())
             .map_err(|e| ToolError::new(format!("cannot create the private temp folder: {e}")))?;
         // Another call may have won the race; either folder is private.
         let dir = self.tmp.get_or_init(|| made);
@@ -186,6 +186,7 @@ impl Bash {
                 program: &self.bash_for(&vars),
                 command,
                 tmp: &tmp,
+                roots: &self.env.roots,
                 control: control.as_deref(),
                 vars: &vars,
             };
@@ -206,14 +207,17 @@ impl Bash {
             .stdin(Stdio::null())
             .stdout(writer)
             .stderr(writer2)
-            .process_group(0)
             .kill_on_drop(true);
         // The sandbox is applied in the child between fork and exec, so it binds only the
         // command. (Confining a keel thread that starts the commands instead would be
         // faster, but a command could then reach keel's memory through that thread, which
-        // shares it.) Without a sandbox the standard library uses `posix_spawn`, which
-        // copies nothing.
+        // shares it.) A sandboxed command starts a session of its own there (its process
+        // group is its session); without a sandbox the standard library uses
+        // `posix_spawn`, which copies nothing, with a process group of its own.
         let mut diag = None;
+        if prepared.is_none() {
+            cmd.process_group(0);
+        }
         if let Some(mut prepared) = prepared {
             diag = prepared.take_diagnostics();
             #[expect(

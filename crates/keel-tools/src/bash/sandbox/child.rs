@@ -29,8 +29,6 @@ use std::ffi::{CStr, CString};
 use std::io;
 use std::os::fd::{AsRawFd as _, OwnedFd};
 
-use landlock::RulesetCreated;
-
 /// What the keeper sets up in the namespaces.
 #[derive(Debug)]
 pub(super) struct Namespaces {
@@ -50,6 +48,9 @@ pub(super) struct Namespaces {
     pub read_only: Vec<CString>,
     /// Mount a `/proc` of the new pid namespace.
     pub private_proc: bool,
+    /// Mount a terminal file system of its own over `/dev/pts`, so the user's terminals
+    /// cannot be read (keystrokes) or written; the command can still make terminals.
+    pub private_pts: bool,
 }
 
 /// Everything the child needs, built before the fork.
@@ -59,8 +60,9 @@ pub(super) struct ChildPlan {
     pub parent: libc::pid_t,
     /// `None`: Landlock only, in the command's own process.
     pub namespaces: Option<Namespaces>,
-    /// The Landlock rules, applied last.
-    pub ruleset: Option<RulesetCreated>,
+    /// The Landlock ruleset's descriptor, applied last (raw system calls: nothing of the
+    /// landlock crate runs after the fork).
+    pub ruleset: Option<OwnedFd>,
     /// Write end of the diagnostics pipe.
     pub diag: Option<OwnedFd>,
     /// What pid 1 executes (with namespaces).
@@ -151,21 +153,38 @@ impl ChildPlan {
     /// command; the keeper never returns.
     pub(super) fn run(&mut self) -> io::Result<()> {
         let diag = self.diag.as_ref().map_or(-1, |fd| fd.as_raw_fd());
+        let ruleset = self.ruleset.as_ref().map_or(-1, |fd| fd.as_raw_fd());
         die_with_parent(self.parent, diag)?;
+        // A session of its own: no controlling terminal, so no command can type into or
+        // read from the user's terminal (`/dev/tty`, `TIOCSTI`); the session's id is its
+        // process group, which keel kills whole.
+        // SAFETY: setsid takes no arguments.
+        if unsafe { libc::setsid() } < 0 {
+            return Err(fail(diag, b"start a session of its own", errno()));
+        }
         let Some(ns) = &self.namespaces else {
             // Without a user namespace a command of root's keeps root's capabilities in
             // the real system; take away those that reach past Landlock (loading kernel
             // modules, tracing or reading keel's memory and environment, raw devices,
             // mounts, opening files by handle).
             drop_capabilities();
-            return restrict(&mut self.ruleset, diag);
+            close_inherited();
+            return restrict(ruleset, diag);
         };
         enter(ns, diag)?;
+        // The keeper holds the write end; pid 1 closes its copy and sees the pipe hang up
+        // if the keeper (and so keel) is already gone when it asks to die with it.
+        let mut alive = [-1i32; 2];
+        // SAFETY: pipe2 fills the two-element array.
+        if unsafe { libc::pipe2(alive.as_mut_ptr(), libc::O_CLOEXEC) } != 0 {
+            return Err(fail(diag, b"create a pipe", errno()));
+        }
         let mut pid_one = PidOne {
             diag,
             private_proc: ns.private_proc,
-            ruleset: self.ruleset.take(),
+            ruleset,
             exec: &self.exec,
+            alive,
         };
         let top = self.stack.as_mut_ptr_range().end;
         // The stack grows down from a 16-byte aligned top.
@@ -184,7 +203,7 @@ impl ChildPlan {
         if pid < 0 {
             return Err(fail(diag, b"start the command", errno()));
         }
-        keep(pid)
+        keep(pid, alive[1])
     }
 }
 
@@ -192,8 +211,10 @@ impl ChildPlan {
 struct PidOne<'a> {
     diag: i32,
     private_proc: bool,
-    ruleset: Option<RulesetCreated>,
+    ruleset: i32,
     exec: &'a ExecPlan,
+    /// The keeper-alive pipe: read end, write end.
+    alive: [i32; 2],
 }
 
 /// Pid 1 of the new namespace: its own `/proc`, Landlock, then bash. Never returns on
@@ -203,13 +224,28 @@ extern "C" fn start_pid_one(arg: *mut libc::c_void) -> libc::c_int {
     let pid_one = unsafe { &mut *arg.cast::<PidOne<'_>>() };
     let diag = pid_one.diag;
     let ready = (|| {
-        // Its parent, the keeper, is outside the namespace, so `getppid` says 0.
+        // Its parent, the keeper, is outside the namespace, so `getppid` says 0: whether
+        // the keeper still lives is told by the pipe it holds open.
         die_with_parent(0, diag)?;
+        // SAFETY: closing this process's copy of the write end, then polling the read end.
+        let gone = unsafe {
+            libc::close(pid_one.alive[1]);
+            let mut poll = libc::pollfd {
+                fd: pid_one.alive[0],
+                events: libc::POLLIN,
+                revents: 0,
+            };
+            libc::poll(&raw mut poll, 1, 0) > 0 && poll.revents & libc::POLLHUP != 0
+        };
+        if gone {
+            return Err(fail(diag, b"start: keel is gone", libc::ESRCH));
+        }
         if pid_one.private_proc {
             let flags = libc::MS_NOSUID | libc::MS_NODEV | libc::MS_NOEXEC;
             mount(c"proc", c"/proc", c"proc", flags, diag, b"mount /proc")?;
         }
-        restrict(&mut pid_one.ruleset, diag)
+        close_inherited();
+        restrict(pid_one.ruleset, diag)
     })();
     if ready.is_ok() {
         let exec = pid_one.exec;
@@ -227,17 +263,60 @@ extern "C" fn start_pid_one(arg: *mut libc::c_void) -> libc::c_int {
     unsafe { libc::_exit(127) }
 }
 
-/// Applies the Landlock rules, if any.
-fn restrict(ruleset: &mut Option<RulesetCreated>, diag: i32) -> io::Result<()> {
-    if let Some(ruleset) = ruleset.take() {
-        let status = ruleset
-            .restrict_self()
-            .map_err(|_| fail(diag, b"apply the Landlock rules", libc::EPERM))?;
-        if status.ruleset == landlock::RulesetStatus::NotEnforced {
-            return Err(fail(diag, b"enforce the Landlock rules", libc::ENOSYS));
-        }
+/// Applies the Landlock ruleset `fd` (with `no_new_privs`, which Landlock requires of an
+/// unprivileged caller and which keeps setuid programs from gaining anything). A plan
+/// without a ruleset is the namespace probe's; every command's plan has one.
+fn restrict(fd: i32, diag: i32) -> io::Result<()> {
+    if fd < 0 {
+        return Ok(());
+    }
+    // SAFETY: prctl with integer arguments.
+    if unsafe { libc::prctl(libc::PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) } != 0 {
+        return Err(fail(diag, b"set no_new_privs", errno()));
+    }
+    // SAFETY: the ruleset descriptor stays open until exec (it is close-on-exec).
+    if unsafe { libc::syscall(libc::SYS_landlock_restrict_self, fd, 0u32) } != 0 {
+        return Err(fail(diag, b"apply the Landlock rules", errno()));
     }
     Ok(())
+}
+
+/// Marks every descriptor above stderr close-on-exec: descriptors keel inherited without
+/// that flag must not reach the command, and the diagnostics pipe must stay open until the
+/// exec succeeds.
+fn close_inherited() {
+    // SAFETY: close_range with flags only changes this process's descriptor table.
+    let done = unsafe {
+        libc::syscall(
+            libc::SYS_close_range,
+            3u32,
+            u32::MAX,
+            libc::CLOSE_RANGE_CLOEXEC,
+        )
+    };
+    if done != 0 {
+        // An older kernel or a filter: set the flag one descriptor at a time.
+        for fd in 3..open_limit() {
+            // SAFETY: fcntl on a descriptor number; unused numbers fail harmlessly.
+            unsafe {
+                libc::fcntl(fd, libc::F_SETFD, libc::FD_CLOEXEC);
+            }
+        }
+    }
+}
+
+/// The highest descriptor number worth visiting when `close_range` is unavailable.
+fn open_limit() -> i32 {
+    let mut limit = libc::rlimit {
+        rlim_cur: 0,
+        rlim_max: 0,
+    };
+    // SAFETY: getrlimit fills the struct.
+    if unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &raw mut limit) } == 0 {
+        i32::try_from(limit.rlim_cur.min(65_536)).unwrap_or(1024)
+    } else {
+        1024
+    }
 }
 
 /// Dies with the parent; `expected` is the parent's pid as seen here (0 across a pid
@@ -331,6 +410,9 @@ fn enter(ns: &Namespaces, diag: i32) -> io::Result<()> {
             Err(e) => return Err(fail(diag, b"hide a credential file", e)),
         }
     }
+    if ns.private_pts {
+        private_terminals(diag)?;
+    }
     for dir in &ns.pinned {
         match mount_raw(Some(dir), dir, None, libc::MS_BIND, None) {
             Ok(()) => {}
@@ -368,14 +450,54 @@ fn enter(ns: &Namespaces, diag: i32) -> io::Result<()> {
     Ok(())
 }
 
-/// The keeper: waits for pid 1 and ends with its status. Never returns.
-fn keep(pid: libc::pid_t) -> ! {
-    // Output, the exec-error pipe and the diagnostics pipe belong to the command: holding
-    // them here would keep keel waiting for an end of output after the command ended.
-    // SAFETY: closing descriptors this process owns; nothing here uses them afterwards.
-    unsafe {
-        libc::syscall(libc::SYS_close_range, 0u32, u32::MAX, 0u32);
+/// A new instance of the terminal file system over `/dev/pts` with its own `ptmx`;
+/// where the kernel refuses one, an empty read-only folder instead.
+fn private_terminals(diag: i32) -> io::Result<()> {
+    let flags = libc::MS_NOSUID | libc::MS_NOEXEC;
+    let fresh = mount_raw(
+        Some(c"devpts"),
+        c"/dev/pts",
+        Some(c"devpts"),
+        flags,
+        Some(c"newinstance,ptmxmode=0666,mode=0620"),
+    );
+    match fresh {
+        Ok(()) => {
+            // Terminals opened through /dev/ptmx must come from the new instance.
+            match mount_raw(
+                Some(c"/dev/pts/ptmx"),
+                c"/dev/ptmx",
+                None,
+                libc::MS_BIND,
+                None,
+            ) {
+                Ok(()) | Err(libc::ENOENT) => Ok(()),
+                Err(e) => Err(fail(diag, b"bind the new /dev/ptmx", e)),
+            }
+        }
+        Err(_) => {
+            let hide = libc::MS_RDONLY | libc::MS_NOSUID | libc::MS_NODEV | libc::MS_NOEXEC;
+            match mount_raw(
+                Some(c"tmpfs"),
+                c"/dev/pts",
+                Some(c"tmpfs"),
+                hide,
+                Some(c"mode=0755,size=4k"),
+            ) {
+                Ok(()) | Err(libc::ENOENT) => Ok(()),
+                Err(e) => Err(fail(diag, b"hide the terminals", e)),
+            }
+        }
     }
+}
+
+/// The keeper: waits for pid 1 and ends as it ended (the same exit code, or the same
+/// signal). Never returns.
+fn keep(pid: libc::pid_t, alive: i32) -> ! {
+    // Output, the exec-error pipe and the diagnostics pipe belong to the command: holding
+    // them here would keep keel waiting for an end of output after the command ended. Only
+    // the write end of the keeper-alive pipe stays.
+    close_all_but(alive);
     let mut status = 0;
     loop {
         // SAFETY: waitpid on our own child with a valid status pointer.
@@ -388,13 +510,47 @@ fn keep(pid: libc::pid_t) -> ! {
             unsafe { libc::_exit(125) };
         }
     }
-    let code = if libc::WIFEXITED(status) {
-        libc::WEXITSTATUS(status)
-    } else {
-        128 + libc::WTERMSIG(status)
-    };
+    if libc::WIFSIGNALED(status) {
+        let signal = libc::WTERMSIG(status);
+        // SAFETY: restoring the default action and raising the signal in this process;
+        // if it does not end it (a signal whose default is to be ignored), exit below.
+        unsafe {
+            libc::signal(signal, libc::SIG_DFL);
+            let mut set: libc::sigset_t = std::mem::zeroed();
+            libc::sigemptyset(&raw mut set);
+            libc::sigaddset(&raw mut set, signal);
+            libc::sigprocmask(libc::SIG_UNBLOCK, &raw const set, std::ptr::null_mut());
+            libc::raise(signal);
+            libc::_exit(128 + signal)
+        }
+    }
     // SAFETY: as above.
-    unsafe { libc::_exit(code) }
+    unsafe { libc::_exit(libc::WEXITSTATUS(status)) }
+}
+
+/// Closes every descriptor but `keep`.
+fn close_all_but(keep: i32) {
+    let keep = u32::try_from(keep).unwrap_or(u32::MAX);
+    let ranges: [(u32, u32); 2] = [
+        (0, keep.saturating_sub(1)),
+        (keep.saturating_add(1), u32::MAX),
+    ];
+    for (first, last) in ranges {
+        if first > last || (first == 0 && keep == 0) {
+            continue;
+        }
+        // SAFETY: closing descriptors this process owns; nothing here uses them afterwards.
+        let done = unsafe { libc::syscall(libc::SYS_close_range, first, last, 0u32) };
+        if done != 0 {
+            let last = i32::try_from(last).unwrap_or(i32::MAX).min(open_limit());
+            for fd in i32::try_from(first).unwrap_or(i32::MAX)..=last {
+                // SAFETY: as above; unused numbers fail harmlessly.
+                unsafe {
+                    libc::close(fd);
+                }
+            }
+        }
+    }
 }
 
 fn errno() -> i32 {

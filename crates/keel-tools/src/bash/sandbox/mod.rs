@@ -17,34 +17,28 @@
 //! applies nothing.
 
 mod child;
+mod masks;
 mod rules;
+mod support;
 
 use std::ffi::CString;
 use std::os::fd::OwnedFd;
 use std::os::unix::ffi::OsStrExt as _;
 use std::path::{Path, PathBuf};
-use std::sync::OnceLock;
 
 pub use rules::probe;
+pub use support::{
+    NamespaceSupport, Support, make_undumpable, namespaces_setting, probed, support,
+};
 
 use crate::env::{SandboxMode, ToolEnv};
 use crate::protect::ControlSet;
-use child::{ChildPlan, ExecPlan, Namespaces, STACK_SIZE};
+use child::{ChildPlan, ExecPlan, STACK_SIZE};
 
 /// The variable that turns the namespace layer off (`off`), for machines where it
 /// misbehaves; the default is `auto`. Turning it off never loosens `read-only`, which then
 /// refuses to run.
 pub const NAMESPACES_VARIABLE: &str = "KEEL_SANDBOX_NAMESPACES";
-
-/// Local sockets of the user's session that would let a command act outside the sandbox
-/// (D-Bus can start programs through systemd; a container engine is root; an X server
-/// takes keystrokes for any window). `/run/user/UID` (D-Bus, Wayland, agents) is added.
-const SESSION_SOCKETS: &[&str] = &[
-    "/var/run/docker.sock",
-    "/run/docker.sock",
-    "/run/podman/podman.sock",
-    "/tmp/.X11-unix",
-];
 
 /// Why a sandboxed command cannot run.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -94,96 +88,6 @@ impl SandboxError {
             Self::Rules(_) => "sandbox_rules",
             Self::Setting(_) => "sandbox_setting",
         }
-    }
-}
-
-/// What the namespace layer can do on this system.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct NamespaceSupport {
-    /// A network namespace can be made (needed for `read-only`).
-    pub network: bool,
-    /// A `/proc` of the command's own pid namespace can be mounted.
-    pub private_proc: bool,
-}
-
-/// What the sandbox can enforce here, probed once per process.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Support {
-    /// Landlock works, or why not.
-    pub landlock: Result<(), String>,
-    /// The namespace layer works, or why not.
-    pub namespaces: Result<NamespaceSupport, String>,
-}
-
-impl Support {
-    /// What is weaker than the full sandbox, for a mode that runs anyway; `None` when
-    /// nothing is.
-    pub fn degraded(&self, mode: SandboxMode) -> Option<String> {
-        if mode == SandboxMode::DangerFullAccess || self.landlock.is_err() {
-            return None;
-        }
-        match &self.namespaces {
-            Err(why) => Some(format!(
-                "keel's sandbox is running on Landlock alone here ({why}). Credential locations stay \
-                 unreadable and writes stay in the workspace, but: keel's control files are guarded only \
-                 by the permission gate and a check after each command; a process that leaves the \
-                 command's process group can outlive keel; and commands can see other processes and \
-                 reach the local sockets of your session."
-            )),
-            Ok(ns) if !ns.private_proc => Some(
-                "this system does not let keel mount a private /proc for commands, so they can list \
-                 other processes (not read their memory or environment)."
-                    .to_owned(),
-            ),
-            Ok(_) => None,
-        }
-    }
-}
-
-/// Makes this process undumpable: its `/proc` entries (environment, memory, open files)
-/// then belong to root and only a process with `CAP_SYS_PTRACE` in keel's own user
-/// namespace can read them, which a sandboxed command never has. Called once at start by
-/// the binary; returns whether it took effect.
-#[expect(unsafe_code, reason = "prctl has no safe wrapper in std")]
-pub fn make_undumpable() -> bool {
-    // SAFETY: prctl with integer arguments.
-    unsafe { libc::prctl(libc::PR_SET_DUMPABLE, 0, 0, 0, 0) == 0 }
-}
-
-static SUPPORT: OnceLock<Support> = OnceLock::new();
-
-/// What the sandbox can enforce, if a sandboxed command already asked (no probe).
-pub fn probed() -> Option<&'static Support> {
-    SUPPORT.get()
-}
-
-/// What this system's sandbox can enforce (probed on first use).
-pub fn support() -> &'static Support {
-    SUPPORT.get_or_init(|| {
-        let landlock = probe();
-        let namespaces = match namespaces_setting() {
-            Ok(false) => Err(format!("{NAMESPACES_VARIABLE}=off")),
-            Ok(true) => probe_namespaces(),
-            Err(e) => Err(e.to_string()),
-        };
-        Support {
-            landlock,
-            namespaces,
-        }
-    })
-}
-
-/// Whether `KEEL_SANDBOX_NAMESPACES` allows namespaces; an unknown value is an error.
-pub fn namespaces_setting() -> Result<bool, SandboxError> {
-    match std::env::var(NAMESPACES_VARIABLE) {
-        Err(_) => Ok(true),
-        Ok(value) => match value.trim() {
-            "" | "auto" | "on" => Ok(true),
-            "off" => Ok(false),
-            other => Err(SandboxError::Setting(format!(
-                "{NAMESPACES_VARIABLE}={other} is not understood (use auto or off)"
-            ))),
-        },
     }
 }
 
@@ -239,6 +143,8 @@ pub(crate) struct Request<'a> {
     pub command: &'a str,
     /// The session's private temp folder (`TMPDIR`).
     pub tmp: &'a Path,
+    /// The workspace roots (their sockets are the command's own).
+    pub roots: &'a [PathBuf],
     /// The control files to protect, when they are protected.
     pub control: Option<&'a ControlSet>,
     /// The command's environment (for `SSH_AUTH_SOCK`).
@@ -263,7 +169,21 @@ pub(crate) fn prepare(
             detail,
         })?;
     let block_network = mode == SandboxMode::ReadOnly || env.sandbox_blocks_network;
-    let credentials = existing_credentials(env);
+    for root in &env.roots {
+        // Inside `.git` (say) the read-only mounts of the root's control files would not
+        // apply to what the command reaches relative to its folder.
+        if let Some(folder) = root.ancestors().find(|dir| {
+            dir.file_name()
+                .is_some_and(|n| n == ".git" || n == ".keel" || n == ".claude")
+        }) {
+            return Err(SandboxError::Workspace(format!(
+                "the working folder {} lies inside the control folder {}; run keel from the project folder",
+                root.display(),
+                folder.display()
+            )));
+        }
+    }
+    let credentials = masks::existing_credentials(env);
     for root in &env.roots {
         if let Some(location) = credentials.iter().find(|c| root.starts_with(c)) {
             return Err(SandboxError::Workspace(format!(
@@ -286,9 +206,9 @@ pub(crate) fn prepare(
                     detail: "this system does not allow network namespaces".to_owned(),
                 });
             }
-            Some(namespaces(ns, block_network, &credentials, request)?)
+            Some(masks::namespaces(ns, block_network, &credentials, request)?)
         }
-        Err(why) if mode == SandboxMode::ReadOnly => {
+        Err(why) if block_network => {
             return Err(SandboxError::NamespacesUnavailable {
                 mode: mode.name(),
                 detail: format!("user namespaces are unavailable ({why})"),
@@ -310,13 +230,22 @@ pub(crate) fn prepare(
     let hidden = if namespaces.is_some() {
         Vec::new()
     } else {
-        credentials.clone()
+        // Without a terminal file system of its own, the user's terminals are carved out
+        // of what a command may read too (keystrokes).
+        let mut hidden = credentials.clone();
+        hidden.push(PathBuf::from("/dev/pts"));
+        hidden
     };
     let ruleset = rules::ruleset(&rules::Grants {
         mode: mode.name(),
         writable,
         hidden,
         block_network,
+    })?;
+    let ruleset_fd: Option<OwnedFd> = ruleset.into();
+    let ruleset_fd = ruleset_fd.ok_or_else(|| SandboxError::Unavailable {
+        mode: mode.name(),
+        detail: "the kernel created no Landlock ruleset".to_owned(),
     })?;
     let (diag_read, diag_write) = std::io::pipe()
         .map(|(r, w)| (OwnedFd::from(r), OwnedFd::from(w)))
@@ -337,88 +266,13 @@ pub(crate) fn prepare(
         plan: ChildPlan {
             parent: std::process::id().try_into().unwrap_or(0),
             namespaces,
-            ruleset: Some(ruleset),
+            ruleset: Some(ruleset_fd),
             diag: Some(diag_write),
             exec,
             stack,
         },
         diag: Some(diag_read),
     }))
-}
-
-/// The credential locations that exist, as real paths (and as written, when a link leads
-/// elsewhere: a mount over the link's path hides its target).
-fn existing_credentials(env: &ToolEnv) -> Vec<PathBuf> {
-    let mut out: Vec<PathBuf> = Vec::new();
-    for location in env.credentials() {
-        let Ok(real) = std::fs::canonicalize(&location) else {
-            continue;
-        };
-        for path in [real, location] {
-            if !out.contains(&path) {
-                out.push(path);
-            }
-        }
-    }
-    out
-}
-
-fn namespaces(
-    support: &NamespaceSupport,
-    network: bool,
-    credentials: &[PathBuf],
-    request: &Request<'_>,
-) -> Result<Namespaces, SandboxError> {
-    let mut mask_dirs = Vec::new();
-    let mut mask_files = Vec::new();
-    let mut hide = |path: &Path| -> Result<(), SandboxError> {
-        let Ok(meta) = std::fs::metadata(path) else {
-            return Ok(());
-        };
-        let c = c_path(path)?;
-        if meta.is_dir() {
-            if !mask_dirs.contains(&c) {
-                mask_dirs.push(c);
-            }
-        } else if !mask_files.contains(&c) {
-            mask_files.push(c);
-        }
-        Ok(())
-    };
-    for location in credentials {
-        hide(location)?;
-    }
-    let uid = uid();
-    hide(&PathBuf::from(format!("/run/user/{uid}")))?;
-    for socket in SESSION_SOCKETS {
-        hide(Path::new(socket))?;
-    }
-    if network
-        && let Some((_, agent)) = request.vars.iter().find(|(k, _)| k == "SSH_AUTH_SOCK")
-        && Path::new(agent).is_absolute()
-    {
-        hide(Path::new(agent))?;
-    }
-    let (mut pinned, mut read_only) = (Vec::new(), Vec::new());
-    if let Some(control) = request.control {
-        for path in &control.pinned {
-            pinned.push(c_path(path)?);
-        }
-        for path in &control.read_only {
-            read_only.push(c_path(path)?);
-        }
-    }
-    let gid = gid();
-    Ok(Namespaces {
-        network,
-        uid_map: format!("{uid} {uid} 1\n").into_bytes(),
-        gid_map: format!("{gid} {gid} 1\n").into_bytes(),
-        mask_dirs,
-        mask_files,
-        pinned,
-        read_only,
-        private_proc: support.private_proc,
-    })
 }
 
 fn c_path(path: &Path) -> Result<CString, SandboxError> {
@@ -450,89 +304,4 @@ fn uid() -> u32 {
 fn gid() -> u32 {
     // SAFETY: getgid takes no arguments and cannot fail.
     unsafe { libc::getgid() }
-}
-
-/// Tries the namespace layer with a throwaway command: first with a network namespace and
-/// a private `/proc`, then without whichever step failed.
-fn probe_namespaces() -> Result<NamespaceSupport, String> {
-    let mut support = NamespaceSupport {
-        network: true,
-        private_proc: true,
-    };
-    for _ in 0..3 {
-        match try_namespaces(support) {
-            Ok(()) => return Ok(support),
-            Err((step, why)) if step.contains("/proc") && support.private_proc => {
-                tracing::debug!(%why, "no private /proc for sandboxed commands");
-                support.private_proc = false;
-            }
-            Err((step, why)) if step.contains("namespaces") && support.network => {
-                tracing::debug!(%why, "no network namespace for sandboxed commands");
-                support.network = false;
-            }
-            Err((step, why)) => return Err(format!("{step}: {why}")),
-        }
-    }
-    Err("the namespace probe did not settle".to_owned())
-}
-
-fn try_namespaces(support: NamespaceSupport) -> Result<(), (String, String)> {
-    let program = ["/usr/bin/true", "/bin/true"]
-        .into_iter()
-        .find(|p| Path::new(p).is_file())
-        .ok_or_else(|| ("find true".to_owned(), "no /usr/bin/true".to_owned()))?;
-    let scratch = tempfile::tempdir().map_err(|e| ("create a folder".to_owned(), e.to_string()))?;
-    let masked = c_path(scratch.path()).map_err(|e| ("probe".to_owned(), e.to_string()))?;
-    let (uid, gid) = (uid(), gid());
-    let (diag_read, diag_write) = std::io::pipe()
-        .map(|(r, w)| (OwnedFd::from(r), OwnedFd::from(w)))
-        .map_err(|e| ("create a pipe".to_owned(), e.to_string()))?;
-    let mut plan = ChildPlan {
-        parent: std::process::id().try_into().unwrap_or(0),
-        namespaces: Some(Namespaces {
-            network: support.network,
-            uid_map: format!("{uid} {uid} 1\n").into_bytes(),
-            gid_map: format!("{gid} {gid} 1\n").into_bytes(),
-            mask_dirs: vec![masked],
-            mask_files: Vec::new(),
-            pinned: Vec::new(),
-            read_only: Vec::new(),
-            private_proc: support.private_proc,
-        }),
-        ruleset: None,
-        diag: Some(diag_write),
-        exec: ExecPlan::new(program.as_bytes(), &[program.as_bytes()], &[])
-            .map_err(|e| ("probe".to_owned(), e.to_string()))?,
-        stack: vec![0u8; STACK_SIZE],
-    };
-    let mut command = std::process::Command::new(program);
-    command
-        .stdin(std::process::Stdio::null())
-        .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::null());
-    #[expect(
-        unsafe_code,
-        reason = "the probe runs the sandbox's own pre-exec steps"
-    )]
-    // SAFETY: the plan only makes system calls on data built before the fork.
-    unsafe {
-        std::os::unix::process::CommandExt::pre_exec(&mut command, move || plan.run());
-    }
-    let outcome = command.status();
-    drop(command);
-    let failure = |error: &std::io::Error| {
-        let text = explain_failure(Some(diag_read), error);
-        let step = text
-            .strip_prefix("the sandbox could not ")
-            .and_then(|rest| rest.split_once(": "))
-            .map_or_else(|| "start".to_owned(), |(step, _)| step.to_owned());
-        (step, text)
-    };
-    match outcome {
-        Ok(status) if status.success() => Ok(()),
-        Ok(status) => Err(failure(&std::io::Error::other(format!(
-            "the probe exited with {status}"
-        )))),
-        Err(error) => Err(failure(&error)),
-    }
 }

@@ -1,0 +1,173 @@
+//! What a command's namespaces hide: credential locations (and keel's home), the local
+//! sockets of the user's session that would let a command act outside the sandbox, the
+//! user's terminals; and which control files they make read-only.
+//!
+//! Sockets are found by a bounded walk of the usual places (`/tmp`, `/run`, `/dev/shm`)
+//! each time, so one created after keel started (a new tmux server) is hidden too; a few
+//! read-only services (name resolution, the journal) stay reachable.
+
+use std::os::unix::fs::FileTypeExt as _;
+use std::path::{Path, PathBuf};
+
+use super::child::Namespaces;
+use super::support::NamespaceSupport;
+use super::{Request, SandboxError, c_path, gid, uid};
+use crate::env::ToolEnv;
+
+/// Places that hold the sockets of users' sessions as a whole (D-Bus, Wayland, agents,
+/// X servers), hidden whole; sockets elsewhere are found by [`sockets`].
+const SESSION_SOCKETS: &[&str] = &[
+    "/run/user",
+    "/var/run/user",
+    "/var/run/docker.sock",
+    "/run/docker.sock",
+    "/run/podman/podman.sock",
+    "/tmp/.X11-unix",
+];
+
+/// Where sockets are looked for, and how deep.
+const SOCKET_PLACES: &[(&str, usize)] =
+    &[("/tmp", 3), ("/run", 4), ("/var/run", 4), ("/dev/shm", 2)];
+
+/// Sockets of read-only system services that stay reachable (name and user lookups, the
+/// journal).
+const SERVICE_SOCKETS: &[&str] = &[
+    "/run/systemd/resolve/",
+    "/run/systemd/userdb/",
+    "/run/systemd/journal/",
+    "/run/nscd/",
+];
+
+/// Most directory entries looked at to find sockets (a bound on the work per command).
+const MAX_SOCKET_WALK: usize = 4096;
+
+/// The sockets under [`SOCKET_PLACES`], except the services' and those under `keep` (the
+/// workspace and the session's temp folder hold the command's own).
+pub(super) fn sockets(keep: &[&Path]) -> Vec<PathBuf> {
+    let mut found = Vec::new();
+    let mut budget = MAX_SOCKET_WALK;
+    for (place, depth) in SOCKET_PLACES {
+        let place = Path::new(place);
+        // `/var/run` is usually a link to `/run`: walk it once.
+        if std::fs::symlink_metadata(place).is_ok_and(|m| m.file_type().is_symlink()) {
+            continue;
+        }
+        walk_sockets(place, *depth, keep, &mut budget, &mut found);
+    }
+    found
+}
+
+fn walk_sockets(
+    dir: &Path,
+    depth: usize,
+    keep: &[&Path],
+    budget: &mut usize,
+    found: &mut Vec<PathBuf>,
+) {
+    if depth == 0 || keep.iter().any(|k| dir.starts_with(k)) {
+        return;
+    }
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return;
+    };
+    for entry in entries.flatten() {
+        if *budget == 0 {
+            return;
+        }
+        *budget -= 1;
+        let Ok(kind) = entry.file_type() else {
+            continue;
+        };
+        let path = entry.path();
+        if kind.is_socket() {
+            let service = SERVICE_SOCKETS
+                .iter()
+                .any(|s| path.to_string_lossy().starts_with(s));
+            if !service && !keep.iter().any(|k| path.starts_with(k)) {
+                found.push(path);
+            }
+        } else if kind.is_dir() {
+            walk_sockets(&path, depth - 1, keep, budget, found);
+        }
+    }
+}
+
+/// The credential locations that exist, as real paths (and as written, when a link leads
+/// elsewhere: a mount over the link's path hides its target).
+pub(super) fn existing_credentials(env: &ToolEnv) -> Vec<PathBuf> {
+    let mut out: Vec<PathBuf> = Vec::new();
+    for location in env.credentials() {
+        let Ok(real) = std::fs::canonicalize(&location) else {
+            continue;
+        };
+        for path in [real, location] {
+            if !out.contains(&path) {
+                out.push(path);
+            }
+        }
+    }
+    out
+}
+
+pub(super) fn namespaces(
+    support: &NamespaceSupport,
+    network: bool,
+    credentials: &[PathBuf],
+    request: &Request<'_>,
+) -> Result<Namespaces, SandboxError> {
+    let mut mask_dirs = Vec::new();
+    let mut mask_files = Vec::new();
+    let mut hide = |path: &Path| -> Result<(), SandboxError> {
+        let Ok(meta) = std::fs::metadata(path) else {
+            return Ok(());
+        };
+        let c = c_path(path)?;
+        if meta.is_dir() {
+            if !mask_dirs.contains(&c) {
+                mask_dirs.push(c);
+            }
+        } else if !mask_files.contains(&c) {
+            mask_files.push(c);
+        }
+        Ok(())
+    };
+    for location in credentials {
+        hide(location)?;
+    }
+    let uid = uid();
+    for socket in SESSION_SOCKETS {
+        hide(Path::new(socket))?;
+    }
+    let mut keep: Vec<&Path> = request.roots.iter().map(PathBuf::as_path).collect();
+    keep.push(request.tmp);
+    for socket in sockets(&keep) {
+        hide(&socket)?;
+    }
+    if network
+        && let Some((_, agent)) = request.vars.iter().find(|(k, _)| k == "SSH_AUTH_SOCK")
+        && Path::new(agent).is_absolute()
+    {
+        hide(Path::new(agent))?;
+    }
+    let (mut pinned, mut read_only) = (Vec::new(), Vec::new());
+    if let Some(control) = request.control {
+        for path in &control.pinned {
+            pinned.push(c_path(path)?);
+        }
+        for path in &control.read_only {
+            read_only.push(c_path(path)?);
+        }
+    }
+    let gid = gid();
+    Ok(Namespaces {
+        network,
+        uid_map: format!("{uid} {uid} 1\n").into_bytes(),
+        gid_map: format!("{gid} {gid} 1\n").into_bytes(),
+        mask_dirs,
+        mask_files,
+        pinned,
+        read_only,
+        private_proc: support.private_proc,
+        private_pts: true,
+    })
+}
