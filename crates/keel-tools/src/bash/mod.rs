@@ -10,6 +10,7 @@
 mod capture;
 mod control;
 pub mod envclean;
+mod restore;
 pub mod sandbox;
 
 use std::collections::HashMap;
@@ -61,6 +62,8 @@ struct Launch {
     removed: Vec<String>,
     diag: Option<OwnedFd>,
     control: Option<Arc<ControlSet>>,
+    /// Control files kept to put back afterwards, when no mount protects them.
+    saved: Option<restore::Saved>,
 }
 
 /// The `bash` tool.
@@ -175,6 +178,13 @@ impl Bash {
             .protect_control
             .then(|| Arc::new(ControlSet::scan(&self.env.roots)));
         let sandboxed = self.env.sandbox != SandboxMode::DangerFullAccess;
+        // Without namespaces nothing mounts the control files read-only: keep them to put
+        // them back after the command.
+        let mounted = sandboxed && sandbox::support().namespaces.is_ok();
+        let saved = match &control {
+            Some(set) if !mounted => Some(restore::save(set)),
+            _ => None,
+        };
         let mut prepared = None;
         if sandboxed {
             let tmp = self.private_tmp()?.to_path_buf();
@@ -237,6 +247,7 @@ impl Bash {
             removed,
             diag,
             control,
+            saved,
         })
     }
 
@@ -304,6 +315,7 @@ impl Bash {
             removed,
             diag,
             control,
+            saved: kept,
         } = self.prepare(command)?;
         private_dir(&self.env.output_dir).map_err(|e| {
             ToolError::new(format!(
@@ -363,8 +375,13 @@ impl Bash {
             {
                 let _ = writeln!(file, "\n[keel: {failure}]");
             }
-            if let Some(note) = watched.as_deref().and_then(control::quarantine_new) {
-                tracing::warn!(%note, "a background command created control files");
+            let notes = kept
+                .as_ref()
+                .and_then(restore::restore)
+                .into_iter()
+                .chain(watched.as_deref().and_then(control::quarantine_new));
+            for note in notes {
+                tracing::warn!(%note, "a background command changed control files");
                 let _ = writeln!(file, "\n{note}");
             }
             *recorded.lock().unwrap_or_else(PoisonError::into_inner) = Some(code);
@@ -530,6 +547,7 @@ impl AgentTool for Bash {
             removed,
             diag,
             control,
+            saved: kept,
         } = self.prepare(&args.command)?;
         let started = Instant::now();
         let mut diag = diag;
@@ -604,6 +622,9 @@ impl AgentTool for Bash {
             ),
         };
         text.push_str(&footer);
+        if let Some(note) = kept.as_ref().and_then(restore::restore) {
+            control_notes.push(note);
+        }
         if let Some(note) = control.as_deref().and_then(control::quarantine_new) {
             control_notes.push(note);
         }
