@@ -587,3 +587,35 @@ async fn descriptors_keel_inherited_do_not_reach_commands() {
     }
     drop(file);
 }
+
+#[tokio::test]
+async fn without_namespaces_control_files_are_put_back_after_the_command() {
+    #[expect(
+        unsafe_code,
+        reason = "set before any thread of this test process reads it"
+    )]
+    // SAFETY: this test's process sets the variable before the sandbox's probe reads it.
+    unsafe {
+        std::env::set_var(sandbox::NAMESPACES_VARIABLE, "off");
+    }
+    if !landlock() {
+        return;
+    }
+    let fx = fixture();
+    let bash = tool(&fx, SandboxMode::WorkspaceWrite, |_| {});
+    let out = sh(
+        &bash,
+        "printf '[core]\\n\\tfsmonitor = evil\\n' > .git/config; echo '#!/bin/sh' > .git/hooks/pre-commit; \
+         chmod +x .git/hooks/pre-commit; echo '{}' > .mcp.json; echo done",
+    )
+    .await;
+    assert!(out.contains("done"), "{out}");
+    assert_eq!(
+        std::fs::read_to_string(fx.ws.join(".git/config")).unwrap(),
+        "[core]\n\tbare = false\n",
+        "{out}"
+    );
+    assert!(!fx.ws.join(".git/hooks/pre-commit").exists(), "{out}");
+    assert!(!fx.ws.join(".mcp.json").exists(), "{out}");
+    assert!(out.contains("undid"), "{out}");
+}
