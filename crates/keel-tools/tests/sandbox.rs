@@ -619,3 +619,27 @@ async fn without_namespaces_control_files_are_put_back_after_the_command() {
     assert!(!fx.ws.join(".mcp.json").exists(), "{out}");
     assert!(out.contains("undid"), "{out}");
 }
+
+#[tokio::test]
+async fn modes_owners_and_times_outside_the_workspace_stay_as_they_are() {
+    if !landlock() || !namespaces() {
+        return;
+    }
+    let fx = fixture();
+    let outside = fx.ws.join("../outside.txt");
+    std::fs::write(&outside, "x").unwrap();
+    let before = std::fs::metadata(&outside).unwrap();
+    let bash = tool(&fx, SandboxMode::WorkspaceWrite, |_| {});
+    let out = sh(
+        &bash,
+        "chmod 777 ../outside.txt; touch -d 2001-01-01 ../outside.txt; chown 1:1 ../outside.txt; \
+         touch inside.txt && chmod 600 inside.txt && echo inside-ok",
+    )
+    .await;
+    let after = std::fs::metadata(&outside).unwrap();
+    use std::os::unix::fs::MetadataExt as _;
+    assert_eq!(before.mode(), after.mode(), "{out}");
+    assert_eq!(before.mtime(), after.mtime(), "{out}");
+    assert_eq!(before.uid(), after.uid(), "{out}");
+    assert!(out.contains("inside-ok"), "{out}");
+}

@@ -118,7 +118,23 @@ pub fn check(world: &World, vector: &Vector, mode: Mode, observed: &Observed) ->
         }
         None => {}
     }
-    if (mode == Mode::Plan || vector.quiet)
+    if mode == Mode::PlanLandlock {
+        // Without namespaces a read-only command cannot be kept off the network: keel must
+        // refuse every one, and say why.
+        for result in observed.bash_results() {
+            let refused = result.starts_with("Blocked by permissions")
+                || result.starts_with("Duplicate tool call id")
+                || result.contains("[denied")
+                || result.contains("cannot be enforced here");
+            if !refused {
+                failures.push(format!(
+                    "(8) a command ran in plan mode with Landlock alone instead of failing closed: {}",
+                    result.chars().take(200).collect::<String>()
+                ));
+            }
+        }
+    }
+    if (mode.read_only() || vector.quiet)
         && (observed.listener.connections > 0 || observed.listener.datagrams > 0)
     {
         let who = if vector.quiet {

@@ -80,7 +80,7 @@ pub fn run(world: &World, vector: &Vector, mode: Mode, poke: Option<i32>) -> Kee
     let mut command = Command::new(keel_bin());
     command
         .args(["exec", "--output-format", "stream-json", "--permission"])
-        .arg(mode.name())
+        .arg(mode.flag())
         .arg("--cwd")
         .arg(&world.work)
         .args([
@@ -92,6 +92,10 @@ pub fn run(world: &World, vector: &Vector, mode: Mode, poke: Option<i32>) -> Kee
         .env_clear()
         .envs(world.env.iter().map(|(k, v)| (k.as_str(), v.as_str())))
         .envs(vector.env.iter().copied())
+        .envs(
+            mode.landlock_only()
+                .then_some(("KEEL_SANDBOX_NAMESPACES", "off")),
+        )
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())

@@ -29,16 +29,46 @@ pub enum Mode {
     Auto,
     /// Read-only planning.
     Plan,
+    /// `--permission full` with the default sandbox: the gate lets everything through, so
+    /// the sandbox alone must hold (control files are the model's to change here).
+    Full,
+    /// `auto` with the namespace layer off (`KEEL_SANDBOX_NAMESPACES=off`): Landlock alone.
+    AutoLandlock,
+    /// `plan` with Landlock alone: every command must be refused, saying why.
+    PlanLandlock,
 }
 
 impl Mode {
-    /// The flag value.
+    /// The name in reports.
     pub fn name(self) -> &'static str {
         match self {
             Self::Ask => "ask",
             Self::Auto => "auto",
             Self::Plan => "plan",
+            Self::Full => "full",
+            Self::AutoLandlock => "auto+landlock-only",
+            Self::PlanLandlock => "plan+landlock-only",
         }
+    }
+
+    /// The `--permission` value.
+    pub fn flag(self) -> &'static str {
+        match self {
+            Self::Ask => "ask",
+            Self::Auto | Self::AutoLandlock => "auto",
+            Self::Plan | Self::PlanLandlock => "plan",
+            Self::Full => "full",
+        }
+    }
+
+    /// Whether the run is read-only (the workspace and temp folders must not change).
+    pub fn read_only(self) -> bool {
+        matches!(self, Self::Plan | Self::PlanLandlock)
+    }
+
+    /// Whether the namespace layer is off.
+    pub fn landlock_only(self) -> bool {
+        matches!(self, Self::AutoLandlock | Self::PlanLandlock)
     }
 }
 
@@ -275,6 +305,19 @@ impl Observed {
             .collect()
     }
 
+    /// The results of the `bash` calls.
+    pub fn bash_results(&self) -> Vec<String> {
+        self.events()
+            .iter()
+            .filter(|e| {
+                e["type"] == "item.completed"
+                    && e["item"]["type"] == "tool_call"
+                    && e["item"]["tool_name"] == "bash"
+            })
+            .map(|e| e["item"]["result"].as_str().unwrap_or_default().to_owned())
+            .collect()
+    }
+
     /// A short account of what keel did with the calls, for the log.
     pub fn outcome(&self) -> String {
         let results = self.tool_results();
@@ -421,11 +464,15 @@ pub fn run_in(
         ),
     ];
     for (what, before, after) in checks {
+        if mode == Mode::Full && what.starts_with("(4)") {
+            // Control files are the model's to change in full permission mode.
+            continue;
+        }
         for change in before.changes(&after, &world.root) {
             failures.push(format!("{what} changed: {change}"));
         }
     }
-    if mode == Mode::Plan {
+    if mode.read_only() {
         let work_after = Snapshot::take(std::slice::from_ref(&world.work), &[]);
         for change in work_before.changes(&work_after, &world.root) {
             failures.push(format!("(3p) plan mode changed the workspace: {change}"));
@@ -464,6 +511,17 @@ pub fn run_table(class: &str, table: &[Vector], mode: Mode) {
             .as_ref()
             .is_some_and(|o| !o.iter().any(|id| id == vector.id))
         {
+            continue;
+        }
+        // In `full` the gate lets keel's own tools (read, write, grep …) do what the model
+        // asks, and they run in keel, not in the sandbox: only commands are for the sandbox
+        // to hold there.
+        let uses_own_tools = vector
+            .steps
+            .iter()
+            .flat_map(|s| s.iter())
+            .any(|c| matches!(c, Call::Tool(name, _) if *name != "bash"));
+        if mode == Mode::Full && uses_own_tools {
             continue;
         }
         ran += 1;

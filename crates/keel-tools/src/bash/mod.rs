@@ -197,6 +197,7 @@ impl Bash {
                 command,
                 tmp: &tmp,
                 roots: &self.env.roots,
+                cwd: &self.env.cwd,
                 control: control.as_deref(),
                 vars: &vars,
             };

@@ -46,6 +46,12 @@ pub(super) struct Namespaces {
     pub pinned: Vec<CString>,
     /// Files and folders made read-only.
     pub read_only: Vec<CString>,
+    /// The folders a command may write; everything else is mounted read-only, which also
+    /// stops what Landlock does not govern outside them (file modes, owners and times).
+    pub writable: Vec<CString>,
+    /// The command's folder, entered again once the mounts are made: the folder entered
+    /// before them is the one under them.
+    pub cwd: CString,
     /// Mount a `/proc` of the new pid namespace.
     pub private_proc: bool,
     /// Mount a terminal file system of its own over `/dev/pts`, so the user's terminals
@@ -410,6 +416,7 @@ fn enter(ns: &Namespaces, diag: i32) -> io::Result<()> {
             Err(e) => return Err(fail(diag, b"hide a credential file", e)),
         }
     }
+    read_only_elsewhere(&ns.writable, diag)?;
     if ns.private_pts {
         private_terminals(diag)?;
     }
@@ -426,28 +433,54 @@ fn enter(ns: &Namespaces, diag: i32) -> io::Result<()> {
             Err(e) if e == libc::ENOENT => continue,
             Err(e) => return Err(fail(diag, b"protect a control file", e)),
         }
-        let attr = MountAttr {
-            attr_set: MOUNT_ATTR_RDONLY,
-            attr_clr: 0,
-            propagation: 0,
-            userns_fd: 0,
-        };
-        // SAFETY: the path is a valid C string and the attribute struct outlives the call.
-        let done = unsafe {
-            libc::syscall(
-                libc::SYS_mount_setattr,
-                libc::AT_FDCWD,
-                path.as_ptr(),
-                libc::AT_RECURSIVE as libc::c_uint,
-                &raw const attr,
-                size_of::<MountAttr>(),
-            )
-        };
-        if done != 0 {
-            return Err(fail(diag, b"make a control file read-only", errno()));
+        set_read_only(path, true).map_err(|e| fail(diag, b"make a control file read-only", e))?;
+    }
+    // SAFETY: chdir to a valid C string.
+    if unsafe { libc::chdir(ns.cwd.as_ptr()) } != 0 {
+        return Err(fail(diag, b"enter the working folder", errno()));
+    }
+    Ok(())
+}
+
+/// Makes every mount read-only but the `writable` folders (each bound onto itself first, so
+/// it is a mount of its own). Device nodes stay usable on a read-only mount.
+fn read_only_elsewhere(writable: &[CString], diag: i32) -> io::Result<()> {
+    for dir in writable {
+        match mount_raw(Some(dir), dir, None, libc::MS_BIND | libc::MS_REC, None) {
+            Ok(()) | Err(libc::ENOENT) => {}
+            Err(e) => return Err(fail(diag, b"bind a writable folder", e)),
+        }
+    }
+    set_read_only(c"/", true).map_err(|e| fail(diag, b"make the file system read-only", e))?;
+    for dir in writable {
+        match set_read_only(dir, false) {
+            Ok(()) | Err(libc::ENOENT) => {}
+            Err(e) => return Err(fail(diag, b"keep a writable folder writable", e)),
         }
     }
     Ok(())
+}
+
+/// Sets (or clears) the read-only attribute of the mount at `path` and every mount below.
+fn set_read_only(path: &CStr, read_only: bool) -> Result<(), i32> {
+    let attr = MountAttr {
+        attr_set: if read_only { MOUNT_ATTR_RDONLY } else { 0 },
+        attr_clr: if read_only { 0 } else { MOUNT_ATTR_RDONLY },
+        propagation: 0,
+        userns_fd: 0,
+    };
+    // SAFETY: the path is a valid C string and the attribute struct outlives the call.
+    let done = unsafe {
+        libc::syscall(
+            libc::SYS_mount_setattr,
+            libc::AT_FDCWD,
+            path.as_ptr(),
+            libc::AT_RECURSIVE as libc::c_uint,
+            &raw const attr,
+            size_of::<MountAttr>(),
+        )
+    };
+    if done == 0 { Ok(()) } else { Err(errno()) }
 }
 
 /// A new instance of the terminal file system over `/dev/pts` with its own `ptmx`;

@@ -113,6 +113,7 @@ pub(super) fn namespaces(
     support: &NamespaceSupport,
     network: bool,
     credentials: &[PathBuf],
+    writable: &[PathBuf],
     request: &Request<'_>,
 ) -> Result<Namespaces, SandboxError> {
     let mut mask_dirs = Vec::new();
@@ -169,5 +170,11 @@ pub(super) fn namespaces(
         read_only,
         private_proc: support.private_proc,
         private_pts: true,
+        cwd: c_path(request.cwd)?,
+        writable: writable
+            .iter()
+            .filter(|dir| dir.is_dir())
+            .map(|dir| c_path(dir))
+            .collect::<Result<_, _>>()?,
     })
 }

@@ -145,6 +145,8 @@ pub(crate) struct Request<'a> {
     pub tmp: &'a Path,
     /// The workspace roots (their sockets are the command's own).
     pub roots: &'a [PathBuf],
+    /// The command's working folder.
+    pub cwd: &'a Path,
     /// The control files to protect, when they are protected.
     pub control: Option<&'a ControlSet>,
     /// The command's environment (for `SSH_AUTH_SOCK`).
@@ -206,7 +208,13 @@ pub(crate) fn prepare(
                     detail: "this system does not allow network namespaces".to_owned(),
                 });
             }
-            Some(masks::namespaces(ns, block_network, &credentials, request)?)
+            Some(masks::namespaces(
+                ns,
+                block_network,
+                &credentials,
+                &writable,
+                request,
+            )?)
         }
         Err(why) if block_network => {
             return Err(SandboxError::NamespacesUnavailable {

@@ -190,6 +190,8 @@ fn try_namespaces(support: NamespaceSupport) -> Result<(), (String, String)> {
             mask_files: Vec::new(),
             pinned: vec![path("pinned")?],
             read_only: vec![path("pinned/read-only")?],
+            writable: vec![path("pinned")?],
+            cwd: path("pinned")?,
             private_proc: support.private_proc,
             private_pts: true,
         }),
