@@ -38,6 +38,14 @@ const CREDENTIAL_FILES: &[(&str, &str)] = &[
     (".npmrc", "//registry.example.invalid/:_authToken=npm_"),
     (".pypirc", "[pypi]\nusername = __token__"),
     (".config/gh/hosts.yml", "github.com:\n  oauth_token: gho_"),
+    // Other coding agents' keys and a database password file: as much a credential as the
+    // ones above, and on most machines that run keel.
+    (".codex/auth.json", "{\"OPENAI_API_KEY\": \"sk-"),
+    (
+        ".claude/.credentials.json",
+        "{\"claudeAiOauth\": {\"accessToken\": \"sk-ant-oat01-",
+    ),
+    (".pgpass", "db.example.invalid:5432:*:app:"),
 ];
 
 /// Canary variables keel's default `scrub` mode must keep from commands: name, value
