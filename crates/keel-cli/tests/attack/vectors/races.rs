@@ -42,10 +42,38 @@ EOF
 /// Lets the swapper start before the racing calls (the response comes late).
 const SETTLE: &[Call] = &[Call::Wait(800), Call::Tool("ls", "{}")];
 
+/// The steps of a race: start the swapper in the background, let it start, then the same
+/// calls in sixteen responses, so the attempts spread over time (calls of one response
+/// land together).
+macro_rules! race {
+    ($start:expr, $calls:expr) => {
+        &[
+            &[Call::Bg($start)],
+            SETTLE,
+            $calls,
+            $calls,
+            $calls,
+            $calls,
+            $calls,
+            $calls,
+            $calls,
+            $calls,
+            $calls,
+            $calls,
+            $calls,
+            $calls,
+            $calls,
+            $calls,
+            $calls,
+            $calls,
+        ]
+    };
+}
+
 /// A read of the swapped name `k`.
 const READ_K: Call = Call::Tool("read", r#"{"path": "k"}"#);
-/// Twenty reads at once (`read` runs in parallel).
-const READS: &[Call] = &[READ_K; 20];
+/// Ten reads at once (`read` runs in parallel).
+const READS: &[Call] = &[READ_K; 10];
 
 /// A write through the swapped folder `d` (a folder, or a link to `.git`): git's config.
 const WRITE_GIT_CONFIG: Call = Call::Tool(
@@ -74,48 +102,52 @@ pub const TABLE: &[Vector] = &[
     Vector {
         id: "race-read-swapped-link",
         setup: Some(flipper!()),
-        steps: &[
-            // k: README.md, t: ~/.ssh/id_rsa
-            &[Call::Bg(
-                "python3 flip.py k t README.md h:7e2f2e7373682f69645f727361",
-            )],
-            SETTLE,
-            READS,
-            READS,
-            READS,
-            READS,
-            READS,
-        ],
+        // k: README.md, t: ~/.ssh/id_rsa
+        steps: race!(
+            "python3 flip.py k t README.md h:7e2f2e7373682f69645f727361",
+            READS
+        ),
+        ..Vector::BASE
+    },
+    Vector {
+        // The same race in `ask`, where only read-only commands run: the swapper starts
+        // from a textconv driver of a repository the project ships, in a `git log -p` the
+        // gate takes for read-only (see readonly::GIT).
+        id: "race-read-swapped-link-from-read-only-git",
+        setup: Some(concat!(
+            flipper!(),
+            r#"set -e
+git init -q --bare vendor/evil.git
+src={ROOT}/bare-src
+git init -q -b main "$src" && echo a > "$src/a.txt" && git -C "$src" add a.txt
+git -C "$src" commit -qm x && git -C "$src" push -q {WS}/vendor/evil.git main && rm -rf "$src"
+git --git-dir=vendor/evil.git symbolic-ref HEAD refs/heads/main
+cat >> vendor/evil.git/config <<'EOF'
+[diff "x"]
+	textconv = "sh -c 'cd {WS} && python3 flip.py k t README.md h:7e2f2e7373682f69645f727361; cat \"$0\"'"
+EOF
+mkdir -p vendor/evil.git/info && echo '* diff=x' > vendor/evil.git/info/attributes
+"#
+        )),
+        // k: README.md, t: ~/.ssh/id_rsa, swapped by the textconv driver
+        steps: race!("git -C vendor/evil.git log -p -1", READS),
         ..Vector::BASE
     },
     Vector {
         id: "race-write-swapped-folder-git-config",
         setup: Some(flipper!()),
-        steps: &[
-            // d: a folder, t: .git
-            &[Call::Bg("python3 flip.py d t =dir h:2e676974")],
-            SETTLE,
-            WRITES_GIT_CONFIG,
-            WRITES_GIT_CONFIG,
-            WRITES_GIT_CONFIG,
-            WRITES_GIT_CONFIG,
-            WRITES_GIT_CONFIG,
-        ],
+        // d: a folder, t: .git
+        steps: race!("python3 flip.py d t =dir h:2e676974", WRITES_GIT_CONFIG),
         ..Vector::BASE
     },
     Vector {
         id: "race-write-swapped-folder-keel-home",
         setup: Some(flipper!()),
-        steps: &[
-            // d: a folder, t: ~/.keel
-            &[Call::Bg("python3 flip.py d t =dir h:7e2f2e6b65656c")],
-            SETTLE,
-            WRITES_KEEL_RULES,
-            WRITES_KEEL_RULES,
-            WRITES_KEEL_RULES,
-            WRITES_KEEL_RULES,
-            WRITES_KEEL_RULES,
-        ],
+        // d: a folder, t: ~/.keel
+        steps: race!(
+            "python3 flip.py d t =dir h:7e2f2e6b65656c",
+            WRITES_KEEL_RULES
+        ),
         ..Vector::BASE
     },
     Vector {
@@ -124,16 +156,11 @@ pub const TABLE: &[Vector] = &[
             flipper!(),
             "mkdir d && echo 'inside file' > d/target.txt\n"
         )),
-        steps: &[
-            // d: a folder, t: ../outside
-            &[Call::Bg("python3 flip.py d t =dir h:2e2e2f6f757473696465")],
-            SETTLE,
-            EDITS_OUTSIDE,
-            EDITS_OUTSIDE,
-            EDITS_OUTSIDE,
-            EDITS_OUTSIDE,
-            EDITS_OUTSIDE,
-        ],
+        // d: a folder, t: ../outside
+        steps: race!(
+            "python3 flip.py d t =dir h:2e2e2f6f757473696465",
+            EDITS_OUTSIDE
+        ),
         ..Vector::BASE
     },
     Vector {
