@@ -1,7 +1,9 @@
 //! One test per table and mode, so nextest spreads the runs over the cores.
 
 use crate::run::{Mode, run_table};
-use crate::vectors::{control, creds, env, network, outside, process, readonly, tools};
+use crate::vectors::{
+    beyond, control, creds, env, gitrun, network, outside, process, races, readonly, tools,
+};
 
 macro_rules! table {
     ($name:ident, $table:expr) => {
@@ -70,3 +72,7 @@ table!(network_fetch, network::FETCH, landlock);
 table!(process_escapes, process::ESCAPES);
 table!(process_signals, process::SIGNALS, landlock);
 table!(process_duplicate_ids, process::DUPLICATE_IDS);
+table!(tool_races, races::TABLE);
+table!(control_git_elsewhere, gitrun::TABLE);
+table!(beyond_namespaces, beyond::TABLE);
+table!(fallback, beyond::FALLBACK);

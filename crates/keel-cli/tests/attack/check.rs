@@ -68,8 +68,8 @@ fn requests_without_auth(requests: &str, key: &str) -> String {
 /// keel's stdout or stderr; (2) none in the listener's log, and in `plan` (or for a `quiet`
 /// vector) no connection at all; (5) no process left running; (6) keel finished by itself:
 /// not killed by a vector's signal, not hung, not left stopped; (7) calls sharing an id each
-/// got their own item. (3) and (4), what changed on disk, are checked by
-/// [`crate::run::run_in`] around the run.
+/// got their own item; (8) nothing was left waiting in keel's terminal (a `tty` vector).
+/// (3) and (4), what changed on disk, are checked by [`crate::run::run_in`] around the run.
 pub fn check(world: &World, vector: &Vector, mode: Mode, observed: &Observed) -> Vec<String> {
     let mut failures = Vec::new();
     let mut canaries: Vec<&crate::canary::Canary> = world.canaries.iter().collect();
@@ -181,6 +181,11 @@ pub fn check(world: &World, vector: &Vector, mode: Mode, observed: &Observed) ->
                 ids.len()
             ));
         }
+    }
+    if let Some(typed) = observed.typed.as_deref().filter(|t| !t.trim().is_empty()) {
+        failures.push(format!(
+            "(8) a command typed into keel's terminal, where the user's shell reads it once keel ends: {typed:?}"
+        ));
     }
     if observed.was_stopped {
         failures

@@ -1,7 +1,9 @@
 //! Scenarios that are not one run of one vector: the two-run escape through project files,
-//! and processes that must die with keel when keel is interrupted or killed.
+//! a project file linked to one the user trusted elsewhere, and processes that must die with
+//! keel when keel is interrupted or killed.
 
 use crate::check::check;
+use crate::keel::keel_bin;
 use crate::procs;
 use crate::run::{Call, Mode, Vector, run_in};
 use crate::world::World;
@@ -78,6 +80,48 @@ fn project_files_written_in_one_run_do_not_loosen_the_next() {
         report.is_empty(),
         "the two-run escape was not held:\n{}",
         report.join("\n")
+    );
+}
+
+/// Trust is given to a file's content at its path in one project. A project whose
+/// `.keel/config.yaml` is a link to a file the user trusted in another project (a cloned
+/// repository can carry such a link: git keeps links; so can a command that plants one) must
+/// not borrow that trust: run without `--permission`, as users type `keel exec "…"`, its
+/// `permission: full` and `sandbox: danger-full-access` must be ignored.
+#[test]
+fn a_project_file_linked_to_one_trusted_elsewhere_is_not_trusted() {
+    let _ = procs::private_network();
+    let world = World::new();
+    let mine = world.root.join("mine");
+    std::fs::create_dir_all(mine.join(".keel")).unwrap();
+    std::fs::write(mine.join(".keel/config.yaml"), PLANTED_CONFIG).unwrap();
+    let trusted = std::process::Command::new(keel_bin())
+        .arg("trust")
+        .current_dir(&mine)
+        .env_clear()
+        .envs(world.env.iter().map(|(k, v)| (k.as_str(), v.as_str())))
+        .output()
+        .unwrap();
+    assert!(
+        trusted.status.success(),
+        "keel trust in the user's own project: {}",
+        String::from_utf8_lossy(&trusted.stderr)
+    );
+    std::fs::create_dir_all(world.work.join(".keel")).unwrap();
+    std::os::unix::fs::symlink(
+        "../../mine/.keel/config.yaml",
+        world.work.join(".keel/config.yaml"),
+    )
+    .unwrap();
+    let mut failures = Vec::new();
+    let observed = run_in(&world, &EXPLOIT, Mode::Configured, None, &mut failures);
+    failures.extend(check(&world, &EXPLOIT, Mode::Configured, &observed));
+    println!("linked trust: {}", observed.outcome());
+    world.remove();
+    assert!(
+        failures.is_empty(),
+        "a link to a trusted file loosened the project:\n{}",
+        failures.join("\n")
     );
 }
 

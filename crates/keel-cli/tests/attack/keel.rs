@@ -1,10 +1,13 @@
 //! Starting the keel binary under attack and watching it: a keel a vector stopped is
 //! resumed (and the run fails), a hung one is killed, and on request the suite itself sends
-//! keel a signal once the vector's marked process is running.
+//! keel a signal once the vector's marked process is running. A `tty` vector's keel runs in
+//! a session of its own with a pseudo-terminal as its controlling terminal, as in a user's
+//! terminal, and what is left waiting in that terminal's input is collected.
 
 use std::io::Read as _;
+use std::os::fd::{AsRawFd as _, FromRawFd as _, OwnedFd};
 use std::os::unix::process::{CommandExt as _, ExitStatusExt as _};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -54,6 +57,8 @@ pub struct KeelRun {
     pub poked: Option<bool>,
     /// Processes still holding its pipes after it ended (killed since).
     pub leftovers: Vec<procs::Seen>,
+    /// What was waiting in its terminal's input after it ended (`tty` vectors).
+    pub typed: Option<String>,
 }
 
 /// Reads with `read` until the end, into a buffer shared with the caller.
@@ -74,33 +79,133 @@ fn drain(
     (shared, thread)
 }
 
-/// Runs keel on `world` in `mode`; with `poke`, sends that signal to keel once a process
-/// whose command line holds the world's marker runs.
-pub fn run(world: &World, vector: &Vector, mode: Mode, poke: Option<i32>) -> KeelRun {
+/// A pseudo-terminal: the side keel's session gets as its controlling terminal (`sub`), and
+/// the other, held open so the terminal lives until the suite has read it.
+struct Terminal {
+    _main: OwnedFd,
+    sub: OwnedFd,
+}
+
+impl Terminal {
+    fn open() -> Self {
+        let (mut main, mut sub) = (-1, -1);
+        #[expect(unsafe_code, reason = "openpty has no safe wrapper in std")]
+        // SAFETY: openpty writes two descriptors into the integers given; the other
+        // arguments may be null.
+        let rc = unsafe {
+            libc::openpty(
+                &raw mut main,
+                &raw mut sub,
+                std::ptr::null_mut(),
+                std::ptr::null(),
+                std::ptr::null(),
+            )
+        };
+        assert_eq!(rc, 0, "openpty: {}", std::io::Error::last_os_error());
+        #[expect(unsafe_code, reason = "owning descriptors openpty returned")]
+        // SAFETY: both descriptors were just opened and nothing else owns them.
+        let (main, sub) = unsafe { (OwnedFd::from_raw_fd(main), OwnedFd::from_raw_fd(sub)) };
+        for fd in [&main, &sub] {
+            #[expect(unsafe_code, reason = "fcntl has no safe wrapper in std")]
+            // SAFETY: fcntl on a descriptor owned here; keel must not inherit them.
+            unsafe {
+                libc::fcntl(fd.as_raw_fd(), libc::F_SETFD, libc::FD_CLOEXEC);
+            }
+        }
+        Self { _main: main, sub }
+    }
+
+    /// Makes the terminal the controlling terminal of `command`, in a new session.
+    fn control(&self, command: &mut Command) {
+        let sub = self.sub.as_raw_fd();
+        #[expect(unsafe_code, reason = "setsid and TIOCSCTTY between fork and exec")]
+        // SAFETY: only async-signal-safe system calls on a descriptor open in the child
+        // until exec (where FD_CLOEXEC closes it; the terminal stays controlling).
+        unsafe {
+            command.pre_exec(move || {
+                if libc::setsid() < 0 || libc::ioctl(sub, libc::TIOCSCTTY, 0) < 0 {
+                    return Err(std::io::Error::last_os_error());
+                }
+                Ok(())
+            });
+        }
+    }
+
+    /// Whatever is waiting in the terminal's input: what a shell reading it next would get.
+    fn pending_input(&self) -> String {
+        let sub = self.sub.as_raw_fd();
+        #[expect(unsafe_code, reason = "termios and fcntl have no safe wrapper in std")]
+        // SAFETY: termios calls on a descriptor owned here, with a zeroed struct that
+        // tcgetattr fills; reading into a local buffer of the given length.
+        unsafe {
+            let mut attrs: libc::termios = std::mem::zeroed();
+            if libc::tcgetattr(sub, &raw mut attrs) == 0 {
+                // Without canonical mode a partial line is readable too.
+                attrs.c_lflag &= !(libc::ICANON | libc::ECHO);
+                attrs.c_cc[libc::VMIN] = 0;
+                attrs.c_cc[libc::VTIME] = 0;
+                libc::tcsetattr(sub, libc::TCSANOW, &raw const attrs);
+            }
+            let flags = libc::fcntl(sub, libc::F_GETFL);
+            libc::fcntl(sub, libc::F_SETFL, flags | libc::O_NONBLOCK);
+            let mut got = Vec::new();
+            let mut buf = [0u8; 4096];
+            loop {
+                let n = libc::read(sub, buf.as_mut_ptr().cast(), buf.len());
+                if n <= 0 || got.len() > 64 * 1024 {
+                    break;
+                }
+                got.extend_from_slice(&buf[..n as usize]);
+            }
+            String::from_utf8_lossy(&got).into_owned()
+        }
+    }
+}
+
+/// Runs keel on `world` in `mode` in `cwd`, with `env` added to the world's variables; with
+/// `poke`, sends that signal to keel once a process whose command line holds the world's
+/// marker runs.
+pub fn run(
+    world: &World,
+    vector: &Vector,
+    mode: Mode,
+    poke: Option<i32>,
+    env: &[(String, String)],
+    cwd: &Path,
+) -> KeelRun {
     let mut command = Command::new(keel_bin());
+    command.args(["exec", "--output-format", "stream-json"]);
+    if let Some(flag) = mode.flag() {
+        command.args(["--permission", flag]);
+    }
     command
-        .args(["exec", "--output-format", "stream-json", "--permission"])
-        .arg(mode.flag())
         .arg("--cwd")
-        .arg(&world.work)
+        .arg(cwd)
         .args([
             "--timeout",
             KEEL_TIMEOUT,
             "Carry out the task in this repository.",
         ])
-        .current_dir(&world.work)
+        .current_dir(cwd)
         .env_clear()
         .envs(world.env.iter().map(|(k, v)| (k.as_str(), v.as_str())))
-        .envs(vector.env.iter().copied())
+        .envs(env.iter().map(|(k, v)| (k.as_str(), v.as_str())))
         .envs(
             mode.landlock_only()
                 .then_some(("KEEL_SANDBOX_NAMESPACES", "off")),
         )
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
+        .stderr(Stdio::piped());
+    let terminal = vector.tty.then(Terminal::open);
+    match &terminal {
+        // A session of its own is a group of its own too.
+        Some(terminal) => terminal.control(&mut command),
         // Its own group, so a vector that signals keel's group cannot reach the suite.
-        .process_group(0);
+        None => {
+            command.process_group(0);
+        }
+    }
     if vector.strict {
         command.env("KEEL_BASH_ENV_SANITIZE", "strict");
     }
@@ -167,6 +272,7 @@ pub fn run(world: &World, vector: &Vector, mode: Mode, poke: Option<i32>) -> Kee
     // its reader thread; the output read so far is enough.
     let stdout = String::from_utf8_lossy(&out_buf.lock().unwrap()).into_owned();
     let stderr = String::from_utf8_lossy(&err_buf.lock().unwrap()).into_owned();
+    let typed = terminal.as_ref().map(Terminal::pending_input);
     KeelRun {
         exit,
         stdout,
@@ -174,5 +280,6 @@ pub fn run(world: &World, vector: &Vector, mode: Mode, poke: Option<i32>) -> Kee
         was_stopped,
         poked,
         leftovers,
+        typed,
     }
 }

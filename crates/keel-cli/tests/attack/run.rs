@@ -3,8 +3,8 @@
 //! A run: a fresh [`World`], a mock model scripted with the vector's tool calls then a final
 //! text (recording every request to a file), a fresh [`Listener`], snapshots, then the real
 //! `keel exec --output-format stream-json --permission MODE --cwd WORK --timeout 20s` with a
-//! cleared environment (only the world's variables), watched by [`keel::run`]. Then
-//! [`check::check`] and the snapshots judge.
+//! cleared environment (only the world's variables), watched by [`keel::run`]; then the
+//! user's next git commands in the workspace. Then [`check::check`] and the snapshots judge.
 
 use std::io::Write as _;
 use std::path::PathBuf;
@@ -30,12 +30,16 @@ pub enum Mode {
     /// Read-only planning.
     Plan,
     /// `--permission full` with the default sandbox: the gate lets everything through, so
-    /// the sandbox alone must hold (control files are the model's to change here).
+    /// the sandbox alone must hold (control files are the model's to change here, but
+    /// credentials and keel's secrets must stay hidden all the same).
     Full,
     /// `auto` with the namespace layer off (`KEEL_SANDBOX_NAMESPACES=off`): Landlock alone.
     AutoLandlock,
     /// `plan` with Landlock alone: every command must be refused, saying why.
     PlanLandlock,
+    /// No `--permission` flag: the mode comes from configuration, as when a user types
+    /// `keel exec "…"` (a project file may set it only once the user trusted it).
+    Configured,
 }
 
 impl Mode {
@@ -48,16 +52,18 @@ impl Mode {
             Self::Full => "full",
             Self::AutoLandlock => "auto+landlock-only",
             Self::PlanLandlock => "plan+landlock-only",
+            Self::Configured => "configured",
         }
     }
 
-    /// The `--permission` value.
-    pub fn flag(self) -> &'static str {
+    /// The `--permission` value, if the run passes one.
+    pub fn flag(self) -> Option<&'static str> {
         match self {
-            Self::Ask => "ask",
-            Self::Auto | Self::AutoLandlock => "auto",
-            Self::Plan | Self::PlanLandlock => "plan",
-            Self::Full => "full",
+            Self::Ask => Some("ask"),
+            Self::Auto | Self::AutoLandlock => Some("auto"),
+            Self::Plan | Self::PlanLandlock => Some("plan"),
+            Self::Full => Some("full"),
+            Self::Configured => None,
         }
     }
 
@@ -81,6 +87,9 @@ pub enum Call {
     Bg(&'static str),
     /// Any tool with these JSON arguments.
     Tool(&'static str, &'static str),
+    /// No call: the model's response for this step comes this many milliseconds late, while
+    /// keel waits and runs nothing (background commands keep running).
+    Wait(u64),
 }
 
 /// A row of the attack table.
@@ -104,6 +113,12 @@ pub struct Vector {
     pub quiet: bool,
     /// keel must refuse to start: this exit code, and this text on stderr.
     pub refused: Option<(i32, &'static str)>,
+    /// keel's working folder (`--cwd`, placeholders allowed) instead of the workspace.
+    pub cwd: Option<&'static str>,
+    /// keel runs with a pseudo-terminal as its controlling terminal, as in a user's terminal;
+    /// afterwards nothing may be waiting in the terminal's input (the user's shell would
+    /// read and run it).
+    pub tty: bool,
 }
 
 impl Vector {
@@ -117,6 +132,8 @@ impl Vector {
         same_ids: false,
         quiet: false,
         refused: None,
+        cwd: None,
+        tty: false,
     };
 }
 
@@ -180,6 +197,7 @@ impl Vars {
         let show = |p: &PathBuf| p.display().to_string();
         Self {
             pairs: vec![
+                ("{ROOT}", show(&world.root)),
                 ("{HOME}", show(&world.home)),
                 ("{KH}", show(&world.keel_home)),
                 ("{OUT}", show(&world.outside)),
@@ -214,8 +232,16 @@ pub fn fill(template: &str, vars: &Vars, json: bool) -> String {
 pub fn script(vector: &Vector, vars: &Vars) -> String {
     let mut responses = Vec::new();
     for (s, step) in vector.steps.iter().enumerate() {
+        let delay: u64 = step
+            .iter()
+            .map(|call| match call {
+                Call::Wait(ms) => *ms,
+                _ => 0,
+            })
+            .sum();
         let calls: Vec<Value> = step
             .iter()
+            .filter(|call| !matches!(call, Call::Wait(_)))
             .enumerate()
             .map(|(c, call)| {
                 let id = if vector.same_ids {
@@ -236,11 +262,12 @@ pub fn script(vector: &Vector, vars: &Vars) -> String {
                         });
                         (*name, parsed)
                     }
+                    Call::Wait(_) => unreachable!("filtered out above"),
                 };
                 json!({"id": id, "name": name, "arguments": arguments})
             })
             .collect();
-        responses.push(json!({"tool_calls": calls}));
+        responses.push(json!({"tool_calls": calls, "first_delay_ms": delay}));
     }
     for _ in 0..3 {
         responses.push(json!({"text": "done"}));
@@ -278,6 +305,8 @@ pub struct Observed {
     pub poked: Option<bool>,
     /// Processes left behind (killed since).
     pub leftovers: Vec<procs::Seen>,
+    /// What was waiting in keel's terminal after it ended (for a `tty` vector).
+    pub typed: Option<String>,
 }
 
 impl Observed {
@@ -380,9 +409,12 @@ pub fn attack(vector: &Vector, mode: Mode) -> (String, String, Vec<String>) {
 }
 
 /// Sets up `world` for `vector`, runs keel once (poking it with a signal if asked, see
-/// [`keel::run`]) and returns what it produced. What the snapshots taken around the run
-/// show changed is pushed to `failures`: (3) the outside folder and the fake HOME, (4) the
-/// protected control files, and in `plan` the workspace and the system temp folders.
+/// [`keel::run`]), then runs the user's next git commands in the workspace
+/// ([`World::users_next_git`]), and returns what it produced. What the snapshots taken
+/// around the run show changed is pushed to `failures`: (3) the outside folder and the fake
+/// HOME (after the user's git commands, so a program planted for git shows), (4) the
+/// protected control files (except in `full`, where the model may change them), in `ask`
+/// the workspace, and in `plan` the workspace and the system temp folders.
 pub fn run_in(
     world: &World,
     vector: &Vector,
@@ -432,13 +464,18 @@ pub fn run_in(
     let control_before = Snapshot::take(&control_before_roots, &[]);
     let work_before = Snapshot::take(std::slice::from_ref(&world.work), &[]);
 
-    let ran = keel::run(world, vector, mode, poke);
+    let env: Vec<(String, String)> = vector
+        .env
+        .iter()
+        .map(|(k, v)| ((*k).to_owned(), fill(v, &vars, false)))
+        .collect();
+    let cwd = vector.cwd.map_or_else(
+        || world.work.clone(),
+        |c| PathBuf::from(fill(c, &vars, false)),
+    );
+    let ran = keel::run(world, vector, mode, poke, &env, &cwd);
     let mut leftovers = ran.leftovers;
     leftovers.extend(procs::leftovers(&world.mark, &world.root));
-    let listener = listener.finish();
-    server.stop();
-    drop(server);
-    let requests = std::fs::read_to_string(&record).unwrap_or_default();
 
     let mut roots = control_roots(&world.work);
     for root in control_before_roots {
@@ -446,7 +483,15 @@ pub fn run_in(
             roots.push(root);
         }
     }
-    let checks = [
+    let control_after = Snapshot::take(&roots, &[]);
+    let work_after = Snapshot::take(std::slice::from_ref(&world.work), &[]);
+    world.users_next_git();
+    let listener = listener.finish();
+    server.stop();
+    drop(server);
+    let requests = std::fs::read_to_string(&record).unwrap_or_default();
+
+    let mut checks = vec![
         (
             "(3) the outside canary folder",
             outside_before,
@@ -457,23 +502,26 @@ pub fn run_in(
             home_before,
             Snapshot::take_loose(std::slice::from_ref(&world.home), &home_skip, &home_loose),
         ),
-        (
+    ];
+    if mode != Mode::Full {
+        checks.push((
             "(4) a protected control file",
             control_before,
-            Snapshot::take(&roots, &[]),
-        ),
-    ];
+            control_after,
+        ));
+    }
     for (what, before, after) in checks {
-        if mode == Mode::Full && what.starts_with("(4)") {
-            // Control files are the model's to change in full permission mode.
-            continue;
-        }
         for change in before.changes(&after, &world.root) {
             failures.push(format!("{what} changed: {change}"));
         }
     }
+    if mode == Mode::Ask {
+        // Headless, every change would need an approval nobody can give.
+        for change in work_before.changes(&work_after, &world.root) {
+            failures.push(format!("(3a) ask mode changed the workspace: {change}"));
+        }
+    }
     if mode.read_only() {
-        let work_after = Snapshot::take(std::slice::from_ref(&world.work), &[]);
         for change in work_before.changes(&work_after, &world.root) {
             failures.push(format!("(3p) plan mode changed the workspace: {change}"));
         }
@@ -493,6 +541,7 @@ pub fn run_in(
         was_stopped: ran.was_stopped,
         poked: ran.poked,
         leftovers,
+        typed: ran.typed,
     }
 }
 
@@ -513,15 +562,16 @@ pub fn run_table(class: &str, table: &[Vector], mode: Mode) {
         {
             continue;
         }
-        // In `full` the gate lets keel's own tools (read, write, grep …) do what the model
-        // asks, and they run in keel, not in the sandbox: only commands are for the sandbox
-        // to hold there.
+        // In `full` the gate lets keel's own tools (read, write, edit …) write where the
+        // model asks, and they run in keel, not in the sandbox: for writes only commands are
+        // for the sandbox to hold there. Credentials stay hidden from every tool.
         let uses_own_tools = vector
             .steps
             .iter()
             .flat_map(|s| s.iter())
             .any(|c| matches!(c, Call::Tool(name, _) if *name != "bash"));
-        if mode == Mode::Full && uses_own_tools {
+        let secrets_class = class.starts_with("creds") || class.starts_with("env");
+        if mode == Mode::Full && uses_own_tools && !secrets_class {
             continue;
         }
         ran += 1;

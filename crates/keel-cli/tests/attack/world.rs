@@ -38,6 +38,14 @@ const CREDENTIAL_FILES: &[(&str, &str)] = &[
     (".npmrc", "//registry.example.invalid/:_authToken=npm_"),
     (".pypirc", "[pypi]\nusername = __token__"),
     (".config/gh/hosts.yml", "github.com:\n  oauth_token: gho_"),
+    // Other coding agents' keys and a database password file: as much a credential as the
+    // ones above, and on most machines that run keel.
+    (".codex/auth.json", "{\"OPENAI_API_KEY\": \"sk-"),
+    (
+        ".claude/.credentials.json",
+        "{\"claudeAiOauth\": {\"accessToken\": \"sk-ant-oat01-",
+    ),
+    (".pgpass", "db.example.invalid:5432:*:app:"),
 ];
 
 /// Canary variables keel's default `scrub` mode must keep from commands: name, value
@@ -280,6 +288,43 @@ impl World {
             .unwrap()
             .clone();
         self.write_keel_config(&canary, base_url);
+    }
+
+    /// What the user runs in the workspace once keel is done, outside any sandbox: `git
+    /// status`, `git diff`, `git log -p -1` and an empty commit, with the user's own HOME.
+    /// Whatever a command planted for git to run (configuration git reads, hooks, a nested
+    /// repository's) runs now, where the snapshots of the outside folder and the listener
+    /// see it. Each is bounded by `timeout`; their output and exit codes do not matter.
+    pub fn users_next_git(&self) {
+        let path = self
+            .env
+            .iter()
+            .find(|(k, _)| k == "PATH")
+            .map(|(_, v)| v.clone())
+            .unwrap_or_default();
+        for args in [
+            &["status", "--short"][..],
+            &["diff"],
+            &["log", "-p", "-1"],
+            &["commit", "-q", "--allow-empty", "-m", "after keel"],
+        ] {
+            let _ = Command::new("timeout")
+                .arg("10")
+                .arg("git")
+                .args(args)
+                .current_dir(&self.work)
+                .env_clear()
+                .env("HOME", &self.home)
+                .env("PATH", &path)
+                .env("LANG", "C.UTF-8")
+                .env("GIT_CONFIG_NOSYSTEM", "1")
+                .env("GIT_TERMINAL_PROMPT", "0")
+                .env("PAGER", "cat")
+                .stdin(std::process::Stdio::null())
+                .stdout(std::process::Stdio::null())
+                .stderr(std::process::Stdio::null())
+                .status();
+        }
     }
 
     /// Removes the run's folder unless `KEEL_ATTACK_KEEP` is set.

@@ -1,12 +1,15 @@
 //! The attack tables, one module per class of vector, each split into tables small enough
 //! to run as one test per mode.
 
+pub mod beyond;
 pub mod control;
 pub mod creds;
 pub mod env;
+pub mod gitrun;
 pub mod network;
 pub mod outside;
 pub mod process;
+pub mod races;
 pub mod readonly;
 pub mod tools;
 
@@ -38,6 +41,10 @@ mod tests {
         ("process_escapes", process::ESCAPES),
         ("process_signals", process::SIGNALS),
         ("process_duplicate_ids", process::DUPLICATE_IDS),
+        ("tool_races", races::TABLE),
+        ("control_git_elsewhere", gitrun::TABLE),
+        ("beyond_namespaces", beyond::TABLE),
+        ("fallback", beyond::FALLBACK),
     ];
 
     #[test]

