@@ -170,9 +170,8 @@ impl ChildPlan {
         }
         let Some(ns) = &self.namespaces else {
             // Without a user namespace a command of root's keeps root's capabilities in
-            // the real system; take away those that reach past Landlock (loading kernel
-            // modules, tracing or reading keel's memory and environment, raw devices,
-            // mounts, opening files by handle).
+            // the real system, some of which reach past Landlock (modules, raw devices,
+            // mounts, opening files by handle, other users' files): none are kept.
             drop_capabilities();
             close_inherited();
             return restrict(ruleset, diag);
@@ -251,6 +250,7 @@ extern "C" fn start_pid_one(arg: *mut libc::c_void) -> libc::c_int {
             mount(c"proc", c"/proc", c"proc", flags, diag, b"mount /proc")?;
         }
         close_inherited();
+        drop_capabilities();
         restrict(pid_one.ruleset, diag)
     })();
     if ready.is_ok() {
@@ -340,20 +340,28 @@ fn die_with_parent(expected: libc::pid_t, diag: i32) -> io::Result<()> {
     Ok(())
 }
 
-/// Capabilities removed from the bounding set of a command that runs without a user
-/// namespace: linux/capability.h numbers of DAC_READ_SEARCH, NET_ADMIN, SETPCAP,
-/// LINUX_IMMUTABLE, SYS_MODULE, SYS_RAWIO, SYS_PTRACE, SYS_ADMIN, SYS_BOOT, SYS_TIME,
-/// MKNOD, AUDIT_CONTROL, MAC_OVERRIDE, MAC_ADMIN, SYSLOG, PERFMON, BPF,
-/// CHECKPOINT_RESTORE.
-const DROPPED_CAPABILITIES: &[libc::c_ulong] = &[
-    2, 12, 8, 9, 16, 17, 19, 21, 22, 25, 27, 30, 32, 33, 34, 38, 39, 40,
-];
+/// Highest capability number the kernel may know (linux/capability.h: 40 today).
+const LAST_CAPABILITY: libc::c_ulong = 63;
 
-/// Drops [`DROPPED_CAPABILITIES`] from the bounding set, so no later exec regains them.
-/// Without the right to change it (an ordinary user) there is nothing to drop.
+/// Takes every capability away from the command for good: none now, none from any later
+/// exec (root included: `SECBIT_NOROOT`, locked), none from setuid programs, none
+/// ambient. In a user namespace root keeps every capability across exec, and with them a
+/// command could undo its own mounts (`mount_setattr`) or clone a tree without them
+/// (`open_tree`), which Landlock does not stop; without one, root's capabilities reach past
+/// Landlock (modules, raw devices, other users' files). Steps refused for lack of the right
+/// (an ordinary user has none of these capabilities anyway) leave nothing to undo.
 fn drop_capabilities() {
-    // SAFETY: prctl with integer arguments; ambient capabilities would survive exec.
+    let bits = libc::SECBIT_NOROOT
+        | libc::SECBIT_NOROOT_LOCKED
+        | libc::SECBIT_NO_SETUID_FIXUP
+        | libc::SECBIT_NO_SETUID_FIXUP_LOCKED
+        | libc::SECBIT_NO_CAP_AMBIENT_RAISE
+        | libc::SECBIT_NO_CAP_AMBIENT_RAISE_LOCKED
+        | libc::SECBIT_KEEP_CAPS_LOCKED;
+    // SAFETY: prctl and capset with integer arguments and a header and data this function
+    // owns.
     unsafe {
+        libc::prctl(libc::PR_SET_SECUREBITS, bits as libc::c_ulong, 0, 0, 0);
         libc::prctl(
             libc::PR_CAP_AMBIENT,
             libc::PR_CAP_AMBIENT_CLEAR_ALL,
@@ -361,13 +369,37 @@ fn drop_capabilities() {
             0,
             0,
         );
-    }
-    for cap in DROPPED_CAPABILITIES {
-        // SAFETY: prctl with integer arguments; failures (no right, unknown number on an
-        // older kernel) leave nothing to undo.
-        unsafe {
-            libc::prctl(libc::PR_CAPBSET_DROP, *cap, 0, 0, 0);
+        for cap in 0..=LAST_CAPABILITY {
+            libc::prctl(libc::PR_CAPBSET_DROP, cap, 0, 0, 0);
         }
+        #[repr(C)]
+        struct Header {
+            version: u32,
+            pid: i32,
+        }
+        #[repr(C)]
+        struct Data {
+            effective: u32,
+            permitted: u32,
+            inheritable: u32,
+        }
+        let mut header = Header {
+            version: 0x2008_0522,
+            pid: 0,
+        };
+        let data = [
+            Data {
+                effective: 0,
+                permitted: 0,
+                inheritable: 0,
+            },
+            Data {
+                effective: 0,
+                permitted: 0,
+                inheritable: 0,
+            },
+        ];
+        libc::syscall(libc::SYS_capset, &raw mut header, data.as_ptr());
     }
 }
 
