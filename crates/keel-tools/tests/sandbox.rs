@@ -189,7 +189,7 @@ async fn read_only_writes_only_its_private_temp_folder_and_has_no_network() {
         &bash,
         &format!(
             "echo x > /tmp/{marker}; echo x > /var/tmp/{marker}; echo x > /dev/shm/{marker}; \
-             echo x > ws.txt; echo ok > $TMPDIR/t && cat $TMPDIR/t; \
+             echo x > ws.txt; echo ok > $TMPDIR/t && cat $TMPDIR/t; stat -c 'tmp-mode=%a' $TMPDIR; \
              (exec 3<>/dev/tcp/127.0.0.1/{port}) && echo CONNECTED; \
              python3 -c \"import socket; socket.socket(socket.AF_INET, socket.SOCK_DGRAM).sendto(b'x', ('127.0.0.1', {port}))\" && echo SENT"
         ),
@@ -204,6 +204,7 @@ async fn read_only_writes_only_its_private_temp_folder_and_has_no_network() {
     }
     assert!(!fx.ws.join("ws.txt").exists(), "{out}");
     assert!(out.contains("ok"), "{out}");
+    assert!(out.contains("tmp-mode=700"), "the session's temp folder is private: {out}");
     assert!(!out.contains("CONNECTED") && !out.contains("SENT"), "{out}");
     listener.set_nonblocking(true).unwrap();
     assert!(listener.accept().is_err(), "a connection got through");

@@ -11,24 +11,68 @@ use super::MAX_OUTPUT;
 /// Most of a command's output saved to its file; past this the file is cut (with a note).
 pub(super) const MAX_SAVED: usize = 64 * 1024 * 1024;
 
-/// Creates the output folder readable only by this user.
-pub(super) fn private_dir(dir: &Path) -> std::io::Result<()> {
-    use std::os::unix::fs::DirBuilderExt as _;
-    std::fs::DirBuilder::new()
-        .recursive(true)
-        .mode(0o700)
-        .create(dir)
+/// Creates a new output file (0600) in the output folder `dir`, which must be this user's
+/// own private folder: a folder (not a link: commands may write the temp folder it lives
+/// in and could put a link there, to make keel write a command's output wherever it
+/// leads), owned by this user, open to nobody else. The file is created through the
+/// folder's descriptor, never following or reusing anything planted under its name.
+pub(super) fn private_file(path: &Path) -> std::io::Result<std::fs::File> {
+    let (Some(dir), Some(name)) = (path.parent(), path.file_name()) else {
+        return Err(std::io::Error::other("no folder to save output in"));
+    };
+    let dir = private_folder(dir)?;
+    create_in(&dir, name)
 }
 
-/// Creates a new output file readable only by this user; never follows or reuses a
-/// file planted under that name.
-pub(super) fn private_file(path: &Path) -> std::io::Result<std::fs::File> {
-    use std::os::unix::fs::OpenOptionsExt as _;
-    std::fs::OpenOptions::new()
-        .write(true)
-        .create_new(true)
-        .mode(0o600)
-        .open(path)
+/// Opens (making it if needed, 0700) the private folder `dir` and checks it is one.
+fn private_folder(dir: &Path) -> std::io::Result<std::os::fd::OwnedFd> {
+    use std::os::unix::fs::{DirBuilderExt as _, MetadataExt as _, OpenOptionsExt as _};
+    if let Some(parent) = dir.parent() {
+        std::fs::DirBuilder::new()
+            .recursive(true)
+            .mode(0o700)
+            .create(parent)?;
+    }
+    match std::fs::DirBuilder::new().mode(0o700).create(dir) {
+        Ok(()) => {}
+        Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {}
+        Err(e) => return Err(e),
+    }
+    let folder = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_DIRECTORY | libc::O_NOFOLLOW)
+        .open(dir)?;
+    let meta = folder.metadata()?;
+    if !meta.is_dir() || meta.uid() != own_uid() || meta.mode() & 0o077 != 0 {
+        return Err(std::io::Error::other(format!(
+            "{} is not keel's private output folder (a folder of this user's, open to nobody else)",
+            dir.display()
+        )));
+    }
+    Ok(std::os::fd::OwnedFd::from(folder))
+}
+
+#[expect(unsafe_code, reason = "openat has no safe wrapper in std")]
+fn create_in(dir: &std::os::fd::OwnedFd, name: &std::ffi::OsStr) -> std::io::Result<std::fs::File> {
+    use std::os::fd::{AsRawFd as _, FromRawFd as _};
+    use std::os::unix::ffi::OsStrExt as _;
+    let name = std::ffi::CString::new(name.as_bytes())
+        .map_err(|_| std::io::Error::other("a NUL byte in a file name"))?;
+    let flags = libc::O_WRONLY | libc::O_CREAT | libc::O_EXCL | libc::O_NOFOLLOW | libc::O_CLOEXEC;
+    // SAFETY: openat on a descriptor this function borrows and a valid C string; the new
+    // descriptor is owned by the returned file.
+    let fd = unsafe { libc::openat(dir.as_raw_fd(), name.as_ptr(), flags, 0o600 as libc::c_uint) };
+    if fd < 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    // SAFETY: `fd` was just opened and nothing else owns it.
+    Ok(unsafe { std::fs::File::from_raw_fd(fd) })
+}
+
+#[expect(unsafe_code, reason = "getuid has no safe wrapper in std")]
+fn own_uid() -> u32 {
+    // SAFETY: getuid takes no arguments and cannot fail.
+    unsafe { libc::getuid() }
 }
 
 /// The line that ends a saved file cut at [`MAX_SAVED`].
@@ -80,7 +124,6 @@ impl Collected {
             self.overflowed = true;
             let mut all = std::mem::take(&mut self.head);
             all.extend_from_slice(bytes);
-            let _ = private_dir(&self.dir);
             let stamp = std::time::SystemTime::now()
                 .duration_since(std::time::UNIX_EPOCH)
                 .map(|d| d.as_nanos())
@@ -161,9 +204,41 @@ impl Collected {
 mod tests {
     use super::*;
 
+    /// A folder like keel's output folder: this user's, 0700.
+    fn private_tempdir() -> tempfile::TempDir {
+        use std::os::unix::fs::PermissionsExt as _;
+        tempfile::Builder::new()
+            .permissions(std::fs::Permissions::from_mode(0o700))
+            .tempdir()
+            .unwrap()
+    }
+
+    #[test]
+    fn output_is_not_saved_through_a_link_or_into_a_shared_folder() {
+        use std::os::unix::fs::PermissionsExt as _;
+        let dir = private_tempdir();
+        let elsewhere = dir.path().join("elsewhere");
+        std::fs::create_dir(&elsewhere).unwrap();
+        std::fs::set_permissions(&elsewhere, std::fs::Permissions::from_mode(0o700)).unwrap();
+        let link = dir.path().join("outputs");
+        std::os::unix::fs::symlink(&elsewhere, &link).unwrap();
+        assert!(private_file(&link.join("a.log")).is_err());
+        assert!(!elsewhere.join("a.log").exists());
+        let shared = dir.path().join("shared");
+        std::fs::create_dir(&shared).unwrap();
+        std::fs::set_permissions(&shared, std::fs::Permissions::from_mode(0o755)).unwrap();
+        assert!(private_file(&shared.join("a.log")).is_err());
+        let fresh = dir.path().join("fresh");
+        assert!(private_file(&fresh.join("a.log")).is_ok());
+        assert_eq!(
+            std::fs::metadata(&fresh).unwrap().permissions().mode() & 0o777,
+            0o700
+        );
+    }
+
     #[test]
     fn a_first_read_larger_than_the_limit_keeps_head_tail_and_all_bytes() {
-        let dir = tempfile::tempdir().unwrap();
+        let dir = private_tempdir();
         let mut collected = Collected::new(dir.path().to_path_buf());
         let data: Vec<u8> = (0..100_000u32).map(|i| b'a' + (i % 26) as u8).collect();
         collected.push(&data);
@@ -179,7 +254,7 @@ mod tests {
 
     #[test]
     fn output_past_the_saving_cap_is_marked_in_the_file_and_told_truthfully() {
-        let dir = tempfile::tempdir().unwrap();
+        let dir = private_tempdir();
         let mut collected = Collected::new(dir.path().to_path_buf());
         let chunk = vec![b'x'; 1024 * 1024];
         for _ in 0..70 {

@@ -31,7 +31,7 @@ use tokio::io::AsyncReadExt as _;
 
 use crate::env::{DEFAULT_BASH_TIMEOUT, MAX_BASH_TIMEOUT, SandboxMode, ToolEnv};
 use crate::protect::ControlSet;
-use capture::{Collected, MAX_SAVED, private_dir, private_file};
+use capture::{Collected, MAX_SAVED, private_file};
 
 /// Output kept for the model before head and tail are cut (issue 4).
 pub const MAX_OUTPUT: usize = 30 * 1024;
@@ -121,14 +121,20 @@ impl Bash {
         }
     }
 
-    /// The session's private temp folder, made (0700, random name) on first use.
+    /// The session's private temp folder, made (0700, random name) on first use. The
+    /// name carries keel's pid, so folders of keel processes that were killed are found
+    /// and removed then.
     fn private_tmp(&self) -> Result<&std::path::Path, ToolError> {
+        use std::os::unix::fs::PermissionsExt as _;
         if let Some(dir) = self.tmp.get() {
             return Ok(dir.path());
         }
+        let base = crate::env::temp_base();
+        remove_dead_session_folders(&base);
         let made = tempfile::Builder::new()
-            .prefix("keel-session-")
-            .tempdir_in(crate::env::temp_base())
+            .prefix(&format!("keel-session-{}-", std::process::id()))
+            .permissions(std::fs::Permissions::from_mode(0o700))
+            .tempdir_in(base)
             .map_err(|e| ToolError::new(format!("cannot create the private temp folder: {e}")))?;
         // Another call may have won the race; either folder is private.
         let dir = self.tmp.get_or_init(|| made);
@@ -318,12 +324,6 @@ impl Bash {
             control,
             saved: kept,
         } = self.prepare(command)?;
-        private_dir(&self.env.output_dir).map_err(|e| {
-            ToolError::new(format!(
-                "cannot create {}: {e}",
-                self.env.output_dir.display()
-            ))
-        })?;
         let n = self.next_background.fetch_add(1, Ordering::SeqCst);
         let id = format!("bg-{n}");
         let stamp = std::time::SystemTime::now()
@@ -448,6 +448,35 @@ fn human(duration: Duration) -> String {
         format!("{} s", duration.as_secs())
     } else {
         format!("{:.1} s", duration.as_secs_f64())
+    }
+}
+
+/// Removes the private temp folders that keel processes now gone left in `base` (killed
+/// before they could remove their own): only folders of this user's, named by a pid that
+/// no longer runs.
+fn remove_dead_session_folders(base: &std::path::Path) {
+    use std::os::unix::fs::MetadataExt as _;
+    let Ok(entries) = std::fs::read_dir(base) else {
+        return;
+    };
+    let uid = std::fs::metadata("/proc/self").map(|m| m.uid()).ok();
+    for entry in entries.flatten() {
+        let name = entry.file_name();
+        let Some(rest) = name.to_str().and_then(|n| n.strip_prefix("keel-session-")) else {
+            continue;
+        };
+        let Some(pid) = rest.split('-').next().and_then(|p| p.parse::<u32>().ok()) else {
+            continue;
+        };
+        let ours = entry
+            .metadata()
+            .is_ok_and(|m| m.is_dir() && Some(m.uid()) == uid);
+        if ours
+            && pid != std::process::id()
+            && !std::path::Path::new(&format!("/proc/{pid}")).exists()
+        {
+            let _ = std::fs::remove_dir_all(entry.path());
+        }
     }
 }
 
