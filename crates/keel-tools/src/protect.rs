@@ -33,6 +33,32 @@ pub const DEFAULT_CREDENTIALS: &[&str] = &[
     ".vault-token",
     ".password-store",
     ".local/share/keyrings",
+    // Other agents' and tools' tokens.
+    ".codex/auth.json",
+    ".claude/.credentials.json",
+    ".gemini/oauth_creds.json",
+    ".config/github-copilot",
+    ".config/op",
+    ".config/doctl",
+    ".config/hcloud",
+    ".config/rclone",
+    ".config/composer/auth.json",
+    ".composer/auth.json",
+    ".gem/credentials",
+    ".m2/settings-security.xml",
+    ".databrickscfg",
+    ".terraformrc",
+    ".boto",
+    ".oci",
+    ".s3cfg",
+    // Database passwords.
+    ".pgpass",
+    ".my.cnf",
+    // Browser profiles: cookies are sessions.
+    ".mozilla",
+    ".config/google-chrome",
+    ".config/chromium",
+    ".config/BraveSoftware",
 ];
 
 /// Names of the control files inside a workspace, as shown in messages.

@@ -202,7 +202,8 @@ const FILE_TOOLS: &[Case] = &[
     (A, "read", r#"{"path": "~/.ssh/id_rsa"}"#, Safety),
     (U, "read", r#"{"path": "~/.ssh/id_rsa"}"#, Safety),
     (P, "read", r#"{"path": "%HOME%/.ssh/id_rsa"}"#, Safety),
-    (F, "read", r#"{"path": "~/.ssh/id_rsa"}"#, Allow),
+    // Full lets the tools do anything but read credentials while the sandbox hides them.
+    (F, "read", r#"{"path": "~/.ssh/id_rsa"}"#, Deny),
     (U, "read", r#"{"path": "~/.aws/credentials"}"#, Safety),
     (U, "read", r#"{"path": "~/.kube/config"}"#, Safety),
     // The whole of ~/.kube is a credential location (protect::DEFAULT_CREDENTIALS).
@@ -1131,4 +1132,23 @@ fn the_suite_is_large_enough() {
         + attacks::attack_cases()
         + policy::policy_cases();
     assert!(total >= 150, "{total} cases");
+}
+
+#[test]
+fn full_mode_reads_credentials_only_with_the_sandbox_off() {
+    let world = World::new();
+    let read = json!({"path": "~/.ssh/id_rsa"});
+    let sandboxed = world.gate(Mode::Full, RuleSet::new());
+    assert_eq!(sandboxed.check("read", &read).kind(), Deny);
+    // A command may try: the sandbox hides the file from it.
+    assert_eq!(
+        sandboxed
+            .check("bash", &json!({"command": "cat ~/.ssh/id_rsa"}))
+            .kind(),
+        Allow
+    );
+    let open = world.gate_in(Mode::Full, RuleSet::new(), |env| {
+        env.sandbox = keel_tools::SandboxMode::DangerFullAccess;
+    });
+    assert_eq!(open.check("read", &read).kind(), Allow);
 }

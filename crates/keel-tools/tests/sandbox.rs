@@ -204,7 +204,10 @@ async fn read_only_writes_only_its_private_temp_folder_and_has_no_network() {
     }
     assert!(!fx.ws.join("ws.txt").exists(), "{out}");
     assert!(out.contains("ok"), "{out}");
-    assert!(out.contains("tmp-mode=700"), "the session's temp folder is private: {out}");
+    assert!(
+        out.contains("tmp-mode=700"),
+        "the session's temp folder is private: {out}"
+    );
     assert!(!out.contains("CONNECTED") && !out.contains("SENT"), "{out}");
     listener.set_nonblocking(true).unwrap();
     assert!(listener.accept().is_err(), "a connection got through");

@@ -35,6 +35,8 @@ pub(super) struct Judged {
     pub(super) dangers: Vec<String>,
     /// Writes or deletes of protected control files.
     pub(super) protected: Vec<String>,
+    /// Reaches into credential locations (also listed among the dangers).
+    pub(super) secrets: Vec<String>,
     pub(super) summary: String,
 }
 
@@ -119,14 +121,16 @@ impl PermissionGate {
             _ => format!("{tool} {}", clip(&arguments.to_string())),
         };
         let mut protected = Vec::new();
+        let mut secrets = Vec::new();
         for op in &ops {
-            self.op_dangers(op, &mut dangers);
+            self.op_dangers(op, &mut dangers, &mut secrets);
             self.op_protected(op, &mut protected);
         }
         Judged {
             ops,
             dangers: dedup(dangers),
             protected: dedup(protected),
+            secrets: dedup(secrets),
             summary,
         }
     }
@@ -351,22 +355,22 @@ impl PermissionGate {
         }
     }
 
-    fn op_dangers(&self, op: &Op, dangers: &mut Vec<String>) {
+    fn op_dangers(&self, op: &Op, dangers: &mut Vec<String>, secrets: &mut Vec<String>) {
         let Some(action) = op.action else { return };
         match &op.target {
             Target::Path { real, children } => {
                 if let Some(location) = self.credentials.location(real) {
-                    dangers.push(format!(
-                        "{} credentials in {location} ({})",
-                        verbs(action),
-                        op.source
-                    ));
+                    let reason = format!("{} credentials in {location} ({})", verbs(action), op.source);
+                    secrets.push(reason.clone());
+                    dangers.push(reason);
                 }
                 if action == Action::Read && op.recursive && self.credentials.held_in(real) {
-                    dangers.push(format!(
+                    let reason = format!(
                         "reads a folder holding credentials (~/.ssh, ~/.aws, …) as a whole ({})",
                         op.source
-                    ));
+                    );
+                    secrets.push(reason.clone());
+                    dangers.push(reason);
                 }
                 if action == Action::Write
                     && let Some(reason) = danger::device_write(real)
@@ -399,7 +403,9 @@ impl PermissionGate {
             )),
             Target::Unknown(text) => {
                 if let Some(secret) = self.credentials.in_unknown(text) {
-                    dangers.push(format!("{} {secret} ({})", verbs(action), op.source));
+                    let reason = format!("{} {secret} ({})", verbs(action), op.source);
+                    secrets.push(reason.clone());
+                    dangers.push(reason);
                 }
                 if action == Action::Delete && op.recursive {
                     dangers.push(format!(

@@ -105,12 +105,26 @@ impl PermissionGate {
             ops,
             dangers,
             protected,
+            secrets,
             summary,
         } = judged;
         if mode != Mode::Full && !protected.is_empty() {
             return Decision::Deny(Denial {
                 source: DenySource::Protected,
                 reason: protected.join("; "),
+            });
+        }
+        // While the sandbox hides credentials from commands, keel's own tools (which run in
+        // keel, unsandboxed) do not read them for the model either, even in `full`; in the
+        // other modes the danger list asks.
+        if mode == Mode::Full && self.sandboxed && tool != "bash" && !secrets.is_empty() {
+            return Decision::Deny(Denial {
+                source: DenySource::Protected,
+                reason: format!(
+                    "{}: credentials stay hidden from the model while the sandbox is on \
+                     (the user can choose --sandbox danger-full-access to allow this)",
+                    secrets.join("; ")
+                ),
             });
         }
         let session = self.session.read().unwrap_or_else(PoisonError::into_inner);
