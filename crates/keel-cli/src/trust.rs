@@ -64,25 +64,56 @@ impl TrustError {
 /// A project's keel folder and the keel files present in it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Project {
-    /// The folder that holds `.keel`.
+    /// The folder that holds `.keel` (its real path).
     pub root: PathBuf,
-    /// The files of [`PROJECT_FILES`] that exist, as real paths.
+    /// The files of [`PROJECT_FILES`] that exist, by their place in the project (see
+    /// [`trust_key`]).
     pub files: Vec<PathBuf>,
+    /// Those of them that are links (or lie in a `.keel` that is one): never trusted.
+    pub linked: Vec<PathBuf>,
 }
 
 /// The nearest project of `cwd`: the closest folder at or above it with a `.keel` folder.
 pub fn project(cwd: &Path) -> Option<Project> {
-    let root = cwd
-        .ancestors()
-        .find(|dir| dir.join(PROJECT_DIR).is_dir())?
-        .to_path_buf();
-    let files = PROJECT_FILES
-        .iter()
-        .map(|name| root.join(PROJECT_DIR).join(name))
-        .filter(|path| path.is_file())
-        .map(|path| std::fs::canonicalize(&path).unwrap_or(path))
-        .collect();
-    Some(Project { root, files })
+    let found = cwd.ancestors().find(|dir| dir.join(PROJECT_DIR).is_dir())?;
+    let root = std::fs::canonicalize(found).unwrap_or_else(|_| found.to_path_buf());
+    let (mut files, mut linked) = (Vec::new(), Vec::new());
+    for name in PROJECT_FILES {
+        let path = root.join(PROJECT_DIR).join(name);
+        if !path.is_file() {
+            continue;
+        }
+        if is_linked(&path) {
+            linked.push(path);
+        } else {
+            files.push(path);
+        }
+    }
+    Some(Project {
+        root,
+        files,
+        linked,
+    })
+}
+
+/// The key a project file's trust is recorded under: its place in the project (the real
+/// path of the folder holding `.keel`, then `.keel/NAME`), not where a link leads, so a
+/// cloned repository cannot borrow the trust given to another project's file by linking
+/// to it. `None` for a file that is a link or lies in a linked `.keel`: never trusted.
+pub fn trust_key(file: &Path) -> Option<PathBuf> {
+    if is_linked(file) {
+        return None;
+    }
+    let keel_dir = file.parent()?;
+    let root = keel_dir.parent()?;
+    let root = std::fs::canonicalize(root).ok()?;
+    Some(root.join(keel_dir.file_name()?).join(file.file_name()?))
+}
+
+/// Whether `file` or its `.keel` folder is a symbolic link.
+fn is_linked(file: &Path) -> bool {
+    let link = |p: &Path| std::fs::symlink_metadata(p).is_ok_and(|m| m.file_type().is_symlink());
+    link(file) || file.parent().is_some_and(link)
 }
 
 #[derive(Debug, Default, Serialize, Deserialize)]
@@ -119,9 +150,12 @@ impl TrustStore {
         Ok(Self { path, records })
     }
 
-    /// Whether `file` (a real path) is trusted with its current content.
+    /// Whether the project file `file` is trusted with its current content.
     pub fn is_trusted(&self, file: &Path) -> bool {
-        match (self.records.files.get(file), digest(file)) {
+        let Some(key) = trust_key(file) else {
+            return false;
+        };
+        match (self.records.files.get(&key), digest(&key)) {
             (Some(recorded), Ok(now)) => *recorded == now,
             _ => false,
         }
@@ -130,8 +164,11 @@ impl TrustStore {
     /// Records trust in the current content of `files` and saves the records.
     pub fn trust(&mut self, files: &[PathBuf]) -> Result<(), TrustError> {
         for file in files {
-            let sum = digest(file)?;
-            self.records.files.insert(file.clone(), sum);
+            let Some(key) = trust_key(file) else {
+                continue;
+            };
+            let sum = digest(&key)?;
+            self.records.files.insert(key, sum);
         }
         self.save()
     }
@@ -244,9 +281,15 @@ pub fn run(args: &TrustArgs) -> anyhow::Result<()> {
         println!("Forgot {removed} trusted file(s) under {}.", root.display());
         return Ok(());
     }
+    for file in &found.linked {
+        println!(
+            "not trusted\t{}\t(a link: keel never trusts linked project files; copy the file instead)",
+            file.display()
+        );
+    }
     if found.files.is_empty() {
         println!(
-            "{} holds no keel settings ({}): nothing to trust.",
+            "{} holds no keel settings keel can trust ({}).",
             found.root.join(PROJECT_DIR).display(),
             PROJECT_FILES.join(", ")
         );
@@ -284,10 +327,8 @@ mod tests {
         std::fs::create_dir_all(project_dir.join(".keel")).unwrap();
         let config = project_dir.join(".keel/config.yaml");
         std::fs::write(&config, "sandbox: read-only\n").unwrap();
-        let found = project(&project_dir.join("sub/deeper")).unwrap_or_else(|| {
-            std::fs::create_dir_all(project_dir.join("sub/deeper")).unwrap();
-            project(&project_dir.join("sub/deeper")).unwrap()
-        });
+        std::fs::create_dir_all(project_dir.join("sub/deeper")).unwrap();
+        let found = project(&project_dir.join("sub/deeper")).unwrap();
         let config = std::fs::canonicalize(&config).unwrap();
         assert_eq!(found.files, vec![config.clone()]);
 
@@ -309,6 +350,38 @@ mod tests {
             store.revoke(&project_dir.canonicalize().unwrap()).unwrap(),
             1
         );
+    }
+
+    #[test]
+    fn a_linked_project_file_never_borrows_trust() {
+        let dir = tempfile::tempdir().unwrap();
+        let home = dir.path().join("keel-home");
+        let trusted = dir.path().join("trusted");
+        std::fs::create_dir_all(trusted.join(".keel")).unwrap();
+        std::fs::write(trusted.join(".keel/config.yaml"), "permission: full\n").unwrap();
+        let mut store = TrustStore::open(Some(&home)).unwrap();
+        store.trust(&project(&trusted).unwrap().files).unwrap();
+        assert!(store.is_trusted(&trusted.join(".keel/config.yaml")));
+
+        // A cloned project links its config to the trusted one, or its whole .keel folder.
+        let clone = dir.path().join("clone");
+        std::fs::create_dir_all(clone.join(".keel")).unwrap();
+        std::os::unix::fs::symlink(
+            trusted.join(".keel/config.yaml"),
+            clone.join(".keel/config.yaml"),
+        )
+        .unwrap();
+        assert!(!store.is_trusted(&clone.join(".keel/config.yaml")));
+        let found = project(&clone).unwrap();
+        assert!(found.files.is_empty());
+        assert_eq!(found.linked.len(), 1);
+        let other = dir.path().join("other");
+        std::fs::create_dir_all(&other).unwrap();
+        std::os::unix::fs::symlink(trusted.join(".keel"), other.join(".keel")).unwrap();
+        assert!(!store.is_trusted(&other.join(".keel/config.yaml")));
+        // Trusting them refuses too.
+        store.trust(&[clone.join(".keel/config.yaml")]).unwrap();
+        assert!(!store.is_trusted(&clone.join(".keel/config.yaml")));
     }
 
     #[test]

@@ -179,16 +179,16 @@ fn permission_rules(
 /// current content.
 fn project_trusted(args: &ExecArgs, file: &std::path::Path) -> anyhow::Result<bool> {
     if args.trust_project {
-        return Ok(true);
+        // Even for this run: a linked file is not the project's own.
+        return Ok(trust::trust_key(file).is_some());
     }
-    let real = file.canonicalize().unwrap_or_else(|_| file.to_path_buf());
     let store = trust::TrustStore::open(config::keel_home().as_deref()).map_err(|e| {
         ConfigError::Model {
             source_name: "trust".into(),
             reason: e.to_string(),
         }
     })?;
-    Ok(store.is_trusted(&real))
+    Ok(store.is_trusted(file))
 }
 
 /// The configuration: `$KEEL_HOME/config.yaml`, the project's `.keel/config.yaml` (in full
