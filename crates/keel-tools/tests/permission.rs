@@ -1152,3 +1152,31 @@ fn full_mode_reads_credentials_only_with_the_sandbox_off() {
     });
     assert_eq!(open.check("read", &read).kind(), Allow);
 }
+
+#[test]
+fn read_only_git_means_the_workspace_repository_only() {
+    let world = World::new();
+    let bare = world.ws.join("vendor/evil.git");
+    for sub in ["objects", "refs"] {
+        std::fs::create_dir_all(bare.join(sub)).unwrap();
+    }
+    std::fs::write(bare.join("HEAD"), "ref: refs/heads/main\n").unwrap();
+    let plan = world.gate(Mode::Plan, RuleSet::new());
+    let ask = world.gate(Mode::Ask, RuleSet::new());
+    let check = |gate: &PermissionGate, command: &str| {
+        gate.check("bash", &json!({"command": command})).kind()
+    };
+    // The workspace's own repository: read-only.
+    assert_eq!(check(&plan, "git log -p"), Allow);
+    assert_eq!(check(&ask, "git -C src log -p"), Allow);
+    // A repository the workspace holds runs its own configuration (textconv, fsmonitor).
+    for command in [
+        "git -C vendor/evil.git log -p",
+        "cd vendor/evil.git && git log -p",
+        "git --git-dir=vendor/evil.git log",
+        "cd sub && git status",
+    ] {
+        assert_eq!(check(&plan, command), Deny, "plan: {command}");
+        assert_eq!(check(&ask, command), Ask, "ask: {command}");
+    }
+}

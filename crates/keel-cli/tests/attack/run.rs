@@ -485,7 +485,11 @@ pub fn run_in(
     }
     let control_after = Snapshot::take(&roots, &[]);
     let work_after = Snapshot::take(std::slice::from_ref(&world.work), &[]);
-    world.users_next_git();
+    if mode != Mode::Full {
+        // In `full` the model may change control files, so what git then runs is the
+        // model's, as the user allowed.
+        world.users_next_git();
+    }
     let listener = listener.finish();
     server.stop();
     drop(server);

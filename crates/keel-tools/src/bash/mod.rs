@@ -53,6 +53,8 @@ struct Background {
     exit: Arc<Mutex<Option<i32>>>,
     /// Control files as they were when it started, checked while and after it runs.
     control: Option<Arc<ControlSet>>,
+    /// Control files kept to put back after it, when no mount protects them.
+    kept: Option<Arc<restore::Saved>>,
 }
 
 /// A command ready to start.
@@ -324,6 +326,7 @@ impl Bash {
             control,
             saved: kept,
         } = self.prepare(command)?;
+        let kept = kept.map(Arc::new);
         let n = self.next_background.fetch_add(1, Ordering::SeqCst);
         let id = format!("bg-{n}");
         let stamp = std::time::SystemTime::now()
@@ -347,7 +350,9 @@ impl Bash {
         let mut pipe = receiver(reader)?;
         let recorded = exit.clone();
         let watched = control.clone();
+        let kept_here = kept.clone();
         tokio::spawn(async move {
+            let kept = kept_here;
             let _guard = guard;
             let mut file = file;
             let mut saved = 0usize;
@@ -377,7 +382,7 @@ impl Bash {
                 let _ = writeln!(file, "\n[keel: {failure}]");
             }
             let notes = kept
-                .as_ref()
+                .as_deref()
                 .and_then(restore::restore)
                 .into_iter()
                 .chain(watched.as_deref().and_then(control::quarantine_new));
@@ -397,6 +402,7 @@ impl Bash {
                     output: output.clone(),
                     exit,
                     control,
+                    kept,
                 },
             );
         let mut text = format!(
@@ -429,6 +435,17 @@ impl Drop for Bash {
                 .is_none();
             if running {
                 kill_group(task.pgid);
+                // It ends with keel: what it changed among the control files is undone now,
+                // as it would have been when it ended by itself.
+                let notes = task
+                    .kept
+                    .as_deref()
+                    .and_then(restore::restore)
+                    .into_iter()
+                    .chain(task.control.as_deref().and_then(control::quarantine_new));
+                for note in notes {
+                    tracing::warn!(%note, "a background command changed control files");
+                }
             }
             tracing::debug!(output = %task.output.display(), "background command ended with the tool");
         }

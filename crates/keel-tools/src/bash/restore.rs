@@ -21,11 +21,12 @@ const MAX_TOTAL: u64 = 8 * 1024 * 1024;
 /// Most entries looked at inside the control folders.
 const MAX_ENTRIES: usize = 512;
 
-/// One kept file: its bytes and permission bits.
+/// One kept file: its bytes, permission bits and modification time.
 #[derive(Debug, Clone, PartialEq, Eq)]
 struct Kept {
     bytes: Vec<u8>,
     mode: u32,
+    modified: Option<std::time::SystemTime>,
 }
 
 /// The control files as they were before a command.
@@ -97,6 +98,7 @@ fn keep(path: &Path, saved: &mut Saved, total: &mut u64) {
             Kept {
                 bytes,
                 mode: meta.permissions().mode() & 0o7777,
+                modified: meta.modified().ok(),
             },
         );
     }
@@ -111,6 +113,7 @@ pub(crate) fn restore(saved: &Saved) -> Option<String> {
         let same = now.as_ref().is_some_and(|m| {
             m.is_file()
                 && m.permissions().mode() & 0o7777 == kept.mode
+                && m.modified().ok() == kept.modified
                 && std::fs::read(path).is_ok_and(|b| b == kept.bytes)
         });
         if same {
@@ -193,6 +196,10 @@ fn put_back(path: &Path, kept: &Kept) -> std::io::Result<()> {
         .open(&temp)?;
     file.write_all(&kept.bytes)?;
     file.set_permissions(std::fs::Permissions::from_mode(kept.mode))?;
+    if let Some(modified) = kept.modified {
+        // As it was, so tools that watch times (git, make) see no change either.
+        file.set_times(std::fs::FileTimes::new().set_modified(modified))?;
+    }
     drop(file);
     // A rename replaces a link planted at `path`, never what it points to.
     std::fs::rename(&temp, path)

@@ -131,6 +131,14 @@ fn config_written(line: &GitLine<'_>) -> Option<Arg> {
     }
 }
 
+/// The folders `-C` moves git to, in order, and whether the command names its repository
+/// itself (`--git-dir`, `--work-tree`).
+pub fn start(args: &[Arg]) -> (Vec<String>, bool) {
+    let line = parse(args);
+    let names_repository = line.has_global("--git-dir") || line.has_global("--work-tree");
+    (line.global_values("-C"), names_repository)
+}
+
 /// How a git command counts for the modes.
 pub fn classify(args: &[Arg]) -> CommandClass {
     let line = parse(args);

@@ -30,6 +30,7 @@ use tables::{FILE_PROGRAMS, NETWORK, NO_FILES, READ_ONLY, READERS};
 pub use args::has_flag;
 pub use code::{inline_code, mentions};
 pub use files::file_effects;
+pub use git::start as git_start;
 pub use git_config::{
     dangers as git_dangers, protected as git_protected, runs_program as git_key_runs_program,
 };

@@ -204,11 +204,20 @@ impl PermissionGate {
             }
             Some(name) => {
                 let args = invocation.args();
-                let class = if self.system_program(invocation) {
+                let mut class = if self.system_program(invocation) {
                     effects::classify(name, args)
                 } else {
                     CommandClass::Opaque
                 };
+                if name == "git"
+                    && class == CommandClass::ReadOnly
+                    && !self.workspace_repository(args, invocation.cwd.as_deref())
+                {
+                    // Even `git log` runs what a repository's own configuration names
+                    // (textconv, fsmonitor); only the workspace's repository has a protected
+                    // one.
+                    class = CommandClass::Opaque;
+                }
                 ops.push(execute(class, Some(name.clone())));
                 if effects::uses_network(name, args) {
                     ops.push(Op {
@@ -351,6 +360,44 @@ impl PermissionGate {
                     .extend(made.names.iter().map(|name| folder.join(name)));
             } else {
                 links.exact.push(real);
+            }
+        }
+    }
+
+    /// Whether git, started in `cwd` with `args`, uses the workspace root's own repository
+    /// (or one outside the workspace, which the model cannot have written), rather than one
+    /// the workspace holds: a shipped bare repository, a nested clone, one named by
+    /// `--git-dir`.
+    fn workspace_repository(
+        &self,
+        args: &[crate::permission::shell::Arg],
+        cwd: Option<&Path>,
+    ) -> bool {
+        let (moves, names_repository) = effects::git_start(args);
+        if names_repository {
+            return false;
+        }
+        let Some(mut at) = cwd
+            .map(Path::to_path_buf)
+            .or_else(|| Some(self.cwd.clone()))
+        else {
+            return false;
+        };
+        for dir in moves {
+            at = crate::env::normalize(&at.join(dir));
+        }
+        let at = crate::permission::paths::real_path(&at);
+        let repository = at.ancestors().find(|dir| {
+            std::fs::symlink_metadata(dir.join(".git")).is_ok()
+                || (dir.join("HEAD").is_file()
+                    && dir.join("objects").is_dir()
+                    && dir.join("refs").is_dir())
+        });
+        match repository {
+            None => true,
+            Some(dir) => {
+                let inside = self.roots.iter().any(|root| dir.starts_with(root));
+                !inside || self.roots.iter().any(|root| root.as_path() == dir)
             }
         }
     }
