@@ -219,6 +219,9 @@ pub struct ControlSet {
     pub claude: Vec<PathBuf>,
     /// The workspace roots scanned: nothing outside them is ever moved aside.
     pub roots: Vec<PathBuf>,
+    /// The repositories nested in the roots (their `.git`), which a command must not add
+    /// one to unseen.
+    pub nested: Vec<PathBuf>,
 }
 
 impl ControlSet {
@@ -266,33 +269,68 @@ impl ControlSet {
             self.absent.push(claude.join("settings.local.json"));
         }
         let dot_git = root.join(".git");
-        match git_dir(&dot_git) {
-            Some(dir) => {
-                if dot_git.is_dir() {
-                    self.pinned.push(dot_git.clone());
-                } else {
-                    // A `gitdir:` pointer file: the file itself decides where git looks.
-                    self.read_only.push(dot_git.clone());
-                }
-                self.scan_git_dir(&dir, 0);
-            }
-            None => self.absent.push(dot_git),
+        if !self.scan_repository(&dot_git, root) {
+            self.absent.push(dot_git);
         }
+        // Repositories nested in the workspace run their own configuration too, in the
+        // user's git commands that reach them (a recorded nested repository, a clone).
+        for nested in nested_repositories(root) {
+            self.scan_repository(&nested, root);
+            self.nested.push(nested);
+        }
+    }
+
+    /// Protects the repository `dot_git` stands for; false when there is none.
+    fn scan_repository(&mut self, dot_git: &Path, root: &Path) -> bool {
+        let Some(dir) = git_dir(dot_git) else {
+            return false;
+        };
+        if dot_git.is_dir() {
+            self.pinned.push(dot_git.to_path_buf());
+        } else {
+            // A `gitdir:` pointer file: the file itself decides where git looks.
+            self.read_only.push(dot_git.to_path_buf());
+        }
+        self.scan_git_dir(&dir, 0);
+        // Where the configuration sends git for hooks or more configuration, when that is
+        // a file of the workspace (husky's hooks, a shared settings file).
+        let worktree = dot_git.parent().unwrap_or(root);
+        for config in [dir.join("config"), dir.join("config.worktree")] {
+            let Ok(text) = std::fs::read_to_string(&config) else {
+                continue;
+            };
+            for (key, value) in config_values(&text) {
+                let base = if key == "core.hookspath" {
+                    worktree
+                } else {
+                    dir.as_path()
+                };
+                let Some(path) = local_path(&value, base) else {
+                    continue;
+                };
+                if self.roots.iter().any(|r| path.starts_with(r)) && !path.starts_with(&dir) {
+                    if std::fs::symlink_metadata(&path).is_ok() {
+                        self.read_only.push(path);
+                    } else {
+                        self.absent.push(path);
+                    }
+                }
+            }
+        }
+        true
     }
 
     fn scan_git_dir(&mut self, dir: &Path, depth: usize) {
         let exists = |p: &Path| std::fs::symlink_metadata(p).is_ok();
-        for name in ["config", "hooks"] {
+        // What git reads besides objects and refs: its configuration (also per worktree),
+        // its hooks, and where the shared part of a linked worktree is.
+        for name in ["config", "hooks", "config.worktree", "commondir"] {
             let path = dir.join(name);
             if exists(&path) {
                 self.read_only.push(path);
             } else {
                 self.absent.push(path);
             }
-        }
-        let worktree_config = dir.join("config.worktree");
-        if worktree_config.is_file() {
-            self.read_only.push(worktree_config);
         }
         // A linked worktree's folder names the repository it shares configuration and
         // hooks with.
@@ -325,6 +363,13 @@ impl ControlSet {
             .filter(|p| std::fs::symlink_metadata(p).is_ok())
             .cloned()
             .collect();
+        for root in &self.roots {
+            for nested in nested_repositories(root) {
+                if !self.nested.contains(&nested) && !out.contains(&nested) {
+                    out.push(nested);
+                }
+            }
+        }
         for claude in &self.claude {
             let Ok(entries) = std::fs::read_dir(claude) else {
                 continue;
@@ -341,6 +386,102 @@ impl ControlSet {
         }
         out
     }
+}
+
+/// Folders never looked into for nested repositories (build output, dependencies).
+const NOT_NESTED: &[&str] = &[
+    ".git",
+    "node_modules",
+    "target",
+    ".venv",
+    "venv",
+    "__pycache__",
+    "dist",
+    "build",
+    ".cache",
+];
+/// How deep below a root nested repositories are looked for.
+const NESTED_DEPTH: usize = 3;
+/// Most folders read looking for them (a bound on the work per command).
+const NESTED_BUDGET: usize = 512;
+
+/// The `.git` entries of repositories nested in `root`, a bounded walk deep.
+pub fn nested_repositories(root: &Path) -> Vec<PathBuf> {
+    let mut found = Vec::new();
+    let mut budget = NESTED_BUDGET;
+    walk_nested(root, 0, &mut budget, &mut found);
+    found
+}
+
+fn walk_nested(dir: &Path, depth: usize, budget: &mut usize, found: &mut Vec<PathBuf>) {
+    if depth >= NESTED_DEPTH || *budget == 0 {
+        return;
+    }
+    *budget -= 1;
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return;
+    };
+    for entry in entries.flatten() {
+        if !entry.file_type().is_ok_and(|t| t.is_dir()) {
+            continue;
+        }
+        let name = entry.file_name();
+        if NOT_NESTED.iter().any(|n| name == *n) {
+            continue;
+        }
+        let path = entry.path();
+        let dot_git = path.join(".git");
+        if std::fs::symlink_metadata(&dot_git).is_ok() {
+            found.push(dot_git);
+        }
+        walk_nested(&path, depth + 1, budget, found);
+    }
+}
+
+/// The values of the configuration keys that send git elsewhere for hooks or more
+/// configuration: `(key, value)`, keys lower case.
+fn config_values(text: &str) -> Vec<(String, String)> {
+    let mut out = Vec::new();
+    let mut section = String::new();
+    for raw in text.lines() {
+        let line = raw.trim();
+        if let Some(header) = line.strip_prefix('[') {
+            let inner = header.split(']').next().unwrap_or("");
+            section = inner
+                .split(|c: char| c == '"' || c.is_whitespace() || c == '.')
+                .next()
+                .unwrap_or("")
+                .to_ascii_lowercase();
+            continue;
+        }
+        let Some((name, value)) = line.split_once('=') else {
+            continue;
+        };
+        let name = name.trim().to_ascii_lowercase();
+        let key = format!("{section}.{name}");
+        if matches!(
+            key.as_str(),
+            "core.hookspath" | "include.path" | "includeif.path"
+        ) {
+            out.push((key, value.trim().trim_matches('"').to_owned()));
+        }
+    }
+    out
+}
+
+/// `value` as a path of this machine, relative ones against `base`; `~` is the user's and
+/// never the workspace's.
+fn local_path(value: &str, base: &Path) -> Option<PathBuf> {
+    if value.is_empty() || value.starts_with('~') {
+        return None;
+    }
+    let path = Path::new(value);
+    let joined = if path.is_absolute() {
+        path.to_path_buf()
+    } else {
+        base.join(path)
+    };
+    Some(crate::env::normalize(&joined))
 }
 
 /// The git folder `dot_git` stands for: itself, or where its `gitdir:` line points.
@@ -451,6 +592,8 @@ mod tests {
                 root.join(".mcp.json"),
                 root.join(".claude/settings.local.json"),
                 root.join(".git/hooks"),
+                root.join(".git/config.worktree"),
+                root.join(".git/commondir"),
             ]
         );
         assert!(!root.join(".git/hooks").exists(), "a scan changes nothing");

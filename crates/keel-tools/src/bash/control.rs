@@ -127,11 +127,22 @@ fn harmless_repository(dot_git: &Path) -> bool {
             .all(|e| e.file_name().to_string_lossy().ends_with(".sample")),
         Err(_) => true,
     };
-    let config_ok = match std::fs::read_to_string(dir.join("config")) {
-        Ok(text) => !runs_programs(&text),
+    let config_ok = |name: &str| match std::fs::read_to_string(dir.join(name)) {
+        Ok(text) => !runs_programs(&text) && !sends_elsewhere(&text),
         Err(e) => e.kind() == std::io::ErrorKind::NotFound,
     };
-    hooks_ok && config_ok && !dir.join("modules").exists()
+    // A new repository borrows nothing: no shared folder elsewhere, no submodules.
+    hooks_ok
+        && config_ok("config")
+        && config_ok("config.worktree")
+        && !dir.join("commondir").exists()
+        && !dir.join("modules").exists()
+}
+
+/// Whether git configuration text sends git elsewhere for hooks or more configuration.
+fn sends_elsewhere(config: &str) -> bool {
+    let lower = config.to_ascii_lowercase();
+    lower.contains("hookspath") || lower.contains("[include")
 }
 
 /// Whether git configuration text sets a key that runs a program.
