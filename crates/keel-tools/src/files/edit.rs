@@ -14,7 +14,7 @@ use keel_protocol::{ContentBlock, ToolDefinition};
 use serde::Deserialize;
 use serde_json::json;
 
-use super::{BOM, TextStyle, ensure_regular, io_message, plain, write_atomic};
+use super::{BOM, TextStyle, ensure_regular, io_message, pinned, plain, read_pinned};
 use crate::env::ToolEnv;
 use crate::output::head_tail;
 
@@ -95,8 +95,8 @@ impl AgentTool for Edit {
     ) -> Result<ToolOutput, ToolError> {
         let args: Args = serde_json::from_value(arguments)
             .map_err(|e| ToolError::new(format!("Invalid arguments: {e}")))?;
-        let path = self.env.resolve(&args.path);
-        super::refuse_control(&self.env, &path).map_err(ToolError::new)?;
+        let path = pinned::resolve(&self.env, &self.env.resolve(&args.path), true)
+            .map_err(ToolError::new)?;
         tokio::task::spawn_blocking(move || edit(path, &args.edits))
             .await
             .map_err(|e| ToolError::new(format!("edit failed: {e}")))?
@@ -117,7 +117,7 @@ fn edit(path: PathBuf, edits: &[EditSpec]) -> Result<ToolOutput, ToolError> {
         }
         Err(problem) => return Err(ToolError::new(problem)),
     }
-    let bytes = std::fs::read(&path).map_err(|e| ToolError::new(io_message("edit", &path, &e)))?;
+    let bytes = read_pinned(&path).map_err(|e| ToolError::new(io_message("edit", &path, &e)))?;
     let original = String::from_utf8(bytes).map_err(|_| {
         ToolError::new(format!(
             "{} is not valid UTF-8 text; it cannot be edited as text.",
@@ -193,7 +193,7 @@ fn edit(path: PathBuf, edits: &[EditSpec]) -> Result<ToolOutput, ToolError> {
         .context_radius(3)
         .header(&shown, &shown)
         .to_string();
-    write_atomic(&path, format!("{bom}{text}").as_bytes())
+    pinned::write(&path, format!("{bom}{text}").as_bytes())
         .map_err(|e| ToolError::new(io_message("write", &path, &e)))?;
     let mut summary = format!(
         "Edited {} ({replacements} replacement{}).",

@@ -1,6 +1,7 @@
 //! File tools: read, write, edit, and what they share (line endings, BOM, atomic writes).
 
 pub mod edit;
+mod pinned;
 pub mod read;
 pub mod write;
 
@@ -104,6 +105,19 @@ pub fn write_atomic(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
         let _ = std::fs::remove_file(&temp);
     }
     result
+}
+
+/// Reads a whole file opened by [`pinned::open_read`], refusing what is not a regular
+/// file.
+pub(crate) fn read_pinned(path: &Path) -> std::io::Result<Vec<u8>> {
+    use std::io::Read as _;
+    let mut file = pinned::open_read(path)?;
+    if !file.metadata()?.is_file() {
+        return Err(std::io::Error::other("it is not a regular file"));
+    }
+    let mut bytes = Vec::new();
+    file.read_to_end(&mut bytes)?;
+    Ok(bytes)
 }
 
 /// Refuses anything that is not a regular file (FIFOs would block, devices never end).

@@ -88,9 +88,13 @@ impl AgentTool for Read {
 }
 
 fn read(env: &ToolEnv, args: &Args) -> Result<ToolOutput, ToolError> {
-    let path = env.resolve(&args.path);
-    let meta =
-        std::fs::metadata(&path).map_err(|e| ToolError::new(io_message("read", &path, &e)))?;
+    let path =
+        super::pinned::resolve(env, &env.resolve(&args.path), false).map_err(ToolError::new)?;
+    let file = super::pinned::open_read(&path)
+        .map_err(|e| ToolError::new(io_message("read", &path, &e)))?;
+    let meta = file
+        .metadata()
+        .map_err(|e| ToolError::new(io_message("read", &path, &e)))?;
     let kind = meta.file_type();
     if kind.is_dir() {
         return Err(ToolError::new(format!(
@@ -104,8 +108,6 @@ fn read(env: &ToolEnv, args: &Args) -> Result<ToolOutput, ToolError> {
             path.display()
         )));
     }
-    let file =
-        std::fs::File::open(&path).map_err(|e| ToolError::new(io_message("read", &path, &e)))?;
     let mut reader = BufReader::new(file);
     let head = reader
         .fill_buf()

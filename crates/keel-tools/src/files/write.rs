@@ -9,7 +9,7 @@ use keel_protocol::ToolDefinition;
 use serde::Deserialize;
 use serde_json::json;
 
-use super::{TextStyle, ensure_regular, io_message, plain, write_atomic};
+use super::{TextStyle, ensure_regular, io_message, pinned, plain, read_pinned};
 use crate::env::ToolEnv;
 
 #[derive(Deserialize)]
@@ -67,8 +67,8 @@ impl AgentTool for Write {
     ) -> Result<ToolOutput, ToolError> {
         let args: Args = serde_json::from_value(arguments)
             .map_err(|e| ToolError::new(format!("Invalid arguments: {e}")))?;
-        let path = self.env.resolve(&args.path);
-        super::refuse_control(&self.env, &path).map_err(ToolError::new)?;
+        let path = pinned::resolve(&self.env, &self.env.resolve(&args.path), true)
+            .map_err(ToolError::new)?;
         tokio::task::spawn_blocking(move || write(path, &args.content))
             .await
             .map_err(|e| ToolError::new(format!("write failed: {e}")))?
@@ -77,7 +77,7 @@ impl AgentTool for Write {
 
 fn write(path: PathBuf, content: &str) -> Result<ToolOutput, ToolError> {
     let exists = ensure_regular(&path).map_err(ToolError::new)?;
-    let existing = match exists.then(|| std::fs::read(&path)) {
+    let existing = match exists.then(|| read_pinned(&path)) {
         Some(Ok(bytes)) => Some(bytes),
         Some(Err(e)) if e.kind() == std::io::ErrorKind::NotFound => None,
         Some(Err(e)) => return Err(ToolError::new(io_message("read", &path, &e))),
@@ -94,7 +94,7 @@ fn write(path: PathBuf, content: &str) -> Result<ToolOutput, ToolError> {
         std::fs::create_dir_all(parent)
             .map_err(|e| ToolError::new(io_message("create the folder", parent, &e)))?;
     }
-    write_atomic(&path, text.as_bytes())
+    pinned::write(&path, text.as_bytes())
         .map_err(|e| ToolError::new(io_message("write", &path, &e)))?;
     let created = existing.is_none();
     let lines = text.lines().count();

@@ -1,0 +1,240 @@
+//! Opening the file a call named, and no other.
+//!
+//! `read`, `write` and `edit` run in keel, outside the sandbox, so only the gate judges
+//! where they reach. The gate resolves links before it judges; a command running in the
+//! background could swap a link between that judgement and the tool's open. So a tool
+//! resolves the path once more itself, refuses a path whose links lead somewhere its
+//! words do not say (into a credential location, out of the workspace, onto a control
+//! file), and then opens the resolved path without following any link at all
+//! (`openat2` with `RESOLVE_NO_SYMLINKS`): if something was swapped in between, the open
+//! fails instead of landing elsewhere. Writes go through the folder's descriptor.
+
+use std::ffi::CString;
+use std::fs::File;
+use std::os::fd::{AsRawFd as _, FromRawFd as _, OwnedFd};
+use std::os::unix::ffi::OsStrExt as _;
+use std::path::{Path, PathBuf};
+
+use crate::env::{ToolEnv, normalize};
+use crate::permission::real_path;
+use crate::protect;
+
+/// The real path a tool may use for `lexical` (absolute, as the call named it), or why
+/// not. `write` adds the write checks (control files, leaving the workspace).
+pub(crate) fn resolve(env: &ToolEnv, lexical: &Path, write: bool) -> Result<PathBuf, String> {
+    let lexical = normalize(lexical);
+    let real = real_path(&lexical);
+    if real != lexical {
+        let credentials = env.credentials();
+        let real_credentials: Vec<PathBuf> = credentials.iter().map(|c| real_path(c)).collect();
+        let named = protect::credential(&lexical, &credentials).is_some()
+            || protect::credential(&lexical, &real_credentials).is_some();
+        let reached = protect::credential(&real, &credentials).is_some()
+            || protect::credential(&real, &real_credentials).is_some();
+        if reached && !named {
+            return Err(format!(
+                "{} leads through a link into a credential location ({}); it is refused",
+                lexical.display(),
+                real.display()
+            ));
+        }
+        if write {
+            let roots: Vec<PathBuf> = env.roots.iter().map(|r| real_path(r)).collect();
+            let inside = |p: &Path| roots.iter().any(|r| p.starts_with(r));
+            if inside(&lexical) && !inside(&real) {
+                return Err(format!(
+                    "{} leads through a link out of the workspace ({}); name the real path if that is meant",
+                    lexical.display(),
+                    real.display()
+                ));
+            }
+        }
+    }
+    if write {
+        super::refuse_control(env, &real)?;
+    }
+    Ok(real)
+}
+
+/// `open_how` for `openat2` (linux/openat2.h).
+#[repr(C)]
+struct OpenHow {
+    flags: u64,
+    mode: u64,
+    resolve: u64,
+}
+
+const RESOLVE_NO_SYMLINKS: u64 = 0x04;
+const RESOLVE_NO_MAGICLINKS: u64 = 0x02;
+
+/// Opens `path` with `flags` (and `mode` when creating), following no link anywhere in it.
+#[expect(unsafe_code, reason = "openat2 has no safe wrapper")]
+fn open_no_links(path: &Path, flags: i32, mode: u32) -> std::io::Result<OwnedFd> {
+    let c_path = CString::new(path.as_os_str().as_bytes())
+        .map_err(|_| std::io::Error::other("a NUL byte in the path"))?;
+    let how = OpenHow {
+        flags: u64::try_from(flags | libc::O_CLOEXEC).unwrap_or(0),
+        mode: u64::from(mode),
+        resolve: RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS,
+    };
+    // SAFETY: a valid C string and `open_how` of the size given; the new descriptor is
+    // owned by the returned value.
+    let fd = unsafe {
+        libc::syscall(
+            libc::SYS_openat2,
+            libc::AT_FDCWD,
+            c_path.as_ptr(),
+            &raw const how,
+            size_of::<OpenHow>(),
+        )
+    };
+    if fd < 0 {
+        let error = std::io::Error::last_os_error();
+        if error.raw_os_error() == Some(libc::ELOOP) {
+            return Err(std::io::Error::other(
+                "a link appeared in the path after it was checked; it is refused",
+            ));
+        }
+        return Err(error);
+    }
+    let fd = i32::try_from(fd).map_err(|_| std::io::Error::other("bad descriptor"))?;
+    // SAFETY: `fd` was just opened and nothing else owns it.
+    Ok(unsafe { OwnedFd::from_raw_fd(fd) })
+}
+
+/// Opens the resolved `path` for reading. Non-blocking, so a FIFO swapped in cannot hang
+/// the open; the caller checks the file's kind on the descriptor.
+pub(crate) fn open_read(path: &Path) -> std::io::Result<File> {
+    open_no_links(path, libc::O_RDONLY | libc::O_NOCTTY | libc::O_NONBLOCK, 0).map(File::from)
+}
+
+/// Writes `bytes` over the resolved `path` atomically: a temporary file created in the
+/// same folder (through the folder's descriptor, exclusively, with the final mode), then
+/// renamed over it. An existing file keeps its permissions and, where allowed, its owner.
+#[expect(
+    unsafe_code,
+    reason = "openat, fchown and renameat on a folder descriptor"
+)]
+pub(crate) fn write(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
+    use std::io::Write as _;
+    use std::os::unix::fs::{MetadataExt as _, PermissionsExt as _};
+    let dir = path
+        .parent()
+        .ok_or_else(|| std::io::Error::other("the path has no parent folder"))?;
+    let name = path
+        .file_name()
+        .ok_or_else(|| std::io::Error::other("the path names no file"))?;
+    let folder = open_no_links(dir, libc::O_PATH | libc::O_DIRECTORY, 0)?;
+    let existing = match open_no_links(path, libc::O_PATH | libc::O_NOFOLLOW, 0) {
+        Ok(fd) => {
+            let meta = File::from(fd).metadata()?;
+            if !meta.is_file() {
+                return Err(std::io::Error::other("it is not a regular file"));
+            }
+            Some(meta)
+        }
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => None,
+        Err(e) => return Err(e),
+    };
+    let mode = existing
+        .as_ref()
+        .map_or(0o644, |m| m.permissions().mode() & 0o7777);
+    let stamp = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.subsec_nanos())
+        .unwrap_or(0);
+    let temp_name = format!(
+        ".{}.keel-{}-{stamp}.tmp",
+        name.to_string_lossy(),
+        std::process::id()
+    );
+    let c_temp =
+        CString::new(temp_name.as_bytes()).map_err(|_| std::io::Error::other("a NUL byte"))?;
+    let c_name = CString::new(name.as_bytes()).map_err(|_| std::io::Error::other("a NUL byte"))?;
+    let flags = libc::O_WRONLY | libc::O_CREAT | libc::O_EXCL | libc::O_NOFOLLOW | libc::O_CLOEXEC;
+    // SAFETY: openat on the folder's descriptor with a valid name; the descriptor is owned
+    // by the file below.
+    let fd = unsafe { libc::openat(folder.as_raw_fd(), c_temp.as_ptr(), flags, mode) };
+    if fd < 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    // SAFETY: `fd` was just opened and nothing else owns it.
+    let mut file = unsafe { File::from_raw_fd(fd) };
+    let result = (|| {
+        if let Some(meta) = &existing {
+            // Keep the owner when we may (root, or the same user); otherwise keep ours.
+            let _ = std::os::unix::fs::fchown(&file, Some(meta.uid()), Some(meta.gid()));
+            file.set_permissions(std::fs::Permissions::from_mode(mode))?;
+        }
+        file.write_all(bytes)?;
+        file.sync_all()?;
+        // SAFETY: renameat within the folder's descriptor, with valid names.
+        let renamed = unsafe {
+            libc::renameat(
+                folder.as_raw_fd(),
+                c_temp.as_ptr(),
+                folder.as_raw_fd(),
+                c_name.as_ptr(),
+            )
+        };
+        if renamed != 0 {
+            return Err(std::io::Error::last_os_error());
+        }
+        Ok(())
+    })();
+    if result.is_err() {
+        // SAFETY: unlinkat within the folder's descriptor.
+        unsafe {
+            libc::unlinkat(folder.as_raw_fd(), c_temp.as_ptr(), 0);
+        }
+    }
+    result
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn env_in(root: &Path, home: &Path) -> ToolEnv {
+        let mut env = ToolEnv::new(root.to_path_buf());
+        env.home = Some(home.to_path_buf());
+        env.keel_home = Some(home.join(".keel"));
+        env
+    }
+
+    #[test]
+    fn links_that_lead_where_the_words_do_not_say_are_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        let base = dir.path().canonicalize().unwrap();
+        let (ws, home, out) = (base.join("ws"), base.join("home"), base.join("out"));
+        for d in [&ws, &home.join(".ssh"), &out] {
+            std::fs::create_dir_all(d).unwrap();
+        }
+        std::fs::write(home.join(".ssh/id_rsa"), "key").unwrap();
+        std::os::unix::fs::symlink(home.join(".ssh/id_rsa"), ws.join("k")).unwrap();
+        std::os::unix::fs::symlink(&out, ws.join("o")).unwrap();
+        let env = env_in(&ws, &home);
+        assert!(resolve(&env, &ws.join("k"), false).is_err());
+        // Named outright, it is the gate's to judge (a user may allow it in ask mode).
+        assert!(resolve(&env, &home.join(".ssh/id_rsa"), false).is_ok());
+        assert!(resolve(&env, &ws.join("o/p"), true).is_err());
+        assert!(resolve(&env, &ws.join("o/p"), false).is_ok());
+        assert!(resolve(&env, &ws.join("plain.txt"), true).is_ok());
+    }
+
+    #[test]
+    fn a_link_swapped_in_after_the_check_makes_the_open_fail() {
+        let dir = tempfile::tempdir().unwrap();
+        let base = dir.path().canonicalize().unwrap();
+        std::fs::create_dir_all(base.join("real")).unwrap();
+        std::fs::write(base.join("real/f"), "x").unwrap();
+        std::os::unix::fs::symlink(base.join("real"), base.join("link")).unwrap();
+        assert!(open_read(&base.join("real/f")).is_ok());
+        let err = open_read(&base.join("link/f")).unwrap_err();
+        assert!(err.to_string().contains("link"), "{err}");
+        assert!(write(&base.join("link/g"), b"y").is_err());
+        assert!(!base.join("real/g").exists());
+        write(&base.join("real/g"), b"y").unwrap();
+        assert_eq!(std::fs::read(base.join("real/g")).unwrap(), b"y");
+    }
+}
