@@ -113,6 +113,9 @@ pub struct Vector {
     pub quiet: bool,
     /// keel must refuse to start: this exit code, and this text on stderr.
     pub refused: Option<(i32, &'static str)>,
+    /// A weakness keel documents for this setup (the Landlock-only fallback): a process
+    /// left running is expected, and keel must have said that this can happen.
+    pub degraded_outlives: bool,
     /// keel's working folder (`--cwd`, placeholders allowed) instead of the workspace.
     pub cwd: Option<&'static str>,
     /// keel runs with a pseudo-terminal as its controlling terminal, as in a user's terminal;
@@ -134,6 +137,7 @@ impl Vector {
         refused: None,
         cwd: None,
         tty: false,
+        degraded_outlives: false,
     };
 }
 

@@ -224,10 +224,12 @@ EOF
         ..Vector::BASE
     },
     Vector {
-        // Documented as degraded: a process that leaves the command's group outlives it.
+        // Documented as degraded: a process that leaves the command's group outlives it,
+        // and keel says so (to the model and on stderr).
         id: "fallback-setsid-outlives",
         env: &[("KEEL_SANDBOX_NAMESPACES", "off")],
         steps: &[&[Call::Sh("(setsid sleep {MARK} &)")]],
+        degraded_outlives: true,
         ..Vector::BASE
     },
 ];

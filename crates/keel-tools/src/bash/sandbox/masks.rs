@@ -38,6 +38,67 @@ const SERVICE_SOCKETS: &[&str] = &[
     "/run/nscd/",
 ];
 
+/// Variables of the user's session that name a control socket (a terminal multiplexer, an
+/// editor's server, an agent, a bus), wherever it lies: `(name, how to read the path)`.
+const SOCKET_VARIABLES: &[(&str, SocketValue)] = &[
+    ("TMUX", SocketValue::FirstField),
+    ("SSH_AUTH_SOCK", SocketValue::Path),
+    ("GPG_AGENT_INFO", SocketValue::FirstField),
+    ("DBUS_SESSION_BUS_ADDRESS", SocketValue::UnixAddress),
+    ("NVIM", SocketValue::Path),
+    ("NVIM_LISTEN_ADDRESS", SocketValue::Path),
+    ("EMACS_SOCKET_NAME", SocketValue::Path),
+    ("VSCODE_IPC_HOOK_CLI", SocketValue::Path),
+    ("VSCODE_IPC_HOOK", SocketValue::Path),
+    ("KITTY_LISTEN_ON", SocketValue::UnixAddress),
+    ("WEZTERM_UNIX_SOCKET", SocketValue::Path),
+    ("ALACRITTY_SOCKET", SocketValue::Path),
+    ("PULSE_SERVER", SocketValue::UnixAddress),
+    ("WAYLAND_DISPLAY", SocketValue::Path),
+];
+
+/// How a variable spells its socket.
+#[derive(Debug, Clone, Copy)]
+enum SocketValue {
+    /// The whole value is the path.
+    Path,
+    /// The path, then `,` or `:` and more (`TMUX=/tmp/tmux-0/default,123,0`).
+    FirstField,
+    /// `unix:path=/run/…` or `unix:/run/…`, maybe with more `,key=value` parts.
+    UnixAddress,
+}
+
+/// The socket paths the session's variables name (absolute ones only).
+fn named_sockets(vars: &[(String, String)]) -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    for (name, how) in SOCKET_VARIABLES {
+        let Some((_, value)) = vars.iter().find(|(k, _)| k == name) else {
+            continue;
+        };
+        let path = match how {
+            SocketValue::Path => value.as_str(),
+            SocketValue::FirstField => value.split([',', ':']).next().unwrap_or(""),
+            SocketValue::UnixAddress => value
+                .split(';')
+                .filter_map(|address| address.strip_prefix("unix:"))
+                .find_map(|rest| {
+                    rest.split(',')
+                        .find_map(|part| part.strip_prefix("path="))
+                        .or_else(|| rest.starts_with('/').then_some(rest))
+                })
+                .unwrap_or(""),
+        };
+        let path = Path::new(path.trim());
+        if path.is_absolute() {
+            out.push(path.to_path_buf());
+        }
+    }
+    if let Some((_, dir)) = vars.iter().find(|(k, _)| k == "TMUX_TMPDIR") {
+        out.push(Path::new(dir).join(format!("tmux-{}", uid())));
+    }
+    out
+}
+
 /// Most directory entries looked at to find sockets (a bound on the work per command).
 const MAX_SOCKET_WALK: usize = 4096;
 
@@ -144,12 +205,12 @@ pub(super) fn namespaces(
     for socket in sockets(&keep) {
         hide(&socket)?;
     }
-    if network
-        && let Some((_, agent)) = request.vars.iter().find(|(k, _)| k == "SSH_AUTH_SOCK")
-        && Path::new(agent).is_absolute()
-    {
-        hide(Path::new(agent))?;
+    for socket in named_sockets(request.vars) {
+        if !keep.iter().any(|k| socket.starts_with(k)) {
+            hide(&socket)?;
+        }
     }
+
     let (mut pinned, mut read_only) = (Vec::new(), Vec::new());
     if let Some(control) = request.control {
         for path in &control.pinned {
@@ -177,4 +238,36 @@ pub(super) fn namespaces(
             .map(|dir| c_path(dir))
             .collect::<Result<_, _>>()?,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn session_variables_name_their_sockets() {
+        let vars: Vec<(String, String)> = [
+            ("TMUX", "/tmp/tmux-1000/default,4242,0"),
+            (
+                "DBUS_SESSION_BUS_ADDRESS",
+                "unix:path=/run/user/1000/bus,guid=abc",
+            ),
+            ("KITTY_LISTEN_ON", "unix:/tmp/kitty-sock"),
+            ("SSH_AUTH_SOCK", "/tmp/ssh-x/agent.1"),
+            ("NVIM", "relative-is-ignored"),
+            ("PATH", "/usr/bin"),
+        ]
+        .iter()
+        .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
+        .collect();
+        assert_eq!(
+            named_sockets(&vars),
+            vec![
+                PathBuf::from("/tmp/tmux-1000/default"),
+                PathBuf::from("/tmp/ssh-x/agent.1"),
+                PathBuf::from("/run/user/1000/bus"),
+                PathBuf::from("/tmp/kitty-sock"),
+            ]
+        );
+    }
 }
