@@ -51,18 +51,6 @@ pub const KNOWN_SECRET_VARS: &[&str] = &[
     "SENTRY_DSN",
 ];
 
-/// Parts of a variable name that make its value a secret.
-const SECRET_NAME_PARTS: &[&str] = &[
-    "KEY",
-    "TOKEN",
-    "SECRET",
-    "PASSWORD",
-    "PASSWD",
-    "CREDENTIAL",
-    "AUTH",
-    "PRIVATE",
-];
-
 /// Kinds of token-shaped secrets; with `env:NAME`, every kind a marker can name.
 const TOKEN_KINDS: &[&str] = &[
     "private_key",
@@ -192,8 +180,7 @@ pub struct Found {
 /// Whether a variable with this name holds a secret.
 pub fn is_secret_name(name: &str) -> bool {
     let upper = name.to_ascii_uppercase();
-    KNOWN_SECRET_VARS.contains(&upper.as_str())
-        || SECRET_NAME_PARTS.iter().any(|part| upper.contains(part))
+    KNOWN_SECRET_VARS.contains(&upper.as_str()) || keel_tools::bash::envclean::looks_secret(&upper)
 }
 
 /// The secrets among environment variables: those with a secret name and a value of at least

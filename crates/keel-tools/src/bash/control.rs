@@ -79,7 +79,7 @@ fn movable(path: &Path, roots: &[PathBuf]) -> Option<PathBuf> {
 }
 
 /// Renames `path` to a free `NAME.keel-quarantine[-N]` beside it.
-fn quarantine(path: &Path) -> std::io::Result<PathBuf> {
+pub(crate) fn quarantine(path: &Path) -> std::io::Result<PathBuf> {
     let name = path
         .file_name()
         .map(|n| n.to_string_lossy().into_owned())

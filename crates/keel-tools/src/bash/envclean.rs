@@ -169,7 +169,9 @@ fn is_boundary(name: &str) -> bool {
     BOUNDARY.contains(&name) || BOUNDARY_PREFIXES.iter().any(|p| name.starts_with(p))
 }
 
-fn looks_secret(name: &str) -> bool {
+/// Whether a variable's name marks its value as a secret (`*_TOKEN`, `*_SECRET`,
+/// `STRIPE_SK`, …), apart from names that only look like it (`SSH_AUTH_SOCK`).
+pub fn looks_secret(name: &str) -> bool {
     if NOT_SECRETS.contains(&name) {
         return false;
     }

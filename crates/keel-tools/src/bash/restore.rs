@@ -136,7 +136,7 @@ pub(crate) fn restore(saved: &Saved) -> Option<String> {
             if moved.iter().any(|m| path.starts_with(m)) {
                 continue;
             }
-            match aside(path) {
+            match super::control::quarantine(path) {
                 Ok(to) => {
                     done.push(format!("{} (moved to {})", path.display(), to.display()));
                     moved.push(path.clone());
@@ -176,7 +176,7 @@ fn put_back(path: &Path, kept: &Kept) -> std::io::Result<()> {
     if let Ok(meta) = std::fs::symlink_metadata(path)
         && meta.is_dir()
     {
-        aside(path)?;
+        super::control::quarantine(path)?;
     }
     if let Some(parent) = path.parent() {
         std::fs::create_dir_all(parent)?;
@@ -203,27 +203,6 @@ fn put_back(path: &Path, kept: &Kept) -> std::io::Result<()> {
     drop(file);
     // A rename replaces a link planted at `path`, never what it points to.
     std::fs::rename(&temp, path)
-}
-
-/// Renames `path` to a free `NAME.keel-quarantine[-N]` beside it.
-fn aside(path: &Path) -> std::io::Result<PathBuf> {
-    let name = path
-        .file_name()
-        .map(|n| n.to_string_lossy().into_owned())
-        .unwrap_or_default();
-    for n in 0..100 {
-        let suffix = if n == 0 {
-            String::new()
-        } else {
-            format!("-{n}")
-        };
-        let to = path.with_file_name(format!("{name}.keel-quarantine{suffix}"));
-        if std::fs::symlink_metadata(&to).is_err() {
-            std::fs::rename(path, &to)?;
-            return Ok(to);
-        }
-    }
-    Err(std::io::Error::other("no free quarantine name"))
 }
 
 #[cfg(test)]

@@ -555,7 +555,8 @@ fn glob_start(base: &str, pattern: &str) -> String {
     }
 }
 
-fn dedup(items: Vec<String>) -> Vec<String> {
+/// `items` without repeats, in first-seen order.
+pub(super) fn dedup(items: Vec<String>) -> Vec<String> {
     let mut seen = HashSet::new();
     items
         .into_iter()

@@ -2,11 +2,10 @@
 //! list, then ask and allow rules, then the mode's profile; and the "always allow" scopes
 //! offered with a question, narrowest first. The policy, apart from how operations are found.
 
-use std::collections::HashSet;
 use std::sync::PoisonError;
 
 use super::decision::{AskRequest, Decision, Denial, DenySource, Mode};
-use super::operations::Judged;
+use super::operations::{Judged, dedup};
 use super::{Op, PermissionGate, Target, clip, verb};
 use crate::permission::effects::CommandClass;
 use crate::permission::rules::{Action, Effect, Matcher, PathPattern, Scope, Subject, strongest};
@@ -307,12 +306,4 @@ impl PermissionGate {
             _ => vec![tool_rung],
         }
     }
-}
-
-fn dedup(items: Vec<String>) -> Vec<String> {
-    let mut seen = HashSet::new();
-    items
-        .into_iter()
-        .filter(|i| seen.insert(i.clone()))
-        .collect()
 }
