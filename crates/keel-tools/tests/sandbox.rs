@@ -87,24 +87,44 @@ async fn sh(bash: &Bash, command: &str) -> String {
     }
 }
 
-/// Whether the namespace layer works here; where it does not, tests check the fallback.
+/// Whether the namespace layer works here. Where it does not, what a test checks is not
+/// promised, and keel must say so: that is checked instead.
 fn namespaces() -> bool {
     match &sandbox::support().namespaces {
         Ok(_) => true,
         Err(why) => {
             eprintln!("namespaces unavailable: {why}");
+            let note = sandbox::support()
+                .degraded(SandboxMode::WorkspaceWrite)
+                .unwrap_or_default();
+            assert!(
+                note.contains("can outlive keel"),
+                "the fallback must say what is weaker: {note}"
+            );
             false
         }
     }
 }
 
-fn landlock() -> bool {
-    sandbox::support().landlock.is_ok()
+/// Whether Landlock works here. Where it does not, a sandboxed command must not run: that
+/// is checked instead.
+async fn landlock() -> bool {
+    if sandbox::support().landlock.is_ok() {
+        return true;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let mut env = ToolEnv::new(dir.path().canonicalize().unwrap());
+    env.sandbox = SandboxMode::WorkspaceWrite;
+    let bash = Bash::new(Arc::new(env));
+    let refused = bash.execute(json!({"command": "true"}), context()).await;
+    let message = refused.err().map(|e| e.message).unwrap_or_default();
+    assert!(message.contains("cannot be enforced here"), "{message}");
+    false
 }
 
 #[tokio::test]
 async fn credential_locations_are_unreadable_in_every_form() {
-    if !landlock() {
+    if !landlock().await {
         return;
     }
     let fx = fixture();
@@ -134,7 +154,7 @@ async fn credential_locations_are_unreadable_in_every_form() {
 
 #[tokio::test]
 async fn control_files_cannot_be_changed_and_new_ones_are_moved_aside() {
-    if !landlock() {
+    if !landlock().await {
         return;
     }
     let fx = fixture();
@@ -177,7 +197,7 @@ async fn control_files_cannot_be_changed_and_new_ones_are_moved_aside() {
 
 #[tokio::test]
 async fn read_only_writes_only_its_private_temp_folder_and_has_no_network() {
-    if !landlock() {
+    if !landlock().await {
         return;
     }
     let fx = fixture();
@@ -240,7 +260,7 @@ fn running_with(marker: &str) -> Vec<String> {
 
 #[tokio::test]
 async fn nothing_a_command_starts_outlives_it() {
-    if !landlock() || !namespaces() {
+    if !landlock().await || !namespaces() {
         return;
     }
     let fx = fixture();
@@ -269,7 +289,7 @@ async fn nothing_a_command_starts_outlives_it() {
 
 #[tokio::test]
 async fn keel_and_other_processes_are_out_of_sight() {
-    if !landlock() || !namespaces() {
+    if !landlock().await || !namespaces() {
         return;
     }
     let fx = fixture();
@@ -316,7 +336,7 @@ async fn the_landlock_only_fallback_still_hides_credentials_and_says_what_is_wea
     unsafe {
         std::env::set_var(sandbox::NAMESPACES_VARIABLE, "off");
     }
-    if !landlock() {
+    if !landlock().await {
         return;
     }
     assert!(sandbox::support().namespaces.is_err());
@@ -354,7 +374,7 @@ async fn keels_environment_is_unreadable_without_namespaces_too() {
         // On the `scrub` list, so the command's own environment lacks it: only keel's has it.
         std::env::set_var("OPENAI_API_KEY", format!("{CANARY}-environ"));
     }
-    if !landlock() {
+    if !landlock().await {
         return;
     }
     assert!(sandbox::make_undumpable());
@@ -371,7 +391,7 @@ async fn keels_environment_is_unreadable_without_namespaces_too() {
 
 #[tokio::test]
 async fn hard_links_never_make_an_outside_file_writable() {
-    if !landlock() {
+    if !landlock().await {
         return;
     }
     let fx = fixture();
@@ -407,7 +427,7 @@ async fn a_command_cannot_type_into_keels_terminal() {
         Ok("keel") => return run_the_typist().await,
         _ => {}
     }
-    if !landlock() {
+    if !landlock().await {
         return;
     }
     #[expect(unsafe_code, reason = "asking the kernel for its Landlock version")]
@@ -525,7 +545,7 @@ fn type_into_the_terminal() {
 
 #[tokio::test]
 async fn session_sockets_and_terminals_are_out_of_reach() {
-    if !landlock() || !namespaces() {
+    if !landlock().await || !namespaces() {
         return;
     }
     let fx = fixture();
@@ -560,7 +580,7 @@ async fn session_sockets_and_terminals_are_out_of_reach() {
 
 #[tokio::test]
 async fn descriptors_keel_inherited_do_not_reach_commands() {
-    if !landlock() {
+    if !landlock().await {
         return;
     }
     let fx = fixture();
@@ -602,7 +622,7 @@ async fn without_namespaces_control_files_are_put_back_after_the_command() {
     unsafe {
         std::env::set_var(sandbox::NAMESPACES_VARIABLE, "off");
     }
-    if !landlock() {
+    if !landlock().await {
         return;
     }
     let fx = fixture();
@@ -626,7 +646,7 @@ async fn without_namespaces_control_files_are_put_back_after_the_command() {
 
 #[tokio::test]
 async fn modes_owners_and_times_outside_the_workspace_stay_as_they_are() {
-    if !landlock() || !namespaces() {
+    if !landlock().await || !namespaces() {
         return;
     }
     let fx = fixture();
