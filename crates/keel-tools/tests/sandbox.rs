@@ -667,3 +667,57 @@ async fn modes_owners_and_times_outside_the_workspace_stay_as_they_are() {
     assert_eq!(before.uid(), after.uid(), "{out}");
     assert!(out.contains("inside-ok"), "{out}");
 }
+
+#[tokio::test]
+async fn tmp_is_the_sessions_own_and_saved_outputs_are_read_only() {
+    if !landlock().await || !namespaces() {
+        return;
+    }
+    // A file another program keeps in the real /tmp.
+    let theirs = PathBuf::from(format!("/tmp/keel-theirs-{}", std::process::id()));
+    std::fs::write(&theirs, "someone else's").unwrap();
+    // A workspace that itself lies under /tmp stays where it is.
+    let ws = tempfile::tempdir_in("/tmp").unwrap();
+    let ws_path = ws.path().canonicalize().unwrap();
+    let outputs = tempfile::tempdir_in("/tmp").unwrap();
+    use std::os::unix::fs::PermissionsExt as _;
+    std::fs::set_permissions(outputs.path(), std::fs::Permissions::from_mode(0o700)).unwrap();
+    std::fs::write(outputs.path().join("old.log"), "saved").unwrap();
+    let mut env = ToolEnv::new(ws_path.clone());
+    env.output_dir = outputs.path().to_path_buf();
+    env.sandbox = SandboxMode::WorkspaceWrite;
+    env.env_mode = Some(EnvMode::Scrub);
+    let bash = Bash::new(Arc::new(env));
+    let out = sh(
+        &bash,
+        &format!(
+            "echo TMPDIR=$TMPDIR; cat {} || echo HIDDEN; echo mine > /tmp/mine && cat /tmp/mine; \
+             echo ws > in-ws.txt && cat in-ws.txt; cat {out}/old.log; echo x > {out}/new.log || echo OUTPUTS-READ-ONLY; \
+             mv {out} {out}.moved || echo OUTPUTS-PINNED",
+            theirs.display(),
+            out = outputs.path().display()
+        ),
+    )
+    .await;
+    let _ = std::fs::remove_file(&theirs);
+    assert!(out.contains("TMPDIR=/tmp"), "{out}");
+    assert!(
+        out.contains("HIDDEN") && !out.contains("someone else's"),
+        "{out}"
+    );
+    assert!(out.contains("mine"), "{out}");
+    assert_eq!(
+        std::fs::read_to_string(ws_path.join("in-ws.txt")).unwrap(),
+        "ws\n"
+    );
+    assert!(out.contains("saved"), "{out}");
+    assert!(
+        out.contains("OUTPUTS-READ-ONLY") && out.contains("OUTPUTS-PINNED"),
+        "{out}"
+    );
+    assert!(!outputs.path().join("new.log").exists());
+    assert!(
+        !PathBuf::from("/tmp/mine").exists(),
+        "the command's /tmp is its own"
+    );
+}

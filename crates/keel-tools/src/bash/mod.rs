@@ -196,9 +196,10 @@ impl Bash {
         let mut prepared = None;
         if sandboxed {
             let tmp = self.private_tmp()?.to_path_buf();
+            let told = sandbox::command_tmp(&self.env, &tmp);
             vars.retain(|(k, _)| !matches!(k.as_str(), "TMPDIR" | "TMP" | "TEMP"));
             for key in ["TMPDIR", "TMP", "TEMP"] {
-                vars.push((key.to_owned(), tmp.to_string_lossy().into_owned()));
+                vars.push((key.to_owned(), told.to_string_lossy().into_owned()));
             }
             let request = sandbox::Request {
                 program: &self.bash_for(&vars),

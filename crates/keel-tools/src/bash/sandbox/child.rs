@@ -52,11 +52,23 @@ pub(super) struct Namespaces {
     /// The command's folder, entered again once the mounts are made: the folder entered
     /// before them is the one under them.
     pub cwd: CString,
+    /// The session's private temp folder, mounted over `/tmp`.
+    pub private_tmp: Option<PrivateTmp>,
     /// Mount a `/proc` of the new pid namespace.
     pub private_proc: bool,
     /// Mount a terminal file system of its own over `/dev/pts`, so the user's terminals
     /// cannot be read (keystrokes) or written; the command can still make terminals.
     pub private_pts: bool,
+}
+
+/// The session's private temp folder as the command's `/tmp`.
+#[derive(Debug)]
+pub(super) struct PrivateTmp {
+    /// The folder.
+    pub folder: CString,
+    /// What must stay visible under `/tmp`, bound into the folder first: `(source, place
+    /// inside the folder)`.
+    pub keep: Vec<(CString, CString)>,
 }
 
 /// Everything the child needs, built before the fork.
@@ -447,6 +459,30 @@ fn enter(ns: &Namespaces, diag: i32) -> io::Result<()> {
             Err(e) if e == libc::ENOENT => {}
             Err(e) => return Err(fail(diag, b"hide a credential file", e)),
         }
+    }
+    if let Some(PrivateTmp {
+        folder: private,
+        keep,
+    }) = &ns.private_tmp
+    {
+        for (source, inside) in keep {
+            mount_raw(
+                Some(source),
+                inside,
+                None,
+                libc::MS_BIND | libc::MS_REC,
+                None,
+            )
+            .map_err(|e| fail(diag, b"keep a folder visible in the private /tmp", e))?;
+        }
+        mount_raw(
+            Some(private),
+            c"/tmp",
+            None,
+            libc::MS_BIND | libc::MS_REC,
+            None,
+        )
+        .map_err(|e| fail(diag, b"mount the private /tmp", e))?;
     }
     read_only_elsewhere(&ns.writable, diag)?;
     if ns.private_pts {

@@ -9,7 +9,7 @@
 use std::os::unix::fs::FileTypeExt as _;
 use std::path::{Path, PathBuf};
 
-use super::child::Namespaces;
+use super::child::{Namespaces, PrivateTmp};
 use super::support::NamespaceSupport;
 use super::{Request, SandboxError, c_path, gid, uid};
 use crate::env::ToolEnv;
@@ -26,6 +26,7 @@ const SESSION_SOCKETS: &[&str] = &[
 ];
 
 /// Where sockets are looked for, and how deep.
+/// (`/tmp` is walked only when it cannot be the session's own; see [`private_tmp`].)
 const SOCKET_PLACES: &[(&str, usize)] =
     &[("/tmp", 3), ("/run", 4), ("/var/run", 4), ("/dev/shm", 2)];
 
@@ -104,10 +105,13 @@ const MAX_SOCKET_WALK: usize = 4096;
 
 /// The sockets under [`SOCKET_PLACES`], except the services' and those under `keep` (the
 /// workspace and the session's temp folder hold the command's own).
-pub(super) fn sockets(keep: &[&Path]) -> Vec<PathBuf> {
+pub(super) fn sockets(keep: &[&Path], tmp_is_private: bool) -> Vec<PathBuf> {
     let mut found = Vec::new();
     let mut budget = MAX_SOCKET_WALK;
     for (place, depth) in SOCKET_PLACES {
+        if tmp_is_private && *place == "/tmp" {
+            continue;
+        }
         let place = Path::new(place);
         // `/var/run` is usually a link to `/run`: walk it once.
         if std::fs::symlink_metadata(place).is_ok_and(|m| m.file_type().is_symlink()) {
@@ -175,6 +179,7 @@ pub(super) fn namespaces(
     network: bool,
     credentials: &[PathBuf],
     writable: &[PathBuf],
+    outputs: &Path,
     request: &Request<'_>,
 ) -> Result<Namespaces, SandboxError> {
     let mut mask_dirs = Vec::new();
@@ -202,7 +207,8 @@ pub(super) fn namespaces(
     }
     let mut keep: Vec<&Path> = request.roots.iter().map(PathBuf::as_path).collect();
     keep.push(request.tmp);
-    for socket in sockets(&keep) {
+    let private = private_tmp(request, outputs)?;
+    for socket in sockets(&keep, private.is_some()) {
         hide(&socket)?;
     }
     for socket in named_sockets(request.vars) {
@@ -232,12 +238,51 @@ pub(super) fn namespaces(
         private_proc: support.private_proc,
         private_pts: true,
         cwd: c_path(request.cwd)?,
+        private_tmp: private,
         writable: writable
             .iter()
             .filter(|dir| dir.is_dir())
             .map(|dir| c_path(dir))
             .collect::<Result<_, _>>()?,
     })
+}
+
+/// Whether `/tmp` can be the session's own folder for a command: not when a workspace
+/// root is `/tmp` itself or holds it.
+pub(crate) fn tmp_can_be_private(roots: &[PathBuf]) -> bool {
+    !roots.iter().any(|root| Path::new("/tmp").starts_with(root))
+}
+
+/// The session's private temp folder mounted over `/tmp` (so every socket and file other
+/// programs keep there is out of reach in one step), with the workspace roots and keel's
+/// saved outputs that lie under `/tmp` bound into it at their own paths first.
+fn private_tmp(request: &Request<'_>, outputs: &Path) -> Result<Option<PrivateTmp>, SandboxError> {
+    if !tmp_can_be_private(request.roots) || !request.tmp.starts_with("/tmp") {
+        return Ok(None);
+    }
+    let mut keep = Vec::new();
+    let visible = request
+        .roots
+        .iter()
+        .map(PathBuf::as_path)
+        .chain(std::iter::once(outputs));
+    for source in visible {
+        let Ok(rest) = source.strip_prefix("/tmp") else {
+            continue;
+        };
+        if source.starts_with(request.tmp) || !source.is_dir() {
+            continue;
+        }
+        let inside = request.tmp.join(rest);
+        std::fs::create_dir_all(&inside).map_err(|e| {
+            SandboxError::Rules(format!("cannot prepare {}: {e}", inside.display()))
+        })?;
+        keep.push((c_path(source)?, c_path(&inside)?));
+    }
+    Ok(Some(PrivateTmp {
+        folder: c_path(request.tmp)?,
+        keep,
+    }))
 }
 
 #[cfg(test)]

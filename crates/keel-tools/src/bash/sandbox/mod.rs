@@ -135,6 +135,20 @@ pub(crate) fn diagnostic(diag: Option<OwnedFd>) -> Option<String> {
         .map(|(step, cause)| format!("the sandbox could not {step}: {cause}"))
 }
 
+/// The temp folder a sandboxed command should be told of (`TMPDIR`): `/tmp` where the
+/// namespaces make it the session's own, else the private folder's own path.
+pub(crate) fn command_tmp(env: &ToolEnv, private: &Path) -> PathBuf {
+    let own_tmp = env.sandbox != SandboxMode::DangerFullAccess
+        && support().namespaces.is_ok()
+        && masks::tmp_can_be_private(&env.roots)
+        && private.starts_with("/tmp");
+    if own_tmp {
+        PathBuf::from("/tmp")
+    } else {
+        private.to_path_buf()
+    }
+}
+
 /// What a command's sandbox needs to know beyond the tool environment.
 pub(crate) struct Request<'a> {
     /// The shell that runs the command.
@@ -208,13 +222,28 @@ pub(crate) fn prepare(
                     detail: "this system does not allow network namespaces".to_owned(),
                 });
             }
-            Some(masks::namespaces(
+            let mut mounts_writable = writable.clone();
+            if masks::tmp_can_be_private(&env.roots) && request.tmp.starts_with("/tmp") {
+                // Inside, the private folder is /tmp.
+                mounts_writable.retain(|w| w != request.tmp);
+                if !mounts_writable.iter().any(|w| w == Path::new("/tmp")) {
+                    mounts_writable.push(PathBuf::from("/tmp"));
+                }
+            }
+            let mut planned = masks::namespaces(
                 ns,
                 block_network,
                 &credentials,
-                &writable,
+                &mounts_writable,
+                &env.output_dir,
                 request,
-            )?)
+            )?;
+            // keel writes saved outputs there; commands may read them but neither change nor
+            // replace the folder.
+            if std::fs::symlink_metadata(&env.output_dir).is_ok_and(|m| m.is_dir()) {
+                planned.read_only.push(c_path(&env.output_dir)?);
+            }
+            Some(planned)
         }
         Err(why) if block_network => {
             return Err(SandboxError::NamespacesUnavailable {

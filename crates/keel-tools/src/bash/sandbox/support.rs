@@ -192,6 +192,7 @@ fn try_namespaces(support: NamespaceSupport) -> Result<(), (String, String)> {
             read_only: vec![path("pinned/read-only")?],
             writable: vec![path("pinned")?],
             cwd: path("pinned")?,
+            private_tmp: None,
             private_proc: support.private_proc,
             private_pts: true,
         }),
