@@ -219,8 +219,8 @@ pub struct ControlSet {
     pub claude: Vec<PathBuf>,
     /// The workspace roots scanned: nothing outside them is ever moved aside.
     pub roots: Vec<PathBuf>,
-    /// The repositories nested in the roots (their `.git`), which a command must not add
-    /// one to unseen.
+    /// The repositories the roots' repositories record inside them (their `.git`); a
+    /// command must not record a new one unseen.
     pub nested: Vec<PathBuf>,
 }
 
@@ -272,9 +272,9 @@ impl ControlSet {
         if !self.scan_repository(&dot_git, root) {
             self.absent.push(dot_git);
         }
-        // Repositories nested in the workspace run their own configuration too, in the
-        // user's git commands that reach them (a recorded nested repository, a clone).
-        for nested in nested_repositories(root) {
+        // Repositories the workspace's repository records inside it run their own
+        // configuration too, in the user's git commands in the outer one.
+        for nested in recorded_repositories(root) {
             self.scan_repository(&nested, root);
             self.nested.push(nested);
         }
@@ -364,7 +364,7 @@ impl ControlSet {
             .cloned()
             .collect();
         for root in &self.roots {
-            for nested in nested_repositories(root) {
+            for nested in recorded_repositories(root) {
                 if !self.nested.contains(&nested) && !out.contains(&nested) {
                     out.push(nested);
                 }
@@ -388,54 +388,17 @@ impl ControlSet {
     }
 }
 
-/// Folders never looked into for nested repositories (build output, dependencies).
-const NOT_NESTED: &[&str] = &[
-    ".git",
-    "node_modules",
-    "target",
-    ".venv",
-    "venv",
-    "__pycache__",
-    "dist",
-    "build",
-    ".cache",
-];
-/// How deep below a root nested repositories are looked for.
-const NESTED_DEPTH: usize = 3;
-/// Most folders read looking for them (a bound on the work per command).
-const NESTED_BUDGET: usize = 512;
-
-/// The `.git` entries of repositories nested in `root`, a bounded walk deep.
-pub fn nested_repositories(root: &Path) -> Vec<PathBuf> {
-    let mut found = Vec::new();
-    let mut budget = NESTED_BUDGET;
-    walk_nested(root, 0, &mut budget, &mut found);
-    found
-}
-
-fn walk_nested(dir: &Path, depth: usize, budget: &mut usize, found: &mut Vec<PathBuf>) {
-    if depth >= NESTED_DEPTH || *budget == 0 {
-        return;
-    }
-    *budget -= 1;
-    let Ok(entries) = std::fs::read_dir(dir) else {
-        return;
+/// The `.git` entries of the repositories the root's repository records inside it (see
+/// [`crate::gitlinks`]).
+pub fn recorded_repositories(root: &Path) -> Vec<PathBuf> {
+    let Some(dir) = git_dir(&root.join(".git")) else {
+        return Vec::new();
     };
-    for entry in entries.flatten() {
-        if !entry.file_type().is_ok_and(|t| t.is_dir()) {
-            continue;
-        }
-        let name = entry.file_name();
-        if NOT_NESTED.iter().any(|n| name == *n) {
-            continue;
-        }
-        let path = entry.path();
-        let dot_git = path.join(".git");
-        if std::fs::symlink_metadata(&dot_git).is_ok() {
-            found.push(dot_git);
-        }
-        walk_nested(&path, depth + 1, budget, found);
-    }
+    crate::gitlinks::recorded(&dir, root)
+        .into_iter()
+        .map(|path| root.join(path).join(".git"))
+        .filter(|dot_git| std::fs::symlink_metadata(dot_git).is_ok())
+        .collect()
 }
 
 /// The values of the configuration keys that send git elsewhere for hooks or more
