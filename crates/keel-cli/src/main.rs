@@ -1,15 +1,14 @@
 //! The `keel` binary.
 //!
-//! Only this crate writes to the terminal. Today it offers `keel exec`, the scripting
-//! entry point, and `keel sessions` over the stored sessions; `exec` drives the turn runner end to end against a configured provider or a
-//! scripted model (`--mock-script`).
+//! Only this crate writes to the terminal. It offers `keel exec`, the scripting entry point,
+//! `keel sessions` over the stored sessions and `keel trust`. `exec` is a client of the
+//! in-process runtime (`keel-runtime`): it submits typed operations and renders the session's
+//! events; argument parsing, signals, output formats and exit codes are all it owns.
 
-mod config;
+mod errors;
 mod exec;
-mod instructions;
 mod redact;
 mod sessions;
-mod store;
 mod trust;
 
 use std::process::ExitCode;
@@ -63,7 +62,9 @@ fn main() -> ExitCode {
     match result {
         Ok(code) => code,
         Err(error) => {
-            if let Some(config_error) = error.downcast_ref::<config::ConfigError>() {
+            if let Some(config_error) =
+                error.downcast_ref::<keel_runtime::settings::ConfigError>()
+            {
                 // Configuration problems have their own exit code so scripts can tell
                 // them from a bad invocation.
                 eprintln!(
@@ -71,14 +72,16 @@ fn main() -> ExitCode {
                     config_error.code()
                 );
                 ExitCode::from(exec::EXIT_CONFIG)
-            } else if let Some(trust_error) = error.downcast_ref::<trust::TrustError>() {
+            } else if let Some(trust_error) =
+                error.downcast_ref::<keel_runtime::settings::trust::TrustError>()
+            {
                 eprintln!("keel: trust error ({}): {error:#}", trust_error.code());
                 ExitCode::from(exec::EXIT_CONFIG)
             } else if let Some(store_error) = error.downcast_ref::<keel_store::StoreError>() {
                 // A wrong id is a bad invocation; anything else the store reports is a
                 // runtime failure, named by its stable code (`session_busy`,
                 // `database_corrupt`, …).
-                if store::is_usage_error(store_error) {
+                if keel_runtime::storage::is_usage_error(store_error) {
                     eprintln!("keel: {error:#}");
                     ExitCode::from(exec::EXIT_USAGE)
                 } else {
@@ -88,9 +91,12 @@ fn main() -> ExitCode {
                     );
                     ExitCode::from(exec::EXIT_FAILED)
                 }
-            } else if error.downcast_ref::<exec::InternalError>().is_some() {
+            } else if error.downcast_ref::<errors::InternalError>().is_some() {
                 eprintln!("keel: internal error: {error:#}");
                 ExitCode::from(exec::EXIT_INTERNAL)
+            } else if error.downcast_ref::<errors::RunFailed>().is_some() {
+                eprintln!("keel: {error:#}");
+                ExitCode::from(exec::EXIT_FAILED)
             } else {
                 eprintln!("keel: {error:#}");
                 ExitCode::from(exec::EXIT_USAGE)

@@ -10,7 +10,8 @@ use keel_protocol::Message;
 use keel_store::{SessionRecord, StoredEntry};
 use serde_json::json;
 
-use crate::{redact, store};
+use crate::errors::runtime_error;
+use crate::redact;
 
 /// Sessions listed when `--limit` is not given.
 const DEFAULT_LIST_LIMIT: usize = 50;
@@ -94,7 +95,12 @@ enum ExportFormat {
 
 /// Runs `keel sessions …`.
 pub async fn run(args: SessionsArgs) -> anyhow::Result<()> {
-    let store = store::open(false).await?;
+    let store = keel_runtime::storage::open(keel_store::OpenOptions {
+        durability: keel_store::Durability::Normal,
+        execution: keel_store::Execution::InPlace,
+    })
+    .await
+    .map_err(runtime_error)?;
     let mut out = String::new();
     match args.command {
         SessionsCommand::List { cwd, limit, json } => {
@@ -192,7 +198,7 @@ pub async fn run(args: SessionsArgs) -> anyhow::Result<()> {
         out.push('\n');
     }
     // Fork, rewind and delete wrote to the log; make that durable before saying it is done.
-    store::sync_log()?;
+    store.sync().await?;
     let mut stdout = std::io::stdout().lock();
     stdout
         .write_all(out.as_bytes())

@@ -7,12 +7,17 @@
 mod content;
 mod error;
 mod event;
+mod failure;
 mod ids;
 mod message;
+mod op;
 mod runtime;
+mod session_event;
+mod source;
 mod stream;
 mod tool;
 mod usage;
+mod view;
 
 pub use content::{ContentBlock, ImageBlock, TextBlock, ThinkingBlock, ToolCall};
 pub use error::{ErrorCode, ErrorInfo};
@@ -27,4 +32,11 @@ pub use runtime::{
 };
 pub use stream::{ResponseMeta, StreamEvent, StreamNotice};
 pub use tool::ToolDefinition;
+pub use failure::{Failure, is_retryable};
+pub use op::{Op, OpGroup, SessionTarget};
+pub use session_event::{
+    InputKind, PermissionAnswer, PermissionRequest, QueueEntry, SessionEvent, SessionEventBody,
+};
+pub use source::TurnSource;
+pub use view::{Item, ItemBody, ItemEvent, ItemKind, ToolCallStatus};
 pub use usage::{Cost, Usage};

@@ -46,6 +46,13 @@ pub enum RuntimeEventBody {
         /// The message.
         message: Arc<Message>,
     },
+    /// A notice about the model request (a retry scheduled, a recovery), as typed data.
+    Notice {
+        /// Id of the message the request answers.
+        message_id: MessageId,
+        /// The notice.
+        notice: crate::StreamNotice,
+    },
     /// Lifecycle and progress details for debugging.
     DebugTrace {
         /// The trace.

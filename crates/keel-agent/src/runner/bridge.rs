@@ -68,11 +68,7 @@ impl EventBridge {
                 event: StreamEvent::Notice { notice },
             } => {
                 // Retries and recoveries: worth showing, but not part of the answer.
-                let data = serde_json::to_value(&notice).unwrap_or_default();
-                out.push(trace(
-                    "llm_notice",
-                    json!({"message_id": message_id, "notice": data}),
-                ));
+                out.push(RuntimeEventBody::Notice { message_id, notice });
             }
             AgentEvent::MessageUpdate { message_id, event } => {
                 if let Some(chunk) = chunk(event) {

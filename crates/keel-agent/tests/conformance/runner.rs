@@ -286,7 +286,7 @@ async fn transient_model_failures_are_retried_inside_the_turn() {
         .checked()
         .into_iter()
         .filter(
-            |b| matches!(b, RuntimeEventBody::DebugTrace { trace } if trace.name == "llm_notice"),
+            |b| matches!(b, RuntimeEventBody::Notice { .. }),
         )
         .count();
     assert_eq!(

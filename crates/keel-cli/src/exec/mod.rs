@@ -6,22 +6,27 @@
 
 mod input;
 mod output;
-mod persist;
 mod report;
-mod setup;
 
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use anyhow::Context as _;
-use keel_agent::runner::{RunnerDefaults, STEP_LIMIT_EXCEEDED, TurnInput, TurnRunner, TurnStart};
-use keel_llm::StreamSettings;
-use keel_protocol::{Message, TurnId, TurnOutcome};
+use keel_agent::runner::STEP_LIMIT_EXCEEDED;
+use keel_llm::ModelSpec;
+use keel_llm::scripted::{ResponseSpec, ScriptedProvider, ScriptedResponse};
+use keel_protocol::{Op, SessionTarget, TurnId, TurnOutcome, TurnSource};
+use keel_runtime::settings::SettingsInput;
+use keel_runtime::{
+    ConversationContract as _, ModelChoice, Prepared, Reply, RuntimeError, RuntimeOptions,
+    SessionStart,
+};
+use keel_store::{Durability, Execution, OpenOptions};
 
-use crate::{config, instructions, store};
-use output::{ExecHost, Format, Interrupt, RunIds, Stop};
+use crate::errors::{InternalError, runtime_error};
+use output::{ExecSink, Format, Interrupt, RunIds, Stop};
 pub use report::{EXIT_CONFIG, EXIT_FAILED, EXIT_INTERNAL, EXIT_USAGE};
 use report::{ExecError, ExecResult, ExecStatus};
 
@@ -96,11 +101,6 @@ pub struct ExecArgs {
     trust_project: bool,
 }
 
-/// An error that is keel's fault rather than the invocation's (exit 70).
-#[derive(Debug, thiserror::Error)]
-#[error("{0}")]
-pub struct InternalError(pub String);
-
 /// Runs `keel exec` and returns its exit code (see `report` for the table).
 pub async fn run(args: ExecArgs) -> anyhow::Result<ExitCode> {
     let format = if args.json {
@@ -120,23 +120,29 @@ pub async fn run(args: ExecArgs) -> anyhow::Result<ExitCode> {
     if let Some(path) = &args.config {
         input::check_config_file(path)?;
     }
-    let loaded = setup::load_config(&args, &cwd)?;
-    let (model, stream_fn, key_env) =
-        setup::model_and_stream(&args, &loaded).map_err(input::flag_error)?;
-    let (tools, hooks, sandbox) =
-        setup::tools_and_gate(&args, &loaded, &cwd, key_env).map_err(input::flag_error)?;
+    let options = RuntimeOptions {
+        settings: SettingsInput {
+            cwd: cwd.clone(),
+            config_file: args.config.clone(),
+            overrides: args.set.clone(),
+            trust_project: args.trust_project,
+            keel_home: None,
+        },
+        model: model_choice(&args)?,
+        permission: args.permission,
+        sandbox: args.sandbox,
+        system_prompt: args.system_prompt.clone(),
+        max_steps: args.max_steps,
+        // Nobody can answer a question here: what would ask is denied, with the reason.
+        interactive: false,
+        extensions: Vec::new(),
+    };
+    let prepared = Prepared::new(options).map_err(runtime_error)?;
+    for warning in &prepared.warnings {
+        eprintln!("keel: warning: {warning}");
+    }
     let schema = load_schema(&args)?;
     let prompt = input::read_prompt(args.prompt.as_deref()).await?;
-    let mut system_prompt = match &args.system_prompt {
-        Some(text) => text.clone(),
-        None => instructions::system_prompt(&cwd, config::keel_home().as_deref()),
-    };
-    if let Some((_, schema_text)) = &schema {
-        system_prompt.push_str(&format!(
-            "\n\nYour final answer must be a single JSON value, with no other text, valid \
-against this JSON Schema:\n{schema_text}\n"
-        ));
-    }
 
     let stop = Arc::new(Stop::default());
     let _signals = Owned(tokio::spawn(watch_signals(stop.clone())));
@@ -149,134 +155,109 @@ against this JSON Schema:\n{schema_text}\n"
         }))
     });
 
-    let model_name = format!("{}/{}", model.provider, model.id);
-    let durable = args.durable || loaded.config.durable.unwrap_or(false);
-    let sessions = store::open(durable).await?;
+    let model_name = prepared.model_name().to_owned();
+    let sandbox = prepared.sandbox();
+    let durable = args.durable || prepared.settings().loaded.config.durable.unwrap_or(false);
+    let store = OpenOptions {
+        durability: if durable {
+            Durability::Full
+        } else {
+            Durability::Normal
+        },
+        // One turn on a current-thread runtime with nothing else to do while a commit
+        // runs: no thread hop per commit.
+        execution: Execution::InPlace,
+    };
+    let runtime = keel_runtime::start(prepared, store)
+        .await
+        .map_err(runtime_error)?;
     let target = match (&args.session, args.continue_latest) {
-        (Some(typed), _) => persist::Target::Id(typed.clone()),
-        (None, true) => persist::Target::LatestIn(cwd.display().to_string()),
-        (None, false) => persist::Target::New,
+        (Some(typed), _) => SessionTarget::Id { id: typed.clone() },
+        (None, true) => SessionTarget::Latest,
+        (None, false) => SessionTarget::New {
+            title: Some(keel_runtime::sessions::title_of(&prompt)),
+        },
     };
-    let new = keel_store::NewSession {
-        title: persist::title_of(&prompt),
-        cwd: cwd.display().to_string(),
-        model: model_name.clone(),
-        parent_id: None,
+    let opened = match runtime.call(Op::OpenSession { target }).await {
+        Ok(Reply::Opened(opened)) => opened,
+        Ok(other) => return Err(InternalError(format!("unexpected reply {other:?}")).into()),
+        Err(RuntimeError::NoSessionIn(cwd)) => anyhow::bail!(
+            "no session to continue in {cwd}: run `keel exec` without --continue first"
+        ),
+        Err(error) => return Err(runtime_error(error)),
     };
-    // Everything that can refuse the run is checked before the session's turn is started,
-    // so a bad setting never leaves a turn running.
-    let stream = StreamSettings::default().from_env()?;
-    let opened = persist::open_session(&sessions, target, new).await?;
     let session_id = opened.record.id.clone();
-    let turn_id = opened.turn.clone();
-    let mut hooks = hooks;
-    let commit_failure = Arc::new(std::sync::Mutex::new(None));
-    hooks
-        .on_history_changed
-        .push(Arc::new(persist::CommitHistory {
-            store: sessions.clone(),
-            session: session_id.clone(),
-            turn: turn_id.clone(),
-            failure: commit_failure.clone(),
-        }));
-
-    let ids = RunIds {
-        run_id: TurnId::generate().to_string(),
-        session_id: session_id.to_string(),
-        turn_id: turn_id.to_string(),
+    let run_id = TurnId::generate().to_string();
+    let sink = Arc::new(ExecSink::new(
+        format,
+        RunIds {
+            run_id: run_id.clone(),
+            session_id: session_id.to_string(),
+        },
+        stop.clone(),
+        &model_name,
+        &cwd,
+        opened.start == SessionStart::New,
+    ));
+    let _subscription = runtime
+        .subscribe(&session_id, sink.clone())
+        .await
+        .map_err(runtime_error)?;
+    let submitted = runtime
+        .call(Op::Submit {
+            session_id: session_id.clone(),
+            text: prompt,
+            source: TurnSource::Api,
+            output_schema: schema,
+        })
+        .await;
+    let handle = match submitted {
+        Ok(Reply::Turn(handle)) => handle,
+        Ok(other) => return Err(InternalError(format!("unexpected reply {other:?}")).into()),
+        Err(error) => return Err(runtime_error(error)),
     };
-    let host = Arc::new(ExecHost::new(format, ids.clone(), stop.clone()));
-    host.begin(&model_name, &cwd, opened.start);
-    let input = TurnInput {
-        session_id: session_id.clone(),
-        turn_id: turn_id.clone(),
-        model,
-        stream_fn,
-        system_prompt,
-        tools,
-        history: opened.history,
-        start: TurnStart::Prompt(vec![Message::user_text(prompt)]),
-        hooks,
-        host: host.clone(),
-        cancel: stop.cancel.clone(),
-        request_options: Default::default(),
-        api_keys: None,
+    // Whatever stops the run (signal, timeout, closed stdout) aborts the turn through the
+    // contract, like any other front end.
+    let _aborter = {
+        let runtime = runtime.clone();
+        let stop = stop.clone();
+        let session_id = session_id.clone();
+        Owned(tokio::spawn(async move {
+            stop.cancel.cancelled().await;
+            let _ = runtime.call(Op::Abort { session_id }).await;
+        }))
     };
-    let runner = TurnRunner::new(RunnerDefaults {
-        stream,
-        max_steps: args.max_steps,
-        ..RunnerDefaults::default()
-    });
-    let started = Instant::now();
-    let turn = runner.run_turn(input).await;
-    let duration_ms = u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX);
-
-    let final_text = turn
-        .messages
-        .iter()
-        .rev()
-        .find_map(|m| m.as_assistant())
-        .map(keel_protocol::AssistantMessage::text)
-        .unwrap_or_default();
+    let turn = handle.wait().await.map_err(runtime_error)?;
+    let duration_ms = u64::try_from(turn.duration.as_millis()).unwrap_or(u64::MAX);
+    let final_text = turn.final_text();
     let (mut status, mut error) = judge(&turn.outcome, stop.reason(), args.timeout);
-    let mut structured_output = None;
-    if let (ExecStatus::Succeeded, Some((validator, _))) = (status, &schema) {
-        match report::check_structured(validator, &final_text) {
-            Ok(value) => structured_output = Some(value),
-            Err(invalid) => {
-                status = ExecStatus::Failed;
-                error = Some(invalid);
-            }
-        }
+    if let (ExecStatus::Succeeded, Some(failure)) = (status, &turn.output_failure) {
+        status = ExecStatus::Failed;
+        error = Some(ExecError::new(failure.code.clone(), failure.message.clone()));
     }
-    let lost = commit_failure
-        .lock()
-        .unwrap_or_else(std::sync::PoisonError::into_inner)
-        .take();
+    // History the model was told about but that is not stored, or a turn whose end could
+    // not be recorded (it would be reported as interrupted later): no success.
+    let lost = turn.commit_failure.clone().or(turn.finish_failure.clone());
     if let Some(message) = lost
         && status == ExecStatus::Succeeded
     {
         status = ExecStatus::Failed;
-        error = Some(report::ExecError::new(
-            report::HISTORY_COMMIT_FAILED,
-            message,
-        ));
-    }
-    let recorded = match &error {
-        Some(invalid) if invalid.code == report::STRUCTURED_OUTPUT_INVALID => TurnOutcome::Failed {
-            code: invalid.code.clone(),
-            message: invalid.message.clone(),
-        },
-        _ => turn.outcome.clone(),
-    };
-    if let Err(failure) = sessions
-        .finish_turn(&turn_id, recorded, Some(turn.usage))
-        .await
-    {
-        // The history is stored, but the turn would stay "running" and be reported as
-        // interrupted later: the run cannot claim success.
-        if status == ExecStatus::Succeeded {
-            status = ExecStatus::Failed;
-            error = Some(report::ExecError::new(
-                report::HISTORY_COMMIT_FAILED,
-                format!("cannot record the end of turn {turn_id}: {failure}"),
-            ));
-        }
+        error = Some(ExecError::new(report::HISTORY_COMMIT_FAILED, message));
     }
     // Commits are in the write-ahead log, safe from a crash of this process; one fsync of
     // the log makes them safe from a power cut too before we report the run as done.
-    if let Err(failure) = store::sync_log() {
+    if let Err(failure) = runtime.sync().await {
         eprintln!("keel: warning: cannot flush the session log to disk: {failure}");
     }
     let result = ExecResult {
         kind: "exec.result",
         schema_version: report::SCHEMA_VERSION,
-        run_id: ids.run_id,
+        run_id,
         status,
         final_text,
-        structured_output,
-        session_id: ids.session_id,
-        turn_id: ids.turn_id,
+        structured_output: turn.structured_output.clone(),
+        session_id: session_id.to_string(),
+        turn_id: turn.turn_id.to_string(),
         usage: turn.usage,
         duration_ms,
         error,
@@ -291,7 +272,7 @@ against this JSON Schema:\n{schema_text}\n"
             )));
         }
     }
-    host.finish(&result);
+    sink.finish(&result);
     // The model was told on its first command; the user hears it here, once, if this run's
     // commands ran in a weaker sandbox than keel's full one.
     if let Some(support) = keel_tools::bash::sandbox::probed()
@@ -299,13 +280,36 @@ against this JSON Schema:\n{schema_text}\n"
     {
         eprintln!("keel: warning: {note}");
     }
-    if host.stdout_closed() || stop.reason() == Some(Interrupt::StdoutClosed) {
+    if sink.stdout_closed() || stop.reason() == Some(Interrupt::StdoutClosed) {
         return Ok(report::exit(report::EXIT_STDOUT_CLOSED));
     }
     if let Some(error) = unwritten {
         return Err(error.into());
     }
     Ok(report::exit(status.exit_code()))
+}
+
+/// The model: a scripted one (`--mock-script`), or a provider from the registry.
+fn model_choice(args: &ExecArgs) -> anyhow::Result<ModelChoice> {
+    let Some(script) = &args.mock_script else {
+        return Ok(ModelChoice::Configured {
+            model: args.model.clone(),
+            base_url: args.base_url.clone(),
+        });
+    };
+    let text = std::fs::read_to_string(script)
+        .with_context(|| format!("cannot read the mock script {}", script.display()))?;
+    let specs: Vec<ResponseSpec> = serde_json::from_str(&text).with_context(|| {
+        format!(
+            "the mock script {} is not a JSON list of responses",
+            script.display()
+        )
+    })?;
+    let provider = ScriptedProvider::with_responses(specs.into_iter().map(ScriptedResponse::from));
+    Ok(ModelChoice::Fixed {
+        spec: ModelSpec::scripted(),
+        stream: Arc::new(provider),
+    })
 }
 
 /// The run's status and error from the turn's outcome and what stopped it.
@@ -360,22 +364,16 @@ fn judge(
     }
 }
 
-/// The compiled `--output-schema` and its text (for the system prompt).
-fn load_schema(args: &ExecArgs) -> anyhow::Result<Option<(jsonschema::Validator, String)>> {
+/// The `--output-schema` file's text, checked to be a JSON Schema before anything runs.
+fn load_schema(args: &ExecArgs) -> anyhow::Result<Option<String>> {
     let Some(path) = &args.output_schema else {
         return Ok(None);
     };
     let text = std::fs::read_to_string(path)
         .with_context(|| format!("cannot read --output-schema {}", path.display()))?;
-    let schema: serde_json::Value = serde_json::from_str(&text)
-        .with_context(|| format!("--output-schema {} is not JSON", path.display()))?;
-    let validator = jsonschema::validator_for(&schema).map_err(|e| {
-        anyhow::anyhow!(
-            "--output-schema {} is not a valid JSON Schema: {e}",
-            path.display()
-        )
-    })?;
-    Ok(Some((validator, text.trim().to_owned())))
+    let name = format!("--output-schema {}", path.display());
+    keel_runtime::structured::OutputSchema::compile(&text, &name).map_err(runtime_error)?;
+    Ok(Some(text))
 }
 
 /// SIGINT and SIGTERM abort the turn; a second one ends the process at once.

@@ -1,9 +1,9 @@
-//! The turn host of `keel exec` and everything it writes.
+//! What `keel exec` writes, rendered from the session's events.
 //!
-//! Runtime events come in from the runner; what goes out depends on the format: `text`
-//! keeps stdout for the final answer and narrates progress on stderr, `stream-json` turns
-//! the events into the versioned exec envelope (items for messages, reasoning and tool
-//! calls), `json` stays silent until the result. One mutex orders every write, so
+//! The runtime's turn view already folded the turn into items (answer text, reasoning,
+//! tool calls); this only renders them: `text` keeps stdout for the final answer and
+//! narrates progress on stderr, `stream-json` writes the versioned exec envelope, `json`
+//! stays silent until the result. One mutex orders every write, so
 //! `sequence` has no gaps and lines never interleave. Lines are collected while the runner
 //! has more events ready and written together when it has none (one write per burst of
 //! streamed deltas, not one per delta), so they still appear as the events happen.
@@ -11,20 +11,16 @@
 //! A write to a closed stdout (EPIPE) stops the turn instead of panicking: the reader is
 //! gone, so further work would only cost tokens.
 
-use std::collections::HashMap;
 use std::io::Write as _;
 use std::sync::{Arc, Mutex, OnceLock, PoisonError};
 
-use async_trait::async_trait;
-use keel_agent::runner::TurnHost;
 use keel_protocol::{
-    ContentBlock, Message, MessageId, ResponseChunk, RuntimeEvent, RuntimeEventBody, StreamNotice,
-    ToolCallId, ToolPhase,
+    ItemBody, ItemEvent, SessionEvent, SessionEventBody, ToolCallStatus,
 };
+use keel_runtime::SessionSink;
 use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
 
-use super::persist::SessionStart;
 use super::report::{ExecResult, ExecStatus, SCHEMA_VERSION};
 
 /// How `keel exec` prints.
@@ -70,37 +66,56 @@ impl Stop {
     }
 }
 
-/// Ids every stream-json line carries.
+/// Ids every stream-json line carries besides the turn's.
 #[derive(Debug, Clone)]
 pub struct RunIds {
     /// This invocation.
     pub run_id: String,
     /// The session.
     pub session_id: String,
-    /// The turn.
-    pub turn_id: String,
 }
 
-/// The host of the exec turn: translates and writes.
-pub struct ExecHost {
+/// What the opening lines say, written when the turn starts.
+struct Opening {
+    model: String,
+    cwd: std::path::PathBuf,
+    new_session: bool,
+}
+
+/// Renders one session's events for `keel exec`.
+pub struct ExecSink {
     format: Format,
     stop: Arc<Stop>,
+    ids: RunIds,
+    opening: Opening,
     state: Mutex<Emitter>,
 }
 
-impl ExecHost {
-    /// A host printing in `format`.
-    pub fn new(format: Format, ids: RunIds, stop: Arc<Stop>) -> Self {
+impl ExecSink {
+    /// A sink printing in `format`.
+    pub fn new(
+        format: Format,
+        ids: RunIds,
+        stop: Arc<Stop>,
+        model: &str,
+        cwd: &std::path::Path,
+        new_session: bool,
+    ) -> Self {
         Self {
             format,
             stop,
             state: Mutex::new(Emitter {
-                envelope: envelope_ids(&ids),
+                envelope: String::new(),
                 sequence: 0,
                 stdout_closed: false,
-                items: Items::default(),
                 pending: Vec::new(),
             }),
+            ids,
+            opening: Opening {
+                model: model.to_owned(),
+                cwd: cwd.to_path_buf(),
+                new_session,
+            },
         }
     }
 
@@ -110,19 +125,18 @@ impl ExecHost {
 
     /// Lines before the turn: `exec.started`, `session.started` (or `session.resumed`),
     /// `turn.started`.
-    pub fn begin(&self, model: &str, cwd: &std::path::Path, start: SessionStart) {
-        if self.format != Format::StreamJson {
-            return;
-        }
+    fn begin(&self, turn_id: &str) {
         let mut out = self.emitter();
+        out.envelope = envelope_ids(&self.ids, turn_id);
         out.emit(
             &self.stop,
             "exec.started",
-            json!({"model": model, "cwd": cwd}),
+            json!({"model": self.opening.model, "cwd": self.opening.cwd}),
         );
-        let kind = match start {
-            SessionStart::New => "session.started",
-            SessionStart::Resumed => "session.resumed",
+        let kind = if self.opening.new_session {
+            "session.started"
+        } else {
+            "session.resumed"
         };
         out.emit(&self.stop, kind, json!({}));
         out.emit(&self.stop, "turn.started", json!({}));
@@ -134,7 +148,9 @@ impl ExecHost {
         let mut out = self.emitter();
         match self.format {
             Format::StreamJson => {
-                out.close_items(&self.stop);
+                if out.envelope.is_empty() {
+                    out.envelope = envelope_ids(&self.ids, &result.turn_id);
+                }
                 match &result.error {
                     None => out.emit(
                         &self.stop,
@@ -188,64 +204,78 @@ fn status_word(status: ExecStatus) -> &'static str {
     }
 }
 
-#[async_trait]
-impl TurnHost for ExecHost {
-    async fn on_runtime_event(&self, event: RuntimeEvent) {
-        match self.format {
-            Format::StreamJson => self.emitter().translate(&self.stop, event.body),
-            Format::Text => progress(&event.body),
-            Format::Json => {}
+impl SessionSink for ExecSink {
+    fn on_event(&self, event: &SessionEvent) {
+        match (&event.body, self.format) {
+            (SessionEventBody::TurnStarted { turn_id, .. }, Format::StreamJson) => {
+                self.begin(turn_id.as_str());
+            }
+            (SessionEventBody::Item { event, .. }, Format::StreamJson) => {
+                self.emitter().item(&self.stop, event);
+            }
+            (SessionEventBody::Item { event, .. }, Format::Text) => progress(event),
+            (
+                SessionEventBody::Retry {
+                    attempt,
+                    max_retries,
+                    delay_ms,
+                    failure,
+                    ..
+                },
+                Format::Text,
+            ) => eprintln!(
+                "[retry {attempt}/{max_retries} in {delay_ms} ms: {}]",
+                failure.message
+            ),
+            (
+                SessionEventBody::Retry {
+                    attempt,
+                    max_retries,
+                    delay_ms,
+                    failure,
+                    ..
+                },
+                Format::StreamJson,
+            ) => self.emitter().emit(
+                &self.stop,
+                "retry.scheduled",
+                json!({"attempt": attempt, "max_retries": max_retries,
+                       "delay_ms": delay_ms, "error": failure}),
+            ),
+            _ => {}
         }
     }
 
-    async fn on_events_drained(&self) {
+    fn on_drained(&self) {
         self.emitter().flush(&self.stop);
     }
 }
 
-/// Progress for `text`: tool activity and retries on stderr.
-fn progress(body: &RuntimeEventBody) {
-    match body {
-        RuntimeEventBody::ResponseChunk {
-            chunk: ResponseChunk::ToolExecution {
-                tool_name, phase, ..
-            },
-            ..
-        } => {
-            let state = match phase {
-                ToolPhase::Started => "started",
-                ToolPhase::Succeeded => "done",
-                ToolPhase::Failed => "failed",
-                _ => "changed",
+/// Progress for `text`: tool activity on stderr.
+fn progress(event: &ItemEvent) {
+    let (item, state) = match event {
+        ItemEvent::Started { item } => (item, "started"),
+        ItemEvent::Completed { item } => {
+            let state = match &item.body {
+                ItemBody::ToolCall {
+                    status: ToolCallStatus::Failed,
+                    ..
+                } => "failed",
+                _ => "done",
             };
-            eprintln!("[tool {tool_name}: {state}]");
+            (item, state)
         }
-        RuntimeEventBody::DebugTrace { trace } if trace.name == "llm_notice" => {
-            let notice = serde_json::from_value::<StreamNotice>(trace.data["notice"].clone());
-            if let Ok(StreamNotice::RetryScheduled {
-                attempt,
-                max_retries,
-                delay_ms,
-                error,
-            }) = notice
-            {
-                eprintln!(
-                    "[retry {attempt}/{max_retries} in {delay_ms} ms: {}]",
-                    error.message
-                );
-            }
-        }
-        _ => {}
+        _ => return,
+    };
+    if let ItemBody::ToolCall { tool_name, .. } = &item.body {
+        eprintln!("[tool {tool_name}: {state}]");
     }
 }
 
-/// Numbering, ids and item state of the stream-json output.
 /// The run's ids as the start of a JSON object's members, ending with a comma.
-fn envelope_ids(ids: &RunIds) -> String {
+fn envelope_ids(ids: &RunIds, turn_id: &str) -> String {
     let member = |key: &str, value: &str| format!("\"{key}\":{},", Value::String(value.to_owned()));
-    member("run_id", &ids.run_id)
-        + &member("session_id", &ids.session_id)
-        + &member("turn_id", &ids.turn_id)
+    member("run_id", &ids.run_id) + &member("session_id", &ids.session_id) + &member("turn_id", turn_id)
 }
 
 /// Pending output written at once, whether or not more events are ready.
@@ -258,7 +288,6 @@ struct Emitter {
     stdout_closed: bool,
     /// Lines not written yet (see the module documentation).
     pending: Vec<u8>,
-    items: Items,
 }
 
 impl Emitter {
@@ -326,272 +355,43 @@ impl Emitter {
         }
     }
 
-    fn item(&mut self, stop: &Stop, kind: &str, item: Value) {
-        self.emit(stop, kind, json!({ "item": item }));
-    }
-
-    fn translate(&mut self, stop: &Stop, body: RuntimeEventBody) {
-        match body {
-            RuntimeEventBody::ResponseChunk { message_id, chunk } => match chunk {
-                ResponseChunk::Text { delta, .. } => {
-                    self.delta(stop, &message_id, TextKind::Message, &delta);
-                }
-                ResponseChunk::Thinking { delta, .. } => {
-                    self.delta(stop, &message_id, TextKind::Reasoning, &delta);
-                }
-                ResponseChunk::ToolCallStart { index, id, name } => {
-                    self.items
-                        .call_index
-                        .insert((message_id, index), id.clone());
-                    self.items.calls.entry(id).or_insert_with(|| CallItem {
-                        item_id: None,
-                        name,
-                        raw_arguments: String::new(),
-                        done: false,
-                    });
-                }
-                ResponseChunk::ToolCallDelta { index, delta } => {
-                    if let Some(call) = self
-                        .items
-                        .call_index
-                        .get(&(message_id, index))
-                        .and_then(|id| self.items.calls.get_mut(id))
-                    {
-                        call.raw_arguments.push_str(&delta);
-                    }
-                }
-                ResponseChunk::ToolExecution {
-                    tool_call_id,
-                    tool_name,
-                    phase,
-                    result,
-                } => {
-                    let ended = match phase {
-                        ToolPhase::Started => None,
-                        ToolPhase::Failed => Some("failed"),
-                        _ => Some("completed"),
-                    };
-                    self.start_call(stop, &tool_call_id, &tool_name);
-                    if let Some(status) = ended {
-                        let text = result.as_deref().map(result_text).unwrap_or_default();
-                        self.end_call(stop, &tool_call_id, status, &text);
-                    }
-                }
-                _ => {}
-            },
-            RuntimeEventBody::MessageCompleted {
-                message_id,
-                message,
-            } => match &*message {
-                Message::Assistant(assistant) => {
-                    let thinking: String = assistant
-                        .content
-                        .iter()
-                        .filter_map(|b| match b {
-                            ContentBlock::Thinking(t) => Some(t.thinking.as_str()),
-                            _ => None,
-                        })
-                        .collect();
-                    self.complete_text(stop, &message_id, TextKind::Reasoning, thinking);
-                    self.complete_text(stop, &message_id, TextKind::Message, assistant.text());
-                }
-                Message::ToolResult(result) => {
-                    // Calls answered without running (aborted, never admitted) end here.
-                    self.start_call(stop, &result.tool_call_id, &result.tool_name);
-                    let status = if result.is_error {
-                        "failed"
-                    } else {
-                        "completed"
-                    };
-                    self.end_call(stop, &result.tool_call_id, status, &result.text());
-                }
-                _ => {}
-            },
+    /// Writes one item event: `item.started`, `item.updated` or `item.completed`.
+    fn item(&mut self, stop: &Stop, event: &ItemEvent) {
+        match event {
+            ItemEvent::Started { item } => self.emit_with(stop, "item.started", |line| {
+                line.extend_from_slice(b",\"item\":");
+                let _ = serde_json::to_writer(&mut *line, item);
+            }),
+            // A line per streamed delta: written directly, in the members' sorted order.
+            ItemEvent::Updated {
+                item_id,
+                kind,
+                delta,
+            } => self.emit_with(stop, "item.updated", |line| {
+                line.extend_from_slice(b",\"delta\":");
+                let _ = serde_json::to_writer(&mut *line, delta);
+                line.extend_from_slice(b",\"item\":{\"id\":");
+                let _ = serde_json::to_writer(&mut *line, &**item_id);
+                line.extend_from_slice(b",\"type\":");
+                let _ = serde_json::to_writer(&mut *line, kind.as_str());
+                line.push(b'}');
+            }),
+            ItemEvent::Completed { item } => self.emit_with(stop, "item.completed", |line| {
+                line.extend_from_slice(b",\"item\":");
+                let _ = serde_json::to_writer(&mut *line, item);
+            }),
             _ => {}
         }
     }
-
-    fn next_item_id(&mut self) -> String {
-        let id = format!("item_{}", self.items.next);
-        self.items.next += 1;
-        id
-    }
-
-    /// Numbers a new text item and writes its `item.started`; returns its id.
-    fn start_text(&mut self, stop: &Stop, kind: TextKind) -> String {
-        let item_id = self.next_item_id();
-        self.item(
-            stop,
-            "item.started",
-            json!({"id": item_id, "type": kind.name(), "text": ""}),
-        );
-        item_id
-    }
-
-    fn delta(&mut self, stop: &Stop, message_id: &MessageId, kind: TextKind, delta: &str) {
-        let key = (message_id.clone(), kind);
-        let item_id = match self.items.texts.get_mut(&key) {
-            Some(open) => {
-                open.text.push_str(delta);
-                open.item_id.clone()
-            }
-            None => {
-                let item_id = self.start_text(stop, kind);
-                self.items.texts.insert(
-                    key,
-                    OpenText {
-                        item_id: item_id.clone(),
-                        text: delta.to_owned(),
-                    },
-                );
-                item_id
-            }
-        };
-        // A line per streamed delta: written directly, in the members' sorted order.
-        self.emit_with(stop, "item.updated", |line| {
-            line.extend_from_slice(b",\"delta\":");
-            let _ = serde_json::to_writer(&mut *line, delta);
-            line.extend_from_slice(b",\"item\":{\"id\":");
-            let _ = serde_json::to_writer(&mut *line, &item_id);
-            line.extend_from_slice(b",\"type\":");
-            let _ = serde_json::to_writer(&mut *line, kind.name());
-            line.push(b'}');
-        });
-    }
-
-    fn complete_text(&mut self, stop: &Stop, message_id: &MessageId, kind: TextKind, text: String) {
-        let item_id = match self.items.texts.remove(&(message_id.clone(), kind)) {
-            Some(open) => open.item_id,
-            None if text.is_empty() => return,
-            None => self.start_text(stop, kind),
-        };
-        self.item(
-            stop,
-            "item.completed",
-            json!({"id": item_id, "type": kind.name(), "text": text}),
-        );
-    }
-
-    fn start_call(&mut self, stop: &Stop, call_id: &ToolCallId, tool_name: &str) {
-        let next = format!("item_{}", self.items.next);
-        let call = self
-            .items
-            .calls
-            .entry(call_id.clone())
-            .or_insert_with(|| CallItem {
-                item_id: None,
-                name: tool_name.to_owned(),
-                raw_arguments: String::new(),
-                done: false,
-            });
-        if call.item_id.is_some() {
-            return;
-        }
-        call.item_id = Some(next.clone());
-        let item = json!({"id": next, "type": "tool_call", "call_id": call_id,
-            "tool_name": call.name, "arguments": call.arguments(), "status": "in_progress"});
-        self.items.next += 1;
-        self.item(stop, "item.started", item);
-    }
-
-    fn end_call(&mut self, stop: &Stop, call_id: &ToolCallId, status: &str, result: &str) {
-        let Some(call) = self.items.calls.get_mut(call_id) else {
-            return;
-        };
-        if call.done {
-            return;
-        }
-        call.done = true;
-        let item = json!({"id": call.item_id, "type": "tool_call", "call_id": call_id,
-            "tool_name": call.name, "arguments": call.arguments(), "result": result,
-            "status": status});
-        self.item(stop, "item.completed", item);
-    }
-
-    /// Completes items a stopped turn left open, so every started item also completes.
-    fn close_items(&mut self, stop: &Stop) {
-        let mut open: Vec<((MessageId, TextKind), OpenText)> = self.items.texts.drain().collect();
-        open.sort_by(|a, b| a.1.item_id.cmp(&b.1.item_id));
-        for ((_, kind), text) in open {
-            self.item(
-                stop,
-                "item.completed",
-                json!({"id": text.item_id, "type": kind.name(), "text": text.text}),
-            );
-        }
-        let mut calls: Vec<ToolCallId> = self
-            .items
-            .calls
-            .iter()
-            .filter(|(_, c)| c.item_id.is_some() && !c.done)
-            .map(|(id, _)| id.clone())
-            .collect();
-        calls.sort_by_key(|id| id.to_string());
-        for id in calls {
-            self.end_call(stop, &id, "failed", "interrupted");
-        }
-    }
-}
-
-/// Text-like items that stream in deltas.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-enum TextKind {
-    /// Answer text.
-    Message,
-    /// Model reasoning.
-    Reasoning,
-}
-
-impl TextKind {
-    fn name(self) -> &'static str {
-        match self {
-            Self::Message => "agent_message",
-            Self::Reasoning => "reasoning",
-        }
-    }
-}
-
-struct OpenText {
-    item_id: String,
-    text: String,
-}
-
-struct CallItem {
-    item_id: Option<String>,
-    name: String,
-    raw_arguments: String,
-    done: bool,
-}
-
-impl CallItem {
-    /// The streamed arguments as JSON, or the raw text when they do not parse.
-    fn arguments(&self) -> Value {
-        if self.raw_arguments.trim().is_empty() {
-            return json!({});
-        }
-        serde_json::from_str(&self.raw_arguments)
-            .unwrap_or_else(|_| Value::String(self.raw_arguments.clone()))
-    }
-}
-
-#[derive(Default)]
-struct Items {
-    next: u64,
-    texts: HashMap<(MessageId, TextKind), OpenText>,
-    call_index: HashMap<(MessageId, usize), ToolCallId>,
-    calls: HashMap<ToolCallId, CallItem>,
-}
-
-fn result_text(message: &Message) -> String {
-    message
-        .as_tool_result()
-        .map(keel_protocol::ToolResultMessage::text)
-        .unwrap_or_default()
 }
 
 #[cfg(test)]
 mod tests {
     #![allow(clippy::unwrap_used)]
+
+    use std::sync::Arc as StdArc;
+
+    use keel_protocol::ItemKind;
 
     use super::*;
 
@@ -599,13 +399,11 @@ mod tests {
         let ids = RunIds {
             run_id: "r\"1".into(),
             session_id: "s-1".into(),
-            turn_id: "t-1".into(),
         };
         Emitter {
-            envelope: envelope_ids(&ids),
+            envelope: envelope_ids(&ids, "t-1"),
             sequence: 0,
             stdout_closed: false,
-            items: Items::default(),
             pending: Vec::new(),
         }
     }
@@ -616,22 +414,20 @@ mod tests {
     fn a_delta_line_is_the_line_of_its_json_object() {
         let stop = Stop::default();
         let mut direct = emitter();
-        let message = MessageId::new("m-1");
-        direct.delta(
+        let delta = "a \"quoted\"\nline \u{1F600}";
+        direct.item(
             &stop,
-            &message,
-            TextKind::Reasoning,
-            "a \"quoted\"\nline \u{1F600}",
+            &ItemEvent::Updated {
+                item_id: StdArc::from("item_0"),
+                kind: ItemKind::Reasoning,
+                delta: delta.into(),
+            },
         );
-        let lines: Vec<&[u8]> = direct.pending.split_inclusive(|b| *b == b'\n').collect();
-        assert_eq!(lines.len(), 2, "item.started, then item.updated");
         let mut general = emitter();
-        general.sequence = 1;
         general.emit(
             &stop,
             "item.updated",
-            json!({"item": {"id": "item_0", "type": "reasoning"},
-                   "delta": "a \"quoted\"\nline \u{1F600}"}),
+            json!({"item": {"id": "item_0", "type": "reasoning"}, "delta": delta}),
         );
         // The timestamps may differ by a millisecond; compare without them.
         let without_time = |line: &[u8]| {
@@ -639,8 +435,8 @@ mod tests {
             value["timestamp_ms"] = json!(0);
             (value, line.len())
         };
-        assert_eq!(without_time(lines[1]), without_time(&general.pending));
-        let text = std::str::from_utf8(lines[1]).unwrap();
+        assert_eq!(without_time(&direct.pending), without_time(&general.pending));
+        let text = std::str::from_utf8(&direct.pending).unwrap();
         let order: Vec<usize> = ["\"type\":\"item.updated\"", "\"delta\":", "\"item\":"]
             .iter()
             .map(|key| text.find(key).unwrap())

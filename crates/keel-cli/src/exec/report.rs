@@ -35,7 +35,7 @@ pub const EXIT_CANCELLED: u8 = 130;
 pub const EXIT_STDOUT_CLOSED: u8 = 141;
 
 /// Error code of a final answer that is not JSON valid against `--output-schema`.
-pub const STRUCTURED_OUTPUT_INVALID: &str = "structured_output_invalid";
+pub use keel_runtime::structured::STRUCTURED_OUTPUT_INVALID;
 /// Failure code when history could not be stored durably.
 pub const HISTORY_COMMIT_FAILED: &str = "history_commit_failed";
 /// Error code of a turn stopped by `--timeout`.
@@ -87,26 +87,13 @@ impl ExecError {
     /// An error whose retryability follows from its code.
     pub fn new(code: impl Into<String>, message: impl Into<String>) -> Self {
         let code = code.into();
-        let retryable = is_retryable(&code);
+        let retryable = keel_protocol::is_retryable(&code);
         Self {
             code,
             message: message.into(),
             retryable,
         }
     }
-}
-
-/// Transient failures: the runner's codes for model calls that may work on a later try.
-fn is_retryable(code: &str) -> bool {
-    matches!(
-        code,
-        "model_rate_limit"
-            | "model_overloaded"
-            | "model_timeout"
-            | "model_network"
-            | "model_server"
-            | TIMEOUT
-    )
 }
 
 /// The result object: `json` prints it alone, `stream-json` inside `exec.completed`.
@@ -176,58 +163,6 @@ pub fn parse_duration(text: &str) -> Result<Duration, String> {
     Ok(total)
 }
 
-/// Checks a final answer against the output schema: the parsed value, or the error.
-pub fn check_structured(
-    validator: &jsonschema::Validator,
-    text: &str,
-) -> Result<serde_json::Value, ExecError> {
-    let body = strip_fence(text.trim());
-    let value: serde_json::Value = serde_json::from_str(body).map_err(|e| {
-        ExecError::new(
-            STRUCTURED_OUTPUT_INVALID,
-            format!("the final answer is not JSON: {e}"),
-        )
-    })?;
-    let problems: Vec<String> = validator
-        .iter_errors(&value)
-        .take(5)
-        .map(|e| {
-            let at = e.instance_path().to_string();
-            if at.is_empty() {
-                e.to_string()
-            } else {
-                format!("{at}: {e}")
-            }
-        })
-        .collect();
-    if problems.is_empty() {
-        Ok(value)
-    } else {
-        Err(ExecError::new(
-            STRUCTURED_OUTPUT_INVALID,
-            format!(
-                "the final answer does not match the output schema: {}",
-                problems.join("; ")
-            ),
-        ))
-    }
-}
-
-/// Models often wrap JSON in a Markdown fence even when told not to; accept one.
-fn strip_fence(text: &str) -> &str {
-    let Some(inner) = text.strip_prefix("```") else {
-        return text;
-    };
-    let Some(inner) = inner.strip_suffix("```") else {
-        return text;
-    };
-    // Drop the info string (`json`) on the opening line.
-    match inner.split_once('\n') {
-        Some((_, body)) => body.trim(),
-        None => text,
-    }
-}
-
 /// Writes `text` to `path` atomically (keel-tools' temp-file-and-rename writer), so a
 /// reader never sees half an answer.
 pub fn write_atomically(path: &Path, text: &str) -> std::io::Result<()> {
@@ -259,25 +194,5 @@ mod tests {
         for bad in ["", "s", "5x", "1h30", "-3s", "0s", "1.5s"] {
             assert!(parse_duration(bad).is_err(), "{bad}");
         }
-    }
-
-    #[test]
-    fn structured_output_accepts_fenced_json_and_names_what_is_wrong() {
-        let schema = serde_json::json!({"type": "object", "required": ["n"],
-            "properties": {"n": {"type": "integer"}}});
-        let validator = jsonschema::validator_for(&schema).unwrap();
-        assert_eq!(
-            check_structured(&validator, "```json\n{\"n\": 3}\n```"),
-            Ok(serde_json::json!({"n": 3}))
-        );
-        let wrong = check_structured(&validator, r#"{"n": "three"}"#).unwrap_err();
-        assert_eq!(wrong.code, STRUCTURED_OUTPUT_INVALID);
-        assert!(wrong.message.contains("/n"), "{}", wrong.message);
-        let not_json = check_structured(&validator, "three").unwrap_err();
-        assert!(
-            not_json.message.contains("not JSON"),
-            "{}",
-            not_json.message
-        );
     }
 }

@@ -1,4 +1,4 @@
-//! Where keel keeps sessions, and the store errors a user can fix by typing something else.
+//! Where keel keeps sessions, and opening that store privately.
 //!
 //! Sessions live in `$KEEL_HOME/sessions.db`; `KEEL_SESSIONS_DB` names another file, so tests
 //! and scripts can keep their sessions apart without moving the configuration.
@@ -11,10 +11,10 @@
 use std::os::unix::fs::{DirBuilderExt as _, PermissionsExt as _};
 use std::path::{Path, PathBuf};
 
-use anyhow::Context as _;
-use keel_store::{Durability, Store, StoreError};
+use keel_store::{OpenOptions, Store, StoreError};
 
-use crate::config;
+use crate::error::RuntimeError;
+use crate::settings::keel_home;
 
 /// File name of the session database inside `$KEEL_HOME`.
 pub const DB_FILE_NAME: &str = "sessions.db";
@@ -22,21 +22,32 @@ pub const DB_FILE_NAME: &str = "sessions.db";
 /// Mode of `KEEL_HOME` and of the folders keel creates for sessions.
 pub const PRIVATE_DIR_MODE: u32 = 0o700;
 
+/// The variable naming another session database.
+pub const SESSIONS_DB_VARIABLE: &str = "KEEL_SESSIONS_DB";
+
 /// The session database's path: `KEEL_SESSIONS_DB`, else `$KEEL_HOME/sessions.db`.
-pub fn db_path() -> anyhow::Result<PathBuf> {
-    if let Some(path) = std::env::var_os("KEEL_SESSIONS_DB").filter(|v| !v.is_empty()) {
+pub fn db_path() -> Result<PathBuf, RuntimeError> {
+    if let Some(path) = std::env::var_os(SESSIONS_DB_VARIABLE).filter(|v| !v.is_empty()) {
         return Ok(PathBuf::from(path));
     }
-    let home =
-        config::keel_home().context("cannot find the session database: set KEEL_HOME (or HOME)")?;
+    let home = keel_home().ok_or_else(|| {
+        RuntimeError::Usage("cannot find the session database: set KEEL_HOME (or HOME)".into())
+    })?;
     Ok(home.join(DB_FILE_NAME))
 }
 
-/// Opens (creating when needed) the session database; `durable` syncs every commit to disk
-/// (SQLite `synchronous=FULL`) instead of only at checkpoints.
-pub async fn open(durable: bool) -> anyhow::Result<Store> {
+/// The database path when it was moved out of `$KEEL_HOME` (its files must then be hidden
+/// from commands explicitly); `None` when it is in `$KEEL_HOME`, which is hidden already.
+pub fn db_outside_home() -> Option<PathBuf> {
+    std::env::var_os(SESSIONS_DB_VARIABLE)
+        .filter(|v| !v.is_empty())
+        .map(PathBuf::from)
+}
+
+/// Opens (creating when needed) the session database with `options`.
+pub async fn open(options: OpenOptions) -> Result<Store, RuntimeError> {
     let path = db_path()?;
-    if let Some(home) = config::keel_home().filter(|home| home.is_dir()) {
+    if let Some(home) = keel_home().filter(|home| home.is_dir()) {
         make_private_dir(&home);
     }
     // Only folders that do not exist yet are created (0700); an existing one the user chose
@@ -44,41 +55,30 @@ pub async fn open(durable: bool) -> anyhow::Result<Store> {
     if let Some(parent) = path.parent().filter(|p| !p.as_os_str().is_empty()) {
         create_private_dirs(parent)?;
     }
-    let durability = if durable {
-        Durability::Full
-    } else {
-        Durability::Normal
-    };
-    Store::open(&path, durability).await.map_err(|error| {
+    Store::open(&path, options).await.map_err(|error| {
         // The store's own message names the file when it is at fault.
-        let named = matches!(
-            error,
-            StoreError::DatabaseCorrupt { .. } | StoreError::File { .. }
-        );
-        let error = anyhow::Error::new(error);
-        if named {
-            error
-        } else {
-            error.context(format!(
-                "cannot open the session database {}",
-                path.display()
-            ))
+        match error {
+            StoreError::DatabaseCorrupt { .. } | StoreError::File { .. } => error.into(),
+            other => RuntimeError::StoreAt {
+                path: path.clone(),
+                source: other,
+            },
         }
     })
 }
 
 /// Creates `dir` and any missing folders above it, each 0700 from the start.
-fn create_private_dirs(dir: &Path) -> anyhow::Result<()> {
+fn create_private_dirs(dir: &Path) -> Result<(), RuntimeError> {
     std::fs::DirBuilder::new()
         .recursive(true)
         .mode(PRIVATE_DIR_MODE)
         .create(dir)
-        .with_context(|| format!("cannot create {}", dir.display()))
+        .map_err(|e| RuntimeError::Usage(format!("cannot create {}: {e}", dir.display())))
 }
 
 /// Removes group and other access from keel's own folder. Never the home folder or `/`,
 /// whatever `KEEL_HOME` says: those are not keel's to change. A folder keel may not change
-/// (another user's) is reported and left alone rather than stopping the run.
+/// (another user's) is left alone rather than stopping the run.
 fn make_private_dir(dir: &Path) {
     let home = std::env::var_os("HOME").map(PathBuf::from);
     if dir.parent().is_none() || home.as_deref() == Some(dir) {
@@ -92,26 +92,7 @@ fn make_private_dir(dir: &Path) {
         std::fs::set_permissions(dir, std::fs::Permissions::from_mode(mode & 0o7777 & !0o077))
     });
     if let Err(error) = tightened {
-        eprintln!(
-            "keel: warning: cannot make {} private (chmod 700): {error}",
-            dir.display()
-        );
-    }
-}
-
-/// Flushes the session database's write-ahead log to disk (one fsync), so what this
-/// process committed survives a power cut and not only a crash. Closing the database does
-/// not checkpoint the log (that would copy the whole session on every run), so this is how a
-/// finished run makes its history durable.
-pub fn sync_log() -> anyhow::Result<()> {
-    let mut wal = db_path()?.into_os_string();
-    wal.push("-wal");
-    match std::fs::OpenOptions::new().write(true).open(&wal) {
-        Ok(file) => file
-            .sync_data()
-            .with_context(|| format!("cannot sync {}", PathBuf::from(&wal).display())),
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
-        Err(e) => Err(e).with_context(|| format!("cannot open {}", PathBuf::from(&wal).display())),
+        tracing::warn!("cannot make {} private (chmod 700): {error}", dir.display());
     }
 }
 

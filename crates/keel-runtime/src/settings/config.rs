@@ -5,7 +5,7 @@
 //! with the file, the line and the key; the files are then merged as YAML values and
 //! checked once more with the overrides applied.
 //!
-//! A project file the user has not trusted ([`crate::trust`]) is read last and may only
+//! A project file the user has not trusted ([`crate::settings::trust`]) is read last and may only
 //! tighten: a stricter `permission` or `sandbox`, more `credential_paths`, `durable: true`.
 //! Anything else in it is ignored and reported in [`Loaded::ignored`].
 
@@ -42,6 +42,21 @@ pub struct Config {
     /// which cannot be shortened); `~/` is the home folder.
     #[serde(default)]
     pub credential_paths: Vec<String>,
+    /// Extensions to switch on or off by id (an unknown id is an error).
+    #[serde(default)]
+    pub extensions: ExtensionsConfig,
+}
+
+/// `extensions: {enabled: [...], disabled: [...]}`.
+#[derive(Debug, Clone, PartialEq, Eq, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ExtensionsConfig {
+    /// Ids to switch on.
+    #[serde(default)]
+    pub enabled: Vec<String>,
+    /// Ids to switch off (wins over `enabled`).
+    #[serde(default)]
+    pub disabled: Vec<String>,
 }
 
 impl Permission {
@@ -311,10 +326,18 @@ fn tighten(config: &mut Config, project: Config, keys: &[String]) -> Vec<String>
         config.durable = Some(true);
     }
     config.credential_paths.extend(project.credential_paths);
+    // Switching an extension off only removes capabilities; switching one on is trust.
+    config
+        .extensions
+        .disabled
+        .extend(project.extensions.disabled);
+    if !project.extensions.enabled.is_empty() {
+        ignored.push("extensions.enabled".to_owned());
+    }
     for key in keys {
         if !matches!(
             key.as_str(),
-            "permission" | "sandbox" | "durable" | "credential_paths"
+            "permission" | "sandbox" | "durable" | "credential_paths" | "extensions"
         ) {
             ignored.push(key.clone());
         }

@@ -1,0 +1,254 @@
+//! The conversation contract's operations (SPEC §5) as typed values, in its four groups:
+//! query, lifecycle, ingress and maintenance. Every front end talks to the runtime with
+//! these and nothing else.
+
+use serde::{Deserialize, Serialize};
+
+use crate::{InputKind, PermissionAnswer, SessionId, TurnSource};
+
+/// Which session to open.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "target", rename_all = "snake_case")]
+pub enum SessionTarget {
+    /// A new session.
+    New {
+        /// Its title (default: the first prompt's first line).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        title: Option<String>,
+    },
+    /// The session with this id or a unique prefix of it.
+    Id {
+        /// Id or prefix.
+        id: String,
+    },
+    /// The newest session of the runtime's working folder.
+    Latest,
+}
+
+/// One operation of the conversation contract.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "op", rename_all = "snake_case")]
+#[non_exhaustive]
+pub enum Op {
+    // Query.
+    /// Sessions, newest first; only those of `cwd` when given.
+    ListSessions {
+        /// Working folder filter.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        cwd: Option<String>,
+        /// Most sessions returned.
+        limit: usize,
+    },
+    /// One session's record.
+    GetSession {
+        /// The session.
+        session_id: SessionId,
+    },
+    /// Canonical history at the head, or at an earlier revision.
+    GetMessages {
+        /// The session.
+        session_id: SessionId,
+        /// A committed revision; `None` for the head.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        revision: Option<u64>,
+    },
+    /// The session's committed revisions, oldest first.
+    ListRevisions {
+        /// The session.
+        session_id: SessionId,
+    },
+    /// The session's waiting inputs, in delivery order.
+    ListQueue {
+        /// The session.
+        session_id: SessionId,
+    },
+
+    // Lifecycle.
+    /// Creates a session, or opens (resumes) a stored one: turns a dead process left
+    /// running are closed and its unanswered tool calls answered "interrupted".
+    OpenSession {
+        /// Which session.
+        target: SessionTarget,
+    },
+    /// Changes a session's title, model or permission mode.
+    UpdateSession {
+        /// The session.
+        session_id: SessionId,
+        /// New title.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        title: Option<String>,
+        /// New model as provider/model.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        model: Option<String>,
+        /// New permission mode: ask, auto, full or plan.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        mode: Option<String>,
+    },
+    /// Copies a session's history (up to a revision) into a new session.
+    ForkSession {
+        /// The session.
+        session_id: SessionId,
+        /// Revision to fork at; `None` for the head.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        revision: Option<u64>,
+    },
+    /// Moves a session's history back to an earlier revision (a new commit).
+    RewindSession {
+        /// The session.
+        session_id: SessionId,
+        /// Revision to return to.
+        revision: u64,
+    },
+    /// Deletes a session and its history.
+    DeleteSession {
+        /// The session.
+        session_id: SessionId,
+    },
+
+    // Ingress.
+    /// Starts a turn with this input; refused while a turn runs (steer or queue instead).
+    Submit {
+        /// The session.
+        session_id: SessionId,
+        /// The user's input.
+        text: String,
+        /// Who sends it.
+        #[serde(default)]
+        source: TurnSource,
+        /// The final answer must be JSON valid against this JSON Schema (its text).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        output_schema: Option<String>,
+    },
+    /// Queues input: steering reaches the running turn before its next model request, a
+    /// follow-up starts a turn after it. With no turn running, a turn starts now.
+    Enqueue {
+        /// The session.
+        session_id: SessionId,
+        /// Steer or follow-up.
+        kind: InputKind,
+        /// The input.
+        text: String,
+    },
+    /// Changes a waiting input's text.
+    EditQueued {
+        /// The session.
+        session_id: SessionId,
+        /// The input.
+        input_id: String,
+        /// The new text.
+        text: String,
+    },
+    /// Withdraws a waiting input.
+    CancelQueued {
+        /// The session.
+        session_id: SessionId,
+        /// The input.
+        input_id: String,
+    },
+    /// Puts the waiting inputs in this order (every waiting id exactly once).
+    ReorderQueue {
+        /// The session.
+        session_id: SessionId,
+        /// The ids in their new order.
+        order: Vec<String>,
+    },
+    /// Aborts the running turn.
+    Abort {
+        /// The session.
+        session_id: SessionId,
+    },
+    /// Starts a turn from the waiting inputs (after a restart or an abort left some).
+    Dispatch {
+        /// The session.
+        session_id: SessionId,
+        /// Who starts it.
+        #[serde(default)]
+        source: TurnSource,
+    },
+    /// Answers a pending permission request of the running turn.
+    AnswerPermission {
+        /// The session.
+        session_id: SessionId,
+        /// The request.
+        request_id: String,
+        /// The answer.
+        answer: PermissionAnswer,
+    },
+
+    // Maintenance.
+    /// Compacts the session's history (a hook point; strategies plug in later).
+    Compact {
+        /// The session.
+        session_id: SessionId,
+    },
+}
+
+impl Op {
+    /// Which of the contract's four groups the operation belongs to.
+    pub fn group(&self) -> OpGroup {
+        match self {
+            Self::ListSessions { .. }
+            | Self::GetSession { .. }
+            | Self::GetMessages { .. }
+            | Self::ListRevisions { .. }
+            | Self::ListQueue { .. } => OpGroup::Query,
+            Self::OpenSession { .. }
+            | Self::UpdateSession { .. }
+            | Self::ForkSession { .. }
+            | Self::RewindSession { .. }
+            | Self::DeleteSession { .. } => OpGroup::Lifecycle,
+            Self::Submit { .. }
+            | Self::Enqueue { .. }
+            | Self::EditQueued { .. }
+            | Self::CancelQueued { .. }
+            | Self::ReorderQueue { .. }
+            | Self::Abort { .. }
+            | Self::Dispatch { .. }
+            | Self::AnswerPermission { .. } => OpGroup::Ingress,
+            Self::Compact { .. } => OpGroup::Maintenance,
+        }
+    }
+}
+
+/// The contract's four groups.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum OpGroup {
+    /// Reads.
+    Query,
+    /// Create, update, delete.
+    Lifecycle,
+    /// Input and control of turns.
+    Ingress,
+    /// Compaction.
+    Maintenance,
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn operations_are_tagged_json() {
+        let op = Op::Enqueue {
+            session_id: "s-1".into(),
+            kind: InputKind::FollowUp,
+            text: "then this".into(),
+        };
+        let value = serde_json::to_value(&op).unwrap();
+        assert_eq!(
+            value,
+            json!({"op": "enqueue", "session_id": "s-1", "kind": "follow_up", "text": "then this"})
+        );
+        assert_eq!(serde_json::from_value::<Op>(value).unwrap(), op);
+        let submit: Op = serde_json::from_value(
+            json!({"op": "submit", "session_id": "s-1", "text": "hi", "source": "channel:ci"}),
+        )
+        .unwrap();
+        assert_eq!(submit.group(), OpGroup::Ingress);
+        assert!(matches!(submit, Op::Submit { source: TurnSource::Channel(name), .. } if name == "ci"));
+    }
+}

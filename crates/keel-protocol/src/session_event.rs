@@ -1,0 +1,174 @@
+//! The typed event stream a front end subscribes to, one per session: turn status, items,
+//! retry notices, permission requests, queue changes and failures.
+
+use serde::{Deserialize, Serialize};
+
+use crate::{
+    Failure, ItemEvent, SessionId, SessionStatus, ToolCallId, TurnId, TurnOutcome, TurnSource,
+    Usage,
+};
+
+/// One event of a session's stream.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SessionEvent {
+    /// The session.
+    pub session_id: SessionId,
+    /// Position in this runtime's stream of the session, from 0, without gaps.
+    pub seq: u64,
+    /// What happened.
+    #[serde(flatten)]
+    pub body: SessionEventBody,
+}
+
+/// What a session event says.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+#[non_exhaustive]
+pub enum SessionEventBody {
+    /// A turn was admitted and is about to run.
+    TurnStarted {
+        /// The turn.
+        turn_id: TurnId,
+        /// Who started it.
+        source: TurnSource,
+    },
+    /// A turn's status changed: `running` first, one terminal status last.
+    TurnStatus {
+        /// The turn.
+        turn_id: TurnId,
+        /// The status.
+        status: SessionStatus,
+    },
+    /// A turn's items changed.
+    Item {
+        /// The turn.
+        turn_id: TurnId,
+        /// The change.
+        event: ItemEvent,
+    },
+    /// A failed model request will be tried again.
+    Retry {
+        /// The turn.
+        turn_id: TurnId,
+        /// Retry number, from 1.
+        attempt: u32,
+        /// Retries allowed in all.
+        max_retries: u32,
+        /// Wait before the retry.
+        delay_ms: u64,
+        /// Why the attempt failed.
+        failure: Failure,
+    },
+    /// A tool call waits for the user's permission.
+    PermissionRequested {
+        /// The turn.
+        turn_id: TurnId,
+        /// The question.
+        request: PermissionRequest,
+    },
+    /// A permission request was answered (by the user, a timeout or a cancellation).
+    PermissionResolved {
+        /// The turn.
+        turn_id: TurnId,
+        /// The request.
+        request_id: String,
+        /// Whether the call may run.
+        allowed: bool,
+    },
+    /// The session's input queue changed; the queue as it is now.
+    QueueChanged {
+        /// Waiting inputs, in the order they will be delivered.
+        queue: Vec<QueueEntry>,
+    },
+    /// A turn ended.
+    TurnEnded {
+        /// The turn.
+        turn_id: TurnId,
+        /// How it ended.
+        outcome: TurnOutcome,
+        /// Tokens over its model calls.
+        usage: Usage,
+        /// Why it failed, when it did.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        failure: Option<Failure>,
+    },
+    /// Something failed outside a turn's outcome (a lost history commit, a queue write).
+    Failure {
+        /// The turn, when the failure belongs to one.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        turn_id: Option<TurnId>,
+        /// The failure.
+        failure: Failure,
+    },
+    /// The session's title, model or permission mode changed.
+    SessionUpdated {
+        /// The title.
+        title: String,
+        /// The model as provider/model.
+        model: String,
+        /// The permission mode, when the runtime has one for the session.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        mode: Option<String>,
+    },
+}
+
+/// A question for the user about one tool call.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct PermissionRequest {
+    /// Answer with this id.
+    pub id: String,
+    /// The call.
+    pub tool_call_id: ToolCallId,
+    /// The tool.
+    pub tool: String,
+    /// What the call does, in one line.
+    pub summary: String,
+    /// Why it needs approval.
+    pub reasons: Vec<String>,
+    /// Flagged as dangerous: "always" is not offered.
+    pub safety: bool,
+    /// "Always allow" choices, narrowest first; answer with the index.
+    pub scopes: Vec<String>,
+}
+
+/// The user's answer to a permission request.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "answer", rename_all = "snake_case")]
+pub enum PermissionAnswer {
+    /// Run this call only.
+    AllowOnce,
+    /// Run it and allow the scope with this index for the rest of the session.
+    AllowAlways {
+        /// Index into the request's `scopes`.
+        scope: usize,
+    },
+    /// Do not run it.
+    Deny {
+        /// What the model is told, when given.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        reason: Option<String>,
+    },
+}
+
+/// Whether queued input steers the running turn or follows it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum InputKind {
+    /// Delivered before the running turn's next model request.
+    Steer,
+    /// Delivered after the running turn ends, as a new turn.
+    FollowUp,
+}
+
+/// An input waiting in a session's queue.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct QueueEntry {
+    /// The input's id.
+    pub id: String,
+    /// Steering or a follow-up.
+    pub kind: InputKind,
+    /// Its text.
+    pub text: String,
+    /// When it was queued, ms since the epoch.
+    pub created_ms: i64,
+}

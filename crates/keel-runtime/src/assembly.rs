@@ -1,0 +1,269 @@
+//! Assembly: the model and how to reach it, and each session's tools environment,
+//! permission gate and sandbox.
+
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, OnceLock};
+
+use keel_agent::ToolRef;
+use keel_llm::{HttpProvider, ModelSpec, StreamFn, http_client_for};
+use keel_tools::permission::{Approver, Mode, PermissionGate, PermissionHook};
+use keel_tools::{SandboxMode, ToolEnv};
+
+use crate::error::RuntimeError;
+use crate::settings::{ConfigError, Settings};
+
+/// Where the model comes from.
+#[derive(Clone)]
+pub enum ModelChoice {
+    /// This model and stream function for every session (a scripted model, a test double).
+    Fixed {
+        /// The model.
+        spec: ModelSpec,
+        /// How to reach it.
+        stream: Arc<dyn StreamFn>,
+    },
+    /// A provider/model from the registry: the one named here, else the configured one.
+    Configured {
+        /// `provider/model` given by the caller (`--model`).
+        model: Option<String>,
+        /// Send requests to this base URL instead of the provider's.
+        base_url: Option<String>,
+    },
+}
+
+impl std::fmt::Debug for ModelChoice {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Self::Fixed { spec, .. } => write!(f, "Fixed({}/{})", spec.provider, spec.id),
+            Self::Configured { model, base_url } => f
+                .debug_struct("Configured")
+                .field("model", model)
+                .field("base_url", base_url)
+                .finish(),
+        }
+    }
+}
+
+/// A model ready for requests.
+#[derive(Clone)]
+pub struct ResolvedModel {
+    /// `provider/model`.
+    pub name: String,
+    /// The model.
+    pub spec: ModelSpec,
+    /// How to reach it.
+    pub stream: Arc<dyn StreamFn>,
+    /// The variable holding the provider's key, which no command may see.
+    pub key_env: Option<String>,
+}
+
+/// Resolves the model: the fixed one, or `requested` (a session's own choice), else the
+/// caller's `--model`, else the configuration's. Warnings go to `warnings`.
+pub fn resolve_model(
+    settings: &Settings,
+    choice: &ModelChoice,
+    requested: Option<&str>,
+    warnings: &mut Vec<String>,
+) -> Result<ResolvedModel, RuntimeError> {
+    let (cli_model, base_url) = match choice {
+        ModelChoice::Fixed { spec, stream } => {
+            return Ok(ResolvedModel {
+                name: format!("{}/{}", spec.provider, spec.id),
+                spec: spec.clone(),
+                stream: stream.clone(),
+                key_env: None,
+            });
+        }
+        ModelChoice::Configured { model, base_url } => (requested.or(model.as_deref()), base_url),
+    };
+    let resolved = settings.loaded.resolve_model(cli_model)?;
+    if let Some(warning) = &resolved.warning {
+        warnings.push(warning.clone());
+    }
+    let provider = resolved.entry.provider.clone();
+    let mut entry = resolved.entry;
+    if let Some(url) = base_url {
+        entry.base_url.clone_from(url);
+    }
+    let key = match &resolved.api_key_env {
+        Some(var) => match std::env::var(var) {
+            Ok(key) if !key.trim().is_empty() => Some(key),
+            _ => {
+                return Err(RuntimeError::Usage(format!(
+                    "provider `{provider}` needs an API key: set {var}"
+                )));
+            }
+        },
+        None => None,
+    };
+    let spec = entry.spec();
+    let client = http_client_for(&entry.base_url).map_err(|e| {
+        RuntimeError::Usage(format!("cannot set up the HTTP client for {provider}: {e}"))
+    })?;
+    Ok(ResolvedModel {
+        name: format!("{}/{}", spec.provider, spec.id),
+        spec,
+        stream: Arc::new(HttpProvider::new(client, entry, key)),
+        key_env: resolved.api_key_env.clone(),
+    })
+}
+
+/// The permission mode: the caller's, else the configuration's, else `auto`.
+pub fn permission_mode(settings: &Settings, requested: Option<Mode>) -> Mode {
+    match (requested, settings.loaded.config.permission) {
+        (Some(mode), _) => mode,
+        (None, Some(configured)) => configured.mode(),
+        (None, None) => Mode::Auto,
+    }
+}
+
+/// The sandbox: the caller's, else the configuration's, else read-only under `plan` and
+/// workspace-write otherwise.
+pub fn sandbox_mode(settings: &Settings, requested: Option<SandboxMode>, mode: Mode) -> SandboxMode {
+    match (requested, settings.loaded.config.sandbox) {
+        (Some(chosen), _) | (None, Some(chosen)) => chosen,
+        (None, None) if mode == Mode::Plan => SandboxMode::ReadOnly,
+        (None, None) => SandboxMode::WorkspaceWrite,
+    }
+}
+
+/// Checks what must stop a run before anything runs: an unknown value must not fall back
+/// to a weaker mode at the first command.
+pub fn check_environment() -> Result<keel_tools::EnvMode, RuntimeError> {
+    let env_mode = keel_tools::bash::envclean::mode_from_process().map_err(|e| {
+        RuntimeError::Config(ConfigError::Model {
+            source_name: keel_tools::bash::envclean::MODE_VARIABLE.into(),
+            reason: e.to_string(),
+        })
+    })?;
+    keel_tools::bash::sandbox::namespaces_setting().map_err(|e| {
+        RuntimeError::Config(ConfigError::Model {
+            source_name: keel_tools::bash::sandbox::NAMESPACES_VARIABLE.into(),
+            reason: e.to_string(),
+        })
+    })?;
+    Ok(env_mode)
+}
+
+/// What a session's tools and gate are built from.
+#[derive(Debug, Clone)]
+pub struct ToolSetup {
+    /// The working folder.
+    pub cwd: PathBuf,
+    /// Permission mode.
+    pub mode: Mode,
+    /// Sandbox.
+    pub sandbox: SandboxMode,
+    /// Shell environment cleaning.
+    pub env_mode: keel_tools::EnvMode,
+    /// Variables no command may see (the provider's key).
+    pub secret_env_names: Vec<String>,
+    /// Credential locations beyond the built-in list.
+    pub extra_credentials: Vec<PathBuf>,
+    /// `$KEEL_HOME`.
+    pub keel_home: Option<PathBuf>,
+}
+
+impl ToolSetup {
+    /// The setup for `settings` in `mode` and `sandbox`; the session database's own files
+    /// (`db`) are hidden from commands like any credential when they live outside
+    /// `$KEEL_HOME`.
+    pub fn new(
+        settings: &Settings,
+        mode: Mode,
+        sandbox: SandboxMode,
+        env_mode: keel_tools::EnvMode,
+        key_env: Option<String>,
+        db: Option<&Path>,
+    ) -> Self {
+        let home = std::env::var_os("HOME").map(PathBuf::from);
+        let cwd = settings.cwd.clone();
+        let mut extra_credentials: Vec<PathBuf> = settings
+            .loaded
+            .config
+            .credential_paths
+            .iter()
+            .map(|p| match (p.strip_prefix("~/"), &home) {
+                (Some(rest), Some(home)) => home.join(rest),
+                _ => cwd.join(p),
+            })
+            .collect();
+        if let Some(db) = db {
+            let db = std::path::absolute(db).unwrap_or_else(|_| db.to_path_buf());
+            for suffix in ["", "-wal", "-shm", "-journal"] {
+                let mut name = db.clone().into_os_string();
+                name.push(suffix);
+                extra_credentials.push(PathBuf::from(name));
+            }
+        }
+        Self {
+            cwd,
+            mode,
+            sandbox,
+            env_mode,
+            secret_env_names: key_env.into_iter().collect(),
+            extra_credentials,
+            keel_home: settings.keel_home.clone(),
+        }
+    }
+}
+
+/// A session's tools environment, permission gate and built-in tools.
+pub struct SessionServices {
+    /// What they were built from.
+    pub setup: ToolSetup,
+    /// The tools environment.
+    pub env: Arc<ToolEnv>,
+    /// The permission gate.
+    pub gate: Arc<PermissionGate>,
+    /// The gate as a `before_tool_call` hook (headless or asking the session's approver).
+    pub permission: Arc<PermissionHook>,
+    tools: OnceLock<Result<Vec<ToolRef>, String>>,
+}
+
+impl std::fmt::Debug for SessionServices {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SessionServices")
+            .field("setup", &self.setup)
+            .finish_non_exhaustive()
+    }
+}
+
+impl SessionServices {
+    /// Builds the environment and gate; `approver` asks the user, `None` denies what
+    /// would ask (headless).
+    pub fn new(
+        setup: ToolSetup,
+        rules: keel_tools::permission::RuleSet,
+        approver: Option<Arc<dyn Approver>>,
+    ) -> Self {
+        let mut env = ToolEnv::new(setup.cwd.clone());
+        env.sandbox = setup.sandbox;
+        env.env_mode = Some(setup.env_mode);
+        env.protect_control = setup.mode != Mode::Full;
+        env.keel_home.clone_from(&setup.keel_home);
+        env.secret_env_names.clone_from(&setup.secret_env_names);
+        env.extra_credentials.clone_from(&setup.extra_credentials);
+        let env = Arc::new(env);
+        let gate = Arc::new(PermissionGate::new(&env, setup.mode, rules));
+        let permission = Arc::new(match approver {
+            Some(approver) => PermissionHook::interactive(gate.clone(), approver),
+            None => PermissionHook::headless(gate.clone()),
+        });
+        Self {
+            setup,
+            env,
+            gate,
+            permission,
+            tools: OnceLock::new(),
+        }
+    }
+
+    /// Every built-in tool over this session's environment, built once.
+    pub fn builtin_tools(&self) -> Result<&[ToolRef], String> {
+        self.tools
+            .get_or_init(|| keel_tools::builtin_tools(self.env.clone()))
+            .as_deref()
+            .map_err(Clone::clone)
+    }
+}

@@ -1,0 +1,104 @@
+//! The runtime's errors, each with a stable code.
+
+use keel_protocol::{SessionId, TurnId};
+
+use crate::extension::ExtensionError;
+use crate::settings::ConfigError;
+
+/// Why the runtime refused or failed an operation.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum RuntimeError {
+    /// A configuration problem (file, key, model).
+    #[error(transparent)]
+    Config(#[from] ConfigError),
+    /// The caller asked for something that cannot be done as asked (a model script that
+    /// does not parse, a missing API key, an unknown mode).
+    #[error("{0}")]
+    Usage(String),
+    /// The session store failed or refused.
+    #[error(transparent)]
+    Store(#[from] keel_store::StoreError),
+    /// The session database at this path could not be opened.
+    #[error("cannot open the session database {}: {source}", path.display())]
+    StoreAt {
+        /// The database file.
+        path: std::path::PathBuf,
+        /// Why.
+        source: keel_store::StoreError,
+    },
+    /// The extension registry refused.
+    #[error(transparent)]
+    Extension(#[from] ExtensionError),
+    /// A turn of the session is running; steer or queue instead.
+    #[error("session {session} is running turn {turn}: steer it or queue a follow-up instead")]
+    TurnRunning {
+        /// The session.
+        session: SessionId,
+        /// Its running turn, when it has an id yet.
+        turn: String,
+    },
+    /// No session to continue in this folder.
+    #[error("no session to continue in {0}")]
+    NoSessionIn(String),
+    /// The session has no waiting input to dispatch.
+    #[error("session {0} has no queued input to start a turn with")]
+    QueueEmpty(SessionId),
+    /// A permission answer for a request that is not pending in a running turn.
+    #[error("permission request {request} cannot be answered: {reason}")]
+    PermissionRefused {
+        /// The request.
+        request: String,
+        /// Why (the turn ended or was cancelled, or the request was answered).
+        reason: String,
+    },
+    /// The scope index of an "always allow" answer does not exist.
+    #[error("permission request {request} offers no scope {scope}")]
+    NoSuchScope {
+        /// The request.
+        request: String,
+        /// The index given.
+        scope: usize,
+    },
+    /// The operation needs a session this runtime has not opened.
+    #[error("session {0} is not open in this runtime: open it first")]
+    NotOpen(SessionId),
+    /// A turn ended without reporting (its task was lost).
+    #[error("turn {0} ended without a report")]
+    TurnLost(TurnId),
+    /// The contract was used before a runtime was bound to it, and the wait was given up.
+    #[error("the conversation contract is not bound to a runtime")]
+    NotBound,
+    /// The operation is not available with this runtime's settings.
+    #[error("{0}")]
+    Unsupported(String),
+    /// A resumed session's history could not be made valid.
+    #[error("{0}")]
+    Resume(String),
+    /// keel's own fault.
+    #[error("internal error: {0}")]
+    Internal(String),
+}
+
+impl RuntimeError {
+    /// The stable code of the error.
+    pub fn code(&self) -> &'static str {
+        match self {
+            Self::Config(error) => error.code(),
+            Self::Usage(_) => "invalid_request",
+            Self::Store(error) | Self::StoreAt { source: error, .. } => error.code(),
+            Self::Extension(error) => error.code(),
+            Self::TurnRunning { .. } => "turn_running",
+            Self::QueueEmpty(_) => "queue_empty",
+            Self::NoSessionIn(_) => "no_session",
+            Self::PermissionRefused { .. } => "permission_not_pending",
+            Self::NoSuchScope { .. } => "permission_no_such_scope",
+            Self::NotOpen(_) => "session_not_open",
+            Self::TurnLost(_) => "turn_lost",
+            Self::NotBound => "contract_not_bound",
+            Self::Unsupported(_) => "unsupported",
+            Self::Resume(_) => "resume_failed",
+            Self::Internal(_) => "internal_error",
+        }
+    }
+}

@@ -1,0 +1,188 @@
+//! The registration API an extension gets during its `init`, and what it collects.
+
+use std::sync::{Arc, Mutex, PoisonError};
+
+use keel_agent::ToolRef;
+
+use super::{ExtensionError, ExtensionEvent, Hook, ReminderProvider, TurnScope};
+
+/// Builds tools for a turn; called at every assembly.
+pub type ToolFactory = Arc<dyn Fn(&TurnScope) -> Vec<ToolRef> + Send + Sync>;
+
+/// Builds prompt text for a turn; `None` adds nothing.
+pub type PromptFn = Arc<dyn Fn(&TurnScope) -> Option<String> + Send + Sync>;
+
+/// Builds a handler bound to one turn.
+pub type HookFactory = Arc<dyn Fn(&TurnScope) -> Hook + Send + Sync>;
+
+/// A contributed tool.
+#[derive(Clone)]
+pub(crate) enum ToolSource {
+    Static(ToolRef),
+    Factory(ToolFactory),
+}
+
+/// Contributed prompt text.
+#[derive(Clone)]
+pub(crate) enum PromptSource {
+    Static(String),
+    Dynamic(PromptFn),
+}
+
+impl PromptSource {
+    pub(crate) fn render(&self, scope: &TurnScope) -> Option<String> {
+        match self {
+            Self::Static(text) => Some(text.clone()),
+            Self::Dynamic(build) => build(scope),
+        }
+        .filter(|text| !text.trim().is_empty())
+    }
+}
+
+/// A contributed handler.
+#[derive(Clone)]
+pub(crate) enum HookSource {
+    /// The same handler for every turn (bound to each turn by an adapter).
+    Shared(Hook),
+    /// A handler built for each turn.
+    PerTurn(ExtensionEvent, HookFactory),
+}
+
+/// Everything one extension registered.
+#[derive(Clone, Default)]
+pub(crate) struct Contributions {
+    pub(crate) tools: Vec<ToolSource>,
+    pub(crate) system_prompt: Vec<PromptSource>,
+    pub(crate) user_prefix: Vec<PromptSource>,
+    pub(crate) reminders: Vec<(i32, Arc<dyn ReminderProvider>)>,
+    pub(crate) hooks: Vec<HookSource>,
+}
+
+struct Window {
+    extension: String,
+    open: bool,
+    contributions: Contributions,
+}
+
+/// What an extension may call during `init`. Cloning it does not extend the window: once
+/// `init` returned, every call on any clone is an [`ExtensionError::OutsideInit`].
+#[derive(Clone)]
+pub struct ExtensionApi {
+    window: Arc<Mutex<Window>>,
+}
+
+impl ExtensionApi {
+    pub(crate) fn open(extension: &str) -> Self {
+        Self {
+            window: Arc::new(Mutex::new(Window {
+                extension: extension.to_owned(),
+                open: true,
+                contributions: Contributions::default(),
+            })),
+        }
+    }
+
+    /// Closes the window and hands over what was registered.
+    pub(crate) fn close(&self) -> Contributions {
+        let mut window = self.window.lock().unwrap_or_else(PoisonError::into_inner);
+        window.open = false;
+        std::mem::take(&mut window.contributions)
+    }
+
+    fn with(
+        &self,
+        what: &'static str,
+        add: impl FnOnce(&mut Contributions),
+    ) -> Result<(), ExtensionError> {
+        let mut window = self.window.lock().unwrap_or_else(PoisonError::into_inner);
+        if !window.open {
+            return Err(ExtensionError::OutsideInit {
+                extension: window.extension.clone(),
+                what,
+            });
+        }
+        add(&mut window.contributions);
+        Ok(())
+    }
+
+    /// The id of the extension being initialised.
+    pub fn extension_id(&self) -> String {
+        self.window
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .extension
+            .clone()
+    }
+
+    /// Adds a tool offered to every turn.
+    pub fn register_tool(&self, tool: ToolRef) -> Result<(), ExtensionError> {
+        self.with("register a tool", |c| c.tools.push(ToolSource::Static(tool)))
+    }
+
+    /// Adds a factory whose tools are offered to each turn it is asked for.
+    pub fn register_tool_factory(&self, factory: ToolFactory) -> Result<(), ExtensionError> {
+        self.with("register a tool factory", |c| {
+            c.tools.push(ToolSource::Factory(factory));
+        })
+    }
+
+    /// Adds text to the system prompt.
+    pub fn contribute_system_prompt(&self, text: impl Into<String>) -> Result<(), ExtensionError> {
+        let text = text.into();
+        self.with("contribute to the system prompt", |c| {
+            c.system_prompt.push(PromptSource::Static(text));
+        })
+    }
+
+    /// Adds system-prompt text computed for each turn.
+    pub fn contribute_system_prompt_fn(&self, build: PromptFn) -> Result<(), ExtensionError> {
+        self.with("contribute to the system prompt", |c| {
+            c.system_prompt.push(PromptSource::Dynamic(build));
+        })
+    }
+
+    /// Adds text placed before the user's input in a turn's prompt.
+    pub fn contribute_user_prompt_prefix(
+        &self,
+        text: impl Into<String>,
+    ) -> Result<(), ExtensionError> {
+        let text = text.into();
+        self.with("contribute a user prompt prefix", |c| {
+            c.user_prefix.push(PromptSource::Static(text));
+        })
+    }
+
+    /// Adds a user-prompt prefix computed for each turn.
+    pub fn contribute_user_prompt_prefix_fn(&self, build: PromptFn) -> Result<(), ExtensionError> {
+        self.with("contribute a user prompt prefix", |c| {
+            c.user_prefix.push(PromptSource::Dynamic(build));
+        })
+    }
+
+    /// Adds a reminder provider; a turn's reminders are ordered by priority, highest first.
+    pub fn register_reminder_provider(
+        &self,
+        priority: i32,
+        provider: Arc<dyn ReminderProvider>,
+    ) -> Result<(), ExtensionError> {
+        self.with("register a reminder provider", |c| {
+            c.reminders.push((priority, provider));
+        })
+    }
+
+    /// Handles an event with `hook` in every turn.
+    pub fn on(&self, hook: Hook) -> Result<(), ExtensionError> {
+        self.with("register a handler", |c| c.hooks.push(HookSource::Shared(hook)))
+    }
+
+    /// Handles `event` with a handler built for each turn, bound to that turn's scope.
+    pub fn on_each_turn(
+        &self,
+        event: ExtensionEvent,
+        factory: HookFactory,
+    ) -> Result<(), ExtensionError> {
+        self.with("register a handler", |c| {
+            c.hooks.push(HookSource::PerTurn(event, factory));
+        })
+    }
+}

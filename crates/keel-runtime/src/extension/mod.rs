@@ -1,0 +1,292 @@
+//! The extension SPI and registry (SPEC §3) and capability leases (§10).
+//!
+//! An extension contributes, during its `init` only, five kinds of things: tools (static or a
+//! factory run every turn), system-prompt text, user-prompt prefixes, reminder providers, and
+//! handlers for nine events. Seven events are the runner's hooks (see [`table`]); `turn_start`
+//! and `turn_end` are called by the runtime around the turn.
+//!
+//! The registry owns the extensions of one runtime. Each accepted turn leases one snapshot
+//! of them at the current revision ([`Registry::assemble_turn`]): the enabled set is read and
+//! the lease registered under one lock with no await, so a change during assembly, or a new
+//! revision, only affects later turns.
+
+mod api;
+mod bound;
+mod factories;
+mod registry;
+pub mod table;
+
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use async_trait::async_trait;
+use keel_agent::HookError;
+use keel_agent::runner::{
+    AfterLlmCallHook, AfterToolCallHook, BeforeLlmCallHook, BeforeToolCallHook,
+    HistoryChangedHook, LlmCallPreparedHook, StepEndHook,
+};
+use keel_protocol::{SessionId, TurnId, TurnOutcome, TurnSource};
+
+pub use api::{ExtensionApi, PromptFn, ToolFactory};
+pub use factories::{
+    ExtensionBuilder, hook_extension, prompt_extension, reminder_extension, tool_extension,
+};
+pub use registry::{
+    ExtensionState, Lease, Lifecycle, Overlay, Profile, ProfileEntry, Registry, TurnCapabilities,
+};
+
+/// A module that contributes tools, prompt text, reminders and hooks to turns.
+pub trait Extension: Send + Sync {
+    /// Stable id, unique in a registry; config and overlays name extensions by it.
+    fn id(&self) -> &str;
+    /// One line for people.
+    fn description(&self) -> Option<&str> {
+        None
+    }
+    /// Registers the extension's contributions through `api`. Only calls made before this
+    /// returns count; the api refuses anything later.
+    fn init(&self, api: &ExtensionApi) -> Result<(), ExtensionError>;
+}
+
+/// The turn a hook or factory is bound to, and what the host offers it.
+#[derive(Clone)]
+pub struct TurnScope {
+    /// The session.
+    pub session_id: SessionId,
+    /// The turn.
+    pub turn_id: TurnId,
+    /// Who started the turn.
+    pub source: TurnSource,
+    /// The model as provider/model.
+    pub model: String,
+    /// The working folder.
+    pub cwd: PathBuf,
+    /// The host's per-session services (tools environment, permission gate); `None` for a
+    /// registry used without a runtime (tests, tools that need nothing of the host).
+    pub host: Option<Arc<crate::assembly::SessionServices>>,
+}
+
+impl std::fmt::Debug for TurnScope {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("TurnScope")
+            .field("session_id", &self.session_id)
+            .field("turn_id", &self.turn_id)
+            .field("source", &self.source)
+            .finish_non_exhaustive()
+    }
+}
+
+/// Called by the runtime before the turn's first model request; an error fails the turn
+/// before anything runs.
+#[async_trait]
+pub trait TurnStartHook: Send + Sync {
+    /// The turn is about to run.
+    async fn turn_start(&self, scope: &TurnScope) -> Result<(), HookError>;
+}
+
+/// Called by the runtime after the turn's outcome is recorded; errors are logged.
+#[async_trait]
+pub trait TurnEndHook: Send + Sync {
+    /// The turn ended with `outcome`.
+    async fn turn_end(&self, scope: &TurnScope, outcome: &TurnOutcome) -> Result<(), HookError>;
+}
+
+/// Produces a reminder block for a turn; `None` when it has nothing (or incomplete data).
+pub trait ReminderProvider: Send + Sync {
+    /// One complete `<system-reminder>…</system-reminder>` block, or nothing.
+    fn reminder(&self, scope: &TurnScope) -> Option<String>;
+}
+
+/// The nine events an extension can handle.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum ExtensionEvent {
+    /// The final request is about to be sent (observe only).
+    OnLlmCallPrepared,
+    /// Before each model call.
+    BeforeLlmCall,
+    /// At each response's end.
+    AfterLlmCall,
+    /// Before a tool call runs.
+    BeforeToolCall,
+    /// After a tool call ran.
+    AfterToolCall,
+    /// New messages entered history.
+    OnHistoryChanged,
+    /// After each step.
+    OnStepEnd,
+    /// Before the turn.
+    TurnStart,
+    /// After the turn.
+    TurnEnd,
+}
+
+impl ExtensionEvent {
+    /// Every event, in the order of SPEC §3.
+    pub const ALL: [Self; 9] = [
+        Self::OnLlmCallPrepared,
+        Self::BeforeLlmCall,
+        Self::AfterLlmCall,
+        Self::BeforeToolCall,
+        Self::AfterToolCall,
+        Self::OnHistoryChanged,
+        Self::OnStepEnd,
+        Self::TurnStart,
+        Self::TurnEnd,
+    ];
+
+    /// The event's name as SPEC §3 writes it.
+    pub fn name(self) -> &'static str {
+        match self {
+            Self::OnLlmCallPrepared => "on_llm_call_prepared",
+            Self::BeforeLlmCall => "before_llm_call",
+            Self::AfterLlmCall => "after_llm_call",
+            Self::BeforeToolCall => "before_tool_call",
+            Self::AfterToolCall => "after_tool_call",
+            Self::OnHistoryChanged => "on_history_changed",
+            Self::OnStepEnd => "on_step_end",
+            Self::TurnStart => "turn_start",
+            Self::TurnEnd => "turn_end",
+        }
+    }
+}
+
+/// A handler for one of the nine events.
+#[derive(Clone)]
+pub enum Hook {
+    /// `on_llm_call_prepared`.
+    OnLlmCallPrepared(Arc<dyn LlmCallPreparedHook>),
+    /// `before_llm_call`.
+    BeforeLlmCall(Arc<dyn BeforeLlmCallHook>),
+    /// `after_llm_call`.
+    AfterLlmCall(Arc<dyn AfterLlmCallHook>),
+    /// `before_tool_call`.
+    BeforeToolCall(Arc<dyn BeforeToolCallHook>),
+    /// `after_tool_call`.
+    AfterToolCall(Arc<dyn AfterToolCallHook>),
+    /// `on_history_changed`.
+    OnHistoryChanged(Arc<dyn HistoryChangedHook>),
+    /// `on_step_end`.
+    OnStepEnd(Arc<dyn StepEndHook>),
+    /// `turn_start`.
+    TurnStart(Arc<dyn TurnStartHook>),
+    /// `turn_end`.
+    TurnEnd(Arc<dyn TurnEndHook>),
+}
+
+impl Hook {
+    /// The event the handler is for.
+    pub fn event(&self) -> ExtensionEvent {
+        match self {
+            Self::OnLlmCallPrepared(_) => ExtensionEvent::OnLlmCallPrepared,
+            Self::BeforeLlmCall(_) => ExtensionEvent::BeforeLlmCall,
+            Self::AfterLlmCall(_) => ExtensionEvent::AfterLlmCall,
+            Self::BeforeToolCall(_) => ExtensionEvent::BeforeToolCall,
+            Self::AfterToolCall(_) => ExtensionEvent::AfterToolCall,
+            Self::OnHistoryChanged(_) => ExtensionEvent::OnHistoryChanged,
+            Self::OnStepEnd(_) => ExtensionEvent::OnStepEnd,
+            Self::TurnStart(_) => ExtensionEvent::TurnStart,
+            Self::TurnEnd(_) => ExtensionEvent::TurnEnd,
+        }
+    }
+}
+
+impl std::fmt::Debug for Hook {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "Hook({})", self.event().name())
+    }
+}
+
+/// Why the registry or an assembly refused.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum ExtensionError {
+    /// A registration came after the extension's `init` returned.
+    #[error("extension `{extension}` tried to {what} outside its init")]
+    OutsideInit {
+        /// The extension.
+        extension: String,
+        /// What it tried.
+        what: &'static str,
+    },
+    /// An extension's `init` failed.
+    #[error("extension `{extension}` failed to initialise: {reason}")]
+    InitFailed {
+        /// The extension.
+        extension: String,
+        /// Why.
+        reason: String,
+    },
+    /// Two extensions have the same id.
+    #[error("two extensions have the id `{0}`")]
+    DuplicateId(String),
+    /// Two extensions contribute a tool of the same name.
+    #[error("extensions `{first}` and `{second}` both contribute a tool named `{tool}`")]
+    DuplicateTool {
+        /// The tool name.
+        tool: String,
+        /// The extension that contributed it first.
+        first: String,
+        /// The other one.
+        second: String,
+    },
+    /// An overlay, a config or an enable/disable call names no known extension.
+    #[error("unknown extension `{id}` in {place}")]
+    UnknownId {
+        /// The id.
+        id: String,
+        /// Where it was named.
+        place: String,
+    },
+    /// A host built-in cannot be replaced or switched off.
+    #[error("`{0}` is a host built-in extension: it cannot be replaced or switched off")]
+    HostBuiltin(String),
+    /// The registry is not ready (never initialised, or its initialisation failed).
+    #[error("the extension registry is {0}, not ready")]
+    NotReady(&'static str),
+    /// A contribution was malformed (a reminder that is not one complete block, a per-turn
+    /// hook factory that returned a handler for another event).
+    #[error("extension `{extension}`: {reason}")]
+    Invalid {
+        /// The extension.
+        extension: String,
+        /// What was wrong.
+        reason: String,
+    },
+}
+
+impl ExtensionError {
+    /// The stable code of the error.
+    pub fn code(&self) -> &'static str {
+        match self {
+            Self::OutsideInit { .. } => "extension_outside_init",
+            Self::InitFailed { .. } => "extension_init_failed",
+            Self::DuplicateId(_) => "extension_duplicate_id",
+            Self::DuplicateTool { .. } => "extension_duplicate_tool",
+            Self::UnknownId { .. } => "extension_unknown_id",
+            Self::HostBuiltin(_) => "extension_host_builtin",
+            Self::NotReady(_) => "extension_registry_not_ready",
+            Self::Invalid { .. } => "extension_invalid",
+        }
+    }
+}
+
+/// The opening and closing tags every reminder block has exactly once.
+pub const REMINDER_OPEN: &str = "<system-reminder>";
+/// See [`REMINDER_OPEN`].
+pub const REMINDER_CLOSE: &str = "</system-reminder>";
+
+/// Whether `text` is exactly one complete reminder block.
+pub fn is_reminder_block(text: &str) -> bool {
+    let text = text.trim();
+    text.starts_with(REMINDER_OPEN)
+        && text.ends_with(REMINDER_CLOSE)
+        && text.matches(REMINDER_OPEN).count() == 1
+        && text.matches(REMINDER_CLOSE).count() == 1
+}
+
+/// A hook error for a handler called outside its turn.
+fn foreign_turn(bound: &TurnId, called: &TurnId) -> HookError {
+    HookError::new(format!(
+        "a hook bound to turn {bound} was called for turn {called}"
+    ))
+}

@@ -1,0 +1,37 @@
+//! keel's one in-process runtime, shared by every front end (`keel exec`, the TUI, ACP).
+//!
+//! It owns what a front end needs and must not reimplement: settings (configuration files,
+//! overrides, trust, project instructions), assembly (model, provider, tools, permission
+//! gate, sandbox), sessions (create, open, resume, fork, rewind, delete), the turn
+//! controller (admission, one running turn per session, finishing and recording a turn),
+//! the conversation contract with its typed operations and per-session event stream, the
+//! input queue for steering and follow-ups, permission requests, the extension registry
+//! with capability leases, and the one turn-view reducer every front end renders from.
+//!
+//! Front ends submit [`keel_protocol::Op`]s through [`ConversationContract`] and render the
+//! [`keel_protocol::SessionEvent`]s they subscribe to; they hold no engine logic.
+
+pub mod assembly;
+pub mod builtin;
+mod contract;
+mod error;
+mod events;
+pub mod extension;
+mod lifecycle;
+mod permission;
+mod queue;
+mod runtime;
+pub mod sessions;
+pub mod settings;
+pub mod storage;
+pub mod structured;
+mod turn;
+pub mod view;
+
+pub use assembly::{ModelChoice, ResolvedModel, SessionServices};
+pub use contract::{ConversationContract, DeferredContract, Reply};
+pub use error::RuntimeError;
+pub use events::{ChannelSink, SessionSink, Subscription, channel};
+pub use lifecycle::{Compactor, SessionUpdate};
+pub use runtime::{Opened, Prepared, Runtime, RuntimeOptions, SessionStart, start};
+pub use turn::{TurnHandle, TurnOptions, TurnReport};

@@ -1,0 +1,238 @@
+//! Session lifecycle and maintenance beyond opening: update, fork, rewind, delete, abort,
+//! and the compaction hook point.
+
+use std::sync::Arc;
+
+use async_trait::async_trait;
+use keel_protocol::{Message, SessionEventBody, SessionId};
+use keel_store::{CommitRequest, Entry, HistoryOp, SessionRecord, new_id};
+use keel_tools::permission::Mode;
+
+use crate::assembly::{ModelChoice, resolve_model};
+use crate::error::RuntimeError;
+use crate::runtime::{Admission, Runtime, Slot};
+
+/// A compaction strategy (SPEC §12); the runtime calls it for the `compact` operation.
+#[async_trait]
+pub trait Compactor: Send + Sync {
+    /// The history that replaces `history`, or `None` when nothing can be saved.
+    async fn compact(
+        &self,
+        session: &SessionId,
+        history: &[Arc<Message>],
+    ) -> Result<Option<Vec<Message>>, RuntimeError>;
+}
+
+/// Changes to a session.
+#[derive(Debug, Clone, Default)]
+pub struct SessionUpdate {
+    /// New title.
+    pub title: Option<String>,
+    /// New model as provider/model.
+    pub model: Option<String>,
+    /// New permission mode.
+    pub mode: Option<String>,
+}
+
+fn refuse_if_running(slot: &Slot) -> Result<(), RuntimeError> {
+    match &slot.lock().admission {
+        Admission::Idle => Ok(()),
+        Admission::Starting => Err(RuntimeError::TurnRunning {
+            session: slot.id.clone(),
+            turn: "(starting)".into(),
+        }),
+        Admission::Running(turn) => Err(RuntimeError::TurnRunning {
+            session: slot.id.clone(),
+            turn: turn.turn_id.to_string(),
+        }),
+    }
+}
+
+impl Runtime {
+    /// Changes a session's title, model or permission mode. A running turn keeps what it
+    /// started with; the next turn uses the change.
+    pub async fn update_session(
+        &self,
+        session: &SessionId,
+        update: SessionUpdate,
+    ) -> Result<SessionRecord, RuntimeError> {
+        let slot = self.slot_or_open(session).await?;
+        let store = &self.inner.store;
+        let mode = match &update.mode {
+            Some(text) => Some(text.parse::<Mode>().map_err(|_| {
+                RuntimeError::Usage(format!(
+                    "unknown permission mode `{text}` (use ask, auto, full or plan)"
+                ))
+            })?),
+            None => None,
+        };
+        let model = match &update.model {
+            Some(name) => {
+                if matches!(self.inner.choice, ModelChoice::Fixed { .. }) {
+                    return Err(RuntimeError::Unsupported(
+                        "this runtime answers with a fixed model; it cannot be changed".into(),
+                    ));
+                }
+                let mut warnings = Vec::new();
+                let resolved = resolve_model(
+                    &self.inner.settings,
+                    &self.inner.choice,
+                    Some(name),
+                    &mut warnings,
+                )?;
+                for warning in warnings {
+                    tracing::warn!("{warning}");
+                }
+                Some(resolved)
+            }
+            None => None,
+        };
+        if let Some(title) = &update.title {
+            store.set_title(session, title.clone()).await?;
+        }
+        if let Some(model) = &model {
+            store.set_model(session, model.name.clone()).await?;
+        }
+        if model.is_some() || mode.is_some() {
+            let (current_model, current_mode, old_rules) = {
+                let state = slot.lock();
+                (
+                    state.model.clone(),
+                    state.mode,
+                    state.services.gate.session_rules(),
+                )
+            };
+            let model = model.unwrap_or(current_model);
+            let mode = mode.unwrap_or(current_mode);
+            let services = self.services(Some(&slot), &model, mode)?;
+            // "Always allow" answers hold for the rest of the session, whatever changes.
+            for rule in old_rules {
+                services.gate.add_session_rule(rule);
+            }
+            let mut state = slot.lock();
+            state.model = model;
+            state.mode = mode;
+            state.services = services;
+        }
+        let record = store.session(session).await?;
+        let mode = {
+            let mut state = slot.lock();
+            state.record = record.clone();
+            state.mode.name().to_owned()
+        };
+        slot.emit(SessionEventBody::SessionUpdated {
+            title: record.title.clone(),
+            model: record.model.clone(),
+            mode: Some(mode),
+        });
+        Ok(record)
+    }
+
+    /// Copies a session's history up to `revision` (default: the head) into a new session.
+    pub async fn fork_session(
+        &self,
+        session: &SessionId,
+        revision: Option<u64>,
+    ) -> Result<SessionRecord, RuntimeError> {
+        Ok(self.inner.store.fork(session, revision, None).await?)
+    }
+
+    /// Moves a session's history back to `revision` (refused while a turn runs).
+    pub async fn rewind_session(
+        &self,
+        session: &SessionId,
+        revision: u64,
+    ) -> Result<u64, RuntimeError> {
+        if let Ok(slot) = self.slot(session) {
+            refuse_if_running(&slot)?;
+        }
+        let receipt = self
+            .inner
+            .store
+            .rewind(session, revision, new_id("op-"))
+            .await?;
+        if let Ok(slot) = self.slot(session) {
+            let mut state = slot.lock();
+            state.history = None;
+            state.reconciled = false;
+        }
+        Ok(receipt.revision)
+    }
+
+    /// Deletes a session and its history (refused while a turn runs, here or elsewhere).
+    pub async fn delete_session(&self, session: &SessionId) -> Result<(), RuntimeError> {
+        if let Ok(slot) = self.slot(session) {
+            refuse_if_running(&slot)?;
+        }
+        self.inner.store.delete_session(session).await?;
+        self.inner
+            .slots
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .remove(session);
+        self.inner.registry.forget_session(session);
+        Ok(())
+    }
+
+    /// Aborts the session's running turn; `false` when none runs.
+    pub fn abort(&self, session: &SessionId) -> Result<bool, RuntimeError> {
+        let slot = self.slot(session)?;
+        Ok(match slot.running() {
+            Some(turn) => {
+                turn.cancel.cancel();
+                true
+            }
+            None => false,
+        })
+    }
+
+    /// Installs the compaction strategy the `compact` operation uses.
+    pub fn set_compactor(&self, compactor: Arc<dyn Compactor>) {
+        *self
+            .inner
+            .compactor
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner) = Some(compactor);
+    }
+
+    /// Compacts a session's history with the installed strategy; returns the new revision,
+    /// or `None` when the strategy found nothing to save.
+    pub async fn compact(&self, session: &SessionId) -> Result<Option<u64>, RuntimeError> {
+        let compactor = self
+            .inner
+            .compactor
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .clone()
+            .ok_or_else(|| {
+                RuntimeError::Unsupported("no compaction strategy is installed".into())
+            })?;
+        let slot = self.slot_or_open(session).await?;
+        refuse_if_running(&slot)?;
+        let store = &self.inner.store;
+        let history: Vec<Arc<Message>> = store
+            .history(session)
+            .await?
+            .into_iter()
+            .map(|e| Arc::new(e.message))
+            .collect();
+        let Some(replacement) = compactor.compact(session, &history).await? else {
+            return Ok(None);
+        };
+        let receipt = store
+            .commit(CommitRequest {
+                session_id: session.clone(),
+                turn_id: None,
+                operation_id: new_id("op-"),
+                expected_revision: None,
+                op: HistoryOp::Replace {
+                    entries: replacement.into_iter().map(Entry::new).collect(),
+                },
+            })
+            .await?;
+        let mut state = slot.lock();
+        state.history = None;
+        state.reconciled = false;
+        Ok(Some(receipt.revision))
+    }
+}

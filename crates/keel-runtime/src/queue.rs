@@ -1,0 +1,166 @@
+//! The session's input queue as front ends use it: steering for the running turn,
+//! follow-ups for after it, each waiting input editable, cancellable and reorderable until
+//! it is claimed. The store keeps the queue (claim-then-acknowledge, SPEC §13); the slot
+//! keeps the last read copy so polling for steering costs nothing when none waits.
+
+use keel_protocol::{InputKind, Message, QueueEntry, SessionEventBody, SessionId, UserMessage};
+use keel_store::{QueuedInput, Store};
+use serde_json::json;
+
+use crate::error::RuntimeError;
+use crate::runtime::{Admission, Runtime, Slot};
+use crate::turn::{Start, TurnHandle, TurnOptions};
+
+/// The text a queued input carries.
+fn text_of(input: &QueuedInput) -> String {
+    input
+        .payload
+        .get("text")
+        .and_then(serde_json::Value::as_str)
+        .unwrap_or_default()
+        .to_owned()
+}
+
+/// The queue entry front ends see for a stored input.
+pub(crate) fn entry_of(input: &QueuedInput) -> QueueEntry {
+    QueueEntry {
+        id: input.id.clone(),
+        kind: input.kind,
+        text: text_of(input),
+        created_ms: input.created_ms,
+    }
+}
+
+/// The user message that delivers a queued input; its batch id is the input's id, so the
+/// commit that stores it can acknowledge the input.
+pub(crate) fn message_of(input: &QueuedInput) -> Message {
+    let mut message = UserMessage::text(text_of(input));
+    message.batch_id = Some(input.id.clone());
+    Message::User(message)
+}
+
+/// Re-reads the queue into the slot and tells subscribers.
+pub(crate) async fn refresh(slot: &Slot, store: &Store) {
+    match store.queued_inputs(&slot.id).await {
+        Ok(inputs) => {
+            let queue: Vec<QueueEntry> = inputs.iter().map(entry_of).collect();
+            let changed = {
+                let mut state = slot.lock();
+                let changed = state.queue != queue;
+                state.queue.clone_from(&queue);
+                changed
+            };
+            if changed {
+                slot.emit(SessionEventBody::QueueChanged { queue });
+            }
+        }
+        Err(error) => slot.emit(SessionEventBody::Failure {
+            turn_id: None,
+            failure: keel_protocol::Failure::new(
+                error.code(),
+                format!("cannot read the input queue: {error}"),
+            ),
+        }),
+    }
+}
+
+fn payload(text: &str) -> serde_json::Value {
+    json!({ "text": text })
+}
+
+fn check_text(text: &str) -> Result<(), RuntimeError> {
+    if text.trim().is_empty() {
+        return Err(RuntimeError::Usage("the input is empty".into()));
+    }
+    Ok(())
+}
+
+impl Runtime {
+    /// Queues input. With no turn running, a turn starts from the queue now.
+    pub async fn enqueue(
+        &self,
+        session: &SessionId,
+        kind: InputKind,
+        text: &str,
+    ) -> Result<(QueueEntry, Option<TurnHandle>), RuntimeError> {
+        check_text(text)?;
+        let slot = self.slot_or_open(session).await?;
+        let store = &self.inner.store;
+        let input = store.enqueue_input(session, kind, payload(text)).await?;
+        refresh(&slot, store).await;
+        let idle = matches!(slot.lock().admission, Admission::Idle);
+        let turn = if idle {
+            match self
+                .start_turn(slot.clone(), Start::Queue, keel_protocol::TurnSource::Api, TurnOptions::default())
+                .await
+            {
+                Ok(handle) => Some(handle),
+                // A turn got admitted meanwhile: it will take the input.
+                Err(RuntimeError::TurnRunning { .. }) => None,
+                Err(error) => return Err(error),
+            }
+        } else {
+            None
+        };
+        Ok((entry_of(&input), turn))
+    }
+
+    /// The session's waiting inputs, in delivery order.
+    pub async fn queue(&self, session: &SessionId) -> Result<Vec<QueueEntry>, RuntimeError> {
+        let inputs = self.inner.store.queued_inputs(session).await?;
+        Ok(inputs.iter().map(entry_of).collect())
+    }
+
+    /// Changes a waiting input's text.
+    pub async fn edit_queued(
+        &self,
+        session: &SessionId,
+        input: &str,
+        text: &str,
+    ) -> Result<QueueEntry, RuntimeError> {
+        check_text(text)?;
+        let edited = self
+            .inner
+            .store
+            .edit_input(session, input, payload(text))
+            .await?;
+        self.after_queue_change(session).await;
+        Ok(entry_of(&edited))
+    }
+
+    /// Withdraws a waiting input.
+    pub async fn cancel_queued(&self, session: &SessionId, input: &str) -> Result<(), RuntimeError> {
+        self.inner.store.cancel_input(session, input).await?;
+        self.after_queue_change(session).await;
+        Ok(())
+    }
+
+    /// Puts the waiting inputs in `order` (every waiting id exactly once).
+    pub async fn reorder_queue(
+        &self,
+        session: &SessionId,
+        order: &[String],
+    ) -> Result<Vec<QueueEntry>, RuntimeError> {
+        let inputs = self.inner.store.reorder_inputs(session, order).await?;
+        self.after_queue_change(session).await;
+        Ok(inputs.iter().map(entry_of).collect())
+    }
+
+    async fn after_queue_change(&self, session: &SessionId) {
+        if let Ok(slot) = self.slot(session) {
+            refresh(&slot, &self.inner.store).await;
+        }
+    }
+
+    /// Starts a turn from the waiting inputs.
+    pub async fn dispatch(
+        &self,
+        session: &SessionId,
+        source: keel_protocol::TurnSource,
+    ) -> Result<TurnHandle, RuntimeError> {
+        let slot = self.slot_or_open(session).await?;
+        refresh(&slot, &self.inner.store).await;
+        self.start_turn(slot, Start::Queue, source, TurnOptions::default())
+            .await
+    }
+}

@@ -1,0 +1,435 @@
+//! The runtime: one per process, shared by whichever front end drives it. It holds the
+//! settings, the model, the extension registry and the store, and one slot per open
+//! session (its model, tools, event hub, queue and running turn).
+
+use std::collections::HashMap;
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+
+use keel_agent::runner::RunnerDefaults;
+use keel_llm::StreamSettings;
+use keel_protocol::{Message, QueueEntry, SessionEventBody, SessionId, SessionTarget};
+use keel_store::{NewSession, OpenOptions, SessionRecord, Store};
+use keel_tools::SandboxMode;
+use keel_tools::permission::Mode;
+
+use crate::assembly::{
+    self, ModelChoice, ResolvedModel, SessionServices, ToolSetup, check_environment,
+};
+use crate::builtin;
+use crate::error::RuntimeError;
+use crate::events::Hub;
+use crate::extension::{ProfileEntry, Registry};
+use crate::permission::SessionApprover;
+use crate::settings::{Settings, SettingsInput};
+use crate::turn::RunningTurn;
+
+/// What a front end starts a runtime with.
+#[derive(Clone)]
+pub struct RuntimeOptions {
+    /// Where settings come from.
+    pub settings: SettingsInput,
+    /// The model.
+    pub model: ModelChoice,
+    /// Permission mode (default: config, else auto).
+    pub permission: Option<Mode>,
+    /// Sandbox (default: config, else by mode).
+    pub sandbox: Option<SandboxMode>,
+    /// Replaces keel's system prompt (and the project instructions in it).
+    pub system_prompt: Option<String>,
+    /// Most model calls per turn.
+    pub max_steps: Option<u32>,
+    /// Whether someone can answer permission requests (TUI, editor). Without, what would
+    /// ask is denied with the reason.
+    pub interactive: bool,
+    /// Extensions beyond keel's catalog, mounted before the host's built-ins.
+    pub extensions: Vec<ProfileEntry>,
+}
+
+impl RuntimeOptions {
+    /// Options for `cwd` with everything else at its default.
+    pub fn new(cwd: PathBuf, model: ModelChoice) -> Self {
+        Self {
+            settings: SettingsInput {
+                cwd,
+                ..SettingsInput::default()
+            },
+            model,
+            permission: None,
+            sandbox: None,
+            system_prompt: None,
+            max_steps: None,
+            interactive: false,
+            extensions: Vec::new(),
+        }
+    }
+}
+
+/// Whether the session was made now or picked up.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SessionStart {
+    /// Made by this open.
+    New,
+    /// An earlier session.
+    Resumed,
+}
+
+/// An opened session.
+#[derive(Debug, Clone)]
+pub struct Opened {
+    /// The session's record.
+    pub record: SessionRecord,
+    /// New or resumed.
+    pub start: SessionStart,
+}
+
+/// Everything checked before a store is opened: settings, model, modes, extensions.
+pub struct Prepared {
+    pub(crate) settings: Settings,
+    pub(crate) options: RuntimeOptions,
+    pub(crate) model: ResolvedModel,
+    pub(crate) mode: Mode,
+    pub(crate) sandbox: SandboxMode,
+    pub(crate) env_mode: keel_tools::EnvMode,
+    pub(crate) stream: StreamSettings,
+    pub(crate) registry: Registry,
+    /// Things the user should hear about, one line each.
+    pub warnings: Vec<String>,
+}
+
+impl Prepared {
+    /// Loads settings, resolves the model and the modes, and initialises the extensions:
+    /// everything that can refuse a run, before anything starts.
+    pub fn new(options: RuntimeOptions) -> Result<Self, RuntimeError> {
+        let settings = Settings::load(&options.settings)?;
+        let mut warnings = settings.warnings.clone();
+        let model = assembly::resolve_model(&settings, &options.model, None, &mut warnings)?;
+        let mode = assembly::permission_mode(&settings, options.permission);
+        let sandbox = assembly::sandbox_mode(&settings, options.sandbox, mode);
+        let env_mode = check_environment()?;
+        let stream = StreamSettings::default()
+            .from_env()
+            .map_err(|e| RuntimeError::Usage(e.to_string()))?;
+        let profile = builtin::profile(
+            &settings.loaded.config.extensions,
+            options.extensions.clone(),
+        )
+        .map_err(|error| match error {
+            // A bad id in the configuration is a configuration error, named by its key.
+            crate::extension::ExtensionError::UnknownId { .. }
+            | crate::extension::ExtensionError::HostBuiltin(_) => {
+                RuntimeError::Config(crate::settings::ConfigError::Model {
+                    source_name: "extensions".into(),
+                    reason: error.to_string(),
+                })
+            }
+            other => RuntimeError::Extension(other),
+        })?;
+        let registry = Registry::new(profile);
+        registry.initialize()?;
+        Ok(Self {
+            settings,
+            options,
+            model,
+            mode,
+            sandbox,
+            env_mode,
+            stream,
+            registry,
+            warnings,
+        })
+    }
+
+    /// The model's `provider/model`.
+    pub fn model_name(&self) -> &str {
+        &self.model.name
+    }
+
+    /// The sandbox commands will run in.
+    pub fn sandbox(&self) -> SandboxMode {
+        self.sandbox
+    }
+
+    /// The loaded settings.
+    pub fn settings(&self) -> &Settings {
+        &self.settings
+    }
+
+    /// The runtime over `store`.
+    pub fn start(self, store: Store) -> Runtime {
+        let system_prompt = match &self.options.system_prompt {
+            Some(text) => text.clone(),
+            None => self.settings.system_prompt(),
+        };
+        Runtime {
+            inner: Arc::new(Inner {
+                runner: RunnerDefaults {
+                    stream: self.stream,
+                    max_steps: self.options.max_steps,
+                    ..RunnerDefaults::default()
+                },
+                system_prompt,
+                settings: self.settings,
+                model: self.model,
+                mode: self.mode,
+                sandbox: self.sandbox,
+                env_mode: self.env_mode,
+                interactive: self.options.interactive,
+                choice: self.options.model,
+                registry: self.registry,
+                store,
+                slots: Mutex::new(HashMap::new()),
+                compactor: Mutex::new(None),
+            }),
+        }
+    }
+}
+
+/// Opens the session database the usual way ([`crate::storage`]) and starts the runtime.
+pub async fn start(prepared: Prepared, store: OpenOptions) -> Result<Runtime, RuntimeError> {
+    let store = crate::storage::open(store).await?;
+    Ok(prepared.start(store))
+}
+
+pub(crate) struct Inner {
+    pub(crate) settings: Settings,
+    pub(crate) choice: ModelChoice,
+    pub(crate) model: ResolvedModel,
+    pub(crate) mode: Mode,
+    pub(crate) sandbox: SandboxMode,
+    pub(crate) env_mode: keel_tools::EnvMode,
+    pub(crate) interactive: bool,
+    pub(crate) runner: RunnerDefaults,
+    pub(crate) system_prompt: String,
+    pub(crate) registry: Registry,
+    pub(crate) store: Store,
+    pub(crate) slots: Mutex<HashMap<SessionId, Arc<Slot>>>,
+    pub(crate) compactor: Mutex<Option<Arc<dyn crate::lifecycle::Compactor>>>,
+}
+
+/// Whether a session may start a turn.
+pub(crate) enum Admission {
+    /// No turn.
+    Idle,
+    /// A turn is being admitted (its record is being written).
+    Starting,
+    /// A turn runs.
+    Running(Arc<RunningTurn>),
+}
+
+pub(crate) struct SlotState {
+    pub(crate) record: SessionRecord,
+    pub(crate) model: ResolvedModel,
+    pub(crate) mode: Mode,
+    pub(crate) services: Arc<SessionServices>,
+    /// Canonical history as committed, when known; read from the store otherwise.
+    pub(crate) history: Option<Vec<Arc<Message>>>,
+    /// Whether tool calls a stopped process left open were closed in this runtime.
+    pub(crate) reconciled: bool,
+    pub(crate) admission: Admission,
+    /// The queue as last read (refreshed after every change).
+    pub(crate) queue: Vec<QueueEntry>,
+}
+
+/// An open session.
+pub(crate) struct Slot {
+    pub(crate) id: SessionId,
+    pub(crate) hub: Arc<Hub>,
+    state: Mutex<SlotState>,
+}
+
+impl Slot {
+    pub(crate) fn lock(&self) -> MutexGuard<'_, SlotState> {
+        self.state.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    pub(crate) fn emit(&self, body: SessionEventBody) {
+        self.hub.emit(body);
+    }
+
+    /// The running turn, when there is one.
+    pub(crate) fn running(&self) -> Option<Arc<RunningTurn>> {
+        match &self.lock().admission {
+            Admission::Running(turn) => Some(turn.clone()),
+            _ => None,
+        }
+    }
+
+    /// Whether steering is waiting (read without touching the store).
+    pub(crate) fn steering_waiting(&self) -> bool {
+        self.lock()
+            .queue
+            .iter()
+            .any(|e| e.kind == keel_protocol::InputKind::Steer)
+    }
+}
+
+/// The in-process runtime every front end uses. Cheap to clone.
+#[derive(Clone)]
+pub struct Runtime {
+    pub(crate) inner: Arc<Inner>,
+}
+
+impl std::fmt::Debug for Runtime {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Runtime")
+            .field("cwd", &self.inner.settings.cwd)
+            .field("model", &self.inner.model.name)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Runtime {
+    /// The store.
+    pub fn store(&self) -> &Store {
+        &self.inner.store
+    }
+
+    /// The extension registry.
+    pub fn registry(&self) -> &Registry {
+        &self.inner.registry
+    }
+
+    /// The loaded settings.
+    pub fn settings(&self) -> &Settings {
+        &self.inner.settings
+    }
+
+    /// The default model's `provider/model`.
+    pub fn model_name(&self) -> &str {
+        &self.inner.model.name
+    }
+
+    /// Syncs what was committed to disk (one fsync of the write-ahead log).
+    pub async fn sync(&self) -> Result<(), RuntimeError> {
+        Ok(self.inner.store.sync().await?)
+    }
+
+    pub(crate) fn slot(&self, session: &SessionId) -> Result<Arc<Slot>, RuntimeError> {
+        self.inner
+            .slots
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .get(session)
+            .cloned()
+            .ok_or_else(|| RuntimeError::NotOpen(session.clone()))
+    }
+
+    /// The slot of a session, opening it (read-only: nothing is reconciled before its
+    /// first turn) when this runtime has not yet.
+    pub(crate) async fn slot_or_open(&self, session: &SessionId) -> Result<Arc<Slot>, RuntimeError> {
+        if let Ok(slot) = self.slot(session) {
+            return Ok(slot);
+        }
+        let record = self.inner.store.session(session).await?;
+        self.install(record).await
+    }
+
+    pub(crate) fn services(
+        &self,
+        slot: Option<&Arc<Slot>>,
+        model: &ResolvedModel,
+        mode: Mode,
+    ) -> Result<Arc<SessionServices>, RuntimeError> {
+        let inner = &self.inner;
+        let db = crate::storage::db_outside_home().and(Some(inner.store.path().to_path_buf()));
+        let setup = ToolSetup::new(
+            &inner.settings,
+            mode,
+            inner.sandbox,
+            inner.env_mode,
+            model.key_env.clone(),
+            db.as_deref(),
+        );
+        let approver = match (inner.interactive, slot) {
+            (true, Some(slot)) => Some(
+                Arc::new(SessionApprover::new(Arc::downgrade(slot)))
+                    as Arc<dyn keel_tools::permission::Approver>,
+            ),
+            _ => None,
+        };
+        let services = SessionServices::new(setup, inner.settings.rules.clone(), approver);
+        services
+            .builtin_tools()
+            .map_err(|e| RuntimeError::Usage(format!("cannot set up the tools: {e}")))?;
+        Ok(Arc::new(services))
+    }
+
+    async fn install(&self, record: SessionRecord) -> Result<Arc<Slot>, RuntimeError> {
+        let queue = self.inner.store.queued_inputs(&record.id).await?;
+        let id = record.id.clone();
+        let model = self.inner.model.clone();
+        let mode = self.inner.mode;
+        // The slot is made first so the approver can point at it.
+        let services = self.services(None, &model, mode)?;
+        let slot = Arc::new(Slot {
+            id: id.clone(),
+            hub: Hub::new(id.clone()),
+            state: Mutex::new(SlotState {
+                record,
+                model: model.clone(),
+                mode,
+                services,
+                history: None,
+                reconciled: false,
+                admission: Admission::Idle,
+                queue: queue.iter().map(crate::queue::entry_of).collect(),
+            }),
+        });
+        if self.inner.interactive {
+            let services = self.services(Some(&slot), &model, mode)?;
+            slot.lock().services = services;
+        }
+        let mut slots = self.inner.slots.lock().unwrap_or_else(PoisonError::into_inner);
+        // Another open of the same session may have won the race: use its slot.
+        Ok(slots.entry(id).or_insert(slot).clone())
+    }
+
+    /// Opens a session: a new one, one by id or prefix, or the newest of the working folder.
+    /// Opening reads; a resumed session's interrupted tool calls are closed at its first turn,
+    /// once this process owns it, so another process's running turn is never touched.
+    pub async fn open_session(&self, target: SessionTarget) -> Result<Opened, RuntimeError> {
+        let store = &self.inner.store;
+        let cwd = self.inner.settings.cwd.display().to_string();
+        let (record, start) = match target {
+            SessionTarget::New { title } => {
+                let record = store
+                    .create_session(NewSession {
+                        title: title.unwrap_or_default(),
+                        cwd,
+                        model: self.inner.model.name.clone(),
+                        parent_id: None,
+                    })
+                    .await?;
+                (record, SessionStart::New)
+            }
+            SessionTarget::Id { id } => {
+                let id = store.resolve_session(&id).await?;
+                (store.session(&id).await?, SessionStart::Resumed)
+            }
+            SessionTarget::Latest => match store.list_sessions(Some(cwd.clone()), 1).await?.first() {
+                Some(record) => (record.clone(), SessionStart::Resumed),
+                None => return Err(RuntimeError::NoSessionIn(cwd)),
+            },
+        };
+        let slot = self.slot_or_open(&record.id).await?;
+        let record = slot.lock().record.clone();
+        Ok(Opened { record, start })
+    }
+
+    /// Closes a session in this runtime (its slot and subscriptions); a running turn is
+    /// aborted first and its unconsumed inputs go back to the queue.
+    pub async fn close_session(&self, session: &SessionId) -> Result<(), RuntimeError> {
+        let slot = self.slot(session)?;
+        if let Some(turn) = slot.running() {
+            turn.cancel.cancel();
+            turn.ended().await;
+        }
+        self.inner
+            .slots
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .remove(session);
+        Ok(())
+    }
+}

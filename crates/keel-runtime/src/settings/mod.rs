@@ -1,0 +1,149 @@
+//! Settings: configuration files, `-c` overrides, trust in a project's own files, permission
+//! rules and project instructions. Loaded once per runtime; nothing here runs a turn.
+
+pub mod config;
+pub mod instructions;
+pub mod trust;
+
+use std::path::{Path, PathBuf};
+
+use keel_tools::permission::{Effect, RuleSet};
+
+pub use config::{
+    Config, ConfigError, ConfigFile, ExtensionsConfig, FILE_NAME, Loaded, Permission, keel_home,
+};
+
+/// What settings are loaded from.
+#[derive(Debug, Clone, Default)]
+pub struct SettingsInput {
+    /// The working folder (absolute).
+    pub cwd: PathBuf,
+    /// A configuration file read after `$KEEL_HOME/config.yaml` and the project's.
+    pub config_file: Option<PathBuf>,
+    /// `key.path=value` overrides, applied last.
+    pub overrides: Vec<String>,
+    /// Trust the project's keel files for this run as they are now, without recording it.
+    pub trust_project: bool,
+    /// keel's own folder; `None`: `$KEEL_HOME`, else `~/.keel`.
+    pub keel_home: Option<PathBuf>,
+}
+
+/// Loaded settings of one runtime.
+#[derive(Debug, Clone)]
+pub struct Settings {
+    /// The working folder.
+    pub cwd: PathBuf,
+    /// `$KEEL_HOME`, else `~/.keel`.
+    pub keel_home: Option<PathBuf>,
+    /// The merged configuration.
+    pub loaded: Loaded,
+    /// Permission rules: the user's, then the project's (allow rules only when trusted).
+    pub rules: RuleSet,
+    /// Things the user should hear about (ignored untrusted settings), one line each.
+    pub warnings: Vec<String>,
+}
+
+impl Settings {
+    /// Loads everything from `input`: `$KEEL_HOME/config.yaml`, the project's
+    /// `.keel/config.yaml` (in full only when trusted), the explicit file, the overrides,
+    /// then the permission rules.
+    pub fn load(input: &SettingsInput) -> Result<Self, ConfigError> {
+        let keel_home = input.keel_home.clone().or_else(keel_home);
+        let mut files: Vec<ConfigFile> = Vec::new();
+        if let Some(home) = keel_home
+            .as_ref()
+            .map(|h| h.join(FILE_NAME))
+            .filter(|p| p.is_file())
+        {
+            files.push(ConfigFile::trusted(home));
+        }
+        if let Some(project) =
+            config::project_file(&input.cwd).filter(|p| !files.iter().any(|f| f.path == *p))
+        {
+            let trusted = project_trusted(input.trust_project, keel_home.as_deref(), &project)?;
+            files.push(ConfigFile {
+                path: project,
+                trusted,
+            });
+        }
+        if let Some(explicit) = &input.config_file {
+            files.push(ConfigFile::trusted(explicit.clone()));
+        }
+        let loaded = config::load(&files, &input.overrides)?;
+        let mut warnings = loaded.ignored.clone();
+        let rules = permission_rules(input, keel_home.as_deref(), &mut warnings)?;
+        Ok(Self {
+            cwd: input.cwd.clone(),
+            keel_home,
+            loaded,
+            rules,
+            warnings,
+        })
+    }
+
+    /// keel's system prompt with the project's instructions.
+    pub fn system_prompt(&self) -> String {
+        instructions::system_prompt(&self.cwd, self.keel_home.as_deref())
+    }
+}
+
+/// The permission rules: `$KEEL_HOME/permissions.yaml`, then the project's
+/// `.keel/permissions.yaml`, whose allow rules count only when the user trusts it.
+fn permission_rules(
+    input: &SettingsInput,
+    keel_home: Option<&Path>,
+    warnings: &mut Vec<String>,
+) -> Result<RuleSet, ConfigError> {
+    let home = std::env::var_os("HOME").map(PathBuf::from);
+    let rules_error = |e: keel_tools::permission::RuleError| ConfigError::Model {
+        source_name: "permissions".into(),
+        reason: e.to_string(),
+    };
+    let mut rules = RuleSet::load(keel_home, None, home.as_deref()).map_err(rules_error)?;
+    let Some(project) = trust::project(&input.cwd) else {
+        return Ok(rules);
+    };
+    let file = project
+        .root
+        .join(trust::PROJECT_DIR)
+        .join(keel_tools::permission::rules::RULES_FILE);
+    let project_rules = RuleSet::load_file(&file, home.as_deref()).map_err(rules_error)?;
+    if project_rules.is_empty() || project_trusted(input.trust_project, keel_home, &file)? {
+        rules.extend(project_rules);
+        return Ok(rules);
+    }
+    let mut ignored = 0;
+    for rule in project_rules.rules() {
+        if rule.effect == Effect::Allow {
+            ignored += 1;
+        } else {
+            rules.push(rule.clone());
+        }
+    }
+    if ignored > 0 {
+        warnings.push(format!(
+            "{} is not trusted, so its {ignored} allow rule(s) are ignored (its deny and ask rules apply). \
+             Run `keel trust` in the project to trust it as it is now.",
+            file.display()
+        ));
+    }
+    Ok(rules)
+}
+
+/// Whether a project file counts in full: trusted for this run, or a trust record of its
+/// current content.
+fn project_trusted(
+    trust_project: bool,
+    keel_home: Option<&Path>,
+    file: &Path,
+) -> Result<bool, ConfigError> {
+    if trust_project {
+        // Even for this run: a linked file is not the project's own.
+        return Ok(trust::trust_key(file).is_some());
+    }
+    let store = trust::TrustStore::open(keel_home).map_err(|e| ConfigError::Model {
+        source_name: "trust".into(),
+        reason: e.to_string(),
+    })?;
+    Ok(store.is_trusted(file))
+}

@@ -1,0 +1,573 @@
+//! The turn controller: admission (one running turn per session), assembly of the turn from
+//! the leased capabilities, running it, and finishing it: the outcome recorded, unconsumed
+//! inputs re-queued, open items completed, `turn_end` handlers called, and waiting
+//! follow-ups started as the next turn.
+
+mod host;
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::time::Instant;
+
+use keel_agent::runner::{TurnInput, TurnResult, TurnRunner, TurnStart};
+use keel_protocol::{
+    ContentBlock, Failure, InputKind, Message, SessionEventBody, TurnId, TurnOutcome, TurnSource,
+    Usage, UserMessage,
+};
+use keel_store::{CommitRequest, HistoryOp, new_id};
+use tokio::sync::{oneshot, watch};
+use tokio_util::sync::CancellationToken;
+
+use crate::error::RuntimeError;
+use crate::extension::TurnScope;
+use crate::runtime::{Admission, Runtime, Slot};
+use crate::sessions::{INTERRUPTED_CODE, close_interrupted};
+use crate::structured::OutputSchema;
+use crate::view::TurnView;
+use crate::{permission, queue};
+use host::{CommitHistory, TurnHostImpl};
+
+/// What a turn starts from.
+#[derive(Debug)]
+pub(crate) enum Start {
+    /// The user's input.
+    Input(String),
+    /// The session's waiting inputs.
+    Queue,
+}
+
+/// Per-turn requests beyond the input.
+#[derive(Debug, Default)]
+pub struct TurnOptions {
+    /// The final answer must be JSON valid against this schema.
+    pub output_schema: Option<OutputSchema>,
+}
+
+/// A turn that is running.
+pub(crate) struct RunningTurn {
+    pub(crate) turn_id: TurnId,
+    pub(crate) cancel: CancellationToken,
+    /// Inputs handed to the runner and not yet acknowledged: input id → claim id.
+    pub(crate) delivered: Mutex<HashMap<String, String>>,
+    /// Permission requests waiting for an answer.
+    pub(crate) permissions: Mutex<HashMap<String, permission::Pending>>,
+    commit_failure: Mutex<Option<String>>,
+    committed: Mutex<Vec<Arc<Message>>>,
+    ended: watch::Sender<bool>,
+}
+
+impl RunningTurn {
+    fn new(turn_id: TurnId) -> Self {
+        Self {
+            turn_id,
+            cancel: CancellationToken::new(),
+            delivered: Mutex::new(HashMap::new()),
+            permissions: Mutex::new(HashMap::new()),
+            commit_failure: Mutex::new(None),
+            committed: Mutex::new(Vec::new()),
+            ended: watch::channel(false).0,
+        }
+    }
+
+    pub(crate) fn commit_failure(&self) -> MutexGuard<'_, Option<String>> {
+        self.commit_failure
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+    }
+
+    pub(crate) fn committed(&self, messages: &[Arc<Message>]) {
+        self.committed
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .extend(messages.iter().cloned());
+    }
+
+    /// Waits until the turn finished (its outcome recorded, its slot idle again).
+    pub(crate) async fn ended(&self) {
+        let mut rx = self.ended.subscribe();
+        let _ = rx.wait_for(|ended| *ended).await;
+    }
+}
+
+/// How a turn went, for the front end that started it.
+#[derive(Debug, Clone)]
+pub struct TurnReport {
+    /// The turn.
+    pub turn_id: TurnId,
+    /// Who started it.
+    pub source: TurnSource,
+    /// The runner's outcome.
+    pub outcome: TurnOutcome,
+    /// The outcome recorded for the turn (a failed output check makes it `failed`).
+    pub recorded: TurnOutcome,
+    /// Messages the turn added.
+    pub messages: Vec<Arc<Message>>,
+    /// Tokens over its model calls.
+    pub usage: Usage,
+    /// The answer parsed by the output schema, when one was given and matched.
+    pub structured_output: Option<serde_json::Value>,
+    /// Why the output check failed.
+    pub output_failure: Option<Failure>,
+    /// History the turn produced that could not be stored.
+    pub commit_failure: Option<String>,
+    /// Why the turn's end could not be recorded.
+    pub finish_failure: Option<String>,
+    /// Wall time of the turn.
+    pub duration: std::time::Duration,
+}
+
+impl TurnReport {
+    /// The last assistant message's text.
+    pub fn final_text(&self) -> String {
+        self.messages
+            .iter()
+            .rev()
+            .find_map(|m| m.as_assistant())
+            .map(keel_protocol::AssistantMessage::text)
+            .unwrap_or_default()
+    }
+}
+
+/// A started turn; wait for its report.
+pub struct TurnHandle {
+    /// The turn.
+    pub turn_id: TurnId,
+    report: oneshot::Receiver<TurnReport>,
+}
+
+impl std::fmt::Debug for TurnHandle {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("TurnHandle")
+            .field("turn_id", &self.turn_id)
+            .finish_non_exhaustive()
+    }
+}
+
+impl TurnHandle {
+    /// Waits for the turn to end.
+    pub async fn wait(self) -> Result<TurnReport, RuntimeError> {
+        self.report
+            .await
+            .map_err(|_| RuntimeError::TurnLost(self.turn_id))
+    }
+}
+
+/// Resets a slot's admission unless the turn got running.
+struct AdmissionGuard<'a> {
+    slot: &'a Slot,
+    armed: bool,
+}
+
+impl Drop for AdmissionGuard<'_> {
+    fn drop(&mut self) {
+        if self.armed {
+            self.slot.lock().admission = Admission::Idle;
+        }
+    }
+}
+
+/// What a crashed process's turn is recorded as when a later one finds it running.
+fn abandoned() -> TurnOutcome {
+    TurnOutcome::Failed {
+        code: INTERRUPTED_CODE.into(),
+        message: "the process running this turn stopped before it ended".into(),
+    }
+}
+
+impl Runtime {
+    /// Admits and starts a turn of `slot`.
+    pub(crate) async fn start_turn(
+        &self,
+        slot: Arc<Slot>,
+        start: Start,
+        source: TurnSource,
+        options: TurnOptions,
+    ) -> Result<TurnHandle, RuntimeError> {
+        {
+            let mut state = slot.lock();
+            match &state.admission {
+                Admission::Idle => state.admission = Admission::Starting,
+                Admission::Starting => {
+                    return Err(RuntimeError::TurnRunning {
+                        session: slot.id.clone(),
+                        turn: "(starting)".into(),
+                    });
+                }
+                Admission::Running(turn) => {
+                    return Err(RuntimeError::TurnRunning {
+                        session: slot.id.clone(),
+                        turn: turn.turn_id.to_string(),
+                    });
+                }
+            }
+            if matches!(start, Start::Queue) && state.queue.is_empty() {
+                state.admission = Admission::Idle;
+                return Err(RuntimeError::QueueEmpty(slot.id.clone()));
+            }
+        }
+        let mut guard = AdmissionGuard {
+            slot: &slot,
+            armed: true,
+        };
+        let store = &self.inner.store;
+        // From here this process owns the session's running turn: another process stops at
+        // this check (`session_busy`) before touching its history.
+        let (_, record) = store.begin_turn(&slot.id, source.clone(), abandoned()).await?;
+        let turn_id = record.id.clone();
+        let running = Arc::new(RunningTurn::new(turn_id.clone()));
+        let prepared = self.prepare_turn(&slot, &running, start, &source, options).await;
+        let (input, host, caps_host, schema, scope, lease) = match prepared {
+            Ok(prepared) => prepared,
+            Err(error) => {
+                let failed = TurnOutcome::Failed {
+                    code: error.code().to_owned(),
+                    message: error.to_string(),
+                };
+                if let Err(finish) = store.finish_turn(&turn_id, failed, None).await {
+                    tracing::warn!(%turn_id, %finish, "cannot record the refused turn");
+                }
+                let _ = store.release_turn_claims(&turn_id).await;
+                queue::refresh(&slot, store).await;
+                return Err(error);
+            }
+        };
+        slot.lock().admission = Admission::Running(running.clone());
+        guard.armed = false;
+        drop(guard);
+        slot.emit(SessionEventBody::TurnStarted {
+            turn_id: turn_id.clone(),
+            source: source.clone(),
+        });
+        let (tx, rx) = oneshot::channel();
+        let runtime = self.clone();
+        let task_slot = slot.clone();
+        tokio::spawn(async move {
+            let report = runtime
+                .run_turn(
+                    task_slot, running, input, host, caps_host, schema, scope, lease, source,
+                )
+                .await;
+            let _ = tx.send(report);
+        });
+        Ok(TurnHandle {
+            turn_id,
+            report: rx,
+        })
+    }
+
+    /// Reconciles, assembles and builds the runner's input for an admitted turn.
+    #[allow(clippy::type_complexity)]
+    async fn prepare_turn(
+        &self,
+        slot: &Arc<Slot>,
+        running: &Arc<RunningTurn>,
+        start: Start,
+        source: &TurnSource,
+        options: TurnOptions,
+    ) -> Result<
+        (
+            TurnInput,
+            Arc<TurnHostImpl>,
+            crate::extension::table::HostHooks,
+            Option<OutputSchema>,
+            TurnScope,
+            crate::extension::Lease,
+        ),
+        RuntimeError,
+    > {
+        let store = &self.inner.store;
+        let turn_id = running.turn_id.clone();
+        let history = self.turn_history(slot).await?;
+        let (model, services, cwd) = {
+            let state = slot.lock();
+            (
+                state.model.clone(),
+                state.services.clone(),
+                self.inner.settings.cwd.clone(),
+            )
+        };
+        let scope = TurnScope {
+            session_id: slot.id.clone(),
+            turn_id: turn_id.clone(),
+            source: source.clone(),
+            model: model.name.clone(),
+            cwd,
+            host: Some(services),
+        };
+        let caps = self.inner.registry.assemble_turn(&scope)?;
+        // The prompt: the user's input, or every waiting input (claimed now, acknowledged
+        // once committed).
+        let mut prompt: Vec<Message> = match start {
+            Start::Input(text) => vec![Message::user_text(text)],
+            Start::Queue => {
+                let kinds = [InputKind::Steer, InputKind::FollowUp];
+                let Some(claim) = store.claim_inputs(&slot.id, &turn_id, &kinds).await? else {
+                    return Err(RuntimeError::QueueEmpty(slot.id.clone()));
+                };
+                let mut delivered = running
+                    .delivered
+                    .lock()
+                    .unwrap_or_else(PoisonError::into_inner);
+                claim
+                    .inputs
+                    .iter()
+                    .map(|input| {
+                        delivered.insert(input.id.clone(), claim.id.clone());
+                        queue::message_of(input)
+                    })
+                    .collect()
+            }
+        };
+        queue::refresh(slot, store).await;
+        let extra: Vec<String> = caps
+            .user_prefixes
+            .iter()
+            .chain(caps.reminders.iter())
+            .cloned()
+            .collect();
+        if !extra.is_empty() {
+            // Extension prefixes and reminders come first, in a hidden message of the same
+            // batch, so the user's own input stays marked as the genuine query.
+            let batch = match prompt.first() {
+                Some(Message::User(UserMessage {
+                    batch_id: Some(batch),
+                    ..
+                })) => batch.clone(),
+                _ => {
+                    let batch = new_id("b-");
+                    for message in &mut prompt {
+                        if let Message::User(user) = message {
+                            user.batch_id = Some(batch.clone());
+                        }
+                    }
+                    batch
+                }
+            };
+            let mut hidden = UserMessage::hidden_text(extra.join("\n\n"));
+            hidden.content = extra.into_iter().map(ContentBlock::text).collect();
+            hidden.batch_id = Some(batch);
+            prompt.insert(0, Message::User(hidden));
+        }
+        let mut system_prompt = self.inner.system_prompt.clone();
+        for part in &caps.system_prompt {
+            system_prompt.push_str("\n\n");
+            system_prompt.push_str(part);
+        }
+        if let Some(schema) = &options.output_schema {
+            system_prompt.push_str(&schema.instruction());
+        }
+        let mut hooks = caps.hooks;
+        // Persistence first: extensions observe history that is already stored.
+        hooks.on_history_changed.insert(
+            0,
+            Arc::new(CommitHistory {
+                store: store.clone(),
+                turn_id: turn_id.clone(),
+                turn: running.clone(),
+            }),
+        );
+        let host = Arc::new(TurnHostImpl {
+            slot: slot.clone(),
+            turn: running.clone(),
+            store: store.clone(),
+            view: Mutex::new(TurnView::new(turn_id.clone())),
+        });
+        let input = TurnInput {
+            session_id: slot.id.clone(),
+            turn_id,
+            model: model.spec.clone(),
+            stream_fn: model.stream.clone(),
+            system_prompt,
+            tools: caps.tools,
+            history,
+            start: TurnStart::Prompt(prompt),
+            hooks,
+            host: host.clone(),
+            cancel: running.cancel.clone(),
+            request_options: Default::default(),
+            api_keys: None,
+        };
+        Ok((input, host, caps.host, options.output_schema, scope, caps.lease))
+    }
+
+    /// The session's history for the next request, every tool call answered: a resumed
+    /// session's calls left open by a stopped process are answered "interrupted" (and
+    /// committed) at its first turn in this runtime.
+    async fn turn_history(&self, slot: &Arc<Slot>) -> Result<Vec<Arc<Message>>, RuntimeError> {
+        let (cached, reconciled) = {
+            let state = slot.lock();
+            (state.history.clone(), state.reconciled)
+        };
+        if let (Some(history), true) = (cached, reconciled) {
+            return Ok(history);
+        }
+        let store = &self.inner.store;
+        let stored = store.history(&slot.id).await?;
+        let history: Vec<Arc<Message>> = match close_interrupted(&stored) {
+            Some(entries) => {
+                let request = CommitRequest {
+                    session_id: slot.id.clone(),
+                    turn_id: None,
+                    operation_id: new_id("op-"),
+                    expected_revision: None,
+                    op: HistoryOp::Reconcile {
+                        entries: entries.clone(),
+                    },
+                };
+                store.commit(request).await.map_err(|error| {
+                    RuntimeError::Resume(format!("cannot close interrupted tool calls: {error}"))
+                })?;
+                entries.into_iter().map(|e| Arc::new(e.message)).collect()
+            }
+            None => stored.into_iter().map(|e| Arc::new(e.message)).collect(),
+        };
+        let mut state = slot.lock();
+        state.reconciled = true;
+        state.history = Some(history.clone());
+        Ok(history)
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    async fn run_turn(
+        &self,
+        slot: Arc<Slot>,
+        running: Arc<RunningTurn>,
+        input: TurnInput,
+        host: Arc<TurnHostImpl>,
+        host_hooks: crate::extension::table::HostHooks,
+        schema: Option<OutputSchema>,
+        scope: TurnScope,
+        lease: crate::extension::Lease,
+        source: TurnSource,
+    ) -> TurnReport {
+        let started = Instant::now();
+        let store = self.inner.store.clone();
+        let turn_id = running.turn_id.clone();
+        let history_before = input.history.clone();
+        let mut refused = None;
+        for hook in &host_hooks.turn_start {
+            if let Err(error) = hook.turn_start(&scope).await {
+                refused = Some(error.message);
+                break;
+            }
+        }
+        let result = match refused {
+            None => {
+                let runner = TurnRunner::new(self.inner.runner.clone());
+                runner.run_turn(input).await
+            }
+            Some(message) => TurnResult {
+                outcome: TurnOutcome::Failed {
+                    code: "turn_start_failed".into(),
+                    message,
+                },
+                messages: Vec::new(),
+                usage: Usage::default(),
+                degradations: 0,
+                unconsumed: Vec::new(),
+            },
+        };
+        // The capabilities are released with the turn.
+        drop(lease);
+        let mut report = TurnReport {
+            turn_id: turn_id.clone(),
+            source,
+            recorded: result.outcome.clone(),
+            outcome: result.outcome,
+            messages: result.messages,
+            usage: result.usage,
+            structured_output: None,
+            output_failure: None,
+            commit_failure: running.commit_failure().take(),
+            finish_failure: None,
+            duration: started.elapsed(),
+        };
+        if let (TurnOutcome::Completed, Some(schema)) = (&report.outcome, &schema) {
+            match schema.check(&report.final_text()) {
+                Ok(value) => report.structured_output = Some(value),
+                Err(failure) => {
+                    report.recorded = TurnOutcome::Failed {
+                        code: failure.code.clone(),
+                        message: failure.message.clone(),
+                    };
+                    report.output_failure = Some(failure);
+                }
+            }
+        }
+        if let Err(failure) = store
+            .finish_turn(&turn_id, report.recorded.clone(), Some(report.usage))
+            .await
+        {
+            report.finish_failure = Some(format!("cannot record the end of turn {turn_id}: {failure}"));
+        }
+        // Delivered input the turn ended without committing goes back to the queue.
+        match store.release_turn_claims(&turn_id).await {
+            Ok(0) => {}
+            Ok(_) => queue::refresh(&slot, &store).await,
+            Err(error) => slot.emit(SessionEventBody::Failure {
+                turn_id: Some(turn_id.clone()),
+                failure: Failure::new(
+                    error.code(),
+                    format!("cannot return undelivered input to the queue: {error}"),
+                ),
+            }),
+        }
+        host.close_view();
+        for hook in &host_hooks.turn_end {
+            if let Err(error) = hook.turn_end(&scope, &report.recorded).await {
+                tracing::warn!(%turn_id, error = %error.message, "turn_end handler failed");
+            }
+        }
+        if let Some(message) = &report.commit_failure {
+            slot.emit(SessionEventBody::Failure {
+                turn_id: Some(turn_id.clone()),
+                failure: Failure::new("history_commit_failed", message.clone()),
+            });
+        }
+        let failure = match &report.recorded {
+            TurnOutcome::Failed { code, message } => Some(Failure::new(code.clone(), message.clone())),
+            _ => None,
+        };
+        slot.emit(SessionEventBody::TurnEnded {
+            turn_id: turn_id.clone(),
+            outcome: report.recorded.clone(),
+            usage: report.usage,
+            failure,
+        });
+        slot.hub.drained();
+        let follow_up = {
+            let mut state = slot.lock();
+            state.history = if report.commit_failure.is_none() {
+                let mut history = history_before;
+                history.extend(
+                    running
+                        .committed
+                        .lock()
+                        .unwrap_or_else(PoisonError::into_inner)
+                        .drain(..),
+                );
+                Some(history)
+            } else {
+                None
+            };
+            state.admission = Admission::Idle;
+            report.outcome == TurnOutcome::Completed && !state.queue.is_empty()
+        };
+        running.ended.send_replace(true);
+        if follow_up {
+            // Waiting input (follow-ups, steering that came as the answer ended) becomes
+            // the next turn.
+            let runtime = self.clone();
+            let slot = slot.clone();
+            tokio::spawn(async move {
+                if let Err(error) = runtime
+                    .start_turn(slot.clone(), Start::Queue, TurnSource::Api, TurnOptions::default())
+                    .await
+                {
+                    tracing::warn!(%error, "cannot start the queued follow-up");
+                }
+            });
+        }
+        report
+    }
+}

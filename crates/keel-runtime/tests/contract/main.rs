@@ -1,0 +1,10 @@
+//! The conversation contract, driven only through typed operations against the scripted
+//! model: steering and follow-ups, aborts at every stage, concurrent sessions, permission
+//! answers, the queue, and the deferred contract.
+
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+mod harness;
+mod ingress;
+mod permissions;
+mod sessions;

@@ -1,0 +1,298 @@
+//! Sessions side by side, the lifecycle operations, and the deferred contract.
+
+use std::sync::Arc;
+
+use keel_llm::scripted::{ScriptedProvider, ScriptedResponse};
+use keel_protocol::{
+    ItemBody, ItemEvent, Op, SessionEventBody, SessionTarget, TurnOutcome, TurnSource,
+};
+use keel_runtime::{ConversationContract, DeferredContract, Reply};
+use pretty_assertions::assert_eq;
+use serde_json::json;
+
+use crate::harness::{Echo, Gate, Harness, PATIENCE, Setup};
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn two_sessions_run_at_once_without_cross_talk() {
+    let h = Harness::start(Setup {
+        model: Arc::new(Echo),
+        interactive: false,
+        permission: None,
+        tools: Vec::new(),
+    })
+    .await;
+    let a = h.session().await;
+    let b = h.session().await;
+    let mut events_a = h.watch(&a).await;
+    let mut events_b = h.watch(&b).await;
+    let turn_a = h.submit(&a, "alpha").await;
+    let turn_b = h.submit(&b, "bravo").await;
+    let (ids_a, ids_b) = (turn_a.turn_id.clone(), turn_b.turn_id.clone());
+    let (report_a, report_b) = tokio::join!(turn_a.wait(), turn_b.wait());
+    assert_eq!(report_a.unwrap().final_text(), "echo: alpha");
+    assert_eq!(report_b.unwrap().final_text(), "echo: bravo");
+    events_a.turn_end(&ids_a).await;
+    events_b.turn_end(&ids_b).await;
+    // Each stream carries only its own session's turn and text.
+    for (events, session, turn, text) in [
+        (&events_a, &a, &ids_a, "echo: alpha"),
+        (&events_b, &b, &ids_b, "echo: bravo"),
+    ] {
+        assert!(events.seen.iter().all(|e| &e.session_id == session));
+        let seqs: Vec<u64> = events.seen.iter().map(|e| e.seq).collect();
+        assert_eq!(seqs, (seqs[0]..seqs[0] + seqs.len() as u64).collect::<Vec<_>>());
+        let completed: Vec<String> = events
+            .seen
+            .iter()
+            .filter_map(|e| match &e.body {
+                SessionEventBody::Item {
+                    turn_id,
+                    event: ItemEvent::Completed { item },
+                } => {
+                    assert_eq!(turn_id, turn);
+                    match &item.body {
+                        ItemBody::AgentMessage { text } => Some(text.clone()),
+                        _ => None,
+                    }
+                }
+                _ => None,
+            })
+            .collect();
+        assert_eq!(completed, [text]);
+    }
+    assert_eq!(
+        h.history(&a).await,
+        [
+            ("user".to_owned(), "alpha".to_owned()),
+            ("assistant".to_owned(), "echo: alpha".to_owned())
+        ]
+    );
+}
+
+#[tokio::test]
+async fn lifecycle_operations_change_the_session_and_wait_for_a_running_turn() {
+    let provider = Arc::new(ScriptedProvider::with_responses([
+        ScriptedResponse::text("first"),
+        ScriptedResponse::tool_call("c1", "gate", json!({})),
+        ScriptedResponse::text("second"),
+    ]));
+    let gate = Gate::new();
+    let mut setup = Setup::scripted(&provider);
+    setup.tools = vec![gate.clone()];
+    let h = Harness::start(setup).await;
+    let session = h.session().await;
+    h.submit(&session, "one").await.wait().await.unwrap();
+    let updated = h
+        .runtime
+        .call(Op::UpdateSession {
+            session_id: session.clone(),
+            title: Some("Renamed".into()),
+            model: None,
+            mode: Some("plan".into()),
+        })
+        .await
+        .unwrap();
+    assert!(matches!(updated, Reply::Session(record) if record.title == "Renamed"));
+    let bad_mode = h
+        .runtime
+        .call(Op::UpdateSession {
+            session_id: session.clone(),
+            title: None,
+            model: None,
+            mode: Some("yolo".into()),
+        })
+        .await
+        .unwrap_err();
+    assert!(bad_mode.to_string().contains("unknown permission mode `yolo`"), "{bad_mode}");
+    let fixed_model = h
+        .runtime
+        .call(Op::UpdateSession {
+            session_id: session.clone(),
+            title: None,
+            model: Some("openai/gpt-5".into()),
+            mode: None,
+        })
+        .await
+        .unwrap_err();
+    assert_eq!(fixed_model.code(), "unsupported");
+    let revisions = match h
+        .runtime
+        .call(Op::ListRevisions {
+            session_id: session.clone(),
+        })
+        .await
+        .unwrap()
+    {
+        Reply::Revisions(revisions) => revisions,
+        other => panic!("{other:?}"),
+    };
+    // A turn is running: rewinding or deleting under it is refused.
+    h.runtime
+        .update_session(
+            &session,
+            keel_runtime::SessionUpdate {
+                mode: Some("auto".into()),
+                ..Default::default()
+            },
+        )
+        .await
+        .unwrap();
+    let turn = h.submit(&session, "two").await;
+    tokio::time::timeout(PATIENCE, gate.started.notified()).await.unwrap();
+    for op in [
+        Op::RewindSession {
+            session_id: session.clone(),
+            revision: revisions[0],
+        },
+        Op::DeleteSession {
+            session_id: session.clone(),
+        },
+    ] {
+        let refused = h.runtime.call(op).await.unwrap_err();
+        assert_eq!(refused.code(), "turn_running");
+    }
+    gate.release.notify_one();
+    let report = turn.wait().await.unwrap();
+    assert_eq!(report.outcome, TurnOutcome::Completed);
+    // Rewound to after the first turn, the next turn sees only that history.
+    let first_turn_end = revisions[revisions.len() - 1];
+    h.runtime.rewind_session(&session, first_turn_end).await.unwrap();
+    assert_eq!(h.history(&session).await.len(), 2);
+    let forked = match h
+        .runtime
+        .call(Op::ForkSession {
+            session_id: session.clone(),
+            revision: None,
+        })
+        .await
+        .unwrap()
+    {
+        Reply::Session(record) => record,
+        other => panic!("{other:?}"),
+    };
+    assert_eq!(h.history(&forked.id).await.len(), 2);
+    h.runtime
+        .call(Op::DeleteSession {
+            session_id: session.clone(),
+        })
+        .await
+        .unwrap();
+    assert_eq!(
+        h.runtime
+            .call(Op::GetSession {
+                session_id: session.clone()
+            })
+            .await
+            .unwrap_err()
+            .code(),
+        "not_found"
+    );
+}
+
+#[tokio::test]
+async fn a_resumed_session_gets_its_interrupted_calls_answered_at_its_first_turn() {
+    let provider = Arc::new(ScriptedProvider::with_responses([ScriptedResponse::text(
+        "picked up",
+    )]));
+    let h = Harness::start(Setup::scripted(&provider)).await;
+    // A session a crashed process left with a call and no result.
+    let record = h
+        .store
+        .create_session(keel_store::NewSession {
+            title: "crashed".into(),
+            cwd: "/x".into(),
+            model: "m".into(),
+            parent_id: None,
+        })
+        .await
+        .unwrap();
+    let mut call = keel_protocol::AssistantMessage::from_text("");
+    call.content = vec![keel_protocol::ContentBlock::ToolCall(keel_protocol::ToolCall {
+        id: "c9".into(),
+        name: "bash".into(),
+        arguments: json!({"command": "make"}),
+    })];
+    h.store
+        .append(
+            &record.id,
+            vec![
+                keel_store::Entry::new(keel_protocol::Message::user_text("build it")),
+                keel_store::Entry::new(keel_protocol::Message::Assistant(call)),
+            ],
+            "op-crash",
+        )
+        .await
+        .unwrap();
+    let opened = match h
+        .runtime
+        .call(Op::OpenSession {
+            target: SessionTarget::Id {
+                id: record.id.to_string(),
+            },
+        })
+        .await
+        .unwrap()
+    {
+        Reply::Opened(opened) => opened,
+        other => panic!("{other:?}"),
+    };
+    assert_eq!(opened.start, keel_runtime::SessionStart::Resumed);
+    // Opening reads only: the open call is still unanswered until a turn runs.
+    assert_eq!(h.history(&record.id).await.len(), 2);
+    h.submit(&record.id, "continue").await.wait().await.unwrap();
+    let history = h.history(&record.id).await;
+    assert_eq!(history[2].0, "tool_result");
+    assert!(history[2].1.starts_with("interrupted"), "{history:?}");
+    assert_eq!(history[3], ("user".to_owned(), "continue".to_owned()));
+    assert_eq!(provider.requests()[0].messages.len(), 4);
+}
+
+#[tokio::test]
+async fn the_deferred_contract_forwards_calls_made_before_it_was_bound() {
+    let provider = Arc::new(ScriptedProvider::with_responses([ScriptedResponse::text(
+        "late but fine",
+    )]));
+    let deferred = DeferredContract::new();
+    assert!(!deferred.is_bound());
+    let early = {
+        let deferred = deferred.clone();
+        tokio::spawn(async move {
+            deferred
+                .call(Op::OpenSession {
+                    target: SessionTarget::New { title: Some("early".into()) },
+                })
+                .await
+        })
+    };
+    tokio::task::yield_now().await;
+    assert!(!early.is_finished(), "the call waits for a runtime");
+    let h = Harness::start(Setup::scripted(&provider)).await;
+    deferred.bind(Arc::new(h.runtime.clone())).unwrap();
+    let opened = match early.await.unwrap().unwrap() {
+        Reply::Opened(opened) => opened,
+        other => panic!("{other:?}"),
+    };
+    assert_eq!(opened.record.title, "early");
+    let (sink, mut rx) = keel_runtime::channel();
+    let _subscription = deferred.subscribe(&opened.record.id, sink).await.unwrap();
+    let turn = match deferred
+        .call(Op::Submit {
+            session_id: opened.record.id.clone(),
+            text: "hi".into(),
+            source: TurnSource::Channel("ci".into()),
+            output_schema: None,
+        })
+        .await
+        .unwrap()
+    {
+        Reply::Turn(turn) => turn,
+        other => panic!("{other:?}"),
+    };
+    assert_eq!(turn.wait().await.unwrap().final_text(), "late but fine");
+    let started = rx.recv().await.unwrap();
+    assert!(matches!(
+        started.body,
+        SessionEventBody::TurnStarted { source: TurnSource::Channel(ref name), .. } if name == "ci"
+    ));
+    assert!(deferred.bind(Arc::new(h.runtime.clone())).is_err(), "bound once");
+}
