@@ -17,7 +17,7 @@ mod usage;
 pub use content::{ContentBlock, ImageBlock, TextBlock, ThinkingBlock, ToolCall};
 pub use error::{ErrorCode, ErrorInfo};
 pub use event::AgentEvent;
-pub use ids::{MessageId, SessionId, ToolCallId, TurnId};
+pub use ids::{MessageId, RunId, SessionId, ToolCallId, TurnId};
 pub use message::{
     AssistantMessage, HostMessage, Message, StopReason, ToolResultMessage, UserMessage, now_ms,
 };

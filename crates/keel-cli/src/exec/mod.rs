@@ -18,7 +18,7 @@ use std::time::{Duration, Instant};
 use anyhow::Context as _;
 use keel_agent::runner::{RunnerDefaults, STEP_LIMIT_EXCEEDED, TurnInput, TurnRunner, TurnStart};
 use keel_llm::StreamSettings;
-use keel_protocol::{Message, TurnId, TurnOutcome};
+use keel_protocol::{Message, RunId, TurnOutcome};
 
 use crate::{config, instructions, store};
 use output::{ExecHost, Format, Interrupt, RunIds, Stop};
@@ -181,7 +181,7 @@ against this JSON Schema:\n{schema_text}\n"
         }));
 
     let ids = RunIds {
-        run_id: TurnId::generate().to_string(),
+        run_id: RunId::generate(),
         session_id: session_id.to_string(),
         turn_id: turn_id.to_string(),
     };

@@ -18,8 +18,8 @@ use std::sync::{Arc, Mutex, OnceLock, PoisonError};
 use async_trait::async_trait;
 use keel_agent::runner::TurnHost;
 use keel_protocol::{
-    ContentBlock, Message, MessageId, ResponseChunk, RuntimeEvent, RuntimeEventBody, StreamNotice,
-    ToolCallId, ToolPhase,
+    ContentBlock, Message, MessageId, ResponseChunk, RunId, RuntimeEvent, RuntimeEventBody,
+    StreamNotice, ToolCallId, ToolPhase,
 };
 use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
@@ -74,7 +74,7 @@ impl Stop {
 #[derive(Debug, Clone)]
 pub struct RunIds {
     /// This invocation.
-    pub run_id: String,
+    pub run_id: RunId,
     /// The session.
     pub session_id: String,
     /// The turn.
@@ -243,7 +243,7 @@ fn progress(body: &RuntimeEventBody) {
 /// The run's ids as the start of a JSON object's members, ending with a comma.
 fn envelope_ids(ids: &RunIds) -> String {
     let member = |key: &str, value: &str| format!("\"{key}\":{},", Value::String(value.to_owned()));
-    member("run_id", &ids.run_id)
+    member("run_id", ids.run_id.as_str())
         + &member("session_id", &ids.session_id)
         + &member("turn_id", &ids.turn_id)
 }

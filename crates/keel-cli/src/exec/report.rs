@@ -9,7 +9,7 @@ use std::path::Path;
 use std::process::ExitCode;
 use std::time::Duration;
 
-use keel_protocol::Usage;
+use keel_protocol::{RunId, Usage};
 use serde::Serialize;
 
 /// Version of the `json` and `stream-json` output; bumped on any incompatible change.
@@ -118,7 +118,7 @@ pub struct ExecResult {
     /// [`SCHEMA_VERSION`].
     pub schema_version: u32,
     /// This invocation.
-    pub run_id: String,
+    pub run_id: RunId,
     /// How the run ended.
     pub status: ExecStatus,
     /// The last assistant message's text.
