@@ -94,7 +94,7 @@ enum ExportFormat {
 
 /// Runs `keel sessions …`.
 pub async fn run(args: SessionsArgs) -> anyhow::Result<()> {
-    let store = store::open(false).await?;
+    let store = store::open(keel_store::Durability::Normal).await?;
     let mut out = String::new();
     match args.command {
         SessionsCommand::List { cwd, limit, json } => {
@@ -192,7 +192,7 @@ pub async fn run(args: SessionsArgs) -> anyhow::Result<()> {
         out.push('\n');
     }
     // Fork, rewind and delete wrote to the log; make that durable before saying it is done.
-    store::sync_log()?;
+    store.sync().await?;
     let mut stdout = std::io::stdout().lock();
     stdout
         .write_all(out.as_bytes())

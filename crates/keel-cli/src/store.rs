@@ -12,7 +12,7 @@ use std::os::unix::fs::{DirBuilderExt as _, PermissionsExt as _};
 use std::path::{Path, PathBuf};
 
 use anyhow::Context as _;
-use keel_store::{Durability, Store, StoreError};
+use keel_store::{Durability, Execution, OpenOptions, Store, StoreError};
 
 use crate::config;
 
@@ -32,9 +32,13 @@ pub fn db_path() -> anyhow::Result<PathBuf> {
     Ok(home.join(DB_FILE_NAME))
 }
 
-/// Opens (creating when needed) the session database; `durable` syncs every commit to disk
-/// (SQLite `synchronous=FULL`) instead of only at checkpoints.
-pub async fn open(durable: bool) -> anyhow::Result<Store> {
+/// Opens (creating when needed) the session database; [`Durability::Full`] syncs every commit
+/// to disk (SQLite `synchronous=FULL`) instead of only at checkpoints.
+///
+/// The SQLite work runs in place: every CLI command is one-shot on a current-thread runtime
+/// that waits for each store call with nothing else to do, so a writer thread would only add
+/// two thread wake-ups per call.
+pub async fn open(durability: Durability) -> anyhow::Result<Store> {
     let path = db_path()?;
     if let Some(home) = config::keel_home().filter(|home| home.is_dir()) {
         make_private_dir(&home);
@@ -44,12 +48,11 @@ pub async fn open(durable: bool) -> anyhow::Result<Store> {
     if let Some(parent) = path.parent().filter(|p| !p.as_os_str().is_empty()) {
         create_private_dirs(parent)?;
     }
-    let durability = if durable {
-        Durability::Full
-    } else {
-        Durability::Normal
+    let options = OpenOptions {
+        durability,
+        execution: Execution::InPlace,
     };
-    Store::open(&path, durability).await.map_err(|error| {
+    Store::open(&path, options).await.map_err(|error| {
         // The store's own message names the file when it is at fault.
         let named = matches!(
             error,
@@ -96,22 +99,6 @@ fn make_private_dir(dir: &Path) {
             "keel: warning: cannot make {} private (chmod 700): {error}",
             dir.display()
         );
-    }
-}
-
-/// Flushes the session database's write-ahead log to disk (one fsync), so what this
-/// process committed survives a power cut and not only a crash. Closing the database does
-/// not checkpoint the log (that would copy the whole session on every run), so this is how a
-/// finished run makes its history durable.
-pub fn sync_log() -> anyhow::Result<()> {
-    let mut wal = db_path()?.into_os_string();
-    wal.push("-wal");
-    match std::fs::OpenOptions::new().write(true).open(&wal) {
-        Ok(file) => file
-            .sync_data()
-            .with_context(|| format!("cannot sync {}", PathBuf::from(&wal).display())),
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
-        Err(e) => Err(e).with_context(|| format!("cannot open {}", PathBuf::from(&wal).display())),
     }
 }
 

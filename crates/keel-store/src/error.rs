@@ -138,6 +138,15 @@ pub enum StoreError {
         /// Why.
         source: std::io::Error,
     },
+    /// The write-ahead log could not be synced to disk: commits since the last sync may not
+    /// survive a power cut (they do survive a crash of keel).
+    #[error("cannot sync the session log {} to disk: {source}", path.display())]
+    Sync {
+        /// The `-wal` file.
+        path: PathBuf,
+        /// Why.
+        source: std::io::Error,
+    },
 }
 
 impl StoreError {
@@ -162,6 +171,7 @@ impl StoreError {
             Self::Worker(_) => "store_worker",
             Self::DatabaseCorrupt { .. } => "database_corrupt",
             Self::File { .. } => "store_file",
+            Self::Sync { .. } => "store_sync",
         }
     }
 
@@ -189,7 +199,8 @@ impl StoreError {
             | Self::ClaimsInFlight { .. }
             | Self::Worker(_)
             | Self::DatabaseCorrupt { .. }
-            | Self::File { .. } => false,
+            | Self::File { .. }
+            | Self::Sync { .. } => false,
         }
     }
 

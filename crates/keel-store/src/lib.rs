@@ -7,11 +7,14 @@
 //! §13 in that session's lane and recognises retried operations.
 
 mod error;
+mod execution;
 mod export;
 mod files;
+mod history_writer;
 mod ids;
 mod model;
 mod owner;
+mod queue;
 mod replay;
 mod schema;
 mod sql;
@@ -19,8 +22,10 @@ mod store;
 mod turns;
 
 pub use error::{Result, StoreError};
+pub use execution::{Execution, OpenOptions};
 pub use export::EXPORT_SCHEMA_VERSION;
 pub use files::DB_FILE_MODE;
+pub use history_writer::{OBSERVER_TIMEOUT, Observer};
 pub use ids::{MIN_PREFIX_CHARS, new_id};
 pub use model::{
     Claim, CommitKind, CommitReceipt, CommitRequest, Entry, ForkPoint, HistoryCommitted, HistoryOp,
@@ -28,5 +33,5 @@ pub use model::{
 };
 pub use replay::{REPLAY_MAX_BYTES, REPLAY_MAX_ENTRIES, ReplayRegistry, fingerprint};
 pub use schema::{BUSY_TIMEOUT, Durability, known_version as known_schema_version};
-pub use store::{OBSERVER_TIMEOUT, Observer, Store};
+pub use store::Store;
 pub use turns::outcome_status;

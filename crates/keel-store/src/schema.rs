@@ -118,7 +118,7 @@ pub fn known_version() -> u32 {
 
 /// Opens (creating if needed) the database at `path`, sets the pragmas and migrates it.
 pub fn open(path: &Path, durability: Durability) -> Result<Connection> {
-    if !is_special(path) {
+    if !crate::files::is_special(path) {
         crate::files::make_private(path)?;
     }
     let flags = OpenFlags::SQLITE_OPEN_READ_WRITE
@@ -150,11 +150,6 @@ pub fn open(path: &Path, durability: Durability) -> Result<Connection> {
     conn.pragma_update(None, "foreign_keys", "ON")?;
     migrate(&mut conn)?;
     Ok(conn)
-}
-
-/// SQLite's names that are not files: an in-memory database and a temporary one.
-fn is_special(path: &Path) -> bool {
-    path.as_os_str().is_empty() || path.as_os_str() == ":memory:"
 }
 
 /// Switches the database to write-ahead logging, waiting out other first openers.

@@ -150,8 +150,12 @@ against this JSON Schema:\n{schema_text}\n"
     });
 
     let model_name = format!("{}/{}", model.provider, model.id);
-    let durable = args.durable || loaded.config.durable.unwrap_or(false);
-    let sessions = store::open(durable).await?;
+    let durability = if args.durable || loaded.config.durable.unwrap_or(false) {
+        keel_store::Durability::Full
+    } else {
+        keel_store::Durability::Normal
+    };
+    let sessions = store::open(durability).await?;
     let target = match (&args.session, args.continue_latest) {
         (Some(typed), _) => persist::Target::Id(typed.clone()),
         (None, true) => persist::Target::LatestIn(cwd.display().to_string()),
@@ -265,7 +269,7 @@ against this JSON Schema:\n{schema_text}\n"
     }
     // Commits are in the write-ahead log, safe from a crash of this process; one fsync of
     // the log makes them safe from a power cut too before we report the run as done.
-    if let Err(failure) = store::sync_log() {
+    if let Err(failure) = sessions.sync().await {
         eprintln!("keel: warning: cannot flush the session log to disk: {failure}");
     }
     let result = ExecResult {

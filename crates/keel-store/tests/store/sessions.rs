@@ -1,7 +1,9 @@
 //! Sessions, turns, ids, fork, rewind, export, schema versions.
 
 use keel_protocol::{SessionId, TurnOutcome, Usage};
-use keel_store::{Durability, ForkPoint, NewSession, Store, StoreError, TurnSource, TurnStatus};
+use keel_store::{
+    Durability, ForkPoint, NewSession, OpenOptions, Store, StoreError, TurnSource, TurnStatus,
+};
 use pretty_assertions::assert_eq;
 
 use crate::{entry, session, session_of, temp_store, texts};
@@ -246,19 +248,31 @@ async fn deleting_a_session_removes_it() {
 async fn a_newer_schema_is_refused_clearly() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("keel.db");
-    drop(Store::open(&path, Durability::Full).await.unwrap());
+    drop(
+        Store::open(
+            &path,
+            OpenOptions {
+                durability: Durability::Full,
+                ..OpenOptions::default()
+            },
+        )
+        .await
+        .unwrap(),
+    );
     let conn = rusqlite::Connection::open(&path).unwrap();
     conn.execute("UPDATE schema_version SET version = 99", [])
         .unwrap();
     drop(conn);
-    let error = Store::open(&path, Durability::Normal).await.unwrap_err();
+    let error = Store::open(&path, OpenOptions::default())
+        .await
+        .unwrap_err();
     assert_eq!(error.code(), "schema_too_new");
     assert!(error.to_string().contains("schema version 99"), "{error}");
     // Reopening a current database is a no-op migration.
     let dir2 = tempfile::tempdir().unwrap();
     let path2 = dir2.path().join("keel.db");
-    drop(Store::open(&path2, Durability::Normal).await.unwrap());
-    let store = Store::open(&path2, Durability::Normal).await.unwrap();
+    drop(Store::open(&path2, OpenOptions::default()).await.unwrap());
+    let store = Store::open(&path2, OpenOptions::default()).await.unwrap();
     assert_eq!(store.integrity_check().await.unwrap(), "ok");
     assert_eq!(keel_store::known_schema_version(), 2);
 }
@@ -278,7 +292,7 @@ async fn a_version_1_database_is_migrated_and_keeps_its_turns() {
         )
         .unwrap();
     }
-    let store = Store::open(&path, Durability::Normal).await.unwrap();
+    let store = Store::open(&path, OpenOptions::default()).await.unwrap();
     let migrated = store.turn(&turn.id).await.unwrap();
     assert_eq!(migrated.status, TurnStatus::Running);
     assert_eq!(migrated.owner, None);
@@ -381,7 +395,7 @@ async fn opening_waits_for_a_writer_of_a_new_database() {
         std::thread::sleep(std::time::Duration::from_millis(200));
         writer.execute_batch("COMMIT").unwrap();
     });
-    let store = Store::open(&path, Durability::Normal).await;
+    let store = Store::open(&path, OpenOptions::default()).await;
     release.join().unwrap();
     let store = store.unwrap();
     assert_eq!(store.list_sessions(None, 10).await.unwrap(), vec![]);

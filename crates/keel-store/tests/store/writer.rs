@@ -5,12 +5,12 @@ use std::time::Duration;
 
 use keel_protocol::{MessageId, TurnOutcome};
 use keel_store::{
-    CommitKind, CommitReceipt, CommitRequest, Durability, HistoryCommitted, HistoryOp, Store,
-    TurnSource, TurnStatus,
+    CommitKind, CommitReceipt, CommitRequest, Execution, HistoryCommitted, HistoryOp, OpenOptions,
+    Store, TurnSource, TurnStatus,
 };
 use pretty_assertions::assert_eq;
 
-use crate::{entry, session, temp_store, texts, user};
+use crate::{entry, session, temp_store, temp_store_with, texts, user};
 
 fn receipt(
     request: &CommitRequest,
@@ -66,7 +66,7 @@ async fn appends_take_contiguous_revisions_and_read_back_whole() {
 async fn a_retry_is_replayed_and_a_reused_id_conflicts() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("keel.db");
-    let store = Store::open(&path, Durability::Normal).await.unwrap();
+    let store = Store::open(&path, OpenOptions::default()).await.unwrap();
     let s = session(&store).await;
     let request = CommitRequest::append(s.id.clone(), "op-1", vec![entry("a")]);
     let first = store.commit(request.clone()).await.unwrap();
@@ -82,7 +82,7 @@ async fn a_retry_is_replayed_and_a_reused_id_conflicts() {
 
     // A new process has an empty registry; the commit records still recognise the retry.
     drop(store);
-    let store = Store::open(&path, Durability::Normal).await.unwrap();
+    let store = Store::open(&path, OpenOptions::default()).await.unwrap();
     assert_eq!(store.commit(request).await.unwrap(), first);
     assert_eq!(store.commit(changed).await.unwrap_err().code(), "conflict");
     assert_eq!(texts(&store.history(&s.id).await.unwrap()), vec!["a"]);
@@ -251,7 +251,7 @@ async fn observers_see_every_commit_before_it_is_acknowledged() {
 
 #[tokio::test(start_paused = true)]
 async fn a_stuck_observer_times_out_after_the_durable_write() {
-    let (_dir, store) = temp_store().await;
+    let (_dir, store) = temp_store_with(Execution::InPlace).await;
     let s = session(&store).await;
     store
         .add_observer(Arc::new(|_event| Box::pin(futures_pending())))
@@ -424,7 +424,7 @@ fn hang_first_projection(store: &Store) -> Arc<std::sync::atomic::AtomicUsize> {
 
 #[tokio::test(start_paused = true)]
 async fn a_retry_after_a_failed_projection_projects_before_it_acknowledges() {
-    let (_dir, store) = temp_store().await;
+    let (_dir, store) = temp_store_with(Execution::InPlace).await;
     let s = session(&store).await;
     let calls = hang_first_projection(&store);
     let request = CommitRequest::append(s.id.clone(), "op-1", vec![entry("a")]);
@@ -443,7 +443,7 @@ async fn a_retry_after_a_failed_projection_projects_before_it_acknowledges() {
 
 #[tokio::test(start_paused = true)]
 async fn a_retry_after_a_dropped_commit_projects_before_it_acknowledges() {
-    let (_dir, store) = temp_store().await;
+    let (_dir, store) = temp_store_with(Execution::InPlace).await;
     let s = session(&store).await;
     let calls = hang_first_projection(&store);
     let request = CommitRequest::append(s.id.clone(), "op-1", vec![entry("a")]);
