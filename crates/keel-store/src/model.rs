@@ -2,7 +2,7 @@
 //! `keel-protocol` types, so the store never needs to change when a message grows a field.
 
 use keel_protocol::{Message, MessageId, SessionId, TurnId, Usage};
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 /// Fields of a new session.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -328,13 +328,46 @@ impl CommitRequest {
     }
 }
 
-/// An input waiting beside tool results (steering, machine input).
+/// What a queued input asks of its session's turns (SPEC §13 steering and follow-ups).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum InputKind {
+    /// Steers the running turn: delivered beside tool results before its next model request.
+    Steer,
+    /// Waits for the running turn to end, then starts the next one.
+    FollowUp,
+}
+
+impl InputKind {
+    /// The stored text: `steer`, `follow_up`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Steer => "steer",
+            Self::FollowUp => "follow_up",
+        }
+    }
+
+    /// Parses the stored text.
+    pub fn parse(text: &str) -> Option<Self> {
+        match text {
+            "steer" => Some(Self::Steer),
+            "follow_up" => Some(Self::FollowUp),
+            _ => None,
+        }
+    }
+}
+
+/// An input in a session's queue (steering, a follow-up, machine input).
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct QueuedInput {
     /// `i-` plus 10 base32 characters.
     pub id: String,
+    /// What it asks of the session's turns.
+    pub kind: InputKind,
     /// What the input carries.
     pub payload: serde_json::Value,
+    /// When it was queued, ms since the epoch.
+    pub created_ms: i64,
 }
 
 /// Inputs claimed by a turn; acknowledge after the history commit, or release to re-queue.
@@ -344,6 +377,6 @@ pub struct Claim {
     pub id: String,
     /// The claiming turn.
     pub turn_id: TurnId,
-    /// The inputs, oldest first.
+    /// The inputs, in queue order.
     pub inputs: Vec<QueuedInput>,
 }

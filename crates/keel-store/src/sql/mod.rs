@@ -15,7 +15,8 @@ pub(crate) use branch::fork;
 pub(crate) use commit::{Applied, apply, verify};
 pub(crate) use history::{commit_revisions, read_history};
 pub(crate) use inputs::{
-    acknowledge_claim, claim_inputs, enqueue_input, queued_inputs, release_claim,
+    acknowledge_claim, acknowledge_inputs, cancel_input, claim_inputs, edit_input, enqueue_input,
+    queued_inputs, release_claim, release_turn_claims, reorder_inputs, requeue_turn_claims,
 };
 pub(crate) use sessions::{
     create_session, delete_session, get_session, list_sessions, resolve_session, set_title,

@@ -5,12 +5,17 @@
 mod crash;
 mod execution;
 mod prop;
+mod queue;
+mod queue_prop;
 mod safety;
 mod sessions;
 mod writer;
 
 use keel_protocol::{Message, MessageId, UserMessage};
-use keel_store::{Entry, Execution, NewSession, OpenOptions, SessionRecord, Store};
+use keel_store::{Entry, Execution, InputKind, NewSession, OpenOptions, SessionRecord, Store};
+
+/// Every input kind, for claims that take the whole queue.
+pub const ALL_KINDS: &[InputKind] = &[InputKind::Steer, InputKind::FollowUp];
 
 /// A store in a fresh temporary folder, opened with the default options (the writer thread).
 pub async fn temp_store() -> (tempfile::TempDir, Store) {

@@ -2,11 +2,12 @@
 
 use keel_protocol::{SessionId, TurnOutcome, Usage};
 use keel_store::{
-    Durability, ForkPoint, NewSession, OpenOptions, Store, StoreError, TurnSource, TurnStatus,
+    Durability, ForkPoint, InputKind, NewSession, OpenOptions, Store, StoreError, TurnSource,
+    TurnStatus,
 };
 use pretty_assertions::assert_eq;
 
-use crate::{entry, session, session_of, temp_store, texts};
+use crate::{ALL_KINDS, entry, session, session_of, temp_store, texts};
 
 #[tokio::test]
 async fn sessions_are_listed_newest_first_and_found_by_prefix() {
@@ -274,7 +275,7 @@ async fn a_newer_schema_is_refused_clearly() {
     drop(Store::open(&path2, OpenOptions::default()).await.unwrap());
     let store = Store::open(&path2, OpenOptions::default()).await.unwrap();
     assert_eq!(store.integrity_check().await.unwrap(), "ok");
-    assert_eq!(keel_store::known_schema_version(), 2);
+    assert_eq!(keel_store::known_schema_version(), 3);
 }
 
 #[tokio::test]
@@ -335,10 +336,19 @@ async fn resuming_closes_only_turns_whose_process_is_gone() {
     // owners were recorded, and a claimed input: both turns close, the input is queued again.
     let legacy = store.start_turn(&s.id, TurnSource::Api).await.unwrap();
     let input = store
-        .enqueue_input(&s.id, serde_json::json!({"steer": "keep me"}))
+        .enqueue_input(
+            &s.id,
+            InputKind::Steer,
+            serde_json::json!({"steer": "keep me"}),
+        )
         .await
+        .unwrap()
+        .id;
+    store
+        .claim_inputs(&s.id, &live.id, ALL_KINDS)
+        .await
+        .unwrap()
         .unwrap();
-    store.claim_inputs(&s.id, &live.id).await.unwrap().unwrap();
     {
         let conn = rusqlite::Connection::open(dir.path().join("keel.db")).unwrap();
         conn.execute(

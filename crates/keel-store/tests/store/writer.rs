@@ -5,12 +5,12 @@ use std::time::Duration;
 
 use keel_protocol::{MessageId, TurnOutcome};
 use keel_store::{
-    CommitKind, CommitReceipt, CommitRequest, Execution, HistoryCommitted, HistoryOp, OpenOptions,
-    Store, TurnSource, TurnStatus,
+    CommitKind, CommitReceipt, CommitRequest, Execution, HistoryCommitted, HistoryOp, InputKind,
+    OpenOptions, Store, TurnSource, TurnStatus,
 };
 use pretty_assertions::assert_eq;
 
-use crate::{entry, session, temp_store, temp_store_with, texts, user};
+use crate::{ALL_KINDS, entry, session, temp_store, temp_store_with, texts, user};
 
 fn receipt(
     request: &CommitRequest,
@@ -322,17 +322,31 @@ async fn claimed_inputs_are_acknowledged_after_the_commit_or_requeued() {
     let (_dir, store) = temp_store().await;
     let s = session(&store).await;
     let first = store
-        .enqueue_input(&s.id, serde_json::json!({"steer": "also run clippy"}))
+        .enqueue_input(
+            &s.id,
+            InputKind::Steer,
+            serde_json::json!({"steer": "also run clippy"}),
+        )
         .await
-        .unwrap();
+        .unwrap()
+        .id;
     let second = store
-        .enqueue_input(&s.id, serde_json::json!({"steer": "and fmt"}))
+        .enqueue_input(
+            &s.id,
+            InputKind::Steer,
+            serde_json::json!({"steer": "and fmt"}),
+        )
         .await
-        .unwrap();
+        .unwrap()
+        .id;
     let turn = store.start_turn(&s.id, TurnSource::Api).await.unwrap();
 
     // Released claims go back to the queue in their order.
-    let claim = store.claim_inputs(&s.id, &turn.id).await.unwrap().unwrap();
+    let claim = store
+        .claim_inputs(&s.id, &turn.id, ALL_KINDS)
+        .await
+        .unwrap()
+        .unwrap();
     assert_eq!(
         claim
             .inputs
@@ -345,7 +359,11 @@ async fn claimed_inputs_are_acknowledged_after_the_commit_or_requeued() {
     assert_eq!(store.release_claim(&claim.id).await.unwrap(), 2);
     assert_eq!(store.queued_inputs(&s.id).await.unwrap().len(), 2);
 
-    let claim = store.claim_inputs(&s.id, &turn.id).await.unwrap().unwrap();
+    let claim = store
+        .claim_inputs(&s.id, &turn.id, ALL_KINDS)
+        .await
+        .unwrap()
+        .unwrap();
     assert_eq!(
         store
             .acknowledge_claim(&claim.id, 1)
@@ -368,7 +386,13 @@ async fn claimed_inputs_are_acknowledged_after_the_commit_or_requeued() {
         store.release_claim(&claim.id).await.unwrap_err().code(),
         "not_found"
     );
-    assert!(store.claim_inputs(&s.id, &turn.id).await.unwrap().is_none());
+    assert!(
+        store
+            .claim_inputs(&s.id, &turn.id, ALL_KINDS)
+            .await
+            .unwrap()
+            .is_none()
+    );
     store
         .finish_turn(&turn.id, TurnOutcome::Completed, None)
         .await
@@ -380,11 +404,16 @@ async fn a_live_turn_does_not_close_while_a_claim_is_in_flight() {
     let (_dir, store) = temp_store().await;
     let s = session(&store).await;
     let input = store
-        .enqueue_input(&s.id, serde_json::json!({"steer": "one"}))
+        .enqueue_input(&s.id, InputKind::Steer, serde_json::json!({"steer": "one"}))
         .await
-        .unwrap();
+        .unwrap()
+        .id;
     let turn = store.start_turn(&s.id, TurnSource::Api).await.unwrap();
-    let claim = store.claim_inputs(&s.id, &turn.id).await.unwrap().unwrap();
+    let claim = store
+        .claim_inputs(&s.id, &turn.id, ALL_KINDS)
+        .await
+        .unwrap()
+        .unwrap();
     let refused = store
         .finish_turn(&turn.id, TurnOutcome::Completed, None)
         .await
