@@ -1,5 +1,5 @@
 //! The async face of the store: one [`Store`] handle (cheap to clone) over one SQLite
-//! connection, whose work runs where [`Execution`] says (see `execution.rs`). Commits to one
+//! connection, whose work runs where [`crate::Execution`] says (see `execution.rs`). Commits to one
 //! session go through that session's lane (an async mutex, see `history_writer.rs`), which
 //! serialises check → write → re-read → projection → acknowledgement per session while other
 //! sessions' lanes proceed; their SQL still takes turns on the one connection, which costs
@@ -28,6 +28,7 @@ const LANE_MAP_PRUNE_AT: usize = 256;
 /// A session's commit lane.
 pub(crate) type Lane = Arc<tokio::sync::Mutex<()>>;
 
+/// What every clone of a [`Store`] shares.
 pub(crate) struct Inner {
     /// Runs the SQLite work; dropping it with the last clone ends the writer thread.
     executor: Executor,
