@@ -181,7 +181,10 @@ impl Agent {
                     return Err(AgentError::NothingToContinue { role });
                 }
             }
-            let cancel = CancellationToken::new();
+            let cancel = match &state.options.abort_on {
+                Some(parent) => parent.child_token(),
+                None => CancellationToken::new(),
+            };
             state.run_cancel = Some(cancel.clone());
             let subscribers: Arc<[Arc<dyn AgentSubscriber>]> =
                 state.subscribers.iter().map(|(_, s)| s.clone()).collect();

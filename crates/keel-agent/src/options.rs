@@ -86,6 +86,9 @@ pub struct AgentOptions {
     pub hook_timeout: Duration,
     /// Images smaller than this are not sent to the model.
     pub min_image_bytes: usize,
+    /// Cancelling this aborts every run at once, in the same instant: each run's own
+    /// signal is its child, so no task has to forward the cancellation first.
+    pub abort_on: Option<tokio_util::sync::CancellationToken>,
 }
 
 impl AgentOptions {
@@ -107,6 +110,7 @@ impl AgentOptions {
             abort_grace: DEFAULT_ABORT_GRACE,
             hook_timeout: DEFAULT_HOOK_TIMEOUT,
             min_image_bytes: DEFAULT_MIN_IMAGE_BYTES,
+            abort_on: None,
         }
     }
 

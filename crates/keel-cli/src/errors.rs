@@ -19,15 +19,18 @@ pub fn runtime_error(error: RuntimeError) -> anyhow::Error {
     match error {
         // A configuration error about a command-line flag (`--model nope/x`) is a bad flag
         // value: it exits 2 like every other, not 3 like a bad configuration file.
-        RuntimeError::Config(ConfigError::Model { source_name, reason })
-            if source_name.starts_with("--") =>
-        {
+        RuntimeError::Config(ConfigError::Model {
+            source_name,
+            reason,
+        }) if source_name.starts_with("--") => {
             anyhow::anyhow!("{source_name}: {reason}")
         }
         RuntimeError::Config(error) => anyhow::Error::new(error),
         RuntimeError::Store(error) => anyhow::Error::new(error),
-        RuntimeError::StoreAt { path, source } => anyhow::Error::new(source)
-            .context(format!("cannot open the session database {}", path.display())),
+        RuntimeError::StoreAt { path, source } => anyhow::Error::new(source).context(format!(
+            "cannot open the session database {}",
+            path.display()
+        )),
         RuntimeError::Usage(message) => anyhow::anyhow!(message),
         RuntimeError::Resume(message) => anyhow::Error::new(RunFailed(message)),
         RuntimeError::Internal(message) => anyhow::Error::new(InternalError(message)),

@@ -62,8 +62,7 @@ fn main() -> ExitCode {
     match result {
         Ok(code) => code,
         Err(error) => {
-            if let Some(config_error) =
-                error.downcast_ref::<keel_runtime::settings::ConfigError>()
+            if let Some(config_error) = error.downcast_ref::<keel_runtime::settings::ConfigError>()
             {
                 // Configuration problems have their own exit code so scripts can tell
                 // them from a bad invocation.

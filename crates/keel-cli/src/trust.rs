@@ -74,4 +74,3 @@ pub fn run(args: &TrustArgs) -> anyhow::Result<()> {
     println!("Any change to these files needs `keel trust` again.");
     Ok(())
 }
-

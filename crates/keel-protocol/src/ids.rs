@@ -64,6 +64,10 @@ id_type!(
     TurnId
 );
 id_type!(
+    /// One invocation of a front end (a `keel exec` run), named in everything it prints.
+    RunId
+);
+id_type!(
     /// A host-assigned message identifier.
     MessageId
 );

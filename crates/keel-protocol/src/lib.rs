@@ -22,21 +22,21 @@ mod view;
 pub use content::{ContentBlock, ImageBlock, TextBlock, ThinkingBlock, ToolCall};
 pub use error::{ErrorCode, ErrorInfo};
 pub use event::AgentEvent;
-pub use ids::{MessageId, SessionId, ToolCallId, TurnId};
+pub use failure::{Failure, is_retryable};
+pub use ids::{MessageId, RunId, SessionId, ToolCallId, TurnId};
 pub use message::{
     AssistantMessage, HostMessage, Message, StopReason, ToolResultMessage, UserMessage, now_ms,
 };
+pub use op::{Op, OpGroup, SessionTarget};
 pub use runtime::{
     DebugTrace, ResponseChunk, RuntimeEvent, RuntimeEventBody, SessionStatus, ToolPhase,
     TurnOutcome,
 };
-pub use stream::{ResponseMeta, StreamEvent, StreamNotice};
-pub use tool::ToolDefinition;
-pub use failure::{Failure, is_retryable};
-pub use op::{Op, OpGroup, SessionTarget};
 pub use session_event::{
     InputKind, PermissionAnswer, PermissionRequest, QueueEntry, SessionEvent, SessionEventBody,
 };
 pub use source::TurnSource;
-pub use view::{Item, ItemBody, ItemEvent, ItemKind, ToolCallStatus};
+pub use stream::{ResponseMeta, StreamEvent, StreamNotice};
+pub use tool::ToolDefinition;
 pub use usage::{Cost, Usage};
+pub use view::{Item, ItemBody, ItemEvent, ItemKind, ToolCallStatus};

@@ -249,6 +249,8 @@ mod tests {
         )
         .unwrap();
         assert_eq!(submit.group(), OpGroup::Ingress);
-        assert!(matches!(submit, Op::Submit { source: TurnSource::Channel(name), .. } if name == "ci"));
+        assert!(
+            matches!(submit, Op::Submit { source: TurnSource::Channel(name), .. } if name == "ci")
+        );
     }
 }

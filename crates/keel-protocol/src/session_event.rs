@@ -160,6 +160,25 @@ pub enum InputKind {
     FollowUp,
 }
 
+impl InputKind {
+    /// The stable text: `steer`, `follow_up`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Steer => "steer",
+            Self::FollowUp => "follow_up",
+        }
+    }
+
+    /// Parses the stable text.
+    pub fn parse(text: &str) -> Option<Self> {
+        match text {
+            "steer" => Some(Self::Steer),
+            "follow_up" => Some(Self::FollowUp),
+            _ => None,
+        }
+    }
+}
+
 /// An input waiting in a session's queue.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct QueueEntry {

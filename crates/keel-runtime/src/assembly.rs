@@ -119,7 +119,11 @@ pub fn permission_mode(settings: &Settings, requested: Option<Mode>) -> Mode {
 
 /// The sandbox: the caller's, else the configuration's, else read-only under `plan` and
 /// workspace-write otherwise.
-pub fn sandbox_mode(settings: &Settings, requested: Option<SandboxMode>, mode: Mode) -> SandboxMode {
+pub fn sandbox_mode(
+    settings: &Settings,
+    requested: Option<SandboxMode>,
+    mode: Mode,
+) -> SandboxMode {
     match (requested, settings.loaded.config.sandbox) {
         (Some(chosen), _) | (None, Some(chosen)) => chosen,
         (None, None) if mode == Mode::Plan => SandboxMode::ReadOnly,

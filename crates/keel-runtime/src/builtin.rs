@@ -83,7 +83,9 @@ impl Extension for OptionalTool {
 
     fn init(&self, api: &ExtensionApi) -> Result<(), ExtensionError> {
         let tool = self.tool;
-        api.register_tool_factory(Arc::new(move |scope| session_tools(scope, |name| name == tool)))
+        api.register_tool_factory(Arc::new(move |scope| {
+            session_tools(scope, |name| name == tool)
+        }))
     }
 }
 
@@ -160,7 +162,12 @@ pub fn profile(
         .enabled
         .iter()
         .map(|id| Overlay::Enable(id.clone()))
-        .chain(config.disabled.iter().map(|id| Overlay::Disable(id.clone())))
+        .chain(
+            config
+                .disabled
+                .iter()
+                .map(|id| Overlay::Disable(id.clone())),
+        )
         .collect();
     Profile::new(entries, host_builtins())?.overlay(&overlays, "the `extensions` configuration")
 }

@@ -65,7 +65,9 @@ impl ConversationContract for Runtime {
     async fn call(&self, op: Op) -> Result<Reply, RuntimeError> {
         let store = &self.inner.store;
         Ok(match op {
-            Op::ListSessions { cwd, limit } => Reply::Sessions(store.list_sessions(cwd, limit).await?),
+            Op::ListSessions { cwd, limit } => {
+                Reply::Sessions(store.list_sessions(cwd, limit).await?)
+            }
             Op::GetSession { session_id } => Reply::Session(store.session(&session_id).await?),
             Op::GetMessages {
                 session_id,

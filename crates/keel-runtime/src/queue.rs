@@ -91,7 +91,12 @@ impl Runtime {
         let idle = matches!(slot.lock().admission, Admission::Idle);
         let turn = if idle {
             match self
-                .start_turn(slot.clone(), Start::Queue, keel_protocol::TurnSource::Api, TurnOptions::default())
+                .start_turn(
+                    slot.clone(),
+                    Start::Queue,
+                    keel_protocol::TurnSource::Api,
+                    TurnOptions::default(),
+                )
                 .await
             {
                 Ok(handle) => Some(handle),
@@ -129,7 +134,11 @@ impl Runtime {
     }
 
     /// Withdraws a waiting input.
-    pub async fn cancel_queued(&self, session: &SessionId, input: &str) -> Result<(), RuntimeError> {
+    pub async fn cancel_queued(
+        &self,
+        session: &SessionId,
+        input: &str,
+    ) -> Result<(), RuntimeError> {
         self.inner.store.cancel_input(session, input).await?;
         self.after_queue_change(session).await;
         Ok(())

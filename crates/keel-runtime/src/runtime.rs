@@ -317,7 +317,10 @@ impl Runtime {
 
     /// The slot of a session, opening it (read-only: nothing is reconciled before its
     /// first turn) when this runtime has not yet.
-    pub(crate) async fn slot_or_open(&self, session: &SessionId) -> Result<Arc<Slot>, RuntimeError> {
+    pub(crate) async fn slot_or_open(
+        &self,
+        session: &SessionId,
+    ) -> Result<Arc<Slot>, RuntimeError> {
         if let Ok(slot) = self.slot(session) {
             return Ok(slot);
         }
@@ -342,10 +345,8 @@ impl Runtime {
             db.as_deref(),
         );
         let approver = match (inner.interactive, slot) {
-            (true, Some(slot)) => Some(
-                Arc::new(SessionApprover::new(Arc::downgrade(slot)))
-                    as Arc<dyn keel_tools::permission::Approver>,
-            ),
+            (true, Some(slot)) => Some(Arc::new(SessionApprover::new(Arc::downgrade(slot)))
+                as Arc<dyn keel_tools::permission::Approver>),
             _ => None,
         };
         let services = SessionServices::new(setup, inner.settings.rules.clone(), approver);
@@ -380,7 +381,11 @@ impl Runtime {
             let services = self.services(Some(&slot), &model, mode)?;
             slot.lock().services = services;
         }
-        let mut slots = self.inner.slots.lock().unwrap_or_else(PoisonError::into_inner);
+        let mut slots = self
+            .inner
+            .slots
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
         // Another open of the same session may have won the race: use its slot.
         Ok(slots.entry(id).or_insert(slot).clone())
     }
@@ -407,7 +412,8 @@ impl Runtime {
                 let id = store.resolve_session(&id).await?;
                 (store.session(&id).await?, SessionStart::Resumed)
             }
-            SessionTarget::Latest => match store.list_sessions(Some(cwd.clone()), 1).await?.first() {
+            SessionTarget::Latest => match store.list_sessions(Some(cwd.clone()), 1).await?.first()
+            {
                 Some(record) => (record.clone(), SessionStart::Resumed),
                 None => return Err(RuntimeError::NoSessionIn(cwd)),
             },

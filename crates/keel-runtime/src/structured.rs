@@ -28,9 +28,8 @@ impl OutputSchema {
     pub fn compile(text: &str, name: &str) -> Result<Self, RuntimeError> {
         let schema: serde_json::Value = serde_json::from_str(text)
             .map_err(|e| RuntimeError::Usage(format!("{name} is not JSON: {e}")))?;
-        let validator = jsonschema::validator_for(&schema).map_err(|e| {
-            RuntimeError::Usage(format!("{name} is not a valid JSON Schema: {e}"))
-        })?;
+        let validator = jsonschema::validator_for(&schema)
+            .map_err(|e| RuntimeError::Usage(format!("{name} is not a valid JSON Schema: {e}")))?;
         Ok(Self {
             validator,
             text: text.trim().to_owned(),
@@ -118,14 +117,20 @@ mod tests {
         assert_eq!(wrong.code, STRUCTURED_OUTPUT_INVALID);
         assert!(wrong.message.contains("/n"), "{}", wrong.message);
         let not_json = schema.check("three").unwrap_err();
-        assert!(not_json.message.contains("not JSON"), "{}", not_json.message);
+        assert!(
+            not_json.message.contains("not JSON"),
+            "{}",
+            not_json.message
+        );
     }
 
     #[test]
     fn a_schema_that_is_not_a_schema_is_refused_by_name() {
         let error = OutputSchema::compile("{\"type\": 5}", "--output-schema s.json").unwrap_err();
         assert!(
-            error.to_string().contains("--output-schema s.json is not a valid JSON Schema"),
+            error
+                .to_string()
+                .contains("--output-schema s.json is not a valid JSON Schema"),
             "{error}"
         );
     }

@@ -117,10 +117,7 @@ impl TurnView {
                 attempt,
                 max_retries,
                 delay_ms,
-                failure: Failure::new(
-                    keel_agent::runner::model_code(error.code),
-                    error.message,
-                ),
+                failure: Failure::new(keel_agent::runner::model_code(error.code), error.message),
             }),
             _ => {}
         }
@@ -272,7 +269,12 @@ impl TurnView {
         }));
     }
 
-    fn call_body(call: &CallItem, id: &ToolCallId, result: Option<String>, status: ToolCallStatus) -> ItemBody {
+    fn call_body(
+        call: &CallItem,
+        id: &ToolCallId,
+        result: Option<String>,
+        status: ToolCallStatus,
+    ) -> ItemBody {
         ItemBody::ToolCall {
             call_id: id.clone(),
             tool_name: call.name.clone(),
@@ -289,13 +291,16 @@ impl TurnView {
         emit: &mut dyn FnMut(SessionEventBody),
     ) {
         let number = self.next;
-        let call = self.calls.entry(call_id.clone()).or_insert_with(|| CallItem {
-            number,
-            item_id: None,
-            name: tool_name.to_owned(),
-            raw_arguments: String::new(),
-            done: false,
-        });
+        let call = self
+            .calls
+            .entry(call_id.clone())
+            .or_insert_with(|| CallItem {
+                number,
+                item_id: None,
+                name: tool_name.to_owned(),
+                raw_arguments: String::new(),
+                done: false,
+            });
         if call.item_id.is_some() {
             return;
         }

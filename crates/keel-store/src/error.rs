@@ -115,6 +115,40 @@ pub enum StoreError {
         /// The process running it.
         pid: u32,
     },
+    /// An input can be edited or cancelled only while it waits in the queue.
+    #[error("input {input} is {state}: only a queued input can be edited or cancelled")]
+    InputNotQueued {
+        /// The input.
+        input: String,
+        /// Where it is instead: `claimed`, `acknowledged`, `cancelled`.
+        state: String,
+    },
+    /// An input named for acknowledgement is not one its claim still holds.
+    #[error("input {input} is not held by claim {claim}: {reason}")]
+    InputNotInClaim {
+        /// The claim.
+        claim: String,
+        /// The input.
+        input: String,
+        /// Where the input is instead.
+        reason: String,
+    },
+    /// A new queue order must name every queued input of the session exactly once; re-read
+    /// the queue (a turn may have claimed some, or new ones arrived) and send a new order.
+    #[error(
+        "the new order of session {session}'s queue must name each queued input exactly once: {}",
+        order_problems(missing, extra, duplicated)
+    )]
+    QueueOrderMismatch {
+        /// The session.
+        session: String,
+        /// Queued inputs the order leaves out.
+        missing: Vec<String>,
+        /// Ids in the order that are not queued inputs of the session.
+        extra: Vec<String>,
+        /// Ids the order names more than once.
+        duplicated: Vec<String>,
+    },
     /// The database worker thread panicked or went away.
     #[error("the database worker failed: {0}")]
     Worker(String),
@@ -134,6 +168,15 @@ pub enum StoreError {
     #[error("cannot prepare the session database file {}: {source}", path.display())]
     File {
         /// The file.
+        path: PathBuf,
+        /// Why.
+        source: std::io::Error,
+    },
+    /// The write-ahead log could not be synced to disk: commits since the last sync may not
+    /// survive a power cut (they do survive a crash of keel).
+    #[error("cannot sync the session log {} to disk: {source}", path.display())]
+    Sync {
+        /// The `-wal` file.
         path: PathBuf,
         /// Why.
         source: std::io::Error,
@@ -159,9 +202,13 @@ impl StoreError {
             Self::ProjectionTimeout { .. } => "projection_timeout",
             Self::SessionBusy { .. } => "session_busy",
             Self::ClaimsInFlight { .. } => "claims_in_flight",
+            Self::InputNotQueued { .. } => "input_not_queued",
+            Self::InputNotInClaim { .. } => "input_not_in_claim",
+            Self::QueueOrderMismatch { .. } => "queue_order_mismatch",
             Self::Worker(_) => "store_worker",
             Self::DatabaseCorrupt { .. } => "database_corrupt",
             Self::File { .. } => "store_file",
+            Self::Sync { .. } => "store_sync",
         }
     }
 
@@ -187,9 +234,13 @@ impl StoreError {
             | Self::InvalidOperation(_)
             | Self::ReadBackMismatch { .. }
             | Self::ClaimsInFlight { .. }
+            | Self::InputNotQueued { .. }
+            | Self::InputNotInClaim { .. }
+            | Self::QueueOrderMismatch { .. }
             | Self::Worker(_)
             | Self::DatabaseCorrupt { .. }
-            | Self::File { .. } => false,
+            | Self::File { .. }
+            | Self::Sync { .. } => false,
         }
     }
 
@@ -205,6 +256,20 @@ impl StoreError {
             _ => self,
         }
     }
+}
+
+/// What a queue order got wrong, for [`StoreError::QueueOrderMismatch`].
+fn order_problems(missing: &[String], extra: &[String], duplicated: &[String]) -> String {
+    [
+        ("missing", missing),
+        ("not queued", extra),
+        ("named twice", duplicated),
+    ]
+    .iter()
+    .filter(|(_, ids)| !ids.is_empty())
+    .map(|(what, ids)| format!("{what}: {}", ids.join(", ")))
+    .collect::<Vec<_>>()
+    .join("; ")
 }
 
 /// Whether SQLite says the file is damaged or not a database. A short read (the file ends

@@ -7,6 +7,9 @@
 //! the `-wal`, `-shm` and `-journal` files it creates the mode of the database file, so they
 //! are born 0600 too; the ones left by an older keel are tightened here. Only these files are
 //! touched, never the folder they are in: that may be a folder the user chose.
+//!
+//! Syncing the write-ahead log lives here too: it is the one file operation on the log that
+//! SQLite does not do for us (under `synchronous=NORMAL` it syncs only at checkpoints).
 
 use std::fs::{OpenOptions, Permissions};
 use std::os::unix::fs::{OpenOptionsExt as _, PermissionsExt as _};
@@ -22,6 +25,36 @@ const NOT_PRIVATE: u32 = 0o077;
 
 /// Files SQLite keeps beside the database.
 const SIDE_FILES: [&str; 3] = ["-wal", "-shm", "-journal"];
+
+/// SQLite's names that are not files: an in-memory database and a temporary one.
+pub(crate) fn is_special(path: &Path) -> bool {
+    path.as_os_str().is_empty() || path.as_os_str() == ":memory:"
+}
+
+/// The write-ahead log of the database at `path`.
+fn wal_path(path: &Path) -> PathBuf {
+    let mut wal = path.as_os_str().to_owned();
+    wal.push("-wal");
+    PathBuf::from(wal)
+}
+
+/// Syncs the database's write-ahead log to disk; nothing to do when there is none (nothing
+/// written since the last checkpoint removed it, or a database that is not a file).
+pub(crate) fn sync_wal(path: &Path) -> Result<()> {
+    if is_special(path) {
+        return Ok(());
+    }
+    let wal = wal_path(path);
+    let synced = OpenOptions::new()
+        .write(true)
+        .open(&wal)
+        .and_then(|file| file.sync_data());
+    match synced {
+        Ok(()) => Ok(()),
+        Err(error) if error.kind() == std::io::ErrorKind::NotFound => Ok(()),
+        Err(source) => Err(StoreError::Sync { path: wal, source }),
+    }
+}
 
 /// Creates the database file private when it does not exist yet, and makes it and its
 /// side files private when they do.
@@ -113,5 +146,27 @@ mod tests {
         std::fs::set_permissions(dir.path(), Permissions::from_mode(0o755)).unwrap();
         make_private(&old).unwrap();
         assert_eq!((mode(&old), mode(dir.path())), (0o400, 0o755));
+    }
+
+    #[test]
+    fn syncing_a_missing_log_or_a_memory_database_is_nothing_to_do() {
+        let dir = tempfile::tempdir().unwrap();
+        sync_wal(&dir.path().join("never-written.db")).unwrap();
+        sync_wal(Path::new(":memory:")).unwrap();
+    }
+
+    #[test]
+    fn a_log_that_cannot_be_synced_is_named_in_the_error() {
+        let dir = tempfile::tempdir().unwrap();
+        let db = dir.path().join("k.db");
+        std::fs::write(dir.path().join("k.db-wal"), b"log").unwrap();
+        sync_wal(&db).unwrap();
+        // A directory where the log should be cannot be opened for writing.
+        let odd = dir.path().join("odd.db");
+        std::fs::create_dir(dir.path().join("odd.db-wal")).unwrap();
+        let error = sync_wal(&odd).unwrap_err();
+        assert_eq!(error.code(), "store_sync");
+        assert!(!error.is_retryable());
+        assert!(error.to_string().contains("odd.db-wal"), "{error}");
     }
 }

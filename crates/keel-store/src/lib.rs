@@ -1,17 +1,20 @@
 //! keel's durable sessions on SQLite and the committed-history writer (SPEC §5, §13).
 //!
-//! One file holds sessions, canonical history, turns and queued inputs. History rows are never
+//! One file holds sessions, canonical history, turns and the input queue. History rows are never
 //! rewritten in place: each row records the revision range in which it is part of canonical
 //! history, so every earlier revision can be read back and a rewind can be undone. Every change to
 //! a session's history goes through [`Store::commit`], which runs the five commit steps of SPEC
 //! §13 in that session's lane and recognises retried operations.
 
 mod error;
+mod execution;
 mod export;
 mod files;
+mod history_writer;
 mod ids;
 mod model;
 mod owner;
+mod queue;
 mod replay;
 mod schema;
 mod sql;
@@ -19,14 +22,17 @@ mod store;
 mod turns;
 
 pub use error::{Result, StoreError};
+pub use execution::{Execution, OpenOptions};
 pub use export::EXPORT_SCHEMA_VERSION;
 pub use files::DB_FILE_MODE;
+pub use history_writer::{OBSERVER_TIMEOUT, Observer};
 pub use ids::{MIN_PREFIX_CHARS, new_id};
 pub use model::{
     Claim, CommitKind, CommitReceipt, CommitRequest, Entry, ForkPoint, HistoryCommitted, HistoryOp,
-    NewSession, QueuedInput, SessionRecord, StoredEntry, TurnRecord, TurnSource, TurnStatus,
+    InputKind, NewSession, QueuedInput, SessionRecord, StoredEntry, TurnRecord, TurnSource,
+    TurnStatus,
 };
 pub use replay::{REPLAY_MAX_BYTES, REPLAY_MAX_ENTRIES, ReplayRegistry, fingerprint};
 pub use schema::{BUSY_TIMEOUT, Durability, known_version as known_schema_version};
-pub use store::{OBSERVER_TIMEOUT, Observer, Store};
+pub use store::Store;
 pub use turns::outcome_status;

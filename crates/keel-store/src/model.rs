@@ -53,49 +53,7 @@ pub struct SessionRecord {
     pub length: u64,
 }
 
-/// Who started a turn (SPEC §5 turn sources).
-#[derive(Debug, Clone, PartialEq, Eq, Hash)]
-pub enum TurnSource {
-    /// A front end or API caller.
-    Api,
-    /// A scheduled job.
-    Cron,
-    /// A thread goal continuing on its own.
-    ThreadGoal,
-    /// A named channel (chat bridge, webhook).
-    Channel(String),
-}
-
-impl TurnSource {
-    /// How the source is stored: `api`, `cron`, `thread-goal`, `channel:NAME`.
-    pub fn as_text(&self) -> String {
-        match self {
-            Self::Api => "api".into(),
-            Self::Cron => "cron".into(),
-            Self::ThreadGoal => "thread-goal".into(),
-            Self::Channel(name) => format!("channel:{name}"),
-        }
-    }
-
-    /// Parses the stored form; `None` for anything else.
-    pub fn parse(text: &str) -> Option<Self> {
-        match text {
-            "api" => Some(Self::Api),
-            "cron" => Some(Self::Cron),
-            "thread-goal" => Some(Self::ThreadGoal),
-            other => other
-                .strip_prefix("channel:")
-                .filter(|name| !name.is_empty())
-                .map(|name| Self::Channel(name.to_owned())),
-        }
-    }
-}
-
-impl Serialize for TurnSource {
-    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        serializer.serialize_str(&self.as_text())
-    }
-}
+pub use keel_protocol::{InputKind, TurnSource};
 
 /// Status of a stored turn.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
@@ -328,13 +286,17 @@ impl CommitRequest {
     }
 }
 
-/// An input waiting beside tool results (steering, machine input).
+/// An input in a session's queue (steering, a follow-up, machine input).
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct QueuedInput {
     /// `i-` plus 10 base32 characters.
     pub id: String,
+    /// What it asks of the session's turns.
+    pub kind: InputKind,
     /// What the input carries.
     pub payload: serde_json::Value,
+    /// When it was queued, ms since the epoch.
+    pub created_ms: i64,
 }
 
 /// Inputs claimed by a turn; acknowledge after the history commit, or release to re-queue.
@@ -344,6 +306,6 @@ pub struct Claim {
     pub id: String,
     /// The claiming turn.
     pub turn_id: TurnId,
-    /// The inputs, oldest first.
+    /// The inputs, in queue order.
     pub inputs: Vec<QueuedInput>,
 }

@@ -109,6 +109,36 @@ const MIGRATIONS: &[&str] = &[
     "#,
     // 2: the process that runs each turn, so resuming closes only turns whose process is gone.
     "ALTER TABLE turns ADD COLUMN owner TEXT;",
+    // 3: the queue of steering and follow-ups. Each input has a kind and an explicit place in
+    // its session's queue (unique, so order has no ties and a reorder is a permutation of
+    // places), and can be cancelled. A CHECK cannot be altered, so the table is rebuilt;
+    // earlier inputs were all steering and keep their order (that was the rowid).
+    r#"
+    CREATE TABLE inputs_v3 (
+        id TEXT PRIMARY KEY,
+        session_id TEXT NOT NULL REFERENCES sessions(id) ON DELETE CASCADE,
+        kind TEXT NOT NULL CHECK (kind IN ('steer', 'follow_up')),
+        position INTEGER NOT NULL,
+        payload TEXT NOT NULL,
+        state TEXT NOT NULL CHECK (state IN ('queued', 'claimed', 'acknowledged', 'cancelled')),
+        claim_id TEXT,
+        turn_id TEXT,
+        ack_revision INTEGER,
+        created_ms INTEGER NOT NULL,
+        updated_ms INTEGER NOT NULL
+    ) STRICT;
+    INSERT INTO inputs_v3 (id, session_id, kind, position, payload, state, claim_id, turn_id,
+                           ack_revision, created_ms, updated_ms)
+        SELECT id, session_id, 'steer', rowid, payload, state, claim_id, turn_id, ack_revision,
+               created_ms, updated_ms
+        FROM inputs;
+    DROP TABLE inputs;
+    ALTER TABLE inputs_v3 RENAME TO inputs;
+    CREATE UNIQUE INDEX inputs_by_position ON inputs(session_id, position);
+    CREATE INDEX inputs_queue ON inputs(session_id, state, position);
+    CREATE INDEX inputs_by_claim ON inputs(claim_id);
+    CREATE INDEX inputs_by_turn ON inputs(turn_id, state);
+    "#,
 ];
 
 /// Highest schema version this code knows.
@@ -118,7 +148,7 @@ pub fn known_version() -> u32 {
 
 /// Opens (creating if needed) the database at `path`, sets the pragmas and migrates it.
 pub fn open(path: &Path, durability: Durability) -> Result<Connection> {
-    if !is_special(path) {
+    if !crate::files::is_special(path) {
         crate::files::make_private(path)?;
     }
     let flags = OpenFlags::SQLITE_OPEN_READ_WRITE
@@ -150,11 +180,6 @@ pub fn open(path: &Path, durability: Durability) -> Result<Connection> {
     conn.pragma_update(None, "foreign_keys", "ON")?;
     migrate(&mut conn)?;
     Ok(conn)
-}
-
-/// SQLite's names that are not files: an in-memory database and a temporary one.
-fn is_special(path: &Path) -> bool {
-    path.as_os_str().is_empty() || path.as_os_str() == ":memory:"
 }
 
 /// Switches the database to write-ahead logging, waiting out other first openers.
@@ -230,4 +255,102 @@ pub fn integrity_check(conn: &Connection) -> Result<String> {
     let rows = statement.query_map([], |row| row.get::<_, String>(0))?;
     let lines = rows.collect::<rusqlite::Result<Vec<_>>>()?;
     Ok(lines.join("\n"))
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+
+    use pretty_assertions::assert_eq;
+    use serde_json::json;
+
+    use super::*;
+    use crate::model::{InputKind, QueuedInput};
+    use crate::sql;
+
+    fn steer(id: &str, n: u32, created_ms: i64) -> QueuedInput {
+        QueuedInput {
+            id: id.into(),
+            kind: InputKind::Steer,
+            payload: json!({ "n": n }),
+            created_ms,
+        }
+    }
+
+    /// A version 2 queue (inputs in rowid order, no kinds, no places) becomes steering in
+    /// the same order, and a claimed input goes back to its old place when released.
+    #[test]
+    fn a_version_2_queue_keeps_its_order_as_steering() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("v2.db");
+        {
+            let conn = Connection::open(&path).unwrap();
+            conn.execute_batch(MIGRATIONS[0]).unwrap();
+            conn.execute_batch(MIGRATIONS[1]).unwrap();
+            conn.execute_batch(
+                "CREATE TABLE schema_version (version INTEGER NOT NULL);
+                 INSERT INTO schema_version VALUES (2);
+                 INSERT INTO sessions (id, cwd, created_ms, updated_ms) VALUES ('s-1', '/w', 1, 1);
+                 INSERT INTO turns (id, session_id, source, status, started_ms)
+                     VALUES ('t-1', 's-1', 'api', 'running', 1);
+                 INSERT INTO inputs (id, session_id, payload, state, created_ms, updated_ms)
+                     VALUES ('i-c', 's-1', '{\"n\":1}', 'queued', 10, 10);
+                 INSERT INTO inputs (id, session_id, payload, state, claim_id, turn_id,
+                                     created_ms, updated_ms)
+                     VALUES ('i-a', 's-1', '{\"n\":2}', 'claimed', 'c-1', 't-1', 11, 11);
+                 INSERT INTO inputs (id, session_id, payload, state, created_ms, updated_ms)
+                     VALUES ('i-b', 's-1', '{\"n\":3}', 'queued', 12, 12);
+                 INSERT INTO inputs (id, session_id, payload, state, claim_id, turn_id,
+                                     ack_revision, created_ms, updated_ms)
+                     VALUES ('i-0', 's-1', '{\"n\":0}', 'acknowledged', 'c-0', 't-1', 1, 9, 9);",
+            )
+            .unwrap();
+        }
+        let mut conn = open(&path, Durability::Normal).unwrap();
+        let version: u32 = conn
+            .query_row("SELECT version FROM schema_version", [], |row| row.get(0))
+            .unwrap();
+        assert_eq!(version, 3);
+        assert_eq!(
+            sql::queued_inputs(&conn, "s-1").unwrap(),
+            vec![steer("i-c", 1, 10), steer("i-b", 3, 12)]
+        );
+        assert_eq!(sql::release_claim(&mut conn, "c-1").unwrap(), 1);
+        let added =
+            sql::enqueue_input(&mut conn, "s-1", InputKind::FollowUp, &json!("next")).unwrap();
+        assert_eq!(
+            sql::queued_inputs(&conn, "s-1").unwrap(),
+            vec![
+                steer("i-c", 1, 10),
+                steer("i-a", 2, 11),
+                steer("i-b", 3, 12),
+                added
+            ]
+        );
+        let acknowledged: (String, Option<i64>) = conn
+            .query_row(
+                "SELECT state, ack_revision FROM inputs WHERE id = 'i-0'",
+                [],
+                |row| Ok((row.get(0)?, row.get(1)?)),
+            )
+            .unwrap();
+        assert_eq!(acknowledged, ("acknowledged".to_owned(), Some(1)));
+        // Places are unique within a session, and kinds are checked.
+        let place_of = |id: &str| -> i64 {
+            conn.query_row("SELECT position FROM inputs WHERE id = ?1", [id], |row| {
+                row.get(0)
+            })
+            .unwrap()
+        };
+        let taken = place_of("i-c");
+        assert!(
+            conn.execute("UPDATE inputs SET position = ?1 WHERE id = 'i-b'", [taken])
+                .is_err()
+        );
+        assert!(
+            conn.execute("UPDATE inputs SET kind = 'later' WHERE id = 'i-b'", [])
+                .is_err()
+        );
+        assert_eq!(integrity_check(&conn).unwrap(), "ok");
+    }
 }

@@ -1,100 +1,51 @@
-//! The async face of the store and the committed-history writer (SPEC §13).
-//!
-//! One SQLite connection lives behind a mutex and is only touched on tokio's blocking pool, so the
-//! async runtime never waits on disk. Commits to one session go through that session's lane (an
-//! async mutex), which serialises check → write → re-read → projection → acknowledgement per
-//! session while other sessions' lanes proceed; their SQL still takes turns on the one
-//! connection, which costs little next to a commit's fsync-free WAL append and keeps SQLite's
-//! single-writer rule out of the picture.
+//! The async face of the store: one [`Store`] handle (cheap to clone) over one SQLite
+//! connection, whose work runs where [`crate::Execution`] says (see `execution.rs`). Commits to one
+//! session go through that session's lane (an async mutex, see `history_writer.rs`), which
+//! serialises check → write → re-read → projection → acknowledgement per session while other
+//! sessions' lanes proceed; their SQL still takes turns on the one connection, which costs
+//! little next to a commit and keeps SQLite's single-writer rule out of the picture.
 
-use std::collections::{HashMap, HashSet};
+use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, Weak};
-use std::time::Duration;
 
-use futures::future::BoxFuture;
 use keel_protocol::{SessionId, TurnId, TurnOutcome, Usage};
 use rusqlite::Connection;
-use tokio::runtime::RuntimeFlavor;
 
 use crate::error::{Result, StoreError};
-use crate::model::{
-    Claim, CommitReceipt, CommitRequest, Entry, HistoryCommitted, HistoryOp, NewSession,
-    QueuedInput, SessionRecord, StoredEntry, TurnRecord, TurnSource,
-};
-use crate::replay::{Replay, ReplayRegistry, fingerprint};
-use crate::schema::{self, Durability};
+use crate::execution::{Executor, OpenOptions};
+use crate::files;
+use crate::history_writer::{Observer, Unprojected};
+use crate::model::{NewSession, SessionRecord, StoredEntry, TurnRecord, TurnSource};
+use crate::replay::ReplayRegistry;
+use crate::schema;
 use crate::sql;
 use crate::turns;
-
-/// Longest wait for the `HistoryCommitted` observers of one commit before it reports
-/// `projection_timeout` (the commit itself is durable by then).
-pub const OBSERVER_TIMEOUT: Duration = Duration::from_secs(10);
 
 /// Lanes kept before idle ones are dropped from the map.
 const LANE_MAP_PRUNE_AT: usize = 256;
 
-/// An async callback run for every commit before it is acknowledged. It must tolerate
-/// seeing a commit again: a retry after a failed or dropped projection runs every observer
-/// once more, and such a late projection can come after a later revision's.
-pub type Observer = Arc<dyn Fn(Arc<HistoryCommitted>) -> BoxFuture<'static, ()> + Send + Sync>;
+/// A session's commit lane.
+pub(crate) type Lane = Arc<tokio::sync::Mutex<()>>;
 
-type Lane = Arc<tokio::sync::Mutex<()>>;
-
-struct Inner {
-    conn: Arc<Mutex<Connection>>,
+/// What every clone of a [`Store`] shares.
+pub(crate) struct Inner {
+    /// Runs the SQLite work; dropping it with the last clone ends the writer thread.
+    executor: Executor,
     path: PathBuf,
     lanes: Mutex<HashMap<SessionId, Weak<tokio::sync::Mutex<()>>>>,
-    replay: Mutex<ReplayRegistry>,
-    observers: Mutex<Vec<Observer>>,
+    pub(crate) replay: Mutex<ReplayRegistry>,
+    pub(crate) observers: Mutex<Vec<Observer>>,
     /// Operations of this process between their write and their acknowledgement (or whose
     /// attempt failed or was dropped in between): a retry of one projects it before
     /// acknowledging, instead of returning the stored receipt.
-    unprojected: Mutex<Unprojected>,
-}
-
-/// Most operations kept marked as written but not acknowledged. Marks of operations whose
-/// callers gave up (and never retry under the same id) would otherwise pile up; past the
-/// bound the oldest are forgotten, and a late retry of one is then acknowledged from the
-/// stored commit without projecting it again.
-const UNPROJECTED_MAX: usize = 4_096;
-
-/// Operation marks in insertion order, bounded by [`UNPROJECTED_MAX`].
-#[derive(Default)]
-struct Unprojected {
-    keys: HashSet<(SessionId, String)>,
-    order: std::collections::VecDeque<(SessionId, String)>,
-}
-
-impl Unprojected {
-    /// Marks `key`; `false` when it was marked already.
-    fn insert(&mut self, key: (SessionId, String)) -> bool {
-        if !self.keys.insert(key.clone()) {
-            return false;
-        }
-        self.order.push_back(key);
-        while self.keys.len() > UNPROJECTED_MAX {
-            match self.order.pop_front() {
-                Some(oldest) => {
-                    self.keys.remove(&oldest);
-                }
-                None => break,
-            }
-        }
-        true
-    }
-
-    fn remove(&mut self, key: &(SessionId, String)) {
-        if self.keys.remove(key) {
-            self.order.retain(|marked| marked != key);
-        }
-    }
+    pub(crate) unprojected: Mutex<Unprojected>,
 }
 
 /// Durable sessions and canonical history on one SQLite file. Cheap to clone.
 #[derive(Clone)]
 pub struct Store {
-    inner: Arc<Inner>,
+    pub(crate) inner: Arc<Inner>,
 }
 
 impl std::fmt::Debug for Store {
@@ -105,22 +56,21 @@ impl std::fmt::Debug for Store {
     }
 }
 
-fn worker_error<T>(error: std::sync::PoisonError<T>) -> StoreError {
+pub(crate) fn worker_error<T>(error: std::sync::PoisonError<T>) -> StoreError {
     StoreError::Worker(error.to_string())
 }
 
 impl Store {
-    /// Opens or creates the database at `path` and migrates it.
-    pub async fn open(path: impl AsRef<Path>, durability: Durability) -> Result<Self> {
+    /// Opens or creates the database at `path` and migrates it, with the durability and the
+    /// execution (which thread runs SQLite) `options` give.
+    pub async fn open(path: impl AsRef<Path>, options: OpenOptions) -> Result<Self> {
         let path = path.as_ref().to_path_buf();
-        let open_path = path.clone();
-        let conn = tokio::task::spawn_blocking(move || schema::open(&open_path, durability))
+        let executor = Executor::open(&path, options)
             .await
-            .map_err(|error| StoreError::Worker(error.to_string()))?
             .map_err(|error| error.at(&path))?;
         Ok(Self {
             inner: Arc::new(Inner {
-                conn: Arc::new(Mutex::new(conn)),
+                executor,
                 path,
                 lanes: Mutex::new(HashMap::new()),
                 replay: Mutex::new(ReplayRegistry::default()),
@@ -135,49 +85,32 @@ impl Store {
         &self.inner.path
     }
 
-    /// Runs `work` with the connection (see [`Store::call_raw`]); a corrupt file is reported
-    /// as [`StoreError::DatabaseCorrupt`] with its path.
-    async fn call<R, F>(&self, work: F) -> Result<R>
+    /// Runs `work` with the connection where the store's [`crate::Execution`] says; a
+    /// corrupt file is reported as [`StoreError::DatabaseCorrupt`] with its path, a panic in
+    /// `work` as [`StoreError::Worker`].
+    pub(crate) async fn call<R, F>(&self, work: F) -> Result<R>
     where
         R: Send + 'static,
         F: FnOnce(&mut Connection) -> Result<R> + Send + 'static,
     {
-        self.call_raw(work)
+        self.inner
+            .executor
+            .run(work)
             .await
             .map_err(|error| error.at(&self.inner.path))
     }
 
-    /// Runs `work` with the connection: on the blocking pool, or in place on a
-    /// current-thread runtime.
-    ///
-    /// A current-thread runtime (`keel exec`) waits for the result with nothing else to run,
-    /// so handing the work to a pool thread only adds two thread wake-ups per call (a visible
-    /// share of a commit); in place it blocks the runtime for the same time it would idle.
-    /// The price: while a call waits for another process's write lock (at most
-    /// [`crate::BUSY_TIMEOUT`]) or syncs under [`Durability::Full`], that runtime's timers
-    /// and signal handling wait too. A panic in `work` is a [`StoreError::Worker`] either way.
-    async fn call_raw<R, F>(&self, work: F) -> Result<R>
-    where
-        R: Send + 'static,
-        F: FnOnce(&mut Connection) -> Result<R> + Send + 'static,
-    {
-        let conn = Arc::clone(&self.inner.conn);
-        if tokio::runtime::Handle::try_current()
-            .is_ok_and(|handle| handle.runtime_flavor() == RuntimeFlavor::CurrentThread)
-        {
-            let mut conn = conn.lock().map_err(worker_error)?;
-            return std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| work(&mut conn)))
-                .unwrap_or_else(|_| Err(StoreError::Worker("the store work panicked".into())));
-        }
-        tokio::task::spawn_blocking(move || {
-            let mut conn = conn.lock().map_err(worker_error)?;
-            work(&mut conn)
-        })
-        .await
-        .map_err(|error| StoreError::Worker(error.to_string()))?
+    /// Flushes the write-ahead log to disk (one fsync of `<db>-wal`; nothing when there is
+    /// none), so what was committed survives a power cut and not only a crash of this
+    /// process. Closing does not checkpoint the log (that would copy the whole session on
+    /// every run), so this is how a finished run makes its history durable under
+    /// [`crate::Durability::Normal`]. It runs after every call sent before it.
+    pub async fn sync(&self) -> Result<()> {
+        let path = self.inner.path.clone();
+        self.call(move |_| files::sync_wal(&path)).await
     }
 
-    fn lane(&self, session: &SessionId) -> Result<Lane> {
+    pub(crate) fn lane(&self, session: &SessionId) -> Result<Lane> {
         let mut lanes = self.inner.lanes.lock().map_err(worker_error)?;
         if let Some(lane) = lanes.get(session).and_then(Weak::upgrade) {
             return Ok(lane);
@@ -239,6 +172,13 @@ impl Store {
     pub async fn set_title(&self, id: &SessionId, title: String) -> Result<()> {
         let id = id.clone();
         self.call(move |conn| sql::set_title(conn, id.as_str(), &title))
+            .await
+    }
+
+    /// Changes a session's model (`provider/model`).
+    pub async fn set_model(&self, id: &SessionId, model: String) -> Result<()> {
+        let id = id.clone();
+        self.call(move |conn| sql::set_model(conn, id.as_str(), &model))
             .await
     }
 
@@ -322,174 +262,6 @@ impl Store {
             .await
     }
 
-    /// Commits one history operation through the session's lane (SPEC §13):
-    /// 1. the request, already owned here, is the semantic snapshot; the replay registry and
-    ///    the commit records recognise retries; session, turn and revision are checked;
-    /// 2. the write is one transaction, after which the history is re-read in the same lane;
-    /// 3. the re-read is validated and gives the committed revision;
-    /// 4. the registered `HistoryCommitted` observers are awaited (bounded);
-    /// 5. the receipt is returned.
-    pub async fn commit(&self, request: CommitRequest) -> Result<CommitReceipt> {
-        let (fingerprint, bytes) = fingerprint(&request)?;
-        let lane = self.lane(&request.session_id)?;
-        let _lane = lane.lock().await;
-
-        let session_text = request.session_id.to_string();
-        let operation_text = request.operation_id.clone();
-        let conflict = || StoreError::Conflict {
-            session: session_text.clone(),
-            operation: operation_text.clone(),
-        };
-        let seen = self.inner.replay.lock().map_err(worker_error)?.check(
-            &request.session_id,
-            &request.operation_id,
-            &fingerprint,
-        );
-        match seen {
-            Replay::Same(receipt) => return Ok(receipt),
-            Replay::Different => return Err(conflict()),
-            Replay::New => {}
-        }
-
-        let turn_id = request.turn_id.clone();
-        let key = (request.session_id.clone(), request.operation_id.clone());
-        // Marked before the write and cleared only once projected: if this call fails or is
-        // dropped anywhere after the write (re-read, projection), a retry finds the mark and
-        // projects before acknowledging. A mark already present means an earlier attempt of
-        // this process did not finish.
-        let was_pending = !self
-            .inner
-            .unprojected
-            .lock()
-            .map_err(worker_error)?
-            .insert(key.clone());
-        let request = Arc::new(request);
-        let work = Arc::clone(&request);
-        let print = fingerprint.clone();
-        // Errors before the write (inside `Ok`) leave nothing stored; errors after it (the
-        // re-read) and worker failures may follow a write, so they keep the mark.
-        let attempt = self
-            .call(move |conn| {
-                // `apply` is one transaction: when it fails, nothing was committed.
-                let written = match sql::apply(conn, &work, &print) {
-                    Ok(sql::Applied::Written(written)) => written,
-                    Ok(sql::Applied::Earlier(earlier, receipt)) => {
-                        return Ok(Ok((earlier == print, receipt, false)));
-                    }
-                    Err(error) => return Ok(Err(error)),
-                };
-                sql::verify(conn, &written)?;
-                Ok(Ok((true, written.receipt, true)))
-            })
-            .await?;
-        let outcome = match attempt {
-            Ok(outcome) => outcome,
-            Err(unwritten) => {
-                if !was_pending {
-                    self.unmark(&key)?;
-                }
-                return Err(unwritten.at(&self.inner.path));
-            }
-        };
-        let receipt = match outcome {
-            // Someone else's operation under this id: not ours to mark.
-            (false, _, _) => {
-                if !was_pending {
-                    self.unmark(&key)?;
-                }
-                return Err(conflict());
-            }
-            // Stored and acknowledged by an earlier attempt (or an earlier process): only an
-            // attempt of this process that never finished leaves step 4 to do.
-            (true, receipt, false) if !was_pending => {
-                self.unmark(&key)?;
-                return Ok(receipt);
-            }
-            (true, receipt, written) => {
-                if written {
-                    tracing::debug!(
-                        session_id = %receipt.session_id,
-                        revision = receipt.revision,
-                        kind = receipt.kind.as_str(),
-                        "history committed"
-                    );
-                }
-                receipt
-            }
-        };
-        self.project(receipt.clone(), turn_id).await?;
-        self.unmark(&key)?;
-        // Remembered only once acknowledged, so a retry after a failed projection is not
-        // answered from the registry without being projected.
-        self.inner.replay.lock().map_err(worker_error)?.remember(
-            fingerprint,
-            bytes,
-            receipt.clone(),
-        );
-        Ok(receipt)
-    }
-
-    fn unmark(&self, key: &(SessionId, String)) -> Result<()> {
-        self.inner
-            .unprojected
-            .lock()
-            .map_err(worker_error)?
-            .remove(key);
-        Ok(())
-    }
-
-    async fn project(&self, receipt: CommitReceipt, turn_id: Option<TurnId>) -> Result<()> {
-        let observers = self.inner.observers.lock().map_err(worker_error)?.clone();
-        if observers.is_empty() {
-            return Ok(());
-        }
-        let revision = receipt.revision;
-        let event = Arc::new(HistoryCommitted { receipt, turn_id });
-        let all = futures::future::join_all(
-            observers
-                .iter()
-                .map(|observer| observer(Arc::clone(&event))),
-        );
-        tokio::time::timeout(OBSERVER_TIMEOUT, all)
-            .await
-            .map_err(|_| StoreError::ProjectionTimeout { revision })?;
-        Ok(())
-    }
-
-    /// Appends messages outside any turn.
-    pub async fn append(
-        &self,
-        session: &SessionId,
-        operation_id: impl Into<String>,
-        entries: Vec<Entry>,
-    ) -> Result<CommitReceipt> {
-        self.commit(CommitRequest::append(
-            session.clone(),
-            operation_id,
-            entries,
-        ))
-        .await
-    }
-
-    /// Sets history back to what it was at `to_revision`. Recoverable: the rows after it stay
-    /// readable with [`Store::history_at`], and rewinding to the old head brings them back.
-    /// Refused with `session_busy` while a live process runs a turn of the session.
-    pub async fn rewind(
-        &self,
-        session: &SessionId,
-        to_revision: u64,
-        operation_id: impl Into<String>,
-    ) -> Result<CommitReceipt> {
-        self.commit(CommitRequest {
-            session_id: session.clone(),
-            turn_id: None,
-            operation_id: operation_id.into(),
-            expected_revision: None,
-            op: HistoryOp::Rewind { to_revision },
-        })
-        .await
-    }
-
     /// Copies history at `at` (the head when `None`) into a new session linked by `forked_from`.
     pub async fn fork(
         &self,
@@ -503,46 +275,6 @@ impl Store {
             .await?;
         self.project(receipt, None).await?;
         Ok(record)
-    }
-
-    /// Queues an input carried beside tool results (steering, machine input).
-    pub async fn enqueue_input(
-        &self,
-        session: &SessionId,
-        payload: serde_json::Value,
-    ) -> Result<String> {
-        let session = session.clone();
-        self.call(move |conn| sql::enqueue_input(conn, session.as_str(), &payload))
-            .await
-    }
-
-    /// Claims all queued inputs of the session for a running turn.
-    pub async fn claim_inputs(&self, session: &SessionId, turn: &TurnId) -> Result<Option<Claim>> {
-        let session = session.clone();
-        let turn = turn.clone();
-        self.call(move |conn| sql::claim_inputs(conn, session.as_str(), &turn))
-            .await
-    }
-
-    /// Acknowledges a claim once the commit carrying its inputs is acknowledged.
-    pub async fn acknowledge_claim(&self, claim: &str, revision: u64) -> Result<usize> {
-        let claim = claim.to_owned();
-        self.call(move |conn| sql::acknowledge_claim(conn, &claim, revision))
-            .await
-    }
-
-    /// Re-queues an unacknowledged claim.
-    pub async fn release_claim(&self, claim: &str) -> Result<usize> {
-        let claim = claim.to_owned();
-        self.call(move |conn| sql::release_claim(conn, &claim))
-            .await
-    }
-
-    /// Inputs waiting to be claimed.
-    pub async fn queued_inputs(&self, session: &SessionId) -> Result<Vec<QueuedInput>> {
-        let session = session.clone();
-        self.call(move |conn| sql::queued_inputs(conn, session.as_str()))
-            .await
     }
 
     /// The session, its turns and its history, for export.
@@ -560,62 +292,5 @@ impl Store {
             Ok((record, turns, history))
         })
         .await
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    #![allow(clippy::unwrap_used)]
-
-    use keel_protocol::Message;
-
-    use super::*;
-    use crate::model::{Entry, NewSession};
-
-    fn marked(store: &Store) -> usize {
-        store.inner.unprojected.lock().unwrap().keys.len()
-    }
-
-    #[tokio::test]
-    async fn a_commit_refused_before_its_write_leaves_no_mark() {
-        let dir = tempfile::tempdir().unwrap();
-        let store = Store::open(dir.path().join("k.db"), Durability::Normal)
-            .await
-            .unwrap();
-        let session = store
-            .create_session(NewSession {
-                cwd: "/w".into(),
-                ..NewSession::default()
-            })
-            .await
-            .unwrap();
-        let entry = || vec![Entry::new(Message::user_text("a"))];
-        let mut stale = CommitRequest::append(session.id.clone(), "op-stale", entry());
-        stale.expected_revision = Some(7);
-        for _ in 0..3 {
-            let error = store.commit(stale.clone()).await.unwrap_err();
-            assert_eq!(error.code(), "stale_revision");
-        }
-        assert_eq!(marked(&store), 0);
-        store
-            .commit(CommitRequest::append(session.id.clone(), "op-ok", entry()))
-            .await
-            .unwrap();
-        assert_eq!(marked(&store), 0, "acknowledged commits are unmarked");
-    }
-
-    #[test]
-    fn marks_are_bounded_oldest_first() {
-        let mut marks = Unprojected::default();
-        let key = |n: usize| (SessionId::from("s-1".to_owned()), format!("op-{n}"));
-        for n in 0..UNPROJECTED_MAX + 10 {
-            assert!(marks.insert(key(n)));
-        }
-        assert_eq!(marks.keys.len(), UNPROJECTED_MAX);
-        assert!(!marks.keys.contains(&key(0)) && marks.keys.contains(&key(10)));
-        assert!(!marks.insert(key(10)), "already marked");
-        marks.remove(&key(10));
-        assert!(!marks.keys.contains(&key(10)));
-        assert_eq!(marks.order.len(), UNPROJECTED_MAX - 1);
     }
 }

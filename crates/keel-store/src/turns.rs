@@ -3,9 +3,9 @@
 //!
 //! A live turn does not close while a consumption is in flight (SPEC §13): its host
 //! acknowledges or releases what it claimed first. A turn whose process died cannot, so
-//! closing it puts what it claimed back in the queue in the same transaction; delivery is
-//! then at least once (an input already committed to history whose claim the crash left
-//! unacknowledged reaches the next turn a second time), never lost.
+//! closing it puts what it claimed back in the queue, at the places it left, in the same
+//! transaction; delivery is then at least once (an input already committed to history whose
+//! claim the crash left unacknowledged reaches the next turn a second time), never lost.
 
 use keel_protocol::{SessionId, TurnId, TurnOutcome, Usage, now_ms};
 use rusqlite::{Connection, OptionalExtension, Row, TransactionBehavior, params};
@@ -14,7 +14,7 @@ use crate::error::{Result, StoreError};
 use crate::ids::new_id;
 use crate::model::{TurnRecord, TurnSource, TurnStatus};
 use crate::owner::ProcessOwner;
-use crate::sql::get_session;
+use crate::sql::{get_session, requeue_turn_claims};
 
 /// Kind prefix of turn ids.
 pub const TURN_KIND: &str = "t-";
@@ -109,15 +109,6 @@ pub fn outcome_status(outcome: &TurnOutcome) -> (TurnStatus, Option<String>) {
         // A newer protocol outcome this store does not know yet is kept as a failure.
         _ => (TurnStatus::Failed, Some("unknown_outcome".into())),
     }
-}
-
-/// Puts back in the queue, in their order, the inputs `turn` claimed and never acknowledged.
-fn requeue_claims(conn: &Connection, turn: &str) -> Result<usize> {
-    Ok(conn.execute(
-        "UPDATE inputs SET state = 'queued', claim_id = NULL, turn_id = NULL, updated_ms = ?2 \
-         WHERE turn_id = ?1 AND state = 'claimed'",
-        params![turn, now_ms()],
-    )?)
 }
 
 fn end_turn(
@@ -229,7 +220,7 @@ pub(crate) fn ensure_idle(conn: &Connection, session: &str, except: Option<&str>
 }
 
 /// Closes the session's turns whose process is gone with `outcome`, re-queueing what they
-/// claimed; a running turn whose process is alive (this one included) is
+/// claimed at the places it left; a running turn whose process is alive (this one included) is
 /// [`StoreError::SessionBusy`].
 fn close_abandoned_in(
     conn: &Connection,
@@ -240,7 +231,7 @@ fn close_abandoned_in(
     let running = running_turns(conn, session)?;
     refuse_live(session, &running, None)?;
     for turn in &running {
-        let requeued = requeue_claims(conn, turn.id.as_str())?;
+        let requeued = requeue_turn_claims(conn, turn.id.as_str())?;
         if requeued > 0 {
             tracing::debug!(turn = %turn.id, requeued, "a dead turn's claimed inputs went back to the queue");
         }

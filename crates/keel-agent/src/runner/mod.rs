@@ -219,6 +219,10 @@ impl TurnRunner {
         });
         options.turn = Some(turn.clone());
         options.abort_grace = self.defaults.abort_grace;
+        // The caller's cancellation reaches the loop synchronously: a hook that sees the
+        // cancellation (a pending approval answered "cancelled") cannot race the loop into
+        // another model call.
+        options.abort_on = Some(input.cancel.clone());
         // The loop bounds each seam once, around the runner's whole chain of hooks for it,
         // each of which the runner bounds on its own: the outer limit must cover the chain.
         let chain = shared.hooks.longest_chain().max(1) + 1;

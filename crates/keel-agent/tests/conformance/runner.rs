@@ -285,9 +285,7 @@ async fn transient_model_failures_are_retried_inside_the_turn() {
         .host
         .checked()
         .into_iter()
-        .filter(
-            |b| matches!(b, RuntimeEventBody::Notice { .. }),
-        )
+        .filter(|b| matches!(b, RuntimeEventBody::Notice { .. }))
         .count();
     assert_eq!(
         notices, 2,

@@ -13,8 +13,6 @@ use std::path::{Path, PathBuf};
 use anyhow::{Context as _, anyhow, bail};
 use tokio::io::AsyncReadExt as _;
 
-use crate::config::ConfigError;
-
 /// Largest prompt accepted when `KEEL_MAX_PROMPT_BYTES` does not say otherwise (16 MiB):
 /// far past any model's context, small enough that reading it costs little memory.
 pub const DEFAULT_MAX_PROMPT_BYTES: u64 = 16 * 1024 * 1024;
@@ -68,17 +66,6 @@ pub fn parse_override(text: &str) -> Result<String, String> {
         _ => Err(format!(
             "`{text}` is not KEY=VALUE (for example -c permission=plan)"
         )),
-    }
-}
-
-/// A configuration error about a command-line flag (`--model nope/x`) is a bad flag value:
-/// it exits 2 like every other, not 3 like a bad configuration file.
-pub fn flag_error(error: anyhow::Error) -> anyhow::Error {
-    match error.downcast_ref::<ConfigError>() {
-        Some(ConfigError::Model { source_name, .. }) if source_name.starts_with("--") => {
-            anyhow!("{error:#}")
-        }
-        _ => error,
     }
 }
 

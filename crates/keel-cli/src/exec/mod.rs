@@ -17,7 +17,7 @@ use anyhow::Context as _;
 use keel_agent::runner::STEP_LIMIT_EXCEEDED;
 use keel_llm::ModelSpec;
 use keel_llm::scripted::{ResponseSpec, ScriptedProvider, ScriptedResponse};
-use keel_protocol::{Op, SessionTarget, TurnId, TurnOutcome, TurnSource};
+use keel_protocol::{Op, RunId, SessionTarget, TurnOutcome, TurnSource};
 use keel_runtime::settings::SettingsInput;
 use keel_runtime::{
     ConversationContract as _, ModelChoice, Prepared, Reply, RuntimeError, RuntimeOptions,
@@ -187,7 +187,7 @@ pub async fn run(args: ExecArgs) -> anyhow::Result<ExitCode> {
         Err(error) => return Err(runtime_error(error)),
     };
     let session_id = opened.record.id.clone();
-    let run_id = TurnId::generate().to_string();
+    let run_id = RunId::generate();
     let sink = Arc::new(ExecSink::new(
         format,
         RunIds {
@@ -233,7 +233,10 @@ pub async fn run(args: ExecArgs) -> anyhow::Result<ExitCode> {
     let (mut status, mut error) = judge(&turn.outcome, stop.reason(), args.timeout);
     if let (ExecStatus::Succeeded, Some(failure)) = (status, &turn.output_failure) {
         status = ExecStatus::Failed;
-        error = Some(ExecError::new(failure.code.clone(), failure.message.clone()));
+        error = Some(ExecError::new(
+            failure.code.clone(),
+            failure.message.clone(),
+        ));
     }
     // History the model was told about but that is not stored, or a turn whose end could
     // not be recorded (it would be reported as interrupted later): no success.

@@ -14,9 +14,7 @@
 use std::io::Write as _;
 use std::sync::{Arc, Mutex, OnceLock, PoisonError};
 
-use keel_protocol::{
-    ItemBody, ItemEvent, SessionEvent, SessionEventBody, ToolCallStatus,
-};
+use keel_protocol::{ItemBody, ItemEvent, RunId, SessionEvent, SessionEventBody, ToolCallStatus};
 use keel_runtime::SessionSink;
 use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
@@ -70,7 +68,7 @@ impl Stop {
 #[derive(Debug, Clone)]
 pub struct RunIds {
     /// This invocation.
-    pub run_id: String,
+    pub run_id: RunId,
     /// The session.
     pub session_id: String,
 }
@@ -275,7 +273,9 @@ fn progress(event: &ItemEvent) {
 /// The run's ids as the start of a JSON object's members, ending with a comma.
 fn envelope_ids(ids: &RunIds, turn_id: &str) -> String {
     let member = |key: &str, value: &str| format!("\"{key}\":{},", Value::String(value.to_owned()));
-    member("run_id", &ids.run_id) + &member("session_id", &ids.session_id) + &member("turn_id", turn_id)
+    member("run_id", ids.run_id.as_str())
+        + &member("session_id", &ids.session_id)
+        + &member("turn_id", turn_id)
 }
 
 /// Pending output written at once, whether or not more events are ready.
@@ -397,7 +397,7 @@ mod tests {
 
     fn emitter() -> Emitter {
         let ids = RunIds {
-            run_id: "r\"1".into(),
+            run_id: RunId::new("r\"1"),
             session_id: "s-1".into(),
         };
         Emitter {
@@ -435,7 +435,10 @@ mod tests {
             value["timestamp_ms"] = json!(0);
             (value, line.len())
         };
-        assert_eq!(without_time(&direct.pending), without_time(&general.pending));
+        assert_eq!(
+            without_time(&direct.pending),
+            without_time(&general.pending)
+        );
         let text = std::str::from_utf8(&direct.pending).unwrap();
         let order: Vec<usize> = ["\"type\":\"item.updated\"", "\"delta\":", "\"item\":"]
             .iter()

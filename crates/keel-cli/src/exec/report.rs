@@ -9,7 +9,7 @@ use std::path::Path;
 use std::process::ExitCode;
 use std::time::Duration;
 
-use keel_protocol::Usage;
+use keel_protocol::{RunId, Usage};
 use serde::Serialize;
 
 /// Version of the `json` and `stream-json` output; bumped on any incompatible change.
@@ -34,8 +34,6 @@ pub const EXIT_CANCELLED: u8 = 130;
 /// Exit code of a run whose standard output was closed (128 + SIGPIPE).
 pub const EXIT_STDOUT_CLOSED: u8 = 141;
 
-/// Error code of a final answer that is not JSON valid against `--output-schema`.
-pub use keel_runtime::structured::STRUCTURED_OUTPUT_INVALID;
 /// Failure code when history could not be stored durably.
 pub const HISTORY_COMMIT_FAILED: &str = "history_commit_failed";
 /// Error code of a turn stopped by `--timeout`.
@@ -105,7 +103,7 @@ pub struct ExecResult {
     /// [`SCHEMA_VERSION`].
     pub schema_version: u32,
     /// This invocation.
-    pub run_id: String,
+    pub run_id: RunId,
     /// How the run ended.
     pub status: ExecStatus,
     /// The last assistant message's text.

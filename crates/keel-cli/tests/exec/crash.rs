@@ -15,7 +15,7 @@ use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use keel_protocol::{Message, SessionId};
-use keel_store::{Durability, Store, StoredEntry, TurnStatus};
+use keel_store::{OpenOptions, Store, StoredEntry, TurnStatus};
 use serde_json::Value;
 
 /// Steps of the killed session, each some streamed text and one `bash` call.
@@ -243,7 +243,7 @@ fn inspect(runtime: &tokio::runtime::Runtime, db: &Path) -> Option<Inspect> {
         return None;
     }
     runtime.block_on(async {
-        let store = Store::open(db, Durability::Normal).await.unwrap();
+        let store = Store::open(db, OpenOptions::default()).await.unwrap();
         let integrity = store.integrity_check().await.unwrap();
         assert_eq!(integrity, "ok", "PRAGMA integrity_check");
         let sessions: Vec<SessionId> = store

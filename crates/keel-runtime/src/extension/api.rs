@@ -116,7 +116,9 @@ impl ExtensionApi {
 
     /// Adds a tool offered to every turn.
     pub fn register_tool(&self, tool: ToolRef) -> Result<(), ExtensionError> {
-        self.with("register a tool", |c| c.tools.push(ToolSource::Static(tool)))
+        self.with("register a tool", |c| {
+            c.tools.push(ToolSource::Static(tool))
+        })
     }
 
     /// Adds a factory whose tools are offered to each turn it is asked for.
@@ -172,7 +174,9 @@ impl ExtensionApi {
 
     /// Handles an event with `hook` in every turn.
     pub fn on(&self, hook: Hook) -> Result<(), ExtensionError> {
-        self.with("register a handler", |c| c.hooks.push(HookSource::Shared(hook)))
+        self.with("register a handler", |c| {
+            c.hooks.push(HookSource::Shared(hook))
+        })
     }
 
     /// Handles `event` with a handler built for each turn, bound to that turn's scope.

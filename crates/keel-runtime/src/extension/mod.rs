@@ -22,8 +22,8 @@ use std::sync::Arc;
 use async_trait::async_trait;
 use keel_agent::HookError;
 use keel_agent::runner::{
-    AfterLlmCallHook, AfterToolCallHook, BeforeLlmCallHook, BeforeToolCallHook,
-    HistoryChangedHook, LlmCallPreparedHook, StepEndHook,
+    AfterLlmCallHook, AfterToolCallHook, BeforeLlmCallHook, BeforeToolCallHook, HistoryChangedHook,
+    LlmCallPreparedHook, StepEndHook,
 };
 use keel_protocol::{SessionId, TurnId, TurnOutcome, TurnSource};
 

@@ -296,9 +296,8 @@ impl Registry {
             let id = extension.id().to_owned();
             self.set_state(track, &id, ExtensionState::Initializing);
             let api = ExtensionApi::open(&id);
-            let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-                extension.init(&api)
-            }));
+            let result =
+                std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| extension.init(&api)));
             let contributions = api.close();
             let failure = match result {
                 Ok(Ok(())) => None,
@@ -335,7 +334,11 @@ impl Registry {
 
     /// The current revision (0 before initialisation).
     pub fn revision(&self) -> u64 {
-        self.shared.lock().current.as_ref().map_or(0, |g| g.revision)
+        self.shared
+            .lock()
+            .current
+            .as_ref()
+            .map_or(0, |g| g.revision)
     }
 
     /// Executions in flight per revision.
@@ -449,7 +452,11 @@ impl std::fmt::Debug for Lease {
             .field("revision", &self.revision)
             .field(
                 "extensions",
-                &self.entries.iter().map(|e| e.id.as_str()).collect::<Vec<_>>(),
+                &self
+                    .entries
+                    .iter()
+                    .map(|e| e.id.as_str())
+                    .collect::<Vec<_>>(),
             )
             .finish()
     }

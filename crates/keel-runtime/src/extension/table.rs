@@ -24,10 +24,19 @@ pub const TABLE: [(ExtensionEvent, Seam); 9] = [
         ExtensionEvent::OnLlmCallPrepared,
         Seam::Runner("on_llm_call_prepared"),
     ),
-    (ExtensionEvent::BeforeLlmCall, Seam::Runner("before_llm_call")),
+    (
+        ExtensionEvent::BeforeLlmCall,
+        Seam::Runner("before_llm_call"),
+    ),
     (ExtensionEvent::AfterLlmCall, Seam::Runner("after_llm_call")),
-    (ExtensionEvent::BeforeToolCall, Seam::Runner("before_tool_call")),
-    (ExtensionEvent::AfterToolCall, Seam::Runner("after_tool_call")),
+    (
+        ExtensionEvent::BeforeToolCall,
+        Seam::Runner("before_tool_call"),
+    ),
+    (
+        ExtensionEvent::AfterToolCall,
+        Seam::Runner("after_tool_call"),
+    ),
     (
         ExtensionEvent::OnHistoryChanged,
         Seam::Runner("on_history_changed"),
@@ -79,7 +88,10 @@ pub fn counts(runner: &TurnHooks, host: &HostHooks) -> Vec<(&'static str, usize)
         ("after_tool_call", runner.after_tool_call.len()),
         ("on_history_changed", runner.on_history_changed.len()),
         ("on_step_end", runner.on_step_end.len()),
-        ("on_tool_execution_start", runner.on_tool_execution_start.len()),
+        (
+            "on_tool_execution_start",
+            runner.on_tool_execution_start.len(),
+        ),
         ("turn_start", host.turn_start.len()),
         ("turn_end", host.turn_end.len()),
     ]

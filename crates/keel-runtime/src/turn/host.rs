@@ -8,9 +8,7 @@ use std::sync::{Arc, Mutex, PoisonError};
 use async_trait::async_trait;
 use keel_agent::runner::{HistoryChangedHook, TurnHost};
 use keel_agent::{Boundary, HookError, TurnContext};
-use keel_protocol::{
-    InputKind, Message, RuntimeEvent, SessionEventBody, TurnId, UserMessage,
-};
+use keel_protocol::{InputKind, Message, RuntimeEvent, SessionEventBody, TurnId, UserMessage};
 use keel_store::{CommitRequest, Entry, HistoryOp, Store, new_id};
 
 use super::RunningTurn;

@@ -175,8 +175,20 @@ fn abandoned() -> TurnOutcome {
 }
 
 impl Runtime {
-    /// Admits and starts a turn of `slot`.
-    pub(crate) async fn start_turn(
+    /// Admits and starts a turn of `slot`. Boxed with its `Send` bound spelled out: a turn's
+    /// end may start the next turn, and that cycle hides the future's type from the compiler.
+    pub(crate) fn start_turn(
+        &self,
+        slot: Arc<Slot>,
+        start: Start,
+        source: TurnSource,
+        options: TurnOptions,
+    ) -> futures::future::BoxFuture<'static, Result<TurnHandle, RuntimeError>> {
+        let runtime = self.clone();
+        Box::pin(async move { runtime.admit_turn(slot, start, source, options).await })
+    }
+
+    async fn admit_turn(
         &self,
         slot: Arc<Slot>,
         start: Start,
@@ -212,10 +224,14 @@ impl Runtime {
         let store = &self.inner.store;
         // From here this process owns the session's running turn: another process stops at
         // this check (`session_busy`) before touching its history.
-        let (_, record) = store.begin_turn(&slot.id, source.clone(), abandoned()).await?;
+        let (_, record) = store
+            .begin_turn(&slot.id, source.clone(), abandoned())
+            .await?;
         let turn_id = record.id.clone();
         let running = Arc::new(RunningTurn::new(turn_id.clone()));
-        let prepared = self.prepare_turn(&slot, &running, start, &source, options).await;
+        let prepared = self
+            .prepare_turn(&slot, &running, start, &source, options)
+            .await;
         let (input, host, caps_host, schema, scope, lease) = match prepared {
             Ok(prepared) => prepared,
             Err(error) => {
@@ -387,7 +403,14 @@ impl Runtime {
             request_options: Default::default(),
             api_keys: None,
         };
-        Ok((input, host, caps.host, options.output_schema, scope, caps.lease))
+        Ok((
+            input,
+            host,
+            caps.host,
+            options.output_schema,
+            scope,
+            caps.lease,
+        ))
     }
 
     /// The session's history for the next request, every tool call answered: a resumed
@@ -498,7 +521,9 @@ impl Runtime {
             .finish_turn(&turn_id, report.recorded.clone(), Some(report.usage))
             .await
         {
-            report.finish_failure = Some(format!("cannot record the end of turn {turn_id}: {failure}"));
+            report.finish_failure = Some(format!(
+                "cannot record the end of turn {turn_id}: {failure}"
+            ));
         }
         // Delivered input the turn ended without committing goes back to the queue.
         match store.release_turn_claims(&turn_id).await {
@@ -525,7 +550,9 @@ impl Runtime {
             });
         }
         let failure = match &report.recorded {
-            TurnOutcome::Failed { code, message } => Some(Failure::new(code.clone(), message.clone())),
+            TurnOutcome::Failed { code, message } => {
+                Some(Failure::new(code.clone(), message.clone()))
+            }
             _ => None,
         };
         slot.emit(SessionEventBody::TurnEnded {
@@ -561,7 +588,12 @@ impl Runtime {
             let slot = slot.clone();
             tokio::spawn(async move {
                 if let Err(error) = runtime
-                    .start_turn(slot.clone(), Start::Queue, TurnSource::Api, TurnOptions::default())
+                    .start_turn(
+                        slot.clone(),
+                        Start::Queue,
+                        TurnSource::Api,
+                        TurnOptions::default(),
+                    )
                     .await
                 {
                     tracing::warn!(%error, "cannot start the queued follow-up");

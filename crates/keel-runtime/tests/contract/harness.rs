@@ -9,8 +9,8 @@ use keel_agent::{AgentTool, ExecutionMode, ToolCallContext, ToolError, ToolOutpu
 use keel_llm::scripted::{ScriptedProvider, ScriptedResponse};
 use keel_llm::{EventStream, LlmRequest, ModelSpec, StreamFn};
 use keel_protocol::{
-    Message, Op, SessionEvent, SessionEventBody, SessionId, SessionTarget, ToolDefinition,
-    TurnId, TurnSource,
+    Message, Op, SessionEvent, SessionEventBody, SessionId, SessionTarget, ToolDefinition, TurnId,
+    TurnSource,
 };
 use keel_runtime::extension::{ExtensionBuilder, ProfileEntry};
 use keel_runtime::settings::SettingsInput;
@@ -73,7 +73,11 @@ impl AgentTool for Gate {
 pub struct Echo;
 
 impl StreamFn for Echo {
-    fn stream(&self, request: LlmRequest, cancel: tokio_util::sync::CancellationToken) -> EventStream {
+    fn stream(
+        &self,
+        request: LlmRequest,
+        cancel: tokio_util::sync::CancellationToken,
+    ) -> EventStream {
         let last = request
             .messages
             .iter()
@@ -99,7 +103,8 @@ impl StreamFn for Echo {
 pub struct Harness {
     pub runtime: Runtime,
     pub store: Store,
-    pub dir: tempfile::TempDir,
+    /// Holds the folder for as long as the runtime uses it.
+    pub _dir: tempfile::TempDir,
 }
 
 /// Options for [`Harness::start`].
@@ -169,7 +174,7 @@ impl Harness {
         Self {
             runtime,
             store,
-            dir,
+            _dir: dir,
         }
     }
 
@@ -247,6 +252,7 @@ pub fn describe(message: &Message) -> (String, String) {
         }
         Message::ToolResult(result) => result.text(),
         Message::Host(host) => host.kind.clone(),
+        _ => String::new(),
     };
     (message.role().to_owned(), text)
 }
@@ -260,7 +266,10 @@ pub struct Watch {
 
 impl Watch {
     /// Waits for the first event (after those already seen) that `matches`.
-    pub async fn until(&mut self, mut matches: impl FnMut(&SessionEventBody) -> bool) -> SessionEvent {
+    pub async fn until(
+        &mut self,
+        mut matches: impl FnMut(&SessionEventBody) -> bool,
+    ) -> SessionEvent {
         tokio::time::timeout(PATIENCE, async {
             loop {
                 let event = self.rx.recv().await.expect("the event stream ended");

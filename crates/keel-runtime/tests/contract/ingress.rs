@@ -4,9 +4,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use keel_llm::scripted::{ScriptedProvider, ScriptedResponse};
-use keel_protocol::{
-    InputKind, ItemEvent, Op, SessionEventBody, TurnOutcome, TurnSource,
-};
+use keel_protocol::{InputKind, ItemEvent, Op, SessionEventBody, TurnOutcome, TurnSource};
 use keel_runtime::{ConversationContract, Reply, RuntimeError};
 use pretty_assertions::assert_eq;
 use serde_json::json;
@@ -20,7 +18,12 @@ fn owned(pairs: &[(&str, &str)]) -> Vec<(String, String)> {
         .collect()
 }
 
-async fn enqueue(h: &Harness, session: &keel_protocol::SessionId, kind: InputKind, text: &str) -> Reply {
+async fn enqueue(
+    h: &Harness,
+    session: &keel_protocol::SessionId,
+    kind: InputKind,
+    text: &str,
+) -> Reply {
     h.runtime
         .call(Op::Enqueue {
             session_id: session.clone(),
@@ -46,17 +49,32 @@ async fn a_steer_lands_before_the_next_request_and_a_follow_up_after_the_turn() 
     let mut events = h.watch(&session).await;
     let turn = h.submit(&session, "start").await;
     let first = turn.turn_id.clone();
-    tokio::time::timeout(PATIENCE, gate.started.notified()).await.unwrap();
+    tokio::time::timeout(PATIENCE, gate.started.notified())
+        .await
+        .unwrap();
     let steered = enqueue(&h, &session, InputKind::Steer, "also check the docs").await;
-    assert!(matches!(steered, Reply::Queued { turn: None, .. }), "a turn runs: nothing new starts");
+    assert!(
+        matches!(steered, Reply::Queued { turn: None, .. }),
+        "a turn runs: nothing new starts"
+    );
     enqueue(&h, &session, InputKind::FollowUp, "then write a summary").await;
     gate.release.notify_one();
-    let report = tokio::time::timeout(PATIENCE, turn.wait()).await.unwrap().unwrap();
+    let report = tokio::time::timeout(PATIENCE, turn.wait())
+        .await
+        .unwrap()
+        .unwrap();
     assert_eq!(report.outcome, TurnOutcome::Completed);
     // The steer reached the second request of the same turn, after the tool's result; the
     // follow-up did not.
     let second = provider.requests()[1].clone();
-    let tail: Vec<(String, String)> = second.messages.iter().rev().take(2).rev().map(|m| describe(m)).collect();
+    let tail: Vec<(String, String)> = second
+        .messages
+        .iter()
+        .rev()
+        .take(2)
+        .rev()
+        .map(|m| describe(m))
+        .collect();
     assert_eq!(
         tail,
         owned(&[("tool_result", "released"), ("user", "also check the docs")])
@@ -131,7 +149,15 @@ async fn an_abort_while_streaming_keeps_history_valid_and_the_queue_whole() {
     let mut events = h.watch(&session).await;
     let turn = h.submit(&session, "talk").await;
     events
-        .until(|b| matches!(b, SessionEventBody::Item { event: ItemEvent::Updated { .. }, .. }))
+        .until(|b| {
+            matches!(
+                b,
+                SessionEventBody::Item {
+                    event: ItemEvent::Updated { .. },
+                    ..
+                }
+            )
+        })
         .await;
     enqueue(&h, &session, InputKind::FollowUp, "after the abort").await;
     let aborted = h
@@ -142,8 +168,15 @@ async fn an_abort_while_streaming_keeps_history_valid_and_the_queue_whole() {
         .await
         .unwrap();
     assert!(matches!(aborted, Reply::Done(true)));
-    let report = tokio::time::timeout(PATIENCE, turn.wait()).await.unwrap().unwrap();
-    assert!(matches!(report.outcome, TurnOutcome::Aborted { .. }), "{:?}", report.outcome);
+    let report = tokio::time::timeout(PATIENCE, turn.wait())
+        .await
+        .unwrap()
+        .unwrap();
+    assert!(
+        matches!(report.outcome, TurnOutcome::Aborted { .. }),
+        "{:?}",
+        report.outcome
+    );
     assert_valid(&h, &session).await;
     // An aborted turn starts nothing; the follow-up still waits, once.
     tokio::time::sleep(Duration::from_millis(50)).await;
@@ -161,12 +194,28 @@ async fn an_abort_while_streaming_keeps_history_valid_and_the_queue_whole() {
     let started = events
         .seen
         .iter()
-        .filter(|e| matches!(&e.body, SessionEventBody::Item { event: ItemEvent::Started { .. }, .. }))
+        .filter(|e| {
+            matches!(
+                &e.body,
+                SessionEventBody::Item {
+                    event: ItemEvent::Started { .. },
+                    ..
+                }
+            )
+        })
         .count();
     let completed = events
         .seen
         .iter()
-        .filter(|e| matches!(&e.body, SessionEventBody::Item { event: ItemEvent::Completed { .. }, .. }))
+        .filter(|e| {
+            matches!(
+                &e.body,
+                SessionEventBody::Item {
+                    event: ItemEvent::Completed { .. },
+                    ..
+                }
+            )
+        })
         .count();
     assert_eq!(started, completed);
 }
@@ -183,18 +232,33 @@ async fn an_abort_during_a_tool_answers_the_call_and_requeues_undelivered_steeri
     let h = Harness::start(setup).await;
     let session = h.session().await;
     let turn = h.submit(&session, "run the gate").await;
-    tokio::time::timeout(PATIENCE, gate.started.notified()).await.unwrap();
+    tokio::time::timeout(PATIENCE, gate.started.notified())
+        .await
+        .unwrap();
     enqueue(&h, &session, InputKind::Steer, "steer that never lands").await;
     assert!(h.runtime.abort(&session).unwrap());
-    let report = tokio::time::timeout(PATIENCE, turn.wait()).await.unwrap().unwrap();
-    assert!(matches!(report.outcome, TurnOutcome::Aborted { .. }), "{:?}", report.outcome);
+    let report = tokio::time::timeout(PATIENCE, turn.wait())
+        .await
+        .unwrap()
+        .unwrap();
+    assert!(
+        matches!(report.outcome, TurnOutcome::Aborted { .. }),
+        "{:?}",
+        report.outcome
+    );
     assert_valid(&h, &session).await;
     let history = h.history(&session).await;
-    assert_eq!(history[..2], owned(&[("user", "run the gate"), ("assistant", "calls gate")])[..]);
+    assert_eq!(
+        history[..2],
+        owned(&[("user", "run the gate"), ("assistant", "calls gate")])[..]
+    );
     assert_eq!(history[2].0, "tool_result");
     // The steer is either in history (delivered and committed before the abort took
     // effect) or back in the queue: never both, never lost.
-    let delivered = history.iter().filter(|(_, text)| text == "steer that never lands").count();
+    let delivered = history
+        .iter()
+        .filter(|(_, text)| text == "steer that never lands")
+        .count();
     let queue: Vec<(InputKind, String)> = h
         .runtime
         .queue(&session)
@@ -207,7 +271,11 @@ async fn an_abort_during_a_tool_answers_the_call_and_requeues_undelivered_steeri
         .iter()
         .filter(|(kind, text)| *kind == InputKind::Steer && text == "steer that never lands")
         .count();
-    assert_eq!(delivered + waiting, 1, "history {history:?}, queue {queue:?}");
+    assert_eq!(
+        delivered + waiting,
+        1,
+        "history {history:?}, queue {queue:?}"
+    );
     assert_eq!(provider.call_count(), 1, "no model request after the abort");
 }
 
@@ -226,7 +294,9 @@ async fn a_submit_while_a_turn_runs_is_refused_and_the_queue_can_be_edited() {
     let mut events = h.watch(&session).await;
     let turn = h.submit(&session, "go").await;
     let first = turn.turn_id.clone();
-    tokio::time::timeout(PATIENCE, gate.started.notified()).await.unwrap();
+    tokio::time::timeout(PATIENCE, gate.started.notified())
+        .await
+        .unwrap();
     let refused = h
         .runtime
         .call(Op::Submit {
@@ -245,7 +315,10 @@ async fn a_submit_while_a_turn_runs_is_refused_and_the_queue_can_be_edited() {
             other => panic!("{other:?}"),
         }
     }
-    h.runtime.edit_queued(&session, &queued[0], "one, edited").await.unwrap();
+    h.runtime
+        .edit_queued(&session, &queued[0], "one, edited")
+        .await
+        .unwrap();
     h.runtime.cancel_queued(&session, &queued[1]).await.unwrap();
     let reordered = h
         .runtime
@@ -261,7 +334,10 @@ async fn a_submit_while_a_turn_runs_is_refused_and_the_queue_can_be_edited() {
         .unwrap_err();
     assert!(matches!(incomplete, RuntimeError::Store(_)), "{incomplete}");
     gate.release.notify_one();
-    tokio::time::timeout(PATIENCE, turn.wait()).await.unwrap().unwrap();
+    tokio::time::timeout(PATIENCE, turn.wait())
+        .await
+        .unwrap()
+        .unwrap();
     // The waiting inputs become the next turn, in the queue's order, as one prompt.
     while events.any_turn_end().await == first {}
     let request = provider.requests()[2].clone();
@@ -285,14 +361,21 @@ async fn a_submit_while_a_turn_runs_is_refused_and_the_queue_can_be_edited() {
 
 #[tokio::test]
 async fn a_follow_up_with_no_turn_running_starts_one_with_its_source() {
-    let provider = Arc::new(ScriptedProvider::with_responses([ScriptedResponse::text("on it")]));
+    let provider = Arc::new(ScriptedProvider::with_responses([ScriptedResponse::text(
+        "on it",
+    )]));
     let h = Harness::start(Setup::scripted(&provider)).await;
     let session = h.session().await;
     let turn = match enqueue(&h, &session, InputKind::FollowUp, "nightly check").await {
-        Reply::Queued { turn: Some(turn), .. } => turn,
+        Reply::Queued {
+            turn: Some(turn), ..
+        } => turn,
         other => panic!("{other:?}"),
     };
-    let report = tokio::time::timeout(PATIENCE, turn.wait()).await.unwrap().unwrap();
+    let report = tokio::time::timeout(PATIENCE, turn.wait())
+        .await
+        .unwrap()
+        .unwrap();
     assert_eq!(report.final_text(), "on it");
     assert_eq!(
         h.history(&session).await,

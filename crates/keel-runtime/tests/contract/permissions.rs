@@ -4,9 +4,7 @@
 use std::sync::Arc;
 
 use keel_llm::scripted::{ScriptedProvider, ScriptedResponse};
-use keel_protocol::{
-    Op, PermissionAnswer, PermissionRequest, SessionEventBody, TurnOutcome,
-};
+use keel_protocol::{Op, PermissionAnswer, PermissionRequest, SessionEventBody, TurnOutcome};
 use keel_runtime::{ConversationContract, RuntimeError};
 use keel_tools::permission::Mode;
 use pretty_assertions::assert_eq;
@@ -43,7 +41,10 @@ async fn an_allowed_request_runs_the_call() {
     let turn = h.submit(&session, "use the gate").await;
     let asked = events.until(|b| request_of(b).is_some()).await;
     let request = request_of(&asked.body).unwrap();
-    assert_eq!((request.tool.as_str(), request.tool_call_id.as_str()), ("gate", "c1"));
+    assert_eq!(
+        (request.tool.as_str(), request.tool_call_id.as_str()),
+        ("gate", "c1")
+    );
     h.runtime
         .call(Op::AnswerPermission {
             session_id: session.clone(),
@@ -52,14 +53,22 @@ async fn an_allowed_request_runs_the_call() {
         })
         .await
         .unwrap();
-    tokio::time::timeout(PATIENCE, gate.started.notified()).await.unwrap();
+    tokio::time::timeout(PATIENCE, gate.started.notified())
+        .await
+        .unwrap();
     gate.release.notify_one();
-    let report = tokio::time::timeout(PATIENCE, turn.wait()).await.unwrap().unwrap();
+    let report = tokio::time::timeout(PATIENCE, turn.wait())
+        .await
+        .unwrap()
+        .unwrap();
     assert_eq!(report.outcome, TurnOutcome::Completed);
     let resolved = events
         .until(|b| matches!(b, SessionEventBody::PermissionResolved { .. }))
         .await;
-    assert!(matches!(resolved.body, SessionEventBody::PermissionResolved { allowed: true, .. }));
+    assert!(matches!(
+        resolved.body,
+        SessionEventBody::PermissionResolved { allowed: true, .. }
+    ));
     // Answered once: a second answer is refused.
     let again = h
         .runtime
@@ -82,9 +91,16 @@ async fn a_denial_with_a_reason_reaches_the_model() {
     let request = request_of(&events.until(|b| request_of(b).is_some()).await.body).unwrap();
     let bad_scope = h
         .runtime
-        .answer_permission(&session, &request.id, PermissionAnswer::AllowAlways { scope: 99 })
+        .answer_permission(
+            &session,
+            &request.id,
+            PermissionAnswer::AllowAlways { scope: 99 },
+        )
         .unwrap_err();
-    assert!(matches!(bad_scope, RuntimeError::NoSuchScope { scope: 99, .. }));
+    assert!(matches!(
+        bad_scope,
+        RuntimeError::NoSuchScope { scope: 99, .. }
+    ));
     h.runtime
         .answer_permission(
             &session,
@@ -94,7 +110,10 @@ async fn a_denial_with_a_reason_reaches_the_model() {
             },
         )
         .unwrap();
-    tokio::time::timeout(PATIENCE, turn.wait()).await.unwrap().unwrap();
+    tokio::time::timeout(PATIENCE, turn.wait())
+        .await
+        .unwrap()
+        .unwrap();
     let second = provider.requests()[1].clone();
     let (role, text) = describe(second.messages.last().unwrap());
     assert_eq!(role, "tool_result");
@@ -120,8 +139,15 @@ async fn an_answer_after_the_turn_was_cancelled_is_refused() {
         .answer_permission(&session, &request.id, PermissionAnswer::AllowOnce)
         .unwrap_err();
     assert_eq!(refused.code(), "permission_not_pending");
-    let report = tokio::time::timeout(PATIENCE, turn.wait()).await.unwrap().unwrap();
-    assert!(matches!(report.outcome, TurnOutcome::Aborted { .. }), "{:?}", report.outcome);
+    let report = tokio::time::timeout(PATIENCE, turn.wait())
+        .await
+        .unwrap()
+        .unwrap();
+    assert!(
+        matches!(report.outcome, TurnOutcome::Aborted { .. }),
+        "{:?}",
+        report.outcome
+    );
     let late = h
         .runtime
         .call(Op::AnswerPermission {

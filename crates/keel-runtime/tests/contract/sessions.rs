@@ -40,7 +40,10 @@ async fn two_sessions_run_at_once_without_cross_talk() {
     ] {
         assert!(events.seen.iter().all(|e| &e.session_id == session));
         let seqs: Vec<u64> = events.seen.iter().map(|e| e.seq).collect();
-        assert_eq!(seqs, (seqs[0]..seqs[0] + seqs.len() as u64).collect::<Vec<_>>());
+        assert_eq!(
+            seqs,
+            (seqs[0]..seqs[0] + seqs.len() as u64).collect::<Vec<_>>()
+        );
         let completed: Vec<String> = events
             .seen
             .iter()
@@ -103,7 +106,12 @@ async fn lifecycle_operations_change_the_session_and_wait_for_a_running_turn() {
         })
         .await
         .unwrap_err();
-    assert!(bad_mode.to_string().contains("unknown permission mode `yolo`"), "{bad_mode}");
+    assert!(
+        bad_mode
+            .to_string()
+            .contains("unknown permission mode `yolo`"),
+        "{bad_mode}"
+    );
     let fixed_model = h
         .runtime
         .call(Op::UpdateSession {
@@ -138,7 +146,9 @@ async fn lifecycle_operations_change_the_session_and_wait_for_a_running_turn() {
         .await
         .unwrap();
     let turn = h.submit(&session, "two").await;
-    tokio::time::timeout(PATIENCE, gate.started.notified()).await.unwrap();
+    tokio::time::timeout(PATIENCE, gate.started.notified())
+        .await
+        .unwrap();
     for op in [
         Op::RewindSession {
             session_id: session.clone(),
@@ -156,7 +166,10 @@ async fn lifecycle_operations_change_the_session_and_wait_for_a_running_turn() {
     assert_eq!(report.outcome, TurnOutcome::Completed);
     // Rewound to after the first turn, the next turn sees only that history.
     let first_turn_end = revisions[revisions.len() - 1];
-    h.runtime.rewind_session(&session, first_turn_end).await.unwrap();
+    h.runtime
+        .rewind_session(&session, first_turn_end)
+        .await
+        .unwrap();
     assert_eq!(h.history(&session).await.len(), 2);
     let forked = match h
         .runtime
@@ -207,19 +220,21 @@ async fn a_resumed_session_gets_its_interrupted_calls_answered_at_its_first_turn
         .await
         .unwrap();
     let mut call = keel_protocol::AssistantMessage::from_text("");
-    call.content = vec![keel_protocol::ContentBlock::ToolCall(keel_protocol::ToolCall {
-        id: "c9".into(),
-        name: "bash".into(),
-        arguments: json!({"command": "make"}),
-    })];
+    call.content = vec![keel_protocol::ContentBlock::ToolCall(
+        keel_protocol::ToolCall {
+            id: "c9".into(),
+            name: "bash".into(),
+            arguments: json!({"command": "make"}),
+        },
+    )];
     h.store
         .append(
             &record.id,
+            "op-crash",
             vec![
                 keel_store::Entry::new(keel_protocol::Message::user_text("build it")),
                 keel_store::Entry::new(keel_protocol::Message::Assistant(call)),
             ],
-            "op-crash",
         )
         .await
         .unwrap();
@@ -259,7 +274,9 @@ async fn the_deferred_contract_forwards_calls_made_before_it_was_bound() {
         tokio::spawn(async move {
             deferred
                 .call(Op::OpenSession {
-                    target: SessionTarget::New { title: Some("early".into()) },
+                    target: SessionTarget::New {
+                        title: Some("early".into()),
+                    },
                 })
                 .await
         })
@@ -294,5 +311,8 @@ async fn the_deferred_contract_forwards_calls_made_before_it_was_bound() {
         started.body,
         SessionEventBody::TurnStarted { source: TurnSource::Channel(ref name), .. } if name == "ci"
     ));
-    assert!(deferred.bind(Arc::new(h.runtime.clone())).is_err(), "bound once");
+    assert!(
+        deferred.bind(Arc::new(h.runtime.clone())).is_err(),
+        "bound once"
+    );
 }

@@ -30,10 +30,13 @@ fn tool_names(registry: &Registry, scope: &TurnScope) -> Vec<String> {
         .collect()
 }
 
+/// What the registry looked like: its lifecycle and every extension's state.
+type Seen = (Lifecycle, Vec<(String, ExtensionState)>);
+
 /// Records the registry's state as its own init sees it.
 struct Watcher {
     registry: Arc<OnceLock<Registry>>,
-    seen: Arc<Mutex<Option<(Lifecycle, Vec<(String, ExtensionState)>)>>>,
+    seen: Arc<Mutex<Option<Seen>>>,
 }
 
 impl Extension for Watcher {
@@ -128,10 +131,19 @@ fn a_failed_init_fails_the_registry_and_it_is_never_used() {
     assert_eq!(registry.lifecycle(), Lifecycle::Failed);
     let states = registry.states();
     assert_eq!(states[0].1, ExtensionState::Ready);
-    assert!(matches!(&states[1].1, ExtensionState::Failed(reason) if reason.contains("no licence")));
-    assert_eq!(states[2].1, ExtensionState::New, "init stops at the first failure");
+    assert!(
+        matches!(&states[1].1, ExtensionState::Failed(reason) if reason.contains("no licence"))
+    );
+    assert_eq!(
+        states[2].1,
+        ExtensionState::New,
+        "init stops at the first failure"
+    );
     let refused = registry.assemble_turn(&scope("s-1", "t-1")).err().unwrap();
-    assert!(matches!(refused, ExtensionError::NotReady("failed")), "{refused}");
+    assert!(
+        matches!(refused, ExtensionError::NotReady("failed")),
+        "{refused}"
+    );
 }
 
 /// Keeps the api it was given, to try to use it after init.
@@ -178,9 +190,11 @@ fn two_extensions_with_the_same_tool_name_fail_assembly() {
     let registry = ready(
         vec![
             ProfileEntry::on(tool_extension("one", vec![tool("grep", "mine")])),
-            ProfileEntry::on(ExtensionBuilder::new("two")
-                .tool_factory(Arc::new(|_| vec![tool("grep", "yours")]))
-                .build()),
+            ProfileEntry::on(
+                ExtensionBuilder::new("two")
+                    .tool_factory(Arc::new(|_| vec![tool("grep", "yours")]))
+                    .build(),
+            ),
         ],
         Vec::new(),
     );
@@ -193,7 +207,11 @@ fn two_extensions_with_the_same_tool_name_fail_assembly() {
             second: "two".into()
         }
     );
-    assert_eq!(registry.in_flight().len(), 0, "a failed assembly holds no lease");
+    assert_eq!(
+        registry.in_flight().len(),
+        0,
+        "a failed assembly holds no lease"
+    );
     let duplicate_id = Profile::new(
         vec![
             ProfileEntry::on(tool_extension("same", Vec::new())),
@@ -228,11 +246,18 @@ fn reminders_come_highest_priority_first_and_must_be_one_block() {
         vec![
             ProfileEntry::on(reminder_extension("low", 1, Arc::new(Block("low")))),
             ProfileEntry::on(reminder_extension("high", 10, Arc::new(Block("high")))),
-            ProfileEntry::on(reminder_extension("also-low", 1, Arc::new(Block("also low")))),
+            ProfileEntry::on(reminder_extension(
+                "also-low",
+                1,
+                Arc::new(Block("also low")),
+            )),
         ],
         Vec::new(),
     );
-    let reminders = registry.assemble_turn(&scope("s-1", "t-1")).unwrap().reminders;
+    let reminders = registry
+        .assemble_turn(&scope("s-1", "t-1"))
+        .unwrap()
+        .reminders;
     assert_eq!(
         reminders,
         [
@@ -242,7 +267,11 @@ fn reminders_come_highest_priority_first_and_must_be_one_block() {
         ]
     );
     let broken = ready(
-        vec![ProfileEntry::on(reminder_extension("broken", 5, Arc::new(Broken)))],
+        vec![ProfileEntry::on(reminder_extension(
+            "broken",
+            5,
+            Arc::new(Broken),
+        ))],
         Vec::new(),
     );
     let error = broken.assemble_turn(&scope("s-1", "t-1")).err().unwrap();
@@ -277,7 +306,11 @@ fn extensions_switch_per_session_and_a_switch_during_assembly_waits_for_the_next
     cell.set(registry.clone()).unwrap();
     let a = scope("s-a", "t-1");
     assert_eq!(tool_names(&registry, &a), ["switch", "web_fetch"]);
-    assert_eq!(tool_names(&registry, &a), ["switch"], "the next assembly sees it");
+    assert_eq!(
+        tool_names(&registry, &a),
+        ["switch"],
+        "the next assembly sees it"
+    );
     registry
         .set_enabled(&SessionId::new("s-b"), "extra", true)
         .unwrap();
@@ -305,8 +338,11 @@ async fn hooks_are_bound_to_their_turn() {
                 .hook_per_turn(
                     ExtensionEvent::BeforeToolCall,
                     Arc::new(move |scope: &TurnScope| {
-                        let name: &'static str =
-                            if scope.turn_id.as_str() == "t-1" { "first" } else { "second" };
+                        let name: &'static str = if scope.turn_id.as_str() == "t-1" {
+                            "first"
+                        } else {
+                            "second"
+                        };
                         Hook::BeforeToolCall(Arc::new(Recorder {
                             name,
                             log: per_turn_log.clone(),
@@ -320,17 +356,25 @@ async fn hooks_are_bound_to_their_turn() {
     let one = registry.assemble_turn(&scope("s-1", "t-1")).unwrap();
     let two = registry.assemble_turn(&scope("s-2", "t-2")).unwrap();
     for hook in &one.hooks.before_tool_call {
-        hook.before_tool_call(&context("s-1", "t-1"), &call("x")).await.unwrap();
+        hook.before_tool_call(&context("s-1", "t-1"), &call("x"))
+            .await
+            .unwrap();
     }
     for hook in &two.hooks.before_tool_call {
-        hook.before_tool_call(&context("s-2", "t-2"), &call("x")).await.unwrap();
+        hook.before_tool_call(&context("s-2", "t-2"), &call("x"))
+            .await
+            .unwrap();
     }
     // Turn one's hooks refuse a call for turn two: no cross-talk.
     let foreign = one.hooks.before_tool_call[0]
         .before_tool_call(&context("s-2", "t-2"), &call("x"))
         .await
         .unwrap_err();
-    assert!(foreign.message.contains("bound to turn t-1"), "{}", foreign.message);
+    assert!(
+        foreign.message.contains("bound to turn t-1"),
+        "{}",
+        foreign.message
+    );
     assert_eq!(
         *log.lock().unwrap(),
         ["shared@t-1", "first@t-1", "shared@t-2", "second@t-2"]
@@ -357,7 +401,9 @@ fn a_per_turn_factory_must_build_the_event_it_registered_for() {
     );
     let error = registry.assemble_turn(&scope("s-1", "t-1")).err().unwrap();
     assert!(
-        error.to_string().contains("registered for after_tool_call was built for before_tool_call"),
+        error
+            .to_string()
+            .contains("registered for after_tool_call was built for before_tool_call"),
         "{error}"
     );
 }
@@ -401,7 +447,9 @@ fn overlays_disable_enable_and_replace_and_refuse_unknown_ids() {
         .collect();
     assert_eq!(descriptions, ["replacement", "b", "host"]);
 
-    let disabled = base().overlay(&[Overlay::Disable("a".into())], "test").unwrap();
+    let disabled = base()
+        .overlay(&[Overlay::Disable("a".into())], "test")
+        .unwrap();
     assert_eq!(disabled.ids()[0], ("a".to_owned(), false, false));
 
     let unknown = base()
@@ -500,9 +548,16 @@ fn helper_factories_build_each_kind_without_init_code() {
         Vec::new(),
     );
     let caps = registry.assemble_turn(&scope("s-1", "t-1")).unwrap();
-    let names: Vec<String> = caps.tools.iter().map(|t| t.definition().name.clone()).collect();
+    let names: Vec<String> = caps
+        .tools
+        .iter()
+        .map(|t| t.definition().name.clone())
+        .collect();
     assert_eq!(names, ["t1", "t2"]);
-    assert_eq!(caps.system_prompt, ["Be brief.", "Cite sources.", "Session s-1."]);
+    assert_eq!(
+        caps.system_prompt,
+        ["Be brief.", "Cite sources.", "Session s-1."]
+    );
     assert_eq!(caps.user_prefixes, ["Context: tests.", "Prefix."]);
     assert_eq!(caps.reminders, ["<system-reminder>\nr\n</system-reminder>"]);
     assert_eq!(caps.hooks.before_tool_call.len(), 1);
@@ -523,7 +578,10 @@ fn a_lease_keeps_its_revision_while_new_turns_see_the_new_one() {
     let registry = Registry::new(profile("version 1"));
     registry.initialize().unwrap();
     let running = registry.lease(&SessionId::new("s-1")).unwrap();
-    assert_eq!(registry.in_flight().into_iter().collect::<Vec<_>>(), [(1, 1)]);
+    assert_eq!(
+        registry.in_flight().into_iter().collect::<Vec<_>>(),
+        [(1, 1)]
+    );
     assert_eq!(registry.reload(profile("version 2")).unwrap(), 2);
     // The running execution assembles from what it leased…
     let old = running.assemble(&scope("s-1", "t-1")).unwrap();
@@ -538,7 +596,10 @@ fn a_lease_keeps_its_revision_while_new_turns_see_the_new_one() {
         [(1, 1), (2, 1)]
     );
     drop(old);
-    assert_eq!(registry.in_flight().into_iter().collect::<Vec<_>>(), [(2, 1)]);
+    assert_eq!(
+        registry.in_flight().into_iter().collect::<Vec<_>>(),
+        [(2, 1)]
+    );
     drop(new);
     assert!(registry.in_flight().is_empty());
 }
@@ -546,7 +607,10 @@ fn a_lease_keeps_its_revision_while_new_turns_see_the_new_one() {
 #[test]
 fn a_failed_reload_keeps_the_current_revision() {
     let registry = ready(
-        vec![ProfileEntry::on(tool_extension("plugin", vec![tool("p", "v1")]))],
+        vec![ProfileEntry::on(tool_extension(
+            "plugin",
+            vec![tool("p", "v1")],
+        ))],
         Vec::new(),
     );
     let error = registry

@@ -9,7 +9,7 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use keel_protocol::MessageId;
-use keel_store::{Durability, Entry, NewSession, Store};
+use keel_store::{Entry, NewSession, OpenOptions, Store};
 
 use crate::{texts, user};
 
@@ -28,7 +28,7 @@ fn crash_child() {
         .build()
         .unwrap();
     runtime.block_on(async move {
-        let store = Store::open(&path, Durability::Normal).await.unwrap();
+        let store = Store::open(&path, OpenOptions::default()).await.unwrap();
         let session = match store.list_sessions(None, 1).await.unwrap().pop() {
             Some(session) => session,
             None => store
@@ -113,7 +113,7 @@ fn acknowledged_commits_survive_sigkill() {
         all_acks += acks.len();
 
         runtime.block_on(async {
-            let store = Store::open(&path, Durability::Normal).await.unwrap();
+            let store = Store::open(&path, OpenOptions::default()).await.unwrap();
             assert_eq!(
                 store.integrity_check().await.unwrap(),
                 "ok",

@@ -3,18 +3,35 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod crash;
+mod execution;
 mod prop;
+mod queue;
+mod queue_prop;
 mod safety;
 mod sessions;
 mod writer;
 
 use keel_protocol::{Message, MessageId, UserMessage};
-use keel_store::{Durability, Entry, NewSession, SessionRecord, Store};
+use keel_store::{Entry, Execution, InputKind, NewSession, OpenOptions, SessionRecord, Store};
 
-/// A store in a fresh temporary folder.
+/// Every input kind, for claims that take the whole queue.
+pub const ALL_KINDS: &[InputKind] = &[InputKind::Steer, InputKind::FollowUp];
+
+/// A store in a fresh temporary folder, opened with the default options (the writer thread).
 pub async fn temp_store() -> (tempfile::TempDir, Store) {
+    temp_store_with(Execution::WriterThread).await
+}
+
+/// A store in a fresh temporary folder whose SQLite work runs as `execution` says. Tests on a
+/// paused clock take `InPlace`: while the runtime waits for the writer thread it is idle, and
+/// a paused clock then jumps to the next timer, firing timeouts before the work is done.
+pub async fn temp_store_with(execution: Execution) -> (tempfile::TempDir, Store) {
     let dir = tempfile::tempdir().unwrap();
-    let store = Store::open(dir.path().join("keel.db"), Durability::Normal)
+    let options = OpenOptions {
+        execution,
+        ..OpenOptions::default()
+    };
+    let store = Store::open(dir.path().join("keel.db"), options)
         .await
         .unwrap();
     (dir, store)

@@ -5,7 +5,7 @@ use std::os::unix::fs::PermissionsExt as _;
 use std::path::Path;
 
 use keel_protocol::TurnOutcome;
-use keel_store::{Durability, Store, TurnSource};
+use keel_store::{OpenOptions, Store, TurnSource};
 use pretty_assertions::assert_eq;
 
 use crate::{entry, session_of, temp_store, texts};
@@ -84,7 +84,7 @@ async fn the_database_and_its_log_are_private_to_their_user() {
     let dir = tempfile::tempdir().unwrap();
     std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
     let db = dir.path().join("keel.db");
-    let store = Store::open(&db, Durability::Normal).await.unwrap();
+    let store = Store::open(&db, OpenOptions::default()).await.unwrap();
     let s = session_of(&store, &["secret"]).await;
     store
         .append(&s.id, "op-more", vec![entry("more")])
@@ -101,7 +101,7 @@ async fn the_database_and_its_log_are_private_to_their_user() {
     for file in [&db, &wal, &shm] {
         std::fs::set_permissions(file, std::fs::Permissions::from_mode(0o644)).unwrap();
     }
-    let store = Store::open(&db, Durability::Normal).await.unwrap();
+    let store = Store::open(&db, OpenOptions::default()).await.unwrap();
     assert_eq!((mode(&db), mode(&wal), mode(&shm)), (0o600, 0o600, 0o600));
     assert_eq!(mode(dir.path()), 0o755);
     assert_eq!(store.session(&s.id).await.unwrap().length, 2);
@@ -116,7 +116,7 @@ async fn a_file_that_is_not_a_database_is_named_as_corrupt() {
         "this is not a database, it is a shopping list\n".repeat(200),
     )
     .unwrap();
-    let error = Store::open(&db, Durability::Normal).await.unwrap_err();
+    let error = Store::open(&db, OpenOptions::default()).await.unwrap_err();
     assert_eq!(error.code(), "database_corrupt");
     assert!(!error.is_retryable());
     let message = error.to_string();
@@ -132,7 +132,7 @@ async fn a_file_that_is_not_a_database_is_named_as_corrupt() {
 async fn a_truncated_database_is_named_as_corrupt() {
     let dir = tempfile::tempdir().unwrap();
     let whole = dir.path().join("whole.db");
-    let store = Store::open(&whole, Durability::Normal).await.unwrap();
+    let store = Store::open(&whole, OpenOptions::default()).await.unwrap();
     let texts: Vec<String> = (0..200)
         .map(|n| format!("{n} {}", "x".repeat(400)))
         .collect();
@@ -156,7 +156,7 @@ async fn a_truncated_database_is_named_as_corrupt() {
             .set_len(cut)
             .unwrap();
         // Opening may still succeed (the first pages are intact); reading everything cannot.
-        let error = match Store::open(&db, Durability::Normal).await {
+        let error = match Store::open(&db, OpenOptions::default()).await {
             Err(error) => error,
             Ok(store) => store.export_json(&s.id).await.unwrap_err(),
         };

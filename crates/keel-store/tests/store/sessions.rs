@@ -1,10 +1,13 @@
 //! Sessions, turns, ids, fork, rewind, export, schema versions.
 
 use keel_protocol::{SessionId, TurnOutcome, Usage};
-use keel_store::{Durability, ForkPoint, NewSession, Store, StoreError, TurnSource, TurnStatus};
+use keel_store::{
+    Durability, ForkPoint, InputKind, NewSession, OpenOptions, Store, StoreError, TurnSource,
+    TurnStatus,
+};
 use pretty_assertions::assert_eq;
 
-use crate::{entry, session, session_of, temp_store, texts};
+use crate::{ALL_KINDS, entry, session, session_of, temp_store, texts};
 
 #[tokio::test]
 async fn sessions_are_listed_newest_first_and_found_by_prefix() {
@@ -246,21 +249,33 @@ async fn deleting_a_session_removes_it() {
 async fn a_newer_schema_is_refused_clearly() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("keel.db");
-    drop(Store::open(&path, Durability::Full).await.unwrap());
+    drop(
+        Store::open(
+            &path,
+            OpenOptions {
+                durability: Durability::Full,
+                ..OpenOptions::default()
+            },
+        )
+        .await
+        .unwrap(),
+    );
     let conn = rusqlite::Connection::open(&path).unwrap();
     conn.execute("UPDATE schema_version SET version = 99", [])
         .unwrap();
     drop(conn);
-    let error = Store::open(&path, Durability::Normal).await.unwrap_err();
+    let error = Store::open(&path, OpenOptions::default())
+        .await
+        .unwrap_err();
     assert_eq!(error.code(), "schema_too_new");
     assert!(error.to_string().contains("schema version 99"), "{error}");
     // Reopening a current database is a no-op migration.
     let dir2 = tempfile::tempdir().unwrap();
     let path2 = dir2.path().join("keel.db");
-    drop(Store::open(&path2, Durability::Normal).await.unwrap());
-    let store = Store::open(&path2, Durability::Normal).await.unwrap();
+    drop(Store::open(&path2, OpenOptions::default()).await.unwrap());
+    let store = Store::open(&path2, OpenOptions::default()).await.unwrap();
     assert_eq!(store.integrity_check().await.unwrap(), "ok");
-    assert_eq!(keel_store::known_schema_version(), 2);
+    assert_eq!(keel_store::known_schema_version(), 3);
 }
 
 #[tokio::test]
@@ -278,7 +293,7 @@ async fn a_version_1_database_is_migrated_and_keeps_its_turns() {
         )
         .unwrap();
     }
-    let store = Store::open(&path, Durability::Normal).await.unwrap();
+    let store = Store::open(&path, OpenOptions::default()).await.unwrap();
     let migrated = store.turn(&turn.id).await.unwrap();
     assert_eq!(migrated.status, TurnStatus::Running);
     assert_eq!(migrated.owner, None);
@@ -321,10 +336,19 @@ async fn resuming_closes_only_turns_whose_process_is_gone() {
     // owners were recorded, and a claimed input: both turns close, the input is queued again.
     let legacy = store.start_turn(&s.id, TurnSource::Api).await.unwrap();
     let input = store
-        .enqueue_input(&s.id, serde_json::json!({"steer": "keep me"}))
+        .enqueue_input(
+            &s.id,
+            InputKind::Steer,
+            serde_json::json!({"steer": "keep me"}),
+        )
         .await
+        .unwrap()
+        .id;
+    store
+        .claim_inputs(&s.id, &live.id, ALL_KINDS)
+        .await
+        .unwrap()
         .unwrap();
-    store.claim_inputs(&s.id, &live.id).await.unwrap().unwrap();
     {
         let conn = rusqlite::Connection::open(dir.path().join("keel.db")).unwrap();
         conn.execute(
@@ -381,7 +405,7 @@ async fn opening_waits_for_a_writer_of_a_new_database() {
         std::thread::sleep(std::time::Duration::from_millis(200));
         writer.execute_batch("COMMIT").unwrap();
     });
-    let store = Store::open(&path, Durability::Normal).await;
+    let store = Store::open(&path, OpenOptions::default()).await;
     release.join().unwrap();
     let store = store.unwrap();
     assert_eq!(store.list_sessions(None, 10).await.unwrap(), vec![]);

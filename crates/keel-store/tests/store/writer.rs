@@ -5,12 +5,12 @@ use std::time::Duration;
 
 use keel_protocol::{MessageId, TurnOutcome};
 use keel_store::{
-    CommitKind, CommitReceipt, CommitRequest, Durability, HistoryCommitted, HistoryOp, Store,
-    TurnSource, TurnStatus,
+    CommitKind, CommitReceipt, CommitRequest, Execution, HistoryCommitted, HistoryOp, InputKind,
+    OpenOptions, Store, TurnSource, TurnStatus,
 };
 use pretty_assertions::assert_eq;
 
-use crate::{entry, session, temp_store, texts, user};
+use crate::{ALL_KINDS, entry, session, temp_store, temp_store_with, texts, user};
 
 fn receipt(
     request: &CommitRequest,
@@ -66,7 +66,7 @@ async fn appends_take_contiguous_revisions_and_read_back_whole() {
 async fn a_retry_is_replayed_and_a_reused_id_conflicts() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("keel.db");
-    let store = Store::open(&path, Durability::Normal).await.unwrap();
+    let store = Store::open(&path, OpenOptions::default()).await.unwrap();
     let s = session(&store).await;
     let request = CommitRequest::append(s.id.clone(), "op-1", vec![entry("a")]);
     let first = store.commit(request.clone()).await.unwrap();
@@ -82,7 +82,7 @@ async fn a_retry_is_replayed_and_a_reused_id_conflicts() {
 
     // A new process has an empty registry; the commit records still recognise the retry.
     drop(store);
-    let store = Store::open(&path, Durability::Normal).await.unwrap();
+    let store = Store::open(&path, OpenOptions::default()).await.unwrap();
     assert_eq!(store.commit(request).await.unwrap(), first);
     assert_eq!(store.commit(changed).await.unwrap_err().code(), "conflict");
     assert_eq!(texts(&store.history(&s.id).await.unwrap()), vec!["a"]);
@@ -251,7 +251,7 @@ async fn observers_see_every_commit_before_it_is_acknowledged() {
 
 #[tokio::test(start_paused = true)]
 async fn a_stuck_observer_times_out_after_the_durable_write() {
-    let (_dir, store) = temp_store().await;
+    let (_dir, store) = temp_store_with(Execution::InPlace).await;
     let s = session(&store).await;
     store
         .add_observer(Arc::new(|_event| Box::pin(futures_pending())))
@@ -322,17 +322,31 @@ async fn claimed_inputs_are_acknowledged_after_the_commit_or_requeued() {
     let (_dir, store) = temp_store().await;
     let s = session(&store).await;
     let first = store
-        .enqueue_input(&s.id, serde_json::json!({"steer": "also run clippy"}))
+        .enqueue_input(
+            &s.id,
+            InputKind::Steer,
+            serde_json::json!({"steer": "also run clippy"}),
+        )
         .await
-        .unwrap();
+        .unwrap()
+        .id;
     let second = store
-        .enqueue_input(&s.id, serde_json::json!({"steer": "and fmt"}))
+        .enqueue_input(
+            &s.id,
+            InputKind::Steer,
+            serde_json::json!({"steer": "and fmt"}),
+        )
         .await
-        .unwrap();
+        .unwrap()
+        .id;
     let turn = store.start_turn(&s.id, TurnSource::Api).await.unwrap();
 
     // Released claims go back to the queue in their order.
-    let claim = store.claim_inputs(&s.id, &turn.id).await.unwrap().unwrap();
+    let claim = store
+        .claim_inputs(&s.id, &turn.id, ALL_KINDS)
+        .await
+        .unwrap()
+        .unwrap();
     assert_eq!(
         claim
             .inputs
@@ -345,7 +359,11 @@ async fn claimed_inputs_are_acknowledged_after_the_commit_or_requeued() {
     assert_eq!(store.release_claim(&claim.id).await.unwrap(), 2);
     assert_eq!(store.queued_inputs(&s.id).await.unwrap().len(), 2);
 
-    let claim = store.claim_inputs(&s.id, &turn.id).await.unwrap().unwrap();
+    let claim = store
+        .claim_inputs(&s.id, &turn.id, ALL_KINDS)
+        .await
+        .unwrap()
+        .unwrap();
     assert_eq!(
         store
             .acknowledge_claim(&claim.id, 1)
@@ -368,7 +386,13 @@ async fn claimed_inputs_are_acknowledged_after_the_commit_or_requeued() {
         store.release_claim(&claim.id).await.unwrap_err().code(),
         "not_found"
     );
-    assert!(store.claim_inputs(&s.id, &turn.id).await.unwrap().is_none());
+    assert!(
+        store
+            .claim_inputs(&s.id, &turn.id, ALL_KINDS)
+            .await
+            .unwrap()
+            .is_none()
+    );
     store
         .finish_turn(&turn.id, TurnOutcome::Completed, None)
         .await
@@ -380,11 +404,16 @@ async fn a_live_turn_does_not_close_while_a_claim_is_in_flight() {
     let (_dir, store) = temp_store().await;
     let s = session(&store).await;
     let input = store
-        .enqueue_input(&s.id, serde_json::json!({"steer": "one"}))
+        .enqueue_input(&s.id, InputKind::Steer, serde_json::json!({"steer": "one"}))
         .await
-        .unwrap();
+        .unwrap()
+        .id;
     let turn = store.start_turn(&s.id, TurnSource::Api).await.unwrap();
-    let claim = store.claim_inputs(&s.id, &turn.id).await.unwrap().unwrap();
+    let claim = store
+        .claim_inputs(&s.id, &turn.id, ALL_KINDS)
+        .await
+        .unwrap()
+        .unwrap();
     let refused = store
         .finish_turn(&turn.id, TurnOutcome::Completed, None)
         .await
@@ -424,7 +453,7 @@ fn hang_first_projection(store: &Store) -> Arc<std::sync::atomic::AtomicUsize> {
 
 #[tokio::test(start_paused = true)]
 async fn a_retry_after_a_failed_projection_projects_before_it_acknowledges() {
-    let (_dir, store) = temp_store().await;
+    let (_dir, store) = temp_store_with(Execution::InPlace).await;
     let s = session(&store).await;
     let calls = hang_first_projection(&store);
     let request = CommitRequest::append(s.id.clone(), "op-1", vec![entry("a")]);
@@ -443,7 +472,7 @@ async fn a_retry_after_a_failed_projection_projects_before_it_acknowledges() {
 
 #[tokio::test(start_paused = true)]
 async fn a_retry_after_a_dropped_commit_projects_before_it_acknowledges() {
-    let (_dir, store) = temp_store().await;
+    let (_dir, store) = temp_store_with(Execution::InPlace).await;
     let s = session(&store).await;
     let calls = hang_first_projection(&store);
     let request = CommitRequest::append(s.id.clone(), "op-1", vec![entry("a")]);
