@@ -148,7 +148,7 @@ impl From<SearchError> for ToolError {
 fn parse_args<T: serde::de::DeserializeOwned>(
     arguments: serde_json::Value,
 ) -> Result<T, SearchError> {
-    serde_json::from_value(arguments).map_err(|err| SearchError::InvalidArguments(err.to_string()))
+    crate::args::parse(arguments).map_err(SearchError::InvalidArguments)
 }
 
 /// What a path given to a tool turned out to be.
@@ -352,9 +352,4 @@ fn timeout_note(timeout: Duration) -> String {
 /// `n` followed by the singular or plural noun.
 fn counted(n: u64, one: &str, many: &str) -> String {
     format!("{n} {}", if n == 1 { one } else { many })
-}
-
-/// The schema's bounds on `limit`, and the value used when none is given.
-fn clamp_limit(limit: Option<usize>, default: usize, max: usize) -> usize {
-    limit.unwrap_or(default).clamp(1, max)
 }
