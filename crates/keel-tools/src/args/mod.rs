@@ -25,6 +25,11 @@ use strict::Strict;
 
 mod strict;
 
+#[cfg(test)]
+mod consistency_tests;
+#[cfg(test)]
+mod schemas_tests;
+
 /// The `MAX` of an [`Int`] that has no upper bound.
 pub(crate) const UNBOUNDED: u64 = u64::MAX;
 

@@ -32,6 +32,9 @@ pub use grep::{
 };
 pub use ls::{LS_MAX_ENTRIES, LsTool};
 
+#[cfg(test)]
+pub(crate) use {glob::GlobArgs, grep::GrepArgs, ls::LsArgs};
+
 /// How long a walk may run before it stops and reports partial results.
 pub const SEARCH_TIMEOUT: Duration = Duration::from_secs(60);
 
