@@ -5,15 +5,17 @@
 //! and again for every redirect (redirects are followed by hand for that reason).
 
 use std::net::IpAddr;
-use std::sync::Arc;
+use std::sync::{Arc, LazyLock};
 use std::time::Duration;
 
 use async_trait::async_trait;
 use keel_agent::{AgentTool, ExecutionMode, ToolCallContext, ToolError, ToolOutput};
 use keel_protocol::{ContentBlock, ToolDefinition};
+use schemars::JsonSchema;
 use serde::Deserialize;
 use serde_json::json;
 
+use crate::args::{self, present};
 use crate::env::ToolEnv;
 use crate::output::head_tail;
 
@@ -26,12 +28,35 @@ const TIMEOUT: Duration = Duration::from_secs(30);
 /// Redirects followed at most.
 const MAX_REDIRECTS: usize = 5;
 
-#[derive(Deserialize)]
-struct Args {
+/// The arguments of `web_fetch`; its doc comments are the descriptions the model reads.
+#[derive(Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct Args {
+    /// http:// or https:// URL
     url: String,
-    #[serde(default)]
-    method: Option<String>,
+    #[serde(default, deserialize_with = "present")]
+    method: Option<Method>,
 }
+
+// The request methods a call may use. No doc comments here: they would become the
+// property's description, and on the variants they would turn its `enum` into a `oneOf`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, JsonSchema)]
+enum Method {
+    #[serde(rename = "GET")]
+    Get,
+    #[serde(rename = "HEAD")]
+    Head,
+}
+
+static DEFINITION: LazyLock<ToolDefinition> = LazyLock::new(|| ToolDefinition {
+    name: "web_fetch".into(),
+    description:
+        "Fetch a web page or file over http(s). HTML is converted to Markdown; output is capped \
+        at 50 KiB. HEAD returns only the status and headers. Internal and private addresses are \
+        refused."
+            .into(),
+    parameters: args::schema::<Args>(),
+});
 
 /// The `web_fetch` tool.
 pub struct WebFetch {
@@ -39,7 +64,6 @@ pub struct WebFetch {
     /// Built on first use: building a client reads the system's certificates, which would
     /// otherwise slow the start of every run that never fetches anything.
     client: std::sync::OnceLock<Result<reqwest::Client, String>>,
-    definition: ToolDefinition,
 }
 
 impl WebFetch {
@@ -68,26 +92,9 @@ impl WebFetch {
 
     /// A fetch tool (its HTTP client is built when first needed).
     pub fn new(env: Arc<ToolEnv>) -> Result<Self, String> {
-        let definition = ToolDefinition {
-            name: "web_fetch".into(),
-            description: "Fetch a web page or file over http(s). HTML is converted to Markdown; output is capped \
-                          at 50 KiB. HEAD returns only the status and headers. Internal and private addresses \
-                          are refused."
-                .into(),
-            parameters: json!({
-                "type": "object",
-                "properties": {
-                    "url": {"type": "string", "description": "http:// or https:// URL"},
-                    "method": {"type": "string", "enum": ["GET", "HEAD"]}
-                },
-                "required": ["url"],
-                "additionalProperties": false
-            }),
-        };
         Ok(Self {
             env,
             client: std::sync::OnceLock::new(),
-            definition,
         })
     }
 }
@@ -217,7 +224,7 @@ async fn check_target(url: &reqwest::Url, allow_private: bool) -> Result<(), Str
 #[async_trait]
 impl AgentTool for WebFetch {
     fn definition(&self) -> &ToolDefinition {
-        &self.definition
+        &DEFINITION
     }
 
     fn execution_mode(&self) -> ExecutionMode {
@@ -229,22 +236,9 @@ impl AgentTool for WebFetch {
         arguments: serde_json::Value,
         context: ToolCallContext,
     ) -> Result<ToolOutput, ToolError> {
-        let args: Args = serde_json::from_value(arguments)
+        let args: Args = args::parse(arguments)
             .map_err(|e| ToolError::new(format!("Invalid arguments: {e}")))?;
-        let head = match args
-            .method
-            .as_deref()
-            .map(str::to_ascii_uppercase)
-            .as_deref()
-        {
-            None | Some("GET") => false,
-            Some("HEAD") => true,
-            Some(other) => {
-                return Err(ToolError::new(format!(
-                    "method must be GET or HEAD, not {other}"
-                )));
-            }
-        };
+        let head = args.method == Some(Method::Head);
         let mut url = reqwest::Url::parse(&args.url)
             .map_err(|e| ToolError::new(format!("invalid URL {:?}: {e}", args.url)))?;
         let fetch = async {

@@ -4,6 +4,7 @@
 //! arguments against, a declared execution mode (read-only tools run in parallel), bounded
 //! output for the model and structured details for front ends.
 
+mod args;
 pub mod bash;
 pub mod env;
 pub mod files;

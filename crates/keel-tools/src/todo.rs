@@ -1,15 +1,18 @@
 //! `todowrite`: the model's task list, always sent whole.
 
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::{Arc, LazyLock, Mutex, PoisonError};
 
 use async_trait::async_trait;
 use keel_agent::{AgentTool, ToolCallContext, ToolError, ToolOutput};
 use keel_protocol::{ContentBlock, ToolDefinition};
+use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::json;
 
+use crate::args::{self, NonEmpty};
+
 /// State of one item.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum TodoStatus {
     /// Not started.
@@ -29,14 +32,35 @@ pub struct Todo {
     pub status: TodoStatus,
 }
 
-#[derive(Deserialize)]
-struct Args {
-    todos: Vec<Todo>,
+// One item as the model sends it: a `Todo` whose content must not be empty. A line comment,
+// because a doc comment would become the items' description.
+#[derive(Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+struct TodoArg {
+    /// What to do
+    content: NonEmpty<String>,
+    /// pending, in_progress (at most one item at a time) or completed
+    status: TodoStatus,
 }
+
+/// The arguments of `todowrite`.
+#[derive(Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct Args {
+    todos: Vec<TodoArg>,
+}
+
+static DEFINITION: LazyLock<ToolDefinition> = LazyLock::new(|| ToolDefinition {
+    name: "todowrite".into(),
+    description:
+        "Replace your task list with this full snapshot. Use it for work of several steps: mark \
+        one item in_progress at a time and completed as soon as it is done."
+            .into(),
+    parameters: args::schema::<Args>(),
+});
 
 /// The `todowrite` tool; the latest list is kept for reminders and front ends.
 pub struct TodoWrite {
-    definition: ToolDefinition,
     current: Arc<Mutex<Vec<Todo>>>,
 }
 
@@ -49,34 +73,7 @@ impl Default for TodoWrite {
 impl TodoWrite {
     /// An empty list.
     pub fn new() -> Self {
-        let definition = ToolDefinition {
-            name: "todowrite".into(),
-            description:
-                "Replace your task list with this full snapshot. Use it for work of several steps: \
-                          mark one item in_progress at a time and completed as soon as it is done."
-                    .into(),
-            parameters: json!({
-                "type": "object",
-                "properties": {
-                    "todos": {
-                        "type": "array",
-                        "items": {
-                            "type": "object",
-                            "properties": {
-                                "content": {"type": "string", "minLength": 1},
-                                "status": {"type": "string", "enum": ["pending", "in_progress", "completed"]}
-                            },
-                            "required": ["content", "status"],
-                            "additionalProperties": false
-                        }
-                    }
-                },
-                "required": ["todos"],
-                "additionalProperties": false
-            }),
-        };
         Self {
-            definition,
             current: Arc::new(Mutex::new(Vec::new())),
         }
     }
@@ -93,7 +90,7 @@ impl TodoWrite {
 #[async_trait]
 impl AgentTool for TodoWrite {
     fn definition(&self) -> &ToolDefinition {
-        &self.definition
+        &DEFINITION
     }
 
     async fn execute(
@@ -101,10 +98,17 @@ impl AgentTool for TodoWrite {
         arguments: serde_json::Value,
         _context: ToolCallContext,
     ) -> Result<ToolOutput, ToolError> {
-        let args: Args = serde_json::from_value(arguments)
+        let args: Args = args::parse(arguments)
             .map_err(|e| ToolError::new(format!("Invalid arguments: {e}")))?;
-        let in_progress = args
+        let todos: Vec<Todo> = args
             .todos
+            .into_iter()
+            .map(|item| Todo {
+                content: item.content.into_inner(),
+                status: item.status,
+            })
+            .collect();
+        let in_progress = todos
             .iter()
             .filter(|t| t.status == TodoStatus::InProgress)
             .count();
@@ -114,7 +118,7 @@ impl AgentTool for TodoWrite {
             )));
         }
         let mut text = String::new();
-        for todo in &args.todos {
+        for todo in &todos {
             let mark = match todo.status {
                 TodoStatus::Pending => "[ ]",
                 TodoStatus::InProgress => "[~]",
@@ -122,14 +126,13 @@ impl AgentTool for TodoWrite {
             };
             text.push_str(&format!("{mark} {}\n", todo.content));
         }
-        let done = args
-            .todos
+        let done = todos
             .iter()
             .filter(|t| t.status == TodoStatus::Completed)
             .count();
-        text.push_str(&format!("({done} of {} done)", args.todos.len()));
-        let details = json!({"todos": args.todos});
-        *self.current.lock().unwrap_or_else(PoisonError::into_inner) = args.todos;
+        text.push_str(&format!("({done} of {} done)", todos.len()));
+        let details = json!({"todos": todos});
+        *self.current.lock().unwrap_or_else(PoisonError::into_inner) = todos;
         Ok(ToolOutput {
             content: vec![ContentBlock::text(text)],
             details: Some(details),

@@ -19,16 +19,18 @@ use std::os::fd::OwnedFd;
 use std::path::PathBuf;
 use std::process::Stdio;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::{Arc, LazyLock, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
 use async_trait::async_trait;
 use keel_agent::{AgentTool, ToolCallContext, ToolError, ToolOutput};
 use keel_protocol::{ContentBlock, ToolDefinition};
+use schemars::JsonSchema;
 use serde::Deserialize;
 use serde_json::json;
 use tokio::io::AsyncReadExt as _;
 
+use crate::args::{self, Int, present};
 use crate::env::{DEFAULT_BASH_TIMEOUT, MAX_BASH_TIMEOUT, SandboxMode, ToolEnv};
 use crate::protect::ControlSet;
 use capture::{Collected, MAX_SAVED, private_file};
@@ -38,14 +40,44 @@ pub const MAX_OUTPUT: usize = 30 * 1024;
 /// How long to keep reading after the command exited, for output its children still write.
 const DRAIN_AFTER_EXIT: Duration = Duration::from_secs(2);
 
-#[derive(Deserialize)]
-struct Args {
+/// The longest timeout a call may ask for, in milliseconds.
+const MAX_TIMEOUT_MS: u64 = MAX_BASH_TIMEOUT.as_millis() as u64;
+
+/// The arguments of `bash`; its doc comments are the descriptions the model reads.
+#[derive(Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct Args {
+    /// The command line
     command: String,
-    #[serde(default)]
-    timeout: Option<u64>,
+    /// What the command does, in a few words
+    #[serde(default, deserialize_with = "present")]
+    #[expect(
+        dead_code,
+        reason = "accepted because models like to say what a command does; nothing uses it yet"
+    )]
+    description: Option<String>,
+    /// Timeout in milliseconds
+    #[serde(default, deserialize_with = "present")]
+    timeout: Option<Int<1, MAX_TIMEOUT_MS>>,
+    /// Start it and return at once
     #[serde(default)]
     run_in_background: bool,
 }
+
+static DEFINITION: LazyLock<ToolDefinition> = LazyLock::new(|| ToolDefinition {
+    name: "bash".into(),
+    description: format!(
+        "Run a shell command with bash in the working folder. No input is available (stdin is closed). \
+         Default timeout {} s, at most {} s (`timeout` in milliseconds). Output past {} KiB keeps its \
+         beginning and end, and the full output is saved to a file named in the result. A non-zero exit \
+         code is reported as an error. `run_in_background` starts the command and returns at once with \
+         the file its output goes to.",
+        DEFAULT_BASH_TIMEOUT.as_secs(),
+        MAX_BASH_TIMEOUT.as_secs(),
+        MAX_OUTPUT / 1024
+    ),
+    parameters: args::schema::<Args>(),
+});
 
 struct Background {
     pgid: i32,
@@ -71,7 +103,6 @@ struct Launch {
 /// The `bash` tool.
 pub struct Bash {
     env: Arc<ToolEnv>,
-    definition: ToolDefinition,
     reported_removed: AtomicBool,
     background: Mutex<HashMap<String, Background>>,
     next_background: AtomicUsize,
@@ -86,34 +117,8 @@ pub struct Bash {
 impl Bash {
     /// A bash tool over `env`.
     pub fn new(env: Arc<ToolEnv>) -> Self {
-        let definition = ToolDefinition {
-            name: "bash".into(),
-            description: format!(
-                "Run a shell command with bash in the working folder. No input is available (stdin is closed). \
-                 Default timeout {} s, at most {} s (`timeout` in milliseconds). Output past {} KiB keeps its \
-                 beginning and end, and the full output is saved to a file named in the result. A non-zero exit \
-                 code is reported as an error. `run_in_background` starts the command and returns at once with \
-                 the file its output goes to.",
-                DEFAULT_BASH_TIMEOUT.as_secs(),
-                MAX_BASH_TIMEOUT.as_secs(),
-                MAX_OUTPUT / 1024
-            ),
-            parameters: json!({
-                "type": "object",
-                "properties": {
-                    "command": {"type": "string", "description": "The command line"},
-                    "description": {"type": "string", "description": "What the command does, in a few words"},
-                    "timeout": {"type": "integer", "minimum": 1, "maximum": MAX_BASH_TIMEOUT.as_millis() as u64,
-                                "description": "Timeout in milliseconds"},
-                    "run_in_background": {"type": "boolean", "description": "Start it and return at once"}
-                },
-                "required": ["command"],
-                "additionalProperties": false
-            }),
-        };
         Self {
             env,
-            definition,
             reported_removed: AtomicBool::new(false),
             background: Mutex::new(HashMap::new()),
             next_background: AtomicUsize::new(1),
@@ -568,7 +573,7 @@ enum Ended {
 #[async_trait]
 impl AgentTool for Bash {
     fn definition(&self) -> &ToolDefinition {
-        &self.definition
+        &DEFINITION
     }
 
     async fn execute(
@@ -576,7 +581,7 @@ impl AgentTool for Bash {
         arguments: serde_json::Value,
         context: ToolCallContext,
     ) -> Result<ToolOutput, ToolError> {
-        let args: Args = serde_json::from_value(arguments)
+        let args: Args = args::parse(arguments)
             .map_err(|e| ToolError::new(format!("Invalid arguments: {e}")))?;
         if args.command.trim().is_empty() {
             return Err(ToolError::new("The command is empty."));
@@ -586,8 +591,7 @@ impl AgentTool for Bash {
         }
         let timeout = args
             .timeout
-            .map_or(DEFAULT_BASH_TIMEOUT, Duration::from_millis)
-            .min(MAX_BASH_TIMEOUT);
+            .map_or(DEFAULT_BASH_TIMEOUT, |ms| Duration::from_millis(ms.get()));
         let mut control_notes = self.check_background_control();
         let Launch {
             cmd,

@@ -6,79 +6,69 @@
 //! the fallback must also find exactly one place.
 
 use std::path::PathBuf;
-use std::sync::Arc;
+use std::sync::{Arc, LazyLock};
 
 use async_trait::async_trait;
 use keel_agent::{AgentTool, ToolCallContext, ToolError, ToolOutput};
 use keel_protocol::{ContentBlock, ToolDefinition};
+use schemars::JsonSchema;
 use serde::Deserialize;
 use serde_json::json;
 
 use super::{BOM, TextStyle, ensure_regular, io_message, pinned, plain, read_pinned};
+use crate::args::{self, NonEmpty};
 use crate::env::ToolEnv;
 use crate::output::head_tail;
 
-#[derive(Debug, Clone, Deserialize)]
+// No doc comment: it would become the items' description, which the field docs cover.
+#[derive(Debug, Clone, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
 struct EditSpec {
+    /// Exact text to replace
     old_string: String,
+    /// Replacement text
     new_string: String,
+    /// Replace every occurrence
     #[serde(default)]
     replace_all: bool,
 }
 
-#[derive(Deserialize)]
-struct Args {
+/// The arguments of `edit`; its doc comments are the descriptions the model reads.
+#[derive(Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct Args {
+    /// File path, absolute or relative to the working folder
     path: String,
-    edits: Vec<EditSpec>,
+    edits: NonEmpty<Vec<EditSpec>>,
 }
+
+static DEFINITION: LazyLock<ToolDefinition> = LazyLock::new(|| ToolDefinition {
+    name: "edit".into(),
+    description:
+        "Replace text in an existing file. Each edit replaces `old_string` with `new_string`; \
+        `old_string` must match exactly once unless `replace_all` is true (include enough \
+        surrounding lines to make it unique). Edits apply in order; if any fails, none is \
+        written. The result is a unified diff."
+            .into(),
+    parameters: args::schema::<Args>(),
+});
 
 /// The `edit` tool.
 pub struct Edit {
     env: Arc<ToolEnv>,
-    definition: ToolDefinition,
 }
 
 impl Edit {
     /// An edit tool over `env`.
     pub fn new(env: Arc<ToolEnv>) -> Self {
-        let definition = ToolDefinition {
-            name: "edit".into(),
-            description: "Replace text in an existing file. Each edit replaces `old_string` with `new_string`; \
-                          `old_string` must match exactly once unless `replace_all` is true (include enough \
-                          surrounding lines to make it unique). Edits apply in order; if any fails, none is \
-                          written. The result is a unified diff."
-                .into(),
-            parameters: json!({
-                "type": "object",
-                "properties": {
-                    "path": {"type": "string", "description": "File path, absolute or relative to the working folder"},
-                    "edits": {
-                        "type": "array",
-                        "minItems": 1,
-                        "items": {
-                            "type": "object",
-                            "properties": {
-                                "old_string": {"type": "string", "description": "Exact text to replace"},
-                                "new_string": {"type": "string", "description": "Replacement text"},
-                                "replace_all": {"type": "boolean", "description": "Replace every occurrence"}
-                            },
-                            "required": ["old_string", "new_string"],
-                            "additionalProperties": false
-                        }
-                    }
-                },
-                "required": ["path", "edits"],
-                "additionalProperties": false
-            }),
-        };
-        Self { env, definition }
+        Self { env }
     }
 }
 
 #[async_trait]
 impl AgentTool for Edit {
     fn definition(&self) -> &ToolDefinition {
-        &self.definition
+        &DEFINITION
     }
 
     fn mutated_path(&self, arguments: &serde_json::Value) -> Option<PathBuf> {
@@ -93,7 +83,7 @@ impl AgentTool for Edit {
         arguments: serde_json::Value,
         _context: ToolCallContext,
     ) -> Result<ToolOutput, ToolError> {
-        let args: Args = serde_json::from_value(arguments)
+        let args: Args = args::parse(arguments)
             .map_err(|e| ToolError::new(format!("Invalid arguments: {e}")))?;
         let path = pinned::resolve(&self.env, &self.env.resolve(&args.path), true)
             .map_err(ToolError::new)?;

@@ -2,15 +2,17 @@
 
 use std::io::{BufRead, BufReader, Read as _};
 use std::os::unix::fs::FileTypeExt as _;
-use std::sync::Arc;
+use std::sync::{Arc, LazyLock};
 
 use async_trait::async_trait;
 use keel_agent::{AgentTool, ExecutionMode, ToolCallContext, ToolError, ToolOutput};
 use keel_protocol::{ContentBlock, ImageBlock, ToolDefinition};
+use schemars::JsonSchema;
 use serde::Deserialize;
 use serde_json::json;
 
 use super::io_message;
+use crate::args::{self, Int, UNBOUNDED, present};
 use crate::env::ToolEnv;
 
 /// Lines returned per call at most (issue 4).
@@ -22,51 +24,47 @@ const MAX_LINE_CHARS: usize = 2_000;
 /// Largest image returned inline.
 const MAX_IMAGE_BYTES: u64 = 10 * 1024 * 1024;
 
-#[derive(Deserialize)]
-struct Args {
+/// The arguments of `read`; its doc comments are the descriptions the model reads.
+#[derive(Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct Args {
+    /// File path, absolute or relative to the working folder
     path: String,
-    #[serde(default)]
-    offset: Option<usize>,
-    #[serde(default)]
-    limit: Option<usize>,
+    /// First line to return (1-based)
+    #[serde(default, deserialize_with = "present")]
+    offset: Option<Int<1, UNBOUNDED>>,
+    /// Lines to return
+    #[serde(default, deserialize_with = "present")]
+    limit: Option<Int<1, UNBOUNDED>>,
 }
+
+static DEFINITION: LazyLock<ToolDefinition> = LazyLock::new(|| ToolDefinition {
+    name: "read".into(),
+    description: format!(
+        "Read a file. Text comes back as numbered lines, at most {MAX_LINES} lines or {} KiB per call; \
+         continue with `offset`. Images (png, jpeg, gif, webp) come back as images. Binary files, \
+         folders and devices are refused.",
+        MAX_BYTES / 1024
+    ),
+    parameters: args::schema::<Args>(),
+});
 
 /// The `read` tool.
 pub struct Read {
     env: Arc<ToolEnv>,
-    definition: ToolDefinition,
 }
 
 impl Read {
     /// A read tool over `env`.
     pub fn new(env: Arc<ToolEnv>) -> Self {
-        let definition = ToolDefinition {
-            name: "read".into(),
-            description: format!(
-                "Read a file. Text comes back as numbered lines, at most {MAX_LINES} lines or {} KiB per call; \
-                 continue with `offset`. Images (png, jpeg, gif, webp) come back as images. Binary files, \
-                 folders and devices are refused.",
-                MAX_BYTES / 1024
-            ),
-            parameters: json!({
-                "type": "object",
-                "properties": {
-                    "path": {"type": "string", "description": "File path, absolute or relative to the working folder"},
-                    "offset": {"type": "integer", "minimum": 1, "description": "First line to return (1-based)"},
-                    "limit": {"type": "integer", "minimum": 1, "description": "Lines to return"}
-                },
-                "required": ["path"],
-                "additionalProperties": false
-            }),
-        };
-        Self { env, definition }
+        Self { env }
     }
 }
 
 #[async_trait]
 impl AgentTool for Read {
     fn definition(&self) -> &ToolDefinition {
-        &self.definition
+        &DEFINITION
     }
 
     fn execution_mode(&self) -> ExecutionMode {
@@ -78,7 +76,7 @@ impl AgentTool for Read {
         arguments: serde_json::Value,
         _context: ToolCallContext,
     ) -> Result<ToolOutput, ToolError> {
-        let args: Args = serde_json::from_value(arguments)
+        let args: Args = args::parse(arguments)
             .map_err(|e| ToolError::new(format!("Invalid arguments: {e}")))?;
         let env = self.env.clone();
         tokio::task::spawn_blocking(move || read(&env, &args))
@@ -143,8 +141,8 @@ fn read(env: &ToolEnv, args: &Args) -> Result<ToolOutput, ToolError> {
             path.display()
         )));
     }
-    let offset = args.offset.unwrap_or(1).max(1);
-    let limit = args.limit.unwrap_or(MAX_LINES).clamp(1, MAX_LINES);
+    let offset = args.offset.map_or(1, Int::usize);
+    let limit = args.limit.map_or(MAX_LINES, Int::usize).min(MAX_LINES);
     let mut out = String::new();
     let mut line_no = 0usize;
     let mut shown = 0usize;

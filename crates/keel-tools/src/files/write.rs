@@ -1,56 +1,55 @@
 //! `write`: create or replace a whole file, atomically, keeping its line ends and BOM.
 
 use std::path::PathBuf;
-use std::sync::Arc;
+use std::sync::{Arc, LazyLock};
 
 use async_trait::async_trait;
 use keel_agent::{AgentTool, ToolCallContext, ToolError, ToolOutput};
 use keel_protocol::ToolDefinition;
+use schemars::JsonSchema;
 use serde::Deserialize;
 use serde_json::json;
 
 use super::{TextStyle, ensure_regular, io_message, pinned, plain, read_pinned};
+use crate::args;
 use crate::env::ToolEnv;
 
-#[derive(Deserialize)]
-struct Args {
+/// The arguments of `write`; its doc comments are the descriptions the model reads.
+#[derive(Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct Args {
+    /// File path, absolute or relative to the working folder
     path: String,
+    /// The whole new content
     content: String,
 }
+
+static DEFINITION: LazyLock<ToolDefinition> = LazyLock::new(|| ToolDefinition {
+    name: "write".into(),
+    description:
+        "Create a file, or replace all of an existing file's content. Parent folders are created. \
+        An existing file keeps its line endings (LF or CRLF) and byte order mark. Prefer `edit` \
+        for changing part of a file."
+            .into(),
+    parameters: args::schema::<Args>(),
+});
 
 /// The `write` tool.
 pub struct Write {
     env: Arc<ToolEnv>,
-    definition: ToolDefinition,
 }
 
 impl Write {
     /// A write tool over `env`.
     pub fn new(env: Arc<ToolEnv>) -> Self {
-        let definition = ToolDefinition {
-            name: "write".into(),
-            description: "Create a file, or replace all of an existing file's content. Parent folders are \
-                          created. An existing file keeps its line endings (LF or CRLF) and byte order mark. \
-                          Prefer `edit` for changing part of a file."
-                .into(),
-            parameters: json!({
-                "type": "object",
-                "properties": {
-                    "path": {"type": "string", "description": "File path, absolute or relative to the working folder"},
-                    "content": {"type": "string", "description": "The whole new content"}
-                },
-                "required": ["path", "content"],
-                "additionalProperties": false
-            }),
-        };
-        Self { env, definition }
+        Self { env }
     }
 }
 
 #[async_trait]
 impl AgentTool for Write {
     fn definition(&self) -> &ToolDefinition {
-        &self.definition
+        &DEFINITION
     }
 
     fn mutated_path(&self, arguments: &serde_json::Value) -> Option<PathBuf> {
@@ -65,7 +64,7 @@ impl AgentTool for Write {
         arguments: serde_json::Value,
         _context: ToolCallContext,
     ) -> Result<ToolOutput, ToolError> {
-        let args: Args = serde_json::from_value(arguments)
+        let args: Args = args::parse(arguments)
             .map_err(|e| ToolError::new(format!("Invalid arguments: {e}")))?;
         let path = pinned::resolve(&self.env, &self.env.resolve(&args.path), true)
             .map_err(ToolError::new)?;

@@ -8,7 +8,7 @@
 //! not do.
 
 use std::path::PathBuf;
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, LazyLock, Mutex};
 use std::time::{Duration, SystemTime};
 
 use async_trait::async_trait;
@@ -16,14 +16,16 @@ use ignore::overrides::OverrideBuilder;
 use ignore::{DirEntry, ParallelVisitor, ParallelVisitorBuilder, WalkState};
 use keel_agent::{AgentTool, ExecutionMode, ToolCallContext, ToolError, ToolOutput};
 use keel_protocol::{ContentBlock, ToolDefinition};
+use schemars::JsonSchema;
 use serde::Deserialize;
 use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
 
 use super::{
     LOSSY_NAMES_NOTE, PathKind, SEARCH_MAX_BYTES, SEARCH_TIMEOUT, SearchError, Stop, Unreadable,
-    clamp_limit, counted, display_path, inspect, parse_args, run_walk, timeout_note, walker,
+    counted, display_path, inspect, parse_args, run_walk, timeout_note, walker,
 };
+use crate::args::{self, Int, present};
 use crate::env::{ToolEnv, normalize};
 
 /// Files listed when no limit is given.
@@ -31,21 +33,37 @@ pub const GLOB_DEFAULT_LIMIT: usize = 200;
 /// The most files one call may list.
 pub const GLOB_MAX_LIMIT: usize = 2_000;
 
-#[derive(Debug, Deserialize)]
+/// The arguments of `glob`; its doc comments are the descriptions the model reads.
+#[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
-struct GlobArgs {
+pub(crate) struct GlobArgs {
+    /// Glob pattern, e.g. `**/*.rs` or `src/**/*.{ts,tsx}`.
     pattern: String,
-    #[serde(default)]
+    /// Folder to search; default the working folder.
+    #[serde(default, deserialize_with = "present")]
     path: Option<String>,
-    #[serde(default)]
-    limit: Option<usize>,
+    /// Most files to list.
+    #[serde(default, deserialize_with = "present")]
+    limit: Option<Int<1, { GLOB_MAX_LIMIT as u64 }>>,
 }
+
+static DEFINITION: LazyLock<ToolDefinition> = LazyLock::new(|| ToolDefinition {
+    name: "glob".to_owned(),
+    description: format!(
+        "Find files by name pattern, newest first (by modification time). Patterns follow \
+         .gitignore rules: without a slash they match at any depth (`*.rs`, `Cargo.toml`), \
+         with one they are anchored to `path` (`src/**/*.ts`, `crates/*/Cargo.toml`); \
+         braces work (`*.{{ts,tsx}}`). Honours .gitignore and .ignore; skips \
+         version-control folders; lists files only. At most `limit` files (default \
+         {GLOB_DEFAULT_LIMIT}) are listed, saying how many more exist."
+    ),
+    parameters: args::schema::<GlobArgs>(),
+});
 
 /// The `glob` tool: files matching a pattern, newest first, honouring ignore files.
 #[derive(Debug)]
 pub struct GlobTool {
     env: Arc<ToolEnv>,
-    definition: ToolDefinition,
     timeout: Duration,
 }
 
@@ -54,7 +72,6 @@ impl GlobTool {
     pub fn new(env: Arc<ToolEnv>) -> Self {
         Self {
             env,
-            definition: definition(),
             timeout: SEARCH_TIMEOUT,
         }
     }
@@ -80,7 +97,7 @@ impl GlobTool {
         cancel: &CancellationToken,
     ) -> Result<ToolOutput, SearchError> {
         let args: GlobArgs = parse_args(arguments)?;
-        let limit = clamp_limit(args.limit, GLOB_DEFAULT_LIMIT, GLOB_MAX_LIMIT);
+        let limit = args.limit.map_or(GLOB_DEFAULT_LIMIT, Int::usize);
         let base = self.env.resolve(args.path.as_deref().unwrap_or("."));
         let (base_shown, _) = display_path(&self.env, &base);
         if inspect(&base, &base_shown).await? == PathKind::File {
@@ -221,7 +238,7 @@ impl GlobTool {
 #[async_trait]
 impl AgentTool for GlobTool {
     fn definition(&self) -> &ToolDefinition {
-        &self.definition
+        &DEFINITION
     }
 
     fn execution_mode(&self) -> ExecutionMode {
@@ -234,30 +251,6 @@ impl AgentTool for GlobTool {
         context: ToolCallContext,
     ) -> Result<ToolOutput, ToolError> {
         self.run(arguments, &context.cancel).await
-    }
-}
-
-fn definition() -> ToolDefinition {
-    ToolDefinition {
-        name: "glob".to_owned(),
-        description: format!(
-            "Find files by name pattern, newest first (by modification time). Patterns follow \
-             .gitignore rules: without a slash they match at any depth (`*.rs`, `Cargo.toml`), \
-             with one they are anchored to `path` (`src/**/*.ts`, `crates/*/Cargo.toml`); \
-             braces work (`*.{{ts,tsx}}`). Honours .gitignore and .ignore; skips \
-             version-control folders; lists files only. At most `limit` files (default \
-             {GLOB_DEFAULT_LIMIT}) are listed, saying how many more exist."
-        ),
-        parameters: json!({
-            "type": "object",
-            "properties": {
-                "pattern": {"type": "string", "description": "Glob pattern, e.g. `**/*.rs` or `src/**/*.{ts,tsx}`."},
-                "path": {"type": "string", "description": "Folder to search; default the working folder."},
-                "limit": {"type": "integer", "minimum": 1, "maximum": GLOB_MAX_LIMIT, "description": "Most files to list."}
-            },
-            "required": ["pattern"],
-            "additionalProperties": false
-        }),
     }
 }
 

@@ -7,12 +7,13 @@
 use std::ffi::OsString;
 use std::fs::FileType;
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
+use std::sync::{Arc, LazyLock};
 
 use async_trait::async_trait;
 use globset::{Glob, GlobSet, GlobSetBuilder};
 use keel_agent::{AgentTool, ExecutionMode, ToolCallContext, ToolError, ToolOutput};
 use keel_protocol::{ContentBlock, ToolDefinition};
+use schemars::JsonSchema;
 use serde::Deserialize;
 use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
@@ -21,34 +22,46 @@ use super::{
     LOSSY_NAMES_NOTE, PathKind, SEARCH_TIMEOUT, SearchError, Unreadable, counted, display_path,
     inspect, parse_args, run_walk,
 };
+use crate::args::{self, present};
 use crate::env::ToolEnv;
 
 /// The most entries one listing shows.
 pub const LS_MAX_ENTRIES: usize = 1_000;
 
-#[derive(Debug, Deserialize)]
+/// The arguments of `ls`; its doc comments are the descriptions the model reads.
+#[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
-struct LsArgs {
-    #[serde(default)]
+pub(crate) struct LsArgs {
+    /// Folder to list; default the working folder.
+    #[serde(default, deserialize_with = "present")]
     path: Option<String>,
-    #[serde(default)]
+    /// Glob patterns of entry names to leave out.
+    #[serde(default, deserialize_with = "present")]
     ignore: Option<Vec<String>>,
 }
+
+static DEFINITION: LazyLock<ToolDefinition> = LazyLock::new(|| ToolDefinition {
+    name: "ls".to_owned(),
+    description: format!(
+        "List one folder's entries (default the working folder), folders first, then \
+         files, each sorted by name. Folders end in `/`, symbolic links in `@` with their \
+         target. Hidden entries are included; hide entries by name with `ignore` globs \
+         (e.g. [\"target\", \"*.log\"]). At most {LS_MAX_ENTRIES} entries are shown. To \
+         find files deeper down, use glob."
+    ),
+    parameters: args::schema::<LsArgs>(),
+});
 
 /// The `ls` tool: one folder's entries, with kind markers.
 #[derive(Debug)]
 pub struct LsTool {
     env: Arc<ToolEnv>,
-    definition: ToolDefinition,
 }
 
 impl LsTool {
     /// An ls tool listing folders in `env`.
     pub fn new(env: Arc<ToolEnv>) -> Self {
-        Self {
-            env,
-            definition: definition(),
-        }
+        Self { env }
     }
 
     /// Runs one call outside the agent loop (tests); `execute` delegates here.
@@ -86,7 +99,7 @@ impl LsTool {
 #[async_trait]
 impl AgentTool for LsTool {
     fn definition(&self) -> &ToolDefinition {
-        &self.definition
+        &DEFINITION
     }
 
     fn execution_mode(&self) -> ExecutionMode {
@@ -99,27 +112,6 @@ impl AgentTool for LsTool {
         context: ToolCallContext,
     ) -> Result<ToolOutput, ToolError> {
         self.run(arguments, &context.cancel).await
-    }
-}
-
-fn definition() -> ToolDefinition {
-    ToolDefinition {
-        name: "ls".to_owned(),
-        description: format!(
-            "List one folder's entries (default the working folder), folders first, then \
-             files, each sorted by name. Folders end in `/`, symbolic links in `@` with their \
-             target. Hidden entries are included; hide entries by name with `ignore` globs \
-             (e.g. [\"target\", \"*.log\"]). At most {LS_MAX_ENTRIES} entries are shown. To \
-             find files deeper down, use glob."
-        ),
-        parameters: json!({
-            "type": "object",
-            "properties": {
-                "path": {"type": "string", "description": "Folder to list; default the working folder."},
-                "ignore": {"type": "array", "items": {"type": "string"}, "description": "Glob patterns of entry names to leave out."}
-            },
-            "additionalProperties": false
-        }),
     }
 }
 

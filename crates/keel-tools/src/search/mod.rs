@@ -32,6 +32,9 @@ pub use grep::{
 };
 pub use ls::{LS_MAX_ENTRIES, LsTool};
 
+#[cfg(test)]
+pub(crate) use {glob::GlobArgs, grep::GrepArgs, ls::LsArgs};
+
 /// How long a walk may run before it stops and reports partial results.
 pub const SEARCH_TIMEOUT: Duration = Duration::from_secs(60);
 
@@ -148,7 +151,7 @@ impl From<SearchError> for ToolError {
 fn parse_args<T: serde::de::DeserializeOwned>(
     arguments: serde_json::Value,
 ) -> Result<T, SearchError> {
-    serde_json::from_value(arguments).map_err(|err| SearchError::InvalidArguments(err.to_string()))
+    crate::args::parse(arguments).map_err(SearchError::InvalidArguments)
 }
 
 /// What a path given to a tool turned out to be.
@@ -352,9 +355,4 @@ fn timeout_note(timeout: Duration) -> String {
 /// `n` followed by the singular or plural noun.
 fn counted(n: u64, one: &str, many: &str) -> String {
     format!("{n} {}", if n == 1 { one } else { many })
-}
-
-/// The schema's bounds on `limit`, and the value used when none is given.
-fn clamp_limit(limit: Option<usize>, default: usize, max: usize) -> usize {
-    limit.unwrap_or(default).clamp(1, max)
 }

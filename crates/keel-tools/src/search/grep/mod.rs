@@ -15,21 +15,20 @@ mod page;
 mod scan;
 
 use std::path::PathBuf;
-use std::sync::Arc;
+use std::sync::{Arc, LazyLock};
 use std::time::Duration;
 
 use async_trait::async_trait;
 use grep_regex::{RegexMatcher, RegexMatcherBuilder};
 use keel_agent::{AgentTool, ExecutionMode, ToolCallContext, ToolError, ToolOutput};
 use keel_protocol::ToolDefinition;
+use schemars::JsonSchema;
 use serde::Deserialize;
-use serde_json::{Value, json};
+use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
-use super::{
-    SEARCH_TIMEOUT, SearchError, Unreadable, clamp_limit, display_path, inspect, parse_args,
-    run_walk,
-};
+use super::{SEARCH_TIMEOUT, SearchError, Unreadable, display_path, inspect, parse_args, run_walk};
+use crate::args::{self, Int, UNBOUNDED, present};
 use crate::env::ToolEnv;
 
 /// Files listed per page in `files_with_matches` and `count` modes when no limit is given.
@@ -44,7 +43,7 @@ pub const GREP_MAX_CONTEXT: u32 = 20;
 pub const MAX_LINE_CHARS: usize = 500;
 
 /// What `grep` reports.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize, JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum OutputMode {
     /// Paths of matching files: the cheapest answer, enough to decide what to read.
@@ -66,39 +65,72 @@ impl OutputMode {
     }
 }
 
-#[derive(Debug, Deserialize)]
+/// The most context lines, as the type of the `context`, `before` and `after` arguments.
+type ContextLines = Int<0, { GREP_MAX_CONTEXT as u64 }>;
+
+/// The arguments of `grep`; its doc comments are the descriptions the model reads.
+#[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
-struct GrepArgs {
+pub(crate) struct GrepArgs {
+    /// Regular expression to search for.
     pattern: String,
-    #[serde(default)]
+    /// File or folder to search; default the working folder.
+    #[serde(default, deserialize_with = "present")]
     path: Option<String>,
-    #[serde(default)]
+    /// Only search files matching this glob, e.g. `*.rs` or `src/**/*.{ts,tsx}`; `!` excludes.
+    #[serde(default, deserialize_with = "present")]
     glob: Option<String>,
-    #[serde(default, rename = "type")]
+    /// Only search files of this ripgrep type, e.g. rust, py, js, ts, go, md.
+    #[serde(default, deserialize_with = "present", rename = "type")]
     file_type: Option<String>,
+    /// What to report; default files_with_matches.
     #[serde(default)]
-    output_mode: Option<OutputMode>,
+    output_mode: OutputMode,
+    /// Ignore case; default false.
     #[serde(default)]
-    case_insensitive: Option<bool>,
+    case_insensitive: bool,
+    /// Lines of context around each match (content mode).
+    #[serde(default, deserialize_with = "present")]
+    context: Option<ContextLines>,
+    /// Lines of context before each match (content mode); overrides context.
+    #[serde(default, deserialize_with = "present")]
+    before: Option<ContextLines>,
+    /// Lines of context after each match (content mode); overrides context.
+    #[serde(default, deserialize_with = "present")]
+    after: Option<ContextLines>,
+    /// Let matches span lines (`.` then matches newlines too); slower.
     #[serde(default)]
-    context: Option<u32>,
-    #[serde(default)]
-    before: Option<u32>,
-    #[serde(default)]
-    after: Option<u32>,
-    #[serde(default)]
-    multiline: Option<bool>,
-    #[serde(default)]
-    limit: Option<usize>,
-    #[serde(default)]
-    offset: Option<usize>,
+    multiline: bool,
+    /// Files (or matching lines in content mode) per page.
+    #[serde(default, deserialize_with = "present")]
+    limit: Option<Int<1, { GREP_MAX_LIMIT as u64 }>>,
+    /// Files (or matching lines in content mode) to skip, to read the next page.
+    #[serde(default, deserialize_with = "present")]
+    offset: Option<Int<0, UNBOUNDED>>,
 }
+
+static DEFINITION: LazyLock<ToolDefinition> = LazyLock::new(|| ToolDefinition {
+    name: "grep".to_owned(),
+    description: format!(
+        "Search file contents with a regular expression (Rust regex syntax, as ripgrep). \
+         Searches `path` (a file or folder, default the working folder) recursively, \
+         honouring .gitignore and .ignore, skipping binary files and version-control \
+         folders. `output_mode`: `files_with_matches` (default, matching file paths), \
+         `content` (matching lines as path:line:text, with optional context lines) or \
+         `count` (matching lines per file). Results are sorted by path and paged with \
+         `limit` (default {GREP_DEFAULT_FILE_LIMIT} files, or {GREP_DEFAULT_LINE_LIMIT} \
+         matching lines in content mode) and `offset`. Filter files with `glob` \
+         (gitignore syntax: `*.rs` at any depth, `src/**/*.ts`, `*.{{ts,tsx}}`) or `type` \
+         (ripgrep type names: rust, py, js, ts, go, ...). Escape regex metacharacters to \
+         find literal text, e.g. `fn main\\(`. Set `multiline` to let a match span lines."
+    ),
+    parameters: args::schema::<GrepArgs>(),
+});
 
 /// The `grep` tool: regex search honouring ignore files, in parallel.
 #[derive(Debug)]
 pub struct GrepTool {
     env: Arc<ToolEnv>,
-    definition: ToolDefinition,
     timeout: Duration,
 }
 
@@ -107,7 +139,6 @@ impl GrepTool {
     pub fn new(env: Arc<ToolEnv>) -> Self {
         Self {
             env,
-            definition: definition(),
             timeout: SEARCH_TIMEOUT,
         }
     }
@@ -156,7 +187,7 @@ impl GrepTool {
 #[async_trait]
 impl AgentTool for GrepTool {
     fn definition(&self) -> &ToolDefinition {
-        &self.definition
+        &DEFINITION
     }
 
     fn execution_mode(&self) -> ExecutionMode {
@@ -169,44 +200,6 @@ impl AgentTool for GrepTool {
         context: ToolCallContext,
     ) -> Result<ToolOutput, ToolError> {
         self.run(arguments, &context.cancel).await
-    }
-}
-
-fn definition() -> ToolDefinition {
-    ToolDefinition {
-        name: "grep".to_owned(),
-        description: format!(
-            "Search file contents with a regular expression (Rust regex syntax, as ripgrep). \
-             Searches `path` (a file or folder, default the working folder) recursively, \
-             honouring .gitignore and .ignore, skipping binary files and version-control \
-             folders. `output_mode`: `files_with_matches` (default, matching file paths), \
-             `content` (matching lines as path:line:text, with optional context lines) or \
-             `count` (matching lines per file). Results are sorted by path and paged with \
-             `limit` (default {GREP_DEFAULT_FILE_LIMIT} files, or {GREP_DEFAULT_LINE_LIMIT} \
-             matching lines in content mode) and `offset`. Filter files with `glob` \
-             (gitignore syntax: `*.rs` at any depth, `src/**/*.ts`, `*.{{ts,tsx}}`) or `type` \
-             (ripgrep type names: rust, py, js, ts, go, ...). Escape regex metacharacters to \
-             find literal text, e.g. `fn main\\(`. Set `multiline` to let a match span lines."
-        ),
-        parameters: json!({
-            "type": "object",
-            "properties": {
-                "pattern": {"type": "string", "description": "Regular expression to search for."},
-                "path": {"type": "string", "description": "File or folder to search; default the working folder."},
-                "glob": {"type": "string", "description": "Only search files matching this glob, e.g. `*.rs` or `src/**/*.{ts,tsx}`; `!` excludes."},
-                "type": {"type": "string", "description": "Only search files of this ripgrep type, e.g. rust, py, js, ts, go, md."},
-                "output_mode": {"type": "string", "enum": ["files_with_matches", "content", "count"], "description": "What to report; default files_with_matches."},
-                "case_insensitive": {"type": "boolean", "description": "Ignore case; default false."},
-                "context": {"type": "integer", "minimum": 0, "maximum": GREP_MAX_CONTEXT, "description": "Lines of context around each match (content mode)."},
-                "before": {"type": "integer", "minimum": 0, "maximum": GREP_MAX_CONTEXT, "description": "Lines of context before each match (content mode); overrides context."},
-                "after": {"type": "integer", "minimum": 0, "maximum": GREP_MAX_CONTEXT, "description": "Lines of context after each match (content mode); overrides context."},
-                "multiline": {"type": "boolean", "description": "Let matches span lines (`.` then matches newlines too); slower."},
-                "limit": {"type": "integer", "minimum": 1, "maximum": GREP_MAX_LIMIT, "description": "Files (or matching lines in content mode) per page."},
-                "offset": {"type": "integer", "minimum": 0, "description": "Files (or matching lines in content mode) to skip, to read the next page."}
-            },
-            "required": ["pattern"],
-            "additionalProperties": false
-        }),
     }
 }
 
@@ -233,16 +226,12 @@ impl Request {
     fn new(env: &ToolEnv, args: &GrepArgs, timeout: Duration) -> Result<Self, SearchError> {
         let root = env.resolve(args.path.as_deref().unwrap_or("."));
         let (root_shown, _) = display_path(env, &root);
-        let mode = args.output_mode.unwrap_or_default();
-        let multiline = args.multiline.unwrap_or(false);
-        let matcher = build_matcher(
-            &args.pattern,
-            args.case_insensitive.unwrap_or(false),
-            multiline,
-        )?;
-        let context = args.context.unwrap_or(0).min(GREP_MAX_CONTEXT);
-        let before = args.before.unwrap_or(context).min(GREP_MAX_CONTEXT) as usize;
-        let after = args.after.unwrap_or(context).min(GREP_MAX_CONTEXT) as usize;
+        let mode = args.output_mode;
+        let multiline = args.multiline;
+        let matcher = build_matcher(&args.pattern, args.case_insensitive, multiline)?;
+        let context = args.context.map_or(0, Int::usize);
+        let before = args.before.map_or(context, Int::usize);
+        let after = args.after.map_or(context, Int::usize);
         let default_limit = match mode {
             OutputMode::Content => GREP_DEFAULT_LINE_LIMIT,
             OutputMode::FilesWithMatches | OutputMode::Count => GREP_DEFAULT_FILE_LIMIT,
@@ -263,8 +252,8 @@ impl Request {
             multiline,
             before,
             after,
-            limit: clamp_limit(args.limit, default_limit, GREP_MAX_LIMIT),
-            offset: args.offset.unwrap_or(0),
+            limit: args.limit.map_or(default_limit, Int::usize),
+            offset: args.offset.map_or(0, Int::usize),
         })
     }
 }
