@@ -644,6 +644,33 @@ mod tests {
         );
     }
 
+    /// Every built-in preset, one line per provider and one per model, each line the
+    /// compact JSON of all its fields.
+    fn listing(registry: &Registry) -> Vec<String> {
+        let mut lines = Vec::new();
+        for (name, provider) in registry.providers() {
+            let mut fields = serde_json::to_value(provider).unwrap();
+            fields.as_object_mut().unwrap().remove("models");
+            lines.push(format!("{name} {fields}"));
+            for (id, info) in &provider.models {
+                lines.push(format!(
+                    "{name}/{id} {}",
+                    serde_json::to_value(info).unwrap()
+                ));
+            }
+        }
+        lines
+    }
+
+    /// The presets as they stood when they were written as code (`registry_presets.txt` was
+    /// captured from it): the data file must give exactly these, every field of every
+    /// provider and model. A deliberate change to a preset changes both files.
+    #[test]
+    fn the_builtin_presets_are_exactly_the_recorded_ones() {
+        let recorded: Vec<&str> = include_str!("registry_presets.txt").lines().collect();
+        assert_eq!(listing(&Registry::builtin()), recorded);
+    }
+
     #[test]
     fn a_typo_in_config_is_named() {
         let err =
