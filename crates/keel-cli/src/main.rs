@@ -63,7 +63,10 @@ fn main() -> ExitCode {
     match result {
         Ok(code) => code,
         Err(error) => {
-            if let Some(config_error) = error.downcast_ref::<config::ConfigError>() {
+            if let Some(config::ConfigError::Internal(_)) = error.downcast_ref() {
+                eprintln!("keel: internal error: {error:#}");
+                ExitCode::from(exec::EXIT_INTERNAL)
+            } else if let Some(config_error) = error.downcast_ref::<config::ConfigError>() {
                 // Configuration problems have their own exit code so scripts can tell
                 // them from a bad invocation.
                 eprintln!(
