@@ -7,11 +7,13 @@
 mod config;
 mod exec;
 mod instructions;
+mod logging;
 mod redact;
 mod sessions;
 mod store;
 mod trust;
 
+use std::path::PathBuf;
 use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
@@ -20,6 +22,10 @@ use clap::{Parser, Subcommand};
 #[derive(Debug, Parser)]
 #[command(name = "keel", version, about)]
 struct Cli {
+    /// Write diagnostic logs (spans and events, filtered by KEEL_LOG, else keel's own at
+    /// debug) to this file, appended, instead of standard error.
+    #[arg(long, global = true, value_name = "PATH")]
+    log_file: Option<PathBuf>,
     #[command(subcommand)]
     command: Command,
 }
@@ -41,6 +47,12 @@ fn main() -> ExitCode {
     keel_tools::bash::sandbox::make_undumpable();
     // clap exits 2 on a bad invocation (and 0 for --help and --version).
     let cli = Cli::parse();
+    // Only when asked for (KEEL_LOG or --log-file): otherwise no subscriber, and keel's
+    // output is exactly what it is without logging.
+    if let Err(error) = logging::init(cli.log_file.as_deref()) {
+        eprintln!("keel: {error}");
+        return ExitCode::from(exec::EXIT_USAGE);
+    }
     let runtime = match tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()

@@ -32,6 +32,7 @@ use keel_protocol::{
 };
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
+use tracing::Instrument as _;
 
 pub use classify::{
     AFTER_LLM_REJECTED, BEFORE_LLM_HOOK_FAILED, EMPTY_RESPONSE, INTERNAL_ERROR,
@@ -173,6 +174,17 @@ impl TurnRunner {
 
     /// Runs one turn to its single outcome.
     pub async fn run_turn(&self, input: TurnInput) -> TurnResult {
+        let span = tracing::info_span!(
+            "turn",
+            session = %input.session_id,
+            turn = %input.turn_id
+        );
+        let result = self.run_turn_in_span(input).instrument(span.clone()).await;
+        span.in_scope(|| tracing::debug!(outcome = ?result.outcome, "turn ended"));
+        result
+    }
+
+    async fn run_turn_in_span(&self, input: TurnInput) -> TurnResult {
         // 1. Turn state.
         let turn = Arc::new(TurnContext {
             session_id: input.session_id.clone(),
