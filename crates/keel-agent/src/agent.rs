@@ -16,6 +16,7 @@ use keel_llm::{AssistantBuilder, ModelSpec};
 use keel_protocol::{AssistantMessage, Message};
 use tokio::sync::{oneshot, watch};
 use tokio_util::sync::CancellationToken;
+use tracing::Instrument as _;
 
 use crate::emit::{AgentSubscriber, Emitter};
 use crate::error::AgentError;
@@ -205,7 +206,9 @@ impl Agent {
         let prompt = prompt.map(assign_batch);
         let (done_tx, done_rx) = oneshot::channel();
         let shared = self.shared.clone();
-        tokio::spawn(async move {
+        // The run task logs under the caller's span (the runner's turn), not on its own.
+        let span = tracing::Span::current();
+        let task = async move {
             let start_len = run.start_len();
             let outcome = AssertUnwindSafe(run.execute(prompt)).catch_unwind().await;
             if let Err(panic) = outcome {
@@ -220,7 +223,8 @@ impl Agent {
             }
             shared.running.send_replace(false);
             let _ = done_tx.send(());
-        });
+        };
+        tokio::spawn(task.instrument(span));
         Ok(done_rx)
     }
 

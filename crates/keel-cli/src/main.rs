@@ -7,10 +7,12 @@
 
 mod errors;
 mod exec;
+mod logging;
 mod redact;
 mod sessions;
 mod trust;
 
+use std::path::PathBuf;
 use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
@@ -19,6 +21,10 @@ use clap::{Parser, Subcommand};
 #[derive(Debug, Parser)]
 #[command(name = "keel", version, about)]
 struct Cli {
+    /// Write diagnostic logs (spans and events, filtered by KEEL_LOG, else keel's own at
+    /// debug) to this file, appended, instead of standard error.
+    #[arg(long, global = true, value_name = "PATH")]
+    log_file: Option<PathBuf>,
     #[command(subcommand)]
     command: Command,
 }
@@ -40,6 +46,12 @@ fn main() -> ExitCode {
     keel_tools::bash::sandbox::make_undumpable();
     // clap exits 2 on a bad invocation (and 0 for --help and --version).
     let cli = Cli::parse();
+    // Only when asked for (KEEL_LOG or --log-file): otherwise no subscriber, and keel's
+    // output is exactly what it is without logging.
+    if let Err(error) = logging::init(cli.log_file.as_deref()) {
+        eprintln!("keel: {error}");
+        return ExitCode::from(exec::EXIT_USAGE);
+    }
     let runtime = match tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
@@ -62,7 +74,11 @@ fn main() -> ExitCode {
     match result {
         Ok(code) => code,
         Err(error) => {
-            if let Some(config_error) = error.downcast_ref::<keel_runtime::settings::ConfigError>()
+            if let Some(keel_runtime::settings::ConfigError::Internal(_)) = error.downcast_ref() {
+                eprintln!("keel: internal error: {error:#}");
+                ExitCode::from(exec::EXIT_INTERNAL)
+            } else if let Some(config_error) =
+                error.downcast_ref::<keel_runtime::settings::ConfigError>()
             {
                 // Configuration problems have their own exit code so scripts can tell
                 // them from a bad invocation.

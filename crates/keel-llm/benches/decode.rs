@@ -66,6 +66,7 @@ fn stream(api: WireApi, text_bytes: usize) -> Vec<u8> {
             },
         ],
         chunk: 16,
+        content_parts: false,
         stop: Stop::ToolUse,
         usage: Usage {
             input: 1000,

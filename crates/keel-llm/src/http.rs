@@ -229,6 +229,14 @@ async fn connect(
             format!("cannot encode the request: {e}"),
         ))
     })?;
+    // No URL or headers: a base URL may carry credentials, and headers carry the key.
+    tracing::debug!(
+        provider = %model.provider,
+        model = %model.id,
+        api = model.api.as_str(),
+        bytes = body.len(),
+        "sending the model request"
+    );
     let mut builder = client.post(&wire.url).body(body);
     for (name, value) in &wire.headers {
         builder = builder.header(name.as_str(), value.as_str());
@@ -250,6 +258,7 @@ async fn connect(
         ))
     })?;
     let status = response.status();
+    tracing::debug!(status = status.as_u16(), "the model answered");
     let json_body = response
         .headers()
         .get(reqwest::header::CONTENT_TYPE)
@@ -262,6 +271,7 @@ async fn connect(
     let text = read_limited(response).await;
     let (kind, message) = error_words(&text);
     let code = classify(Some(status.as_u16()), &kind, &message);
+    tracing::debug!(?code, %message, "the model request failed");
     let message = if status.is_success() {
         format!("expected an event stream but got a JSON body: {message}")
     } else {

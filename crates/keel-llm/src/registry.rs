@@ -1,6 +1,6 @@
 //! Provider presets and the model registry.
 //!
-//! Built in: MiniMax (Anthropic- and OpenAI-compatible endpoints, global and China
+//! Built in (the data file `models.json`, read by [`presets`]): MiniMax (Anthropic- and OpenAI-compatible endpoints, global and China
 //! regions), Anthropic, OpenAI, Google Gemini, OpenRouter, DeepSeek, Mistral, and local
 //! OpenAI-compatible servers (Ollama, llama.cpp, vLLM, LM Studio; no key). Users add or
 //! override providers and models through [`RegistryConfig`]. A model the registry does not
@@ -8,12 +8,13 @@
 //! Prices are US dollars per million tokens as published by each provider; they change,
 //! which is why every field can be overridden.
 
+mod presets;
+
 use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
 use crate::model::{Api, Capabilities, Compat, ModelEntry, Prices};
-use crate::request::ThinkingLevel;
 
 /// Context window assumed for a model the registry does not know.
 pub const UNKNOWN_CONTEXT_WINDOW: u32 = 200_000;
@@ -112,6 +113,14 @@ pub enum RegistryError {
         /// Missing field.
         field: &'static str,
     },
+    /// The presets built into keel do not read (a defect of the build, not of any input).
+    #[error(
+        "keel's built-in provider presets (models.json) are damaged, which is a bug in keel: {reason}"
+    )]
+    Presets {
+        /// What is wrong with them.
+        reason: String,
+    },
 }
 
 impl RegistryError {
@@ -120,6 +129,7 @@ impl RegistryError {
         match self {
             Self::UnknownProvider { .. } => "unknown_provider",
             Self::Incomplete { .. } => "incomplete_provider",
+            Self::Presets { .. } => "presets_damaged",
         }
     }
 }
@@ -143,10 +153,13 @@ pub struct Registry {
 
 impl Registry {
     /// The built-in presets.
-    pub fn builtin() -> Self {
-        Self {
-            providers: presets(),
-        }
+    pub fn builtin() -> Result<Self, RegistryError> {
+        let providers = presets::builtin().map_err(|reason| RegistryError::Presets {
+            reason: reason.to_owned(),
+        })?;
+        Ok(Self {
+            providers: providers.clone(),
+        })
     }
 
     /// Applies user configuration on top.
@@ -248,310 +261,6 @@ impl Registry {
     }
 }
 
-fn levels() -> Vec<ThinkingLevel> {
-    vec![
-        ThinkingLevel::Minimal,
-        ThinkingLevel::Low,
-        ThinkingLevel::Medium,
-        ThinkingLevel::High,
-    ]
-}
-
-fn model(
-    context_window: u32,
-    max_output: u32,
-    prices: [f64; 4],
-    images: bool,
-    reasoning: bool,
-) -> ModelInfo {
-    let [input, output, cache_read, cache_write] = prices;
-    ModelInfo {
-        context_window,
-        max_output,
-        prices: Prices {
-            input,
-            output,
-            cache_read,
-            cache_write,
-        },
-        capabilities: Capabilities {
-            tools: true,
-            images,
-            reasoning,
-            thinking_levels: if reasoning { levels() } else { Vec::new() },
-        },
-    }
-}
-
-fn provider(
-    api: Api,
-    base_url: &str,
-    key: Option<&str>,
-    compat: Compat,
-    models: Vec<(&str, ModelInfo)>,
-) -> Provider {
-    Provider {
-        api,
-        base_url: base_url.to_owned(),
-        api_key_env: key.map(str::to_owned),
-        compat,
-        headers: Vec::new(),
-        models: models
-            .into_iter()
-            .map(|(id, info)| (id.to_owned(), info))
-            .collect(),
-    }
-}
-
-fn presets() -> BTreeMap<String, Provider> {
-    let minimax_models = || {
-        vec![
-            (
-                "MiniMax-M3",
-                model(204_800, 131_072, [0.30, 1.20, 0.03, 0.375], true, true),
-            ),
-            (
-                "MiniMax-M2.7",
-                model(204_800, 131_072, [0.30, 1.20, 0.03, 0.375], false, true),
-            ),
-            (
-                "MiniMax-M2.7-highspeed",
-                model(204_800, 131_072, [0.60, 2.40, 0.06, 0.375], false, true),
-            ),
-        ]
-    };
-    let minimax_openai = Compat {
-        reasoning_split: true,
-        ..Compat::default()
-    };
-    let local = Compat {
-        think_tags: true,
-        ..Compat::default()
-    };
-    let mut all = BTreeMap::new();
-    let mut add = |name: &str, p: Provider| {
-        all.insert(name.to_owned(), p);
-    };
-    add(
-        "minimax",
-        provider(
-            Api::AnthropicMessages,
-            "https://api.minimax.io/anthropic",
-            Some("MINIMAX_API_KEY"),
-            Compat::default(),
-            minimax_models(),
-        ),
-    );
-    add(
-        "minimax-cn",
-        provider(
-            Api::AnthropicMessages,
-            "https://api.minimaxi.com/anthropic",
-            Some("MINIMAX_API_KEY"),
-            Compat::default(),
-            minimax_models(),
-        ),
-    );
-    add(
-        "minimax-openai",
-        provider(
-            Api::OpenAiCompletions,
-            "https://api.minimax.io/v1",
-            Some("MINIMAX_API_KEY"),
-            minimax_openai.clone(),
-            minimax_models(),
-        ),
-    );
-    add(
-        "minimax-openai-cn",
-        provider(
-            Api::OpenAiCompletions,
-            "https://api.minimaxi.com/v1",
-            Some("MINIMAX_API_KEY"),
-            minimax_openai,
-            minimax_models(),
-        ),
-    );
-    add(
-        "anthropic",
-        provider(
-            Api::AnthropicMessages,
-            "https://api.anthropic.com",
-            Some("ANTHROPIC_API_KEY"),
-            Compat::default(),
-            vec![
-                (
-                    "claude-opus-4-1",
-                    model(200_000, 32_000, [15.0, 75.0, 1.5, 18.75], true, true),
-                ),
-                (
-                    "claude-sonnet-4-5",
-                    model(200_000, 64_000, [3.0, 15.0, 0.3, 3.75], true, true),
-                ),
-                (
-                    "claude-haiku-4-5",
-                    model(200_000, 64_000, [1.0, 5.0, 0.1, 1.25], true, true),
-                ),
-            ],
-        ),
-    );
-    add(
-        "openai",
-        provider(
-            Api::OpenAiResponses,
-            "https://api.openai.com/v1",
-            Some("OPENAI_API_KEY"),
-            Compat {
-                max_completion_tokens: true,
-                ..Compat::default()
-            },
-            vec![
-                (
-                    "gpt-5",
-                    model(400_000, 128_000, [1.25, 10.0, 0.125, 0.0], true, true),
-                ),
-                (
-                    "gpt-5-mini",
-                    model(400_000, 128_000, [0.25, 2.0, 0.025, 0.0], true, true),
-                ),
-                (
-                    "gpt-5-codex",
-                    model(400_000, 128_000, [1.25, 10.0, 0.125, 0.0], true, true),
-                ),
-                (
-                    "gpt-4.1",
-                    model(1_047_576, 32_768, [2.0, 8.0, 0.5, 0.0], true, false),
-                ),
-            ],
-        ),
-    );
-    add(
-        "google",
-        provider(
-            Api::GoogleGenerativeAi,
-            "https://generativelanguage.googleapis.com",
-            Some("GEMINI_API_KEY"),
-            Compat::default(),
-            vec![
-                (
-                    "gemini-2.5-pro",
-                    model(1_048_576, 65_536, [1.25, 10.0, 0.31, 0.0], true, true),
-                ),
-                (
-                    "gemini-2.5-flash",
-                    model(1_048_576, 65_536, [0.30, 2.50, 0.075, 0.0], true, true),
-                ),
-            ],
-        ),
-    );
-    add(
-        "openrouter",
-        provider(
-            Api::OpenAiCompletions,
-            "https://openrouter.ai/api/v1",
-            Some("OPENROUTER_API_KEY"),
-            Compat::default(),
-            vec![
-                (
-                    "anthropic/claude-sonnet-4.5",
-                    model(200_000, 64_000, [3.0, 15.0, 0.3, 3.75], true, true),
-                ),
-                (
-                    "openai/gpt-5",
-                    model(400_000, 128_000, [1.25, 10.0, 0.125, 0.0], true, true),
-                ),
-                (
-                    "minimax/minimax-m2.7",
-                    model(204_800, 131_072, [0.30, 1.20, 0.03, 0.0], false, true),
-                ),
-            ],
-        ),
-    );
-    add(
-        "deepseek",
-        provider(
-            Api::OpenAiCompletions,
-            "https://api.deepseek.com/v1",
-            Some("DEEPSEEK_API_KEY"),
-            Compat::default(),
-            vec![
-                (
-                    "deepseek-chat",
-                    model(128_000, 8_192, [0.28, 0.42, 0.028, 0.0], false, false),
-                ),
-                (
-                    "deepseek-reasoner",
-                    model(128_000, 65_536, [0.28, 0.42, 0.028, 0.0], false, true),
-                ),
-            ],
-        ),
-    );
-    add(
-        "mistral",
-        provider(
-            Api::OpenAiCompletions,
-            "https://api.mistral.ai/v1",
-            Some("MISTRAL_API_KEY"),
-            Compat::default(),
-            vec![
-                (
-                    "mistral-large-latest",
-                    model(128_000, 32_768, [2.0, 6.0, 0.0, 0.0], true, false),
-                ),
-                (
-                    "codestral-latest",
-                    model(256_000, 32_768, [0.3, 0.9, 0.0, 0.0], false, false),
-                ),
-                (
-                    "devstral-medium-latest",
-                    model(128_000, 32_768, [0.4, 2.0, 0.0, 0.0], false, false),
-                ),
-            ],
-        ),
-    );
-    add(
-        "ollama",
-        provider(
-            Api::OpenAiCompletions,
-            "http://127.0.0.1:11434/v1",
-            None,
-            local.clone(),
-            Vec::new(),
-        ),
-    );
-    add(
-        "llamacpp",
-        provider(
-            Api::OpenAiCompletions,
-            "http://127.0.0.1:8080/v1",
-            None,
-            local.clone(),
-            Vec::new(),
-        ),
-    );
-    add(
-        "vllm",
-        provider(
-            Api::OpenAiCompletions,
-            "http://127.0.0.1:8000/v1",
-            None,
-            local.clone(),
-            Vec::new(),
-        ),
-    );
-    add(
-        "lmstudio",
-        provider(
-            Api::OpenAiCompletions,
-            "http://127.0.0.1:1234/v1",
-            None,
-            local,
-            Vec::new(),
-        ),
-    );
-    all
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -560,7 +269,7 @@ mod tests {
 
     #[test]
     fn every_required_provider_is_built_in() {
-        let registry = Registry::builtin();
+        let registry = Registry::builtin().unwrap();
         let names: Vec<&str> = registry.providers().map(|(n, _)| n).collect();
         for wanted in [
             "minimax",
@@ -597,6 +306,7 @@ mod tests {
     #[test]
     fn unknown_models_get_defaults_and_a_warning() {
         let resolved = Registry::builtin()
+            .unwrap()
             .resolve("anthropic", "claude-next")
             .unwrap();
         assert_eq!(resolved.entry.context_window, 200_000);
@@ -606,7 +316,7 @@ mod tests {
 
     #[test]
     fn config_overrides_and_adds_providers() {
-        let mut registry = Registry::builtin();
+        let mut registry = Registry::builtin().unwrap();
         let config: RegistryConfig = serde_json::from_value(json!({
             "providers": {
                 "anthropic": {"base_url": "http://127.0.0.1:9/proxy",
@@ -642,6 +352,33 @@ mod tests {
             err.to_string()
                 .starts_with("unknown provider `nope`; known providers: anthropic")
         );
+    }
+
+    /// Every built-in preset, one line per provider and one per model, each line the
+    /// compact JSON of all its fields.
+    fn listing(registry: &Registry) -> Vec<String> {
+        let mut lines = Vec::new();
+        for (name, provider) in registry.providers() {
+            let mut fields = serde_json::to_value(provider).unwrap();
+            fields.as_object_mut().unwrap().remove("models");
+            lines.push(format!("{name} {fields}"));
+            for (id, info) in &provider.models {
+                lines.push(format!(
+                    "{name}/{id} {}",
+                    serde_json::to_value(info).unwrap()
+                ));
+            }
+        }
+        lines
+    }
+
+    /// The presets as they stood when they were written as code (`registry_presets.txt` was
+    /// captured from it): the data file must give exactly these, every field of every
+    /// provider and model. A deliberate change to a preset changes both files.
+    #[test]
+    fn the_builtin_presets_are_exactly_the_recorded_ones() {
+        let recorded: Vec<&str> = include_str!("registry_presets.txt").lines().collect();
+        assert_eq!(listing(&Registry::builtin().unwrap()), recorded);
     }
 
     #[test]

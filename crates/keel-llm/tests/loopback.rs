@@ -172,6 +172,34 @@ async fn every_api_streams_thinking_text_and_several_tool_calls() {
     }
 }
 
+/// Mistral's Magistral models stream thinking and text as lists of content parts; over the
+/// wire they fold into the same thinking and text blocks as `reasoning_content` and string
+/// content do.
+#[tokio::test]
+async fn chat_completions_content_part_lists_fold_into_thinking_and_text() {
+    let answer = Response {
+        thinking: Some("The user wants a listing.".into()),
+        text: Some("Here it is.".into()),
+        content_parts: true,
+        chunk_size: Some(4),
+        ..Response::default()
+    };
+    let outcome = call(Api::OpenAiCompletions, vec![answer], fast_settings()).await;
+    let message = outcome.message;
+    assert_eq!(message.stop_reason, StopReason::Stop);
+    assert_eq!(
+        message.content,
+        [
+            ContentBlock::Thinking(keel_protocol::ThinkingBlock {
+                thinking: "The user wants a listing.".into(),
+                signature: Some("thinking_parts".into()),
+                redacted: false,
+            }),
+            ContentBlock::text("Here it is."),
+        ]
+    );
+}
+
 #[tokio::test]
 async fn a_rate_limit_is_retried_after_the_requested_wait() {
     for api in APIS {

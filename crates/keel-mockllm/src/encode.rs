@@ -73,6 +73,8 @@ pub struct Plan {
     pub blocks: Vec<Block>,
     /// Characters per delta.
     pub chunk: usize,
+    /// Chat Completions: thinking and text as lists of content parts (Mistral's shape).
+    pub content_parts: bool,
     /// Stop reason.
     pub stop: Stop,
     /// Usage to report.
@@ -192,18 +194,24 @@ fn completions(plan: &Plan) -> Vec<String> {
     for block in &plan.blocks {
         match block {
             Block::Thinking(text) => {
-                out.extend(
-                    pieces(text, plan.chunk)
-                        .into_iter()
-                        .map(|p| chunk(json!({"reasoning_content": p}), Value::Null)),
-                );
+                out.extend(pieces(text, plan.chunk).into_iter().map(|p| {
+                    let delta = if plan.content_parts {
+                        json!({"content": [{"type": "thinking", "thinking": [{"type": "text", "text": p}]}]})
+                    } else {
+                        json!({"reasoning_content": p})
+                    };
+                    chunk(delta, Value::Null)
+                }));
             }
             Block::Text(text) => {
-                out.extend(
-                    pieces(text, plan.chunk)
-                        .into_iter()
-                        .map(|p| chunk(json!({"content": p}), Value::Null)),
-                );
+                out.extend(pieces(text, plan.chunk).into_iter().map(|p| {
+                    let delta = if plan.content_parts {
+                        json!({"content": [{"type": "text", "text": p}]})
+                    } else {
+                        json!({"content": p})
+                    };
+                    chunk(delta, Value::Null)
+                }));
             }
             Block::Call {
                 id,
@@ -520,6 +528,7 @@ mod tests {
                 },
             ],
             chunk: 2,
+            content_parts: false,
             stop: Stop::ToolUse,
             usage: Usage::default(),
         };

@@ -41,6 +41,10 @@ pub struct Response {
     /// A shell command, sent as a call to whichever shell-like tool the client declared.
     #[serde(default)]
     pub shell: Option<String>,
+    /// Chat Completions only: stream thinking and text as lists of typed content parts,
+    /// the way Mistral's Magistral models do, instead of `reasoning_content` and strings.
+    #[serde(default)]
+    pub content_parts: bool,
     /// Characters per streamed delta (default: whole blocks).
     #[serde(default)]
     pub chunk_size: Option<usize>,

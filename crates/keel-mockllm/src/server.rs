@@ -475,6 +475,7 @@ fn plan(api: WireApi, body: &Value, response: &Response, model: String, index: u
         model,
         blocks,
         chunk: response.chunk_size.unwrap_or(usize::MAX),
+        content_parts: response.content_parts,
         stop,
         usage,
     }

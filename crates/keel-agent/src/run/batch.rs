@@ -16,6 +16,7 @@ use keel_protocol::{
     AgentEvent, AssistantMessage, Message, MessageId, StopReason, ToolCall, ToolResultMessage,
 };
 use tokio::sync::{mpsc, oneshot};
+use tracing::Instrument as _;
 
 use super::Run;
 use crate::guard::{Guarded, guard, panic_text};
@@ -259,14 +260,16 @@ impl Run {
             };
             let tool = entry.tool.clone();
             let arguments = call.arguments.clone();
-            let handle = tokio::spawn(async move {
+            let span = tracing::debug_span!("tool", id = %call.id, name = %call.name);
+            let task = async move {
                 if let Some(wait) = wait {
                     let _ = wait.await;
                 }
                 let output = tool.execute(arguments, context).await;
                 drop(done);
                 output
-            });
+            };
+            let handle = tokio::spawn(task.instrument(span));
             handles.push((index, handle.abort_handle()));
             tasks.push(async move { (index, handle.await) });
             calls.insert(index, call);

@@ -21,6 +21,7 @@ use keel_protocol::{
     ToolResultMessage,
 };
 use tokio_util::sync::CancellationToken;
+use tracing::Instrument as _;
 
 use crate::agent::{Shared, State};
 use crate::emit::Emitter;
@@ -139,6 +140,7 @@ impl Run {
                 ));
             }
         }
+        let mut steps: u32 = 0;
         loop {
             let mut has_more_tool_calls = true;
             while has_more_tool_calls || !self.pending.is_empty() {
@@ -146,7 +148,9 @@ impl Run {
                 for message in std::mem::take(&mut self.pending) {
                     self.append(Arc::new(message)).await;
                 }
-                let (message, id) = match self.model_step().await {
+                steps += 1;
+                let span = tracing::debug_span!("step", step = steps);
+                let (message, id) = match self.model_step().instrument(span.clone()).await {
                     StepMessage::Skipped => {
                         let summary = StepSummary {
                             message: None,
@@ -176,7 +180,7 @@ impl Run {
                 }
                 let has_calls = assistant.has_tool_calls();
                 let batch = if has_calls {
-                    self.execute_batch(assistant, &id).await
+                    self.execute_batch(assistant, &id).instrument(span).await
                 } else {
                     batch::BatchOutcome::default()
                 };

@@ -1,6 +1,6 @@
 //! The error classifier: every failure of a turn maps to one stable status code.
 
-use keel_protocol::{ErrorCode, ErrorInfo};
+use keel_protocol::{ErrorCode, ErrorInfo, StopReason};
 
 /// Status code of a turn whose before-LLM hook failed (the call was not made).
 pub const BEFORE_LLM_HOOK_FAILED: &str = "before_llm_hook_failed";
@@ -11,6 +11,9 @@ pub const INTERNAL_ERROR: &str = "internal_error";
 /// Status code of a turn stopped by `RunnerDefaults::max_steps` while the model still
 /// wanted to go on.
 pub const STEP_LIMIT_EXCEEDED: &str = "step_limit_exceeded";
+/// Status code of a turn whose first (and only) model response had no text and no tool
+/// call: a silent success would report an empty answer as the result.
+pub const EMPTY_RESPONSE: &str = "empty_response";
 
 /// Why a turn failed, as the runner saw it.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -27,6 +30,13 @@ pub(crate) enum Failure {
     Internal(String),
     /// The step limit was reached with tool calls still asking for another step.
     StepLimit(u32),
+    /// The turn's only response had no text and no tool call.
+    EmptyResponse {
+        /// Why the model stopped.
+        stop_reason: StopReason,
+        /// Whether it reasoned before stopping.
+        reasoned: bool,
+    },
 }
 
 impl Failure {
@@ -44,6 +54,19 @@ impl Failure {
                 STEP_LIMIT_EXCEEDED.to_owned(),
                 format!("the turn reached its limit of {max} steps before the model finished"),
             ),
+            Self::EmptyResponse {
+                stop_reason,
+                reasoned,
+            } => {
+                let mut message =
+                    "the model ended its first response with no text and no tool call".to_owned();
+                if *stop_reason == StopReason::Length {
+                    message.push_str(" (it reached its output limit)");
+                } else if *reasoned {
+                    message.push_str(" (it only reasoned)");
+                }
+                (EMPTY_RESPONSE.to_owned(), message)
+            }
         }
     }
 }
@@ -88,9 +111,40 @@ mod tests {
             ),
             (Failure::Internal("panic".into()), "internal_error"),
             (Failure::StepLimit(3), "step_limit_exceeded"),
+            (
+                Failure::EmptyResponse {
+                    stop_reason: StopReason::Stop,
+                    reasoned: false,
+                },
+                "empty_response",
+            ),
         ];
         for (failure, code) in cases {
             assert_eq!(failure.classify().0, code);
         }
+    }
+
+    #[test]
+    fn an_empty_response_says_why_the_model_stopped() {
+        let message = |stop_reason, reasoned| {
+            Failure::EmptyResponse {
+                stop_reason,
+                reasoned,
+            }
+            .classify()
+            .1
+        };
+        assert_eq!(
+            [
+                message(StopReason::Stop, false),
+                message(StopReason::Stop, true),
+                message(StopReason::Length, true),
+            ],
+            [
+                "the model ended its first response with no text and no tool call",
+                "the model ended its first response with no text and no tool call (it only reasoned)",
+                "the model ended its first response with no text and no tool call (it reached its output limit)",
+            ]
+        );
     }
 }

@@ -27,13 +27,16 @@ use keel_llm::{
     EventStream, LlmRequest, ModelSpec, RequestOptions, StreamFn, StreamSettings, compose_stream_fn,
 };
 use keel_protocol::{
-    AgentEvent, Message, MessageId, RuntimeEvent, SessionId, StopReason, TurnId, TurnOutcome, Usage,
+    AgentEvent, AssistantMessage, ContentBlock, Message, MessageId, RuntimeEvent, SessionId,
+    StopReason, TurnId, TurnOutcome, Usage,
 };
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
+use tracing::Instrument as _;
 
 pub use classify::{
-    AFTER_LLM_REJECTED, BEFORE_LLM_HOOK_FAILED, INTERNAL_ERROR, STEP_LIMIT_EXCEEDED, model_code,
+    AFTER_LLM_REJECTED, BEFORE_LLM_HOOK_FAILED, EMPTY_RESPONSE, INTERNAL_ERROR,
+    STEP_LIMIT_EXCEEDED, model_code,
 };
 pub use hooks::{
     AfterLlmCallHook, AfterToolCallHook, BeforeLlmAction, BeforeLlmCallHook, BeforeToolCallHook,
@@ -171,6 +174,17 @@ impl TurnRunner {
 
     /// Runs one turn to its single outcome.
     pub async fn run_turn(&self, input: TurnInput) -> TurnResult {
+        let span = tracing::info_span!(
+            "turn",
+            session = %input.session_id,
+            turn = %input.turn_id
+        );
+        let result = self.run_turn_in_span(input).instrument(span.clone()).await;
+        span.in_scope(|| tracing::debug!(outcome = ?result.outcome, "turn ended"));
+        result
+    }
+
+    async fn run_turn_in_span(&self, input: TurnInput) -> TurnResult {
         // 1. Turn state.
         let turn = Arc::new(TurnContext {
             session_id: input.session_id.clone(),
@@ -378,20 +392,46 @@ fn outcome(
         return TurnOutcome::Failed { code, message };
     }
     let last = messages.iter().rev().find_map(|m| m.as_assistant());
-    match last {
-        Some(a) if a.stop_reason == StopReason::Aborted => TurnOutcome::Aborted {
-            reason: a.error.as_ref().map(|e| e.message.clone()),
-        },
-        Some(a) if a.stop_reason == StopReason::Error => {
-            let failure = match &a.error {
-                Some(error) => Failure::Model(error.clone()),
-                None => Failure::Internal("the model call failed without an error".into()),
+    let failure = match last {
+        Some(a) if a.stop_reason == StopReason::Aborted => {
+            return TurnOutcome::Aborted {
+                reason: a.error.as_ref().map(|e| e.message.clone()),
             };
-            let (code, message) = failure.classify();
-            TurnOutcome::Failed { code, message }
         }
-        _ => TurnOutcome::Completed,
-    }
+        Some(a) if a.stop_reason == StopReason::Error => match &a.error {
+            Some(error) => Failure::Model(error.clone()),
+            None => Failure::Internal("the model call failed without an error".into()),
+        },
+        Some(a) if is_only_answer(a, messages) && shows_nothing(a) => Failure::EmptyResponse {
+            stop_reason: a.stop_reason,
+            reasoned: a
+                .content
+                .iter()
+                .any(|block| matches!(block, ContentBlock::Thinking(_))),
+        },
+        _ => return TurnOutcome::Completed,
+    };
+    let (code, message) = failure.classify();
+    TurnOutcome::Failed { code, message }
+}
+
+/// Whether `answer` is the turn's first and only model response. An empty answer after
+/// tool steps is left alone here: what to do with one is a recovery of its own.
+fn is_only_answer(answer: &AssistantMessage, messages: &[Arc<Message>]) -> bool {
+    messages
+        .iter()
+        .find_map(|m| m.as_assistant())
+        .is_some_and(|first| std::ptr::eq(first, answer))
+}
+
+/// Whether a response has nothing a user would see as an answer: no text beyond
+/// whitespace, no tool call, no image. Reasoning alone is not an answer.
+fn shows_nothing(answer: &AssistantMessage) -> bool {
+    !answer.content.iter().any(|block| match block {
+        ContentBlock::Text(text) => !text.text.trim().is_empty(),
+        ContentBlock::Thinking(_) => false,
+        _ => true,
+    })
 }
 
 async fn flush_history(agent: &Agent, shared: &TurnShared) {

@@ -344,3 +344,74 @@ async fn the_host_hears_when_events_are_drained_and_after_the_last_one() {
     );
     assert_eq!(drained.last(), Some(&delivered), "{drained:?}");
 }
+
+fn empty_response(detail: &str) -> TurnOutcome {
+    TurnOutcome::Failed {
+        code: keel_agent::runner::EMPTY_RESPONSE.into(),
+        message: format!(
+            "the model ended its first response with no text and no tool call{detail}"
+        ),
+    }
+}
+
+/// A turn whose only response shows nothing (no text, no tool call) used to end
+/// `completed`, so a front end reported success with an empty answer.
+#[tokio::test]
+async fn an_empty_first_response_fails_the_turn_instead_of_succeeding() {
+    let cases = [
+        (ScriptedResponse::new(), "", "assistant:stop"),
+        (
+            ScriptedResponse::new().with_text(" \n\t"),
+            "",
+            "assistant:stop",
+        ),
+        (
+            ScriptedResponse::new().with_thinking("Let me think", None),
+            " (it only reasoned)",
+            "assistant:stop",
+        ),
+        (
+            ScriptedResponse::new()
+                .with_thinking("Let me think", None)
+                .stop_reason(keel_protocol::StopReason::Length),
+            " (it reached its output limit)",
+            "assistant:length",
+        ),
+    ];
+    for (response, detail, answer) in cases {
+        let h = Harness::new(vec![response]);
+        let result = h.run("hi").await;
+        assert_eq!(result.outcome, empty_response(detail));
+        assert_eq!(
+            history_of(&result),
+            ["user:hi", answer],
+            "the empty answer stays in history"
+        );
+    }
+}
+
+/// Only the first step is judged: an empty final answer after tool steps ends the turn as
+/// before, and so does an empty first answer that steering at the exit carried on from.
+#[tokio::test]
+async fn an_empty_answer_after_other_steps_is_not_judged_empty() {
+    let mut h = Harness::new(vec![call("c1", "echo", json!({})), ScriptedResponse::new()]);
+    h.tools = vec![TestTool::new(
+        "echo",
+        ExecutionMode::Parallel,
+        Behaviour::Echo,
+    )];
+    assert_eq!(h.run("hi").await.outcome, TurnOutcome::Completed);
+
+    let h = Harness::new(vec![ScriptedResponse::new(), text("there you go")]);
+    h.host
+        .exit
+        .lock()
+        .unwrap()
+        .push_back(vec![Message::user_text("well?")]);
+    let result = h.run("hi").await;
+    assert_eq!(result.outcome, TurnOutcome::Completed);
+    assert_eq!(
+        history_of(&result),
+        ["user:hi", "assistant:stop", "user:well?", "assistant:stop"]
+    );
+}

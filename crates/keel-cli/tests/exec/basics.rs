@@ -106,6 +106,30 @@ fn exec_talks_to_a_provider_over_http() {
     assert_eq!(requests[0].body["model"], "claude-sonnet-4-5");
 }
 
+/// Mistral's Magistral models stream thinking and text as lists of content parts; keel used
+/// to ignore them and end with an empty answer.
+#[test]
+fn a_magistral_answer_in_content_parts_is_printed() {
+    let mock = Mock::new();
+    let server = mock.serve(
+        r#"[{"thinking": "Let me think", "text": "Answer", "content_parts": true, "chunk_size": 3}]"#,
+    );
+    let output = keel()
+        .args([
+            "exec",
+            "--model",
+            "mistral/magistral-medium-latest",
+            "--base-url",
+        ])
+        .arg(format!("{}/v1", server.url()))
+        .arg("hi")
+        .env("MISTRAL_API_KEY", "test-key")
+        .output()
+        .unwrap();
+    assert_exit(&output, 0);
+    assert_eq!(String::from_utf8(output.stdout).unwrap(), "Answer\n");
+}
+
 #[test]
 fn a_missing_api_key_is_named() {
     let output = keel()

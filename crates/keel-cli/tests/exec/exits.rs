@@ -200,3 +200,30 @@ fn bad_invocations_exit_2() {
         assert_eq!(output.status.code(), Some(2), "{args:?}");
     }
 }
+
+/// A turn whose only answer had no text and no tool call used to exit 0 with status
+/// `succeeded` and an empty answer.
+#[test]
+fn an_empty_only_answer_fails_with_empty_response() {
+    let (_dir, output) = exec_script(
+        r#"[{"thinking": "Let me think"}]"#,
+        &["--output-format", "json", "hi"],
+    );
+    assert_exit(&output, 4);
+    let result = result_of(&output);
+    assert_eq!(result["status"], "failed");
+    assert_eq!(
+        result["error"],
+        json!({
+            "code": "empty_response",
+            "message": "the model ended its first response with no text and no tool call (it only reasoned)",
+            "retryable": false,
+        })
+    );
+
+    let (_dir, output) = exec_script("[{}]", &["hi"]);
+    assert_exit(&output, 4);
+    assert_eq!(String::from_utf8(output.stdout).unwrap(), "");
+    let stderr = String::from_utf8(output.stderr).unwrap();
+    assert!(stderr.contains("empty_response"), "{stderr}");
+}

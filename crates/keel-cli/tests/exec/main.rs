@@ -7,6 +7,7 @@ mod checks;
 mod crash;
 mod exits;
 mod formats;
+mod logs;
 mod sessions;
 mod stored;
 
@@ -19,7 +20,9 @@ fn keel() -> Command {
     let mut command = Command::new(env!("CARGO_BIN_EXE_keel"));
     command
         .env("KEEL_HOME", "/nonexistent")
-        .env("KEEL_SESSIONS_DB", shared.path().join("sessions.db"));
+        .env("KEEL_SESSIONS_DB", shared.path().join("sessions.db"))
+        // A developer's own log setting must not reach the output tests compare.
+        .env_remove("KEEL_LOG");
     command
 }
 

@@ -9,10 +9,15 @@
 //! a body that ends without any `finishReason` was cut short.
 //!
 //! Thought signatures: keel's content blocks carry a signature only on thinking blocks, so a
-//! signature Gemini puts on any part is attached to the thinking block that is open when it
-//! arrives (the one the part closes). Gemini 3 requires the signature back on the first
-//! function call of a step, so the encoder also repeats a thinking block's signature on a
-//! function call that directly follows it.
+//! signature Gemini puts on a call or text part is attached to the unsigned thinking block
+//! that is open when it arrives (the one the part closes). With none open, it is kept in an
+//! empty signed thinking block: before a function call for the call's signature, after the
+//! text for a text part's (Gemini signs the last part of a text answer and asks for it back
+//! on that part). The encoder repeats a thinking block's signature on a function call that
+//! directly follows it (Gemini 3 requires it on the first call of a step), and puts an empty
+//! block's signature back on the text just before it when no call follows. The one shape
+//! this cannot tell apart, a signed text part directly followed by an unsigned call, sends
+//! the signature on the call; Gemini signs every step's first call, so it does not occur.
 //!
 //! Decoding is on the hot path (one chunk per streamed delta), so the usual chunk is read
 //! in place into a flat value whose strings borrow from the event data: a one-part chunk
@@ -166,31 +171,43 @@ fn user_part(block: &ContentBlock) -> Option<Value> {
 }
 
 fn model_parts(content: &[ContentBlock]) -> Vec<Value> {
-    let mut parts = Vec::with_capacity(content.len());
+    let mut parts: Vec<Value> = Vec::with_capacity(content.len());
     // The signature of the thinking block just before, for a function call that follows it.
     let mut pending_signature: Option<&str> = None;
-    for block in content {
+    // Where in `parts` the text of the block just before went.
+    let mut text_before: Option<usize> = None;
+    for (at, block) in content.iter().enumerate() {
+        let previous_text = text_before.take();
         match block {
             ContentBlock::Thinking(thinking) => {
                 // Unsigned or redacted thinking cannot be replayed: leave it out.
                 pending_signature = None;
-                if let Some(signature) = thinking.signature.as_deref()
-                    && !thinking.redacted
-                {
-                    // An empty one only carries the signature of the call after it.
-                    if !thinking.thinking.is_empty() {
-                        parts.push(json!({
-                            "text": thinking.thinking,
-                            "thought": true,
-                            "thoughtSignature": signature,
-                        }));
-                    }
+                let Some(signature) = thinking.signature.as_deref().filter(|_| !thinking.redacted)
+                else {
+                    continue;
+                };
+                let call_follows = matches!(content.get(at + 1), Some(ContentBlock::ToolCall(_)));
+                if !thinking.thinking.is_empty() {
+                    parts.push(json!({
+                        "text": thinking.thinking,
+                        "thought": true,
+                        "thoughtSignature": signature,
+                    }));
                     pending_signature = Some(signature);
+                } else if call_follows {
+                    // An empty one only carries the signature of the call after it…
+                    pending_signature = Some(signature);
+                } else if let Some(Value::Object(part)) =
+                    previous_text.and_then(|index| parts.get_mut(index))
+                {
+                    // …or of the text before it.
+                    part.insert("thoughtSignature".into(), json!(signature));
                 }
             }
             ContentBlock::Text(text) => {
                 pending_signature = None;
                 if !text.text.is_empty() {
+                    text_before = Some(parts.len());
                     parts.push(json!({"text": text.text}));
                 }
             }

@@ -10,6 +10,9 @@ use pretty_assertions::assert_eq;
 
 use super::super::fixtures::{image_tool_step, thinking};
 
+#[path = "google_signature_tests.rs"]
+mod signatures;
+
 fn model() -> ModelEntry {
     ModelEntry {
         provider: "google".into(),
@@ -193,11 +196,14 @@ fn thinking_with_signature_then_text_and_usage_with_cache_and_reasoning() {
     );
 }
 
+/// A thought keeps its own signature; the answer's signature (on an empty last part) is
+/// kept after the text it ends, for the encoder to send back on that text. It used to be
+/// dropped.
 #[test]
-fn a_signature_on_a_thought_part_and_one_with_no_thinking_block() {
+fn a_signature_on_a_thought_part_and_one_on_the_answer() {
     let events = decode(&[
         r#"{"candidates": [{"content": {"parts": [{"text": "Hm.", "thought": true, "thoughtSignature": "own"}],"role": "model"},"index": 0}]}"#,
-        r#"{"candidates": [{"content": {"parts": [{"text": "Done."}, {"text": "", "thoughtSignature": "dropped"}],"role": "model"},"finishReason": "STOP","index": 0}]}"#,
+        r#"{"candidates": [{"content": {"parts": [{"text": "Done."}, {"text": "", "thoughtSignature": "answer"}],"role": "model"},"finishReason": "STOP","index": 0}]}"#,
     ]);
     let start = StreamEvent::Start {
         meta: ResponseMeta {
@@ -227,11 +233,28 @@ fn a_signature_on_a_thought_part_and_one_with_no_thinking_block() {
                 delta: "Done.".into()
             },
             StreamEvent::TextEnd { index: 1 },
+            StreamEvent::ThinkingStart { index: 2 },
+            StreamEvent::ThinkingEnd {
+                index: 2,
+                signature: Some("answer".into()),
+                redacted: false
+            },
             StreamEvent::Done {
                 stop_reason: StopReason::Stop,
                 usage: Usage::default()
             },
         ]
+    );
+    let req = request(
+        vec![Message::user_text("go"), Message::Assistant(fold(&events))],
+        RequestOptions::default(),
+    );
+    assert_eq!(
+        build(&model(), &req, None).body["contents"][1]["parts"],
+        json!([
+            {"text": "Hm.", "thought": true, "thoughtSignature": "own"},
+            {"text": "Done.", "thoughtSignature": "answer"},
+        ])
     );
 }
 
@@ -883,72 +906,4 @@ proptest::proptest! {
             proptest::prop_assert_eq!(Ok(flat), reference(&data), "{}", data);
         }
     }
-}
-
-/// Gemini 3 signs the first function call of a step even when no thought is shown, and
-/// refuses the next request unless that call carries its signature back.
-#[test]
-fn a_signed_call_without_thoughts_keeps_its_signature_for_the_next_request() {
-    let events = decode(&[
-        r#"{"candidates": [{"content": {"parts": [{"functionCall": {"id": "c1", "name": "read", "args": {"path": "a.rs"}}, "thoughtSignature": "sig-3"}, {"functionCall": {"id": "c2", "name": "read", "args": {"path": "b.rs"}}}],"role": "model"},"finishReason": "STOP","index": 0}],"modelVersion": "gemini-3-pro","responseId": "resp-9"}"#,
-    ]);
-    assert_eq!(
-        &events[1..3],
-        &[
-            StreamEvent::ThinkingStart { index: 0 },
-            StreamEvent::ThinkingEnd {
-                index: 0,
-                signature: Some("sig-3".into()),
-                redacted: false
-            },
-        ]
-    );
-    let mut builder = AssistantBuilder::new();
-    for event in &events {
-        builder.apply(event).unwrap();
-    }
-    let answer = builder.finish();
-    assert_eq!(answer.tool_calls().count(), 2);
-    let req = request(
-        vec![Message::user_text("read both"), Message::Assistant(answer)],
-        RequestOptions::default(),
-    );
-    let body = build(&model(), &req, None).body;
-    assert_eq!(
-        body["contents"][1]["parts"],
-        json!([
-            {"functionCall": {"name": "read", "args": {"path": "a.rs"}, "id": "c1"},
-             "thoughtSignature": "sig-3"},
-            {"functionCall": {"name": "read", "args": {"path": "b.rs"}, "id": "c2"}},
-        ]),
-        "no empty thought part, the signature back on the first call only"
-    );
-}
-
-/// A thought that carries its own signature keeps it; the call's signature travels on the
-/// call, not over the thought's.
-#[test]
-fn a_calls_signature_does_not_replace_its_thoughts_signature() {
-    let events = decode(&[
-        r#"{"candidates": [{"content": {"parts": [{"text": "Plan.", "thought": true, "thoughtSignature": "sig-thought"}, {"functionCall": {"id": "c1", "name": "read", "args": {}}, "thoughtSignature": "sig-call"}],"role": "model"},"finishReason": "STOP","index": 0}]}"#,
-    ]);
-    let mut builder = AssistantBuilder::new();
-    for event in &events {
-        builder.apply(event).unwrap();
-    }
-    let req = request(
-        vec![
-            Message::user_text("go"),
-            Message::Assistant(builder.finish()),
-        ],
-        RequestOptions::default(),
-    );
-    let body = build(&model(), &req, None).body;
-    assert_eq!(
-        body["contents"][1]["parts"],
-        json!([
-            {"text": "Plan.", "thought": true, "thoughtSignature": "sig-thought"},
-            {"functionCall": {"name": "read", "args": {}, "id": "c1"}, "thoughtSignature": "sig-call"},
-        ])
-    );
 }

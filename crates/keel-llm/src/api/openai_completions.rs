@@ -3,7 +3,8 @@
 //! One wire format serves OpenAI and every OpenAI-compatible server (OpenRouter, DeepSeek,
 //! Mistral, MiniMax, Ollama, llama.cpp, vLLM, LM Studio); what differs between them lives in
 //! [`crate::Compat`]. Servers report reasoning in one of several delta fields
-//! (`reasoning_content`, `reasoning`, `reasoning_details`) or inline as `<think>` tags. A
+//! (`reasoning_content`, `reasoning`, `reasoning_details`), inline as `<think>` tags, or
+//! (Mistral) as `thinking` parts of a content list instead of a content string. A
 //! thinking block's signature records which one, so the encoder can hand the reasoning back
 //! the same way (DeepSeek and MiniMax need it back inside a tool-calling turn). The trade-off:
 //! the signature here is a field name, not a provider token, and is meaningless to any other
@@ -349,13 +350,22 @@ fn encode_user(user: &UserMessage) -> Value {
 }
 
 /// An assistant message, or `None` when nothing of it can be sent (no text, no calls).
+///
+/// The content is a string, unless the message holds reasoning a server sent as thinking
+/// parts: then it is the list of parts in the message's order, the shape that server reads
+/// back.
 fn encode_assistant(assistant: &AssistantMessage) -> Option<Value> {
     let mut content = String::new();
+    let mut parts: Vec<Value> = Vec::new();
+    let mut has_thinking_parts = false;
     let mut tool_calls = Vec::new();
     let mut reasoning_fields: Vec<(ReasoningField, String)> = Vec::new();
     for block in &assistant.content {
         match block {
-            ContentBlock::Text(text) => content.push_str(&text.text),
+            ContentBlock::Text(text) => {
+                content.push_str(&text.text);
+                push_text_part(&mut parts, &text.text);
+            }
             ContentBlock::ToolCall(call) => tool_calls.push(json!({
                 "id": call.id.as_str(),
                 "type": "function",
@@ -369,16 +379,27 @@ fn encode_assistant(assistant: &AssistantMessage) -> Option<Value> {
                 else {
                     continue;
                 };
-                if field == ReasoningField::ThinkTags {
-                    content.push_str(THINK_OPEN);
-                    content.push_str(&thinking.thinking);
-                    content.push_str(THINK_CLOSE);
-                } else if let Some((_, text)) =
-                    reasoning_fields.iter_mut().find(|(f, _)| *f == field)
-                {
-                    text.push_str(&thinking.thinking);
-                } else {
-                    reasoning_fields.push((field, thinking.thinking.clone()));
+                match field {
+                    ReasoningField::ThinkTags => {
+                        let tagged = format!("{THINK_OPEN}{}{THINK_CLOSE}", thinking.thinking);
+                        content.push_str(&tagged);
+                        push_text_part(&mut parts, &tagged);
+                    }
+                    ReasoningField::ThinkingParts => {
+                        has_thinking_parts = true;
+                        parts.push(json!({
+                            "type": "thinking",
+                            "thinking": [{"type": "text", "text": thinking.thinking}],
+                        }));
+                    }
+                    ReasoningField::Content
+                    | ReasoningField::Reasoning
+                    | ReasoningField::Details => {
+                        match reasoning_fields.iter_mut().find(|(f, _)| *f == field) {
+                            Some((_, text)) => text.push_str(&thinking.thinking),
+                            None => reasoning_fields.push((field, thinking.thinking.clone())),
+                        }
+                    }
                 }
             }
             _ => {}
@@ -391,7 +412,9 @@ fn encode_assistant(assistant: &AssistantMessage) -> Option<Value> {
     message.insert("role".into(), json!("assistant"));
     message.insert(
         "content".into(),
-        if content.is_empty() {
+        if has_thinking_parts {
+            Value::Array(parts)
+        } else if content.is_empty() {
             Value::Null
         } else {
             Value::String(content)
@@ -410,6 +433,21 @@ fn encode_assistant(assistant: &AssistantMessage) -> Option<Value> {
     Some(Value::Object(message))
 }
 
+/// Appends `text` to the content parts: to the text part at their end, else as a new one.
+fn push_text_part(parts: &mut Vec<Value>, text: &str) {
+    if text.is_empty() {
+        return;
+    }
+    if let Some(Value::Object(last)) = parts.last_mut()
+        && last.get("type").and_then(Value::as_str) == Some("text")
+        && let Some(Value::String(held)) = last.get_mut("text")
+    {
+        held.push_str(text);
+        return;
+    }
+    parts.push(json!({"type": "text", "text": text}));
+}
+
 /// Where a server put its reasoning. The name is the thinking block's signature.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum ReasoningField {
@@ -421,6 +459,8 @@ enum ReasoningField {
     Details,
     /// Inline `<think>` tags in the content (MiniMax, local reasoning models).
     ThinkTags,
+    /// `thinking` parts of a content list (Mistral's Magistral models).
+    ThinkingParts,
 }
 
 impl ReasoningField {
@@ -430,6 +470,7 @@ impl ReasoningField {
             Self::Reasoning => "reasoning",
             Self::Details => "reasoning_details",
             Self::ThinkTags => "think_tags",
+            Self::ThinkingParts => "thinking_parts",
         }
     }
 
@@ -439,6 +480,7 @@ impl ReasoningField {
             Self::Reasoning,
             Self::Details,
             Self::ThinkTags,
+            Self::ThinkingParts,
         ]
         .into_iter()
         .find(|field| field.as_str() == signature)

@@ -14,6 +14,9 @@ use proptest::strategy::BoxedStrategy;
 
 use super::super::json_strategies::{array, object_with, quoted};
 
+#[path = "openai_completions_parts_tests.rs"]
+mod content_parts;
+
 fn model() -> ModelEntry {
     ModelEntry {
         provider: "openai".into(),
@@ -604,8 +607,22 @@ fn chunk_data() -> BoxedStrategy<String> {
         ("function", function.clone()),
     ]);
     let detail = object(vec![("type", words()), ("text", words())]);
+    let part_kind = || {
+        prop::sample::select(vec!["text", "thinking", "reference"])
+            .prop_map(quoted)
+            .boxed()
+    };
+    let thinking_item = object(vec![("type", part_kind()), ("text", words())]);
+    let part = object(vec![
+        ("type", part_kind()),
+        ("text", words()),
+        (
+            "thinking",
+            prop_oneof![words(), array(thinking_item)].boxed(),
+        ),
+    ]);
     let delta = object(vec![
-        ("content", words()),
+        ("content", prop_oneof![words(), array(part)].boxed()),
         ("reasoning_content", words()),
         ("reasoning", words()),
         ("reasoning_details", array(detail)),

@@ -162,6 +162,10 @@ pub enum ConfigError {
         /// What is wrong.
         reason: String,
     },
+    /// What keel builds in (its provider presets) is damaged: keel's fault, not the
+    /// configuration's.
+    #[error("{0}")]
+    Internal(String),
 }
 
 impl ConfigError {
@@ -172,6 +176,7 @@ impl ConfigError {
             Self::Invalid { .. } => "config_invalid",
             Self::Override { .. } => "config_override",
             Self::Model { .. } => "config_model",
+            Self::Internal(_) => "internal_error",
         }
     }
 }
@@ -348,7 +353,7 @@ fn tighten(config: &mut Config, project: Config, keys: &[String]) -> Vec<String>
 impl Loaded {
     /// The registry with the configured providers applied.
     pub fn registry(&self) -> Result<Registry, ConfigError> {
-        let mut registry = Registry::builtin();
+        let mut registry = Registry::builtin().map_err(|e| ConfigError::Internal(e.to_string()))?;
         registry
             .apply(RegistryConfig {
                 providers: self.config.providers.clone(),

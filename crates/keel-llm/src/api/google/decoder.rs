@@ -137,19 +137,24 @@ impl GoogleDecoder {
         let thought_text = part.thought && part.text.is_some();
         let mut signature = part.thought_signature.take();
         // A signature on a thought part belongs to that part's block, so it is attached
-        // after the text opens it; on any other part it goes to the thinking block the part
-        // is about to close.
+        // after the text opens it; on a call or text part it goes to the thinking block the
+        // part is about to close, if that block has none yet.
+        let mut text_signature = None;
         if !thought_text {
             let is_call = part.function_call.is_some();
             let signature = signature.take();
-            if is_call && !self.thinking_open_unsigned() {
+            if self.thinking_open_unsigned() {
+                self.sign(signature);
+            } else if is_call {
                 // Gemini 3 signs the first function call of a step even when no thoughts are
                 // shown, and refuses the next request unless the call carries the signature
                 // back. An empty signed thinking block before the call keeps it; the encoder
                 // puts it back on the call.
                 self.signed_marker(signature, out);
             } else {
-                self.sign(signature);
+                // A text answer's signature (Gemini puts one on its last part) stays with
+                // the text, to be sent back on it.
+                text_signature = signature;
             }
         }
         if let Some(call) = part.function_call {
@@ -207,6 +212,25 @@ impl GoogleDecoder {
             }
         }
         self.sign(signature);
+        self.end_signed_text(text_signature, out);
+    }
+
+    /// Ends the open text block with `signature`: a signature ends the part it rides on, so
+    /// the block closes and an empty thinking block holding the signature follows it; the
+    /// encoder puts it back on that text. With no text block open it has nothing to ride
+    /// on and is dropped.
+    fn end_signed_text(&mut self, signature: Option<Cow<'_, str>>, out: &mut Vec<StreamEvent>) {
+        if signature.as_deref().is_some_and(|s| !s.is_empty())
+            && matches!(
+                self.open,
+                Some(OpenBlock {
+                    kind: OpenKind::Text,
+                    ..
+                })
+            )
+        {
+            self.signed_marker(signature, out);
+        }
     }
 
     /// Whether a thinking block without a signature yet is open (a call's signature may go

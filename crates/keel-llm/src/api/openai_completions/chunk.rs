@@ -12,7 +12,7 @@ use serde::de::{MapAccess, Visitor};
 use serde::{Deserialize, Deserializer};
 use serde_json::Value;
 
-use super::reader::{Fields, FirstObject, Object, Objects, Str, non_null, skip};
+use super::reader::{Fields, FirstObject, Object, Objects, Str, TextOr, non_null, skip};
 
 /// A chunk as the decoder reads it.
 #[derive(Debug, Default)]
@@ -34,18 +34,32 @@ pub(super) struct Choice<'a> {
 
 #[derive(Debug, Default)]
 pub(super) struct Delta<'a> {
-    pub(super) content: Option<Str<'a>>,
+    pub(super) content: Option<Content<'a>>,
     pub(super) reasoning_content: Option<Str<'a>>,
     pub(super) reasoning: Option<Str<'a>>,
-    pub(super) reasoning_details: Option<Vec<DetailItem<'a>>>,
+    pub(super) reasoning_details: Option<Vec<TextItem<'a>>>,
     pub(super) tool_calls: Option<Vec<Fragment<'a>>>,
     /// The legacy single call.
     pub(super) function_call: Option<Function<'a>>,
 }
 
-/// One item of `reasoning_details`.
+/// A delta's `content`: a string, or (Mistral's Magistral models) a list of typed parts.
+pub(super) type Content<'a> = TextOr<'a, ContentPart<'a>>;
+
+/// One part of a `content` list: `{"type": "text", "text": …}`, `{"type": "thinking",
+/// "thinking": …}` or a kind the decoder skips.
 #[derive(Debug, Default)]
-pub(super) struct DetailItem<'a> {
+pub(super) struct ContentPart<'a> {
+    pub(super) kind: Option<Str<'a>>,
+    pub(super) text: Option<Str<'a>>,
+    /// A thinking part's reasoning: a string, or a list of text items.
+    pub(super) thinking: Option<TextOr<'a, TextItem<'a>>>,
+}
+
+/// An item with a `type` and a `text`: one of `reasoning_details`, or a text item inside a
+/// thinking part.
+#[derive(Debug, Default)]
+pub(super) struct TextItem<'a> {
     pub(super) kind: Option<Str<'a>>,
     pub(super) text: Option<Str<'a>>,
 }
@@ -154,7 +168,19 @@ impl<'de: 'a, 'a> Fields<'de> for Delta<'a> {
     }
 }
 
-impl<'de: 'a, 'a> Fields<'de> for DetailItem<'a> {
+impl<'de: 'a, 'a> Fields<'de> for ContentPart<'a> {
+    fn field<A: MapAccess<'de>>(&mut self, key: &str, map: &mut A) -> Result<(), A::Error> {
+        match key {
+            "type" => self.kind = map.next_value()?,
+            "text" => self.text = map.next_value()?,
+            "thinking" => self.thinking = map.next_value()?,
+            _ => skip(map)?,
+        }
+        Ok(())
+    }
+}
+
+impl<'de: 'a, 'a> Fields<'de> for TextItem<'a> {
     fn field<A: MapAccess<'de>>(&mut self, key: &str, map: &mut A) -> Result<(), A::Error> {
         match key {
             "type" => self.kind = map.next_value()?,
@@ -220,11 +246,11 @@ impl<'a> Delta<'a> {
     fn lenient(delta: &'a Value) -> Self {
         let list = |name: &str| delta.get(name).and_then(Value::as_array);
         Self {
-            content: Str::lenient(delta.get("content")),
+            content: TextOr::lenient(delta.get("content"), ContentPart::lenient),
             reasoning_content: Str::lenient(delta.get("reasoning_content")),
             reasoning: Str::lenient(delta.get("reasoning")),
             reasoning_details: list("reasoning_details")
-                .map(|items| items.iter().map(DetailItem::lenient).collect()),
+                .map(|items| items.iter().map(TextItem::lenient).collect()),
             tool_calls: list("tool_calls")
                 .map(|fragments| fragments.iter().map(Fragment::lenient).collect()),
             function_call: delta
@@ -235,7 +261,17 @@ impl<'a> Delta<'a> {
     }
 }
 
-impl<'a> DetailItem<'a> {
+impl<'a> ContentPart<'a> {
+    fn lenient(part: &'a Value) -> Self {
+        Self {
+            kind: Str::lenient(part.get("type")),
+            text: Str::lenient(part.get("text")),
+            thinking: TextOr::lenient(part.get("thinking"), TextItem::lenient),
+        }
+    }
+}
+
+impl<'a> TextItem<'a> {
     fn lenient(item: &'a Value) -> Self {
         Self {
             kind: Str::lenient(item.get("type")),

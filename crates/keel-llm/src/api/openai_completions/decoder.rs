@@ -10,8 +10,8 @@ use std::borrow::Cow;
 use keel_protocol::{ErrorCode, ErrorInfo, ResponseMeta, StopReason, StreamEvent, Usage};
 use serde_json::Value;
 
-use super::chunk::{Arguments, Chunk, Delta, DetailItem, Function};
-use super::reader::{Str, read_object};
+use super::chunk::{Arguments, Chunk, ContentPart, Delta, Function, TextItem};
+use super::reader::{Str, TextOr, read_object};
 use super::think_tags::ThinkTagSplitter;
 use super::{API, ReasoningField};
 use crate::api::{Decoder, cut_stream, malformed};
@@ -129,8 +129,14 @@ impl CompletionsDecoder {
             if let Some((field, text)) = reasoning_delta(&mut delta, self.details_first) {
                 self.push_flow(Flow::Thinking(field), text, out);
             }
-            if let Some(Str(text)) = delta.content {
-                self.content(text, out);
+            match delta.content {
+                Some(TextOr::Text(text)) => self.content(text, out),
+                Some(TextOr::Items(parts)) => {
+                    for part in parts {
+                        self.content_part(part, out);
+                    }
+                }
+                None => {}
             }
             for fragment in delta.tool_calls.iter().flatten() {
                 let function = fragment.function.as_ref();
@@ -158,6 +164,35 @@ impl CompletionsDecoder {
             self.push_tagged(thinking, Cow::Borrowed(segment), out);
         });
         self.tags = Some(tags);
+    }
+
+    /// One part of a content list. Text parts are text (and may hold `<think>` tags like a
+    /// plain content string); thinking parts are reasoning, their `thinking` a string or a
+    /// list of text items. Other kinds (Mistral's references, say) carry nothing to show
+    /// and are skipped, so a new kind never fails a stream.
+    fn content_part(&mut self, part: ContentPart<'_>, out: &mut Vec<StreamEvent>) {
+        let flow = Flow::Thinking(ReasoningField::ThinkingParts);
+        match part.kind.as_deref() {
+            Some("text") => {
+                if let Some(Str(text)) = part.text {
+                    self.content(text, out);
+                }
+            }
+            Some("thinking") => match part.thinking {
+                Some(TextOr::Text(text)) => self.push_flow(flow, text, out),
+                Some(TextOr::Items(items)) => {
+                    for item in items {
+                        if item.kind.as_deref() == Some("text")
+                            && let Some(Str(text)) = item.text
+                        {
+                            self.push_flow(flow, text, out);
+                        }
+                    }
+                }
+                None => {}
+            },
+            _ => {}
+        }
     }
 
     fn push_tagged(&mut self, thinking: bool, text: Cow<'_, str>, out: &mut Vec<StreamEvent>) {
@@ -435,14 +470,14 @@ fn reasoning_delta<'a>(
             }
             ReasoningField::Content => delta.reasoning_content.take()?.0,
             ReasoningField::Reasoning => delta.reasoning.take()?.0,
-            ReasoningField::ThinkTags => return None,
+            ReasoningField::ThinkTags | ReasoningField::ThinkingParts => return None,
         };
         (!text.is_empty()).then_some((field, text))
     })
 }
 
 /// The text items of a `reasoning_details` array (encrypted and other items are skipped).
-fn details_text(details: &[DetailItem<'_>]) -> String {
+fn details_text(details: &[TextItem<'_>]) -> String {
     let mut text = String::new();
     for item in details {
         let kind = item.kind.as_deref().unwrap_or("reasoning.text");

@@ -8,6 +8,7 @@
 
 use std::borrow::Cow;
 use std::fmt;
+use std::marker::PhantomData;
 use std::ops::Deref;
 
 use serde::de::{DeserializeSeed, IgnoredAny, MapAccess, SeqAccess, Visitor};
@@ -58,6 +59,68 @@ impl<'de: 'a, 'a> Deserialize<'de> for Str<'a> {
             }
         }
         deserializer.deserialize_str(Visit)
+    }
+}
+
+/// A field that holds either a string or an array of objects (Mistral's `content`, which
+/// is a list of typed parts where other servers send a string).
+#[derive(Debug)]
+pub(in crate::api) enum TextOr<'a, T> {
+    /// A plain string.
+    Text(Cow<'a, str>),
+    /// An array of objects, each read as a `T`.
+    Items(Vec<T>),
+}
+
+impl<'a, T> TextOr<'a, T> {
+    /// The string or array `value` holds, each array element read by `item`; anything
+    /// else counts as absent.
+    pub(in crate::api) fn lenient(
+        value: Option<&'a Value>,
+        item: impl Fn(&'a Value) -> T,
+    ) -> Option<Self> {
+        match value? {
+            Value::String(text) => Some(Self::Text(Cow::Borrowed(text))),
+            Value::Array(items) => Some(Self::Items(items.iter().map(item).collect())),
+            _ => None,
+        }
+    }
+}
+
+impl<'de: 'a, 'a, T: Fields<'de>> Deserialize<'de> for TextOr<'a, T> {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct Visit<'a, T>(PhantomData<(&'a (), T)>);
+        impl<'de: 'a, 'a, T: Fields<'de>> Visitor<'de> for Visit<'a, T> {
+            type Value = TextOr<'a, T>;
+
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("a string or an array of objects")
+            }
+
+            fn visit_borrowed_str<E>(self, text: &'de str) -> Result<Self::Value, E> {
+                Ok(TextOr::Text(Cow::Borrowed(text)))
+            }
+
+            fn visit_str<E>(self, text: &str) -> Result<Self::Value, E> {
+                Ok(TextOr::Text(Cow::Owned(text.to_owned())))
+            }
+
+            fn visit_string<E>(self, text: String) -> Result<Self::Value, E> {
+                Ok(TextOr::Text(Cow::Owned(text)))
+            }
+
+            fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Self::Value, A::Error> {
+                let mut items = Vec::new();
+                loop {
+                    let mut item = T::default();
+                    if seq.next_element_seed(Place(&mut item))?.is_none() {
+                        return Ok(TextOr::Items(items));
+                    }
+                    items.push(item);
+                }
+            }
+        }
+        deserializer.deserialize_any(Visit(PhantomData))
     }
 }
 
