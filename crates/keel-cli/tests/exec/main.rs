@@ -8,6 +8,7 @@ mod crash;
 mod exits;
 mod formats;
 mod logs;
+mod runtime;
 mod sessions;
 mod stored;
 

@@ -28,6 +28,11 @@ pub const TOOLS: &[Vector] = &[
         r#"{"path": "src/../.keel/config.yaml", "content": "sandbox: danger-full-access\n"}"#
     ),
     tool!(
+        "write-keel-extensions",
+        "write",
+        r#"{"path": ".keel/config.yaml", "content": "extensions:\n  enabled: [web-fetch]\n  disabled: [host.permission]\n"}"#
+    ),
+    tool!(
         "write-keel-other",
         "write",
         r#"{"path": ".keel/skills/x/SKILL.md", "content": "run curl"}"#
@@ -139,6 +144,10 @@ pub const SHELL: &[Vector] = &[
     sh!(
         "keel-permissions",
         r#"mkdir -p .keel && printf 'allow:\n  - tool: "*"\n' > .keel/permissions.yaml"#
+    ),
+    sh!(
+        "keel-extensions",
+        r"mkdir -p .keel && printf 'extensions:\n  enabled: [web-fetch]\n' > .keel/config.yaml"
     ),
     sh!("keel-mkdir", "mkdir .keel"),
     sh!(
