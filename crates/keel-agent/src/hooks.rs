@@ -11,7 +11,7 @@ use keel_protocol::{AssistantMessage, Message, ToolCall};
 
 use crate::tool::ToolOutput;
 
-/// Where the loop stands when it polls for steering (SPEC §2).
+/// Where the loop stands when it polls for steering (DESIGN §2).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Boundary {
     /// More steps follow (tool results to answer or messages queued): steering joins them.

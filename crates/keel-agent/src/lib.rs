@@ -1,4 +1,4 @@
-//! keel's agent loop and the `Agent` shell around it (SPEC §1), with the seams a host
+//! keel's agent loop and the `Agent` shell around it (DESIGN §1), with the seams a host
 //! uses to steer it.
 //!
 //! The loop streams a model response, runs the tool calls it asked for, feeds the results

@@ -1,4 +1,4 @@
-//! `convert_to_llm`: projecting agent history into what a model is sent (SPEC §1).
+//! `convert_to_llm`: projecting agent history into what a model is sent (DESIGN §1).
 //!
 //! Rules: host-only messages are dropped; errored and aborted assistant messages are
 //! dropped (providers reject them, and their calls were answered with synthetic results);

@@ -1,4 +1,4 @@
-//! Transport retry (SPEC §2, issue 3): at most 5 retries, 1 s doubling to a 30 s cap with
+//! Transport retry (DESIGN §2, issue 3): at most 5 retries, 1 s doubling to a 30 s cap with
 //! jitter, at most 120 s since the first failure, honouring the provider's `retry-after`.
 //!
 //! A request is retried only before the model produced any visible output: once text,

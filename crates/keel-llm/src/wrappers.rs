@@ -1,4 +1,4 @@
-//! Option wrappers composed around a provider's stream function (SPEC §2).
+//! Option wrappers composed around a provider's stream function (DESIGN §2).
 //!
 //! Order, inner to outer: host max-output ceiling, cache retention, max tokens, caller
 //! headers, request timeout. Each wrapper fills only the option it owns and leaves a value
@@ -15,7 +15,7 @@ use tokio_util::sync::CancellationToken;
 use crate::request::{CacheRetention, LlmRequest};
 use crate::stream_fn::{EventStream, StreamFn};
 
-/// Default whole-request timeout: 20 minutes (SPEC §2).
+/// Default whole-request timeout: 20 minutes (DESIGN §2).
 pub const DEFAULT_REQUEST_TIMEOUT: Duration = Duration::from_secs(20 * 60);
 /// Default wait for the first event of a response (issue 3).
 pub const DEFAULT_FIRST_EVENT_TIMEOUT: Duration = Duration::from_secs(120);
@@ -112,7 +112,7 @@ impl Default for StreamSettings {
     }
 }
 
-/// Wraps `base` in the option wrappers, in the order SPEC §2 fixes.
+/// Wraps `base` in the option wrappers, in the order DESIGN §2 fixes.
 pub fn compose_stream_fn(base: Arc<dyn StreamFn>, settings: &StreamSettings) -> Arc<dyn StreamFn> {
     let mut f = base;
     if let Some(ceiling) = settings.host_max_output {

@@ -1,4 +1,4 @@
-//! Loop events: what the agent loop reports while it runs (SPEC §1).
+//! Loop events: what the agent loop reports while it runs (DESIGN §1).
 //!
 //! Messages travel as `Arc<Message>` so an event costs a pointer copy, never a deep clone;
 //! `message_update` carries only the stream delta.

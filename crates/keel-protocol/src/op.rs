@@ -1,4 +1,4 @@
-//! The conversation contract's operations (SPEC §5) as typed values, in its four groups:
+//! The conversation contract's operations (DESIGN §5) as typed values, in its four groups:
 //! query, lifecycle, ingress and maintenance. Every front end talks to the runtime with
 //! these and nothing else.
 

@@ -1,4 +1,4 @@
-//! Runtime events: what the event bridge hands to front ends and persistence (SPEC §2).
+//! Runtime events: what the event bridge hands to front ends and persistence (DESIGN §2).
 
 use std::sync::Arc;
 

@@ -1,4 +1,4 @@
-//! Who started a turn (SPEC §5 turn sources).
+//! Who started a turn (DESIGN §5 turn sources).
 
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 

@@ -1,4 +1,4 @@
-//! The conversation contract (SPEC §5): the one interface every front end uses, driven by
+//! The conversation contract (DESIGN §5): the one interface every front end uses, driven by
 //! typed operations ([`Op`]) and a per-session event stream. [`DeferredContract`] hands the
 //! interface out before a runtime exists and forwards calls once one is bound.
 

@@ -12,7 +12,7 @@ use crate::assembly::{ModelChoice, resolve_model};
 use crate::error::RuntimeError;
 use crate::runtime::{Admission, Runtime, Slot};
 
-/// A compaction strategy (SPEC §12); the runtime calls it for the `compact` operation.
+/// A compaction strategy (DESIGN §12); the runtime calls it for the `compact` operation.
 #[async_trait]
 pub trait Compactor: Send + Sync {
     /// The history that replaces `history`, or `None` when nothing can be saved.

@@ -2,7 +2,7 @@
 //!
 //! An interactive front end's gate asks through [`SessionApprover`]: the request becomes a
 //! `permission_requested` event and waits for an answer operation. The answer is accepted
-//! only while the request's turn is still running and not cancelled (SPEC §13: the user may
+//! only while the request's turn is still running and not cancelled (DESIGN §13: the user may
 //! cancel while an approval is pending); a cancellation answers every pending request with
 //! a denial at once.
 

@@ -1,6 +1,6 @@
 //! The session's input queue as front ends use it: steering for the running turn,
 //! follow-ups for after it, each waiting input editable, cancellable and reorderable until
-//! it is claimed. The store keeps the queue (claim-then-acknowledge, SPEC §13); the slot
+//! it is claimed. The store keeps the queue (claim-then-acknowledge, DESIGN §13); the slot
 //! keeps the last read copy so polling for steering costs nothing when none waits.
 
 use keel_protocol::{InputKind, Message, QueueEntry, SessionEventBody, SessionId, UserMessage};

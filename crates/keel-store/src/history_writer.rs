@@ -1,4 +1,4 @@
-//! The committed-history writer (SPEC §13): every change to a session's history runs the five
+//! The committed-history writer (DESIGN §13): every change to a session's history runs the five
 //! commit steps in that session's lane, and retries are recognised by operation id and a
 //! fingerprint of the content.
 //!
@@ -81,7 +81,7 @@ enum Attempt {
 }
 
 impl Store {
-    /// Commits one history operation through the session's lane (SPEC §13):
+    /// Commits one history operation through the session's lane (DESIGN §13):
     /// 1. the request, already owned here, is the semantic snapshot; the replay registry and
     ///    the commit records recognise retries; session, turn and revision are checked;
     /// 2. the write is one transaction, after which the history is re-read in the same lane;

@@ -1,9 +1,9 @@
-//! keel's durable sessions on SQLite and the committed-history writer (SPEC §5, §13).
+//! keel's durable sessions on SQLite and the committed-history writer (DESIGN §5, §13).
 //!
 //! One file holds sessions, canonical history, turns and the input queue. History rows are never
 //! rewritten in place: each row records the revision range in which it is part of canonical
 //! history, so every earlier revision can be read back and a rewind can be undone. Every change to
-//! a session's history goes through [`Store::commit`], which runs the five commit steps of SPEC
+//! a session's history goes through [`Store::commit`], which runs the five commit steps of DESIGN
 //! §13 in that session's lane and recognises retried operations.
 
 mod error;

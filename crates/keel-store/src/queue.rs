@@ -1,4 +1,4 @@
-//! The async face of the input queue (SPEC §13 claim-then-acknowledge): what a front end's
+//! The async face of the input queue (DESIGN §13 claim-then-acknowledge): what a front end's
 //! Enter (steer) and Alt+Enter (follow-up) queue, what a running turn claims before its next
 //! model request and acknowledges after the commit that carried it, and what a user inspects,
 //! edits, cancels and reorders while it waits. The rules live in `sql/inputs.rs`.

@@ -1,4 +1,4 @@
-//! The replay registry: recognises retried commits (SPEC §13).
+//! The replay registry: recognises retried commits (DESIGN §13).
 //!
 //! A retry carries the same session id and operation id. Its semantic fingerprint, SHA-256 over
 //! the canonical JSON (sorted keys, no whitespace) of what the operation says, tells a true retry
@@ -15,9 +15,9 @@ use sha2::{Digest, Sha256};
 use crate::error::Result;
 use crate::model::{CommitReceipt, CommitRequest};
 
-/// Most operations remembered (SPEC §13, issue 5).
+/// Most operations remembered (DESIGN §13, issue 5).
 pub const REPLAY_MAX_ENTRIES: usize = 2_048;
-/// Most bytes of operation content remembered (SPEC §13, issue 5).
+/// Most bytes of operation content remembered (DESIGN §13, issue 5).
 pub const REPLAY_MAX_BYTES: usize = 64 * 1024 * 1024;
 
 /// The fingerprint of a request and the size of its canonical form.

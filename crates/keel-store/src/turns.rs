@@ -1,7 +1,7 @@
 //! Turns: started by one process, ended once, and closed on resume only when the process
 //! that ran them is gone.
 //!
-//! A live turn does not close while a consumption is in flight (SPEC §13): its host
+//! A live turn does not close while a consumption is in flight (DESIGN §13): its host
 //! acknowledges or releases what it claimed first. A turn whose process died cannot, so
 //! closing it puts what it claimed back in the queue, at the places it left, in the same
 //! transaction; delivery is then at least once (an input already committed to history whose

@@ -8,7 +8,7 @@ pub const DEFAULT_BASH_TIMEOUT: Duration = Duration::from_secs(120);
 /// Bash's largest timeout (issue 4).
 pub const MAX_BASH_TIMEOUT: Duration = Duration::from_secs(600);
 
-/// How bash subprocess environments are cleaned of credentials (SPEC §16, layer B).
+/// How bash subprocess environments are cleaned of credentials (DESIGN §16, layer B).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, serde::Serialize, serde::Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum EnvMode {
@@ -71,7 +71,7 @@ pub struct ToolEnv {
     pub output_dir: PathBuf,
     /// The user's home folder, for `~` and for the danger list.
     pub home: Option<PathBuf>,
-    /// Credential cleaning for bash; `None` decides from the environment (SPEC §16).
+    /// Credential cleaning for bash; `None` decides from the environment (DESIGN §16).
     pub env_mode: Option<EnvMode>,
     /// Bash sandbox.
     pub sandbox: SandboxMode,

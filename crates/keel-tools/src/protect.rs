@@ -10,7 +10,7 @@
 use std::ffi::OsStr;
 use std::path::{Component, Path, PathBuf};
 
-/// Credential locations under the home folder (SPEC §17, issue 9): a sandboxed command
+/// Credential locations under the home folder (DESIGN §17, issue 9): a sandboxed command
 /// cannot read them, and the gate treats any access as a danger. Configuration can add to
 /// this list, never remove from it.
 pub const DEFAULT_CREDENTIALS: &[&str] = &[

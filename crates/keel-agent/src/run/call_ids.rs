@@ -1,4 +1,4 @@
-//! Tool-call ids are unique within a turn (SPEC §13).
+//! Tool-call ids are unique within a turn (DESIGN §13).
 //!
 //! A response that repeats an id (two calls with one id, or an id an earlier step of the turn
 //! already used) would leave history with two results for one id, which providers reject, and

@@ -1,4 +1,4 @@
-//! The loop: one run of steps until the model is done (SPEC §1).
+//! The loop: one run of steps until the model is done (DESIGN §1).
 //!
 //! Exits, checked in this order after each step: the response stopped on `error` or
 //! `aborted`; `should_stop_after_step`; `should_stop_after_steering` after steering was
@@ -88,7 +88,7 @@ pub(crate) struct Run {
     cancel: CancellationToken,
     emitter: Emitter,
     new_messages: Vec<Arc<Message>>,
-    /// Ids of the tool calls this turn's responses made (SPEC §13: unique within a turn).
+    /// Ids of the tool calls this turn's responses made (DESIGN §13: unique within a turn).
     seen_call_ids: HashSet<ToolCallId>,
     /// Calls that reused an id, under the fresh id they were given, with the id they reused:
     /// they are answered with an error and never run.

@@ -1,4 +1,4 @@
-//! The event bridge: loop events become numbered runtime events (SPEC §2).
+//! The event bridge: loop events become numbered runtime events (DESIGN §2).
 //!
 //! `message_*` and `tool_execution_*` become streamed response chunks; loop and step
 //! lifecycle and tool progress become debug traces. A complete assistant message that

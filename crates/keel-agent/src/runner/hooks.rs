@@ -1,4 +1,4 @@
-//! The runner's eight hook kinds and their adapter onto the loop's seams (SPEC §2).
+//! The runner's eight hook kinds and their adapter onto the loop's seams (DESIGN §2).
 //!
 //! | hook | contract |
 //! | --- | --- |

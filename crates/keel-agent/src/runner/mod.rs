@@ -1,4 +1,4 @@
-//! The turn runner: wraps one loop run into one host turn (SPEC §2).
+//! The turn runner: wraps one loop run into one host turn (DESIGN §2).
 //!
 //! A runner holds only process-wide defaults; every `run_turn` builds a fresh agent,
 //! event bridge, event queue and history cursor, in eight steps:

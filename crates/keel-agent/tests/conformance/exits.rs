@@ -1,4 +1,4 @@
-//! One test per exit of the loop, in the order they are checked (SPEC §1).
+//! One test per exit of the loop, in the order they are checked (DESIGN §1).
 
 use std::sync::Arc;
 

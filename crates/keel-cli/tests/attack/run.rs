@@ -106,7 +106,7 @@ pub struct Vector {
     /// Runs with `KEEL_BASH_ENV_SANITIZE=strict`, and `STRIPE_SK` and `DATABASE_URL` count
     /// as canaries too.
     pub strict: bool,
-    /// Every call of a step gets the same id (SPEC §13: the second must be refused).
+    /// Every call of a step gets the same id (DESIGN §13: the second must be refused).
     pub same_ids: bool,
     /// The listener must get no connection in any mode (`web_fetch` refuses every internal
     /// address).

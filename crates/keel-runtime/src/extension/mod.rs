@@ -1,4 +1,4 @@
-//! The extension SPI and registry (SPEC §3) and capability leases (§10).
+//! The extension SPI and registry (DESIGN §3) and capability leases (§10).
 //!
 //! An extension contributes, during its `init` only, five kinds of things: tools (static or a
 //! factory run every turn), system-prompt text, user-prompt prefixes, reminder providers, and
@@ -121,7 +121,7 @@ pub enum ExtensionEvent {
 }
 
 impl ExtensionEvent {
-    /// Every event, in the order of SPEC §3.
+    /// Every event, in the order of DESIGN §3.
     pub const ALL: [Self; 9] = [
         Self::OnLlmCallPrepared,
         Self::BeforeLlmCall,
@@ -134,7 +134,7 @@ impl ExtensionEvent {
         Self::TurnEnd,
     ];
 
-    /// The event's name as SPEC §3 writes it.
+    /// The event's name as DESIGN §3 writes it.
     pub fn name(self) -> &'static str {
         match self {
             Self::OnLlmCallPrepared => "on_llm_call_prepared",

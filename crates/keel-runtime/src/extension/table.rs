@@ -1,4 +1,4 @@
-//! The one table that maps extension events onto the runner's hooks (SPEC §3).
+//! The one table that maps extension events onto the runner's hooks (DESIGN §3).
 //!
 //! Seven events are runner hooks of the same name; `turn_start` and `turn_end` are called by
 //! the runtime around the turn. `on_tool_execution_start` is not in the table: only the host

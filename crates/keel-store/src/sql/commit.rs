@@ -1,4 +1,4 @@
-//! The write of one history commit and the re-read that validates it (SPEC §13 steps 1–3).
+//! The write of one history commit and the re-read that validates it (DESIGN §13 steps 1–3).
 
 use std::collections::HashSet;
 
@@ -76,7 +76,7 @@ fn encode(entries: &[Entry]) -> Result<Vec<(String, String)>> {
         .collect()
 }
 
-/// Checks identity and applies one history operation in one transaction (SPEC §13 steps 1–2).
+/// Checks identity and applies one history operation in one transaction (DESIGN §13 steps 1–2).
 /// An operation id already committed is found in the same transaction and written again never.
 pub(crate) fn apply(
     conn: &mut Connection,
@@ -260,7 +260,7 @@ fn plan_reconcile(conn: &Connection, session_id: &str, entries: &[Entry]) -> Res
     })
 }
 
-/// Re-reads canonical history after a commit and checks it shows what was written (SPEC §13
+/// Re-reads canonical history after a commit and checks it shows what was written (DESIGN §13
 /// step 3). Every commit re-reads, from the database, its commit record, the session's head
 /// (revision, epoch, length) and the history rows from its first inserted `seq` to the end: they
 /// must be exactly the rows it inserted, live and stamped with its revision. These reads are index

@@ -1,4 +1,4 @@
-//! The input queue (SPEC §13 claim-then-acknowledge): steering and follow-ups wait in a
+//! The input queue (DESIGN §13 claim-then-acknowledge): steering and follow-ups wait in a
 //! session's queue, a running turn claims the kinds it can take, and acknowledges each once
 //! the history commit carrying it is acknowledged, or releases it.
 //!

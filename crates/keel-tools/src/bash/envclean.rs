@@ -1,4 +1,4 @@
-//! Cleaning the environment of shell subprocesses (SPEC §16).
+//! Cleaning the environment of shell subprocesses (DESIGN §16).
 //!
 //! Layer A always removes the variables that describe keel's own runtime boundary, so a
 //! command cannot pose as the parent session, and the key of the provider keel is using.

@@ -1,5 +1,5 @@
 //! The permission gate: a host-owned `before_tool_call` step that decides, for every tool
-//! call, whether it runs, asks the user, or is denied (issue 4 §3, SPEC §13 "before a tool
+//! call, whether it runs, asks the user, or is denied (issue 4 §3, DESIGN §13 "before a tool
 //! runs").
 //!
 //! A call is turned into what it really does ([`shell`] parses commands, expands them as bash

@@ -82,7 +82,7 @@ pub const SIGNALS: &[Vector] = &[
     ),
 ];
 
-/// Tool calls of one response sharing an id (SPEC §13).
+/// Tool calls of one response sharing an id (DESIGN §13).
 pub const DUPLICATE_IDS: &[Vector] = &[
     Vector {
         id: "dup-two-bash",
