@@ -4,28 +4,31 @@
 //! follow-ups started as the next turn.
 
 mod host;
+mod report;
+mod running;
 
-use std::collections::HashMap;
-use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Instant;
 
 use keel_agent::runner::{TurnInput, TurnResult, TurnRunner, TurnStart};
 use keel_protocol::{
-    ContentBlock, Failure, InputKind, Message, SessionEventBody, TurnId, TurnOutcome, TurnSource,
-    Usage, UserMessage,
+    ContentBlock, Failure, InputKind, Message, SessionEventBody, TurnOutcome, TurnSource, Usage,
+    UserMessage,
 };
 use keel_store::{CommitRequest, HistoryOp, new_id};
-use tokio::sync::{oneshot, watch};
-use tokio_util::sync::CancellationToken;
+use tokio::sync::oneshot;
 
 use crate::error::RuntimeError;
-use crate::extension::TurnScope;
+use crate::extension::table::HostHooks;
+use crate::extension::{Lease, TurnScope};
+use crate::queue;
 use crate::runtime::{Admission, Runtime, Slot};
 use crate::sessions::{INTERRUPTED_CODE, close_interrupted};
 use crate::structured::OutputSchema;
 use crate::view::TurnView;
-use crate::{permission, queue};
 use host::{CommitHistory, TurnHostImpl};
+pub use report::{TurnHandle, TurnOptions, TurnReport};
+pub(crate) use running::RunningTurn;
 
 /// What a turn starts from.
 #[derive(Debug)]
@@ -36,120 +39,14 @@ pub(crate) enum Start {
     Queue,
 }
 
-/// Per-turn requests beyond the input.
-#[derive(Debug, Default)]
-pub struct TurnOptions {
-    /// The final answer must be JSON valid against this schema.
-    pub output_schema: Option<OutputSchema>,
-}
-
-/// A turn that is running.
-pub(crate) struct RunningTurn {
-    pub(crate) turn_id: TurnId,
-    pub(crate) cancel: CancellationToken,
-    /// Inputs handed to the runner and not yet acknowledged: input id → claim id.
-    pub(crate) delivered: Mutex<HashMap<String, String>>,
-    /// Permission requests waiting for an answer.
-    pub(crate) permissions: Mutex<HashMap<String, permission::Pending>>,
-    commit_failure: Mutex<Option<String>>,
-    committed: Mutex<Vec<Arc<Message>>>,
-    ended: watch::Sender<bool>,
-}
-
-impl RunningTurn {
-    fn new(turn_id: TurnId) -> Self {
-        Self {
-            turn_id,
-            cancel: CancellationToken::new(),
-            delivered: Mutex::new(HashMap::new()),
-            permissions: Mutex::new(HashMap::new()),
-            commit_failure: Mutex::new(None),
-            committed: Mutex::new(Vec::new()),
-            ended: watch::channel(false).0,
-        }
-    }
-
-    pub(crate) fn commit_failure(&self) -> MutexGuard<'_, Option<String>> {
-        self.commit_failure
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-    }
-
-    pub(crate) fn committed(&self, messages: &[Arc<Message>]) {
-        self.committed
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .extend(messages.iter().cloned());
-    }
-
-    /// Waits until the turn finished (its outcome recorded, its slot idle again).
-    pub(crate) async fn ended(&self) {
-        let mut rx = self.ended.subscribe();
-        let _ = rx.wait_for(|ended| *ended).await;
-    }
-}
-
-/// How a turn went, for the front end that started it.
-#[derive(Debug, Clone)]
-pub struct TurnReport {
-    /// The turn.
-    pub turn_id: TurnId,
-    /// Who started it.
-    pub source: TurnSource,
-    /// The runner's outcome.
-    pub outcome: TurnOutcome,
-    /// The outcome recorded for the turn (a failed output check makes it `failed`).
-    pub recorded: TurnOutcome,
-    /// Messages the turn added.
-    pub messages: Vec<Arc<Message>>,
-    /// Tokens over its model calls.
-    pub usage: Usage,
-    /// The answer parsed by the output schema, when one was given and matched.
-    pub structured_output: Option<serde_json::Value>,
-    /// Why the output check failed.
-    pub output_failure: Option<Failure>,
-    /// History the turn produced that could not be stored.
-    pub commit_failure: Option<String>,
-    /// Why the turn's end could not be recorded.
-    pub finish_failure: Option<String>,
-    /// Wall time of the turn.
-    pub duration: std::time::Duration,
-}
-
-impl TurnReport {
-    /// The last assistant message's text.
-    pub fn final_text(&self) -> String {
-        self.messages
-            .iter()
-            .rev()
-            .find_map(|m| m.as_assistant())
-            .map(keel_protocol::AssistantMessage::text)
-            .unwrap_or_default()
-    }
-}
-
-/// A started turn; wait for its report.
-pub struct TurnHandle {
-    /// The turn.
-    pub turn_id: TurnId,
-    report: oneshot::Receiver<TurnReport>,
-}
-
-impl std::fmt::Debug for TurnHandle {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("TurnHandle")
-            .field("turn_id", &self.turn_id)
-            .finish_non_exhaustive()
-    }
-}
-
-impl TurnHandle {
-    /// Waits for the turn to end.
-    pub async fn wait(self) -> Result<TurnReport, RuntimeError> {
-        self.report
-            .await
-            .map_err(|_| RuntimeError::TurnLost(self.turn_id))
-    }
+/// An admitted turn, assembled and ready to run.
+struct PreparedTurn {
+    input: TurnInput,
+    host: Arc<TurnHostImpl>,
+    host_hooks: HostHooks,
+    schema: Option<OutputSchema>,
+    scope: TurnScope,
+    lease: Lease,
 }
 
 /// Resets a slot's admission unless the turn got running.
@@ -232,7 +129,7 @@ impl Runtime {
         let prepared = self
             .prepare_turn(&slot, &running, start, &source, options)
             .await;
-        let (input, host, caps_host, schema, scope, lease) = match prepared {
+        let prepared = match prepared {
             Ok(prepared) => prepared,
             Err(error) => {
                 let failed = TurnOutcome::Failed {
@@ -258,11 +155,7 @@ impl Runtime {
         let runtime = self.clone();
         let task_slot = slot.clone();
         tokio::spawn(async move {
-            let report = runtime
-                .run_turn(
-                    task_slot, running, input, host, caps_host, schema, scope, lease, source,
-                )
-                .await;
+            let report = runtime.run_turn(task_slot, running, prepared, source).await;
             let _ = tx.send(report);
         });
         Ok(TurnHandle {
@@ -272,7 +165,6 @@ impl Runtime {
     }
 
     /// Reconciles, assembles and builds the runner's input for an admitted turn.
-    #[allow(clippy::type_complexity)]
     async fn prepare_turn(
         &self,
         slot: &Arc<Slot>,
@@ -280,17 +172,7 @@ impl Runtime {
         start: Start,
         source: &TurnSource,
         options: TurnOptions,
-    ) -> Result<
-        (
-            TurnInput,
-            Arc<TurnHostImpl>,
-            crate::extension::table::HostHooks,
-            Option<OutputSchema>,
-            TurnScope,
-            crate::extension::Lease,
-        ),
-        RuntimeError,
-    > {
+    ) -> Result<PreparedTurn, RuntimeError> {
         let store = &self.inner.store;
         let turn_id = running.turn_id.clone();
         let history = self.turn_history(slot).await?;
@@ -403,14 +285,14 @@ impl Runtime {
             request_options: Default::default(),
             api_keys: None,
         };
-        Ok((
+        Ok(PreparedTurn {
             input,
             host,
-            caps.host,
-            options.output_schema,
+            host_hooks: caps.host,
+            schema: options.output_schema,
             scope,
-            caps.lease,
-        ))
+            lease: caps.lease,
+        })
     }
 
     /// The session's history for the next request, every tool call answered: a resumed
@@ -450,19 +332,21 @@ impl Runtime {
         Ok(history)
     }
 
-    #[allow(clippy::too_many_arguments)]
     async fn run_turn(
         &self,
         slot: Arc<Slot>,
         running: Arc<RunningTurn>,
-        input: TurnInput,
-        host: Arc<TurnHostImpl>,
-        host_hooks: crate::extension::table::HostHooks,
-        schema: Option<OutputSchema>,
-        scope: TurnScope,
-        lease: crate::extension::Lease,
+        prepared: PreparedTurn,
         source: TurnSource,
     ) -> TurnReport {
+        let PreparedTurn {
+            input,
+            host,
+            host_hooks,
+            schema,
+            scope,
+            lease,
+        } = prepared;
         let started = Instant::now();
         let store = self.inner.store.clone();
         let turn_id = running.turn_id.clone();

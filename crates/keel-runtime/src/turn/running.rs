@@ -1,0 +1,57 @@
+//! A turn while it runs: its cancellation, the inputs it delivered, its pending permission
+//! requests, what it committed, and the signal that it ended.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+
+use keel_protocol::{Message, TurnId};
+use tokio::sync::watch;
+use tokio_util::sync::CancellationToken;
+
+use crate::permission;
+
+/// A turn that is running.
+pub(crate) struct RunningTurn {
+    pub(crate) turn_id: TurnId,
+    pub(crate) cancel: CancellationToken,
+    /// Inputs handed to the runner and not yet acknowledged: input id → claim id.
+    pub(crate) delivered: Mutex<HashMap<String, String>>,
+    /// Permission requests waiting for an answer.
+    pub(crate) permissions: Mutex<HashMap<String, permission::Pending>>,
+    commit_failure: Mutex<Option<String>>,
+    pub(crate) committed: Mutex<Vec<Arc<Message>>>,
+    pub(crate) ended: watch::Sender<bool>,
+}
+
+impl RunningTurn {
+    pub(crate) fn new(turn_id: TurnId) -> Self {
+        Self {
+            turn_id,
+            cancel: CancellationToken::new(),
+            delivered: Mutex::new(HashMap::new()),
+            permissions: Mutex::new(HashMap::new()),
+            commit_failure: Mutex::new(None),
+            committed: Mutex::new(Vec::new()),
+            ended: watch::channel(false).0,
+        }
+    }
+
+    pub(crate) fn commit_failure(&self) -> MutexGuard<'_, Option<String>> {
+        self.commit_failure
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+    }
+
+    pub(crate) fn committed(&self, messages: &[Arc<Message>]) {
+        self.committed
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .extend(messages.iter().cloned());
+    }
+
+    /// Waits until the turn finished (its outcome recorded, its slot idle again).
+    pub(crate) async fn ended(&self) {
+        let mut rx = self.ended.subscribe();
+        let _ = rx.wait_for(|ended| *ended).await;
+    }
+}
