@@ -45,6 +45,15 @@ impl Gate {
     }
 }
 
+impl Gate {
+    /// Waits until a call of the gate started.
+    pub async fn wait_started(&self) {
+        tokio::time::timeout(PATIENCE, self.started.notified())
+            .await
+            .expect("the gate never started");
+    }
+}
+
 #[async_trait]
 impl AgentTool for Gate {
     fn definition(&self) -> &ToolDefinition {
@@ -116,6 +125,13 @@ pub struct Setup {
 }
 
 impl Setup {
+    /// The scripted model, with `gate` as a tool.
+    pub fn gated(provider: &Arc<ScriptedProvider>, gate: &Arc<Gate>) -> Self {
+        let mut setup = Self::scripted(provider);
+        setup.tools = vec![gate.clone()];
+        setup
+    }
+
     /// The scripted model with these responses.
     pub fn scripted(provider: &Arc<ScriptedProvider>) -> Self {
         Self {

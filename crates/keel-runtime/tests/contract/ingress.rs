@@ -42,16 +42,12 @@ async fn a_steer_lands_before_the_next_request_and_a_follow_up_after_the_turn() 
         ScriptedResponse::text("the follow-up is answered"),
     ]));
     let gate = Gate::new();
-    let mut setup = Setup::scripted(&provider);
-    setup.tools = vec![gate.clone()];
-    let h = Harness::start(setup).await;
+    let h = Harness::start(Setup::gated(&provider, &gate)).await;
     let session = h.session().await;
     let mut events = h.watch(&session).await;
     let turn = h.submit(&session, "start").await;
     let first = turn.turn_id.clone();
-    tokio::time::timeout(PATIENCE, gate.started.notified())
-        .await
-        .unwrap();
+    gate.wait_started().await;
     let steered = enqueue(&h, &session, InputKind::Steer, "also check the docs").await;
     assert!(
         matches!(steered, Reply::Queued { turn: None, .. }),
@@ -227,14 +223,10 @@ async fn an_abort_during_a_tool_answers_the_call_and_requeues_undelivered_steeri
         ScriptedResponse::text("never reached"),
     ]));
     let gate = Gate::new();
-    let mut setup = Setup::scripted(&provider);
-    setup.tools = vec![gate.clone()];
-    let h = Harness::start(setup).await;
+    let h = Harness::start(Setup::gated(&provider, &gate)).await;
     let session = h.session().await;
     let turn = h.submit(&session, "run the gate").await;
-    tokio::time::timeout(PATIENCE, gate.started.notified())
-        .await
-        .unwrap();
+    gate.wait_started().await;
     enqueue(&h, &session, InputKind::Steer, "steer that never lands").await;
     assert!(h.runtime.abort(&session).unwrap());
     let report = tokio::time::timeout(PATIENCE, turn.wait())
@@ -287,16 +279,12 @@ async fn a_submit_while_a_turn_runs_is_refused_and_the_queue_can_be_edited() {
         ScriptedResponse::text("queue done"),
     ]));
     let gate = Gate::new();
-    let mut setup = Setup::scripted(&provider);
-    setup.tools = vec![gate.clone()];
-    let h = Harness::start(setup).await;
+    let h = Harness::start(Setup::gated(&provider, &gate)).await;
     let session = h.session().await;
     let mut events = h.watch(&session).await;
     let turn = h.submit(&session, "go").await;
     let first = turn.turn_id.clone();
-    tokio::time::timeout(PATIENCE, gate.started.notified())
-        .await
-        .unwrap();
+    gate.wait_started().await;
     let refused = h
         .runtime
         .call(Op::Submit {

@@ -13,8 +13,7 @@ use serde_json::json;
 use crate::harness::{Gate, Harness, PATIENCE, Setup, describe};
 
 async fn asking(provider: &Arc<ScriptedProvider>, gate: &Arc<Gate>) -> Harness {
-    let mut setup = Setup::scripted(provider);
-    setup.tools = vec![gate.clone()];
+    let mut setup = Setup::gated(provider, gate);
     setup.interactive = true;
     // Ask mode asks before any tool it does not know to be read-only.
     setup.permission = Some(Mode::Ask);
@@ -53,9 +52,7 @@ async fn an_allowed_request_runs_the_call() {
         })
         .await
         .unwrap();
-    tokio::time::timeout(PATIENCE, gate.started.notified())
-        .await
-        .unwrap();
+    gate.wait_started().await;
     gate.release.notify_one();
     let report = tokio::time::timeout(PATIENCE, turn.wait())
         .await

@@ -10,7 +10,7 @@ use keel_runtime::{ConversationContract, DeferredContract, Reply};
 use pretty_assertions::assert_eq;
 use serde_json::json;
 
-use crate::harness::{Echo, Gate, Harness, PATIENCE, Setup};
+use crate::harness::{Echo, Gate, Harness, Setup};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn two_sessions_run_at_once_without_cross_talk() {
@@ -80,9 +80,7 @@ async fn lifecycle_operations_change_the_session_and_wait_for_a_running_turn() {
         ScriptedResponse::text("second"),
     ]));
     let gate = Gate::new();
-    let mut setup = Setup::scripted(&provider);
-    setup.tools = vec![gate.clone()];
-    let h = Harness::start(setup).await;
+    let h = Harness::start(Setup::gated(&provider, &gate)).await;
     let session = h.session().await;
     h.submit(&session, "one").await.wait().await.unwrap();
     let updated = h
@@ -146,9 +144,7 @@ async fn lifecycle_operations_change_the_session_and_wait_for_a_running_turn() {
         .await
         .unwrap();
     let turn = h.submit(&session, "two").await;
-    tokio::time::timeout(PATIENCE, gate.started.notified())
-        .await
-        .unwrap();
+    gate.wait_started().await;
     for op in [
         Op::RewindSession {
             session_id: session.clone(),

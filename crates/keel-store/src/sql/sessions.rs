@@ -143,25 +143,28 @@ pub(crate) fn list_sessions(
 
 /// Changes a session's title.
 pub(crate) fn set_title(conn: &Connection, id: &str, title: &str) -> Result<()> {
-    let changed = conn.execute(
+    update(
+        conn,
+        id,
         "UPDATE sessions SET title = ?2, updated_ms = ?3 WHERE id = ?1",
-        params![id, title, now_ms()],
-    )?;
-    if changed == 0 {
-        return Err(StoreError::NotFound {
-            kind: "session",
-            id: id.to_owned(),
-        });
-    }
-    Ok(())
+        title,
+    )
 }
 
 /// Changes a session's model (`provider/model`).
 pub(crate) fn set_model(conn: &Connection, id: &str, model: &str) -> Result<()> {
-    let changed = conn.execute(
+    update(
+        conn,
+        id,
         "UPDATE sessions SET model = ?2, updated_ms = ?3 WHERE id = ?1",
-        params![id, model, now_ms()],
-    )?;
+        model,
+    )
+}
+
+/// Runs one of the fixed single-field updates above; a session that is not there is
+/// `not_found`.
+fn update(conn: &Connection, id: &str, statement: &'static str, value: &str) -> Result<()> {
+    let changed = conn.execute(statement, params![id, value, now_ms()])?;
     if changed == 0 {
         return Err(StoreError::NotFound {
             kind: "session",
