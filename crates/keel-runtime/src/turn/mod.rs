@@ -7,9 +7,11 @@ mod host;
 mod report;
 mod running;
 
+use std::panic::AssertUnwindSafe;
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Instant;
 
+use futures::FutureExt as _;
 use keel_agent::runner::{TurnInput, TurnResult, TurnRunner, TurnStart};
 use keel_protocol::{
     ContentBlock, Failure, InputKind, Message, SessionEventBody, TurnOutcome, TurnSource, Usage,
@@ -155,13 +157,81 @@ impl Runtime {
         let runtime = self.clone();
         let task_slot = slot.clone();
         tokio::spawn(async move {
-            let report = runtime.run_turn(task_slot, running, prepared, source).await;
+            let run =
+                runtime.run_turn(task_slot.clone(), running.clone(), prepared, source.clone());
+            let report = match AssertUnwindSafe(run).catch_unwind().await {
+                Ok(report) => report,
+                // keel's own bug: the turn still ends, recorded as failed, and the session
+                // stays usable.
+                Err(panic) => {
+                    let message = panic
+                        .downcast_ref::<&str>()
+                        .map(|s| (*s).to_owned())
+                        .or_else(|| panic.downcast_ref::<String>().cloned())
+                        .unwrap_or_else(|| "the turn's task panicked".into());
+                    tracing::error!(turn = %running.turn_id, %message, "turn task panicked");
+                    runtime
+                        .abandon_turn(&task_slot, &running, source, message)
+                        .await
+                }
+            };
             let _ = tx.send(report);
         });
         Ok(TurnHandle {
             turn_id,
             report: rx,
         })
+    }
+
+    /// Ends a turn whose task panicked: recorded as failed, its claimed inputs back in the
+    /// queue, its items closed as far as the view knows, and the session free again.
+    async fn abandon_turn(
+        &self,
+        slot: &Arc<Slot>,
+        running: &Arc<RunningTurn>,
+        source: TurnSource,
+        message: String,
+    ) -> TurnReport {
+        let store = &self.inner.store;
+        let turn_id = running.turn_id.clone();
+        let outcome = TurnOutcome::Failed {
+            code: keel_agent::runner::INTERNAL_ERROR.into(),
+            message: format!("keel failed inside the turn: {message}"),
+        };
+        let finish_failure = store
+            .finish_turn(&turn_id, outcome.clone(), None)
+            .await
+            .err()
+            .map(|e| format!("cannot record the end of turn {turn_id}: {e}"));
+        let _ = store.release_turn_claims(&turn_id).await;
+        queue::refresh(slot, store).await;
+        slot.emit(SessionEventBody::TurnEnded {
+            turn_id: turn_id.clone(),
+            outcome: outcome.clone(),
+            usage: Usage::default(),
+            failure: Some(Failure::new(keel_agent::runner::INTERNAL_ERROR, message)),
+        });
+        slot.hub.drained();
+        {
+            let mut state = slot.lock();
+            state.history = None;
+            state.reconciled = false;
+            state.admission = Admission::Idle;
+        }
+        running.ended.send_replace(true);
+        TurnReport {
+            turn_id,
+            source,
+            outcome: outcome.clone(),
+            recorded: outcome,
+            messages: Vec::new(),
+            usage: Usage::default(),
+            structured_output: None,
+            output_failure: None,
+            commit_failure: running.commit_failure().take(),
+            finish_failure,
+            duration: std::time::Duration::ZERO,
+        }
     }
 
     /// Reconciles, assembles and builds the runner's input for an admitted turn.
@@ -353,9 +423,20 @@ impl Runtime {
         let history_before = input.history.clone();
         let mut refused = None;
         for hook in &host_hooks.turn_start {
-            if let Err(error) = hook.turn_start(&scope).await {
-                refused = Some(error.message);
-                break;
+            // A handler that fails or panics refuses the turn before anything runs.
+            match AssertUnwindSafe(hook.turn_start(&scope))
+                .catch_unwind()
+                .await
+            {
+                Ok(Ok(())) => {}
+                Ok(Err(error)) => {
+                    refused = Some(error.message);
+                    break;
+                }
+                Err(_) => {
+                    refused = Some("a turn_start handler panicked".into());
+                    break;
+                }
             }
         }
         let result = match refused {
@@ -423,8 +504,16 @@ impl Runtime {
         }
         host.close_view();
         for hook in &host_hooks.turn_end {
-            if let Err(error) = hook.turn_end(&scope, &report.recorded).await {
-                tracing::warn!(%turn_id, error = %error.message, "turn_end handler failed");
+            // The outcome is recorded already: a failing handler is only logged.
+            match AssertUnwindSafe(hook.turn_end(&scope, &report.recorded))
+                .catch_unwind()
+                .await
+            {
+                Ok(Ok(())) => {}
+                Ok(Err(error)) => {
+                    tracing::warn!(%turn_id, error = %error.message, "turn_end handler failed");
+                }
+                Err(_) => tracing::warn!(%turn_id, "turn_end handler panicked"),
             }
         }
         if let Some(message) = &report.commit_failure {

@@ -122,6 +122,7 @@ pub struct Setup {
     pub interactive: bool,
     pub permission: Option<keel_tools::permission::Mode>,
     pub tools: Vec<keel_agent::ToolRef>,
+    pub extensions: Vec<Arc<dyn keel_runtime::extension::Extension>>,
 }
 
 impl Setup {
@@ -139,6 +140,7 @@ impl Setup {
             interactive: false,
             permission: None,
             tools: Vec::new(),
+            extensions: Vec::new(),
         }
     }
 }
@@ -159,6 +161,7 @@ impl Harness {
                 .fold(ExtensionBuilder::new("test-tools"), ExtensionBuilder::tool);
             extensions.push(ProfileEntry::on(builder.build()));
         }
+        extensions.extend(setup.extensions.into_iter().map(ProfileEntry::on));
         let options = RuntimeOptions {
             settings: SettingsInput {
                 cwd,

@@ -19,6 +19,7 @@ async fn two_sessions_run_at_once_without_cross_talk() {
         interactive: false,
         permission: None,
         tools: Vec::new(),
+        extensions: Vec::new(),
     })
     .await;
     let a = h.session().await;
@@ -311,4 +312,72 @@ async fn the_deferred_contract_forwards_calls_made_before_it_was_bound() {
         deferred.bind(Arc::new(h.runtime.clone())).is_err(),
         "bound once"
     );
+}
+
+/// Turn start and end handlers of one extension: the start one fails the first turn, the
+/// end one panics every time.
+struct Moody {
+    starts: std::sync::atomic::AtomicUsize,
+}
+
+#[async_trait::async_trait]
+impl keel_runtime::extension::TurnStartHook for Moody {
+    async fn turn_start(
+        &self,
+        _scope: &keel_runtime::extension::TurnScope,
+    ) -> Result<(), keel_agent::HookError> {
+        if self
+            .starts
+            .fetch_add(1, std::sync::atomic::Ordering::SeqCst)
+            == 0
+        {
+            panic!("the first start panics");
+        }
+        Ok(())
+    }
+}
+
+#[async_trait::async_trait]
+impl keel_runtime::extension::TurnEndHook for Moody {
+    async fn turn_end(
+        &self,
+        _scope: &keel_runtime::extension::TurnScope,
+        _outcome: &TurnOutcome,
+    ) -> Result<(), keel_agent::HookError> {
+        panic!("every end panics");
+    }
+}
+
+#[tokio::test]
+async fn a_panicking_turn_handler_fails_only_its_turn_and_the_session_goes_on() {
+    let provider = Arc::new(ScriptedProvider::with_responses([ScriptedResponse::text(
+        "second try works",
+    )]));
+    let moody = Arc::new(Moody {
+        starts: std::sync::atomic::AtomicUsize::new(0),
+    });
+    let mut setup = Setup::scripted(&provider);
+    setup.extensions = vec![
+        keel_runtime::extension::ExtensionBuilder::new("moody")
+            .hook(keel_runtime::extension::Hook::TurnStart(moody.clone()))
+            .hook(keel_runtime::extension::Hook::TurnEnd(moody))
+            .build(),
+    ];
+    let h = Harness::start(setup).await;
+    let session = h.session().await;
+    let first = h.submit(&session, "one").await.wait().await.unwrap();
+    assert!(
+        matches!(&first.outcome, TurnOutcome::Failed { code, message }
+            if code == "turn_start_failed" && message.contains("panicked")),
+        "{:?}",
+        first.outcome
+    );
+    assert_eq!(
+        provider.call_count(),
+        0,
+        "a refused turn makes no model call"
+    );
+    let second = h.submit(&session, "two").await.wait().await.unwrap();
+    assert_eq!(second.outcome, TurnOutcome::Completed);
+    assert_eq!(second.final_text(), "second try works");
 }
