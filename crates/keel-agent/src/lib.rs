@@ -30,7 +30,7 @@ pub use options::{
     AgentOptions, ApiKeySource, DEFAULT_ABORT_GRACE, DEFAULT_HOOK_TIMEOUT, GeneratedIds,
     MessageIdSource, QueueMode,
 };
-pub use projection::DEFAULT_MIN_IMAGE_BYTES;
+pub use projection::{DEFAULT_MIN_IMAGE_BYTES, project_all};
 pub use run::STOPPED_BY_HOOK;
 pub use tool::{
     AgentTool, ExecutionMode, ToolCallContext, ToolError, ToolOutput, ToolRef, ToolUpdates,

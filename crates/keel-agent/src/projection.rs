@@ -71,8 +71,9 @@ impl Projector {
     }
 }
 
-/// A one-off projection (for a request-only message list).
-pub(crate) fn project_all(messages: &[Arc<Message>], min_image_bytes: usize) -> Vec<Arc<Message>> {
+/// A one-off projection (for a request-only message list, or to rebuild a stored request):
+/// the same messages the incremental projector gives for the same history.
+pub fn project_all(messages: &[Arc<Message>], min_image_bytes: usize) -> Vec<Arc<Message>> {
     let mut call_ids = HashSet::new();
     let mut last_batch = None;
     let mut state = State {

@@ -118,6 +118,10 @@ pub enum Op {
         /// The final answer must be JSON valid against this JSON Schema (its text).
         #[serde(default, skip_serializing_if = "Option::is_none")]
         output_schema: Option<String>,
+        /// The turn has this many milliseconds; the model is told what is left before each
+        /// request (the caller enforces the limit itself).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        time_budget_ms: Option<u64>,
     },
     /// Queues input: steering reaches the running turn before its next model request, a
     /// follow-up starts a turn after it. With no turn running, a turn starts now.

@@ -100,6 +100,21 @@ pub enum SessionEventBody {
         /// The failure.
         failure: Failure,
     },
+    /// An extension did something that changes what the model sees or what happens (a
+    /// guard observation or reminder, a recovery retry, an archived output, a dropped
+    /// reminder): typed data every front end can show.
+    Extension {
+        /// The turn, when the action belongs to one.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        turn_id: Option<TurnId>,
+        /// The extension's id.
+        extension: String,
+        /// What it did, a stable snake_case word the extension documents.
+        kind: String,
+        /// Details of the action (an object; empty when there are none).
+        #[serde(default)]
+        details: serde_json::Value,
+    },
     /// The session's title, model or permission mode changed.
     SessionUpdated {
         /// The title.

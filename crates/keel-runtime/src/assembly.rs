@@ -55,6 +55,8 @@ pub struct ResolvedModel {
     pub stream: Arc<dyn StreamFn>,
     /// The variable holding the provider's key, which no command may see.
     pub key_env: Option<String>,
+    /// The provider entry requests are encoded for; `None` for a fixed model.
+    pub entry: Option<Arc<keel_llm::ModelEntry>>,
 }
 
 /// Resolves the model: the fixed one, or `requested` (a session's own choice), else the
@@ -72,6 +74,7 @@ pub fn resolve_model(
                 spec: spec.clone(),
                 stream: stream.clone(),
                 key_env: None,
+                entry: None,
             });
         }
         ModelChoice::Configured { model, base_url } => (requested.or(model.as_deref()), base_url),
@@ -103,6 +106,7 @@ pub fn resolve_model(
     Ok(ResolvedModel {
         name: format!("{}/{}", spec.provider, spec.id),
         spec,
+        entry: Some(Arc::new(entry.clone())),
         stream: Arc::new(HttpProvider::new(client, entry, key)),
         key_env: resolved.api_key_env.clone(),
     })
@@ -166,7 +170,14 @@ pub struct ToolSetup {
     pub extra_credentials: Vec<PathBuf>,
     /// `$KEEL_HOME`.
     pub keel_home: Option<PathBuf>,
+    /// The session's folder; outputs past the budget go to its `artifacts/`.
+    pub session_dir: Option<PathBuf>,
+    /// The tool-output budget.
+    pub output: keel_tools::OutputLimits,
 }
+
+/// The folder of a session's archived outputs, inside its session folder.
+pub const ARTIFACTS_DIR: &str = "artifacts";
 
 impl ToolSetup {
     /// The setup for `settings` in `mode` and `sandbox`; the session database's own files
@@ -208,6 +219,13 @@ impl ToolSetup {
             secret_env_names: key_env.into_iter().collect(),
             extra_credentials,
             keel_home: settings.keel_home.clone(),
+            session_dir: None,
+            output: settings
+                .loaded
+                .config
+                .output_budget
+                .limits()
+                .unwrap_or_default(),
         }
     }
 }
@@ -248,6 +266,11 @@ impl SessionServices {
         env.keel_home.clone_from(&setup.keel_home);
         env.secret_env_names.clone_from(&setup.secret_env_names);
         env.extra_credentials.clone_from(&setup.extra_credentials);
+        env.artifacts = setup
+            .session_dir
+            .as_ref()
+            .map(|dir| dir.join(ARTIFACTS_DIR));
+        env.output = setup.output;
         let env = Arc::new(env);
         let gate = Arc::new(PermissionGate::new(&env, setup.mode, rules));
         let permission = Arc::new(match approver {

@@ -150,11 +150,13 @@ pub fn catalog() -> Vec<ProfileEntry> {
     ]
 }
 
-/// The default profile with `extra` extensions (before the host's), overlaid by the
+/// The default profile with `extra` extensions (before the host's) and `host_extra` host
+/// extensions (after keel's own built-ins, never switched off), overlaid by the
 /// configuration: `enabled` switches on, `disabled` switches off and wins.
 pub fn profile(
     config: &ExtensionsConfig,
     extra: Vec<ProfileEntry>,
+    host_extra: Vec<Arc<dyn Extension>>,
 ) -> Result<Profile, ExtensionError> {
     let mut entries = catalog();
     entries.extend(extra);
@@ -169,5 +171,7 @@ pub fn profile(
                 .map(|id| Overlay::Disable(id.clone())),
         )
         .collect();
-    Profile::new(entries, host_builtins())?.overlay(&overlays, "the `extensions` configuration")
+    let mut host = host_builtins();
+    host.extend(host_extra);
+    Profile::new(entries, host)?.overlay(&overlays, "the `extensions` configuration")
 }

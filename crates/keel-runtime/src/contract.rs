@@ -107,14 +107,18 @@ impl ConversationContract for Runtime {
                 text,
                 source,
                 output_schema,
+                time_budget_ms,
             } => {
                 let output_schema = output_schema
                     .map(|text| OutputSchema::compile(&text, "the output schema"))
                     .transpose()?;
-                Reply::Turn(
-                    self.submit(&session_id, text, source, TurnOptions { output_schema })
-                        .await?,
-                )
+                let deadline = time_budget_ms
+                    .map(|ms| std::time::Instant::now() + std::time::Duration::from_millis(ms));
+                let options = TurnOptions {
+                    output_schema,
+                    deadline,
+                };
+                Reply::Turn(self.submit(&session_id, text, source, options).await?)
             }
             Op::Enqueue {
                 session_id,

@@ -10,6 +10,7 @@ use keel_tools::permission::Mode;
 
 use crate::assembly::{ModelChoice, resolve_model};
 use crate::error::RuntimeError;
+use crate::extension::SessionChange;
 use crate::runtime::{Admission, Runtime, Slot};
 
 /// A compaction strategy (DESIGN §12); the runtime calls it for the `compact` operation.
@@ -104,7 +105,7 @@ impl Runtime {
             };
             let model = model.unwrap_or(current_model);
             let mode = mode.unwrap_or(current_mode);
-            let services = self.services(Some(&slot), &model, mode)?;
+            let services = self.services(&slot.id, Some(&slot), &model, mode)?;
             // "Always allow" answers hold for the rest of the session, whatever changes.
             for rule in old_rules {
                 services.gate.add_session_rule(rule);
@@ -156,7 +157,25 @@ impl Runtime {
             state.history = None;
             state.reconciled = false;
         }
+        self.session_changed(
+            session,
+            SessionChange::Rewound {
+                revision,
+                length: receipt.length,
+            },
+        )
+        .await;
         Ok(receipt.revision)
+    }
+
+    /// Tells the extensions that keep files beside a session what happened to it.
+    pub(crate) async fn session_changed(&self, session: &SessionId, change: SessionChange) {
+        let dir = self.session_dir(session);
+        for hook in self.inner.registry.session_hooks() {
+            if let Err(error) = hook.session_changed(session, Some(&dir), &change).await {
+                tracing::warn!(%session, error = %error.message, "a session change handler failed");
+            }
+        }
     }
 
     /// Deletes a session and its history (refused while a turn runs, here or elsewhere).
@@ -171,7 +190,9 @@ impl Runtime {
             .unwrap_or_else(std::sync::PoisonError::into_inner)
             .remove(session);
         self.inner.registry.forget_session(session);
-        Ok(())
+        self.session_changed(session, SessionChange::Deleted).await;
+        // What the session's tools saw goes with it.
+        crate::storage::remove_session_dir(self.inner.store.path(), session)
     }
 
     /// Aborts the session's running turn; `false` when none runs.
@@ -210,6 +231,7 @@ impl Runtime {
         let slot = self.slot_or_open(session).await?;
         refuse_if_running(&slot)?;
         let store = &self.inner.store;
+        let before = store.session(session).await?.revision;
         let history: Vec<Arc<Message>> = store
             .history(session)
             .await?
@@ -230,9 +252,19 @@ impl Runtime {
                 },
             })
             .await?;
-        let mut state = slot.lock();
-        state.history = None;
-        state.reconciled = false;
+        {
+            let mut state = slot.lock();
+            state.history = None;
+            state.reconciled = false;
+        }
+        self.session_changed(
+            session,
+            SessionChange::Compacted {
+                before,
+                revision: receipt.revision,
+            },
+        )
+        .await;
         Ok(Some(receipt.revision))
     }
 }

@@ -44,6 +44,10 @@ pub struct RuntimeOptions {
     pub interactive: bool,
     /// Extensions beyond keel's catalog, mounted before the host's built-ins.
     pub extensions: Vec<ProfileEntry>,
+    /// Host-owned extensions mounted after keel's built-ins: they see every other
+    /// extension's rewrites and cannot be switched off (the output budget, the session
+    /// report).
+    pub host_extensions: Vec<Arc<dyn crate::extension::Extension>>,
 }
 
 impl RuntimeOptions {
@@ -61,6 +65,7 @@ impl RuntimeOptions {
             max_steps: None,
             interactive: false,
             extensions: Vec::new(),
+            host_extensions: Vec::new(),
         }
     }
 }
@@ -110,9 +115,21 @@ impl Prepared {
         let stream = StreamSettings::default()
             .from_env()
             .map_err(|e| RuntimeError::Usage(e.to_string()))?;
+        settings
+            .loaded
+            .config
+            .output_budget
+            .limits()
+            .map_err(|reason| {
+                RuntimeError::Config(crate::settings::ConfigError::Model {
+                    source_name: "output_budget".into(),
+                    reason,
+                })
+            })?;
         let profile = builtin::profile(
             &settings.loaded.config.extensions,
             options.extensions.clone(),
+            options.host_extensions.clone(),
         )
         .map_err(|error| match error {
             // A bad id in the configuration is a configuration error, named by its key.
@@ -125,7 +142,7 @@ impl Prepared {
             }
             other => RuntimeError::Extension(other),
         })?;
-        let registry = Registry::new(profile);
+        let registry = Registry::with_config(profile, Arc::new(settings.loaded.config.clone()));
         registry.initialize()?;
         Ok(Self {
             settings,
@@ -285,6 +302,11 @@ impl Runtime {
         &self.inner.store
     }
 
+    /// A session's own folder, beside the session database.
+    pub fn session_dir(&self, session: &SessionId) -> PathBuf {
+        crate::storage::session_dir(self.inner.store.path(), session)
+    }
+
     /// The extension registry.
     pub fn registry(&self) -> &Registry {
         &self.inner.registry
@@ -330,13 +352,14 @@ impl Runtime {
 
     pub(crate) fn services(
         &self,
+        session: &SessionId,
         slot: Option<&Arc<Slot>>,
         model: &ResolvedModel,
         mode: Mode,
     ) -> Result<Arc<SessionServices>, RuntimeError> {
         let inner = &self.inner;
         let db = crate::storage::db_outside_home().and(Some(inner.store.path().to_path_buf()));
-        let setup = ToolSetup::new(
+        let mut setup = ToolSetup::new(
             &inner.settings,
             mode,
             inner.sandbox,
@@ -344,6 +367,14 @@ impl Runtime {
             model.key_env.clone(),
             db.as_deref(),
         );
+        setup.session_dir = Some(self.session_dir(session));
+        if db.is_some() {
+            // Beside a database moved out of $KEEL_HOME, the session folders are not hidden
+            // by $KEEL_HOME's protection: hide them like the database.
+            setup
+                .extra_credentials
+                .push(crate::storage::sessions_dir(inner.store.path()));
+        }
         let approver = match (inner.interactive, slot) {
             (true, Some(slot)) => Some(Arc::new(SessionApprover::new(Arc::downgrade(slot)))
                 as Arc<dyn keel_tools::permission::Approver>),
@@ -362,7 +393,7 @@ impl Runtime {
         let model = self.inner.model.clone();
         let mode = self.inner.mode;
         // The slot is made first so the approver can point at it.
-        let services = self.services(None, &model, mode)?;
+        let services = self.services(&id, None, &model, mode)?;
         let slot = Arc::new(Slot {
             id: id.clone(),
             hub: Hub::new(id.clone()),
@@ -378,7 +409,7 @@ impl Runtime {
             }),
         });
         if self.inner.interactive {
-            let services = self.services(Some(&slot), &model, mode)?;
+            let services = self.services(&id, Some(&slot), &model, mode)?;
             slot.lock().services = services;
         }
         let mut slots = self

@@ -96,6 +96,62 @@ fn make_private_dir(dir: &Path) {
     }
 }
 
+/// The folder that holds the session folders: `sessions/` beside the session database
+/// `db` (`$KEEL_HOME/sessions` by default).
+pub fn sessions_dir(db: &Path) -> PathBuf {
+    let parent = db
+        .parent()
+        .filter(|p| !p.as_os_str().is_empty())
+        .map_or_else(|| PathBuf::from("."), Path::to_path_buf);
+    std::path::absolute(&parent)
+        .unwrap_or(parent)
+        .join(SESSIONS_DIR)
+}
+
+/// Name of the folder of session folders.
+pub const SESSIONS_DIR: &str = "sessions";
+
+/// A session's own folder (artifacts, the session report) beside the database `db`. It is
+/// not created here; whoever writes in it creates it private.
+pub fn session_dir(db: &Path, session: &keel_protocol::SessionId) -> PathBuf {
+    sessions_dir(db).join(session.as_str())
+}
+
+/// Removes a deleted session's folder; a folder that is not there is no error. Only a real
+/// folder is removed (never what a link points to).
+pub fn remove_session_dir(
+    db: &Path,
+    session: &keel_protocol::SessionId,
+) -> Result<(), RuntimeError> {
+    let dir = session_dir(db, session);
+    let removed = match std::fs::symlink_metadata(&dir) {
+        Ok(meta) if meta.is_dir() => std::fs::remove_dir_all(&dir),
+        Ok(_) => std::fs::remove_file(&dir),
+        Err(_) => Ok(()),
+    };
+    removed.map_err(|e| RuntimeError::Usage(format!("cannot remove {}: {e}", dir.display())))
+}
+
+/// Creates (0700, each missing folder too) a folder keel keeps session files in, refusing
+/// one that is a link or open to others: keel writes there what the model saw.
+pub fn private_dir(dir: &Path) -> std::io::Result<()> {
+    use std::os::unix::fs::MetadataExt as _;
+    std::fs::DirBuilder::new()
+        .recursive(true)
+        .mode(PRIVATE_DIR_MODE)
+        .create(dir)?;
+    let meta = std::fs::symlink_metadata(dir)?;
+    // The folder must be this user's (the owner of /proc/self is the process's uid).
+    let own = std::fs::metadata("/proc/self").map(|m| m.uid()).ok();
+    if !meta.is_dir() || meta.mode() & 0o077 != 0 || own.is_some_and(|uid| uid != meta.uid()) {
+        return Err(std::io::Error::other(format!(
+            "{} is not a private folder of this user's (a folder, mode 700)",
+            dir.display()
+        )));
+    }
+    Ok(())
+}
+
 /// Whether a store error is about what the user typed (an unknown, ambiguous or too short id,
 /// a revision that does not exist) rather than a failure of the store.
 pub fn is_usage_error(error: &StoreError) -> bool {

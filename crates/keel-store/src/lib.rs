@@ -17,6 +17,7 @@ mod owner;
 mod queue;
 mod replay;
 mod schema;
+mod session_state;
 mod sql;
 mod store;
 mod turns;
@@ -29,8 +30,8 @@ pub use history_writer::{OBSERVER_TIMEOUT, Observer};
 pub use ids::{MIN_PREFIX_CHARS, new_id};
 pub use model::{
     Claim, CommitKind, CommitReceipt, CommitRequest, Entry, ForkPoint, HistoryCommitted, HistoryOp,
-    InputKind, NewSession, QueuedInput, SessionRecord, StoredEntry, TurnRecord, TurnSource,
-    TurnStatus,
+    InputKind, NewSession, QueuedInput, SessionRecord, SessionReminder, StoredEntry, TurnRecord,
+    TurnSource, TurnStatus,
 };
 pub use replay::{REPLAY_MAX_BYTES, REPLAY_MAX_ENTRIES, ReplayRegistry, fingerprint};
 pub use schema::{BUSY_TIMEOUT, Durability, known_version as known_schema_version};

@@ -55,6 +55,19 @@ pub struct SessionRecord {
 
 pub use keel_protocol::{InputKind, TurnSource};
 
+/// A reminder left for a session's next turn (DESIGN §4: pending session reminders).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct SessionReminder {
+    /// `r-` plus 10 base32 characters.
+    pub id: String,
+    /// Who left it (`runtime`, an extension's id).
+    pub source: String,
+    /// What the model is to be told.
+    pub text: String,
+    /// When it was left, ms since the epoch.
+    pub created_ms: i64,
+}
+
 /// Status of a stored turn.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
 #[serde(rename_all = "snake_case")]

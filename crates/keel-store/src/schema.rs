@@ -139,6 +139,29 @@ const MIGRATIONS: &[&str] = &[
     CREATE INDEX inputs_by_claim ON inputs(claim_id);
     CREATE INDEX inputs_by_turn ON inputs(turn_id, state);
     "#,
+    // 4: state extensions keep per session (a reminder round counter, when a reminder last
+    // fired), and reminders waiting for a session's next turn, claimed by the turn that
+    // carries them and acknowledged once that turn's prompt is committed.
+    r#"
+    CREATE TABLE IF NOT EXISTS session_state (
+        session_id TEXT NOT NULL REFERENCES sessions(id) ON DELETE CASCADE,
+        key TEXT NOT NULL,
+        value TEXT NOT NULL,
+        updated_ms INTEGER NOT NULL,
+        PRIMARY KEY (session_id, key)
+    ) STRICT, WITHOUT ROWID;
+    CREATE TABLE IF NOT EXISTS session_reminders (
+        id TEXT PRIMARY KEY,
+        session_id TEXT NOT NULL REFERENCES sessions(id) ON DELETE CASCADE,
+        source TEXT NOT NULL,
+        text TEXT NOT NULL,
+        state TEXT NOT NULL CHECK (state IN ('pending', 'claimed', 'acknowledged')),
+        turn_id TEXT,
+        created_ms INTEGER NOT NULL,
+        updated_ms INTEGER NOT NULL
+    ) STRICT;
+    CREATE INDEX IF NOT EXISTS session_reminders_pending ON session_reminders(session_id, state, created_ms);
+    "#,
 ];
 
 /// Highest schema version this code knows.
@@ -310,7 +333,7 @@ mod tests {
         let version: u32 = conn
             .query_row("SELECT version FROM schema_version", [], |row| row.get(0))
             .unwrap();
-        assert_eq!(version, 3);
+        assert_eq!(version, known_version());
         assert_eq!(
             sql::queued_inputs(&conn, "s-1").unwrap(),
             vec![steer("i-c", 1, 10), steer("i-b", 3, 12)]

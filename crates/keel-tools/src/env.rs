@@ -67,8 +67,13 @@ pub struct ToolEnv {
     pub cwd: PathBuf,
     /// Workspace roots (absolute). Writes outside them need permission.
     pub roots: Vec<PathBuf>,
-    /// Where full outputs of truncated commands are saved.
+    /// Where the output of background commands is written (commands may read it there).
     pub output_dir: PathBuf,
+    /// The session's artifacts folder, where an output larger than the budget is stored
+    /// whole (`read` may read it even inside `$KEEL_HOME`); `None`: `output_dir`.
+    pub artifacts: Option<PathBuf>,
+    /// The tool-output budget.
+    pub output: crate::output::OutputLimits,
     /// The user's home folder, for `~` and for the danger list.
     pub home: Option<PathBuf>,
     /// Credential cleaning for bash; `None` decides from the environment (DESIGN §16).
@@ -100,6 +105,8 @@ impl ToolEnv {
         Self {
             roots: vec![cwd.clone()],
             output_dir: default_output_dir(),
+            artifacts: None,
+            output: crate::output::OutputLimits::default(),
             home: std::env::var_os("HOME").map(PathBuf::from),
             cwd,
             env_mode: None,
@@ -139,6 +146,11 @@ impl ToolEnv {
             self.cwd.join(expanded)
         };
         normalize(&absolute)
+    }
+
+    /// Where outputs larger than the budget are stored.
+    pub fn artifact_dir(&self) -> &Path {
+        self.artifacts.as_deref().unwrap_or(&self.output_dir)
     }
 
     /// Whether `path` (absolute, normalised) lies inside a workspace root.

@@ -15,6 +15,7 @@ pub mod protect;
 pub mod search;
 
 pub use env::{EnvMode, SandboxMode, ToolEnv};
+pub use output::{Artifact, OutputLimits};
 
 pub mod fetch;
 pub mod todo;

@@ -318,7 +318,7 @@ async fn bash_keeps_head_and_tail_of_long_output_and_saves_all_of_it() {
         &shown[shown.len() - 300..]
     );
     assert!(shown.len() < 40 * 1024);
-    let saved = out.details.unwrap()["full_output"]
+    let saved = out.details.unwrap()["artifact"]["path"]
         .as_str()
         .unwrap()
         .to_owned();
@@ -729,7 +729,7 @@ async fn saved_output_is_private_to_the_user() {
     let out = run(&Bash::new(env(&dir)), json!({"command": "seq 1 50000"}))
         .await
         .unwrap();
-    let saved = out.details.unwrap()["full_output"]
+    let saved = out.details.unwrap()["artifact"]["path"]
         .as_str()
         .unwrap()
         .to_owned();

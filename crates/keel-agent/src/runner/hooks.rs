@@ -63,14 +63,30 @@ pub trait BeforeLlmCallHook: Send + Sync {
     async fn before_llm_call(&self, view: &LlmCallView<'_>) -> Result<BeforeLlmAction, HookError>;
 }
 
+/// Where the messages of a request came from, so the request can be rebuilt later from
+/// stored history: the projection of the first `history_prefix` history messages, followed
+/// by messages sent with this request only.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct RequestOrigin {
+    /// The turn's model call this request belongs to, from 1 (a retried call keeps its
+    /// number).
+    pub call: usize,
+    /// How many messages of the agent's history (oldest first) the request starts with.
+    pub history_prefix: usize,
+    /// Messages a before-LLM hook put in this request only, after that prefix (before
+    /// projection); `None` when the request is the history's projection.
+    pub request_only: Option<Vec<Arc<Message>>>,
+}
+
 /// Observes every request as it is sent.
 #[async_trait]
 pub trait LlmCallPreparedHook: Send + Sync {
-    /// Sees the final request.
+    /// Sees the final request and where its messages came from.
     async fn on_llm_call_prepared(
         &self,
         turn: &TurnContext,
         request: &LlmRequest,
+        origin: &RequestOrigin,
     ) -> Result<(), HookError>;
 }
 
@@ -195,6 +211,32 @@ impl TurnHooks {
     }
 }
 
+/// Where the request a plan leads to takes its messages from: the (replaced) history with
+/// the appended messages, or a request-only list, split into the part shared with history
+/// (by identity) and the rest.
+fn origin_of(history: &[Arc<Message>], plan: &ContextPlan, call: usize) -> RequestOrigin {
+    let base = plan.replace_history.as_deref().unwrap_or(history);
+    match &plan.request_messages {
+        None => RequestOrigin {
+            call,
+            history_prefix: base.len() + plan.append.len(),
+            request_only: None,
+        },
+        Some(list) => {
+            let shared = list
+                .iter()
+                .zip(base)
+                .take_while(|(a, b)| Arc::ptr_eq(a, b))
+                .count();
+            RequestOrigin {
+                call,
+                history_prefix: shared,
+                request_only: Some(list[shared..].to_vec()),
+            }
+        }
+    }
+}
+
 /// The runner's implementation of the loop's seams.
 pub(crate) struct TurnLoopHooks {
     pub(crate) shared: Arc<TurnShared>,
@@ -253,6 +295,7 @@ impl LoopHooks for TurnLoopHooks {
             }
         }
         shared.count_call();
+        shared.set_origin(origin_of(history, &plan, calls_made + 1));
         if let Some(replacement) = &plan.replace_history {
             // Moved only once the plan is certain to be applied: the loop swaps the
             // history in right after this returns, with no await in between.

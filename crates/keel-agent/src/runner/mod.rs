@@ -40,7 +40,7 @@ pub use classify::{
 };
 pub use hooks::{
     AfterLlmCallHook, AfterToolCallHook, BeforeLlmAction, BeforeLlmCallHook, BeforeToolCallHook,
-    HistoryChangedHook, LlmCallPreparedHook, LlmCallView, StepEndHook, StepQueue,
+    HistoryChangedHook, LlmCallPreparedHook, LlmCallView, RequestOrigin, StepEndHook, StepQueue,
     ToolExecutionStartHook, TurnHooks,
 };
 pub use host::TurnHost;
@@ -566,8 +566,9 @@ impl StreamFn for PreparedObserver {
         let shared = self.shared.clone();
         Box::pin(
             futures::stream::once(async move {
+                let origin = shared.origin();
                 for hook in &shared.hooks.on_llm_call_prepared {
-                    let observed = hook.on_llm_call_prepared(&shared.turn, &request);
+                    let observed = hook.on_llm_call_prepared(&shared.turn, &request, &origin);
                     if let Err(error) = shared.call("on_llm_call_prepared hook", observed).await {
                         // Observation only: a failure never affects the call.
                         tracing::warn!(%error, "on_llm_call_prepared hook failed");

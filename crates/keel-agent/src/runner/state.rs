@@ -12,8 +12,8 @@ use crate::guard::{Guarded, guard};
 use crate::hooks::StepSummary;
 use crate::hooks::{Boundary, HookError};
 use crate::runner::classify::Failure;
-use crate::runner::hooks::StepQueue;
 use crate::runner::hooks::TurnHooks;
+use crate::runner::hooks::{RequestOrigin, StepQueue};
 use crate::runner::host::TurnHost;
 use crate::turn_context::TurnContext;
 
@@ -38,6 +38,8 @@ pub(crate) struct TurnShared {
     closed: AtomicBool,
     max_steps: Option<u32>,
     steps: AtomicU32,
+    /// Where the coming model call's messages come from (set when its context is prepared).
+    origin: Mutex<RequestOrigin>,
 }
 
 impl TurnShared {
@@ -63,7 +65,21 @@ impl TurnShared {
             closed: AtomicBool::new(false),
             max_steps,
             steps: AtomicU32::new(0),
+            origin: Mutex::new(RequestOrigin::default()),
         }
+    }
+
+    /// Records where the coming model call's messages come from.
+    pub(crate) fn set_origin(&self, origin: RequestOrigin) {
+        *self.origin.lock().unwrap_or_else(PoisonError::into_inner) = origin;
+    }
+
+    /// Where the model call being made takes its messages from.
+    pub(crate) fn origin(&self) -> RequestOrigin {
+        self.origin
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone()
     }
 
     /// Runs one hook call: a panic or a hang past the time limit becomes a `HookError`.

@@ -207,6 +207,7 @@ impl LlmCallPreparedHook for Prepared {
         &self,
         _turn: &TurnContext,
         request: &LlmRequest,
+        _origin: &keel_agent::runner::RequestOrigin,
     ) -> Result<(), HookError> {
         self.0.lock().unwrap().push(request.options.max_tokens);
         if self.1 {

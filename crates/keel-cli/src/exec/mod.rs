@@ -136,6 +136,7 @@ pub async fn run(args: ExecArgs) -> anyhow::Result<ExitCode> {
         // Nobody can answer a question here: what would ask is denied, with the reason.
         interactive: false,
         extensions: Vec::new(),
+        host_extensions: Vec::new(),
     };
     let prepared = Prepared::new(options).map_err(runtime_error)?;
     for warning in &prepared.warnings {
@@ -209,6 +210,9 @@ pub async fn run(args: ExecArgs) -> anyhow::Result<ExitCode> {
             text: prompt,
             source: TurnSource::Api,
             output_schema: schema,
+            time_budget_ms: args
+                .timeout
+                .map(|t| u64::try_from(t.as_millis()).unwrap_or(u64::MAX)),
         })
         .await;
     let handle = match submitted {

@@ -4,7 +4,8 @@ use std::sync::{Arc, Mutex, PoisonError};
 
 use keel_agent::ToolRef;
 
-use super::{ExtensionError, ExtensionEvent, Hook, ReminderProvider, TurnScope};
+use super::{ExtensionError, ExtensionEvent, Hook, ReminderProvider, SessionChangeHook, TurnScope};
+use crate::settings::Config;
 
 /// Builds tools for a turn; called at every assembly.
 pub type ToolFactory = Arc<dyn Fn(&TurnScope) -> Vec<ToolRef> + Send + Sync>;
@@ -55,7 +56,9 @@ pub(crate) struct Contributions {
     pub(crate) system_prompt: Vec<PromptSource>,
     pub(crate) user_prefix: Vec<PromptSource>,
     pub(crate) reminders: Vec<(i32, Arc<dyn ReminderProvider>)>,
+    pub(crate) system_reminders: Vec<Arc<dyn ReminderProvider>>,
     pub(crate) hooks: Vec<HookSource>,
+    pub(crate) session_hooks: Vec<Arc<dyn SessionChangeHook>>,
 }
 
 struct Window {
@@ -69,17 +72,25 @@ struct Window {
 #[derive(Clone)]
 pub struct ExtensionApi {
     window: Arc<Mutex<Window>>,
+    config: Arc<Config>,
 }
 
 impl ExtensionApi {
-    pub(crate) fn open(extension: &str) -> Self {
+    pub(crate) fn open(extension: &str, config: Arc<Config>) -> Self {
         Self {
             window: Arc::new(Mutex::new(Window {
                 extension: extension.to_owned(),
                 open: true,
                 contributions: Contributions::default(),
             })),
+            config,
         }
+    }
+
+    /// The runtime's configuration, read once here: an extension that needs a setting
+    /// takes it during `init`.
+    pub fn config(&self) -> &Config {
+        &self.config
     }
 
     /// Closes the window and hands over what was registered.
@@ -169,6 +180,27 @@ impl ExtensionApi {
     ) -> Result<(), ExtensionError> {
         self.with("register a reminder provider", |c| {
             c.reminders.push((priority, provider));
+        })
+    }
+
+    /// Adds a provider of text for the host's one reminder block; the block's providers run
+    /// in registration order.
+    pub fn register_system_reminder(
+        &self,
+        provider: Arc<dyn ReminderProvider>,
+    ) -> Result<(), ExtensionError> {
+        self.with("register a system reminder", |c| {
+            c.system_reminders.push(provider);
+        })
+    }
+
+    /// Hears about a session's rewinds, compactions and deletion.
+    pub fn on_session_change(
+        &self,
+        hook: Arc<dyn SessionChangeHook>,
+    ) -> Result<(), ExtensionError> {
+        self.with("register a session change handler", |c| {
+            c.session_hooks.push(hook);
         })
     }
 

@@ -7,7 +7,7 @@ use std::sync::Arc;
 use async_trait::async_trait;
 use keel_agent::runner::{
     AfterLlmCallHook, AfterToolCallHook, BeforeLlmAction, BeforeLlmCallHook, BeforeToolCallHook,
-    HistoryChangedHook, LlmCallPreparedHook, LlmCallView, StepEndHook, StepQueue,
+    HistoryChangedHook, LlmCallPreparedHook, LlmCallView, RequestOrigin, StepEndHook, StepQueue,
 };
 use keel_agent::{HookError, ResponseDecision, StepSummary, ToolGate, ToolOutput, TurnContext};
 use keel_llm::LlmRequest;
@@ -58,9 +58,10 @@ impl LlmCallPreparedHook for Bound<dyn LlmCallPreparedHook> {
         &self,
         turn: &TurnContext,
         request: &LlmRequest,
+        origin: &RequestOrigin,
     ) -> Result<(), HookError> {
         self.check(turn)?;
-        self.inner.on_llm_call_prepared(turn, request).await
+        self.inner.on_llm_call_prepared(turn, request, origin).await
     }
 }
 

@@ -83,6 +83,13 @@ impl ExtensionBuilder {
         self
     }
 
+    /// Adds a provider of text for the host's reminder block.
+    #[must_use]
+    pub fn system_reminder(mut self, provider: Arc<dyn ReminderProvider>) -> Self {
+        self.contributions.system_reminders.push(provider);
+        self
+    }
+
     /// Adds a handler shared by every turn.
     #[must_use]
     pub fn hook(mut self, hook: Hook) -> Self {
@@ -148,6 +155,12 @@ impl Extension for Built {
         }
         for (priority, provider) in &c.reminders {
             api.register_reminder_provider(*priority, provider.clone())?;
+        }
+        for provider in &c.system_reminders {
+            api.register_system_reminder(provider.clone())?;
+        }
+        for hook in &c.session_hooks {
+            api.on_session_change(hook.clone())?;
         }
         for hook in &c.hooks {
             match hook {

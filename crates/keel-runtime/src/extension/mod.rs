@@ -14,9 +14,10 @@ mod api;
 mod bound;
 mod factories;
 mod registry;
+pub mod reminders;
+mod scope;
 pub mod table;
 
-use std::path::PathBuf;
 use std::sync::Arc;
 
 use async_trait::async_trait;
@@ -25,7 +26,7 @@ use keel_agent::runner::{
     AfterLlmCallHook, AfterToolCallHook, BeforeLlmCallHook, BeforeToolCallHook, HistoryChangedHook,
     LlmCallPreparedHook, StepEndHook,
 };
-use keel_protocol::{SessionId, TurnId, TurnOutcome, TurnSource};
+use keel_protocol::{SessionId, TurnId, TurnOutcome};
 
 pub use api::{ExtensionApi, PromptFn, ToolFactory};
 pub use factories::{
@@ -34,6 +35,8 @@ pub use factories::{
 pub use registry::{
     ExtensionState, Lease, Lifecycle, Overlay, Profile, ProfileEntry, Registry, TurnCapabilities,
 };
+pub use reminders::{Criticality, ReminderData, ReminderProvider};
+pub use scope::{ExtensionEvents, ReminderMode, TurnScope};
 
 /// A module that contributes tools, prompt text, reminders and hooks to turns.
 pub trait Extension: Send + Sync {
@@ -46,34 +49,6 @@ pub trait Extension: Send + Sync {
     /// Registers the extension's contributions through `api`. Only calls made before this
     /// returns count; the api refuses anything later.
     fn init(&self, api: &ExtensionApi) -> Result<(), ExtensionError>;
-}
-
-/// The turn a hook or factory is bound to, and what the host offers it.
-#[derive(Clone)]
-pub struct TurnScope {
-    /// The session.
-    pub session_id: SessionId,
-    /// The turn.
-    pub turn_id: TurnId,
-    /// Who started the turn.
-    pub source: TurnSource,
-    /// The model as provider/model.
-    pub model: String,
-    /// The working folder.
-    pub cwd: PathBuf,
-    /// The host's per-session services (tools environment, permission gate); `None` for a
-    /// registry used without a runtime (tests, tools that need nothing of the host).
-    pub host: Option<Arc<crate::assembly::SessionServices>>,
-}
-
-impl std::fmt::Debug for TurnScope {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("TurnScope")
-            .field("session_id", &self.session_id)
-            .field("turn_id", &self.turn_id)
-            .field("source", &self.source)
-            .finish_non_exhaustive()
-    }
 }
 
 /// Called by the runtime before the turn's first model request; an error fails the turn
@@ -91,10 +66,39 @@ pub trait TurnEndHook: Send + Sync {
     async fn turn_end(&self, scope: &TurnScope, outcome: &TurnOutcome) -> Result<(), HookError>;
 }
 
-/// Produces a reminder block for a turn; `None` when it has nothing (or incomplete data).
-pub trait ReminderProvider: Send + Sync {
-    /// One complete `<system-reminder>…</system-reminder>` block, or nothing.
-    fn reminder(&self, scope: &TurnScope) -> Option<String>;
+/// What happened to a session outside its turns, for extensions that keep files of their
+/// own beside its history.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum SessionChange {
+    /// History went back to `revision`, now `length` messages long.
+    Rewound {
+        /// The revision history returned to.
+        revision: u64,
+        /// Messages in history now.
+        length: u64,
+    },
+    /// History was compacted; `before` is the revision that holds it as it was.
+    Compacted {
+        /// The last revision before the compaction.
+        before: u64,
+        /// The compaction's revision.
+        revision: u64,
+    },
+    /// The session was deleted.
+    Deleted,
+}
+
+/// Called by the runtime when a session changed outside a turn; errors are logged.
+#[async_trait]
+pub trait SessionChangeHook: Send + Sync {
+    /// `session` changed as `change` says; its folder is `dir`, when it has one.
+    async fn session_changed(
+        &self,
+        session: &SessionId,
+        dir: Option<&std::path::Path>,
+        change: &SessionChange,
+    ) -> Result<(), HookError>;
 }
 
 /// The nine events an extension can handle.

@@ -10,8 +10,10 @@ use keel_protocol::SessionId;
 
 use super::api::{Contributions, ExtensionApi, HookSource, ToolSource};
 use super::bound::bind;
+use super::reminders::RegisteredReminder;
 use super::table::{HostHooks, mount};
-use super::{Extension, ExtensionError, TurnScope, is_reminder_block};
+use super::{Extension, ExtensionError, SessionChangeHook, TurnScope};
+use crate::settings::Config;
 
 /// An extension of a profile and whether it is on by default.
 #[derive(Clone)]
@@ -186,6 +188,7 @@ struct State {
 
 struct Shared {
     state: Mutex<State>,
+    config: Arc<Config>,
 }
 
 impl Shared {
@@ -211,8 +214,14 @@ impl std::fmt::Debug for Registry {
 }
 
 impl Registry {
-    /// A registry of `profile`, not initialised yet.
+    /// A registry of `profile`, not initialised yet, whose extensions see the default
+    /// configuration.
     pub fn new(profile: Profile) -> Self {
+        Self::with_config(profile, Arc::new(Config::default()))
+    }
+
+    /// A registry of `profile` whose extensions read `config` during their `init`.
+    pub fn with_config(profile: Profile, config: Arc<Config>) -> Self {
         let states = profile
             .ids()
             .into_iter()
@@ -228,6 +237,7 @@ impl Registry {
                     sessions: HashMap::new(),
                     leases: BTreeMap::new(),
                 }),
+                config,
             }),
         }
     }
@@ -295,7 +305,7 @@ impl Registry {
         for (extension, enabled, host) in profile.all() {
             let id = extension.id().to_owned();
             self.set_state(track, &id, ExtensionState::Initializing);
-            let api = ExtensionApi::open(&id);
+            let api = ExtensionApi::open(&id, self.shared.config.clone());
             let result =
                 std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| extension.init(&api)));
             let contributions = api.close();
@@ -397,6 +407,21 @@ impl Registry {
                 .unwrap_or(entry.enabled)
     }
 
+    /// Every session change handler of the current revision, in mounting order.
+    pub fn session_hooks(&self) -> Vec<Arc<dyn SessionChangeHook>> {
+        let state = self.shared.lock();
+        state
+            .current
+            .as_ref()
+            .map(|g| {
+                g.entries
+                    .iter()
+                    .flat_map(|e| e.contributions.session_hooks.iter().cloned())
+                    .collect()
+            })
+            .unwrap_or_default()
+    }
+
     /// Forgets a session's switches (the session was deleted).
     pub fn forget_session(&self, session: &SessionId) {
         self.shared.lock().sessions.remove(session);
@@ -493,7 +518,8 @@ impl Lease {
         let mut host = HostHooks::default();
         let mut system_prompt = Vec::new();
         let mut user_prefixes = Vec::new();
-        let mut reminders: Vec<(i32, usize, String)> = Vec::new();
+        let mut reminders: Vec<RegisteredReminder> = Vec::new();
+        let mut system_reminders: Vec<RegisteredReminder> = Vec::new();
         for entry in &self.entries {
             let c = &entry.contributions;
             for source in &c.tools {
@@ -516,17 +542,18 @@ impl Lease {
             system_prompt.extend(c.system_prompt.iter().filter_map(|p| p.render(scope)));
             user_prefixes.extend(c.user_prefix.iter().filter_map(|p| p.render(scope)));
             for (priority, provider) in &c.reminders {
-                let Some(text) = provider.reminder(scope).filter(|t| !t.trim().is_empty()) else {
-                    continue;
-                };
-                if !is_reminder_block(&text) {
-                    return Err(ExtensionError::Invalid {
-                        extension: entry.id.clone(),
-                        reason: "a reminder must be exactly one complete <system-reminder> block"
-                            .into(),
-                    });
-                }
-                reminders.push((*priority, reminders.len(), text));
+                reminders.push(RegisteredReminder {
+                    extension: entry.id.clone(),
+                    priority: *priority,
+                    provider: provider.clone(),
+                });
+            }
+            for provider in &c.system_reminders {
+                system_reminders.push(RegisteredReminder {
+                    extension: entry.id.clone(),
+                    priority: 0,
+                    provider: provider.clone(),
+                });
             }
             for source in &c.hooks {
                 let hook = match source {
@@ -549,8 +576,8 @@ impl Lease {
                 mount(bind(hook, &scope.turn_id), &mut runner, &mut host);
             }
         }
-        // Highest priority first; equal priorities keep registration order.
-        reminders.sort_by(|a, b| b.0.cmp(&a.0).then(a.1.cmp(&b.1)));
+        // Highest priority first; equal priorities keep registration order (a stable sort).
+        reminders.sort_by(|a, b| b.priority.cmp(&a.priority));
         Ok(TurnCapabilities {
             revision: self.revision,
             tools,
@@ -558,7 +585,8 @@ impl Lease {
             host,
             system_prompt,
             user_prefixes,
-            reminders: reminders.into_iter().map(|(_, _, text)| text).collect(),
+            reminders,
+            system_reminders,
             lease: self,
         })
     }
@@ -578,8 +606,21 @@ pub struct TurnCapabilities {
     pub system_prompt: Vec<String>,
     /// User prompt prefixes, in mounting order.
     pub user_prefixes: Vec<String>,
-    /// Reminder blocks, highest priority first.
-    pub reminders: Vec<String>,
+    /// Extension reminder providers, highest priority first.
+    pub reminders: Vec<RegisteredReminder>,
+    /// Providers of the host's reminder block, in registration order.
+    pub system_reminders: Vec<RegisteredReminder>,
     /// The lease.
     pub lease: Lease,
+}
+
+impl TurnCapabilities {
+    /// Runs one round of the turn's reminders on `data` (DESIGN §4).
+    pub fn render_reminders(
+        &self,
+        data: &super::ReminderData<'_>,
+        mode: super::ReminderMode,
+    ) -> Result<super::reminders::Rendered, ExtensionError> {
+        super::reminders::render(&self.reminders, &self.system_reminders, data, mode)
+    }
 }

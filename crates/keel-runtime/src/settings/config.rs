@@ -45,6 +45,19 @@ pub struct Config {
     /// Extensions to switch on or off by id (an unknown id is an error).
     #[serde(default)]
     pub extensions: ExtensionsConfig,
+    /// Models (`provider/model`, a model id, `*` wildcards) that get only critical
+    /// reminders (DESIGN §4).
+    #[serde(default)]
+    pub disable_system_reminder_models: Vec<String>,
+    /// The runaway guard (DESIGN §7).
+    #[serde(default)]
+    pub runaway_guard: super::harness::RunawayGuardConfig,
+    /// Source references for fetched pages (DESIGN §9).
+    #[serde(default)]
+    pub source_references: bool,
+    /// The tool-output budget.
+    #[serde(default)]
+    pub output_budget: super::harness::OutputBudgetConfig,
 }
 
 /// `extensions: {enabled: [...], disabled: [...]}`.

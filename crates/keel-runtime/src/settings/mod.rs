@@ -2,6 +2,7 @@
 //! rules and project instructions. Loaded once per runtime; nothing here runs a turn.
 
 pub mod config;
+pub mod harness;
 pub mod instructions;
 pub mod trust;
 
@@ -12,6 +13,7 @@ use keel_tools::permission::{Effect, RuleSet};
 pub use config::{
     Config, ConfigError, ConfigFile, ExtensionsConfig, FILE_NAME, Loaded, Permission, keel_home,
 };
+pub use harness::{OutputBudgetConfig, RunawayGuardConfig, model_matches};
 
 /// What settings are loaded from.
 #[derive(Debug, Clone, Default)]

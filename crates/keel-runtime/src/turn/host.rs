@@ -149,11 +149,46 @@ impl HistoryChangedHook for CommitHistory {
         };
         self.turn.committed(messages);
         self.acknowledge(messages, receipt.revision).await;
+        self.acknowledge_reminders(messages).await;
         Ok(())
     }
 }
 
 impl CommitHistory {
+    /// Acknowledges the session reminders the turn's prompt carried, once the hidden
+    /// message holding them is committed.
+    async fn acknowledge_reminders(&self, messages: &[Arc<Message>]) {
+        let carried = {
+            let mut batch = self
+                .turn
+                .reminder_batch
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner);
+            let found = batch.as_ref().is_some_and(|batch| {
+                messages.iter().any(|m| {
+                    matches!(&**m, Message::User(UserMessage {
+                        batch_id: Some(b),
+                        hidden: true,
+                        ..
+                    }) if b == batch)
+                })
+            });
+            if found {
+                *batch = None;
+            }
+            found
+        };
+        if carried
+            && let Err(error) = self
+                .store
+                .acknowledge_session_reminders(&self.turn_id)
+                .await
+        {
+            // They are in history; at worst the next turn shows them once more.
+            tracing::warn!(turn = %self.turn_id, %error, "cannot acknowledge session reminders");
+        }
+    }
+
     /// Acknowledges the inputs `messages` delivered, now that they are committed.
     async fn acknowledge(&self, messages: &[Arc<Message>], revision: u64) {
         let mut by_claim: Vec<(String, Vec<String>)> = Vec::new();

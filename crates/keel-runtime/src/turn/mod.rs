@@ -7,6 +7,7 @@ mod host;
 mod report;
 mod running;
 
+use std::collections::BTreeMap;
 use std::panic::AssertUnwindSafe;
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Instant;
@@ -21,11 +22,15 @@ use keel_store::{CommitRequest, HistoryOp, new_id};
 use tokio::sync::oneshot;
 
 use crate::error::RuntimeError;
+use crate::extension::reminders::Rendered;
 use crate::extension::table::HostHooks;
-use crate::extension::{Lease, TurnScope};
+use crate::extension::{
+    ExtensionEvents, Lease, ReminderData, ReminderMode, TurnCapabilities, TurnScope,
+};
 use crate::queue;
 use crate::runtime::{Admission, Runtime, Slot};
 use crate::sessions::{INTERRUPTED_CODE, close_interrupted};
+use crate::settings::model_matches;
 use crate::structured::OutputSchema;
 use crate::view::TurnView;
 use host::{CommitHistory, TurnHostImpl};
@@ -63,6 +68,24 @@ impl Drop for AdmissionGuard<'_> {
             self.slot.lock().admission = Admission::Idle;
         }
     }
+}
+
+/// Session state key of the reminder round counter.
+const ROUND_KEY: &str = "reminders.round";
+/// Session state key of when each reminder provider last fired.
+const FIRED_KEY: &str = "reminders.fired";
+
+/// Who leaves the reminder of an interrupted turn.
+const INTERRUPTED_SOURCE: &str = "runtime";
+
+/// What the next turn is told about an interrupted one.
+fn interrupted_note(reason: Option<&str>) -> String {
+    let why = reason.map(|r| format!(" ({r})")).unwrap_or_default();
+    format!(
+        "Your previous turn in this session was interrupted before it finished{why}. Tool \
+         calls that had not run were not executed and an answer may be cut short: check the \
+         current state before you continue, and do not assume an interrupted action completed."
+    )
 }
 
 /// What a crashed process's turn is recorded as when a later one finds it running.
@@ -261,6 +284,24 @@ impl Runtime {
             model: model.name.clone(),
             cwd,
             host: Some(services),
+            spec: Arc::new(model.spec.clone()),
+            entry: model.entry.clone(),
+            deadline: options.deadline,
+            reminders: if model_matches(
+                &self
+                    .inner
+                    .settings
+                    .loaded
+                    .config
+                    .disable_system_reminder_models,
+                &model.name,
+            ) {
+                ReminderMode::CriticalOnly
+            } else {
+                ReminderMode::All
+            },
+            session_dir: Some(self.session_dir(&slot.id)),
+            events: ExtensionEvents::new(slot.hub.clone(), Some(turn_id.clone())),
         };
         let caps = self.inner.registry.assemble_turn(&scope)?;
         // The prompt: the user's input, or every waiting input (claimed now, acknowledged
@@ -287,11 +328,15 @@ impl Runtime {
             }
         };
         queue::refresh(slot, store).await;
+        let reminders = self
+            .reminder_round(&caps, &scope, &history, running)
+            .await?;
         let extra: Vec<String> = caps
             .user_prefixes
             .iter()
-            .chain(caps.reminders.iter())
             .cloned()
+            .chain(reminders.blocks)
+            .chain(Some(reminders.host_block).filter(|block| !block.is_empty()))
             .collect();
         if !extra.is_empty() {
             // Extension prefixes and reminders come first, in a hidden message of the same
@@ -313,6 +358,12 @@ impl Runtime {
             };
             let mut hidden = UserMessage::hidden_text(extra.join("\n\n"));
             hidden.content = extra.into_iter().map(ContentBlock::text).collect();
+            if !reminders.delivered.is_empty() {
+                *running
+                    .reminder_batch
+                    .lock()
+                    .unwrap_or_else(PoisonError::into_inner) = Some(batch.clone());
+            }
             hidden.batch_id = Some(batch);
             prompt.insert(0, Message::User(hidden));
         }
@@ -363,6 +414,53 @@ impl Runtime {
             scope,
             lease: caps.lease,
         })
+    }
+
+    /// One round of the session's reminders for this turn (DESIGN §4): the round counted,
+    /// what providers need gathered, the providers run, the pending session reminders the
+    /// text carries claimed for the turn, and when each provider fired remembered.
+    async fn reminder_round(
+        &self,
+        caps: &TurnCapabilities,
+        scope: &TurnScope,
+        history: &[Arc<Message>],
+        running: &RunningTurn,
+    ) -> Result<Rendered, RuntimeError> {
+        if caps.reminders.is_empty() && caps.system_reminders.is_empty() {
+            return Ok(Rendered::default());
+        }
+        let store = &self.inner.store;
+        let session = &scope.session_id;
+        let round = store.bump_session_counter(session, ROUND_KEY).await?;
+        let mut fired: BTreeMap<String, u64> = store
+            .session_state(session, FIRED_KEY)
+            .await?
+            .and_then(|value| serde_json::from_value(value).ok())
+            .unwrap_or_default();
+        let pending = store.session_reminders(session).await?;
+        let rendered = {
+            let data = ReminderData::new(scope, round, history, &pending, &fired);
+            caps.render_reminders(&data, scope.reminders)?
+        };
+        if !rendered.delivered.is_empty() {
+            let claimed = store
+                .claim_session_reminders(session, &running.turn_id, &rendered.delivered)
+                .await?;
+            if claimed.len() < rendered.delivered.len() {
+                tracing::warn!(
+                    turn = %running.turn_id,
+                    "a session reminder was claimed elsewhere; it may be shown twice"
+                );
+            }
+        }
+        if !rendered.fired.is_empty() {
+            for key in &rendered.fired {
+                fired.insert(key.clone(), round);
+            }
+            let value = serde_json::to_value(&fired).unwrap_or_default();
+            store.set_session_state(session, FIRED_KEY, value).await?;
+        }
+        Ok(rendered)
     }
 
     /// The session's history for the next request, every tool call answered: a resumed
@@ -489,6 +587,22 @@ impl Runtime {
             report.finish_failure = Some(format!(
                 "cannot record the end of turn {turn_id}: {failure}"
             ));
+        }
+        // Session reminders the turn claimed but never committed wait for the next turn; an
+        // interrupted turn leaves one of its own, so the next turn knows.
+        if let Err(error) = store.release_session_reminders(&turn_id).await {
+            tracing::warn!(%turn_id, %error, "cannot release session reminders");
+        }
+        if let TurnOutcome::Aborted { reason } = &report.recorded
+            && let Err(error) = store
+                .add_session_reminder(
+                    &slot.id,
+                    INTERRUPTED_SOURCE,
+                    &interrupted_note(reason.as_deref()),
+                )
+                .await
+        {
+            tracing::warn!(%turn_id, %error, "cannot leave a reminder of the interruption");
         }
         // Delivered input the turn ended without committing goes back to the queue.
         match store.release_turn_claims(&turn_id).await {

@@ -13,6 +13,8 @@ use crate::structured::OutputSchema;
 pub struct TurnOptions {
     /// The final answer must be JSON valid against this schema.
     pub output_schema: Option<OutputSchema>,
+    /// When the turn must be done (`--timeout`); extensions tell the model what is left.
+    pub deadline: Option<std::time::Instant>,
 }
 
 /// How a turn went, for the front end that started it.

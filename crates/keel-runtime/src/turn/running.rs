@@ -21,6 +21,9 @@ pub(crate) struct RunningTurn {
     commit_failure: Mutex<Option<String>>,
     pub(crate) committed: Mutex<Vec<Arc<Message>>>,
     pub(crate) ended: watch::Sender<bool>,
+    /// The batch of the hidden prompt message that carries claimed session reminders: they
+    /// are acknowledged once it is committed.
+    pub(crate) reminder_batch: Mutex<Option<String>>,
 }
 
 impl RunningTurn {
@@ -33,6 +36,7 @@ impl RunningTurn {
             commit_failure: Mutex::new(None),
             committed: Mutex::new(Vec::new()),
             ended: watch::channel(false).0,
+            reminder_batch: Mutex::new(None),
         }
     }
 

@@ -123,6 +123,7 @@ pub struct Setup {
     pub permission: Option<keel_tools::permission::Mode>,
     pub tools: Vec<keel_agent::ToolRef>,
     pub extensions: Vec<Arc<dyn keel_runtime::extension::Extension>>,
+    pub host_extensions: Vec<Arc<dyn keel_runtime::extension::Extension>>,
 }
 
 impl Setup {
@@ -141,6 +142,7 @@ impl Setup {
             permission: None,
             tools: Vec::new(),
             extensions: Vec::new(),
+            host_extensions: Vec::new(),
         }
     }
 }
@@ -178,6 +180,7 @@ impl Harness {
             max_steps: None,
             interactive: setup.interactive,
             extensions,
+            host_extensions: setup.host_extensions,
         };
         let prepared = Prepared::new(options).unwrap();
         let store = Store::open(
@@ -232,6 +235,7 @@ impl Harness {
                 text: text.into(),
                 source: TurnSource::Api,
                 output_schema: None,
+                time_budget_ms: None,
             })
             .await
             .unwrap()

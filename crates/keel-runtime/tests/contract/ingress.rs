@@ -292,6 +292,7 @@ async fn a_submit_while_a_turn_runs_is_refused_and_the_queue_can_be_edited() {
             text: "again".into(),
             source: TurnSource::Api,
             output_schema: None,
+            time_budget_ms: None,
         })
         .await
         .unwrap_err();

@@ -20,6 +20,7 @@ async fn two_sessions_run_at_once_without_cross_talk() {
         permission: None,
         tools: Vec::new(),
         extensions: Vec::new(),
+        host_extensions: Vec::new(),
     })
     .await;
     let a = h.session().await;
@@ -295,6 +296,7 @@ async fn the_deferred_contract_forwards_calls_made_before_it_was_bound() {
             text: "hi".into(),
             source: TurnSource::Channel("ci".into()),
             output_schema: None,
+            time_budget_ms: None,
         })
         .await
         .unwrap()

@@ -7,8 +7,9 @@ use keel_protocol::SessionId;
 use keel_runtime::extension::table::{HostHooks, Seam, TABLE, counts, mount};
 use keel_runtime::extension::{
     Extension, ExtensionApi, ExtensionBuilder, ExtensionError, ExtensionEvent, ExtensionState,
-    Hook, Lifecycle, Overlay, Profile, ProfileEntry, Registry, ReminderProvider, TurnScope,
-    hook_extension, prompt_extension, reminder_extension, tool_extension,
+    Hook, Lifecycle, Overlay, Profile, ProfileEntry, Registry, ReminderData, ReminderMode,
+    ReminderProvider, TurnScope, hook_extension, prompt_extension, reminder_extension,
+    tool_extension,
 };
 use pretty_assertions::assert_eq;
 
@@ -227,7 +228,11 @@ fn two_extensions_with_the_same_tool_name_fail_assembly() {
 struct Block(&'static str);
 
 impl ReminderProvider for Block {
-    fn reminder(&self, _scope: &TurnScope) -> Option<String> {
+    fn id(&self) -> &str {
+        "block"
+    }
+
+    fn reminder(&self, _data: &ReminderData<'_>) -> Option<String> {
         Some(format!("<system-reminder>\n{}\n</system-reminder>", self.0))
     }
 }
@@ -235,9 +240,24 @@ impl ReminderProvider for Block {
 struct Broken;
 
 impl ReminderProvider for Broken {
-    fn reminder(&self, _scope: &TurnScope) -> Option<String> {
+    fn id(&self) -> &str {
+        "broken"
+    }
+
+    fn reminder(&self, _data: &ReminderData<'_>) -> Option<String> {
         Some("<system-reminder>one</system-reminder><system-reminder>two".into())
     }
+}
+
+/// The reminders of one round of `registry`'s turn for `scope`.
+fn rendered(
+    registry: &Registry,
+    scope: &TurnScope,
+) -> Result<keel_runtime::extension::reminders::Rendered, ExtensionError> {
+    let caps = registry.assemble_turn(scope)?;
+    let fired = std::collections::BTreeMap::new();
+    let data = ReminderData::new(scope, 1, &[], &[], &fired);
+    caps.render_reminders(&data, ReminderMode::All)
 }
 
 #[test]
@@ -254,10 +274,7 @@ fn reminders_come_highest_priority_first_and_must_be_one_block() {
         ],
         Vec::new(),
     );
-    let reminders = registry
-        .assemble_turn(&scope("s-1", "t-1"))
-        .unwrap()
-        .reminders;
+    let reminders = rendered(&registry, &scope("s-1", "t-1")).unwrap().blocks;
     assert_eq!(
         reminders,
         [
@@ -274,7 +291,7 @@ fn reminders_come_highest_priority_first_and_must_be_one_block() {
         ))],
         Vec::new(),
     );
-    let error = broken.assemble_turn(&scope("s-1", "t-1")).err().unwrap();
+    let error = rendered(&broken, &scope("s-1", "t-1")).err().unwrap();
     assert_eq!(error.code(), "extension_invalid");
     assert!(error.to_string().contains("broken"), "{error}");
 }
@@ -559,7 +576,15 @@ fn helper_factories_build_each_kind_without_init_code() {
         ["Be brief.", "Cite sources.", "Session s-1."]
     );
     assert_eq!(caps.user_prefixes, ["Context: tests.", "Prefix."]);
-    assert_eq!(caps.reminders, ["<system-reminder>\nr\n</system-reminder>"]);
+    let fired = std::collections::BTreeMap::new();
+    let scope = scope("s-1", "t-1");
+    let data = ReminderData::new(&scope, 1, &[], &[], &fired);
+    assert_eq!(
+        caps.render_reminders(&data, ReminderMode::All)
+            .unwrap()
+            .blocks,
+        ["<system-reminder>\nr\n</system-reminder>"]
+    );
     assert_eq!(caps.hooks.before_tool_call.len(), 1);
 }
 
@@ -690,6 +715,7 @@ pub(crate) fn runner_hook(event: ExtensionEvent) -> Hook {
             &self,
             _: &TurnContext,
             _: &keel_llm::LlmRequest,
+            _: &keel_agent::runner::RequestOrigin,
         ) -> Result<(), HookError> {
             Ok(())
         }

@@ -48,12 +48,10 @@ impl AgentTool for Named {
 /// A scope of `session` and `turn` with no host services.
 pub fn scope(session: &str, turn: &str) -> TurnScope {
     TurnScope {
-        session_id: SessionId::new(session),
-        turn_id: TurnId::new(turn),
-        source: TurnSource::Api,
         model: "mock/model".into(),
         cwd: PathBuf::from("/nowhere"),
-        host: None,
+        source: TurnSource::Api,
+        ..TurnScope::detached(SessionId::new(session), TurnId::new(turn))
     }
 }
 

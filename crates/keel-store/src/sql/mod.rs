@@ -10,6 +10,7 @@ mod commit_tests;
 mod history;
 mod inputs;
 mod sessions;
+mod state;
 
 pub(crate) use branch::fork;
 pub(crate) use commit::{Applied, apply, verify};
@@ -19,8 +20,12 @@ pub(crate) use inputs::{
     queued_inputs, release_claim, release_turn_claims, reorder_inputs, requeue_turn_claims,
 };
 pub(crate) use sessions::{
-    create_session, delete_session, get_session, list_sessions, resolve_session, set_model,
-    set_title,
+    child_sessions, create_session, delete_session, get_session, list_sessions, resolve_session,
+    set_model, set_title,
+};
+pub(crate) use state::{
+    acknowledge_reminders, add_reminder, bump_counter, claim_reminders, get_state,
+    release_reminders, session_reminders, set_state,
 };
 
 /// A revision or count as SQLite stores it (saturating: no value here comes near the limit).

@@ -141,6 +141,17 @@ pub(crate) fn list_sessions(
     Ok(rows)
 }
 
+/// Sessions whose parent is `parent`, oldest first.
+pub(crate) fn child_sessions(conn: &Connection, parent: &str) -> Result<Vec<SessionRecord>> {
+    let mut statement = conn.prepare(&format!(
+        "SELECT {SESSION_COLUMNS} FROM sessions WHERE parent_id = ?1 ORDER BY created_ms, rowid"
+    ))?;
+    let rows = statement
+        .query_map([parent], session_from_row)?
+        .collect::<rusqlite::Result<Vec<_>>>()?;
+    Ok(rows)
+}
+
 /// Changes a session's title.
 pub(crate) fn set_title(conn: &Connection, id: &str, title: &str) -> Result<()> {
     update(

@@ -6,10 +6,7 @@
 use std::io::Write as _;
 use std::path::{Path, PathBuf};
 
-use super::MAX_OUTPUT;
-
-/// Most of a command's output saved to its file; past this the file is cut (with a note).
-pub(super) const MAX_SAVED: usize = 64 * 1024 * 1024;
+use crate::output::{Artifact, OutputLimits};
 
 /// Creates a new output file (0600) in the output folder `dir`, which must be this user's
 /// own private folder: a folder (not a link: commands may write the temp folder it lives
@@ -75,30 +72,35 @@ fn own_uid() -> u32 {
     unsafe { libc::getuid() }
 }
 
-/// The line that ends a saved file cut at [`MAX_SAVED`].
-pub(super) fn cut_marker() -> String {
+/// The line that ends a saved file cut at `cap` bytes.
+pub(super) fn cut_marker(cap: u64) -> String {
     format!(
-        "\n[keel: saving stopped here, at {} MiB; the rest of the output was not saved]\n",
-        MAX_SAVED / (1024 * 1024)
+        "\n[keel: saving stopped here, at {}; the rest of the output was not saved]\n",
+        crate::output::human_bytes(cap)
     )
 }
 
-/// Collects output: all of it in memory up to the limit, then head and tail in memory and
-/// everything (up to [`MAX_SAVED`]) in a file.
+/// Collects a command's output under the tool-output budget: all of it in memory up to the
+/// inline limit; past it, the head and the tail in memory and every byte (up to the
+/// artifact cap) streamed to an artifact in the session's folder, so memory stays bounded
+/// whatever the command prints.
 pub(super) struct Collected {
     head: Vec<u8>,
     tail: std::collections::VecDeque<u8>,
-    total: usize,
-    saved: usize,
+    total: u64,
+    saved: u64,
     /// Saving stopped at the cap (and the marker was written).
     cut: bool,
     file: Option<(PathBuf, std::fs::File)>,
+    /// Why the artifact could not be made or written, when it could not.
+    failed: Option<String>,
     dir: PathBuf,
+    limits: OutputLimits,
     overflowed: bool,
 }
 
 impl Collected {
-    pub(super) fn new(dir: PathBuf) -> Self {
+    pub(super) fn new(dir: PathBuf, limits: OutputLimits) -> Self {
         Self {
             head: Vec::new(),
             tail: std::collections::VecDeque::new(),
@@ -106,21 +108,22 @@ impl Collected {
             saved: 0,
             cut: false,
             file: None,
+            failed: None,
             dir,
+            limits,
             overflowed: false,
         }
     }
 
     pub(super) fn push(&mut self, bytes: &[u8]) {
-        self.total += bytes.len();
-        let keep = MAX_OUTPUT / 2;
+        self.total += bytes.len() as u64;
         if !self.overflowed {
-            if self.head.len() + bytes.len() <= MAX_OUTPUT {
+            if self.head.len() + bytes.len() <= self.limits.inline {
                 self.head.extend_from_slice(bytes);
                 return;
             }
-            // First overflow: everything so far goes to the file, the first half-limit
-            // stays as the head, the rest starts the tail.
+            // First overflow: everything so far goes to the artifact, the head stays, the
+            // rest starts the tail.
             self.overflowed = true;
             let mut all = std::mem::take(&mut self.head);
             all.extend_from_slice(bytes);
@@ -131,11 +134,14 @@ impl Collected {
             let path = self
                 .dir
                 .join(format!("bash-{}-{stamp}.log", std::process::id()));
-            if let Ok(file) = private_file(&path) {
-                self.file = Some((path, file));
-                self.save(&all);
+            match private_file(&path) {
+                Ok(file) => {
+                    self.file = Some((path, file));
+                    self.save(&all);
+                }
+                Err(error) => self.failed = Some(error.to_string()),
             }
-            let split = keep.min(all.len());
+            let split = self.limits.head.min(all.len());
             self.tail.extend(&all[split..]);
             all.truncate(split);
             self.head = all;
@@ -143,12 +149,13 @@ impl Collected {
             self.save(bytes);
             self.tail.extend(bytes);
         }
-        while self.tail.len() > keep {
-            self.tail.pop_front();
+        let excess = self.tail.len().saturating_sub(self.limits.tail);
+        if excess > 0 {
+            self.tail.drain(..excess);
         }
     }
 
-    /// Appends to the file up to the cap; the byte that crosses it writes the marker.
+    /// Appends to the artifact up to the cap; the byte that crosses it writes the marker.
     fn save(&mut self, bytes: &[u8]) {
         let Some((_, file)) = &mut self.file else {
             return;
@@ -156,47 +163,54 @@ impl Collected {
         if self.cut {
             return;
         }
-        let room = MAX_SAVED - self.saved;
+        let room = usize::try_from(self.limits.max_artifact.saturating_sub(self.saved))
+            .unwrap_or(usize::MAX);
         let part = bytes.get(..room.min(bytes.len())).unwrap_or(bytes);
-        if file.write_all(part).is_err() {
+        if let Err(error) = file.write_all(part) {
+            self.failed = Some(error.to_string());
             self.file = None;
             return;
         }
-        self.saved += part.len();
+        self.saved += part.len() as u64;
         if part.len() < bytes.len() {
             self.cut = true;
-            let _ = file.write_all(cut_marker().as_bytes());
+            let _ = file.write_all(cut_marker(self.limits.max_artifact).as_bytes());
         }
     }
 
-    /// The text for the model and the saved file, if output was cut.
-    pub(super) fn finish(mut self) -> (String, Option<PathBuf>) {
+    /// The text for the model and the artifact, when the output went past the budget.
+    pub(super) fn finish(mut self) -> (String, Option<Artifact>) {
         if !self.overflowed {
             return (String::from_utf8_lossy(&self.head).into_owned(), None);
         }
-        let path = self.file.take().map(|(path, _)| path);
         let tail: Vec<u8> = self.tail.into_iter().collect();
-        let omitted = self.total - self.head.len() - tail.len();
-        let saved = match &path {
-            Some(path) if self.saved < self.total => format!(
-                "only the first {} of the {} bytes were saved, in {} (the file ends with a note where saving stopped)",
-                self.saved,
-                self.total,
-                path.display()
+        let shown = self.head.len() + tail.len();
+        let (artifact, note) = match (self.file.take(), self.failed) {
+            (Some((path, _)), None) => {
+                let artifact = Artifact {
+                    path,
+                    bytes: self.total,
+                    saved: self.saved,
+                };
+                let receipt = artifact.receipt(shown);
+                (Some(artifact), receipt)
+            }
+            (_, failed) => (
+                None,
+                format!(
+                    "[keel: output too large: {} in all, {} omitted here; it could not be saved: {}]",
+                    crate::output::human_bytes(self.total),
+                    crate::output::human_bytes(self.total.saturating_sub(shown as u64)),
+                    failed.unwrap_or_else(|| "unknown error".into())
+                ),
             ),
-            Some(path) => format!(
-                "the full output ({} bytes) is in {}",
-                self.total,
-                path.display()
-            ),
-            None => format!("the full output ({} bytes) could not be saved", self.total),
         };
         let text = format!(
-            "{}\n\n[… {omitted} bytes omitted; {saved} …]\n\n{}",
+            "{}\n\n{note}\n\n{}",
             String::from_utf8_lossy(&self.head),
             String::from_utf8_lossy(&tail)
         );
-        (text, path)
+        (text, artifact)
     }
 }
 
@@ -239,39 +253,47 @@ mod tests {
     #[test]
     fn a_first_read_larger_than_the_limit_keeps_head_tail_and_all_bytes() {
         let dir = private_tempdir();
-        let mut collected = Collected::new(dir.path().to_path_buf());
+        let mut collected = Collected::new(dir.path().to_path_buf(), OutputLimits::default());
         let data: Vec<u8> = (0..100_000u32).map(|i| b'a' + (i % 26) as u8).collect();
         collected.push(&data);
         collected.push(b"END");
-        let (text, path) = collected.finish();
+        let (text, artifact) = collected.finish();
         assert!(text.starts_with("abcdefghij"), "{}", &text[..20]);
         assert!(text.ends_with("END"));
-        assert!(text.contains("the full output (100003 bytes)"), "{text}");
+        assert!(text.contains("97.7 KiB in all"), "{text}");
+        assert!(text.len() < 33 * 1024 + 400, "{}", text.len());
+        let artifact = artifact.unwrap();
+        assert_eq!((artifact.bytes, artifact.saved), (100_003, 100_003));
+        assert!(text.contains(&artifact.path.display().to_string()));
         let mut all = data.clone();
         all.extend_from_slice(b"END");
-        assert_eq!(std::fs::read(path.unwrap()).unwrap(), all);
+        assert_eq!(std::fs::read(&artifact.path).unwrap(), all);
     }
 
     #[test]
     fn output_past_the_saving_cap_is_marked_in_the_file_and_told_truthfully() {
         let dir = private_tempdir();
-        let mut collected = Collected::new(dir.path().to_path_buf());
+        let cap = 4 * 1024 * 1024;
+        let limits = OutputLimits {
+            max_artifact: cap,
+            ..OutputLimits::default()
+        };
+        let mut collected = Collected::new(dir.path().to_path_buf(), limits);
         let chunk = vec![b'x'; 1024 * 1024];
-        for _ in 0..70 {
+        for _ in 0..7 {
             collected.push(&chunk);
         }
-        let (text, path) = collected.finish();
-        let path = path.unwrap();
+        let (text, artifact) = collected.finish();
+        let artifact = artifact.unwrap();
+        assert_eq!((artifact.bytes, artifact.saved), (7 * 1024 * 1024, cap));
+        assert!(text.contains("7.0 MiB in all"), "{text:.200}");
         assert!(
-            text.contains(&format!(
-                "only the first {MAX_SAVED} of the {} bytes were saved",
-                70 * 1024 * 1024
-            )),
+            text.contains("Only its first 4.0 MiB were saved"),
             "{}",
             &text[text.len() - 400..]
         );
-        let saved = std::fs::read(&path).unwrap();
-        assert_eq!(saved.len(), MAX_SAVED + cut_marker().len());
-        assert!(saved.ends_with(cut_marker().as_bytes()));
+        let saved = std::fs::read(&artifact.path).unwrap();
+        assert_eq!(saved.len() as u64, cap + cut_marker(cap).len() as u64);
+        assert!(saved.ends_with(cut_marker(cap).as_bytes()));
     }
 }

@@ -1,8 +1,9 @@
 //! `bash`: run a shell command in its own process group, bounded in time and output.
 //!
 //! No stdin; stdout and stderr share one pipe so their order is kept. The whole process
-//! group is killed on timeout or abort, so nothing is left running. Output past 30 KiB keeps
-//! its head and tail and the full text is saved to a file named in the result. A non-zero
+//! group is killed on timeout or abort, so nothing is left running. Output past the budget
+//! (64 KiB by default) keeps its head and tail and is streamed whole to an artifact in the
+//! session's folder, named in the result with its true size. A non-zero
 //! exit is an error result, except a lone `grep`/`rg`/`git grep` exiting 1, which only means
 //! "no match". The environment is cleaned ([`envclean`]) and, unless full access was chosen,
 //! the command runs in the Landlock sandbox ([`sandbox`]).
@@ -33,10 +34,7 @@ use tokio::io::AsyncReadExt as _;
 use crate::args::{self, Int, present};
 use crate::env::{DEFAULT_BASH_TIMEOUT, MAX_BASH_TIMEOUT, SandboxMode, ToolEnv};
 use crate::protect::ControlSet;
-use capture::{Collected, MAX_SAVED, private_file};
-
-/// Output kept for the model before head and tail are cut (issue 4).
-pub const MAX_OUTPUT: usize = 30 * 1024;
+use capture::{Collected, private_file};
 /// How long to keep reading after the command exited, for output its children still write.
 const DRAIN_AFTER_EXIT: Duration = Duration::from_secs(2);
 
@@ -68,13 +66,12 @@ static DEFINITION: LazyLock<ToolDefinition> = LazyLock::new(|| ToolDefinition {
     name: "bash".into(),
     description: format!(
         "Run a shell command with bash in the working folder. No input is available (stdin is closed). \
-         Default timeout {} s, at most {} s (`timeout` in milliseconds). Output past {} KiB keeps its \
-         beginning and end, and the full output is saved to a file named in the result. A non-zero exit \
-         code is reported as an error. `run_in_background` starts the command and returns at once with \
-         the file its output goes to.",
+         Default timeout {} s, at most {} s (`timeout` in milliseconds). Long output keeps its \
+         beginning and end, and the whole output is saved to a file named in the result, which the \
+         read tool can page. A non-zero exit code is reported as an error. `run_in_background` starts \
+         the command and returns at once with the file its output goes to.",
         DEFAULT_BASH_TIMEOUT.as_secs(),
         MAX_BASH_TIMEOUT.as_secs(),
-        MAX_OUTPUT / 1024
     ),
     parameters: args::schema::<Args>(),
 });
@@ -357,6 +354,7 @@ impl Bash {
         let recorded = exit.clone();
         let watched = control.clone();
         let kept_here = kept.clone();
+        let cap = usize::try_from(self.env.output.max_artifact).unwrap_or(usize::MAX);
         tokio::spawn(async move {
             let kept = kept_here;
             let _guard = guard;
@@ -370,12 +368,12 @@ impl Bash {
                 }
                 // Past the cap the output is still drained, so the command never blocks.
                 if !cut {
-                    let room = MAX_SAVED - saved;
+                    let room = cap - saved;
                     let part = &buf[..n.min(room)];
                     if file.write_all(part).is_ok() {
                         saved += part.len();
                         if part.len() < n {
-                            let _ = file.write_all(capture::cut_marker().as_bytes());
+                            let _ = file.write_all(capture::cut_marker(cap as u64).as_bytes());
                             cut = true;
                         }
                     }
@@ -610,7 +608,7 @@ impl AgentTool for Bash {
             .unwrap_or(0);
         let _guard = GroupGuard(pgid);
         let mut pipe = receiver(reader)?;
-        let mut collected = Collected::new(self.env.output_dir.clone());
+        let mut collected = Collected::new(self.env.artifact_dir().to_path_buf(), self.env.output);
         let mut buf = vec![0u8; 32 * 1024];
         let deadline = tokio::time::sleep(timeout);
         tokio::pin!(deadline);
@@ -644,7 +642,7 @@ impl AgentTool for Bash {
         {
             return Err(ToolError::new(failure));
         }
-        let (mut text, saved) = collected.finish();
+        let (mut text, artifact) = collected.finish();
         if text.is_empty() {
             text.push_str("(no output)");
         }
@@ -689,7 +687,7 @@ impl AgentTool for Bash {
                 "exit_code": exit_code,
                 // Microsecond precision: a benchmark subtracts it from the step's time.
                 "duration_ms": (elapsed.as_secs_f64() * 1e6).round() / 1e3,
-                "full_output": saved,
+                "artifact": artifact.as_ref().map(crate::output::Artifact::details),
                 "timed_out": matches!(ended, Ended::TimedOut),
                 "aborted": matches!(ended, Ended::Aborted),
             })),

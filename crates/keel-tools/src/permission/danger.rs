@@ -50,6 +50,9 @@ pub struct Credentials {
     locations: Vec<(PathBuf, String)>,
     needles: Vec<String>,
     own_pid: u32,
+    /// Folders inside a credential location that may be read all the same (the session's
+    /// own artifacts in `$KEEL_HOME`), as given and with links resolved.
+    readable: Vec<PathBuf>,
 }
 
 impl Credentials {
@@ -84,6 +87,25 @@ impl Credentials {
         out.needles
             .extend(CODE_SECRETS.iter().map(|s| (*s).to_owned()));
         out
+    }
+
+    /// The same list, with reads allowed inside `dir` (and what it resolves to).
+    #[must_use]
+    pub fn readable_in(mut self, dir: &Path) -> Self {
+        for path in [dir.to_path_buf(), super::paths::real_path(dir)] {
+            if !self.readable.contains(&path) {
+                self.readable.push(path);
+            }
+        }
+        self
+    }
+
+    /// Whether `path` (real) lies inside a folder that may be read although it is in a
+    /// credential location.
+    pub fn is_readable(&self, path: &Path) -> bool {
+        self.readable
+            .iter()
+            .any(|dir| path.starts_with(dir) && path != dir)
     }
 
     /// The credential location (`~/.ssh`, …) that `path` (real) is or lies in.

@@ -188,7 +188,12 @@ impl PermissionGate {
             },
             home,
             read_only_tools: HashSet::new(),
-            credentials: Credentials::new(&env.credentials(), env.home.as_deref()),
+            credentials: match &env.artifacts {
+                Some(dir) => {
+                    Credentials::new(&env.credentials(), env.home.as_deref()).readable_in(dir)
+                }
+                None => Credentials::new(&env.credentials(), env.home.as_deref()),
+            },
             keel_home: env.keel_home.as_deref().map(real_path),
             protect_control: env.protect_control,
             sandboxed: env.sandbox != SandboxMode::DangerFullAccess,

@@ -406,7 +406,8 @@ impl PermissionGate {
         let Some(action) = op.action else { return };
         match &op.target {
             Target::Path { real, children } => {
-                if let Some(location) = self.credentials.location(real) {
+                let readable = action == Action::Read && self.credentials.is_readable(real);
+                if let Some(location) = self.credentials.location(real).filter(|_| !readable) {
                     let reason = format!("{} credentials in {location} ({})", verbs(action), op.source);
                     secrets.push(reason.clone());
                     dangers.push(reason);
