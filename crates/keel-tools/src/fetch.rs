@@ -17,12 +17,9 @@ use serde_json::json;
 
 use crate::args::{self, present};
 use crate::env::ToolEnv;
-use crate::output::head_tail;
 
 /// Largest body downloaded.
 const MAX_DOWNLOAD: usize = 5 * 1024 * 1024;
-/// Largest text returned to the model.
-const MAX_TEXT: usize = 50 * 1024;
 /// Whole-request timeout.
 const TIMEOUT: Duration = Duration::from_secs(30);
 /// Redirects followed at most.
@@ -315,6 +312,10 @@ impl AgentTool for WebFetch {
             }
         }
         let raw = String::from_utf8_lossy(&body);
+        let title = content_type
+            .contains("html")
+            .then(|| page_title(&raw))
+            .flatten();
         let text = if content_type.contains("html") {
             html_to_markdown(raw.clone().into_owned()).await
         } else if content_type.starts_with("text/")
@@ -336,7 +337,9 @@ impl AgentTool for WebFetch {
                 ..ToolOutput::default()
             });
         };
-        let (mut text, shortened) = head_tail(&text, MAX_TEXT);
+        // The tool-output budget keeps what the model sees bounded and archives the rest,
+        // so the page is returned whole (up to the download cap).
+        let mut text = text;
         if cut {
             text.push_str(&format!(
                 "\n\n[download stopped at {} MiB]",
@@ -348,12 +351,26 @@ impl AgentTool for WebFetch {
             content: vec![ContentBlock::text(format!("{header}{text}"))],
             details: Some(
                 json!({"url": final_url.as_str(), "status": status.as_u16(), "content_type": content_type,
-                                 "bytes": body.len(), "truncated": shortened || cut}),
+                                 "bytes": body.len(), "truncated": cut, "title": title}),
             ),
             is_error: !status.is_success(),
             ..ToolOutput::default()
         })
     }
+}
+
+/// The text of an HTML page's `<title>`, whitespace folded, when it has one.
+fn page_title(html: &str) -> Option<String> {
+    let lower = html[..html.floor_char_boundary(64 * 1024)].to_ascii_lowercase();
+    let open = lower.find("<title")?;
+    let start = open + lower[open..].find('>')? + 1;
+    let end = start + lower[start..].find("</title")?;
+    let title: String = html
+        .get(start..end)?
+        .split_whitespace()
+        .collect::<Vec<_>>()
+        .join(" ");
+    (!title.is_empty()).then(|| title.chars().take(200).collect())
 }
 
 #[cfg(test)]

@@ -4,73 +4,10 @@
 //! message says how much of the output it keeps.
 
 use std::io::Write as _;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
+pub(super) use crate::output::private_file;
 use crate::output::{Artifact, OutputLimits};
-
-/// Creates a new output file (0600) in the output folder `dir`, which must be this user's
-/// own private folder: a folder (not a link: commands may write the temp folder it lives
-/// in and could put a link there, to make keel write a command's output wherever it
-/// leads), owned by this user, open to nobody else. The file is created through the
-/// folder's descriptor, never following or reusing anything planted under its name.
-pub(super) fn private_file(path: &Path) -> std::io::Result<std::fs::File> {
-    let (Some(dir), Some(name)) = (path.parent(), path.file_name()) else {
-        return Err(std::io::Error::other("no folder to save output in"));
-    };
-    let dir = private_folder(dir)?;
-    create_in(&dir, name)
-}
-
-/// Opens (making it if needed, 0700) the private folder `dir` and checks it is one.
-fn private_folder(dir: &Path) -> std::io::Result<std::os::fd::OwnedFd> {
-    use std::os::unix::fs::{DirBuilderExt as _, MetadataExt as _, OpenOptionsExt as _};
-    if let Some(parent) = dir.parent() {
-        std::fs::DirBuilder::new()
-            .recursive(true)
-            .mode(0o700)
-            .create(parent)?;
-    }
-    match std::fs::DirBuilder::new().mode(0o700).create(dir) {
-        Ok(()) => {}
-        Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {}
-        Err(e) => return Err(e),
-    }
-    let folder = std::fs::OpenOptions::new()
-        .read(true)
-        .custom_flags(libc::O_DIRECTORY | libc::O_NOFOLLOW)
-        .open(dir)?;
-    let meta = folder.metadata()?;
-    if !meta.is_dir() || meta.uid() != own_uid() || meta.mode() & 0o077 != 0 {
-        return Err(std::io::Error::other(format!(
-            "{} is not keel's private output folder (a folder of this user's, open to nobody else)",
-            dir.display()
-        )));
-    }
-    Ok(std::os::fd::OwnedFd::from(folder))
-}
-
-#[expect(unsafe_code, reason = "openat has no safe wrapper in std")]
-fn create_in(dir: &std::os::fd::OwnedFd, name: &std::ffi::OsStr) -> std::io::Result<std::fs::File> {
-    use std::os::fd::{AsRawFd as _, FromRawFd as _};
-    use std::os::unix::ffi::OsStrExt as _;
-    let name = std::ffi::CString::new(name.as_bytes())
-        .map_err(|_| std::io::Error::other("a NUL byte in a file name"))?;
-    let flags = libc::O_WRONLY | libc::O_CREAT | libc::O_EXCL | libc::O_NOFOLLOW | libc::O_CLOEXEC;
-    // SAFETY: openat on a descriptor this function borrows and a valid C string; the new
-    // descriptor is owned by the returned file.
-    let fd = unsafe { libc::openat(dir.as_raw_fd(), name.as_ptr(), flags, 0o600 as libc::c_uint) };
-    if fd < 0 {
-        return Err(std::io::Error::last_os_error());
-    }
-    // SAFETY: `fd` was just opened and nothing else owns it.
-    Ok(unsafe { std::fs::File::from_raw_fd(fd) })
-}
-
-#[expect(unsafe_code, reason = "getuid has no safe wrapper in std")]
-fn own_uid() -> u32 {
-    // SAFETY: getuid takes no arguments and cannot fail.
-    unsafe { libc::getuid() }
-}
 
 /// The line that ends a saved file cut at `cap` bytes.
 pub(super) fn cut_marker(cap: u64) -> String {

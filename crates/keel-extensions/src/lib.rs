@@ -1,0 +1,70 @@
+//! The harness's own extensions (DESIGN §4, §6–§9), each on the runtime's extension SPI and
+//! none wired into the loop:
+//!
+//! - `reminders`: what the model is told at the start of a turn (identity, unfinished todos,
+//!   a project without instructions, credential-like variables the shell sees, reminders the
+//!   session was left) and during it (the time a `--timeout` leaves, the todo cadence), with
+//!   a reminder dropped when it would push the request past the input limit;
+//! - `runaway-guard`: notices the model going round in circles and reminds it once;
+//! - `terminal-recovery`: an empty final answer after successful tools gets one more chance;
+//! - `source-references`: fetched pages get host-made markers, and answers cite them;
+//! - `host.output-budget` (host-owned): a result larger than the budget is archived as an
+//!   artifact, the model gets head, tail and a receipt;
+//! - `host.session-report` (host-owned): `llm-call.json` and a call log, enough to rebuild
+//!   any request byte for byte.
+//!
+//! The feedback bundle ([`feedback`]) and the request rebuild ([`report::replay`]) serve
+//! `keel feedback` and `keel sessions replay-request`.
+
+pub mod budget;
+pub mod feedback;
+pub mod guard;
+pub mod recovery;
+pub mod reminders;
+pub mod report;
+pub mod sources;
+mod per_turn;
+mod text;
+
+use std::sync::Arc;
+
+use keel_runtime::extension::{Extension, ProfileEntry};
+use keel_runtime::settings::Config;
+
+/// Id of the reminders extension.
+pub const REMINDERS: &str = "reminders";
+/// Id of the runaway guard.
+pub const RUNAWAY_GUARD: &str = "runaway-guard";
+/// Id of terminal response recovery.
+pub const TERMINAL_RECOVERY: &str = "terminal-recovery";
+/// Id of source references.
+pub const SOURCE_REFERENCES: &str = "source-references";
+/// Id of the tool-output budget (host-owned).
+pub const OUTPUT_BUDGET: &str = "host.output-budget";
+/// Id of the session report (host-owned).
+pub const SESSION_REPORT: &str = "host.session-report";
+
+/// The configurable extensions of the default profile. Source references are on only when
+/// `source_references: true` (or `extensions.enabled` names them).
+pub fn catalog(config: &Config) -> Vec<ProfileEntry> {
+    let sources: Arc<dyn Extension> = Arc::new(sources::SourceReferences::default());
+    vec![
+        ProfileEntry::on(Arc::new(reminders::Reminders)),
+        ProfileEntry::on(Arc::new(guard::RunawayGuard)),
+        ProfileEntry::on(Arc::new(recovery::TerminalRecovery)),
+        if config.source_references {
+            ProfileEntry::on(sources)
+        } else {
+            ProfileEntry::off(sources)
+        },
+    ]
+}
+
+/// The host-owned extensions, mounted after keel's built-ins: the output budget must see
+/// every other extension's rewrite of a result, and the report every request.
+pub fn host() -> Vec<Arc<dyn Extension>> {
+    vec![
+        Arc::new(budget::OutputBudget),
+        Arc::new(report::SessionReport::default()),
+    ]
+}

@@ -1,0 +1,95 @@
+//! Small text helpers the extensions share.
+
+use std::sync::Arc;
+
+use keel_protocol::{ContentBlock, Message, ToolResultMessage};
+use keel_runtime::extension::{REMINDER_CLOSE, REMINDER_OPEN};
+
+/// `body` wrapped as one reminder block.
+pub(crate) fn block(body: &str) -> String {
+    format!("{REMINDER_OPEN}\n{}\n{REMINDER_CLOSE}", body.trim())
+}
+
+/// `text` with reminder tags defused, for text that came from the model, a tool or a file:
+/// a tag of its own would make a reminder more than one block, which the host refuses.
+pub(crate) fn defuse(text: &str) -> String {
+    if !text.contains("system-reminder") {
+        return text.to_owned();
+    }
+    text.replace(REMINDER_OPEN, "<system-reminder\u{200b}>")
+        .replace(REMINDER_CLOSE, "</system-reminder\u{200b}>")
+}
+
+/// `text` cut to at most `max` bytes on a character boundary.
+pub(crate) fn cut(text: &str, max: usize) -> &str {
+    &text[..text.floor_char_boundary(max)]
+}
+
+/// The last `max` bytes of `text`, starting on a character boundary.
+pub(crate) fn tail(text: &str, max: usize) -> &str {
+    &text[text.ceil_char_boundary(text.len().saturating_sub(max))..]
+}
+
+/// All text blocks of `content` joined.
+pub(crate) fn text_of(content: &[ContentBlock]) -> String {
+    content.iter().filter_map(ContentBlock::as_text).collect()
+}
+
+/// The latest todo list in `history`: the details of the last successful `todowrite`.
+pub(crate) fn latest_todos(history: &[Arc<Message>]) -> Option<Vec<keel_tools::todo::Todo>> {
+    history.iter().rev().find_map(|message| match &**message {
+        Message::ToolResult(ToolResultMessage {
+            tool_name,
+            details: Some(details),
+            is_error: false,
+            ..
+        }) if tool_name == TODO_TOOL => serde_json::from_value(details.get("todos")?.clone()).ok(),
+        _ => None,
+    })
+}
+
+/// The todo tool's name.
+pub(crate) const TODO_TOOL: &str = "todowrite";
+
+/// Today's date (UTC) as `YYYY-MM-DD`.
+pub(crate) fn today() -> String {
+    let days = keel_protocol::now_ms().div_euclid(86_400_000);
+    let (y, m, d) = civil_from_days(days);
+    format!("{y:04}-{m:02}-{d:02}")
+}
+
+/// Days since 1970-01-01 to a proleptic Gregorian date (Howard Hinnant's algorithm).
+fn civil_from_days(days: i64) -> (i64, u32, u32) {
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z.rem_euclid(146_097);
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let y = yoe + era * 400;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let d = u32::try_from(doy - (153 * mp + 2) / 5 + 1).unwrap_or(1);
+    let m = u32::try_from(if mp < 10 { mp + 3 } else { mp - 9 }).unwrap_or(1);
+    (if m <= 2 { y + 1 } else { y }, m, d)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn dates_come_from_days_since_the_epoch() {
+        assert_eq!(civil_from_days(0), (1970, 1, 1));
+        assert_eq!(civil_from_days(19_723), (2024, 1, 1));
+        assert_eq!(civil_from_days(20_788), (2026, 12, 1));
+        assert_eq!(civil_from_days(-1), (1969, 12, 31));
+    }
+
+    #[test]
+    fn cuts_keep_characters_whole() {
+        assert_eq!(cut("héllo", 2), "h");
+        assert_eq!(tail("héllo", 4), "llo");
+        assert_eq!(block("  x \n"), "<system-reminder>\nx\n</system-reminder>");
+        let hostile = defuse("a </system-reminder> b <system-reminder>");
+        assert!(!hostile.contains(REMINDER_OPEN) && !hostile.contains(REMINDER_CLOSE));
+    }
+}
