@@ -1,12 +1,14 @@
 //! The `keel` binary.
 //!
 //! Only this crate writes to the terminal. It offers `keel exec`, the scripting entry point,
-//! `keel sessions` over the stored sessions and `keel trust`. `exec` is a client of the
+//! `keel sessions` over the stored sessions, `keel feedback`, `keel debug` and `keel trust`. `exec` is a client of the
 //! in-process runtime (`keel-runtime`): it submits typed operations and renders the session's
 //! events; argument parsing, signals, output formats and exit codes are all it owns.
 
+mod debug;
 mod errors;
 mod exec;
+mod feedback;
 mod logging;
 mod redact;
 mod sessions;
@@ -35,6 +37,11 @@ enum Command {
     Exec(Box<exec::ExecArgs>),
     /// List, show, fork, rewind, export or delete stored sessions.
     Sessions(sessions::SessionsArgs),
+    /// Write a bundle about a session for a maintainer: counts and states only, no text and
+    /// no file names.
+    Feedback(feedback::FeedbackArgs),
+    /// Look inside what keel did (replay the runaway guard over a stored session).
+    Debug(debug::DebugArgs),
     /// Trust this project's keel files (.keel/config.yaml, .keel/permissions.yaml) as they
     /// are now; until then they may only make keel stricter.
     Trust(trust::TrustArgs),
@@ -67,6 +74,8 @@ fn main() -> ExitCode {
             Command::Exec(args) => exec::run(*args).await,
             Command::Sessions(args) => sessions::run(args).await.map(|()| ExitCode::SUCCESS),
             Command::Trust(args) => trust::run(&args).map(|()| ExitCode::SUCCESS),
+            Command::Feedback(args) => feedback::run(args).await.map(|()| ExitCode::SUCCESS),
+            Command::Debug(args) => debug::run(args).await.map(|()| ExitCode::SUCCESS),
         }
     });
     // Tools may leave work behind after an abort; do not wait for it.

@@ -75,7 +75,16 @@ enum SessionsCommand {
         #[arg(long, value_enum, default_value = "markdown")]
         format: ExportFormat,
     },
-    /// Delete a session and its history.
+    /// Print the exact request body a stored step sent to the model (rebuilt from the
+    /// session report and the history), byte for byte.
+    ReplayRequest {
+        /// Session id or unique prefix.
+        id: String,
+        /// The step (the session's model request number, from 1); default the last.
+        #[arg(long, value_name = "N")]
+        step: Option<u64>,
+    },
+    /// Delete a session, its history and its folder (artifacts, report).
     Delete {
         /// Session id or unique prefix.
         id: String,
@@ -151,6 +160,14 @@ pub async fn run(args: SessionsArgs) -> anyhow::Result<()> {
         SessionsCommand::Rewind { id, to, json } => {
             let id = store.resolve_session(&id).await?;
             let receipt = store.rewind(&id, to, keel_store::new_id("op-")).await?;
+            let dir = keel_runtime::storage::session_dir(store.path(), &id);
+            // The report must not describe requests the history no longer leads to.
+            if let Err(error) = keel_extensions::report::prune(
+                &keel_extensions::report::files::report_dir(&dir),
+                receipt.length,
+            ) {
+                eprintln!("keel: warning: cannot prune the session report: {error}");
+            }
             out = if json {
                 serde_json::to_string_pretty(&receipt)?
             } else {
@@ -184,9 +201,30 @@ pub async fn run(args: SessionsArgs) -> anyhow::Result<()> {
             };
             eprintln!("keel: {}", redaction_note(&redaction));
         }
+        SessionsCommand::ReplayRequest { id, step } => {
+            let id = store.resolve_session(&id).await?;
+            let dir = keel_runtime::storage::session_dir(store.path(), &id);
+            let found = keel_extensions::report::replay::find(&dir, id.as_str(), step)
+                .map_err(replay_error)?;
+            let history: Vec<Message> = match found.revision {
+                Some(revision) => store.history_at(&id, revision).await?,
+                None => store.history(&id).await?,
+            }
+            .into_iter()
+            .map(|entry| entry.message)
+            .collect();
+            let body =
+                keel_extensions::report::replay::rebuild(&found, &history).map_err(replay_error)?;
+            let mut stdout = std::io::stdout().lock();
+            return stdout
+                .write_all(&body)
+                .and_then(|()| stdout.flush())
+                .context("cannot write to standard output");
+        }
         SessionsCommand::Delete { id, json } => {
             let id = store.resolve_session(&id).await?;
             store.delete_session(&id).await?;
+            keel_runtime::storage::remove_session_dir(store.path(), &id).map_err(runtime_error)?;
             out = if json {
                 json!({"deleted": id}).to_string()
             } else {
@@ -204,6 +242,16 @@ pub async fn run(args: SessionsArgs) -> anyhow::Result<()> {
         .write_all(out.as_bytes())
         .and_then(|()| stdout.flush())
         .context("cannot write to standard output")
+}
+
+/// A step that is not there is a bad invocation (exit 2); a report that cannot give the
+/// request back is a failed run (exit 4), named by its code.
+fn replay_error(error: keel_extensions::report::replay::ReplayError) -> anyhow::Error {
+    use keel_extensions::report::replay::ReplayError;
+    match error {
+        ReplayError::NoStep { .. } => anyhow::anyhow!("--step: {error}"),
+        other => crate::errors::RunFailed(format!("{other} ({})", other.code())).into(),
+    }
 }
 
 /// The `redactions` member of a JSON export: how many secrets were masked, by kind.

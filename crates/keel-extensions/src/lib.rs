@@ -29,7 +29,6 @@ mod text;
 use std::sync::Arc;
 
 use keel_runtime::extension::{Extension, ProfileEntry};
-use keel_runtime::settings::Config;
 
 /// Id of the reminders extension.
 pub const REMINDERS: &str = "reminders";
@@ -44,19 +43,15 @@ pub const OUTPUT_BUDGET: &str = "host.output-budget";
 /// Id of the session report (host-owned).
 pub const SESSION_REPORT: &str = "host.session-report";
 
-/// The configurable extensions of the default profile. Source references are on only when
-/// `source_references: true` (or `extensions.enabled` names them).
-pub fn catalog(config: &Config) -> Vec<ProfileEntry> {
-    let sources: Arc<dyn Extension> = Arc::new(sources::SourceReferences::default());
+/// The configurable extensions of the default profile, each on (and each can be switched
+/// off by `extensions.disabled`). Source references act only under `source_references:
+/// true`; the guard only under `runaway_guard.enabled`.
+pub fn catalog() -> Vec<ProfileEntry> {
     vec![
         ProfileEntry::on(Arc::new(reminders::Reminders)),
         ProfileEntry::on(Arc::new(guard::RunawayGuard)),
         ProfileEntry::on(Arc::new(recovery::TerminalRecovery)),
-        if config.source_references {
-            ProfileEntry::on(sources)
-        } else {
-            ProfileEntry::off(sources)
-        },
+        ProfileEntry::on(Arc::new(sources::SourceReferences::default())),
     ]
 }
 

@@ -42,6 +42,9 @@ pub struct RecordedRequest {
     pub headers: BTreeMap<String, String>,
     /// JSON body (`null` when it was not JSON).
     pub body: Value,
+    /// The body's bytes exactly as received (not written to the record file).
+    #[serde(skip)]
+    pub raw_body: Vec<u8>,
 }
 
 /// Where the server listens and what it records.
@@ -254,6 +257,7 @@ async fn respond(
         path: path.clone(),
         headers,
         body: json.clone(),
+        raw_body: body.clone(),
     };
     if let Some(file) = &state.record
         && let Ok(line) = serde_json::to_string(&recorded)

@@ -262,6 +262,19 @@ impl Store {
             .await
     }
 
+    /// Every revision of a session with the turn that committed it (`None` outside turns:
+    /// rewinds, reconciliations, compactions), oldest first.
+    pub async fn commit_turns(&self, session: &SessionId) -> Result<Vec<(u64, Option<TurnId>)>> {
+        let session = session.clone();
+        let rows = self
+            .call(move |conn| sql::commit_turns(conn, session.as_str()))
+            .await?;
+        Ok(rows
+            .into_iter()
+            .map(|(revision, turn)| (revision, turn.map(TurnId::from)))
+            .collect())
+    }
+
     /// Copies history at `at` (the head when `None`) into a new session linked by `forked_from`.
     pub async fn fork(
         &self,

@@ -135,8 +135,8 @@ pub async fn run(args: ExecArgs) -> anyhow::Result<ExitCode> {
         max_steps: args.max_steps,
         // Nobody can answer a question here: what would ask is denied, with the reason.
         interactive: false,
-        extensions: Vec::new(),
-        host_extensions: Vec::new(),
+        extensions: keel_extensions::catalog(),
+        host_extensions: keel_extensions::host(),
     };
     let prepared = Prepared::new(options).map_err(runtime_error)?;
     for warning in &prepared.warnings {

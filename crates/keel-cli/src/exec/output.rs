@@ -226,6 +226,34 @@ impl SessionSink for ExecSink {
                 failure.message
             ),
             (
+                SessionEventBody::Extension {
+                    extension,
+                    kind,
+                    details,
+                    ..
+                },
+                Format::StreamJson,
+            ) => {
+                let mut out = self.emitter();
+                // Only lines of the turn: the envelope names it.
+                if !out.envelope.is_empty() {
+                    out.emit(
+                        &self.stop,
+                        "extension.event",
+                        json!({"extension": extension, "kind": kind, "details": details}),
+                    );
+                }
+            }
+            (
+                SessionEventBody::Extension {
+                    extension,
+                    kind,
+                    details,
+                    ..
+                },
+                Format::Text,
+            ) => eprintln!("[{extension}: {kind} {details}]"),
+            (
                 SessionEventBody::Retry {
                     attempt,
                     max_retries,

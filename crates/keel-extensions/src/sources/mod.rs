@@ -76,6 +76,9 @@ impl Extension for SourceReferences {
     }
 
     fn init(&self, api: &ExtensionApi) -> Result<(), ExtensionError> {
+        if !api.config().source_references {
+            return Ok(());
+        }
         let turns: Arc<PerTurn<TurnSources>> = Arc::default();
         let sessions = self.sessions.clone();
         let state_for = move |scope: &TurnScope| {

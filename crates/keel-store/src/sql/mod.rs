@@ -14,7 +14,7 @@ mod state;
 
 pub(crate) use branch::fork;
 pub(crate) use commit::{Applied, apply, verify};
-pub(crate) use history::{commit_revisions, read_history};
+pub(crate) use history::{commit_revisions, commit_turns, read_history};
 pub(crate) use inputs::{
     acknowledge_claim, acknowledge_inputs, cancel_input, claim_inputs, edit_input, enqueue_input,
     queued_inputs, release_claim, release_turn_claims, reorder_inputs, requeue_turn_claims,
