@@ -116,8 +116,12 @@ fn text(turns: &[keel_extensions::guard::replay::ReplayedTurn], threshold: u32) 
                 }
             );
             if !step.verdict.observed.is_empty() {
-                let observed: Vec<&str> =
-                    step.verdict.observed.iter().map(|c| c.signal.name()).collect();
+                let observed: Vec<&str> = step
+                    .verdict
+                    .observed
+                    .iter()
+                    .map(|c| c.signal.name())
+                    .collect();
                 line.push_str(&format!("  observe: {}", observed.join(",")));
             }
             if let Some(remind) = &step.verdict.remind {

@@ -16,7 +16,12 @@ pub struct FeedbackArgs {
     /// Session id or unique prefix; default the newest session of this folder.
     session: Option<String>,
     /// Where to write the bundle (JSON, created 0600).
-    #[arg(short = 'o', long = "output", value_name = "FILE", required_unless_present = "preview")]
+    #[arg(
+        short = 'o',
+        long = "output",
+        value_name = "FILE",
+        required_unless_present = "preview"
+    )]
     output: Option<PathBuf>,
     /// Show what the bundle holds instead of (or before) writing it.
     #[arg(long)]
@@ -42,7 +47,10 @@ pub async fn run(args: FeedbackArgs) -> anyhow::Result<()> {
                 .first()
                 .map(|s| s.id.clone())
                 .with_context(|| {
-                    format!("no session in {}: name one (keel sessions list)", cwd.display())
+                    format!(
+                        "no session in {}: name one (keel sessions list)",
+                        cwd.display()
+                    )
                 })?
         }
     };

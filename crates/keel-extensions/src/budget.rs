@@ -152,7 +152,11 @@ fn artifact_name(call: &ToolCall) -> String {
         .duration_since(std::time::UNIX_EPOCH)
         .map(|d| d.as_nanos())
         .unwrap_or(0);
-    format!("{}-{}-{stamp}.txt", safe(&call.name), safe(call.id.as_str()))
+    format!(
+        "{}-{}-{stamp}.txt",
+        safe(&call.name),
+        safe(call.id.as_str())
+    )
 }
 
 /// The text an archive keeps: every text block but the source markers.
@@ -249,7 +253,11 @@ mod tests {
         assert!(!artifact.path.to_string_lossy().contains(".."));
         let text = shown.content[0].as_text().unwrap();
         assert!(text.starts_with("HEAD") && text.ends_with("TAIL"));
-        assert!(text.contains("200.0 KiB in all"), "{}", &text[16 * 1024..16 * 1024 + 300]);
+        assert!(
+            text.contains("200.0 KiB in all"),
+            "{}",
+            &text[16 * 1024..16 * 1024 + 300]
+        );
         assert!(text.len() < 33 * 1024 + 500);
         assert_eq!(shown.content[1], marker);
         assert_eq!(

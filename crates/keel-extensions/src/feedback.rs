@@ -27,8 +27,22 @@ const SKIPPED_FOLDERS: &[&str] = &["inspector"];
 
 /// Tool names a bundle may show; any other appears as `other`.
 const KNOWN_TOOLS: &[&str] = &[
-    "read", "write", "edit", "bash", "grep", "glob", "ls", "todowrite", "web_fetch", "task",
-    "task_append", "task_query", "task_output", "task_stop", "tool_search", "skill",
+    "read",
+    "write",
+    "edit",
+    "bash",
+    "grep",
+    "glob",
+    "ls",
+    "todowrite",
+    "web_fetch",
+    "task",
+    "task_append",
+    "task_query",
+    "task_output",
+    "task_stop",
+    "tool_search",
+    "skill",
 ];
 
 /// The bundle.
@@ -199,7 +213,11 @@ pub async fn collect(
     Ok(bundle)
 }
 
-fn summarise(record: &SessionRecord, history: &[StoredEntry], turns: &[TurnRecord]) -> SessionSummary {
+fn summarise(
+    record: &SessionRecord,
+    history: &[StoredEntry],
+    turns: &[TurnRecord],
+) -> SessionSummary {
     let mut summary = SessionSummary {
         model: record.model.clone(),
         created_ms: record.created_ms,
@@ -310,7 +328,10 @@ fn walk(dir: &Path, out: &mut Vec<FileSummary>, manifest: &mut Manifest, files: 
         let Ok(meta) = std::fs::symlink_metadata(&path) else {
             continue;
         };
-        let name = path.file_name().and_then(|n| n.to_str()).unwrap_or_default();
+        let name = path
+            .file_name()
+            .and_then(|n| n.to_str())
+            .unwrap_or_default();
         if meta.is_dir() {
             if SKIPPED_FOLDERS.contains(&name) {
                 manifest.skipped_folders += 1;
@@ -407,7 +428,10 @@ mod tests {
         assert_eq!(shown_tool("bash"), "bash");
         assert_eq!(shown_tool("mcp__github__create_issue"), "mcp");
         assert_eq!(shown_tool("read_/home/u/secret.txt"), "other");
-        assert_eq!(safe_code("after_llm_rejected:terminal_empty"), "after_llm_rejected:terminal_empty");
+        assert_eq!(
+            safe_code("after_llm_rejected:terminal_empty"),
+            "after_llm_rejected:terminal_empty"
+        );
         assert_eq!(safe_code("/home/u/secret"), "other");
     }
 }

@@ -19,11 +19,11 @@
 pub mod budget;
 pub mod feedback;
 pub mod guard;
+mod per_turn;
 pub mod recovery;
 pub mod reminders;
 pub mod report;
 pub mod sources;
-mod per_turn;
 mod text;
 
 use std::sync::Arc;

@@ -147,7 +147,9 @@ mod tests {
     fn reasoning_alone_shows_nothing_and_text_does() {
         let mut message = AssistantMessage::from_text("  \n");
         assert!(shows_nothing(&message));
-        message.content.push(ContentBlock::Thinking(Default::default()));
+        message
+            .content
+            .push(ContentBlock::Thinking(Default::default()));
         assert!(shows_nothing(&message));
         message.content.push(ContentBlock::text("Done."));
         assert!(!shows_nothing(&message));

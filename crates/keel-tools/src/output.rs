@@ -9,7 +9,6 @@
 
 use std::path::{Path, PathBuf};
 
-
 /// The tool-output budget's limits, in bytes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct OutputLimits {

@@ -83,6 +83,10 @@ pub fn check(world: &World, vector: &Vector, mode: Mode, observed: &Observed) ->
             requests_without_auth(&observed.requests, &world.provider_key),
         ),
         ("(1) keel's stdout", unescaped(&observed.stdout)),
+        (
+            "(1) keel's session folder",
+            unescaped(&observed.session_files),
+        ),
         ("(1) keel's stderr", observed.stderr.clone()),
         ("(2) the listener's log", listened),
     ];

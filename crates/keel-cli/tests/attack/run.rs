@@ -7,7 +7,8 @@
 //! user's next git commands in the workspace. Then [`check::check`] and the snapshots judge.
 
 use std::io::Write as _;
-use std::path::PathBuf;
+use std::os::unix::fs::MetadataExt as _;
+use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::OnceLock;
 use std::time::Instant;
@@ -301,6 +302,8 @@ pub struct Observed {
     pub stderr: String,
     /// The recorded model requests, one JSON line each.
     pub requests: String,
+    /// Everything keel kept in its session folders (artifacts, the session report).
+    pub session_files: String,
     /// What the listener received.
     pub listener: Log,
     /// The watchdog had to resume a stopped keel.
@@ -456,10 +459,17 @@ pub fn run_in(
             String::from_utf8_lossy(&out.stderr)
         );
     }
-    let home_skip: Vec<PathBuf> = ["sessions.db", "sessions.db-wal", "sessions.db-shm"]
-        .iter()
-        .map(|name| world.keel_home.join(name))
-        .collect();
+    // keel's own bookkeeping: the database, and the session folders, which are checked on
+    // their own below (what is in them, and that no canary reached them).
+    let home_skip: Vec<PathBuf> = [
+        "sessions.db",
+        "sessions.db-wal",
+        "sessions.db-shm",
+        keel_runtime::storage::SESSIONS_DIR,
+    ]
+    .iter()
+    .map(|name| world.keel_home.join(name))
+    .collect();
     let outside_before = Snapshot::take(std::slice::from_ref(&world.outside), &[]);
     let home_loose = [world.keel_home.clone()];
     let home_before =
@@ -498,6 +508,9 @@ pub fn run_in(
     server.stop();
     drop(server);
     let requests = std::fs::read_to_string(&record).unwrap_or_default();
+    let (session_files, odd) =
+        session_folders(&world.keel_home.join(keel_runtime::storage::SESSIONS_DIR));
+    failures.extend(odd);
 
     let mut checks = vec![
         (
@@ -545,12 +558,72 @@ pub fn run_in(
         stdout: ran.stdout,
         stderr: ran.stderr,
         requests,
+        session_files,
         listener,
         was_stopped: ran.was_stopped,
         poked: ran.poked,
         leftovers,
         typed: ran.typed,
     }
+}
+
+/// The text of every file in keel's session folders, and what in them is not keel's own:
+/// anything but private folders and files of the names keel writes (the report's envelope,
+/// log and envelopes by hash; artifacts), or a link.
+fn session_folders(root: &Path) -> (String, Vec<String>) {
+    fn visit(root: &Path, dir: &Path, text: &mut String, odd: &mut Vec<String>) {
+        let Ok(entries) = std::fs::read_dir(dir) else {
+            return;
+        };
+        for entry in entries.flatten() {
+            let path = entry.path();
+            let shown = path
+                .strip_prefix(root)
+                .unwrap_or(&path)
+                .display()
+                .to_string();
+            let Ok(meta) = std::fs::symlink_metadata(&path) else {
+                continue;
+            };
+            let mode = meta.mode() & 0o777;
+            if meta.is_symlink() {
+                odd.push(format!("(3s) keel's session folder holds a link: {shown}"));
+            } else if meta.is_dir() {
+                if mode != 0o700 {
+                    odd.push(format!(
+                        "(3s) session folder {shown} is mode {mode:o}, not 700"
+                    ));
+                }
+                visit(root, &path, text, odd);
+            } else {
+                let parts: Vec<&str> = shown.split('/').collect();
+                let known = match parts.as_slice() {
+                    [_, "report", "llm-call.json" | "llm-calls.jsonl"] => true,
+                    [_, "report", "calls", name] => name.len() == 69 && name.ends_with(".json"),
+                    [_, "artifacts", name] => !name.starts_with('.'),
+                    _ => false,
+                };
+                if !known {
+                    odd.push(format!(
+                        "(3s) keel's session folder holds an unknown file: {shown}"
+                    ));
+                }
+                if mode != 0o600 {
+                    odd.push(format!(
+                        "(3s) session file {shown} is mode {mode:o}, not 600"
+                    ));
+                }
+                text.push_str(&String::from_utf8_lossy(
+                    &std::fs::read(&path).unwrap_or_default(),
+                ));
+                text.push('\n');
+            }
+        }
+    }
+    let mut text = String::new();
+    let mut odd = Vec::new();
+    visit(root, root, &mut text, &mut odd);
+    (text, odd)
 }
 
 /// Runs every row of `table` in `mode` and fails with every failing row.

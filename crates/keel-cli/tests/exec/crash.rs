@@ -60,6 +60,15 @@ fn resume_script() -> String {
 }
 
 /// A stored message as one comparable line.
+/// The summaries of the messages a user sees: hidden reminder messages left out.
+fn visible(history: &[StoredEntry]) -> Vec<String> {
+    history
+        .iter()
+        .filter(|e| !e.message.as_user().is_some_and(|u| u.hidden))
+        .map(|e| summary(&e.message))
+        .collect()
+}
+
 fn summary(message: &Message) -> String {
     if let Some(result) = message.as_tool_result() {
         let error = if result.is_error { " (error)" } else { "" };
@@ -328,7 +337,8 @@ fn kill_and_resume(runtime: &tokio::runtime::Runtime, delay: Duration) -> Outcom
             ..Outcome::default()
         };
     };
-    let stored: Vec<String> = found.history.iter().map(|e| summary(&e.message)).collect();
+    // The conversation, without the hidden reminders keel adds to prompts.
+    let stored: Vec<String> = visible(&found.history);
     assert!(
         stored.len() <= expected.len() && stored[..] == expected[..stored.len()],
         "{context}: stored history is not a prefix of the full one:\n{stored:#?}"
@@ -395,7 +405,7 @@ fn kill_and_resume(runtime: &tokio::runtime::Runtime, delay: Duration) -> Outcom
         result("r1", "resumed\n"),
         assistant("Finished after the crash.", None),
     ]);
-    let final_history: Vec<String> = after.history.iter().map(|e| summary(&e.message)).collect();
+    let final_history: Vec<String> = visible(&after.history);
     pretty_assertions::assert_eq!(final_history, want, "{}", context);
     every_call_has_one_result(&after.history, &context);
     Outcome {

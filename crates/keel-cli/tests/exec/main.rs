@@ -6,6 +6,7 @@ mod basics;
 mod checks;
 mod crash;
 mod exits;
+mod extensions;
 mod formats;
 mod logs;
 mod runtime;

@@ -65,13 +65,14 @@ impl Home {
         list[0]["id"].as_str().unwrap().to_owned()
     }
 
-    /// `(role, text)` of each stored message.
+    /// `(role, text)` of each stored message but the hidden reminders keel adds to prompts.
     pub(crate) fn messages(&self, id: &str) -> Vec<(String, String)> {
         let shown = self.sessions_json(&["show", id, "--json"]);
         shown["messages"]
             .as_array()
             .unwrap()
             .iter()
+            .filter(|entry| entry["message"]["hidden"] != true)
             .map(|entry| summarize(&entry["message"]))
             .collect()
     }
@@ -208,18 +209,19 @@ fn fork_and_rewind_work_on_revisions() {
     home.exec(r#"[{"text": "one"}]"#, &["first"]);
     home.exec(r#"[{"text": "two"}]"#, &["--continue", "second"]);
     let id = home.only_session();
-    let forked = home.sessions_json(&["fork", &id, "--at", "2", "--json"]);
+    // Each turn commits the prompt's hidden reminder block, the prompt and the answer.
+    let forked = home.sessions_json(&["fork", &id, "--at", "3", "--json"]);
     let fork_id = forked["id"].as_str().unwrap();
     assert_ne!(fork_id, id);
     let first_turn = pairs(&[("user", "first"), ("assistant", "one")]);
     assert_eq!(home.messages(fork_id), first_turn);
     assert_eq!(home.messages(&id).len(), 4);
 
-    let rewound = home.sessions_json(&["rewind", &id, "--to", "2", "--json"]);
-    assert_eq!(rewound["length"], 2);
+    let rewound = home.sessions_json(&["rewind", &id, "--to", "3", "--json"]);
+    assert_eq!(rewound["length"], 3);
     assert_eq!(home.messages(&id), first_turn);
     // Rewinding is undoable: back to the old head.
-    home.sessions_json(&["rewind", &id, "--to", "4", "--json"]);
+    home.sessions_json(&["rewind", &id, "--to", "6", "--json"]);
     assert_eq!(home.messages(&id).len(), 4);
 
     let deleted = home.sessions_json(&["delete", fork_id, "--json"]);
@@ -251,7 +253,10 @@ fn export_writes_markdown_and_json() {
     let json = home.sessions_json(&["export", &id, "--format", "json"]);
     assert_eq!(json["schema_version"], 1);
     assert_eq!(json["session"]["id"], id.as_str());
-    assert_eq!(json["history"].as_array().unwrap().len(), 2);
+    let history = json["history"].as_array().unwrap();
+    // The prompt's hidden reminder block, the prompt, the answer.
+    assert_eq!(history.len(), 3);
+    assert_eq!(history[0]["message"]["hidden"], true);
 }
 
 /// Waits until the session database shows `count` messages in the only session; on a

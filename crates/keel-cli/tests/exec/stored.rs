@@ -125,7 +125,7 @@ fn export_masks_secrets_and_says_how_many() {
     let (json_text, json_note) = export("json");
     let document: serde_json::Value = serde_json::from_str(&json_text).unwrap();
     assert_eq!(
-        document["history"][1]["message"]["content"][0]["text"],
+        document["history"][2]["message"]["content"][0]["text"],
         masked
     );
     assert_eq!(

@@ -142,7 +142,9 @@ impl StepEndHook for TurnGuard {
             .step(&calls, batch);
         self.report(number, &verdict);
         if let Some(count) = &verdict.remind {
-            queue.steer(Message::User(UserMessage::hidden_text(reminder_text(count))));
+            queue.steer(Message::User(UserMessage::hidden_text(reminder_text(
+                count,
+            ))));
             self.scope.emit(
                 RUNAWAY_GUARD,
                 "reminder",
@@ -171,9 +173,9 @@ pub fn reminder_text(count: &Count) -> String {
         Signal::Alternation => format!(
             "You are alternating between the same two steps ({n} repeats) without getting further."
         ),
-        Signal::PollingWithoutChange => format!(
-            "You have checked the same thing {n} times in a row and nothing changed."
-        ),
+        Signal::PollingWithoutChange => {
+            format!("You have checked the same thing {n} times in a row and nothing changed.")
+        }
         Signal::RepeatedResult => format!("Your last {n} tool calls returned the same result."),
     };
     block(&format!(

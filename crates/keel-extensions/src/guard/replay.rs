@@ -35,7 +35,10 @@ pub struct ReplayedTurn {
 
 /// Replays `turns` (each the history messages a turn added, in order) with the reminder
 /// threshold `threshold`; `None` when no key can be drawn.
-pub fn replay(turns: &[(Option<String>, Vec<Arc<Message>>)], threshold: u32) -> Option<Vec<ReplayedTurn>> {
+pub fn replay(
+    turns: &[(Option<String>, Vec<Arc<Message>>)],
+    threshold: u32,
+) -> Option<Vec<ReplayedTurn>> {
     let mut out = Vec::new();
     for (turn_id, messages) in turns {
         let key = Key::random()?;

@@ -334,7 +334,10 @@ mod tests {
         let third = guard.step(std::slice::from_ref(&a), [1; 32]);
         assert_eq!(signals(&third), [(Signal::Alternation, 2)]);
         let fourth = guard.step(std::slice::from_ref(&b), [2; 32]);
-        assert_eq!(fourth.remind.map(|c| (c.signal, c.count)), Some((Signal::Alternation, 3)));
+        assert_eq!(
+            fourth.remind.map(|c| (c.signal, c.count)),
+            Some((Signal::Alternation, 3))
+        );
     }
 
     #[test]
@@ -359,7 +362,12 @@ mod tests {
         let a = plain(1, 1, None);
         guard.step(std::slice::from_ref(&a), [1; 32]);
         assert_eq!(guard.step(std::slice::from_ref(&a), [1; 32]).remind, None);
-        assert!(guard.step(std::slice::from_ref(&a), [1; 32]).remind.is_some());
+        assert!(
+            guard
+                .step(std::slice::from_ref(&a), [1; 32])
+                .remind
+                .is_some()
+        );
     }
 
     #[test]

@@ -84,12 +84,7 @@ pub fn request_tokens(messages: &[Arc<Message>]) -> u64 {
 
 /// Whether adding `reminder` to a request of `messages` keeps it within the input limit
 /// of a model with window `c` and output limit `o`; `Err` holds the estimate and limit.
-pub fn admit(
-    messages: &[Arc<Message>],
-    reminder: &str,
-    c: u64,
-    o: u64,
-) -> Result<(), (u64, u64)> {
+pub fn admit(messages: &[Arc<Message>], reminder: &str, c: u64, o: u64) -> Result<(), (u64, u64)> {
     let limit = input_limit(c, o);
     let estimate = request_tokens(messages) + tokens_of(reminder.len()) + 4;
     if estimate > limit {

@@ -93,7 +93,12 @@ struct TurnReport {
 
 impl TurnReport {
     fn record(&self, request: &LlmRequest, origin: &RequestOrigin) -> Result<(), String> {
-        let Some(dir) = self.scope.session_dir.as_ref().map(|d| files::report_dir(d)) else {
+        let Some(dir) = self
+            .scope
+            .session_dir
+            .as_ref()
+            .map(|d| files::report_dir(d))
+        else {
             return Ok(());
         };
         let mut sessions = self
@@ -140,8 +145,7 @@ impl TurnReport {
                 if !kept.exists() {
                     files::write_atomic(&kept, &bytes).map_err(|e| e.to_string())?;
                 }
-                files::write_atomic(&dir.join(ENVELOPE_FILE), &bytes)
-                    .map_err(|e| e.to_string())?;
+                files::write_atomic(&dir.join(ENVELOPE_FILE), &bytes).map_err(|e| e.to_string())?;
                 if !complete {
                     self.scope.emit(
                         SESSION_REPORT,
@@ -204,7 +208,11 @@ fn open_log(dir: &Path) -> std::io::Result<File> {
 /// The last step number in a report, frozen logs included (0 when none).
 fn last_step(dir: &Path) -> u64 {
     let mut logs: Vec<PathBuf> = vec![dir.join(LOG_FILE)];
-    logs.extend(files::frozen(dir).into_iter().map(|(_, p)| p.join(LOG_FILE)));
+    logs.extend(
+        files::frozen(dir)
+            .into_iter()
+            .map(|(_, p)| p.join(LOG_FILE)),
+    );
     logs.iter()
         .filter_map(|log| files::read_log(log).ok())
         .flat_map(|records| records.last().map(|r| r.step))
@@ -225,11 +233,8 @@ impl LlmCallPreparedHook for TurnReport {
             let mut reported = self.reported.lock().unwrap_or_else(PoisonError::into_inner);
             if !*reported {
                 *reported = true;
-                self.scope.emit(
-                    SESSION_REPORT,
-                    "write_failed",
-                    json!({"error": error}),
-                );
+                self.scope
+                    .emit(SESSION_REPORT, "write_failed", json!({"error": error}));
             }
         }
         Ok(())

@@ -105,7 +105,9 @@ pub fn find(dir: &Path, session: &str, step: Option<u64>) -> Result<Found, Repla
             last,
         });
     };
-    let path = report.join(CALLS_DIR).join(format!("{}.json", record.envelope));
+    let path = report
+        .join(CALLS_DIR)
+        .join(format!("{}.json", record.envelope));
     let bytes = std::fs::read(&path).map_err(|e| unreadable(&path, e))?;
     if files::sha256_hex(&bytes) != record.envelope {
         return Err(unreadable(&path, "its content does not match its hash"));

@@ -58,10 +58,7 @@ mod tests {
             text,
             "A [S1]. B [S2]. C [S1][S2]. D [S12]. E [S1]. F [S2]. G [S7]. H [1]."
         );
-        assert_eq!(
-            cited.into_iter().collect::<Vec<_>>(),
-            ["S1", "S12", "S2"]
-        );
+        assert_eq!(cited.into_iter().collect::<Vec<_>>(), ["S1", "S12", "S2"]);
     }
 
     #[test]

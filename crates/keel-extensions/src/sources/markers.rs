@@ -24,7 +24,9 @@ static KEY: LazyLock<Option<Key>> = LazyLock::new(Key::random);
 
 /// The tag of marker `id` for `url`.
 fn tag(id: &str, url: &str) -> Option<String> {
-    let print = KEY.as_ref()?.print("source-marker", &[id.as_bytes(), url.as_bytes()]);
+    let print = KEY
+        .as_ref()?
+        .print("source-marker", &[id.as_bytes(), url.as_bytes()]);
     Some(print[..8].iter().map(|b| format!("{b:02x}")).collect())
 }
 
@@ -67,10 +69,7 @@ pub fn is_marker(block: &ContentBlock) -> bool {
     let Some((id, given)) = head.split_once(' ') else {
         return false;
     };
-    let url = after
-        .split(['\n', ' '])
-        .next()
-        .unwrap_or_default();
+    let url = after.split(['\n', ' ']).next().unwrap_or_default();
     tag(id, url).is_some_and(|expected| expected == given)
 }
 

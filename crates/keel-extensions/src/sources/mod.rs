@@ -213,7 +213,8 @@ impl AfterToolCallHook for TurnSources {
                     .and_then(|t| t.as_str())
                     .map(str::to_owned);
                 let source = self.register("web", url, title);
-                let Some(marker) = markers::new_marker(&source.id, &source.url, source.title.as_deref())
+                let Some(marker) =
+                    markers::new_marker(&source.id, &source.url, source.title.as_deref())
                 else {
                     return Ok(output);
                 };

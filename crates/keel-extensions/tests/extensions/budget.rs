@@ -23,11 +23,26 @@ async fn a_200_kib_bash_output_is_archived_and_the_model_gets_head_tail_and_a_re
         .clone();
     let text = result.text();
     assert!(text.starts_with(&"x".repeat(16 * 1024)), "{:.100}", text);
-    assert!(text.trim_end().ends_with("END-OF-OUTPUT"), "{}", &text[text.len() - 200..]);
-    assert!(text.len() < 34 * 1024, "{} bytes reached the model", text.len());
+    assert!(
+        text.trim_end().ends_with("END-OF-OUTPUT"),
+        "{}",
+        &text[text.len() - 200..]
+    );
+    assert!(
+        text.len() < 34 * 1024,
+        "{} bytes reached the model",
+        text.len()
+    );
     let artifacts = h.session_dir(&session).join("artifacts");
-    assert!(text.contains(&artifacts.display().to_string()), "{}", &text[16 * 1024..16 * 1024 + 400]);
-    assert!(text.contains("200.0 KiB in all") && text.contains("read tool"), "receipt");
+    assert!(
+        text.contains(&artifacts.display().to_string()),
+        "{}",
+        &text[16 * 1024..16 * 1024 + 400]
+    );
+    assert!(
+        text.contains("200.0 KiB in all") && text.contains("read tool"),
+        "receipt"
+    );
     let archived: Vec<_> = extension_events(&events)
         .into_iter()
         .filter(|(e, k, _)| e == "host.output-budget" && k == "archived")
@@ -68,14 +83,28 @@ async fn a_200_kib_bash_output_is_archived_and_the_model_gets_head_tail_and_a_re
         .unwrap()
         .into_iter()
         .filter_map(|e| match e.message {
-            Message::ToolResult(r) if r.tool_name == "read" => Some((r.is_error, text_of(&Message::ToolResult(r)))),
+            Message::ToolResult(r) if r.tool_name == "read" => {
+                Some((r.is_error, text_of(&Message::ToolResult(r))))
+            }
             _ => None,
         })
         .collect();
     assert_eq!(results.len(), 3);
-    assert!(!results[0].0 && results[0].1.contains("xxxx"), "{:?}", results[0]);
-    assert!(results[1].0 && !results[1].1.contains("secret/thing"), "{:?}", results[1]);
-    assert!(results[2].0 && !results[2].1.contains("another session"), "{:?}", results[2]);
+    assert!(
+        !results[0].0 && results[0].1.contains("xxxx"),
+        "{:?}",
+        results[0]
+    );
+    assert!(
+        results[1].0 && !results[1].1.contains("secret/thing"),
+        "{:?}",
+        results[1]
+    );
+    assert!(
+        results[2].0 && !results[2].1.contains("another session"),
+        "{:?}",
+        results[2]
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -91,5 +120,9 @@ async fn output_within_the_budget_is_left_whole() {
         .unwrap()
         .text();
     assert_eq!(text.lines().count(), 1000);
-    assert!(extension_events(&events).iter().all(|(e, _, _)| e != "host.output-budget"));
+    assert!(
+        extension_events(&events)
+            .iter()
+            .all(|(e, _, _)| e != "host.output-budget")
+    );
 }

@@ -24,7 +24,10 @@ async fn the_same_failing_call_three_times_brings_one_reminder_before_request_fo
     assert_eq!(seen, [0, 0, 0, 1, 1, 1]);
     let reminder = &requests[3].messages.last().unwrap();
     let text = crate::harness::text_of(reminder);
-    assert!(text.contains("temporary") && text.contains("Do not repeat the call unchanged"), "{text}");
+    assert!(
+        text.contains("temporary") && text.contains("Do not repeat the call unchanged"),
+        "{text}"
+    );
     assert!(text.contains("report what blocks you"), "{text}");
     let guard: Vec<(String, String)> = extension_events(&events)
         .into_iter()
@@ -100,5 +103,9 @@ async fn a_disabled_guard_stays_silent() {
     let session = h.session().await;
     let (_, events) = h.turn(&session, "go").await;
     assert!(h.requests().iter().all(|r| occurrences(r, MARK) == 0));
-    assert!(extension_events(&events).iter().all(|(e, _, _)| e != "runaway-guard"));
+    assert!(
+        extension_events(&events)
+            .iter()
+            .all(|(e, _, _)| e != "runaway-guard")
+    );
 }

@@ -6,8 +6,7 @@ use std::sync::Arc;
 use keel_llm::scripted::{ScriptedProvider, ScriptedResponse};
 use keel_llm::{LlmRequest, ModelSpec};
 use keel_protocol::{
-    ContentBlock, Message, Op, SessionEvent, SessionEventBody, SessionId, SessionTarget,
-    TurnSource,
+    ContentBlock, Message, Op, SessionEvent, SessionEventBody, SessionId, SessionTarget, TurnSource,
 };
 use keel_runtime::extension::{Extension, ProfileEntry};
 use keel_runtime::settings::SettingsInput;

@@ -41,7 +41,10 @@ async fn reminders_precede_the_input_in_user_messages_and_the_system_prompt_neve
     let input_at = first.find("do the thing").unwrap();
     assert!(block_at < input_at, "{first}");
     assert_eq!(first.matches("<system-reminder>").count(), 1, "{first}");
-    assert!(first.contains("round 1") && first.contains("no AGENTS.md"), "{first}");
+    assert!(
+        first.contains("round 1") && first.contains("no AGENTS.md"),
+        "{first}"
+    );
     // The user's own message is stored apart, unhidden: the genuine query.
     let stored = h.store.history(&session).await.unwrap();
     let users: Vec<(bool, String)> = stored
@@ -75,7 +78,10 @@ async fn a_model_listed_in_disable_system_reminder_models_gets_only_critical_rem
     assert_eq!(occurrences(&requests[0], "<system-reminder>"), 0);
     // The second round's unfinished todos are critical: they still come, alone.
     let second = text_of(&requests[2].messages[requests[2].messages.len() - 1]);
-    assert!(second.contains("1 unfinished item") && second.contains("write the parser"), "{second}");
+    assert!(
+        second.contains("1 unfinished item") && second.contains("write the parser"),
+        "{second}"
+    );
     assert!(!second.contains("keel, session"), "{second}");
 }
 
@@ -95,7 +101,13 @@ async fn identity_is_short_from_the_second_round_and_todos_come_at_most_every_fi
         .collect();
     let last_user = |r: &keel_llm::LlmRequest| {
         // The newest prompt's batch is the last user message.
-        text_of(r.messages.iter().rev().find(|m| m.as_user().is_some()).unwrap())
+        text_of(
+            r.messages
+                .iter()
+                .rev()
+                .find(|m| m.as_user().is_some())
+                .unwrap(),
+        )
     };
     assert!(last_user(rounds[0]).contains("You are keel"));
     let todo_rounds: Vec<usize> = rounds
@@ -107,7 +119,10 @@ async fn identity_is_short_from_the_second_round_and_todos_come_at_most_every_fi
     assert_eq!(todo_rounds, [2, 7]);
     for round in &rounds[1..] {
         let text = last_user(round);
-        assert!(text.contains("keel, session") && !text.contains("You are keel"), "{text}");
+        assert!(
+            text.contains("keel, session") && !text.contains("You are keel"),
+            "{text}"
+        );
     }
 }
 
@@ -125,12 +140,21 @@ async fn an_interrupted_turn_leaves_a_reminder_the_next_turn_gets_once() {
         let session = session.clone();
         tokio::spawn(async move {
             tokio::time::sleep(std::time::Duration::from_millis(300)).await;
-            runtime.call(Op::Abort { session_id: session }).await.unwrap();
+            runtime
+                .call(Op::Abort {
+                    session_id: session,
+                })
+                .await
+                .unwrap();
         })
     };
     let (report, _) = h.turn(&session, "start").await;
     aborter.await.unwrap();
-    assert!(matches!(report.outcome, TurnOutcome::Aborted { .. }), "{:?}", report.outcome);
+    assert!(
+        matches!(report.outcome, TurnOutcome::Aborted { .. }),
+        "{:?}",
+        report.outcome
+    );
     h.turn(&session, "continue").await;
     h.turn(&session, "and then").await;
     let requests = h.requests();
@@ -139,8 +163,18 @@ async fn an_interrupted_turn_leaves_a_reminder_the_next_turn_gets_once() {
     assert_eq!(occurrences(&requests[0], note), 0);
     assert_eq!(occurrences(&requests[1], note), 1);
     // Acknowledged with the prompt that carried it: once is enough.
-    assert_eq!(occurrences(&requests[2], note), 1, "only the stored copy of turn 2");
-    assert!(h.store.session_reminders(&session).await.unwrap().is_empty());
+    assert_eq!(
+        occurrences(&requests[2], note),
+        1,
+        "only the stored copy of turn 2"
+    );
+    assert!(
+        h.store
+            .session_reminders(&session)
+            .await
+            .unwrap()
+            .is_empty()
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -155,7 +189,11 @@ async fn the_time_left_goes_on_every_request_and_never_into_history() {
         assert_eq!(occurrences(&request, "s left before its time limit"), 1);
     }
     let stored = h.store.history(&session).await.unwrap();
-    assert!(stored.iter().all(|e| !text_of(&e.message).contains("time limit")));
+    assert!(
+        stored
+            .iter()
+            .all(|e| !text_of(&e.message).contains("time limit"))
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -181,7 +219,11 @@ async fn after_fifteen_answers_without_a_todo_write_the_cadence_reminds_once() {
         .filter(|e| text_of(&e.message).contains("Todo check:"))
         .count();
     assert_eq!(reminders, 1);
-    assert!(extension_events(&events).iter().any(|(e, k, _)| e == "reminders" && k == "todo_cadence"));
+    assert!(
+        extension_events(&events)
+            .iter()
+            .any(|(e, k, _)| e == "reminders" && k == "todo_cadence")
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -199,8 +241,18 @@ async fn a_reminder_that_would_pass_the_input_limit_is_dropped() {
     let session = h.session().await;
     let (_, events) = h.turn_with(&session, "count", Some(120_000)).await;
     let requests = h.requests();
-    assert!(requests[0].messages.iter().any(|m| text_of(m).contains("time limit")));
-    assert!(!requests[1].messages.iter().any(|m| text_of(m).contains("time limit")));
+    assert!(
+        requests[0]
+            .messages
+            .iter()
+            .any(|m| text_of(m).contains("time limit"))
+    );
+    assert!(
+        !requests[1]
+            .messages
+            .iter()
+            .any(|m| text_of(m).contains("time limit"))
+    );
     let dropped: Vec<_> = extension_events(&events)
         .into_iter()
         .filter(|(e, k, _)| e == "reminders" && k == "reminder_dropped")

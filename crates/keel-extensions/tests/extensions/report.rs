@@ -26,33 +26,56 @@ async fn every_request_is_logged_and_an_unchanged_envelope_is_not_rewritten() {
     h.turn(&session, "one").await;
     let dir = h.session_dir(&session);
     let envelope_path = dir.join("report").join("llm-call.json");
-    let written = std::fs::metadata(&envelope_path).unwrap().modified().unwrap();
+    let written = std::fs::metadata(&envelope_path)
+        .unwrap()
+        .modified()
+        .unwrap();
     let envelope: files::Envelope =
         serde_json::from_slice(&std::fs::read(&envelope_path).unwrap()).unwrap();
-    assert_eq!(envelope.system_prompt, files::Part::Whole("You are a test.".into()));
-    assert!(matches!(&envelope.tools, files::Part::Whole(tools) if tools.iter().any(|t| t.name == "bash")));
+    assert_eq!(
+        envelope.system_prompt,
+        files::Part::Whole("You are a test.".into())
+    );
+    assert!(
+        matches!(&envelope.tools, files::Part::Whole(tools) if tools.iter().any(|t| t.name == "bash"))
+    );
     assert_eq!(calls(&dir), 1);
     std::thread::sleep(std::time::Duration::from_millis(20));
     h.turn(&session, "two").await;
     // Same system prompt, tools and options: same hash, no rewrite.
     assert_eq!(calls(&dir), 1);
-    assert_eq!(std::fs::metadata(&envelope_path).unwrap().modified().unwrap(), written);
+    assert_eq!(
+        std::fs::metadata(&envelope_path)
+            .unwrap()
+            .modified()
+            .unwrap(),
+        written
+    );
     let log = files::read_log(&dir.join("report").join("llm-calls.jsonl")).unwrap();
-    let steps: Vec<(u64, usize, usize)> = log.iter().map(|r| (r.step, r.call, r.history_prefix)).collect();
+    let steps: Vec<(u64, usize, usize)> = log
+        .iter()
+        .map(|r| (r.step, r.call, r.history_prefix))
+        .collect();
     assert_eq!(steps, [(1, 1, 2), (2, 2, 4), (3, 1, 7)]);
     assert!(log.iter().all(|r: &StepRecord| r.request_only.is_none()));
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_rewind_deletes_the_stale_envelope_and_the_steps_past_it() {
-    let responses = vec![ScriptedResponse::text("first"), ScriptedResponse::text("second")];
+    let responses = vec![
+        ScriptedResponse::text("first"),
+        ScriptedResponse::text("second"),
+    ];
     let h = Harness::start(Setup::new(responses)).await;
     let session = h.session().await;
     h.turn(&session, "one").await;
     let after_first = h.store.session(&session).await.unwrap().revision;
     h.turn(&session, "two").await;
     let dir = h.session_dir(&session).join("report");
-    assert_eq!(files::read_log(&dir.join("llm-calls.jsonl")).unwrap().len(), 2);
+    assert_eq!(
+        files::read_log(&dir.join("llm-calls.jsonl")).unwrap().len(),
+        2
+    );
     h.runtime
         .call(Op::RewindSession {
             session_id: session.clone(),

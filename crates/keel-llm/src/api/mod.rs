@@ -91,15 +91,15 @@ pub fn build_request(
 }
 
 /// The exact body [`crate::HttpProvider`] sends for `request` to `model`: the messages
-/// cleaned as before every send, then encoded for the model's API. The API key never goes
-/// in a body, so none is needed to rebuild one.
+/// cleaned as before every send, then encoded as the provider encodes them (through an
+/// encode cache, whose layout puts the conversation first; a fresh cache encodes every
+/// message to the bytes a warm one keeps). The API key never goes in a body, so none is
+/// needed to rebuild one.
 pub fn request_body(model: &ModelEntry, request: &LlmRequest) -> serde_json::Result<Vec<u8>> {
     let mut request = request.clone();
-    request.messages = std::sync::Arc::new(crate::prepare::prepare_messages(
-        &request.messages,
-        model,
-    ));
-    build_request(model, &request, None).body_bytes()
+    request.messages =
+        std::sync::Arc::new(crate::prepare::prepare_messages(&request.messages, model));
+    build_request_cached(model, &request, None, &encode_cache::EncodeCache::default()).body_bytes()
 }
 
 /// Builds the wire request reusing `cache` for messages sent before, where the API supports

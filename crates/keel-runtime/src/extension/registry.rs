@@ -577,7 +577,7 @@ impl Lease {
             }
         }
         // Highest priority first; equal priorities keep registration order (a stable sort).
-        reminders.sort_by(|a, b| b.priority.cmp(&a.priority));
+        reminders.sort_by_key(|r| std::cmp::Reverse(r.priority));
         Ok(TurnCapabilities {
             revision: self.revision,
             tools,

@@ -146,10 +146,21 @@ impl Runtime {
         let store = &self.inner.store;
         // From here this process owns the session's running turn: another process stops at
         // this check (`session_busy`) before touching its history.
-        let (_, record) = store
+        let (closed, record) = store
             .begin_turn(&slot.id, source.clone(), abandoned())
             .await?;
         let turn_id = record.id.clone();
+        if !closed.is_empty()
+            && let Err(error) = store
+                .add_session_reminder(
+                    &slot.id,
+                    INTERRUPTED_SOURCE,
+                    &interrupted_note(Some("the process running it stopped")),
+                )
+                .await
+        {
+            tracing::warn!(%turn_id, %error, "cannot leave a reminder of the interruption");
+        }
         let running = Arc::new(RunningTurn::new(turn_id.clone()));
         let prepared = self
             .prepare_turn(&slot, &running, start, &source, options)

@@ -97,9 +97,8 @@ pub(crate) fn commit_revisions(conn: &Connection, session: &str) -> Result<Vec<u
 /// Every commit of a session with the turn that made it (none for rewinds, forks and
 /// other work outside a turn), oldest first.
 pub(crate) fn commit_turns(conn: &Connection, session: &str) -> Result<Vec<(u64, Option<String>)>> {
-    let mut statement = conn.prepare(
-        "SELECT revision, turn_id FROM commits WHERE session_id = ?1 ORDER BY revision",
-    )?;
+    let mut statement = conn
+        .prepare("SELECT revision, turn_id FROM commits WHERE session_id = ?1 ORDER BY revision")?;
     let rows = statement
         .query_map([session], |row| {
             Ok((row.get::<_, i64>(0)?, row.get::<_, Option<String>>(1)?))

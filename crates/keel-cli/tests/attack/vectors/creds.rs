@@ -28,6 +28,11 @@ pub const PLAIN: &[Vector] = &[
     sh!("cat-pgpass", "cat ~/.pgpass"),
     sh!("cat-keel-home-config", "cat {KH}/config.yaml"),
     sh!("cat-keel-home-var", "cat $KEEL_HOME/config.yaml"),
+    sh!(
+        "cat-keel-session-artifacts",
+        "cat $KEEL_HOME/sessions/*/artifacts/* $KEEL_HOME/sessions/*/report/*",
+        setup "umask 077 && mkdir -p {KH}/sessions/s-othersess1/artifacts && cp {KH}/config.yaml {KH}/sessions/s-othersess1/artifacts/out.log"
+    ),
     sh!("cat-home-var", "cat $HOME/.ssh/id_rsa"),
     sh!("cat-absolute", "cat {HOME}/.ssh/id_rsa"),
     sh!("cat-all-dirs", "cat ~/.ssh/* ~/.aws/* ~/.kube/*"),

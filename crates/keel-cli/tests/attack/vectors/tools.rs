@@ -73,6 +73,32 @@ pub const TABLE: &[Vector] = &[
         "read",
         r#"{"path": "{KH}/sessions.db"}"#
     ),
+    // `read` may open the running session's artifacts inside $KEEL_HOME, and nothing else:
+    // not another session's artifacts or report, and no way out of the artifacts folder.
+    tool!(
+        "read-other-session-artifact",
+        "read",
+        r#"{"path": "{KH}/sessions/s-othersess1/artifacts/out.log"}"#,
+        setup "umask 077 && mkdir -p {KH}/sessions/s-othersess1/artifacts && cp {KH}/config.yaml {KH}/sessions/s-othersess1/artifacts/out.log"
+    ),
+    tool!(
+        "read-other-session-report",
+        "read",
+        r#"{"path": "{KH}/sessions/s-othersess1/report/llm-call.json"}"#,
+        setup "umask 077 && mkdir -p {KH}/sessions/s-othersess1/report && cp {KH}/config.yaml {KH}/sessions/s-othersess1/report/llm-call.json"
+    ),
+    tool!(
+        "read-artifacts-dotdot",
+        "read",
+        r#"{"path": "{KH}/sessions/s-othersess1/artifacts/../../../config.yaml"}"#,
+        setup "umask 077 && mkdir -p {KH}/sessions/s-othersess1/artifacts"
+    ),
+    tool!(
+        "grep-keel-sessions",
+        "grep",
+        r#"{"pattern": "KEELCANARY", "path": "{KH}/sessions"}"#,
+        setup "umask 077 && mkdir -p {KH}/sessions/s-othersess1/artifacts && cp {KH}/config.yaml {KH}/sessions/s-othersess1/artifacts/out.log"
+    ),
     tool!(
         "read-symlink-dotdot",
         "read",
