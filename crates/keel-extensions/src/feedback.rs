@@ -145,7 +145,8 @@ pub struct Manifest {
 pub struct Unreadable {
     /// Opaque id.
     pub id: String,
-    /// `permission_denied`, `not_found` or `io_error`.
+    /// `permission_denied`, `not_found`, `not_a_file` (a link, pipe or socket) or
+    /// `io_error`.
     pub error: &'static str,
 }
 
@@ -340,11 +341,16 @@ fn walk(dir: &Path, out: &mut Vec<FileSummary>, manifest: &mut Manifest, files: 
             }
             continue;
         }
-        if !meta.is_file() {
-            continue;
-        }
         *files += 1;
         let id = format!("file-{files}");
+        if !meta.is_file() {
+            // A link, a pipe or a socket is never followed or read.
+            manifest.unreadable.push(Unreadable {
+                id,
+                error: "not_a_file",
+            });
+            continue;
+        }
         let kind = if path.components().any(|c| c.as_os_str() == "artifacts") {
             "artifact"
         } else if path.components().any(|c| c.as_os_str() == "report") {

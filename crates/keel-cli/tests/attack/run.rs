@@ -567,6 +567,10 @@ pub fn run_in(
     }
 }
 
+/// The "other session" some vectors plant (`s-othersess1`, holding a canary) to check that
+/// `read` reaches no session's files but the running one's: it is not keel's.
+const PLANTED_SESSION: &str = "s-othersess1";
+
 /// The text of every file in keel's session folders, and what in them is not keel's own:
 /// anything but private folders and files of the names keel writes (the report's envelope,
 /// log and envelopes by hash; artifacts), or a link.
@@ -577,6 +581,9 @@ fn session_folders(root: &Path) -> (String, Vec<String>) {
         };
         for entry in entries.flatten() {
             let path = entry.path();
+            if dir == root && entry.file_name() == PLANTED_SESSION {
+                continue;
+            }
             let shown = path
                 .strip_prefix(root)
                 .unwrap_or(&path)

@@ -383,3 +383,58 @@ mod tests {
         assert_eq!(last.remind.map(|c| c.signal), Some(Signal::NoProgress));
     }
 }
+
+#[cfg(test)]
+mod properties {
+    use super::*;
+    use proptest::prelude::*;
+
+    fn call(action: u8, result: u8, failed: bool, kind: u8) -> CallPrint {
+        let kind = match kind % 3 {
+            0 => Kind::Plain,
+            1 => Kind::NoMatch,
+            _ => Kind::Poll,
+        };
+        CallPrint {
+            action: [action; 32],
+            result: (kind != Kind::NoMatch).then_some([result; 32]),
+            error: (failed && kind == Kind::Plain).then_some([result ^ 0x55; 32]),
+            error_class: None,
+            progress: match kind {
+                Kind::Poll => Some(([action; 32], [result; 32])),
+                Kind::Plain if failed => Some(([action; 32], [result; 32])),
+                _ => None,
+            },
+            kind,
+        }
+    }
+
+    proptest! {
+        /// Whatever the steps, the guard reminds at most once, only for a reminding signal
+        /// that reached the threshold, and reports only counts of 2 and more.
+        #[test]
+        fn at_most_one_reminder_and_only_past_the_threshold(
+            threshold in 0u32..6,
+            steps in proptest::collection::vec(
+                proptest::collection::vec((0u8..3, 0u8..3, any::<bool>(), 0u8..3), 1..4),
+                0..30,
+            ),
+        ) {
+            let mut guard = GuardState::new(threshold);
+            let mut reminders = 0;
+            for step in steps {
+                let calls: Vec<CallPrint> =
+                    step.iter().map(|(a, r, f, k)| call(*a, *r, *f, *k)).collect();
+                let batch = [calls.iter().map(|c| c.action[0]).fold(0u8, |x, y| x.wrapping_mul(7).wrapping_add(y)); 32];
+                let verdict = guard.step(&calls, batch);
+                prop_assert!(verdict.counts.iter().all(|c| c.count >= 2));
+                if let Some(remind) = &verdict.remind {
+                    reminders += 1;
+                    prop_assert!(remind.count >= threshold.max(3));
+                    prop_assert!(Signal::REMINDING.contains(&remind.signal));
+                }
+            }
+            prop_assert!(reminders <= 1);
+        }
+    }
+}

@@ -68,3 +68,26 @@ mod tests {
         assert!(cited.is_empty());
     }
 }
+
+#[cfg(test)]
+mod properties {
+    use super::*;
+    use proptest::prelude::*;
+
+    proptest! {
+        /// Normalising twice changes nothing more, only known ids are ever cited, and text
+        /// without brackets is never touched.
+        #[test]
+        fn normalising_is_stable_and_cites_only_known_sources(text in "[ -~【】]{0,120}") {
+            let known = |id: &str| matches!(id, "S1" | "S2" | "S3");
+            let (once, cited) = normalise(&text, &known);
+            let (twice, again) = normalise(&once, &known);
+            prop_assert_eq!(&once, &twice);
+            prop_assert_eq!(&cited, &again);
+            prop_assert!(cited.iter().all(|id| known(id)));
+            if !text.contains(['[', '(', '【']) {
+                prop_assert_eq!(once, text);
+            }
+        }
+    }
+}

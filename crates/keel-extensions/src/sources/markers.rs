@@ -100,3 +100,18 @@ mod tests {
         assert_eq!(defuse_markers("plain"), None);
     }
 }
+
+#[cfg(test)]
+mod properties {
+    use super::*;
+    use proptest::prelude::*;
+
+    proptest! {
+        /// No text that keel did not make passes for a marker, whatever it looks like.
+        #[test]
+        fn arbitrary_text_is_never_a_marker(id in "S[0-9]{1,3}", tag in "[0-9a-f]{16}", url in "https://[a-z]{1,12}\\.example/[a-z]{0,8}", rest in ".{0,40}") {
+            let text = format!("{MARKER_OPEN}{id} {tag}⟧ {url}{rest}");
+            prop_assert!(!is_marker(&ContentBlock::text(text)));
+        }
+    }
+}

@@ -3,6 +3,7 @@
 #![allow(clippy::unwrap_used, clippy::expect_used, missing_docs)]
 
 mod budget;
+mod feedback;
 mod guard;
 mod harness;
 mod recovery;

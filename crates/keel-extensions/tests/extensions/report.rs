@@ -106,3 +106,46 @@ async fn a_report_that_cannot_be_written_is_reported_and_the_turn_goes_on() {
         .collect();
     assert_eq!(failures.len(), 1, "reported once per turn");
 }
+
+/// A compaction strategy that keeps only the last message.
+struct KeepLast;
+
+#[async_trait::async_trait]
+impl keel_runtime::Compactor for KeepLast {
+    async fn compact(
+        &self,
+        _session: &keel_protocol::SessionId,
+        history: &[std::sync::Arc<keel_protocol::Message>],
+    ) -> Result<Option<Vec<keel_protocol::Message>>, keel_runtime::RuntimeError> {
+        Ok(history
+            .last()
+            .map(|m| vec![keel_protocol::Message::clone(m)]))
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_compaction_freezes_the_report_beside_its_snapshot_and_old_steps_still_rebuild() {
+    let responses = vec![ScriptedResponse::text("first"), ScriptedResponse::text("second")];
+    let h = Harness::start(Setup::new(responses)).await;
+    h.runtime.set_compactor(std::sync::Arc::new(KeepLast));
+    let session = h.session().await;
+    h.turn(&session, "one").await;
+    let before = h.store.session(&session).await.unwrap().revision;
+    h.runtime
+        .call(Op::Compact {
+            session_id: session.clone(),
+        })
+        .await
+        .unwrap();
+    let dir = h.session_dir(&session);
+    let frozen = dir.join("report").join(format!("compaction-{before}"));
+    assert!(frozen.join("llm-call.json").is_file() && frozen.join("llm-calls.jsonl").is_file());
+    assert!(!dir.join("report").join("llm-calls.jsonl").exists());
+    h.turn(&session, "two").await;
+    // Steps go on numbering across the compaction; the old one is found in the frozen log,
+    // built on the history as it was before.
+    let old = keel_extensions::report::replay::find(&dir, session.as_str(), Some(1)).unwrap();
+    assert_eq!(old.revision, Some(before));
+    let new = keel_extensions::report::replay::find(&dir, session.as_str(), None).unwrap();
+    assert_eq!((new.record.step, new.revision), (2, None));
+}
