@@ -60,7 +60,13 @@ async fn child_sessions_are_summarised_under_their_parent_and_unreadable_files_l
     assert_eq!(errors, expected);
     assert!(!serde_json::to_string(&bundle).unwrap().contains("root:"));
     let text = serde_json::to_string(&bundle).unwrap();
-    for secret in ["parser", "secret-project", "locked-name", parent.as_str(), child.id.as_str()] {
+    for secret in [
+        "parser",
+        "secret-project",
+        "locked-name",
+        parent.as_str(),
+        child.id.as_str(),
+    ] {
         assert!(!text.contains(secret), "{secret} in {text}");
     }
 }

@@ -125,7 +125,10 @@ impl keel_runtime::Compactor for KeepLast {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_compaction_freezes_the_report_beside_its_snapshot_and_old_steps_still_rebuild() {
-    let responses = vec![ScriptedResponse::text("first"), ScriptedResponse::text("second")];
+    let responses = vec![
+        ScriptedResponse::text("first"),
+        ScriptedResponse::text("second"),
+    ];
     let h = Harness::start(Setup::new(responses)).await;
     h.runtime.set_compactor(std::sync::Arc::new(KeepLast));
     let session = h.session().await;

@@ -9,6 +9,7 @@ mod queue;
 mod queue_prop;
 mod safety;
 mod sessions;
+mod state;
 mod writer;
 
 use keel_protocol::{Message, MessageId, UserMessage};
