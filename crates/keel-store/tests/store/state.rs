@@ -73,7 +73,7 @@ async fn a_session_reminder_is_delivered_once_and_returns_when_its_turn_did_not_
         .claim_session_reminders(&s.id, &turn.id, &[first.id.clone(), "r-unknown".into()])
         .await
         .unwrap();
-    assert_eq!(claimed, [first.id.clone()]);
+    assert_eq!(claimed, std::slice::from_ref(&first.id));
     assert_eq!(
         texts(store.session_reminders(&s.id).await.unwrap()),
         ["task t-1 finished"]
