@@ -34,13 +34,39 @@ impl Store {
             .await
     }
 
+    /// Replaces the session's value under `key` with what `update` makes of it (`None` when
+    /// there is none), in one transaction, and returns it. `update` runs where the store's
+    /// work runs and says `Err` for a value it cannot read, which changes nothing.
+    pub async fn update_session_state<F>(
+        &self,
+        session: &SessionId,
+        key: &str,
+        update: F,
+    ) -> Result<serde_json::Value>
+    where
+        F: FnOnce(Option<serde_json::Value>) -> std::result::Result<serde_json::Value, String>
+            + Send
+            + 'static,
+    {
+        let session = session.clone();
+        let key = key.to_owned();
+        self.call(move |conn| sql::update_state(conn, session.as_str(), &key, update))
+            .await
+    }
+
     /// Adds one to the session's counter under `key` and returns the new value (1 the
     /// first time).
     pub async fn bump_session_counter(&self, session: &SessionId, key: &str) -> Result<u64> {
-        let session = session.clone();
-        let key = key.to_owned();
-        self.call(move |conn| sql::bump_counter(conn, session.as_str(), &key))
-            .await
+        let value = self
+            .update_session_state(session, key, |current| match current {
+                None => Ok(serde_json::json!(1)),
+                Some(value) => value
+                    .as_u64()
+                    .map(|n| serde_json::json!(n.saturating_add(1)))
+                    .ok_or_else(|| format!("the counter is not a number: {value}")),
+            })
+            .await?;
+        Ok(value.as_u64().unwrap_or_default())
     }
 
     /// Leaves a reminder for the session's next turn.

@@ -59,6 +59,8 @@ pub struct ReminderData<'a> {
     pub last_fired: &'a BTreeMap<String, u64>,
     delivered: Mutex<Vec<String>>,
     current: Mutex<String>,
+    /// Providers that asked when they last fired: only theirs is worth remembering.
+    consulted: Mutex<Vec<String>>,
 }
 
 impl<'a> ReminderData<'a> {
@@ -78,12 +80,18 @@ impl<'a> ReminderData<'a> {
             last_fired,
             delivered: Mutex::new(Vec::new()),
             current: Mutex::new(String::new()),
+            consulted: Mutex::new(Vec::new()),
         }
     }
 
-    /// The round in which the provider being run last fired.
+    /// The round in which the provider being run last fired. A provider that asks has the
+    /// round it fires in remembered; the others' are not kept.
     pub fn last_fired(&self) -> Option<u64> {
         let current = self.current.lock().unwrap_or_else(PoisonError::into_inner);
+        self.consulted
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .push(current.clone());
         self.last_fired.get(current.as_str()).copied()
     }
 
@@ -127,6 +135,9 @@ pub struct Rendered {
     pub host_block: String,
     /// Providers (`extension/id`) that gave something this round.
     pub fired: Vec<String>,
+    /// Of those, the ones that asked when they last fired: the host remembers this round
+    /// for them.
+    pub remember: Vec<String>,
     /// Pending session reminders the text carries.
     pub delivered: Vec<String>,
 }
@@ -201,5 +212,15 @@ pub fn render(
             .lock()
             .unwrap_or_else(PoisonError::into_inner),
     );
+    let consulted = data
+        .consulted
+        .lock()
+        .unwrap_or_else(PoisonError::into_inner);
+    out.remember = out
+        .fired
+        .iter()
+        .filter(|key| consulted.contains(key))
+        .cloned()
+        .collect();
     Ok(out)
 }

@@ -12,10 +12,25 @@ use crate::extension::reminders::Rendered;
 use crate::extension::{ReminderData, TurnCapabilities, TurnScope};
 use crate::runtime::Runtime;
 
-/// Session state key of the reminder round counter.
-const ROUND_KEY: &str = "reminders.round";
-/// Session state key of when each reminder provider last fired.
-const FIRED_KEY: &str = "reminders.fired";
+/// Session state key of the reminders' round counter and of when providers last fired.
+const STATE_KEY: &str = "reminders";
+
+/// What a session remembers of its reminders.
+#[derive(Debug, Default, serde::Serialize, serde::Deserialize)]
+struct RoundState {
+    /// Rounds built so far.
+    round: u64,
+    /// When each provider that asks (`extension/id`) last fired.
+    #[serde(default)]
+    fired: BTreeMap<String, u64>,
+}
+
+fn read_state(value: Option<serde_json::Value>) -> Result<RoundState, String> {
+    value
+        .map(|v| serde_json::from_value(v).map_err(|e| e.to_string()))
+        .transpose()
+        .map(Option::unwrap_or_default)
+}
 
 /// Who leaves the reminder of an interrupted turn.
 pub(super) const INTERRUPTED_SOURCE: &str = "runtime";
@@ -46,12 +61,15 @@ impl Runtime {
         }
         let store = &self.inner.store;
         let session = &scope.session_id;
-        let round = store.bump_session_counter(session, ROUND_KEY).await?;
-        let mut fired: BTreeMap<String, u64> = store
-            .session_state(session, FIRED_KEY)
-            .await?
-            .and_then(|value| serde_json::from_value(value).ok())
-            .unwrap_or_default();
+        // The round is counted, and the state read, in one transaction.
+        let state = store
+            .update_session_state(session, STATE_KEY, |current| {
+                let mut state = read_state(current)?;
+                state.round += 1;
+                serde_json::to_value(&state).map_err(|e| e.to_string())
+            })
+            .await?;
+        let RoundState { round, fired } = read_state(Some(state)).unwrap_or_default();
         let pending = store.session_reminders(session).await?;
         let rendered = {
             let data = ReminderData::new(scope, round, history, &pending, &fired);
@@ -68,12 +86,17 @@ impl Runtime {
                 );
             }
         }
-        if !rendered.fired.is_empty() {
-            for key in &rendered.fired {
-                fired.insert(key.clone(), round);
-            }
-            let value = serde_json::to_value(&fired).unwrap_or_default();
-            store.set_session_state(session, FIRED_KEY, value).await?;
+        if !rendered.remember.is_empty() {
+            let remember = rendered.remember.clone();
+            store
+                .update_session_state(session, STATE_KEY, move |current| {
+                    let mut state = read_state(current)?;
+                    for key in remember {
+                        state.fired.insert(key, round);
+                    }
+                    serde_json::to_value(&state).map_err(|e| e.to_string())
+                })
+                .await?;
         }
         Ok(rendered)
     }

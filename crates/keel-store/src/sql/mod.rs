@@ -24,8 +24,8 @@ pub(crate) use sessions::{
     set_model, set_title,
 };
 pub(crate) use state::{
-    acknowledge_reminders, add_reminder, bump_counter, claim_reminders, get_state,
-    release_reminders, session_reminders, set_state,
+    acknowledge_reminders, add_reminder, claim_reminders, get_state, release_reminders,
+    session_reminders, set_state, update_state,
 };
 
 /// A revision or count as SQLite stores it (saturating: no value here comes near the limit).

@@ -54,24 +54,21 @@ pub(crate) fn set_state(
     Ok(())
 }
 
-/// Adds one to the counter under `key` (0 when absent) in one transaction; returns the new
-/// value.
-pub(crate) fn bump_counter(conn: &mut Connection, session: &str, key: &str) -> Result<u64> {
+/// Replaces the session's value under `key` with what `update` makes of it (`None` when
+/// absent), read and written in one transaction; returns the new value. An `Err` from
+/// `update` (a value it cannot read) changes nothing.
+pub(crate) fn update_state(
+    conn: &mut Connection,
+    session: &str,
+    key: &str,
+    update: impl FnOnce(Option<serde_json::Value>) -> std::result::Result<serde_json::Value, String>,
+) -> Result<serde_json::Value> {
     let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
     get_session(&tx, session)?;
-    let current: Option<String> = tx
-        .prepare_cached("SELECT value FROM session_state WHERE session_id = ?1 AND key = ?2")?
-        .query_row(params![session, key], |row| row.get(0))
-        .optional()?;
-    let current = match current {
-        None => 0,
-        Some(text) => text.trim().parse::<u64>().map_err(|_| {
-            StoreError::Corrupt(format!(
-                "counter `{key}` of session {session} is not a number: {text}"
-            ))
-        })?,
-    };
-    let next = current.saturating_add(1);
+    let current = get_state(&tx, session, key)?;
+    let next = update(current).map_err(|reason| {
+        StoreError::Corrupt(format!("state `{key}` of session {session}: {reason}"))
+    })?;
     tx.prepare_cached(
         "INSERT INTO session_state (session_id, key, value, updated_ms) VALUES (?1, ?2, ?3, ?4) \
          ON CONFLICT (session_id, key) DO UPDATE SET value = ?3, updated_ms = ?4",
