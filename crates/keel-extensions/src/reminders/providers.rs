@@ -159,19 +159,7 @@ impl ReminderProvider for SecretEnvironment {
 fn visible_secret_names(data: &ReminderData<'_>) -> Option<Vec<String>> {
     use keel_tools::bash::envclean;
     let env = &data.scope.host.as_ref()?.env;
-    let vars: Vec<(String, String)> = match &env.base_env {
-        Some(vars) => vars.clone(),
-        None => std::env::vars_os()
-            .map(|(k, v)| {
-                (
-                    k.to_string_lossy().into_owned(),
-                    v.to_string_lossy().into_owned(),
-                )
-            })
-            .collect(),
-    };
-    let mode = envclean::mode(env.env_mode, &vars).ok()?;
-    let (kept, _) = envclean::clean(vars, mode, &env.secret_env_names);
+    let (kept, _) = envclean::command_env(env).ok()?;
     let mut names: Vec<String> = kept
         .into_iter()
         .filter(|(name, value)| {

@@ -133,6 +133,27 @@ pub fn mode_from_process() -> Result<EnvMode, UnknownEnvMode> {
     }
 }
 
+/// The environment a command of `env` starts with, cleaned, and the names removed: the
+/// configured base environment (else keel's own), in the mode the setting or the
+/// environment chooses.
+pub fn command_env(
+    env: &crate::ToolEnv,
+) -> Result<(Vec<(String, String)>, Vec<String>), UnknownEnvMode> {
+    let vars: Vec<(String, String)> = match &env.base_env {
+        Some(vars) => vars.clone(),
+        None => std::env::vars_os()
+            .map(|(k, v)| {
+                (
+                    k.to_string_lossy().into_owned(),
+                    v.to_string_lossy().into_owned(),
+                )
+            })
+            .collect(),
+    };
+    let mode = mode(env.env_mode, &vars)?;
+    Ok(clean(vars, mode, &env.secret_env_names))
+}
+
 /// The cleaned environment and the names removed (values are never reported). `always`
 /// names variables removed in every mode (the key of the provider in use).
 pub fn clean(

@@ -169,20 +169,8 @@ impl Bash {
     }
 
     fn prepare(&self, command: &str) -> Result<Launch, ToolError> {
-        let vars: Vec<(String, String)> = match &self.env.base_env {
-            Some(vars) => vars.clone(),
-            None => std::env::vars_os()
-                .map(|(k, v)| {
-                    (
-                        k.to_string_lossy().into_owned(),
-                        v.to_string_lossy().into_owned(),
-                    )
-                })
-                .collect(),
-        };
-        let mode =
-            envclean::mode(self.env.env_mode, &vars).map_err(|e| ToolError::new(e.to_string()))?;
-        let (mut vars, removed) = envclean::clean(vars, mode, &self.env.secret_env_names);
+        let (mut vars, removed) =
+            envclean::command_env(&self.env).map_err(|e| ToolError::new(e.to_string()))?;
         let control = self
             .env
             .protect_control
