@@ -69,6 +69,17 @@ impl TurnBudget {
         }
     }
 
+    /// Whether `call` reads a page of an artifact: archiving that page again would send the
+    /// model round in circles (with an inline limit below `read`'s page size).
+    fn pages_an_artifact(&self, call: &ToolCall, dir: &Path) -> bool {
+        call.name == "read"
+            && call
+                .arguments
+                .get("path")
+                .and_then(|p| p.as_str())
+                .is_some_and(|p| keel_tools::env::normalize(Path::new(p)).starts_with(dir))
+    }
+
     fn archived(&self, call: &ToolCall, artifact: &Artifact) {
         self.scope.emit(
             OUTPUT_BUDGET,
@@ -87,11 +98,9 @@ impl AfterToolCallHook for TurnBudget {
         call: &ToolCall,
         output: ToolOutput,
     ) -> Result<ToolOutput, HookError> {
-        if let Some(artifact) = output.details.as_ref().and_then(Artifact::from_details) {
-            // Streamed by the tool itself: already within the budget.
-            self.archived(call, &artifact);
+        let Some(dir) = self.dir() else {
             return Ok(output);
-        }
+        };
         let size: usize = output
             .content
             .iter()
@@ -99,12 +108,19 @@ impl AfterToolCallHook for TurnBudget {
             .filter_map(ContentBlock::as_text)
             .map(str::len)
             .sum();
-        if size <= self.limits.inline {
+        if let Some(artifact) = output.details.as_ref().and_then(Artifact::from_details)
+            && artifact.path.starts_with(&dir)
+            && size <= self.limits.inline
+        {
+            // Streamed to this session's artifacts by the tool itself (bash), and within
+            // the budget; a claim of an artifact elsewhere, or with more text than the
+            // budget allows, is judged like any result.
+            self.archived(call, &artifact);
             return Ok(output);
         }
-        let Some(dir) = self.dir() else {
+        if size <= self.limits.inline || self.pages_an_artifact(call, &dir) {
             return Ok(output);
-        };
+        }
         let text = archived_text(&output);
         let limits = self.limits;
         match archive(&dir, call, &text, limits) {

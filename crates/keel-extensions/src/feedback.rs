@@ -318,8 +318,12 @@ fn error_family(result: &keel_protocol::ToolResultMessage) -> String {
     }
 }
 
-/// Summarises every file under `dir` (inspector folders left out).
+/// Summarises every file under `dir` (inspector folders left out). A folder that is a
+/// link is never entered: the bundle would describe whatever tree it leads to.
 fn walk(dir: &Path, out: &mut Vec<FileSummary>, manifest: &mut Manifest, files: &mut usize) {
+    if !std::fs::symlink_metadata(dir).is_ok_and(|m| m.is_dir()) {
+        return;
+    }
     let Ok(entries) = std::fs::read_dir(dir) else {
         return;
     };
@@ -377,8 +381,17 @@ fn walk(dir: &Path, out: &mut Vec<FileSummary>, manifest: &mut Manifest, files: 
     }
 }
 
+/// Counts the lines of the regular file at `path`, opened without following a link or
+/// waiting on a pipe (something swapped in after the walk looked is refused).
 fn count_lines(path: &Path) -> std::io::Result<u64> {
-    let mut file = std::fs::File::open(path)?;
+    use std::os::unix::fs::OpenOptionsExt as _;
+    let mut file = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK | libc::O_CLOEXEC)
+        .open(path)?;
+    if !file.metadata()?.is_file() {
+        return Err(std::io::Error::from(std::io::ErrorKind::InvalidInput));
+    }
     let mut buf = vec![0u8; 64 * 1024];
     let mut lines = 0u64;
     loop {

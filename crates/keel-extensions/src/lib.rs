@@ -55,6 +55,17 @@ pub fn catalog() -> Vec<ProfileEntry> {
     ]
 }
 
+/// `options` with keel's extensions: the catalog before any extensions already there, the
+/// host-owned ones after. Every front end starts its runtime through this, so none runs
+/// without the output budget or the session report.
+pub fn with_harness(mut options: keel_runtime::RuntimeOptions) -> keel_runtime::RuntimeOptions {
+    let mut extensions = catalog();
+    extensions.append(&mut options.extensions);
+    options.extensions = extensions;
+    options.host_extensions.extend(host());
+    options
+}
+
 /// The host-owned extensions, mounted after keel's built-ins: the output budget must see
 /// every other extension's rewrite of a result, and the report every request.
 pub fn host() -> Vec<Arc<dyn Extension>> {

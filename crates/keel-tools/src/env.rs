@@ -153,6 +153,17 @@ impl ToolEnv {
         self.artifacts.as_deref().unwrap_or(&self.output_dir)
     }
 
+    /// The session's artifacts folder as resolved paths look when it is what keel made:
+    /// the folder holding the session folders resolved (keel's home may be a link of the
+    /// user's), and below it `sessions/<id>/artifacts` exactly. A link anywhere below puts
+    /// resolved paths elsewhere, so nothing it leads to is taken for an artifact.
+    pub fn artifacts_root(&self) -> Option<PathBuf> {
+        let dir = self.artifacts.as_deref()?;
+        let anchor = dir.ancestors().nth(3)?;
+        let below = dir.strip_prefix(anchor).ok()?;
+        Some(crate::permission::real_path(anchor).join(below))
+    }
+
     /// Whether `path` (absolute, normalised) lies inside a workspace root.
     pub fn in_workspace(&self, path: &Path) -> bool {
         self.roots.iter().any(|root| path.starts_with(root))

@@ -17,9 +17,13 @@ use serde_json::json;
 
 use crate::args::{self, present};
 use crate::env::ToolEnv;
+use crate::output::head_tail;
 
 /// Largest body downloaded.
 const MAX_DOWNLOAD: usize = 5 * 1024 * 1024;
+/// Most text returned, head and tail: the tool-output budget archives what passes its own
+/// (smaller) limit; this bounds what reaches history should the budget not run.
+const MAX_TEXT: usize = 1024 * 1024;
 /// Whole-request timeout.
 const TIMEOUT: Duration = Duration::from_secs(30);
 /// Redirects followed at most.
@@ -48,8 +52,9 @@ enum Method {
 static DEFINITION: LazyLock<ToolDefinition> = LazyLock::new(|| ToolDefinition {
     name: "web_fetch".into(),
     description:
-        "Fetch a web page or file over http(s). HTML is converted to Markdown; output is capped \
-        at 50 KiB. HEAD returns only the status and headers. Internal and private addresses are \
+        "Fetch a web page or file over http(s). HTML is converted to Markdown; a long page keeps \
+        its beginning and end and is saved whole to a file the read tool can page. HEAD returns \
+        only the status and headers. Internal and private addresses are \
         refused."
             .into(),
     parameters: args::schema::<Args>(),
@@ -337,9 +342,7 @@ impl AgentTool for WebFetch {
                 ..ToolOutput::default()
             });
         };
-        // The tool-output budget keeps what the model sees bounded and archives the rest,
-        // so the page is returned whole (up to the download cap).
-        let mut text = text;
+        let (mut text, shortened) = head_tail(&text, MAX_TEXT);
         if cut {
             text.push_str(&format!(
                 "\n\n[download stopped at {} MiB]",
@@ -351,7 +354,7 @@ impl AgentTool for WebFetch {
             content: vec![ContentBlock::text(format!("{header}{text}"))],
             details: Some(
                 json!({"url": final_url.as_str(), "status": status.as_u16(), "content_type": content_type,
-                                 "bytes": body.len(), "truncated": cut, "title": title}),
+                                 "bytes": body.len(), "truncated": shortened || cut, "title": title}),
             ),
             is_error: !status.is_success(),
             ..ToolOutput::default()

@@ -51,7 +51,8 @@ impl Artifact {
     pub fn receipt(&self, shown: usize) -> String {
         let omitted = self.bytes.saturating_sub(shown as u64);
         let mut text = format!(
-            "[keel: output too large: {} in all; {} omitted here. The whole output is saved in              {}; read it with the read tool (offset and limit, in lines) to see more.",
+            "[keel: output too large: {} in all; {} omitted here. The whole output is saved in {}; \
+             read it with the read tool (offset and limit, in lines) to see more.",
             human_bytes(self.bytes),
             human_bytes(omitted),
             self.path.display(),

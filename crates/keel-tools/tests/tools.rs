@@ -799,3 +799,30 @@ async fn write_and_edit_refuse_control_files_even_through_a_link() {
         .await
         .unwrap();
 }
+
+/// A hard link to a credential planted among the session's artifacts is not read as one,
+/// however the gate judged the path.
+#[tokio::test]
+async fn read_refuses_a_planted_hard_link_among_the_artifacts() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().canonicalize().unwrap();
+    let artifacts = root.join("keel/sessions/s-1/artifacts");
+    std::fs::create_dir_all(&artifacts).unwrap();
+    std::fs::write(artifacts.join("bash-1.log"), "line one\n").unwrap();
+    std::fs::write(root.join("secret.txt"), "KEY=1\n").unwrap();
+    std::fs::hard_link(root.join("secret.txt"), artifacts.join("planted.log")).unwrap();
+    let mut env = ToolEnv::new(root.clone());
+    env.artifacts = Some(artifacts.clone());
+    let read = Read::new(Arc::new(env));
+    let own = run(&read, json!({"path": artifacts.join("bash-1.log")}))
+        .await
+        .unwrap();
+    assert!(text(&own).contains("line one"));
+    let planted = run(&read, json!({"path": artifacts.join("planted.log")}))
+        .await
+        .unwrap_err();
+    assert!(
+        planted.contains("not one of this session's saved outputs"),
+        "{planted}"
+    );
+}

@@ -135,10 +135,10 @@ pub async fn run(args: ExecArgs) -> anyhow::Result<ExitCode> {
         max_steps: args.max_steps,
         // Nobody can answer a question here: what would ask is denied, with the reason.
         interactive: false,
-        extensions: keel_extensions::catalog(),
-        host_extensions: keel_extensions::host(),
+        extensions: Vec::new(),
+        host_extensions: Vec::new(),
     };
-    let prepared = Prepared::new(options).map_err(runtime_error)?;
+    let prepared = Prepared::new(keel_extensions::with_harness(options)).map_err(runtime_error)?;
     for warning in &prepared.warnings {
         eprintln!("keel: warning: {warning}");
     }

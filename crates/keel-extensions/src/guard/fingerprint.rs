@@ -97,14 +97,14 @@ pub const ERROR_CLASSES: [&str; 8] = [
 /// set compiles in a fraction of the time.
 static CLASSES: LazyLock<Option<RegexSet>> = LazyLock::new(|| {
     RegexSet::new([
-        r"(?i-u)timed? ?out|deadline exceeded|took too long",
+        r"(?i-u)\btimed? ?out\b|deadline exceeded|took too long",
         r"(?i-u)rate.?limit|too many requests|\b429\b|quota exceeded|throttl",
-        r"(?i-u)permission denied|access denied|not permitted|forbidden|\b403\b|unauthori[sz]ed|\b401\b|refused by|denied",
+        r"(?i-u)permission denied|access denied|not permitted|\bforbidden\b|\b403\b|unauthori[sz]ed|\b401\b|\bdenied\b",
         r"(?i-u)no such file|not found|does not exist|cannot find|could not find|unknown (file|command|option)|\b404\b",
-        r"(?i-u)connection (refused|reset|closed)|network|unreachable|could not resolve|dns|broken pipe|econn",
-        r"(?i-u)syntax error|parse error|invalid (argument|input|value|option)|unexpected token|malformed|expected .* found",
-        r"(?i-u)no space left|out of memory|disk full|too many open files|resource (temporarily )?unavailable|killed",
-        r"(?i-u)already exists|conflict|locked|in use|merge conflict|\b409\b",
+        r"(?i-u)connection (refused|reset|closed)|\bnetwork\b|unreachable|could not resolve|\bdns\b|broken pipe|\beconn",
+        r"(?i-u)syntax error|parse error|invalid (argument|input|value|option)|unexpected token|malformed|expected [^\n]{0,80} found",
+        r"(?i-u)no space left|out of memory|disk full|too many open files|resource (temporarily )?unavailable|\bkilled\b",
+        r"(?i-u)already exists|\bconflicts?\b|\blocked\b|\bin use\b|\b409\b",
     ])
     .ok()
 });
@@ -147,7 +147,17 @@ fn no_match(result: &ToolResultMessage, text: &str) -> bool {
         return false;
     }
     match result.tool_name.as_str() {
-        "bash" => text.contains("[exit code 1: no match]"),
+        // bash's own verdict: exit 1 in its details and its footer last, not the words
+        // anywhere in what a command printed.
+        "bash" => {
+            result
+                .details
+                .as_ref()
+                .and_then(|d| d.get("exit_code"))
+                .and_then(serde_json::Value::as_i64)
+                == Some(1)
+                && text.trim_end().ends_with("[exit code 1: no match]")
+        }
         "grep" | "glob" => {
             let head = text.trim_start();
             head.starts_with("No matches") || head.starts_with("No files")
@@ -185,6 +195,38 @@ fn stable_text(result: &ToolResultMessage) -> String {
         text = text.replace(&path, "<artifact>");
     }
     text
+}
+
+/// `text` with every run of digits, and every run of eight or more hex digits, as one `#`:
+/// the same failure twice differs only there (`finished in 0.53s`, a pid, a temp name).
+fn mask(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    let mut chars = text.char_indices().peekable();
+    while let Some((at, c)) = chars.next() {
+        if c.is_ascii_hexdigit() {
+            let run_end = text[at..]
+                .find(|ch: char| !ch.is_ascii_hexdigit())
+                .map_or(text.len(), |n| at + n);
+            let run = &text[at..run_end];
+            if run.len() >= 8 || run.bytes().all(|b| b.is_ascii_digit()) {
+                out.push('#');
+                while chars.peek().is_some_and(|(i, _)| *i < run_end) {
+                    chars.next();
+                }
+                continue;
+            }
+            if c.is_ascii_digit() {
+                // Digits inside a shorter hex-looking word (`e2e`, `0x1f`): mask the digits.
+                out.push('#');
+                while chars.peek().is_some_and(|(_, ch)| ch.is_ascii_digit()) {
+                    chars.next();
+                }
+                continue;
+            }
+        }
+        out.push(c);
+    }
+    out
 }
 
 /// The error code a result's details carry (`error_code` or `code`).
@@ -227,26 +269,31 @@ pub fn print_call(key: &Key, call: &ToolCall, result: Option<&ToolResultMessage>
             &[u8::from(result.is_error)],
         ],
     );
-    let (error, error_class) = if result.is_error {
-        let (family, class) = match error_code(result) {
-            Some(code) => (format!("code:{code}"), None),
-            None => match error_class(&text) {
-                Some(class) => (format!("class:{class}"), Some(class)),
-                None => (
-                    format!("text:{}", crate::text::cut(&text, ERROR_PREFIX)),
-                    None,
-                ),
-            },
-        };
-        (Some(key.print("error", &[name, family.as_bytes()])), class)
-    } else {
-        (None, None)
+    // What a failure says, with what changes from run to run of the same failure
+    // (timings, counts, pids, hashes) masked.
+    let masked = result.is_error.then(|| mask(&text));
+    let (error, error_class) = match &masked {
+        Some(masked) => {
+            let (family, class) = match error_code(result) {
+                Some(code) => (format!("code:{code}"), None),
+                None => match error_class(&text) {
+                    Some(class) => (format!("class:{class}"), Some(class)),
+                    None => (
+                        format!("text:{}", crate::text::cut(masked, ERROR_PREFIX)),
+                        None,
+                    ),
+                },
+            };
+            (Some(key.print("error", &[name, family.as_bytes()])), class)
+        }
+        None => (None, None),
     };
     // Progress: a polling call is about its target and shows what it saw; a failing call
-    // is about its action, and what it showed is its error. A success is progress.
-    let progress = match kind {
-        Kind::Poll => Some((action, result_print)),
-        Kind::Plain if result.is_error => Some((action, result_print)),
+    // is about its action, and what it showed is its failure, timings aside. A success is
+    // progress.
+    let progress = match (kind, &masked) {
+        (Kind::Poll, _) => Some((action, result_print)),
+        (Kind::Plain, Some(masked)) => Some((action, key.print("failure", &[masked.as_bytes()]))),
         _ => None,
     };
     CallPrint {
@@ -320,6 +367,11 @@ mod tests {
             Some("conflict")
         );
         assert_eq!(error_class("assertion failed: left == right"), None);
+        // Words inside other words are not the class.
+        assert_eq!(
+            error_class("the request was blocked; a skilled reviewer within user space"),
+            None
+        );
     }
 
     #[test]
@@ -344,6 +396,39 @@ mod tests {
             Some(&later),
         );
         assert_ne!(a.action, other.action);
+    }
+
+    #[test]
+    fn the_same_failure_with_other_timings_is_the_same_progress() {
+        assert_eq!(
+            mask("test result: FAILED. 3 passed; 1 failed; finished in 0.53s"),
+            "test result: FAILED. # passed; # failed; finished in #.#s"
+        );
+        assert_eq!(
+            mask("pid 48213 at /tmp/keel-0f3a9c21d4"),
+            "pid # at /tmp/keel-#"
+        );
+        assert_eq!(mask("cafe face"), "cafe face");
+        let key = Key::fixed([3; 32]);
+        let call = call("bash", json!({"command": "cargo test"}));
+        let one = print_call(
+            &key,
+            &call,
+            Some(&result("bash", "1 failed; finished in 0.53s", true)),
+        );
+        let two = print_call(
+            &key,
+            &call,
+            Some(&result("bash", "1 failed; finished in 0.61s", true)),
+        );
+        assert_eq!(one.progress, two.progress);
+        assert_eq!(one.error, two.error);
+        let other = print_call(
+            &key,
+            &call,
+            Some(&result("bash", "2 passed; 0 failed; other error", true)),
+        );
+        assert_ne!(one.progress, other.progress);
     }
 
     #[test]

@@ -158,11 +158,16 @@ impl GuardState {
                 });
             }
         };
-        let searching = |c: &&CallPrint| c.kind != Kind::NoMatch;
+        // Polls are judged by whether what they see changes, searches that find nothing
+        // not at all: only plain calls repeat as actions.
         put(
             Signal::RepeatedAction,
-            self.actions
-                .step(calls.iter().filter(searching).map(|c| c.action)),
+            self.actions.step(
+                calls
+                    .iter()
+                    .filter(|c| c.kind == Kind::Plain)
+                    .map(|c| c.action),
+            ),
         );
         put(
             Signal::RepeatedResult,
@@ -354,6 +359,40 @@ mod tests {
             };
             assert_eq!(guard.step(&[call], [pattern; 32]), Verdict::default());
         }
+    }
+
+    #[test]
+    fn polling_that_sees_change_is_no_repeated_action() {
+        let mut guard = GuardState::new(3);
+        for seen in 1..=4u8 {
+            let poll = CallPrint {
+                action: [7; 32],
+                result: Some([seen; 32]),
+                error: None,
+                error_class: None,
+                progress: Some(([7; 32], [seen; 32])),
+                kind: Kind::Poll,
+            };
+            let verdict = guard.step(&[poll], [7; 32]);
+            assert_eq!(signals(&verdict), [], "poll {seen}");
+        }
+        // The same poll seeing the same thing is polling without change.
+        let same = || CallPrint {
+            action: [8; 32],
+            result: Some([1; 32]),
+            error: None,
+            error_class: None,
+            progress: Some(([8; 32], [1; 32])),
+            kind: Kind::Poll,
+        };
+        guard.step(&[same()], [8; 32]);
+        guard.step(&[same()], [8; 32]);
+        let third = guard.step(&[same()], [8; 32]);
+        assert!(signals(&third).contains(&(Signal::PollingWithoutChange, 3)));
+        assert_eq!(
+            third.remind.map(|c| c.signal),
+            Some(Signal::PollingWithoutChange)
+        );
     }
 
     #[test]

@@ -149,8 +149,9 @@ impl ReminderProvider for SecretEnvironment {
             list.push_str(&format!(" and {more} more"));
         }
         Some(format!(
-            "Commands you run can see these credential-like environment variables: {list}. Use \
-             them only by name (\"$NAME\"); never print, echo or write their values anywhere."
+            "Commands you run can see these credential-like environment variables: {}. Use \
+             them only by name (\"$NAME\"); never print, echo or write their values anywhere.",
+            defuse(&list)
         ))
     }
 }

@@ -174,29 +174,43 @@ pub fn private_dir(dir: &Path) -> std::io::Result<()> {
     keel_runtime::storage::private_dir(dir)
 }
 
-/// Writes `bytes` to `path` atomically (a private temp file beside it, then a rename),
-/// never through a link planted under the temp name.
+/// Writes `bytes` to `path` atomically: a new private file beside it (created through the
+/// folder's descriptor, exclusively, following no link: nothing planted under a temp name is
+/// ever written through), then a rename over `path`.
 pub fn write_atomic(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
-    use std::os::unix::fs::OpenOptionsExt as _;
+    use std::sync::atomic::{AtomicU64, Ordering};
+    static NEXT: AtomicU64 = AtomicU64::new(0);
     let dir = path
         .parent()
         .ok_or_else(|| std::io::Error::other("no folder to write in"))?;
     private_dir(dir)?;
     let temp = dir.join(format!(
-        ".{}.{}.tmp",
+        ".{}.{}.{}.tmp",
         path.file_name().and_then(|n| n.to_str()).unwrap_or("file"),
-        std::process::id()
+        std::process::id(),
+        NEXT.fetch_add(1, Ordering::Relaxed)
     ));
-    let mut file = std::fs::OpenOptions::new()
-        .write(true)
-        .create(true)
-        .truncate(true)
-        .mode(0o600)
-        .custom_flags(libc::O_NOFOLLOW)
-        .open(&temp)?;
-    file.write_all(bytes)?;
+    let mut file = keel_tools::output::private_file(&temp)?;
+    let written = file.write_all(bytes);
     drop(file);
-    std::fs::rename(&temp, path)
+    if let Err(error) = written.and_then(|()| std::fs::rename(&temp, path)) {
+        let _ = std::fs::remove_file(&temp);
+        return Err(error);
+    }
+    Ok(())
+}
+
+/// `url` without its user, password, query and fragment.
+pub fn without_credentials(url: &str) -> String {
+    let url = url.split(['?', '#']).next().unwrap_or_default();
+    let Some((scheme, rest)) = url.split_once("://") else {
+        return url.to_owned();
+    };
+    let (authority, path) = rest.split_at(rest.find('/').unwrap_or(rest.len()));
+    let host = authority
+        .rsplit_once('@')
+        .map_or(authority, |(_, host)| host);
+    format!("{scheme}://{host}{path}")
 }
 
 /// The report folder of a session folder.
@@ -231,4 +245,22 @@ pub fn frozen(report: &Path) -> Vec<(u64, PathBuf)> {
         .collect();
     found.sort();
     found
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_base_url_is_recorded_without_credentials() {
+        assert_eq!(
+            without_credentials("https://user:secret@proxy.example:8443/v1?key=abc#x"),
+            "https://proxy.example:8443/v1"
+        );
+        assert_eq!(
+            without_credentials("http://127.0.0.1:9/v1"),
+            "http://127.0.0.1:9/v1"
+        );
+        assert_eq!(without_credentials("https://a@b@host"), "https://host");
+    }
 }

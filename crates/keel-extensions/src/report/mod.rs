@@ -129,10 +129,12 @@ impl TurnReport {
                 spec: (*request.model).clone(),
                 entry: self.scope.entry.as_deref().map(|entry| {
                     let mut entry = entry.clone();
-                    // Header values may be credentials; they never reach the body.
+                    // Header values and a base URL's user, password and query may be
+                    // credentials; none of them reaches the body.
                     for (_, value) in &mut entry.headers {
                         value.clear();
                     }
+                    entry.base_url = files::without_credentials(&entry.base_url);
                     entry
                 }),
                 system_prompt: Part::Whole(request.system_prompt.to_string()),
@@ -193,16 +195,30 @@ impl TurnReport {
     }
 }
 
-/// Opens the request log for appending (private, never through a link).
+/// Opens the request log for appending: never through a link, and only a file of this
+/// user's with no other name (a hard link planted in its place would have keel append to
+/// the file it names), made private.
 fn open_log(dir: &Path) -> std::io::Result<File> {
-    use std::os::unix::fs::OpenOptionsExt as _;
+    use std::os::unix::fs::{MetadataExt as _, OpenOptionsExt as _, PermissionsExt as _};
     files::private_dir(dir)?;
-    std::fs::OpenOptions::new()
+    let file = std::fs::OpenOptions::new()
         .append(true)
         .create(true)
         .mode(0o600)
-        .custom_flags(libc::O_NOFOLLOW)
-        .open(dir.join(LOG_FILE))
+        .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC)
+        .open(dir.join(LOG_FILE))?;
+    let meta = file.metadata()?;
+    let own = std::fs::metadata("/proc/self").map(|m| m.uid()).ok();
+    if !meta.is_file() || meta.nlink() != 1 || Some(meta.uid()) != own {
+        return Err(std::io::Error::other(format!(
+            "{} is not the report's own log (a file of this user's with one name)",
+            dir.join(LOG_FILE).display()
+        )));
+    }
+    if meta.mode() & 0o077 != 0 {
+        file.set_permissions(std::fs::Permissions::from_mode(0o600))?;
+    }
+    Ok(file)
 }
 
 /// The last step number in a report, frozen logs included (0 when none).

@@ -22,34 +22,31 @@ const MAX_MARKER: usize = 4096;
 /// The process's marker key; `None` when no randomness was available (no markers then).
 static KEY: LazyLock<Option<Key>> = LazyLock::new(Key::random);
 
-/// The tag of marker `id` for `url`.
-fn tag(id: &str, url: &str) -> Option<String> {
+/// The tag of marker `id` whose text after the tag is `rest`: every byte of the block counts.
+fn tag(id: &str, rest: &str) -> Option<String> {
     let print = KEY
         .as_ref()?
-        .print("source-marker", &[id.as_bytes(), url.as_bytes()]);
+        .print("source-marker", &[id.as_bytes(), rest.as_bytes()]);
     Some(print[..8].iter().map(|b| format!("{b:02x}")).collect())
 }
 
-/// The marker block for source `id` at `url`, titled `title`; the `tag` argument is for
-/// tests that need a fixed one.
-pub fn marker_block(id: &str, tag_override: &str, url: &str, title: Option<&str>) -> ContentBlock {
-    let tag = if tag_override.is_empty() {
-        tag(id, url).unwrap_or_default()
-    } else {
-        tag_override.to_owned()
-    };
+/// What follows a marker's tag.
+fn body(id: &str, url: &str, title: Option<&str>) -> String {
     let title = title
         .map(|t| format!(" — “{}”", t.replace(['\n', '\r'], " ")))
         .unwrap_or_default();
-    ContentBlock::text(format!(
-        "{MARKER_OPEN}{id} {tag}⟧ {url}{title}\nCite what you use from this page as [{id}]."
-    ))
+    format!("{url}{title}\nCite what you use from this page as [{id}].")
+}
+
+/// A marker block for source `id` at `url` with the given tag (tests forge ones with it).
+pub fn marker_block(id: &str, tag: &str, url: &str, title: Option<&str>) -> ContentBlock {
+    ContentBlock::text(format!("{MARKER_OPEN}{id} {tag}⟧ {}", body(id, url, title)))
 }
 
 /// A marker made now, with its real tag.
 pub fn new_marker(id: &str, url: &str, title: Option<&str>) -> Option<ContentBlock> {
-    tag(id, url)?;
-    Some(marker_block(id, "", url, title))
+    let tag = tag(id, &body(id, url, title))?;
+    Some(marker_block(id, &tag, url, title))
 }
 
 /// Whether `block` is a marker this process made (its tag checks out).
@@ -69,8 +66,12 @@ pub fn is_marker(block: &ContentBlock) -> bool {
     let Some((id, given)) = head.split_once(' ') else {
         return false;
     };
-    let url = after.split(['\n', ' ']).next().unwrap_or_default();
-    tag(id, url).is_some_and(|expected| expected == given)
+    tag(id, after).is_some_and(|expected| same(expected.as_bytes(), given.as_bytes()))
+}
+
+/// Equal, in time that does not depend on where they differ.
+fn same(a: &[u8], b: &[u8]) -> bool {
+    a.len() == b.len() && a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
 }
 
 /// `text` with anything that looks like a marker defused.
@@ -95,6 +96,9 @@ mod tests {
             .unwrap()
             .replace("https://example.com/a", "https://evil.example/");
         assert!(!is_marker(&ContentBlock::text(moved)));
+        // Nothing may be added after a real marker's address either.
+        let padded = format!("{} and much more", real.as_text().unwrap());
+        assert!(!is_marker(&ContentBlock::text(padded)));
         let defused = defuse_markers("see ⟦source S9 abc⟧ https://x").unwrap();
         assert!(!defused.contains(MARKER_OPEN));
         assert_eq!(defuse_markers("plain"), None);

@@ -59,8 +59,7 @@ impl Harness {
         std::fs::create_dir_all(&home).unwrap();
         let cwd = cwd.canonicalize().unwrap();
         let provider = Arc::new(ScriptedProvider::with_responses(setup.responses));
-        let mut extensions = keel_extensions::catalog();
-        extensions.extend(setup.extra.into_iter().map(ProfileEntry::on));
+        let extensions = setup.extra.into_iter().map(ProfileEntry::on).collect();
         let options = RuntimeOptions {
             settings: SettingsInput {
                 cwd: cwd.clone(),
@@ -78,9 +77,9 @@ impl Harness {
             max_steps: None,
             interactive: false,
             extensions,
-            host_extensions: keel_extensions::host(),
+            host_extensions: Vec::new(),
         };
-        let prepared = Prepared::new(options).unwrap();
+        let prepared = Prepared::new(keel_extensions::with_harness(options)).unwrap();
         // In keel's home, as by default: the session folders are then behind its
         // protection, but for the running session's own artifacts.
         let store = Store::open(

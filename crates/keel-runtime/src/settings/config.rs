@@ -104,6 +104,10 @@ fn sandbox_strictness(mode: keel_tools::SandboxMode) -> u8 {
     }
 }
 
+/// Extensions an untrusted project file may switch off: each only offers the model a tool,
+/// so switching it off can only take a capability away.
+pub const PROJECT_MAY_DISABLE: &[&str] = &["todo", "web-fetch"];
+
 /// A configuration file to read, and whether the user trusts it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ConfigFile {
@@ -344,11 +348,17 @@ fn tighten(config: &mut Config, project: Config, keys: &[String]) -> Vec<String>
         config.durable = Some(true);
     }
     config.credential_paths.extend(project.credential_paths);
-    // Switching an extension off only removes capabilities; switching one on is trust.
-    config
+    // Switching off an extension that only offers a tool removes a capability; switching
+    // off anything else (the runaway guard, the reminders) or on is the user's to choose.
+    let (allowed, refused): (Vec<String>, Vec<String>) = project
         .extensions
         .disabled
-        .extend(project.extensions.disabled);
+        .into_iter()
+        .partition(|id| PROJECT_MAY_DISABLE.contains(&id.as_str()));
+    config.extensions.disabled.extend(allowed);
+    if !refused.is_empty() {
+        ignored.push(format!("extensions.disabled ({})", refused.join(", ")));
+    }
     if !project.extensions.enabled.is_empty() {
         ignored.push("extensions.enabled".to_owned());
     }
@@ -572,6 +582,34 @@ mod tests {
             .unwrap_err()
             .to_string();
         assert!(err.contains("provider/model"), "{err}");
+    }
+
+    /// Regression: a cloned repository's config could switch off the runaway guard and every
+    /// reminder through `extensions.disabled`; only tool extensions may go that way.
+    #[test]
+    fn an_untrusted_project_may_switch_off_tools_only() {
+        let dir = tempfile::tempdir().unwrap();
+        let project = file(
+            dir.path(),
+            "project.yaml",
+            "extensions:\n  disabled: [web-fetch, runaway-guard, reminders, host.permission, no-such]\n",
+        );
+        let loaded = load(
+            &[ConfigFile {
+                path: project,
+                trusted: false,
+            }],
+            &[],
+        )
+        .unwrap();
+        assert_eq!(loaded.config.extensions.disabled, ["web-fetch"]);
+        let warning = loaded.ignored.join("\n");
+        assert!(
+            warning.contains(
+                "extensions.disabled (runaway-guard, reminders, host.permission, no-such)"
+            ),
+            "{warning}"
+        );
     }
 
     #[test]

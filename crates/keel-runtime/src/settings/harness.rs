@@ -105,10 +105,10 @@ impl OutputBudgetConfig {
         if limits.inline == 0 || limits.max_artifact == 0 {
             return Err("output_budget: inline_kib and artifact_max_mib must be above 0".into());
         }
-        if limits.head + limits.tail > limits.inline {
+        if limits.head.saturating_add(limits.tail) > limits.inline {
             return Err(format!(
                 "output_budget: head_kib + tail_kib ({} KiB) must not exceed inline_kib ({} KiB)",
-                self.head_kib + self.tail_kib,
+                u64::from(self.head_kib) + u64::from(self.tail_kib),
                 self.inline_kib
             ));
         }

@@ -133,12 +133,13 @@ pub fn mode_from_process() -> Result<EnvMode, UnknownEnvMode> {
     }
 }
 
+/// A cleaned environment: the variables kept, and the names removed.
+pub type Cleaned = (Vec<(String, String)>, Vec<String>);
+
 /// The environment a command of `env` starts with, cleaned, and the names removed: the
 /// configured base environment (else keel's own), in the mode the setting or the
 /// environment chooses.
-pub fn command_env(
-    env: &crate::ToolEnv,
-) -> Result<(Vec<(String, String)>, Vec<String>), UnknownEnvMode> {
+pub fn command_env(env: &crate::ToolEnv) -> Result<Cleaned, UnknownEnvMode> {
     let vars: Vec<(String, String)> = match &env.base_env {
         Some(vars) => vars.clone(),
         None => std::env::vars_os()

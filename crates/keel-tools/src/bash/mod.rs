@@ -35,6 +35,8 @@ use crate::args::{self, Int, present};
 use crate::env::{DEFAULT_BASH_TIMEOUT, MAX_BASH_TIMEOUT, SandboxMode, ToolEnv};
 use crate::protect::ControlSet;
 use capture::{Collected, private_file};
+/// Most of a background command's output kept in its file (the temp folder may be memory).
+const BACKGROUND_CAP: usize = 64 * 1024 * 1024;
 /// How long to keep reading after the command exited, for output its children still write.
 const DRAIN_AFTER_EXIT: Duration = Duration::from_secs(2);
 
@@ -342,7 +344,10 @@ impl Bash {
         let recorded = exit.clone();
         let watched = control.clone();
         let kept_here = kept.clone();
-        let cap = usize::try_from(self.env.output.max_artifact).unwrap_or(usize::MAX);
+        // A background command's output goes to the temp folder, often memory: a smaller cap.
+        let cap = usize::try_from(self.env.output.max_artifact)
+            .unwrap_or(usize::MAX)
+            .min(BACKGROUND_CAP);
         tokio::spawn(async move {
             let kept = kept_here;
             let _guard = guard;

@@ -93,6 +93,20 @@ fn read(env: &ToolEnv, args: &Args) -> Result<ToolOutput, ToolError> {
     let meta = file
         .metadata()
         .map_err(|e| ToolError::new(io_message("read", &path, &e)))?;
+    if let Some(root) = env.artifacts_root()
+        && path.starts_with(&root)
+    {
+        // What was opened must be what the gate judged: a file keel made, not one swapped
+        // in since (a hard link to a credential has a second name).
+        use std::os::unix::fs::MetadataExt as _;
+        let own = std::fs::metadata("/proc/self").map(|m| m.uid()).ok();
+        if !(meta.is_file() && meta.nlink() == 1 && Some(meta.uid()) == own) {
+            return Err(ToolError::new(format!(
+                "{} is not one of this session's saved outputs; it is refused",
+                path.display()
+            )));
+        }
+    }
     let kind = meta.file_type();
     if kind.is_dir() {
         return Err(ToolError::new(format!(

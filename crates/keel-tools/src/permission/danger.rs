@@ -55,6 +55,14 @@ pub struct Credentials {
     readable: Vec<PathBuf>,
 }
 
+/// Whether `path` is a regular file of this user's with exactly one name.
+pub fn is_own_file(path: &Path) -> bool {
+    use std::os::unix::fs::MetadataExt as _;
+    let own = std::fs::metadata("/proc/self").map(|m| m.uid()).ok();
+    std::fs::symlink_metadata(path)
+        .is_ok_and(|m| m.is_file() && m.nlink() == 1 && Some(m.uid()) == own)
+}
+
 impl Credentials {
     /// The list for `locations` (absolute), shown relative to `home` where they lie in it.
     pub fn new(locations: &[PathBuf], home: Option<&Path>) -> Self {
@@ -89,23 +97,24 @@ impl Credentials {
         out
     }
 
-    /// The same list, with reads allowed inside `dir` (and what it resolves to).
+    /// The same list, with reads allowed of keel's own files in `dir`, a folder as resolved
+    /// paths show it ([`crate::ToolEnv::artifacts_root`]).
     #[must_use]
-    pub fn readable_in(mut self, dir: &Path) -> Self {
-        for path in [dir.to_path_buf(), super::paths::real_path(dir)] {
-            if !self.readable.contains(&path) {
-                self.readable.push(path);
-            }
+    pub fn readable_in(mut self, dir: PathBuf) -> Self {
+        if !self.readable.contains(&dir) {
+            self.readable.push(dir);
         }
         self
     }
 
-    /// Whether `path` (real) lies inside a folder that may be read although it is in a
-    /// credential location.
+    /// Whether `path` (real) may be read although it is in a credential location: a file
+    /// keel made in a readable folder (a regular file of this user's with no other name: a
+    /// hard link planted there to a credential is no artifact).
     pub fn is_readable(&self, path: &Path) -> bool {
         self.readable
             .iter()
             .any(|dir| path.starts_with(dir) && path != dir)
+            && is_own_file(path)
     }
 
     /// The credential location (`~/.ssh`, …) that `path` (real) is or lies in.
@@ -523,6 +532,44 @@ mod tests {
         assert!(credentials.in_code("open('/home/u/.ssh/id_rsa')").is_some());
         assert!(credentials.in_code("os.environ['K']").is_some());
         assert!(credentials.in_code("print(1)").is_none());
+    }
+
+    /// Only files keel made in the session's artifacts folder are readable inside keel's
+    /// home: no hard link planted there, and nothing a linked folder leads to.
+    #[test]
+    fn the_artifacts_exception_reaches_keels_own_files_only() {
+        let dir = tempfile::tempdir().unwrap();
+        let home = dir.path().canonicalize().unwrap();
+        let keel = home.join(".keel");
+        let artifacts = keel.join("sessions/s-1/artifacts");
+        std::fs::create_dir_all(&artifacts).unwrap();
+        std::fs::create_dir_all(home.join(".ssh")).unwrap();
+        std::fs::write(home.join(".ssh/id_rsa"), "secret").unwrap();
+        std::fs::write(artifacts.join("bash-1.log"), "output").unwrap();
+        std::fs::hard_link(home.join(".ssh/id_rsa"), artifacts.join("planted.log")).unwrap();
+        let env = {
+            let mut env = crate::ToolEnv::new(home.join("work"));
+            env.home = Some(home.clone());
+            env.keel_home = Some(keel.clone());
+            env.artifacts = Some(artifacts.clone());
+            env
+        };
+        let credentials = Credentials::new(&env.credentials(), Some(&home))
+            .readable_in(env.artifacts_root().unwrap());
+        assert!(credentials.is_readable(&artifacts.join("bash-1.log")));
+        assert!(!credentials.is_readable(&artifacts.join("planted.log")));
+        assert!(!credentials.is_readable(&keel.join("config.yaml")));
+        assert!(!credentials.is_readable(&artifacts));
+        // A linked artifacts folder: resolved paths land where it points, outside the
+        // exception.
+        std::fs::remove_dir_all(&artifacts).unwrap();
+        std::os::unix::fs::symlink(home.join(".ssh"), &artifacts).unwrap();
+        let linked = Credentials::new(&env.credentials(), Some(&home))
+            .readable_in(env.artifacts_root().unwrap());
+        let resolved = super::super::paths::real_path(&artifacts.join("id_rsa"));
+        assert_eq!(resolved, home.join(".ssh/id_rsa"));
+        assert!(!linked.is_readable(&resolved));
+        assert!(linked.location(&resolved).is_some());
     }
 
     #[test]

@@ -188,7 +188,7 @@ impl PermissionGate {
             },
             home,
             read_only_tools: HashSet::new(),
-            credentials: match &env.artifacts {
+            credentials: match env.artifacts_root() {
                 Some(dir) => {
                     Credentials::new(&env.credentials(), env.home.as_deref()).readable_in(dir)
                 }
