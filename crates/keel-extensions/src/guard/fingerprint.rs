@@ -18,28 +18,31 @@ pub type Print = [u8; 32];
 /// The characters of an error text that make its family when nothing else does.
 pub const ERROR_PREFIX: usize = 1024;
 
-/// A per-turn HMAC key.
+/// A per-turn HMAC key, kept keyed: each fingerprint starts from a copy of the keyed state
+/// instead of deriving it from the key again.
 #[derive(Clone)]
-pub struct Key([u8; 32]);
+pub struct Key(Hmac<Sha256>);
 
 impl Key {
     /// A fresh random key; `None` when the system has no randomness to give.
     pub fn random() -> Option<Self> {
         let mut key = [0u8; 32];
         getrandom::fill(&mut key).ok()?;
-        Some(Self(key))
+        Self::keyed(&key)
     }
 
     /// A fixed key, for tests.
     pub fn fixed(bytes: [u8; 32]) -> Self {
-        Self(bytes)
+        Self::keyed(&bytes).unwrap_or_else(|| Self(Hmac::<Sha256>::new(&Default::default())))
+    }
+
+    fn keyed(key: &[u8]) -> Option<Self> {
+        Hmac::<Sha256>::new_from_slice(key).ok().map(Self)
     }
 
     /// The HMAC of `parts`, each length-prefixed so no two splits of the same bytes agree.
     pub fn print(&self, domain: &str, parts: &[&[u8]]) -> Print {
-        let Ok(mut mac) = Hmac::<Sha256>::new_from_slice(&self.0) else {
-            return [0; 32];
-        };
+        let mut mac = self.0.clone();
         mac.update(domain.as_bytes());
         for part in parts {
             mac.update(&(part.len() as u64).to_le_bytes());
