@@ -54,6 +54,26 @@ impl Store {
             .await
     }
 
+    /// What a turn's reminder round starts from, in one transaction: the session's value
+    /// under `key` replaced by what `update` makes of it, and the reminders waiting for the
+    /// session's next turn.
+    pub async fn reminder_round<F>(
+        &self,
+        session: &SessionId,
+        key: &str,
+        update: F,
+    ) -> Result<(serde_json::Value, Vec<SessionReminder>)>
+    where
+        F: FnOnce(Option<serde_json::Value>) -> std::result::Result<serde_json::Value, String>
+            + Send
+            + 'static,
+    {
+        let session = session.clone();
+        let key = key.to_owned();
+        self.call(move |conn| sql::reminder_round(conn, session.as_str(), &key, update))
+            .await
+    }
+
     /// Adds one to the session's counter under `key` and returns the new value (1 the
     /// first time).
     pub async fn bump_session_counter(&self, session: &SessionId, key: &str) -> Result<u64> {

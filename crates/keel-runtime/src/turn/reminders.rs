@@ -61,16 +61,15 @@ impl Runtime {
         }
         let store = &self.inner.store;
         let session = &scope.session_id;
-        // The round is counted, and the state read, in one transaction.
-        let state = store
-            .update_session_state(session, STATE_KEY, |current| {
+        // The round is counted, the state and the waiting reminders read, in one transaction.
+        let (state, pending) = store
+            .reminder_round(session, STATE_KEY, |current| {
                 let mut state = read_state(current)?;
                 state.round += 1;
                 serde_json::to_value(&state).map_err(|e| e.to_string())
             })
             .await?;
         let RoundState { round, fired } = read_state(Some(state)).unwrap_or_default();
-        let pending = store.session_reminders(session).await?;
         let rendered = {
             let data = ReminderData::new(scope, round, history, &pending, &fired);
             caps.render_reminders(&data, scope.reminders)?

@@ -25,7 +25,7 @@ pub(crate) use sessions::{
 };
 pub(crate) use state::{
     acknowledge_reminders, add_reminder, claim_reminders, get_state, release_reminders,
-    session_reminders, set_state, update_state,
+    reminder_round, session_reminders, set_state, update_state,
 };
 
 /// A revision or count as SQLite stores it (saturating: no value here comes near the limit).

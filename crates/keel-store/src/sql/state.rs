@@ -78,6 +78,30 @@ pub(crate) fn update_state(
     Ok(next)
 }
 
+/// [`update_state`] and [`session_reminders`] in one transaction: what a turn's reminder
+/// round reads and counts before its providers run.
+pub(crate) fn reminder_round(
+    conn: &mut Connection,
+    session: &str,
+    key: &str,
+    update: impl FnOnce(Option<serde_json::Value>) -> std::result::Result<serde_json::Value, String>,
+) -> Result<(serde_json::Value, Vec<SessionReminder>)> {
+    let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
+    get_session(&tx, session)?;
+    let current = get_state(&tx, session, key)?;
+    let next = update(current).map_err(|reason| {
+        StoreError::Corrupt(format!("state `{key}` of session {session}: {reason}"))
+    })?;
+    tx.prepare_cached(
+        "INSERT INTO session_state (session_id, key, value, updated_ms) VALUES (?1, ?2, ?3, ?4) \
+         ON CONFLICT (session_id, key) DO UPDATE SET value = ?3, updated_ms = ?4",
+    )?
+    .execute(params![session, key, next.to_string(), now_ms()])?;
+    let pending = session_reminders(&tx, session)?;
+    tx.commit()?;
+    Ok((next, pending))
+}
+
 fn reminder_of(row: &rusqlite::Row<'_>) -> rusqlite::Result<SessionReminder> {
     Ok(SessionReminder {
         id: row.get(0)?,
@@ -118,15 +142,30 @@ pub(crate) fn add_reminder(
 }
 
 /// A claim whose turn no longer runs counts as pending.
-const WAITING: &str = "(state = 'pending' OR (state = 'claimed' AND NOT EXISTS \
-     (SELECT 1 FROM turns t WHERE t.id = session_reminders.turn_id AND t.status = 'running')))";
+macro_rules! waiting {
+    () => {
+        "(state = 'pending' OR (state = 'claimed' AND NOT EXISTS \
+         (SELECT 1 FROM turns t WHERE t.id = session_reminders.turn_id AND t.status = 'running')))"
+    };
+}
+
+/// The session's waiting reminders, oldest first.
+const WAITING_REMINDERS: &str = concat!(
+    "SELECT id, source, text, created_ms FROM session_reminders WHERE session_id = ?1 AND ",
+    waiting!(),
+    " ORDER BY created_ms, rowid"
+);
+
+/// Claims one waiting reminder of the session for a turn.
+const CLAIM_REMINDER: &str = concat!(
+    "UPDATE session_reminders SET state = 'claimed', turn_id = ?3, updated_ms = ?4 \
+     WHERE id = ?1 AND session_id = ?2 AND ",
+    waiting!()
+);
 
 /// The reminders waiting for the session's next turn, oldest first.
 pub(crate) fn session_reminders(conn: &Connection, session: &str) -> Result<Vec<SessionReminder>> {
-    let mut statement = conn.prepare(&format!(
-        "SELECT id, source, text, created_ms FROM session_reminders \
-         WHERE session_id = ?1 AND {WAITING} ORDER BY created_ms, rowid"
-    ))?;
+    let mut statement = conn.prepare_cached(WAITING_REMINDERS)?;
     let rows = statement
         .query_map([session], reminder_of)?
         .collect::<rusqlite::Result<Vec<_>>>()?;
@@ -145,13 +184,9 @@ pub(crate) fn claim_reminders(
     let now = now_ms();
     let mut claimed = Vec::new();
     for id in ids {
-        let changed = tx.execute(
-            &format!(
-                "UPDATE session_reminders SET state = 'claimed', turn_id = ?3, updated_ms = ?4 \
-                 WHERE id = ?1 AND session_id = ?2 AND {WAITING}"
-            ),
-            params![id, session, turn.as_str(), now],
-        )?;
+        let changed =
+            tx.prepare_cached(CLAIM_REMINDER)?
+                .execute(params![id, session, turn.as_str(), now])?;
         if changed > 0 {
             claimed.push(id.clone());
         }
