@@ -50,7 +50,7 @@ impl Store {
     {
         let session = session.clone();
         let key = key.to_owned();
-        self.call(move |conn| sql::update_state(conn, session.as_str(), &key, update))
+        self.call(move |conn| sql::update_state(conn, session.as_str(), &key, Box::new(update)))
             .await
     }
 
@@ -70,7 +70,7 @@ impl Store {
     {
         let session = session.clone();
         let key = key.to_owned();
-        self.call(move |conn| sql::reminder_round(conn, session.as_str(), &key, update))
+        self.call(move |conn| sql::reminder_round(conn, session.as_str(), &key, Box::new(update)))
             .await
     }
 

@@ -54,18 +54,20 @@ pub(crate) fn set_state(
     Ok(())
 }
 
-/// Replaces the session's value under `key` with what `update` makes of it (`None` when
-/// absent), read and written in one transaction; returns the new value. An `Err` from
-/// `update` (a value it cannot read) changes nothing.
-pub(crate) fn update_state(
-    conn: &mut Connection,
+/// A rewrite of one session value: the current value (`None` when absent) in, the new one
+/// out, or why the current one cannot be read.
+pub(crate) type Update =
+    dyn FnOnce(Option<serde_json::Value>) -> std::result::Result<serde_json::Value, String>;
+
+/// Applies `update` to the session's value under `key` inside `tx`; returns the new value.
+fn rewrite(
+    tx: &rusqlite::Transaction<'_>,
     session: &str,
     key: &str,
-    update: impl FnOnce(Option<serde_json::Value>) -> std::result::Result<serde_json::Value, String>,
+    update: Box<Update>,
 ) -> Result<serde_json::Value> {
-    let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
-    get_session(&tx, session)?;
-    let current = get_state(&tx, session, key)?;
+    get_session(tx, session)?;
+    let current = get_state(tx, session, key)?;
     let next = update(current).map_err(|reason| {
         StoreError::Corrupt(format!("state `{key}` of session {session}: {reason}"))
     })?;
@@ -74,6 +76,20 @@ pub(crate) fn update_state(
          ON CONFLICT (session_id, key) DO UPDATE SET value = ?3, updated_ms = ?4",
     )?
     .execute(params![session, key, next.to_string(), now_ms()])?;
+    Ok(next)
+}
+
+/// Replaces the session's value under `key` with what `update` makes of it (`None` when
+/// absent), read and written in one transaction; returns the new value. An `Err` from
+/// `update` (a value it cannot read) changes nothing.
+pub(crate) fn update_state(
+    conn: &mut Connection,
+    session: &str,
+    key: &str,
+    update: Box<Update>,
+) -> Result<serde_json::Value> {
+    let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
+    let next = rewrite(&tx, session, key, update)?;
     tx.commit()?;
     Ok(next)
 }
@@ -84,19 +100,10 @@ pub(crate) fn reminder_round(
     conn: &mut Connection,
     session: &str,
     key: &str,
-    update: impl FnOnce(Option<serde_json::Value>) -> std::result::Result<serde_json::Value, String>,
+    update: Box<Update>,
 ) -> Result<(serde_json::Value, Vec<SessionReminder>)> {
     let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
-    get_session(&tx, session)?;
-    let current = get_state(&tx, session, key)?;
-    let next = update(current).map_err(|reason| {
-        StoreError::Corrupt(format!("state `{key}` of session {session}: {reason}"))
-    })?;
-    tx.prepare_cached(
-        "INSERT INTO session_state (session_id, key, value, updated_ms) VALUES (?1, ?2, ?3, ?4) \
-         ON CONFLICT (session_id, key) DO UPDATE SET value = ?3, updated_ms = ?4",
-    )?
-    .execute(params![session, key, next.to_string(), now_ms()])?;
+    let next = rewrite(&tx, session, key, update)?;
     let pending = session_reminders(&tx, session)?;
     tx.commit()?;
     Ok((next, pending))
