@@ -63,6 +63,21 @@ pub struct ContextPlan {
     pub request_messages: Option<Vec<Arc<Message>>>,
     /// Whether and how to make the call.
     pub action: CallAction,
+    /// The most output tokens this request may ask for (context management shrinks it to
+    /// what the window leaves); `None` keeps the configured value.
+    pub max_tokens: Option<u32>,
+}
+
+/// What a request will carry besides its messages, and why it is being prepared again.
+#[derive(Debug, Clone, Copy)]
+pub struct RequestFrame<'a> {
+    /// The system prompt.
+    pub system_prompt: &'a str,
+    /// The tool definitions.
+    pub tools: &'a [keel_protocol::ToolDefinition],
+    /// Set when the provider rejected the previous request of this step as too long: the
+    /// call is prepared once more, so the context can be made to fit.
+    pub overflow: Option<&'a keel_protocol::ErrorInfo>,
 }
 
 /// What to do with a finished model response, decided before its `message_end`.
@@ -131,8 +146,19 @@ pub struct StepSummary {
 pub trait LoopHooks: Send + Sync {
     /// Prepares the context of a model call (where before-LLM hooks run). An error aborts
     /// this call: never send a context that was not prepared.
-    async fn transform_context(&self, _history: &[Arc<Message>]) -> Result<ContextPlan, HookError> {
+    async fn transform_context(
+        &self,
+        _history: &[Arc<Message>],
+        _frame: RequestFrame<'_>,
+    ) -> Result<ContextPlan, HookError> {
         Ok(ContextPlan::default())
+    }
+
+    /// Whether a request the provider rejects as too long (`context_overflow`) should be
+    /// prepared and sent once more: true when something in `transform_context` can shrink
+    /// the context.
+    fn recovers_overflow(&self) -> bool {
+        false
     }
 
     /// Judges a finished response before its `message_end`.

@@ -23,7 +23,7 @@ pub use agent::{Agent, SubscriptionId, WeakAgent};
 pub use emit::{AgentSubscriber, FnSubscriber};
 pub use error::AgentError;
 pub use hooks::{
-    BlockSource, Boundary, CallAction, ContextPlan, HookError, LoopHooks, NoHooks,
+    BlockSource, Boundary, CallAction, ContextPlan, HookError, LoopHooks, NoHooks, RequestFrame,
     ResponseDecision, StepSummary, ToolGate,
 };
 pub use options::{

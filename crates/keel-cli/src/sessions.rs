@@ -84,6 +84,24 @@ enum SessionsCommand {
         #[arg(long, value_name = "N")]
         step: Option<u64>,
     },
+    /// Compact a session's history into a checkpoint summary (undoable: rewind to the
+    /// revision before it). Uses the session's model unless --model says otherwise.
+    Compact {
+        /// Session id or unique prefix.
+        id: String,
+        /// What the summary should keep or stress.
+        #[arg(long, value_name = "TEXT")]
+        instructions: Option<String>,
+        /// Model as provider/model (default: the session's).
+        #[arg(long)]
+        model: Option<String>,
+        /// Send the summary request to this base URL instead of the provider's.
+        #[arg(long, value_name = "URL", value_parser = crate::exec::parse_base_url)]
+        base_url: Option<String>,
+        /// Print the revisions as JSON.
+        #[arg(long)]
+        json: bool,
+    },
     /// Delete a session, its history and its folder (artifacts, report).
     Delete {
         /// Session id or unique prefix.
@@ -221,6 +239,31 @@ pub async fn run(args: SessionsArgs) -> anyhow::Result<()> {
                 .and_then(|()| stdout.flush())
                 .context("cannot write to standard output");
         }
+        SessionsCommand::Compact {
+            id,
+            instructions,
+            model,
+            base_url,
+            json,
+        } => {
+            let id = store.resolve_session(&id).await?;
+            let record = store.session(&id).await?;
+            let revision = compact(&store, &record, instructions, model, base_url).await?;
+            if json {
+                out.push_str(&serde_json::to_string(&serde_json::json!({
+                    "session_id": id, "before": record.revision, "revision": revision,
+                }))?);
+                out.push('\n');
+            } else {
+                match revision {
+                    Some(revision) => out.push_str(&format!(
+                        "compacted {id}: revision {revision} (rewind to {} to undo)\n",
+                        record.revision
+                    )),
+                    None => out.push_str(&format!("{id} has nothing to compact\n")),
+                }
+            }
+        }
         SessionsCommand::Delete { id, json } => {
             let id = store.resolve_session(&id).await?;
             store.delete_session(&id).await?;
@@ -328,4 +371,40 @@ fn show_text(record: &SessionRecord, history: &[StoredEntry]) -> String {
         out.push('\n');
     }
     out
+}
+
+/// Compacts `record`'s session through a runtime of its working folder.
+async fn compact(
+    store: &keel_store::Store,
+    record: &SessionRecord,
+    instructions: Option<String>,
+    model: Option<String>,
+    base_url: Option<String>,
+) -> anyhow::Result<Option<u64>> {
+    use keel_runtime::{ConversationContract as _, ModelChoice, Prepared, Reply, RuntimeOptions};
+    let cwd = std::path::PathBuf::from(&record.cwd);
+    let mut options = RuntimeOptions::new(
+        cwd.clone(),
+        ModelChoice::Configured {
+            model: model.or_else(|| Some(record.model.clone()).filter(|m| !m.is_empty())),
+            base_url,
+        },
+    );
+    options.settings.cwd = cwd;
+    let prepared = Prepared::new(keel_extensions::with_harness(options)).map_err(runtime_error)?;
+    for warning in &prepared.warnings {
+        eprintln!("keel: warning: {warning}");
+    }
+    let runtime = prepared.start(store.clone());
+    let reply = runtime
+        .call(keel_protocol::Op::Compact {
+            session_id: record.id.clone(),
+            instructions,
+        })
+        .await
+        .map_err(runtime_error)?;
+    match reply {
+        Reply::Revision(revision) => Ok(revision),
+        other => anyhow::bail!("unexpected reply to compact: {other:?}"),
+    }
 }

@@ -64,12 +64,17 @@ pub fn with_harness(mut options: keel_runtime::RuntimeOptions) -> keel_runtime::
     options.extensions = extensions;
     options.host_extensions.extend(host());
     options
+        .compactor
+        .get_or_insert_with(|| Arc::new(keel_context::ContextCompactor));
+    options
 }
 
-/// The host-owned extensions, mounted after keel's built-ins: the output budget must see
-/// every other extension's rewrite of a result, and the report every request.
+/// The host-owned extensions, mounted after keel's built-ins: context management sizes
+/// every request first, the output budget must see every other extension's rewrite of a
+/// result, and the report every request.
 pub fn host() -> Vec<Arc<dyn Extension>> {
     vec![
+        Arc::new(keel_context::ContextManager::default()),
         Arc::new(budget::OutputBudget),
         Arc::new(report::SessionReport::default()),
     ]

@@ -2,7 +2,7 @@
 
 use std::sync::Arc;
 
-use keel_protocol::{ContentBlock, Message, ToolResultMessage};
+use keel_protocol::{ContentBlock, Message};
 use keel_runtime::extension::{REMINDER_CLOSE, REMINDER_OPEN};
 
 /// `body` wrapped as one reminder block.
@@ -35,17 +35,10 @@ pub(crate) fn text_of(content: &[ContentBlock]) -> String {
     content.iter().filter_map(ContentBlock::as_text).collect()
 }
 
-/// The latest todo list in `history`: the details of the last successful `todowrite`.
+/// The latest todo list in `history` (DESIGN §4): the last `todowrite`, or what a
+/// compaction kept.
 pub(crate) fn latest_todos(history: &[Arc<Message>]) -> Option<Vec<keel_tools::todo::Todo>> {
-    history.iter().rev().find_map(|message| match &**message {
-        Message::ToolResult(ToolResultMessage {
-            tool_name,
-            details: Some(details),
-            is_error: false,
-            ..
-        }) if tool_name == TODO_TOOL => serde_json::from_value(details.get("todos")?.clone()).ok(),
-        _ => None,
-    })
+    keel_tools::todo::latest(history)
 }
 
 /// The todo tool's name.

@@ -6,18 +6,31 @@
 
 use keel_protocol::ErrorCode;
 
-/// Phrases providers use for a request that does not fit the context window.
+/// Phrases providers use for a request that does not fit the context window:
+/// OpenAI (`context_length_exceeded`, "maximum context length"), Anthropic ("prompt is too
+/// long"), Gemini ("input token count … exceeds the maximum number of tokens"), llama.cpp
+/// ("exceeds the available context size", `exceed_context_size_error`), vLLM ("maximum
+/// context length … reduce the length"), Ollama ("prompt too long; exceeded max context
+/// length"), Mistral ("too large for model with … maximum context length"), Bedrock
+/// ("input is too long").
 const OVERFLOW_PHRASES: &[&str] = &[
     "context length",
     "context_length",
     "context window",
+    "context size",
+    "context_size",
     "maximum context",
+    "max context",
     "too many tokens",
     "prompt is too long",
+    "prompt too long",
     "input is too long",
+    "input token count",
     "exceeds the maximum",
     "token limit",
     "reduce the length",
+    "too large for model",
+    "request too large",
 ];
 
 /// Phrases providers use for an exhausted balance or quota.
@@ -113,6 +126,53 @@ mod tests {
                 ErrorCode::ContextOverflow,
             ),
             (Some(413), "", "", ErrorCode::ContextOverflow),
+            (
+                Some(400),
+                "invalid_request_error context_length_exceeded",
+                "Your input exceeds the context window of this model.",
+                ErrorCode::ContextOverflow,
+            ),
+            (
+                Some(400),
+                "invalid_request_error context_length_exceeded",
+                "This model's maximum context length is 128000 tokens. However, your messages \
+                 resulted in 130000 tokens.",
+                ErrorCode::ContextOverflow,
+            ),
+            (
+                Some(400),
+                "INVALID_ARGUMENT",
+                "The input token count (1200000) exceeds the maximum number of tokens allowed \
+                 (1048576).",
+                ErrorCode::ContextOverflow,
+            ),
+            (
+                Some(400),
+                "exceed_context_size_error",
+                "the request exceeds the available context size, try increasing it",
+                ErrorCode::ContextOverflow,
+            ),
+            (
+                Some(400),
+                "BadRequestError",
+                "This model's maximum context length is 4096 tokens. However, you requested \
+                 5000 tokens (4000 in the messages, 1000 in the completion). Please reduce the \
+                 length of the messages or completion.",
+                ErrorCode::ContextOverflow,
+            ),
+            (
+                Some(500),
+                "",
+                "prompt too long; exceeded max context length by 120 tokens",
+                ErrorCode::ContextOverflow,
+            ),
+            (
+                Some(400),
+                "invalid_request_message_order",
+                "Prompt contains 40000 tokens and 0 draft tokens, too large for model with \
+                 32768 maximum context length",
+                ErrorCode::ContextOverflow,
+            ),
             (Some(404), "", "model not found", ErrorCode::InvalidRequest),
             (
                 Some(429),

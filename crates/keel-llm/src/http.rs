@@ -341,9 +341,13 @@ fn error_words(body: &str) -> (String, String) {
         Some(serde_json::Value::Number(n)) => Some(n.to_string()),
         _ => None,
     };
-    let kind = text(error.get("type"))
-        .or_else(|| text(error.get("code")))
-        .or_else(|| text(error.get("status")));
+    // OpenAI puts the class in `type` and the reason in `code`
+    // (`invalid_request_error` / `context_length_exceeded`): both are kept.
+    let kind: Vec<String> = ["type", "code", "status"]
+        .iter()
+        .filter_map(|key| text(error.get(*key)))
+        .collect();
+    let kind = (!kind.is_empty()).then(|| kind.join(" "));
     let message = text(error.get("message"))
         .or_else(|| text(json.get("message")))
         .unwrap_or_else(|| body.to_owned());
@@ -434,7 +438,14 @@ mod tests {
             error_words(
                 r#"{"error":{"code":429,"message":"Resource exhausted","status":"RESOURCE_EXHAUSTED"}}"#
             ),
-            ("429".into(), "Resource exhausted".into())
+            ("429 RESOURCE_EXHAUSTED".into(), "Resource exhausted".into())
+        );
+        let openai = r#"{"error":{"message":"This model's maximum context length is 8192 tokens.","type":"invalid_request_error","param":"messages","code":"context_length_exceeded"}}"#;
+        let (kind, message) = error_words(openai);
+        assert_eq!(kind, "invalid_request_error context_length_exceeded");
+        assert_eq!(
+            crate::errors::classify(Some(400), &kind, &message),
+            keel_protocol::ErrorCode::ContextOverflow
         );
         assert_eq!(
             error_words("upstream timed out"),

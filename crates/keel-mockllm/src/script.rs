@@ -113,6 +113,10 @@ pub enum Fault {
     Overloaded,
     /// HTTP 400 (a request the provider rejects).
     BadRequest,
+    /// HTTP 400 saying the request does not fit the context window, in the words of the
+    /// request's API (OpenAI's `context_length_exceeded`, Anthropic's "prompt is too
+    /// long", Gemini's token count).
+    ContextOverflow,
     /// Reset the connection after `after_events` events.
     Reset {
         /// Events sent before the reset.

@@ -332,6 +332,22 @@ async fn respond(
             )
             .await;
         }
+        Some(Fault::ContextOverflow) => {
+            let body = match api {
+                WireApi::Anthropic => json!({"type": "error", "error": {
+                    "type": "invalid_request_error",
+                    "message": "prompt is too long: 210000 tokens > 200000 maximum"}}),
+                WireApi::Google => json!({"error": {"code": 400, "status": "INVALID_ARGUMENT",
+                    "message": "The input token count (1200000) exceeds the maximum number of \
+                                tokens allowed (1048576)."}}),
+                WireApi::Completions | WireApi::Responses => json!({"error": {
+                    "message": "This model's maximum context length is 65536 tokens. However, \
+                                your messages resulted in 70000 tokens.",
+                    "type": "invalid_request_error", "param": "messages",
+                    "code": "context_length_exceeded"}}),
+            };
+            return raw_status(stream, 400, &body.to_string()).await;
+        }
         Some(Fault::BadRequest) => {
             return status(
                 stream,
@@ -523,6 +539,18 @@ async fn status(
         head.push_str(&format!("{name}: {value}\r\n"));
     }
     head.push_str("\r\n");
+    stream.write_all(head.as_bytes()).await?;
+    stream.write_all(body.as_bytes()).await?;
+    stream.shutdown().await?;
+    Ok(After::Closed)
+}
+
+/// An error status with `body` as it is; the connection closes.
+async fn raw_status(stream: &mut TcpStream, code: u16, body: &str) -> std::io::Result<After> {
+    let head = format!(
+        "HTTP/1.1 {code} Bad Request\r\ncontent-type: application/json\r\ncontent-length: {}\r\nconnection: close\r\n\r\n",
+        body.len()
+    );
     stream.write_all(head.as_bytes()).await?;
     stream.write_all(body.as_bytes()).await?;
     stream.shutdown().await?;

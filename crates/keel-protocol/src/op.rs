@@ -180,10 +180,14 @@ pub enum Op {
     },
 
     // Maintenance.
-    /// Compacts the session's history (a hook point; strategies plug in later).
+    /// Compacts the session's history into a checkpoint summary (DESIGN §12).
     Compact {
         /// The session.
         session_id: SessionId,
+        /// What the summary should keep or stress (`/compact TEXT`); quoted to the model
+        /// as untrusted text.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        instructions: Option<String>,
     },
 }
 

@@ -158,7 +158,10 @@ impl ConversationContract for Runtime {
                 self.answer_permission(&session_id, &request_id, answer)?;
                 Reply::Done(true)
             }
-            Op::Compact { session_id } => Reply::Revision(self.compact(&session_id).await?),
+            Op::Compact {
+                session_id,
+                instructions,
+            } => Reply::Revision(self.compact(&session_id, instructions).await?),
             other => {
                 return Err(RuntimeError::Unsupported(format!(
                     "operation {:?} is not supported by this runtime",

@@ -75,6 +75,15 @@ pub enum RuntimeError {
     /// A resumed session's history could not be made valid.
     #[error("{0}")]
     Resume(String),
+    /// A compaction could not be made (its code: `POST_ADMISSION_FAILED`,
+    /// `compaction_failed`).
+    #[error("{message}")]
+    Compaction {
+        /// Stable code.
+        code: &'static str,
+        /// What went wrong.
+        message: String,
+    },
     /// keel's own fault.
     #[error("internal error: {0}")]
     Internal(String),
@@ -98,6 +107,7 @@ impl RuntimeError {
             Self::NotBound => "contract_not_bound",
             Self::Unsupported(_) => "unsupported",
             Self::Resume(_) => "resume_failed",
+            Self::Compaction { code, .. } => code,
             Self::Internal(_) => "internal_error",
         }
     }

@@ -32,6 +32,6 @@ pub use assembly::{ModelChoice, ResolvedModel, SessionServices};
 pub use contract::{ConversationContract, DeferredContract, Reply};
 pub use error::RuntimeError;
 pub use events::{ChannelSink, SessionSink, Subscription, channel};
-pub use lifecycle::{Compactor, SessionUpdate};
+pub use lifecycle::{CompactRequest, Compactor, SessionUpdate};
 pub use runtime::{Opened, Prepared, Runtime, RuntimeOptions, SessionStart, start};
 pub use turn::{TurnHandle, TurnOptions, TurnReport};

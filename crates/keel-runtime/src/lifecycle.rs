@@ -4,24 +4,39 @@
 use std::sync::Arc;
 
 use async_trait::async_trait;
-use keel_protocol::{Message, SessionEventBody, SessionId};
+use keel_protocol::{Message, SessionEventBody, SessionId, ToolDefinition, TurnId, TurnSource};
 use keel_store::{CommitRequest, Entry, HistoryOp, SessionRecord, new_id};
 use keel_tools::permission::Mode;
 
 use crate::assembly::{ModelChoice, resolve_model};
 use crate::error::RuntimeError;
-use crate::extension::SessionChange;
+use crate::extension::{ExtensionEvents, ReminderMode, SessionChange, TurnScope};
 use crate::runtime::{Admission, Runtime, Slot};
+
+/// What a compaction strategy is given for the `compact` operation.
+pub struct CompactRequest {
+    /// The session.
+    pub session_id: SessionId,
+    /// Its canonical history.
+    pub history: Vec<Arc<Message>>,
+    /// The user's instructions for the summary (untrusted text, to be quoted).
+    pub instructions: Option<String>,
+    /// The system prompt the session's next request carries.
+    pub system_prompt: String,
+    /// The tool definitions the session's next request carries.
+    pub tools: Vec<ToolDefinition>,
+    /// The `context` configuration.
+    pub context: crate::settings::ContextConfig,
+    /// The session's model, folder and event stream, as a turn of it would see them (no
+    /// turn runs: its id is never stored and its history writer is absent).
+    pub scope: TurnScope,
+}
 
 /// A compaction strategy (DESIGN §12); the runtime calls it for the `compact` operation.
 #[async_trait]
 pub trait Compactor: Send + Sync {
-    /// The history that replaces `history`, or `None` when nothing can be saved.
-    async fn compact(
-        &self,
-        session: &SessionId,
-        history: &[Arc<Message>],
-    ) -> Result<Option<Vec<Message>>, RuntimeError>;
+    /// The history that replaces the request's, or `None` when nothing can be saved.
+    async fn compact(&self, request: CompactRequest) -> Result<Option<Vec<Message>>, RuntimeError>;
 }
 
 /// Changes to a session.
@@ -216,9 +231,13 @@ impl Runtime {
             .unwrap_or_else(std::sync::PoisonError::into_inner) = Some(compactor);
     }
 
-    /// Compacts a session's history with the installed strategy; returns the new revision,
-    /// or `None` when the strategy found nothing to save.
-    pub async fn compact(&self, session: &SessionId) -> Result<Option<u64>, RuntimeError> {
+    /// Compacts a session's history with the installed strategy, following `instructions`;
+    /// returns the new revision, or `None` when the strategy found nothing to save.
+    pub async fn compact(
+        &self,
+        session: &SessionId,
+        instructions: Option<String>,
+    ) -> Result<Option<u64>, RuntimeError> {
         let compactor = self
             .inner
             .compactor
@@ -238,7 +257,8 @@ impl Runtime {
             .into_iter()
             .map(|e| Arc::new(e.message))
             .collect();
-        let Some(replacement) = compactor.compact(session, &history).await? else {
+        let request = self.compact_request(&slot, history, instructions)?;
+        let Some(replacement) = compactor.compact(request).await? else {
             return Ok(None);
         };
         let receipt = store
@@ -246,7 +266,8 @@ impl Runtime {
                 session_id: session.clone(),
                 turn_id: None,
                 operation_id: new_id("op-"),
-                expected_revision: None,
+                // A turn elsewhere that committed meanwhile wins; the summary is stale.
+                expected_revision: Some(before),
                 op: HistoryOp::Replace {
                     entries: replacement.into_iter().map(Entry::new).collect(),
                 },
@@ -266,5 +287,51 @@ impl Runtime {
         )
         .await;
         Ok(Some(receipt.revision))
+    }
+
+    /// The request a compaction strategy gets: the session's history and what its next
+    /// request would carry, assembled as for a turn.
+    fn compact_request(
+        &self,
+        slot: &Arc<Slot>,
+        history: Vec<Arc<Message>>,
+        instructions: Option<String>,
+    ) -> Result<CompactRequest, RuntimeError> {
+        let (model, services) = {
+            let state = slot.lock();
+            (state.model.clone(), state.services.clone())
+        };
+        let scope = TurnScope {
+            session_id: slot.id.clone(),
+            turn_id: TurnId::generate(),
+            source: TurnSource::Api,
+            model: model.name.clone(),
+            cwd: self.inner.settings.cwd.clone(),
+            host: Some(services),
+            spec: Arc::new(model.spec.clone()),
+            entry: model.entry.clone(),
+            deadline: None,
+            reminders: ReminderMode::All,
+            session_dir: Some(self.session_dir(&slot.id)),
+            events: ExtensionEvents::new(slot.hub.clone(), None),
+            stream: Some(model.stream.clone()),
+            history: None,
+        };
+        let caps = self.inner.registry.assemble_turn(&scope)?;
+        let mut system_prompt = self.inner.system_prompt.clone();
+        for part in &caps.system_prompt {
+            system_prompt.push_str("\n\n");
+            system_prompt.push_str(part);
+        }
+        let tools = caps.tools.iter().map(|t| t.definition().clone()).collect();
+        Ok(CompactRequest {
+            session_id: slot.id.clone(),
+            history,
+            instructions,
+            system_prompt,
+            tools,
+            context: self.inner.settings.loaded.config.context,
+            scope,
+        })
     }
 }

@@ -48,6 +48,8 @@ pub struct RuntimeOptions {
     /// extension's rewrites and cannot be switched off (the output budget, the session
     /// report).
     pub host_extensions: Vec<Arc<dyn crate::extension::Extension>>,
+    /// The strategy of the `compact` operation (keel's: a checkpoint summary).
+    pub compactor: Option<Arc<dyn crate::lifecycle::Compactor>>,
 }
 
 impl RuntimeOptions {
@@ -66,6 +68,7 @@ impl RuntimeOptions {
             interactive: false,
             extensions: Vec::new(),
             host_extensions: Vec::new(),
+            compactor: None,
         }
     }
 }
@@ -196,7 +199,7 @@ impl Prepared {
                 registry: self.registry,
                 store,
                 slots: Mutex::new(HashMap::new()),
-                compactor: Mutex::new(None),
+                compactor: Mutex::new(self.options.compactor.clone()),
             }),
         }
     }

@@ -11,6 +11,30 @@ use serde_json::json;
 
 use crate::args::{self, NonEmpty};
 
+/// The kind of the host message that marks a compaction; its data keeps the todo list the
+/// compacted history held.
+pub const COMPACTION_KIND: &str = "compaction";
+
+/// The latest todo list in `history`: the details of the last successful `todowrite`, or
+/// the list a compaction kept, whichever is newer.
+pub fn latest(history: &[std::sync::Arc<keel_protocol::Message>]) -> Option<Vec<Todo>> {
+    use keel_protocol::{Message, ToolResultMessage};
+    history.iter().rev().find_map(|message| match &**message {
+        Message::ToolResult(ToolResultMessage {
+            tool_name,
+            details: Some(details),
+            is_error: false,
+            ..
+        }) if tool_name == "todowrite" => {
+            serde_json::from_value(details.get("todos")?.clone()).ok()
+        }
+        Message::Host(host) if host.kind == COMPACTION_KIND => {
+            serde_json::from_value(host.data.get("todos")?.clone()).ok()
+        }
+        _ => None,
+    })
+}
+
 /// State of one item.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "snake_case")]

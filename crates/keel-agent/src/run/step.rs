@@ -14,12 +14,32 @@ use keel_protocol::{
 use super::call_ids::ResponseCallIds;
 use super::{Run, StepMessage};
 use crate::guard::{Guarded, guard, panic_text};
-use crate::hooks::{CallAction, ContextPlan, ResponseDecision};
+use crate::hooks::{CallAction, ContextPlan, RequestFrame, ResponseDecision};
 use crate::projection::project_all;
 
 impl Run {
-    /// Runs the model half of one step.
+    /// Runs the model half of one step. A request the provider rejects as too long is
+    /// prepared and sent once more when the hooks can shrink the context; the rejected
+    /// answer stays in history (projection drops failed answers).
     pub(super) async fn model_step(&mut self) -> StepMessage {
+        let mut overflow: Option<ErrorInfo> = None;
+        loop {
+            let step = self.model_call(overflow.as_ref()).await;
+            if overflow.is_none()
+                && !self.cancel.is_cancelled()
+                && let StepMessage::Message { message, .. } = &step
+                && let Some(error) = context_overflow(message)
+                && self.config.hooks.recovers_overflow()
+            {
+                tracing::debug!(%error.message, "the request was too long; preparing it again");
+                overflow = Some(error);
+                continue;
+            }
+            return step;
+        }
+    }
+
+    async fn model_call(&mut self, overflow: Option<&ErrorInfo>) -> StepMessage {
         if self.cancel.is_cancelled() {
             return self
                 .synthetic(aborted("the run was aborted before the model call"))
@@ -27,9 +47,15 @@ impl Run {
         }
         let history = self.shared.lock().history.clone();
         let hooks = self.config.hooks.clone();
+        let tools = self.config.tools.definitions();
+        let frame = RequestFrame {
+            system_prompt: &self.config.system_prompt,
+            tools: &tools,
+            overflow,
+        };
         let plan = match guard(
             "before_llm_call hook",
-            hooks.transform_context(&history),
+            hooks.transform_context(&history, frame),
             self.config.hook_timeout,
             Some(&self.cancel),
         )
@@ -56,6 +82,7 @@ impl Run {
             append,
             request_messages,
             action,
+            max_tokens,
         } = plan;
         if let Some(messages) = replace_history {
             self.shared.lock().replace_history(messages);
@@ -67,12 +94,16 @@ impl Run {
             CallAction::Skip => return StepMessage::Skipped,
             CallAction::Abort(reason) => return self.synthetic(aborted(reason)).await,
             CallAction::Respond(message) => message_stream(&message),
-            CallAction::Call => self.call_model(request_messages).await,
+            CallAction::Call => self.call_model(request_messages, max_tokens).await,
         };
         self.consume(stream).await
     }
 
-    async fn call_model(&mut self, request_messages: Option<Vec<Arc<Message>>>) -> EventStream {
+    async fn call_model(
+        &mut self,
+        request_messages: Option<Vec<Arc<Message>>>,
+        max_tokens: Option<u32>,
+    ) -> EventStream {
         let messages = match request_messages {
             Some(messages) => Arc::new(project_all(&messages, self.config.min_image_bytes)),
             None => {
@@ -82,6 +113,9 @@ impl Run {
             }
         };
         let mut options = self.config.request_options.clone();
+        if let Some(limit) = max_tokens {
+            options.max_tokens = Some(options.max_tokens.map_or(limit, |set| set.min(limit)));
+        }
         if let Some(keys) = &self.config.api_keys {
             // Fetched for every call: short-lived tokens must refresh after long tool runs.
             let provider = self.config.model.provider.clone();
@@ -246,6 +280,14 @@ impl Run {
         let id = self.append(message.clone()).await;
         StepMessage::Message { message, id }
     }
+}
+
+/// The error of an answer the provider refused because the request was too long.
+fn context_overflow(message: &Message) -> Option<ErrorInfo> {
+    let assistant = message.as_assistant()?;
+    let error = assistant.error.as_ref()?;
+    (assistant.stop_reason == StopReason::Error && error.code == ErrorCode::ContextOverflow)
+        .then(|| error.clone())
 }
 
 fn apply_decision(

@@ -24,6 +24,8 @@ pub(crate) enum Failure {
     Rejected { code: String, message: String },
     /// The model call failed.
     Model(ErrorInfo),
+    /// Context management could not make the request fit.
+    Context { code: String, message: String },
     /// The agent refused to start the run.
     Refused { code: &'static str, message: String },
     /// The run crashed or was lost.
@@ -48,6 +50,7 @@ impl Failure {
                 (format!("{AFTER_LLM_REJECTED}:{code}"), message.clone())
             }
             Self::Model(error) => (model_code(error.code).to_owned(), error.message.clone()),
+            Self::Context { code, message } => (code.clone(), message.clone()),
             Self::Refused { code, message } => ((*code).to_owned(), message.clone()),
             Self::Internal(message) => (INTERNAL_ERROR.to_owned(), message.clone()),
             Self::StepLimit(max) => (
@@ -77,7 +80,7 @@ pub fn model_code(code: ErrorCode) -> &'static str {
         ErrorCode::Auth => "model_auth",
         ErrorCode::RateLimit => "model_rate_limit",
         ErrorCode::Overloaded => "model_overloaded",
-        ErrorCode::ContextOverflow => "model_context_overflow",
+        ErrorCode::ContextOverflow => "context_overflow",
         ErrorCode::InvalidRequest => "model_invalid_request",
         ErrorCode::Timeout => "model_timeout",
         ErrorCode::Network => "model_network",

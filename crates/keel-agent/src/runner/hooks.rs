@@ -18,8 +18,8 @@ use keel_llm::LlmRequest;
 use keel_protocol::{AssistantMessage, Message, ToolCall};
 
 use crate::hooks::{
-    Boundary, CallAction, ContextPlan, HookError, LoopHooks, ResponseDecision, StepSummary,
-    ToolGate,
+    Boundary, CallAction, ContextPlan, HookError, LoopHooks, RequestFrame, ResponseDecision,
+    StepSummary, ToolGate,
 };
 use crate::runner::classify::Failure;
 use crate::runner::state::TurnShared;
@@ -42,8 +42,25 @@ pub enum BeforeLlmAction {
     ReplaceHistory(Vec<Arc<Message>>),
     /// Append one hidden message to history; later hooks do not run.
     AppendMessage(Box<Message>),
+    /// Context management's decision: the history replaced persistently (archived or
+    /// compacted; the hook has committed it) and the output this request may ask for.
+    /// Later hooks run on the replaced history.
+    Prepare {
+        /// The new history, when it changed.
+        history: Option<Vec<Arc<Message>>>,
+        /// The most output tokens the request may ask for.
+        max_tokens: Option<u32>,
+    },
     /// Abort the call; the turn ends aborted.
     Abort(String),
+    /// Make no call and fail the turn with this stable code (context management that
+    /// cannot make the request fit: `context_overflow`, `POST_ADMISSION_FAILED`).
+    Fail {
+        /// The turn's status code.
+        code: String,
+        /// What went wrong.
+        message: String,
+    },
 }
 
 /// What a before-LLM hook sees.
@@ -54,6 +71,12 @@ pub struct LlmCallView<'a> {
     pub messages: &'a [Arc<Message>],
     /// Model calls made in this turn so far.
     pub calls_made: usize,
+    /// The request's system prompt.
+    pub system_prompt: &'a str,
+    /// The request's tool definitions.
+    pub tools: &'a [keel_protocol::ToolDefinition],
+    /// Set when the provider rejected this step's previous request as too long.
+    pub overflow: Option<&'a keel_protocol::ErrorInfo>,
 }
 
 /// Runs inside `transform_context`, before each model call.
@@ -61,6 +84,12 @@ pub struct LlmCallView<'a> {
 pub trait BeforeLlmCallHook: Send + Sync {
     /// Decides about the coming call.
     async fn before_llm_call(&self, view: &LlmCallView<'_>) -> Result<BeforeLlmAction, HookError>;
+
+    /// Whether this hook can shrink a context the provider rejected as too long (the call
+    /// is then prepared once more, with [`LlmCallView::overflow`] set).
+    fn recovers_overflow(&self) -> bool {
+        false
+    }
 }
 
 /// Where the messages of a request came from, so the request can be rebuilt later from
@@ -244,7 +273,19 @@ pub(crate) struct TurnLoopHooks {
 
 #[async_trait]
 impl LoopHooks for TurnLoopHooks {
-    async fn transform_context(&self, history: &[Arc<Message>]) -> Result<ContextPlan, HookError> {
+    fn recovers_overflow(&self) -> bool {
+        self.shared
+            .hooks
+            .before_llm_call
+            .iter()
+            .any(|hook| hook.recovers_overflow())
+    }
+
+    async fn transform_context(
+        &self,
+        history: &[Arc<Message>],
+        frame: RequestFrame<'_>,
+    ) -> Result<ContextPlan, HookError> {
         let shared = &self.shared;
         let calls_made = shared.calls_made();
         let mut plan = ContextPlan::default();
@@ -255,6 +296,9 @@ impl LoopHooks for TurnLoopHooks {
                 turn: &shared.turn,
                 messages,
                 calls_made,
+                system_prompt: frame.system_prompt,
+                tools: frame.tools,
+                overflow: frame.overflow,
             };
             let decision = shared
                 .call("before_llm_call hook", hook.before_llm_call(&view))
@@ -284,6 +328,26 @@ impl LoopHooks for TurnLoopHooks {
                     plan.request_messages = None;
                     current = Some(messages.clone());
                     plan.replace_history = Some(messages);
+                }
+                BeforeLlmAction::Fail { code, message } => {
+                    shared.fail(Failure::Context {
+                        code,
+                        message: message.clone(),
+                    });
+                    return Err(HookError::new(message));
+                }
+                BeforeLlmAction::Prepare {
+                    history: replacement,
+                    max_tokens,
+                } => {
+                    if let Some(messages) = replacement {
+                        plan.request_messages = None;
+                        current = Some(messages.clone());
+                        plan.replace_history = Some(messages);
+                    }
+                    if let Some(limit) = max_tokens {
+                        plan.max_tokens = Some(plan.max_tokens.map_or(limit, |l| l.min(limit)));
+                    }
                 }
                 BeforeLlmAction::AppendMessage(message) => {
                     if let Some(request) = plan.request_messages.as_mut() {

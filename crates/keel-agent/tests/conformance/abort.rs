@@ -137,7 +137,11 @@ struct HangingHooks {
 
 #[async_trait]
 impl LoopHooks for HangingHooks {
-    async fn transform_context(&self, _history: &[Arc<Message>]) -> Result<ContextPlan, HookError> {
+    async fn transform_context(
+        &self,
+        _history: &[Arc<Message>],
+        _frame: keel_agent::RequestFrame<'_>,
+    ) -> Result<ContextPlan, HookError> {
         if self.in_context {
             futures::future::pending::<()>().await;
         }

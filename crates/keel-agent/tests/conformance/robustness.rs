@@ -67,7 +67,11 @@ struct SlowContext;
 
 #[async_trait]
 impl LoopHooks for SlowContext {
-    async fn transform_context(&self, _history: &[Arc<Message>]) -> Result<ContextPlan, HookError> {
+    async fn transform_context(
+        &self,
+        _history: &[Arc<Message>],
+        _frame: keel_agent::RequestFrame<'_>,
+    ) -> Result<ContextPlan, HookError> {
         tokio::time::sleep(Duration::from_secs(86_400)).await;
         Ok(ContextPlan::default())
     }

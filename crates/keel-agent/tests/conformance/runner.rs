@@ -191,7 +191,7 @@ async fn caller_abort_ends_the_turn_aborted() {
 async fn model_errors_map_to_stable_codes() {
     for (code, expected) in [
         (ErrorCode::RateLimit, "model_rate_limit"),
-        (ErrorCode::ContextOverflow, "model_context_overflow"),
+        (ErrorCode::ContextOverflow, "context_overflow"),
         (ErrorCode::Auth, "model_auth"),
     ] {
         let h = Harness::new(vec![ScriptedResponse::error(code, "nope")]);

@@ -26,6 +26,7 @@ use keel_runtime::{
 use keel_store::{Durability, Execution, OpenOptions};
 
 use crate::errors::{InternalError, runtime_error};
+pub use input::parse_base_url;
 use output::{ExecSink, Format, Interrupt, RunIds, Stop};
 pub use report::{EXIT_CONFIG, EXIT_FAILED, EXIT_INTERNAL, EXIT_USAGE};
 use report::{ExecError, ExecResult, ExecStatus};
@@ -137,6 +138,7 @@ pub async fn run(args: ExecArgs) -> anyhow::Result<ExitCode> {
         interactive: false,
         extensions: Vec::new(),
         host_extensions: Vec::new(),
+        compactor: None,
     };
     let prepared = Prepared::new(keel_extensions::with_harness(options)).map_err(runtime_error)?;
     for warning in &prepared.warnings {

@@ -78,6 +78,7 @@ impl Harness {
             interactive: false,
             extensions,
             host_extensions: Vec::new(),
+            compactor: None,
         };
         let prepared = Prepared::new(keel_extensions::with_harness(options)).unwrap();
         // In keel's home, as by default: the session folders are then behind its

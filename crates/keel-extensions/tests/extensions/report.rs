@@ -114,10 +114,10 @@ struct KeepLast;
 impl keel_runtime::Compactor for KeepLast {
     async fn compact(
         &self,
-        _session: &keel_protocol::SessionId,
-        history: &[std::sync::Arc<keel_protocol::Message>],
+        request: keel_runtime::CompactRequest,
     ) -> Result<Option<Vec<keel_protocol::Message>>, keel_runtime::RuntimeError> {
-        Ok(history
+        Ok(request
+            .history
             .last()
             .map(|m| vec![keel_protocol::Message::clone(m)]))
     }
@@ -137,6 +137,7 @@ async fn a_compaction_freezes_the_report_beside_its_snapshot_and_old_steps_still
     h.runtime
         .call(Op::Compact {
             session_id: session.clone(),
+            instructions: None,
         })
         .await
         .unwrap();

@@ -71,6 +71,10 @@ impl BeforeLlmCallHook for Bound<dyn BeforeLlmCallHook> {
         self.check(view.turn)?;
         self.inner.before_llm_call(view).await
     }
+
+    fn recovers_overflow(&self) -> bool {
+        self.inner.recovers_overflow()
+    }
 }
 
 #[async_trait]

@@ -36,7 +36,7 @@ pub use registry::{
     ExtensionState, Lease, Lifecycle, Overlay, Profile, ProfileEntry, Registry, TurnCapabilities,
 };
 pub use reminders::{Criticality, ReminderData, ReminderProvider};
-pub use scope::{ExtensionEvents, ReminderMode, TurnScope};
+pub use scope::{ExtensionEvents, HistoryWriter, ReminderMode, Replaced, Replacement, TurnScope};
 
 /// A module that contributes tools, prompt text, reminders and hooks to turns.
 pub trait Extension: Send + Sync {

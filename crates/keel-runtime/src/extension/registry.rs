@@ -12,7 +12,7 @@ use super::api::{Contributions, ExtensionApi, HookSource, ToolSource};
 use super::bound::bind;
 use super::reminders::RegisteredReminder;
 use super::table::{HostHooks, mount};
-use super::{Extension, ExtensionError, SessionChangeHook, TurnScope};
+use super::{Extension, ExtensionError, Hook, SessionChangeHook, TurnScope};
 use crate::settings::Config;
 
 /// An extension of a profile and whether it is on by default.
@@ -520,6 +520,9 @@ impl Lease {
         let mut user_prefixes = Vec::new();
         let mut reminders: Vec<RegisteredReminder> = Vec::new();
         let mut system_reminders: Vec<RegisteredReminder> = Vec::new();
+        // Host-owned before-LLM handlers (context management) run before all others: the
+        // request must be sized before anything adds to it.
+        let mut host_before_llm = Vec::new();
         for entry in &self.entries {
             let c = &entry.contributions;
             for source in &c.tools {
@@ -573,9 +576,14 @@ impl Lease {
                         hook
                     }
                 };
-                mount(bind(hook, &scope.turn_id), &mut runner, &mut host);
+                match bind(hook, &scope.turn_id) {
+                    Hook::BeforeLlmCall(h) if entry.host => host_before_llm.push(h),
+                    hook => mount(hook, &mut runner, &mut host),
+                }
             }
         }
+        host_before_llm.append(&mut runner.before_llm_call);
+        runner.before_llm_call = host_before_llm;
         // Highest priority first; equal priorities keep registration order (a stable sort).
         reminders.sort_by_key(|r| std::cmp::Reverse(r.priority));
         Ok(TurnCapabilities {

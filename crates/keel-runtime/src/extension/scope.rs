@@ -6,8 +6,9 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Instant;
 
-use keel_llm::ModelSpec;
-use keel_protocol::{SessionEventBody, SessionId, TurnId, TurnSource};
+use async_trait::async_trait;
+use keel_llm::{ModelSpec, StreamFn};
+use keel_protocol::{Message, SessionEventBody, SessionId, TurnId, TurnSource};
 
 use crate::events::Hub;
 
@@ -66,6 +67,38 @@ impl std::fmt::Debug for ExtensionEvents {
     }
 }
 
+/// What a history replacement committed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Replaced {
+    /// The head revision before it, which still holds the old history (a rewind to it
+    /// undoes the replacement).
+    pub before: u64,
+    /// The revision the replacement made.
+    pub revision: u64,
+}
+
+/// Why a turn's history is replaced.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Replacement {
+    /// Older tool outputs became archive receipts.
+    Archive,
+    /// The history became a checkpoint summary (the session's extensions hear of it as a
+    /// compaction).
+    Compaction,
+}
+
+/// Replaces the running turn's canonical history (context management, DESIGN §12–13).
+#[async_trait]
+pub trait HistoryWriter: Send + Sync {
+    /// Replaces the session's history with `messages` in one commit by the running turn;
+    /// the loop must be handed the same list (`BeforeLlmAction::Prepare`).
+    async fn replace(
+        &self,
+        messages: &[Arc<Message>],
+        why: Replacement,
+    ) -> Result<Replaced, String>;
+}
+
 /// The turn a hook or factory is bound to, and what the host offers it.
 #[derive(Clone)]
 pub struct TurnScope {
@@ -95,6 +128,11 @@ pub struct TurnScope {
     pub session_dir: Option<PathBuf>,
     /// Reports extension actions to front ends.
     pub events: ExtensionEvents,
+    /// The model's stream function (before the runner's wrappers), for requests of the
+    /// host's own such as a checkpoint summary; `None` without a runtime.
+    pub stream: Option<Arc<dyn StreamFn>>,
+    /// Replaces the running turn's history; `None` without a runtime.
+    pub history: Option<Arc<dyn HistoryWriter>>,
 }
 
 impl TurnScope {
@@ -113,6 +151,8 @@ impl TurnScope {
             reminders: ReminderMode::All,
             session_dir: None,
             events: ExtensionEvents::default(),
+            stream: None,
+            history: None,
         }
     }
 

@@ -58,6 +58,9 @@ pub struct Config {
     /// The tool-output budget.
     #[serde(default)]
     pub output_budget: super::harness::OutputBudgetConfig,
+    /// Context management: budget margins, archiving, compaction (DESIGN §12).
+    #[serde(default)]
+    pub context: super::harness::ContextConfig,
 }
 
 /// `extensions: {enabled: [...], disabled: [...]}`.

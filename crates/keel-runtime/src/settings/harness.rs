@@ -116,6 +116,87 @@ impl OutputBudgetConfig {
     }
 }
 
+/// `context: {…}`: context management (DESIGN §12).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ContextConfig {
+    /// Whether keel archives and compacts on its own (manual compaction always works).
+    #[serde(default = "yes")]
+    pub auto_compact: bool,
+    /// Reserve R of the budget (tokens).
+    #[serde(default = "reserve")]
+    pub reserve_tokens: u64,
+    /// Safety margin S of the budget (tokens).
+    #[serde(default = "safety")]
+    pub safety_tokens: u64,
+    /// Largest request body in bytes; default the provider API's documented limit.
+    #[serde(default)]
+    pub max_request_bytes: Option<u64>,
+    /// Genuine user messages kept verbatim after a compaction, newest first (tokens).
+    #[serde(default = "user_tokens")]
+    pub user_message_tokens: u64,
+    /// Tool output kept inline outside the protected rounds once archiving starts (KiB).
+    #[serde(default = "archive_inline")]
+    pub archive_inline_kib: u64,
+    /// Unprotected tool output that starts archiving (KiB).
+    #[serde(default = "archive_water_mark")]
+    pub archive_water_mark_kib: u64,
+    /// Least saving worth archiving at the water mark (KiB).
+    #[serde(default = "archive_water_mark")]
+    pub archive_min_saving_kib: u64,
+    /// Smallest output worth archiving (KiB).
+    #[serde(default = "archive_min_candidate")]
+    pub archive_min_candidate_kib: u64,
+    /// Most recent tool rounds never archived.
+    #[serde(default = "protected_rounds")]
+    pub protected_rounds: usize,
+}
+
+impl Default for ContextConfig {
+    fn default() -> Self {
+        Self {
+            auto_compact: true,
+            reserve_tokens: reserve(),
+            safety_tokens: safety(),
+            max_request_bytes: None,
+            user_message_tokens: user_tokens(),
+            archive_inline_kib: archive_inline(),
+            archive_water_mark_kib: archive_water_mark(),
+            archive_min_saving_kib: archive_water_mark(),
+            archive_min_candidate_kib: archive_min_candidate(),
+            protected_rounds: protected_rounds(),
+        }
+    }
+}
+
+fn reserve() -> u64 {
+    16_384
+}
+
+fn safety() -> u64 {
+    2_048
+}
+
+fn user_tokens() -> u64 {
+    20_000
+}
+
+fn archive_inline() -> u64 {
+    64
+}
+
+fn archive_water_mark() -> u64 {
+    256
+}
+
+fn archive_min_candidate() -> u64 {
+    2
+}
+
+fn protected_rounds() -> usize {
+    5
+}
+
 /// Whether `model` (`provider/model`) matches one of `patterns`: a pattern names a whole
 /// `provider/model`, or a model id alone, and `*` stands for any run of characters.
 pub fn model_matches(patterns: &[String], model: &str) -> bool {

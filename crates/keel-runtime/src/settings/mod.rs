@@ -13,7 +13,7 @@ use keel_tools::permission::{Effect, RuleSet};
 pub use config::{
     Config, ConfigError, ConfigFile, ExtensionsConfig, FILE_NAME, Loaded, Permission, keel_home,
 };
-pub use harness::{OutputBudgetConfig, RunawayGuardConfig, model_matches};
+pub use harness::{ContextConfig, OutputBudgetConfig, RunawayGuardConfig, model_matches};
 
 /// What settings are loaded from.
 #[derive(Debug, Clone, Default)]

@@ -3,6 +3,7 @@
 //! inputs re-queued, open items completed, `turn_end` handlers called, and waiting
 //! follow-ups started as the next turn.
 
+mod history;
 mod host;
 mod reminders;
 mod report;
@@ -293,6 +294,12 @@ impl Runtime {
             },
             session_dir: Some(self.session_dir(&slot.id)),
             events: ExtensionEvents::new(slot.hub.clone(), Some(turn_id.clone())),
+            stream: Some(model.stream.clone()),
+            history: Some(Arc::new(history::TurnHistory {
+                runtime: self.clone(),
+                slot: slot.clone(),
+                running: running.clone(),
+            })),
         };
         let caps = self.inner.registry.assemble_turn(&scope)?;
         // The prompt: the user's input, or every waiting input (claimed now, acknowledged
@@ -596,7 +603,12 @@ impl Runtime {
         let follow_up = {
             let mut state = slot.lock();
             state.history = if report.commit_failure.is_none() {
-                let mut history = history_before;
+                let base = running
+                    .base
+                    .lock()
+                    .unwrap_or_else(PoisonError::into_inner)
+                    .take();
+                let mut history = base.unwrap_or(history_before);
                 history.extend(
                     running
                         .committed

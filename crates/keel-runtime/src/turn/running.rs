@@ -20,6 +20,9 @@ pub(crate) struct RunningTurn {
     pub(crate) permissions: Mutex<HashMap<String, permission::Pending>>,
     commit_failure: Mutex<Option<String>>,
     pub(crate) committed: Mutex<Vec<Arc<Message>>>,
+    /// The history a replacement made during the turn (archive, compaction): the turn's
+    /// committed messages follow it instead of the history the turn started with.
+    pub(crate) base: Mutex<Option<Vec<Arc<Message>>>>,
     pub(crate) ended: watch::Sender<bool>,
     /// The batch of the hidden prompt message that carries claimed session reminders: they
     /// are acknowledged once it is committed.
@@ -35,6 +38,7 @@ impl RunningTurn {
             permissions: Mutex::new(HashMap::new()),
             commit_failure: Mutex::new(None),
             committed: Mutex::new(Vec::new()),
+            base: Mutex::new(None),
             ended: watch::channel(false).0,
             reminder_batch: Mutex::new(None),
         }
@@ -51,6 +55,17 @@ impl RunningTurn {
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
             .extend(messages.iter().cloned());
+    }
+
+    /// The history was replaced by `messages`: what the turn commits from now on follows
+    /// them.
+    pub(crate) fn replaced(&self, messages: &[Arc<Message>]) {
+        let mut committed = self
+            .committed
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
+        committed.clear();
+        *self.base.lock().unwrap_or_else(PoisonError::into_inner) = Some(messages.to_vec());
     }
 
     /// Waits until the turn finished (its outcome recorded, its slot idle again).

@@ -181,6 +181,7 @@ impl Harness {
             interactive: setup.interactive,
             extensions,
             host_extensions: setup.host_extensions,
+            compactor: None,
         };
         let prepared = Prepared::new(options).unwrap();
         let store = Store::open(

@@ -1,0 +1,209 @@
+//! One checkpoint compaction: the summary call, its validation, the replacement history and
+//! the check that the next request fits. Shared by the in-turn manager and the `compact`
+//! operation.
+
+use std::sync::Arc;
+
+use futures::StreamExt as _;
+use keel_llm::{AssistantBuilder, LlmRequest, ModelSpec, RequestOptions, StreamFn};
+use keel_protocol::{ErrorInfo, Message, StopReason};
+use tokio_util::sync::CancellationToken;
+
+use crate::budget::Budget;
+use crate::checkpoint::{self, Verified};
+use crate::measure::{MeasureCache, Size, system_size, text_size};
+
+/// Error code of a compaction whose result still does not fit (DESIGN §12).
+pub const POST_ADMISSION_FAILED: &str = "POST_ADMISSION_FAILED";
+/// Error code of a summary call that failed.
+pub const SUMMARY_FAILED: &str = "compaction_failed";
+
+/// Why a compaction failed.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{message}")]
+pub struct CompactError {
+    /// Stable code.
+    pub code: &'static str,
+    /// What went wrong.
+    pub message: String,
+}
+
+impl CompactError {
+    fn new(code: &'static str, message: impl Into<String>) -> Self {
+        Self {
+            code,
+            message: message.into(),
+        }
+    }
+}
+
+/// What a compaction is asked to do.
+pub struct CompactInput<'a> {
+    /// The history to compact.
+    pub history: &'a [Arc<Message>],
+    /// Size of the system prompt and tools the next request carries.
+    pub frame: Size,
+    /// The model's budget.
+    pub budget: Budget,
+    /// What the next request must fit (tokens and bytes).
+    pub limit: Size,
+    /// The user's instructions for the summary.
+    pub instructions: Option<&'a str>,
+    /// Tokens of genuine user messages kept verbatim.
+    pub user_message_tokens: u64,
+    /// Sizes of the history's messages.
+    pub cache: &'a MeasureCache,
+}
+
+/// A finished compaction.
+#[derive(Debug, Clone)]
+pub struct Compacted {
+    /// The replacement history.
+    pub history: Vec<Arc<Message>>,
+    /// The request's size before (frame included).
+    pub before: Size,
+    /// The next request's size (frame included).
+    pub after: Size,
+    /// Estimated tokens of the summary.
+    pub summary_tokens: u64,
+    /// Summary calls made (a second one when the first was refused).
+    pub calls: u32,
+}
+
+/// The model a compaction calls.
+pub struct SummaryModel {
+    /// Its limits.
+    pub spec: Arc<ModelSpec>,
+    /// Its stream function, wrapped with timeouts and retries.
+    pub stream: Arc<dyn StreamFn>,
+}
+
+/// Asks the model once for a summary of `text`.
+async fn ask(
+    model: &SummaryModel,
+    text: String,
+    max_tokens: u32,
+    cancel: &CancellationToken,
+) -> Result<String, ErrorInfo> {
+    let request = LlmRequest {
+        model: model.spec.clone(),
+        system_prompt: Arc::from(checkpoint::SYSTEM),
+        messages: Arc::new(vec![Arc::new(Message::user_text(text))]),
+        tools: Arc::from(Vec::new()),
+        options: RequestOptions {
+            max_tokens: Some(max_tokens),
+            ..RequestOptions::default()
+        },
+    };
+    let mut stream = model.stream.stream(request, cancel.child_token());
+    let mut builder = AssistantBuilder::new();
+    while let Some(event) = tokio::select! {
+        biased;
+        () = cancel.cancelled() => None,
+        event = stream.next() => event,
+    } {
+        let terminal = event.is_terminal();
+        builder
+            .apply(&event)
+            .map_err(|e| ErrorInfo::new(keel_protocol::ErrorCode::Other, e.to_string()))?;
+        if terminal {
+            break;
+        }
+    }
+    if cancel.is_cancelled() {
+        return Err(ErrorInfo::new(
+            keel_protocol::ErrorCode::Cancelled,
+            "the compaction was cancelled",
+        ));
+    }
+    let answer = builder.finish();
+    match (answer.stop_reason, answer.error.clone()) {
+        (StopReason::Error | StopReason::Aborted, Some(error)) => Err(error),
+        _ => Ok(answer.text()),
+    }
+}
+
+/// Compacts `input.history` with one summary call (two if the first summary is refused).
+pub async fn compact(
+    input: CompactInput<'_>,
+    model: &SummaryModel,
+    cancel: &CancellationToken,
+) -> Result<Compacted, CompactError> {
+    let before = input.frame + input.cache.total(input.history);
+    let limit = input.limit;
+    let kept_budget = input.user_message_tokens.min(limit.tokens / 4);
+    let kept = checkpoint::kept_user_messages(input.history, input.cache, kept_budget);
+    let kept_size: Size = kept.iter().map(|m| input.cache.size(m)).sum();
+    // What the summary may take: a fifth of what the next request may carry, within what
+    // the model can write.
+    let summary_budget = (limit.tokens / 5)
+        .clamp(512, 12_000)
+        .min(u64::from(model.spec.max_output.max(512)));
+    // The summary request must itself fit: the model's input limit, less its system prompt,
+    // the wording around the transcript, and (after an overflow) the rejected size.
+    let transcript_budget = input
+        .budget
+        .input_limit
+        .min(limit.tokens.saturating_mul(2))
+        .saturating_sub(system_size(checkpoint::SYSTEM).tokens + 1_024)
+        .max(1);
+    let mut text = checkpoint::request_text(input.history, input.instructions, transcript_budget);
+    let mut calls = 0;
+    let summary = loop {
+        calls += 1;
+        let answer = ask(
+            model,
+            text.clone(),
+            u32::try_from(summary_budget + summary_budget / 4).unwrap_or(u32::MAX),
+            cancel,
+        )
+        .await
+        .map_err(|e| {
+            CompactError::new(
+                SUMMARY_FAILED,
+                format!("the checkpoint summary call failed: {}", e.message),
+            )
+        })?;
+        match checkpoint::validate(&answer, summary_budget) {
+            Ok(()) => break answer,
+            Err(problem) if calls == 1 => {
+                text.push_str(&format!(
+                    "\n\nA previous answer was refused: {problem}. Answer again with exactly the \
+                     eight sections and at most {summary_budget} tokens."
+                ));
+            }
+            Err(problem) => {
+                return Err(CompactError::new(
+                    SUMMARY_FAILED,
+                    format!("the checkpoint summary was refused twice: {problem}"),
+                ));
+            }
+        }
+    };
+    let verified = Verified::of(input.history);
+    let history = checkpoint::replacement(&summary, &verified, kept, before);
+    let after = input.frame + input.cache.total(&history);
+    if !after.fits(limit.tokens, Some(limit.bytes)) {
+        return Err(CompactError::new(
+            POST_ADMISSION_FAILED,
+            format!(
+                "after compaction the next request is still about {} tokens and {} bytes, more \
+                 than the {} tokens and {} bytes it may have (system prompt and tools: {} tokens; \
+                 kept user messages: {} tokens)",
+                after.tokens,
+                after.bytes,
+                limit.tokens,
+                limit.bytes,
+                input.frame.tokens,
+                kept_size.tokens
+            ),
+        ));
+    }
+    Ok(Compacted {
+        history,
+        before,
+        after,
+        summary_tokens: text_size(&summary).tokens,
+        calls,
+    })
+}

@@ -1,0 +1,579 @@
+//! `host.context`, the host-owned extension that keeps each request within the model's
+//! window (DESIGN §12). Its before-LLM handler runs first of all, at every model call:
+//!
+//! 1. measure the request (system prompt, tools, messages; each message once) and read the
+//!    usage anchor;
+//! 2. after a provider rejected the request as too long, shrink it to half the rejected
+//!    size (archiving if that is enough, else a checkpoint), or fail `context_overflow`;
+//! 3. at the compaction start T (or past the byte limit), archive if that brings the
+//!    request under T, else compact; a compaction that still does not fit fails
+//!    `POST_ADMISSION_FAILED`;
+//! 4. below T, archive only at the output water mark;
+//! 5. ask for no more output than the window leaves.
+//!
+//! Every replacement is one commit by the turn, and each step is reported as an
+//! `extension` event with the sizes before and after.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex, PoisonError};
+
+use async_trait::async_trait;
+use keel_agent::HookError;
+use keel_agent::runner::{BeforeLlmAction, BeforeLlmCallHook, LlmCallView};
+use keel_llm::{StreamSettings, compose_stream_fn};
+use keel_protocol::{Message, SessionId};
+use keel_runtime::extension::{
+    Extension, ExtensionApi, ExtensionError, ExtensionEvent, Hook, Replacement, SessionChange,
+    SessionChangeHook, TurnScope,
+};
+use keel_runtime::settings::ContextConfig;
+use keel_runtime::{CompactRequest, Compactor, RuntimeError};
+use serde_json::json;
+use tokio_util::sync::CancellationToken;
+
+use crate::CONTEXT;
+use crate::anchor::{AnchorKey, UsageAnchor, eligible, fingerprint};
+use crate::archive::{self, ArchiveConfig, Goal};
+use crate::budget::{Budget, api_byte_limit};
+use crate::compact::{self, CompactInput, SummaryModel};
+use crate::measure::{MeasureCache, Size, system_size, tools_size};
+
+/// The settings the manager works with, read once from `context`.
+#[derive(Debug, Clone, Copy)]
+pub struct Settings {
+    /// The `context` configuration.
+    pub config: ContextConfig,
+    /// The archiver's, in bytes.
+    pub archive: ArchiveConfig,
+}
+
+impl Settings {
+    /// From the `context` configuration.
+    pub fn from(config: ContextConfig) -> Self {
+        let kib = |v: u64| v.saturating_mul(1024);
+        Self {
+            config,
+            archive: ArchiveConfig {
+                inline: kib(config.archive_inline_kib),
+                water_mark: kib(config.archive_water_mark_kib),
+                min_saving: kib(config.archive_min_saving_kib),
+                min_candidate: kib(config.archive_min_candidate_kib),
+                protected_rounds: config.protected_rounds,
+            },
+        }
+    }
+
+    /// The budget of `spec`'s model.
+    pub fn budget(&self, spec: &keel_llm::ModelSpec) -> Budget {
+        Budget::with(
+            u64::from(spec.context_window),
+            u64::from(spec.max_output),
+            self.config.reserve_tokens,
+            self.config.safety_tokens,
+        )
+        .bytes(
+            self.config
+                .max_request_bytes
+                .or_else(|| api_byte_limit(&spec.api)),
+        )
+    }
+}
+
+/// What the manager keeps of one session in this process.
+#[derive(Default)]
+struct SessionState {
+    cache: MeasureCache,
+    anchor: Mutex<AnchorState>,
+}
+
+#[derive(Default)]
+struct AnchorState {
+    /// Grows with every replacement of the history.
+    epoch: u64,
+    /// The key the last request was sent under.
+    sent: Option<AnchorKey>,
+    anchor: Option<UsageAnchor>,
+}
+
+type Sessions = Arc<Mutex<HashMap<String, Arc<SessionState>>>>;
+
+/// The context manager extension.
+#[derive(Default)]
+pub struct ContextManager {
+    sessions: Sessions,
+}
+
+impl Extension for ContextManager {
+    fn id(&self) -> &str {
+        CONTEXT
+    }
+
+    fn description(&self) -> Option<&str> {
+        Some("keeps every request within the model's window: archives old tool output, compacts")
+    }
+
+    fn init(&self, api: &ExtensionApi) -> Result<(), ExtensionError> {
+        let settings = Settings::from(api.config().context);
+        let sessions = self.sessions.clone();
+        api.on_each_turn(
+            ExtensionEvent::BeforeLlmCall,
+            Arc::new(move |scope: &TurnScope| {
+                let state = sessions
+                    .lock()
+                    .unwrap_or_else(PoisonError::into_inner)
+                    .entry(scope.session_id.to_string())
+                    .or_default()
+                    .clone();
+                Hook::BeforeLlmCall(Arc::new(TurnContext {
+                    scope: scope.clone(),
+                    settings,
+                    state,
+                    frame: Mutex::new(None),
+                    last: Mutex::new(None),
+                }))
+            }),
+        )?;
+        api.on_session_change(Arc::new(Forget {
+            sessions: self.sessions.clone(),
+        }))
+    }
+}
+
+/// Drops what the manager kept of a session whose history changed under it.
+struct Forget {
+    sessions: Sessions,
+}
+
+#[async_trait]
+impl SessionChangeHook for Forget {
+    async fn session_changed(
+        &self,
+        session: &SessionId,
+        _dir: Option<&std::path::Path>,
+        _change: &SessionChange,
+    ) -> Result<(), HookError> {
+        self.sessions
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .remove(session.as_str());
+        Ok(())
+    }
+}
+
+/// One turn's handler.
+struct TurnContext {
+    scope: TurnScope,
+    settings: Settings,
+    state: Arc<SessionState>,
+    /// The system prompt and tools' size and fingerprints (the same for the whole turn).
+    frame: Mutex<Option<Frame>>,
+    /// The size of the last request this turn sent.
+    last: Mutex<Option<Size>>,
+}
+
+#[derive(Clone, Copy)]
+struct Frame {
+    size: Size,
+    system: [u8; 16],
+    tools: [u8; 16],
+}
+
+/// What the handler decided to do with the history.
+enum Action {
+    Keep,
+    Archive(Vec<Arc<Message>>, Size),
+    Compact { limit: Size, reason: &'static str },
+}
+
+impl TurnContext {
+    fn frame(&self, view: &LlmCallView<'_>) -> Frame {
+        let mut kept = self.frame.lock().unwrap_or_else(PoisonError::into_inner);
+        *kept.get_or_insert_with(|| {
+            let tools = serde_json::to_vec(view.tools).unwrap_or_default();
+            Frame {
+                size: system_size(view.system_prompt) + tools_size(view.tools),
+                system: fingerprint(view.system_prompt.as_bytes()),
+                tools: fingerprint(&tools),
+            }
+        })
+    }
+
+    fn key(&self, frame: &Frame, epoch: u64) -> AnchorKey {
+        let spec = &self.scope.spec;
+        AnchorKey {
+            session: self.scope.session_id.to_string(),
+            provider: spec.provider.clone(),
+            api: spec.api.clone(),
+            model: spec.id.clone(),
+            system: frame.system,
+            tools: frame.tools,
+            epoch,
+        }
+    }
+
+    /// The anchored estimate of `messages`, recording a new anchor when the newest answer
+    /// came from a request sent under the current key.
+    fn anchored(&self, frame: &Frame, messages: &[Arc<Message>]) -> Option<u64> {
+        let spec = &self.scope.spec;
+        let mut state = self
+            .state
+            .anchor
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
+        let key = self.key(frame, state.epoch);
+        if let Some((index, tokens)) = eligible(messages, &spec.provider, &spec.api, &spec.id) {
+            let fresh = state
+                .anchor
+                .as_ref()
+                .is_none_or(|a| !a.holds(&key, messages) || a.index != index);
+            if fresh && state.sent.as_ref() == Some(&key) {
+                state.anchor = Some(UsageAnchor {
+                    key: key.clone(),
+                    index,
+                    message: Arc::downgrade(&messages[index]),
+                    tokens,
+                });
+            }
+        }
+        let estimate = state
+            .anchor
+            .as_ref()
+            .and_then(|a| a.estimate(&key, messages, &self.state.cache));
+        if estimate.is_none() {
+            state.anchor = None;
+        }
+        estimate
+    }
+
+    fn sent(&self, frame: &Frame) {
+        let mut state = self
+            .state
+            .anchor
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
+        let key = self.key(frame, state.epoch);
+        state.sent = Some(key);
+    }
+
+    fn bump_epoch(&self) {
+        let mut state = self
+            .state
+            .anchor
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
+        state.epoch += 1;
+        state.anchor = None;
+    }
+
+    fn store(&self, view: &LlmCallView<'_>) -> archive::Store {
+        let readable = view.tools.iter().any(|t| t.name == "read");
+        match (&self.scope.host, readable) {
+            (Some(host), true) => archive::Store::Artifacts(host.env.artifact_dir().to_path_buf()),
+            _ => archive::Store::Trim,
+        }
+    }
+
+    /// Archiving that saves at least `needed` and leaves a request within `limit`, if the
+    /// candidates allow it; nothing is written unless the plan is admitted.
+    fn try_archive(
+        &self,
+        view: &LlmCallView<'_>,
+        frame: Size,
+        current: Size,
+        goal: Goal,
+        limit: Size,
+    ) -> Option<(Vec<Arc<Message>>, Size)> {
+        let cache = &self.state.cache;
+        let plan = archive::plan(view.messages, cache, &self.settings.archive, goal);
+        if plan.is_empty() {
+            return None;
+        }
+        match archive::apply(view.messages, &plan, &self.store(view)) {
+            Ok(applied) => {
+                let after = frame + cache.total(&applied.history);
+                let smaller = after.tokens < current.tokens || after.bytes < current.bytes;
+                (smaller && after.fits(limit.tokens, Some(limit.bytes)))
+                    .then_some((applied.history, after))
+            }
+            Err(error) => {
+                self.scope.emit(
+                    CONTEXT,
+                    "archive_failed",
+                    json!({"error": error.to_string()}),
+                );
+                None
+            }
+        }
+    }
+
+    fn decide(&self, view: &LlmCallView<'_>, frame: Size, local: Size, estimate: u64) -> Action {
+        let budget = self.settings.budget(&self.scope.spec);
+        let byte_limit = budget.byte_limit.unwrap_or(u64::MAX);
+        if let Some(error) = view.overflow {
+            let rejected = self
+                .last
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .unwrap_or(local)
+                .max(local);
+            let limit = Size::new(
+                (rejected.tokens / 2).min(budget.input_limit),
+                (rejected.bytes / 2).min(byte_limit),
+            );
+            self.scope.emit(
+                CONTEXT,
+                "overflow_recovery",
+                json!({"rejected": rejected, "target": limit, "error": error.message}),
+            );
+            let needed = Size::new(
+                local.tokens.saturating_sub(limit.tokens),
+                local.bytes.saturating_sub(limit.bytes),
+            );
+            return match self.try_archive(view, frame, local, Goal::Save(needed), limit) {
+                Some((history, after)) => Action::Archive(history, after),
+                None => Action::Compact {
+                    limit,
+                    reason: "overflow",
+                },
+            };
+        }
+        if !self.settings.config.auto_compact {
+            return Action::Keep;
+        }
+        let limit = Size::new(budget.input_limit, byte_limit);
+        if estimate >= budget.compact_at || local.bytes > byte_limit {
+            // Below T and within the byte limit is where archiving must bring it.
+            let target = Size::new(budget.compact_at.saturating_sub(1), byte_limit);
+            let needed = Size::new(
+                estimate.saturating_sub(target.tokens),
+                local.bytes.saturating_sub(target.bytes),
+            );
+            return match self.try_archive(view, frame, local, Goal::Save(needed), target) {
+                Some((history, after)) => Action::Archive(history, after),
+                None => Action::Compact {
+                    limit,
+                    reason: "threshold",
+                },
+            };
+        }
+        match self.try_archive(view, frame, local, Goal::WaterMark, limit) {
+            Some((history, after)) => Action::Archive(history, after),
+            None => Action::Keep,
+        }
+    }
+
+    async fn compact(
+        &self,
+        view: &LlmCallView<'_>,
+        frame: Size,
+        local: Size,
+        limit: Size,
+        reason: &str,
+    ) -> Result<Vec<Arc<Message>>, (String, String)> {
+        let overflow = reason == "overflow";
+        let fail = |code: &str, message: String| {
+            let code = if overflow { "context_overflow" } else { code };
+            (code.to_owned(), message)
+        };
+        let (Some(stream), Some(writer)) = (&self.scope.stream, &self.scope.history) else {
+            return Err(fail(
+                compact::SUMMARY_FAILED,
+                "this turn cannot compact its history (no model or history writer)".into(),
+            ));
+        };
+        self.scope.emit(
+            CONTEXT,
+            "compaction_started",
+            json!({"reason": reason, "before": local, "limit": limit}),
+        );
+        let model = SummaryModel {
+            spec: self.scope.spec.clone(),
+            stream: compose_stream_fn(stream.clone(), &StreamSettings::default()),
+        };
+        let input = CompactInput {
+            history: view.messages,
+            frame,
+            budget: self.settings.budget(&self.scope.spec),
+            limit,
+            instructions: None,
+            user_message_tokens: self.settings.config.user_message_tokens,
+            cache: &self.state.cache,
+        };
+        let compacted = match compact::compact(input, &model, &CancellationToken::new()).await {
+            Ok(compacted) => compacted,
+            Err(error) => {
+                self.scope.emit(
+                    CONTEXT,
+                    "compaction_failed",
+                    json!({"reason": reason, "code": error.code, "error": error.message}),
+                );
+                return Err(fail(error.code, error.message));
+            }
+        };
+        let replaced = writer
+            .replace(&compacted.history, Replacement::Compaction)
+            .await
+            .map_err(|e| fail("history_commit_failed", e))?;
+        self.bump_epoch();
+        self.scope.emit(
+            CONTEXT,
+            "compaction_finished",
+            json!({
+                "reason": reason,
+                "before": compacted.before,
+                "after": compacted.after,
+                "summary_tokens": compacted.summary_tokens,
+                "summary_calls": compacted.calls,
+                "revision_before": replaced.before,
+                "revision": replaced.revision,
+            }),
+        );
+        Ok(compacted.history)
+    }
+}
+
+#[async_trait]
+impl BeforeLlmCallHook for TurnContext {
+    async fn before_llm_call(&self, view: &LlmCallView<'_>) -> Result<BeforeLlmAction, HookError> {
+        let frame = self.frame(view);
+        let cache = &self.state.cache;
+        let local = frame.size + cache.total(view.messages);
+        let anchored = self.anchored(&frame, view.messages);
+        let estimate = local.tokens.max(anchored.unwrap_or(0));
+        let mut history = None;
+        let mut size = local;
+        match self.decide(view, frame.size, local, estimate) {
+            Action::Keep => {}
+            Action::Archive(new, after) => {
+                let Some(writer) = &self.scope.history else {
+                    return Ok(BeforeLlmAction::Continue);
+                };
+                writer
+                    .replace(&new, Replacement::Archive)
+                    .await
+                    .map_err(HookError::new)?;
+                self.bump_epoch();
+                let archived = new
+                    .iter()
+                    .zip(view.messages)
+                    .filter(|(a, b)| !Arc::ptr_eq(a, b))
+                    .count();
+                self.scope.emit(
+                    CONTEXT,
+                    "archived",
+                    json!({"outputs": archived, "before": local, "after": after}),
+                );
+                size = after;
+                history = Some(new);
+            }
+            Action::Compact { limit, reason } => {
+                match self.compact(view, frame.size, local, limit, reason).await {
+                    Ok(new) => {
+                        size = frame.size + cache.total(&new);
+                        history = Some(new);
+                    }
+                    Err((code, message)) => {
+                        return Ok(BeforeLlmAction::Fail { code, message });
+                    }
+                }
+                cache.prune();
+            }
+        }
+        *self.last.lock().unwrap_or_else(PoisonError::into_inner) = Some(size);
+        self.sent(&frame);
+        let budget = self.settings.budget(&self.scope.spec);
+        let input = if history.is_some() {
+            size.tokens
+        } else {
+            estimate
+        };
+        let max_tokens = u32::try_from(budget.max_tokens(input)).unwrap_or(u32::MAX);
+        Ok(BeforeLlmAction::Prepare {
+            history,
+            max_tokens: Some(max_tokens),
+        })
+    }
+
+    fn recovers_overflow(&self) -> bool {
+        true
+    }
+}
+
+/// The `compact` operation's strategy: a checkpoint summary of the whole history.
+pub struct ContextCompactor;
+
+#[async_trait]
+impl Compactor for ContextCompactor {
+    async fn compact(&self, request: CompactRequest) -> Result<Option<Vec<Message>>, RuntimeError> {
+        let scope = &request.scope;
+        if !request
+            .history
+            .iter()
+            .any(|m| matches!(&**m, Message::Assistant(_) | Message::ToolResult(_)))
+        {
+            return Ok(None);
+        }
+        let settings = Settings::from(request.context);
+        let Some(stream) = &scope.stream else {
+            return Err(RuntimeError::Unsupported(
+                "this runtime has no model to write a summary with".into(),
+            ));
+        };
+        let budget = settings.budget(&scope.spec);
+        let frame = system_size(&request.system_prompt) + tools_size(&request.tools);
+        let cache = MeasureCache::default();
+        let limit = Size::new(budget.input_limit, budget.byte_limit.unwrap_or(u64::MAX));
+        let before = frame + cache.total(&request.history);
+        scope.emit(
+            CONTEXT,
+            "compaction_started",
+            json!({"reason": "manual", "before": before, "limit": limit}),
+        );
+        let model = SummaryModel {
+            spec: scope.spec.clone(),
+            stream: compose_stream_fn(stream.clone(), &StreamSettings::default()),
+        };
+        let input = CompactInput {
+            history: &request.history,
+            frame,
+            budget,
+            limit,
+            instructions: request.instructions.as_deref(),
+            user_message_tokens: settings.config.user_message_tokens,
+            cache: &cache,
+        };
+        match compact::compact(input, &model, &CancellationToken::new()).await {
+            Ok(compacted) => {
+                scope.emit(
+                    CONTEXT,
+                    "compaction_finished",
+                    json!({
+                        "reason": "manual",
+                        "before": compacted.before,
+                        "after": compacted.after,
+                        "summary_tokens": compacted.summary_tokens,
+                        "summary_calls": compacted.calls,
+                    }),
+                );
+                Ok(Some(
+                    compacted
+                        .history
+                        .iter()
+                        .map(|m| Message::clone(m))
+                        .collect(),
+                ))
+            }
+            Err(error) => {
+                scope.emit(
+                    CONTEXT,
+                    "compaction_failed",
+                    json!({"reason": "manual", "code": error.code, "error": error.message}),
+                );
+                Err(RuntimeError::Compaction {
+                    code: error.code,
+                    message: error.message,
+                })
+            }
+        }
+    }
+}

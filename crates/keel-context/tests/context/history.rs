@@ -1,0 +1,243 @@
+//! The history-300 workload: 300 steps, each with an 8 KiB tool output, through a 64k-token
+//! window. No request may pass L, the user's first constraint must reach the last request
+//! verbatim, and every tool call must keep exactly one result.
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+
+use keel_context::measure::{message_size, system_size, tools_size};
+use keel_context::{Budget, ContextCompactor, ContextManager, Size};
+use keel_llm::{EventStream, LlmRequest, ModelSpec, StreamFn, message_stream};
+use keel_protocol::{
+    AssistantMessage, ContentBlock, Message, Op, SessionEventBody, SessionTarget, StopReason,
+    ToolCall, TurnOutcome, TurnSource, Usage,
+};
+use keel_runtime::settings::SettingsInput;
+use keel_runtime::{ConversationContract, ModelChoice, Prepared, Reply, RuntimeOptions};
+use keel_store::{Durability, Execution, OpenOptions, Store};
+use tokio_util::sync::CancellationToken;
+
+const CONSTRAINT: &str = "never edit files under vendor/";
+const COMMAND: &str = "yes keel-output-line | head -c 8192";
+
+fn spec() -> ModelSpec {
+    ModelSpec {
+        provider: "scripted".into(),
+        api: "scripted".into(),
+        id: "window-64k".into(),
+        context_window: 65_536,
+        max_output: 8_192,
+        reasoning: false,
+    }
+}
+
+/// What the model saw of one request.
+#[derive(Debug)]
+struct Seen {
+    size: Size,
+    summary: bool,
+    has_constraint: bool,
+    calls_answered_once: bool,
+    max_tokens: Option<u32>,
+}
+
+/// A model that calls bash `steps` times, then answers; it writes a valid summary whenever
+/// it is asked with no tools.
+struct Workload {
+    steps: usize,
+    calls: AtomicUsize,
+    seen: Mutex<Vec<Seen>>,
+}
+
+fn text_of(message: &Message) -> String {
+    let blocks: &[ContentBlock] = match message {
+        Message::User(user) => &user.content,
+        Message::Assistant(answer) => &answer.content,
+        Message::ToolResult(result) => &result.content,
+        _ => &[],
+    };
+    blocks.iter().filter_map(ContentBlock::as_text).collect()
+}
+
+fn answered_once(request: &LlmRequest) -> bool {
+    let mut results: HashMap<String, usize> = HashMap::new();
+    for message in request.messages.iter() {
+        if let Message::ToolResult(result) = &**message {
+            *results.entry(result.tool_call_id.to_string()).or_default() += 1;
+        }
+    }
+    let calls: Vec<String> = request
+        .messages
+        .iter()
+        .filter_map(|m| m.as_assistant())
+        .flat_map(|a| a.tool_calls().map(|c| c.id.to_string()).collect::<Vec<_>>())
+        .collect();
+    calls.len() == results.len() && calls.iter().all(|id| results.get(id) == Some(&1))
+}
+
+impl StreamFn for Workload {
+    fn stream(&self, request: LlmRequest, _cancel: CancellationToken) -> EventStream {
+        let size = system_size(&request.system_prompt)
+            + tools_size(&request.tools)
+            + request
+                .messages
+                .iter()
+                .map(|m| message_size(m))
+                .sum::<Size>();
+        let summary = request.tools.is_empty();
+        self.seen.lock().unwrap().push(Seen {
+            size,
+            summary,
+            has_constraint: request
+                .messages
+                .iter()
+                .any(|m| text_of(m).contains(CONSTRAINT)),
+            calls_answered_once: answered_once(&request),
+            max_tokens: request.options.max_tokens,
+        });
+        let spec = spec();
+        let mut answer = if summary {
+            AssistantMessage::from_text(keel_context::checkpoint::sample_summary(
+                "Ran the workload's commands; nothing is blocked.",
+            ))
+        } else {
+            let n = self.calls.fetch_add(1, Ordering::SeqCst);
+            if n < self.steps {
+                let mut answer = AssistantMessage::from_text("");
+                answer.content = vec![ContentBlock::ToolCall(ToolCall {
+                    id: format!("call-{n}").into(),
+                    name: "bash".into(),
+                    arguments: serde_json::json!({"command": COMMAND}),
+                })];
+                answer.stop_reason = StopReason::ToolUse;
+                answer
+            } else {
+                AssistantMessage::from_text("All steps are done.")
+            }
+        };
+        answer.provider = spec.provider;
+        answer.api = spec.api;
+        answer.model = spec.id;
+        // A provider counts fewer tokens than the estimate: the anchor takes it from here.
+        answer.usage = Usage {
+            input: size.tokens * 3 / 4,
+            output: 50,
+            ..Usage::default()
+        };
+        message_stream(&answer)
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn three_hundred_steps_of_8_kib_fit_a_64k_window_and_keep_the_first_constraint() {
+    let steps = 300;
+    let dir = tempfile::tempdir().unwrap();
+    let cwd = dir.path().join("work");
+    let home = dir.path().join("keel-home");
+    std::fs::create_dir_all(&cwd).unwrap();
+    std::fs::create_dir_all(&home).unwrap();
+    let model = Arc::new(Workload {
+        steps,
+        calls: AtomicUsize::new(0),
+        seen: Mutex::new(Vec::new()),
+    });
+    let mut options = RuntimeOptions::new(
+        cwd.canonicalize().unwrap(),
+        ModelChoice::Fixed {
+            spec: spec(),
+            stream: model.clone(),
+        },
+    );
+    options.settings = SettingsInput {
+        cwd: cwd.canonicalize().unwrap(),
+        keel_home: Some(home.clone()),
+        ..SettingsInput::default()
+    };
+    options.system_prompt = Some("You are a test.".into());
+    options.host_extensions = vec![Arc::new(ContextManager::default())];
+    options.compactor = Some(Arc::new(ContextCompactor));
+    let prepared = Prepared::new(options).unwrap();
+    let store = Store::open(
+        home.join("sessions.db"),
+        OpenOptions {
+            durability: Durability::Normal,
+            execution: Execution::WriterThread,
+        },
+    )
+    .await
+    .unwrap();
+    let runtime = prepared.start(store.clone());
+    let session = match runtime
+        .call(Op::OpenSession {
+            target: SessionTarget::New { title: None },
+        })
+        .await
+        .unwrap()
+    {
+        Reply::Opened(opened) => opened.record.id,
+        other => panic!("unexpected {other:?}"),
+    };
+    let (sink, mut events) = keel_runtime::channel();
+    let _subscription = runtime.subscribe(&session, sink).await.unwrap();
+    let handle = match runtime
+        .call(Op::Submit {
+            session_id: session.clone(),
+            text: format!("Run the workload's steps, and {CONSTRAINT}."),
+            source: TurnSource::Api,
+            output_schema: None,
+            time_budget_ms: None,
+        })
+        .await
+        .unwrap()
+    {
+        Reply::Turn(handle) => handle,
+        other => panic!("unexpected {other:?}"),
+    };
+    let report = tokio::time::timeout(std::time::Duration::from_secs(600), handle.wait())
+        .await
+        .expect("the workload never ended")
+        .unwrap();
+    assert_eq!(report.outcome, TurnOutcome::Completed, "{report:?}");
+
+    let budget = Budget::new(65_536, 8_192);
+    let seen = model.seen.lock().unwrap();
+    let work: Vec<&Seen> = seen.iter().filter(|s| !s.summary).collect();
+    assert_eq!(work.len(), steps + 1);
+    for (i, request) in work.iter().enumerate() {
+        assert!(
+            request.size.tokens <= budget.input_limit,
+            "request {i} has {} tokens, past L = {}",
+            request.size.tokens,
+            budget.input_limit
+        );
+        assert!(
+            request.calls_answered_once,
+            "request {i} has a call without one result"
+        );
+        let max = u64::from(request.max_tokens.unwrap());
+        assert!(max <= 8_192 && max + request.size.tokens <= 65_536 + 8_192);
+    }
+    assert!(
+        work.last().unwrap().has_constraint,
+        "the constraint was lost"
+    );
+    let summaries = seen.iter().filter(|s| s.summary).count();
+    let mut kinds: HashMap<String, usize> = HashMap::new();
+    while let Ok(event) = events.try_recv() {
+        if let SessionEventBody::Extension { kind, .. } = event.body {
+            *kinds.entry(kind).or_default() += 1;
+        }
+    }
+    assert!(kinds.get("archived").copied().unwrap_or(0) > 0, "{kinds:?}");
+    assert_eq!(
+        kinds.get("compaction_finished").copied().unwrap_or(0),
+        summaries,
+        "{kinds:?}"
+    );
+    assert!(summaries >= 1, "{kinds:?}");
+    // Every compaction is one commit that a rewind can undo: the store holds the old
+    // history at the revision before it.
+    let history = store.history(&session).await.unwrap();
+    assert!(history.len() < 2 * steps, "the history was never replaced");
+}
