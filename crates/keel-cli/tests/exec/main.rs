@@ -4,6 +4,7 @@
 
 mod basics;
 mod checks;
+mod context;
 mod crash;
 mod exits;
 mod extensions;

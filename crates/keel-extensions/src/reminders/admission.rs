@@ -80,7 +80,10 @@ mod tests {
             Arc::new(Message::Assistant(answer)),
             Arc::new(Message::user_text("y".repeat(30))),
         ];
-        assert_eq!(request_tokens(&history), 1_520 + 10 + 4);
+        assert_eq!(
+            request_tokens(&history),
+            1_520 + message_size(&history[2]).tokens
+        );
         assert!(admit(&history, "short", 131_072, 16_384).is_ok());
         // Without usage every message counts.
         let unanchored = vec![Arc::new(Message::user_text("z".repeat(340_000)))];

@@ -235,7 +235,8 @@ async fn a_reminder_that_would_pass_the_input_limit_is_dropped() {
         ..ModelSpec::scripted()
     };
     let responses = vec![bash("c1", "seq 1 4000"), ScriptedResponse::text("done")];
-    let mut setup = Setup::new(responses);
+    // Context management would compact first; this is about the reminder's own admission.
+    let mut setup = Setup::new(responses).set("context.auto_compact=false");
     setup.spec = spec;
     let h = Harness::start(setup).await;
     let session = h.session().await;
