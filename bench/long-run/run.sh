@@ -76,7 +76,7 @@ providers:
     api: openai-completions
     base_url: http://127.0.0.1:$port/v1
     models:
-      mock-model: {context_window: 128000, max_output: 16384}
+      mock-model: {context_window: 1000000, max_output: 16384}
 YAML
       # Codex runs with danger-full-access and pi has no sandbox; `keel` matches them, and
       # `keel-sandboxed` keeps keel's default Landlock workspace-write sandbox on every command.

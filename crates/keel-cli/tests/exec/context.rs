@@ -191,3 +191,61 @@ fn sessions_compact_writes_a_checkpoint_with_quoted_instructions_that_rewind_und
     let shown = String::from_utf8_lossy(&shown.stdout).to_string();
     assert!(!shown.contains(SUMMARY_BODY) && shown.contains("abcdefgh"));
 }
+
+/// Bytes of `next` that repeat the start of `previous`.
+fn common_prefix(previous: &[u8], next: &[u8]) -> usize {
+    previous
+        .iter()
+        .zip(next)
+        .take_while(|(a, b)| a == b)
+        .count()
+}
+
+/// DESIGN §12's stable prefix on the long-run workload: each request begins with the bytes
+/// of the one before (system prompt, tools, earlier messages), so a provider's prompt cache
+/// can serve all of it.
+#[test]
+fn requests_of_the_long_run_workload_repeat_the_previous_requests_bytes() {
+    let mock = Mock::new();
+    let script = keel_mockllm::workload(100, 4, 64);
+    let server = mock
+        .0
+        .block_on(keel_mockllm::MockServer::start(
+            script,
+            keel_mockllm::ServerOptions::default(),
+        ))
+        .unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let home = dir.path().join("home");
+    std::fs::create_dir_all(&home).unwrap();
+    std::fs::write(
+        home.join("config.yaml"),
+        format!(
+            "model: mock/mock-model\nproviders:\n  mock:\n    api: openai-completions\n    \
+             base_url: {}/v1\n    models:\n      mock-model: {{context_window: 1000000, \
+             max_output: 16384}}\n",
+            server.url()
+        ),
+    )
+    .unwrap();
+    let output = keel()
+        .env("KEEL_HOME", &home)
+        .env("KEEL_SESSIONS_DB", dir.path().join("s.db"))
+        .env("MOCK_API_KEY", "sk-mock")
+        .args(["exec", "--permission", "full", "--cwd"])
+        .arg(dir.path())
+        .arg("Run the long workload.")
+        .output()
+        .unwrap();
+    assert_exit(&output, 0);
+    let requests = server.requests();
+    assert_eq!(requests.len(), 101);
+    let (mut shared, mut total) = (0usize, 0usize);
+    for pair in requests.windows(2) {
+        shared += common_prefix(&pair[0].raw_body, &pair[1].raw_body);
+        total += pair[1].raw_body.len();
+    }
+    let stability = shared as f64 / total as f64;
+    eprintln!("prefix stability {stability:.4}");
+    assert!(stability >= 0.97, "prefix stability {stability:.4}");
+}

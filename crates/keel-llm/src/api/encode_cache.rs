@@ -130,16 +130,25 @@ pub fn to_json(value: &impl Serialize) -> Bytes {
 }
 
 /// A JSON object body with one array member given as pre-serialized items, as the chunks to
-/// send in order: the member comes first, then the pre-serialized members, then the rest of
-/// `body` (an object without those keys). The items are shared, not copied, so a long
-/// conversation costs no new memory.
+/// send in order: the pre-serialized members (the tool set) first, then the array, then the
+/// rest of `body` (an object without those keys). That order is the stable prefix of
+/// DESIGN §12: what stays the same from request to request (tools, then the conversation so
+/// far) comes before what changes (the newest messages, then options such as `max_tokens`).
+/// The items are shared, not copied, so a long conversation costs no new memory.
 pub fn splice_chunks(spliced: &Spliced, body: &Value) -> serde_json::Result<Vec<Bytes>> {
     const COMMA: Bytes = Bytes::from_static(b",");
     let rest = serde_json::to_vec(body)?;
+    let mut chunks = Vec::with_capacity(spliced.items.len() * 2 + 2 * spliced.members.len() + 2);
     let mut head = b"{".to_vec();
+    for (key, value) in &spliced.members {
+        serde_json::to_writer(&mut head, key)?;
+        head.push(b':');
+        chunks.push(Bytes::from(std::mem::take(&mut head)));
+        chunks.push(value.clone());
+        head.push(b',');
+    }
     serde_json::to_writer(&mut head, spliced.key)?;
     head.extend_from_slice(b":[");
-    let mut chunks = Vec::with_capacity(spliced.items.len() * 2 + 2 * spliced.members.len() + 2);
     chunks.push(Bytes::from(head));
     for (index, item) in spliced.items.iter().enumerate() {
         if index > 0 {
@@ -148,13 +157,6 @@ pub fn splice_chunks(spliced: &Spliced, body: &Value) -> serde_json::Result<Vec<
         chunks.push(item.clone());
     }
     let mut tail = b"]".to_vec();
-    for (key, value) in &spliced.members {
-        tail.push(b',');
-        serde_json::to_writer(&mut tail, key)?;
-        tail.push(b':');
-        chunks.push(Bytes::from(std::mem::take(&mut tail)));
-        chunks.push(value.clone());
-    }
     // `rest` is `{}` or `{"k":…}`: continue the object after its brace.
     if rest.len() > 2 {
         tail.push(b',');
@@ -229,7 +231,8 @@ mod tests {
         let alone = splice(&spliced(vec![], vec![]), &json!({})).unwrap();
         assert_eq!(alone, br#"{"messages":[]}"#);
         let alone = splice(&spliced(vec![], tools), &json!({})).unwrap();
-        assert_eq!(alone, br#"{"messages":[],"tools":[{"name":"t"}]}"#);
+        // The tools come first: they repeat in every request, the newest messages do not.
+        assert_eq!(alone, br#"{"tools":[{"name":"t"}],"messages":[]}"#);
     }
 
     #[test]
