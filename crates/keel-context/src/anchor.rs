@@ -143,7 +143,8 @@ mod tests {
         };
         let cache = MeasureCache::default();
         assert_eq!(anchor.estimate(&key(), &history, &cache), Some(5_000));
-        let changes: Vec<(&str, Box<dyn Fn(&mut AnchorKey)>)> = vec![
+        type Change = Box<dyn Fn(&mut AnchorKey)>;
+        let changes: Vec<(&str, Change)> = vec![
             ("session", Box::new(|k| k.session = "s-2".into())),
             ("provider", Box::new(|k| k.provider = "q".into())),
             ("api", Box::new(|k| k.api = "b".into())),

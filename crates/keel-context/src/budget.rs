@@ -109,10 +109,8 @@ mod tests {
     fn max_tokens_shrinks_to_the_window_with_a_floor() {
         let budget = Budget::new(131_072, 16_384);
         assert_eq!(budget.max_tokens(1_000), 16_384);
-        assert_eq!(
-            budget.max_tokens(120_000),
-            16_384.min(131_072 - 120_000 - 2_048).max(16_384)
-        );
+        // 131,072 − 120,000 − 2,048 = 9,024 left, below the floor min(O, R) = 16,384.
+        assert_eq!(budget.max_tokens(120_000), 16_384);
         let small = Budget::new(131_072, 32_000);
         assert_eq!(small.max_tokens(100_000), 131_072 - 100_000 - 2_048);
         assert_eq!(small.max_tokens(125_000), 16_384);

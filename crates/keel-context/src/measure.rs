@@ -153,14 +153,14 @@ pub fn text_size(text: &str) -> Size {
         if b < 0x80 {
             escaped += escape(b);
             let next = class(b);
-            let continues = match (kind, next) {
-                (Piece::Upper, Piece::Upper | Piece::Lower) => true,
-                (Piece::Lower, Piece::Lower) => true,
-                (Piece::Digit, Piece::Digit)
-                | (Piece::Punct, Piece::Punct)
-                | (Piece::Space, Piece::Space) => true,
-                _ => false,
-            };
+            let continues = matches!(
+                (kind, next),
+                (Piece::Upper, Piece::Upper | Piece::Lower)
+                    | (Piece::Lower, Piece::Lower)
+                    | (Piece::Digit, Piece::Digit)
+                    | (Piece::Punct, Piece::Punct)
+                    | (Piece::Space, Piece::Space)
+            );
             let vowel = u64::from(matches!(b | 0x20, b'a' | b'e' | b'i' | b'o' | b'u'));
             if continues {
                 // `Upper` then lower letters stay one piece ("Hello"); a case turn from

@@ -401,7 +401,12 @@ impl Runtime {
             hooks,
             host: host.clone(),
             cancel: running.cancel.clone(),
-            request_options: Default::default(),
+            // The session id is the prompt-cache key of providers that take one (OpenAI's
+            // `prompt_cache_key`): every request of the session shares its cached prefix.
+            request_options: keel_llm::RequestOptions {
+                session_id: Some(slot.id.to_string()),
+                ..keel_llm::RequestOptions::default()
+            },
             api_keys: None,
         };
         Ok(PreparedTurn {
