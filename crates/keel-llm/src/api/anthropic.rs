@@ -24,10 +24,11 @@ mod wire;
 use std::sync::Arc;
 
 use base64::Engine as _;
-use keel_protocol::{ContentBlock, Message, ToolResultMessage};
+use keel_protocol::{ContentBlock, Message, ToolDefinition, ToolResultMessage};
 use serde_json::{Map, Value, json};
 
-use super::WireRequest;
+use super::encode_cache::{EncodeCache, to_json};
+use super::{Spliced, WireRequest};
 use crate::model::ModelEntry;
 use crate::request::{CacheRetention, LlmRequest, ThinkingLevel};
 
@@ -81,21 +82,7 @@ pub fn build(model: &ModelEntry, request: &LlmRequest, api_key: Option<&str>) ->
         Value::Array(encode_messages(&request.messages, cache.as_ref())),
     );
     if !request.tools.is_empty() {
-        let mut tools: Vec<Value> = request
-            .tools
-            .iter()
-            .map(|tool| {
-                json!({
-                    "name": tool.name,
-                    "description": tool.description,
-                    "input_schema": tool.parameters,
-                })
-            })
-            .collect();
-        if let Some(last) = tools.last_mut() {
-            mark_cache(last, cache.as_ref());
-        }
-        body.insert("tools".into(), Value::Array(tools));
+        body.insert("tools".into(), encode_tools(&request.tools, cache.as_ref()));
     }
     match thinking_budget {
         Some(budget) => {
@@ -121,6 +108,125 @@ pub fn build(model: &ModelEntry, request: &LlmRequest, api_key: Option<&str>) ->
         headers,
         body: Value::Object(body),
         spliced: None,
+    }
+}
+
+/// Builds the same request as [`build`], taking the wire JSON of messages sent before from
+/// `cache`; system prompt and tools come before the messages. The block that carries the
+/// moving cache breakpoint (the newest user block) is encoded afresh each time.
+pub fn build_cached(
+    model: &ModelEntry,
+    request: &LlmRequest,
+    api_key: Option<&str>,
+    cache: &EncodeCache,
+) -> WireRequest {
+    let marker = cache_control(request.options.cache_retention);
+    let mut wire = build(model, &super::bare(request), api_key);
+    if let Value::Object(body) = &mut wire.body {
+        body.remove("messages");
+    }
+    let mut members = Vec::new();
+    if !request.system_prompt.is_empty() {
+        let mut block = json!({"type": "text", "text": &*request.system_prompt});
+        mark_cache(&mut block, marker.as_ref());
+        members.push(("system", to_json(&json!([block]))));
+    }
+    if !request.tools.is_empty() {
+        let tools = cache.tools(&request.tools, |tools| encode_tools(tools, marker.as_ref()));
+        members.push(("tools", tools));
+    }
+    // The message whose last block gets the breakpoint: the newest user content.
+    let marked = marker.as_ref().and_then(|_| {
+        request.messages.iter().rposition(|m| match &**m {
+            Message::ToolResult(_) => true,
+            Message::User(user) => user.content.iter().any(|b| user_block(b).is_some()),
+            _ => false,
+        })
+    });
+    let mut fragments = super::Fragments::default();
+    for (index, message) in request.messages.iter().enumerate() {
+        let fresh = marked == Some(index);
+        match &**message {
+            Message::ToolResult(result) => {
+                let part = if fresh {
+                    let mut block = tool_result(result);
+                    mark_cache(&mut block, marker.as_ref());
+                    to_json(&block)
+                } else {
+                    cache
+                        .items(message, || vec![tool_result(result)])
+                        .first()
+                        .cloned()
+                        .unwrap_or_default()
+                };
+                fragments.group(br#"{"content":["#, std::slice::from_ref(&part));
+            }
+            _ if fresh => {
+                if let Some(mut item) = encode_message(message) {
+                    if let Some(last) = item
+                        .get_mut("content")
+                        .and_then(Value::as_array_mut)
+                        .and_then(|content| content.last_mut())
+                    {
+                        mark_cache(last, marker.as_ref());
+                    }
+                    fragments.item(to_json(&item));
+                }
+            }
+            _ => {
+                for item in cache
+                    .items(message, || encode_message(message).into_iter().collect())
+                    .iter()
+                {
+                    fragments.item(item.clone());
+                }
+            }
+        }
+    }
+    wire.spliced = Some(Spliced {
+        key: "messages",
+        items: fragments.finish(),
+        members,
+        joined: true,
+    });
+    cache.forget_dropped();
+    wire
+}
+
+/// The `tools` member, the last tool marked as a cache breakpoint.
+fn encode_tools(tools: &[ToolDefinition], cache: Option<&Value>) -> Value {
+    let mut tools: Vec<Value> = tools
+        .iter()
+        .map(|tool| {
+            json!({
+                "name": tool.name,
+                "description": tool.description,
+                "input_schema": tool.parameters,
+            })
+        })
+        .collect();
+    if let Some(last) = tools.last_mut() {
+        mark_cache(last, cache);
+    }
+    Value::Array(tools)
+}
+
+/// A user or assistant message as one wire message, when it has content.
+fn encode_message(message: &Message) -> Option<Value> {
+    match message {
+        Message::User(user) => {
+            let content: Vec<Value> = user.content.iter().filter_map(user_block).collect();
+            (!content.is_empty()).then(|| json!({"role": "user", "content": content}))
+        }
+        Message::Assistant(assistant) => {
+            let content: Vec<Value> = assistant
+                .content
+                .iter()
+                .filter_map(assistant_block)
+                .collect();
+            (!content.is_empty()).then(|| json!({"role": "assistant", "content": content}))
+        }
+        _ => None,
     }
 }
 

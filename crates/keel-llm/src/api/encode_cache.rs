@@ -151,7 +151,7 @@ pub fn splice_chunks(spliced: &Spliced, body: &Value) -> serde_json::Result<Vec<
     head.extend_from_slice(b":[");
     chunks.push(Bytes::from(head));
     for (index, item) in spliced.items.iter().enumerate() {
-        if index > 0 {
+        if index > 0 && !spliced.joined {
             chunks.push(COMMA);
         }
         chunks.push(item.clone());
@@ -208,6 +208,7 @@ mod tests {
             key: "messages",
             items,
             members,
+            joined: false,
         }
     }
 

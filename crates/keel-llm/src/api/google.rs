@@ -36,10 +36,11 @@ mod wire;
 use std::sync::Arc;
 
 use base64::Engine as _;
-use keel_protocol::{ContentBlock, Message, ToolResultMessage};
+use keel_protocol::{ContentBlock, Message, ToolDefinition, ToolResultMessage};
 use serde_json::{Map, Value, json};
 
-use super::WireRequest;
+use super::encode_cache::{EncodeCache, to_json};
+use super::{Spliced, WireRequest};
 use crate::model::ModelEntry;
 use crate::request::{LlmRequest, ThinkingLevel};
 
@@ -73,21 +74,7 @@ pub fn build(model: &ModelEntry, request: &LlmRequest, api_key: Option<&str>) ->
         );
     }
     if !request.tools.is_empty() {
-        let declarations: Vec<Value> = request
-            .tools
-            .iter()
-            .map(|tool| {
-                json!({
-                    "name": tool.name,
-                    "description": tool.description,
-                    "parameters": tool.parameters,
-                })
-            })
-            .collect();
-        body.insert(
-            "tools".into(),
-            json!([{"functionDeclarations": declarations}]),
-        );
+        body.insert("tools".into(), encode_tools(&request.tools));
     }
     let mut config = Map::new();
     config.insert(
@@ -119,6 +106,84 @@ pub fn build(model: &ModelEntry, request: &LlmRequest, api_key: Option<&str>) ->
     }
 }
 
+/// Builds the same request as [`build`], taking the wire JSON of messages sent before from
+/// `cache`; the system instruction and tools come before the contents.
+pub fn build_cached(
+    model: &ModelEntry,
+    request: &LlmRequest,
+    api_key: Option<&str>,
+    cache: &EncodeCache,
+) -> WireRequest {
+    let mut wire = build(model, &super::bare(request), api_key);
+    if let Value::Object(body) = &mut wire.body {
+        body.remove("contents");
+    }
+    let mut members = Vec::new();
+    if !request.system_prompt.is_empty() {
+        members.push((
+            "systemInstruction",
+            to_json(&json!({"parts": [{"text": &*request.system_prompt}]})),
+        ));
+    }
+    if !request.tools.is_empty() {
+        members.push(("tools", cache.tools(&request.tools, encode_tools)));
+    }
+    let mut fragments = super::Fragments::default();
+    for message in request.messages.iter() {
+        match &**message {
+            Message::ToolResult(result) => {
+                let parts = cache.items(message, || {
+                    let mut parts = Vec::new();
+                    push_tool_result(result, &mut parts);
+                    parts
+                });
+                fragments.group(br#"{"parts":["#, &parts);
+            }
+            _ => {
+                for item in cache
+                    .items(message, || encode_content(message).into_iter().collect())
+                    .iter()
+                {
+                    fragments.item(item.clone());
+                }
+            }
+        }
+    }
+    wire.spliced = Some(Spliced {
+        key: "contents",
+        items: fragments.finish(),
+        members,
+        joined: true,
+    });
+    cache.forget_dropped();
+    wire
+}
+
+/// The `tools` member.
+fn encode_tools(tools: &[ToolDefinition]) -> Value {
+    let declarations: Vec<Value> = tools
+        .iter()
+        .map(|tool| {
+            json!({
+                "name": tool.name,
+                "description": tool.description,
+                "parameters": tool.parameters,
+            })
+        })
+        .collect();
+    json!([{"functionDeclarations": declarations}])
+}
+
+/// A user or model message as one content, when it has parts.
+fn encode_content(message: &Message) -> Option<Value> {
+    let (role, parts): (&str, Vec<Value>) = match message {
+        Message::User(user) => ("user", user.content.iter().filter_map(user_part).collect()),
+        Message::Assistant(assistant) => ("model", model_parts(&assistant.content)),
+        _ => return None,
+    };
+    (!parts.is_empty()).then(|| json!({"role": role, "parts": parts}))
+}
+
 fn thinking_config(level: ThinkingLevel) -> Value {
     let budget = match level {
         ThinkingLevel::Off => return json!({"thinkingBudget": 0}),
@@ -142,14 +207,7 @@ fn encode_messages(messages: &[Arc<Message>]) -> Vec<Value> {
         if !results.is_empty() {
             out.push(json!({"role": "user", "parts": std::mem::take(&mut results)}));
         }
-        let (role, parts) = match &**message {
-            Message::User(user) => ("user", user.content.iter().filter_map(user_part).collect()),
-            Message::Assistant(assistant) => ("model", model_parts(&assistant.content)),
-            _ => continue,
-        };
-        if !parts.is_empty() {
-            out.push(json!({"role": role, "parts": parts}));
-        }
+        out.extend(encode_content(message));
     }
     if !results.is_empty() {
         out.push(json!({"role": "user", "parts": results}));

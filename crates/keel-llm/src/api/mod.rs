@@ -44,8 +44,12 @@ pub struct Spliced {
     pub key: &'static str,
     /// Its items, in order; one message may give several.
     pub items: Vec<bytes::Bytes>,
-    /// Members given whole as serialized values (the tool definitions), written after it.
+    /// Members given whole as serialized values (tool definitions, system prompt), written
+    /// before it.
     pub members: Vec<(&'static str, bytes::Bytes)>,
+    /// Whether `items` are fragments the encoder already separated (an item that groups
+    /// several messages, as a run of tool results): written back to back, no commas added.
+    pub joined: bool,
 }
 
 impl WireRequest {
@@ -92,8 +96,8 @@ pub fn build_request(
 
 /// The exact body [`crate::HttpProvider`] sends for `request` to `model`: the messages
 /// cleaned as before every send, then encoded as the provider encodes them (through an
-/// encode cache, whose layout puts the conversation first; a fresh cache encodes every
-/// message to the bytes a warm one keeps). The API key never goes in a body, so none is
+/// encode cache, whose layout puts the tools and system prompt first and the conversation
+/// after them; a fresh cache encodes every message to the bytes a warm one keeps). The API key never goes in a body, so none is
 /// needed to rebuild one.
 pub fn request_body(model: &ModelEntry, request: &LlmRequest) -> serde_json::Result<Vec<u8>> {
     let mut request = request.clone();
@@ -102,8 +106,8 @@ pub fn request_body(model: &ModelEntry, request: &LlmRequest) -> serde_json::Res
     build_request_cached(model, &request, None, &encode_cache::EncodeCache::default()).body_bytes()
 }
 
-/// Builds the wire request reusing `cache` for messages sent before, where the API supports
-/// it (chat completions); the other APIs encode every message each time.
+/// Builds the wire request reusing `cache` for messages sent before, in every API, so no
+/// request encodes the whole history again.
 pub fn build_request_cached(
     model: &ModelEntry,
     request: &LlmRequest,
@@ -111,10 +115,78 @@ pub fn build_request_cached(
     cache: &encode_cache::EncodeCache,
 ) -> WireRequest {
     match model.api {
+        Api::AnthropicMessages => anthropic::build_cached(model, request, api_key, cache),
         Api::OpenAiCompletions => openai_completions::build_cached(model, request, api_key, cache),
-        _ => build_request(model, request, api_key),
+        Api::OpenAiResponses => openai_responses::build_cached(model, request, api_key, cache),
+        Api::GoogleGenerativeAi => google::build_cached(model, request, api_key, cache),
     }
 }
+
+/// `request` without messages, tools and system prompt: what the builders encode around
+/// the spliced members.
+fn bare(request: &LlmRequest) -> LlmRequest {
+    LlmRequest {
+        messages: std::sync::Arc::new(Vec::new()),
+        tools: std::sync::Arc::from(Vec::new()),
+        system_prompt: std::sync::Arc::from(""),
+        ..request.clone()
+    }
+}
+
+/// Pre-serialized pieces of a spliced conversation where one wire item may group several
+/// messages (a run of tool results): commas between items, the group's opening and closing.
+#[derive(Default)]
+struct Fragments {
+    out: Vec<bytes::Bytes>,
+    open: bool,
+}
+
+impl Fragments {
+    const COMMA: bytes::Bytes = bytes::Bytes::from_static(b",");
+
+    /// Starts a new item (a comma when one came before).
+    fn item(&mut self, item: bytes::Bytes) {
+        self.close();
+        if !self.out.is_empty() {
+            self.out.push(Self::COMMA);
+        }
+        self.out.push(item);
+    }
+
+    /// Adds `parts` to the open group, opening it with `head` first.
+    fn group(&mut self, head: &'static [u8], parts: &[bytes::Bytes]) {
+        if self.open {
+            self.out.push(Self::COMMA);
+        } else {
+            if !self.out.is_empty() {
+                self.out.push(Self::COMMA);
+            }
+            self.out.push(bytes::Bytes::from_static(head));
+            self.open = true;
+        }
+        for (i, part) in parts.iter().enumerate() {
+            if i > 0 {
+                self.out.push(Self::COMMA);
+            }
+            self.out.push(part.clone());
+        }
+    }
+
+    fn close(&mut self) {
+        if std::mem::take(&mut self.open) {
+            self.out.push(bytes::Bytes::from_static(GROUP_TAIL));
+        }
+    }
+
+    fn finish(mut self) -> Vec<bytes::Bytes> {
+        self.close();
+        self.out
+    }
+}
+
+/// How a group of tool results ends: serde_json writes keys in order, `role` after the
+/// parts' key in both grouping APIs.
+const GROUP_TAIL: &[u8] = br#"],"role":"user"}"#;
 
 /// A fresh decoder for one response from `model`.
 pub fn decoder(model: &ModelEntry) -> Box<dyn Decoder> {
@@ -178,3 +250,7 @@ pub(crate) fn malformed(api: &str, detail: impl std::fmt::Display) -> StreamEven
         usage: Usage::default(),
     }
 }
+
+#[cfg(test)]
+#[path = "cached_tests.rs"]
+mod cached_tests;

@@ -98,6 +98,7 @@ pub fn build_cached(
         key: "messages",
         items: encode_messages_cached(request, cache),
         members,
+        joined: false,
     });
     cache.forget_dropped();
     wire

@@ -20,14 +20,17 @@
 mod decoder;
 mod event;
 
-use keel_protocol::{AssistantMessage, ContentBlock, ImageBlock, Message, UserMessage};
+use keel_protocol::{
+    AssistantMessage, ContentBlock, ImageBlock, Message, ToolDefinition, UserMessage,
+};
 use serde_json::{Map, Value, json};
 
-use super::WireRequest;
+use super::encode_cache::{EncodeCache, to_json};
 use super::openai_completions::{
     arguments_string, bearer_headers, data_url, images, insert_cache_options, joined_text,
     reasoning_effort, tool_images_caption,
 };
+use super::{Spliced, WireRequest};
 use crate::model::ModelEntry;
 use crate::request::{CacheRetention, LlmRequest};
 
@@ -60,21 +63,7 @@ pub fn build(model: &ModelEntry, request: &LlmRequest, api_key: Option<&str>) ->
     }
     body.insert("input".into(), Value::Array(encode_input(request)));
     if !request.tools.is_empty() {
-        let tools = request
-            .tools
-            .iter()
-            .map(|tool| {
-                // `strict` defaults to true here, which would reject ordinary JSON Schemas.
-                json!({
-                    "type": "function",
-                    "name": tool.name,
-                    "description": tool.description,
-                    "parameters": tool.parameters,
-                    "strict": false,
-                })
-            })
-            .collect();
-        body.insert("tools".into(), Value::Array(tools));
+        body.insert("tools".into(), encode_tools(&request.tools));
     }
     body.insert(
         "max_output_tokens".into(),
@@ -107,6 +96,79 @@ pub fn build(model: &ModelEntry, request: &LlmRequest, api_key: Option<&str>) ->
     }
 }
 
+/// Builds the same request as [`build`], taking the wire JSON of messages sent before from
+/// `cache`; instructions and tools come before the input.
+pub fn build_cached(
+    model: &ModelEntry,
+    request: &LlmRequest,
+    api_key: Option<&str>,
+    cache: &EncodeCache,
+) -> WireRequest {
+    let mut wire = build(model, &super::bare(request), api_key);
+    if let Value::Object(body) = &mut wire.body {
+        body.remove("input");
+    }
+    let mut members = Vec::new();
+    if !request.system_prompt.is_empty() {
+        members.push(("instructions", to_json(&json!(&*request.system_prompt))));
+    }
+    if !request.tools.is_empty() {
+        members.push(("tools", cache.tools(&request.tools, encode_tools)));
+    }
+    let mut items = Vec::with_capacity(request.messages.len());
+    let mut tool_images: Vec<Value> = Vec::new();
+    for message in request.messages.iter() {
+        if !matches!(**message, Message::ToolResult(_)) && !tool_images.is_empty() {
+            let parts = std::mem::take(&mut tool_images);
+            items.push(to_json(&json!({"role": "user", "content": parts})));
+        }
+        let with_images = match &**message {
+            Message::ToolResult(result) => images(&result.content).next().is_some(),
+            _ => false,
+        };
+        if with_images {
+            let mut own = Vec::new();
+            encode_message(message, &mut own, &mut tool_images);
+            items.extend(own.iter().map(to_json));
+        } else {
+            let kept = cache.items(message, || {
+                let mut own = Vec::new();
+                encode_message(message, &mut own, &mut Vec::new());
+                own
+            });
+            items.extend(kept.iter().cloned());
+        }
+    }
+    if !tool_images.is_empty() {
+        items.push(to_json(&json!({"role": "user", "content": tool_images})));
+    }
+    wire.spliced = Some(Spliced {
+        key: "input",
+        items,
+        members,
+        joined: false,
+    });
+    cache.forget_dropped();
+    wire
+}
+
+/// The `tools` member.
+fn encode_tools(tools: &[ToolDefinition]) -> Value {
+    tools
+        .iter()
+        .map(|tool| {
+            // `strict` defaults to true here, which would reject ordinary JSON Schemas.
+            json!({
+                "type": "function",
+                "name": tool.name,
+                "description": tool.description,
+                "parameters": tool.parameters,
+                "strict": false,
+            })
+        })
+        .collect()
+}
+
 fn encode_input(request: &LlmRequest) -> Vec<Value> {
     let mut out = Vec::with_capacity(request.messages.len());
     // Images from a run of tool results, sent as one user message after the run.
@@ -115,9 +177,18 @@ fn encode_input(request: &LlmRequest) -> Vec<Value> {
         if !matches!(**message, Message::ToolResult(_)) {
             flush_tool_images(&mut out, &mut tool_images);
         }
-        match &**message {
+        encode_message(message, &mut out, &mut tool_images);
+    }
+    flush_tool_images(&mut out, &mut tool_images);
+    out
+}
+
+/// One message's input items; a tool result's images go to `tool_images`.
+fn encode_message(message: &Message, out: &mut Vec<Value>, tool_images: &mut Vec<Value>) {
+    {
+        match message {
             Message::User(user) => out.push(encode_user(user)),
-            Message::Assistant(assistant) => encode_assistant(assistant, &mut out),
+            Message::Assistant(assistant) => encode_assistant(assistant, out),
             Message::ToolResult(result) => {
                 let mut text = joined_text(&result.content);
                 let mut pictures = images(&result.content).peekable();
@@ -138,8 +209,6 @@ fn encode_input(request: &LlmRequest) -> Vec<Value> {
             _ => {}
         }
     }
-    flush_tool_images(&mut out, &mut tool_images);
-    out
 }
 
 fn flush_tool_images(out: &mut Vec<Value>, parts: &mut Vec<Value>) {

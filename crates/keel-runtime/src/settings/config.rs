@@ -616,6 +616,48 @@ mod tests {
     }
 
     #[test]
+    fn an_untrusted_project_cannot_change_context_management() {
+        // A project could otherwise drop the user's own messages from compactions or
+        // switch archiving off to flood the window.
+        let dir = tempfile::tempdir().unwrap();
+        let project = file(
+            dir.path(),
+            "project.yaml",
+            "context:\n  auto_compact: false\n  user_message_tokens: 0\n  protected_rounds: 0\n",
+        );
+        let loaded = load(
+            &[ConfigFile {
+                path: project.clone(),
+                trusted: false,
+            }],
+            &[],
+        )
+        .unwrap();
+        assert_eq!(
+            loaded.config.context,
+            super::super::ContextConfig::default()
+        );
+        assert!(
+            loaded.ignored.join("\n").contains("context"),
+            "{:?}",
+            loaded.ignored
+        );
+        let trusted = load(&[ConfigFile::trusted(project)], &[]).unwrap();
+        assert!(!trusted.config.context.auto_compact);
+        assert_eq!(trusted.config.context.user_message_tokens, 0);
+        // A typo is named.
+        let typo = file(
+            dir.path(),
+            "typo.yaml",
+            "context:\n  auto_compactt: false\n",
+        );
+        let error = load(&[ConfigFile::trusted(typo)], &[])
+            .unwrap_err()
+            .to_string();
+        assert!(error.contains("auto_compactt"), "{error}");
+    }
+
+    #[test]
     fn an_untrusted_project_file_only_tightens() {
         let dir = tempfile::tempdir().unwrap();
         let user = file(dir.path(), "user.yaml", "permission: ask\nmodel: a/b\n");
