@@ -131,6 +131,17 @@ pub async fn compact(
 ) -> Result<Compacted, CompactError> {
     let before = input.frame + input.cache.total(input.history);
     let limit = input.limit;
+    if !input.frame.fits(limit.tokens, Some(limit.bytes)) {
+        // No summary can help: the system prompt and tools alone pass the limit.
+        return Err(CompactError::new(
+            POST_ADMISSION_FAILED,
+            format!(
+                "the system prompt and tools alone are about {} tokens and {} bytes, more than \
+                 the {} tokens and {} bytes a request may have; no compaction can make it fit",
+                input.frame.tokens, input.frame.bytes, limit.tokens, limit.bytes
+            ),
+        ));
+    }
     let kept_budget = input.user_message_tokens.min(limit.tokens / 4);
     let kept = checkpoint::kept_user_messages(input.history, input.cache, kept_budget);
     let kept_size: Size = kept.iter().map(|m| input.cache.size(m)).sum();

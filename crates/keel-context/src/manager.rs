@@ -342,13 +342,12 @@ impl TurnContext {
         }
         let limit = Size::new(budget.input_limit, byte_limit);
         if estimate >= budget.compact_at || local.bytes > byte_limit {
-            // Below T and within the byte limit is where archiving must bring it.
+            // Below T and within the byte limit is where archiving must bring it. Every
+            // candidate goes at once: each archive costs the cached prefix, so it should buy
+            // as many steps as it can before the next.
             let target = Size::new(budget.compact_at.saturating_sub(1), byte_limit);
-            let needed = Size::new(
-                estimate.saturating_sub(target.tokens),
-                local.bytes.saturating_sub(target.bytes),
-            );
-            return match self.try_archive(view, frame, local, Goal::Save(needed), target) {
+            let all = Size::new(u64::MAX, u64::MAX);
+            return match self.try_archive(view, frame, local, Goal::Save(all), target) {
                 Some((history, after)) => Action::Archive(history, after),
                 None => Action::Compact {
                     limit,

@@ -129,9 +129,17 @@ impl StreamFn for Workload {
     }
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn three_hundred_steps_of_8_kib_fit_a_64k_window_and_keep_the_first_constraint() {
-    let steps = 300;
+/// What one workload run left.
+struct Run {
+    report: keel_runtime::TurnReport,
+    model: Arc<Workload>,
+    history_len: usize,
+    kinds: HashMap<String, usize>,
+    _dir: tempfile::TempDir,
+}
+
+/// Runs the workload of `steps` bash calls as one turn, with `system_prompt`.
+async fn run(steps: usize, system_prompt: String) -> Run {
     let dir = tempfile::tempdir().unwrap();
     let cwd = dir.path().join("work");
     let home = dir.path().join("keel-home");
@@ -154,7 +162,7 @@ async fn three_hundred_steps_of_8_kib_fit_a_64k_window_and_keep_the_first_constr
         keel_home: Some(home.clone()),
         ..SettingsInput::default()
     };
-    options.system_prompt = Some("You are a test.".into());
+    options.system_prompt = Some(system_prompt);
     options.host_extensions = vec![Arc::new(ContextManager::default())];
     options.compactor = Some(Arc::new(ContextCompactor));
     let prepared = Prepared::new(options).unwrap();
@@ -198,10 +206,33 @@ async fn three_hundred_steps_of_8_kib_fit_a_64k_window_and_keep_the_first_constr
         .await
         .expect("the workload never ended")
         .unwrap();
-    assert_eq!(report.outcome, TurnOutcome::Completed, "{report:?}");
+    let mut kinds: HashMap<String, usize> = HashMap::new();
+    while let Ok(event) = events.try_recv() {
+        if let SessionEventBody::Extension { kind, .. } = event.body {
+            *kinds.entry(kind).or_default() += 1;
+        }
+    }
+    let history_len = store.history(&session).await.unwrap().len();
+    Run {
+        report,
+        model,
+        history_len,
+        kinds,
+        _dir: dir,
+    }
+}
 
-    // The history was replaced (archived and compacted) rather than grown step by step.
-    let history = store.history(&session).await.unwrap();
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn three_hundred_steps_of_8_kib_fit_a_64k_window_and_keep_the_first_constraint() {
+    let steps = 300;
+    let Run {
+        report,
+        model,
+        history_len,
+        kinds,
+        _dir,
+    } = run(steps, "You are a test.".into()).await;
+    assert_eq!(report.outcome, TurnOutcome::Completed, "{report:?}");
     let budget = Budget::new(65_536, 8_192);
     let seen = model.seen.lock().unwrap();
     let work: Vec<&Seen> = seen.iter().filter(|s| !s.summary).collect();
@@ -225,12 +256,7 @@ async fn three_hundred_steps_of_8_kib_fit_a_64k_window_and_keep_the_first_constr
         "the constraint was lost"
     );
     let summaries = seen.iter().filter(|s| s.summary).count();
-    let mut kinds: HashMap<String, usize> = HashMap::new();
-    while let Ok(event) = events.try_recv() {
-        if let SessionEventBody::Extension { kind, .. } = event.body {
-            *kinds.entry(kind).or_default() += 1;
-        }
-    }
+    eprintln!("context events: {kinds:?}; summary calls: {summaries}");
     assert!(kinds.get("archived").copied().unwrap_or(0) > 0, "{kinds:?}");
     assert_eq!(
         kinds.get("compaction_finished").copied().unwrap_or(0),
@@ -238,5 +264,31 @@ async fn three_hundred_steps_of_8_kib_fit_a_64k_window_and_keep_the_first_constr
         "{kinds:?}"
     );
     assert!(summaries >= 1, "{kinds:?}");
-    assert!(history.len() < 2 * steps, "the history was never replaced");
+    // The history was replaced (archived and compacted) rather than grown step by step.
+    assert!(history_len < 2 * steps, "the history was never replaced");
+}
+
+/// A system prompt larger than the window leaves nothing a compaction could make fit: the
+/// turn fails `POST_ADMISSION_FAILED` instead of sending a request the provider must refuse.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_request_that_no_compaction_can_make_fit_fails_post_admission() {
+    let run = run(3, "You are a test. ".repeat(20_000)).await;
+    match &run.report.outcome {
+        TurnOutcome::Failed { code, message } => {
+            assert_eq!(code, "POST_ADMISSION_FAILED", "{message}");
+            assert!(message.contains("system prompt and tools"), "{message}");
+        }
+        other => panic!("unexpected {other:?}"),
+    }
+    let seen = run.model.seen.lock().unwrap();
+    assert!(
+        seen.iter().all(|s| s.summary),
+        "no oversized request was sent: {seen:?}"
+    );
+    assert_eq!(
+        run.kinds.get("compaction_failed"),
+        Some(&1),
+        "{:?}",
+        run.kinds
+    );
 }
