@@ -292,7 +292,10 @@ impl TurnContext {
             Ok(applied) => {
                 let after = frame + cache.total(&applied.history);
                 let smaller = after.tokens < current.tokens || after.bytes < current.bytes;
-                (smaller && after.fits(limit.tokens, Some(limit.bytes)))
+                // Without a byte limit of its API, a candidate may not grow the request.
+                let has_limit = self.settings.budget(&self.scope.spec).byte_limit.is_some();
+                let bytes_ok = has_limit || after.bytes <= current.bytes;
+                (smaller && bytes_ok && after.fits(limit.tokens, Some(limit.bytes)))
                     .then_some((applied.history, after))
             }
             Err(error) => {

@@ -81,24 +81,34 @@ enum Piece {
     Space,
 }
 
-/// The class of an ASCII byte.
-fn class(b: u8) -> Piece {
-    match b {
-        b'a'..=b'z' => Piece::Lower,
-        b'A'..=b'Z' => Piece::Upper,
-        b'0'..=b'9' => Piece::Digit,
-        b' ' | b'\t' | b'\n' | b'\r' | 0x0b | 0x0c => Piece::Space,
-        _ => Piece::Punct,
-    }
-}
+/// Per ASCII byte: its class, the bytes JSON escaping adds to it, whether it is a vowel.
+const ASCII: [(Piece, u8, bool); 128] = ascii_table();
 
-/// Extra bytes JSON escaping adds to an ASCII byte.
-fn escape(b: u8) -> u64 {
-    match b {
-        b'"' | b'\\' | b'\n' | b'\r' | b'\t' | 0x08 | 0x0c => 1,
-        0..=0x1f | 0x7f => 5,
-        _ => 0,
+const fn ascii_table() -> [(Piece, u8, bool); 128] {
+    let mut table = [(Piece::Punct, 0u8, false); 128];
+    let mut i = 0;
+    while i < 128 {
+        let b = i as u8;
+        let class = match b {
+            b'a'..=b'z' => Piece::Lower,
+            b'A'..=b'Z' => Piece::Upper,
+            b'0'..=b'9' => Piece::Digit,
+            b' ' | b'\t' | b'\n' | b'\r' | 0x0b | 0x0c => Piece::Space,
+            _ => Piece::Punct,
+        };
+        let escape = match b {
+            b'"' | b'\\' | b'\n' | b'\r' | b'\t' | 0x08 | 0x0c => 1,
+            0..=0x1f | 0x7f => 5,
+            _ => 0,
+        };
+        let vowel = matches!(
+            b,
+            b'a' | b'e' | b'i' | b'o' | b'u' | b'A' | b'E' | b'I' | b'O' | b'U'
+        );
+        table[i] = (class, escape, vowel);
+        i += 1;
     }
+    table
 }
 
 /// Tokens of a word piece of `n` letters, `vowels` of them vowels: short words are one
@@ -151,40 +161,44 @@ pub fn text_size(text: &str) -> Size {
     while i < bytes.len() {
         let b = bytes[i];
         if b < 0x80 {
-            escaped += escape(b);
-            let next = class(b);
-            let continues = matches!(
-                (kind, next),
-                (Piece::Upper, Piece::Upper | Piece::Lower)
-                    | (Piece::Lower, Piece::Lower)
-                    | (Piece::Digit, Piece::Digit)
-                    | (Piece::Punct, Piece::Punct)
-                    | (Piece::Space, Piece::Space)
-            );
-            let vowel = u64::from(matches!(b | 0x20, b'a' | b'e' | b'i' | b'o' | b'u'));
+            let (next, escape, vowel) = ASCII[usize::from(b)];
+            escaped += u64::from(escape);
+            // `Upper` then lower letters stay one piece ("Hello"); a case turn from lower
+            // to upper starts a new one ("helloWorld").
+            let continues = (next == kind && kind != Piece::None)
+                || (kind == Piece::Upper && next == Piece::Lower);
             if continues {
-                // `Upper` then lower letters stay one piece ("Hello"); a case turn from
-                // lower to upper starts a new one ("helloWorld").
-                run += 1;
-                vowels += vowel;
-                if kind == Piece::Upper && next == Piece::Lower {
-                    kind = Piece::Lower;
-                }
-            } else {
-                if kind == Piece::Space
-                    && run == 1
-                    && matches!(next, Piece::Lower | Piece::Upper | Piece::Punct)
-                {
-                    lone_space = true;
-                }
-                if !lone_space {
-                    tokens += piece_tokens(kind, run, vowels);
-                }
-                lone_space = false;
                 kind = next;
-                run = 1;
-                vowels = vowel;
+                run += 1;
+                vowels += u64::from(vowel);
+                i += 1;
+                // Most text is lowercase runs: take the rest of this one at once (no
+                // escapes, no class changes inside it).
+                if next == Piece::Lower {
+                    while let Some(&c) = bytes.get(i) {
+                        if !c.is_ascii_lowercase() {
+                            break;
+                        }
+                        run += 1;
+                        vowels += u64::from(matches!(c, b'a' | b'e' | b'i' | b'o' | b'u'));
+                        i += 1;
+                    }
+                }
+                continue;
             }
+            if kind == Piece::Space
+                && run == 1
+                && matches!(next, Piece::Lower | Piece::Upper | Piece::Punct)
+            {
+                lone_space = true;
+            }
+            if !lone_space {
+                tokens += piece_tokens(kind, run, vowels);
+            }
+            lone_space = false;
+            kind = next;
+            run = 1;
+            vowels = u64::from(vowel);
             i += 1;
             continue;
         }

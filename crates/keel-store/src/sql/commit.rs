@@ -134,7 +134,16 @@ pub(crate) fn apply(
         expected,
     } = match &request.op {
         HistoryOp::Append { entries } => plan_append(&tx, session_id, entries)?,
-        HistoryOp::Replace { entries } => plan_replace(&tx, session_id, entries)?,
+        HistoryOp::Replace { entries } => {
+            // A compaction from outside would cut history out from under a running turn;
+            // only that turn itself may replace it while it runs.
+            crate::turns::ensure_idle(
+                &tx,
+                session_id,
+                request.turn_id.as_ref().map(TurnId::as_str),
+            )?;
+            plan_replace(&tx, session_id, entries)?
+        }
         HistoryOp::Reconcile { entries } => plan_reconcile(&tx, session_id, entries)?,
         HistoryOp::Rewind { to_revision } => {
             plan_rewind(&tx, &session, request.turn_id.as_ref(), *to_revision)?

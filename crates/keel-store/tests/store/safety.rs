@@ -41,6 +41,20 @@ async fn rewind_and_delete_refuse_a_session_a_live_process_runs() {
     );
     let delete = store.delete_session(&s.id).await.unwrap_err();
     assert_eq!(delete.code(), "session_busy");
+    // A compaction from outside the running turn, too.
+    let replace = store
+        .commit(keel_store::CommitRequest {
+            session_id: s.id.clone(),
+            turn_id: None,
+            operation_id: "replace-busy".into(),
+            expected_revision: None,
+            op: keel_store::HistoryOp::Replace {
+                entries: vec![entry("summary")],
+            },
+        })
+        .await
+        .unwrap_err();
+    assert_eq!(replace.code(), "session_busy");
     assert_eq!(
         texts(&store.history(&s.id).await.unwrap()),
         vec!["a", "b"],
