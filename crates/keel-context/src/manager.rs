@@ -198,6 +198,13 @@ impl TurnContext {
         })
     }
 
+    fn anchor_state(&self) -> std::sync::MutexGuard<'_, AnchorState> {
+        self.state
+            .anchor
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+    }
+
     fn key(&self, frame: &Frame, epoch: u64) -> AnchorKey {
         let spec = &self.scope.spec;
         AnchorKey {
@@ -215,11 +222,7 @@ impl TurnContext {
     /// came from a request sent under the current key.
     fn anchored(&self, frame: &Frame, messages: &[Arc<Message>]) -> Option<u64> {
         let spec = &self.scope.spec;
-        let mut state = self
-            .state
-            .anchor
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner);
+        let mut state = self.anchor_state();
         let key = self.key(frame, state.epoch);
         if let Some((index, tokens)) = eligible(messages, &spec.provider, &spec.api, &spec.id) {
             let fresh = state
@@ -246,21 +249,13 @@ impl TurnContext {
     }
 
     fn sent(&self, frame: &Frame) {
-        let mut state = self
-            .state
-            .anchor
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner);
+        let mut state = self.anchor_state();
         let key = self.key(frame, state.epoch);
         state.sent = Some(key);
     }
 
     fn bump_epoch(&self) {
-        let mut state = self
-            .state
-            .anchor
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner);
+        let mut state = self.anchor_state();
         state.epoch += 1;
         state.anchor = None;
     }
@@ -467,6 +462,7 @@ impl BeforeLlmCallHook for TurnContext {
                 );
                 size = after;
                 history = Some(new);
+                cache.prune();
             }
             Action::Compact { limit, reason } => {
                 match self.compact(view, frame.size, local, limit, reason).await {

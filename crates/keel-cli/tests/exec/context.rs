@@ -8,20 +8,7 @@ const SUMMARY_BODY: &str = "The workload ran its commands.";
 
 /// A mock response whose text is a valid eight-section summary.
 fn summary() -> serde_json::Value {
-    let text: String = [
-        "Goal",
-        "Constraints & Preferences",
-        "Completed Work",
-        "Current State",
-        "Blockers",
-        "Key Decisions",
-        "Pending User Asks",
-        "Critical Context & Relevant Files",
-    ]
-    .iter()
-    .map(|s| format!("## {s}\n{SUMMARY_BODY}\n\n"))
-    .collect();
-    serde_json::json!({ "text": text })
+    serde_json::json!({ "text": keel_context::checkpoint::sample_summary(SUMMARY_BODY) })
 }
 
 /// Three 60 KB outputs, then `rest`.
@@ -102,6 +89,19 @@ fn an_overflow_is_compacted_once_and_the_request_sent_again() {
     assert!(resent_text.contains("never edit files under vendor/"));
     let result = events.last().unwrap();
     assert_eq!(result["result"]["status"], "succeeded", "{result}");
+    // The compaction froze the session report beside the revision it replaced.
+    let session = events
+        .iter()
+        .find_map(|e| e["session_id"].as_str())
+        .expect("a session id");
+    let report = dir.path().join("sessions").join(session).join("report");
+    let frozen: Vec<_> = std::fs::read_dir(&report)
+        .unwrap()
+        .filter_map(Result::ok)
+        .filter(|e| e.file_name().to_string_lossy().starts_with("compaction-"))
+        .collect();
+    assert_eq!(frozen.len(), 1, "{}", report.display());
+    assert!(frozen[0].path().join("llm-call.json").is_file());
 }
 
 #[test]

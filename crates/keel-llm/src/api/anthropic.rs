@@ -121,10 +121,7 @@ pub fn build_cached(
     cache: &EncodeCache,
 ) -> WireRequest {
     let marker = cache_control(request.options.cache_retention);
-    let mut wire = build(model, &super::bare(request), api_key);
-    if let Value::Object(body) = &mut wire.body {
-        body.remove("messages");
-    }
+    let mut wire = super::bare_wire(build, model, request, api_key, "messages");
     let mut members = Vec::new();
     if !request.system_prompt.is_empty() {
         let mut block = json!({"type": "text", "text": &*request.system_prompt});
@@ -290,25 +287,7 @@ fn encode_messages(messages: &[Arc<Message>], cache: Option<&Value>) -> Vec<Valu
         if !results.is_empty() {
             out.push(json!({"role": "user", "content": std::mem::take(&mut results)}));
         }
-        match &**message {
-            Message::User(user) => {
-                let content: Vec<Value> = user.content.iter().filter_map(user_block).collect();
-                if !content.is_empty() {
-                    out.push(json!({"role": "user", "content": content}));
-                }
-            }
-            Message::Assistant(assistant) => {
-                let content: Vec<Value> = assistant
-                    .content
-                    .iter()
-                    .filter_map(assistant_block)
-                    .collect();
-                if !content.is_empty() {
-                    out.push(json!({"role": "assistant", "content": content}));
-                }
-            }
-            _ => {}
-        }
+        out.extend(encode_message(message));
     }
     if !results.is_empty() {
         out.push(json!({"role": "user", "content": results}));

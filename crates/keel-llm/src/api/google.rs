@@ -114,10 +114,7 @@ pub fn build_cached(
     api_key: Option<&str>,
     cache: &EncodeCache,
 ) -> WireRequest {
-    let mut wire = build(model, &super::bare(request), api_key);
-    if let Value::Object(body) = &mut wire.body {
-        body.remove("contents");
-    }
+    let mut wire = super::bare_wire(build, model, request, api_key, "contents");
     let mut members = Vec::new();
     if !request.system_prompt.is_empty() {
         members.push((

@@ -122,15 +122,26 @@ pub fn build_request_cached(
     }
 }
 
-/// `request` without messages, tools and system prompt: what the builders encode around
-/// the spliced members.
-fn bare(request: &LlmRequest) -> LlmRequest {
-    LlmRequest {
+/// What `build` makes of `request` without its messages, tools and system prompt, with the
+/// (empty) conversation member `key` taken out: the body the spliced members go into.
+fn bare_wire(
+    build: fn(&ModelEntry, &LlmRequest, Option<&str>) -> WireRequest,
+    model: &ModelEntry,
+    request: &LlmRequest,
+    api_key: Option<&str>,
+    key: &str,
+) -> WireRequest {
+    let bare = LlmRequest {
         messages: std::sync::Arc::new(Vec::new()),
         tools: std::sync::Arc::from(Vec::new()),
         system_prompt: std::sync::Arc::from(""),
         ..request.clone()
+    };
+    let mut wire = build(model, &bare, api_key);
+    if let serde_json::Value::Object(body) = &mut wire.body {
+        body.remove(key);
     }
+    wire
 }
 
 /// Pre-serialized pieces of a spliced conversation where one wire item may group several
