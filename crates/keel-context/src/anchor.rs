@@ -55,7 +55,8 @@ pub struct UsageAnchor {
 }
 
 /// The newest answer in `history` whose usage can anchor: a finished (not failed or
-/// aborted) answer of `provider`/`api`/`model` that reported tokens.
+/// aborted) answer of `provider`/`api`/`model` that reported tokens. Its count is the
+/// request's input (cached or not) and the answer's output without hidden reasoning.
 pub fn eligible(
     history: &[Arc<Message>],
     provider: &str,
@@ -68,7 +69,9 @@ pub fn eligible(
             return None;
         }
         let usage = answer.usage;
-        let tokens = usage.input + usage.cache_read + usage.cache_write + usage.output;
+        // Reasoning the provider does not get back is not part of the next request.
+        let output = usage.output.saturating_sub(usage.reasoning);
+        let tokens = usage.input + usage.cache_read + usage.cache_write + output;
         (tokens > 0 && answer.provider == provider && answer.api == api && answer.model == model)
             .then_some((i, tokens))
     })

@@ -166,12 +166,20 @@ pub fn plan(
             }
         }
         Goal::Save(needed) => {
+            // What a receipt leaves of each output, so the plan counts savings, not sizes.
+            let receipt = Size::new(200, 800);
+            let mut saved = Size::default();
             for (i, _) in candidates {
-                if out.size.tokens >= needed.tokens && out.size.bytes >= needed.bytes {
+                if saved.tokens >= needed.tokens && saved.bytes >= needed.bytes {
                     break;
                 }
+                let size = cache.size(&history[i]);
                 out.indexes.push(i);
-                out.size += cache.size(&history[i]);
+                out.size += size;
+                saved += Size::new(
+                    size.tokens.saturating_sub(receipt.tokens),
+                    size.bytes.saturating_sub(receipt.bytes),
+                );
             }
         }
     }
@@ -213,8 +221,14 @@ fn tail(text: &str, n: usize) -> &str {
     &text[at..]
 }
 
-/// A receipt for `result`, stored the way `store` says.
-fn receipt(result: &ToolResultMessage, store: &Store) -> std::io::Result<ToolResultMessage> {
+/// A receipt for `result`, stored the way `store` says (`write` false: the receipt only,
+/// to be measured, naming the file it would write).
+fn receipt(
+    result: &ToolResultMessage,
+    store: &Store,
+    index: usize,
+    write: bool,
+) -> std::io::Result<ToolResultMessage> {
     let text: String = result
         .content
         .iter()
@@ -226,7 +240,7 @@ fn receipt(result: &ToolResultMessage, store: &Store) -> std::io::Result<ToolRes
             let artifact = match result.details.as_ref().and_then(Artifact::from_details) {
                 // The output budget saved the whole output already.
                 Some(artifact) if artifact.path.starts_with(dir) => artifact,
-                _ => write_artifact(dir, result, &text)?,
+                _ => write_artifact(dir, result, &text, index, write)?,
             };
             let shown = format!(
                 "[keel: this older output of `{}` ({}) was archived to keep the context small. \
@@ -279,8 +293,15 @@ fn receipt(result: &ToolResultMessage, store: &Store) -> std::io::Result<ToolRes
     })
 }
 
-/// Writes `text` to a new artifact of `result` in `dir`.
-fn write_artifact(dir: &Path, result: &ToolResultMessage, text: &str) -> std::io::Result<Artifact> {
+/// Writes `text` to a new artifact of `result` in `dir` (`write` false: only names it).
+/// The history index keeps names apart when two ids clean up to the same characters.
+fn write_artifact(
+    dir: &Path,
+    result: &ToolResultMessage,
+    text: &str,
+    index: usize,
+    write: bool,
+) -> std::io::Result<Artifact> {
     let safe: String = result
         .tool_call_id
         .as_str()
@@ -295,11 +316,13 @@ fn write_artifact(dir: &Path, result: &ToolResultMessage, text: &str) -> std::io
         .take(32)
         .collect();
     let path = dir.join(format!(
-        "archived-{name}-{safe}-{}.txt",
+        "archived-{name}-{safe}-{index}-{}.txt",
         keel_protocol::now_ms()
     ));
-    let mut file = private_file(&path)?;
-    file.write_all(text.as_bytes())?;
+    if write {
+        let mut file = private_file(&path)?;
+        file.write_all(text.as_bytes())?;
+    }
     Ok(Artifact {
         path,
         bytes: text.len() as u64,
@@ -319,7 +342,13 @@ pub struct Applied {
 }
 
 /// Applies `plan` to `history`: the planned results become receipts, nothing else changes.
-pub fn apply(history: &[Arc<Message>], plan: &Plan, store: &Store) -> std::io::Result<Applied> {
+/// With `write` false nothing is written: the receipts are for judging the plan.
+pub fn apply(
+    history: &[Arc<Message>],
+    plan: &Plan,
+    store: &Store,
+    write: bool,
+) -> std::io::Result<Applied> {
     let mut out = history.to_vec();
     let mut before = Size::default();
     let mut after = Size::default();
@@ -327,7 +356,7 @@ pub fn apply(history: &[Arc<Message>], plan: &Plan, store: &Store) -> std::io::R
         let Some(Message::ToolResult(result)) = history.get(i).map(|m| &**m) else {
             continue;
         };
-        let replaced = Message::ToolResult(receipt(result, store)?);
+        let replaced = Message::ToolResult(receipt(result, store, i, write)?);
         before += message_size(&history[i]);
         after += message_size(&replaced);
         out[i] = Arc::new(replaced);
@@ -428,7 +457,13 @@ mod tests {
         let history = history();
         let cache = MeasureCache::default();
         let plan = plan(&history, &cache, &ArchiveConfig::default(), Goal::WaterMark);
-        let applied = apply(&history, &plan, &Store::Artifacts(artifacts)).unwrap();
+        let dry = apply(&history, &plan, &Store::Artifacts(artifacts.clone()), false).unwrap();
+        assert!(!artifacts.exists(), "a dry run writes nothing");
+        let applied = apply(&history, &plan, &Store::Artifacts(artifacts), true).unwrap();
+        assert_eq!(
+            dry.after, applied.after,
+            "the dry run measures what is written"
+        );
         assert!(applied.after.bytes < applied.before.bytes);
         for (i, (old, new)) in history.iter().zip(&applied.history).enumerate() {
             if plan.indexes.contains(&i) {
@@ -477,7 +512,7 @@ mod tests {
             Goal::Save(Size::new(1, 1)),
         );
         assert_eq!(plan.indexes.len(), 1);
-        let applied = apply(&history, &plan, &Store::Trim).unwrap();
+        let applied = apply(&history, &plan, &Store::Trim, true).unwrap();
         let text = applied.history[plan.indexes[0]]
             .as_tool_result()
             .unwrap()

@@ -53,11 +53,11 @@ impl Budget {
         } else {
             o.min(r)
         };
-        let input_limit = (c * 95 / 100)
+        let input_limit = (c / 100 * 95 + c % 100 * 95 / 100)
             .min(c.saturating_sub(r))
             .min(c.saturating_sub(output_effective).saturating_sub(s))
             .max(1);
-        let compact_at = input_limit.min(c.saturating_sub((2 * r).min(c / 4)).max(1));
+        let compact_at = input_limit.min(c.saturating_sub(r.saturating_mul(2).min(c / 4)).max(1));
         Self {
             window: c,
             output: o,

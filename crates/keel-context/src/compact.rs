@@ -74,7 +74,7 @@ pub struct Compacted {
 pub struct SummaryModel {
     /// Its limits.
     pub spec: Arc<ModelSpec>,
-    /// Its stream function, wrapped with timeouts and retries.
+    /// Its stream function, with the runner's wrappers (timeouts, retries).
     pub stream: Arc<dyn StreamFn>,
 }
 
@@ -155,7 +155,7 @@ pub async fn compact(
     let transcript_budget = input
         .budget
         .input_limit
-        .min(limit.tokens.saturating_mul(2))
+        .min(limit.tokens)
         .saturating_sub(system_size(checkpoint::SYSTEM).tokens + 1_024)
         .max(1);
     let mut text = checkpoint::request_text(input.history, input.instructions, transcript_budget);
@@ -165,7 +165,12 @@ pub async fn compact(
         let answer = ask(
             model,
             text.clone(),
-            u32::try_from(summary_budget + summary_budget / 4).unwrap_or(u32::MAX),
+            // Room past the budget so a summary near it is not cut off, never more than
+            // the model may write.
+            u32::try_from(
+                (summary_budget + summary_budget / 4).min(u64::from(model.spec.max_output)),
+            )
+            .unwrap_or(u32::MAX),
             cancel,
         )
         .await

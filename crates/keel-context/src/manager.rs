@@ -20,7 +20,6 @@ use std::sync::{Arc, Mutex, PoisonError};
 use async_trait::async_trait;
 use keel_agent::HookError;
 use keel_agent::runner::{BeforeLlmAction, BeforeLlmCallHook, LlmCallView};
-use keel_llm::{StreamSettings, compose_stream_fn};
 use keel_protocol::{Message, SessionId};
 use keel_runtime::extension::{
     Extension, ExtensionApi, ExtensionError, ExtensionEvent, Hook, Replacement, SessionChange,
@@ -90,12 +89,24 @@ struct SessionState {
 struct AnchorState {
     /// Grows with every replacement of the history.
     epoch: u64,
-    /// The key the last request was sent under.
-    sent: Option<AnchorKey>,
+    /// The key the last request was sent under, and how many messages it carried: only an
+    /// answer after them can be that request's.
+    sent: Option<(AnchorKey, usize)>,
     anchor: Option<UsageAnchor>,
+    /// The epoch a checkpoint compaction made: until the history changes again, a second
+    /// one is made only past L (one below T would be undone by the next step's growth,
+    /// costing a summary call every step).
+    compacted: Option<u64>,
 }
 
 type Sessions = Arc<Mutex<HashMap<String, Arc<SessionState>>>>;
+
+/// How long a call of the handler may take: a checkpoint summary of a long history is a
+/// model call of its own (two when the first summary is refused), with its retries.
+const COMPACTION_TIME_LIMIT: std::time::Duration = std::time::Duration::from_secs(15 * 60);
+
+/// Sessions whose measurements and anchor are kept before idle ones are forgotten.
+const MAX_SESSIONS: usize = 64;
 
 /// The context manager extension.
 #[derive(Default)]
@@ -118,12 +129,16 @@ impl Extension for ContextManager {
         api.on_each_turn(
             ExtensionEvent::BeforeLlmCall,
             Arc::new(move |scope: &TurnScope| {
-                let state = sessions
-                    .lock()
-                    .unwrap_or_else(PoisonError::into_inner)
-                    .entry(scope.session_id.to_string())
-                    .or_default()
-                    .clone();
+                let state = {
+                    let mut sessions = sessions.lock().unwrap_or_else(PoisonError::into_inner);
+                    let id = scope.session_id.to_string();
+                    if sessions.len() >= MAX_SESSIONS && !sessions.contains_key(&id) {
+                        // What is kept is only a cache; a long-lived process forgets the
+                        // sessions it no longer runs rather than growing.
+                        sessions.retain(|_, state| Arc::strong_count(state) > 1);
+                    }
+                    sessions.entry(id).or_default().clone()
+                };
                 Hook::BeforeLlmCall(Arc::new(TurnContext {
                     scope: scope.clone(),
                     settings,
@@ -229,7 +244,11 @@ impl TurnContext {
                 .anchor
                 .as_ref()
                 .is_none_or(|a| !a.holds(&key, messages) || a.index != index);
-            if fresh && state.sent.as_ref() == Some(&key) {
+            let sent_before = state
+                .sent
+                .as_ref()
+                .is_some_and(|(sent, carried)| *sent == key && index >= *carried);
+            if fresh && sent_before {
                 state.anchor = Some(UsageAnchor {
                     key: key.clone(),
                     index,
@@ -248,16 +267,24 @@ impl TurnContext {
         estimate
     }
 
-    fn sent(&self, frame: &Frame) {
+    fn sent(&self, frame: &Frame, carried: usize) {
         let mut state = self.anchor_state();
         let key = self.key(frame, state.epoch);
-        state.sent = Some(key);
+        state.sent = Some((key, carried));
     }
 
-    fn bump_epoch(&self) {
+    /// A replacement starts a new epoch; `compaction` marks it as a compaction's.
+    fn bump_epoch(&self, compaction: bool) {
         let mut state = self.anchor_state();
         state.epoch += 1;
         state.anchor = None;
+        state.compacted = compaction.then_some(state.epoch);
+    }
+
+    /// Whether the history is as the last compaction left it.
+    fn just_compacted(&self) -> bool {
+        let state = self.anchor_state();
+        state.compacted == Some(state.epoch)
     }
 
     fn store(&self, view: &LlmCallView<'_>) -> archive::Store {
@@ -268,8 +295,8 @@ impl TurnContext {
         }
     }
 
-    /// Archiving that saves at least `needed` and leaves a request within `limit`, if the
-    /// candidates allow it; nothing is written unless the plan is admitted.
+    /// Archiving that reaches `goal` and leaves a request within `limit`, if the candidates
+    /// allow it; nothing is written unless the plan is admitted.
     fn try_archive(
         &self,
         view: &LlmCallView<'_>,
@@ -283,15 +310,24 @@ impl TurnContext {
         if plan.is_empty() {
             return None;
         }
-        match archive::apply(view.messages, &plan, &self.store(view)) {
-            Ok(applied) => {
+        // Judged on receipts made without writing anything; only an admitted plan writes.
+        let store = self.store(view);
+        match archive::apply(view.messages, &plan, &store, false).and_then(|dry| {
+            let after = frame + cache.total(&dry.history);
+            let smaller = after.tokens < current.tokens || after.bytes < current.bytes;
+            // Without a byte limit of its API, a candidate may not grow the request.
+            let has_limit = self.settings.budget(&self.scope.spec).byte_limit.is_some();
+            let bytes_ok = has_limit || after.bytes <= current.bytes;
+            if smaller && bytes_ok && after.fits(limit.tokens, Some(limit.bytes)) {
+                archive::apply(view.messages, &plan, &store, true).map(Some)
+            } else {
+                Ok(None)
+            }
+        }) {
+            Ok(None) => None,
+            Ok(Some(applied)) => {
                 let after = frame + cache.total(&applied.history);
-                let smaller = after.tokens < current.tokens || after.bytes < current.bytes;
-                // Without a byte limit of its API, a candidate may not grow the request.
-                let has_limit = self.settings.budget(&self.scope.spec).byte_limit.is_some();
-                let bytes_ok = has_limit || after.bytes <= current.bytes;
-                (smaller && bytes_ok && after.fits(limit.tokens, Some(limit.bytes)))
-                    .then_some((applied.history, after))
+                Some((applied.history, after))
             }
             Err(error) => {
                 self.scope.emit(
@@ -347,6 +383,13 @@ impl TurnContext {
             let all = Size::new(u64::MAX, u64::MAX);
             return match self.try_archive(view, frame, local, Goal::Save(all), target) {
                 Some((history, after)) => Action::Archive(history, after),
+                // Right after a compaction, below L: send it as it is.
+                None if self.just_compacted()
+                    && estimate <= budget.input_limit
+                    && local.bytes <= byte_limit =>
+                {
+                    Action::Keep
+                }
                 None => Action::Compact {
                     limit,
                     reason: "threshold",
@@ -385,7 +428,7 @@ impl TurnContext {
         );
         let model = SummaryModel {
             spec: self.scope.spec.clone(),
-            stream: compose_stream_fn(stream.clone(), &StreamSettings::default()),
+            stream: stream.clone(),
         };
         let input = CompactInput {
             history: view.messages,
@@ -411,7 +454,7 @@ impl TurnContext {
             .replace(&compacted.history, Replacement::Compaction)
             .await
             .map_err(|e| fail("history_commit_failed", e))?;
-        self.bump_epoch();
+        self.bump_epoch(true);
         self.scope.emit(
             CONTEXT,
             "compaction_finished",
@@ -449,7 +492,7 @@ impl BeforeLlmCallHook for TurnContext {
                     .replace(&new, Replacement::Archive)
                     .await
                     .map_err(HookError::new)?;
-                self.bump_epoch();
+                self.bump_epoch(false);
                 let archived = new
                     .iter()
                     .zip(view.messages)
@@ -478,7 +521,8 @@ impl BeforeLlmCallHook for TurnContext {
             }
         }
         *self.last.lock().unwrap_or_else(PoisonError::into_inner) = Some(size);
-        self.sent(&frame);
+        let carried = history.as_ref().map_or(view.messages.len(), Vec::len);
+        self.sent(&frame, carried);
         let budget = self.settings.budget(&self.scope.spec);
         let input = if history.is_some() {
             size.tokens
@@ -494,6 +538,10 @@ impl BeforeLlmCallHook for TurnContext {
 
     fn recovers_overflow(&self) -> bool {
         true
+    }
+
+    fn time_limit(&self) -> Option<std::time::Duration> {
+        Some(COMPACTION_TIME_LIMIT)
     }
 }
 
@@ -529,7 +577,7 @@ impl Compactor for ContextCompactor {
         );
         let model = SummaryModel {
             spec: scope.spec.clone(),
-            stream: compose_stream_fn(stream.clone(), &StreamSettings::default()),
+            stream: stream.clone(),
         };
         let input = CompactInput {
             history: &request.history,

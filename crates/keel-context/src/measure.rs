@@ -42,7 +42,7 @@ impl Size {
         Self { tokens, bytes }
     }
 
-    /// Whether both parts are within `limit`'s (a zero byte limit means none).
+    /// Whether this is within `tokens` and, when given, `bytes`.
     pub fn fits(self, tokens: u64, bytes: Option<u64>) -> bool {
         self.tokens <= tokens && bytes.is_none_or(|b| self.bytes <= b)
     }

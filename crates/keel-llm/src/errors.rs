@@ -12,7 +12,8 @@ use keel_protocol::ErrorCode;
 /// ("exceeds the available context size", `exceed_context_size_error`), vLLM ("maximum
 /// context length … reduce the length"), Ollama ("prompt too long; exceeded max context
 /// length"), Mistral ("too large for model with … maximum context length"), Bedrock
-/// ("input is too long").
+/// ("input is too long"), Anthropic again ("input length and `max_tokens` exceed context
+/// limit"). A rate limit's "request too large … tokens per min" is not one of them.
 const OVERFLOW_PHRASES: &[&str] = &[
     "context length",
     "context_length",
@@ -30,7 +31,7 @@ const OVERFLOW_PHRASES: &[&str] = &[
     "token limit",
     "reduce the length",
     "too large for model",
-    "request too large",
+    "context limit",
 ];
 
 /// Phrases providers use for an exhausted balance or quota.
@@ -165,6 +166,18 @@ mod tests {
                 "",
                 "prompt too long; exceeded max context length by 120 tokens",
                 ErrorCode::ContextOverflow,
+            ),
+            (
+                Some(400),
+                "invalid_request_error",
+                "input length and `max_tokens` exceed context limit: 190000 + 16384 > 200000",
+                ErrorCode::ContextOverflow,
+            ),
+            (
+                Some(429),
+                "tokens rate_limit_exceeded",
+                "Request too large for gpt-4o on tokens per min (TPM): Limit 30000, Requested 50000",
+                ErrorCode::RateLimit,
             ),
             (
                 Some(400),

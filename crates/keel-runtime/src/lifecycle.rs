@@ -314,7 +314,10 @@ impl Runtime {
             reminders: ReminderMode::All,
             session_dir: Some(self.session_dir(&slot.id)),
             events: ExtensionEvents::new(slot.hub.clone(), None),
-            stream: Some(model.stream.clone()),
+            stream: Some(keel_llm::compose_stream_fn(
+                model.stream.clone(),
+                &self.inner.runner.stream,
+            )),
             history: None,
         };
         let caps = self.inner.registry.assemble_turn(&scope)?;

@@ -90,6 +90,12 @@ pub trait BeforeLlmCallHook: Send + Sync {
     fn recovers_overflow(&self) -> bool {
         false
     }
+
+    /// How long one call of this hook may take, when it needs more than the runner's hook
+    /// time limit (context management makes a model call of its own).
+    fn time_limit(&self) -> Option<std::time::Duration> {
+        None
+    }
 }
 
 /// Where the messages of a request came from, so the request can be rebuilt later from
@@ -301,7 +307,11 @@ impl LoopHooks for TurnLoopHooks {
                 overflow: frame.overflow,
             };
             let decision = shared
-                .call("before_llm_call hook", hook.before_llm_call(&view))
+                .call_within(
+                    hook.time_limit(),
+                    "before_llm_call hook",
+                    hook.before_llm_call(&view),
+                )
                 .await
                 .inspect_err(|error| shared.fail(Failure::BeforeLlmHook(error.message.clone())))?;
             match decision {

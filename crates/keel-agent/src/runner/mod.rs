@@ -240,10 +240,20 @@ impl TurnRunner {
         // The loop bounds each seam once, around the runner's whole chain of hooks for it,
         // each of which the runner bounds on its own: the outer limit must cover the chain.
         let chain = shared.hooks.longest_chain().max(1) + 1;
+        // A before-LLM hook with a longer limit of its own (context management) stretches
+        // the seam by that much.
+        let longest_own = shared
+            .hooks
+            .before_llm_call
+            .iter()
+            .filter_map(|hook| hook.time_limit())
+            .max()
+            .unwrap_or_default();
         options.hook_timeout = self
             .defaults
             .hook_timeout
-            .saturating_mul(u32::try_from(chain).unwrap_or(u32::MAX));
+            .saturating_mul(u32::try_from(chain).unwrap_or(u32::MAX))
+            .saturating_add(longest_own);
         options.steering_mode = self.defaults.steering_mode;
         options.follow_up_mode = self.defaults.follow_up_mode;
         let agent = match Agent::new(options) {

@@ -88,7 +88,18 @@ impl TurnShared {
         what: &str,
         future: impl Future<Output = Result<T, HookError>>,
     ) -> Result<T, HookError> {
-        match guard(what, future, self.hook_timeout, None).await {
+        self.call_within(None, what, future).await
+    }
+
+    /// [`Self::call`] with the hook's own time limit when it has one.
+    pub(crate) async fn call_within<T>(
+        &self,
+        limit: Option<Duration>,
+        what: &str,
+        future: impl Future<Output = Result<T, HookError>>,
+    ) -> Result<T, HookError> {
+        let limit = limit.map_or(self.hook_timeout, |l| l.max(self.hook_timeout));
+        match guard(what, future, limit, None).await {
             Guarded::Done(result) => result,
             Guarded::Failed(problem) => Err(HookError::new(problem)),
             Guarded::Cancelled => Err(HookError::new(format!("{what} was cancelled"))),

@@ -159,6 +159,7 @@ pub fn build_cached(
                 fragments.group(br#"{"content":["#, std::slice::from_ref(&part));
             }
             _ if fresh => {
+                fragments.close();
                 if let Some(mut item) = encode_message(message) {
                     if let Some(last) = item
                         .get_mut("content")
@@ -171,6 +172,7 @@ pub fn build_cached(
                 }
             }
             _ => {
+                fragments.close();
                 for item in cache
                     .items(message, || encode_message(message).into_iter().collect())
                     .iter()

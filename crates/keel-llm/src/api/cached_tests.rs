@@ -84,6 +84,13 @@ fn history() -> Vec<Arc<Message>> {
         Message::Assistant(answer),
         result("c1", "one\nline", false),
         result("c2", "failed", false),
+        // A message with nothing to send still ends the run of results before it.
+        Message::User(UserMessage {
+            content: Vec::new(),
+            timestamp: 0,
+            batch_id: None,
+            hidden: false,
+        }),
         result("c3", "picture", true),
         Message::User(UserMessage::hidden_text("a reminder")),
         Message::Assistant(second),

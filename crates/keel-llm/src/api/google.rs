@@ -137,6 +137,7 @@ pub fn build_cached(
                 fragments.group(br#"{"parts":["#, &parts);
             }
             _ => {
+                fragments.close();
                 for item in cache
                     .items(message, || encode_content(message).into_iter().collect())
                     .iter()

@@ -183,6 +183,8 @@ impl Fragments {
         }
     }
 
+    /// Ends the open group: any message but a tool result does, even one with nothing to
+    /// send.
     fn close(&mut self) {
         if std::mem::take(&mut self.open) {
             self.out.push(bytes::Bytes::from_static(GROUP_TAIL));

@@ -75,6 +75,10 @@ impl BeforeLlmCallHook for Bound<dyn BeforeLlmCallHook> {
     fn recovers_overflow(&self) -> bool {
         self.inner.recovers_overflow()
     }
+
+    fn time_limit(&self) -> Option<std::time::Duration> {
+        self.inner.time_limit()
+    }
 }
 
 #[async_trait]

@@ -128,8 +128,9 @@ pub struct TurnScope {
     pub session_dir: Option<PathBuf>,
     /// Reports extension actions to front ends.
     pub events: ExtensionEvents,
-    /// The model's stream function (before the runner's wrappers), for requests of the
-    /// host's own such as a checkpoint summary; `None` without a runtime.
+    /// The model's stream function with the runner's wrappers (timeouts, retries, headers,
+    /// output ceiling), for requests of the host's own such as a checkpoint summary; `None`
+    /// without a runtime.
     pub stream: Option<Arc<dyn StreamFn>>,
     /// Replaces the running turn's history; `None` without a runtime.
     pub history: Option<Arc<dyn HistoryWriter>>,

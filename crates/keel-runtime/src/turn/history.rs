@@ -33,7 +33,17 @@ impl HistoryWriter for TurnHistory {
             .await
             .map_err(|e| format!("cannot read the session before replacing its history: {e}"))?
             .revision;
-        let receipt = store
+        // Marked before the await, as for every commit of the turn: if the hook's time limit
+        // drops this future after the store wrote the replacement, the turn must fail rather
+        // than keep a cached history the store no longer has.
+        let marked = {
+            let mut failure = self.running.commit_failure();
+            failure
+                .is_none()
+                .then(|| *failure = Some(super::host::UNFINISHED.to_owned()))
+                .is_some()
+        };
+        let result = store
             .commit(CommitRequest {
                 session_id: session.clone(),
                 turn_id: Some(self.running.turn_id.clone()),
@@ -47,8 +57,25 @@ impl HistoryWriter for TurnHistory {
                         .collect(),
                 },
             })
-            .await
-            .map_err(|e| format!("cannot replace the history: {e}"))?;
+            .await;
+        let receipt = {
+            let mut failure = self.running.commit_failure();
+            match result {
+                Ok(receipt) => {
+                    if marked {
+                        *failure = None;
+                    }
+                    receipt
+                }
+                Err(error) => {
+                    let message = format!("cannot replace the history: {error}");
+                    if marked {
+                        *failure = Some(message.clone());
+                    }
+                    return Err(message);
+                }
+            }
+        };
         self.running.replaced(messages);
         if why == Replacement::Compaction {
             self.runtime

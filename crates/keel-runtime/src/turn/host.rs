@@ -99,7 +99,7 @@ pub(crate) struct CommitHistory {
 }
 
 /// What a commit that never finished (timed out or dropped) leaves as the failure.
-const UNFINISHED: &str = "a history commit did not finish (it timed out or was dropped)";
+pub(crate) const UNFINISHED: &str = "a history commit did not finish (it timed out or was dropped)";
 
 #[async_trait]
 impl HistoryChangedHook for CommitHistory {

@@ -294,7 +294,12 @@ impl Runtime {
             },
             session_dir: Some(self.session_dir(&slot.id)),
             events: ExtensionEvents::new(slot.hub.clone(), Some(turn_id.clone())),
-            stream: Some(model.stream.clone()),
+            // With the runner's wrappers (timeouts, retries, headers, output ceiling), as the
+            // turn's own requests have them.
+            stream: Some(keel_llm::compose_stream_fn(
+                model.stream.clone(),
+                &self.inner.runner.stream,
+            )),
             history: Some(Arc::new(history::TurnHistory {
                 runtime: self.clone(),
                 slot: slot.clone(),
