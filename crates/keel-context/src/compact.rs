@@ -6,7 +6,7 @@ use std::sync::Arc;
 
 use futures::StreamExt as _;
 use keel_llm::{AssistantBuilder, LlmRequest, ModelSpec, RequestOptions, StreamFn};
-use keel_protocol::{ErrorInfo, Message, StopReason};
+use keel_protocol::{ErrorInfo, Message, StopReason, Usage};
 use tokio_util::sync::CancellationToken;
 
 use crate::budget::Budget;
@@ -68,6 +68,8 @@ pub struct Compacted {
     pub summary_tokens: u64,
     /// Summary calls made (a second one when the first was refused).
     pub calls: u32,
+    /// What the summary calls used and cost.
+    pub usage: Usage,
 }
 
 /// The model a compaction calls.
@@ -84,7 +86,7 @@ async fn ask(
     text: String,
     max_tokens: u32,
     cancel: &CancellationToken,
-) -> Result<String, ErrorInfo> {
+) -> Result<(String, Usage), ErrorInfo> {
     let request = LlmRequest {
         model: model.spec.clone(),
         system_prompt: Arc::from(checkpoint::SYSTEM),
@@ -119,7 +121,7 @@ async fn ask(
     let answer = builder.finish();
     match (answer.stop_reason, answer.error.clone()) {
         (StopReason::Error | StopReason::Aborted, Some(error)) => Err(error),
-        _ => Ok(answer.text()),
+        _ => Ok((answer.text(), answer.usage)),
     }
 }
 
@@ -160,9 +162,10 @@ pub async fn compact(
         .max(1);
     let mut text = checkpoint::request_text(input.history, input.instructions, transcript_budget);
     let mut calls = 0;
+    let mut usage = Usage::default();
     let summary = loop {
         calls += 1;
-        let answer = ask(
+        let (answer, used) = ask(
             model,
             text.clone(),
             // Room past the budget so a summary near it is not cut off, never more than
@@ -180,6 +183,7 @@ pub async fn compact(
                 format!("the checkpoint summary call failed: {}", e.message),
             )
         })?;
+        usage += used;
         match checkpoint::validate(&answer, summary_budget) {
             Ok(()) => break answer,
             Err(problem) if calls == 1 => {
@@ -221,5 +225,6 @@ pub async fn compact(
         after,
         summary_tokens: text_size(&summary).tokens,
         calls,
+        usage,
     })
 }

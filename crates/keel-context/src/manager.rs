@@ -464,6 +464,7 @@ impl TurnContext {
                 "after": compacted.after,
                 "summary_tokens": compacted.summary_tokens,
                 "summary_calls": compacted.calls,
+                "summary_usage": compacted.usage,
                 "revision_before": replaced.before,
                 "revision": replaced.revision,
             }),
@@ -599,6 +600,7 @@ impl Compactor for ContextCompactor {
                         "after": compacted.after,
                         "summary_tokens": compacted.summary_tokens,
                         "summary_calls": compacted.calls,
+                        "summary_usage": compacted.usage,
                     }),
                 );
                 Ok(Some(

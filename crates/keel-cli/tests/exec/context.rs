@@ -68,6 +68,16 @@ fn an_overflow_is_compacted_once_and_the_request_sent_again() {
         ],
         "{events:?}"
     );
+    let finished = events
+        .iter()
+        .find(|e| e["kind"] == "compaction_finished")
+        .unwrap();
+    let details = &finished["details"];
+    assert!(
+        details["before"]["tokens"].as_u64() > details["after"]["tokens"].as_u64(),
+        "{details}"
+    );
+    assert!(details["summary_usage"].is_object(), "{details}");
     let requests = server.requests();
     assert_eq!(requests.len(), 6);
     let rejected = &requests[3];
