@@ -409,6 +409,24 @@ mod tests {
         assert!(cache.is_empty());
     }
 
+    proptest::proptest! {
+        #![proptest_config(proptest::prelude::ProptestConfig::with_cases(256))]
+
+        /// Any text: no panic, the bytes are at least its JSON string's (exactly, without
+        /// DEL, which keel counts escaped), and no CJK character costs less than a token.
+        #[test]
+        fn bytes_follow_json_and_cjk_is_never_cheap(text in "\\PC*|[\\x00-\\x7f]*|[一-龥ぁ-んa-z \n\"]*") {
+            let size = text_size(&text);
+            let json = serde_json::to_string(&text).unwrap().len() as u64;
+            proptest::prop_assert!(size.bytes >= json);
+            if !text.contains('\u{7f}') {
+                proptest::prop_assert_eq!(size.bytes, json);
+            }
+            let cjk = text.chars().filter(|c| is_cjk(*c)).count() as u64;
+            proptest::prop_assert!(size.tokens >= cjk);
+        }
+    }
+
     #[test]
     fn host_messages_cost_nothing() {
         let host = Message::Host(keel_protocol::HostMessage {

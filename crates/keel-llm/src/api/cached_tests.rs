@@ -185,3 +185,70 @@ fn a_longer_conversation_begins_with_the_bytes_of_the_shorter_one() {
         );
     }
 }
+
+mod random {
+    use super::*;
+    use proptest::prelude::*;
+
+    /// One message of a random conversation: its kind and a size.
+    fn message(kind: u8, n: usize) -> Message {
+        let text = "x\"y\n".repeat(n % 7);
+        match kind % 6 {
+            0 => Message::user_text(text),
+            1 => Message::User(UserMessage {
+                content: Vec::new(),
+                timestamp: 0,
+                batch_id: None,
+                hidden: false,
+            }),
+            2 => {
+                let mut answer = AssistantMessage::from_text(text);
+                answer.content.push(ContentBlock::ToolCall(ToolCall {
+                    id: format!("c{n}").into(),
+                    name: "bash".into(),
+                    arguments: json!({"n": n}),
+                }));
+                Message::Assistant(answer)
+            }
+            3 => Message::Assistant(AssistantMessage::from_text(text)),
+            4 => result(&format!("c{n}"), &text, false),
+            _ => result(&format!("c{n}"), &text, n % 2 == 0),
+        }
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(64))]
+
+        /// Any sequence of messages, sent in growing prefixes through one warm cache, gives
+        /// every API the body its plain builder makes.
+        #[test]
+        fn cached_bodies_match_plain_ones(
+            kinds in proptest::collection::vec((0u8..6, 0usize..20), 0..14),
+            retention in 0u8..3,
+        ) {
+            let retention = [None, Some(CacheRetention::None), Some(CacheRetention::Long)]
+                [usize::from(retention)];
+            let messages: Vec<Arc<Message>> =
+                kinds.iter().map(|(k, n)| Arc::new(message(*k, *n))).collect();
+            for api in [
+                Api::AnthropicMessages,
+                Api::OpenAiCompletions,
+                Api::OpenAiResponses,
+                Api::GoogleGenerativeAi,
+            ] {
+                let model = entry(api);
+                let cache = EncodeCache::default();
+                for len in 0..=messages.len() {
+                    let request = request(messages[..len].to_vec(), retention);
+                    let plain = build_request(&model, &request, None).body_bytes().unwrap();
+                    let plain: Value = serde_json::from_slice(&plain).unwrap();
+                    let cached = build_request_cached(&model, &request, None, &cache)
+                        .body_bytes()
+                        .unwrap();
+                    let cached: Value = serde_json::from_slice(&cached).unwrap();
+                    prop_assert_eq!(cached, plain, "{:?} at {} messages", api, len);
+                }
+            }
+        }
+    }
+}
