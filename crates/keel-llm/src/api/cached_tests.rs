@@ -212,7 +212,7 @@ mod random {
             }
             3 => Message::Assistant(AssistantMessage::from_text(text)),
             4 => result(&format!("c{n}"), &text, false),
-            _ => result(&format!("c{n}"), &text, n % 2 == 0),
+            _ => result(&format!("c{n}"), &text, n.is_multiple_of(2)),
         }
     }
 
