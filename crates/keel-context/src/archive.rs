@@ -3,10 +3,11 @@
 //! Planning reads the history and changes nothing: candidates are tool results outside the
 //! most recent rounds, of at least the minimum size, of tools that are not control tools,
 //! and not already archived, taken oldest first. Applying the plan turns each into a
-//! receipt: with a `read` tool, the receipt names an artifact that holds the output whole
-//! (the one the output budget already wrote, or a new one); without, it says the output was
-//! cut (a destructive trim, head and tail kept). Every other message stays the same shared
-//! value, so what was measured or encoded of it before is reused.
+//! receipt, still writing nothing: with a `read` tool, the receipt names an artifact that
+//! holds the output whole (the one the output budget already wrote, or one [`save`] writes
+//! once the receipts are admitted); without, it says the output was cut (a destructive
+//! trim, head and tail kept). Every other message stays the same shared value, so what was
+//! measured or encoded of it before is reused.
 
 use std::io::Write as _;
 use std::path::{Path, PathBuf};
@@ -200,54 +201,41 @@ const TRIM_KEEP: usize = 512;
 /// Bytes of the head an archive receipt shows.
 const PREVIEW: usize = 256;
 
-/// The largest char boundary of `text` at or below `at`.
-fn floor(text: &str, at: usize) -> usize {
-    let mut at = at.min(text.len());
-    while !text.is_char_boundary(at) {
-        at -= 1;
-    }
-    at
-}
-
-fn head(text: &str, n: usize) -> &str {
-    &text[..floor(text, n)]
-}
-
-fn tail(text: &str, n: usize) -> &str {
-    let mut at = text.len().saturating_sub(n);
-    while !text.is_char_boundary(at) {
-        at += 1;
-    }
-    &text[at..]
-}
-
-/// A receipt for `result`, stored the way `store` says (`write` false: the receipt only,
-/// to be measured, naming the file it would write).
+/// A receipt for `result`, stored the way `store` says, and the artifact still to be
+/// written for it, if any.
 fn receipt(
     result: &ToolResultMessage,
     store: &Store,
     index: usize,
-    write: bool,
-) -> std::io::Result<ToolResultMessage> {
+) -> (ToolResultMessage, Option<PathBuf>) {
     let text: String = result
         .content
         .iter()
         .filter_map(ContentBlock::as_text)
         .collect();
     let bytes = text.len() as u64;
+    let mut write = None;
     let (shown, archived) = match store {
         Store::Artifacts(dir) => {
             let artifact = match result.details.as_ref().and_then(Artifact::from_details) {
                 // The output budget saved the whole output already.
                 Some(artifact) if artifact.path.starts_with(dir) => artifact,
-                _ => write_artifact(dir, result, &text, index, write)?,
+                _ => {
+                    let path = artifact_path(dir, result, index);
+                    write = Some(path.clone());
+                    Artifact {
+                        path,
+                        bytes,
+                        saved: bytes,
+                    }
+                }
             };
             let shown = format!(
                 "[keel: this older output of `{}` ({}) was archived to keep the context small. \
                  It begins:]\n{}\n[… read the whole output with `read` at {} ({} bytes)]",
                 result.tool_name,
                 human_bytes(artifact.bytes.max(bytes)),
-                head(&text, PREVIEW),
+                &text[..text.floor_char_boundary(PREVIEW)],
                 artifact.path.display(),
                 artifact.saved,
             );
@@ -258,10 +246,10 @@ fn receipt(
             let shown = format!(
                 "{}\n[keel: {} of this older output of `{}` were removed to keep the context \
                  small; they cannot be read back]\n{}",
-                head(&text, TRIM_KEEP),
+                &text[..text.floor_char_boundary(TRIM_KEEP)],
                 human_bytes(bytes.saturating_sub(2 * TRIM_KEEP as u64)),
                 result.tool_name,
-                tail(&text, TRIM_KEEP),
+                &text[text.ceil_char_boundary(text.len().saturating_sub(TRIM_KEEP))..],
             );
             (shown, json!({"trimmed": true, "bytes": bytes}))
         }
@@ -281,7 +269,7 @@ fn receipt(
         .iter()
         .filter(|b| matches!(b, ContentBlock::Image(_)))
         .cloned();
-    Ok(ToolResultMessage {
+    let receipt = ToolResultMessage {
         tool_call_id: result.tool_call_id.clone(),
         tool_name: result.tool_name.clone(),
         content: std::iter::once(ContentBlock::text(shown))
@@ -290,18 +278,13 @@ fn receipt(
         details: Some(serde_json::Value::Object(details)),
         is_error: result.is_error,
         timestamp: result.timestamp,
-    })
+    };
+    (receipt, write)
 }
 
-/// Writes `text` to a new artifact of `result` in `dir` (`write` false: only names it).
-/// The history index keeps names apart when two ids clean up to the same characters.
-fn write_artifact(
-    dir: &Path,
-    result: &ToolResultMessage,
-    text: &str,
-    index: usize,
-    write: bool,
-) -> std::io::Result<Artifact> {
+/// Where a new artifact of `result` (at history `index`) goes. The index keeps names apart
+/// when two ids clean up to the same characters.
+fn artifact_path(dir: &Path, result: &ToolResultMessage, index: usize) -> PathBuf {
     let safe: String = result
         .tool_call_id
         .as_str()
@@ -315,19 +298,10 @@ fn write_artifact(
         .filter(|c| c.is_ascii_alphanumeric() || *c == '_')
         .take(32)
         .collect();
-    let path = dir.join(format!(
+    dir.join(format!(
         "archived-{name}-{safe}-{index}-{}.txt",
         keel_protocol::now_ms()
-    ));
-    if write {
-        let mut file = private_file(&path)?;
-        file.write_all(text.as_bytes())?;
-    }
-    Ok(Artifact {
-        path,
-        bytes: text.len() as u64,
-        saved: text.len() as u64,
-    })
+    ))
 }
 
 /// What applying a plan made.
@@ -339,33 +313,49 @@ pub struct Applied {
     pub before: Size,
     /// Size of their receipts.
     pub after: Size,
+    /// Artifacts the receipts name that [`save`] must write: history index and path.
+    pub writes: Vec<(usize, PathBuf)>,
 }
 
-/// Applies `plan` to `history`: the planned results become receipts, nothing else changes.
-/// With `write` false nothing is written: the receipts are for judging the plan.
-pub fn apply(
-    history: &[Arc<Message>],
-    plan: &Plan,
-    store: &Store,
-    write: bool,
-) -> std::io::Result<Applied> {
+/// Applies `plan` to `history`, writing nothing: the planned results become receipts,
+/// nothing else changes. The receipts can be judged before [`save`] writes what they name.
+pub fn apply(history: &[Arc<Message>], plan: &Plan, store: &Store) -> Applied {
     let mut out = history.to_vec();
     let mut before = Size::default();
     let mut after = Size::default();
+    let mut writes = Vec::new();
     for &i in &plan.indexes {
         let Some(Message::ToolResult(result)) = history.get(i).map(|m| &**m) else {
             continue;
         };
-        let replaced = Message::ToolResult(receipt(result, store, i, write)?);
+        let (receipt, write) = receipt(result, store, i);
+        let replaced = Message::ToolResult(receipt);
         before += message_size(&history[i]);
         after += message_size(&replaced);
         out[i] = Arc::new(replaced);
+        writes.extend(write.map(|path| (i, path)));
     }
-    Ok(Applied {
+    Applied {
         history: out,
         before,
         after,
-    })
+        writes,
+    }
+}
+
+/// Writes the artifacts `writes` names, each with the text of the original `history`
+/// message it archives.
+pub fn save(history: &[Arc<Message>], writes: &[(usize, PathBuf)]) -> std::io::Result<()> {
+    for (index, path) in writes {
+        let Some(result) = history.get(*index).and_then(|m| m.as_tool_result()) else {
+            continue;
+        };
+        let mut file = private_file(path)?;
+        for text in result.content.iter().filter_map(ContentBlock::as_text) {
+            file.write_all(text.as_bytes())?;
+        }
+    }
+    Ok(())
 }
 
 #[cfg(test)]
@@ -457,13 +447,10 @@ mod tests {
         let history = history();
         let cache = MeasureCache::default();
         let plan = plan(&history, &cache, &ArchiveConfig::default(), Goal::WaterMark);
-        let dry = apply(&history, &plan, &Store::Artifacts(artifacts.clone()), false).unwrap();
-        assert!(!artifacts.exists(), "a dry run writes nothing");
-        let applied = apply(&history, &plan, &Store::Artifacts(artifacts), true).unwrap();
-        assert_eq!(
-            dry.after, applied.after,
-            "the dry run measures what is written"
-        );
+        let applied = apply(&history, &plan, &Store::Artifacts(artifacts.clone()));
+        assert!(!artifacts.exists(), "applying writes nothing");
+        assert_eq!(applied.writes.len(), plan.indexes.len());
+        save(&history, &applied.writes).unwrap();
         assert!(applied.after.bytes < applied.before.bytes);
         for (i, (old, new)) in history.iter().zip(&applied.history).enumerate() {
             if plan.indexes.contains(&i) {
@@ -512,7 +499,8 @@ mod tests {
             Goal::Save(Size::new(1, 1)),
         );
         assert_eq!(plan.indexes.len(), 1);
-        let applied = apply(&history, &plan, &Store::Trim, true).unwrap();
+        let applied = apply(&history, &plan, &Store::Trim);
+        assert!(applied.writes.is_empty());
         let text = applied.history[plan.indexes[0]]
             .as_tool_result()
             .unwrap()

@@ -163,24 +163,9 @@ fn one_line(text: &str) -> String {
     defuse(&text.replace(['\n', '\r'], " "))
 }
 
+/// `text` with only its first and last `keep` bytes when it is longer.
 fn cut_middle(text: &str, keep: usize) -> String {
-    if text.len() <= 2 * keep + 64 {
-        return text.to_owned();
-    }
-    let mut start = keep;
-    while !text.is_char_boundary(start) {
-        start -= 1;
-    }
-    let mut end = text.len() - keep;
-    while !text.is_char_boundary(end) {
-        end += 1;
-    }
-    format!(
-        "{}\n[… {} bytes omitted …]\n{}",
-        &text[..start],
-        end - start,
-        &text[end..]
-    )
+    keel_tools::output::head_tail(text, keep.saturating_mul(2)).0
 }
 
 /// One message as transcript lines.
@@ -246,19 +231,20 @@ fn render(message: &Message, out: &mut String) {
 /// `budget` tokens by leaving out its oldest part (the previous summary and the user's
 /// messages are kept after compaction anyway), then the instructions.
 pub fn request_text(history: &[Arc<Message>], instructions: Option<&str>, budget: u64) -> String {
-    let mut parts: Vec<String> = history
+    let parts: Vec<(String, u64)> = history
         .iter()
         .map(|m| {
             let mut s = String::new();
             render(m, &mut s);
-            s
+            let tokens = text_size(&s).tokens;
+            (s, tokens)
         })
         .collect();
-    let mut total: u64 = parts.iter().map(|p| text_size(p).tokens).sum();
+    // The oldest parts go until the rest fits.
+    let mut total: u64 = parts.iter().map(|(_, tokens)| tokens).sum();
     let mut dropped = 0;
     while total > budget && dropped < parts.len() {
-        total -= text_size(&parts[dropped]).tokens;
-        parts[dropped].clear();
+        total -= parts[dropped].1;
         dropped += 1;
     }
     let mut text = String::from("Summarise this session of a coding agent for a checkpoint.\n\n");
@@ -269,7 +255,7 @@ pub fn request_text(history: &[Arc<Message>], instructions: Option<&str>, budget
         ));
     }
     text.push_str("<transcript>\n");
-    for part in parts.iter().filter(|p| !p.is_empty()) {
+    for (part, _) in &parts[dropped..] {
         text.push_str(part);
     }
     text.push_str("</transcript>\n\nWrite the checkpoint summary now, with the eight sections.");

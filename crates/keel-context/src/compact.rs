@@ -9,7 +9,6 @@ use keel_llm::{AssistantBuilder, LlmRequest, ModelSpec, RequestOptions, StreamFn
 use keel_protocol::{ErrorInfo, Message, StopReason, Usage};
 use tokio_util::sync::CancellationToken;
 
-use crate::budget::Budget;
 use crate::checkpoint::{self, Verified};
 use crate::measure::{MeasureCache, Size, system_size, text_size};
 
@@ -43,8 +42,6 @@ pub struct CompactInput<'a> {
     pub history: &'a [Arc<Message>],
     /// Size of the system prompt and tools the next request carries.
     pub frame: Size,
-    /// The model's budget.
-    pub budget: Budget,
     /// What the next request must fit (tokens and bytes).
     pub limit: Size,
     /// The user's instructions for the summary.
@@ -81,11 +78,13 @@ pub struct SummaryModel {
 }
 
 /// Asks the model once for a summary of `text`.
+///
+/// Nothing cancels it from inside: a turn that is aborted, or runs out of time, drops the
+/// compaction's future, and with it the request.
 async fn ask(
     model: &SummaryModel,
     text: String,
     max_tokens: u32,
-    cancel: &CancellationToken,
 ) -> Result<(String, Usage), ErrorInfo> {
     let request = LlmRequest {
         model: model.spec.clone(),
@@ -97,13 +96,9 @@ async fn ask(
             ..RequestOptions::default()
         },
     };
-    let mut stream = model.stream.stream(request, cancel.child_token());
+    let mut stream = model.stream.stream(request, CancellationToken::new());
     let mut builder = AssistantBuilder::new();
-    while let Some(event) = tokio::select! {
-        biased;
-        () = cancel.cancelled() => None,
-        event = stream.next() => event,
-    } {
+    while let Some(event) = stream.next().await {
         let terminal = event.is_terminal();
         builder
             .apply(&event)
@@ -111,12 +106,6 @@ async fn ask(
         if terminal {
             break;
         }
-    }
-    if cancel.is_cancelled() {
-        return Err(ErrorInfo::new(
-            keel_protocol::ErrorCode::Cancelled,
-            "the compaction was cancelled",
-        ));
     }
     let answer = builder.finish();
     match (answer.stop_reason, answer.error.clone()) {
@@ -129,7 +118,6 @@ async fn ask(
 pub async fn compact(
     input: CompactInput<'_>,
     model: &SummaryModel,
-    cancel: &CancellationToken,
 ) -> Result<Compacted, CompactError> {
     let before = input.frame + input.cache.total(input.history);
     let limit = input.limit;
@@ -152,12 +140,11 @@ pub async fn compact(
     let summary_budget = (limit.tokens / 5)
         .clamp(512, 12_000)
         .min(u64::from(model.spec.max_output.max(512)));
-    // The summary request must itself fit: the model's input limit, less its system prompt,
-    // the wording around the transcript, and (after an overflow) the rejected size.
-    let transcript_budget = input
-        .budget
-        .input_limit
-        .min(limit.tokens)
+    // The summary request must itself fit what the next request may carry (at most L, half
+    // the rejected size after an overflow), less its system prompt and the wording around
+    // the transcript.
+    let transcript_budget = limit
+        .tokens
         .saturating_sub(system_size(checkpoint::SYSTEM).tokens + 1_024)
         .max(1);
     let mut text = checkpoint::request_text(input.history, input.instructions, transcript_budget);
@@ -174,7 +161,6 @@ pub async fn compact(
                 (summary_budget + summary_budget / 4).min(u64::from(model.spec.max_output)),
             )
             .unwrap_or(u32::MAX),
-            cancel,
         )
         .await
         .map_err(|e| {

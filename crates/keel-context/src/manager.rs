@@ -28,13 +28,12 @@ use keel_runtime::extension::{
 use keel_runtime::settings::ContextConfig;
 use keel_runtime::{CompactRequest, Compactor, RuntimeError};
 use serde_json::json;
-use tokio_util::sync::CancellationToken;
 
 use crate::CONTEXT;
 use crate::anchor::{AnchorKey, UsageAnchor, eligible, fingerprint};
 use crate::archive::{self, ArchiveConfig, Goal};
 use crate::budget::{Budget, api_byte_limit};
-use crate::compact::{self, CompactInput, SummaryModel};
+use crate::compact::{self, CompactError, CompactInput, Compacted, SummaryModel};
 use crate::measure::{MeasureCache, Size, system_size, tools_size};
 
 /// The settings the manager works with, read once from `context`.
@@ -73,6 +72,7 @@ impl Settings {
         .bytes(
             self.config
                 .max_request_bytes
+                .filter(|bytes| *bytes > 0)
                 .or_else(|| api_byte_limit(&spec.api)),
         )
     }
@@ -197,7 +197,78 @@ struct Frame {
 enum Action {
     Keep,
     Archive(Vec<Arc<Message>>, Size),
-    Compact { limit: Size, reason: &'static str },
+    Compact { limit: Size, reason: Reason },
+}
+
+/// Why a compaction runs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Reason {
+    /// The provider rejected the request as too long.
+    Overflow,
+    /// The request reached the compaction start T.
+    Threshold,
+    /// The `compact` operation.
+    Manual,
+}
+
+impl Reason {
+    fn as_str(self) -> &'static str {
+        match self {
+            Self::Overflow => "overflow",
+            Self::Threshold => "threshold",
+            Self::Manual => "manual",
+        }
+    }
+}
+
+/// Runs one compaction, reporting its start and, when it fails, its failure.
+async fn summarise(
+    scope: &TurnScope,
+    input: CompactInput<'_>,
+    reason: Reason,
+) -> Result<Compacted, CompactError> {
+    let Some(stream) = &scope.stream else {
+        return Err(CompactError {
+            code: compact::SUMMARY_FAILED,
+            message: "there is no model to write a summary with".into(),
+        });
+    };
+    scope.emit(
+        CONTEXT,
+        "compaction_started",
+        json!({
+            "reason": reason.as_str(),
+            "before": input.frame + input.cache.total(input.history),
+            "limit": input.limit,
+        }),
+    );
+    let model = SummaryModel {
+        spec: scope.spec.clone(),
+        stream: stream.clone(),
+    };
+    compact::compact(input, &model).await.inspect_err(|error| {
+        scope.emit(
+            CONTEXT,
+            "compaction_failed",
+            json!({"reason": reason.as_str(), "code": error.code, "error": error.message}),
+        );
+    })
+}
+
+/// The details of a `compaction_finished` event.
+fn finished(compacted: &Compacted, reason: Reason) -> serde_json::Map<String, serde_json::Value> {
+    let details = json!({
+        "reason": reason.as_str(),
+        "before": compacted.before,
+        "after": compacted.after,
+        "summary_tokens": compacted.summary_tokens,
+        "summary_calls": compacted.calls,
+        "summary_usage": compacted.usage,
+    });
+    match details {
+        serde_json::Value::Object(map) => map,
+        _ => serde_json::Map::new(),
+    }
 }
 
 impl TurnContext {
@@ -296,10 +367,11 @@ impl TurnContext {
     }
 
     /// Archiving that reaches `goal` and leaves a request within `limit`, if the candidates
-    /// allow it; nothing is written unless the plan is admitted.
+    /// allow it; nothing is written unless the receipts are admitted.
     fn try_archive(
         &self,
         view: &LlmCallView<'_>,
+        budget: &Budget,
         frame: Size,
         current: Size,
         goal: Goal,
@@ -310,38 +382,33 @@ impl TurnContext {
         if plan.is_empty() {
             return None;
         }
-        // Judged on receipts made without writing anything; only an admitted plan writes.
-        let store = self.store(view);
-        match archive::apply(view.messages, &plan, &store, false).and_then(|dry| {
-            let after = frame + cache.total(&dry.history);
-            let smaller = after.tokens < current.tokens || after.bytes < current.bytes;
-            // Without a byte limit of its API, a candidate may not grow the request.
-            let has_limit = self.settings.budget(&self.scope.spec).byte_limit.is_some();
-            let bytes_ok = has_limit || after.bytes <= current.bytes;
-            if smaller && bytes_ok && after.fits(limit.tokens, Some(limit.bytes)) {
-                archive::apply(view.messages, &plan, &store, true).map(Some)
-            } else {
-                Ok(None)
-            }
-        }) {
-            Ok(None) => None,
-            Ok(Some(applied)) => {
-                let after = frame + cache.total(&applied.history);
-                Some((applied.history, after))
-            }
-            Err(error) => {
-                self.scope.emit(
-                    CONTEXT,
-                    "archive_failed",
-                    json!({"error": error.to_string()}),
-                );
-                None
-            }
+        let applied = archive::apply(view.messages, &plan, &self.store(view));
+        let after = frame + cache.total(&applied.history);
+        let smaller = after.tokens < current.tokens || after.bytes < current.bytes;
+        // Without a byte limit of its API, a candidate may not grow the request.
+        let bytes_ok = budget.byte_limit.is_some() || after.bytes <= current.bytes;
+        if !(smaller && bytes_ok && after.fits(limit.tokens, Some(limit.bytes))) {
+            return None;
         }
+        if let Err(error) = archive::save(view.messages, &applied.writes) {
+            self.scope.emit(
+                CONTEXT,
+                "archive_failed",
+                json!({"error": error.to_string()}),
+            );
+            return None;
+        }
+        Some((applied.history, after))
     }
 
-    fn decide(&self, view: &LlmCallView<'_>, frame: Size, local: Size, estimate: u64) -> Action {
-        let budget = self.settings.budget(&self.scope.spec);
+    fn decide(
+        &self,
+        view: &LlmCallView<'_>,
+        budget: &Budget,
+        frame: Size,
+        local: Size,
+        estimate: u64,
+    ) -> Action {
         let byte_limit = budget.byte_limit.unwrap_or(u64::MAX);
         if let Some(error) = view.overflow {
             let rejected = self
@@ -363,11 +430,11 @@ impl TurnContext {
                 local.tokens.saturating_sub(limit.tokens),
                 local.bytes.saturating_sub(limit.bytes),
             );
-            return match self.try_archive(view, frame, local, Goal::Save(needed), limit) {
+            return match self.try_archive(view, budget, frame, local, Goal::Save(needed), limit) {
                 Some((history, after)) => Action::Archive(history, after),
                 None => Action::Compact {
                     limit,
-                    reason: "overflow",
+                    reason: Reason::Overflow,
                 },
             };
         }
@@ -381,7 +448,7 @@ impl TurnContext {
             // as many steps as it can before the next.
             let target = Size::new(budget.compact_at.saturating_sub(1), byte_limit);
             let all = Size::new(u64::MAX, u64::MAX);
-            return match self.try_archive(view, frame, local, Goal::Save(all), target) {
+            return match self.try_archive(view, budget, frame, local, Goal::Save(all), target) {
                 Some((history, after)) => Action::Archive(history, after),
                 // Right after a compaction, below L: send it as it is.
                 None if self.just_compacted()
@@ -392,82 +459,58 @@ impl TurnContext {
                 }
                 None => Action::Compact {
                     limit,
-                    reason: "threshold",
+                    reason: Reason::Threshold,
                 },
             };
         }
-        match self.try_archive(view, frame, local, Goal::WaterMark, limit) {
+        match self.try_archive(view, budget, frame, local, Goal::WaterMark, limit) {
             Some((history, after)) => Action::Archive(history, after),
             None => Action::Keep,
         }
     }
 
+    /// Compacts the history and commits the replacement; `Err` holds the turn's failure.
     async fn compact(
         &self,
         view: &LlmCallView<'_>,
         frame: Size,
-        local: Size,
         limit: Size,
-        reason: &str,
+        reason: Reason,
     ) -> Result<Vec<Arc<Message>>, (String, String)> {
-        let overflow = reason == "overflow";
-        let fail = |code: &str, message: String| {
-            let code = if overflow { "context_overflow" } else { code };
-            (code.to_owned(), message)
+        // After an overflow the turn fails as the provider's rejection does.
+        let fail = |code: &str, message: String| match reason {
+            Reason::Overflow => ("context_overflow".to_owned(), message),
+            _ => (code.to_owned(), message),
         };
-        let (Some(stream), Some(writer)) = (&self.scope.stream, &self.scope.history) else {
+        let Some(writer) = &self.scope.history else {
             return Err(fail(
                 compact::SUMMARY_FAILED,
-                "this turn cannot compact its history (no model or history writer)".into(),
+                "this turn cannot replace its history".into(),
             ));
-        };
-        self.scope.emit(
-            CONTEXT,
-            "compaction_started",
-            json!({"reason": reason, "before": local, "limit": limit}),
-        );
-        let model = SummaryModel {
-            spec: self.scope.spec.clone(),
-            stream: stream.clone(),
         };
         let input = CompactInput {
             history: view.messages,
             frame,
-            budget: self.settings.budget(&self.scope.spec),
             limit,
             instructions: None,
             user_message_tokens: self.settings.config.user_message_tokens,
             cache: &self.state.cache,
         };
-        let compacted = match compact::compact(input, &model, &CancellationToken::new()).await {
-            Ok(compacted) => compacted,
-            Err(error) => {
-                self.scope.emit(
-                    CONTEXT,
-                    "compaction_failed",
-                    json!({"reason": reason, "code": error.code, "error": error.message}),
-                );
-                return Err(fail(error.code, error.message));
-            }
-        };
+        let compacted = summarise(&self.scope, input, reason)
+            .await
+            .map_err(|error| fail(error.code, error.message))?;
         let replaced = writer
             .replace(&compacted.history, Replacement::Compaction)
             .await
             .map_err(|e| fail("history_commit_failed", e))?;
         self.bump_epoch(true);
+        let mut details = finished(&compacted, reason);
+        details.insert("revision_before".into(), json!(replaced.before));
+        details.insert("revision".into(), json!(replaced.revision));
         self.scope.emit(
             CONTEXT,
             "compaction_finished",
-            json!({
-                "reason": reason,
-                "before": compacted.before,
-                "after": compacted.after,
-                "summary_tokens": compacted.summary_tokens,
-                "summary_calls": compacted.calls,
-                "summary_usage": compacted.usage,
-                "revision_before": replaced.before,
-                "revision": replaced.revision,
-            }),
+            serde_json::Value::Object(details),
         );
         Ok(compacted.history)
     }
@@ -477,13 +520,14 @@ impl TurnContext {
 impl BeforeLlmCallHook for TurnContext {
     async fn before_llm_call(&self, view: &LlmCallView<'_>) -> Result<BeforeLlmAction, HookError> {
         let frame = self.frame(view);
+        let budget = self.settings.budget(&self.scope.spec);
         let cache = &self.state.cache;
         let local = frame.size + cache.total(view.messages);
         let anchored = self.anchored(&frame, view.messages);
         let estimate = local.tokens.max(anchored.unwrap_or(0));
         let mut history = None;
         let mut size = local;
-        match self.decide(view, frame.size, local, estimate) {
+        match self.decide(view, &budget, frame.size, local, estimate) {
             Action::Keep => {}
             Action::Archive(new, after) => {
                 let Some(writer) = &self.scope.history else {
@@ -509,7 +553,7 @@ impl BeforeLlmCallHook for TurnContext {
                 cache.prune();
             }
             Action::Compact { limit, reason } => {
-                match self.compact(view, frame.size, local, limit, reason).await {
+                match self.compact(view, frame.size, limit, reason).await {
                     Ok(new) => {
                         size = frame.size + cache.total(&new);
                         history = Some(new);
@@ -524,7 +568,6 @@ impl BeforeLlmCallHook for TurnContext {
         *self.last.lock().unwrap_or_else(PoisonError::into_inner) = Some(size);
         let carried = history.as_ref().map_or(view.messages.len(), Vec::len);
         self.sent(&frame, carried);
-        let budget = self.settings.budget(&self.scope.spec);
         let input = if history.is_some() {
             size.tokens
         } else {
@@ -561,67 +604,33 @@ impl Compactor for ContextCompactor {
             return Ok(None);
         }
         let settings = Settings::from(request.context);
-        let Some(stream) = &scope.stream else {
-            return Err(RuntimeError::Unsupported(
-                "this runtime has no model to write a summary with".into(),
-            ));
-        };
         let budget = settings.budget(&scope.spec);
-        let frame = system_size(&request.system_prompt) + tools_size(&request.tools);
         let cache = MeasureCache::default();
-        let limit = Size::new(budget.input_limit, budget.byte_limit.unwrap_or(u64::MAX));
-        let before = frame + cache.total(&request.history);
-        scope.emit(
-            CONTEXT,
-            "compaction_started",
-            json!({"reason": "manual", "before": before, "limit": limit}),
-        );
-        let model = SummaryModel {
-            spec: scope.spec.clone(),
-            stream: stream.clone(),
-        };
         let input = CompactInput {
             history: &request.history,
-            frame,
-            budget,
-            limit,
+            frame: system_size(&request.system_prompt) + tools_size(&request.tools),
+            limit: Size::new(budget.input_limit, budget.byte_limit.unwrap_or(u64::MAX)),
             instructions: request.instructions.as_deref(),
             user_message_tokens: settings.config.user_message_tokens,
             cache: &cache,
         };
-        match compact::compact(input, &model, &CancellationToken::new()).await {
-            Ok(compacted) => {
-                scope.emit(
-                    CONTEXT,
-                    "compaction_finished",
-                    json!({
-                        "reason": "manual",
-                        "before": compacted.before,
-                        "after": compacted.after,
-                        "summary_tokens": compacted.summary_tokens,
-                        "summary_calls": compacted.calls,
-                        "summary_usage": compacted.usage,
-                    }),
-                );
-                Ok(Some(
-                    compacted
-                        .history
-                        .iter()
-                        .map(|m| Message::clone(m))
-                        .collect(),
-                ))
-            }
-            Err(error) => {
-                scope.emit(
-                    CONTEXT,
-                    "compaction_failed",
-                    json!({"reason": "manual", "code": error.code, "error": error.message}),
-                );
-                Err(RuntimeError::Compaction {
-                    code: error.code,
-                    message: error.message,
-                })
-            }
-        }
+        let compacted = summarise(scope, input, Reason::Manual)
+            .await
+            .map_err(|error| RuntimeError::Compaction {
+                code: error.code,
+                message: error.message,
+            })?;
+        scope.emit(
+            CONTEXT,
+            "compaction_finished",
+            serde_json::Value::Object(finished(&compacted, Reason::Manual)),
+        );
+        Ok(Some(
+            compacted
+                .history
+                .iter()
+                .map(|m| Message::clone(m))
+                .collect(),
+        ))
     }
 }
