@@ -10,7 +10,7 @@ use keel_tools::permission::Mode;
 
 use crate::assembly::{ModelChoice, resolve_model};
 use crate::error::RuntimeError;
-use crate::extension::{ExtensionEvents, ReminderMode, SessionChange, TurnScope};
+use crate::extension::{ExtensionEvents, SessionChange, TurnScope};
 use crate::runtime::{Admission, Runtime, Slot};
 
 /// What a compaction strategy is given for the `compact` operation.
@@ -297,35 +297,22 @@ impl Runtime {
         history: Vec<Arc<Message>>,
         instructions: Option<String>,
     ) -> Result<CompactRequest, RuntimeError> {
+        // No turn runs: the scope's turn id is never stored, and its events name no turn.
         let (model, services) = {
             let state = slot.lock();
             (state.model.clone(), state.services.clone())
         };
-        let scope = TurnScope {
-            session_id: slot.id.clone(),
-            turn_id: TurnId::generate(),
-            source: TurnSource::Api,
-            model: model.name.clone(),
-            cwd: self.inner.settings.cwd.clone(),
-            host: Some(services),
-            spec: Arc::new(model.spec.clone()),
-            entry: model.entry.clone(),
-            deadline: None,
-            reminders: ReminderMode::All,
-            session_dir: Some(self.session_dir(&slot.id)),
-            events: ExtensionEvents::new(slot.hub.clone(), None),
-            stream: Some(keel_llm::compose_stream_fn(
-                model.stream.clone(),
-                &self.inner.runner.stream,
-            )),
-            history: None,
-        };
+        let mut scope = self.scope(
+            slot,
+            &model,
+            services,
+            TurnId::generate(),
+            TurnSource::Api,
+            None,
+        );
+        scope.events = ExtensionEvents::new(slot.hub.clone(), None);
         let caps = self.inner.registry.assemble_turn(&scope)?;
-        let mut system_prompt = self.inner.system_prompt.clone();
-        for part in &caps.system_prompt {
-            system_prompt.push_str("\n\n");
-            system_prompt.push_str(part);
-        }
+        let system_prompt = self.system_prompt(&caps.system_prompt);
         let tools = caps.tools.iter().map(|t| t.definition().clone()).collect();
         Ok(CompactRequest {
             session_id: slot.id.clone(),

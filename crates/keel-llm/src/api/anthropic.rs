@@ -159,27 +159,20 @@ pub fn build_cached(
                 fragments.group(br#"{"content":["#, std::slice::from_ref(&part));
             }
             _ if fresh => {
-                fragments.close();
-                if let Some(mut item) = encode_message(message) {
-                    if let Some(last) = item
-                        .get_mut("content")
-                        .and_then(Value::as_array_mut)
-                        .and_then(|content| content.last_mut())
-                    {
-                        mark_cache(last, marker.as_ref());
-                    }
-                    fragments.item(to_json(&item));
-                }
-            }
-            _ => {
-                fragments.close();
-                for item in cache
-                    .items(message, || encode_message(message).into_iter().collect())
-                    .iter()
+                let mut item = encode_message(message);
+                if let Some(last) = item
+                    .as_mut()
+                    .and_then(|item| item.get_mut("content"))
+                    .and_then(Value::as_array_mut)
+                    .and_then(|content| content.last_mut())
                 {
-                    fragments.item(item.clone());
+                    mark_cache(last, marker.as_ref());
                 }
+                let items: Vec<_> = item.iter().map(to_json).collect();
+                fragments.message(&items);
             }
+            _ => fragments
+                .message(&cache.items(message, || encode_message(message).into_iter().collect())),
         }
     }
     wire.spliced = Some(Spliced {

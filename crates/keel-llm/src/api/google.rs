@@ -136,15 +136,8 @@ pub fn build_cached(
                 });
                 fragments.group(br#"{"parts":["#, &parts);
             }
-            _ => {
-                fragments.close();
-                for item in cache
-                    .items(message, || encode_content(message).into_iter().collect())
-                    .iter()
-                {
-                    fragments.item(item.clone());
-                }
-            }
+            _ => fragments
+                .message(&cache.items(message, || encode_content(message).into_iter().collect())),
         }
     }
     wire.spliced = Some(Spliced {

@@ -155,13 +155,16 @@ struct Fragments {
 impl Fragments {
     const COMMA: bytes::Bytes = bytes::Bytes::from_static(b",");
 
-    /// Starts a new item (a comma when one came before).
-    fn item(&mut self, item: bytes::Bytes) {
+    /// Adds a message's own `items` (none, one, or more), after ending the open group: any
+    /// message but a tool result ends one, even one with nothing to send.
+    fn message(&mut self, items: &[bytes::Bytes]) {
         self.close();
-        if !self.out.is_empty() {
-            self.out.push(Self::COMMA);
+        for item in items {
+            if !self.out.is_empty() {
+                self.out.push(Self::COMMA);
+            }
+            self.out.push(item.clone());
         }
-        self.out.push(item);
     }
 
     /// Adds `parts` to the open group, opening it with `head` first.
@@ -183,8 +186,6 @@ impl Fragments {
         }
     }
 
-    /// Ends the open group: any message but a tool result does, even one with nothing to
-    /// send.
     fn close(&mut self) {
         if std::mem::take(&mut self.open) {
             self.out.push(bytes::Bytes::from_static(GROUP_TAIL));

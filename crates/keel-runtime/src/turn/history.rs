@@ -28,54 +28,26 @@ impl HistoryWriter for TurnHistory {
     ) -> Result<Replaced, String> {
         let store = &self.runtime.inner.store;
         let session = &self.slot.id;
-        let before = store
-            .session(session)
-            .await
-            .map_err(|e| format!("cannot read the session before replacing its history: {e}"))?
-            .revision;
-        // Marked before the await, as for every commit of the turn: if the hook's time limit
-        // drops this future after the store wrote the replacement, the turn must fail rather
-        // than keep a cached history the store no longer has.
-        let marked = {
-            let mut failure = self.running.commit_failure();
-            failure
-                .is_none()
-                .then(|| *failure = Some(super::host::UNFINISHED.to_owned()))
-                .is_some()
+        // The turn owns the session (no other process commits to it meanwhile), and its own
+        // commits are serial: nothing to check the revision against.
+        let request = CommitRequest {
+            session_id: session.clone(),
+            turn_id: Some(self.running.turn_id.clone()),
+            operation_id: new_id("op-"),
+            expected_revision: None,
+            op: HistoryOp::Replace {
+                entries: messages
+                    .iter()
+                    .map(|m| Entry::new(Message::clone(m)))
+                    .collect(),
+            },
         };
-        let result = store
-            .commit(CommitRequest {
-                session_id: session.clone(),
-                turn_id: Some(self.running.turn_id.clone()),
-                operation_id: new_id("op-"),
-                // Nothing else may have committed since the turn measured the history.
-                expected_revision: Some(before),
-                op: HistoryOp::Replace {
-                    entries: messages
-                        .iter()
-                        .map(|m| Entry::new(Message::clone(m)))
-                        .collect(),
-                },
-            })
-            .await;
-        let receipt = {
-            let mut failure = self.running.commit_failure();
-            match result {
-                Ok(receipt) => {
-                    if marked {
-                        *failure = None;
-                    }
-                    receipt
-                }
-                Err(error) => {
-                    let message = format!("cannot replace the history: {error}");
-                    if marked {
-                        *failure = Some(message.clone());
-                    }
-                    return Err(message);
-                }
-            }
-        };
+        let receipt = self
+            .running
+            .commit(store, request, "replace the history")
+            .await?;
+        // Every commit makes the next revision: the one before still holds the old history.
+        let before = receipt.revision.saturating_sub(1);
         self.running.replaced(messages);
         if why == Replacement::Compaction {
             self.runtime

@@ -98,9 +98,6 @@ pub(crate) struct CommitHistory {
     pub(crate) turn: Arc<RunningTurn>,
 }
 
-/// What a commit that never finished (timed out or dropped) leaves as the failure.
-pub(crate) const UNFINISHED: &str = "a history commit did not finish (it timed out or was dropped)";
-
 #[async_trait]
 impl HistoryChangedHook for CommitHistory {
     async fn on_history_changed(
@@ -119,34 +116,11 @@ impl HistoryChangedHook for CommitHistory {
             expected_revision: None,
             op: HistoryOp::Append { entries },
         };
-        // Marked before the await: if the runner's hook timeout drops this future, the
-        // turn must not report success for a message that may not be stored.
-        let marked = {
-            let mut failure = self.turn.commit_failure();
-            failure
-                .is_none()
-                .then(|| *failure = Some(UNFINISHED.to_owned()))
-                .is_some()
-        };
-        let result = self.store.commit(request).await;
-        let receipt = {
-            let mut failure = self.turn.commit_failure();
-            match result {
-                Ok(receipt) => {
-                    if marked {
-                        *failure = None;
-                    }
-                    receipt
-                }
-                Err(error) => {
-                    let message = format!("cannot store history: {error}");
-                    if marked || failure.is_none() {
-                        *failure = Some(message.clone());
-                    }
-                    return Err(HookError::new(message));
-                }
-            }
-        };
+        let receipt = self
+            .turn
+            .commit(&self.store, request, "store history")
+            .await
+            .map_err(HookError::new)?;
         self.turn.committed(messages);
         self.acknowledge(messages, receipt.revision).await;
         self.acknowledge_reminders(messages).await;

@@ -16,12 +16,13 @@ use std::time::Instant;
 use futures::FutureExt as _;
 use keel_agent::runner::{TurnInput, TurnResult, TurnRunner, TurnStart};
 use keel_protocol::{
-    ContentBlock, Failure, InputKind, Message, SessionEventBody, TurnOutcome, TurnSource, Usage,
-    UserMessage,
+    ContentBlock, Failure, InputKind, Message, SessionEventBody, TurnId, TurnOutcome, TurnSource,
+    Usage, UserMessage,
 };
 use keel_store::{CommitRequest, HistoryOp, new_id};
 use tokio::sync::oneshot;
 
+use crate::assembly::{ResolvedModel, SessionServices};
 use crate::error::RuntimeError;
 use crate::extension::table::HostHooks;
 use crate::extension::{ExtensionEvents, Lease, ReminderMode, TurnScope};
@@ -261,51 +262,23 @@ impl Runtime {
         let store = &self.inner.store;
         let turn_id = running.turn_id.clone();
         let history = self.turn_history(slot).await?;
-        let (model, services, cwd) = {
+        let (model, services) = {
             let state = slot.lock();
-            (
-                state.model.clone(),
-                state.services.clone(),
-                self.inner.settings.cwd.clone(),
-            )
+            (state.model.clone(), state.services.clone())
         };
-        let scope = TurnScope {
-            session_id: slot.id.clone(),
-            turn_id: turn_id.clone(),
-            source: source.clone(),
-            model: model.name.clone(),
-            cwd,
-            host: Some(services),
-            spec: Arc::new(model.spec.clone()),
-            entry: model.entry.clone(),
-            deadline: options.deadline,
-            reminders: if model_matches(
-                &self
-                    .inner
-                    .settings
-                    .loaded
-                    .config
-                    .disable_system_reminder_models,
-                &model.name,
-            ) {
-                ReminderMode::CriticalOnly
-            } else {
-                ReminderMode::All
-            },
-            session_dir: Some(self.session_dir(&slot.id)),
-            events: ExtensionEvents::new(slot.hub.clone(), Some(turn_id.clone())),
-            // With the runner's wrappers (timeouts, retries, headers, output ceiling), as the
-            // turn's own requests have them.
-            stream: Some(keel_llm::compose_stream_fn(
-                model.stream.clone(),
-                &self.inner.runner.stream,
-            )),
-            history: Some(Arc::new(history::TurnHistory {
-                runtime: self.clone(),
-                slot: slot.clone(),
-                running: running.clone(),
-            })),
-        };
+        let mut scope = self.scope(
+            slot,
+            &model,
+            services,
+            turn_id.clone(),
+            source.clone(),
+            options.deadline,
+        );
+        scope.history = Some(Arc::new(history::TurnHistory {
+            runtime: self.clone(),
+            slot: slot.clone(),
+            running: running.clone(),
+        }));
         let caps = self.inner.registry.assemble_turn(&scope)?;
         // The prompt: the user's input, or every waiting input (claimed now, acknowledged
         // once committed).
@@ -370,11 +343,7 @@ impl Runtime {
             hidden.batch_id = Some(batch);
             prompt.insert(0, Message::User(hidden));
         }
-        let mut system_prompt = self.inner.system_prompt.clone();
-        for part in &caps.system_prompt {
-            system_prompt.push_str("\n\n");
-            system_prompt.push_str(part);
-        }
+        let mut system_prompt = self.system_prompt(&caps.system_prompt);
         if let Some(schema) = &options.output_schema {
             system_prompt.push_str(&schema.instruction());
         }
@@ -422,6 +391,61 @@ impl Runtime {
             scope,
             lease: caps.lease,
         })
+    }
+
+    /// The scope a turn of `slot` with `model` and `services` (or the `compact` operation,
+    /// with a turn id never stored) is assembled for; the history writer is the caller's to
+    /// add.
+    pub(crate) fn scope(
+        &self,
+        slot: &Arc<Slot>,
+        model: &ResolvedModel,
+        services: Arc<SessionServices>,
+        turn_id: TurnId,
+        source: TurnSource,
+        deadline: Option<Instant>,
+    ) -> TurnScope {
+        let disabled = &self
+            .inner
+            .settings
+            .loaded
+            .config
+            .disable_system_reminder_models;
+        TurnScope {
+            session_id: slot.id.clone(),
+            turn_id: turn_id.clone(),
+            source,
+            model: model.name.clone(),
+            cwd: self.inner.settings.cwd.clone(),
+            host: Some(services),
+            spec: Arc::new(model.spec.clone()),
+            entry: model.entry.clone(),
+            deadline,
+            reminders: if model_matches(disabled, &model.name) {
+                ReminderMode::CriticalOnly
+            } else {
+                ReminderMode::All
+            },
+            session_dir: Some(self.session_dir(&slot.id)),
+            events: ExtensionEvents::new(slot.hub.clone(), Some(turn_id)),
+            // With the runner's wrappers (timeouts, retries, headers, output ceiling), as the
+            // turn's own requests have them.
+            stream: Some(keel_llm::compose_stream_fn(
+                model.stream.clone(),
+                &self.inner.runner.stream,
+            )),
+            history: None,
+        }
+    }
+
+    /// keel's system prompt followed by the extensions' `parts`.
+    pub(crate) fn system_prompt(&self, parts: &[String]) -> String {
+        let mut prompt = self.inner.system_prompt.clone();
+        for part in parts {
+            prompt.push_str("\n\n");
+            prompt.push_str(part);
+        }
+        prompt
     }
 
     /// The session's history for the next request, every tool call answered: a resumed

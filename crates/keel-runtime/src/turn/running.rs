@@ -8,7 +8,12 @@ use keel_protocol::{Message, TurnId};
 use tokio::sync::watch;
 use tokio_util::sync::CancellationToken;
 
+use keel_store::{CommitReceipt, CommitRequest, Store};
+
 use crate::permission;
+
+/// What a commit that never finished (timed out or dropped) leaves as the failure.
+const UNFINISHED: &str = "a history commit did not finish (it timed out or was dropped)";
 
 /// A turn that is running.
 pub(crate) struct RunningTurn {
@@ -48,6 +53,42 @@ impl RunningTurn {
         self.commit_failure
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Makes one of the turn's history commits. Marked before the await: if a hook's time
+    /// limit drops the commit after the store wrote it, the turn must not report success
+    /// (nor keep a cached history the store may no longer have); a failure is recorded with
+    /// `what` it tried.
+    pub(crate) async fn commit(
+        &self,
+        store: &Store,
+        request: CommitRequest,
+        what: &str,
+    ) -> Result<CommitReceipt, String> {
+        let marked = {
+            let mut failure = self.commit_failure();
+            failure
+                .is_none()
+                .then(|| *failure = Some(UNFINISHED.to_owned()))
+                .is_some()
+        };
+        let result = store.commit(request).await;
+        let mut failure = self.commit_failure();
+        match result {
+            Ok(receipt) => {
+                if marked {
+                    *failure = None;
+                }
+                Ok(receipt)
+            }
+            Err(error) => {
+                let message = format!("cannot {what}: {error}");
+                if marked || failure.is_none() {
+                    *failure = Some(message.clone());
+                }
+                Err(message)
+            }
+        }
     }
 
     pub(crate) fn committed(&self, messages: &[Arc<Message>]) {
