@@ -272,6 +272,18 @@ fn origin_of(history: &[Arc<Message>], plan: &ContextPlan, call: usize) -> Reque
     }
 }
 
+/// A hook replaced the history for good: later hooks see the replacement, and it wins over
+/// request-only rewrites made before it (sending the old context would undo a compaction).
+fn replace_history(
+    plan: &mut ContextPlan,
+    current: &mut Option<Vec<Arc<Message>>>,
+    messages: Vec<Arc<Message>>,
+) {
+    plan.request_messages = None;
+    *current = Some(messages.clone());
+    plan.replace_history = Some(messages);
+}
+
 /// The runner's implementation of the loop's seams.
 pub(crate) struct TurnLoopHooks {
     pub(crate) shared: Arc<TurnShared>,
@@ -333,11 +345,7 @@ impl LoopHooks for TurnLoopHooks {
                     plan.request_messages = Some(messages);
                 }
                 BeforeLlmAction::ReplaceHistory(messages) => {
-                    // Compaction wins over request-only rewrites made before it: sending
-                    // the uncompacted context would defeat the compaction.
-                    plan.request_messages = None;
-                    current = Some(messages.clone());
-                    plan.replace_history = Some(messages);
+                    replace_history(&mut plan, &mut current, messages);
                 }
                 BeforeLlmAction::Fail { code, message } => {
                     shared.fail(Failure::Context {
@@ -351,9 +359,7 @@ impl LoopHooks for TurnLoopHooks {
                     max_tokens,
                 } => {
                     if let Some(messages) = replacement {
-                        plan.request_messages = None;
-                        current = Some(messages.clone());
-                        plan.replace_history = Some(messages);
+                        replace_history(&mut plan, &mut current, messages);
                     }
                     if let Some(limit) = max_tokens {
                         plan.max_tokens = Some(plan.max_tokens.map_or(limit, |l| l.min(limit)));
