@@ -13,6 +13,7 @@ mod logging;
 mod redact;
 mod sessions;
 mod trust;
+mod tui;
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -21,14 +22,17 @@ use clap::{Parser, Subcommand};
 
 /// keel, a coding agent for the terminal.
 #[derive(Debug, Parser)]
-#[command(name = "keel", version, about)]
+#[command(name = "keel", version, about, args_conflicts_with_subcommands = true)]
 struct Cli {
     /// Write diagnostic logs (spans and events, filtered by KEEL_LOG, else keel's own at
     /// debug) to this file, appended, instead of standard error.
     #[arg(long, global = true, value_name = "PATH")]
     log_file: Option<PathBuf>,
     #[command(subcommand)]
-    command: Command,
+    command: Option<Command>,
+    /// With no command: the interactive TUI.
+    #[command(flatten)]
+    tui: tui::TuiArgs,
 }
 
 #[derive(Debug, Subcommand)]
@@ -45,6 +49,8 @@ enum Command {
     /// Trust this project's keel files (.keel/config.yaml, .keel/permissions.yaml) as they
     /// are now; until then they may only make keel stricter.
     Trust(trust::TrustArgs),
+    /// Pick a stored session of this folder and continue it in the TUI.
+    Resume(Box<tui::TuiArgs>),
 }
 
 fn main() -> ExitCode {
@@ -59,6 +65,12 @@ fn main() -> ExitCode {
         eprintln!("keel: {error}");
         return ExitCode::from(exec::EXIT_USAGE);
     }
+    // The TUI brings its own multi-threaded runtime: drawing must never wait for a turn.
+    let command = match cli.command {
+        None => return finish(tui::run(cli.tui, false)),
+        Some(Command::Resume(args)) => return finish(tui::run(*args, true)),
+        Some(command) => command,
+    };
     let runtime = match tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
@@ -70,16 +82,22 @@ fn main() -> ExitCode {
         }
     };
     let result = runtime.block_on(async {
-        match cli.command {
+        match command {
             Command::Exec(args) => exec::run(*args).await,
             Command::Sessions(args) => sessions::run(args).await.map(|()| ExitCode::SUCCESS),
             Command::Trust(args) => trust::run(&args).map(|()| ExitCode::SUCCESS),
             Command::Feedback(args) => feedback::run(args).await.map(|()| ExitCode::SUCCESS),
             Command::Debug(args) => debug::run(args).await.map(|()| ExitCode::SUCCESS),
+            Command::Resume(_) => Ok(ExitCode::SUCCESS),
         }
     });
     // Tools may leave work behind after an abort; do not wait for it.
     runtime.shutdown_background();
+    finish(result)
+}
+
+/// Prints a failure and maps it onto the exit code table.
+fn finish(result: anyhow::Result<ExitCode>) -> ExitCode {
     match result {
         Ok(code) => code,
         Err(error) => {

@@ -115,6 +115,16 @@ pub enum SessionEventBody {
         #[serde(default)]
         details: serde_json::Value,
     },
+    /// A model response ended: its tokens and the window they count against, so front
+    /// ends can show how full the context is.
+    Usage {
+        /// The turn.
+        turn_id: TurnId,
+        /// The response's tokens (its input is the whole request).
+        usage: Usage,
+        /// The model's context window, in tokens.
+        context_window: u32,
+    },
     /// The session's title, model or permission mode changed.
     SessionUpdated {
         /// The title.

@@ -46,6 +46,10 @@ pub enum ItemBody {
         result: Option<String>,
         /// Where the call stands.
         status: ToolCallStatus,
+        /// The tool's structured details once the call ended (an edit's diff, a command's
+        /// exit code), for front ends that show more than the text.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        details: Option<serde_json::Value>,
     },
 }
 

@@ -170,6 +170,11 @@ impl Prepared {
         self.sandbox
     }
 
+    /// The permission mode new sessions start in.
+    pub fn mode(&self) -> Mode {
+        self.mode
+    }
+
     /// The loaded settings.
     pub fn settings(&self) -> &Settings {
         &self.settings

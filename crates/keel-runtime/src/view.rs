@@ -21,6 +21,7 @@ pub struct TurnView {
     texts: HashMap<(MessageId, ItemKind), OpenText>,
     call_index: HashMap<(MessageId, usize), ToolCallId>,
     calls: HashMap<ToolCallId, CallItem>,
+    context_window: u32,
 }
 
 #[derive(Debug)]
@@ -54,14 +55,15 @@ impl CallItem {
 pub const INTERRUPTED_ITEM: &str = "interrupted";
 
 impl TurnView {
-    /// An empty view of `turn_id`.
-    pub fn new(turn_id: TurnId) -> Self {
+    /// An empty view of `turn_id`, whose model has a window of `context_window` tokens.
+    pub fn new(turn_id: TurnId, context_window: u32) -> Self {
         Self {
             turn_id,
             next: 0,
             texts: HashMap::new(),
             call_index: HashMap::new(),
             calls: HashMap::new(),
+            context_window,
         }
     }
 
@@ -90,6 +92,11 @@ impl TurnView {
                         .collect();
                     self.complete_text(&message_id, ItemKind::Reasoning, thinking, emit);
                     self.complete_text(&message_id, ItemKind::AgentMessage, assistant.text(), emit);
+                    emit(SessionEventBody::Usage {
+                        turn_id: self.turn_id.clone(),
+                        usage: assistant.usage.clone(),
+                        context_window: self.context_window,
+                    });
                 }
                 Message::ToolResult(result) => {
                     // Calls answered without running (blocked, aborted) end here.
@@ -99,7 +106,8 @@ impl TurnView {
                     } else {
                         ToolCallStatus::Completed
                     };
-                    self.end_call(&result.tool_call_id, status, result.text(), emit);
+                    let details = result.details.clone();
+                    self.end_call(&result.tool_call_id, status, result.text(), details, emit);
                 }
                 _ => {}
             },
@@ -169,12 +177,12 @@ impl TurnView {
                 };
                 self.start_call(&tool_call_id, &tool_name, emit);
                 if let Some(status) = ended {
-                    let text = result
-                        .as_deref()
-                        .and_then(Message::as_tool_result)
+                    let ended = result.as_deref().and_then(Message::as_tool_result);
+                    let text = ended
                         .map(keel_protocol::ToolResultMessage::text)
                         .unwrap_or_default();
-                    self.end_call(&tool_call_id, status, text, emit);
+                    let details = ended.and_then(|r| r.details.clone());
+                    self.end_call(&tool_call_id, status, text, details, emit);
                 }
             }
             _ => {}
@@ -274,6 +282,7 @@ impl TurnView {
         id: &ToolCallId,
         result: Option<String>,
         status: ToolCallStatus,
+        details: Option<Value>,
     ) -> ItemBody {
         ItemBody::ToolCall {
             call_id: id.clone(),
@@ -281,6 +290,7 @@ impl TurnView {
             arguments: call.arguments(),
             result,
             status,
+            details,
         }
     }
 
@@ -307,7 +317,7 @@ impl TurnView {
         let item_id: Arc<str> = Arc::from(format!("item_{number}"));
         call.item_id = Some(item_id.clone());
         call.number = number;
-        let body = Self::call_body(call, call_id, None, ToolCallStatus::InProgress);
+        let body = Self::call_body(call, call_id, None, ToolCallStatus::InProgress, None);
         self.next += 1;
         emit(self.item_event(ItemEvent::Started {
             item: Item { id: item_id, body },
@@ -319,6 +329,7 @@ impl TurnView {
         call_id: &ToolCallId,
         status: ToolCallStatus,
         result: String,
+        details: Option<Value>,
         emit: &mut dyn FnMut(SessionEventBody),
     ) {
         let Some(call) = self.calls.get_mut(call_id) else {
@@ -328,7 +339,7 @@ impl TurnView {
             return;
         };
         call.done = true;
-        let body = Self::call_body(call, call_id, Some(result), status);
+        let body = Self::call_body(call, call_id, Some(result), status, details);
         let event = self.item_event(ItemEvent::Completed {
             item: Item { id: item_id, body },
         });
@@ -356,7 +367,13 @@ impl TurnView {
             }));
         }
         for (_, id) in calls {
-            self.end_call(&id, ToolCallStatus::Failed, INTERRUPTED_ITEM.into(), emit);
+            self.end_call(
+                &id,
+                ToolCallStatus::Failed,
+                INTERRUPTED_ITEM.into(),
+                None,
+                emit,
+            );
         }
     }
 }

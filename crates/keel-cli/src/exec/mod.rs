@@ -26,7 +26,11 @@ use keel_runtime::{
 use keel_store::{Durability, Execution, OpenOptions};
 
 use crate::errors::{InternalError, runtime_error};
-pub use input::parse_base_url;
+pub use input::{
+    check_config_file as check_config_file_arg, parse_base_url, parse_model as parse_model_arg,
+    parse_override as parse_override_arg, parse_permission as parse_permission_arg,
+    working_folder as working_folder_arg,
+};
 use output::{ExecSink, Format, Interrupt, RunIds, Stop};
 pub use report::{EXIT_CONFIG, EXIT_FAILED, EXIT_INTERNAL, EXIT_USAGE};
 use report::{ExecError, ExecResult, ExecStatus};
@@ -306,6 +310,11 @@ fn model_choice(args: &ExecArgs) -> anyhow::Result<ModelChoice> {
             base_url: args.base_url.clone(),
         });
     };
+    mock_model(script)
+}
+
+/// A scripted model answering from the JSON file `script`.
+pub fn mock_model(script: &std::path::Path) -> anyhow::Result<ModelChoice> {
     let text = std::fs::read_to_string(script)
         .with_context(|| format!("cannot read the mock script {}", script.display()))?;
     let specs: Vec<ResponseSpec> = serde_json::from_str(&text).with_context(|| {

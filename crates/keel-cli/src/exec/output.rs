@@ -268,6 +268,18 @@ impl SessionSink for ExecSink {
                 json!({"attempt": attempt, "max_retries": max_retries,
                        "delay_ms": delay_ms, "error": failure}),
             ),
+            (
+                SessionEventBody::Usage {
+                    usage,
+                    context_window,
+                    ..
+                },
+                Format::StreamJson,
+            ) => self.emitter().emit(
+                &self.stop,
+                "model.usage",
+                json!({"usage": usage, "context_window": context_window}),
+            ),
             _ => {}
         }
     }

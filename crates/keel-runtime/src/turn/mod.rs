@@ -361,7 +361,7 @@ impl Runtime {
             slot: slot.clone(),
             turn: running.clone(),
             store: store.clone(),
-            view: Mutex::new(TurnView::new(turn_id.clone())),
+            view: Mutex::new(TurnView::new(turn_id.clone(), model.spec.context_window)),
         });
         let input = TurnInput {
             session_id: slot.id.clone(),

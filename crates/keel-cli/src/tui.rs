@@ -1,0 +1,176 @@
+//! `keel [PROMPT]`, `keel --continue`, `keel --session ID` and `keel resume`: the
+//! interactive TUI on the in-process runtime. This module only builds the runtime from the
+//! flags and hands its contract to `keel-tui`.
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::sync::Arc;
+
+use keel_protocol::SessionTarget;
+use keel_runtime::settings::SettingsInput;
+use keel_runtime::{ConversationContract, ModelChoice, Prepared, RuntimeOptions};
+use keel_store::{Durability, Execution, OpenOptions};
+
+use crate::errors::runtime_error;
+use crate::exec::{self, parse_base_url};
+
+/// The interactive mode's flags (they sit on `keel` itself).
+#[derive(Debug, Default, clap::Args)]
+pub struct TuiArgs {
+    /// A first message to send when the session opens.
+    pub prompt: Option<String>,
+    /// Resume the latest session of the working folder.
+    #[arg(long = "continue", conflicts_with = "session")]
+    pub continue_latest: bool,
+    /// Resume this session (its id or a unique prefix of at least 4 characters).
+    #[arg(long, value_name = "ID")]
+    pub session: Option<String>,
+    /// Use the whole screen (the alternate screen) instead of writing above the shell's
+    /// scrollback.
+    #[arg(long)]
+    pub fullscreen: bool,
+    /// The model as provider/model (default: `model` in config).
+    #[arg(long, value_name = "PROVIDER/MODEL", value_parser = exec::parse_model_arg)]
+    pub model: Option<String>,
+    /// Send requests to this base URL instead of the provider's.
+    #[arg(long, value_name = "URL", value_parser = parse_base_url)]
+    pub base_url: Option<String>,
+    /// Permission mode: ask, auto, full or plan (default: config, else auto).
+    #[arg(long, value_name = "MODE", value_parser = exec::parse_permission_arg)]
+    pub permission: Option<keel_tools::permission::Mode>,
+    /// Where bash may write: read-only, workspace-write or danger-full-access.
+    #[arg(long, value_name = "MODE", value_parser = str::parse::<keel_tools::SandboxMode>)]
+    pub sandbox: Option<keel_tools::SandboxMode>,
+    /// Work in this folder instead of the current one.
+    #[arg(long, value_name = "DIR")]
+    pub cwd: Option<PathBuf>,
+    /// Read this configuration file after $KEEL_HOME/config.yaml and .keel/config.yaml.
+    #[arg(long, value_name = "FILE")]
+    pub config: Option<PathBuf>,
+    /// Override one configuration key, for example `-c permission=plan`.
+    #[arg(short = 'c', value_name = "KEY=VALUE", value_parser = exec::parse_override_arg)]
+    pub set: Vec<String>,
+    /// Trust the project's own keel files for this run as they are now.
+    #[arg(long)]
+    pub trust_project: bool,
+    /// Answer from this JSON file of scripted responses instead of a model (tests, demos).
+    #[arg(long, value_name = "FILE", conflicts_with = "model")]
+    pub mock_script: Option<PathBuf>,
+}
+
+/// Runs the TUI; `pick_session` opens the session picker first (`keel resume`).
+pub fn run(args: TuiArgs, pick_session: bool) -> anyhow::Result<ExitCode> {
+    // Refuse before anything starts: the runtime would be built for nobody.
+    use std::io::IsTerminal as _;
+    if !std::io::stdin().is_terminal() || !std::io::stdout().is_terminal() {
+        anyhow::bail!(
+            "keel's interactive mode needs a terminal on standard input and output; for scripts and pipes use `keel exec \"PROMPT\"`"
+        );
+    }
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .thread_name("keel-rt")
+        .enable_all()
+        .build()?;
+    let cwd = exec::working_folder_arg(args.cwd.as_deref())?;
+    if let Some(path) = &args.config {
+        exec::check_config_file_arg(path)?;
+    }
+    let model = match &args.mock_script {
+        Some(script) => exec::mock_model(script)?,
+        None => ModelChoice::Configured {
+            model: args.model.clone(),
+            base_url: args.base_url.clone(),
+        },
+    };
+    let options = RuntimeOptions {
+        settings: SettingsInput {
+            cwd: cwd.clone(),
+            config_file: args.config.clone(),
+            overrides: args.set.clone(),
+            trust_project: args.trust_project,
+            keel_home: None,
+        },
+        model,
+        permission: args.permission,
+        sandbox: args.sandbox,
+        system_prompt: None,
+        max_steps: None,
+        // Questions go to the user through the permission prompt.
+        interactive: true,
+        extensions: Vec::new(),
+        host_extensions: Vec::new(),
+        compactor: None,
+    };
+    let prepared = Prepared::new(keel_extensions::with_harness(options)).map_err(runtime_error)?;
+    let durable = prepared.settings().loaded.config.durable.unwrap_or(false);
+    let info = keel_tui::Info {
+        cwd,
+        model: prepared.model_name().to_owned(),
+        mode: prepared.mode().to_string(),
+        sandbox: prepared.sandbox().name().to_owned(),
+        models: model_names(),
+        keel_home: prepared.settings().keel_home.clone(),
+        warnings: prepared.warnings.clone(),
+    };
+    let store = OpenOptions {
+        durability: if durable {
+            Durability::Full
+        } else {
+            Durability::Normal
+        },
+        // The writer thread: a commit never blocks the thread that draws.
+        execution: Execution::WriterThread,
+    };
+    let started = runtime
+        .block_on(keel_runtime::start(prepared, store))
+        .map_err(runtime_error)?;
+    let target = match (&args.session, args.continue_latest) {
+        (Some(id), _) => SessionTarget::Id { id: id.clone() },
+        (None, true) => SessionTarget::Latest,
+        (None, false) => SessionTarget::New {
+            title: args.prompt.as_deref().map(keel_runtime::sessions::title_of),
+        },
+    };
+    // --continue in a folder without sessions: say so before taking over the terminal.
+    if matches!(target, SessionTarget::Latest) {
+        let cwd = info.cwd.to_string_lossy().into_owned();
+        let sessions = runtime.block_on(started.store().list_sessions(Some(cwd.clone()), 1))?;
+        if sessions.is_empty() {
+            anyhow::bail!("no session to continue in {cwd}: run `keel` without --continue first");
+        }
+    }
+    let contract: Arc<dyn ConversationContract> = Arc::new(started.clone());
+    let launch = keel_tui::Launch {
+        contract,
+        handle: runtime.handle().clone(),
+        info,
+        target,
+        prompt: args.prompt,
+        fullscreen: args.fullscreen,
+        pick_session,
+    };
+    let ended = keel_tui::run(launch);
+    if let Err(failure) = runtime.block_on(started.sync()) {
+        eprintln!("keel: warning: cannot flush the session log to disk: {failure}");
+    }
+    runtime.shutdown_timeout(std::time::Duration::from_millis(500));
+    let ended = ended?;
+    if let Some(id) = ended.session_id {
+        println!("keel --session {id}   resumes this session");
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// Every model the registry knows, as provider/model.
+fn model_names() -> Vec<String> {
+    let Ok(registry) = keel_llm::registry::Registry::builtin() else {
+        return Vec::new();
+    };
+    let mut names: Vec<String> = registry
+        .providers()
+        .flat_map(|(provider, p)| p.models.keys().map(move |m| format!("{provider}/{m}")))
+        .collect();
+    names.sort();
+    names
+}

@@ -1,0 +1,828 @@
+//! Slash commands and the replies of the operations they send.
+
+use std::collections::HashMap;
+use std::path::PathBuf;
+
+use keel_protocol::{ContentBlock, InputKind, Message, Op, SessionTarget, ToolCallStatus};
+use keel_runtime::Reply;
+use keel_store::StoredEntry;
+use ratatui::style::{Color, Modifier, Style};
+use ratatui::text::{Line, Span};
+
+use super::popup::{PickItem, Picker, PickerKind, Popup};
+use super::{App, Effect, Tag, short_count};
+use crate::cells::{Cell, Tone, ToolCell};
+
+/// What `/init` asks the model.
+pub const INIT_PROMPT: &str = "Look through this repository (its layout, build and test commands, code style, and anything a newcomer would trip over) and write an AGENTS.md at its root for coding agents working here: short sections for the project's purpose, how to build, test and lint, the code layout, and conventions to follow. If an AGENTS.md exists, improve it instead of starting over.";
+
+fn user_text(message: &Message) -> Option<String> {
+    match message {
+        Message::User(user) if !user.hidden => {
+            let text: String = user
+                .content
+                .iter()
+                .filter_map(|b| match b {
+                    ContentBlock::Text(t) => Some(t.text.as_str()),
+                    _ => None,
+                })
+                .collect();
+            Some(text)
+        }
+        _ => None,
+    }
+}
+
+/// The revision history had just before `index` (0 when nothing came before).
+fn revision_before(entries: &[StoredEntry], index: usize) -> u64 {
+    entries[..index]
+        .iter()
+        .map(|e| e.revision)
+        .max()
+        .unwrap_or(0)
+}
+
+impl App {
+    /// Runs a slash command.
+    pub(super) fn run_command(&mut self, name: &str, args: &str, effects: &mut Vec<Effect>) {
+        let Some(command) = self.catalog.find(name).cloned() else {
+            self.notice(Tone::Error, format!("unknown command /{name} (try /help)"));
+            return;
+        };
+        if self.busy() && !command.while_running {
+            self.notice(
+                Tone::Warn,
+                format!("Stop the running turn before using /{}", command.name),
+            );
+            return;
+        }
+        let session_id = self.session_id();
+        let history_of = |tag: Tag| {
+            session_id.clone().map(|session_id| {
+                Effect::Call(
+                    tag,
+                    Op::GetMessages {
+                        session_id,
+                        revision: None,
+                    },
+                )
+            })
+        };
+        match command.name {
+            "help" => self.help(),
+            "new" => effects.push(Effect::Call(
+                Tag::Open,
+                Op::OpenSession {
+                    target: SessionTarget::New { title: None },
+                },
+            )),
+            "sessions" => {
+                self.sessions_filter = args.to_owned();
+                effects.push(Effect::Call(
+                    Tag::Sessions,
+                    Op::ListSessions {
+                        cwd: Some(self.info.cwd.to_string_lossy().into_owned()),
+                        limit: 500,
+                    },
+                ));
+            }
+            "model" => {
+                let items = self
+                    .info
+                    .models
+                    .iter()
+                    .map(|m| PickItem {
+                        label: m.clone(),
+                        detail: if *m == self.info.model {
+                            "current".into()
+                        } else {
+                            String::new()
+                        },
+                        value: m.clone(),
+                        revision: None,
+                    })
+                    .collect();
+                let mut picker = Picker::new(PickerKind::Model, "Model for the next turns", items);
+                picker.filter = args.to_owned();
+                if picker.visible().len() == 1
+                    && let Some(item) = picker.current()
+                {
+                    self.picked(PickerKind::Model, item, effects);
+                } else {
+                    self.popup = Some(Popup::Picker(picker));
+                }
+            }
+            "permission" => {
+                if super::input::MODES.contains(&args) {
+                    self.set_mode(args, effects);
+                } else if !args.is_empty() {
+                    self.notice(
+                        Tone::Error,
+                        format!("unknown permission mode `{args}` (use ask, auto, full or plan)"),
+                    );
+                } else {
+                    let items = [
+                        ("ask", "ask before anything that writes or runs"),
+                        (
+                            "auto",
+                            "edit the workspace and run safe commands; ask for the rest",
+                        ),
+                        ("full", "no questions; the sandbox still applies"),
+                        (
+                            "plan",
+                            "read-only investigation; only the plan file is written",
+                        ),
+                    ]
+                    .iter()
+                    .map(|(m, d)| PickItem {
+                        label: (*m).to_owned(),
+                        detail: (*d).to_owned(),
+                        value: (*m).to_owned(),
+                        revision: None,
+                    })
+                    .collect();
+                    self.popup = Some(Popup::Picker(Picker::new(
+                        PickerKind::Permission,
+                        "Permission mode",
+                        items,
+                    )));
+                }
+            }
+            "sandbox" => {
+                let text = if args.is_empty() || args == self.info.sandbox {
+                    format!("commands run in the {} sandbox", self.info.sandbox)
+                } else {
+                    format!(
+                        "commands run in the {} sandbox; it is fixed for the process: start keel with --sandbox {args} to change it",
+                        self.info.sandbox
+                    )
+                };
+                self.notice(Tone::Info, text);
+            }
+            "plan" => match args {
+                "" | "on" => {
+                    if self.info.mode != "plan" {
+                        self.mode_before_plan = Some(self.info.mode.clone());
+                        self.set_mode("plan", effects);
+                    }
+                }
+                "off" => {
+                    let back = self
+                        .mode_before_plan
+                        .take()
+                        .unwrap_or_else(|| "auto".into());
+                    self.set_mode(&back, effects);
+                }
+                other => self.notice(Tone::Error, format!("/plan takes on or off, not `{other}`")),
+            },
+            "compact" => {
+                if let Some(session_id) = session_id {
+                    self.notice(Tone::Info, "compacting the conversation…");
+                    let instructions = (!args.is_empty()).then(|| args.to_owned());
+                    effects.push(Effect::Call(
+                        Tag::Compact,
+                        Op::Compact {
+                            session_id,
+                            instructions,
+                        },
+                    ));
+                }
+            }
+            "status" => self.status(),
+            "usage" => {
+                let u = &self.usage;
+                let lines = vec![
+                    Line::styled(
+                        "Usage of this session",
+                        Style::new().add_modifier(Modifier::BOLD),
+                    ),
+                    Line::from(format!("  input        {}", short_count(u.input))),
+                    Line::from(format!("  cache read   {}", short_count(u.cache_read))),
+                    Line::from(format!("  cache write  {}", short_count(u.cache_write))),
+                    Line::from(format!(
+                        "  output       {} ({} reasoning)",
+                        short_count(u.output),
+                        short_count(u.reasoning)
+                    )),
+                    Line::from(format!("  cost         ${:.4}", u.cost.total)),
+                ];
+                self.push(Cell::Info(lines));
+            }
+            "context" => effects.extend(history_of(Tag::Context)),
+            "diff" => effects.push(Effect::GitDiff),
+            "export" => {
+                let path = if args.is_empty() {
+                    let id = session_id.as_ref().map_or("session", |s| s.as_str());
+                    self.info.cwd.join(format!("keel-{id}.md"))
+                } else {
+                    let path = PathBuf::from(args);
+                    if path.is_absolute() {
+                        path
+                    } else {
+                        self.info.cwd.join(path)
+                    }
+                };
+                effects.extend(history_of(Tag::Export(path)));
+            }
+            "copy" => {
+                let last = self.transcript.iter().rev().find_map(|c| match c {
+                    Cell::Answer(text) => Some(text.clone()),
+                    _ => None,
+                });
+                match last {
+                    Some(text) => {
+                        effects.push(Effect::Copy(text));
+                        self.notice(Tone::Info, "copied the last answer");
+                    }
+                    None => self.notice(Tone::Warn, "no answer to copy yet"),
+                }
+            }
+            "fork" => {
+                if let Some(session_id) = session_id {
+                    effects.push(Effect::Call(
+                        Tag::Fork(None),
+                        Op::ForkSession {
+                            session_id,
+                            revision: None,
+                        },
+                    ));
+                }
+            }
+            "rewind" => self.open_rewind(effects),
+            "rename" => match (args.is_empty(), session_id) {
+                (true, _) => self.notice(Tone::Error, "/rename needs a title"),
+                (false, Some(session_id)) => effects.push(Effect::Call(
+                    Tag::Plain("cannot rename"),
+                    Op::UpdateSession {
+                        session_id,
+                        title: Some(args.to_owned()),
+                        model: None,
+                        mode: None,
+                    },
+                )),
+                _ => {}
+            },
+            "retry" => effects.extend(history_of(Tag::RetryFind)),
+            "queue" => {
+                if self.queue.is_empty() {
+                    self.notice(Tone::Info, "nothing is queued");
+                } else {
+                    let items = self
+                        .queue
+                        .iter()
+                        .map(|e| PickItem {
+                            label: super::input::first_line(&e.text),
+                            detail: if e.kind == InputKind::Steer {
+                                "steer".into()
+                            } else {
+                                "follow-up".into()
+                            },
+                            value: e.id.clone(),
+                            revision: None,
+                        })
+                        .collect();
+                    self.popup = Some(Popup::Picker(Picker::new(
+                        PickerKind::Queue,
+                        "Queued messages (enter: edit, ctrl+d: cancel)",
+                        items,
+                    )));
+                }
+            }
+            "init" => self.start_turn(INIT_PROMPT.to_owned(), effects),
+            "quit" => {
+                self.quitting = true;
+                if self.busy()
+                    && let Some(session_id) = session_id
+                {
+                    effects.push(Effect::Call(
+                        Tag::Plain("cannot interrupt"),
+                        Op::Abort { session_id },
+                    ));
+                }
+                effects.push(Effect::Exit);
+            }
+            other => self.notice(Tone::Error, format!("/{other} is not available here")),
+        }
+    }
+
+    pub(super) fn open_rewind(&mut self, effects: &mut Vec<Effect>) {
+        if let Some(session_id) = self.session_id() {
+            effects.push(Effect::Call(
+                Tag::RewindList,
+                Op::GetMessages {
+                    session_id,
+                    revision: None,
+                },
+            ));
+        }
+    }
+
+    fn help(&mut self) {
+        let bold = Style::new().add_modifier(Modifier::BOLD);
+        let dim = Style::new().fg(Color::DarkGray);
+        let mut lines = vec![Line::styled("Commands", bold)];
+        for c in self.catalog.all() {
+            let mut name = format!("/{}", c.name);
+            if !c.args.is_empty() {
+                name.push(' ');
+                name.push_str(c.args);
+            }
+            let mut spans = vec![
+                Span::raw(format!("  {name:<28} ")),
+                Span::raw(c.description),
+            ];
+            if !c.aliases.is_empty() {
+                spans.push(Span::styled(
+                    format!(" (also /{})", c.aliases.join(", /")),
+                    dim,
+                ));
+            }
+            lines.push(Line::from(spans));
+        }
+        lines.push(Line::styled("Keys", bold));
+        let keys = [
+            (
+                crate::keys::Action::Submit,
+                "send; while a turn runs, steer it",
+            ),
+            (
+                crate::keys::Action::Queue,
+                "queue a follow-up for after the turn",
+            ),
+            (crate::keys::Action::Newline, "new line"),
+            (
+                crate::keys::Action::Interrupt,
+                "interrupt; twice on an empty composer: rewind",
+            ),
+            (crate::keys::Action::CycleMode, "cycle the permission mode"),
+            (crate::keys::Action::Clear, "clear; twice: quit"),
+            (crate::keys::Action::Exit, "quit when the composer is empty"),
+            (crate::keys::Action::HistorySearch, "search sent prompts"),
+            (crate::keys::Action::Todos, "the todo list"),
+            (crate::keys::Action::Editor, "edit the draft in $EDITOR"),
+            (
+                crate::keys::Action::ToggleExpand,
+                "the full transcript, expanded",
+            ),
+            (
+                crate::keys::Action::PullQueued,
+                "take the last queued message back",
+            ),
+        ];
+        for (action, what) in keys {
+            let bound = self.keys.keys_of(action).join(", ");
+            lines.push(Line::from(vec![
+                Span::raw(format!("  {bound:<28} ")),
+                Span::raw(what),
+            ]));
+        }
+        lines.push(Line::styled(
+            "  @ completes files, / commands; keys can be changed in $KEEL_HOME/keybindings.yaml",
+            dim,
+        ));
+        self.push(Cell::Info(lines));
+    }
+
+    fn status(&mut self) {
+        let bold = Style::new().add_modifier(Modifier::BOLD);
+        let mut lines = vec![Line::styled("Status", bold)];
+        if let Some(s) = &self.session {
+            lines.push(Line::from(format!("  session      {} ({})", s.id, s.title)));
+            lines.push(Line::from(format!(
+                "  messages     {} at revision {}",
+                s.length, s.revision
+            )));
+        }
+        lines.push(Line::from(format!(
+            "  folder       {}",
+            self.info.cwd.display()
+        )));
+        lines.push(Line::from(format!("  model        {}", self.info.model)));
+        lines.push(Line::from(format!("  permission   {}", self.info.mode)));
+        lines.push(Line::from(format!("  sandbox      {}", self.info.sandbox)));
+        if let Some((used, window)) = self.context {
+            lines.push(Line::from(format!(
+                "  context      {} of {} tokens",
+                short_count(used),
+                short_count(u64::from(window))
+            )));
+        }
+        self.push(Cell::Info(lines));
+    }
+
+    /// A picker row was chosen.
+    pub(super) fn picked(&mut self, kind: PickerKind, item: PickItem, effects: &mut Vec<Effect>) {
+        let Some(session_id) = self.session_id() else {
+            return;
+        };
+        match kind {
+            PickerKind::Model => effects.push(Effect::Call(
+                Tag::Plain("cannot change the model"),
+                Op::UpdateSession {
+                    session_id,
+                    title: None,
+                    model: Some(item.value),
+                    mode: None,
+                },
+            )),
+            PickerKind::Permission => self.set_mode(&item.value, effects),
+            PickerKind::Sessions => {
+                if item.value != session_id.as_str() {
+                    effects.push(Effect::Call(
+                        Tag::Open,
+                        Op::OpenSession {
+                            target: SessionTarget::Id { id: item.value },
+                        },
+                    ));
+                }
+            }
+            PickerKind::Rewind => {
+                let revision = item.revision.filter(|r| *r > 0);
+                effects.push(Effect::Call(
+                    Tag::Fork(Some(item.value)),
+                    Op::ForkSession {
+                        session_id,
+                        revision,
+                    },
+                ));
+            }
+            PickerKind::Queue => {
+                if let Some(entry) = self.queue.iter().find(|e| e.id == item.value) {
+                    self.composer.set(&entry.text);
+                    self.editing_queued = Some(entry.id.clone());
+                    self.notice(
+                        Tone::Info,
+                        "editing the queued message: Enter saves it, Ctrl+C leaves it as it was",
+                    );
+                }
+            }
+            PickerKind::History => self.composer.set(&item.value),
+        }
+    }
+
+    pub(super) fn on_reply(&mut self, tag: Tag, reply: Reply, effects: &mut Vec<Effect>) {
+        match (tag, reply) {
+            (_, Reply::Queue(queue)) => self.queue = queue,
+            (Tag::Open, Reply::Opened(opened)) => {
+                let record = opened.record;
+                let resumed = opened.start == keel_runtime::SessionStart::Resumed;
+                let switching = self.session.as_ref().is_some_and(|s| s.id != record.id);
+                if switching {
+                    self.live.finish();
+                    self.usage = Default::default();
+                    self.context = None;
+                    self.todos.clear();
+                    self.queue.clear();
+                }
+                self.info.model = record.model.clone();
+                effects.push(Effect::Subscribe(record.id.clone()));
+                let what = if resumed { "resumed" } else { "new" };
+                self.push(Cell::Notice(
+                    Tone::Info,
+                    format!("{what} session {} · {}", record.id, self.info.cwd.display()),
+                ));
+                let id = record.id.clone();
+                self.session = Some(record);
+                if resumed {
+                    effects.push(Effect::Call(
+                        Tag::History,
+                        Op::GetMessages {
+                            session_id: id.clone(),
+                            revision: None,
+                        },
+                    ));
+                    effects.push(Effect::Call(
+                        Tag::Plain("cannot read the queue"),
+                        Op::ListQueue { session_id: id },
+                    ));
+                }
+                if let Some(text) = self.initial_prompt.take() {
+                    self.start_turn(text, effects);
+                }
+            }
+            (Tag::History, Reply::Messages(entries)) => self.show_history(&entries),
+            (Tag::Sessions, Reply::Sessions(sessions)) => {
+                let items = sessions
+                    .into_iter()
+                    .map(|s| PickItem {
+                        detail: format!("{} · {} messages · {}", s.id, s.length, age(s.updated_ms)),
+                        label: s.title,
+                        value: s.id.to_string(),
+                        revision: None,
+                    })
+                    .collect();
+                let mut picker = Picker::new(
+                    PickerKind::Sessions,
+                    "Sessions (enter: resume, ctrl+r: rename, ctrl+d twice: delete)",
+                    items,
+                );
+                picker.filter = std::mem::take(&mut self.sessions_filter);
+                self.popup = Some(Popup::Picker(picker));
+            }
+            (Tag::RewindList, Reply::Messages(entries)) => {
+                let items: Vec<PickItem> = entries
+                    .iter()
+                    .enumerate()
+                    .filter_map(|(i, e)| {
+                        let text = user_text(&e.message)?;
+                        Some(PickItem {
+                            label: super::input::first_line(&text),
+                            detail: age(e.created_ms),
+                            value: text,
+                            revision: Some(revision_before(&entries, i)),
+                        })
+                    })
+                    .rev()
+                    .collect();
+                if items.is_empty() {
+                    self.notice(Tone::Info, "no earlier message to go back to");
+                } else {
+                    self.popup = Some(Popup::Picker(Picker::new(
+                        PickerKind::Rewind,
+                        "Go back to before… (a fork; this session stays as it is)",
+                        items,
+                    )));
+                }
+            }
+            (Tag::Fork(text), Reply::Session(record)) => {
+                self.notice(Tone::Info, format!("forked into {}", record.id));
+                effects.push(Effect::Call(
+                    Tag::Open,
+                    Op::OpenSession {
+                        target: SessionTarget::Id {
+                            id: record.id.to_string(),
+                        },
+                    },
+                ));
+                if let Some(text) = text {
+                    self.composer.set(&text);
+                }
+            }
+            (Tag::TakeBack(text), Reply::Messages(entries)) => {
+                let found = entries
+                    .iter()
+                    .enumerate()
+                    .rev()
+                    .find(|(_, e)| user_text(&e.message).as_deref() == Some(text.as_str()));
+                // Only when nothing was answered after it (the last visible message).
+                if let (Some((index, _)), Some(session_id)) = (found, self.session_id())
+                    && entries[index + 1..]
+                        .iter()
+                        .all(|e| e.message.as_assistant().is_none())
+                {
+                    let revision = revision_before(&entries, index);
+                    if revision > 0 {
+                        effects.push(Effect::Call(
+                            Tag::Plain("cannot take the unanswered message back"),
+                            Op::RewindSession {
+                                session_id,
+                                revision,
+                            },
+                        ));
+                    }
+                }
+            }
+            (Tag::RetryFind, Reply::Messages(entries)) => {
+                let found = entries
+                    .iter()
+                    .enumerate()
+                    .rev()
+                    .find_map(|(i, e)| user_text(&e.message).map(|t| (i, t)));
+                match (found, self.session_id()) {
+                    (Some((index, text)), Some(session_id)) => {
+                        let revision = revision_before(&entries, index);
+                        effects.push(Effect::Call(
+                            Tag::Retry(text),
+                            Op::RewindSession {
+                                session_id,
+                                revision,
+                            },
+                        ));
+                    }
+                    _ => self.notice(Tone::Info, "no message to ask again"),
+                }
+            }
+            (Tag::Retry(text), Reply::Revision(_)) => {
+                self.notice(Tone::Info, "asking the last message again");
+                self.start_turn(text, effects);
+            }
+            (Tag::Compact, Reply::Revision(revision)) => match revision {
+                Some(_) => self.notice(Tone::Info, "conversation compacted"),
+                None => self.notice(Tone::Info, "nothing to compact"),
+            },
+            (Tag::Export(path), Reply::Messages(entries)) => {
+                effects.push(Effect::Write(path, export_markdown(&entries)));
+            }
+            (Tag::Context, Reply::Messages(entries)) => self.context_report(&entries),
+            _ => {}
+        }
+    }
+
+    /// A resumed session's history as cells.
+    fn show_history(&mut self, entries: &[StoredEntry]) {
+        let mut calls: HashMap<String, (String, serde_json::Value)> = HashMap::new();
+        for entry in entries {
+            match &entry.message {
+                Message::User(_) => {
+                    if let Some(text) = user_text(&entry.message) {
+                        self.history.push(text.clone());
+                        self.push(Cell::User(text));
+                    }
+                }
+                Message::Assistant(a) => {
+                    self.usage += a.usage.clone();
+                    let thinking: String = a
+                        .content
+                        .iter()
+                        .filter_map(|b| match b {
+                            ContentBlock::Thinking(t) => Some(t.thinking.as_str()),
+                            _ => None,
+                        })
+                        .collect();
+                    if !thinking.trim().is_empty() {
+                        self.push(Cell::Reasoning(thinking));
+                    }
+                    let text = a.text();
+                    if !text.trim().is_empty() {
+                        self.push(Cell::Answer(text));
+                    }
+                    for call in a.tool_calls() {
+                        calls.insert(
+                            call.id.to_string(),
+                            (call.name.clone(), call.arguments.clone()),
+                        );
+                        if call.name == "todowrite"
+                            && let Some(todos) =
+                                call.arguments.get("todos").and_then(|t| t.as_array())
+                        {
+                            self.todos = todos.clone();
+                        }
+                    }
+                }
+                Message::ToolResult(r) => {
+                    let (name, arguments) = calls
+                        .remove(r.tool_call_id.as_str())
+                        .unwrap_or_else(|| (r.tool_name.clone(), serde_json::Value::Null));
+                    self.push(Cell::Tool(ToolCell {
+                        name,
+                        arguments,
+                        result: Some(r.text()),
+                        details: r.details.clone(),
+                        status: if r.is_error {
+                            ToolCallStatus::Failed
+                        } else {
+                            ToolCallStatus::Completed
+                        },
+                        elapsed: None,
+                    }));
+                }
+                Message::Host(h) if h.kind == "compaction" => {
+                    self.notice(
+                        Tone::Info,
+                        "earlier conversation was compacted into a summary",
+                    );
+                }
+                _ => {}
+            }
+        }
+        // The last response's usage says how full the context is.
+        if let Some(last) = entries.iter().rev().find_map(|e| e.message.as_assistant()) {
+            let u = &last.usage;
+            let used = u.input + u.cache_read + u.cache_write + u.output;
+            if used > 0 {
+                self.context = Some((used, self.context.map_or(0, |(_, w)| w)));
+            }
+        }
+    }
+
+    fn context_report(&mut self, entries: &[StoredEntry]) {
+        // Characters over four: an estimate, labelled as one; the exact size of the last
+        // request is its reported usage.
+        let mut parts: [(&str, usize); 5] = [
+            ("your messages", 0),
+            ("answers", 0),
+            ("reasoning", 0),
+            ("tool calls", 0),
+            ("tool results", 0),
+        ];
+        for entry in entries {
+            match &entry.message {
+                Message::User(u) => {
+                    let chars: usize = u.content.iter().map(block_chars).sum();
+                    parts[0].1 += chars;
+                }
+                Message::Assistant(a) => {
+                    for block in &a.content {
+                        let slot = match block {
+                            ContentBlock::Thinking(_) => 2,
+                            ContentBlock::ToolCall(_) => 3,
+                            _ => 1,
+                        };
+                        parts[slot].1 += block_chars(block);
+                    }
+                }
+                Message::ToolResult(r) => {
+                    parts[4].1 += r.content.iter().map(block_chars).sum::<usize>()
+                }
+                _ => {}
+            }
+        }
+        let bold = Style::new().add_modifier(Modifier::BOLD);
+        let mut lines = vec![Line::styled("Context", bold)];
+        let history: usize = parts.iter().map(|(_, c)| c / 4).sum();
+        if let Some((used, window)) = self.context {
+            let percent = if window > 0 {
+                used as f64 * 100.0 / f64::from(window)
+            } else {
+                0.0
+            };
+            lines.push(Line::from(format!(
+                "  last request  {} tokens{}",
+                short_count(used),
+                if window > 0 {
+                    format!(" of {} ({percent:.0}%)", short_count(u64::from(window)))
+                } else {
+                    String::new()
+                }
+            )));
+            let frame = used.saturating_sub(history as u64);
+            lines.push(Line::from(format!(
+                "  system prompt and tools  ≈{}",
+                short_count(frame)
+            )));
+        }
+        for (name, chars) in parts {
+            lines.push(Line::from(format!(
+                "  {name:<24} ≈{}",
+                short_count((chars / 4) as u64)
+            )));
+        }
+        self.push(Cell::Info(lines));
+    }
+}
+
+fn block_chars(block: &ContentBlock) -> usize {
+    match block {
+        ContentBlock::Text(t) => t.text.len(),
+        ContentBlock::Thinking(t) => t.thinking.len(),
+        ContentBlock::ToolCall(c) => c.name.len() + c.arguments.to_string().len(),
+        // An image costs roughly a fixed amount whatever its bytes.
+        _ => 6000,
+    }
+}
+
+/// "5 min ago", "3 h ago", "2 d ago".
+fn age(ms: i64) -> String {
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_millis() as i64);
+    let secs = (now - ms).max(0) / 1000;
+    match secs {
+        0..60 => "just now".into(),
+        60..3600 => format!("{} min ago", secs / 60),
+        3600..86400 => format!("{} h ago", secs / 3600),
+        _ => format!("{} d ago", secs / 86400),
+    }
+}
+
+/// The conversation as Markdown: user messages, answers and tool calls.
+pub fn export_markdown(entries: &[StoredEntry]) -> String {
+    let mut out = String::new();
+    for entry in entries {
+        match &entry.message {
+            Message::User(_) => {
+                if let Some(text) = user_text(&entry.message) {
+                    out.push_str("## You\n\n");
+                    out.push_str(text.trim());
+                    out.push_str("\n\n");
+                }
+            }
+            Message::Assistant(a) => {
+                let text = a.text();
+                if !text.trim().is_empty() {
+                    out.push_str("## keel\n\n");
+                    out.push_str(text.trim());
+                    out.push_str("\n\n");
+                }
+                for call in a.tool_calls() {
+                    out.push_str(&format!(
+                        "**Tool call** `{}`\n\n```json\n{}\n```\n\n",
+                        call.name, call.arguments
+                    ));
+                }
+            }
+            Message::ToolResult(r) => {
+                let text = r.text();
+                let fence = if text.contains("```") { "````" } else { "```" };
+                out.push_str(&format!(
+                    "**Result** of `{}`{}\n\n{fence}\n{}\n{fence}\n\n",
+                    r.tool_name,
+                    if r.is_error { " (error)" } else { "" },
+                    text.trim_end()
+                ));
+            }
+            _ => {}
+        }
+    }
+    out
+}

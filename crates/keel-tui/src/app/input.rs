@@ -1,0 +1,656 @@
+//! Keys and pastes: popups first, then the bound actions, then the composer's editing.
+
+use std::time::Instant;
+
+use crossterm::event::{Event, KeyCode, KeyEvent, KeyEventKind, KeyModifiers};
+use keel_protocol::{InputKind, Op, PermissionAnswer};
+
+use super::popup::{PickItem, Picker, PickerKind, Popup, Stage};
+use super::{App, DOUBLE_PRESS, Effect, Tag};
+use crate::cells::{Cell, Tone};
+use crate::keys::Action;
+
+/// The permission modes Shift+Tab cycles through, in order.
+pub const MODES: [&str; 4] = ["ask", "auto", "full", "plan"];
+
+impl App {
+    pub(super) fn term_event(&mut self, event: Event, effects: &mut Vec<Effect>) {
+        match event {
+            Event::Key(key) if key.kind != KeyEventKind::Release => self.key(key, effects),
+            Event::Paste(text) => {
+                if let Some(Popup::Permission(p)) = &mut self.popup
+                    && let Stage::Reason(reason) = &mut p.stage
+                {
+                    reason.paste(&text);
+                    return;
+                }
+                self.composer.paste(&text);
+                self.refresh_popup();
+            }
+            Event::Resize(width, _) => self.width = width,
+            _ => {}
+        }
+    }
+
+    fn key(&mut self, key: KeyEvent, effects: &mut Vec<Effect>) {
+        if self.popup.is_some() && self.popup_key(key, effects) {
+            return;
+        }
+        let action = self.keys.action(&key);
+        if action != Some(Action::Interrupt) {
+            self.last_esc = None;
+        }
+        if action != Some(Action::Clear) {
+            self.last_ctrl_c = None;
+        }
+        match action {
+            Some(Action::Submit) => self.submit(InputKind::Steer, effects),
+            Some(Action::Queue) => self.submit(InputKind::FollowUp, effects),
+            Some(Action::Newline) => self.composer.insert("\n"),
+            Some(Action::Interrupt) => self.interrupt(effects),
+            Some(Action::CycleMode) => {
+                let at = MODES.iter().position(|m| *m == self.info.mode).unwrap_or(0);
+                let next = MODES[(at + 1) % MODES.len()];
+                self.set_mode(next, effects);
+            }
+            Some(Action::Clear) => {
+                if !self.composer.is_empty() {
+                    self.composer.clear();
+                    self.editing_queued = None;
+                    self.last_ctrl_c = Some(Instant::now());
+                } else if self.last_ctrl_c.is_some_and(|t| t.elapsed() < DOUBLE_PRESS) {
+                    self.quit(effects);
+                } else {
+                    self.last_ctrl_c = Some(Instant::now());
+                    self.notice(Tone::Info, "press Ctrl+C again to quit");
+                }
+            }
+            Some(Action::Exit) => {
+                if self.composer.is_empty() {
+                    self.quit(effects);
+                } else {
+                    self.composer.delete();
+                }
+            }
+            Some(Action::HistorySearch) => {
+                let items = self
+                    .history
+                    .iter()
+                    .rev()
+                    .map(|text| PickItem {
+                        label: text.lines().next().unwrap_or_default().to_owned(),
+                        detail: String::new(),
+                        value: text.clone(),
+                        revision: None,
+                    })
+                    .collect();
+                self.popup = Some(Popup::Picker(Picker::new(
+                    PickerKind::History,
+                    "Search prompts",
+                    items,
+                )));
+            }
+            Some(Action::Todos) => self.popup = Some(Popup::Todos),
+            Some(Action::Editor) => effects.push(Effect::Editor(self.composer.expanded())),
+            Some(Action::ToggleExpand) => {
+                self.expanded = !self.expanded;
+                let width = self.width as usize;
+                let lines = self
+                    .transcript
+                    .iter()
+                    .flat_map(|c| c.lines(width, true))
+                    .collect();
+                effects.push(Effect::Pager(lines));
+            }
+            Some(Action::PullQueued) => {
+                if let (Some(entry), Some(session_id)) =
+                    (self.queue.last().cloned(), self.session_id())
+                {
+                    if self.composer.is_empty() {
+                        self.composer.set(&entry.text);
+                    } else {
+                        self.composer.insert(&format!("\n{}", entry.text));
+                    }
+                    effects.push(Effect::Call(
+                        Tag::Plain("cannot take the queued message back"),
+                        Op::CancelQueued {
+                            session_id,
+                            input_id: entry.id,
+                        },
+                    ));
+                }
+            }
+            Some(Action::Suspend) => effects.push(Effect::Suspend),
+            None => self.edit(key),
+        }
+        self.refresh_popup();
+    }
+
+    pub(super) fn quit(&mut self, effects: &mut Vec<Effect>) {
+        self.quitting = true;
+        if self.busy()
+            && let Some(session_id) = self.session_id()
+        {
+            effects.push(Effect::Call(
+                Tag::Plain("cannot interrupt"),
+                Op::Abort { session_id },
+            ));
+        }
+        effects.push(Effect::Exit);
+    }
+
+    fn interrupt(&mut self, effects: &mut Vec<Effect>) {
+        if self.busy() {
+            if let Some(session_id) = self.session_id() {
+                self.live.interrupting = true;
+                effects.push(Effect::Call(
+                    Tag::Plain("cannot interrupt"),
+                    Op::Abort { session_id },
+                ));
+            }
+            return;
+        }
+        if !self.composer.is_empty() {
+            return;
+        }
+        if self.last_esc.is_some_and(|t| t.elapsed() < DOUBLE_PRESS) {
+            self.last_esc = None;
+            self.open_rewind(effects);
+        } else {
+            self.last_esc = Some(Instant::now());
+        }
+    }
+
+    /// Enter and Alt+Enter: a command, a new turn, a steer or a follow-up.
+    fn submit(&mut self, kind: InputKind, effects: &mut Vec<Effect>) {
+        let text = self.composer.expanded();
+        if text.trim().is_empty() {
+            return;
+        }
+        if let Some((name, args)) = crate::slash::parse(text.trim())
+            && self.catalog.find(name).is_some()
+        {
+            self.composer.clear();
+            self.run_command(name, &args.to_owned(), effects);
+            return;
+        }
+        let Some(session_id) = self.session_id() else {
+            return;
+        };
+        let text = self.composer.take();
+        self.history_at = None;
+        if self.history.last() != Some(&text) {
+            self.history.push(text.clone());
+        }
+        if let Some(input_id) = self.editing_queued.take() {
+            effects.push(Effect::Call(
+                Tag::Plain("cannot edit the queued message"),
+                Op::EditQueued {
+                    session_id,
+                    input_id,
+                    text,
+                },
+            ));
+            return;
+        }
+        if self.busy() {
+            if kind == InputKind::Steer {
+                self.push(Cell::Steer(text.clone()));
+            } else {
+                self.notice(
+                    Tone::Info,
+                    format!("queued for after this turn: {}", first_line(&text)),
+                );
+            }
+            effects.push(Effect::Call(
+                Tag::Enqueue,
+                Op::Enqueue {
+                    session_id,
+                    kind,
+                    text,
+                },
+            ));
+            return;
+        }
+        self.start_turn(text, effects);
+    }
+
+    /// Shows the message and starts a turn with it.
+    pub(super) fn start_turn(&mut self, text: String, effects: &mut Vec<Effect>) {
+        let Some(session_id) = self.session_id() else {
+            return;
+        };
+        self.push(Cell::User(text.clone()));
+        self.live.begin(Some(text.clone()));
+        effects.push(Effect::Call(
+            Tag::Submit(text.clone()),
+            Op::Submit {
+                session_id,
+                text,
+                source: keel_protocol::TurnSource::Api,
+                output_schema: None,
+                time_budget_ms: None,
+            },
+        ));
+    }
+
+    /// Plain editing keys.
+    fn edit(&mut self, key: KeyEvent) {
+        let ctrl = key.modifiers.contains(KeyModifiers::CONTROL);
+        let alt = key.modifiers.contains(KeyModifiers::ALT);
+        let c = &mut self.composer;
+        match key.code {
+            KeyCode::Char('a') if ctrl => c.home(),
+            KeyCode::Char('e') if ctrl => c.end(),
+            KeyCode::Char('b') if ctrl => c.left(),
+            KeyCode::Char('f') if ctrl => c.right(),
+            KeyCode::Char('b') if alt => c.word_back(),
+            KeyCode::Char('f') if alt => c.word_forward(),
+            KeyCode::Char('d') if alt => c.kill_word_forward(),
+            KeyCode::Char('k') if ctrl => c.kill_to_end(),
+            KeyCode::Char('u') if ctrl => c.kill_to_start(),
+            KeyCode::Char('w') if ctrl => c.kill_word_back(),
+            KeyCode::Char('h') if ctrl => c.backspace(),
+            KeyCode::Char('y') if ctrl => c.yank(),
+            KeyCode::Char('p') if ctrl => self.history_step(-1),
+            KeyCode::Char('n') if ctrl => self.history_step(1),
+            KeyCode::Backspace if alt || ctrl => c.kill_word_back(),
+            KeyCode::Backspace => c.backspace(),
+            KeyCode::Delete => c.delete(),
+            KeyCode::Left if ctrl || alt => c.word_back(),
+            KeyCode::Right if ctrl || alt => c.word_forward(),
+            KeyCode::Left => c.left(),
+            KeyCode::Right => c.right(),
+            KeyCode::Home => c.home(),
+            KeyCode::End => c.end(),
+            KeyCode::Up if c.on_first_line() => self.history_step(-1),
+            KeyCode::Down if c.on_last_line() => self.history_step(1),
+            KeyCode::Up => c.up(),
+            KeyCode::Down => c.down(),
+            KeyCode::Tab => {}
+            KeyCode::Char(ch) if !ctrl => {
+                let mut buf = [0u8; 4];
+                c.insert(ch.encode_utf8(&mut buf));
+            }
+            _ => {}
+        }
+    }
+
+    /// Up and Down through sent prompts when the cursor is on the first or last line.
+    fn history_step(&mut self, delta: isize) {
+        if self.history.is_empty() {
+            return;
+        }
+        let next = match (self.history_at, delta < 0) {
+            (None, true) if self.composer.is_empty() => self.history.len() - 1,
+            (None, _) => return,
+            (Some(0), true) => 0,
+            (Some(i), true) => i - 1,
+            (Some(i), false) if i + 1 >= self.history.len() => {
+                self.history_at = None;
+                self.composer.clear();
+                return;
+            }
+            (Some(i), false) => i + 1,
+        };
+        self.history_at = Some(next);
+        let text = self.history[next].clone();
+        self.composer.set(&text);
+    }
+
+    /// Opens or closes the completion popups as the composer changes.
+    pub(super) fn refresh_popup(&mut self) {
+        let wants_slash = {
+            let text = self.composer.text();
+            text.starts_with('/') && !text.contains(char::is_whitespace)
+        };
+        let wants_files = self.composer.token_at_cursor('@').is_some();
+        match &self.popup {
+            Some(p) if !p.is_completion() => {}
+            _ if wants_slash => {
+                let keep = matches!(self.popup, Some(Popup::Slash(_)));
+                if !keep {
+                    self.popup = Some(Popup::Slash(0));
+                }
+                let count = self.catalog.filter(&self.composer.text()[1..]).len();
+                if let Some(Popup::Slash(selected)) = &mut self.popup {
+                    *selected = (*selected).min(count.saturating_sub(1));
+                }
+            }
+            _ if wants_files => {
+                if self.files.is_none() {
+                    self.files_requested = true;
+                }
+                if !matches!(self.popup, Some(Popup::Files(_))) {
+                    self.popup = Some(Popup::Files(0));
+                }
+            }
+            _ => self.popup = None,
+        }
+    }
+
+    /// File completions for the `@` word at the cursor.
+    pub fn file_matches(&self) -> Vec<(String, bool)> {
+        let (Some(index), Some((_, query))) = (&self.files, self.composer.token_at_cursor('@'))
+        else {
+            return Vec::new();
+        };
+        index.search(query, super::popup::POPUP_ROWS)
+    }
+
+    /// Keys while a popup is open; `true` when the key was used.
+    fn popup_key(&mut self, key: KeyEvent, effects: &mut Vec<Effect>) -> bool {
+        let Some(popup) = self.popup.take() else {
+            return false;
+        };
+        let ctrl = key.modifiers.contains(KeyModifiers::CONTROL);
+        match popup {
+            Popup::Slash(selected) => {
+                let matches: Vec<String> = self
+                    .catalog
+                    .filter(&self.composer.text()[1..])
+                    .iter()
+                    .map(|c| c.name.to_owned())
+                    .collect();
+                let count = matches.len().max(1);
+                match key.code {
+                    KeyCode::Up => self.popup = Some(Popup::Slash((selected + count - 1) % count)),
+                    KeyCode::Down => self.popup = Some(Popup::Slash((selected + 1) % count)),
+                    KeyCode::Tab => {
+                        if let Some(name) = matches.get(selected) {
+                            self.composer.set(&format!("/{name} "));
+                        }
+                    }
+                    KeyCode::Enter if key.modifiers.is_empty() => {
+                        if let Some(name) = matches.get(selected) {
+                            self.composer.clear();
+                            self.run_command(name, "", effects);
+                        }
+                    }
+                    KeyCode::Esc => self.composer.clear(),
+                    _ => {
+                        self.popup = Some(Popup::Slash(selected));
+                        return false;
+                    }
+                }
+                true
+            }
+            Popup::Files(selected) => {
+                let matches = self.file_matches();
+                let count = matches.len().max(1);
+                match key.code {
+                    KeyCode::Up => self.popup = Some(Popup::Files((selected + count - 1) % count)),
+                    KeyCode::Down => self.popup = Some(Popup::Files((selected + 1) % count)),
+                    KeyCode::Tab | KeyCode::Enter if !matches.is_empty() => {
+                        if let (Some((path, dir)), Some((start, _))) =
+                            (matches.get(selected), self.composer.token_at_cursor('@'))
+                        {
+                            let text = if *dir {
+                                format!("@{path}")
+                            } else {
+                                format!("@{path} ")
+                            };
+                            self.composer.replace_token(start, &text);
+                        }
+                        self.refresh_popup();
+                    }
+                    KeyCode::Esc => {}
+                    _ => {
+                        self.popup = Some(Popup::Files(selected));
+                        return false;
+                    }
+                }
+                true
+            }
+            Popup::Todos => {
+                // Any key closes it; Esc and Ctrl+T are used up, others act as well.
+                let action = self.keys.action(&key);
+                !(action != Some(Action::Todos) && key.code != KeyCode::Esc)
+            }
+            Popup::Permission(prompt) => {
+                self.permission_key(prompt, key, effects);
+                true
+            }
+            Popup::Picker(mut picker) => {
+                if let Some((id, mut title)) = picker.renaming.take() {
+                    match key.code {
+                        KeyCode::Enter => {
+                            let title_text = title.take();
+                            effects.push(Effect::Call(
+                                Tag::Plain("cannot rename"),
+                                Op::UpdateSession {
+                                    session_id: id.as_str().into(),
+                                    title: Some(title_text.clone()),
+                                    model: None,
+                                    mode: None,
+                                },
+                            ));
+                            for item in &mut picker.items {
+                                if item.value == id {
+                                    item.label = title_text.clone();
+                                }
+                            }
+                        }
+                        KeyCode::Esc => {}
+                        KeyCode::Backspace => {
+                            title.backspace();
+                            picker.renaming = Some((id, title));
+                        }
+                        KeyCode::Char(ch) if !ctrl => {
+                            title.insert(&ch.to_string());
+                            picker.renaming = Some((id, title));
+                        }
+                        _ => picker.renaming = Some((id, title)),
+                    }
+                    self.popup = Some(Popup::Picker(picker));
+                    return true;
+                }
+                match key.code {
+                    KeyCode::Esc => return true,
+                    KeyCode::Up => picker.step(-1),
+                    KeyCode::Down | KeyCode::Tab => picker.step(1),
+                    KeyCode::Enter => {
+                        if let Some(item) = picker.current() {
+                            self.picked(picker.kind, item, effects);
+                        }
+                        return true;
+                    }
+                    KeyCode::Backspace => {
+                        picker.filter.pop();
+                        picker.selected = 0;
+                    }
+                    KeyCode::Char('r') if ctrl && picker.kind == PickerKind::Sessions => {
+                        if let Some(item) = picker.current() {
+                            let mut title = crate::composer::Composer::new();
+                            title.set(&item.label);
+                            picker.renaming = Some((item.value, title));
+                        }
+                    }
+                    KeyCode::Char('d') if ctrl && picker.kind == PickerKind::Sessions => {
+                        if let Some(item) = picker.current() {
+                            if self.session_id().is_some_and(|s| s.as_str() == item.value) {
+                                self.notice(Tone::Warn, "this is the open session: switch to another before deleting it");
+                            } else if picker.confirm_delete.as_deref() == Some(item.value.as_str())
+                            {
+                                effects.push(Effect::Call(
+                                    Tag::Plain("cannot delete the session"),
+                                    Op::DeleteSession {
+                                        session_id: item.value.as_str().into(),
+                                    },
+                                ));
+                                picker.items.retain(|i| i.value != item.value);
+                                picker.confirm_delete = None;
+                                picker.selected = 0;
+                            } else {
+                                picker.confirm_delete = Some(item.value);
+                            }
+                        }
+                    }
+                    KeyCode::Delete | KeyCode::Char('d')
+                        if picker.kind == PickerKind::Queue
+                            && (ctrl || key.code == KeyCode::Delete) =>
+                    {
+                        if let (Some(item), Some(session_id)) =
+                            (picker.current(), self.session_id())
+                        {
+                            effects.push(Effect::Call(
+                                Tag::Plain("cannot cancel the queued message"),
+                                Op::CancelQueued {
+                                    session_id,
+                                    input_id: item.value.clone(),
+                                },
+                            ));
+                            picker.items.retain(|i| i.value != item.value);
+                            picker.selected = 0;
+                        }
+                    }
+                    KeyCode::Char(ch) if !ctrl => {
+                        picker.filter.push(ch);
+                        picker.selected = 0;
+                    }
+                    _ => {}
+                }
+                self.popup = Some(Popup::Picker(picker));
+                true
+            }
+        }
+    }
+
+    fn permission_key(
+        &mut self,
+        mut prompt: super::popup::PermissionPrompt,
+        key: KeyEvent,
+        effects: &mut Vec<Effect>,
+    ) {
+        let Some(session_id) = self.session_id() else {
+            return;
+        };
+        let request_id = prompt.request.id.clone();
+        let answer = |answer: PermissionAnswer| {
+            Effect::Call(
+                Tag::Plain("the answer was not accepted"),
+                Op::AnswerPermission {
+                    session_id: session_id.clone(),
+                    request_id: request_id.clone(),
+                    answer,
+                },
+            )
+        };
+        let can_always = !prompt.request.safety && !prompt.request.scopes.is_empty();
+        let scopes = prompt.request.scopes.len();
+        match &mut prompt.stage {
+            Stage::Choose(selected) => {
+                let pick = match key.code {
+                    KeyCode::Char('1') | KeyCode::Char('y') => Some(0),
+                    KeyCode::Char('2') | KeyCode::Char('a') if can_always => Some(1),
+                    KeyCode::Char('3') => Some(2),
+                    KeyCode::Char('n') => {
+                        effects.push(answer(PermissionAnswer::Deny { reason: None }));
+                        return;
+                    }
+                    KeyCode::Esc => {
+                        effects.push(answer(PermissionAnswer::Deny { reason: None }));
+                        if self.busy() {
+                            self.interrupt(effects);
+                        }
+                        return;
+                    }
+                    KeyCode::Up => {
+                        *selected = selected.checked_sub(1).unwrap_or(2);
+                        if *selected == 1 && !can_always {
+                            *selected = 0;
+                        }
+                        None
+                    }
+                    KeyCode::Down => {
+                        *selected = (*selected + 1) % 3;
+                        if *selected == 1 && !can_always {
+                            *selected = 2;
+                        }
+                        None
+                    }
+                    KeyCode::Enter => Some(*selected),
+                    _ => None,
+                };
+                match pick {
+                    Some(0) => {
+                        effects.push(answer(PermissionAnswer::AllowOnce));
+                        return;
+                    }
+                    Some(1) => {
+                        prompt.stage = if scopes == 1 {
+                            Stage::Confirm(0)
+                        } else {
+                            Stage::Scope(0)
+                        }
+                    }
+                    Some(_) => prompt.stage = Stage::Reason(crate::composer::Composer::new()),
+                    None => {}
+                }
+            }
+            Stage::Scope(selected) => match key.code {
+                KeyCode::Up => *selected = selected.checked_sub(1).unwrap_or(scopes - 1),
+                KeyCode::Down => *selected = (*selected + 1) % scopes,
+                KeyCode::Char(c @ '1'..='9') if (c as usize - '1' as usize) < scopes => {
+                    prompt.stage = Stage::Confirm(c as usize - '1' as usize);
+                }
+                KeyCode::Enter => prompt.stage = Stage::Confirm(*selected),
+                KeyCode::Esc => prompt.stage = Stage::Choose(1),
+                _ => {}
+            },
+            Stage::Confirm(scope) => match key.code {
+                KeyCode::Enter | KeyCode::Char('y') | KeyCode::Char('2') => {
+                    effects.push(answer(PermissionAnswer::AllowAlways { scope: *scope }));
+                    return;
+                }
+                KeyCode::Esc | KeyCode::Char('n') => {
+                    prompt.stage = if scopes == 1 {
+                        Stage::Choose(1)
+                    } else {
+                        Stage::Scope(*scope)
+                    };
+                }
+                _ => {}
+            },
+            Stage::Reason(reason) => match key.code {
+                KeyCode::Enter => {
+                    let text = reason.take();
+                    let reason = (!text.trim().is_empty()).then_some(text);
+                    effects.push(answer(PermissionAnswer::Deny { reason }));
+                    return;
+                }
+                KeyCode::Esc => prompt.stage = Stage::Choose(2),
+                KeyCode::Backspace => reason.backspace(),
+                KeyCode::Left => reason.left(),
+                KeyCode::Right => reason.right(),
+                KeyCode::Char(ch) if !key.modifiers.contains(KeyModifiers::CONTROL) => {
+                    reason.insert(&ch.to_string());
+                }
+                _ => {}
+            },
+        }
+        self.popup = Some(Popup::Permission(prompt));
+    }
+
+    pub(super) fn set_mode(&mut self, mode: &str, effects: &mut Vec<Effect>) {
+        let Some(session_id) = self.session_id() else {
+            return;
+        };
+        effects.push(Effect::Call(
+            Tag::Plain("cannot change the permission mode"),
+            Op::UpdateSession {
+                session_id,
+                title: None,
+                model: None,
+                mode: Some(mode.to_owned()),
+            },
+        ));
+        // Shown at once; the session's update event confirms it.
+        self.info.mode = mode.to_owned();
+    }
+}
+
+/// The first line of a text, for notices.
+pub fn first_line(text: &str) -> String {
+    crate::wrap::truncate(text.lines().next().unwrap_or_default(), 60)
+}

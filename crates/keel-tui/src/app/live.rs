@@ -1,0 +1,405 @@
+//! The running turn: its open items (a streaming answer, reasoning, running tool calls),
+//! and how session events move them from the live area to the transcript.
+
+use std::sync::Arc;
+use std::time::Instant;
+
+use keel_protocol::{
+    ItemBody, ItemEvent, SessionEvent, SessionEventBody, SessionStatus, ToolCallStatus, TurnOutcome,
+};
+use ratatui::text::Line;
+
+use super::{App, Effect, Tag};
+use crate::cells::{Cell, Tone, ToolCell, answer_lines, reasoning_lines};
+use crate::markdown::MarkdownStream;
+
+/// An open item of the running turn.
+#[derive(Debug)]
+pub enum LiveItem {
+    /// An answer streaming; `shown` says whether its first line (with the bullet) went out.
+    Answer {
+        /// Item id.
+        id: Arc<str>,
+        /// The text so far.
+        stream: MarkdownStream,
+        /// Lines already committed.
+        shown: bool,
+    },
+    /// Reasoning streaming.
+    Reasoning {
+        /// Item id.
+        id: Arc<str>,
+        /// The text so far.
+        text: String,
+    },
+    /// A tool call running.
+    Tool {
+        /// Item id.
+        id: Arc<str>,
+        /// The call.
+        cell: ToolCell,
+        /// When it started.
+        started: Instant,
+    },
+}
+
+impl LiveItem {
+    fn id(&self) -> &Arc<str> {
+        match self {
+            LiveItem::Answer { id, .. }
+            | LiveItem::Reasoning { id, .. }
+            | LiveItem::Tool { id, .. } => id,
+        }
+    }
+}
+
+/// The running turn's state.
+#[derive(Debug, Default)]
+pub struct Live {
+    /// When the turn was submitted; `None` when idle.
+    pub started: Option<Instant>,
+    /// The prompt that started it (to put back if it is interrupted before any reply).
+    pub prompt: Option<String>,
+    /// Whether anything came back yet.
+    pub answered: bool,
+    /// Open items, in the order they started.
+    pub items: Vec<LiveItem>,
+    /// An open permission question's id.
+    pub interrupting: bool,
+}
+
+impl Live {
+    /// Whether a turn runs.
+    pub fn running(&self) -> bool {
+        self.started.is_some()
+    }
+
+    /// Marks a turn as submitted.
+    pub fn begin(&mut self, prompt: Option<String>) {
+        self.started = Some(Instant::now());
+        self.prompt = prompt;
+        self.answered = false;
+        self.interrupting = false;
+    }
+
+    /// The turn is over.
+    pub fn finish(&mut self) {
+        self.started = None;
+        self.prompt = None;
+        self.items.clear();
+        self.interrupting = false;
+    }
+
+    /// The live area's lines: the open parts of what streams and the running tools.
+    pub fn lines(&self, width: usize, expanded: bool) -> Vec<Line<'static>> {
+        let mut out = Vec::new();
+        for item in &self.items {
+            match item {
+                LiveItem::Answer { stream, shown, .. } => {
+                    out.extend(answer_lines(stream.tail(width.saturating_sub(2)), !shown));
+                }
+                LiveItem::Reasoning { text, .. } => {
+                    out.extend(reasoning_lines(text, width, expanded));
+                }
+                LiveItem::Tool { cell, started, .. } => {
+                    out.extend(cell.lines(width, expanded, Some(started.elapsed())));
+                }
+            }
+        }
+        out
+    }
+}
+
+impl App {
+    pub(super) fn session_event(&mut self, event: SessionEvent, effects: &mut Vec<Effect>) {
+        if self.session_id().as_ref() != Some(&event.session_id) {
+            return;
+        }
+        match event.body {
+            SessionEventBody::TurnStarted { .. } => {
+                if !self.live.running() {
+                    // A follow-up or a turn another client started.
+                    self.live.begin(None);
+                }
+            }
+            SessionEventBody::TurnStatus { .. } => {}
+            SessionEventBody::Item { event, .. } => self.item(event),
+            SessionEventBody::Retry {
+                attempt,
+                max_retries,
+                delay_ms,
+                failure,
+                ..
+            } => self.push(Cell::Retry {
+                attempt,
+                max: max_retries,
+                delay_ms,
+                reason: failure.message,
+            }),
+            SessionEventBody::PermissionRequested { request, .. } => {
+                self.popup = Some(super::Popup::permission(request));
+            }
+            SessionEventBody::PermissionResolved { request_id, .. } => {
+                if matches!(&self.popup, Some(p) if p.permission_id() == Some(request_id.as_str()))
+                {
+                    self.popup = None;
+                }
+            }
+            SessionEventBody::QueueChanged { queue } => self.queue = queue,
+            SessionEventBody::TurnEnded {
+                outcome, failure, ..
+            } => self.turn_ended(outcome, failure, effects),
+            SessionEventBody::Failure { failure, .. } => {
+                self.notice(
+                    Tone::Error,
+                    format!("{} ({})", failure.message, failure.code),
+                );
+            }
+            SessionEventBody::Extension {
+                extension,
+                kind,
+                details,
+                ..
+            } => {
+                if let Some((tone, text)) = crate::notices::describe(&extension, &kind, &details) {
+                    self.notice(tone, text);
+                }
+            }
+            SessionEventBody::Usage {
+                usage,
+                context_window,
+                ..
+            } => {
+                let used = usage.input + usage.cache_read + usage.cache_write + usage.output;
+                self.context = Some((used, context_window));
+                self.usage += usage;
+            }
+            SessionEventBody::SessionUpdated { title, model, mode } => {
+                if let Some(session) = &mut self.session {
+                    session.title = title;
+                    session.model = model.clone();
+                }
+                self.info.model = model;
+                if let Some(mode) = mode {
+                    self.info.mode = mode;
+                }
+            }
+            _ => {}
+        }
+    }
+
+    fn turn_ended(
+        &mut self,
+        outcome: TurnOutcome,
+        failure: Option<keel_protocol::Failure>,
+        effects: &mut Vec<Effect>,
+    ) {
+        self.seal_all();
+        let prompt = self.live.prompt.clone();
+        let answered = self.live.answered;
+        let elapsed = self.live.started.map(|s| s.elapsed());
+        self.live.finish();
+        match outcome.status() {
+            SessionStatus::Aborted { .. } => {
+                self.notice(Tone::Warn, "interrupted");
+                // Nothing came back: the message goes back to the composer and out of the
+                // history, as if it had not been sent.
+                if let (Some(text), false) = (prompt, answered)
+                    && let Some(session_id) = self.session_id()
+                {
+                    if self.composer.is_empty() {
+                        self.composer.set(&text);
+                    }
+                    effects.push(Effect::Call(
+                        Tag::TakeBack(text),
+                        keel_protocol::Op::GetMessages {
+                            session_id,
+                            revision: None,
+                        },
+                    ));
+                }
+            }
+            SessionStatus::Failed { code, message } => {
+                let text = failure.map_or(message, |f| f.message);
+                self.notice(Tone::Error, format!("turn failed ({code}): {text}"));
+            }
+            _ => {
+                if let Some(elapsed) = elapsed
+                    && elapsed.as_secs() >= 60
+                {
+                    self.notice(
+                        Tone::Info,
+                        format!("worked for {}", crate::cells::elapsed_words(elapsed)),
+                    );
+                }
+            }
+        }
+    }
+
+    fn item(&mut self, event: ItemEvent) {
+        self.live.answered = true;
+        let width = self.width as usize;
+        match event {
+            ItemEvent::Started { item } => match item.body {
+                ItemBody::AgentMessage { .. } => {
+                    // Reasoning ends where the answer begins: it goes out first.
+                    self.seal_reasoning();
+                    self.live.items.push(LiveItem::Answer {
+                        id: item.id,
+                        stream: MarkdownStream::new(),
+                        shown: false,
+                    });
+                }
+                ItemBody::Reasoning { text } => self
+                    .live
+                    .items
+                    .push(LiveItem::Reasoning { id: item.id, text }),
+                ItemBody::ToolCall {
+                    tool_name,
+                    arguments,
+                    status,
+                    ..
+                } => {
+                    self.seal_reasoning();
+                    self.live.items.push(LiveItem::Tool {
+                        id: item.id,
+                        cell: ToolCell {
+                            name: tool_name,
+                            arguments,
+                            result: None,
+                            details: None,
+                            status,
+                            elapsed: None,
+                        },
+                        started: Instant::now(),
+                    });
+                }
+                _ => {}
+            },
+            ItemEvent::Updated { item_id, delta, .. } => {
+                let mut committed = Vec::new();
+                if let Some(item) = self.live.items.iter_mut().find(|i| *i.id() == item_id) {
+                    match item {
+                        LiveItem::Answer { stream, shown, .. } => {
+                            stream.push(&delta);
+                            let lines = stream.take_complete(width.saturating_sub(2));
+                            if !lines.is_empty() {
+                                committed = answer_lines(lines, !*shown);
+                                *shown = true;
+                            }
+                        }
+                        LiveItem::Reasoning { text, .. } => text.push_str(&delta),
+                        LiveItem::Tool { .. } => {}
+                    }
+                }
+                self.push_lines(committed);
+            }
+            ItemEvent::Completed { item } => {
+                let index = self.live.items.iter().position(|i| *i.id() == item.id);
+                let open = index.map(|i| self.live.items.remove(i));
+                match (item.body, open) {
+                    (
+                        ItemBody::AgentMessage { text },
+                        Some(LiveItem::Answer {
+                            mut stream, shown, ..
+                        }),
+                    ) => {
+                        // The completed text is the authority; deltas missed are added.
+                        if let Some(rest) = text.strip_prefix(stream.source()) {
+                            stream.push(rest);
+                        }
+                        let mut lines =
+                            answer_lines(stream.finish(width.saturating_sub(2)), !shown);
+                        lines.push(Line::default());
+                        self.push_lines(lines);
+                        self.transcript.push(Cell::Answer(text));
+                    }
+                    (ItemBody::AgentMessage { text }, _) => {
+                        if !text.trim().is_empty() {
+                            self.push(Cell::Answer(text));
+                        }
+                    }
+                    (ItemBody::Reasoning { text }, _) => {
+                        if !text.trim().is_empty() {
+                            self.push(Cell::Reasoning(text));
+                        }
+                    }
+                    (
+                        ItemBody::ToolCall {
+                            tool_name,
+                            arguments,
+                            result,
+                            status,
+                            details,
+                            ..
+                        },
+                        open,
+                    ) => {
+                        let elapsed = match open {
+                            Some(LiveItem::Tool { started, .. }) => Some(started.elapsed()),
+                            _ => None,
+                        };
+                        if tool_name == "todowrite"
+                            && status != ToolCallStatus::Failed
+                            && let Some(todos) = arguments.get("todos").and_then(|t| t.as_array())
+                        {
+                            self.todos = todos.clone();
+                        }
+                        self.push(Cell::Tool(ToolCell {
+                            name: tool_name,
+                            arguments,
+                            result,
+                            details,
+                            status,
+                            elapsed,
+                        }));
+                    }
+                    _ => {}
+                }
+            }
+            _ => {}
+        }
+    }
+
+    /// Moves open reasoning to the transcript.
+    fn seal_reasoning(&mut self) {
+        let mut sealed = Vec::new();
+        self.live.items.retain_mut(|item| match item {
+            LiveItem::Reasoning { text, .. } => {
+                sealed.push(std::mem::take(text));
+                false
+            }
+            _ => true,
+        });
+        for text in sealed {
+            if !text.trim().is_empty() {
+                self.push(Cell::Reasoning(text));
+            }
+        }
+    }
+
+    /// Moves everything still open to the transcript (the turn ended).
+    fn seal_all(&mut self) {
+        self.seal_reasoning();
+        let width = self.width as usize;
+        for item in std::mem::take(&mut self.live.items) {
+            match item {
+                LiveItem::Answer {
+                    mut stream, shown, ..
+                } => {
+                    let text = stream.source().to_owned();
+                    let mut lines = answer_lines(stream.finish(width.saturating_sub(2)), !shown);
+                    lines.push(Line::default());
+                    self.push_lines(lines);
+                    self.transcript.push(Cell::Answer(text));
+                }
+                LiveItem::Tool { mut cell, .. } => {
+                    cell.status = ToolCallStatus::Failed;
+                    cell.result.get_or_insert_with(|| "interrupted".into());
+                    self.push(Cell::Tool(cell));
+                }
+                LiveItem::Reasoning { .. } => {}
+            }
+        }
+    }
+}

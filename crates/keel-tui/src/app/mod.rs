@@ -1,0 +1,366 @@
+//! The TUI's state and how it changes: session events fold into the transcript and the
+//! live area, keys edit the composer or act, and every action on the session becomes an
+//! [`Effect`] (an operation for the runtime, a terminal request) that the event loop
+//! carries out. Nothing here touches the terminal or the runtime, so the whole front end
+//! is testable by feeding events and reading frames.
+
+mod commands;
+mod input;
+pub mod live;
+pub mod popup;
+
+use std::path::PathBuf;
+use std::time::{Duration, Instant};
+
+use keel_protocol::{Op, QueueEntry, SessionEvent, SessionId, Usage};
+use keel_runtime::Reply;
+use keel_store::SessionRecord;
+use ratatui::text::Line;
+
+use crate::cells::{Cell, Tone};
+use crate::composer::Composer;
+use crate::files::FileIndex;
+use crate::keys::KeyMap;
+use crate::slash::Catalog;
+
+pub use live::Live;
+pub use popup::{PickerKind, Popup};
+
+/// What the app asks the event loop to do.
+#[derive(Debug)]
+pub enum Effect {
+    /// Send an operation; its reply comes back as [`UiEvent::Reply`] with `tag`.
+    Call(Tag, Op),
+    /// Deliver this session's events from now on (and stop delivering the previous one's).
+    Subscribe(SessionId),
+    /// Leave keel.
+    Exit,
+    /// Stop the process (job control) until it is resumed.
+    Suspend,
+    /// Edit this draft in `$EDITOR`; the result comes back as [`UiEvent::Edited`].
+    Editor(String),
+    /// Put this text on the clipboard (OSC 52).
+    Copy(String),
+    /// Show the whole transcript, expanded, until a key is pressed.
+    Pager(Vec<Line<'static>>),
+    /// Start listing the folder's files for `@`.
+    IndexFiles,
+    /// Run `git diff` in the working folder; the output comes back as [`UiEvent::GitDiff`].
+    GitDiff,
+    /// Write this file; the outcome comes back as a notice.
+    Write(PathBuf, String),
+}
+
+/// Which request an operation's reply answers.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Tag {
+    /// Opening the session at start or on `/new`, `/sessions`, `/fork`.
+    Open,
+    /// A submitted prompt.
+    Submit(String),
+    /// A steer or follow-up.
+    Enqueue,
+    /// Stored history to show after opening a session.
+    History,
+    /// History for the rewind picker.
+    RewindList,
+    /// History to find where an unanswered prompt began, to take it back.
+    TakeBack(String),
+    /// Sessions for the picker.
+    Sessions,
+    /// A fork; the text goes into the composer of the new session.
+    Fork(Option<String>),
+    /// History to find the last message for `/retry`.
+    RetryFind,
+    /// A rewind before asking a message again.
+    Retry(String),
+    /// `/compact`.
+    Compact,
+    /// History for `/export` to this path.
+    Export(PathBuf),
+    /// History for `/context`.
+    Context,
+    /// Anything whose reply only needs an error shown.
+    Plain(&'static str),
+}
+
+/// What reaches the app.
+#[derive(Debug)]
+pub enum UiEvent {
+    /// An event of the subscribed session.
+    Session(SessionEvent),
+    /// A terminal event.
+    Term(crossterm::event::Event),
+    /// An operation's reply.
+    Reply(Tag, Result<Reply, String>),
+    /// The file list for `@` is ready.
+    FilesReady,
+    /// `$EDITOR` finished with this text (`None`: it failed, with the reason as a notice).
+    Edited(Result<String, String>),
+    /// `git diff`'s output.
+    GitDiff(Result<String, String>),
+    /// A file write finished.
+    Written(Result<PathBuf, String>),
+    /// The terminal hung up or keel was told to stop: quit as Ctrl+D would.
+    Quit,
+}
+
+/// What the app is started with.
+#[derive(Debug, Clone)]
+pub struct Info {
+    /// The working folder.
+    pub cwd: PathBuf,
+    /// The model in use, provider/model.
+    pub model: String,
+    /// The permission mode.
+    pub mode: String,
+    /// The sandbox mode.
+    pub sandbox: String,
+    /// Models the `/model` picker offers, provider/model.
+    pub models: Vec<String>,
+    /// `$KEEL_HOME`, for keybindings.yaml.
+    pub keel_home: Option<PathBuf>,
+    /// Warnings from start-up to show once.
+    pub warnings: Vec<String>,
+}
+
+/// The whole TUI state.
+pub struct App {
+    /// Static facts and the current model/mode.
+    pub info: Info,
+    /// The session shown.
+    pub session: Option<SessionRecord>,
+    /// The composer.
+    pub composer: Composer,
+    /// The open popup.
+    pub popup: Option<Popup>,
+    /// The turn in progress, if any.
+    pub live: Live,
+    /// Finished cells, oldest first (the full-screen view and the pager show them).
+    pub transcript: Vec<Cell>,
+    /// Lines finished since the last frame, for the scrollback.
+    pending: Vec<Line<'static>>,
+    /// The terminal's width.
+    pub width: u16,
+    /// Show long output, diffs and thinking in full.
+    pub expanded: bool,
+    /// Waiting inputs of the session.
+    pub queue: Vec<QueueEntry>,
+    /// Tokens and cost of the session in this process and its stored history.
+    pub usage: Usage,
+    /// The last request's size and the model's window.
+    pub context: Option<(u64, u32)>,
+    /// Prompts sent, oldest first.
+    pub history: Vec<String>,
+    /// Where Up/Down is in `history`.
+    pub history_at: Option<usize>,
+    /// The last todo list the model wrote.
+    pub todos: Vec<serde_json::Value>,
+    /// The slash catalog.
+    pub catalog: Catalog,
+    /// The key map.
+    pub keys: KeyMap,
+    /// The `@` index, once started.
+    pub files: Option<FileIndex>,
+    /// When Ctrl+C was last pressed on an empty composer.
+    pub last_ctrl_c: Option<Instant>,
+    /// When Esc was last pressed on an empty composer.
+    pub last_esc: Option<Instant>,
+    /// The queued input being edited in the composer.
+    pub editing_queued: Option<String>,
+    /// Whether the app should quit.
+    pub quitting: bool,
+    /// The mode before `/plan on`.
+    pub mode_before_plan: Option<String>,
+    /// `@` was typed and the folder is not listed yet.
+    files_requested: bool,
+    /// The filter `/sessions` was given, for its picker.
+    sessions_filter: String,
+    /// The prompt `keel PROMPT` starts with, sent once the session is open.
+    pub initial_prompt: Option<String>,
+}
+
+/// Two presses of Ctrl+C or Esc within this count as "twice".
+pub const DOUBLE_PRESS: Duration = Duration::from_millis(1500);
+
+impl App {
+    /// A fresh app; `width` is the terminal's.
+    pub fn new(info: Info, width: u16) -> Self {
+        let (keys, warning) = KeyMap::load(info.keel_home.as_deref());
+        let mut app = Self {
+            info,
+            session: None,
+            composer: Composer::new(),
+            popup: None,
+            live: Live::default(),
+            transcript: Vec::new(),
+            pending: Vec::new(),
+            width,
+            expanded: false,
+            queue: Vec::new(),
+            usage: Usage::default(),
+            context: None,
+            history: Vec::new(),
+            history_at: None,
+            todos: Vec::new(),
+            catalog: Catalog::default(),
+            keys,
+            files: None,
+            last_ctrl_c: None,
+            last_esc: None,
+            editing_queued: None,
+            quitting: false,
+            mode_before_plan: None,
+            files_requested: false,
+            sessions_filter: String::new(),
+            initial_prompt: None,
+        };
+        for warning in app.info.warnings.clone() {
+            app.push(Cell::Notice(Tone::Warn, warning));
+        }
+        if let Some(warning) = warning {
+            app.push(Cell::Notice(Tone::Warn, warning));
+        }
+        app
+    }
+
+    /// The session's id.
+    pub fn session_id(&self) -> Option<SessionId> {
+        self.session.as_ref().map(|s| s.id.clone())
+    }
+
+    /// Adds a finished cell: to the transcript and, rendered, to the scrollback.
+    pub fn push(&mut self, cell: Cell) {
+        let lines = cell.lines(self.width as usize, self.expanded);
+        self.pending.extend(lines);
+        self.transcript.push(cell);
+    }
+
+    /// Adds finished lines that belong to a cell still open (a streaming answer).
+    pub fn push_lines(&mut self, lines: Vec<Line<'static>>) {
+        self.pending.extend(lines);
+    }
+
+    /// A notice.
+    pub fn notice(&mut self, tone: Tone, text: impl Into<String>) {
+        self.push(Cell::Notice(tone, text.into()));
+    }
+
+    /// Takes the lines finished since the last call.
+    pub fn take_pending(&mut self) -> Vec<Line<'static>> {
+        std::mem::take(&mut self.pending)
+    }
+
+    /// Whether a turn runs (or was just submitted).
+    pub fn busy(&self) -> bool {
+        self.live.running()
+    }
+
+    /// Folds one event in; returns what must happen.
+    pub fn update(&mut self, event: UiEvent) -> Vec<Effect> {
+        let mut effects = Vec::new();
+        match event {
+            UiEvent::Session(event) => self.session_event(event, &mut effects),
+            UiEvent::Term(event) => self.term_event(event, &mut effects),
+            UiEvent::Reply(tag, reply) => self.reply(tag, reply, &mut effects),
+            UiEvent::FilesReady => self.refresh_popup(),
+            UiEvent::Edited(Ok(text)) => {
+                let text = text.strip_suffix('\n').unwrap_or(&text).to_owned();
+                self.composer.set(&text);
+            }
+            UiEvent::Edited(Err(error)) => self.notice(Tone::Error, format!("editor: {error}")),
+            UiEvent::GitDiff(Ok(diff)) if diff.trim().is_empty() => {
+                self.notice(Tone::Info, "no changes in the working tree");
+            }
+            UiEvent::GitDiff(Ok(diff)) => {
+                let width = self.width as usize;
+                let limit = (!self.expanded).then_some(200);
+                let mut lines = crate::diff::render(&diff, "", width, limit);
+                lines.insert(0, Line::from("git diff"));
+                self.push(Cell::Info(lines));
+            }
+            UiEvent::GitDiff(Err(error)) => self.notice(Tone::Error, format!("git diff: {error}")),
+            UiEvent::Written(Ok(path)) => {
+                self.notice(Tone::Info, format!("wrote {}", path.display()));
+            }
+            UiEvent::Written(Err(error)) => self.notice(Tone::Error, error),
+            UiEvent::Quit => self.quit(&mut effects),
+        }
+        if self.files_requested {
+            self.files_requested = false;
+            effects.push(Effect::IndexFiles);
+        }
+        effects
+    }
+
+    /// Runs a slash command by name, as if typed.
+    pub fn command(&mut self, name: &str, effects: &mut Vec<Effect>) {
+        self.run_command(name, "", effects);
+    }
+
+    fn reply(&mut self, tag: Tag, reply: Result<Reply, String>, effects: &mut Vec<Effect>) {
+        let reply = match reply {
+            Ok(reply) => reply,
+            Err(error) => {
+                if let Tag::Submit(text) = &tag {
+                    // The turn did not start: nothing may be lost.
+                    self.live.finish();
+                    if self.composer.is_empty() {
+                        self.composer.set(text);
+                    }
+                }
+                let what = match &tag {
+                    Tag::Plain(what) => what,
+                    Tag::Open => "cannot open the session",
+                    Tag::Submit(_) => "cannot start the turn",
+                    Tag::Enqueue => "cannot queue the message",
+                    Tag::Sessions => "cannot list sessions",
+                    Tag::Fork(_) => "cannot fork",
+                    Tag::Retry(_) => "cannot rewind for /retry",
+                    Tag::TakeBack(_) => "cannot take the unanswered message back",
+                    _ => "failed",
+                };
+                self.notice(Tone::Error, format!("{what}: {error}"));
+                return;
+            }
+        };
+        self.on_reply(tag, reply, effects);
+    }
+
+    /// The footer's fields, in order.
+    pub fn footer(&self) -> Vec<String> {
+        let mut parts = vec![
+            self.info.model.clone(),
+            format!("{} mode", self.info.mode),
+            self.info.sandbox.clone(),
+        ];
+        if let Some((used, window)) = self.context
+            && window > 0
+        {
+            let percent = (used as f64 * 100.0 / f64::from(window)).round() as u64;
+            parts.push(format!("ctx {percent}%"));
+        }
+        let tokens = self.usage.total_tokens();
+        if tokens > 0 {
+            parts.push(format!("{} tok", short_count(tokens)));
+        }
+        let cost = self.usage.cost.total;
+        if cost > 0.0 {
+            parts.push(format!("${cost:.2}"));
+        }
+        let queued = self.queue.len();
+        if queued > 0 {
+            parts.push(format!("{queued} queued"));
+        }
+        parts
+    }
+}
+
+/// 1234 as "1.2k", 1234567 as "1.2M".
+pub fn short_count(n: u64) -> String {
+    match n {
+        0..1_000 => n.to_string(),
+        1_000..1_000_000 => format!("{:.1}k", n as f64 / 1e3),
+        _ => format!("{:.1}M", n as f64 / 1e6),
+    }
+}

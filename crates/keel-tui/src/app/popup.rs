@@ -1,0 +1,209 @@
+//! Popups over the composer: the slash and `@` completions, pickers (model, permission
+//! mode, sessions, rewind, queue, prompt history), the todo list and the permission prompt.
+
+use keel_protocol::PermissionRequest;
+use nucleo_matcher::pattern::{CaseMatching, Normalization, Pattern};
+use nucleo_matcher::{Config, Matcher, Utf32Str};
+
+use crate::composer::Composer;
+
+/// Rows a popup lists at most.
+pub const POPUP_ROWS: usize = 8;
+
+/// What a picker picks.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PickerKind {
+    /// A model for the next turns.
+    Model,
+    /// A permission mode.
+    Permission,
+    /// A session to resume (or rename, delete).
+    Sessions,
+    /// A user message to go back to.
+    Rewind,
+    /// A queued input to edit or cancel.
+    Queue,
+    /// A prompt from the history.
+    History,
+}
+
+/// One row of a picker.
+#[derive(Debug, Clone, PartialEq)]
+pub struct PickItem {
+    /// What the row shows.
+    pub label: String,
+    /// Dimmed text after it.
+    pub detail: String,
+    /// What choosing it means (an id, a model name, a text).
+    pub value: String,
+    /// A revision, for rewind rows.
+    pub revision: Option<u64>,
+}
+
+/// A filterable list.
+#[derive(Debug, Clone)]
+pub struct Picker {
+    /// What it picks.
+    pub kind: PickerKind,
+    /// Its title.
+    pub title: String,
+    /// Every row.
+    pub items: Vec<PickItem>,
+    /// The typed filter.
+    pub filter: String,
+    /// The highlighted row among the filtered ones.
+    pub selected: usize,
+    /// A session row waiting for a second delete key.
+    pub confirm_delete: Option<String>,
+    /// A session being renamed, with the new title typed so far.
+    pub renaming: Option<(String, Composer)>,
+}
+
+impl Picker {
+    /// A picker over `items`.
+    pub fn new(kind: PickerKind, title: impl Into<String>, items: Vec<PickItem>) -> Self {
+        Self {
+            kind,
+            title: title.into(),
+            items,
+            filter: String::new(),
+            selected: 0,
+            confirm_delete: None,
+            renaming: None,
+        }
+    }
+
+    /// The rows the filter keeps, best first.
+    pub fn visible(&self) -> Vec<&PickItem> {
+        if self.filter.is_empty() {
+            return self.items.iter().collect();
+        }
+        let mut matcher = Matcher::new(Config::DEFAULT);
+        let pattern = Pattern::parse(&self.filter, CaseMatching::Ignore, Normalization::Smart);
+        let mut buf = Vec::new();
+        let mut scored: Vec<(u32, usize, &PickItem)> = self
+            .items
+            .iter()
+            .enumerate()
+            .filter_map(|(i, item)| {
+                let haystack = format!("{} {}", item.label, item.detail);
+                pattern
+                    .score(Utf32Str::new(&haystack, &mut buf), &mut matcher)
+                    .map(|s| (s, i, item))
+            })
+            .collect();
+        scored.sort_by(|a, b| b.0.cmp(&a.0).then(a.1.cmp(&b.1)));
+        scored.into_iter().map(|(_, _, item)| item).collect()
+    }
+
+    /// The highlighted row.
+    pub fn current(&self) -> Option<PickItem> {
+        self.visible().get(self.selected).map(|i| (*i).clone())
+    }
+
+    /// Moves the highlight by `delta`, wrapping.
+    pub fn step(&mut self, delta: isize) {
+        let count = self.visible().len();
+        if count == 0 {
+            self.selected = 0;
+            return;
+        }
+        let next = (self.selected as isize + delta).rem_euclid(count as isize);
+        self.selected = next as usize;
+        self.confirm_delete = None;
+    }
+}
+
+/// Where the permission prompt is.
+#[derive(Debug, Clone)]
+pub enum Stage {
+    /// Choosing among allow once, always, deny.
+    Choose(usize),
+    /// Choosing the scope of "always".
+    Scope(usize),
+    /// Confirming the exact rule of a scope.
+    Confirm(usize),
+    /// Typing what the model is told.
+    Reason(Composer),
+}
+
+/// The permission prompt.
+#[derive(Debug, Clone)]
+pub struct PermissionPrompt {
+    /// The question.
+    pub request: PermissionRequest,
+    /// Where it is.
+    pub stage: Stage,
+}
+
+/// The popup shown.
+#[derive(Debug, Clone)]
+pub enum Popup {
+    /// Slash-command completion (its filter is the composer's text).
+    Slash(usize),
+    /// `@` file completion.
+    Files(usize),
+    /// A picker.
+    Picker(Picker),
+    /// The permission prompt.
+    Permission(PermissionPrompt),
+    /// The todo list.
+    Todos,
+}
+
+impl Popup {
+    /// The permission prompt for `request`.
+    pub fn permission(request: PermissionRequest) -> Self {
+        Popup::Permission(PermissionPrompt {
+            request,
+            stage: Stage::Choose(0),
+        })
+    }
+
+    /// The request a permission prompt answers.
+    pub fn permission_id(&self) -> Option<&str> {
+        match self {
+            Popup::Permission(p) => Some(&p.request.id),
+            _ => None,
+        }
+    }
+
+    /// Whether it completes what the composer holds (and closes when that changes).
+    pub fn is_completion(&self) -> bool {
+        matches!(self, Popup::Slash(_) | Popup::Files(_))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+
+    use super::*;
+
+    fn item(label: &str) -> PickItem {
+        PickItem {
+            label: label.into(),
+            detail: String::new(),
+            value: label.into(),
+            revision: None,
+        }
+    }
+
+    #[test]
+    fn filters_and_wraps() {
+        let mut p = Picker::new(
+            PickerKind::Model,
+            "Model",
+            vec![
+                item("anthropic/claude-sonnet-4-5"),
+                item("openai/gpt-5"),
+                item("ollama/qwen3"),
+            ],
+        );
+        p.filter = "gpt".into();
+        assert_eq!(p.current().unwrap().label, "openai/gpt-5");
+        p.filter.clear();
+        p.step(-1);
+        assert_eq!(p.current().unwrap().label, "ollama/qwen3");
+    }
+}

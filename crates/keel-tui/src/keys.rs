@@ -1,0 +1,438 @@
+//! The key map: which key does what, the defaults of SPEC §15, and overrides from
+//! `$KEEL_HOME/keybindings.yaml` (`action: key` or `action: [keys]`). A file with an unknown
+//! action, a key that does not parse, or two actions on one key is reported and ignored
+//! whole, so a typo never leaves a half-applied map.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+
+use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
+use serde::Deserialize;
+
+/// What a key does in the composer.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Action {
+    /// Send (steer while a turn runs).
+    Submit,
+    /// Queue a follow-up for after the turn.
+    Queue,
+    /// Insert a newline.
+    Newline,
+    /// Interrupt the turn, close a popup; twice on an empty composer: rewind.
+    Interrupt,
+    /// Cycle the permission mode.
+    CycleMode,
+    /// Clear the composer; twice: quit.
+    Clear,
+    /// Quit when the composer is empty.
+    Exit,
+    /// Search the prompt history.
+    HistorySearch,
+    /// Show the todo list.
+    Todos,
+    /// Edit the draft in `$EDITOR`.
+    Editor,
+    /// Expand or collapse long output.
+    ToggleExpand,
+    /// Pull the last queued message back into the composer.
+    PullQueued,
+    /// Suspend keel (job control).
+    Suspend,
+}
+
+impl Action {
+    const ALL: [(Action, &'static str); 13] = [
+        (Action::Submit, "submit"),
+        (Action::Queue, "queue"),
+        (Action::Newline, "newline"),
+        (Action::Interrupt, "interrupt"),
+        (Action::CycleMode, "cycle_mode"),
+        (Action::Clear, "clear"),
+        (Action::Exit, "exit"),
+        (Action::HistorySearch, "history_search"),
+        (Action::Todos, "todos"),
+        (Action::Editor, "editor"),
+        (Action::ToggleExpand, "toggle_expand"),
+        (Action::PullQueued, "pull_queued"),
+        (Action::Suspend, "suspend"),
+    ];
+
+    /// The action's name in keybindings.yaml.
+    pub fn name(self) -> &'static str {
+        Self::ALL
+            .iter()
+            .find(|(a, _)| *a == self)
+            .map_or("", |(_, n)| n)
+    }
+
+    fn from_name(name: &str) -> Option<Self> {
+        Self::ALL.iter().find(|(_, n)| *n == name).map(|(a, _)| *a)
+    }
+}
+
+/// A key with its modifiers.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct Key {
+    code: KeyCodeKey,
+    ctrl: bool,
+    alt: bool,
+    shift: bool,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+enum KeyCodeKey {
+    Char(char),
+    Enter,
+    Esc,
+    Tab,
+    BackTab,
+    Up,
+    Down,
+    Backspace,
+    F(u8),
+}
+
+impl Key {
+    /// The key of a terminal event, normalised (letters lower-case, Shift folded into the
+    /// character where the terminal sends it that way).
+    pub fn of(event: &KeyEvent) -> Option<Self> {
+        let m = event.modifiers;
+        let ctrl = m.contains(KeyModifiers::CONTROL);
+        let alt = m.contains(KeyModifiers::ALT);
+        let mut shift = m.contains(KeyModifiers::SHIFT);
+        let code = match event.code {
+            KeyCode::Char(c) => {
+                if c.is_ascii_uppercase() && (ctrl || alt) {
+                    shift = true;
+                }
+                if !(ctrl || alt) {
+                    shift = false;
+                }
+                KeyCodeKey::Char(c.to_ascii_lowercase())
+            }
+            KeyCode::Enter => KeyCodeKey::Enter,
+            KeyCode::Esc => KeyCodeKey::Esc,
+            KeyCode::Tab => KeyCodeKey::Tab,
+            KeyCode::BackTab => {
+                shift = true;
+                KeyCodeKey::BackTab
+            }
+            KeyCode::Up => KeyCodeKey::Up,
+            KeyCode::Down => KeyCodeKey::Down,
+            KeyCode::Backspace => KeyCodeKey::Backspace,
+            KeyCode::F(n) => KeyCodeKey::F(n),
+            _ => return None,
+        };
+        Some(Self {
+            code,
+            ctrl,
+            alt,
+            shift,
+        })
+    }
+
+    /// Parses `ctrl+o`, `alt+enter`, `shift+tab`, `f2`.
+    pub fn parse(text: &str) -> Result<Self, String> {
+        let mut key = Key {
+            code: KeyCodeKey::Enter,
+            ctrl: false,
+            alt: false,
+            shift: false,
+        };
+        let lower = text.trim().to_ascii_lowercase();
+        let parts: Vec<&str> = lower.split('+').collect();
+        let Some((last, mods)) = parts.split_last() else {
+            return Err(format!("empty key `{text}`"));
+        };
+        for m in mods {
+            match *m {
+                "ctrl" | "control" | "c" => key.ctrl = true,
+                "alt" | "meta" | "option" | "m" => key.alt = true,
+                "shift" | "s" => key.shift = true,
+                other => return Err(format!("unknown modifier `{other}` in `{text}`")),
+            }
+        }
+        key.code = match *last {
+            "enter" | "return" => KeyCodeKey::Enter,
+            "esc" | "escape" => KeyCodeKey::Esc,
+            "tab" if key.shift => KeyCodeKey::BackTab,
+            "tab" => KeyCodeKey::Tab,
+            "up" => KeyCodeKey::Up,
+            "down" => KeyCodeKey::Down,
+            "backspace" => KeyCodeKey::Backspace,
+            f if f.len() >= 2 && f.starts_with('f') && f[1..].parse::<u8>().is_ok() => {
+                KeyCodeKey::F(f[1..].parse().unwrap_or(1))
+            }
+            c if c.chars().count() == 1 => {
+                let ch = c.chars().next().unwrap_or(' ');
+                if !(key.ctrl || key.alt) && !matches!(ch, ' ') {
+                    return Err(format!(
+                        "`{text}` is a plain character: bindings need ctrl or alt, or a named key"
+                    ));
+                }
+                KeyCodeKey::Char(ch)
+            }
+            other => return Err(format!("unknown key `{other}` in `{text}`")),
+        };
+        Ok(key)
+    }
+}
+
+impl std::fmt::Display for Key {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        if self.ctrl {
+            f.write_str("ctrl+")?;
+        }
+        if self.alt {
+            f.write_str("alt+")?;
+        }
+        if self.shift && self.code != KeyCodeKey::BackTab {
+            f.write_str("shift+")?;
+        }
+        match self.code {
+            KeyCodeKey::Char(c) => write!(f, "{c}"),
+            KeyCodeKey::Enter => f.write_str("enter"),
+            KeyCodeKey::Esc => f.write_str("esc"),
+            KeyCodeKey::Tab => f.write_str("tab"),
+            KeyCodeKey::BackTab => f.write_str("shift+tab"),
+            KeyCodeKey::Up => f.write_str("up"),
+            KeyCodeKey::Down => f.write_str("down"),
+            KeyCodeKey::Backspace => f.write_str("backspace"),
+            KeyCodeKey::F(n) => write!(f, "f{n}"),
+        }
+    }
+}
+
+/// The key map in force.
+#[derive(Debug, Clone)]
+pub struct KeyMap {
+    bindings: BTreeMap<Key, Action>,
+}
+
+fn k(text: &str) -> Key {
+    // Only called on the literals below, which a unit test parses.
+    Key::parse(text).unwrap_or(Key {
+        code: KeyCodeKey::F(24),
+        ctrl: false,
+        alt: false,
+        shift: false,
+    })
+}
+
+const DEFAULTS: &[(Action, &[&str])] = &[
+    (Action::Submit, &["enter"]),
+    (Action::Queue, &["alt+enter"]),
+    (Action::Newline, &["shift+enter", "ctrl+j"]),
+    (Action::Interrupt, &["esc"]),
+    (Action::CycleMode, &["shift+tab"]),
+    (Action::Clear, &["ctrl+c"]),
+    (Action::Exit, &["ctrl+d"]),
+    (Action::HistorySearch, &["ctrl+r"]),
+    (Action::Todos, &["ctrl+t"]),
+    (Action::Editor, &["ctrl+g"]),
+    (Action::ToggleExpand, &["ctrl+o"]),
+    (Action::PullQueued, &["alt+up"]),
+    (Action::Suspend, &["ctrl+z"]),
+];
+
+impl Default for KeyMap {
+    fn default() -> Self {
+        let mut bindings = BTreeMap::new();
+        for (action, keys) in DEFAULTS {
+            for key in *keys {
+                bindings.insert(k(key), *action);
+            }
+        }
+        Self { bindings }
+    }
+}
+
+#[derive(Deserialize)]
+#[serde(untagged)]
+enum OneOrMany {
+    One(String),
+    Many(Vec<String>),
+}
+
+impl KeyMap {
+    /// The action bound to `event`.
+    pub fn action(&self, event: &KeyEvent) -> Option<Action> {
+        let key = Key::of(event)?;
+        self.bindings.get(&key).copied()
+    }
+
+    /// The keys bound to `action`, for help texts.
+    pub fn keys_of(&self, action: Action) -> Vec<String> {
+        self.bindings
+            .iter()
+            .filter(|(_, a)| **a == action)
+            .map(|(k, _)| k.to_string())
+            .collect()
+    }
+
+    /// The defaults with the overrides of `text` applied: each action named in the file
+    /// gets exactly the keys listed there.
+    pub fn parse(text: &str) -> Result<Self, String> {
+        if text.trim().is_empty() {
+            return Ok(Self::default());
+        }
+        let raw: BTreeMap<String, OneOrMany> =
+            yaml_serde::from_str(text).map_err(|e| format!("not a map of action: key(s): {e}"))?;
+        let mut overrides: BTreeMap<Action, Vec<Key>> = BTreeMap::new();
+        for (name, keys) in raw {
+            let action = Action::from_name(&name).ok_or_else(|| {
+                let known: Vec<&str> = Action::ALL.iter().map(|(_, n)| *n).collect();
+                format!("unknown action `{name}` (known: {})", known.join(", "))
+            })?;
+            let keys = match keys {
+                OneOrMany::One(key) => vec![key],
+                OneOrMany::Many(keys) => keys,
+            };
+            let parsed = keys
+                .iter()
+                .map(|key| Key::parse(key).map_err(|e| format!("{name}: {e}")))
+                .collect::<Result<Vec<_>, _>>()?;
+            overrides.insert(action, parsed);
+        }
+        let mut bindings: BTreeMap<Key, Action> = BTreeMap::new();
+        for (action, keys) in DEFAULTS {
+            if overrides.contains_key(action) {
+                continue;
+            }
+            for key in *keys {
+                bindings.insert(k(key), *action);
+            }
+        }
+        for (action, keys) in overrides {
+            for key in keys {
+                if let Some(other) = bindings.insert(key, action)
+                    && other != action
+                {
+                    return Err(format!(
+                        "{key} is bound to both {} and {}",
+                        other.name(),
+                        action.name()
+                    ));
+                }
+            }
+        }
+        Ok(Self { bindings })
+    }
+
+    /// The map from `$KEEL_HOME/keybindings.yaml`, or the defaults and the reason the file
+    /// was not used.
+    pub fn load(home: Option<&Path>) -> (Self, Option<String>) {
+        let Some(path) = home.map(|h| h.join("keybindings.yaml")) else {
+            return (Self::default(), None);
+        };
+        match std::fs::read_to_string(&path) {
+            Ok(text) => match Self::parse(&text) {
+                Ok(map) => (map, None),
+                Err(error) => (
+                    Self::default(),
+                    Some(format!("{} ignored: {error}", path.display())),
+                ),
+            },
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => (Self::default(), None),
+            Err(e) => (
+                Self::default(),
+                Some(format!("{} ignored: cannot read it: {e}", path.display())),
+            ),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+
+    use super::*;
+
+    fn press(code: KeyCode, modifiers: KeyModifiers) -> KeyEvent {
+        KeyEvent::new(code, modifiers)
+    }
+
+    #[test]
+    fn defaults_parse_and_map() {
+        for (_, keys) in DEFAULTS {
+            for key in *keys {
+                Key::parse(key).unwrap();
+            }
+        }
+        let map = KeyMap::default();
+        assert_eq!(
+            map.action(&press(KeyCode::Enter, KeyModifiers::NONE)),
+            Some(Action::Submit)
+        );
+        assert_eq!(
+            map.action(&press(KeyCode::Enter, KeyModifiers::ALT)),
+            Some(Action::Queue)
+        );
+        assert_eq!(
+            map.action(&press(KeyCode::Enter, KeyModifiers::SHIFT)),
+            Some(Action::Newline)
+        );
+        assert_eq!(
+            map.action(&press(KeyCode::Char('j'), KeyModifiers::CONTROL)),
+            Some(Action::Newline)
+        );
+        assert_eq!(
+            map.action(&press(KeyCode::BackTab, KeyModifiers::SHIFT)),
+            Some(Action::CycleMode)
+        );
+        assert_eq!(
+            map.action(&press(KeyCode::Up, KeyModifiers::ALT)),
+            Some(Action::PullQueued)
+        );
+        assert_eq!(
+            map.action(&press(KeyCode::Char('x'), KeyModifiers::NONE)),
+            None
+        );
+    }
+
+    #[test]
+    fn overrides_replace_an_actions_keys() {
+        let map = KeyMap::parse("toggle_expand: ctrl+e\nqueue: [alt+q, f2]\n").unwrap();
+        assert_eq!(
+            map.action(&press(KeyCode::Char('e'), KeyModifiers::CONTROL)),
+            Some(Action::ToggleExpand)
+        );
+        assert_eq!(
+            map.action(&press(KeyCode::Char('o'), KeyModifiers::CONTROL)),
+            None
+        );
+        assert_eq!(
+            map.action(&press(KeyCode::F(2), KeyModifiers::NONE)),
+            Some(Action::Queue)
+        );
+    }
+
+    #[test]
+    fn conflicts_and_typos_reject_the_whole_file() {
+        let err = KeyMap::parse("todos: ctrl+r\n").unwrap_err();
+        assert!(err.contains("ctrl+r is bound to both"), "{err}");
+        assert!(
+            KeyMap::parse("explode: ctrl+x")
+                .unwrap_err()
+                .contains("unknown action `explode`")
+        );
+        assert!(
+            KeyMap::parse("todos: hyper+x")
+                .unwrap_err()
+                .contains("unknown modifier")
+        );
+        assert!(
+            KeyMap::parse("todos: x")
+                .unwrap_err()
+                .contains("plain character")
+        );
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join("keybindings.yaml"), "todos: ctrl+r\n").unwrap();
+        let (map, warning) = KeyMap::load(Some(dir.path()));
+        assert!(warning.unwrap().contains("ignored"));
+        assert_eq!(
+            map.action(&press(KeyCode::Char('t'), KeyModifiers::CONTROL)),
+            Some(Action::Todos)
+        );
+    }
+}

@@ -1,0 +1,324 @@
+//! Drawing the bottom panel: the live part of the turn, the spinner, queued messages, the
+//! popup or permission prompt, the composer and the footer.
+
+use keel_protocol::InputKind;
+use ratatui::Frame;
+use ratatui::layout::Rect;
+use ratatui::style::{Color, Modifier, Style};
+use ratatui::text::{Line, Span};
+use ratatui::widgets::{Clear, Paragraph};
+
+use crate::app::popup::{POPUP_ROWS, Stage};
+use crate::app::{App, Popup};
+use crate::cells::{elapsed_words, todo_lines};
+use crate::wrap::{truncate, wrap_line, wrap_lines};
+
+const SPINNER: [&str; 10] = ["⠋", "⠙", "⠹", "⠸", "⠼", "⠴", "⠦", "⠧", "⠇", "⠏"];
+const DIM: Style = Style::new().fg(Color::DarkGray);
+const SELECTED: Style = Style::new().fg(Color::Cyan).add_modifier(Modifier::BOLD);
+
+/// The panel's lines and where the cursor goes (row, column), if it shows.
+pub fn panel(app: &App, width: u16) -> (Vec<Line<'static>>, Option<(u16, u16)>) {
+    let width = width as usize;
+    let mut top: Vec<Line<'static>> = app.live.lines(width, app.expanded);
+    if let Some(started) = app.live.started {
+        let elapsed = started.elapsed();
+        let frame = (elapsed.as_millis() / 80) as usize % SPINNER.len();
+        let what = if app.live.interrupting {
+            "Interrupting"
+        } else {
+            "Working"
+        };
+        top.push(Line::from(vec![
+            Span::styled(format!("{} ", SPINNER[frame]), Style::new().fg(Color::Cyan)),
+            Span::styled(
+                format!("{what}… "),
+                Style::new().add_modifier(Modifier::BOLD),
+            ),
+            Span::styled(
+                format!("({} · esc to interrupt)", elapsed_words(elapsed)),
+                DIM,
+            ),
+        ]));
+    }
+    for entry in app.queue.iter().take(3) {
+        let mark = if entry.kind == InputKind::Steer {
+            "↳ steer"
+        } else {
+            "⏳ queued"
+        };
+        top.push(Line::from(vec![
+            Span::styled(format!("{mark}: "), DIM),
+            Span::raw(truncate(
+                entry.text.lines().next().unwrap_or_default(),
+                width.saturating_sub(12),
+            )),
+        ]));
+    }
+    if app.queue.len() > 3 {
+        top.push(Line::styled(
+            format!("  … {} more (/queue)", app.queue.len() - 3),
+            DIM,
+        ));
+    }
+    let mut bottom: Vec<Line<'static>> = Vec::new();
+    let mut cursor = None;
+    match &app.popup {
+        Some(Popup::Permission(prompt)) => bottom.extend(permission_lines(prompt, width)),
+        popup => {
+            let rule = Line::styled("─".repeat(width), DIM);
+            bottom.push(rule);
+            let placeholder = if app.busy() {
+                "steer the turn (enter), or queue a follow-up (alt+enter)"
+            } else {
+                "ask keel to do something · / for commands · @ for files"
+            };
+            let (rows, (row, col)) = app.composer.render(width, placeholder);
+            let start = bottom.len() as u16;
+            bottom.extend(rows);
+            cursor = Some((start + row, col));
+            if let Some(popup) = popup {
+                bottom.extend(popup_lines(app, popup, width));
+            }
+        }
+    }
+    bottom.push(footer(app, width));
+    let mut lines = top;
+    let offset = lines.len() as u16;
+    lines.extend(bottom);
+    (lines, cursor.map(|(r, c)| (r + offset, c)))
+}
+
+/// Draws the panel into `area`: the end of it when it is taller than the area.
+pub fn draw_panel(frame: &mut Frame<'_>, app: &App, area: Rect) {
+    let (lines, cursor) = panel(app, area.width);
+    let height = area.height as usize;
+    let skip = lines.len().saturating_sub(height);
+    let shown: Vec<Line<'static>> = lines.into_iter().skip(skip).collect();
+    frame.render_widget(Clear, area);
+    frame.render_widget(Paragraph::new(shown), area);
+    if let Some((row, col)) = cursor
+        && (row as usize) >= skip
+    {
+        let row = row - skip as u16;
+        if row < area.height {
+            frame.set_cursor_position((
+                area.x + col.min(area.width.saturating_sub(1)),
+                area.y + row,
+            ));
+        }
+    }
+}
+
+fn footer(app: &App, width: usize) -> Line<'static> {
+    let parts = app.footer();
+    let text = parts.join(" · ");
+    let mut spans = vec![Span::styled(truncate(&text, width), DIM)];
+    if app.info.mode == "plan" || app.info.mode == "full" {
+        // The modes that change what may happen stand out.
+        let mode = format!("{} mode", app.info.mode);
+        if let Some(at) = text.find(&mode)
+            && at + mode.len() <= width
+        {
+            let color = if app.info.mode == "full" {
+                Color::Red
+            } else {
+                Color::Blue
+            };
+            spans = vec![
+                Span::styled(text[..at].to_owned(), DIM),
+                Span::styled(
+                    mode.clone(),
+                    Style::new().fg(color).add_modifier(Modifier::BOLD),
+                ),
+                Span::styled(
+                    truncate(&text[at + mode.len()..], width - at - mode.len()),
+                    DIM,
+                ),
+            ];
+        }
+    }
+    Line::from(spans)
+}
+
+fn popup_lines(app: &App, popup: &Popup, width: usize) -> Vec<Line<'static>> {
+    let mut out = Vec::new();
+    let row = |selected: bool, label: String, detail: String| {
+        let style = if selected { SELECTED } else { Style::new() };
+        let mark = if selected { "› " } else { "  " };
+        let label = truncate(&label, width.saturating_sub(4));
+        let room = width.saturating_sub(label.chars().count() + 4);
+        let mut spans = vec![Span::styled(format!("{mark}{label}"), style)];
+        if !detail.is_empty() && room > 4 {
+            spans.push(Span::styled(format!("  {}", truncate(&detail, room)), DIM));
+        }
+        Line::from(spans)
+    };
+    match popup {
+        Popup::Slash(selected) => {
+            let query = app.composer.text().get(1..).unwrap_or_default();
+            let matches = app.catalog.filter(query);
+            if matches.is_empty() {
+                out.push(Line::styled("  no such command", DIM));
+            }
+            let start = selected.saturating_sub(POPUP_ROWS - 1);
+            for (i, c) in matches.iter().enumerate().skip(start).take(POPUP_ROWS) {
+                let mut name = format!("/{}", c.name);
+                if !c.args.is_empty() {
+                    name.push(' ');
+                    name.push_str(c.args);
+                }
+                let mut detail = c.description.to_owned();
+                if app.busy() && !c.while_running {
+                    detail.push_str(" (after the turn)");
+                }
+                out.push(row(i == *selected, name, detail));
+            }
+        }
+        Popup::Files(selected) => {
+            let ready = app
+                .files
+                .as_ref()
+                .is_some_and(crate::files::FileIndex::ready);
+            let matches = app.file_matches();
+            if !ready {
+                out.push(Line::styled("  listing files…", DIM));
+            } else if matches.is_empty() {
+                out.push(Line::styled("  no matching file", DIM));
+            }
+            for (i, (path, _)) in matches.into_iter().enumerate() {
+                out.push(row(i == *selected, path, String::new()));
+            }
+        }
+        Popup::Todos => {
+            out.push(Line::styled(
+                "Todos",
+                Style::new().add_modifier(Modifier::BOLD),
+            ));
+            if app.todos.is_empty() {
+                out.push(Line::styled("  no todo list yet", DIM));
+            }
+            out.extend(wrap_lines(todo_lines(&app.todos), width, &Line::from("  ")));
+        }
+        Popup::Picker(picker) => {
+            out.push(Line::styled(
+                picker.title.clone(),
+                Style::new().add_modifier(Modifier::BOLD),
+            ));
+            if let Some((_, title)) = &picker.renaming {
+                out.push(Line::from(vec![
+                    Span::styled("new title: ", DIM),
+                    Span::raw(title.text().to_owned()),
+                ]));
+                return out;
+            }
+            out.push(Line::from(vec![
+                Span::styled("filter: ", DIM),
+                Span::raw(picker.filter.clone()),
+            ]));
+            let visible = picker.visible();
+            if visible.is_empty() {
+                out.push(Line::styled("  nothing matches", DIM));
+            }
+            let start = picker.selected.saturating_sub(POPUP_ROWS - 1);
+            for (i, item) in visible.iter().enumerate().skip(start).take(POPUP_ROWS) {
+                let mut detail = item.detail.clone();
+                if picker.confirm_delete.as_deref() == Some(item.value.as_str()) {
+                    detail = "press ctrl+d again to delete".into();
+                }
+                out.push(row(i == picker.selected, item.label.clone(), detail));
+            }
+        }
+        Popup::Permission(_) => {}
+    }
+    out
+}
+
+fn permission_lines(
+    prompt: &crate::app::popup::PermissionPrompt,
+    width: usize,
+) -> Vec<Line<'static>> {
+    let r = &prompt.request;
+    let bold = Style::new().add_modifier(Modifier::BOLD);
+    let mut out = vec![Line::styled(
+        "─".repeat(width),
+        Style::new().fg(Color::Yellow),
+    )];
+    out.push(Line::from(vec![
+        Span::styled("Allow ", bold),
+        Span::styled(r.tool.clone(), bold.fg(Color::Yellow)),
+        Span::styled("?", bold),
+    ]));
+    for line in r.summary.lines().take(12) {
+        out.extend(wrap_line(
+            &Line::from(format!("  {line}")),
+            width,
+            &Line::from("    "),
+        ));
+    }
+    for reason in &r.reasons {
+        out.extend(wrap_line(
+            &Line::styled(format!("  because {reason}"), DIM),
+            width,
+            &Line::from("    "),
+        ));
+    }
+    let can_always = !r.safety && !r.scopes.is_empty();
+    let option = |n: usize, selected: bool, text: String, enabled: bool| {
+        let style = match (selected, enabled) {
+            (_, false) => DIM,
+            (true, _) => SELECTED,
+            _ => Style::new(),
+        };
+        Line::styled(
+            format!("{} {n}. {text}", if selected { "›" } else { " " }),
+            style,
+        )
+    };
+    match &prompt.stage {
+        Stage::Choose(selected) => {
+            out.push(option(1, *selected == 0, "Yes, once (y)".into(), true));
+            let always = if r.safety {
+                "Always — not offered for a dangerous call".to_owned()
+            } else {
+                "Yes, and always for…".to_owned()
+            };
+            out.push(option(2, *selected == 1, always, can_always));
+            out.push(option(
+                3,
+                *selected == 2,
+                "No, and tell keel why (n: no reason)".into(),
+                true,
+            ));
+        }
+        Stage::Scope(selected) => {
+            out.push(Line::styled(
+                "Always allow which calls? (narrowest first)",
+                bold,
+            ));
+            for (i, scope) in r.scopes.iter().enumerate() {
+                out.push(option(i + 1, i == *selected, scope.clone(), true));
+            }
+        }
+        Stage::Confirm(scope) => {
+            out.push(Line::styled(
+                "This rule is saved to $KEEL_HOME/permissions.yaml:",
+                bold,
+            ));
+            let rule = r.scopes.get(*scope).cloned().unwrap_or_default();
+            out.push(Line::styled(
+                format!("  allow: {rule}"),
+                Style::new().fg(Color::Green),
+            ));
+            out.push(Line::styled("  enter: save and allow · esc: back", DIM));
+        }
+        Stage::Reason(reason) => {
+            out.push(Line::styled(
+                "What should keel do instead? (enter sends, empty: just no)",
+                bold,
+            ));
+            out.push(Line::from(format!("  {}", reason.text())));
+        }
+    }
+    out
+}

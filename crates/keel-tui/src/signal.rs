@@ -1,0 +1,29 @@
+//! Job control and termination signals.
+
+/// Stops this process as a terminal's Ctrl+Z would (raw mode turns the key into input,
+/// so keel raises the signal itself); returns once the shell resumes it.
+#[allow(unsafe_code)]
+pub fn stop_self() {
+    // SAFETY: raise() only asks the kernel to deliver a signal to this thread; SIGTSTP's
+    // default action stops the process group and returns on SIGCONT. No memory is touched.
+    unsafe {
+        libc::raise(libc::SIGTSTP);
+    }
+}
+
+/// Resolves when the terminal hangs up or keel is asked to terminate.
+pub async fn hangup_or_terminate() {
+    use tokio::signal::unix::{SignalKind, signal};
+    let (Ok(mut hangup), Ok(mut terminate)) = (
+        signal(SignalKind::hangup()),
+        signal(SignalKind::terminate()),
+    ) else {
+        // Without handlers the default actions apply: keel ends and the session stays
+        // resumable from the store.
+        return std::future::pending().await;
+    };
+    tokio::select! {
+        _ = hangup.recv() => {}
+        _ = terminate.recv() => {}
+    }
+}
