@@ -154,6 +154,9 @@ pub struct PermissionRequest {
     pub safety: bool,
     /// "Always allow" choices, narrowest first; answer with the index.
     pub scopes: Vec<String>,
+    /// For each scope, the exact rules "always" saves (one rule-file entry per line).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub rules: Vec<String>,
 }
 
 /// The user's answer to a permission request.

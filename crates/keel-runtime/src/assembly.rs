@@ -274,7 +274,17 @@ impl SessionServices {
         let env = Arc::new(env);
         let gate = Arc::new(PermissionGate::new(&env, setup.mode, rules));
         let permission = Arc::new(match approver {
-            Some(approver) => PermissionHook::interactive(gate.clone(), approver),
+            Some(approver) => {
+                let hook = PermissionHook::interactive(gate.clone(), approver);
+                match &setup.keel_home {
+                    // "Always" answers outlive the session in the user's own rule file.
+                    Some(home) => hook.with_rules_file(
+                        home.join(keel_tools::permission::rules::RULES_FILE),
+                        std::env::var_os("HOME").map(std::path::PathBuf::from),
+                    ),
+                    None => hook,
+                }
+            }
             None => PermissionHook::headless(gate.clone()),
         });
         Self {

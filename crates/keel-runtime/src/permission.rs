@@ -67,6 +67,17 @@ impl Approver for SessionApprover {
                 reasons: request.reasons.clone(),
                 safety: request.safety,
                 scopes: request.scopes.iter().map(|s| s.label.clone()).collect(),
+                rules: request
+                    .scopes
+                    .iter()
+                    .map(|s| {
+                        s.matchers
+                            .iter()
+                            .map(keel_tools::permission::rules::Matcher::to_rule_text)
+                            .collect::<Vec<_>>()
+                            .join("\n")
+                    })
+                    .collect(),
             },
         });
         slot.hub.drained();

@@ -62,6 +62,8 @@ pub struct PermissionHook {
     gate: Arc<PermissionGate>,
     approver: Option<Arc<dyn Approver>>,
     approval_timeout: Duration,
+    /// Where "always" answers are saved (`$KEEL_HOME/permissions.yaml`).
+    rules_file: Option<(std::path::PathBuf, Option<std::path::PathBuf>)>,
 }
 
 impl std::fmt::Debug for PermissionHook {
@@ -81,6 +83,7 @@ impl PermissionHook {
             gate,
             approver: None,
             approval_timeout: DEFAULT_APPROVAL_TIMEOUT,
+            rules_file: None,
         }
     }
 
@@ -90,7 +93,19 @@ impl PermissionHook {
             gate,
             approver: Some(approver),
             approval_timeout: DEFAULT_APPROVAL_TIMEOUT,
+            rules_file: None,
         }
+    }
+
+    /// Saves "always" answers as allow rules in `path` (`home` resolves `~` in it), so
+    /// later sessions keep them.
+    pub fn with_rules_file(
+        mut self,
+        path: std::path::PathBuf,
+        home: Option<std::path::PathBuf>,
+    ) -> Self {
+        self.rules_file = Some((path, home));
+        self
     }
 
     /// Changes how long an approval may take.
@@ -135,6 +150,13 @@ impl PermissionHook {
             Ok(Approval::AllowAlways(scope)) => {
                 if !safety {
                     self.gate.allow_scope(&scope);
+                    if let Some((path, home)) = &self.rules_file
+                        && let Err(error) =
+                            super::rules::append_allow(path, &scope.matchers, home.as_deref())
+                    {
+                        // The session keeps the rule; only later sessions lose it.
+                        tracing::warn!(%error, "cannot save the always-allow rule");
+                    }
                 }
                 ToolGate::Allow
             }

@@ -7,6 +7,7 @@ use std::path::Path;
 use serde::Deserialize;
 
 use super::matcher::{CommandPattern, Matcher, PathPattern, ToolPattern};
+
 use super::{Action, Effect, PROJECT_DIR, RULES_FILE, Rule, RuleError, RuleOrigin, RuleSet};
 use crate::permission::shell::{Token, program_name, tokenize};
 
@@ -194,4 +195,147 @@ impl RuleSet {
         }
         Ok(set)
     }
+}
+
+/// A command's words as rule text that tokenizes back into the same words.
+fn shell_words(words: &[String]) -> String {
+    words
+        .iter()
+        .map(|w| {
+            let plain = !w.is_empty()
+                && w.chars()
+                    .all(|c| c.is_ascii_alphanumeric() || "_./=:@%+,-".contains(c));
+            if plain {
+                w.clone()
+            } else {
+                format!("'{}'", w.replace('\'', "'\\''"))
+            }
+        })
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+impl Matcher {
+    /// The matcher as one rule of a rule file (a JSON object, which YAML reads as a flow
+    /// mapping), so "always allow" can be saved exactly as it was shown.
+    pub fn to_rule_text(&self) -> String {
+        let mut rule = serde_json::Map::new();
+        if let Some(tool) = &self.tool {
+            rule.insert("tool".into(), tool.as_str().into());
+        }
+        match &self.command {
+            Some(CommandPattern::Exact(words)) => {
+                rule.insert("command".into(), shell_words(words).into());
+            }
+            Some(CommandPattern::Prefix(words)) => {
+                rule.insert("command_prefix".into(), shell_words(words).into());
+            }
+            Some(CommandPattern::Glob { raw, .. }) => {
+                rule.insert("command_glob".into(), raw.as_str().into());
+            }
+            None => {}
+        }
+        if let Some(path) = &self.path {
+            rule.insert("path".into(), path.as_str().into());
+        }
+        match self.actions.as_slice() {
+            [] => {}
+            [one] => {
+                rule.insert("action".into(), one.name().into());
+            }
+            many => {
+                let names: Vec<serde_json::Value> = many.iter().map(|a| a.name().into()).collect();
+                rule.insert("action".into(), names.into());
+            }
+        }
+        serde_json::Value::Object(rule).to_string()
+    }
+}
+
+/// Adds `matchers` as allow rules to the rule file at `path` (created 0600 when missing),
+/// keeping what the file says, comments included. The new text must load and give exactly
+/// the old rules plus these, or nothing is written.
+pub fn append_allow(
+    path: &Path,
+    matchers: &[Matcher],
+    home: Option<&Path>,
+) -> Result<(), RuleError> {
+    let unreadable = |message: String| RuleError::Unreadable {
+        path: path.to_path_buf(),
+        message,
+    };
+    let old = match std::fs::read_to_string(path) {
+        Ok(text) => text,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => String::new(),
+        Err(e) => return Err(unreadable(e.to_string())),
+    };
+    let before = RuleSet::parse(&old, path, home)?;
+    let items: Vec<String> = matchers
+        .iter()
+        .map(|m| format!("  - {}", m.to_rule_text()))
+        .collect();
+    let lines: Vec<&str> = old.lines().collect();
+    let text = match lines.iter().position(|l| l.trim_end() == "allow:") {
+        Some(at) => {
+            let mut out: Vec<String> = lines[..=at].iter().map(|l| (*l).to_owned()).collect();
+            out.extend(items.iter().cloned());
+            out.extend(lines[at + 1..].iter().map(|l| (*l).to_owned()));
+            out.join("\n") + "\n"
+        }
+        None => {
+            let mut out = old.clone();
+            if !out.is_empty() && !out.ends_with('\n') {
+                out.push('\n');
+            }
+            out.push_str("allow:\n");
+            for item in &items {
+                out.push_str(item);
+                out.push('\n');
+            }
+            out
+        }
+    };
+    let after = RuleSet::parse(&text, path, home)?;
+    let mut expected: Vec<&Matcher> = before.rules().iter().map(|r| &r.matcher).collect();
+    expected.extend(matchers.iter());
+    let got: Vec<&Matcher> = after.rules().iter().map(|r| &r.matcher).collect();
+    let same = expected.len() == got.len() && expected.iter().all(|m| got.contains(m));
+    if !same {
+        return Err(RuleError::Syntax {
+            path: path.to_path_buf(),
+            message:
+                "the file's allow list could not be extended in place (write the rule by hand)"
+                    .into(),
+        });
+    }
+    replace_file(path, text.as_bytes())
+        .map_err(|e| unreadable(format!("cannot save the rule: {e}")))
+}
+
+/// Writes `path` whole or not at all: a new 0600 file beside it, synced, renamed over it.
+fn replace_file(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
+    use std::io::Write as _;
+    use std::os::unix::fs::{DirBuilderExt as _, OpenOptionsExt as _};
+    let dir = path
+        .parent()
+        .ok_or_else(|| std::io::Error::other("no folder"))?;
+    std::fs::DirBuilder::new()
+        .recursive(true)
+        .mode(0o700)
+        .create(dir)?;
+    let name = path
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    let temp = dir.join(format!(".{name}.{}.tmp", std::process::id()));
+    let _ = std::fs::remove_file(&temp);
+    let mut file = std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .mode(0o600)
+        .custom_flags(libc::O_NOFOLLOW)
+        .open(&temp)?;
+    file.write_all(bytes)?;
+    file.sync_all()?;
+    std::fs::rename(&temp, path)
 }

@@ -189,6 +189,11 @@ impl PartialEq for ToolPattern {
 }
 
 impl ToolPattern {
+    /// The name or glob as written.
+    pub fn as_str(&self) -> &str {
+        &self.raw
+    }
+
     /// Compiles a tool name or glob.
     pub fn new(name: &str) -> Result<Self, String> {
         if name.trim().is_empty() {

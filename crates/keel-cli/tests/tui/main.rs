@@ -1,0 +1,358 @@
+//! End to end: the real `keel` TUI in tmux against `keel-mockllm`, driven the way a person
+//! does (`send-keys`) and read back from the screen (`capture-pane`).
+#![allow(clippy::unwrap_used, clippy::expect_used, missing_docs)]
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+struct Mock(tokio::runtime::Runtime);
+
+impl Mock {
+    fn new() -> Self {
+        Self(
+            tokio::runtime::Builder::new_multi_thread()
+                .worker_threads(1)
+                .enable_all()
+                .build()
+                .unwrap(),
+        )
+    }
+
+    fn serve(&self, script: &serde_json::Value) -> keel_mockllm::MockServer {
+        let script = keel_mockllm::Script::parse(&script.to_string()).unwrap();
+        self.0
+            .block_on(keel_mockllm::MockServer::start(
+                script,
+                keel_mockllm::ServerOptions::default(),
+            ))
+            .unwrap()
+    }
+}
+
+/// One keel in its own tmux server.
+struct Tui {
+    socket: String,
+    home: tempfile::TempDir,
+    work: tempfile::TempDir,
+}
+
+fn shell_quote(text: &str) -> String {
+    format!("'{}'", text.replace('\'', "'\\''"))
+}
+
+impl Tui {
+    fn new() -> Self {
+        static NEXT: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+        let n = NEXT.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        Self {
+            socket: format!("keel-tui-test-{}-{n}", std::process::id()),
+            home: tempfile::tempdir().unwrap(),
+            work: tempfile::tempdir().unwrap(),
+        }
+    }
+
+    fn tmux(&self) -> Command {
+        let mut command = Command::new("tmux");
+        command.args(["-L", &self.socket, "-f", "/dev/null"]);
+        command
+    }
+
+    /// Starts `keel ARGS` against `server` in a 100×40 window.
+    fn start(&self, server: &keel_mockllm::MockServer, args: &[&str]) {
+        let mut line = format!(
+            "cd {} && env KEEL_HOME={} ANTHROPIC_API_KEY=test-key OPENAI_API_KEY=test-key TERM=xterm-256color {} --model anthropic/claude-sonnet-4-5 --base-url {}",
+            shell_quote(&self.work.path().to_string_lossy()),
+            shell_quote(&self.home.path().to_string_lossy()),
+            shell_quote(env!("CARGO_BIN_EXE_keel")),
+            server.url()
+        );
+        for arg in args {
+            line.push(' ');
+            line.push_str(&shell_quote(arg));
+        }
+        // Keep the window after keel exits so its last screen can be read.
+        line.push_str("; echo KEEL-EXITED-$?; sleep 600");
+        let status = self
+            .tmux()
+            .args([
+                "new-session",
+                "-d",
+                "-s",
+                "t",
+                "-x",
+                "100",
+                "-y",
+                "40",
+                &line,
+            ])
+            .status()
+            .expect("tmux must be installed (CI installs it)");
+        assert!(status.success());
+    }
+
+    fn screen(&self) -> String {
+        let out = self
+            .tmux()
+            .args(["capture-pane", "-p", "-J", "-t", "t", "-S", "-500"])
+            .output()
+            .unwrap();
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    }
+
+    fn wait_for(&self, needle: &str) -> String {
+        self.wait_until(needle, |s| s.contains(needle))
+    }
+
+    fn wait_until(&self, what: &str, done: impl Fn(&str) -> bool) -> String {
+        let deadline = Instant::now() + Duration::from_secs(20);
+        loop {
+            let screen = self.screen();
+            if done(&screen) {
+                return screen;
+            }
+            if Instant::now() > deadline {
+                panic!("timed out waiting for {what:?}; the screen:\n{screen}");
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+
+    fn keys(&self, keys: &[&str]) {
+        let status = self
+            .tmux()
+            .args(["send-keys", "-t", "t"])
+            .args(keys)
+            .status()
+            .unwrap();
+        assert!(status.success());
+    }
+
+    fn type_text(&self, text: &str) {
+        let status = self
+            .tmux()
+            .args(["send-keys", "-t", "t", "-l", text])
+            .status()
+            .unwrap();
+        assert!(status.success());
+    }
+
+    fn db(&self) -> PathBuf {
+        self.home.path().join("sessions.db")
+    }
+
+    fn work(&self) -> &Path {
+        self.work.path()
+    }
+}
+
+impl Drop for Tui {
+    fn drop(&mut self) {
+        let _ = self.tmux().arg("kill-server").status();
+    }
+}
+
+fn request_text(server: &keel_mockllm::MockServer, index: usize) -> String {
+    server
+        .requests()
+        .get(index)
+        .map(|r| r.body.to_string())
+        .unwrap_or_default()
+}
+
+#[test]
+fn a_prompt_streams_and_finishes() {
+    let mock = Mock::new();
+    let server = mock.serve(&serde_json::json!([
+        {"text": "## Plan\n\nFirst **this**, then `that`.\n\n- step one\n- step two\n", "chunk_size": 4, "delay_ms": 5}
+    ]));
+    let tui = Tui::new();
+    tui.start(&server, &["write a plan"]);
+    let screen = tui.wait_for("• step two");
+    assert!(screen.contains("› write a plan"), "{screen}");
+    assert!(screen.contains("First this, then that."), "{screen}");
+    // The turn is over: the spinner is gone and the composer is back.
+    tui.wait_until("idle", |s| {
+        !s.contains("esc to interrupt") && s.contains("ask keel to do something")
+    });
+    tui.keys(&["C-d"]);
+    let screen = tui.wait_for("KEEL-EXITED-0");
+    assert!(screen.contains("keel --session s-"), "{screen}");
+}
+
+#[test]
+fn enter_during_a_turn_steers_the_next_request() {
+    let mock = Mock::new();
+    let server = mock.serve(&serde_json::json!([
+        {"shell": "sleep 2", "first_delay_ms": 50},
+        {"text": "steered answer"}
+    ]));
+    let tui = Tui::new();
+    tui.start(&server, &["--permission", "full", "start working"]);
+    tui.wait_for("Bash sleep 2");
+    tui.type_text("also check the README");
+    tui.keys(&["Enter"]);
+    tui.wait_for("steered answer");
+    let second = request_text(&server, 1);
+    assert!(second.contains("also check the README"), "{second}");
+    assert_eq!(
+        server.requests().len(),
+        2,
+        "the steer joined the running turn"
+    );
+}
+
+#[test]
+fn alt_enter_queues_a_follow_up_for_after_the_turn() {
+    let mock = Mock::new();
+    let server = mock.serve(&serde_json::json!([
+        {"text": "first answer, slowly", "chunk_size": 2, "delay_ms": 60},
+        {"text": "the follow-up answer"}
+    ]));
+    let tui = Tui::new();
+    tui.start(&server, &["first question"]);
+    tui.wait_for("esc to interrupt");
+    tui.type_text("and then this");
+    tui.keys(&["M-Enter"]);
+    tui.wait_for("queued for after this turn");
+    let screen = tui.wait_for("the follow-up answer");
+    assert!(screen.contains("first answer, slowly"), "{screen}");
+    assert_eq!(server.requests().len(), 2);
+    let first = request_text(&server, 0);
+    assert!(
+        !first.contains("and then this"),
+        "the follow-up waited for the turn: {first}"
+    );
+    assert!(request_text(&server, 1).contains("and then this"));
+}
+
+#[test]
+fn esc_interrupts_and_the_session_stays_usable() {
+    let mock = Mock::new();
+    let server = mock.serve(&serde_json::json!([
+        {"text": "this answer takes forever to arrive", "chunk_size": 1, "delay_ms": 400},
+        {"text": "after the interrupt"}
+    ]));
+    let tui = Tui::new();
+    tui.start(&server, &["a long one"]);
+    tui.wait_for("● this");
+    let pressed = Instant::now();
+    tui.keys(&["Escape"]);
+    tui.wait_for("interrupted");
+    let took = pressed.elapsed();
+    // Generous for a loaded CI machine; the bench measures the real figure.
+    assert!(took < Duration::from_secs(3), "{took:?}");
+    tui.type_text("next question");
+    tui.keys(&["Enter"]);
+    tui.wait_for("after the interrupt");
+}
+
+#[test]
+fn model_compact_and_sessions_commands_work() {
+    let mock = Mock::new();
+    let server = mock.serve(&serde_json::json!([
+        {"text": "an answer to compact"},
+        {"text": keel_context::checkpoint::sample_summary("the user said hello")}
+    ]));
+    let tui = Tui::new();
+    tui.start(&server, &["hello"]);
+    tui.wait_for("an answer to compact");
+    tui.type_text("/model openai/gpt-5-mini");
+    tui.keys(&["Enter"]);
+    tui.wait_for("openai/gpt-5-mini · auto mode");
+    // Back to a model the mock answers as.
+    tui.type_text("/model anthropic/claude-sonnet-4-5");
+    tui.keys(&["Enter"]);
+    tui.wait_until("the model back", |s| {
+        !s.contains("openai/gpt-5-mini · auto mode")
+    });
+    tui.type_text("/compact keep the greeting");
+    tui.keys(&["Enter"]);
+    tui.wait_for("conversation compacted");
+    tui.type_text("/sessions");
+    tui.keys(&["Enter"]);
+    let screen = tui.wait_for("Sessions (enter: resume");
+    assert!(
+        screen.contains("hello"),
+        "the session is listed by its title: {screen}"
+    );
+    tui.keys(&["Escape"]);
+}
+
+#[test]
+fn a_permission_prompt_answered_with_2_is_remembered() {
+    let mock = Mock::new();
+    let server = mock.serve(&serde_json::json!([
+        {"shell": "touch notes.txt"},
+        {"text": "first done"},
+        {"shell": "touch notes.txt"},
+        {"text": "second done"}
+    ]));
+    let tui = Tui::new();
+    tui.start(&server, &["--permission", "ask", "make notes"]);
+    let screen = tui.wait_for("Allow bash?");
+    assert!(screen.contains("touch notes.txt"), "{screen}");
+    tui.keys(&["2"]);
+    let screen = tui.wait_until("a scope or the rule", |s| {
+        s.contains("Always allow which calls?") || s.contains("This rule is saved")
+    });
+    if screen.contains("Always allow which calls?") {
+        tui.keys(&["1"]);
+    }
+    tui.wait_for("This rule is saved");
+    tui.keys(&["Enter"]);
+    tui.wait_for("first done");
+    let rules = std::fs::read_to_string(tui.home.path().join("permissions.yaml")).unwrap();
+    assert!(
+        rules.contains("allow:") && rules.contains("touch"),
+        "{rules}"
+    );
+    assert!(tui.work().join("notes.txt").exists());
+    // The same call again asks nothing.
+    tui.type_text("again");
+    tui.keys(&["Enter"]);
+    let screen = tui.wait_for("second done");
+    assert_eq!(screen.matches("Allow bash?").count(), 0, "{screen}");
+}
+
+#[test]
+fn continue_resumes_the_latest_session() {
+    let mock = Mock::new();
+    let server = mock.serve(&serde_json::json!([
+        {"text": "remember the number 42"},
+        {"text": "it was 42"}
+    ]));
+    let tui = Tui::new();
+    tui.start(&server, &["pick a number"]);
+    tui.wait_for("remember the number 42");
+    tui.keys(&["C-d"]);
+    tui.wait_for("KEEL-EXITED-0");
+    let _ = tui.tmux().arg("kill-server").status();
+    assert!(tui.db().exists() || tui.home.path().exists());
+    tui.start(&server, &["--continue"]);
+    let screen = tui.wait_for("resumed session");
+    assert!(
+        screen.contains("remember the number 42"),
+        "the history is shown again: {screen}"
+    );
+    tui.type_text("what was it?");
+    tui.keys(&["Enter"]);
+    tui.wait_for("it was 42");
+    let second = request_text(&server, 1);
+    assert!(
+        second.contains("pick a number"),
+        "the old history was sent: {second}"
+    );
+}
+
+#[test]
+fn without_a_terminal_keel_points_to_exec() {
+    let output = Command::new(env!("CARGO_BIN_EXE_keel"))
+        .env("KEEL_HOME", "/nonexistent")
+        .stdin(std::process::Stdio::null())
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(2));
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(stderr.contains("keel exec"), "{stderr}");
+}
