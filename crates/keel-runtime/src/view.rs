@@ -94,7 +94,7 @@ impl TurnView {
                     self.complete_text(&message_id, ItemKind::AgentMessage, assistant.text(), emit);
                     emit(SessionEventBody::Usage {
                         turn_id: self.turn_id.clone(),
-                        usage: assistant.usage.clone(),
+                        usage: assistant.usage,
                         context_window: self.context_window,
                     });
                 }

@@ -433,9 +433,9 @@ mod tests {
     fn the_cursor_is_placed_on_wrapped_rows() {
         let mut c = Composer::new();
         c.insert("abcdefgh");
-        let (rows, cursor) = c.render(6, "");
+        let (rows, cursor) = c.render(7, "");
         assert_eq!(rows.len(), 2);
-        assert_eq!(cursor, (1, 6));
+        assert_eq!(cursor, (1, 5));
     }
 
     proptest! {

@@ -165,7 +165,7 @@ impl Key {
             }
             c if c.chars().count() == 1 => {
                 let ch = c.chars().next().unwrap_or(' ');
-                if !(key.ctrl || key.alt) && !matches!(ch, ' ') {
+                if !(key.ctrl || key.alt || ch == ' ') {
                     return Err(format!(
                         "`{text}` is a plain character: bindings need ctrl or alt, or a named key"
                     ));

@@ -186,11 +186,10 @@ impl Renderer<'_> {
 
     fn start(&mut self, tag: Tag<'_>) {
         match tag {
-            Tag::Paragraph => {
-                if self.pending_marker.is_none() {
+            Tag::Paragraph
+                if self.pending_marker.is_none() => {
                     self.start_block();
                 }
-            }
             Tag::Heading { level, .. } => {
                 self.start_block();
                 let style = match level {
@@ -668,7 +667,7 @@ mod tests {
 
     proptest! {
         #[test]
-        fn streaming_never_loses_words(words in proptest::collection::vec("[a-z]{1,8}|\n|\n\n|```|# |- |\\| ", 0..80), split in 1usize..20) {
+        fn streaming_never_loses_words(words in proptest::collection::vec("[a-z]{1,8}|\n|\n\n|\n```\n|# |- |\\| ", 0..80), split in 1usize..20) {
             let text: String = words.concat();
             let mut stream = MarkdownStream::new();
             let mut got = Vec::new();

@@ -305,11 +305,19 @@ fn permission_lines(
                 "This rule is saved to $KEEL_HOME/permissions.yaml:",
                 bold,
             ));
-            let rule = r.scopes.get(*scope).cloned().unwrap_or_default();
-            out.push(Line::styled(
-                format!("  allow: {rule}"),
-                Style::new().fg(Color::Green),
-            ));
+            out.push(Line::from(format!(
+                "  {}",
+                r.scopes.get(*scope).cloned().unwrap_or_default()
+            )));
+            out.push(Line::styled("  allow:", Style::new().fg(Color::Green)));
+            let rules = r.rules.get(*scope).cloned().unwrap_or_default();
+            for rule in rules.lines() {
+                out.extend(wrap_line(
+                    &Line::styled(format!("    - {rule}"), Style::new().fg(Color::Green)),
+                    width,
+                    &Line::from("      "),
+                ));
+            }
             out.push(Line::styled("  enter: save and allow · esc: back", DIM));
         }
         Stage::Reason(reason) => {

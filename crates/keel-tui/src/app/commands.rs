@@ -630,7 +630,7 @@ impl App {
                     }
                 }
                 Message::Assistant(a) => {
-                    self.usage += a.usage.clone();
+                    self.usage += a.usage;
                     let thinking: String = a
                         .content
                         .iter()

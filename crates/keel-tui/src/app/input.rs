@@ -171,7 +171,7 @@ impl App {
             && self.catalog.find(name).is_some()
         {
             self.composer.clear();
-            self.run_command(name, &args.to_owned(), effects);
+            self.run_command(name, args, effects);
             return;
         }
         let Some(session_id) = self.session_id() else {

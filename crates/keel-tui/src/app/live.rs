@@ -64,8 +64,10 @@ pub struct Live {
     pub answered: bool,
     /// Open items, in the order they started.
     pub items: Vec<LiveItem>,
-    /// An open permission question's id.
+    /// An interrupt was asked for and the turn has not ended yet.
     pub interrupting: bool,
+    /// Reasoning items already moved to the transcript (an answer began after them).
+    sealed: Vec<Arc<str>>,
 }
 
 impl Live {
@@ -84,6 +86,7 @@ impl Live {
 
     /// The turn is over.
     pub fn finish(&mut self) {
+        self.sealed.clear();
         self.started = None;
         self.prompt = None;
         self.items.clear();
@@ -116,12 +119,11 @@ impl App {
             return;
         }
         match event.body {
-            SessionEventBody::TurnStarted { .. } => {
-                if !self.live.running() {
+            SessionEventBody::TurnStarted { .. }
+                if !self.live.running() => {
                     // A follow-up or a turn another client started.
                     self.live.begin(None);
                 }
-            }
             SessionEventBody::TurnStatus { .. } => {}
             SessionEventBody::Item { event, .. } => self.item(event),
             SessionEventBody::Retry {
@@ -314,16 +316,15 @@ impl App {
                         self.push_lines(lines);
                         self.transcript.push(Cell::Answer(text));
                     }
-                    (ItemBody::AgentMessage { text }, _) => {
-                        if !text.trim().is_empty() {
+                    (ItemBody::AgentMessage { text }, _)
+                        if !text.trim().is_empty() => {
                             self.push(Cell::Answer(text));
                         }
-                    }
-                    (ItemBody::Reasoning { text }, _) => {
-                        if !text.trim().is_empty() {
+                    (ItemBody::Reasoning { .. }, None) if self.live.sealed.contains(&item.id) => {}
+                    (ItemBody::Reasoning { text }, _)
+                        if !text.trim().is_empty() => {
                             self.push(Cell::Reasoning(text));
                         }
-                    }
                     (
                         ItemBody::ToolCall {
                             tool_name,
@@ -364,13 +365,16 @@ impl App {
     /// Moves open reasoning to the transcript.
     fn seal_reasoning(&mut self) {
         let mut sealed = Vec::new();
+        let mut ids = Vec::new();
         self.live.items.retain_mut(|item| match item {
-            LiveItem::Reasoning { text, .. } => {
+            LiveItem::Reasoning { text, id } => {
                 sealed.push(std::mem::take(text));
+                ids.push(id.clone());
                 false
             }
             _ => true,
         });
+        self.live.sealed.extend(ids);
         for text in sealed {
             if !text.trim().is_empty() {
                 self.push(Cell::Reasoning(text));

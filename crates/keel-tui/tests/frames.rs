@@ -1,0 +1,377 @@
+//! Snapshots of rendered frames: the app is fed session events and keys, drawn through
+//! ratatui's crossterm backend into a byte buffer, and the bytes are interpreted by a
+//! terminal emulator (vt100), so the snapshot is what a terminal would show.
+#![allow(clippy::unwrap_used, clippy::expect_used, missing_docs)]
+
+use std::sync::Arc;
+
+use crossterm::event::{Event, KeyCode, KeyEvent, KeyModifiers};
+use keel_protocol::{
+    Item, ItemBody, ItemEvent, PermissionRequest, SessionEvent, SessionEventBody, SessionId,
+    ToolCallStatus, TurnId, Usage,
+};
+use keel_tui::app::{App, Info, UiEvent};
+use ratatui::backend::CrosstermBackend;
+use ratatui::layout::Rect;
+use ratatui::text::Line;
+use ratatui::widgets::Paragraph;
+use ratatui::{Terminal, TerminalOptions, Viewport};
+use serde_json::json;
+
+fn info() -> Info {
+    Info {
+        cwd: "/work/project".into(),
+        model: "anthropic/claude-sonnet-4-5".into(),
+        mode: "auto".into(),
+        sandbox: "workspace-write".into(),
+        models: vec!["anthropic/claude-sonnet-4-5".into(), "openai/gpt-5".into()],
+        keel_home: None,
+        warnings: Vec::new(),
+    }
+}
+
+fn app(width: u16) -> App {
+    let mut app = App::new(info(), width);
+    app.session = Some(keel_store::SessionRecord {
+        id: SessionId::from("s-test000001"),
+        title: "a test".into(),
+        cwd: "/work/project".into(),
+        model: "anthropic/claude-sonnet-4-5".into(),
+        parent_id: None,
+        forked_from: None,
+        created_ms: 0,
+        updated_ms: 0,
+        revision: 0,
+        epoch: 0,
+        length: 0,
+    });
+    app
+}
+
+fn event(app: &mut App, body: SessionEventBody) {
+    app.update(UiEvent::Session(SessionEvent {
+        session_id: SessionId::from("s-test000001"),
+        seq: 0,
+        body,
+    }));
+}
+
+fn item(app: &mut App, event_body: ItemEvent) {
+    event(
+        app,
+        SessionEventBody::Item {
+            turn_id: TurnId::from("t-1"),
+            event: event_body,
+        },
+    );
+}
+
+fn key(app: &mut App, code: KeyCode, modifiers: KeyModifiers) {
+    app.update(UiEvent::Term(Event::Key(KeyEvent::new(code, modifiers))));
+}
+
+fn type_text(app: &mut App, text: &str) {
+    for ch in text.chars() {
+        key(app, KeyCode::Char(ch), KeyModifiers::NONE);
+    }
+}
+
+/// What a terminal shows: the finished lines, then the panel.
+fn screen(app: &mut App) -> String {
+    let width = app.width;
+    let mut lines: Vec<Line<'static>> = app.take_pending();
+    let (panel, _) = keel_tui::render::panel(app, width);
+    lines.extend(panel);
+    let height = lines.len().max(1) as u16;
+    let mut bytes = Vec::new();
+    {
+        let backend = CrosstermBackend::new(&mut bytes);
+        let mut terminal = Terminal::with_options(
+            backend,
+            TerminalOptions {
+                viewport: Viewport::Fixed(Rect::new(0, 0, width, height)),
+            },
+        )
+        .unwrap();
+        terminal
+            .draw(|frame| frame.render_widget(Paragraph::new(lines), frame.area()))
+            .unwrap();
+    }
+    let mut parser = vt100::Parser::new(height, width, 0);
+    parser.process(&bytes);
+    let text = parser.screen().contents();
+    // The spinner's frame and elapsed time depend on the clock.
+    text.lines()
+        .map(|l| {
+            if l.contains("esc to interrupt") {
+                "<spinner>"
+            } else {
+                l.trim_end()
+            }
+        })
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+fn tool(
+    name: &str,
+    arguments: serde_json::Value,
+    result: &str,
+    details: Option<serde_json::Value>,
+    status: ToolCallStatus,
+) -> ItemEvent {
+    ItemEvent::Completed {
+        item: Item {
+            id: Arc::from(format!("item-{name}")),
+            body: ItemBody::ToolCall {
+                call_id: format!("call-{name}").as_str().into(),
+                tool_name: name.into(),
+                arguments,
+                result: Some(result.into()),
+                status,
+                details,
+            },
+        },
+    }
+}
+
+fn a_turn(app: &mut App) {
+    app.push(keel_tui::cells::Cell::User("fix the failing test".into()));
+    item(
+        app,
+        ItemEvent::Started {
+            item: Item {
+                id: Arc::from("r"),
+                body: ItemBody::Reasoning {
+                    text: String::new(),
+                },
+            },
+        },
+    );
+    item(
+        app,
+        ItemEvent::Updated {
+            item_id: Arc::from("r"),
+            kind: keel_protocol::ItemKind::Reasoning,
+            delta: "The test expects 2.\nLook at add().".into(),
+        },
+    );
+    item(
+        app,
+        ItemEvent::Started {
+            item: Item {
+                id: Arc::from("a"),
+                body: ItemBody::AgentMessage {
+                    text: String::new(),
+                },
+            },
+        },
+    );
+    let answer = "I'll fix `add`:\n\n| file | change |\n|---|---|\n| src/lib.rs | return a + b |\n\n```rust\nfn add(a: u8, b: u8) -> u8 { a + b } // fixed\n```\n";
+    for piece in answer.as_bytes().chunks(7) {
+        item(
+            app,
+            ItemEvent::Updated {
+                item_id: Arc::from("a"),
+                kind: keel_protocol::ItemKind::AgentMessage,
+                delta: String::from_utf8_lossy(piece).into_owned(),
+            },
+        );
+    }
+    item(
+        app,
+        ItemEvent::Completed {
+            item: Item {
+                id: Arc::from("a"),
+                body: ItemBody::AgentMessage {
+                    text: answer.into(),
+                },
+            },
+        },
+    );
+    item(
+        app,
+        ItemEvent::Completed {
+            item: Item {
+                id: Arc::from("r"),
+                body: ItemBody::Reasoning {
+                    text: "The test expects 2.\nLook at add().".into(),
+                },
+            },
+        },
+    );
+    item(
+        app,
+        tool(
+            "edit",
+            json!({"path": "src/lib.rs", "old_string": "a - b", "new_string": "a + b"}),
+            "Edited src/lib.rs",
+            Some(
+                json!({"diff": "--- a/src/lib.rs\n+++ b/src/lib.rs\n@@ -1,3 +1,3 @@\n // math\n-fn add(a: u8, b: u8) -> u8 { a - b }\n+fn add(a: u8, b: u8) -> u8 { a + b }\n \n"}),
+            ),
+            ToolCallStatus::Completed,
+        ),
+    );
+    item(
+        app,
+        tool(
+            "bash",
+            json!({"command": "cargo test"}),
+            "running 1 test\ntest add ... ok\n\ntest result: ok. 1 passed\nline 5\nline 6\nline 7\nline 8",
+            Some(json!({"exit_code": 0})),
+            ToolCallStatus::Completed,
+        ),
+    );
+    item(
+        app,
+        tool(
+            "read",
+            json!({"path": "missing.rs"}),
+            "no such file: missing.rs",
+            None,
+            ToolCallStatus::Failed,
+        ),
+    );
+    event(
+        app,
+        SessionEventBody::Retry {
+            turn_id: TurnId::from("t-1"),
+            attempt: 2,
+            max_retries: 5,
+            delay_ms: 4000,
+            failure: keel_protocol::Failure::new("overloaded", "the provider is overloaded"),
+        },
+    );
+    event(
+        app,
+        SessionEventBody::Extension {
+            turn_id: None,
+            extension: "host.context".into(),
+            kind: "archived".into(),
+            details: json!({"outputs": 2, "before": {"tokens": 98000}, "after": {"tokens": 41000}}),
+        },
+    );
+    event(
+        app,
+        SessionEventBody::Usage {
+            turn_id: TurnId::from("t-1"),
+            usage: Usage {
+                input: 30_000,
+                output: 2_000,
+                ..Usage::default()
+            },
+            context_window: 200_000,
+        },
+    );
+}
+
+#[test]
+fn every_cell_kind_wide() {
+    let mut app = app(100);
+    a_turn(&mut app);
+    insta::assert_snapshot!(screen(&mut app));
+}
+
+#[test]
+fn every_cell_kind_narrow() {
+    let mut app = app(40);
+    a_turn(&mut app);
+    insta::assert_snapshot!(screen(&mut app));
+}
+
+#[test]
+fn the_slash_popup_filters() {
+    let mut app = app(80);
+    type_text(&mut app, "/co");
+    insta::assert_snapshot!(screen(&mut app));
+}
+
+#[test]
+fn the_permission_prompt_and_its_always_confirmation() {
+    let mut app = app(80);
+    app.live.begin(Some("clean up".into()));
+    event(
+        &mut app,
+        SessionEventBody::PermissionRequested {
+            turn_id: TurnId::from("t-1"),
+            request: PermissionRequest {
+                id: "p-1".into(),
+                tool_call_id: "call-1".into(),
+                tool: "bash".into(),
+                summary: "rm -rf build/".into(),
+                reasons: vec!["it deletes files in the workspace".into()],
+                safety: false,
+                scopes: vec!["this exact command".into(), "any `rm` command".into()],
+                rules: vec![
+                    "{\"tool\":\"bash\",\"command\":\"rm -rf build/\"}".into(),
+                    "{\"tool\":\"bash\",\"command_prefix\":\"rm\"}".into(),
+                ],
+            },
+        },
+    );
+    let ask = screen(&mut app);
+    key(&mut app, KeyCode::Char('2'), KeyModifiers::NONE);
+    let scopes = screen(&mut app);
+    key(&mut app, KeyCode::Char('1'), KeyModifiers::NONE);
+    let confirm = screen(&mut app);
+    insta::assert_snapshot!(format!("{ask}\n=====\n{scopes}\n=====\n{confirm}"));
+}
+
+#[test]
+fn the_footer_while_a_turn_runs_with_queued_messages() {
+    let mut app = app(100);
+    app.live.begin(Some("go".into()));
+    event(
+        &mut app,
+        SessionEventBody::QueueChanged {
+            queue: vec![keel_protocol::QueueEntry {
+                id: "i-1".into(),
+                kind: keel_protocol::InputKind::FollowUp,
+                text: "then write the docs".into(),
+                created_ms: 0,
+            }],
+        },
+    );
+    app.info.mode = "plan".into();
+    insta::assert_snapshot!(screen(&mut app));
+}
+
+#[test]
+fn a_hundred_thousand_token_answer_commits_as_it_streams() {
+    // Each delta renders only the open block: the live area stays small however long the
+    // answer grows, so streaming cost stays linear.
+    let mut app = app(100);
+    item(
+        &mut app,
+        ItemEvent::Started {
+            item: Item {
+                id: Arc::from("a"),
+                body: ItemBody::AgentMessage {
+                    text: String::new(),
+                },
+            },
+        },
+    );
+    let mut largest_live = 0;
+    for i in 0..20_000 {
+        let delta = if i % 10 == 9 {
+            "word.\n\n".to_owned()
+        } else {
+            format!("w{i} ")
+        };
+        item(
+            &mut app,
+            ItemEvent::Updated {
+                item_id: Arc::from("a"),
+                kind: keel_protocol::ItemKind::AgentMessage,
+                delta,
+            },
+        );
+        largest_live = largest_live.max(app.live.lines(100, false).len());
+        let _ = app.take_pending();
+    }
+    assert!(
+        largest_live <= 3,
+        "the open block stayed small: {largest_live} rows"
+    );
+}
