@@ -186,10 +186,9 @@ impl Renderer<'_> {
 
     fn start(&mut self, tag: Tag<'_>) {
         match tag {
-            Tag::Paragraph
-                if self.pending_marker.is_none() => {
-                    self.start_block();
-                }
+            Tag::Paragraph if self.pending_marker.is_none() => {
+                self.start_block();
+            }
             Tag::Heading { level, .. } => {
                 self.start_block();
                 let style = match level {

@@ -194,6 +194,10 @@ impl World {
             &keel_home.join("permissions.yaml"),
             "deny:\n  - command_prefix: shutdown\n",
         );
+        write(
+            &keel_home.join("keybindings.yaml"),
+            "toggle_expand: ctrl+o\n",
+        );
         // keel keeps its home private (0700) and tightens it when it finds it open; start
         // from the mode keel gives it, so a snapshot only sees what a vector changed.
         std::fs::set_permissions(

@@ -119,11 +119,10 @@ impl App {
             return;
         }
         match event.body {
-            SessionEventBody::TurnStarted { .. }
-                if !self.live.running() => {
-                    // A follow-up or a turn another client started.
-                    self.live.begin(None);
-                }
+            SessionEventBody::TurnStarted { .. } if !self.live.running() => {
+                // A follow-up or a turn another client started.
+                self.live.begin(None);
+            }
             SessionEventBody::TurnStatus { .. } => {}
             SessionEventBody::Item { event, .. } => self.item(event),
             SessionEventBody::Retry {
@@ -316,15 +315,13 @@ impl App {
                         self.push_lines(lines);
                         self.transcript.push(Cell::Answer(text));
                     }
-                    (ItemBody::AgentMessage { text }, _)
-                        if !text.trim().is_empty() => {
-                            self.push(Cell::Answer(text));
-                        }
+                    (ItemBody::AgentMessage { text }, _) if !text.trim().is_empty() => {
+                        self.push(Cell::Answer(text));
+                    }
                     (ItemBody::Reasoning { .. }, None) if self.live.sealed.contains(&item.id) => {}
-                    (ItemBody::Reasoning { text }, _)
-                        if !text.trim().is_empty() => {
-                            self.push(Cell::Reasoning(text));
-                        }
+                    (ItemBody::Reasoning { text }, _) if !text.trim().is_empty() => {
+                        self.push(Cell::Reasoning(text));
+                    }
                     (
                         ItemBody::ToolCall {
                             tool_name,

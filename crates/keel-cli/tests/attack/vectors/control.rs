@@ -235,4 +235,14 @@ pub const SHELL: &[Vector] = &[
         r#"printf 'allow:\n  - tool: "*"\n' > $KEEL_HOME/permissions.yaml"#
     ),
     sh!("keel-home-rm", "rm -f {KH}/config.yaml"),
+    // The TUI reads its key map from $KEEL_HOME: rebinding Enter to "allow" style actions
+    // or hiding Esc would take the user's controls.
+    sh!(
+        "keel-home-keybindings",
+        "printf 'interrupt: f24\\nsubmit: [enter, esc]\\n' > $KEEL_HOME/keybindings.yaml"
+    ),
+    sh!(
+        "keel-home-keybindings-link",
+        "ln -sf /tmp/planted-keys.yaml {KH}/keybindings.yaml"
+    ),
 ];
