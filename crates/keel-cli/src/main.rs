@@ -22,7 +22,7 @@ use clap::{Parser, Subcommand};
 
 /// keel, a coding agent for the terminal.
 #[derive(Debug, Parser)]
-#[command(name = "keel", version, about, args_conflicts_with_subcommands = true)]
+#[command(name = "keel", version, about)]
 struct Cli {
     /// Write diagnostic logs (spans and events, filtered by KEEL_LOG, else keel's own at
     /// debug) to this file, appended, instead of standard error.
