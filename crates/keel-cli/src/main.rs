@@ -10,7 +10,6 @@ mod errors;
 mod exec;
 mod feedback;
 mod logging;
-mod redact;
 mod sessions;
 mod trust;
 mod tui;

@@ -11,7 +11,7 @@ use keel_store::{SessionRecord, StoredEntry};
 use serde_json::json;
 
 use crate::errors::runtime_error;
-use crate::redact;
+use keel_tools::redact;
 
 /// Sessions listed when `--limit` is not given.
 const DEFAULT_LIST_LIMIT: usize = 50;
@@ -197,10 +197,7 @@ pub async fn run(args: SessionsArgs) -> anyhow::Result<()> {
         }
         SessionsCommand::Export { id, format } => {
             let id = store.resolve_session(&id).await?;
-            let secrets = redact::secrets_from_env(
-                std::env::vars_os()
-                    .filter_map(|(k, v)| Some((k.into_string().ok()?, v.into_string().ok()?))),
-            );
+            let secrets = redact::process_secrets();
             let redaction = match format {
                 ExportFormat::Markdown => {
                     let done = redact::redact(&store.export_markdown(&id).await?, &secrets);

@@ -114,11 +114,7 @@ pub fn run(args: TuiArgs, pick_session: bool) -> anyhow::Result<ExitCode> {
         warnings: prepared.warnings.clone(),
     };
     let store = OpenOptions {
-        durability: if durable {
-            Durability::Full
-        } else {
-            Durability::Normal
-        },
+        durability: Durability::synced(durable),
         // The writer thread: a commit never blocks the thread that draws.
         execution: Execution::WriterThread,
     };

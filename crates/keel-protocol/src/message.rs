@@ -87,6 +87,14 @@ pub struct UserMessage {
 }
 
 impl UserMessage {
+    /// All text blocks joined.
+    pub fn joined_text(&self) -> String {
+        self.content
+            .iter()
+            .filter_map(ContentBlock::as_text)
+            .collect()
+    }
+
     /// A visible user message with one text block.
     pub fn text(text: impl Into<String>) -> Self {
         Self {
@@ -170,6 +178,17 @@ impl AssistantMessage {
         self.content
             .iter()
             .filter_map(ContentBlock::as_text)
+            .collect()
+    }
+
+    /// All reasoning (thinking blocks) joined.
+    pub fn thinking(&self) -> String {
+        self.content
+            .iter()
+            .filter_map(|b| match b {
+                ContentBlock::Thinking(t) => Some(t.thinking.as_str()),
+                _ => None,
+            })
             .collect()
     }
 

@@ -7,7 +7,7 @@ use std::collections::HashMap;
 use std::sync::Arc;
 
 use keel_protocol::{
-    ContentBlock, Failure, Item, ItemBody, ItemEvent, ItemKind, Message, MessageId, ResponseChunk,
+    Failure, Item, ItemBody, ItemEvent, ItemKind, Message, MessageId, ResponseChunk,
     RuntimeEventBody, SessionEventBody, StreamNotice, ToolCallId, ToolCallStatus, ToolPhase,
     TurnId,
 };
@@ -82,15 +82,12 @@ impl TurnView {
                 message,
             } => match &*message {
                 Message::Assistant(assistant) => {
-                    let thinking: String = assistant
-                        .content
-                        .iter()
-                        .filter_map(|b| match b {
-                            ContentBlock::Thinking(t) => Some(t.thinking.as_str()),
-                            _ => None,
-                        })
-                        .collect();
-                    self.complete_text(&message_id, ItemKind::Reasoning, thinking, emit);
+                    self.complete_text(
+                        &message_id,
+                        ItemKind::Reasoning,
+                        assistant.thinking(),
+                        emit,
+                    );
                     self.complete_text(&message_id, ItemKind::AgentMessage, assistant.text(), emit);
                     emit(SessionEventBody::Usage {
                         turn_id: self.turn_id.clone(),

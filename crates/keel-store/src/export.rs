@@ -84,7 +84,9 @@ fn blocks(out: &mut String, content: &[ContentBlock]) {
     }
 }
 
-fn to_markdown(record: &SessionRecord, history: &[StoredEntry]) -> String {
+/// A session's record and history as Markdown (what `export_markdown` returns), for a
+/// front end that already holds the history.
+pub fn to_markdown(record: &SessionRecord, history: &[StoredEntry]) -> String {
     let mut out = String::new();
     let title = if record.title.is_empty() {
         "Untitled session"

@@ -24,7 +24,7 @@ mod turns;
 
 pub use error::{Result, StoreError};
 pub use execution::{Execution, OpenOptions};
-pub use export::EXPORT_SCHEMA_VERSION;
+pub use export::{EXPORT_SCHEMA_VERSION, to_markdown};
 pub use files::DB_FILE_MODE;
 pub use history_writer::{OBSERVER_TIMEOUT, Observer};
 pub use ids::{MIN_PREFIX_CHARS, new_id};

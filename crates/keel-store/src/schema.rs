@@ -27,6 +27,13 @@ pub enum Durability {
     Full,
 }
 
+impl Durability {
+    /// `Full` when every commit must be synced (the `durable` setting), else `Normal`.
+    pub fn synced(durable: bool) -> Self {
+        if durable { Self::Full } else { Self::Normal }
+    }
+}
+
 /// The migrations, in order; the schema version is the number applied.
 const MIGRATIONS: &[&str] = &[
     // 1: sessions, canonical history with validity intervals, commits, turns, inputs.

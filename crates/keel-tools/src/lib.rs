@@ -12,6 +12,7 @@ pub mod gitlinks;
 pub mod output;
 pub mod permission;
 pub mod protect;
+pub mod redact;
 pub mod search;
 
 pub use env::{EnvMode, SandboxMode, ToolEnv};

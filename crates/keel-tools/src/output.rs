@@ -106,6 +106,42 @@ pub fn private_file(path: &Path) -> std::io::Result<std::fs::File> {
     create_in(&dir, name)
 }
 
+/// Replaces `path` with `bytes` whole or not at all, for keel's own records (rule and trust
+/// files): a new 0600 file beside it (never following a link planted under its name),
+/// synced, then renamed over it; its folder is made 0700 when missing.
+pub fn replace_private(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
+    use std::io::Write as _;
+    use std::os::unix::fs::{DirBuilderExt as _, OpenOptionsExt as _};
+    let (Some(dir), Some(name)) = (path.parent(), path.file_name()) else {
+        return Err(std::io::Error::other("no folder to write in"));
+    };
+    std::fs::DirBuilder::new()
+        .recursive(true)
+        .mode(0o700)
+        .create(dir)?;
+    let temp = dir.join(format!(
+        ".{}.{}.tmp",
+        name.to_string_lossy(),
+        std::process::id()
+    ));
+    let _ = std::fs::remove_file(&temp);
+    let result = (|| {
+        let mut file = std::fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .mode(0o600)
+            .custom_flags(libc::O_NOFOLLOW)
+            .open(&temp)?;
+        file.write_all(bytes)?;
+        file.sync_all()?;
+        std::fs::rename(&temp, path)
+    })();
+    if result.is_err() {
+        let _ = std::fs::remove_file(&temp);
+    }
+    result
+}
+
 /// Opens (making it if needed, 0700) the private folder `dir` and checks it is one.
 fn private_folder(dir: &Path) -> std::io::Result<std::os::fd::OwnedFd> {
     use std::os::unix::fs::{DirBuilderExt as _, MetadataExt as _, OpenOptionsExt as _};

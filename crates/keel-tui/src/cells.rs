@@ -411,10 +411,19 @@ pub fn reasoning_lines(text: &str, width: usize, expanded: bool) -> Vec<Line<'st
     let style = Style::new()
         .fg(Color::DarkGray)
         .add_modifier(Modifier::ITALIC);
+    let text = text.trim();
+    // Collapsed, only the last few lines are wrapped: this runs on every frame while the
+    // reasoning streams, and must not grow with it.
+    let (earlier, shown) = if expanded {
+        (false, text)
+    } else {
+        match text.rmatch_indices('\n').nth(PREVIEW_REASONING_LINES - 1) {
+            Some((at, _)) => (true, &text[at + 1..]),
+            None => (false, text),
+        }
+    };
     let rows = wrap_lines(
-        text.trim()
-            .lines()
-            .map(|l| Line::styled(l.to_owned(), style)),
+        shown.lines().map(|l| Line::styled(l.to_owned(), style)),
         width.saturating_sub(2),
         &Line::default(),
     );
@@ -425,11 +434,8 @@ pub fn reasoning_lines(text: &str, width: usize, expanded: bool) -> Vec<Line<'st
     } else {
         PREVIEW_REASONING_LINES.min(total)
     };
-    if total > keep {
-        out.push(Line::styled(
-            format!("  … {} earlier lines (ctrl+o to expand)", total - keep),
-            DIM,
-        ));
+    if earlier || total > keep {
+        out.push(Line::styled("  … earlier thinking (ctrl+o to expand)", DIM));
     }
     out.extend(rows.into_iter().skip(total - keep).map(|l| {
         let mut spans = vec![Span::raw("  ")];

@@ -55,10 +55,12 @@ impl FileIndex {
     /// An index over given paths (tests).
     pub fn of(paths: &[(&str, bool)]) -> Self {
         let state = State {
-            paths: paths
-                .iter()
-                .map(|(p, dir)| (Utf32String::from(*p), *dir))
-                .collect(),
+            paths: ordered(
+                paths
+                    .iter()
+                    .map(|(p, dir)| ((*p).to_owned(), *dir))
+                    .collect(),
+            ),
             done: true,
             truncated: false,
         };
@@ -76,17 +78,13 @@ impl FileIndex {
     }
 
     /// The best `limit` matches for `query`: (path, is a folder). Folders end in `/`.
+    /// Paths are kept shallowest first, so an empty query and equal scores favour what a
+    /// user most likely means.
     pub fn search(&self, query: &str, limit: usize) -> Vec<(String, bool)> {
         let state = self.state.lock().unwrap_or_else(PoisonError::into_inner);
+        let pick = |i: usize| (state.paths[i].0.to_string(), state.paths[i].1);
         if query.is_empty() {
-            // Shallow paths first: what a user most likely means.
-            let mut shallow: Vec<&(Utf32String, bool)> = state.paths.iter().collect();
-            shallow.sort_by_key(|(p, _)| (p.to_string().matches('/').count(), p.len()));
-            return shallow
-                .into_iter()
-                .take(limit)
-                .map(|(p, d)| (p.to_string(), *d))
-                .collect();
+            return (0..limit.min(state.paths.len())).map(pick).collect();
         }
         let mut matcher = Matcher::new(Config::DEFAULT.match_paths());
         let pattern = Pattern::new(
@@ -103,23 +101,16 @@ impl FileIndex {
                 pattern.score(path.slice(..), &mut matcher).map(|s| (s, i))
             })
             .collect();
+        // Best score first, then the earlier (shallower) path.
+        let order = |a: &(u32, usize), b: &(u32, usize)| b.0.cmp(&a.0).then(a.1.cmp(&b.1));
         let take = limit.min(scored.len());
         if take == 0 {
             return Vec::new();
         }
-        scored.select_nth_unstable_by(take - 1, |a, b| {
-            b.0.cmp(&a.0)
-                .then(state.paths[a.1].0.len().cmp(&state.paths[b.1].0.len()))
-        });
+        scored.select_nth_unstable_by(take - 1, order);
         scored.truncate(take);
-        scored.sort_by(|a, b| {
-            b.0.cmp(&a.0)
-                .then(state.paths[a.1].0.len().cmp(&state.paths[b.1].0.len()))
-        });
-        scored
-            .into_iter()
-            .map(|(_, i)| (state.paths[i].0.to_string(), state.paths[i].1))
-            .collect()
+        scored.sort_by(order);
+        scored.into_iter().map(|(_, i)| pick(i)).collect()
     }
 
     /// Whether the tree had more paths than are listed.
@@ -132,7 +123,7 @@ impl FileIndex {
 }
 
 fn list(root: &Path) -> (Vec<(Utf32String, bool)>, bool) {
-    let mut out = Vec::new();
+    let mut out: Vec<(String, bool)> = Vec::new();
     let walker = ignore::WalkBuilder::new(root)
         .hidden(true)
         .git_ignore(true)
@@ -150,12 +141,26 @@ fn list(root: &Path) -> (Vec<(Utf32String, bool)>, bool) {
         if is_dir {
             text.push('/');
         }
-        out.push((Utf32String::from(text), is_dir));
+        out.push((text, is_dir));
         if out.len() >= MAX_PATHS {
-            return (out, true);
+            return (ordered(out), true);
         }
     }
-    (out, false)
+    (ordered(out), false)
+}
+
+/// Shallowest and shortest first, once, so searches need not sort the whole list.
+fn ordered(mut paths: Vec<(String, bool)>) -> Vec<(Utf32String, bool)> {
+    paths.sort_by_cached_key(|(p, _)| {
+        (
+            p.matches('/').count() - usize::from(p.ends_with('/')),
+            p.len(),
+        )
+    });
+    paths
+        .into_iter()
+        .map(|(p, dir)| (Utf32String::from(p), dir))
+        .collect()
 }
 
 #[cfg(test)]

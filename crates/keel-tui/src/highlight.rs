@@ -168,21 +168,12 @@ const COMMENT: Style = Style::new()
 const NUMBER: Style = Style::new().fg(Color::Yellow);
 const TYPE: Style = Style::new().fg(Color::Cyan);
 
-/// What a line leaves open for the next one.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub enum Carry {
-    /// Nothing.
-    #[default]
-    None,
-    /// Inside a block comment.
-    Comment,
-}
-
 /// Colours code line by line.
 #[derive(Debug, Clone)]
 pub struct Highlighter {
     lang: Option<&'static Lang>,
-    carry: Carry,
+    /// A block comment runs on from the previous line.
+    in_comment: bool,
 }
 
 impl std::fmt::Debug for Lang {
@@ -196,7 +187,7 @@ impl Highlighter {
     pub fn new(name: &str) -> Self {
         Self {
             lang: lang(name),
-            carry: Carry::None,
+            in_comment: false,
         }
     }
 
@@ -215,14 +206,14 @@ impl Highlighter {
             }
         };
         let at = |i: usize| chars.get(i).map_or(text.len(), |(b, _)| *b);
-        if self.carry == Carry::Comment
+        if self.in_comment
             && let Some((_, close)) = lang.block_comment
         {
             match text.find(close) {
                 Some(end) => {
                     let end = end + close.len();
                     spans.push(Span::styled(text[..end].to_owned(), base.patch(COMMENT)));
-                    self.carry = Carry::None;
+                    self.in_comment = false;
                     while i < chars.len() && at(i) < end {
                         i += 1;
                     }
@@ -260,7 +251,7 @@ impl Highlighter {
                     }
                     None => {
                         spans.push(Span::styled(rest.to_owned(), base.patch(COMMENT)));
-                        self.carry = Carry::Comment;
+                        self.in_comment = true;
                         return spans;
                     }
                 }

@@ -40,33 +40,37 @@ pub enum Action {
     Suspend,
 }
 
-impl Action {
-    const ALL: [(Action, &'static str); 13] = [
-        (Action::Submit, "submit"),
-        (Action::Queue, "queue"),
-        (Action::Newline, "newline"),
-        (Action::Interrupt, "interrupt"),
-        (Action::CycleMode, "cycle_mode"),
-        (Action::Clear, "clear"),
-        (Action::Exit, "exit"),
-        (Action::HistorySearch, "history_search"),
-        (Action::Todos, "todos"),
-        (Action::Editor, "editor"),
-        (Action::ToggleExpand, "toggle_expand"),
-        (Action::PullQueued, "pull_queued"),
-        (Action::Suspend, "suspend"),
-    ];
+/// Every action: its name in keybindings.yaml and its default keys (SPEC §15).
+const ACTIONS: [(Action, &str, &[&str]); 13] = [
+    (Action::Submit, "submit", &["enter"]),
+    (Action::Queue, "queue", &["alt+enter"]),
+    (Action::Newline, "newline", &["shift+enter", "ctrl+j"]),
+    (Action::Interrupt, "interrupt", &["esc"]),
+    (Action::CycleMode, "cycle_mode", &["shift+tab"]),
+    (Action::Clear, "clear", &["ctrl+c"]),
+    (Action::Exit, "exit", &["ctrl+d"]),
+    (Action::HistorySearch, "history_search", &["ctrl+r"]),
+    (Action::Todos, "todos", &["ctrl+t"]),
+    (Action::Editor, "editor", &["ctrl+g"]),
+    (Action::ToggleExpand, "toggle_expand", &["ctrl+o"]),
+    (Action::PullQueued, "pull_queued", &["alt+up"]),
+    (Action::Suspend, "suspend", &["ctrl+z"]),
+];
 
+impl Action {
     /// The action's name in keybindings.yaml.
     pub fn name(self) -> &'static str {
-        Self::ALL
+        ACTIONS
             .iter()
-            .find(|(a, _)| *a == self)
-            .map_or("", |(_, n)| n)
+            .find(|(a, _, _)| *a == self)
+            .map_or("", |(_, n, _)| n)
     }
 
     fn from_name(name: &str) -> Option<Self> {
-        Self::ALL.iter().find(|(_, n)| *n == name).map(|(a, _)| *a)
+        ACTIONS
+            .iter()
+            .find(|(_, n, _)| *n == name)
+            .map(|(a, _, _)| *a)
     }
 }
 
@@ -219,28 +223,12 @@ fn k(text: &str) -> Key {
     })
 }
 
-const DEFAULTS: &[(Action, &[&str])] = &[
-    (Action::Submit, &["enter"]),
-    (Action::Queue, &["alt+enter"]),
-    (Action::Newline, &["shift+enter", "ctrl+j"]),
-    (Action::Interrupt, &["esc"]),
-    (Action::CycleMode, &["shift+tab"]),
-    (Action::Clear, &["ctrl+c"]),
-    (Action::Exit, &["ctrl+d"]),
-    (Action::HistorySearch, &["ctrl+r"]),
-    (Action::Todos, &["ctrl+t"]),
-    (Action::Editor, &["ctrl+g"]),
-    (Action::ToggleExpand, &["ctrl+o"]),
-    (Action::PullQueued, &["alt+up"]),
-    (Action::Suspend, &["ctrl+z"]),
-];
-
 impl Default for KeyMap {
     fn default() -> Self {
         let mut bindings = BTreeMap::new();
-        for (action, keys) in DEFAULTS {
-            for key in *keys {
-                bindings.insert(k(key), *action);
+        for (action, _, keys) in ACTIONS {
+            for key in keys {
+                bindings.insert(k(key), action);
             }
         }
         Self { bindings }
@@ -281,7 +269,7 @@ impl KeyMap {
         let mut overrides: BTreeMap<Action, Vec<Key>> = BTreeMap::new();
         for (name, keys) in raw {
             let action = Action::from_name(&name).ok_or_else(|| {
-                let known: Vec<&str> = Action::ALL.iter().map(|(_, n)| *n).collect();
+                let known: Vec<&str> = ACTIONS.iter().map(|(_, n, _)| *n).collect();
                 format!("unknown action `{name}` (known: {})", known.join(", "))
             })?;
             let keys = match keys {
@@ -295,12 +283,12 @@ impl KeyMap {
             overrides.insert(action, parsed);
         }
         let mut bindings: BTreeMap<Key, Action> = BTreeMap::new();
-        for (action, keys) in DEFAULTS {
-            if overrides.contains_key(action) {
+        for (action, _, keys) in ACTIONS {
+            if overrides.contains_key(&action) {
                 continue;
             }
-            for key in *keys {
-                bindings.insert(k(key), *action);
+            for key in keys {
+                bindings.insert(k(key), action);
             }
         }
         for (action, keys) in overrides {
@@ -354,8 +342,8 @@ mod tests {
 
     #[test]
     fn defaults_parse_and_map() {
-        for (_, keys) in DEFAULTS {
-            for key in *keys {
+        for (_, _, keys) in ACTIONS {
+            for key in keys {
                 Key::parse(key).unwrap();
             }
         }

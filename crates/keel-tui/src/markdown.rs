@@ -450,6 +450,9 @@ pub struct MarkdownStream {
 /// the live area (redrawn on every frame) stays small.
 const MAX_OPEN_LINES: usize = 40;
 
+/// Bytes of the open block the live area renders at most.
+const MAX_TAIL_BYTES: usize = 16 * 1024;
+
 fn fence_marker(line: &str) -> Option<(String, String)> {
     let trimmed = line.trim_start_matches(' ');
     if line.len() - trimmed.len() > 3 {
@@ -560,7 +563,16 @@ impl MarkdownStream {
 
     /// The open rest, as it would render now (not committed).
     pub fn tail(&self, width: usize) -> Vec<Line<'static>> {
-        let rest = &self.source[self.committed..];
+        let mut rest = &self.source[self.committed..];
+        // A block that never ends (one huge line) is drawn from its last part only: the
+        // live area shows the end anyway, and a frame must not cost the whole block.
+        if rest.len() > MAX_TAIL_BYTES {
+            let mut cut = rest.len() - MAX_TAIL_BYTES;
+            while !rest.is_char_boundary(cut) {
+                cut += 1;
+            }
+            rest = &rest[cut..];
+        }
         if rest.is_empty() {
             return Vec::new();
         }

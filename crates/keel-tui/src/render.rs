@@ -111,32 +111,28 @@ pub fn draw_panel(frame: &mut Frame<'_>, app: &App, area: Rect) {
 }
 
 fn footer(app: &App, width: usize) -> Line<'static> {
-    let parts = app.footer();
-    let text = parts.join(" · ");
-    let mut spans = vec![Span::styled(truncate(&text, width), DIM)];
-    if app.info.mode == "plan" || app.info.mode == "full" {
-        // The modes that change what may happen stand out.
-        let mode = format!("{} mode", app.info.mode);
-        if let Some(at) = text.find(&mode)
-            && at + mode.len() <= width
-        {
-            let color = if app.info.mode == "full" {
-                Color::Red
-            } else {
-                Color::Blue
-            };
-            spans = vec![
-                Span::styled(text[..at].to_owned(), DIM),
-                Span::styled(
-                    mode.clone(),
-                    Style::new().fg(color).add_modifier(Modifier::BOLD),
-                ),
-                Span::styled(
-                    truncate(&text[at + mode.len()..], width - at - mode.len()),
-                    DIM,
-                ),
-            ];
+    // The modes that change what may happen stand out.
+    let mode_style = match app.info.mode.as_str() {
+        "full" => Style::new().fg(Color::Red).add_modifier(Modifier::BOLD),
+        "plan" => Style::new().fg(Color::Blue).add_modifier(Modifier::BOLD),
+        _ => DIM,
+    };
+    let mut spans = Vec::new();
+    let mut room = width;
+    for (i, part) in app.footer().into_iter().enumerate() {
+        let (sep, sep_width) = if i == 0 { ("", 0) } else { (" · ", 3) };
+        if room <= sep_width + 1 {
+            if room > 0 {
+                spans.push(Span::styled("…", DIM));
+            }
+            break;
         }
+        spans.push(Span::styled(sep, DIM));
+        room -= sep_width;
+        let shown = truncate(&part, room);
+        room = room.saturating_sub(unicode_width::UnicodeWidthStr::width(shown.as_str()));
+        // The footer's second part is the permission mode.
+        spans.push(Span::styled(shown, if i == 1 { mode_style } else { DIM }));
     }
     Line::from(spans)
 }
@@ -175,19 +171,18 @@ fn popup_lines(app: &App, popup: &Popup, width: usize) -> Vec<Line<'static>> {
                 out.push(row(i == *selected, name, detail));
             }
         }
-        Popup::Files(selected) => {
+        Popup::Files { selected, matches } => {
             let ready = app
                 .files
                 .as_ref()
                 .is_some_and(crate::files::FileIndex::ready);
-            let matches = app.file_matches();
             if !ready {
                 out.push(Line::styled("  listing files…", DIM));
             } else if matches.is_empty() {
                 out.push(Line::styled("  no matching file", DIM));
             }
-            for (i, (path, _)) in matches.into_iter().enumerate() {
-                out.push(row(i == *selected, path, String::new()));
+            for (i, (path, _)) in matches.iter().enumerate() {
+                out.push(row(i == *selected, path.clone(), String::new()));
             }
         }
         Popup::Todos => {

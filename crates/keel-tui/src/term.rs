@@ -6,9 +6,9 @@
 //! delays only frames, and a commit never delays a keystroke.
 
 use std::io::{IsTerminal, Write};
+use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::{Receiver, RecvTimeoutError, Sender};
-use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
 use crossterm::event::{DisableBracketedPaste, EnableBracketedPaste, Event, KeyCode, KeyEventKind};
@@ -81,15 +81,11 @@ const TICK: Duration = Duration::from_millis(80);
 /// How long quitting waits for an interrupted turn to record its end.
 const QUIT_GRACE: Duration = Duration::from_secs(3);
 
-struct UiSink(Mutex<Sender<UiEvent>>);
+struct UiSink(Sender<UiEvent>);
 
 impl SessionSink for UiSink {
     fn on_event(&self, event: &SessionEvent) {
-        let _ = self
-            .0
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .send(UiEvent::Session(event.clone()));
+        let _ = self.0.send(UiEvent::Session(event.clone()));
     }
 }
 
@@ -308,13 +304,6 @@ impl Loop {
                 _ => {}
             }
         }
-        if let Event::Resize(_, rows) = event
-            && !self.launch.fullscreen
-        {
-            // The inline viewport's height follows the terminal's.
-            let _ = rows;
-            self.terminal.autoresize()?;
-        }
         Ok(false)
     }
 
@@ -326,7 +315,7 @@ impl Loop {
                 }
                 Effect::Subscribe(session_id) => {
                     self.subscription = None;
-                    let sink = Arc::new(UiSink(Mutex::new(self.tx.clone())));
+                    let sink = Arc::new(UiSink(self.tx.clone()));
                     let contract = self.launch.contract.clone();
                     match self
                         .launch

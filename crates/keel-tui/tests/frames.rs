@@ -66,6 +66,65 @@ fn item(app: &mut App, event_body: ItemEvent) {
     );
 }
 
+/// A permission question for a bash call.
+fn ask(
+    app: &mut App,
+    summary: String,
+    reasons: Vec<String>,
+    scopes: Vec<String>,
+    rules: Vec<String>,
+) {
+    event(
+        app,
+        SessionEventBody::PermissionRequested {
+            turn_id: TurnId::from("t-1"),
+            request: PermissionRequest {
+                id: "p-1".into(),
+                tool_call_id: "call-1".into(),
+                tool: "bash".into(),
+                summary,
+                reasons,
+                safety: false,
+                scopes,
+                rules,
+            },
+        },
+    );
+}
+
+/// An answer or reasoning item begins.
+fn started(app: &mut App, id: &str, kind: keel_protocol::ItemKind) {
+    let body = match kind {
+        keel_protocol::ItemKind::Reasoning => ItemBody::Reasoning {
+            text: String::new(),
+        },
+        _ => ItemBody::AgentMessage {
+            text: String::new(),
+        },
+    };
+    item(
+        app,
+        ItemEvent::Started {
+            item: Item {
+                id: Arc::from(id),
+                body,
+            },
+        },
+    );
+}
+
+/// Text streams into an open item.
+fn delta(app: &mut App, id: &str, kind: keel_protocol::ItemKind, text: impl Into<String>) {
+    item(
+        app,
+        ItemEvent::Updated {
+            item_id: Arc::from(id),
+            kind,
+            delta: text.into(),
+        },
+    );
+}
+
 fn key(app: &mut App, code: KeyCode, modifiers: KeyModifiers) {
     app.update(UiEvent::Term(Event::Key(KeyEvent::new(code, modifiers))));
 }
@@ -76,8 +135,8 @@ fn type_text(app: &mut App, text: &str) {
     }
 }
 
-/// What a terminal shows: the finished lines, then the panel.
-fn screen(app: &mut App) -> String {
+/// The bytes a terminal receives for the finished lines and the panel.
+fn bytes(app: &mut App) -> (Vec<u8>, u16) {
     let width = app.width;
     let mut lines: Vec<Line<'static>> = app.take_pending();
     let (panel, _) = keel_tui::render::panel(app, width);
@@ -97,6 +156,13 @@ fn screen(app: &mut App) -> String {
             .draw(|frame| frame.render_widget(Paragraph::new(lines), frame.area()))
             .unwrap();
     }
+    (bytes, height)
+}
+
+/// What a terminal shows: the finished lines, then the panel.
+fn screen(app: &mut App) -> String {
+    let width = app.width;
+    let (bytes, height) = bytes(app);
     let mut parser = vt100::Parser::new(height, width, 0);
     parser.process(&bytes);
     let text = parser.screen().contents();
@@ -137,45 +203,21 @@ fn tool(
 
 fn a_turn(app: &mut App) {
     app.push(keel_tui::cells::Cell::User("fix the failing test".into()));
-    item(
+    started(app, "r", keel_protocol::ItemKind::Reasoning);
+    delta(
         app,
-        ItemEvent::Started {
-            item: Item {
-                id: Arc::from("r"),
-                body: ItemBody::Reasoning {
-                    text: String::new(),
-                },
-            },
-        },
+        "r",
+        keel_protocol::ItemKind::Reasoning,
+        "The test expects 2.\nLook at add().",
     );
-    item(
-        app,
-        ItemEvent::Updated {
-            item_id: Arc::from("r"),
-            kind: keel_protocol::ItemKind::Reasoning,
-            delta: "The test expects 2.\nLook at add().".into(),
-        },
-    );
-    item(
-        app,
-        ItemEvent::Started {
-            item: Item {
-                id: Arc::from("a"),
-                body: ItemBody::AgentMessage {
-                    text: String::new(),
-                },
-            },
-        },
-    );
+    started(app, "a", keel_protocol::ItemKind::AgentMessage);
     let answer = "I'll fix `add`:\n\n| file | change |\n|---|---|\n| src/lib.rs | return a + b |\n\n```rust\nfn add(a: u8, b: u8) -> u8 { a + b } // fixed\n```\n";
     for piece in answer.as_bytes().chunks(7) {
-        item(
+        delta(
             app,
-            ItemEvent::Updated {
-                item_id: Arc::from("a"),
-                kind: keel_protocol::ItemKind::AgentMessage,
-                delta: String::from_utf8_lossy(piece).into_owned(),
-            },
+            "a",
+            keel_protocol::ItemKind::AgentMessage,
+            String::from_utf8_lossy(piece).into_owned(),
         );
     }
     item(
@@ -290,24 +332,15 @@ fn the_slash_popup_filters() {
 fn the_permission_prompt_and_its_always_confirmation() {
     let mut app = app(80);
     app.live.begin(Some("clean up".into()));
-    event(
+    ask(
         &mut app,
-        SessionEventBody::PermissionRequested {
-            turn_id: TurnId::from("t-1"),
-            request: PermissionRequest {
-                id: "p-1".into(),
-                tool_call_id: "call-1".into(),
-                tool: "bash".into(),
-                summary: "rm -rf build/".into(),
-                reasons: vec!["it deletes files in the workspace".into()],
-                safety: false,
-                scopes: vec!["this exact command".into(), "any `rm` command".into()],
-                rules: vec![
-                    "{\"tool\":\"bash\",\"command\":\"rm -rf build/\"}".into(),
-                    "{\"tool\":\"bash\",\"command_prefix\":\"rm\"}".into(),
-                ],
-            },
-        },
+        "rm -rf build/".to_owned(),
+        vec!["it deletes files in the workspace".into()],
+        vec!["this exact command".into(), "any `rm` command".into()],
+        vec![
+            "{\"tool\":\"bash\",\"command\":\"rm -rf build/\"}".into(),
+            "{\"tool\":\"bash\",\"command_prefix\":\"rm\"}".into(),
+        ],
     );
     let ask = screen(&mut app);
     key(&mut app, KeyCode::Char('2'), KeyModifiers::NONE);
@@ -341,17 +374,7 @@ fn a_hundred_thousand_token_answer_commits_as_it_streams() {
     // Each delta renders only the open block: the live area stays small however long the
     // answer grows, so streaming cost stays linear.
     let mut app = app(100);
-    item(
-        &mut app,
-        ItemEvent::Started {
-            item: Item {
-                id: Arc::from("a"),
-                body: ItemBody::AgentMessage {
-                    text: String::new(),
-                },
-            },
-        },
-    );
+    started(&mut app, "a", keel_protocol::ItemKind::AgentMessage);
     let mut largest_live = 0;
     for i in 0..20_000 {
         let delta = if i % 10 == 9 {
@@ -373,5 +396,81 @@ fn a_hundred_thousand_token_answer_commits_as_it_streams() {
     assert!(
         largest_live <= 3,
         "the open block stayed small: {largest_live} rows"
+    );
+}
+
+#[test]
+fn hostile_text_cannot_drive_the_terminal() {
+    // Model text and tool output may carry escape sequences: a clipboard write (OSC 52), a
+    // title change, a screen clear, a cursor jump to paint over the prompt. None of them may
+    // reach the terminal; only keel's own drawing does.
+    let mut app = app(80);
+    let hostile =
+        "\u{1b}]52;c;cm0gLXJmIH4=\u{7}\u{1b}]0;pwned\u{7}\u{1b}[2J\u{1b}[1;1Hfake prompt\u{9b}31m";
+    started(&mut app, "a", keel_protocol::ItemKind::AgentMessage);
+    delta(
+        &mut app,
+        "a",
+        keel_protocol::ItemKind::AgentMessage,
+        format!("look {hostile}\n\nmore"),
+    );
+    let (live, _) = bytes(&mut app);
+    item(
+        &mut app,
+        ItemEvent::Completed {
+            item: Item {
+                id: Arc::from("a"),
+                body: ItemBody::AgentMessage {
+                    text: format!("look {hostile}\n\nmore"),
+                },
+            },
+        },
+    );
+    item(
+        &mut app,
+        tool(
+            "bash",
+            json!({"command": format!("echo {hostile}")}),
+            &format!("out {hostile}"),
+            None,
+            ToolCallStatus::Completed,
+        ),
+    );
+    ask(
+        &mut app,
+        format!("rm {hostile}"),
+        vec![hostile.into()],
+        vec![hostile.into()],
+        vec![hostile.into()],
+    );
+    let (done, _) = bytes(&mut app);
+    for out in [live, done] {
+        let text = String::from_utf8_lossy(&out);
+        // ratatui writes no OSC and never clears here; the planted escape characters are
+        // dropped, so what is left shows as harmless text.
+        for planted in ["\u{1b}]", "\u{1b}[2J", "\u{9b}", "\u{7}"] {
+            assert!(!text.contains(planted), "{planted:?} reached the terminal");
+        }
+        assert!(text.contains("fake"), "the text itself is still shown");
+    }
+}
+
+#[test]
+fn long_reasoning_and_an_endless_line_stay_cheap_to_draw() {
+    let mut app = app(100);
+    started(&mut app, "r", keel_protocol::ItemKind::Reasoning);
+    delta(
+        &mut app,
+        "r",
+        keel_protocol::ItemKind::Reasoning,
+        "a thought\n".repeat(50_000),
+    );
+    assert!(app.live.lines(100, false).len() <= 5);
+    let mut stream = keel_tui::markdown::MarkdownStream::new();
+    stream.push(&"word ".repeat(400_000));
+    let rows = stream.tail(100).len();
+    assert!(
+        rows < 400,
+        "an endless line draws only its end: {rows} rows"
     );
 }

@@ -166,11 +166,7 @@ pub async fn run(args: ExecArgs) -> anyhow::Result<ExitCode> {
     let sandbox = prepared.sandbox();
     let durable = args.durable || prepared.settings().loaded.config.durable.unwrap_or(false);
     let store = OpenOptions {
-        durability: if durable {
-            Durability::Full
-        } else {
-            Durability::Normal
-        },
+        durability: Durability::synced(durable),
         // One turn on a current-thread runtime with nothing else to do while a commit
         // runs: no thread hop per commit.
         execution: Execution::InPlace,

@@ -220,10 +220,7 @@ fn requests_of_the_long_run_workload_repeat_the_previous_requests_bytes() {
     let script = keel_mockllm::workload(100, 4, 64);
     let server = mock
         .0
-        .block_on(keel_mockllm::MockServer::start(
-            script,
-            keel_mockllm::ServerOptions::default(),
-        ))
+        .start(script, keel_mockllm::ServerOptions::default())
         .unwrap();
     let dir = tempfile::tempdir().unwrap();
     let home = dir.path().join("home");

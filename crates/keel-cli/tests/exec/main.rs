@@ -88,27 +88,15 @@ fn result_of(output: &std::process::Output) -> serde_json::Value {
 }
 
 /// A runtime for `keel-mockllm` servers started in the test process.
-struct Mock(tokio::runtime::Runtime);
+struct Mock(keel_mockllm::Background);
 
 impl Mock {
     fn new() -> Self {
-        Self(
-            tokio::runtime::Builder::new_multi_thread()
-                .worker_threads(1)
-                .enable_all()
-                .build()
-                .unwrap(),
-        )
+        Self(keel_mockllm::Background::new().unwrap())
     }
 
     /// A server answering from `script_json`.
     fn serve(&self, script_json: &str) -> keel_mockllm::MockServer {
-        let script = keel_mockllm::Script::parse(script_json).unwrap();
-        self.0
-            .block_on(keel_mockllm::MockServer::start(
-                script,
-                keel_mockllm::ServerOptions::default(),
-            ))
-            .unwrap()
+        self.0.serve(script_json).unwrap()
     }
 }

@@ -6,27 +6,15 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::{Duration, Instant};
 
-struct Mock(tokio::runtime::Runtime);
+struct Mock(keel_mockllm::Background);
 
 impl Mock {
     fn new() -> Self {
-        Self(
-            tokio::runtime::Builder::new_multi_thread()
-                .worker_threads(1)
-                .enable_all()
-                .build()
-                .unwrap(),
-        )
+        Self(keel_mockllm::Background::new().unwrap())
     }
 
     fn serve(&self, script: &serde_json::Value) -> keel_mockllm::MockServer {
-        let script = keel_mockllm::Script::parse(&script.to_string()).unwrap();
-        self.0
-            .block_on(keel_mockllm::MockServer::start(
-                script,
-                keel_mockllm::ServerOptions::default(),
-            ))
-            .unwrap()
+        self.0.serve(&script.to_string()).unwrap()
     }
 }
 
@@ -73,22 +61,29 @@ impl Tui {
         }
         // Keep the window after keel exits so its last screen can be read.
         line.push_str("; echo KEEL-EXITED-$?; sleep 600");
-        let status = self
-            .tmux()
-            .args([
-                "new-session",
-                "-d",
-                "-s",
-                "t",
-                "-x",
-                "100",
-                "-y",
-                "40",
-                &line,
-            ])
-            .status()
-            .expect("tmux must be installed (CI installs it)");
-        assert!(status.success());
+        // A server killed a moment ago may still hold its socket: try again briefly.
+        for _ in 0..40 {
+            let status = self
+                .tmux()
+                .args([
+                    "new-session",
+                    "-d",
+                    "-s",
+                    "t",
+                    "-x",
+                    "100",
+                    "-y",
+                    "40",
+                    &line,
+                ])
+                .status()
+                .expect("tmux must be installed (CI installs it)");
+            if status.success() {
+                return;
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        panic!("tmux cannot start a session");
     }
 
     fn screen(&self) -> String {

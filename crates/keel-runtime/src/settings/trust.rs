@@ -194,7 +194,7 @@ impl TrustStore {
             path: self.path.clone(),
             reason: e.to_string(),
         })?;
-        write_private(&self.path, text.as_bytes()).map_err(io)
+        keel_tools::output::replace_private(&self.path, text.as_bytes()).map_err(io)
     }
 }
 
@@ -206,28 +206,6 @@ pub fn digest(file: &Path) -> Result<String, TrustError> {
     })?;
     let sum = Sha256::digest(&bytes);
     Ok(sum.iter().map(|b| format!("{b:02x}")).collect())
-}
-
-/// Replaces `path` with `bytes` through a temporary file created 0600, so the records are
-/// never readable by others nor half-written.
-fn write_private(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
-    use std::io::Write as _;
-    use std::os::unix::fs::OpenOptionsExt as _;
-    let temp = path.with_extension(format!("tmp-{}", std::process::id()));
-    let result = (|| {
-        let mut file = std::fs::OpenOptions::new()
-            .write(true)
-            .create_new(true)
-            .mode(0o600)
-            .open(&temp)?;
-        file.write_all(bytes)?;
-        file.sync_all()?;
-        std::fs::rename(&temp, path)
-    })();
-    if result.is_err() {
-        let _ = std::fs::remove_file(&temp);
-    }
-    result
 }
 
 /// Creates (or tightens) a folder only this user can enter.

@@ -18,17 +18,7 @@ pub const INIT_PROMPT: &str = "Look through this repository (its layout, build a
 
 fn user_text(message: &Message) -> Option<String> {
     match message {
-        Message::User(user) if !user.hidden => {
-            let text: String = user
-                .content
-                .iter()
-                .filter_map(|b| match b {
-                    ContentBlock::Text(t) => Some(t.text.as_str()),
-                    _ => None,
-                })
-                .collect();
-            Some(text)
-        }
+        Message::User(user) if !user.hidden => Some(user.joined_text()),
         _ => None,
     }
 }
@@ -289,18 +279,7 @@ impl App {
                 }
             }
             "init" => self.start_turn(INIT_PROMPT.to_owned(), effects),
-            "quit" => {
-                self.quitting = true;
-                if self.busy()
-                    && let Some(session_id) = session_id
-                {
-                    effects.push(Effect::Call(
-                        Tag::Plain("cannot interrupt"),
-                        Op::Abort { session_id },
-                    ));
-                }
-                effects.push(Effect::Exit);
-            }
+            "quit" => self.quit(effects),
             other => self.notice(Tone::Error, format!("/{other} is not available here")),
         }
     }
@@ -611,7 +590,16 @@ impl App {
                 None => self.notice(Tone::Info, "nothing to compact"),
             },
             (Tag::Export(path), Reply::Messages(entries)) => {
-                effects.push(Effect::Write(path, export_markdown(&entries)));
+                if let Some(record) = &self.session {
+                    // The file lands in the workspace: secrets are masked as in `keel
+                    // sessions export`.
+                    let markdown = keel_store::to_markdown(record, &entries);
+                    let done = keel_tools::redact::redact(
+                        &markdown,
+                        &keel_tools::redact::process_secrets(),
+                    );
+                    effects.push(Effect::Write(path, done.text));
+                }
             }
             (Tag::Context, Reply::Messages(entries)) => self.context_report(&entries),
             _ => {}
@@ -631,14 +619,7 @@ impl App {
                 }
                 Message::Assistant(a) => {
                     self.usage += a.usage;
-                    let thinking: String = a
-                        .content
-                        .iter()
-                        .filter_map(|b| match b {
-                            ContentBlock::Thinking(t) => Some(t.thinking.as_str()),
-                            _ => None,
-                        })
-                        .collect();
+                    let thinking = a.thinking();
                     if !thinking.trim().is_empty() {
                         self.push(Cell::Reasoning(thinking));
                     }
@@ -783,46 +764,4 @@ fn age(ms: i64) -> String {
         3600..86400 => format!("{} h ago", secs / 3600),
         _ => format!("{} d ago", secs / 86400),
     }
-}
-
-/// The conversation as Markdown: user messages, answers and tool calls.
-pub fn export_markdown(entries: &[StoredEntry]) -> String {
-    let mut out = String::new();
-    for entry in entries {
-        match &entry.message {
-            Message::User(_) => {
-                if let Some(text) = user_text(&entry.message) {
-                    out.push_str("## You\n\n");
-                    out.push_str(text.trim());
-                    out.push_str("\n\n");
-                }
-            }
-            Message::Assistant(a) => {
-                let text = a.text();
-                if !text.trim().is_empty() {
-                    out.push_str("## keel\n\n");
-                    out.push_str(text.trim());
-                    out.push_str("\n\n");
-                }
-                for call in a.tool_calls() {
-                    out.push_str(&format!(
-                        "**Tool call** `{}`\n\n```json\n{}\n```\n\n",
-                        call.name, call.arguments
-                    ));
-                }
-            }
-            Message::ToolResult(r) => {
-                let text = r.text();
-                let fence = if text.contains("```") { "````" } else { "```" };
-                out.push_str(&format!(
-                    "**Result** of `{}`{}\n\n{fence}\n{}\n{fence}\n\n",
-                    r.tool_name,
-                    if r.is_error { " (error)" } else { "" },
-                    text.trim_end()
-                ));
-            }
-            _ => {}
-        }
-    }
-    out
 }

@@ -321,16 +321,22 @@ impl App {
                 if self.files.is_none() {
                     self.files_requested = true;
                 }
-                if !matches!(self.popup, Some(Popup::Files(_))) {
-                    self.popup = Some(Popup::Files(0));
-                }
+                // Searched once per change of the `@` word, never per frame.
+                let matches = self.file_matches();
+                let selected = match &self.popup {
+                    Some(Popup::Files { selected, .. }) => {
+                        (*selected).min(matches.len().saturating_sub(1))
+                    }
+                    _ => 0,
+                };
+                self.popup = Some(Popup::Files { selected, matches });
             }
             _ => self.popup = None,
         }
     }
 
     /// File completions for the `@` word at the cursor.
-    pub fn file_matches(&self) -> Vec<(String, bool)> {
+    fn file_matches(&self) -> Vec<(String, bool)> {
         let (Some(index), Some((_, query))) = (&self.files, self.composer.token_at_cursor('@'))
         else {
             return Vec::new();
@@ -375,12 +381,17 @@ impl App {
                 }
                 true
             }
-            Popup::Files(selected) => {
-                let matches = self.file_matches();
+            Popup::Files { selected, matches } => {
                 let count = matches.len().max(1);
                 match key.code {
-                    KeyCode::Up => self.popup = Some(Popup::Files((selected + count - 1) % count)),
-                    KeyCode::Down => self.popup = Some(Popup::Files((selected + 1) % count)),
+                    KeyCode::Up => {
+                        let selected = (selected + count - 1) % count;
+                        self.popup = Some(Popup::Files { selected, matches });
+                    }
+                    KeyCode::Down => {
+                        let selected = (selected + 1) % count;
+                        self.popup = Some(Popup::Files { selected, matches });
+                    }
                     KeyCode::Tab | KeyCode::Enter if !matches.is_empty() => {
                         if let (Some((path, dir)), Some((start, _))) =
                             (matches.get(selected), self.composer.token_at_cursor('@'))
@@ -396,16 +407,15 @@ impl App {
                     }
                     KeyCode::Esc => {}
                     _ => {
-                        self.popup = Some(Popup::Files(selected));
+                        self.popup = Some(Popup::Files { selected, matches });
                         return false;
                     }
                 }
                 true
             }
             Popup::Todos => {
-                // Any key closes it; Esc and Ctrl+T are used up, others act as well.
-                let action = self.keys.action(&key);
-                !(action != Some(Action::Todos) && key.code != KeyCode::Esc)
+                // Any key closes it; Esc and Ctrl+T only close it, others also act.
+                key.code == KeyCode::Esc || self.keys.action(&key) == Some(Action::Todos)
             }
             Popup::Permission(prompt) => {
                 self.permission_key(prompt, key, effects);

@@ -141,8 +141,13 @@ pub struct PermissionPrompt {
 pub enum Popup {
     /// Slash-command completion (its filter is the composer's text).
     Slash(usize),
-    /// `@` file completion.
-    Files(usize),
+    /// `@` file completion: the highlighted row and the matches for the `@` word.
+    Files {
+        /// The highlighted row.
+        selected: usize,
+        /// (path, is a folder), best first.
+        matches: Vec<(String, bool)>,
+    },
     /// A picker.
     Picker(Picker),
     /// The permission prompt.
@@ -170,7 +175,7 @@ impl Popup {
 
     /// Whether it completes what the composer holds (and closes when that changes).
     pub fn is_completion(&self) -> bool {
-        matches!(self, Popup::Slash(_) | Popup::Files(_))
+        matches!(self, Popup::Slash(_) | Popup::Files { .. })
     }
 }
 

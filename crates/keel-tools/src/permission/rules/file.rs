@@ -308,34 +308,6 @@ pub fn append_allow(
                     .into(),
         });
     }
-    replace_file(path, text.as_bytes())
+    crate::output::replace_private(path, text.as_bytes())
         .map_err(|e| unreadable(format!("cannot save the rule: {e}")))
-}
-
-/// Writes `path` whole or not at all: a new 0600 file beside it, synced, renamed over it.
-fn replace_file(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
-    use std::io::Write as _;
-    use std::os::unix::fs::{DirBuilderExt as _, OpenOptionsExt as _};
-    let dir = path
-        .parent()
-        .ok_or_else(|| std::io::Error::other("no folder"))?;
-    std::fs::DirBuilder::new()
-        .recursive(true)
-        .mode(0o700)
-        .create(dir)?;
-    let name = path
-        .file_name()
-        .map(|n| n.to_string_lossy().into_owned())
-        .unwrap_or_default();
-    let temp = dir.join(format!(".{name}.{}.tmp", std::process::id()));
-    let _ = std::fs::remove_file(&temp);
-    let mut file = std::fs::OpenOptions::new()
-        .write(true)
-        .create_new(true)
-        .mode(0o600)
-        .custom_flags(libc::O_NOFOLLOW)
-        .open(&temp)?;
-    file.write_all(bytes)?;
-    file.sync_all()?;
-    std::fs::rename(&temp, path)
 }

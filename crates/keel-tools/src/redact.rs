@@ -6,8 +6,8 @@
 //! GitHub, GitLab, Slack, npm, PyPI and Hugging Face tokens, AWS key ids, Google API keys,
 //! JWTs, PEM private keys, passwords in URLs). Each becomes `[REDACTED:kind]`.
 //!
-//! Everything here is a pure function of its inputs (the caller reads the environment), so the
-//! module can move into a library as it is. Shapes are matched by hand rather than by regular
+//! Everything here is a pure function of its inputs ([`process_secrets`] reads this process's
+//! environment for callers that want it), so every front end's export shares it. Shapes are matched by hand rather than by regular
 //! expressions, which keeps a regex engine out of the build; a false positive costs a masked
 //! word while a miss leaks a secret, so the shapes lean wide.
 //!
@@ -180,7 +180,15 @@ pub struct Found {
 /// Whether a variable with this name holds a secret.
 pub fn is_secret_name(name: &str) -> bool {
     let upper = name.to_ascii_uppercase();
-    KNOWN_SECRET_VARS.contains(&upper.as_str()) || keel_tools::bash::envclean::looks_secret(&upper)
+    KNOWN_SECRET_VARS.contains(&upper.as_str()) || crate::bash::envclean::looks_secret(&upper)
+}
+
+/// The secrets of this process's environment (see [`secrets_from_env`]).
+pub fn process_secrets() -> Vec<Secret> {
+    secrets_from_env(
+        std::env::vars_os()
+            .filter_map(|(k, v)| Some((k.into_string().ok()?, v.into_string().ok()?))),
+    )
 }
 
 /// The secrets among environment variables: those with a secret name and a value of at least
@@ -269,13 +277,6 @@ fn walk(value: &mut serde_json::Value, secrets: &[Secret], total: &mut Redaction
 }
 
 /// What one round of redaction would mask in `text`, in order (markers are never found).
-#[cfg_attr(
-    not(test),
-    expect(
-        dead_code,
-        reason = "the detector on its own: the tests and the feedback bundle"
-    )
-)]
 pub fn find(text: &str, secrets: &[Secret]) -> Vec<Found> {
     let mut all = scan(text, secrets, Rule::UrlPassword);
     all.extend(scan(text, secrets, Rule::Tokens));
