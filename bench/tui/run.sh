@@ -8,6 +8,8 @@
 #   streaming CPU    CPU used while an answer streams at about 1,000 tokens/s for 10 s
 #   peak RSS         VmHWM after resuming a session of 1,000 messages
 # Usage: bench/tui/run.sh [path/to/keel]   (default: the release build)
+#        CODEX=path/to/codex bench/tui/run.sh   also measures Codex's TUI the same way (first
+#        frame, idle CPU, RSS at rest), against a provider it never reaches: nothing is sent.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/keel/target}"
@@ -17,17 +19,19 @@ if [ -z "$KEEL" ]; then
   KEEL="$CARGO_TARGET_DIR/release/keel"
 fi
 WORK=$(mktemp -d)
-trap 'tmux -L keel-bench kill-server 2>/dev/null || true; rm -rf "$WORK"' EXIT
+trap 'tmux -L keel-bench kill-server 2>/dev/null || true; pkill -f "$WORK/codex-home" 2>/dev/null || true; cat "$WORK/err" 2>/dev/null >&2; rm -rf "$WORK"' EXIT
 export KEEL_HOME="$WORK/home"
 mkdir -p "$KEEL_HOME"
 T="tmux -L keel-bench -f /dev/null"
 now_ms() { date +%s%3N; }
-pid_of() { $T list-panes -t b -F '#{pane_pid}' | head -1 | xargs -I{} pgrep -P {} -f keel | head -1; }
+# Every pane runs `exec keel`, so the pane's process is keel itself.
+pid_of() { $T list-panes -t b -F '#{pane_pid}' | head -1; }
 wait_screen() { # needle timeout_ms
   local start; start=$(now_ms)
-  while ! $T capture-pane -p -t b | grep -qF -- "$1"; do
-    [ $(( $(now_ms) - start )) -gt "$2" ] && { echo "timeout waiting for $1" >&2; return 1; }
+  while [[ "$($T capture-pane -p -t b 2>/dev/null)" != *"$1"* ]]; do
+    if [ $(( $(now_ms) - start )) -gt "$2" ]; then echo "timeout waiting for $1" >&2; return 1; fi
   done
+  return 0
 }
 cpu_ticks() { awk '{print $14+$15}' "/proc/$1/stat"; }
 
@@ -36,7 +40,7 @@ printf '[{"text":"hi"}]' > "$WORK/one.json"
 firsts=()
 for i in 1 2 3 4 5; do
   start=$(now_ms)
-  $T new-session -d -s b -x 120 -y 40 "cd $WORK && exec $KEEL --mock-script $WORK/one.json"
+  $T new-session -d -s b -x 120 -y 40 "cd $WORK && exec $KEEL --mock-script $WORK/one.json 2>>$WORK/err"
   wait_screen "workspace-write" 5000
   firsts+=($(( $(now_ms) - start )))
   $T kill-server
@@ -45,7 +49,7 @@ done
 echo "first frame ms: ${firsts[*]}"
 
 # 2. Keystroke to frame and 3. idle CPU.
-$T new-session -d -s b -x 120 -y 40 "cd $WORK && exec $KEEL --mock-script $WORK/one.json"
+$T new-session -d -s b -x 120 -y 40 "cd $WORK && exec $KEEL --mock-script $WORK/one.json 2>>$WORK/err"
 wait_screen "workspace-write" 5000
 sleep 0.5
 keys=()
@@ -62,32 +66,74 @@ before=$(cpu_ticks "$PID"); sleep 10; after=$(cpu_ticks "$PID")
 echo "idle CPU over 10 s: $(( (after - before) * 10 )) ms"
 $T kill-server; sleep 0.2
 
-# 4. Streaming: 10,000 tokens (~4 characters each) in chunks of 8 characters every 4 ms.
+# 4. Streaming: about 18,000 tokens (72k characters) in chunks of 16 characters every 4 ms,
+#    about 1,000 tokens/s; the same stream through `keel exec` gives the cost without drawing.
 python3 - "$WORK/stream.json" <<'PY'
 import json, sys
 text = " ".join(f"word{i}" + ("\n\n" if i % 40 == 39 else "") for i in range(8000))
-json.dump([{"text": text, "chunk_size": 8, "delay_ms": 4}], open(sys.argv[1], "w"))
+json.dump([{"text": text, "chunk_size": 16, "delay_ms": 4}], open(sys.argv[1], "w"))
 PY
-$T new-session -d -s b -x 120 -y 40 "cd $WORK && exec $KEEL --mock-script $WORK/stream.json"
+$T new-session -d -s b -x 120 -y 40 "cd $WORK && exec $KEEL --mock-script $WORK/stream.json 2>>$WORK/err"
 wait_screen "workspace-write" 5000
 PID=$(pid_of)
 $T send-keys -t b "go" Enter
 start=$(now_ms); before=$(cpu_ticks "$PID")
 wait_screen "word7999" 120000
 after=$(cpu_ticks "$PID"); took=$(( $(now_ms) - start ))
-echo "streaming: $took ms wall, $(( (after - before) * 10 )) ms CPU (the whole process: model decoding, history commits and rendering)"
+echo "streaming in the TUI: $took ms wall, $(( (after - before) * 10 )) ms CPU (the whole process)"
 $T kill-server; sleep 0.2
+TIMEFORMAT='%U %S'
+exec_cpu=$( { time "$KEEL" exec --cwd "$WORK" --mock-script "$WORK/stream.json" go >/dev/null; } 2>&1 | tail -1 | awk '{printf "%d", ($1 + $2) * 1000}')
+echo "the same stream through keel exec: $exec_cpu ms CPU (no drawing)"
 
-# 5. Peak RSS resuming a 1,000-message session (500 turns of user + answer).
+# 5. Peak RSS resuming a session of 1,000 messages: one turn of 500 commands (an answer with
+#    a call and its result each), made by `keel exec`, then opened in the TUI.
 python3 - "$WORK/many.json" <<'PY'
 import json, sys
-json.dump([{"text": f"answer {i}: " + "lorem ipsum dolor sit amet " * 20} for i in range(500)], open(sys.argv[1], "w"))
+steps = [{"text": f"step {i}: " + "lorem ipsum dolor sit amet " * 8,
+          "tool_calls": [{"id": f"c{i}", "name": "bash", "arguments": {"command": f"echo output {i}"}}]}
+         for i in range(500)]
+json.dump(steps + [{"text": "all done"}], open(sys.argv[1], "w"))
 PY
-for i in $(seq 1 500); do
-  "$KEEL" exec --cwd "$WORK" --mock-script <(python3 -c "import json;print(json.dumps([{'text':'answer $i: ' + 'lorem ipsum dolor sit amet '*20}]))") $([ "$i" -gt 1 ] && echo --continue) "question $i" >/dev/null
-done
-$T new-session -d -s b -x 120 -y 40 "cd $WORK && exec $KEEL --mock-script $WORK/one.json --continue"
-wait_screen "resumed session" 20000
+"$KEEL" exec --cwd "$WORK" --permission full --max-steps 600 --mock-script "$WORK/many.json" "run them" >/dev/null 2>&1
+$T new-session -d -s b -x 120 -y 40 "cd $WORK && exec $KEEL --mock-script $WORK/one.json --continue 2>>$WORK/err"
+wait_screen "all done" 20000
 sleep 1
-PID=$(pid_of)
-echo "peak RSS with 1,000 messages: $(awk '/VmHWM/ {print $2, $3}' /proc/$PID/status)"
+
+echo "keel at rest: $(awk '/VmHWM/ {print $2, $3}' /proc/$(pid_of)/status) peak RSS after resuming"
+$T kill-server; sleep 0.2
+
+# 6. Codex's TUI, measured the same way.
+if [ -n "${CODEX:-}" ]; then
+  mkdir -p "$WORK/codex-home" "$WORK/codex-work"
+  cat > "$WORK/codex-home/config.toml" <<TOML
+model = "mock-model"
+model_provider = "mock"
+approval_policy = "never"
+sandbox_mode = "danger-full-access"
+[model_providers.mock]
+name = "Mock"
+base_url = "http://127.0.0.1:9/v1"
+wire_api = "responses"
+env_key = "MOCK_API_KEY"
+[projects."$WORK/codex-work"]
+trust_level = "trusted"
+TOML
+  firsts=()
+  for i in 1 2 3 4 5; do
+    start=$(now_ms)
+    $T new-session -d -s b -x 120 -y 40 "cd $WORK/codex-work && CODEX_HOME=$WORK/codex-home MOCK_API_KEY=sk-mock exec $CODEX"
+    wait_screen "Ask Codex" 10000
+    firsts+=($(( $(now_ms) - start )))
+    [ "$i" -lt 5 ] && { $T kill-server; sleep 0.2; }
+  done
+  echo "codex first frame ms: ${firsts[*]}"
+  sleep 0.5
+  PID=$(pid_of)
+  before=$(cpu_ticks "$PID"); sleep 10; after=$(cpu_ticks "$PID")
+  echo "codex idle CPU over 10 s: $(( (after - before) * 10 )) ms"
+  echo "codex at rest: $(awk '/VmHWM/ {print $2, $3}' /proc/$PID/status) peak RSS"
+  $T kill-server; sleep 1
+  # Codex leaves an app-server daemon running after its TUI exits.
+  echo "codex processes left after its TUI exited: $(pgrep -fc "$WORK/codex-home" || true)"
+fi

@@ -109,7 +109,7 @@ pub fn run(args: TuiArgs, pick_session: bool) -> anyhow::Result<ExitCode> {
         model: prepared.model_name().to_owned(),
         mode: prepared.mode().to_string(),
         sandbox: prepared.sandbox().name().to_owned(),
-        models: model_names(),
+        models: model_names(&prepared.settings().loaded),
         keel_home: prepared.settings().keel_home.clone(),
         warnings: prepared.warnings.clone(),
     };
@@ -158,9 +158,9 @@ pub fn run(args: TuiArgs, pick_session: bool) -> anyhow::Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
-/// Every model the registry knows, as provider/model.
-fn model_names() -> Vec<String> {
-    let Ok(registry) = keel_llm::registry::Registry::builtin() else {
+/// Every model the registry knows, the configured providers included, as provider/model.
+fn model_names(loaded: &keel_runtime::settings::Loaded) -> Vec<String> {
+    let Ok(registry) = loaded.registry() else {
         return Vec::new();
     };
     let mut names: Vec<String> = registry
