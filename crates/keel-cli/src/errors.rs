@@ -32,6 +32,7 @@ pub fn runtime_error(error: RuntimeError) -> anyhow::Error {
             path.display()
         )),
         RuntimeError::Usage(message) => anyhow::anyhow!(message),
+        missing @ RuntimeError::MissingKey { .. } => anyhow::anyhow!(missing.to_string()),
         RuntimeError::Resume(message) => anyhow::Error::new(RunFailed(message)),
         RuntimeError::Internal(message) => anyhow::Error::new(InternalError(message)),
         RuntimeError::Extension(error) => {

@@ -1,10 +1,11 @@
 //! The `keel` binary.
 //!
 //! Only this crate writes to the terminal. It offers `keel exec`, the scripting entry point,
-//! `keel sessions` over the stored sessions, `keel feedback`, `keel debug` and `keel trust`. `exec` is a client of the
+//! `keel sessions` over the stored sessions, `keel acp` for editors, `keel feedback`, `keel debug` and `keel trust`. `exec` is a client of the
 //! in-process runtime (`keel-runtime`): it submits typed operations and renders the session's
 //! events; argument parsing, signals, output formats and exit codes are all it owns.
 
+mod acp;
 mod debug;
 mod errors;
 mod exec;
@@ -50,6 +51,9 @@ enum Command {
     Trust(trust::TrustArgs),
     /// Pick a stored session of this folder and continue it in the TUI.
     Resume(Box<tui::TuiArgs>),
+    /// Serve the Agent Client Protocol on stdin and stdout, for editors (Zed, JetBrains,
+    /// Neovim, VS Code clients).
+    Acp(Box<acp::AcpArgs>),
 }
 
 fn main() -> ExitCode {
@@ -68,6 +72,8 @@ fn main() -> ExitCode {
     let command = match cli.command {
         None => return finish(tui::run(cli.tui, false)),
         Some(Command::Resume(args)) => return finish(tui::run(*args, true)),
+        // ACP brings its own multi-threaded runtime: a turn never holds up the connection.
+        Some(Command::Acp(args)) => return finish(acp::run(*args)),
         Some(command) => command,
     };
     let runtime = match tokio::runtime::Builder::new_current_thread()
@@ -87,7 +93,7 @@ fn main() -> ExitCode {
             Command::Trust(args) => trust::run(&args).map(|()| ExitCode::SUCCESS),
             Command::Feedback(args) => feedback::run(args).await.map(|()| ExitCode::SUCCESS),
             Command::Debug(args) => debug::run(args).await.map(|()| ExitCode::SUCCESS),
-            Command::Resume(_) => Ok(ExitCode::SUCCESS),
+            Command::Resume(_) | Command::Acp(_) => Ok(ExitCode::SUCCESS),
         }
     });
     // Tools may leave work behind after an abort; do not wait for it.

@@ -101,6 +101,7 @@ pub fn run(args: TuiArgs, pick_session: bool) -> anyhow::Result<ExitCode> {
         extensions: Vec::new(),
         host_extensions: Vec::new(),
         compactor: None,
+        editor: None,
     };
     let prepared = Prepared::new(keel_extensions::with_harness(options)).map_err(runtime_error)?;
     let durable = prepared.settings().loaded.config.durable.unwrap_or(false);

@@ -100,6 +100,7 @@ pub fn is_retryable(code: ErrorCode) -> bool {
         | ErrorCode::Quota
         | ErrorCode::Cancelled
         | ErrorCode::Internal
+        | ErrorCode::Refusal
         | ErrorCode::Other => false,
         _ => false,
     }

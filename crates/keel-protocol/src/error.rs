@@ -29,6 +29,9 @@ pub enum ErrorCode {
     Cancelled,
     /// keel itself failed (a crashed run), not the provider.
     Internal,
+    /// The model declined on policy grounds (a refusal, a content filter): sending the same
+    /// request again would most likely be refused again.
+    Refusal,
     /// Anything not classified above.
     Other,
 }
@@ -48,6 +51,7 @@ impl ErrorCode {
             Self::Quota => "quota",
             Self::Cancelled => "cancelled",
             Self::Internal => "internal",
+            Self::Refusal => "refusal",
             Self::Other => "other",
         }
     }

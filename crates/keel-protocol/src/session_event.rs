@@ -170,6 +170,12 @@ pub enum PermissionAnswer {
         /// Index into the request's `scopes`.
         scope: usize,
     },
+    /// Do not run it, nor anything the scope with this index covers, for the rest of the
+    /// session (saved like "always allow").
+    DenyAlways {
+        /// Index into the request's `scopes`.
+        scope: usize,
+    },
     /// Do not run it.
     Deny {
         /// What the model is told, when given.

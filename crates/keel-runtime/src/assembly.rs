@@ -92,9 +92,10 @@ pub fn resolve_model(
         Some(var) => match std::env::var(var) {
             Ok(key) if !key.trim().is_empty() => Some(key),
             _ => {
-                return Err(RuntimeError::Usage(format!(
-                    "provider `{provider}` needs an API key: set {var}"
-                )));
+                return Err(RuntimeError::MissingKey {
+                    provider,
+                    variable: var.clone(),
+                });
             }
         },
         None => None,
@@ -174,6 +175,14 @@ pub struct ToolSetup {
     pub session_dir: Option<PathBuf>,
     /// The tool-output budget.
     pub output: keel_tools::OutputLimits,
+    /// The editor that holds the session's files, when a front end lends one (ACP).
+    pub editor: Option<keel_tools::files::editor::Editor>,
+}
+
+/// Lends a session an editor that holds its files: ACP clients that offer `fs/*`.
+pub trait EditorProvider: Send + Sync {
+    /// The editor for `session`, if its client offers one.
+    fn editor(&self, session: &keel_protocol::SessionId) -> Option<keel_tools::files::editor::Editor>;
 }
 
 /// The folder of a session's archived outputs, inside its session folder.
@@ -226,6 +235,7 @@ impl ToolSetup {
                 .output_budget
                 .limits()
                 .unwrap_or_default(),
+            editor: None,
         }
     }
 }
@@ -271,6 +281,7 @@ impl SessionServices {
             .as_ref()
             .map(|dir| dir.join(ARTIFACTS_DIR));
         env.output = setup.output;
+        env.editor.clone_from(&setup.editor);
         let env = Arc::new(env);
         let gate = Arc::new(PermissionGate::new(&env, setup.mode, rules));
         let permission = Arc::new(match approver {

@@ -16,6 +16,14 @@ pub enum RuntimeError {
     /// does not parse, a missing API key, an unknown mode).
     #[error("{0}")]
     Usage(String),
+    /// The model's provider needs an API key and its variable is not set.
+    #[error("provider `{provider}` needs an API key: set {variable}")]
+    MissingKey {
+        /// The provider.
+        provider: String,
+        /// The variable the key is read from.
+        variable: String,
+    },
     /// The session store failed or refused.
     #[error(transparent)]
     Store(#[from] keel_store::StoreError),
@@ -95,6 +103,7 @@ impl RuntimeError {
         match self {
             Self::Config(error) => error.code(),
             Self::Usage(_) => "invalid_request",
+            Self::MissingKey { .. } => "missing_api_key",
             Self::Store(error) | Self::StoreAt { source: error, .. } => error.code(),
             Self::Extension(error) => error.code(),
             Self::TurnRunning { .. } => "turn_running",

@@ -18,6 +18,7 @@ mod error;
 mod events;
 pub mod extension;
 mod lifecycle;
+pub mod notice;
 mod permission;
 mod queue;
 mod runtime;
@@ -28,7 +29,7 @@ pub mod structured;
 mod turn;
 pub mod view;
 
-pub use assembly::{ModelChoice, ResolvedModel, SessionServices};
+pub use assembly::{EditorProvider, ModelChoice, ResolvedModel, SessionServices};
 pub use contract::{ConversationContract, DeferredContract, Reply};
 pub use error::RuntimeError;
 pub use events::{ChannelSink, SessionSink, Subscription, channel};

@@ -139,6 +139,15 @@ impl Runtime {
                         });
                     }
                 },
+                PermissionAnswer::DenyAlways { scope } => match waiting.scopes.get(scope) {
+                    Some(chosen) => Approval::DenyAlways(chosen.clone()),
+                    None => {
+                        return Err(RuntimeError::NoSuchScope {
+                            request: request.to_owned(),
+                            scope,
+                        });
+                    }
+                },
                 PermissionAnswer::Deny { reason } => Approval::Deny(reason),
             }
         };

@@ -50,6 +50,8 @@ pub struct RuntimeOptions {
     pub host_extensions: Vec<Arc<dyn crate::extension::Extension>>,
     /// The strategy of the `compact` operation (keel's: a checkpoint summary).
     pub compactor: Option<Arc<dyn crate::lifecycle::Compactor>>,
+    /// Lends sessions an editor that holds their files (ACP's `fs/*`).
+    pub editor: Option<Arc<dyn crate::assembly::EditorProvider>>,
 }
 
 impl RuntimeOptions {
@@ -69,6 +71,7 @@ impl RuntimeOptions {
             extensions: Vec::new(),
             host_extensions: Vec::new(),
             compactor: None,
+            editor: None,
         }
     }
 }
@@ -205,6 +208,7 @@ impl Prepared {
                 store,
                 slots: Mutex::new(HashMap::new()),
                 compactor: Mutex::new(self.options.compactor.clone()),
+                editor: self.options.editor.clone(),
             }),
         }
     }
@@ -230,6 +234,7 @@ pub(crate) struct Inner {
     pub(crate) store: Store,
     pub(crate) slots: Mutex<HashMap<SessionId, Arc<Slot>>>,
     pub(crate) compactor: Mutex<Option<Arc<dyn crate::lifecycle::Compactor>>>,
+    pub(crate) editor: Option<Arc<dyn crate::assembly::EditorProvider>>,
 }
 
 /// Whether a session may start a turn.
@@ -376,6 +381,7 @@ impl Runtime {
             db.as_deref(),
         );
         setup.session_dir = Some(self.session_dir(session));
+        setup.editor = inner.editor.as_ref().and_then(|lend| lend.editor(session));
         if db.is_some() {
             // Beside a database moved out of $KEEL_HOME, the session folders are not hidden
             // by $KEEL_HOME's protection: hide them like the database.

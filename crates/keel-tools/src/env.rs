@@ -96,6 +96,9 @@ pub struct ToolEnv {
     /// Variables never passed to a command in any cleaning mode (the key of the provider in
     /// use).
     pub secret_env_names: Vec<String>,
+    /// An editor that holds the files (ACP clients offering `fs/*`): `read`, `write` and
+    /// `edit` go through it after their checks.
+    pub editor: Option<crate::files::editor::Editor>,
 }
 
 impl ToolEnv {
@@ -120,6 +123,7 @@ impl ToolEnv {
             extra_credentials: Vec::new(),
             protect_control: true,
             secret_env_names: Vec::new(),
+            editor: None,
         }
     }
 

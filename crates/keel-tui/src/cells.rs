@@ -373,8 +373,7 @@ impl Cell {
                 delay_ms,
                 reason,
             } => {
-                let secs = (*delay_ms as f64 / 1000.0).ceil() as u64;
-                let text = format!("{reason} · retrying in {secs} s, attempt {attempt}/{max}");
+                let text = keel_runtime::notice::retry(reason, *attempt, *max, *delay_ms);
                 wrap_line(
                     &Line::styled(format!("↻ {text}"), Style::new().fg(Color::Yellow)),
                     width,

@@ -11,6 +11,9 @@ pub const INTERNAL_ERROR: &str = "internal_error";
 /// Status code of a turn stopped by `RunnerDefaults::max_steps` while the model still
 /// wanted to go on.
 pub const STEP_LIMIT_EXCEEDED: &str = "step_limit_exceeded";
+
+/// Status code of a turn whose model declined to answer (a refusal, a content filter).
+pub const MODEL_REFUSAL: &str = "model_refusal";
 /// Status code of a turn whose first (and only) model response had no text and no tool
 /// call: a silent success would report an empty answer as the result.
 pub const EMPTY_RESPONSE: &str = "empty_response";
@@ -88,6 +91,7 @@ pub fn model_code(code: ErrorCode) -> &'static str {
         ErrorCode::Quota => "model_quota",
         ErrorCode::Cancelled => "model_cancelled",
         ErrorCode::Internal => INTERNAL_ERROR,
+        ErrorCode::Refusal => MODEL_REFUSAL,
         ErrorCode::Other => "model_error",
         _ => "model_error",
     }

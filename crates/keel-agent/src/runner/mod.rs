@@ -36,7 +36,7 @@ use tracing::Instrument as _;
 
 pub use classify::{
     AFTER_LLM_REJECTED, BEFORE_LLM_HOOK_FAILED, EMPTY_RESPONSE, INTERNAL_ERROR,
-    STEP_LIMIT_EXCEEDED, model_code,
+    MODEL_REFUSAL, STEP_LIMIT_EXCEEDED, model_code,
 };
 pub use hooks::{
     AfterLlmCallHook, AfterToolCallHook, BeforeLlmAction, BeforeLlmCallHook, BeforeToolCallHook,

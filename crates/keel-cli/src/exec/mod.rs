@@ -143,6 +143,7 @@ pub async fn run(args: ExecArgs) -> anyhow::Result<ExitCode> {
         extensions: Vec::new(),
         host_extensions: Vec::new(),
         compactor: None,
+        editor: None,
     };
     let prepared = Prepared::new(keel_extensions::with_harness(options)).map_err(runtime_error)?;
     for warning in &prepared.warnings {

@@ -79,6 +79,7 @@ impl Harness {
             extensions,
             host_extensions: Vec::new(),
             compactor: None,
+            editor: None,
         };
         let prepared = Prepared::new(keel_extensions::with_harness(options)).unwrap();
         // In keel's home, as by default: the session folders are then behind its

@@ -182,6 +182,7 @@ impl Harness {
             extensions,
             host_extensions: setup.host_extensions,
             compactor: None,
+            editor: None,
         };
         let prepared = Prepared::new(options).unwrap();
         let store = Store::open(

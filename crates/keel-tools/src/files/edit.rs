@@ -87,6 +87,9 @@ impl AgentTool for Edit {
             .map_err(|e| ToolError::new(format!("Invalid arguments: {e}")))?;
         let path = pinned::resolve(&self.env, &self.env.resolve(&args.path), true)
             .map_err(ToolError::new)?;
+        if let Some(editor) = self.env.editor.clone() {
+            return edit_in_editor(&editor, path, &args.edits).await;
+        }
         tokio::task::spawn_blocking(move || edit(path, &args.edits))
             .await
             .map_err(|e| ToolError::new(format!("edit failed: {e}")))?
@@ -114,11 +117,43 @@ fn edit(path: PathBuf, edits: &[EditSpec]) -> Result<ToolOutput, ToolError> {
             path.display()
         ))
     })?;
-    let style = TextStyle::of(&original);
+    let (text, output) = apply(&path, &original, edits)?;
+    pinned::write(&path, text.as_bytes())
+        .map_err(|e| ToolError::new(io_message("write", &path, &e)))?;
+    Ok(output)
+}
+
+/// The edit through the editor: it gives the text (unsaved changes included) and takes the
+/// result.
+async fn edit_in_editor(
+    editor: &super::editor::Editor,
+    path: PathBuf,
+    edits: &[EditSpec],
+) -> Result<ToolOutput, ToolError> {
+    if let Err(problem) = ensure_regular(&path) {
+        return Err(ToolError::new(problem));
+    }
+    let original = editor.0.read_text(&path).await.map_err(|e| {
+        ToolError::new(format!("Cannot read {} in the editor: {e}", path.display()))
+    })?;
+    let (text, output) = apply(&path, &original, edits)?;
+    editor.0.write_text(&path, &text).await.map_err(|e| {
+        ToolError::new(format!("Cannot write {} in the editor: {e}", path.display()))
+    })?;
+    Ok(output)
+}
+
+/// The edited text (BOM included) and what the tool reports, or why the edits do not apply.
+fn apply(
+    path: &std::path::Path,
+    original: &str,
+    edits: &[EditSpec],
+) -> Result<(String, ToolOutput), ToolError> {
+    let style = TextStyle::of(original);
     let bom = if style.bom { BOM } else { "" };
     // Edit the raw text: lines keep their own endings, only the edited text takes the
     // file's usual one.
-    let before = original.strip_prefix(BOM).unwrap_or(&original).to_owned();
+    let before = original.strip_prefix(BOM).unwrap_or(original).to_owned();
     let line_style = TextStyle {
         crlf: style.crlf,
         bom: false,
@@ -183,8 +218,6 @@ fn edit(path: PathBuf, edits: &[EditSpec]) -> Result<ToolOutput, ToolError> {
         .context_radius(3)
         .header(&shown, &shown)
         .to_string();
-    pinned::write(&path, format!("{bom}{text}").as_bytes())
-        .map_err(|e| ToolError::new(io_message("write", &path, &e)))?;
     let mut summary = format!(
         "Edited {} ({replacements} replacement{}).",
         path.display(),
@@ -196,13 +229,14 @@ fn edit(path: PathBuf, edits: &[EditSpec]) -> Result<ToolOutput, ToolError> {
         ));
     }
     let (diff_shown, _) = head_tail(&diff, MAX_DIFF);
-    Ok(ToolOutput {
+    let output = ToolOutput {
         content: vec![ContentBlock::text(format!("{summary}\n\n{diff_shown}"))],
         details: Some(
             json!({"path": path, "replacements": replacements, "diff": diff, "fuzzy": fuzzy}),
         ),
         ..ToolOutput::default()
-    })
+    };
+    Ok((format!("{bom}{text}"), output))
 }
 
 /// Line numbers (1-based) where `needle` starts, for the "matches several times" message.

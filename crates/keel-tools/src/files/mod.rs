@@ -1,6 +1,7 @@
 //! File tools: read, write, edit, and what they share (line endings, BOM, atomic writes).
 
 pub mod edit;
+pub mod editor;
 mod pinned;
 pub mod read;
 pub mod write;

@@ -79,9 +79,53 @@ impl AgentTool for Read {
         let args: Args = args::parse(arguments)
             .map_err(|e| ToolError::new(format!("Invalid arguments: {e}")))?;
         let env = self.env.clone();
+        if let Some(editor) = env.editor.clone() {
+            let checked = env.clone();
+            let wanted = args.path.clone();
+            let target = tokio::task::spawn_blocking(move || editor_target(&checked, &wanted))
+                .await
+                .map_err(|e| ToolError::new(format!("read failed: {e}")))??;
+            if let Some(path) = target {
+                let text = editor.0.read_text(&path).await.map_err(|e| {
+                    ToolError::new(format!("Cannot read {} in the editor: {e}", path.display()))
+                })?;
+                return text_page(&path, std::io::Cursor::new(text.into_bytes()), &args);
+            }
+        }
         tokio::task::spawn_blocking(move || read(&env, &args))
             .await
             .map_err(|e| ToolError::new(format!("read failed: {e}")))?
+    }
+}
+
+/// The path the editor is asked for, after the disk checks every read makes; `None` when
+/// the disk answers instead (keel's saved outputs, images).
+fn editor_target(env: &ToolEnv, wanted: &str) -> Result<Option<std::path::PathBuf>, ToolError> {
+    let path = super::pinned::resolve(env, &env.resolve(wanted), false).map_err(ToolError::new)?;
+    if env
+        .artifacts_root()
+        .is_some_and(|root| path.starts_with(root))
+    {
+        return Ok(None);
+    }
+    match std::fs::metadata(&path) {
+        Ok(meta) if meta.is_dir() => Err(ToolError::new(format!(
+            "{} is a folder, not a file; use `ls` to list it.",
+            path.display()
+        ))),
+        Ok(meta) if !meta.is_file() => Err(ToolError::new(format!(
+            "{} is a device, FIFO or socket; reading it could block forever, so it is refused.",
+            path.display()
+        ))),
+        Ok(_) => {
+            let mut head = [0u8; 16];
+            let n = super::pinned::open_read(&path)
+                .and_then(|mut f| f.read(&mut head))
+                .unwrap_or(0);
+            Ok(image_mime(&head[..n]).is_none().then_some(path))
+        }
+        // Not on disk: the editor may have an unsaved buffer for it.
+        Err(_) => Ok(Some(path)),
     }
 }
 
@@ -149,6 +193,19 @@ fn read(env: &ToolEnv, args: &Args) -> Result<ToolOutput, ToolError> {
             ..ToolOutput::default()
         });
     }
+    text_page(&path, reader, args)
+}
+
+/// One page of numbered lines of a text file read from `reader`.
+fn text_page(
+    path: &std::path::Path,
+    mut reader: impl BufRead,
+    args: &Args,
+) -> Result<ToolOutput, ToolError> {
+    let head = reader
+        .fill_buf()
+        .map_err(|e| ToolError::new(io_message("read", path, &e)))?
+        .to_vec();
     if head.iter().take(8192).any(|b| *b == 0) {
         return Err(ToolError::new(format!(
             "{} looks binary (it contains NUL bytes); it is not shown. Use a tool such as `xxd` through bash if you need its bytes.",

@@ -68,9 +68,62 @@ impl AgentTool for Write {
             .map_err(|e| ToolError::new(format!("Invalid arguments: {e}")))?;
         let path = pinned::resolve(&self.env, &self.env.resolve(&args.path), true)
             .map_err(ToolError::new)?;
+        if let Some(editor) = self.env.editor.clone() {
+            return write_in_editor(&editor, path, &args.content).await;
+        }
         tokio::task::spawn_blocking(move || write(path, &args.content))
             .await
             .map_err(|e| ToolError::new(format!("write failed: {e}")))?
+    }
+}
+
+/// `content` in the line ends and BOM of the text it replaces.
+fn styled(existing: Option<&[u8]>, content: &str) -> String {
+    match existing.map(std::str::from_utf8) {
+        Some(Ok(old)) => TextStyle::of(old).apply(&plain(content)),
+        _ => content.to_owned(),
+    }
+}
+
+/// The write through the editor: the old text (for its style) and the new one both go
+/// through it; only the parent folders are made on disk.
+async fn write_in_editor(
+    editor: &super::editor::Editor,
+    path: PathBuf,
+    content: &str,
+) -> Result<ToolOutput, ToolError> {
+    let exists = ensure_regular(&path).map_err(ToolError::new)?;
+    let existing = if exists {
+        Some(editor.0.read_text(&path).await.map_err(|e| {
+            ToolError::new(format!("Cannot read {} in the editor: {e}", path.display()))
+        })?)
+    } else {
+        None
+    };
+    let text = styled(existing.as_deref().map(str::as_bytes), content);
+    if let Some(parent) = path.parent() {
+        std::fs::create_dir_all(parent)
+            .map_err(|e| ToolError::new(io_message("create the folder", parent, &e)))?;
+    }
+    editor.0.write_text(&path, &text).await.map_err(|e| {
+        ToolError::new(format!("Cannot write {} in the editor: {e}", path.display()))
+    })?;
+    Ok(written(&path, &text, !exists))
+}
+
+fn written(path: &std::path::Path, text: &str, created: bool) -> ToolOutput {
+    let lines = text.lines().count();
+    let verb = if created { "Created" } else { "Overwrote" };
+    ToolOutput {
+        content: vec![keel_protocol::ContentBlock::text(format!(
+            "{verb} {} ({lines} lines, {} bytes).",
+            path.display(),
+            text.len()
+        ))],
+        details: Some(
+            json!({"path": path, "created": created, "bytes": text.len(), "lines": lines}),
+        ),
+        ..ToolOutput::default()
     }
 }
 
@@ -82,31 +135,12 @@ fn write(path: PathBuf, content: &str) -> Result<ToolOutput, ToolError> {
         Some(Err(e)) => return Err(ToolError::new(io_message("read", &path, &e))),
         None => None,
     };
-    let text = match &existing {
-        Some(bytes) => match std::str::from_utf8(bytes) {
-            Ok(old) => TextStyle::of(old).apply(&plain(content)),
-            Err(_) => content.to_owned(),
-        },
-        None => content.to_owned(),
-    };
+    let text = styled(existing.as_deref(), content);
     if let Some(parent) = path.parent() {
         std::fs::create_dir_all(parent)
             .map_err(|e| ToolError::new(io_message("create the folder", parent, &e)))?;
     }
     pinned::write(&path, text.as_bytes())
         .map_err(|e| ToolError::new(io_message("write", &path, &e)))?;
-    let created = existing.is_none();
-    let lines = text.lines().count();
-    let verb = if created { "Created" } else { "Overwrote" };
-    Ok(ToolOutput {
-        content: vec![keel_protocol::ContentBlock::text(format!(
-            "{verb} {} ({lines} lines, {} bytes).",
-            path.display(),
-            text.len()
-        ))],
-        details: Some(
-            json!({"path": path, "created": created, "bytes": text.len(), "lines": lines}),
-        ),
-        ..ToolOutput::default()
-    })
+    Ok(written(&path, &text, existing.is_none()))
 }

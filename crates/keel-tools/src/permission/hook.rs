@@ -1,5 +1,5 @@
 //! The gate as the host's `before_tool_call` step: allow, block with a tagged reason, or ask
-//! an [`Approver`] (the TUI, an editor over ACP) and remember "always allow" answers.
+//! an [`Approver`] (the TUI, an editor over ACP) and remember "always" answers.
 //!
 //! Trade-off: with no approver (headless runs) every ask is a denial whose text says why, so a
 //! scripted run never hangs on a question nobody can answer. An approver that does not answer
@@ -30,6 +30,9 @@ pub enum Approval {
     AllowAlways(Scope),
     /// Do not run it; an optional message for the model.
     Deny(Option<String>),
+    /// Do not run it, nor anything else this scope covers, for the rest of the session
+    /// (and, with a rule file, later ones).
+    DenyAlways(Scope),
 }
 
 /// A question for the user about one call.
@@ -159,6 +162,24 @@ impl PermissionHook {
                     }
                 }
                 ToolGate::Allow
+            }
+            Ok(Approval::DenyAlways(scope)) => {
+                self.gate.deny_scope(&scope);
+                if let Some((path, home)) = &self.rules_file
+                    && let Err(error) = super::rules::append_rules(
+                        path,
+                        super::rules::Effect::Deny,
+                        &scope.matchers,
+                        home.as_deref(),
+                    )
+                {
+                    tracing::warn!(%error, "cannot save the always-reject rule");
+                }
+                block(format!(
+                    "{} the user declined this call and every call like it ({})",
+                    DenySource::User.tag(),
+                    scope.label
+                ))
             }
             Ok(Approval::Deny(message)) => {
                 let reason = match message.filter(|m| !m.trim().is_empty()) {

@@ -358,9 +358,5 @@ impl App {
 
 /// 1234 as "1.2k", 1234567 as "1.2M".
 pub fn short_count(n: u64) -> String {
-    match n {
-        0..1_000 => n.to_string(),
-        1_000..1_000_000 => format!("{:.1}k", n as f64 / 1e3),
-        _ => format!("{:.1}M", n as f64 / 1e6),
-    }
+    keel_runtime::notice::short_count(n)
 }

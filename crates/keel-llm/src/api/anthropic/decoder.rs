@@ -206,12 +206,12 @@ impl AnthropicDecoder {
             Some("max_tokens" | "model_context_window_exceeded") => StopReason::Length,
             // A refusal is the model declining on policy grounds: not a transport or server
             // failure, and sending the same request again would most likely be refused
-            // again, so it gets the non-retryable `other` code.
+            // again, so it gets the non-retryable `refusal` code.
             Some("refusal") => {
                 return StreamEvent::Error {
                     stop_reason: StopReason::Error,
                     error: ErrorInfo::new(
-                        ErrorCode::Other,
+                        ErrorCode::Refusal,
                         "the model refused to continue this response (stop reason `refusal`)",
                     ),
                     usage,

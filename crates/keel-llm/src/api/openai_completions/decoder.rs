@@ -495,7 +495,7 @@ fn finish_outcome(reason: &str) -> Outcome {
         "length" => Outcome::Finished(StopReason::Length),
         "tool_calls" | "function_call" => Outcome::Finished(StopReason::ToolUse),
         "content_filter" => Outcome::Failed(ErrorInfo::new(
-            ErrorCode::Other,
+            ErrorCode::Refusal,
             "the provider's content filter stopped the response",
         )),
         "insufficient_system_resource" => Outcome::Failed(ErrorInfo::new(

@@ -374,7 +374,7 @@ impl ResponsesDecoder {
                     .unwrap_or("");
                 if reason == "content_filter" {
                     failed(ErrorInfo::new(
-                        ErrorCode::Other,
+                        ErrorCode::Refusal,
                         "the provider's content filter stopped the response",
                     ))
                 } else {

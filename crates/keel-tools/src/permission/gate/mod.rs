@@ -238,6 +238,14 @@ impl PermissionGate {
         }
     }
 
+    /// Adds the deny rules of a "reject always" answer.
+    pub fn deny_scope(&self, scope: &Scope) {
+        let mut session = self.session.write().unwrap_or_else(PoisonError::into_inner);
+        for matcher in &scope.matchers {
+            session.push(Rule::session(Effect::Deny, matcher.clone()));
+        }
+    }
+
     /// The rules added in this session.
     pub fn session_rules(&self) -> Vec<Rule> {
         self.session

@@ -260,6 +260,23 @@ pub fn append_allow(
     matchers: &[Matcher],
     home: Option<&Path>,
 ) -> Result<(), RuleError> {
+    append_rules(path, Effect::Allow, matchers, home)
+}
+
+/// Adds `matchers` as rules of `effect` (under `allow:`, `ask:` or `deny:`) to the rule
+/// file at `path`, with the checks of [`append_allow`].
+pub fn append_rules(
+    path: &Path,
+    effect: Effect,
+    matchers: &[Matcher],
+    home: Option<&Path>,
+) -> Result<(), RuleError> {
+    let section = match effect {
+        Effect::Allow => "allow",
+        Effect::Ask => "ask",
+        Effect::Deny => "deny",
+    };
+    let heading = format!("{section}:");
     let unreadable = |message: String| RuleError::Unreadable {
         path: path.to_path_buf(),
         message,
@@ -275,7 +292,7 @@ pub fn append_allow(
         .map(|m| format!("  - {}", m.to_rule_text()))
         .collect();
     let lines: Vec<&str> = old.lines().collect();
-    let text = match lines.iter().position(|l| l.trim_end() == "allow:") {
+    let text = match lines.iter().position(|l| l.trim_end() == heading) {
         Some(at) => {
             let mut out: Vec<String> = lines[..=at].iter().map(|l| (*l).to_owned()).collect();
             out.extend(items.iter().cloned());
@@ -287,7 +304,8 @@ pub fn append_allow(
             if !out.is_empty() && !out.ends_with('\n') {
                 out.push('\n');
             }
-            out.push_str("allow:\n");
+            out.push_str(&heading);
+            out.push('\n');
             for item in &items {
                 out.push_str(item);
                 out.push('\n');
@@ -296,16 +314,23 @@ pub fn append_allow(
         }
     };
     let after = RuleSet::parse(&text, path, home)?;
-    let mut expected: Vec<&Matcher> = before.rules().iter().map(|r| &r.matcher).collect();
-    expected.extend(matchers.iter());
-    let got: Vec<&Matcher> = after.rules().iter().map(|r| &r.matcher).collect();
+    let mut expected: Vec<(Effect, &Matcher)> = before
+        .rules()
+        .iter()
+        .map(|r| (r.effect, &r.matcher))
+        .collect();
+    expected.extend(matchers.iter().map(|m| (effect, m)));
+    let got: Vec<(Effect, &Matcher)> = after
+        .rules()
+        .iter()
+        .map(|r| (r.effect, &r.matcher))
+        .collect();
     let same = expected.len() == got.len() && expected.iter().all(|m| got.contains(m));
     if !same {
         return Err(RuleError::Syntax {
             path: path.to_path_buf(),
             message:
-                "the file's allow list could not be extended in place (write the rule by hand)"
-                    .into(),
+                format!("the file's {section} list could not be extended in place (write the rule by hand)"),
         });
     }
     crate::output::replace_private(path, text.as_bytes())

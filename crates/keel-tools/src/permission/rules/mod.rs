@@ -33,7 +33,7 @@ use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
-pub use file::append_allow;
+pub use file::{append_allow, append_rules};
 pub use matcher::{CommandPattern, Matcher, PathPattern, Subject, ToolPattern};
 
 /// Name of a rule file, in `$KEEL_HOME` and in a project's `.keel` folder.

@@ -1,0 +1,237 @@
+//! Slash commands an editor offers in its prompt box (`available_commands_update`), run by
+//! keel instead of the model: each answers with a message and ends the prompt.
+
+use std::sync::Arc;
+
+use agent_client_protocol::v1::schema::{
+    AvailableCommand, AvailableCommandInput, ContentBlock, ContentChunk, SessionUpdate,
+    StopReason, TextContent, UnstructuredCommandInput,
+};
+use agent_client_protocol::v1::ConnectionTo;
+use agent_client_protocol::{Client, Error};
+use keel_protocol::{ContentBlock as KeelBlock, Message, Op};
+use keel_runtime::notice::short_count;
+use keel_runtime::{ConversationContract, Reply};
+
+use crate::session::{Session, rpc_error};
+
+/// The commands: name, what it does, the hint for its argument.
+const COMMANDS: [(&str, &str, Option<&str>); 7] = [
+    ("help", "List keel's commands", None),
+    (
+        "new",
+        "Start the conversation over (earlier revisions stay recoverable with keel sessions rewind)",
+        None,
+    ),
+    (
+        "model",
+        "Show the models, or switch to one",
+        Some("provider/model"),
+    ),
+    (
+        "status",
+        "The session, its folder, model, mode and sandbox",
+        None,
+    ),
+    ("context", "How full the model's context window is", None),
+    ("usage", "Tokens and cost of this session", None),
+    (
+        "compact",
+        "Summarise the conversation to free context",
+        Some("what the summary should keep"),
+    ),
+];
+
+/// The commands as `available_commands_update` lists them.
+pub fn available() -> Vec<AvailableCommand> {
+    COMMANDS
+        .iter()
+        .map(|(name, description, hint)| {
+            let command = AvailableCommand::new(*name, *description);
+            match hint {
+                Some(hint) => command.input(AvailableCommandInput::Unstructured(
+                    UnstructuredCommandInput::new(*hint),
+                )),
+                None => command,
+            }
+        })
+        .collect()
+}
+
+fn reply(session: &Session, connection: &ConnectionTo<Client>, text: String) {
+    session.send(
+        connection,
+        SessionUpdate::AgentMessageChunk(ContentChunk::new(ContentBlock::Text(TextContent::new(
+            text,
+        )))),
+    );
+}
+
+fn block_chars(block: &KeelBlock) -> usize {
+    match block {
+        KeelBlock::Text(text) => text.text.chars().count(),
+        KeelBlock::Thinking(thinking) => thinking.thinking.chars().count(),
+        KeelBlock::ToolCall(call) => call.name.len() + call.arguments.to_string().len(),
+        _ => 0,
+    }
+}
+
+/// Runs `/name args`; the reply goes to the editor as an answer.
+pub async fn run(
+    session: &Arc<Session>,
+    connection: &ConnectionTo<Client>,
+    name: &str,
+    args: &str,
+) -> Result<StopReason, Error> {
+    let runtime = &session.runtime;
+    let id = session.id.clone();
+    let text = match name {
+        "help" => {
+            let mut text = String::from("keel's commands:\n");
+            for (name, description, hint) in COMMANDS {
+                match hint {
+                    Some(hint) => text.push_str(&format!("- `/{name} [{hint}]`: {description}\n")),
+                    None => text.push_str(&format!("- `/{name}`: {description}\n")),
+                }
+            }
+            text
+        }
+        "new" => {
+            runtime
+                .call(Op::RewindSession {
+                    session_id: id,
+                    revision: 0,
+                })
+                .await
+                .map_err(|e| rpc_error(&e))?;
+            "Started over: the conversation is empty. Earlier messages stay recoverable with `keel sessions rewind`.".into()
+        }
+        "model" if args.is_empty() => {
+            let current = session.model();
+            let mut text = format!("Model: `{current}`. Switch with `/model provider/model`");
+            if !session.models.is_empty() {
+                text.push_str(":\n");
+                for model in &session.models {
+                    let mark = if *model == current { " (current)" } else { "" };
+                    text.push_str(&format!("- `{model}`{mark}\n"));
+                }
+            } else {
+                text.push('.');
+            }
+            text
+        }
+        "model" => {
+            runtime
+                .call(Op::UpdateSession {
+                    session_id: id,
+                    title: None,
+                    model: Some(args.to_owned()),
+                    mode: None,
+                })
+                .await
+                .map_err(|e| rpc_error(&e))?;
+            format!("Model switched to `{}`.", session.model())
+        }
+        "status" => {
+            let record = match runtime
+                .call(Op::GetSession { session_id: id })
+                .await
+                .map_err(|e| rpc_error(&e))?
+            {
+                Reply::Session(record) => record,
+                _ => return Err(Error::internal_error()),
+            };
+            let sandbox = &session.sandbox;
+            format!(
+                "Session `{}` ({})\n- folder: `{}`\n- model: `{}`\n- mode: `{}`\n- sandbox: {}\n- messages: {}, revision {}",
+                record.id,
+                if record.title.is_empty() { "untitled" } else { &record.title },
+                session.cwd.display(),
+                session.model(),
+                session.mode(),
+                sandbox,
+                record.length,
+                record.revision,
+            )
+        }
+        "usage" => {
+            let usage = session.totals().usage;
+            format!(
+                "This session: {} tokens ({} input, {} cache read, {} cache write, {} output of which {} reasoning), ${:.4}.",
+                short_count(usage.total_tokens()),
+                short_count(usage.input),
+                short_count(usage.cache_read),
+                short_count(usage.cache_write),
+                short_count(usage.output),
+                short_count(usage.reasoning),
+                usage.cost.total
+            )
+        }
+        "context" => {
+            let entries = match runtime
+                .call(Op::GetMessages {
+                    session_id: id,
+                    revision: None,
+                })
+                .await
+                .map_err(|e| rpc_error(&e))?
+            {
+                Reply::Messages(entries) => entries,
+                _ => return Err(Error::internal_error()),
+            };
+            // Characters over four: an estimate, said to be one; the last request's size
+            // is what the provider reported.
+            let mut parts = [0usize; 4];
+            for entry in &entries {
+                match &entry.message {
+                    Message::User(user) => {
+                        parts[0] += user.content.iter().map(block_chars).sum::<usize>();
+                    }
+                    Message::Assistant(answer) => {
+                        parts[1] += answer.content.iter().map(block_chars).sum::<usize>();
+                    }
+                    Message::ToolResult(result) => {
+                        parts[2] += result.content.iter().map(block_chars).sum::<usize>();
+                    }
+                    _ => parts[3] += 0,
+                }
+            }
+            let mut text = match session.totals().context {
+                Some((used, window)) if window > 0 => format!(
+                    "The last request used {} of {} tokens ({:.0}%).\n",
+                    short_count(used),
+                    short_count(u64::from(window)),
+                    used as f64 * 100.0 / f64::from(window)
+                ),
+                _ => "No request was sent in this session yet.\n".into(),
+            };
+            text.push_str(&format!(
+                "History, estimated: your messages ~{}, answers and tool calls ~{}, tool results ~{} tokens ({} messages).",
+                short_count((parts[0] / 4) as u64),
+                short_count((parts[1] / 4) as u64),
+                short_count((parts[2] / 4) as u64),
+                entries.len()
+            ));
+            text
+        }
+        "compact" => {
+            let instructions = (!args.is_empty()).then(|| args.to_owned());
+            match runtime
+                .call(Op::Compact {
+                    session_id: id,
+                    instructions,
+                })
+                .await
+                .map_err(|e| rpc_error(&e))?
+            {
+                Reply::Revision(Some(revision)) => {
+                    format!("Compacted the conversation into a summary (revision {revision}).")
+                }
+                _ => "Nothing to compact yet.".into(),
+            }
+        }
+        other => format!("Unknown command `/{other}`; `/help` lists keel's commands."),
+    };
+    reply(session, connection, text);
+    Ok(StopReason::EndTurn)
+}

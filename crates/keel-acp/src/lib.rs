@@ -1,0 +1,68 @@
+//! `keel acp`: keel as an Agent Client Protocol agent for editors (Zed, JetBrains, Neovim,
+//! VS Code clients), JSON-RPC 2.0 over stdio on the `agent-client-protocol` crate.
+//!
+//! It is a client of the runtime's conversation contract only: it opens sessions, submits
+//! prompts and answers permission questions with typed operations, and turns the session
+//! events the runtime's one turn view produced into `session/update`s. The same sessions,
+//! tools, permissions and extensions serve the TUI and `keel exec`.
+//!
+//! Trade-offs: one runtime per working folder (settings and project trust belong to a
+//! folder), all over one session store, so an ACP session id is keel's own and `keel
+//! --session ID` continues it in the terminal. Every request handler returns to the dispatch
+//! loop at once and does its work on a task of its own, so a cancel, a permission answer or
+//! another session's prompt is never stuck behind a running turn. stdout carries ACP
+//! messages and nothing else; logs go to stderr or a log file.
+
+mod commands;
+mod files;
+mod modes;
+mod permission;
+mod prompt;
+mod replay;
+mod server;
+mod session;
+mod tools;
+mod translate;
+
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use keel_runtime::{Prepared, RuntimeError, RuntimeOptions};
+
+pub use server::serve;
+
+/// Builds a runtime's [`Prepared`] from options (keel's harness extensions added by the
+/// binary).
+pub type Prepare = Arc<dyn Fn(RuntimeOptions) -> Result<Prepared, RuntimeError> + Send + Sync>;
+
+/// What `keel acp` serves with.
+#[derive(Clone)]
+pub struct ServeOptions {
+    /// The options every folder's runtime starts from (flags and config); each session's
+    /// `cwd` replaces the working folder.
+    pub base: RuntimeOptions,
+    /// Makes a runtime's [`Prepared`] from options.
+    pub prepare: Prepare,
+    /// How the session store is opened.
+    pub store: keel_store::OpenOptions,
+    /// The folder keel was started in: what `initialize` checks the model against.
+    pub launch_cwd: PathBuf,
+}
+
+/// Why `keel acp` stopped.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum AcpError {
+    /// The connection failed (not a clean end of input).
+    #[error("the ACP connection failed: {0}")]
+    Connection(String),
+}
+
+impl AcpError {
+    /// The stable code of the error.
+    pub fn code(&self) -> &'static str {
+        match self {
+            Self::Connection(_) => "acp_connection_failed",
+        }
+    }
+}

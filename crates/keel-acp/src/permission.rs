@@ -1,0 +1,171 @@
+//! The permission gate's question as `session/request_permission`: allow once, allow
+//! always (one option per rule scope, narrowest first, as the TUI offers them), reject
+//! once, reject always. An option the question never offered is a denial.
+
+use agent_client_protocol::v1::schema::{
+    PermissionOption, PermissionOptionKind, RequestPermissionOutcome, ToolCallStatus,
+    ToolCallUpdate, ToolCallUpdateFields,
+};
+use keel_protocol::{PermissionAnswer, PermissionRequest};
+
+use crate::tools;
+
+const ALLOW_ONCE: &str = "allow_once";
+const ALLOW_ALWAYS: &str = "allow_always:";
+const REJECT_ONCE: &str = "reject_once";
+const REJECT_ALWAYS: &str = "reject_always";
+
+/// The options offered for `request`.
+pub fn options(request: &PermissionRequest) -> Vec<PermissionOption> {
+    let mut options = vec![PermissionOption::new(
+        ALLOW_ONCE,
+        "Allow once",
+        PermissionOptionKind::AllowOnce,
+    )];
+    // A call the danger list flagged is never allowed for good.
+    if !request.safety {
+        for (index, scope) in request.scopes.iter().enumerate() {
+            let name = match request.rules.get(index) {
+                Some(rule) if !rule.is_empty() => format!("Always allow {scope} ({rule})"),
+                _ => format!("Always allow {scope}"),
+            };
+            options.push(PermissionOption::new(
+                format!("{ALLOW_ALWAYS}{index}"),
+                name,
+                PermissionOptionKind::AllowAlways,
+            ));
+        }
+    }
+    options.push(PermissionOption::new(
+        REJECT_ONCE,
+        "Reject",
+        PermissionOptionKind::RejectOnce,
+    ));
+    // Rejecting for good only ever narrows what runs: offered with the narrowest scope.
+    if let Some(scope) = request.scopes.first() {
+        options.push(PermissionOption::new(
+            REJECT_ALWAYS,
+            format!("Always reject {scope}"),
+            PermissionOptionKind::RejectAlways,
+        ));
+    }
+    options
+}
+
+/// The call the question is about, as the editor shows it beside the options.
+pub fn tool_call(request: &PermissionRequest) -> ToolCallUpdate {
+    ToolCallUpdate::new(
+        request.tool_call_id.to_string(),
+        ToolCallUpdateFields::new()
+            .title(request.summary.clone())
+            .kind(tools::kind(&request.tool))
+            .status(ToolCallStatus::Pending),
+    )
+}
+
+/// The runtime's answer for the editor's outcome.
+pub fn answer(request: &PermissionRequest, outcome: &RequestPermissionOutcome) -> PermissionAnswer {
+    let declined = |why: &str| PermissionAnswer::Deny {
+        reason: Some(why.to_owned()),
+    };
+    let RequestPermissionOutcome::Selected(selected) = outcome else {
+        return declined("the question was cancelled in the editor");
+    };
+    let offered = options(request);
+    let id = selected.option_id.0.as_ref();
+    if !offered.iter().any(|o| o.option_id.0.as_ref() == id) {
+        return declined("the editor answered with an option that was not offered");
+    }
+    match id {
+        ALLOW_ONCE => PermissionAnswer::AllowOnce,
+        REJECT_ONCE => PermissionAnswer::Deny { reason: None },
+        REJECT_ALWAYS => PermissionAnswer::DenyAlways { scope: 0 },
+        other => match other
+            .strip_prefix(ALLOW_ALWAYS)
+            .and_then(|n| n.parse::<usize>().ok())
+        {
+            Some(scope) => PermissionAnswer::AllowAlways { scope },
+            None => declined("the editor answered with an option that was not offered"),
+        },
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+
+    use super::*;
+    use agent_client_protocol::v1::schema::SelectedPermissionOutcome;
+    use keel_protocol::ToolCallId;
+    use pretty_assertions::assert_eq;
+
+    fn request(safety: bool) -> PermissionRequest {
+        PermissionRequest {
+            id: "p-1".into(),
+            tool_call_id: ToolCallId::from("c-1"),
+            tool: "bash".into(),
+            summary: "run `cargo test`".into(),
+            reasons: vec!["runs a program".into()],
+            safety,
+            scopes: vec!["`cargo test`".into(), "`cargo`".into()],
+            rules: vec!["bash: cargo test".into(), "bash: cargo *".into()],
+        }
+    }
+
+    fn pick(id: &str) -> RequestPermissionOutcome {
+        RequestPermissionOutcome::Selected(SelectedPermissionOutcome::new(id.to_owned()))
+    }
+
+    #[test]
+    fn every_kind_is_offered_and_maps_back() {
+        let request = request(false);
+        let kinds: Vec<PermissionOptionKind> =
+            options(&request).into_iter().map(|o| o.kind).collect();
+        assert_eq!(
+            kinds,
+            vec![
+                PermissionOptionKind::AllowOnce,
+                PermissionOptionKind::AllowAlways,
+                PermissionOptionKind::AllowAlways,
+                PermissionOptionKind::RejectOnce,
+                PermissionOptionKind::RejectAlways
+            ]
+        );
+        assert_eq!(answer(&request, &pick("allow_once")), PermissionAnswer::AllowOnce);
+        assert_eq!(
+            answer(&request, &pick("allow_always:1")),
+            PermissionAnswer::AllowAlways { scope: 1 }
+        );
+        assert_eq!(
+            answer(&request, &pick("reject_always")),
+            PermissionAnswer::DenyAlways { scope: 0 }
+        );
+        assert_eq!(
+            answer(&request, &pick("reject_once")),
+            PermissionAnswer::Deny { reason: None }
+        );
+    }
+
+    #[test]
+    fn a_dangerous_call_is_never_allowed_for_good() {
+        let request = request(true);
+        assert!(
+            options(&request)
+                .iter()
+                .all(|o| o.kind != PermissionOptionKind::AllowAlways)
+        );
+        // Not offered, so not taken: an editor cannot forge "always".
+        assert!(matches!(
+            answer(&request, &pick("allow_always:0")),
+            PermissionAnswer::Deny { reason: Some(_) }
+        ));
+        assert!(matches!(
+            answer(&request, &pick("allow_always:7")),
+            PermissionAnswer::Deny { .. }
+        ));
+        assert!(matches!(
+            answer(&request, &RequestPermissionOutcome::Cancelled),
+            PermissionAnswer::Deny { .. }
+        ));
+    }
+}

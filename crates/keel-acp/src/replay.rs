@@ -1,0 +1,121 @@
+//! `session/load`: a stored conversation replayed as the updates a live turn would have
+//! sent: the user's messages, answers, reasoning, and each tool call with its result (a call
+//! a stopped process never answered shows as failed, interrupted).
+
+use std::collections::HashMap;
+use std::path::Path;
+
+use agent_client_protocol::v1::schema::{
+    ContentBlock, ContentChunk, Plan, SessionUpdate, TextContent, ToolCall,
+    ToolCallStatus as AcpStatus,
+};
+use keel_protocol::{ItemKind, Message};
+use keel_store::StoredEntry;
+use serde_json::Value;
+
+use crate::tools;
+use crate::translate::text_update;
+
+fn tool_call(
+    id: &str,
+    name: &str,
+    arguments: &Value,
+    result: &str,
+    details: Option<&Value>,
+    failed: bool,
+    cwd: &Path,
+) -> SessionUpdate {
+    let raw_output = match details {
+        Some(details) => serde_json::json!({"output": result, "details": details}),
+        None => serde_json::json!({"output": result}),
+    };
+    SessionUpdate::ToolCall(
+        ToolCall::new(id.to_owned(), tools::title(name, arguments))
+            .kind(tools::kind(name))
+            .status(if failed {
+                AcpStatus::Failed
+            } else {
+                AcpStatus::Completed
+            })
+            .content(tools::content(name, arguments, result, details, failed, cwd))
+            .locations(tools::locations(name, arguments, cwd))
+            .raw_input(arguments.clone())
+            .raw_output(raw_output),
+    )
+}
+
+/// The updates that show `entries`, oldest first.
+pub fn updates(entries: &[StoredEntry], cwd: &Path) -> Vec<SessionUpdate> {
+    let mut out = Vec::new();
+    // Calls asked for and not yet answered, in the order they were asked.
+    let mut open: Vec<(String, String, Value)> = Vec::new();
+    let mut names: HashMap<String, (String, Value)> = HashMap::new();
+    for entry in entries {
+        match &entry.message {
+            Message::User(user) if !user.hidden => {
+                let text = user.joined_text();
+                if !text.is_empty() {
+                    out.push(SessionUpdate::UserMessageChunk(ContentChunk::new(
+                        ContentBlock::Text(TextContent::new(text)),
+                    )));
+                }
+            }
+            Message::Assistant(answer) => {
+                let thinking = answer.thinking();
+                if !thinking.trim().is_empty() {
+                    out.push(text_update(ItemKind::Reasoning, &thinking));
+                }
+                let text = answer.text();
+                if !text.trim().is_empty() {
+                    out.push(text_update(ItemKind::AgentMessage, &text));
+                }
+                for call in answer.tool_calls() {
+                    let id = call.id.to_string();
+                    names.insert(id.clone(), (call.name.clone(), call.arguments.clone()));
+                    open.push((id, call.name.clone(), call.arguments.clone()));
+                }
+            }
+            Message::ToolResult(result) => {
+                let id = result.tool_call_id.to_string();
+                open.retain(|(open_id, _, _)| *open_id != id);
+                let (name, arguments) = names
+                    .remove(&id)
+                    .unwrap_or_else(|| (result.tool_name.clone(), Value::Null));
+                out.push(tool_call(
+                    &id,
+                    &name,
+                    &arguments,
+                    &result.text(),
+                    result.details.as_ref(),
+                    result.is_error,
+                    cwd,
+                ));
+                if name == "todowrite"
+                    && !result.is_error
+                    && let Some(entries) = tools::plan(result.details.as_ref(), &arguments)
+                {
+                    out.push(SessionUpdate::Plan(Plan::new(entries)));
+                }
+            }
+            Message::Host(host) if host.kind == keel_tools::todo::COMPACTION_KIND => {
+                out.push(text_update(
+                    ItemKind::Reasoning,
+                    "[keel] the earlier conversation was compacted into a summary\n",
+                ));
+            }
+            _ => {}
+        }
+    }
+    for (id, name, arguments) in open {
+        out.push(tool_call(
+            &id,
+            &name,
+            &arguments,
+            keel_runtime::view::INTERRUPTED_ITEM,
+            None,
+            true,
+            cwd,
+        ));
+    }
+    out
+}

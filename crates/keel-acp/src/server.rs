@@ -1,0 +1,618 @@
+//! The connection: ACP's methods on keel's runtimes. Handlers do their work on tasks of
+//! their own and answer from there, so the dispatch loop is always free for the next
+//! message (a cancel, a permission answer, another session's prompt).
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex, OnceLock, PoisonError};
+
+use agent_client_protocol::v1::schema::{
+    AgentCapabilities, AuthMethod, AuthMethodAgent, AuthenticateRequest, AuthenticateResponse,
+    AvailableCommandsUpdate, CancelNotification, ClientCapabilities, CloseSessionRequest,
+    CloseSessionResponse, DeleteSessionRequest, DeleteSessionResponse, ForkSessionRequest,
+    ForkSessionResponse, Implementation, InitializeRequest, InitializeResponse,
+    ListSessionsRequest, ListSessionsResponse, LoadSessionRequest, LoadSessionResponse,
+    McpCapabilities, NewSessionRequest, NewSessionResponse, PromptCapabilities, PromptRequest,
+    PromptResponse, ResumeSessionRequest, ResumeSessionResponse, SessionCapabilities,
+    SessionCloseCapabilities, SessionDeleteCapabilities, SessionForkCapabilities, SessionInfo,
+    SessionListCapabilities, SessionResumeCapabilities, SessionUpdate,
+    SetSessionConfigOptionRequest, SetSessionConfigOptionResponse, SetSessionModeRequest,
+    SetSessionModeResponse,
+};
+use agent_client_protocol::schema::ProtocolVersion;
+use agent_client_protocol::v1::{ConnectionTo, Responder};
+use agent_client_protocol::{Agent, ByteStreams, Client, Error, ErrorCode};
+use keel_protocol::{Message, Op, SessionId, SessionTarget, Usage};
+use keel_runtime::{ConversationContract, Reply, Runtime};
+use keel_store::{SessionRecord, Store};
+use tokio_util::compat::{TokioAsyncReadCompatExt as _, TokioAsyncWriteCompatExt as _};
+
+use crate::prompt::{self, Prompt};
+use crate::session::{Session, rpc_error};
+use crate::{AcpError, ServeOptions, commands, files, modes, replay};
+
+/// Sessions listed per page of `session/list`.
+const LIST_PAGE: usize = 50;
+/// How long shutting down waits for running turns to stop and commit.
+const SHUTDOWN_WAIT: std::time::Duration = std::time::Duration::from_secs(5);
+
+/// One working folder's runtime and what its settings say.
+struct Folder {
+    runtime: Runtime,
+    mode: String,
+    sandbox: String,
+    models: Vec<String>,
+}
+
+/// The state every handler shares.
+struct Server {
+    options: ServeOptions,
+    client: OnceLock<ClientCapabilities>,
+    store: tokio::sync::OnceCell<Store>,
+    folders: tokio::sync::Mutex<HashMap<PathBuf, Arc<Folder>>>,
+    sessions: Mutex<HashMap<String, Arc<Session>>>,
+}
+
+fn invalid(message: impl Into<String>) -> Error {
+    Error::new(ErrorCode::INVALID_PARAMS, message.into())
+}
+
+fn unknown_session(id: &str) -> Error {
+    Error::new(
+        ErrorCode::RESOURCE_NOT_FOUND,
+        format!("session {id} is not open in this connection: create, load or resume it first"),
+    )
+}
+
+fn iso_time(ms: i64) -> String {
+    // Days from the civil calendar (proleptic Gregorian), without a date crate.
+    let secs = ms.div_euclid(1000);
+    let (days, rem) = (secs.div_euclid(86_400), secs.rem_euclid(86_400));
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z.rem_euclid(146_097);
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let day = doy - (153 * mp + 2) / 5 + 1;
+    let month = if mp < 10 { mp + 3 } else { mp - 9 };
+    let year = yoe + era * 400 + i64::from(month <= 2);
+    format!(
+        "{year:04}-{month:02}-{day:02}T{:02}:{:02}:{:02}Z",
+        rem / 3600,
+        (rem % 3600) / 60,
+        rem % 60
+    )
+}
+
+/// Every model the registry knows, as provider/model.
+fn model_names(loaded: &keel_runtime::settings::Loaded) -> Vec<String> {
+    let Ok(registry) = loaded.registry() else {
+        return Vec::new();
+    };
+    let mut names: Vec<String> = registry
+        .providers()
+        .flat_map(|(provider, p)| p.models.keys().map(move |m| format!("{provider}/{m}")))
+        .collect();
+    names.sort();
+    names
+}
+
+fn check_cwd(cwd: &Path) -> Result<(), Error> {
+    if !cwd.is_absolute() {
+        return Err(invalid(format!(
+            "cwd must be an absolute path, not {}",
+            cwd.display()
+        )));
+    }
+    if !cwd.is_dir() {
+        return Err(invalid(format!("cwd {} is not a folder", cwd.display())));
+    }
+    Ok(())
+}
+
+impl Server {
+    fn lock_sessions(&self) -> std::sync::MutexGuard<'_, HashMap<String, Arc<Session>>> {
+        self.sessions.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    fn session(&self, id: &str) -> Result<Arc<Session>, Error> {
+        self.lock_sessions()
+            .get(id)
+            .cloned()
+            .ok_or_else(|| unknown_session(id))
+    }
+
+    fn notices(&self) -> bool {
+        self.client
+            .get()
+            .and_then(|c| c.session.as_ref())
+            .is_some_and(|s| s.notices.is_some())
+    }
+
+    async fn store(&self) -> Result<Store, Error> {
+        self.store
+            .get_or_try_init(|| keel_runtime::storage::open(self.options.store.clone()))
+            .await
+            .cloned()
+            .map_err(|e| rpc_error(&e))
+    }
+
+    /// The runtime of `cwd`, started on first use.
+    async fn folder(&self, cwd: &Path, connection: &ConnectionTo<Client>) -> Result<Arc<Folder>, Error> {
+        let mut folders = self.folders.lock().await;
+        if let Some(folder) = folders.get(cwd) {
+            return Ok(folder.clone());
+        }
+        let mut options = self.options.base.clone();
+        options.settings.cwd = cwd.to_path_buf();
+        let fs = self.client.get().map(|c| &c.fs);
+        if fs.is_some_and(|fs| fs.read_text_file && fs.write_text_file) {
+            options.editor = Some(Arc::new(files::Lender {
+                connection: connection.clone(),
+            }));
+        }
+        let prepared = (self.options.prepare)(options).map_err(|e| rpc_error(&e))?;
+        let folder = Folder {
+            mode: prepared.mode().to_string(),
+            sandbox: prepared.sandbox().name().to_owned(),
+            models: model_names(&prepared.settings().loaded),
+            runtime: prepared.start(self.store().await?),
+        };
+        let folder = Arc::new(folder);
+        folders.insert(cwd.to_path_buf(), folder.clone());
+        Ok(folder)
+    }
+
+    /// Opens `target` in `cwd`'s runtime for this connection; an open session is reused.
+    async fn open(
+        &self,
+        cwd: &Path,
+        target: SessionTarget,
+        connection: &ConnectionTo<Client>,
+    ) -> Result<(Arc<Session>, SessionRecord), Error> {
+        check_cwd(cwd)?;
+        let folder = self.folder(cwd, connection).await?;
+        let opened = match folder
+            .runtime
+            .call(Op::OpenSession { target })
+            .await
+            .map_err(|e| rpc_error(&e))?
+        {
+            Reply::Opened(opened) => opened,
+            _ => return Err(Error::internal_error()),
+        };
+        let record = opened.record;
+        let key = record.id.to_string();
+        if let Some(open) = self.lock_sessions().get(&key) {
+            return Ok((open.clone(), record));
+        }
+        let session = Session::new(
+            record.id.clone(),
+            folder.runtime.clone(),
+            cwd.to_path_buf(),
+            folder.mode.clone(),
+            folder.sandbox.clone(),
+            folder.models.clone(),
+            self.notices(),
+        );
+        session.subscribe(connection.clone()).await?;
+        let session = self.lock_sessions().entry(key).or_insert(session).clone();
+        Ok((session, record))
+    }
+
+    /// Stored history, for replay and totals.
+    async fn history(&self, session: &Session) -> Result<Vec<keel_store::StoredEntry>, Error> {
+        match session
+            .runtime
+            .call(Op::GetMessages {
+                session_id: session.id.clone(),
+                revision: None,
+            })
+            .await
+            .map_err(|e| rpc_error(&e))?
+        {
+            Reply::Messages(entries) => Ok(entries),
+            _ => Err(Error::internal_error()),
+        }
+    }
+
+    /// Tells the session what the editor was shown at open (title, stored usage).
+    fn know(session: &Session, record: &SessionRecord, entries: &[keel_store::StoredEntry]) {
+        let mut usage = Usage::default();
+        for entry in entries {
+            if let Message::Assistant(answer) = &entry.message {
+                usage += answer.usage;
+            }
+        }
+        session.know(&record.title, usage.cost.total, usage);
+    }
+
+    fn commands_update(session: &Session, connection: &ConnectionTo<Client>) {
+        session.send(
+            connection,
+            SessionUpdate::AvailableCommandsUpdate(AvailableCommandsUpdate::new(
+                commands::available(),
+            )),
+        );
+    }
+
+    /// The key the launch folder's model needs and lacks, as an auth method.
+    fn missing_key(&self) -> Option<AuthMethod> {
+        let mut options = self.options.base.clone();
+        options.settings.cwd = self.options.launch_cwd.clone();
+        let settings = keel_runtime::settings::Settings::load(&options.settings).ok()?;
+        let mut warnings = Vec::new();
+        match keel_runtime::assembly::resolve_model(&settings, &options.model, None, &mut warnings)
+        {
+            Err(keel_runtime::RuntimeError::MissingKey { provider, variable }) => Some(
+                AuthMethod::Agent(
+                    AuthMethodAgent::new(format!("env:{variable}"), format!("Set {variable}"))
+                        .description(format!(
+                            "keel's model provider `{provider}` reads its API key from {variable}: set it in the environment the editor starts keel with, then restart the agent"
+                        )),
+                ),
+            ),
+            _ => None,
+        }
+    }
+
+    /// Ends every session: running turns are aborted and committed before keel exits.
+    async fn shutdown(&self) {
+        let sessions: Vec<Arc<Session>> = self.lock_sessions().drain().map(|(_, s)| s).collect();
+        let closing = sessions.iter().map(|session| async move {
+            session.cancel().await;
+            let _ = session.runtime.close_session(&session.id).await;
+        });
+        let _ = tokio::time::timeout(SHUTDOWN_WAIT, futures::future::join_all(closing)).await;
+        let folders: Vec<Arc<Folder>> = self.folders.lock().await.values().cloned().collect();
+        for folder in folders {
+            if let Err(error) = folder.runtime.sync().await {
+                tracing::warn!(%error, "cannot flush the session log");
+            }
+        }
+    }
+}
+
+/// Runs `work` on a task of its own and answers `responder` with its result.
+fn answer<T, F>(responder: Responder<T>, work: F)
+where
+    T: agent_client_protocol::JsonRpcResponse + Send + 'static,
+    F: std::future::Future<Output = Result<T, Error>> + Send + 'static,
+{
+    tokio::spawn(async move {
+        let _ = match work.await {
+            Ok(response) => responder.respond(response),
+            Err(error) => responder.respond_with_error(error),
+        };
+    });
+}
+
+/// Serves ACP on stdin and stdout until the editor closes stdin; then every running turn is
+/// aborted and committed.
+pub async fn serve(options: ServeOptions) -> Result<(), AcpError> {
+    let server = Arc::new(Server {
+        options,
+        client: OnceLock::new(),
+        store: tokio::sync::OnceCell::new(),
+        folders: tokio::sync::Mutex::new(HashMap::new()),
+        sessions: Mutex::new(HashMap::new()),
+    });
+    let transport = ByteStreams::new(
+        tokio::io::stdout().compat_write(),
+        tokio::io::stdin().compat(),
+    );
+    let result = connection(server.clone())
+        .connect_with(transport, async |connection: ConnectionTo<Client>| {
+            connection.incoming_closed().await;
+            Ok(())
+        })
+        .await;
+    server.shutdown().await;
+    result.map_err(|e| AcpError::Connection(e.to_string()))
+}
+
+macro_rules! handle {
+    ($builder:expr, $server:ident, |$req:ident: $ty:ty, $responder:ident, $cx:ident| $body:block) => {{
+        let $server = $server.clone();
+        $builder.on_receive_request(
+            async move |$req: $ty, $responder, $cx: ConnectionTo<Client>| {
+                let $server = $server.clone();
+                $body
+                Ok(())
+            },
+            agent_client_protocol::on_receive_request!(),
+        )
+    }};
+}
+
+fn connection(
+    server: Arc<Server>,
+) -> agent_client_protocol::v1::Builder<Agent, impl agent_client_protocol::HandleDispatchFrom<Client>>
+{
+    let builder = Agent.v1().name("keel");
+    let builder = handle!(builder, server, |request: InitializeRequest, responder, _cx| {
+        let _ = server.client.set(request.client_capabilities.clone());
+        let auth = server.missing_key().into_iter().collect::<Vec<_>>();
+        let capabilities = AgentCapabilities::new()
+            .load_session(true)
+            .prompt_capabilities(PromptCapabilities::new().embedded_context(true))
+            .mcp_capabilities(McpCapabilities::new())
+            .session_capabilities(
+                SessionCapabilities::new()
+                    .list(SessionListCapabilities::new())
+                    .resume(SessionResumeCapabilities::new())
+                    .close(SessionCloseCapabilities::new())
+                    .delete(SessionDeleteCapabilities::new())
+                    .fork(SessionForkCapabilities::new()),
+            );
+        responder.respond(
+            InitializeResponse::new(ProtocolVersion::V1)
+                .agent_capabilities(capabilities)
+                .agent_info(Implementation::new("keel", env!("CARGO_PKG_VERSION")).title("keel".to_owned()))
+                .auth_methods(auth),
+        )?;
+    });
+    let builder = handle!(builder, server, |request: AuthenticateRequest, responder, _cx| {
+        let _ = &server;
+        let id = request.method_id.0.to_string();
+        let result = match id.strip_prefix("env:") {
+            Some(variable) if std::env::var(variable).is_ok_and(|v| !v.trim().is_empty()) => {
+                Ok(AuthenticateResponse::new())
+            }
+            Some(variable) => Err(Error::new(
+                ErrorCode::AUTH_REQUIRED,
+                format!("{variable} is still not set in keel's environment: set it where the editor starts keel, then restart the agent"),
+            )),
+            None => Err(invalid(format!("unknown auth method {id}"))),
+        };
+        match result {
+            Ok(response) => responder.respond(response)?,
+            Err(error) => responder.respond_with_error(error)?,
+        }
+    });
+    let builder = handle!(builder, server, |request: NewSessionRequest, responder, cx| {
+        if !request.mcp_servers.is_empty() {
+            tracing::info!(count = request.mcp_servers.len(), "MCP servers from the editor are not used yet");
+        }
+        answer(responder, async move {
+            let (session, _) = server
+                .open(&request.cwd, SessionTarget::New { title: None }, &cx)
+                .await?;
+            let response = NewSessionResponse::new(session.id.to_string())
+                .modes(modes::state(&session.mode()))
+                .config_options(session.config_options());
+            let later = cx.clone();
+            tokio::spawn(async move {
+                // After the response, so the editor knows the session.
+                Server::commands_update(&session, &later);
+            });
+            Ok(response)
+        });
+    });
+    let builder = handle!(builder, server, |request: LoadSessionRequest, responder, cx| {
+        answer(responder, async move {
+            let id = request.session_id.0.to_string();
+            let (session, record) = server
+                .open(&request.cwd, SessionTarget::Id { id }, &cx)
+                .await?;
+            let entries = server.history(&session).await?;
+            for update in replay::updates(&entries, &session.cwd) {
+                session.send(&cx, update);
+            }
+            Server::know(&session, &record, &entries);
+            Server::commands_update(&session, &cx);
+            Ok(LoadSessionResponse::new()
+                .modes(modes::state(&session.mode()))
+                .config_options(session.config_options()))
+        });
+    });
+    let builder = handle!(builder, server, |request: ResumeSessionRequest, responder, cx| {
+        answer(responder, async move {
+            let id = request.session_id.0.to_string();
+            let (session, record) = server
+                .open(&request.cwd, SessionTarget::Id { id }, &cx)
+                .await?;
+            let entries = server.history(&session).await?;
+            Server::know(&session, &record, &entries);
+            Server::commands_update(&session, &cx);
+            Ok(ResumeSessionResponse::new()
+                .modes(modes::state(&session.mode()))
+                .config_options(session.config_options()))
+        });
+    });
+    let builder = handle!(builder, server, |request: ForkSessionRequest, responder, cx| {
+        answer(responder, async move {
+            check_cwd(&request.cwd)?;
+            let folder = server.folder(&request.cwd, &cx).await?;
+            let from = SessionId::from(request.session_id.0.as_ref());
+            let record = match folder
+                .runtime
+                .call(Op::ForkSession {
+                    session_id: from,
+                    revision: None,
+                })
+                .await
+                .map_err(|e| rpc_error(&e))?
+            {
+                Reply::Session(record) => record,
+                _ => return Err(Error::internal_error()),
+            };
+            let (session, record) = server
+                .open(
+                    &request.cwd,
+                    SessionTarget::Id {
+                        id: record.id.to_string(),
+                    },
+                    &cx,
+                )
+                .await?;
+            let entries = server.history(&session).await?;
+            Server::know(&session, &record, &entries);
+            Ok(ForkSessionResponse::new(session.id.to_string())
+                .modes(modes::state(&session.mode()))
+                .config_options(session.config_options()))
+        });
+    });
+    let builder = handle!(builder, server, |request: ListSessionsRequest, responder, _cx| {
+        answer(responder, async move {
+            let store = server.store().await?;
+            let cwd = request.cwd.as_ref().map(|c| c.display().to_string());
+            let start = match request.cursor.as_deref() {
+                Some(cursor) => cursor
+                    .parse::<usize>()
+                    .map_err(|_| invalid(format!("unknown cursor {cursor}")))?,
+                None => 0,
+            };
+            let records = store
+                .list_sessions(cwd, start + LIST_PAGE + 1)
+                .await
+                .map_err(|e| rpc_error(&keel_runtime::RuntimeError::Store(e)))?;
+            let more = records.len() > start + LIST_PAGE;
+            let sessions: Vec<SessionInfo> = records
+                .into_iter()
+                .skip(start)
+                .take(LIST_PAGE)
+                .map(|r| {
+                    let info = SessionInfo::new(r.id.to_string(), PathBuf::from(&r.cwd))
+                        .updated_at(iso_time(r.updated_ms));
+                    if r.title.is_empty() {
+                        info
+                    } else {
+                        info.title(r.title)
+                    }
+                })
+                .collect();
+            let response = ListSessionsResponse::new(sessions);
+            Ok(if more {
+                response.next_cursor((start + LIST_PAGE).to_string())
+            } else {
+                response
+            })
+        });
+    });
+    let builder = handle!(builder, server, |request: CloseSessionRequest, responder, _cx| {
+        answer(responder, async move {
+            let id = request.session_id.0.to_string();
+            let session = server.session(&id)?;
+            server.lock_sessions().remove(&id);
+            session.cancel().await;
+            session
+                .runtime
+                .close_session(&session.id)
+                .await
+                .map_err(|e| rpc_error(&e))?;
+            Ok(CloseSessionResponse::new())
+        });
+    });
+    let builder = handle!(builder, server, |request: DeleteSessionRequest, responder, cx| {
+        answer(responder, async move {
+            let id = request.session_id.0.to_string();
+            let open = server.lock_sessions().remove(&id);
+            let runtime = match open {
+                Some(session) => {
+                    session.cancel().await;
+                    let _ = session.runtime.close_session(&session.id).await;
+                    session.runtime.clone()
+                }
+                None => {
+                    let launch = server.options.launch_cwd.clone();
+                    server.folder(&launch, &cx).await?.runtime.clone()
+                }
+            };
+            runtime
+                .call(Op::DeleteSession {
+                    session_id: SessionId::from(id.as_str()),
+                })
+                .await
+                .map_err(|e| rpc_error(&e))?;
+            Ok(DeleteSessionResponse::new())
+        });
+    });
+    let builder = handle!(builder, server, |request: SetSessionModeRequest, responder, _cx| {
+        answer(responder, async move {
+            let session = server.session(&request.session_id.0)?;
+            let wanted = request.mode_id.0.to_string();
+            let Some(mode) = modes::resolve(&wanted, &session.configured_mode) else {
+                return Err(invalid(format!(
+                    "unknown mode {wanted}: use ask, auto, full, plan or default"
+                )));
+            };
+            session
+                .runtime
+                .call(Op::UpdateSession {
+                    session_id: session.id.clone(),
+                    title: None,
+                    model: None,
+                    mode: Some(mode.to_owned()),
+                })
+                .await
+                .map_err(|e| rpc_error(&e))?;
+            Ok(SetSessionModeResponse::new())
+        });
+    });
+    let builder = handle!(builder, server, |request: SetSessionConfigOptionRequest, responder, _cx| {
+        answer(responder, async move {
+            let session = server.session(&request.session_id.0)?;
+            let Some(value) = request.value.as_value_id().map(|v| String::from(&*v.0)) else {
+                return Err(invalid("keel's config options take a value id"));
+            };
+            let (mode, model) = match request.config_id.0.as_ref() {
+                "mode" => match modes::resolve(&value, &session.configured_mode) {
+                    Some(mode) => (Some(mode.to_owned()), None),
+                    None => return Err(invalid(format!("unknown mode {value}"))),
+                },
+                "model" => (None, Some(value.clone())),
+                other => return Err(invalid(format!("unknown config option {other}"))),
+            };
+            session
+                .runtime
+                .call(Op::UpdateSession {
+                    session_id: session.id.clone(),
+                    title: None,
+                    model,
+                    mode,
+                })
+                .await
+                .map_err(|e| rpc_error(&e))?;
+            Ok(SetSessionConfigOptionResponse::new(session.config_options()))
+        });
+    });
+    let builder = handle!(builder, server, |request: PromptRequest, responder, cx| {
+        let session = server.session(&request.session_id.0);
+        // Counted here, in arrival order, so a cancel sent right after reaches it.
+        let number = session.as_ref().map(|s| s.received()).unwrap_or(0);
+        answer(responder, async move {
+            let session = session?;
+            let stop = match prompt::read(&request.prompt).map_err(|e| invalid(e.0))? {
+                Prompt::Command { name, args } => {
+                    commands::run(&session, &cx, &name, &args).await?
+                }
+                Prompt::Text(text) => session.prompt(text, number).await?,
+            };
+            Ok(PromptResponse::new(stop))
+        });
+    });
+    let server_for_cancel = server.clone();
+    builder.on_receive_notification(
+        async move |notification: CancelNotification, _cx: ConnectionTo<Client>| {
+            if let Ok(session) = server_for_cancel.session(&notification.session_id.0) {
+                tokio::spawn(async move { session.cancel().await });
+            }
+            Ok(())
+        },
+        agent_client_protocol::on_receive_notification!(),
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn times_are_iso_8601_utc() {
+        assert_eq!(iso_time(0), "1970-01-01T00:00:00Z");
+        assert_eq!(iso_time(1_780_000_000_123), "2026-05-28T20:26:40Z");
+        assert_eq!(iso_time(951_782_400_000), "2000-02-29T00:00:00Z");
+    }
+}

@@ -1,0 +1,358 @@
+//! One ACP session: the keel session it is, the runtime of its folder, and the subscription
+//! that turns its events into `session/update`s and its permission questions into
+//! `session/request_permission` requests.
+
+use std::collections::HashMap;
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, PoisonError, Weak};
+
+use agent_client_protocol::v1::schema::{
+    ConfigOptionUpdate, RequestPermissionRequest, SessionNotification, SessionUpdate, StopReason,
+};
+use agent_client_protocol::v1::ConnectionTo;
+use agent_client_protocol::{Client, Error, ErrorCode, RequestCancellationHandle};
+use keel_agent::runner::{MODEL_REFUSAL, STEP_LIMIT_EXCEEDED};
+use keel_protocol::{
+    Op, PermissionRequest, SessionEvent, SessionEventBody, SessionId, StopReason as KeelStop,
+    TurnOutcome, TurnSource, Usage,
+};
+use keel_runtime::{ConversationContract, Reply, Runtime, RuntimeError, SessionSink, Subscription};
+
+use crate::translate::Translator;
+use crate::{modes, permission};
+
+/// Sums the session's usage for `/usage` and `/context`.
+#[derive(Debug, Default, Clone, Copy)]
+pub struct Totals {
+    /// Tokens over the session's model calls seen here.
+    pub usage: Usage,
+    /// The last request's size and the model's window.
+    pub context: Option<(u64, u32)>,
+}
+
+#[derive(Debug)]
+struct State {
+    mode: String,
+    model: String,
+    totals: Totals,
+}
+
+/// An open ACP session.
+pub struct Session {
+    /// keel's session id, which is also the ACP one.
+    pub id: SessionId,
+    /// Its folder's runtime.
+    pub runtime: Runtime,
+    /// The folder.
+    pub cwd: PathBuf,
+    /// The mode the folder's configuration starts sessions in (`default`).
+    pub configured_mode: String,
+    /// The sandbox commands run in.
+    pub sandbox: String,
+    /// Every model the registry knows, as provider/model.
+    pub models: Vec<String>,
+    state: Mutex<State>,
+    translator: Mutex<Translator>,
+    subscription: Mutex<Option<Subscription>>,
+    /// Questions the editor has not answered, by request id, to withdraw on cancel.
+    asking: Mutex<HashMap<String, RequestCancellationHandle>>,
+    /// One prompt at a time.
+    prompting: tokio::sync::Mutex<()>,
+    /// Prompts received, and the last one a cancel was meant for.
+    received: AtomicU64,
+    cancelled: AtomicU64,
+}
+
+fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    mutex.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+/// A runtime error as the JSON-RPC error the editor gets, with keel's code as data.
+pub fn rpc_error(error: &RuntimeError) -> Error {
+    let code = match error {
+        RuntimeError::MissingKey { .. } => ErrorCode::AUTH_REQUIRED,
+        RuntimeError::Store(store) if keel_runtime::storage::is_usage_error(store) => {
+            ErrorCode::RESOURCE_NOT_FOUND
+        }
+        RuntimeError::Usage(_) | RuntimeError::Config(_) => ErrorCode::INVALID_PARAMS,
+        RuntimeError::TurnRunning { .. } => ErrorCode::INVALID_REQUEST,
+        _ => ErrorCode::INTERNAL_ERROR,
+    };
+    Error::new(code, error.to_string()).data(serde_json::json!({"code": error.code()}))
+}
+
+impl Session {
+    /// A session of `runtime` the editor will see as `id`.
+    pub fn new(
+        id: SessionId,
+        runtime: Runtime,
+        cwd: PathBuf,
+        mode: String,
+        sandbox: String,
+        models: Vec<String>,
+        notices: bool,
+    ) -> Arc<Self> {
+        let model = runtime.model_name().to_owned();
+        let mut translator = Translator::new(cwd.clone(), notices);
+        translator.know("", &mode);
+        Arc::new(Self {
+            id,
+            runtime,
+            cwd,
+            configured_mode: mode.clone(),
+            sandbox,
+            models,
+            state: Mutex::new(State {
+                mode,
+                model,
+                totals: Totals::default(),
+            }),
+            translator: Mutex::new(translator),
+            subscription: Mutex::new(None),
+            asking: Mutex::new(HashMap::new()),
+            prompting: tokio::sync::Mutex::new(()),
+            received: AtomicU64::new(0),
+            cancelled: AtomicU64::new(0),
+        })
+    }
+
+    /// Subscribes to the session's events; updates go to `connection`.
+    pub async fn subscribe(self: &Arc<Self>, connection: ConnectionTo<Client>) -> Result<(), Error> {
+        let sink = Arc::new(EventSink {
+            session: Arc::downgrade(self),
+            connection,
+            tasks: tokio::runtime::Handle::current(),
+        });
+        let subscription = self
+            .runtime
+            .subscribe(&self.id, sink)
+            .await
+            .map_err(|e| rpc_error(&e))?;
+        *lock(&self.subscription) = Some(subscription);
+        Ok(())
+    }
+
+    /// Knows the title and stored cost the editor was shown at open.
+    pub fn know(&self, title: &str, cost: f64, usage: Usage) {
+        let mut translator = lock(&self.translator);
+        let mode = lock(&self.state).mode.clone();
+        translator.know(title, &mode);
+        translator.add_cost(cost);
+        lock(&self.state).totals.usage += usage;
+    }
+
+    /// The current mode.
+    pub fn mode(&self) -> String {
+        lock(&self.state).mode.clone()
+    }
+
+    /// The current model.
+    pub fn model(&self) -> String {
+        lock(&self.state).model.clone()
+    }
+
+    /// What the session used so far.
+    pub fn totals(&self) -> Totals {
+        lock(&self.state).totals
+    }
+
+    /// The session's config options as they are now.
+    pub fn config_options(&self) -> Vec<agent_client_protocol::v1::schema::SessionConfigOption> {
+        let state = lock(&self.state);
+        modes::options(&state.mode, &state.model, &self.models)
+    }
+
+    /// Counts a prompt the editor sent; the number is what a cancel refers to.
+    pub fn received(&self) -> u64 {
+        self.received.fetch_add(1, Ordering::SeqCst) + 1
+    }
+
+    /// Runs one prompt as a turn and says why it stopped.
+    pub async fn prompt(self: &Arc<Self>, text: String, number: u64) -> Result<StopReason, Error> {
+        let Ok(_one) = self.prompting.try_lock() else {
+            return Err(Error::new(
+                ErrorCode::INVALID_REQUEST,
+                "a prompt is already running in this session: cancel it first",
+            ));
+        };
+        if self.cancelled.load(Ordering::SeqCst) >= number {
+            return Ok(StopReason::Cancelled);
+        }
+        let reply = self
+            .runtime
+            .call(Op::Submit {
+                session_id: self.id.clone(),
+                text,
+                source: TurnSource::Api,
+                output_schema: None,
+                time_budget_ms: None,
+            })
+            .await
+            .map_err(|e| rpc_error(&e))?;
+        let Reply::Turn(handle) = reply else {
+            return Err(Error::internal_error());
+        };
+        // A cancel that arrived while the turn was being admitted.
+        if self.cancelled.load(Ordering::SeqCst) >= number {
+            let _ = self
+                .runtime
+                .call(Op::Abort {
+                    session_id: self.id.clone(),
+                })
+                .await;
+        }
+        let report = handle.wait().await.map_err(|e| rpc_error(&e))?;
+        match &report.outcome {
+            TurnOutcome::Completed => {
+                let cut = report
+                    .messages
+                    .iter()
+                    .rev()
+                    .find_map(|m| m.as_assistant())
+                    .is_some_and(|a| a.stop_reason == KeelStop::Length);
+                Ok(if cut {
+                    StopReason::MaxTokens
+                } else {
+                    StopReason::EndTurn
+                })
+            }
+            TurnOutcome::Aborted { .. } => Ok(StopReason::Cancelled),
+            TurnOutcome::Failed { code, message } => match code.as_str() {
+                STEP_LIMIT_EXCEEDED => Ok(StopReason::MaxTurnRequests),
+                MODEL_REFUSAL => Ok(StopReason::Refusal),
+                _ => Err(Error::new(ErrorCode::INTERNAL_ERROR, message.clone())
+                    .data(serde_json::json!({"code": code}))),
+            },
+            _ => Ok(StopReason::EndTurn),
+        }
+    }
+
+    /// Stops the running prompt (and one that is still being admitted); withdraws the
+    /// questions the editor has not answered.
+    pub async fn cancel(&self) {
+        self.cancelled
+            .store(self.received.load(Ordering::SeqCst), Ordering::SeqCst);
+        let _ = self
+            .runtime
+            .call(Op::Abort {
+                session_id: self.id.clone(),
+            })
+            .await;
+        for (_, question) in lock(&self.asking).drain() {
+            let _ = question.cancel();
+        }
+    }
+
+    /// Sends `update` to the editor.
+    pub fn send(&self, connection: &ConnectionTo<Client>, update: SessionUpdate) {
+        let _ = connection.send_notification(SessionNotification::new(self.id.to_string(), update));
+    }
+
+    fn observe(&self, body: &SessionEventBody) -> Option<SessionUpdate> {
+        let mut state = lock(&self.state);
+        match body {
+            SessionEventBody::Usage {
+                usage,
+                context_window,
+                ..
+            } => {
+                state.totals.usage += *usage;
+                let used = usage.input + usage.cache_read + usage.cache_write + usage.output;
+                state.totals.context = Some((used, *context_window));
+                None
+            }
+            SessionEventBody::SessionUpdated { model, mode, .. } => {
+                let mode = mode.clone().unwrap_or_else(|| state.mode.clone());
+                if *model == state.model && mode == state.mode {
+                    return None;
+                }
+                state.model.clone_from(model);
+                state.mode = mode;
+                Some(SessionUpdate::ConfigOptionUpdate(ConfigOptionUpdate::new(
+                    modes::options(&state.mode, &state.model, &self.models),
+                )))
+            }
+            _ => None,
+        }
+    }
+
+    /// Asks the editor about one call and hands the answer to the runtime.
+    fn ask(
+        self: &Arc<Self>,
+        connection: &ConnectionTo<Client>,
+        tasks: &tokio::runtime::Handle,
+        request: PermissionRequest,
+    ) {
+        let question = RequestPermissionRequest::new(
+            self.id.to_string(),
+            permission::tool_call(&request),
+            permission::options(&request),
+        );
+        let sent = connection.send_request(question);
+        lock(&self.asking).insert(request.id.clone(), sent.cancellation_handle());
+        let session = self.clone();
+        tasks.spawn(async move {
+            let outcome = sent.block_task().await;
+            let still_asked = lock(&session.asking).remove(&request.id).is_some();
+            let answer = match outcome {
+                Ok(response) => permission::answer(&request, &response.outcome),
+                Err(error) => keel_protocol::PermissionAnswer::Deny {
+                    reason: Some(format!("the editor could not answer: {}", error.message)),
+                },
+            };
+            if still_asked {
+                // Refused only when the turn no longer waits (cancelled meanwhile).
+                if let Err(error) = session
+                    .runtime
+                    .call(Op::AnswerPermission {
+                        session_id: session.id.clone(),
+                        request_id: request.id.clone(),
+                        answer,
+                    })
+                    .await
+                {
+                    tracing::debug!(%error, "permission answer not taken");
+                }
+            }
+        });
+    }
+
+    /// The question was settled without the editor (a cancel): withdraw it there.
+    fn withdraw(&self, request_id: &str) {
+        if let Some(question) = lock(&self.asking).remove(request_id) {
+            let _ = question.cancel();
+        }
+    }
+}
+
+/// Receives a session's events (in order, from the runtime's hub) and sends them on.
+struct EventSink {
+    session: Weak<Session>,
+    connection: ConnectionTo<Client>,
+    tasks: tokio::runtime::Handle,
+}
+
+impl SessionSink for EventSink {
+    fn on_event(&self, event: &SessionEvent) {
+        let Some(session) = self.session.upgrade() else {
+            return;
+        };
+        let updates = lock(&session.translator).apply(&event.body);
+        for update in updates {
+            session.send(&self.connection, update);
+        }
+        if let Some(update) = session.observe(&event.body) {
+            session.send(&self.connection, update);
+        }
+        match &event.body {
+            SessionEventBody::PermissionRequested { request, .. } => {
+                session.ask(&self.connection, &self.tasks, request.clone());
+            }
+            SessionEventBody::PermissionResolved { request_id, .. } => {
+                session.withdraw(request_id);
+            }
+            _ => {}
+        }
+    }
+}

@@ -1,0 +1,449 @@
+//! A session's events, as the runtime's turn view produced them, turned into ACP
+//! `session/update`s: text and reasoning chunks (each character sent once), tool calls and
+//! their updates, the plan, usage, mode and title changes, and notices. Pure state over
+//! events, so it is tested without a connection.
+
+use std::collections::{HashMap, HashSet};
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use agent_client_protocol::v1::schema::{
+    ContentBlock, ContentChunk, Cost, CurrentModeUpdate, Notice, NoticeSeverity, Plan,
+    SessionInfoUpdate, SessionUpdate, TextContent, ToolCall, ToolCallStatus as AcpStatus,
+    ToolCallUpdate, ToolCallUpdateFields, UsageUpdate,
+};
+use keel_protocol::{
+    Item, ItemBody, ItemEvent, ItemKind, PermissionRequest, SessionEventBody, ToolCallStatus,
+};
+use keel_runtime::notice::{self, Severity};
+
+use crate::tools;
+
+/// Folds one session's events into ACP updates.
+#[derive(Debug)]
+pub struct Translator {
+    cwd: PathBuf,
+    /// Whether the client shows `notice` updates; otherwise notices are thought lines.
+    notices: bool,
+    /// Bytes of each open text item already sent (this turn's items).
+    sent: HashMap<Arc<str>, usize>,
+    /// Tool calls the editor already has a `tool_call` for.
+    announced: HashSet<String>,
+    /// What the session cost so far, in US dollars.
+    cost: f64,
+    title: Option<String>,
+    mode: Option<String>,
+}
+
+fn chunk(text: impl Into<String>) -> ContentChunk {
+    ContentChunk::new(ContentBlock::Text(TextContent::new(text)))
+}
+
+fn acp_status(status: ToolCallStatus) -> AcpStatus {
+    match status {
+        ToolCallStatus::Completed => AcpStatus::Completed,
+        ToolCallStatus::InProgress => AcpStatus::InProgress,
+        _ => AcpStatus::Failed,
+    }
+}
+
+impl Translator {
+    /// A translator for a session working in `cwd`; `notices`: the client takes `notice`
+    /// updates.
+    pub fn new(cwd: PathBuf, notices: bool) -> Self {
+        Self {
+            cwd,
+            notices,
+            sent: HashMap::new(),
+            announced: HashSet::new(),
+            cost: 0.0,
+            title: None,
+            mode: None,
+        }
+    }
+
+    /// Starts the cost count from what stored history already cost.
+    pub fn add_cost(&mut self, dollars: f64) {
+        self.cost += dollars;
+    }
+
+    /// Remembers the title and mode the editor was told at open, so only changes are sent.
+    pub fn know(&mut self, title: &str, mode: &str) {
+        self.title = Some(title.to_owned());
+        self.mode = Some(mode.to_owned());
+    }
+
+    /// A notice, as the client can show it.
+    pub fn notice(&self, severity: Severity, text: String) -> SessionUpdate {
+        if self.notices {
+            let severity = match severity {
+                Severity::Info => NoticeSeverity::Info,
+                Severity::Warn => NoticeSeverity::Warning,
+                Severity::Error => NoticeSeverity::Error,
+            };
+            SessionUpdate::Notice(Notice::new(severity, text))
+        } else {
+            SessionUpdate::AgentThoughtChunk(chunk(format!("\n[keel] {text}\n")))
+        }
+    }
+
+    /// The updates one event makes.
+    pub fn apply(&mut self, body: &SessionEventBody) -> Vec<SessionUpdate> {
+        let mut out = Vec::new();
+        match body {
+            SessionEventBody::TurnStarted { .. } => {
+                self.sent.clear();
+                self.announced.clear();
+            }
+            SessionEventBody::Item { event, .. } => self.item(event, &mut out),
+            SessionEventBody::PermissionRequested { request, .. } => {
+                if let Some(update) = self.pending_call(request) {
+                    out.push(update);
+                }
+            }
+            SessionEventBody::Retry {
+                attempt,
+                max_retries,
+                delay_ms,
+                failure,
+                ..
+            } => out.push(self.notice(
+                Severity::Warn,
+                notice::retry(&failure.message, *attempt, *max_retries, *delay_ms),
+            )),
+            SessionEventBody::Extension {
+                extension,
+                kind,
+                details,
+                ..
+            } => {
+                if let Some((severity, text)) = notice::describe(extension, kind, details) {
+                    out.push(self.notice(severity, text));
+                }
+            }
+            SessionEventBody::Failure { failure, .. } => out.push(self.notice(
+                Severity::Error,
+                format!("{} ({})", failure.message, failure.code),
+            )),
+            SessionEventBody::Usage {
+                usage,
+                context_window,
+                ..
+            } => {
+                self.cost += usage.cost.total;
+                let used = usage.input + usage.cache_read + usage.cache_write + usage.output;
+                let mut update = UsageUpdate::new(used, u64::from(*context_window));
+                if self.cost > 0.0 {
+                    update = update.cost(Cost::new(self.cost, "USD"));
+                }
+                out.push(SessionUpdate::UsageUpdate(update));
+            }
+            SessionEventBody::SessionUpdated { title, mode, .. } => {
+                if self.title.as_deref() != Some(title.as_str()) {
+                    self.title = Some(title.clone());
+                    out.push(SessionUpdate::SessionInfoUpdate(
+                        SessionInfoUpdate::new().title(title.clone()),
+                    ));
+                }
+                if let Some(mode) = mode
+                    && self.mode.as_deref() != Some(mode.as_str())
+                {
+                    self.mode = Some(mode.clone());
+                    out.push(SessionUpdate::CurrentModeUpdate(CurrentModeUpdate::new(
+                        mode.clone(),
+                    )));
+                }
+            }
+            _ => {}
+        }
+        out
+    }
+
+    /// A `tool_call` in `pending` for a call that waits for permission, before the editor
+    /// is asked (the question names it).
+    fn pending_call(&mut self, request: &PermissionRequest) -> Option<SessionUpdate> {
+        let id = request.tool_call_id.to_string();
+        if !self.announced.insert(id.clone()) {
+            return None;
+        }
+        Some(SessionUpdate::ToolCall(
+            ToolCall::new(id, request.summary.clone())
+                .kind(tools::kind(&request.tool))
+                .status(AcpStatus::Pending),
+        ))
+    }
+
+    fn text(&mut self, item: &Item, kind: ItemKind, full: &str, out: &mut Vec<SessionUpdate>) {
+        let sent = self.sent.entry(item.id.clone()).or_insert(0);
+        if let Some(rest) = full.get(*sent..)
+            && !rest.is_empty()
+        {
+            *sent = full.len();
+            out.push(text_update(kind, rest));
+        }
+    }
+
+    fn item(&mut self, event: &ItemEvent, out: &mut Vec<SessionUpdate>) {
+        match event {
+            ItemEvent::Started { item } | ItemEvent::Completed { item } => {
+                let completed = matches!(event, ItemEvent::Completed { .. });
+                match &item.body {
+                    ItemBody::AgentMessage { text } => {
+                        self.text(item, ItemKind::AgentMessage, text, out);
+                        if completed {
+                            self.sent.remove(&item.id);
+                        }
+                    }
+                    ItemBody::Reasoning { text } => {
+                        self.text(item, ItemKind::Reasoning, text, out);
+                        if completed {
+                            self.sent.remove(&item.id);
+                        }
+                    }
+                    ItemBody::ToolCall {
+                        call_id,
+                        tool_name,
+                        arguments,
+                        result,
+                        status,
+                        details,
+                    } => {
+                        let id = call_id.to_string();
+                        let title = tools::title(tool_name, arguments);
+                        let locations = tools::locations(tool_name, arguments, &self.cwd);
+                        if completed {
+                            let failed = *status != ToolCallStatus::Completed;
+                            let result = result.as_deref().unwrap_or_default();
+                            let content = tools::content(
+                                tool_name,
+                                arguments,
+                                result,
+                                details.as_ref(),
+                                failed,
+                                &self.cwd,
+                            );
+                            let raw_output = match details {
+                                Some(details) => {
+                                    serde_json::json!({"output": result, "details": details})
+                                }
+                                None => serde_json::json!({"output": result}),
+                            };
+                            let fields = ToolCallUpdateFields::new()
+                                .status(acp_status(*status))
+                                .title(title.clone())
+                                .content(content.clone())
+                                .raw_output(raw_output.clone());
+                            if self.announced.insert(id.clone()) {
+                                // Ended without having started (blocked before it ran).
+                                out.push(SessionUpdate::ToolCall(
+                                    ToolCall::new(id, title)
+                                        .kind(tools::kind(tool_name))
+                                        .status(acp_status(*status))
+                                        .content(content)
+                                        .locations(locations)
+                                        .raw_input(arguments.clone())
+                                        .raw_output(raw_output),
+                                ));
+                            } else {
+                                out.push(SessionUpdate::ToolCallUpdate(ToolCallUpdate::new(
+                                    id, fields,
+                                )));
+                            }
+                            if tool_name == "todowrite"
+                                && !failed
+                                && let Some(entries) = tools::plan(details.as_ref(), arguments)
+                            {
+                                out.push(SessionUpdate::Plan(Plan::new(entries)));
+                            }
+                        } else if self.announced.insert(id.clone()) {
+                            out.push(SessionUpdate::ToolCall(
+                                ToolCall::new(id, title)
+                                    .kind(tools::kind(tool_name))
+                                    .status(AcpStatus::InProgress)
+                                    .locations(locations)
+                                    .raw_input(arguments.clone()),
+                            ));
+                        } else {
+                            out.push(SessionUpdate::ToolCallUpdate(ToolCallUpdate::new(
+                                id,
+                                ToolCallUpdateFields::new()
+                                    .status(AcpStatus::InProgress)
+                                    .title(title)
+                                    .kind(tools::kind(tool_name))
+                                    .locations(locations)
+                                    .raw_input(arguments.clone()),
+                            )));
+                        }
+                    }
+                    _ => {}
+                }
+            }
+            ItemEvent::Updated {
+                item_id,
+                kind,
+                delta,
+            } => {
+                if delta.is_empty() {
+                    return;
+                }
+                *self.sent.entry(item_id.clone()).or_insert(0) += delta.len();
+                out.push(text_update(*kind, delta));
+            }
+            _ => {}
+        }
+    }
+}
+
+/// A chunk of answer or reasoning text.
+pub fn text_update(kind: ItemKind, text: &str) -> SessionUpdate {
+    match kind {
+        ItemKind::Reasoning => SessionUpdate::AgentThoughtChunk(chunk(text)),
+        _ => SessionUpdate::AgentMessageChunk(chunk(text)),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+
+    use super::*;
+    use keel_protocol::{ToolCallId, TurnId};
+    use pretty_assertions::assert_eq;
+    use serde_json::json;
+
+    fn turn() -> TurnId {
+        TurnId::from("t-1")
+    }
+
+    fn item_event(event: ItemEvent) -> SessionEventBody {
+        SessionEventBody::Item {
+            turn_id: turn(),
+            event,
+        }
+    }
+
+    fn kinds(updates: &[SessionUpdate]) -> Vec<String> {
+        updates
+            .iter()
+            .map(|u| {
+                serde_json::to_value(u).unwrap()["sessionUpdate"]
+                    .as_str()
+                    .unwrap()
+                    .to_owned()
+            })
+            .collect()
+    }
+
+    #[test]
+    fn streamed_text_is_sent_once_and_a_completion_adds_only_what_is_missing() {
+        let mut t = Translator::new("/w".into(), true);
+        let id: Arc<str> = Arc::from("item_0");
+        let started = t.apply(&item_event(ItemEvent::Started {
+            item: Item {
+                id: id.clone(),
+                body: ItemBody::AgentMessage {
+                    text: String::new(),
+                },
+            },
+        }));
+        assert!(started.is_empty());
+        let delta = t.apply(&item_event(ItemEvent::Updated {
+            item_id: id.clone(),
+            kind: ItemKind::AgentMessage,
+            delta: "Hel".into(),
+        }));
+        assert_eq!(
+            delta,
+            vec![SessionUpdate::AgentMessageChunk(chunk("Hel"))]
+        );
+        let done = t.apply(&item_event(ItemEvent::Completed {
+            item: Item {
+                id,
+                body: ItemBody::AgentMessage {
+                    text: "Hello".into(),
+                },
+            },
+        }));
+        assert_eq!(done, vec![SessionUpdate::AgentMessageChunk(chunk("lo"))]);
+    }
+
+    #[test]
+    fn a_call_asked_about_is_pending_then_updated() {
+        let mut t = Translator::new("/w".into(), false);
+        let request = PermissionRequest {
+            id: "p-1".into(),
+            tool_call_id: ToolCallId::from("c-1"),
+            tool: "bash".into(),
+            summary: "run `rm -rf build`".into(),
+            reasons: vec![],
+            safety: false,
+            scopes: vec![],
+            rules: vec![],
+        };
+        let asked = t.apply(&SessionEventBody::PermissionRequested {
+            turn_id: turn(),
+            request,
+        });
+        assert_eq!(kinds(&asked), vec!["tool_call"]);
+        assert_eq!(
+            serde_json::to_value(&asked[0]).unwrap()["status"],
+            json!("pending")
+        );
+        let body = |result: Option<String>, status| ItemBody::ToolCall {
+            call_id: ToolCallId::from("c-1"),
+            tool_name: "bash".into(),
+            arguments: json!({"command": "rm -rf build"}),
+            result,
+            status,
+            details: None,
+        };
+        let started = t.apply(&item_event(ItemEvent::Started {
+            item: Item {
+                id: Arc::from("item_1"),
+                body: body(None, ToolCallStatus::InProgress),
+            },
+        }));
+        assert_eq!(kinds(&started), vec!["tool_call_update"]);
+        let ended = t.apply(&item_event(ItemEvent::Completed {
+            item: Item {
+                id: Arc::from("item_1"),
+                body: body(Some("gone".into()), ToolCallStatus::Completed),
+            },
+        }));
+        let value = serde_json::to_value(&ended[0]).unwrap();
+        assert_eq!(value["status"], json!("completed"));
+        assert_eq!(value["title"], json!("Run `rm -rf build`"));
+        assert_eq!(value["rawOutput"], json!({"output": "gone"}));
+    }
+
+    #[test]
+    fn todos_make_a_plan_and_notices_fall_back_to_thoughts() {
+        let mut t = Translator::new("/w".into(), false);
+        let done = t.apply(&item_event(ItemEvent::Completed {
+            item: Item {
+                id: Arc::from("item_0"),
+                body: ItemBody::ToolCall {
+                    call_id: ToolCallId::from("c-2"),
+                    tool_name: "todowrite".into(),
+                    arguments: json!({}),
+                    result: Some("ok".into()),
+                    status: ToolCallStatus::Completed,
+                    details: Some(json!({"todos": [{"content": "a", "status": "pending"}]})),
+                },
+            },
+        }));
+        assert_eq!(kinds(&done), vec!["tool_call", "plan"]);
+        let notice = t.apply(&SessionEventBody::Extension {
+            turn_id: None,
+            extension: "runaway-guard".into(),
+            kind: "repeated_action".into(),
+            details: json!({}),
+        });
+        assert_eq!(
+            notice,
+            vec![SessionUpdate::AgentThoughtChunk(chunk(
+                "\n[keel] runaway guard: repeated action\n"
+            ))]
+        );
+    }
+}

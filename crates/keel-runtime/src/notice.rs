@@ -1,0 +1,132 @@
+//! Extension events and retries as one-line notices, worded once for every front end (the
+//! TUI's notice cells, ACP's `notice` updates): context management, the runaway guard,
+//! terminal recovery, dropped reminders. Unknown events still show, by extension and kind.
+
+use serde_json::Value;
+
+/// How much a notice matters.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Severity {
+    /// Neutral information.
+    Info,
+    /// Something the user should notice (a guard observation, a dropped reminder).
+    Warn,
+    /// A failure.
+    Error,
+}
+
+/// A token count in a few characters: `950`, `12.3k`, `1.2M`.
+pub fn short_count(n: u64) -> String {
+    match n {
+        0..1_000 => n.to_string(),
+        1_000..1_000_000 => format!("{:.1}k", n as f64 / 1e3),
+        _ => format!("{:.1}M", n as f64 / 1e6),
+    }
+}
+
+/// A failed model request that will be tried again, as a notice.
+pub fn retry(reason: &str, attempt: u32, max_retries: u32, delay_ms: u64) -> String {
+    let seconds = (delay_ms as f64 / 1000.0).ceil() as u64;
+    format!("{reason} · retrying in {seconds} s, attempt {attempt}/{max_retries}")
+}
+
+fn tokens(value: Option<&Value>) -> Option<u64> {
+    let value = value?;
+    value
+        .as_u64()
+        .or_else(|| value.get("tokens").and_then(Value::as_u64))
+}
+
+fn text<'a>(details: &'a Value, key: &str) -> &'a str {
+    details.get(key).and_then(Value::as_str).unwrap_or_default()
+}
+
+/// The notice an extension event shows, if any.
+pub fn describe(extension: &str, kind: &str, details: &Value) -> Option<(Severity, String)> {
+    let sizes = || match (tokens(details.get("before")), tokens(details.get("after"))) {
+        (Some(before), Some(after)) => {
+            format!(" ({} → {} tokens)", short_count(before), short_count(after))
+        }
+        _ => String::new(),
+    };
+    Some(match (extension, kind) {
+        ("host.context", "archived") => {
+            let outputs = details.get("outputs").and_then(Value::as_u64).unwrap_or(0);
+            (
+                Severity::Info,
+                format!(
+                    "archived {outputs} old tool output{}{}",
+                    if outputs == 1 { "" } else { "s" },
+                    sizes()
+                ),
+            )
+        }
+        ("host.context", "compaction_started") => (
+            Severity::Info,
+            format!("compacting the conversation ({})…", text(details, "reason")),
+        ),
+        ("host.context", "compaction_finished") => {
+            (Severity::Info, format!("conversation compacted{}", sizes()))
+        }
+        ("host.context", "compaction_failed") => (
+            Severity::Error,
+            format!(
+                "compaction failed ({}): {}",
+                text(details, "code"),
+                text(details, "error")
+            ),
+        ),
+        ("host.context", "overflow_recovery") => (
+            Severity::Warn,
+            "the model rejected the request as too long; shrinking it and sending again".to_owned(),
+        ),
+        ("host.context", "archive_failed") => (
+            Severity::Error,
+            format!("cannot archive old outputs: {}", text(details, "error")),
+        ),
+        ("runaway-guard", kind) => (
+            Severity::Warn,
+            format!("runaway guard: {}", kind.replace('_', " ")),
+        ),
+        ("terminal-recovery", "retry") | ("terminal-recovery", "retried") => (
+            Severity::Warn,
+            "the model answered with nothing; asking it once more for a final answer".to_owned(),
+        ),
+        (extension, kind) if kind.contains("dropped") => (
+            Severity::Warn,
+            format!(
+                "{extension}: {} {}",
+                kind.replace('_', " "),
+                text(details, "reminder")
+            ),
+        ),
+        (extension, kind) => (
+            Severity::Info,
+            format!("{extension}: {}", kind.replace('_', " ")),
+        ),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn context_events_read_as_sentences() {
+        let (_, text) = describe(
+            "host.context",
+            "archived",
+            &json!({"outputs": 3, "before": {"tokens": 120000, "bytes": 1}, "after": {"tokens": 40000, "bytes": 1}}),
+        )
+        .unwrap();
+        assert_eq!(text, "archived 3 old tool outputs (120.0k → 40.0k tokens)");
+        let (tone, _) =
+            describe("host.context", "compaction_failed", &json!({"code": "x"})).unwrap();
+        assert_eq!(tone, Severity::Error);
+        let (_, text) = describe("other", "did_a_thing", &json!({})).unwrap();
+        assert_eq!(text, "other: did a thing");
+    }
+}
