@@ -3,11 +3,11 @@
 
 use std::sync::Arc;
 
-use agent_client_protocol::v1::schema::{
-    AvailableCommand, AvailableCommandInput, ContentBlock, ContentChunk, SessionUpdate,
-    StopReason, TextContent, UnstructuredCommandInput,
-};
 use agent_client_protocol::v1::ConnectionTo;
+use agent_client_protocol::v1::schema::{
+    AvailableCommand, AvailableCommandInput, ContentBlock, ContentChunk, SessionUpdate, StopReason,
+    TextContent, UnstructuredCommandInput,
+};
 use agent_client_protocol::{Client, Error};
 use keel_protocol::{ContentBlock as KeelBlock, Message, Op};
 use keel_runtime::notice::short_count;
@@ -145,7 +145,11 @@ pub async fn run(
             format!(
                 "Session `{}` ({})\n- folder: `{}`\n- model: `{}`\n- mode: `{}`\n- sandbox: {}\n- messages: {}, revision {}",
                 record.id,
-                if record.title.is_empty() { "untitled" } else { &record.title },
+                if record.title.is_empty() {
+                    "untitled"
+                } else {
+                    &record.title
+                },
                 session.cwd.display(),
                 session.model(),
                 session.mode(),

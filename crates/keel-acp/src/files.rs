@@ -7,9 +7,9 @@ use std::path::Path;
 use std::sync::Arc;
 use std::time::Duration;
 
-use agent_client_protocol::v1::schema::{ReadTextFileRequest, WriteTextFileRequest};
-use agent_client_protocol::v1::ConnectionTo;
 use agent_client_protocol::Client;
+use agent_client_protocol::v1::ConnectionTo;
+use agent_client_protocol::v1::schema::{ReadTextFileRequest, WriteTextFileRequest};
 use async_trait::async_trait;
 use keel_protocol::SessionId;
 use keel_runtime::EditorProvider;

@@ -62,7 +62,10 @@ pub fn options(mode: &str, model: &str, models: &[String]) -> Vec<SessionConfigO
         .map(|m| SessionConfigSelectOption::new(m.clone(), m.clone()))
         .collect();
     if !models.iter().any(|m| m == model) {
-        choices.insert(0, SessionConfigSelectOption::new(model.to_owned(), model.to_owned()));
+        choices.insert(
+            0,
+            SessionConfigSelectOption::new(model.to_owned(), model.to_owned()),
+        );
     }
     vec![
         SessionConfigOption::select(
@@ -72,7 +75,8 @@ pub fn options(mode: &str, model: &str, models: &[String]) -> Vec<SessionConfigO
             MODES
                 .iter()
                 .map(|(id, name, description)| {
-                    SessionConfigSelectOption::new(*id, *name).description((*description).to_owned())
+                    SessionConfigSelectOption::new(*id, *name)
+                        .description((*description).to_owned())
                 })
                 .collect::<Vec<_>>(),
         )

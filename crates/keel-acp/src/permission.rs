@@ -131,7 +131,10 @@ mod tests {
                 PermissionOptionKind::RejectAlways
             ]
         );
-        assert_eq!(answer(&request, &pick("allow_once")), PermissionAnswer::AllowOnce);
+        assert_eq!(
+            answer(&request, &pick("allow_once")),
+            PermissionAnswer::AllowOnce
+        );
         assert_eq!(
             answer(&request, &pick("allow_always:1")),
             PermissionAnswer::AllowAlways { scope: 1 }

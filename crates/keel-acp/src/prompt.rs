@@ -62,7 +62,11 @@ pub fn read(blocks: &[ContentBlock]) -> Result<Prompt, PromptError> {
         && blocks.len() == 1
     {
         let (name, args) = line.split_once(char::is_whitespace).unwrap_or((line, ""));
-        if !name.is_empty() && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_' || c == ':') {
+        if !name.is_empty()
+            && name
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_' || c == ':')
+        {
             return Ok(Prompt::Command {
                 name: name.to_owned(),
                 args: args.trim().to_owned(),
@@ -173,7 +177,10 @@ mod tests {
         .unwrap();
         assert!(matches!(embedded, Prompt::Text(t) if t.contains("/new")));
         // A path is not a command.
-        assert!(matches!(read(&[text("/usr/bin is odd")]).unwrap(), Prompt::Text(_)));
+        assert!(matches!(
+            read(&[text("/usr/bin is odd")]).unwrap(),
+            Prompt::Text(_)
+        ));
     }
 
     #[test]

@@ -37,7 +37,9 @@ fn tool_call(
             } else {
                 AcpStatus::Completed
             })
-            .content(tools::content(name, arguments, result, details, failed, cwd))
+            .content(tools::content(
+                name, arguments, result, details, failed, cwd,
+            ))
             .locations(tools::locations(name, arguments, cwd))
             .raw_input(arguments.clone())
             .raw_output(raw_output),

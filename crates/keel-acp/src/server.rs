@@ -6,6 +6,7 @@ use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, OnceLock, PoisonError};
 
+use agent_client_protocol::schema::ProtocolVersion;
 use agent_client_protocol::v1::schema::{
     AgentCapabilities, AuthMethod, AuthMethodAgent, AuthenticateRequest, AuthenticateResponse,
     AvailableCommandsUpdate, CancelNotification, ClientCapabilities, CloseSessionRequest,
@@ -19,7 +20,6 @@ use agent_client_protocol::v1::schema::{
     SetSessionConfigOptionRequest, SetSessionConfigOptionResponse, SetSessionModeRequest,
     SetSessionModeResponse,
 };
-use agent_client_protocol::schema::ProtocolVersion;
 use agent_client_protocol::v1::{ConnectionTo, Responder};
 use agent_client_protocol::{Agent, ByteStreams, Client, Error, ErrorCode};
 use keel_protocol::{Message, Op, SessionId, SessionTarget, Usage};
@@ -139,7 +139,11 @@ impl Server {
     }
 
     /// The runtime of `cwd`, started on first use.
-    async fn folder(&self, cwd: &Path, connection: &ConnectionTo<Client>) -> Result<Arc<Folder>, Error> {
+    async fn folder(
+        &self,
+        cwd: &Path,
+        connection: &ConnectionTo<Client>,
+    ) -> Result<Arc<Folder>, Error> {
         let mut folders = self.folders.lock().await;
         if let Some(folder) = folders.get(cwd) {
             return Ok(folder.clone());
@@ -331,253 +335,297 @@ fn connection(
 ) -> agent_client_protocol::v1::Builder<Agent, impl agent_client_protocol::HandleDispatchFrom<Client>>
 {
     let builder = Agent.v1().name("keel");
-    let builder = handle!(builder, server, |request: InitializeRequest, responder, _cx| {
-        let _ = server.client.set(request.client_capabilities.clone());
-        let auth = server.missing_key().into_iter().collect::<Vec<_>>();
-        let capabilities = AgentCapabilities::new()
-            .load_session(true)
-            .prompt_capabilities(PromptCapabilities::new().embedded_context(true))
-            .mcp_capabilities(McpCapabilities::new())
-            .session_capabilities(
-                SessionCapabilities::new()
-                    .list(SessionListCapabilities::new())
-                    .resume(SessionResumeCapabilities::new())
-                    .close(SessionCloseCapabilities::new())
-                    .delete(SessionDeleteCapabilities::new())
-                    .fork(SessionForkCapabilities::new()),
-            );
-        responder.respond(
-            InitializeResponse::new(ProtocolVersion::V1)
-                .agent_capabilities(capabilities)
-                .agent_info(Implementation::new("keel", env!("CARGO_PKG_VERSION")).title("keel".to_owned()))
-                .auth_methods(auth),
-        )?;
-    });
-    let builder = handle!(builder, server, |request: AuthenticateRequest, responder, _cx| {
-        let _ = &server;
-        let id = request.method_id.0.to_string();
-        let result = match id.strip_prefix("env:") {
-            Some(variable) if std::env::var(variable).is_ok_and(|v| !v.trim().is_empty()) => {
-                Ok(AuthenticateResponse::new())
+    let builder =
+        handle!(builder, server, |request: InitializeRequest,
+                                  responder,
+                                  _cx| {
+            let _ = server.client.set(request.client_capabilities.clone());
+            let auth = server.missing_key().into_iter().collect::<Vec<_>>();
+            let capabilities = AgentCapabilities::new()
+                .load_session(true)
+                .prompt_capabilities(PromptCapabilities::new().embedded_context(true))
+                .mcp_capabilities(McpCapabilities::new())
+                .session_capabilities(
+                    SessionCapabilities::new()
+                        .list(SessionListCapabilities::new())
+                        .resume(SessionResumeCapabilities::new())
+                        .close(SessionCloseCapabilities::new())
+                        .delete(SessionDeleteCapabilities::new())
+                        .fork(SessionForkCapabilities::new()),
+                );
+            responder.respond(
+                InitializeResponse::new(ProtocolVersion::V1)
+                    .agent_capabilities(capabilities)
+                    .agent_info(
+                        Implementation::new("keel", env!("CARGO_PKG_VERSION"))
+                            .title("keel".to_owned()),
+                    )
+                    .auth_methods(auth),
+            )?;
+        });
+    let builder = handle!(
+        builder,
+        server,
+        |request: AuthenticateRequest, responder, _cx| {
+            let _ = &server;
+            let id = request.method_id.0.to_string();
+            let result = match id.strip_prefix("env:") {
+                Some(variable) if std::env::var(variable).is_ok_and(|v| !v.trim().is_empty()) => {
+                    Ok(AuthenticateResponse::new())
+                }
+                Some(variable) => Err(Error::new(
+                    ErrorCode::AUTH_REQUIRED,
+                    format!(
+                        "{variable} is still not set in keel's environment: set it where the editor starts keel, then restart the agent"
+                    ),
+                )),
+                None => Err(invalid(format!("unknown auth method {id}"))),
+            };
+            match result {
+                Ok(response) => responder.respond(response)?,
+                Err(error) => responder.respond_with_error(error)?,
             }
-            Some(variable) => Err(Error::new(
-                ErrorCode::AUTH_REQUIRED,
-                format!("{variable} is still not set in keel's environment: set it where the editor starts keel, then restart the agent"),
-            )),
-            None => Err(invalid(format!("unknown auth method {id}"))),
-        };
-        match result {
-            Ok(response) => responder.respond(response)?,
-            Err(error) => responder.respond_with_error(error)?,
         }
-    });
-    let builder = handle!(builder, server, |request: NewSessionRequest, responder, cx| {
-        if !request.mcp_servers.is_empty() {
-            tracing::info!(count = request.mcp_servers.len(), "MCP servers from the editor are not used yet");
-        }
-        answer(responder, async move {
-            let (session, _) = server
-                .open(&request.cwd, SessionTarget::New { title: None }, &cx)
-                .await?;
-            let response = NewSessionResponse::new(session.id.to_string())
-                .modes(modes::state(&session.mode()))
-                .config_options(session.config_options());
-            let later = cx.clone();
-            tokio::spawn(async move {
-                // After the response, so the editor knows the session.
-                Server::commands_update(&session, &later);
+    );
+    let builder =
+        handle!(builder, server, |request: NewSessionRequest,
+                                  responder,
+                                  cx| {
+            if !request.mcp_servers.is_empty() {
+                tracing::info!(
+                    count = request.mcp_servers.len(),
+                    "MCP servers from the editor are not used yet"
+                );
+            }
+            answer(responder, async move {
+                let (session, _) = server
+                    .open(&request.cwd, SessionTarget::New { title: None }, &cx)
+                    .await?;
+                let response = NewSessionResponse::new(session.id.to_string())
+                    .modes(modes::state(&session.mode()))
+                    .config_options(session.config_options());
+                let later = cx.clone();
+                tokio::spawn(async move {
+                    // After the response, so the editor knows the session.
+                    Server::commands_update(&session, &later);
+                });
+                Ok(response)
             });
-            Ok(response)
         });
-    });
-    let builder = handle!(builder, server, |request: LoadSessionRequest, responder, cx| {
-        answer(responder, async move {
-            let id = request.session_id.0.to_string();
-            let (session, record) = server
-                .open(&request.cwd, SessionTarget::Id { id }, &cx)
-                .await?;
-            let entries = server.history(&session).await?;
-            for update in replay::updates(&entries, &session.cwd) {
-                session.send(&cx, update);
-            }
-            Server::know(&session, &record, &entries);
-            Server::commands_update(&session, &cx);
-            Ok(LoadSessionResponse::new()
-                .modes(modes::state(&session.mode()))
-                .config_options(session.config_options()))
+    let builder =
+        handle!(builder, server, |request: LoadSessionRequest,
+                                  responder,
+                                  cx| {
+            answer(responder, async move {
+                let id = request.session_id.0.to_string();
+                let (session, record) = server
+                    .open(&request.cwd, SessionTarget::Id { id }, &cx)
+                    .await?;
+                let entries = server.history(&session).await?;
+                for update in replay::updates(&entries, &session.cwd) {
+                    session.send(&cx, update);
+                }
+                Server::know(&session, &record, &entries);
+                Server::commands_update(&session, &cx);
+                Ok(LoadSessionResponse::new()
+                    .modes(modes::state(&session.mode()))
+                    .config_options(session.config_options()))
+            });
         });
-    });
-    let builder = handle!(builder, server, |request: ResumeSessionRequest, responder, cx| {
-        answer(responder, async move {
-            let id = request.session_id.0.to_string();
-            let (session, record) = server
-                .open(&request.cwd, SessionTarget::Id { id }, &cx)
-                .await?;
-            let entries = server.history(&session).await?;
-            Server::know(&session, &record, &entries);
-            Server::commands_update(&session, &cx);
-            Ok(ResumeSessionResponse::new()
-                .modes(modes::state(&session.mode()))
-                .config_options(session.config_options()))
+    let builder =
+        handle!(builder, server, |request: ResumeSessionRequest,
+                                  responder,
+                                  cx| {
+            answer(responder, async move {
+                let id = request.session_id.0.to_string();
+                let (session, record) = server
+                    .open(&request.cwd, SessionTarget::Id { id }, &cx)
+                    .await?;
+                let entries = server.history(&session).await?;
+                Server::know(&session, &record, &entries);
+                Server::commands_update(&session, &cx);
+                Ok(ResumeSessionResponse::new()
+                    .modes(modes::state(&session.mode()))
+                    .config_options(session.config_options()))
+            });
         });
-    });
-    let builder = handle!(builder, server, |request: ForkSessionRequest, responder, cx| {
-        answer(responder, async move {
-            check_cwd(&request.cwd)?;
-            let folder = server.folder(&request.cwd, &cx).await?;
-            let from = SessionId::from(request.session_id.0.as_ref());
-            let record = match folder
-                .runtime
-                .call(Op::ForkSession {
-                    session_id: from,
-                    revision: None,
+    let builder =
+        handle!(builder, server, |request: ForkSessionRequest,
+                                  responder,
+                                  cx| {
+            answer(responder, async move {
+                check_cwd(&request.cwd)?;
+                let folder = server.folder(&request.cwd, &cx).await?;
+                let from = SessionId::from(request.session_id.0.as_ref());
+                let record = match folder
+                    .runtime
+                    .call(Op::ForkSession {
+                        session_id: from,
+                        revision: None,
+                    })
+                    .await
+                    .map_err(|e| rpc_error(&e))?
+                {
+                    Reply::Session(record) => record,
+                    _ => return Err(Error::internal_error()),
+                };
+                let (session, record) = server
+                    .open(
+                        &request.cwd,
+                        SessionTarget::Id {
+                            id: record.id.to_string(),
+                        },
+                        &cx,
+                    )
+                    .await?;
+                let entries = server.history(&session).await?;
+                Server::know(&session, &record, &entries);
+                Ok(ForkSessionResponse::new(session.id.to_string())
+                    .modes(modes::state(&session.mode()))
+                    .config_options(session.config_options()))
+            });
+        });
+    let builder =
+        handle!(builder, server, |request: ListSessionsRequest,
+                                  responder,
+                                  _cx| {
+            answer(responder, async move {
+                let store = server.store().await?;
+                let cwd = request.cwd.as_ref().map(|c| c.display().to_string());
+                let start = match request.cursor.as_deref() {
+                    Some(cursor) => cursor
+                        .parse::<usize>()
+                        .map_err(|_| invalid(format!("unknown cursor {cursor}")))?,
+                    None => 0,
+                };
+                let records = store
+                    .list_sessions(cwd, start + LIST_PAGE + 1)
+                    .await
+                    .map_err(|e| rpc_error(&keel_runtime::RuntimeError::Store(e)))?;
+                let more = records.len() > start + LIST_PAGE;
+                let sessions: Vec<SessionInfo> = records
+                    .into_iter()
+                    .skip(start)
+                    .take(LIST_PAGE)
+                    .map(|r| {
+                        let info = SessionInfo::new(r.id.to_string(), PathBuf::from(&r.cwd))
+                            .updated_at(iso_time(r.updated_ms));
+                        if r.title.is_empty() {
+                            info
+                        } else {
+                            info.title(r.title)
+                        }
+                    })
+                    .collect();
+                let response = ListSessionsResponse::new(sessions);
+                Ok(if more {
+                    response.next_cursor((start + LIST_PAGE).to_string())
+                } else {
+                    response
                 })
-                .await
-                .map_err(|e| rpc_error(&e))?
-            {
-                Reply::Session(record) => record,
-                _ => return Err(Error::internal_error()),
-            };
-            let (session, record) = server
-                .open(
-                    &request.cwd,
-                    SessionTarget::Id {
-                        id: record.id.to_string(),
-                    },
-                    &cx,
-                )
-                .await?;
-            let entries = server.history(&session).await?;
-            Server::know(&session, &record, &entries);
-            Ok(ForkSessionResponse::new(session.id.to_string())
-                .modes(modes::state(&session.mode()))
-                .config_options(session.config_options()))
+            });
         });
-    });
-    let builder = handle!(builder, server, |request: ListSessionsRequest, responder, _cx| {
-        answer(responder, async move {
-            let store = server.store().await?;
-            let cwd = request.cwd.as_ref().map(|c| c.display().to_string());
-            let start = match request.cursor.as_deref() {
-                Some(cursor) => cursor
-                    .parse::<usize>()
-                    .map_err(|_| invalid(format!("unknown cursor {cursor}")))?,
-                None => 0,
-            };
-            let records = store
-                .list_sessions(cwd, start + LIST_PAGE + 1)
-                .await
-                .map_err(|e| rpc_error(&keel_runtime::RuntimeError::Store(e)))?;
-            let more = records.len() > start + LIST_PAGE;
-            let sessions: Vec<SessionInfo> = records
-                .into_iter()
-                .skip(start)
-                .take(LIST_PAGE)
-                .map(|r| {
-                    let info = SessionInfo::new(r.id.to_string(), PathBuf::from(&r.cwd))
-                        .updated_at(iso_time(r.updated_ms));
-                    if r.title.is_empty() {
-                        info
-                    } else {
-                        info.title(r.title)
+    let builder =
+        handle!(builder, server, |request: CloseSessionRequest,
+                                  responder,
+                                  _cx| {
+            answer(responder, async move {
+                let id = request.session_id.0.to_string();
+                let session = server.session(&id)?;
+                server.lock_sessions().remove(&id);
+                session.cancel().await;
+                session
+                    .runtime
+                    .close_session(&session.id)
+                    .await
+                    .map_err(|e| rpc_error(&e))?;
+                Ok(CloseSessionResponse::new())
+            });
+        });
+    let builder =
+        handle!(builder, server, |request: DeleteSessionRequest,
+                                  responder,
+                                  cx| {
+            answer(responder, async move {
+                let id = request.session_id.0.to_string();
+                let open = server.lock_sessions().remove(&id);
+                let runtime = match open {
+                    Some(session) => {
+                        session.cancel().await;
+                        let _ = session.runtime.close_session(&session.id).await;
+                        session.runtime.clone()
                     }
-                })
-                .collect();
-            let response = ListSessionsResponse::new(sessions);
-            Ok(if more {
-                response.next_cursor((start + LIST_PAGE).to_string())
-            } else {
-                response
-            })
+                    None => {
+                        let launch = server.options.launch_cwd.clone();
+                        server.folder(&launch, &cx).await?.runtime.clone()
+                    }
+                };
+                runtime
+                    .call(Op::DeleteSession {
+                        session_id: SessionId::from(id.as_str()),
+                    })
+                    .await
+                    .map_err(|e| rpc_error(&e))?;
+                Ok(DeleteSessionResponse::new())
+            });
         });
-    });
-    let builder = handle!(builder, server, |request: CloseSessionRequest, responder, _cx| {
-        answer(responder, async move {
-            let id = request.session_id.0.to_string();
-            let session = server.session(&id)?;
-            server.lock_sessions().remove(&id);
-            session.cancel().await;
-            session
-                .runtime
-                .close_session(&session.id)
-                .await
-                .map_err(|e| rpc_error(&e))?;
-            Ok(CloseSessionResponse::new())
+    let builder =
+        handle!(builder, server, |request: SetSessionModeRequest,
+                                  responder,
+                                  _cx| {
+            answer(responder, async move {
+                let session = server.session(&request.session_id.0)?;
+                let wanted = request.mode_id.0.to_string();
+                let Some(mode) = modes::resolve(&wanted, &session.configured_mode) else {
+                    return Err(invalid(format!(
+                        "unknown mode {wanted}: use ask, auto, full, plan or default"
+                    )));
+                };
+                session
+                    .runtime
+                    .call(Op::UpdateSession {
+                        session_id: session.id.clone(),
+                        title: None,
+                        model: None,
+                        mode: Some(mode.to_owned()),
+                    })
+                    .await
+                    .map_err(|e| rpc_error(&e))?;
+                Ok(SetSessionModeResponse::new())
+            });
         });
-    });
-    let builder = handle!(builder, server, |request: DeleteSessionRequest, responder, cx| {
-        answer(responder, async move {
-            let id = request.session_id.0.to_string();
-            let open = server.lock_sessions().remove(&id);
-            let runtime = match open {
-                Some(session) => {
-                    session.cancel().await;
-                    let _ = session.runtime.close_session(&session.id).await;
-                    session.runtime.clone()
-                }
-                None => {
-                    let launch = server.options.launch_cwd.clone();
-                    server.folder(&launch, &cx).await?.runtime.clone()
-                }
-            };
-            runtime
-                .call(Op::DeleteSession {
-                    session_id: SessionId::from(id.as_str()),
-                })
-                .await
-                .map_err(|e| rpc_error(&e))?;
-            Ok(DeleteSessionResponse::new())
+    let builder =
+        handle!(builder, server, |request: SetSessionConfigOptionRequest,
+                                  responder,
+                                  _cx| {
+            answer(responder, async move {
+                let session = server.session(&request.session_id.0)?;
+                let Some(value) = request.value.as_value_id().map(|v| String::from(&*v.0)) else {
+                    return Err(invalid("keel's config options take a value id"));
+                };
+                let (mode, model) = match request.config_id.0.as_ref() {
+                    "mode" => match modes::resolve(&value, &session.configured_mode) {
+                        Some(mode) => (Some(mode.to_owned()), None),
+                        None => return Err(invalid(format!("unknown mode {value}"))),
+                    },
+                    "model" => (None, Some(value.clone())),
+                    other => return Err(invalid(format!("unknown config option {other}"))),
+                };
+                session
+                    .runtime
+                    .call(Op::UpdateSession {
+                        session_id: session.id.clone(),
+                        title: None,
+                        model,
+                        mode,
+                    })
+                    .await
+                    .map_err(|e| rpc_error(&e))?;
+                Ok(SetSessionConfigOptionResponse::new(
+                    session.config_options(),
+                ))
+            });
         });
-    });
-    let builder = handle!(builder, server, |request: SetSessionModeRequest, responder, _cx| {
-        answer(responder, async move {
-            let session = server.session(&request.session_id.0)?;
-            let wanted = request.mode_id.0.to_string();
-            let Some(mode) = modes::resolve(&wanted, &session.configured_mode) else {
-                return Err(invalid(format!(
-                    "unknown mode {wanted}: use ask, auto, full, plan or default"
-                )));
-            };
-            session
-                .runtime
-                .call(Op::UpdateSession {
-                    session_id: session.id.clone(),
-                    title: None,
-                    model: None,
-                    mode: Some(mode.to_owned()),
-                })
-                .await
-                .map_err(|e| rpc_error(&e))?;
-            Ok(SetSessionModeResponse::new())
-        });
-    });
-    let builder = handle!(builder, server, |request: SetSessionConfigOptionRequest, responder, _cx| {
-        answer(responder, async move {
-            let session = server.session(&request.session_id.0)?;
-            let Some(value) = request.value.as_value_id().map(|v| String::from(&*v.0)) else {
-                return Err(invalid("keel's config options take a value id"));
-            };
-            let (mode, model) = match request.config_id.0.as_ref() {
-                "mode" => match modes::resolve(&value, &session.configured_mode) {
-                    Some(mode) => (Some(mode.to_owned()), None),
-                    None => return Err(invalid(format!("unknown mode {value}"))),
-                },
-                "model" => (None, Some(value.clone())),
-                other => return Err(invalid(format!("unknown config option {other}"))),
-            };
-            session
-                .runtime
-                .call(Op::UpdateSession {
-                    session_id: session.id.clone(),
-                    title: None,
-                    model,
-                    mode,
-                })
-                .await
-                .map_err(|e| rpc_error(&e))?;
-            Ok(SetSessionConfigOptionResponse::new(session.config_options()))
-        });
-    });
     let builder = handle!(builder, server, |request: PromptRequest, responder, cx| {
         let session = server.session(&request.session_id.0);
         // Counted here, in arrival order, so a cancel sent right after reaches it.

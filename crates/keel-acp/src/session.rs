@@ -7,10 +7,10 @@ use std::path::PathBuf;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, PoisonError, Weak};
 
+use agent_client_protocol::v1::ConnectionTo;
 use agent_client_protocol::v1::schema::{
     ConfigOptionUpdate, RequestPermissionRequest, SessionNotification, SessionUpdate, StopReason,
 };
-use agent_client_protocol::v1::ConnectionTo;
 use agent_client_protocol::{Client, Error, ErrorCode, RequestCancellationHandle};
 use keel_agent::runner::{MODEL_REFUSAL, STEP_LIMIT_EXCEEDED};
 use keel_protocol::{
@@ -118,7 +118,10 @@ impl Session {
     }
 
     /// Subscribes to the session's events; updates go to `connection`.
-    pub async fn subscribe(self: &Arc<Self>, connection: ConnectionTo<Client>) -> Result<(), Error> {
+    pub async fn subscribe(
+        self: &Arc<Self>,
+        connection: ConnectionTo<Client>,
+    ) -> Result<(), Error> {
         let sink = Arc::new(EventSink {
             session: Arc::downgrade(self),
             connection,

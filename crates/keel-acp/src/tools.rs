@@ -181,12 +181,18 @@ mod tests {
 
     #[test]
     fn titles_name_the_target() {
-        assert_eq!(title("read", &json!({"path": "a.rs", "offset": 9})), "Read a.rs:9");
+        assert_eq!(
+            title("read", &json!({"path": "a.rs", "offset": 9})),
+            "Read a.rs:9"
+        );
         assert_eq!(
             title("bash", &json!({"command": "cargo test\necho done"})),
             "Run `cargo test…`"
         );
-        assert_eq!(title("grep", &json!({"pattern": "fn main"})), "Search `fn main`");
+        assert_eq!(
+            title("grep", &json!({"pattern": "fn main"})),
+            "Search `fn main`"
+        );
         assert_eq!(title("mystery", &json!({})), "mystery");
         assert_eq!(kind("bash"), ToolKind::Execute);
         assert_eq!(kind("edit"), ToolKind::Edit);
@@ -225,7 +231,10 @@ mod tests {
             false,
             cwd,
         );
-        assert_eq!(created, vec![ToolCallContent::Diff(Diff::new("/abs/n.txt", "hi\n"))]);
+        assert_eq!(
+            created,
+            vec![ToolCallContent::Diff(Diff::new("/abs/n.txt", "hi\n"))]
+        );
     }
 
     #[test]

@@ -4,6 +4,7 @@
 //! conversions. Everything is `snake_case` and internally tagged so the JSON stays stable
 //! across releases; enums that cross a process boundary are `#[non_exhaustive]`.
 
+pub mod canonical;
 mod content;
 mod error;
 mod event;

@@ -182,7 +182,10 @@ pub struct ToolSetup {
 /// Lends a session an editor that holds its files: ACP clients that offer `fs/*`.
 pub trait EditorProvider: Send + Sync {
     /// The editor for `session`, if its client offers one.
-    fn editor(&self, session: &keel_protocol::SessionId) -> Option<keel_tools::files::editor::Editor>;
+    fn editor(
+        &self,
+        session: &keel_protocol::SessionId,
+    ) -> Option<keel_tools::files::editor::Editor>;
 }
 
 /// The folder of a session's archived outputs, inside its session folder.

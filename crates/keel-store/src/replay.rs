@@ -33,7 +33,7 @@ pub fn fingerprint(request: &CommitRequest) -> Result<(String, usize)> {
         hasher: Sha256::new(),
         bytes: 0,
     };
-    write_canonical(&content, &mut sink)?;
+    keel_protocol::canonical::write(&content, &mut sink)?;
     let digest = sink.hasher.finalize();
     let mut hex = String::with_capacity(64);
     for byte in digest.iter() {
@@ -60,42 +60,6 @@ impl std::io::Write for HashSink {
 
     fn flush(&mut self) -> std::io::Result<()> {
         Ok(())
-    }
-}
-
-/// JSON with object keys sorted, whatever order the map kept them in.
-fn write_canonical<W: std::io::Write>(
-    value: &serde_json::Value,
-    out: &mut W,
-) -> serde_json::Result<()> {
-    use serde_json::Value;
-    let punct = |out: &mut W, mark: &[u8]| out.write_all(mark).map_err(serde_json::Error::io);
-    match value {
-        Value::Object(map) => {
-            let mut entries: Vec<(&String, &Value)> = map.iter().collect();
-            entries.sort_unstable_by(|a, b| a.0.cmp(b.0));
-            punct(out, b"{")?;
-            for (index, (key, inner)) in entries.into_iter().enumerate() {
-                if index > 0 {
-                    punct(out, b",")?;
-                }
-                serde_json::to_writer(&mut *out, key)?;
-                punct(out, b":")?;
-                write_canonical(inner, out)?;
-            }
-            punct(out, b"}")
-        }
-        Value::Array(items) => {
-            punct(out, b"[")?;
-            for (index, item) in items.iter().enumerate() {
-                if index > 0 {
-                    punct(out, b",")?;
-                }
-                write_canonical(item, out)?;
-            }
-            punct(out, b"]")
-        }
-        other => serde_json::to_writer(out, other),
     }
 }
 

@@ -35,8 +35,8 @@ use tokio_util::sync::CancellationToken;
 use tracing::Instrument as _;
 
 pub use classify::{
-    AFTER_LLM_REJECTED, BEFORE_LLM_HOOK_FAILED, EMPTY_RESPONSE, INTERNAL_ERROR,
-    MODEL_REFUSAL, STEP_LIMIT_EXCEEDED, model_code,
+    AFTER_LLM_REJECTED, BEFORE_LLM_HOOK_FAILED, EMPTY_RESPONSE, INTERNAL_ERROR, MODEL_REFUSAL,
+    STEP_LIMIT_EXCEEDED, model_code,
 };
 pub use hooks::{
     AfterLlmCallHook, AfterToolCallHook, BeforeLlmAction, BeforeLlmCallHook, BeforeToolCallHook,

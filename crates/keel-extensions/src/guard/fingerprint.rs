@@ -129,8 +129,8 @@ fn stable_arguments(call: &ToolCall) -> String {
     {
         return command.split_whitespace().collect::<Vec<_>>().join(" ");
     }
-    // serde_json's maps are ordered, so equal arguments print equally.
-    call.arguments.to_string()
+    // Canonical: equal arguments print equally whatever order the model wrote the keys in.
+    keel_protocol::canonical::string(&call.arguments)
 }
 
 /// Whether a shell command only waits before looking (`sleep 5 && cat log`).
@@ -179,7 +179,7 @@ fn stable_details(details: Option<&serde_json::Value>) -> String {
         .filter(|(key, _)| !(key.ends_with("_ms") || *key == "artifact" || *key == "pgid"))
         .map(|(k, v)| (k.clone(), v.clone()))
         .collect();
-    serde_json::Value::Object(kept).to_string()
+    keel_protocol::canonical::string(&serde_json::Value::Object(kept))
 }
 
 /// The result's text, with the artifact path (new for every run) taken out.

@@ -138,7 +138,10 @@ async fn edit_in_editor(
     })?;
     let (text, output) = apply(&path, &original, edits)?;
     editor.0.write_text(&path, &text).await.map_err(|e| {
-        ToolError::new(format!("Cannot write {} in the editor: {e}", path.display()))
+        ToolError::new(format!(
+            "Cannot write {} in the editor: {e}",
+            path.display()
+        ))
     })?;
     Ok(output)
 }

@@ -106,7 +106,10 @@ async fn write_in_editor(
             .map_err(|e| ToolError::new(io_message("create the folder", parent, &e)))?;
     }
     editor.0.write_text(&path, &text).await.map_err(|e| {
-        ToolError::new(format!("Cannot write {} in the editor: {e}", path.display()))
+        ToolError::new(format!(
+            "Cannot write {} in the editor: {e}",
+            path.display()
+        ))
     })?;
     Ok(written(&path, &text, !exists))
 }

@@ -329,8 +329,9 @@ pub fn append_rules(
     if !same {
         return Err(RuleError::Syntax {
             path: path.to_path_buf(),
-            message:
-                format!("the file's {section} list could not be extended in place (write the rule by hand)"),
+            message: format!(
+                "the file's {section} list could not be extended in place (write the rule by hand)"
+            ),
         });
     }
     crate::output::replace_private(path, text.as_bytes())

@@ -1,0 +1,407 @@
+//! End to end: `keel acp` driven by the ACP crate's client side, as an editor drives it,
+//! against `keel-mockllm` on loopback.
+#![allow(clippy::unwrap_used, clippy::expect_used, missing_docs)]
+
+mod attack;
+mod harness;
+mod raw;
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use agent_client_protocol::v1::schema::{
+    CancelNotification, ListSessionsRequest, LoadSessionRequest, SessionConfigOptionValue,
+    SetSessionConfigOptionRequest, SetSessionModeRequest, StopReason,
+};
+use harness::{
+    Answer, EditorState, World, capabilities, connect, initialize, mock, new_session, prompt,
+    request_text, text_prompt, wait_until,
+};
+use serde_json::json;
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_conversation_streams_asks_cancels_and_loads_again() {
+    let server = mock(json!([
+        {"thinking": "I will run two commands", "shell": "touch first-ran.txt"},
+        {"shell": "touch second-ran.txt"},
+        {"text": "All done.", "chunk_size": 3},
+        {"text": "this answer streams slowly and will be cut short", "chunk_size": 1, "delay_ms": 150},
+        {"text": "still here"}
+    ]))
+    .await;
+    let world = World::new();
+    let work = world.work();
+    let state = Arc::new(EditorState::default());
+    state
+        .answers
+        .lock()
+        .unwrap()
+        .extend([Answer::Pick("allow_once"), Answer::Pick("reject_once")]);
+    let mut keel = world.spawn(&server, &["--permission", "ask"]);
+    let st = state.clone();
+    let session = connect(&mut keel, state.clone(), async |cx| {
+        let init = initialize(&cx, capabilities(false)).await?;
+        assert_eq!(init["protocolVersion"], json!(1));
+        assert_eq!(init["agentCapabilities"]["loadSession"], json!(true));
+        let session = new_session(&cx, &work).await?;
+        let stop = prompt(&cx, &session, "run the two commands").await?;
+        assert_eq!(stop, StopReason::EndTurn);
+        assert_eq!(st.message_text(), "All done.");
+        assert_eq!(st.thought_text(), "I will run two commands");
+        let kinds = st.kinds();
+        assert!(
+            kinds.contains(&"available_commands_update".to_owned()),
+            "{kinds:?}"
+        );
+        assert!(kinds.contains(&"usage_update".to_owned()), "{kinds:?}");
+        // Each call: pending before the question, then its updates; the first completed,
+        // the second (rejected) failed.
+        let updates = st.json();
+        let calls: Vec<&serde_json::Value> = updates
+            .iter()
+            .filter(|u| {
+                u["sessionUpdate"] == "tool_call" || u["sessionUpdate"] == "tool_call_update"
+            })
+            .collect();
+        assert_eq!(calls[0]["sessionUpdate"], "tool_call");
+        // `pending` is ACP's default status, so it may be left out.
+        assert!(
+            matches!(calls[0]["status"].as_str(), None | Some("pending")),
+            "{}",
+            calls[0]
+        );
+        assert_eq!(calls[0]["kind"], "execute");
+        let first_id = calls[0]["toolCallId"].clone();
+        let first: Vec<&&serde_json::Value> = calls
+            .iter()
+            .filter(|c| c["toolCallId"] == first_id)
+            .collect();
+        assert_eq!(first.last().unwrap()["status"], "completed");
+        assert_eq!(first.last().unwrap()["title"], "Run `touch first-ran.txt`");
+        let second: Vec<&&serde_json::Value> = calls
+            .iter()
+            .filter(|c| c["toolCallId"] != first_id)
+            .collect();
+        assert_eq!(second.last().unwrap()["status"], "failed");
+        let asked = st.asked.lock().unwrap().clone();
+        assert_eq!(asked.len(), 2);
+        let kinds: Vec<String> = asked[0]
+            .options
+            .iter()
+            .map(|o| {
+                serde_json::to_value(&o.kind)
+                    .unwrap()
+                    .as_str()
+                    .unwrap()
+                    .to_owned()
+            })
+            .collect();
+        assert!(
+            kinds.contains(&"allow_always".to_owned())
+                && kinds.contains(&"reject_always".to_owned()),
+            "{kinds:?}"
+        );
+        assert!(work.join("first-ran.txt").exists());
+        assert!(!work.join("second-ran.txt").exists());
+        assert!(
+            request_text(&server, 2).contains("declined"),
+            "{}",
+            request_text(&server, 2)
+        );
+
+        // Cancel mid-stream: the prompt ends `cancelled` promptly.
+        st.clear();
+        let slow = cx.send_request(text_prompt(&session, "a long answer"));
+        wait_until("the first chunk", || !st.message_text().is_empty()).await;
+        let sent = Instant::now();
+        cx.send_notification(CancelNotification::new(session.clone()))?;
+        let stopped = slow.block_task().await?;
+        assert_eq!(stopped.stop_reason, StopReason::Cancelled);
+        assert!(
+            sent.elapsed() < Duration::from_secs(3),
+            "{:?}",
+            sent.elapsed()
+        );
+        assert!(st.message_text().len() < "this answer streams slowly and will be cut short".len());
+
+        // The session goes on.
+        st.clear();
+        assert_eq!(
+            prompt(&cx, &session, "are you there?").await?,
+            StopReason::EndTurn
+        );
+        assert_eq!(st.message_text(), "still here");
+        Ok(session)
+    })
+    .await;
+    let status = tokio::time::timeout(Duration::from_secs(5), keel.wait())
+        .await
+        .unwrap()
+        .unwrap();
+    assert!(status.success(), "{status:?}");
+
+    // Another editor process lists and loads it: the history is replayed.
+    let state = Arc::new(EditorState::default());
+    let st = state.clone();
+    let mut keel = world.spawn(&server, &[]);
+    connect(&mut keel, state, async |cx| {
+        initialize(&cx, capabilities(false)).await?;
+        let listed = cx
+            .send_request(ListSessionsRequest::new())
+            .block_task()
+            .await?;
+        assert!(
+            listed
+                .sessions
+                .iter()
+                .any(|s| s.session_id.0.as_ref() == session)
+        );
+        cx.send_request(LoadSessionRequest::new(session.clone(), work.clone()))
+            .block_task()
+            .await?;
+        let updates = st.json();
+        let users: Vec<&serde_json::Value> = updates
+            .iter()
+            .filter(|u| u["sessionUpdate"] == "user_message_chunk")
+            .collect();
+        assert_eq!(users[0]["content"]["text"], "run the two commands");
+        assert_eq!(users.len(), 3);
+        let calls = updates
+            .iter()
+            .filter(|u| u["sessionUpdate"] == "tool_call")
+            .count();
+        assert_eq!(calls, 2);
+        assert!(
+            st.message_text().contains("All done.still here")
+                || st.message_text().contains("still here")
+        );
+        Ok(())
+    })
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_cancel_withdraws_a_question_and_the_call_never_runs() {
+    let server = mock(json!([
+        {"shell": "touch ran.txt"},
+        {"text": "never sent"}
+    ]))
+    .await;
+    let world = World::new();
+    let work = world.work();
+    let state = Arc::new(EditorState::default());
+    state.answers.lock().unwrap().push_back(Answer::Hold);
+    let st = state.clone();
+    let mut keel = world.spawn(&server, &["--permission", "ask"]);
+    connect(&mut keel, state, async |cx| {
+        initialize(&cx, capabilities(false)).await?;
+        let session = new_session(&cx, &work).await?;
+        let running = cx.send_request(text_prompt(&session, "touch it"));
+        wait_until("the question", || !st.asked.lock().unwrap().is_empty()).await;
+        cx.send_notification(CancelNotification::new(session.clone()))?;
+        let stopped = running.block_task().await?;
+        assert_eq!(stopped.stop_reason, StopReason::Cancelled);
+        Ok(())
+    })
+    .await;
+    assert!(!work.join("ran.txt").exists());
+    assert_eq!(server.requests().len(), 1);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn editor_files_are_used_when_offered() {
+    let world = World::new();
+    let work = world.work();
+    std::fs::write(work.join("notes.txt"), "on disk\n").unwrap();
+    let server = mock(json!([
+        {"tool_calls": [{"name": "read", "arguments": {"path": "notes.txt"}}]},
+        {"tool_calls": [{"name": "edit", "arguments": {"path": "notes.txt", "edits": [{"old_string": "unsaved", "new_string": "edited"}]}}]},
+        {"tool_calls": [{"name": "write", "arguments": {"path": "new.txt", "content": "fresh\n"}}]},
+        {"text": "done"}
+    ]))
+    .await;
+    let state = Arc::new(EditorState::default());
+    state
+        .buffers
+        .lock()
+        .unwrap()
+        .insert(work.join("notes.txt"), "unsaved buffer\n".into());
+    let st = state.clone();
+    let mut keel = world.spawn(&server, &["--permission", "full"]);
+    connect(&mut keel, state, async |cx| {
+        initialize(&cx, capabilities(true)).await?;
+        let session = new_session(&cx, &work).await?;
+        assert_eq!(
+            prompt(&cx, &session, "fix the notes").await?,
+            StopReason::EndTurn
+        );
+        Ok(())
+    })
+    .await;
+    // The model read the editor's buffer, and its changes went to the editor, not the disk.
+    assert!(
+        request_text(&server, 1).contains("unsaved buffer"),
+        "{}",
+        request_text(&server, 1)
+    );
+    let buffers = st.buffers.lock().unwrap().clone();
+    assert_eq!(buffers[&work.join("notes.txt")], "edited buffer\n");
+    assert_eq!(buffers[&work.join("new.txt")], "fresh\n");
+    assert_eq!(
+        std::fs::read_to_string(work.join("notes.txt")).unwrap(),
+        "on disk\n"
+    );
+    assert!(!work.join("new.txt").exists());
+    let calls = st.fs_calls.lock().unwrap().clone();
+    assert_eq!(
+        calls[0],
+        format!("read {}", work.join("notes.txt").display())
+    );
+    // The edit is shown as a diff.
+    let updates = st.json();
+    let diff = updates
+        .iter()
+        .filter(|u| u["sessionUpdate"] == "tool_call_update")
+        .flat_map(|u| u["content"].as_array().cloned().unwrap_or_default())
+        .find(|c| c["type"] == "diff")
+        .expect("a diff");
+    assert_eq!(diff["oldText"], "unsaved");
+    assert_eq!(diff["newText"], "edited");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn editor_files_are_not_used_when_not_offered() {
+    let world = World::new();
+    let work = world.work();
+    std::fs::write(work.join("notes.txt"), "on disk\n").unwrap();
+    let server = mock(json!([
+        {"tool_calls": [{"name": "read", "arguments": {"path": "notes.txt"}}]},
+        {"tool_calls": [{"name": "edit", "arguments": {"path": "notes.txt", "edits": [{"old_string": "on disk", "new_string": "changed"}]}}]},
+        {"text": "done"}
+    ]))
+    .await;
+    let state = Arc::new(EditorState::default());
+    let st = state.clone();
+    let mut keel = world.spawn(&server, &["--permission", "full"]);
+    connect(&mut keel, state, async |cx| {
+        initialize(&cx, capabilities(false)).await?;
+        let session = new_session(&cx, &work).await?;
+        assert_eq!(
+            prompt(&cx, &session, "fix the notes").await?,
+            StopReason::EndTurn
+        );
+        Ok(())
+    })
+    .await;
+    assert!(request_text(&server, 1).contains("on disk"));
+    assert_eq!(
+        std::fs::read_to_string(work.join("notes.txt")).unwrap(),
+        "changed\n"
+    );
+    assert!(st.fs_calls.lock().unwrap().is_empty());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn two_sessions_stream_at_once() {
+    let server = mock(json!([
+        {"text": "aaaaaaaaaaaaaaaaaaaa", "chunk_size": 1, "delay_ms": 40},
+        {"text": "bbbbbbbbbbbbbbbbbbbb", "chunk_size": 1, "delay_ms": 40}
+    ]))
+    .await;
+    let world = World::new();
+    let other = tempfile::tempdir().unwrap();
+    let (one, two) = (world.work(), std::fs::canonicalize(other.path()).unwrap());
+    let state = Arc::new(EditorState::default());
+    let st = state.clone();
+    let mut keel = world.spawn(&server, &[]);
+    connect(&mut keel, state, async |cx| {
+        initialize(&cx, capabilities(false)).await?;
+        let a = new_session(&cx, &one).await?;
+        let b = new_session(&cx, &two).await?;
+        let first = cx.send_request(text_prompt(&a, "first"));
+        let second = cx.send_request(text_prompt(&b, "second"));
+        let (first, second) = futures::join!(first.block_task(), second.block_task());
+        assert_eq!(first?.stop_reason, StopReason::EndTurn);
+        assert_eq!(second?.stop_reason, StopReason::EndTurn);
+        // Both streamed at the same time: their chunks interleave.
+        let order: Vec<String> = st
+            .updates
+            .lock()
+            .unwrap()
+            .iter()
+            .filter(|(_, n)| harness::kind(&n.update) == "agent_message_chunk")
+            .map(|(_, n)| n.session_id.0.to_string())
+            .collect();
+        let switches = order.windows(2).filter(|w| w[0] != w[1]).count();
+        assert!(
+            switches > 2,
+            "the sessions ran one after the other: {order:?}"
+        );
+        Ok(())
+    })
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn modes_models_and_commands() {
+    let server = mock(json!([{"text": "hello"}])).await;
+    let world = World::new();
+    let work = world.work();
+    let state = Arc::new(EditorState::default());
+    let st = state.clone();
+    let mut keel = world.spawn(&server, &[]);
+    connect(&mut keel, state, async |cx| {
+        initialize(&cx, capabilities(false)).await?;
+        let session = new_session(&cx, &work).await?;
+        cx.send_request(SetSessionModeRequest::new(session.clone(), "plan"))
+            .block_task()
+            .await?;
+        wait_until("the mode update", || {
+            st.kinds().contains(&"current_mode_update".to_owned())
+        })
+        .await;
+        let refused = cx
+            .send_request(SetSessionModeRequest::new(session.clone(), "yolo"))
+            .block_task()
+            .await;
+        assert_eq!(
+            refused.unwrap_err().code,
+            agent_client_protocol::ErrorCode::INVALID_PARAMS
+        );
+        let options = cx
+            .send_request(SetSessionConfigOptionRequest::new(
+                session.clone(),
+                "model",
+                SessionConfigOptionValue::value_id("anthropic/claude-haiku-4-5"),
+            ))
+            .block_task()
+            .await?;
+        let options = serde_json::to_value(&options).unwrap();
+        assert_eq!(
+            options["configOptions"][1]["currentValue"],
+            "anthropic/claude-haiku-4-5"
+        );
+        assert_eq!(options["configOptions"][0]["currentValue"], "plan");
+        st.clear();
+        assert_eq!(prompt(&cx, &session, "/status").await?, StopReason::EndTurn);
+        let status = st.message_text();
+        assert!(
+            status.contains("anthropic/claude-haiku-4-5") && status.contains("plan"),
+            "{status}"
+        );
+        assert!(
+            server.requests().is_empty(),
+            "a command never reaches the model"
+        );
+        assert_eq!(prompt(&cx, &session, "hi").await?, StopReason::EndTurn);
+        assert!(request_text(&server, 0).contains("claude-haiku-4-5"));
+        st.clear();
+        assert_eq!(prompt(&cx, &session, "/new").await?, StopReason::EndTurn);
+        assert!(st.message_text().contains("Started over"));
+        st.clear();
+        assert_eq!(prompt(&cx, &session, "/help").await?, StopReason::EndTurn);
+        assert!(st.message_text().contains("/compact"));
+        Ok(session)
+    })
+    .await;
+}
