@@ -18,18 +18,39 @@ use keel_tools::files::editor::{Editor, EditorFiles};
 /// How long the editor may take to read or write one file.
 const EDITOR_TIMEOUT: Duration = Duration::from_secs(60);
 
-/// Lends every session of the connection the editor's files.
+/// Lends every session of the connection what the editor offers: its files (both `fs/*`
+/// methods) and its terminals.
 pub struct Lender {
     /// The connection to the editor.
     pub connection: ConnectionTo<Client>,
+    /// Whether the editor reads and writes files for keel.
+    pub files: bool,
+    /// The relays' socket, when the editor offers terminals.
+    pub relays: Option<Arc<crate::terminal::Relays>>,
+    /// Finds the connection's sessions.
+    pub find: crate::terminal::FindSession,
 }
 
 impl EditorProvider for Lender {
     fn editor(&self, session: &SessionId) -> Option<Editor> {
-        Some(Editor(Arc::new(SessionFiles {
-            connection: self.connection.clone(),
-            session: session.to_string(),
-        })))
+        self.files.then(|| {
+            Editor(Arc::new(SessionFiles {
+                connection: self.connection.clone(),
+                session: session.to_string(),
+            }))
+        })
+    }
+
+    fn terminal(&self, session: &SessionId) -> Option<keel_tools::bash::live::Terminal> {
+        let relays = self.relays.clone()?;
+        Some(keel_tools::bash::live::Terminal(Arc::new(
+            crate::terminal::SessionTerminals {
+                relays,
+                connection: self.connection.clone(),
+                session: session.to_string(),
+                find: self.find.clone(),
+            },
+        )))
     }
 }
 

@@ -21,6 +21,7 @@ mod prompt;
 mod replay;
 mod server;
 mod session;
+mod terminal;
 mod tools;
 mod translate;
 
@@ -47,6 +48,8 @@ pub struct ServeOptions {
     pub store: keel_store::OpenOptions,
     /// The folder keel was started in: what `initialize` checks the model against.
     pub launch_cwd: PathBuf,
+    /// Where the socket for terminal relays goes (`$KEEL_HOME/run`); `None`: no terminals.
+    pub run_dir: Option<PathBuf>,
 }
 
 /// Why `keel acp` stopped.

@@ -47,6 +47,7 @@ struct Folder {
 /// The state every handler shares.
 struct Server {
     options: ServeOptions,
+    relays: tokio::sync::OnceCell<Option<Arc<crate::terminal::Relays>>>,
     client: OnceLock<ClientCapabilities>,
     store: tokio::sync::OnceCell<Store>,
     folders: tokio::sync::Mutex<HashMap<PathBuf, Arc<Folder>>>,
@@ -138,9 +139,28 @@ impl Server {
             .map_err(|e| rpc_error(&e))
     }
 
+    /// The socket for terminal relays, made when the client first needs it.
+    async fn relays(&self) -> Option<Arc<crate::terminal::Relays>> {
+        let offered = self.client.get().is_some_and(|c| c.terminal);
+        let dir = self.options.run_dir.clone();
+        self.relays
+            .get_or_init(|| async move {
+                let dir = dir.filter(|_| offered)?;
+                match crate::terminal::Relays::start(&dir) {
+                    Ok(relays) => Some(relays),
+                    Err(error) => {
+                        tracing::warn!(%error, dir = %dir.display(), "no terminal relays: commands are not shown live");
+                        None
+                    }
+                }
+            })
+            .await
+            .clone()
+    }
+
     /// The runtime of `cwd`, started on first use.
     async fn folder(
-        &self,
+        self: &Arc<Self>,
         cwd: &Path,
         connection: &ConnectionTo<Client>,
     ) -> Result<Arc<Folder>, Error> {
@@ -151,9 +171,18 @@ impl Server {
         let mut options = self.options.base.clone();
         options.settings.cwd = cwd.to_path_buf();
         let fs = self.client.get().map(|c| &c.fs);
-        if fs.is_some_and(|fs| fs.read_text_file && fs.write_text_file) {
+        let files = fs.is_some_and(|fs| fs.read_text_file && fs.write_text_file);
+        let relays = self.relays().await;
+        if files || relays.is_some() {
+            let weak = Arc::downgrade(self);
             options.editor = Some(Arc::new(files::Lender {
                 connection: connection.clone(),
+                files,
+                relays,
+                find: Arc::new(move |id: &str| {
+                    weak.upgrade()
+                        .and_then(|server| server.lock_sessions().get(id).cloned())
+                }),
             }));
         }
         let prepared = (self.options.prepare)(options).map_err(|e| rpc_error(&e))?;
@@ -170,7 +199,7 @@ impl Server {
 
     /// Opens `target` in `cwd`'s runtime for this connection; an open session is reused.
     async fn open(
-        &self,
+        self: &Arc<Self>,
         cwd: &Path,
         target: SessionTarget,
         connection: &ConnectionTo<Client>,
@@ -263,6 +292,9 @@ impl Server {
 
     /// Ends every session: running turns are aborted and committed before keel exits.
     async fn shutdown(&self) {
+        if let Some(Some(relays)) = self.relays.get() {
+            relays.stop();
+        }
         let sessions: Vec<Arc<Session>> = self.lock_sessions().drain().map(|(_, s)| s).collect();
         let closing = sessions.iter().map(|session| async move {
             session.cancel().await;
@@ -298,6 +330,7 @@ pub async fn serve(options: ServeOptions) -> Result<(), AcpError> {
     let server = Arc::new(Server {
         options,
         client: OnceLock::new(),
+        relays: tokio::sync::OnceCell::new(),
         store: tokio::sync::OnceCell::new(),
         folders: tokio::sync::Mutex::new(HashMap::new()),
         sessions: Mutex::new(HashMap::new()),

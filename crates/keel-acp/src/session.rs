@@ -10,6 +10,7 @@ use std::sync::{Arc, Mutex, PoisonError, Weak};
 use agent_client_protocol::v1::ConnectionTo;
 use agent_client_protocol::v1::schema::{
     ConfigOptionUpdate, RequestPermissionRequest, SessionNotification, SessionUpdate, StopReason,
+    ToolCallContent,
 };
 use agent_client_protocol::{Client, Error, ErrorCode, RequestCancellationHandle};
 use keel_agent::runner::{MODEL_REFUSAL, STEP_LIMIT_EXCEEDED};
@@ -55,6 +56,8 @@ pub struct Session {
     state: Mutex<State>,
     translator: Mutex<Translator>,
     subscription: Mutex<Option<Subscription>>,
+    /// The editor terminal showing each call that has one, by call id.
+    terminals: Mutex<HashMap<String, String>>,
     /// Questions the editor has not answered, by request id, to withdraw on cancel.
     asking: Mutex<HashMap<String, RequestCancellationHandle>>,
     /// One prompt at a time.
@@ -110,6 +113,7 @@ impl Session {
             }),
             translator: Mutex::new(translator),
             subscription: Mutex::new(None),
+            terminals: Mutex::new(HashMap::new()),
             asking: Mutex::new(HashMap::new()),
             prompting: tokio::sync::Mutex::new(()),
             received: AtomicU64::new(0),
@@ -247,9 +251,31 @@ impl Session {
         }
     }
 
-    /// Sends `update` to the editor.
+    /// Sends `update` to the editor. A call shown in a terminal keeps the terminal as its
+    /// content (the editor shows its output live and after it ended).
     pub fn send(&self, connection: &ConnectionTo<Client>, update: SessionUpdate) {
+        let update = match update {
+            SessionUpdate::ToolCallUpdate(mut call) => {
+                let terminal = lock(&self.terminals)
+                    .get(call.tool_call_id.0.as_ref())
+                    .cloned();
+                if let Some(terminal) = terminal
+                    && call.fields.content.is_some()
+                {
+                    call.fields.content = Some(vec![ToolCallContent::Terminal(
+                        agent_client_protocol::v1::schema::Terminal::new(terminal),
+                    )]);
+                }
+                SessionUpdate::ToolCallUpdate(call)
+            }
+            other => other,
+        };
         let _ = connection.send_notification(SessionNotification::new(self.id.to_string(), update));
+    }
+
+    /// Records that call `call_id` is shown in the editor's terminal `terminal`.
+    pub fn show_terminal(&self, call_id: &str, terminal: String) {
+        lock(&self.terminals).insert(call_id.to_owned(), terminal);
     }
 
     fn observe(&self, body: &SessionEventBody) -> Option<SessionUpdate> {

@@ -89,6 +89,7 @@ pub fn run(args: AcpArgs) -> anyhow::Result<ExitCode> {
             execution: Execution::WriterThread,
         },
         launch_cwd,
+        run_dir: settings.keel_home.as_ref().map(|home| home.join("run")),
     };
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
@@ -100,4 +101,51 @@ pub fn run(args: AcpArgs) -> anyhow::Result<ExitCode> {
     runtime.shutdown_background();
     served?;
     Ok(ExitCode::SUCCESS)
+}
+
+/// `keel acp-relay SOCKET TOKEN`, run by the editor in one of its terminals: prints what keel
+/// sends about one command and exits with the command's exit code. It only copies bytes; the
+/// command itself runs in keel.
+#[derive(Debug, clap::Args)]
+pub struct RelayArgs {
+    /// keel's socket for relays.
+    pub socket: PathBuf,
+    /// The one-time token of the command.
+    pub token: String,
+}
+
+/// Copies one command's output from keel to standard output.
+pub fn relay(args: &RelayArgs) -> anyhow::Result<ExitCode> {
+    use std::io::{Read as _, Write as _};
+    let mut stream = std::os::unix::net::UnixStream::connect(&args.socket)?;
+    stream.write_all(format!("{}\n", args.token).as_bytes())?;
+    let mut out = std::io::stdout().lock();
+    let mut kind = [0u8; 1];
+    loop {
+        if stream.read_exact(&mut kind).is_err() {
+            // keel went away without an exit code.
+            return Ok(ExitCode::from(1));
+        }
+        let mut word = [0u8; 4];
+        stream.read_exact(&mut word)?;
+        match kind[0] {
+            b'o' => {
+                let mut left = u64::from(u32::from_be_bytes(word));
+                let mut chunk = [0u8; 8192];
+                while left > 0 {
+                    let want = usize::try_from(left.min(8192)).unwrap_or(8192);
+                    stream.read_exact(&mut chunk[..want])?;
+                    out.write_all(&chunk[..want])?;
+                    left -= want as u64;
+                }
+                out.flush()?;
+            }
+            b'x' => {
+                let code = i32::from_be_bytes(word);
+                out.flush()?;
+                return Ok(ExitCode::from(u8::try_from(code).unwrap_or(1)));
+            }
+            _ => anyhow::bail!("keel sent a frame the relay does not know"),
+        }
+    }
 }

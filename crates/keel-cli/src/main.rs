@@ -54,6 +54,9 @@ enum Command {
     /// Serve the Agent Client Protocol on stdin and stdout, for editors (Zed, JetBrains,
     /// Neovim, VS Code clients).
     Acp(Box<acp::AcpArgs>),
+    /// Used by `keel acp`: shows one command's output in an editor's terminal.
+    #[command(hide = true)]
+    AcpRelay(acp::RelayArgs),
 }
 
 fn main() -> ExitCode {
@@ -74,6 +77,7 @@ fn main() -> ExitCode {
         Some(Command::Resume(args)) => return finish(tui::run(*args, true)),
         // ACP brings its own multi-threaded runtime: a turn never holds up the connection.
         Some(Command::Acp(args)) => return finish(acp::run(*args)),
+        Some(Command::AcpRelay(args)) => return finish(acp::relay(&args)),
         Some(command) => command,
     };
     let runtime = match tokio::runtime::Builder::new_current_thread()
@@ -93,7 +97,7 @@ fn main() -> ExitCode {
             Command::Trust(args) => trust::run(&args).map(|()| ExitCode::SUCCESS),
             Command::Feedback(args) => feedback::run(args).await.map(|()| ExitCode::SUCCESS),
             Command::Debug(args) => debug::run(args).await.map(|()| ExitCode::SUCCESS),
-            Command::Resume(_) | Command::Acp(_) => Ok(ExitCode::SUCCESS),
+            Command::Resume(_) | Command::Acp(_) | Command::AcpRelay(_) => Ok(ExitCode::SUCCESS),
         }
     });
     // Tools may leave work behind after an abort; do not wait for it.

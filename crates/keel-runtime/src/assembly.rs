@@ -177,15 +177,25 @@ pub struct ToolSetup {
     pub output: keel_tools::OutputLimits,
     /// The editor that holds the session's files, when a front end lends one (ACP).
     pub editor: Option<keel_tools::files::editor::Editor>,
+    /// The terminal that shows the session's commands live, when a front end lends one.
+    pub terminal: Option<keel_tools::bash::live::Terminal>,
 }
 
-/// Lends a session an editor that holds its files: ACP clients that offer `fs/*`.
+/// Lends a session an editor's files and terminals: ACP clients that offer `fs/*` and
+/// `terminal/*`.
 pub trait EditorProvider: Send + Sync {
     /// The editor for `session`, if its client offers one.
     fn editor(
         &self,
         session: &keel_protocol::SessionId,
     ) -> Option<keel_tools::files::editor::Editor>;
+    /// A terminal that shows `session`'s commands live, if its client offers one.
+    fn terminal(
+        &self,
+        _session: &keel_protocol::SessionId,
+    ) -> Option<keel_tools::bash::live::Terminal> {
+        None
+    }
 }
 
 /// The folder of a session's archived outputs, inside its session folder.
@@ -239,6 +249,7 @@ impl ToolSetup {
                 .limits()
                 .unwrap_or_default(),
             editor: None,
+            terminal: None,
         }
     }
 }
@@ -285,6 +296,7 @@ impl SessionServices {
             .map(|dir| dir.join(ARTIFACTS_DIR));
         env.output = setup.output;
         env.editor.clone_from(&setup.editor);
+        env.terminal.clone_from(&setup.terminal);
         let env = Arc::new(env);
         let gate = Arc::new(PermissionGate::new(&env, setup.mode, rules));
         let permission = Arc::new(match approver {

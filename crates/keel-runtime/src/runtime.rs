@@ -382,6 +382,10 @@ impl Runtime {
         );
         setup.session_dir = Some(self.session_dir(session));
         setup.editor = inner.editor.as_ref().and_then(|lend| lend.editor(session));
+        setup.terminal = inner
+            .editor
+            .as_ref()
+            .and_then(|lend| lend.terminal(session));
         if db.is_some() {
             // Beside a database moved out of $KEEL_HOME, the session folders are not hidden
             // by $KEEL_HOME's protection: hide them like the database.

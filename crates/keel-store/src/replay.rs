@@ -162,7 +162,7 @@ mod tests {
     fn canonical_json_sorts_keys_at_every_level() {
         let value = serde_json::json!({"b": [{"z": 1, "a": 2.5}], "a": "x", "q\"": null});
         let mut out = Vec::new();
-        write_canonical(&value, &mut out).unwrap();
+        keel_protocol::canonical::write(&value, &mut out).unwrap();
         assert_eq!(
             String::from_utf8(out).unwrap(),
             r#"{"a":"x","b":[{"a":2.5,"z":1}],"q\"":null}"#

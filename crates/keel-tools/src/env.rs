@@ -99,6 +99,9 @@ pub struct ToolEnv {
     /// An editor that holds the files (ACP clients offering `fs/*`): `read`, `write` and
     /// `edit` go through it after their checks.
     pub editor: Option<crate::files::editor::Editor>,
+    /// A terminal that shows commands live (ACP clients offering `terminal/*`); the command
+    /// still runs here, sandboxed.
+    pub terminal: Option<crate::bash::live::Terminal>,
 }
 
 impl ToolEnv {
@@ -124,6 +127,7 @@ impl ToolEnv {
             protect_control: true,
             secret_env_names: Vec::new(),
             editor: None,
+            terminal: None,
         }
     }
 

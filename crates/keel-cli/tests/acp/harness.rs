@@ -11,10 +11,13 @@ use std::time::{Duration, Instant};
 
 use agent_client_protocol::schema::ProtocolVersion;
 use agent_client_protocol::v1::schema::{
-    ClientCapabilities, ContentBlock, FileSystemCapabilities, InitializeRequest, NewSessionRequest,
-    PromptRequest, PromptResponse, ReadTextFileRequest, ReadTextFileResponse,
-    RequestPermissionOutcome, RequestPermissionRequest, RequestPermissionResponse,
-    SelectedPermissionOutcome, SessionNotification, SessionUpdate, StopReason, TextContent,
+    ClientCapabilities, ContentBlock, CreateTerminalRequest, CreateTerminalResponse,
+    FileSystemCapabilities, InitializeRequest, KillTerminalRequest, KillTerminalResponse,
+    NewSessionRequest, PromptRequest, PromptResponse, ReadTextFileRequest, ReadTextFileResponse,
+    ReleaseTerminalRequest, ReleaseTerminalResponse, RequestPermissionOutcome,
+    RequestPermissionRequest, RequestPermissionResponse, SelectedPermissionOutcome,
+    SessionNotification, SessionUpdate, StopReason, TerminalExitStatus, TerminalOutputRequest,
+    TerminalOutputResponse, TextContent, WaitForTerminalExitRequest, WaitForTerminalExitResponse,
     WriteTextFileRequest, WriteTextFileResponse,
 };
 use agent_client_protocol::v1::{ConnectionTo, Responder};
@@ -48,6 +51,70 @@ pub struct EditorState {
     pub buffers: Mutex<HashMap<PathBuf, String>>,
     /// Every `fs/*` call, as `read PATH` or `write PATH`.
     pub fs_calls: Mutex<Vec<String>>,
+    /// Terminals made, by id.
+    pub terminals: Mutex<HashMap<String, Term>>,
+    /// Every `terminal/create`, as the command and its arguments.
+    pub created: Mutex<Vec<Vec<String>>>,
+    /// Kill every terminal this long after it was made (a user pressing stop).
+    pub kill_after: Mutex<Option<Duration>>,
+}
+
+/// A terminal the editor runs.
+#[derive(Clone)]
+pub struct Term {
+    /// What it printed.
+    pub output: Arc<Mutex<Vec<u8>>>,
+    /// Its exit code once it ended (`Some(None)`: killed).
+    pub exit: tokio::sync::watch::Receiver<Option<Option<i32>>>,
+    kill: Arc<tokio::sync::Notify>,
+}
+
+impl Term {
+    fn start(command: &str, args: &[String], cwd: Option<&Path>) -> Self {
+        let mut cmd = tokio::process::Command::new(command);
+        cmd.args(args)
+            .stdout(Stdio::piped())
+            .stdin(Stdio::null())
+            .kill_on_drop(true);
+        if let Some(cwd) = cwd {
+            cmd.current_dir(cwd);
+        }
+        let mut child = cmd.spawn().unwrap();
+        let output = Arc::new(Mutex::new(Vec::new()));
+        let (done, exit) = tokio::sync::watch::channel(None);
+        let kill = Arc::new(tokio::sync::Notify::new());
+        let mut stdout = child.stdout.take().unwrap();
+        let (out, stop) = (output.clone(), kill.clone());
+        tokio::spawn(async move {
+            use tokio::io::AsyncReadExt as _;
+            let mut buf = [0u8; 4096];
+            let copy = async {
+                loop {
+                    match stdout.read(&mut buf).await {
+                        Ok(0) | Err(_) => break,
+                        Ok(n) => out.lock().unwrap().extend_from_slice(&buf[..n]),
+                    }
+                }
+            };
+            tokio::select! {
+                () = copy => {}
+                () = stop.notified() => { let _ = child.start_kill(); }
+            }
+            let status = child.wait().await.ok().and_then(|s| s.code());
+            let _ = done.send(Some(status));
+        });
+        Self { output, exit, kill }
+    }
+
+    /// Kills it, as the stop button does.
+    pub fn kill(&self) {
+        self.kill.notify_one();
+    }
+
+    /// What it printed so far, as text.
+    pub fn text(&self) -> String {
+        String::from_utf8_lossy(&self.output.lock().unwrap()).into_owned()
+    }
 }
 
 impl EditorState {
@@ -203,7 +270,14 @@ pub async fn connect<R: Send + 'static>(
     let stdin = child.stdin.take().unwrap();
     let stdout = child.stdout.take().unwrap();
     let transport = ByteStreams::new(stdin.compat_write(), stdout.compat());
-    let (s1, s2, s3, s4) = (state.clone(), state.clone(), state.clone(), state);
+    let (s1, s2, s3, s4) = (state.clone(), state.clone(), state.clone(), state.clone());
+    let (t1, t2, t3, t4, t5) = (
+        state.clone(),
+        state.clone(),
+        state.clone(),
+        state.clone(),
+        state,
+    );
     Client
         .v1()
         .name("test-editor")
@@ -285,6 +359,108 @@ pub async fn connect<R: Send + 'static>(
             },
             agent_client_protocol::on_receive_request!(),
         )
+        .on_receive_request(
+            async move |request: CreateTerminalRequest, responder, _cx| {
+                let mut line = vec![request.command.clone()];
+                line.extend(request.args.iter().cloned());
+                t1.created.lock().unwrap().push(line);
+                let term = Term::start(&request.command, &request.args, request.cwd.as_deref());
+                let id = format!("term-{}", t1.terminals.lock().unwrap().len() + 1);
+                t1.terminals
+                    .lock()
+                    .unwrap()
+                    .insert(id.clone(), term.clone());
+                if let Some(after) = *t1.kill_after.lock().unwrap() {
+                    tokio::spawn(async move {
+                        tokio::time::sleep(after).await;
+                        term.kill();
+                    });
+                }
+                responder.respond(CreateTerminalResponse::new(id))?;
+                Ok(())
+            },
+            agent_client_protocol::on_receive_request!(),
+        )
+        .on_receive_request(
+            async move |request: TerminalOutputRequest, responder, _cx| {
+                let term = t2
+                    .terminals
+                    .lock()
+                    .unwrap()
+                    .get(request.terminal_id.0.as_ref())
+                    .cloned();
+                match term {
+                    Some(term) => {
+                        responder.respond(TerminalOutputResponse::new(term.text(), false))?
+                    }
+                    None => responder.respond_with_error(Error::invalid_params())?,
+                }
+                Ok(())
+            },
+            agent_client_protocol::on_receive_request!(),
+        )
+        .on_receive_request(
+            async move |request: WaitForTerminalExitRequest, responder, _cx| {
+                let term = t3
+                    .terminals
+                    .lock()
+                    .unwrap()
+                    .get(request.terminal_id.0.as_ref())
+                    .cloned();
+                let Some(term) = term else {
+                    responder.respond_with_error(Error::invalid_params())?;
+                    return Ok(());
+                };
+                // Off the dispatch loop: the command may run a while.
+                tokio::spawn(async move {
+                    let mut exit = term.exit.clone();
+                    let code = exit
+                        .wait_for(Option::is_some)
+                        .await
+                        .ok()
+                        .and_then(|c| *c)
+                        .flatten();
+                    let status = TerminalExitStatus::new();
+                    let status = match code {
+                        Some(code) => status.exit_code(u32::try_from(code).unwrap_or(1)),
+                        None => status.signal("SIGKILL".to_owned()),
+                    };
+                    let _ = responder.respond(WaitForTerminalExitResponse::new(status));
+                });
+                Ok(())
+            },
+            agent_client_protocol::on_receive_request!(),
+        )
+        .on_receive_request(
+            async move |request: KillTerminalRequest, responder, _cx| {
+                if let Some(term) = t4
+                    .terminals
+                    .lock()
+                    .unwrap()
+                    .get(request.terminal_id.0.as_ref())
+                {
+                    term.kill();
+                }
+                responder.respond(KillTerminalResponse::new())?;
+                Ok(())
+            },
+            agent_client_protocol::on_receive_request!(),
+        )
+        .on_receive_request(
+            async move |request: ReleaseTerminalRequest, responder, _cx| {
+                if let Some(term) = t5
+                    .terminals
+                    .lock()
+                    .unwrap()
+                    .get(request.terminal_id.0.as_ref())
+                {
+                    term.kill();
+                }
+                responder.respond(ReleaseTerminalResponse::new())?;
+                Ok(())
+            },
+            agent_client_protocol::on_receive_request!(),
+        )
         .connect_with(transport, body)
         .await
         .unwrap()
@@ -348,4 +524,9 @@ pub fn request_text(server: &MockServer, index: usize) -> String {
         .get(index)
         .map(|r| r.body.to_string())
         .unwrap_or_default()
+}
+
+/// An editor that offers terminals (and no files).
+pub fn with_terminals() -> ClientCapabilities {
+    capabilities(false).terminal(true)
 }

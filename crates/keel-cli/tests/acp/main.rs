@@ -5,6 +5,7 @@
 mod attack;
 mod harness;
 mod raw;
+mod terminals;
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};

@@ -11,6 +11,7 @@
 mod capture;
 mod control;
 pub mod envclean;
+pub mod live;
 mod restore;
 pub mod sandbox;
 
@@ -601,6 +602,14 @@ impl AgentTool for Bash {
             .unwrap_or(0);
         let _guard = GroupGuard(pgid);
         let mut pipe = receiver(reader)?;
+        let live = self.env.terminal.as_ref().and_then(|terminal| {
+            terminal
+                .0
+                .open(context.tool_call_id.as_str(), &args.command, &self.env.cwd)
+        });
+        let stopped = live
+            .as_ref()
+            .map_or_else(tokio_util::sync::CancellationToken::new, |l| l.killed());
         let mut collected = Collected::new(self.env.artifact_dir().to_path_buf(), self.env.output);
         let mut buf = vec![0u8; 32 * 1024];
         let deadline = tokio::time::sleep(timeout);
@@ -614,7 +623,12 @@ impl AgentTool for Bash {
             tokio::select! {
                 read = pipe.read(&mut buf), if !eof => match read {
                     Ok(0) | Err(_) => eof = true,
-                    Ok(n) => collected.push(&buf[..n]),
+                    Ok(n) => {
+                        collected.push(&buf[..n]);
+                        if let Some(live) = &live {
+                            live.output(&buf[..n]);
+                        }
+                    }
                 },
                 status = child.wait(), if exit.is_none() => {
                     exit = Some(status.ok().and_then(|s| s.code()));
@@ -626,9 +640,17 @@ impl AgentTool for Bash {
                     None => break Ended::TimedOut,
                 },
                 () = context.cancel.cancelled() => break Ended::Aborted,
+                // The user stopped it from the editor's terminal.
+                () = stopped.cancelled() => break Ended::Aborted,
             }
         };
         kill_group(pgid);
+        if let Some(live) = &live {
+            live.exit(match ended {
+                Ended::Exited(code) => code,
+                Ended::TimedOut | Ended::Aborted => None,
+            });
+        }
         let elapsed = started.elapsed();
         if matches!(ended, Ended::Exited(Some(127)))
             && let Some(failure) = sandbox::diagnostic(diag.take())

@@ -231,7 +231,7 @@ fn text_page(
             MAX_LINE_BYTES
         };
         let n = read_line_capped(&mut reader, &mut raw, cap)
-            .map_err(|e| ToolError::new(io_message("read", &path, &e)))?;
+            .map_err(|e| ToolError::new(io_message("read", path, &e)))?;
         if n == 0 {
             break;
         }

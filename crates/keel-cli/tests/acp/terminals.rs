@@ -1,0 +1,93 @@
+//! Commands shown in the editor's terminals: the editor runs keel's relay, never the
+//! command, and the command still runs in keel's sandbox.
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use agent_client_protocol::v1::schema::StopReason;
+use serde_json::json;
+
+use crate::harness::{
+    EditorState, World, connect, initialize, mock, new_session, prompt, request_text,
+    with_terminals,
+};
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn commands_show_in_the_editors_terminal_and_stay_sandboxed() {
+    let world = World::new();
+    let work = world.work();
+    let outside = tempfile::tempdir().unwrap();
+    let escape = outside.path().join("escaped.txt");
+    let server = mock(json!([
+        {"shell": "echo out-line; echo err-line >&2; exit 3"},
+        {"shell": format!("echo x > {}", escape.display())},
+        {"text": "done"}
+    ]))
+    .await;
+    let state = Arc::new(EditorState::default());
+    let st = state.clone();
+    let mut keel = world.spawn(&server, &["--permission", "full"]);
+    connect(&mut keel, state, async |cx| {
+        initialize(&cx, with_terminals()).await?;
+        let session = new_session(&cx, &work).await?;
+        assert_eq!(prompt(&cx, &session, "run it").await?, StopReason::EndTurn);
+        Ok(())
+    })
+    .await;
+    let created = st.created.lock().unwrap().clone();
+    assert_eq!(created.len(), 2, "{created:?}");
+    // The editor ran the relay, not the command.
+    assert_eq!(created[0][0], env!("CARGO_BIN_EXE_keel"));
+    assert_eq!(created[0][1], "acp-relay");
+    assert!(!created[0].iter().any(|a| a.contains("echo")));
+    let terminals = st.terminals.lock().unwrap().clone();
+    let first = &terminals["term-1"];
+    assert_eq!(first.text(), "out-line\nerr-line\n");
+    assert_eq!(*first.exit.borrow(), Some(Some(3)));
+    // The model still got the output; the sandbox still kept the write in the workspace.
+    assert!(request_text(&server, 1).contains("out-line"));
+    assert!(!escape.exists());
+    let shown = st
+        .json()
+        .iter()
+        .filter(|u| u["sessionUpdate"] == "tool_call_update")
+        .filter_map(|u| u["content"].as_array().cloned())
+        .flatten()
+        .any(|c| c["type"] == "terminal" && c["terminalId"] == "term-1");
+    assert!(shown, "{:?}", st.json());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn killing_the_terminal_stops_the_command() {
+    let world = World::new();
+    let work = world.work();
+    let server = mock(json!([
+        {"shell": "sleep 30; touch late.txt"},
+        {"text": "stopped"}
+    ]))
+    .await;
+    let state = Arc::new(EditorState::default());
+    *state.kill_after.lock().unwrap() = Some(Duration::from_millis(300));
+    let mut keel = world.spawn(&server, &["--permission", "full"]);
+    let started = Instant::now();
+    connect(&mut keel, state, async |cx| {
+        initialize(&cx, with_terminals()).await?;
+        let session = new_session(&cx, &work).await?;
+        assert_eq!(prompt(&cx, &session, "wait").await?, StopReason::EndTurn);
+        Ok(())
+    })
+    .await;
+    assert!(
+        started.elapsed() < Duration::from_secs(15),
+        "{:?}",
+        started.elapsed()
+    );
+    assert!(
+        request_text(&server, 1).contains("aborted")
+            || request_text(&server, 1).contains("stopped"),
+        "{}",
+        request_text(&server, 1)
+    );
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    assert!(!work.join("late.txt").exists());
+}
