@@ -133,7 +133,7 @@ impl Server {
 
     async fn store(&self) -> Result<Store, Error> {
         self.store
-            .get_or_try_init(|| keel_runtime::storage::open(self.options.store.clone()))
+            .get_or_try_init(|| keel_runtime::storage::open(self.options.store))
             .await
             .cloned()
             .map_err(|e| rpc_error(&e))
@@ -270,24 +270,28 @@ impl Server {
         );
     }
 
-    /// The key the launch folder's model needs and lacks, as an auth method.
+    /// The key the launch folder's model needs and lacks, as an auth method. Only the
+    /// registry is read (no HTTP client is made), so `initialize` stays quick.
     fn missing_key(&self) -> Option<AuthMethod> {
-        let mut options = self.options.base.clone();
-        options.settings.cwd = self.options.launch_cwd.clone();
-        let settings = keel_runtime::settings::Settings::load(&options.settings).ok()?;
-        let mut warnings = Vec::new();
-        match keel_runtime::assembly::resolve_model(&settings, &options.model, None, &mut warnings)
-        {
-            Err(keel_runtime::RuntimeError::MissingKey { provider, variable }) => Some(
-                AuthMethod::Agent(
-                    AuthMethodAgent::new(format!("env:{variable}"), format!("Set {variable}"))
-                        .description(format!(
-                            "keel's model provider `{provider}` reads its API key from {variable}: set it in the environment the editor starts keel with, then restart the agent"
-                        )),
+        let keel_runtime::ModelChoice::Configured { model, .. } = &self.options.base.model else {
+            return None;
+        };
+        let mut input = self.options.base.settings.clone();
+        input.cwd = self.options.launch_cwd.clone();
+        let settings = keel_runtime::settings::Settings::load(&input).ok()?;
+        let resolved = settings.loaded.resolve_model(model.as_deref()).ok()?;
+        let variable = resolved.api_key_env?;
+        if std::env::var(&variable).is_ok_and(|key| !key.trim().is_empty()) {
+            return None;
+        }
+        let provider = resolved.entry.provider;
+        Some(AuthMethod::Agent(
+            AuthMethodAgent::new(format!("env:{variable}"), format!("Set {variable}")).description(
+                format!(
+                    "keel's model provider `{provider}` reads its API key from {variable}: set it in the environment the editor starts keel with, then restart the agent"
                 ),
             ),
-            _ => None,
-        }
+        ))
     }
 
     /// Ends every session: running turns are aborted and committed before keel exits.
@@ -298,7 +302,12 @@ impl Server {
         let sessions: Vec<Arc<Session>> = self.lock_sessions().drain().map(|(_, s)| s).collect();
         let closing = sessions.iter().map(|session| async move {
             session.cancel().await;
-            let _ = session.runtime.close_session(&session.id).await;
+            let _ = session
+                .runtime
+                .call(Op::CloseSession {
+                    session_id: session.id.clone(),
+                })
+                .await;
         });
         let _ = tokio::time::timeout(SHUTDOWN_WAIT, futures::future::join_all(closing)).await;
         let folders: Vec<Arc<Folder>> = self.folders.lock().await.values().cloned().collect();
@@ -424,16 +433,11 @@ fn connection(
         handle!(builder, server, |request: NewSessionRequest,
                                   responder,
                                   cx| {
-            if !request.mcp_servers.is_empty() {
-                tracing::info!(
-                    count = request.mcp_servers.len(),
-                    "MCP servers from the editor are not used yet"
-                );
-            }
             answer(responder, async move {
                 let (session, _) = server
                     .open(&request.cwd, SessionTarget::New { title: None }, &cx)
                     .await?;
+                session.keep_mcp_servers(request.mcp_servers);
                 let response = NewSessionResponse::new(session.id.to_string())
                     .modes(modes::state(&session.mode()))
                     .config_options(session.config_options());
@@ -454,6 +458,7 @@ fn connection(
                 let (session, record) = server
                     .open(&request.cwd, SessionTarget::Id { id }, &cx)
                     .await?;
+                session.keep_mcp_servers(request.mcp_servers);
                 let entries = server.history(&session).await?;
                 for update in replay::updates(&entries, &session.cwd) {
                     session.send(&cx, update);
@@ -474,6 +479,7 @@ fn connection(
                 let (session, record) = server
                     .open(&request.cwd, SessionTarget::Id { id }, &cx)
                     .await?;
+                session.keep_mcp_servers(request.mcp_servers);
                 let entries = server.history(&session).await?;
                 Server::know(&session, &record, &entries);
                 Server::commands_update(&session, &cx);
@@ -569,7 +575,9 @@ fn connection(
                 session.cancel().await;
                 session
                     .runtime
-                    .close_session(&session.id)
+                    .call(Op::CloseSession {
+                        session_id: session.id.clone(),
+                    })
                     .await
                     .map_err(|e| rpc_error(&e))?;
                 Ok(CloseSessionResponse::new())
@@ -585,7 +593,12 @@ fn connection(
                 let runtime = match open {
                     Some(session) => {
                         session.cancel().await;
-                        let _ = session.runtime.close_session(&session.id).await;
+                        let _ = session
+                            .runtime
+                            .call(Op::CloseSession {
+                                session_id: session.id.clone(),
+                            })
+                            .await;
                         session.runtime.clone()
                     }
                     None => {

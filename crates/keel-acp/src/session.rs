@@ -9,8 +9,8 @@ use std::sync::{Arc, Mutex, PoisonError, Weak};
 
 use agent_client_protocol::v1::ConnectionTo;
 use agent_client_protocol::v1::schema::{
-    ConfigOptionUpdate, RequestPermissionRequest, SessionNotification, SessionUpdate, StopReason,
-    ToolCallContent,
+    ConfigOptionUpdate, McpServer, RequestPermissionRequest, SessionNotification, SessionUpdate,
+    StopReason, ToolCallContent,
 };
 use agent_client_protocol::{Client, Error, ErrorCode, RequestCancellationHandle};
 use keel_agent::runner::{MODEL_REFUSAL, STEP_LIMIT_EXCEEDED};
@@ -56,6 +56,9 @@ pub struct Session {
     state: Mutex<State>,
     translator: Mutex<Translator>,
     subscription: Mutex<Option<Subscription>>,
+    /// The MCP servers the editor named for the session (kept in memory only: their
+    /// environment may hold keys), for when keel runs MCP servers.
+    mcp_servers: Mutex<Vec<McpServer>>,
     /// The editor terminal showing each call that has one, by call id.
     terminals: Mutex<HashMap<String, String>>,
     /// Questions the editor has not answered, by request id, to withdraw on cancel.
@@ -113,6 +116,7 @@ impl Session {
             }),
             translator: Mutex::new(translator),
             subscription: Mutex::new(None),
+            mcp_servers: Mutex::new(Vec::new()),
             terminals: Mutex::new(HashMap::new()),
             asking: Mutex::new(HashMap::new()),
             prompting: tokio::sync::Mutex::new(()),
@@ -147,6 +151,18 @@ impl Session {
         translator.know(title, &mode);
         translator.add_cost(cost);
         lock(&self.state).totals.usage += usage;
+    }
+
+    /// Keeps the MCP servers the editor named for the session.
+    pub fn keep_mcp_servers(&self, servers: Vec<McpServer>) {
+        if !servers.is_empty() {
+            tracing::info!(
+                session = %self.id,
+                count = servers.len(),
+                "MCP servers from the editor are kept for the session; keel does not run MCP servers yet"
+            );
+        }
+        *lock(&self.mcp_servers) = servers;
     }
 
     /// The current mode.

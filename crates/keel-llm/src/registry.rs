@@ -361,11 +361,15 @@ mod tests {
         for (name, provider) in registry.providers() {
             let mut fields = serde_json::to_value(provider).unwrap();
             fields.as_object_mut().unwrap().remove("models");
-            lines.push(format!("{name} {fields}"));
+            // Canonical: the recorded lines sort keys, whatever order the build's maps keep.
+            lines.push(format!(
+                "{name} {}",
+                keel_protocol::canonical::string(&fields)
+            ));
             for (id, info) in &provider.models {
                 lines.push(format!(
                     "{name}/{id} {}",
-                    serde_json::to_value(info).unwrap()
+                    keel_protocol::canonical::string(&serde_json::to_value(info).unwrap())
                 ));
             }
         }

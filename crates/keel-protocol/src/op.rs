@@ -104,6 +104,12 @@ pub enum Op {
         /// The session.
         session_id: SessionId,
     },
+    /// Closes a session in this runtime (its running turn is aborted and committed first);
+    /// its history stays, and opening it again resumes it.
+    CloseSession {
+        /// The session.
+        session_id: SessionId,
+    },
 
     // Ingress.
     /// Starts a turn with this input; refused while a turn runs (steer or queue instead).
@@ -204,7 +210,8 @@ impl Op {
             | Self::UpdateSession { .. }
             | Self::ForkSession { .. }
             | Self::RewindSession { .. }
-            | Self::DeleteSession { .. } => OpGroup::Lifecycle,
+            | Self::DeleteSession { .. }
+            | Self::CloseSession { .. } => OpGroup::Lifecycle,
             Self::Submit { .. }
             | Self::Enqueue { .. }
             | Self::EditQueued { .. }

@@ -102,6 +102,10 @@ impl ConversationContract for Runtime {
                 self.delete_session(&session_id).await?;
                 Reply::Done(true)
             }
+            Op::CloseSession { session_id } => {
+                self.close_session(&session_id).await?;
+                Reply::Done(true)
+            }
             Op::Submit {
                 session_id,
                 text,

@@ -49,7 +49,7 @@ async fn credentials_never_reach_the_editor_or_the_model() {
             .options
             .iter()
             .map(|o| {
-                serde_json::to_value(&o.kind)
+                serde_json::to_value(o.kind)
                     .unwrap()
                     .as_str()
                     .unwrap()
@@ -160,4 +160,32 @@ async fn model_text_cannot_forge_protocol_messages() {
     })
     .await;
     assert_eq!(st.message_text(), forged);
+}
+
+/// A command cannot reach the socket the editor's terminal relays call back on: it lies in
+/// keel's home, which the sandbox hides.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn commands_cannot_reach_the_relay_socket() {
+    let world = World::new();
+    let work = world.work();
+    let run = world.home.path().join("run");
+    let probe = format!(
+        "ls -la {run}; for s in {run}/*.sock; do python3 -c \"import socket,sys; c=socket.socket(socket.AF_UNIX); c.connect(sys.argv[1]); c.sendall(b'guess\\n'); print('CONN'+'ECTED')\" \"$s\"; done; echo planted > {run}/planted",
+        run = run.display()
+    );
+    let server = mock(json!([{"shell": probe}, {"text": "done"}])).await;
+    let state = Arc::new(EditorState::default());
+    let mut keel = world.spawn(&server, &["--permission", "full"]);
+    connect(&mut keel, state, async |cx| {
+        initialize(&cx, crate::harness::with_terminals()).await?;
+        let session = new_session(&cx, &work).await?;
+        assert_eq!(prompt(&cx, &session, "probe").await?, StopReason::EndTurn);
+        Ok(())
+    })
+    .await;
+    let output = request_text(&server, 1);
+    assert!(!output.contains("CONNECTED"), "{output}");
+    // The listing shows nothing of keel's home (the command's text names no socket).
+    assert!(!output.contains("acp-"), "{output}");
+    assert!(!run.join("planted").exists());
 }

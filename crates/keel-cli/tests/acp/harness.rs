@@ -312,7 +312,7 @@ pub async fn connect<R: Send + 'static>(
                             .options
                             .iter()
                             .find(|o| {
-                                serde_json::to_value(&o.kind).unwrap() == serde_json::json!(kind)
+                                serde_json::to_value(o.kind).unwrap() == serde_json::json!(kind)
                             })
                             .unwrap_or_else(|| panic!("no {kind} option in {request:?}"));
                         responder.respond(RequestPermissionResponse::new(

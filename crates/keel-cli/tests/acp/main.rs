@@ -90,7 +90,7 @@ async fn a_conversation_streams_asks_cancels_and_loads_again() {
             .options
             .iter()
             .map(|o| {
-                serde_json::to_value(&o.kind)
+                serde_json::to_value(o.kind)
                     .unwrap()
                     .as_str()
                     .unwrap()
@@ -403,6 +403,22 @@ async fn modes_models_and_commands() {
         assert_eq!(prompt(&cx, &session, "/help").await?, StopReason::EndTurn);
         assert!(st.message_text().contains("/compact"));
         Ok(session)
+    })
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_answer_cut_by_the_output_limit_stops_with_max_tokens() {
+    let server = mock(json!([{"text": "the answer was cut", "max_tokens": true}])).await;
+    let world = World::new();
+    let work = world.work();
+    let state = Arc::new(EditorState::default());
+    let mut keel = world.spawn(&server, &[]);
+    connect(&mut keel, state, async |cx| {
+        initialize(&cx, capabilities(false)).await?;
+        let session = new_session(&cx, &work).await?;
+        assert_eq!(prompt(&cx, &session, "go on").await?, StopReason::MaxTokens);
+        Ok(())
     })
     .await;
 }

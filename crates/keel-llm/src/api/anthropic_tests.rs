@@ -495,7 +495,7 @@ fn max_tokens_stops_with_length_and_refusal_is_an_error() {
     refusal.push(StreamEvent::Error {
         stop_reason: StopReason::Error,
         error: ErrorInfo::new(
-            ErrorCode::Other,
+            ErrorCode::Refusal,
             "the model refused to continue this response (stop reason `refusal`)",
         ),
         usage,

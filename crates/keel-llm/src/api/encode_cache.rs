@@ -186,7 +186,7 @@ mod tests {
         let mut calls = 0;
         let mut encode = || {
             calls += 1;
-            vec![json!({"role": "user", "content": "hello \"world\""})]
+            vec![json!({"content": "hello \"world\"", "role": "user"})]
         };
         let first = cache.items(&message, &mut encode);
         let second = cache.items(&message, &mut encode);

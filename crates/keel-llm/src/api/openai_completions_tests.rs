@@ -415,7 +415,7 @@ fn content_filter_is_an_error() {
             StreamEvent::Error {
                 stop_reason: StopReason::Error,
                 error: ErrorInfo::new(
-                    ErrorCode::Other,
+                    ErrorCode::Refusal,
                     "the provider's content filter stopped the response"
                 ),
                 usage: Usage::default(),
