@@ -36,6 +36,15 @@ const LIST_PAGE: usize = 50;
 /// How long shutting down waits for running turns to stop and commit.
 const SHUTDOWN_WAIT: std::time::Duration = std::time::Duration::from_secs(5);
 
+/// Whether reopening a session shows its history again.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Replay {
+    /// `session/load`: the editor gets the conversation as updates.
+    Shown,
+    /// `session/resume`: the editor has it already.
+    Skipped,
+}
+
 /// One working folder's runtime and what its settings say.
 struct Folder {
     runtime: Runtime,
@@ -84,19 +93,6 @@ fn iso_time(ms: i64) -> String {
         (rem % 3600) / 60,
         rem % 60
     )
-}
-
-/// Every model the registry knows, as provider/model.
-fn model_names(loaded: &keel_runtime::settings::Loaded) -> Vec<String> {
-    let Ok(registry) = loaded.registry() else {
-        return Vec::new();
-    };
-    let mut names: Vec<String> = registry
-        .providers()
-        .flat_map(|(provider, p)| p.models.keys().map(move |m| format!("{provider}/{m}")))
-        .collect();
-    names.sort();
-    names
 }
 
 fn check_cwd(cwd: &Path) -> Result<(), Error> {
@@ -189,7 +185,7 @@ impl Server {
         let folder = Folder {
             mode: prepared.mode().to_string(),
             sandbox: prepared.sandbox().name().to_owned(),
-            models: model_names(&prepared.settings().loaded),
+            models: prepared.settings().loaded.model_names(),
             runtime: prepared.start(self.store().await?),
         };
         let folder = Arc::new(folder);
@@ -232,6 +228,30 @@ impl Server {
         session.subscribe(connection.clone()).await?;
         let session = self.lock_sessions().entry(key).or_insert(session).clone();
         Ok((session, record))
+    }
+
+    /// Opens a stored session for `session/load` (its history replayed first) or
+    /// `session/resume`.
+    async fn reopen(
+        self: &Arc<Self>,
+        cwd: &Path,
+        id: &str,
+        mcp_servers: Vec<agent_client_protocol::v1::schema::McpServer>,
+        replay: Replay,
+        connection: &ConnectionTo<Client>,
+    ) -> Result<Arc<Session>, Error> {
+        let target = SessionTarget::Id { id: id.to_owned() };
+        let (session, record) = self.open(cwd, target, connection).await?;
+        session.keep_mcp_servers(mcp_servers);
+        let entries = self.history(&session).await?;
+        if replay == Replay::Shown {
+            for update in replay::updates(&entries, &session.cwd) {
+                session.send(connection, update);
+            }
+        }
+        Self::know(&session, &record, &entries);
+        Self::commands_update(&session, connection);
+        Ok(session)
     }
 
     /// Stored history, for replay and totals.
@@ -454,17 +474,15 @@ fn connection(
                                   responder,
                                   cx| {
             answer(responder, async move {
-                let id = request.session_id.0.to_string();
-                let (session, record) = server
-                    .open(&request.cwd, SessionTarget::Id { id }, &cx)
+                let session = server
+                    .reopen(
+                        &request.cwd,
+                        &request.session_id.0,
+                        request.mcp_servers,
+                        Replay::Shown,
+                        &cx,
+                    )
                     .await?;
-                session.keep_mcp_servers(request.mcp_servers);
-                let entries = server.history(&session).await?;
-                for update in replay::updates(&entries, &session.cwd) {
-                    session.send(&cx, update);
-                }
-                Server::know(&session, &record, &entries);
-                Server::commands_update(&session, &cx);
                 Ok(LoadSessionResponse::new()
                     .modes(modes::state(&session.mode()))
                     .config_options(session.config_options()))
@@ -475,14 +493,15 @@ fn connection(
                                   responder,
                                   cx| {
             answer(responder, async move {
-                let id = request.session_id.0.to_string();
-                let (session, record) = server
-                    .open(&request.cwd, SessionTarget::Id { id }, &cx)
+                let session = server
+                    .reopen(
+                        &request.cwd,
+                        &request.session_id.0,
+                        request.mcp_servers,
+                        Replay::Skipped,
+                        &cx,
+                    )
                     .await?;
-                session.keep_mcp_servers(request.mcp_servers);
-                let entries = server.history(&session).await?;
-                Server::know(&session, &record, &entries);
-                Server::commands_update(&session, &cx);
                 Ok(ResumeSessionResponse::new()
                     .modes(modes::state(&session.mode()))
                     .config_options(session.config_options()))

@@ -29,6 +29,8 @@ pub struct Translator {
     sent: HashMap<Arc<str>, usize>,
     /// Tool calls the editor already has a `tool_call` for.
     announced: HashSet<String>,
+    /// Open permission questions: the call each is about, by request id.
+    asked: HashMap<String, String>,
     /// What the session cost so far, in US dollars.
     cost: f64,
     title: Option<String>,
@@ -56,6 +58,7 @@ impl Translator {
             notices,
             sent: HashMap::new(),
             announced: HashSet::new(),
+            asked: HashMap::new(),
             cost: 0.0,
             title: None,
             mode: None,
@@ -94,10 +97,20 @@ impl Translator {
             SessionEventBody::TurnStarted { .. } => {
                 self.sent.clear();
                 self.announced.clear();
+                self.asked.clear();
             }
             SessionEventBody::Item { event, .. } => self.item(event, &mut out),
             SessionEventBody::PermissionRequested { request, .. } => {
                 if let Some(update) = self.pending_call(request) {
+                    out.push(update);
+                }
+            }
+            SessionEventBody::PermissionResolved {
+                request_id,
+                allowed,
+                ..
+            } => {
+                if let Some(update) = self.approved(request_id, *allowed) {
                     out.push(update);
                 }
             }
@@ -159,18 +172,35 @@ impl Translator {
         out
     }
 
-    /// A `tool_call` in `pending` for a call that waits for permission, before the editor
-    /// is asked (the question names it).
+    /// The call a permission question is about goes to `pending` (ACP's "awaiting
+    /// approval"): a new `tool_call`, or an update when the editor has it already (the
+    /// question and the call's start reach the runtime by different paths, in either order).
     fn pending_call(&mut self, request: &PermissionRequest) -> Option<SessionUpdate> {
         let id = request.tool_call_id.to_string();
-        if !self.announced.insert(id.clone()) {
-            return None;
+        self.asked.insert(request.id.clone(), id.clone());
+        if self.announced.insert(id.clone()) {
+            return Some(SessionUpdate::ToolCall(
+                ToolCall::new(id, request.summary.clone())
+                    .kind(tools::kind(&request.tool))
+                    .status(AcpStatus::Pending),
+            ));
         }
-        Some(SessionUpdate::ToolCall(
-            ToolCall::new(id, request.summary.clone())
-                .kind(tools::kind(&request.tool))
-                .status(AcpStatus::Pending),
-        ))
+        Some(SessionUpdate::ToolCallUpdate(ToolCallUpdate::new(
+            id,
+            ToolCallUpdateFields::new().status(AcpStatus::Pending),
+        )))
+    }
+
+    /// An approved call runs: back to `in_progress` (a declined one ends `failed` with its
+    /// result).
+    fn approved(&mut self, request_id: &str, allowed: bool) -> Option<SessionUpdate> {
+        let id = self.asked.remove(request_id)?;
+        allowed.then(|| {
+            SessionUpdate::ToolCallUpdate(ToolCallUpdate::new(
+                id,
+                ToolCallUpdateFields::new().status(AcpStatus::InProgress),
+            ))
+        })
     }
 
     fn text(&mut self, item: &Item, kind: ItemKind, full: &str, out: &mut Vec<SessionUpdate>) {
@@ -411,6 +441,51 @@ mod tests {
         assert_eq!(value["status"], json!("completed"));
         assert_eq!(value["title"], json!("Run `rm -rf build`"));
         assert_eq!(value["rawOutput"], json!({"output": "gone"}));
+    }
+
+    #[test]
+    fn a_running_call_asked_about_goes_pending_then_back() {
+        let mut t = Translator::new("/w".into(), true);
+        let started = t.apply(&item_event(ItemEvent::Started {
+            item: Item {
+                id: Arc::from("item_0"),
+                body: ItemBody::ToolCall {
+                    call_id: ToolCallId::from("c-9"),
+                    tool_name: "bash".into(),
+                    arguments: json!({"command": "make"}),
+                    result: None,
+                    status: ToolCallStatus::InProgress,
+                    details: None,
+                },
+            },
+        }));
+        assert_eq!(kinds(&started), vec!["tool_call"]);
+        let asked = t.apply(&SessionEventBody::PermissionRequested {
+            turn_id: turn(),
+            request: PermissionRequest {
+                id: "p-9".into(),
+                tool_call_id: ToolCallId::from("c-9"),
+                tool: "bash".into(),
+                summary: "run `make`".into(),
+                reasons: vec![],
+                safety: false,
+                scopes: vec![],
+                rules: vec![],
+            },
+        });
+        assert_eq!(
+            serde_json::to_value(&asked[0]).unwrap(),
+            json!({"sessionUpdate": "tool_call_update", "toolCallId": "c-9", "status": "pending"})
+        );
+        let resolved = t.apply(&SessionEventBody::PermissionResolved {
+            turn_id: turn(),
+            request_id: "p-9".into(),
+            allowed: true,
+        });
+        assert_eq!(
+            serde_json::to_value(&resolved[0]).unwrap(),
+            json!({"sessionUpdate": "tool_call_update", "toolCallId": "c-9", "status": "in_progress"})
+        );
     }
 
     #[test]

@@ -6,75 +6,23 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 use std::sync::Arc;
 
-use keel_runtime::settings::SettingsInput;
-use keel_runtime::{ModelChoice, Prepared, RuntimeOptions};
+use keel_runtime::Prepared;
 use keel_store::{Durability, Execution, OpenOptions};
 
-use crate::exec::{self, parse_base_url};
+use crate::exec;
 
 /// `keel acp`'s flags: the defaults of every session an editor opens.
 #[derive(Debug, Default, clap::Args)]
 pub struct AcpArgs {
-    /// The model as provider/model (default: `model` in config).
-    #[arg(long, value_name = "PROVIDER/MODEL", value_parser = exec::parse_model_arg)]
-    pub model: Option<String>,
-    /// Send requests to this base URL instead of the provider's.
-    #[arg(long, value_name = "URL", value_parser = parse_base_url)]
-    pub base_url: Option<String>,
-    /// Permission mode sessions start in: ask, auto, full or plan (default: config, else
-    /// auto).
-    #[arg(long, value_name = "MODE", value_parser = exec::parse_permission_arg)]
-    pub permission: Option<keel_tools::permission::Mode>,
-    /// Where bash may write: read-only, workspace-write or danger-full-access.
-    #[arg(long, value_name = "MODE", value_parser = str::parse::<keel_tools::SandboxMode>)]
-    pub sandbox: Option<keel_tools::SandboxMode>,
-    /// Read this configuration file after $KEEL_HOME/config.yaml and .keel/config.yaml.
-    #[arg(long, value_name = "FILE")]
-    pub config: Option<PathBuf>,
-    /// Override one configuration key, for example `-c permission=plan`.
-    #[arg(short = 'c', value_name = "KEY=VALUE", value_parser = exec::parse_override_arg)]
-    pub set: Vec<String>,
-    /// Trust each session folder's own keel files as they are now.
-    #[arg(long)]
-    pub trust_project: bool,
-    /// Answer from this JSON file of scripted responses instead of a model (tests, demos).
-    #[arg(long, value_name = "FILE", conflicts_with = "model")]
-    pub mock_script: Option<PathBuf>,
+    /// The model, permission mode, sandbox and configuration of new sessions.
+    #[command(flatten)]
+    pub flags: crate::tui::Flags,
 }
 
 /// Serves ACP on stdin and stdout until stdin closes.
 pub fn run(args: AcpArgs) -> anyhow::Result<ExitCode> {
     let launch_cwd = exec::working_folder_arg(None)?;
-    if let Some(path) = &args.config {
-        exec::check_config_file_arg(path)?;
-    }
-    let model = match &args.mock_script {
-        Some(script) => exec::mock_model(script)?,
-        None => ModelChoice::Configured {
-            model: args.model.clone(),
-            base_url: args.base_url.clone(),
-        },
-    };
-    let base = RuntimeOptions {
-        settings: SettingsInput {
-            cwd: launch_cwd.clone(),
-            config_file: args.config.clone(),
-            overrides: args.set.clone(),
-            trust_project: args.trust_project,
-            keel_home: None,
-        },
-        model,
-        permission: args.permission,
-        sandbox: args.sandbox,
-        system_prompt: None,
-        max_steps: None,
-        // The editor answers permission questions.
-        interactive: true,
-        extensions: Vec::new(),
-        host_extensions: Vec::new(),
-        compactor: None,
-        editor: None,
-    };
+    let base = args.flags.options(launch_cwd.clone())?;
     // The configuration is checked once here too, so a broken file fails at start-up with its
     // exit code rather than at every session.
     let settings = keel_runtime::settings::Settings::load(&base.settings)

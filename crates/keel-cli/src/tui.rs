@@ -29,6 +29,18 @@ pub struct TuiArgs {
     /// scrollback.
     #[arg(long)]
     pub fullscreen: bool,
+    /// Work in this folder instead of the current one.
+    #[arg(long, value_name = "DIR")]
+    pub cwd: Option<PathBuf>,
+    /// The model, permission, sandbox and configuration.
+    #[command(flatten)]
+    pub flags: Flags,
+}
+
+/// The flags every interactive front end shares (the TUI, `keel acp`): the model, the
+/// permission mode, the sandbox and the configuration.
+#[derive(Debug, Default, clap::Args)]
+pub struct Flags {
     /// The model as provider/model (default: `model` in config).
     #[arg(long, value_name = "PROVIDER/MODEL", value_parser = exec::parse_model_arg)]
     pub model: Option<String>,
@@ -41,9 +53,6 @@ pub struct TuiArgs {
     /// Where bash may write: read-only, workspace-write or danger-full-access.
     #[arg(long, value_name = "MODE", value_parser = str::parse::<keel_tools::SandboxMode>)]
     pub sandbox: Option<keel_tools::SandboxMode>,
-    /// Work in this folder instead of the current one.
-    #[arg(long, value_name = "DIR")]
-    pub cwd: Option<PathBuf>,
     /// Read this configuration file after $KEEL_HOME/config.yaml and .keel/config.yaml.
     #[arg(long, value_name = "FILE")]
     pub config: Option<PathBuf>,
@@ -56,6 +65,43 @@ pub struct TuiArgs {
     /// Answer from this JSON file of scripted responses instead of a model (tests, demos).
     #[arg(long, value_name = "FILE", conflicts_with = "model")]
     pub mock_script: Option<PathBuf>,
+}
+
+impl Flags {
+    /// Runtime options for `cwd` from the flags, with a person to answer permission
+    /// questions; the flags' files are checked first.
+    pub fn options(&self, cwd: PathBuf) -> anyhow::Result<RuntimeOptions> {
+        if let Some(path) = &self.config {
+            exec::check_config_file_arg(path)?;
+        }
+        let model = match &self.mock_script {
+            Some(script) => exec::mock_model(script)?,
+            None => ModelChoice::Configured {
+                model: self.model.clone(),
+                base_url: self.base_url.clone(),
+            },
+        };
+        Ok(RuntimeOptions {
+            settings: SettingsInput {
+                cwd,
+                config_file: self.config.clone(),
+                overrides: self.set.clone(),
+                trust_project: self.trust_project,
+                keel_home: None,
+            },
+            model,
+            permission: self.permission,
+            sandbox: self.sandbox,
+            system_prompt: None,
+            max_steps: None,
+            // Questions go to the user (the TUI's prompt, the editor).
+            interactive: true,
+            extensions: Vec::new(),
+            host_extensions: Vec::new(),
+            compactor: None,
+            editor: None,
+        })
+    }
 }
 
 /// Runs the TUI; `pick_session` opens the session picker first (`keel resume`).
@@ -73,36 +119,7 @@ pub fn run(args: TuiArgs, pick_session: bool) -> anyhow::Result<ExitCode> {
         .enable_all()
         .build()?;
     let cwd = exec::working_folder_arg(args.cwd.as_deref())?;
-    if let Some(path) = &args.config {
-        exec::check_config_file_arg(path)?;
-    }
-    let model = match &args.mock_script {
-        Some(script) => exec::mock_model(script)?,
-        None => ModelChoice::Configured {
-            model: args.model.clone(),
-            base_url: args.base_url.clone(),
-        },
-    };
-    let options = RuntimeOptions {
-        settings: SettingsInput {
-            cwd: cwd.clone(),
-            config_file: args.config.clone(),
-            overrides: args.set.clone(),
-            trust_project: args.trust_project,
-            keel_home: None,
-        },
-        model,
-        permission: args.permission,
-        sandbox: args.sandbox,
-        system_prompt: None,
-        max_steps: None,
-        // Questions go to the user through the permission prompt.
-        interactive: true,
-        extensions: Vec::new(),
-        host_extensions: Vec::new(),
-        compactor: None,
-        editor: None,
-    };
+    let options = args.flags.options(cwd.clone())?;
     let prepared = Prepared::new(keel_extensions::with_harness(options)).map_err(runtime_error)?;
     let durable = prepared.settings().loaded.config.durable.unwrap_or(false);
     let info = keel_tui::Info {
@@ -110,7 +127,7 @@ pub fn run(args: TuiArgs, pick_session: bool) -> anyhow::Result<ExitCode> {
         model: prepared.model_name().to_owned(),
         mode: prepared.mode().to_string(),
         sandbox: prepared.sandbox().name().to_owned(),
-        models: model_names(&prepared.settings().loaded),
+        models: prepared.settings().loaded.model_names(),
         keel_home: prepared.settings().keel_home.clone(),
         warnings: prepared.warnings.clone(),
     };
@@ -157,17 +174,4 @@ pub fn run(args: TuiArgs, pick_session: bool) -> anyhow::Result<ExitCode> {
         println!("keel --session {id}   resumes this session");
     }
     Ok(ExitCode::SUCCESS)
-}
-
-/// Every model the registry knows, the configured providers included, as provider/model.
-fn model_names(loaded: &keel_runtime::settings::Loaded) -> Vec<String> {
-    let Ok(registry) = loaded.registry() else {
-        return Vec::new();
-    };
-    let mut names: Vec<String> = registry
-        .providers()
-        .flat_map(|(provider, p)| p.models.keys().map(move |m| format!("{provider}/{m}")))
-        .collect();
-    names.sort();
-    names
 }

@@ -438,6 +438,7 @@ pub fn shape_shell(tools: &[(String, Value)], command: &str) -> Option<(String, 
     let (name, schema) = by_name.or_else(by_param)?;
     let takes_argv = schema
         .pointer("/properties/command/type")
+        .or_else(|| schema.pointer("/properties/cmd/type"))
         .and_then(Value::as_str)
         == Some("array");
     let command = if takes_argv {
@@ -445,7 +446,18 @@ pub fn shape_shell(tools: &[(String, Value)], command: &str) -> Option<(String, 
     } else {
         json!(command)
     };
-    let mut arguments = json!({"command": command});
+    // The command goes under the name the tool's schema gives it (`command`, or `cmd` as
+    // Codex's `exec_command` takes it).
+    let key = if schema.pointer("/properties/command").is_none()
+        && schema.pointer("/properties/cmd").is_some()
+    {
+        "cmd"
+    } else {
+        "command"
+    };
+    let mut arguments = serde_json::Map::new();
+    arguments.insert(key.to_owned(), command);
+    let mut arguments = Value::Object(arguments);
     let required = schema
         .get("required")
         .and_then(Value::as_array)
@@ -513,6 +525,15 @@ mod tests {
         )];
         assert_eq!(shape_shell(&other, "ls").unwrap().0, "run");
         assert_eq!(shape_shell(&[], "ls"), None);
+        // Codex's current shell tool takes `cmd`.
+        let exec = vec![(
+            "exec_command".to_owned(),
+            json!({"properties": {"cmd": {"type": "string"}}, "required": ["cmd"]}),
+        )];
+        assert_eq!(
+            shape_shell(&exec, "ls"),
+            Some(("exec_command".into(), json!({"cmd": "ls"})))
+        );
     }
 
     #[test]

@@ -530,3 +530,38 @@ pub fn request_text(server: &MockServer, index: usize) -> String {
 pub fn with_terminals() -> ClientCapabilities {
     capabilities(false).terminal(true)
 }
+
+/// Starts keel with `args` against `server`, connects an editor offering `capabilities`, and
+/// runs one prompt in a new session of the world's workspace; how it stopped.
+pub async fn run_once(
+    world: &World,
+    server: &MockServer,
+    args: &[&str],
+    capabilities: ClientCapabilities,
+    state: Arc<EditorState>,
+    text: &str,
+) -> StopReason {
+    let work = world.work();
+    let mut keel = world.spawn(server, args);
+    connect(&mut keel, state, async |cx| {
+        initialize(&cx, capabilities).await?;
+        let session = new_session(&cx, &work).await?;
+        prompt(&cx, &session, text).await
+    })
+    .await
+}
+
+/// The kinds of the options a question offered (`allow_once`, …).
+pub fn option_kinds(request: &RequestPermissionRequest) -> Vec<String> {
+    request
+        .options
+        .iter()
+        .map(|o| {
+            serde_json::to_value(o.kind)
+                .unwrap()
+                .as_str()
+                .unwrap()
+                .to_owned()
+        })
+        .collect()
+}

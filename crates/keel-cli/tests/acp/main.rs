@@ -15,8 +15,8 @@ use agent_client_protocol::v1::schema::{
     SetSessionConfigOptionRequest, SetSessionModeRequest, StopReason,
 };
 use harness::{
-    Answer, EditorState, World, capabilities, connect, initialize, mock, new_session, prompt,
-    request_text, text_prompt, wait_until,
+    Answer, EditorState, World, capabilities, connect, initialize, mock, new_session, option_kinds,
+    prompt, request_text, run_once, text_prompt, wait_until,
 };
 use serde_json::json;
 
@@ -86,17 +86,7 @@ async fn a_conversation_streams_asks_cancels_and_loads_again() {
         assert_eq!(second.last().unwrap()["status"], "failed");
         let asked = st.asked.lock().unwrap().clone();
         assert_eq!(asked.len(), 2);
-        let kinds: Vec<String> = asked[0]
-            .options
-            .iter()
-            .map(|o| {
-                serde_json::to_value(o.kind)
-                    .unwrap()
-                    .as_str()
-                    .unwrap()
-                    .to_owned()
-            })
-            .collect();
+        let kinds = option_kinds(&asked[0]);
         assert!(
             kinds.contains(&"allow_always".to_owned())
                 && kinds.contains(&"reject_always".to_owned()),
@@ -228,17 +218,16 @@ async fn editor_files_are_used_when_offered() {
         .unwrap()
         .insert(work.join("notes.txt"), "unsaved buffer\n".into());
     let st = state.clone();
-    let mut keel = world.spawn(&server, &["--permission", "full"]);
-    connect(&mut keel, state, async |cx| {
-        initialize(&cx, capabilities(true)).await?;
-        let session = new_session(&cx, &work).await?;
-        assert_eq!(
-            prompt(&cx, &session, "fix the notes").await?,
-            StopReason::EndTurn
-        );
-        Ok(())
-    })
+    let stop = run_once(
+        &world,
+        &server,
+        &["--permission", "full"],
+        capabilities(true),
+        state,
+        "fix the notes",
+    )
     .await;
+    assert_eq!(stop, StopReason::EndTurn);
     // The model read the editor's buffer, and its changes went to the editor, not the disk.
     assert!(
         request_text(&server, 1).contains("unsaved buffer"),
@@ -283,17 +272,16 @@ async fn editor_files_are_not_used_when_not_offered() {
     .await;
     let state = Arc::new(EditorState::default());
     let st = state.clone();
-    let mut keel = world.spawn(&server, &["--permission", "full"]);
-    connect(&mut keel, state, async |cx| {
-        initialize(&cx, capabilities(false)).await?;
-        let session = new_session(&cx, &work).await?;
-        assert_eq!(
-            prompt(&cx, &session, "fix the notes").await?,
-            StopReason::EndTurn
-        );
-        Ok(())
-    })
+    let stop = run_once(
+        &world,
+        &server,
+        &["--permission", "full"],
+        capabilities(false),
+        state,
+        "fix the notes",
+    )
     .await;
+    assert_eq!(stop, StopReason::EndTurn);
     assert!(request_text(&server, 1).contains("on disk"));
     assert_eq!(
         std::fs::read_to_string(work.join("notes.txt")).unwrap(),
@@ -411,14 +399,7 @@ async fn modes_models_and_commands() {
 async fn an_answer_cut_by_the_output_limit_stops_with_max_tokens() {
     let server = mock(json!([{"text": "the answer was cut", "max_tokens": true}])).await;
     let world = World::new();
-    let work = world.work();
     let state = Arc::new(EditorState::default());
-    let mut keel = world.spawn(&server, &[]);
-    connect(&mut keel, state, async |cx| {
-        initialize(&cx, capabilities(false)).await?;
-        let session = new_session(&cx, &work).await?;
-        assert_eq!(prompt(&cx, &session, "go on").await?, StopReason::MaxTokens);
-        Ok(())
-    })
-    .await;
+    let stop = run_once(&world, &server, &[], capabilities(false), state, "go on").await;
+    assert_eq!(stop, StopReason::MaxTokens);
 }

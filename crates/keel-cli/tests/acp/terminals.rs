@@ -7,15 +7,11 @@ use std::time::{Duration, Instant};
 use agent_client_protocol::v1::schema::StopReason;
 use serde_json::json;
 
-use crate::harness::{
-    EditorState, World, connect, initialize, mock, new_session, prompt, request_text,
-    with_terminals,
-};
+use crate::harness::{EditorState, World, mock, request_text, run_once, with_terminals};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn commands_show_in_the_editors_terminal_and_stay_sandboxed() {
     let world = World::new();
-    let work = world.work();
     let outside = tempfile::tempdir().unwrap();
     let escape = outside.path().join("escaped.txt");
     let server = mock(json!([
@@ -26,14 +22,16 @@ async fn commands_show_in_the_editors_terminal_and_stay_sandboxed() {
     .await;
     let state = Arc::new(EditorState::default());
     let st = state.clone();
-    let mut keel = world.spawn(&server, &["--permission", "full"]);
-    connect(&mut keel, state, async |cx| {
-        initialize(&cx, with_terminals()).await?;
-        let session = new_session(&cx, &work).await?;
-        assert_eq!(prompt(&cx, &session, "run it").await?, StopReason::EndTurn);
-        Ok(())
-    })
+    let stop = run_once(
+        &world,
+        &server,
+        &["--permission", "full"],
+        with_terminals(),
+        state,
+        "run it",
+    )
     .await;
+    assert_eq!(stop, StopReason::EndTurn);
     let created = st.created.lock().unwrap().clone();
     assert_eq!(created.len(), 2, "{created:?}");
     // The editor ran the relay, not the command.
@@ -68,15 +66,17 @@ async fn killing_the_terminal_stops_the_command() {
     .await;
     let state = Arc::new(EditorState::default());
     *state.kill_after.lock().unwrap() = Some(Duration::from_millis(300));
-    let mut keel = world.spawn(&server, &["--permission", "full"]);
     let started = Instant::now();
-    connect(&mut keel, state, async |cx| {
-        initialize(&cx, with_terminals()).await?;
-        let session = new_session(&cx, &work).await?;
-        assert_eq!(prompt(&cx, &session, "wait").await?, StopReason::EndTurn);
-        Ok(())
-    })
+    let stop = run_once(
+        &world,
+        &server,
+        &["--permission", "full"],
+        with_terminals(),
+        state,
+        "wait",
+    )
     .await;
+    assert_eq!(stop, StopReason::EndTurn);
     assert!(
         started.elapsed() < Duration::from_secs(15),
         "{:?}",

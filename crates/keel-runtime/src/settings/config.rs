@@ -377,6 +377,20 @@ fn tighten(config: &mut Config, project: Config, keys: &[String]) -> Vec<String>
 }
 
 impl Loaded {
+    /// Every model the registry knows, the configured providers included, as
+    /// provider/model, sorted (empty when the providers do not load).
+    pub fn model_names(&self) -> Vec<String> {
+        let Ok(registry) = self.registry() else {
+            return Vec::new();
+        };
+        let mut names: Vec<String> = registry
+            .providers()
+            .flat_map(|(provider, p)| p.models.keys().map(move |m| format!("{provider}/{m}")))
+            .collect();
+        names.sort();
+        names
+    }
+
     /// The registry with the configured providers applied.
     pub fn registry(&self) -> Result<Registry, ConfigError> {
         let mut registry = Registry::builtin().map_err(|e| ConfigError::Internal(e.to_string()))?;
