@@ -353,6 +353,31 @@ where
     });
 }
 
+/// Copies `input` to `out` line by line, replacing what is not UTF-8; `out` ends with it.
+async fn forward_lines(input: impl tokio::io::AsyncRead + Unpin, mut out: tokio::io::DuplexStream) {
+    use tokio::io::{AsyncBufReadExt as _, AsyncWriteExt as _};
+    let mut input = tokio::io::BufReader::new(input);
+    let mut line = Vec::new();
+    loop {
+        line.clear();
+        match input.read_until(b'\n', &mut line).await {
+            Ok(0) | Err(_) => break,
+            Ok(_) => {}
+        }
+        let written = match std::str::from_utf8(&line) {
+            Ok(_) => out.write_all(&line).await,
+            Err(_) => {
+                out.write_all(String::from_utf8_lossy(&line).as_bytes())
+                    .await
+            }
+        };
+        if written.is_err() {
+            break;
+        }
+    }
+    let _ = out.shutdown().await;
+}
+
 /// Serves ACP on stdin and stdout until the editor closes stdin; then every running turn is
 /// aborted and committed.
 pub async fn serve(options: ServeOptions) -> Result<(), AcpError> {
@@ -364,10 +389,11 @@ pub async fn serve(options: ServeOptions) -> Result<(), AcpError> {
         folders: tokio::sync::Mutex::new(HashMap::new()),
         sessions: Mutex::new(HashMap::new()),
     });
-    let transport = ByteStreams::new(
-        tokio::io::stdout().compat_write(),
-        tokio::io::stdin().compat(),
-    );
+    // Lines reach the protocol as text: a byte that is not UTF-8 becomes U+FFFD there (and
+    // that line an ordinary bad request), instead of ending the connection.
+    let (lines, incoming) = tokio::io::duplex(64 * 1024);
+    tokio::spawn(forward_lines(tokio::io::stdin(), lines));
+    let transport = ByteStreams::new(tokio::io::stdout().compat_write(), incoming.compat());
     let result = connection(server.clone())
         .connect_with(transport, async |connection: ConnectionTo<Client>| {
             connection.incoming_closed().await;

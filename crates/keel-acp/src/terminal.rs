@@ -10,6 +10,7 @@
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
@@ -33,6 +34,12 @@ const START_TIMEOUT: Duration = Duration::from_secs(10);
 const SETTLE_TIMEOUT: Duration = Duration::from_secs(5);
 /// Output the editor keeps per terminal (it drops the oldest past this).
 const OUTPUT_LIMIT: u64 = 1024 * 1024;
+/// Output waiting for the relay at most; past it the terminal's copy is cut (the model's
+/// copy is not), so a fast command and a slow or absent terminal cannot fill keel's memory.
+const PENDING_LIMIT: usize = 4 * 1024 * 1024;
+/// What the terminal shows where its copy was cut.
+const CUT_NOTICE: &[u8] =
+    b"\r\n[keel: the output came faster than this terminal took it; the rest is not shown here]\r\n";
 
 /// The connection's socket for relays, and the relays expected on it.
 pub struct Relays {
@@ -120,10 +127,22 @@ enum Frame {
 struct Feed {
     frames: mpsc::UnboundedSender<Frame>,
     killed: CancellationToken,
+    /// Bytes sent to the writer and not yet written to the relay.
+    pending: Arc<AtomicUsize>,
+    cut: AtomicBool,
 }
 
 impl LiveFeed for Feed {
     fn output(&self, bytes: &[u8]) {
+        if self.cut.load(Ordering::Relaxed) {
+            return;
+        }
+        if self.pending.load(Ordering::Relaxed) + bytes.len() > PENDING_LIMIT {
+            self.cut.store(true, Ordering::Relaxed);
+            let _ = self.frames.send(Frame::Output(CUT_NOTICE.to_vec()));
+            return;
+        }
+        self.pending.fetch_add(bytes.len(), Ordering::Relaxed);
         let _ = self.frames.send(Frame::Output(bytes.to_vec()));
     }
 
@@ -153,6 +172,8 @@ impl LiveTerminal for SessionTerminals {
             return None;
         }
         let (frames, mut queue) = mpsc::unbounded_channel();
+        let pending = Arc::new(AtomicUsize::new(0));
+        let written = pending.clone();
         let killed = CancellationToken::new();
         let (arrived, relay) = oneshot::channel();
         self.relays
@@ -210,6 +231,7 @@ impl LiveTerminal for SessionTerminals {
                         frame = queue.recv() => {
                             let (bytes, last) = match frame {
                                 Some(Frame::Output(data)) => {
+                                    written.fetch_sub(data.len().min(written.load(Ordering::Relaxed)), Ordering::Relaxed);
                                     let mut bytes = Vec::with_capacity(data.len() + 5);
                                     bytes.push(b'o');
                                     bytes.extend_from_slice(&u32::try_from(data.len()).unwrap_or(u32::MAX).to_be_bytes());
@@ -265,6 +287,11 @@ impl LiveTerminal for SessionTerminals {
             )
             .await;
         });
-        Some(Box::new(Feed { frames, killed }))
+        Some(Box::new(Feed {
+            frames,
+            killed,
+            pending,
+            cut: AtomicBool::new(false),
+        }))
     }
 }

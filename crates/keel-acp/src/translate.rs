@@ -179,9 +179,19 @@ impl Translator {
         let id = request.tool_call_id.to_string();
         self.asked.insert(request.id.clone(), id.clone());
         if self.announced.insert(id.clone()) {
-            return Some(SessionUpdate::ToolCall(
+            let call = if request.arguments.is_null() {
                 ToolCall::new(id, request.summary.clone())
-                    .kind(tools::kind(&request.tool))
+            } else {
+                ToolCall::new(id, tools::title(&request.tool, &request.arguments))
+                    .locations(tools::locations(
+                        &request.tool,
+                        &request.arguments,
+                        &self.cwd,
+                    ))
+                    .raw_input(request.arguments.clone())
+            };
+            return Some(SessionUpdate::ToolCall(
+                call.kind(tools::kind(&request.tool))
                     .status(AcpStatus::Pending),
             ));
         }
@@ -406,6 +416,7 @@ mod tests {
             safety: false,
             scopes: vec![],
             rules: vec![],
+            arguments: serde_json::Value::Null,
         };
         let asked = t.apply(&SessionEventBody::PermissionRequested {
             turn_id: turn(),
@@ -471,6 +482,7 @@ mod tests {
                 safety: false,
                 scopes: vec![],
                 rules: vec![],
+                arguments: serde_json::Value::Null,
             },
         });
         assert_eq!(

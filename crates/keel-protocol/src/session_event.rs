@@ -157,6 +157,10 @@ pub struct PermissionRequest {
     /// For each scope, the exact rules "always" saves (one rule-file entry per line).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub rules: Vec<String>,
+    /// The call's arguments, whole (the summary is cut to a line), so a front end can show
+    /// all of what it would run.
+    #[serde(default, skip_serializing_if = "serde_json::Value::is_null")]
+    pub arguments: serde_json::Value,
 }
 
 /// The user's answer to a permission request.

@@ -65,6 +65,7 @@ impl Approver for SessionApprover {
                 tool: request.tool.clone(),
                 summary: request.summary.clone(),
                 reasons: request.reasons.clone(),
+                arguments: request.arguments.clone(),
                 safety: request.safety,
                 scopes: request.scopes.iter().map(|s| s.label.clone()).collect(),
                 rules: request

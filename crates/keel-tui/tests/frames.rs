@@ -87,6 +87,7 @@ fn ask(
                 safety: false,
                 scopes,
                 rules,
+                arguments: serde_json::Value::Null,
             },
         },
     );

@@ -57,6 +57,8 @@ pub struct EditorState {
     pub created: Mutex<Vec<Vec<String>>>,
     /// Kill every terminal this long after it was made (a user pressing stop).
     pub kill_after: Mutex<Option<Duration>>,
+    /// Make terminals that never run their command (a stuck terminal).
+    pub stuck_terminals: std::sync::atomic::AtomicBool,
 }
 
 /// A terminal the editor runs.
@@ -364,6 +366,11 @@ pub async fn connect<R: Send + 'static>(
                 let mut line = vec![request.command.clone()];
                 line.extend(request.args.iter().cloned());
                 t1.created.lock().unwrap().push(line);
+                let id = format!("term-{}", t1.terminals.lock().unwrap().len() + 1);
+                if t1.stuck_terminals.load(std::sync::atomic::Ordering::SeqCst) {
+                    responder.respond(CreateTerminalResponse::new(id))?;
+                    return Ok(());
+                }
                 let term = Term::start(&request.command, &request.args, request.cwd.as_deref());
                 let id = format!("term-{}", t1.terminals.lock().unwrap().len() + 1);
                 t1.terminals

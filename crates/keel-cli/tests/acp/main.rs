@@ -87,6 +87,11 @@ async fn a_conversation_streams_asks_cancels_and_loads_again() {
         let asked = st.asked.lock().unwrap().clone();
         assert_eq!(asked.len(), 2);
         let kinds = option_kinds(&asked[0]);
+        let question = serde_json::to_value(&asked[0].tool_call).unwrap();
+        assert_eq!(
+            question["rawInput"]["command"], "touch first-ran.txt",
+            "{question}"
+        );
         assert!(
             kinds.contains(&"allow_always".to_owned())
                 && kinds.contains(&"reject_always".to_owned()),
@@ -402,4 +407,42 @@ async fn an_answer_cut_by_the_output_limit_stops_with_max_tokens() {
     let state = Arc::new(EditorState::default());
     let stop = run_once(&world, &server, &[], capabilities(false), state, "go on").await;
     assert_eq!(stop, StopReason::MaxTokens);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn editor_files_are_not_used_while_a_command_may_run() {
+    let world = World::new();
+    let work = world.work();
+    std::fs::write(work.join("notes.txt"), "on disk\n").unwrap();
+    let server = mock(json!([
+        {"tool_calls": [{"name": "bash", "arguments": {"command": "sleep 3", "run_in_background": true}}]},
+        {"tool_calls": [{"name": "read", "arguments": {"path": "notes.txt"}}]},
+        {"text": "done"}
+    ]))
+    .await;
+    let state = Arc::new(EditorState::default());
+    state
+        .buffers
+        .lock()
+        .unwrap()
+        .insert(work.join("notes.txt"), "unsaved buffer\n".into());
+    let st = state.clone();
+    let stop = run_once(
+        &world,
+        &server,
+        &["--permission", "full"],
+        capabilities(true),
+        state,
+        "look",
+    )
+    .await;
+    assert_eq!(stop, StopReason::EndTurn);
+    // A command of the model's could swap the name for a link while the editor opens it:
+    // the read went to the disk, through no link.
+    assert!(
+        request_text(&server, 2).contains("on disk"),
+        "{}",
+        request_text(&server, 2)
+    );
+    assert!(st.fs_calls.lock().unwrap().is_empty());
 }

@@ -84,6 +84,14 @@ async fn malformed_input_gets_errors_and_the_server_keeps_serving() {
     raw.initialize().await;
     raw.send("this is not json").await;
     assert_eq!(code(&raw.response(Value::Null).await), -32700);
+    // A byte that is not UTF-8 spoils its line only.
+    let stdin = raw.stdin.as_mut().unwrap();
+    stdin
+        .write_all(b"{\"jsonrpc\":\"2.0\",\"id\":40,\"method\":\"session/list\",\"params\":{\"cursor\":\"a\xffb\"}}\n")
+        .await
+        .unwrap();
+    stdin.flush().await.unwrap();
+    assert_eq!(code(&raw.response(json!(40)).await), -32602);
     raw.send(r#"[{"jsonrpc":"2.0","id":50,"method":"session/list","params":{}}]"#)
         .await;
     raw.send(r#"{"jsonrpc":"2.0","id":51,"method":"session/list","params":{}}"#)

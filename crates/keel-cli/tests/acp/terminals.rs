@@ -7,7 +7,10 @@ use std::time::{Duration, Instant};
 use agent_client_protocol::v1::schema::StopReason;
 use serde_json::json;
 
-use crate::harness::{EditorState, World, mock, request_text, run_once, with_terminals};
+use crate::harness::{
+    EditorState, World, connect, initialize, mock, new_session, prompt, request_text, run_once,
+    with_terminals,
+};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn commands_show_in_the_editors_terminal_and_stay_sandboxed() {
@@ -90,4 +93,39 @@ async fn killing_the_terminal_stops_the_command() {
     );
     tokio::time::sleep(Duration::from_millis(200)).await;
     assert!(!work.join("late.txt").exists());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_terminal_that_takes_nothing_cannot_fill_keels_memory() {
+    let world = World::new();
+    let server = mock(json!([
+        {"shell": "head -c 300000000 /dev/zero | tr '\\0' a | wc -c"},
+        {"text": "done"}
+    ]))
+    .await;
+    let state = Arc::new(EditorState::default());
+    state
+        .stuck_terminals
+        .store(true, std::sync::atomic::Ordering::SeqCst);
+    let work = world.work();
+    let mut keel = world.spawn(&server, &["--permission", "full"]);
+    let pid = keel.id().unwrap();
+    connect(&mut keel, state, async |cx| {
+        initialize(&cx, with_terminals()).await?;
+        let session = new_session(&cx, &work).await?;
+        assert_eq!(prompt(&cx, &session, "flood").await?, StopReason::EndTurn);
+        let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
+        let peak_kib: u64 = status
+            .lines()
+            .find_map(|l| l.strip_prefix("VmHWM:"))
+            .and_then(|v| v.split_whitespace().next())
+            .and_then(|v| v.parse().ok())
+            .unwrap();
+        // 300 MB went through a terminal that took none of it: the copy for the terminal
+        // is capped, so keel stays small.
+        assert!(peak_kib < 200 * 1024, "peak RSS {peak_kib} KiB");
+        Ok(())
+    })
+    .await;
+    assert!(request_text(&server, 1).contains("300000000"));
 }

@@ -334,6 +334,7 @@ impl Bash {
         let file = private_file(&output)
             .map_err(|e| ToolError::new(format!("cannot create {}: {e}", output.display())))?;
         let mut diag = diag;
+        let alive = Alive::new();
         let mut child = Self::start(cmd, &mut diag)?;
         let pgid = child
             .id()
@@ -351,6 +352,8 @@ impl Bash {
             .min(BACKGROUND_CAP);
         tokio::spawn(async move {
             let kept = kept_here;
+            // Counted until its whole process group is gone with the guard (dropped first).
+            let _alive = alive;
             let _guard = guard;
             let mut file = file;
             let mut saved = 0usize;
@@ -506,6 +509,35 @@ impl Drop for GroupGuard {
 
 /// Kills a whole process group. A sandboxed command's group holds its keeper and its
 /// namespace's pid 1, whose death ends every process of the namespace.
+/// Commands of keel's that may still be running, in every session of this process.
+static ALIVE: AtomicUsize = AtomicUsize::new(0);
+
+/// Counts one command as running until it is dropped.
+struct Alive;
+
+impl Alive {
+    fn new() -> Self {
+        ALIVE.fetch_add(1, Ordering::SeqCst);
+        Self
+    }
+}
+
+impl Drop for Alive {
+    fn drop(&mut self) {
+        ALIVE.fetch_sub(1, Ordering::SeqCst);
+    }
+}
+
+/// Whether nothing a command started can be running now, so no process of the model's can
+/// swap a file's name while another party opens it: no command of keel's is alive, and the
+/// sandbox has a pid namespace, which ends everything a command started with it (without
+/// one, a daemon that left its process group lives on unseen).
+pub fn quiet(env: &ToolEnv) -> bool {
+    ALIVE.load(Ordering::SeqCst) == 0
+        && env.sandbox != crate::SandboxMode::DangerFullAccess
+        && sandbox::support().namespaces.is_ok()
+}
+
 fn kill_group(pgid: i32) {
     if pgid <= 0 {
         return;
@@ -595,6 +627,7 @@ impl AgentTool for Bash {
         } = self.prepare(&args.command)?;
         let started = Instant::now();
         let mut diag = diag;
+        let alive = Alive::new();
         let mut child = Self::start(cmd, &mut diag)?;
         let pgid = child
             .id()
@@ -645,6 +678,7 @@ impl AgentTool for Bash {
             }
         };
         kill_group(pgid);
+        drop(alive);
         if let Some(live) = &live {
             live.exit(match ended {
                 Ended::Exited(code) => code,

@@ -87,7 +87,9 @@ impl AgentTool for Edit {
             .map_err(|e| ToolError::new(format!("Invalid arguments: {e}")))?;
         let path = pinned::resolve(&self.env, &self.env.resolve(&args.path), true)
             .map_err(ToolError::new)?;
-        if let Some(editor) = self.env.editor.clone() {
+        if let Some(editor) = self.env.editor.clone()
+            && crate::bash::quiet(&self.env)
+        {
             return edit_in_editor(&editor, path, &args.edits).await;
         }
         tokio::task::spawn_blocking(move || edit(path, &args.edits))

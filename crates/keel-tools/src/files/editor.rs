@@ -3,10 +3,13 @@
 //! editor (with its undo) instead of behind it on disk.
 //!
 //! Trade-off: every check a file tool makes (links into credential locations, control
-//! files, the workspace) still runs on the disk path first, and the editor is handed the
-//! resolved path, never the model's words. What the editor itself does with the path (it
-//! follows links of its own) is beyond keel's reach: a link swapped between keel's check and
-//! the editor's open is a narrow race the disk path does not have.
+//! files, the workspace) runs on the disk path first, and the editor gets the resolved path,
+//! never the model's words. But the editor opens that path itself, following links, so a
+//! process swapping the name for a link between keel's check and the editor's open could
+//! redirect it. The tools therefore use the editor only while nothing the model started can
+//! be running ([`crate::bash::quiet`]: no command of keel's alive, and a sandbox whose pid
+//! namespace ends whatever a command left behind); otherwise they read and write the disk
+//! through descriptors that follow no link, as without an editor.
 
 use std::path::Path;
 use std::sync::Arc;

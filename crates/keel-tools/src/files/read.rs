@@ -79,7 +79,9 @@ impl AgentTool for Read {
         let args: Args = args::parse(arguments)
             .map_err(|e| ToolError::new(format!("Invalid arguments: {e}")))?;
         let env = self.env.clone();
-        if let Some(editor) = env.editor.clone() {
+        if let Some(editor) = env.editor.clone()
+            && crate::bash::quiet(&env)
+        {
             let checked = env.clone();
             let wanted = args.path.clone();
             let target = tokio::task::spawn_blocking(move || editor_target(&checked, &wanted))
@@ -118,14 +120,17 @@ fn editor_target(env: &ToolEnv, wanted: &str) -> Result<Option<std::path::PathBu
             path.display()
         ))),
         Ok(_) => {
+            // Opened without following links: a name that became a link since the check is
+            // refused here, not handed on.
             let mut head = [0u8; 16];
             let n = super::pinned::open_read(&path)
                 .and_then(|mut f| f.read(&mut head))
-                .unwrap_or(0);
+                .map_err(|e| ToolError::new(io_message("read", &path, &e)))?;
             Ok(image_mime(&head[..n]).is_none().then_some(path))
         }
-        // Not on disk: the editor may have an unsaved buffer for it.
-        Err(_) => Ok(Some(path)),
+        // Not on disk (not even as a dangling link): the editor may have an unsaved buffer.
+        Err(_) if std::fs::symlink_metadata(&path).is_err() => Ok(Some(path)),
+        Err(e) => Err(ToolError::new(io_message("read", &path, &e))),
     }
 }
 

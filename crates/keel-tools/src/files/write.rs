@@ -68,7 +68,9 @@ impl AgentTool for Write {
             .map_err(|e| ToolError::new(format!("Invalid arguments: {e}")))?;
         let path = pinned::resolve(&self.env, &self.env.resolve(&args.path), true)
             .map_err(ToolError::new)?;
-        if let Some(editor) = self.env.editor.clone() {
+        if let Some(editor) = self.env.editor.clone()
+            && crate::bash::quiet(&self.env)
+        {
             return write_in_editor(&editor, path, &args.content).await;
         }
         tokio::task::spawn_blocking(move || write(path, &args.content))

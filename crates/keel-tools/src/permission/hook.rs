@@ -50,6 +50,8 @@ pub struct ApprovalRequest {
     pub safety: bool,
     /// "Always allow" choices, narrowest first.
     pub scopes: Vec<Scope>,
+    /// The call's arguments, whole (the summary is cut to a line).
+    pub arguments: serde_json::Value,
 }
 
 /// Asks a person; implemented by interactive front ends.
@@ -141,6 +143,7 @@ impl PermissionHook {
             scopes,
         } = request;
         let question = ApprovalRequest {
+            arguments: call.arguments.clone(),
             tool_call_id: call.id.clone(),
             tool,
             summary,
