@@ -127,6 +127,7 @@ pub async fn run(
                     title: None,
                     model: Some(args.to_owned()),
                     mode: None,
+                    thinking: None,
                 })
                 .await
                 .map_err(|e| rpc_error(&e))?;

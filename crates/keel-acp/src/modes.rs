@@ -55,8 +55,28 @@ pub fn state(current: &str) -> SessionModeState {
     )
 }
 
-/// The session's config options: its mode and its model.
-pub fn options(mode: &str, model: &str, models: &[String]) -> Vec<SessionConfigOption> {
+/// What a session's config options show.
+#[derive(Debug, Clone, Copy)]
+pub struct Current<'a> {
+    /// The permission mode.
+    pub mode: &'a str,
+    /// The model, provider/model.
+    pub model: &'a str,
+    /// The thinking level chosen, `None`: the model's own.
+    pub thinking: Option<&'a str>,
+    /// The levels the model offers (`off` first); empty: no thinking option.
+    pub levels: &'a [String],
+}
+
+/// The session's config options: its mode, its model, and its thinking level when the
+/// model reasons.
+pub fn options(current: Current<'_>, models: &[String]) -> Vec<SessionConfigOption> {
+    let Current {
+        mode,
+        model,
+        thinking,
+        levels,
+    } = current;
     let mut choices: Vec<SessionConfigSelectOption> = models
         .iter()
         .map(|m| SessionConfigSelectOption::new(m.clone(), m.clone()))
@@ -84,6 +104,21 @@ pub fn options(mode: &str, model: &str, models: &[String]) -> Vec<SessionConfigO
         SessionConfigOption::select("model", "Model", model.to_owned(), choices)
             .category(SessionConfigOptionCategory::Model),
     ]
+    .into_iter()
+    .chain((!levels.is_empty()).then(|| {
+        let choices: Vec<SessionConfigSelectOption> = std::iter::once("default")
+            .chain(levels.iter().map(String::as_str))
+            .map(|level| SessionConfigSelectOption::new(level.to_owned(), level.to_owned()))
+            .collect();
+        SessionConfigOption::select(
+            "thinking",
+            "Thinking",
+            thinking.unwrap_or("default").to_owned(),
+            choices,
+        )
+        .category(SessionConfigOptionCategory::ThoughtLevel)
+    }))
+    .collect()
 }
 
 #[cfg(test)]

@@ -679,6 +679,7 @@ fn connection(
                         title: None,
                         model: None,
                         mode: Some(mode.to_owned()),
+                        thinking: None,
                     })
                     .await
                     .map_err(|e| rpc_error(&e))?;
@@ -694,12 +695,13 @@ fn connection(
                 let Some(value) = request.value.as_value_id().map(|v| String::from(&*v.0)) else {
                     return Err(invalid("keel's config options take a value id"));
                 };
-                let (mode, model) = match request.config_id.0.as_ref() {
+                let (mode, model, thinking) = match request.config_id.0.as_ref() {
                     "mode" => match modes::resolve(&value, &session.configured_mode) {
-                        Some(mode) => (Some(mode.to_owned()), None),
+                        Some(mode) => (Some(mode.to_owned()), None, None),
                         None => return Err(invalid(format!("unknown mode {value}"))),
                     },
-                    "model" => (None, Some(value.clone())),
+                    "model" => (None, Some(value.clone()), None),
+                    "thinking" => (None, None, Some(value.clone())),
                     other => return Err(invalid(format!("unknown config option {other}"))),
                 };
                 session
@@ -709,6 +711,7 @@ fn connection(
                         title: None,
                         model,
                         mode,
+                        thinking,
                     })
                     .await
                     .map_err(|e| rpc_error(&e))?;

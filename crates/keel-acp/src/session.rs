@@ -36,6 +36,9 @@ pub struct Totals {
 struct State {
     mode: String,
     model: String,
+    thinking: Option<String>,
+    /// The thinking levels the model offers.
+    levels: Vec<String>,
     totals: Totals,
 }
 
@@ -70,6 +73,17 @@ pub struct Session {
     cancelled: AtomicU64,
 }
 
+impl State {
+    fn current(&self) -> modes::Current<'_> {
+        modes::Current {
+            mode: &self.mode,
+            model: &self.model,
+            thinking: self.thinking.as_deref(),
+            levels: &self.levels,
+        }
+    }
+}
+
 fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
     mutex.lock().unwrap_or_else(PoisonError::into_inner)
 }
@@ -100,6 +114,8 @@ impl Session {
         notices: bool,
     ) -> Arc<Self> {
         let model = runtime.model_name().to_owned();
+        let levels = runtime.settings().loaded.thinking_levels(&model);
+        let thinking = runtime.thinking();
         let mut translator = Translator::new(cwd.clone(), notices);
         translator.know("", &mode);
         Arc::new(Self {
@@ -110,8 +126,10 @@ impl Session {
             sandbox,
             models,
             state: Mutex::new(State {
+                levels,
                 mode,
                 model,
+                thinking,
                 totals: Totals::default(),
             }),
             translator: Mutex::new(translator),
@@ -183,7 +201,7 @@ impl Session {
     /// The session's config options as they are now.
     pub fn config_options(&self) -> Vec<agent_client_protocol::v1::schema::SessionConfigOption> {
         let state = lock(&self.state);
-        modes::options(&state.mode, &state.model, &self.models)
+        modes::options(state.current(), &self.models)
     }
 
     /// Counts a prompt the editor sent; the number is what a cancel refers to.
@@ -307,15 +325,24 @@ impl Session {
                 state.totals.context = Some((used, *context_window));
                 None
             }
-            SessionEventBody::SessionUpdated { model, mode, .. } => {
+            SessionEventBody::SessionUpdated {
+                model,
+                mode,
+                thinking,
+                ..
+            } => {
                 let mode = mode.clone().unwrap_or_else(|| state.mode.clone());
-                if *model == state.model && mode == state.mode {
+                if *model == state.model && mode == state.mode && *thinking == state.thinking {
                     return None;
+                }
+                if *model != state.model {
+                    state.levels = self.runtime.settings().loaded.thinking_levels(model);
                 }
                 state.model.clone_from(model);
                 state.mode = mode;
+                state.thinking.clone_from(thinking);
                 Some(SessionUpdate::ConfigOptionUpdate(ConfigOptionUpdate::new(
-                    modes::options(&state.mode, &state.model, &self.models),
+                    modes::options(state.current(), &self.models),
                 )))
             }
             _ => None,

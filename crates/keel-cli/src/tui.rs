@@ -50,6 +50,10 @@ pub struct Flags {
     /// Permission mode: ask, auto, full or plan (default: config, else auto).
     #[arg(long, value_name = "MODE", value_parser = exec::parse_permission_arg)]
     pub permission: Option<keel_tools::permission::Mode>,
+    /// How much the model reasons: off, minimal, low, medium or high, among the levels the
+    /// model offers (default: the model's own).
+    #[arg(long, value_name = "LEVEL", value_parser = exec::parse_thinking_arg)]
+    pub thinking: Option<keel_llm::ThinkingLevel>,
     /// Where bash may write: read-only, workspace-write or danger-full-access.
     #[arg(long, value_name = "MODE", value_parser = str::parse::<keel_tools::SandboxMode>)]
     pub sandbox: Option<keel_tools::SandboxMode>,
@@ -100,6 +104,7 @@ impl Flags {
             host_extensions: Vec::new(),
             compactor: None,
             editor: None,
+            thinking: self.thinking,
         })
     }
 }
@@ -123,6 +128,12 @@ pub fn run(args: TuiArgs, pick_session: bool) -> anyhow::Result<ExitCode> {
     let prepared = Prepared::new(keel_extensions::with_harness(options)).map_err(runtime_error)?;
     let durable = prepared.settings().loaded.config.durable.unwrap_or(false);
     let info = keel_tui::Info {
+        thinking: args.flags.thinking.map(|level| {
+            serde_json::to_value(level)
+                .ok()
+                .and_then(|v| v.as_str().map(str::to_owned))
+                .unwrap_or_default()
+        }),
         cwd,
         model: prepared.model_name().to_owned(),
         mode: prepared.mode().to_string(),

@@ -83,6 +83,10 @@ pub enum Op {
         /// New permission mode: ask, auto, full or plan.
         #[serde(default, skip_serializing_if = "Option::is_none")]
         mode: Option<String>,
+        /// New thinking level: off, minimal, low, medium or high (among those the model
+        /// offers), or `default` for the model's own.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        thinking: Option<String>,
     },
     /// Copies a session's history (up to a revision) into a new session.
     ForkSession {

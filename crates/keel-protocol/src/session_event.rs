@@ -134,6 +134,9 @@ pub enum SessionEventBody {
         /// The permission mode, when the runtime has one for the session.
         #[serde(default, skip_serializing_if = "Option::is_none")]
         mode: Option<String>,
+        /// The thinking level chosen for the session (`None`: the model's default).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        thinking: Option<String>,
     },
 }
 

@@ -86,9 +86,18 @@ impl ConversationContract for Runtime {
                 title,
                 model,
                 mode,
+                thinking,
             } => Reply::Session(
-                self.update_session(&session_id, SessionUpdate { title, model, mode })
-                    .await?,
+                self.update_session(
+                    &session_id,
+                    SessionUpdate {
+                        title,
+                        model,
+                        mode,
+                        thinking,
+                    },
+                )
+                .await?,
             ),
             Op::ForkSession {
                 session_id,

@@ -4,6 +4,7 @@
 use std::sync::Arc;
 
 use async_trait::async_trait;
+use keel_llm::ThinkingLevel;
 use keel_protocol::{Message, SessionEventBody, SessionId, ToolDefinition, TurnId, TurnSource};
 use keel_store::{CommitRequest, Entry, HistoryOp, SessionRecord, new_id};
 use keel_tools::permission::Mode;
@@ -48,6 +49,40 @@ pub struct SessionUpdate {
     pub model: Option<String>,
     /// New permission mode.
     pub mode: Option<String>,
+    /// New thinking level (`default`: the model's own).
+    pub thinking: Option<String>,
+}
+
+/// The thinking level `text` names: `None` for `default`.
+fn parse_thinking(text: &str) -> Result<Option<ThinkingLevel>, RuntimeError> {
+    if text == "default" {
+        return Ok(None);
+    }
+    serde_json::from_value(serde_json::Value::String(text.to_owned()))
+        .map(Some)
+        .map_err(|_| {
+            RuntimeError::Usage(format!(
+                "unknown thinking level `{text}` (use off, minimal, low, medium, high or default)"
+            ))
+        })
+}
+
+/// The level's name as the protocol spells it.
+pub(crate) fn thinking_name(level: ThinkingLevel) -> String {
+    serde_json::to_value(level)
+        .ok()
+        .and_then(|v| v.as_str().map(str::to_owned))
+        .unwrap_or_default()
+}
+
+/// Whether `model` accepts `level` (a scripted model accepts any; `off` needs no support).
+pub(crate) fn offers(model: &crate::assembly::ResolvedModel, level: ThinkingLevel) -> bool {
+    match &model.entry {
+        None => true,
+        Some(entry) => {
+            level == ThinkingLevel::Off || entry.capabilities.thinking_levels.contains(&level)
+        }
+    }
 }
 
 fn refuse_if_running(slot: &Slot) -> Result<(), RuntimeError> {
@@ -103,6 +138,18 @@ impl Runtime {
             }
             None => None,
         };
+        let thinking = update.thinking.as_deref().map(parse_thinking).transpose()?;
+        if let Some(Some(level)) = thinking {
+            let current = slot.lock().model.clone();
+            let model = model.as_ref().unwrap_or(&current);
+            if !offers(model, level) {
+                return Err(RuntimeError::Usage(format!(
+                    "{} does not offer the thinking level `{}`",
+                    model.name,
+                    thinking_name(level)
+                )));
+            }
+        }
         if let Some(title) = &update.title {
             store.set_title(session, title.clone()).await?;
         }
@@ -131,15 +178,28 @@ impl Runtime {
             state.services = services;
         }
         let record = store.session(session).await?;
-        let mode = {
+        let (mode, thinking) = {
             let mut state = slot.lock();
             state.record = record.clone();
-            state.mode.name().to_owned()
+            if let Some(level) = thinking {
+                state.thinking = level;
+            }
+            // A level the new model does not take goes back to the model's own.
+            if let Some(level) = state.thinking
+                && !offers(&state.model, level)
+            {
+                state.thinking = None;
+            }
+            (
+                state.mode.name().to_owned(),
+                state.thinking.map(thinking_name),
+            )
         };
         slot.emit(SessionEventBody::SessionUpdated {
             title: record.title.clone(),
             model: record.model.clone(),
             mode: Some(mode),
+            thinking,
         });
         Ok(record)
     }

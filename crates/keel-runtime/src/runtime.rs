@@ -52,6 +52,8 @@ pub struct RuntimeOptions {
     pub compactor: Option<Arc<dyn crate::lifecycle::Compactor>>,
     /// Lends sessions an editor that holds their files (ACP's `fs/*`).
     pub editor: Option<Arc<dyn crate::assembly::EditorProvider>>,
+    /// The thinking level sessions start with; `None`: the model's own.
+    pub thinking: Option<keel_llm::ThinkingLevel>,
 }
 
 impl RuntimeOptions {
@@ -72,6 +74,7 @@ impl RuntimeOptions {
             host_extensions: Vec::new(),
             compactor: None,
             editor: None,
+            thinking: None,
         }
     }
 }
@@ -115,6 +118,15 @@ impl Prepared {
         let settings = Settings::load(&options.settings)?;
         let mut warnings = settings.warnings.clone();
         let model = assembly::resolve_model(&settings, &options.model, None, &mut warnings)?;
+        if let Some(level) = options.thinking
+            && !crate::lifecycle::offers(&model, level)
+        {
+            return Err(RuntimeError::Usage(format!(
+                "{} does not offer the thinking level `{}`",
+                model.name,
+                crate::lifecycle::thinking_name(level)
+            )));
+        }
         let mode = assembly::permission_mode(&settings, options.permission);
         let sandbox = assembly::sandbox_mode(&settings, options.sandbox, mode);
         let env_mode = check_environment()?;
@@ -209,6 +221,7 @@ impl Prepared {
                 slots: Mutex::new(HashMap::new()),
                 compactor: Mutex::new(self.options.compactor.clone()),
                 editor: self.options.editor.clone(),
+                thinking: self.options.thinking,
             }),
         }
     }
@@ -235,6 +248,7 @@ pub(crate) struct Inner {
     pub(crate) slots: Mutex<HashMap<SessionId, Arc<Slot>>>,
     pub(crate) compactor: Mutex<Option<Arc<dyn crate::lifecycle::Compactor>>>,
     pub(crate) editor: Option<Arc<dyn crate::assembly::EditorProvider>>,
+    pub(crate) thinking: Option<keel_llm::ThinkingLevel>,
 }
 
 /// Whether a session may start a turn.
@@ -259,6 +273,8 @@ pub(crate) struct SlotState {
     pub(crate) admission: Admission,
     /// The queue as last read (refreshed after every change).
     pub(crate) queue: Vec<QueueEntry>,
+    /// The thinking level chosen for the session; `None`: the model's own.
+    pub(crate) thinking: Option<keel_llm::ThinkingLevel>,
 }
 
 /// An open session.
@@ -333,6 +349,11 @@ impl Runtime {
     /// The default model's `provider/model`.
     pub fn model_name(&self) -> &str {
         &self.inner.model.name
+    }
+
+    /// The thinking level sessions start with (`None`: the model's own).
+    pub fn thinking(&self) -> Option<String> {
+        self.inner.thinking.map(crate::lifecycle::thinking_name)
     }
 
     /// Syncs what was committed to disk (one fsync of the write-ahead log).
@@ -424,6 +445,7 @@ impl Runtime {
                 reconciled: false,
                 admission: Admission::Idle,
                 queue: queue.iter().map(crate::queue::entry_of).collect(),
+                thinking: self.inner.thinking,
             }),
         });
         if self.inner.interactive {

@@ -62,6 +62,13 @@ pub const BUILTIN: &[Command] = &[
         true,
     ),
     cmd(
+        "thinking",
+        &[],
+        "Set how much the model reasons",
+        "[off|minimal|low|medium|high|default]",
+        true,
+    ),
+    cmd(
         "sandbox",
         &[],
         "Show or set where commands may write",

@@ -20,6 +20,7 @@ use serde_json::json;
 
 fn info() -> Info {
     Info {
+        thinking: None,
         cwd: "/work/project".into(),
         model: "anthropic/claude-sonnet-4-5".into(),
         mode: "auto".into(),

@@ -26,6 +26,13 @@ pub fn parse_permission(text: &str) -> Result<keel_tools::permission::Mode, Stri
         .map_err(|_| format!("unknown permission mode `{text}` (use ask, auto, full or plan)"))
 }
 
+/// Parses `--thinking`: off, minimal, low, medium or high.
+pub fn parse_thinking(text: &str) -> Result<keel_llm::ThinkingLevel, String> {
+    serde_json::from_value(serde_json::Value::String(text.to_owned())).map_err(|_| {
+        format!("unknown thinking level `{text}` (use off, minimal, low, medium or high)")
+    })
+}
+
 /// Parses `--model`: `provider/model`.
 pub fn parse_model(text: &str) -> Result<String, String> {
     match text.split_once('/') {

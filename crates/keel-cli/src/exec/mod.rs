@@ -29,7 +29,7 @@ use crate::errors::{InternalError, runtime_error};
 pub use input::{
     check_config_file as check_config_file_arg, parse_base_url, parse_model as parse_model_arg,
     parse_override as parse_override_arg, parse_permission as parse_permission_arg,
-    working_folder as working_folder_arg,
+    parse_thinking as parse_thinking_arg, working_folder as working_folder_arg,
 };
 use output::{ExecSink, Format, Interrupt, RunIds, Stop};
 pub use report::{EXIT_CONFIG, EXIT_FAILED, EXIT_INTERNAL, EXIT_USAGE};
@@ -61,6 +61,10 @@ pub struct ExecArgs {
     /// question in `exec`, so whatever would ask is denied. Default: config, else auto.
     #[arg(long, value_name = "MODE", value_parser = input::parse_permission)]
     permission: Option<keel_tools::permission::Mode>,
+    /// How much the model reasons: off, minimal, low, medium or high, among the levels the
+    /// model offers (default: the model's own).
+    #[arg(long, value_name = "LEVEL", value_parser = input::parse_thinking)]
+    thinking: Option<keel_llm::ThinkingLevel>,
     /// Where bash may write: read-only, workspace-write or danger-full-access (no
     /// sandbox). Default: config, else read-only under `--permission plan`, else
     /// workspace-write.
@@ -137,6 +141,7 @@ pub async fn run(args: ExecArgs) -> anyhow::Result<ExitCode> {
         permission: args.permission,
         sandbox: args.sandbox,
         system_prompt: args.system_prompt.clone(),
+        thinking: args.thinking,
         max_steps: args.max_steps,
         // Nobody can answer a question here: what would ask is denied, with the reason.
         interactive: false,

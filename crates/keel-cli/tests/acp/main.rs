@@ -376,6 +376,34 @@ async fn modes_models_and_commands() {
             "anthropic/claude-haiku-4-5"
         );
         assert_eq!(options["configOptions"][0]["currentValue"], "plan");
+        // The model reasons: its thinking levels are an option, and a chosen level reaches
+        // the request.
+        let chosen = cx
+            .send_request(SetSessionConfigOptionRequest::new(
+                session.clone(),
+                "thinking",
+                SessionConfigOptionValue::value_id("high"),
+            ))
+            .block_task()
+            .await?;
+        let chosen = serde_json::to_value(&chosen).unwrap();
+        assert_eq!(chosen["configOptions"][2]["id"], "thinking", "{chosen}");
+        assert_eq!(
+            chosen["configOptions"][2]["currentValue"], "high",
+            "{chosen}"
+        );
+        let refused = cx
+            .send_request(SetSessionConfigOptionRequest::new(
+                session.clone(),
+                "thinking",
+                SessionConfigOptionValue::value_id("enormous"),
+            ))
+            .block_task()
+            .await;
+        assert_eq!(
+            refused.unwrap_err().code,
+            agent_client_protocol::ErrorCode::INVALID_PARAMS
+        );
         st.clear();
         assert_eq!(prompt(&cx, &session, "/status").await?, StopReason::EndTurn);
         let status = st.message_text();
@@ -389,6 +417,8 @@ async fn modes_models_and_commands() {
         );
         assert_eq!(prompt(&cx, &session, "hi").await?, StopReason::EndTurn);
         assert!(request_text(&server, 0).contains("claude-haiku-4-5"));
+        let thinking = &server.requests()[0].body["thinking"];
+        assert_eq!(thinking["type"], "enabled", "{thinking}");
         st.clear();
         assert_eq!(prompt(&cx, &session, "/new").await?, StopReason::EndTurn);
         assert!(st.message_text().contains("Started over"));

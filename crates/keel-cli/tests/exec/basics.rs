@@ -106,6 +106,37 @@ fn exec_talks_to_a_provider_over_http() {
     assert_eq!(requests[0].body["model"], "claude-sonnet-4-5");
 }
 
+/// `--thinking` reaches the request as the provider's reasoning setting, and a level the
+/// model does not offer is refused before anything is sent.
+#[test]
+fn the_thinking_level_reaches_the_request_and_is_checked() {
+    let mock = Mock::new();
+    let server = mock.serve(r#"[{"text": "thought it through"}]"#);
+    let run = |model: &str, level: &str| {
+        keel()
+            .args(["exec", "--model", model, "--thinking", level, "--base-url"])
+            .arg(server.url())
+            .arg("hi")
+            .env("ANTHROPIC_API_KEY", "test-key")
+            .env("OPENAI_API_KEY", "test-key")
+            .output()
+            .unwrap()
+    };
+    let output = run("anthropic/claude-sonnet-4-5", "high");
+    assert_exit(&output, 0);
+    assert_eq!(server.requests()[0].body["thinking"]["type"], "enabled");
+    let refused = run("openai/gpt-4.1", "high");
+    assert_exit(&refused, 2);
+    let stderr = String::from_utf8(refused.stderr).unwrap();
+    assert!(
+        stderr.contains("does not offer the thinking level `high`"),
+        "{stderr}"
+    );
+    let unknown = run("anthropic/claude-sonnet-4-5", "enormous");
+    assert_exit(&unknown, 2);
+    assert_eq!(server.requests().len(), 1);
+}
+
 /// Mistral's Magistral models stream thinking and text as lists of content parts; keel used
 /// to ignore them and end with an empty answer.
 #[test]

@@ -80,6 +80,7 @@ impl Harness {
             host_extensions: Vec::new(),
             compactor: None,
             editor: None,
+            thinking: None,
         };
         let prepared = Prepared::new(keel_extensions::with_harness(options)).unwrap();
         // In keel's home, as by default: the session folders are then behind its

@@ -391,6 +391,26 @@ impl Loaded {
         names
     }
 
+    /// The thinking levels `model` (provider/model) offers by name, `off` first when it
+    /// reasons at all; empty for a model the registry does not know or that does not reason.
+    pub fn thinking_levels(&self, model: &str) -> Vec<String> {
+        let Ok(resolved) = self.resolve_model(Some(model)) else {
+            return Vec::new();
+        };
+        let levels = &resolved.entry.capabilities.thinking_levels;
+        if levels.is_empty() {
+            return Vec::new();
+        }
+        std::iter::once(keel_llm::ThinkingLevel::Off)
+            .chain(levels.iter().copied())
+            .filter_map(|level| {
+                serde_json::to_value(level)
+                    .ok()
+                    .and_then(|v| v.as_str().map(str::to_owned))
+            })
+            .collect()
+    }
+
     /// The registry with the configured providers applied.
     pub fn registry(&self) -> Result<Registry, ConfigError> {
         let mut registry = Registry::builtin().map_err(|e| ConfigError::Internal(e.to_string()))?;

@@ -379,6 +379,7 @@ impl Runtime {
             // `prompt_cache_key`): every request of the session shares its cached prefix.
             request_options: keel_llm::RequestOptions {
                 session_id: Some(slot.id.to_string()),
+                thinking: slot.lock().thinking,
                 ..keel_llm::RequestOptions::default()
             },
             api_keys: None,

@@ -183,6 +183,7 @@ impl Harness {
             host_extensions: setup.host_extensions,
             compactor: None,
             editor: None,
+            thinking: None,
         };
         let prepared = Prepared::new(options).unwrap();
         let store = Store::open(

@@ -92,6 +92,7 @@ async fn lifecycle_operations_change_the_session_and_wait_for_a_running_turn() {
             title: Some("Renamed".into()),
             model: None,
             mode: Some("plan".into()),
+            thinking: None,
         })
         .await
         .unwrap();
@@ -103,6 +104,7 @@ async fn lifecycle_operations_change_the_session_and_wait_for_a_running_turn() {
             title: None,
             model: None,
             mode: Some("yolo".into()),
+            thinking: None,
         })
         .await
         .unwrap_err();
@@ -119,6 +121,7 @@ async fn lifecycle_operations_change_the_session_and_wait_for_a_running_turn() {
             title: None,
             model: Some("openai/gpt-5".into()),
             mode: None,
+            thinking: None,
         })
         .await
         .unwrap_err();

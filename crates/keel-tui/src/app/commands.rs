@@ -138,6 +138,31 @@ impl App {
                     )));
                 }
             }
+            "thinking" => {
+                if args.is_empty() {
+                    let now = self
+                        .thinking
+                        .clone()
+                        .unwrap_or_else(|| "the model's default".into());
+                    self.notice(
+                        Tone::Info,
+                        format!(
+                            "thinking: {now}; set it with /thinking off|minimal|low|medium|high|default"
+                        ),
+                    );
+                } else if let Some(session_id) = self.session_id() {
+                    effects.push(Effect::Call(
+                        Tag::Plain("cannot change the thinking level"),
+                        Op::UpdateSession {
+                            session_id,
+                            title: None,
+                            model: None,
+                            mode: None,
+                            thinking: Some(args.to_owned()),
+                        },
+                    ));
+                }
+            }
             "sandbox" => {
                 let text = if args.is_empty() || args == self.info.sandbox {
                     format!("commands run in the {} sandbox", self.info.sandbox)
@@ -248,6 +273,7 @@ impl App {
                         title: Some(args.to_owned()),
                         model: None,
                         mode: None,
+                        thinking: None,
                     },
                 )),
                 _ => {}
@@ -402,6 +428,7 @@ impl App {
                     title: None,
                     model: Some(item.value),
                     mode: None,
+                    thinking: None,
                 },
             )),
             PickerKind::Permission => self.set_mode(&item.value, effects),

@@ -433,6 +433,7 @@ impl App {
                                     title: Some(title_text.clone()),
                                     model: None,
                                     mode: None,
+                                    thinking: None,
                                 },
                             ));
                             for item in &mut picker.items {
@@ -653,6 +654,7 @@ impl App {
                 title: None,
                 model: None,
                 mode: Some(mode.to_owned()),
+                thinking: None,
             },
         ));
         // Shown at once; the session's update event confirms it.

@@ -175,7 +175,18 @@ impl App {
                 self.context = Some((used, context_window));
                 self.usage += usage;
             }
-            SessionEventBody::SessionUpdated { title, model, mode } => {
+            SessionEventBody::SessionUpdated {
+                title,
+                model,
+                mode,
+                thinking,
+                ..
+            } => {
+                if thinking != self.thinking {
+                    let shown = thinking.as_deref().unwrap_or("the model's default");
+                    self.notice(Tone::Info, format!("thinking: {shown}"));
+                    self.thinking = thinking;
+                }
                 if let Some(session) = &mut self.session {
                     session.title = title;
                     session.model = model.clone();

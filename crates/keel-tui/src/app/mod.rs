@@ -122,6 +122,8 @@ pub struct Info {
     pub keel_home: Option<PathBuf>,
     /// Warnings from start-up to show once.
     pub warnings: Vec<String>,
+    /// The thinking level sessions start with (`None`: the model's own).
+    pub thinking: Option<String>,
 }
 
 /// The whole TUI state.
@@ -172,6 +174,8 @@ pub struct App {
     pub quitting: bool,
     /// The mode before `/plan on`.
     pub mode_before_plan: Option<String>,
+    /// The thinking level chosen for the session (`None`: the model's own).
+    pub thinking: Option<String>,
     /// `@` was typed and the folder is not listed yet.
     files_requested: bool,
     /// The filter `/sessions` was given, for its picker.
@@ -186,6 +190,7 @@ pub const DOUBLE_PRESS: Duration = Duration::from_millis(1500);
 impl App {
     /// A fresh app; `width` is the terminal's.
     pub fn new(info: Info, width: u16) -> Self {
+        let thinking = info.thinking.clone();
         let (keys, warning) = KeyMap::load(info.keel_home.as_deref());
         let mut app = Self {
             info,
@@ -211,6 +216,7 @@ impl App {
             editing_queued: None,
             quitting: false,
             mode_before_plan: None,
+            thinking,
             files_requested: false,
             sessions_filter: String::new(),
             initial_prompt: None,
