@@ -476,3 +476,30 @@ fn long_reasoning_and_an_endless_line_stay_cheap_to_draw() {
         "an endless line draws only its end: {rows} rows"
     );
 }
+
+#[test]
+fn thinking_is_set_with_a_command_and_shown_when_it_changes() {
+    let mut app = app(100);
+    type_text(&mut app, "/thinking high");
+    let effects = app.update(UiEvent::Term(Event::Key(KeyEvent::new(
+        KeyCode::Enter,
+        KeyModifiers::NONE,
+    ))));
+    let asked = effects.iter().any(|effect| {
+        matches!(
+            effect,
+            keel_tui::app::Effect::Call(_, keel_protocol::Op::UpdateSession { thinking: Some(level), .. }) if level == "high"
+        )
+    });
+    assert!(asked, "no update for the thinking level");
+    event(
+        &mut app,
+        SessionEventBody::SessionUpdated {
+            title: "a test".into(),
+            model: "anthropic/claude-sonnet-4-5".into(),
+            mode: Some("auto".into()),
+            thinking: Some("high".into()),
+        },
+    );
+    assert!(screen(&mut app).contains("thinking: high"));
+}
