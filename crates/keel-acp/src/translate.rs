@@ -530,4 +530,57 @@ mod tests {
             ))]
         );
     }
+
+    proptest::proptest! {
+        /// However the text was streamed, and however much of it streamed before the item
+        /// completed, the editor receives exactly the final text, once.
+        #[test]
+        fn chunks_add_up_to_the_final_text_exactly_once(
+            text in "[a-zé漢 \\n]{0,60}",
+            cuts in proptest::collection::vec(0usize..60, 0..8),
+            streamed in 0usize..9,
+        ) {
+            let mut t = Translator::new("/w".into(), true);
+            let id: Arc<str> = Arc::from("item_0");
+            let mut bounds: Vec<usize> = cuts
+                .into_iter()
+                .map(|c| c.min(text.len()))
+                .filter(|c| text.is_char_boundary(*c))
+                .collect();
+            bounds.push(0);
+            bounds.push(text.len());
+            bounds.sort_unstable();
+            bounds.dedup();
+            let mut out = t.apply(&item_event(ItemEvent::Started {
+                item: Item {
+                    id: id.clone(),
+                    body: ItemBody::AgentMessage { text: String::new() },
+                },
+            }));
+            for window in bounds.windows(2).take(streamed) {
+                out.extend(t.apply(&item_event(ItemEvent::Updated {
+                    item_id: id.clone(),
+                    kind: ItemKind::AgentMessage,
+                    delta: text[window[0]..window[1]].to_owned(),
+                })));
+            }
+            out.extend(t.apply(&item_event(ItemEvent::Completed {
+                item: Item {
+                    id,
+                    body: ItemBody::AgentMessage { text: text.clone() },
+                },
+            })));
+            let sent: String = out
+                .iter()
+                .map(|u| match u {
+                    SessionUpdate::AgentMessageChunk(chunk) => match &chunk.content {
+                        ContentBlock::Text(t) => t.text.clone(),
+                        _ => String::new(),
+                    },
+                    _ => String::new(),
+                })
+                .collect();
+            proptest::prop_assert_eq!(sent, text);
+        }
+    }
 }
