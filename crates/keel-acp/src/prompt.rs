@@ -3,12 +3,19 @@
 //! recognised only in text the user typed, never in an embedded resource.
 
 use agent_client_protocol::v1::schema::{ContentBlock, EmbeddedResourceResource};
+use base64::Engine as _;
+use keel_protocol::ImageBlock;
+
+/// Largest image a prompt may carry, decoded.
+const MAX_IMAGE_BYTES: usize = 20 * 1024 * 1024;
+/// Image types every wire API keel speaks accepts.
+const IMAGE_TYPES: [&str; 4] = ["image/png", "image/jpeg", "image/gif", "image/webp"];
 
 /// What a prompt asks for.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Prompt {
-    /// Text for the model.
-    Text(String),
+    /// Text for the model, and the images sent with it.
+    Text(String, Vec<ImageBlock>),
     /// A slash command typed as the whole prompt: its name and arguments.
     Command {
         /// The name, without the slash.
@@ -74,6 +81,7 @@ pub fn read(blocks: &[ContentBlock]) -> Result<Prompt, PromptError> {
         }
     }
     let mut parts: Vec<String> = Vec::new();
+    let mut images = Vec::new();
     for block in blocks {
         match block {
             ContentBlock::Text(text) => parts.push(text.text.clone()),
@@ -97,11 +105,27 @@ pub fn read(blocks: &[ContentBlock]) -> Result<Prompt, PromptError> {
                     ));
                 }
             },
-            ContentBlock::Image(_) => {
-                return Err(PromptError(
-                    "keel acp does not take images in prompts (promptCapabilities.image is false); link the file instead"
-                        .into(),
-                ));
+            ContentBlock::Image(image) => {
+                if !IMAGE_TYPES.contains(&image.mime_type.as_str()) {
+                    return Err(PromptError(format!(
+                        "images of type {} are not taken (use PNG, JPEG, GIF or WebP)",
+                        image.mime_type
+                    )));
+                }
+                let data = base64::engine::general_purpose::STANDARD
+                    .decode(image.data.trim())
+                    .map_err(|_| PromptError("an image's data is not base64".into()))?;
+                if data.len() > MAX_IMAGE_BYTES {
+                    return Err(PromptError(format!(
+                        "an image of {} MiB is larger than the {} MiB keel sends",
+                        data.len() / (1024 * 1024),
+                        MAX_IMAGE_BYTES / (1024 * 1024)
+                    )));
+                }
+                images.push(ImageBlock {
+                    data,
+                    mime_type: image.mime_type.clone(),
+                });
             }
             ContentBlock::Audio(_) => {
                 return Err(PromptError(
@@ -117,10 +141,10 @@ pub fn read(blocks: &[ContentBlock]) -> Result<Prompt, PromptError> {
         }
     }
     let text = parts.join("\n\n");
-    if text.trim().is_empty() {
+    if text.trim().is_empty() && images.is_empty() {
         return Err(PromptError("the prompt is empty".into()));
     }
-    Ok(Prompt::Text(text))
+    Ok(Prompt::Text(text, images))
 }
 
 #[cfg(test)]
@@ -153,7 +177,8 @@ mod tests {
             prompt,
             Prompt::Text(
                 "look at\n\n@\"/w/a b.rs\"\n\n<context source=\"/w/main.rs\">\nfn main() {}\n</context>"
-                    .into()
+                    .into(),
+                Vec::new()
             )
         );
     }
@@ -175,19 +200,31 @@ mod tests {
             )),
         ))])
         .unwrap();
-        assert!(matches!(embedded, Prompt::Text(t) if t.contains("/new")));
+        assert!(matches!(embedded, Prompt::Text(t, _) if t.contains("/new")));
         // A path is not a command.
         assert!(matches!(
             read(&[text("/usr/bin is odd")]).unwrap(),
-            Prompt::Text(_)
+            Prompt::Text(..)
         ));
     }
 
     #[test]
-    fn empty_and_image_prompts_are_refused() {
+    fn images_are_decoded_and_checked() {
         assert!(read(&[]).is_err());
         assert!(read(&[text("  ")]).is_err());
-        let image = read(&[ContentBlock::Image(ImageContent::new("AAAA", "image/png"))]);
-        assert!(image.unwrap_err().0.contains("image"));
+        let image = read(&[
+            text("what is this?"),
+            ContentBlock::Image(ImageContent::new("iVBORw0KGgo=", "image/png")),
+        ])
+        .unwrap();
+        let Prompt::Text(words, images) = image else {
+            panic!("a text prompt")
+        };
+        assert_eq!(words, "what is this?");
+        assert_eq!(images[0].data, b"\x89PNG\r\n\x1a\n");
+        let bad = read(&[ContentBlock::Image(ImageContent::new("AAAA", "image/tiff"))]);
+        assert!(bad.unwrap_err().0.contains("image/tiff"));
+        let junk = read(&[ContentBlock::Image(ImageContent::new("%%%", "image/png"))]);
+        assert!(junk.unwrap_err().0.contains("base64"));
     }
 }

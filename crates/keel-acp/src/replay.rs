@@ -6,7 +6,7 @@ use std::collections::HashMap;
 use std::path::Path;
 
 use agent_client_protocol::v1::schema::{
-    ContentBlock, ContentChunk, Plan, SessionUpdate, TextContent, ToolCall,
+    ContentBlock, ContentChunk, ImageContent, Plan, SessionUpdate, TextContent, ToolCall,
     ToolCallStatus as AcpStatus,
 };
 use keel_protocol::{ItemKind, Message};
@@ -60,6 +60,15 @@ pub fn updates(entries: &[StoredEntry], cwd: &Path) -> Vec<SessionUpdate> {
                     out.push(SessionUpdate::UserMessageChunk(ContentChunk::new(
                         ContentBlock::Text(TextContent::new(text)),
                     )));
+                }
+                for block in &user.content {
+                    if let keel_protocol::ContentBlock::Image(image) = block {
+                        use base64::Engine as _;
+                        let data = base64::engine::general_purpose::STANDARD.encode(&image.data);
+                        out.push(SessionUpdate::UserMessageChunk(ContentChunk::new(
+                            ContentBlock::Image(ImageContent::new(data, image.mime_type.clone())),
+                        )));
+                    }
                 }
             }
             Message::Assistant(answer) => {

@@ -431,7 +431,7 @@ fn connection(
             let auth = server.missing_key().into_iter().collect::<Vec<_>>();
             let capabilities = AgentCapabilities::new()
                 .load_session(true)
-                .prompt_capabilities(PromptCapabilities::new().embedded_context(true))
+                .prompt_capabilities(PromptCapabilities::new().embedded_context(true).image(true))
                 .mcp_capabilities(McpCapabilities::new())
                 .session_capabilities(
                     SessionCapabilities::new()
@@ -730,7 +730,7 @@ fn connection(
                 Prompt::Command { name, args } => {
                     commands::run(&session, &cx, &name, &args).await?
                 }
-                Prompt::Text(text) => session.prompt(text, number).await?,
+                Prompt::Text(text, images) => session.prompt(text, images, number).await?,
             };
             Ok(PromptResponse::new(stop))
         });

@@ -210,7 +210,12 @@ impl Session {
     }
 
     /// Runs one prompt as a turn and says why it stopped.
-    pub async fn prompt(self: &Arc<Self>, text: String, number: u64) -> Result<StopReason, Error> {
+    pub async fn prompt(
+        self: &Arc<Self>,
+        text: String,
+        images: Vec<keel_protocol::ImageBlock>,
+        number: u64,
+    ) -> Result<StopReason, Error> {
         let Ok(_one) = self.prompting.try_lock() else {
             return Err(Error::new(
                 ErrorCode::INVALID_REQUEST,
@@ -225,6 +230,7 @@ impl Session {
             .call(Op::Submit {
                 session_id: self.id.clone(),
                 text,
+                images,
                 source: TurnSource::Api,
                 output_schema: None,
                 time_budget_ms: None,

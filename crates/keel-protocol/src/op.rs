@@ -4,7 +4,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::{InputKind, PermissionAnswer, SessionId, TurnSource};
+use crate::{ImageBlock, InputKind, PermissionAnswer, SessionId, TurnSource};
 
 /// Which session to open.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -122,6 +122,9 @@ pub enum Op {
         session_id: SessionId,
         /// The user's input.
         text: String,
+        /// Images sent with it (the model must take images).
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        images: Vec<ImageBlock>,
         /// Who sends it.
         #[serde(default)]
         source: TurnSource,

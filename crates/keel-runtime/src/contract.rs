@@ -5,7 +5,7 @@
 use std::sync::Arc;
 
 use async_trait::async_trait;
-use keel_protocol::{Op, QueueEntry, SessionId, TurnSource};
+use keel_protocol::{ImageBlock, Op, QueueEntry, SessionId, TurnSource};
 use keel_store::{SessionRecord, StoredEntry};
 use tokio::sync::watch;
 
@@ -118,6 +118,7 @@ impl ConversationContract for Runtime {
             Op::Submit {
                 session_id,
                 text,
+                images,
                 source,
                 output_schema,
                 time_budget_ms,
@@ -131,7 +132,10 @@ impl ConversationContract for Runtime {
                     output_schema,
                     deadline,
                 };
-                Reply::Turn(self.submit(&session_id, text, source, options).await?)
+                Reply::Turn(
+                    self.submit_with_images(&session_id, text, images, source, options)
+                        .await?,
+                )
             }
             Op::Enqueue {
                 session_id,
@@ -203,8 +207,35 @@ impl Runtime {
         source: TurnSource,
         options: TurnOptions,
     ) -> Result<TurnHandle, RuntimeError> {
+        self.submit_with_images(session, text, Vec::new(), source, options)
+            .await
+    }
+
+    /// Starts a turn with the user's input and images; refused while one runs, and when
+    /// the session's model does not take images.
+    pub async fn submit_with_images(
+        &self,
+        session: &SessionId,
+        text: String,
+        images: Vec<ImageBlock>,
+        source: TurnSource,
+        options: TurnOptions,
+    ) -> Result<TurnHandle, RuntimeError> {
         let slot = self.slot_or_open(session).await?;
-        self.start_turn(slot, Start::Input(text), source, options)
+        if !images.is_empty() {
+            let model = slot.lock().model.clone();
+            if model
+                .entry
+                .as_ref()
+                .is_some_and(|entry| !entry.capabilities.images)
+            {
+                return Err(RuntimeError::Usage(format!(
+                    "{} does not take images; send text, or switch to a model that does",
+                    model.name
+                )));
+            }
+        }
+        self.start_turn(slot, Start::Input(text, images), source, options)
             .await
     }
 }

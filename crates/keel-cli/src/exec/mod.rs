@@ -216,6 +216,7 @@ pub async fn run(args: ExecArgs) -> anyhow::Result<ExitCode> {
         .call(Op::Submit {
             session_id: session_id.clone(),
             text: prompt,
+            images: Vec::new(),
             source: TurnSource::Api,
             output_schema: schema,
             time_budget_ms: args

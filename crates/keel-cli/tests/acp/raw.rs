@@ -138,7 +138,7 @@ async fn malformed_input_gets_errors_and_the_server_keeps_serving() {
         .await;
     assert_eq!(code(&empty), -32602, "{empty}");
     let image = raw
-        .call(8, "session/prompt", json!({"sessionId": session, "prompt": [{"type": "image", "data": "AAAA", "mimeType": "image/png"}]}))
+        .call(8, "session/prompt", json!({"sessionId": session, "prompt": [{"type": "image", "data": "AAAA", "mimeType": "image/tiff"}]}))
         .await;
     assert_eq!(code(&image), -32602, "{image}");
     let answered = raw

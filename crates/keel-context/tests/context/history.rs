@@ -192,6 +192,7 @@ async fn run(steps: usize, system_prompt: String) -> Run {
         .call(Op::Submit {
             session_id: session.clone(),
             text: format!("Run the workload's steps, and {CONSTRAINT}."),
+            images: Vec::new(),
             source: TurnSource::Api,
             output_schema: None,
             time_budget_ms: None,

@@ -137,6 +137,7 @@ impl Harness {
             .call(Op::Submit {
                 session_id: session.clone(),
                 text: text.into(),
+                images: Vec::new(),
                 source: TurnSource::Api,
                 output_schema: None,
                 time_budget_ms,

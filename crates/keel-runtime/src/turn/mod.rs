@@ -40,8 +40,8 @@ pub(crate) use running::RunningTurn;
 /// What a turn starts from.
 #[derive(Debug)]
 pub(crate) enum Start {
-    /// The user's input.
-    Input(String),
+    /// The user's input, with the images sent with it.
+    Input(String, Vec<keel_protocol::ImageBlock>),
     /// The session's waiting inputs.
     Queue,
 }
@@ -283,7 +283,13 @@ impl Runtime {
         // The prompt: the user's input, or every waiting input (claimed now, acknowledged
         // once committed).
         let mut prompt: Vec<Message> = match start {
-            Start::Input(text) => vec![Message::user_text(text)],
+            Start::Input(text, images) => {
+                let mut message = keel_protocol::UserMessage::text(text);
+                message
+                    .content
+                    .extend(images.into_iter().map(keel_protocol::ContentBlock::Image));
+                vec![Message::User(message)]
+            }
             Start::Queue => {
                 let kinds = [InputKind::Steer, InputKind::FollowUp];
                 let Some(claim) = store.claim_inputs(&slot.id, &turn_id, &kinds).await? else {

@@ -290,6 +290,7 @@ async fn a_submit_while_a_turn_runs_is_refused_and_the_queue_can_be_edited() {
         .call(Op::Submit {
             session_id: session.clone(),
             text: "again".into(),
+            images: Vec::new(),
             source: TurnSource::Api,
             output_schema: None,
             time_budget_ms: None,

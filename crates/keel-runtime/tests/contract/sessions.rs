@@ -297,6 +297,7 @@ async fn the_deferred_contract_forwards_calls_made_before_it_was_bound() {
         .call(Op::Submit {
             session_id: opened.record.id.clone(),
             text: "hi".into(),
+            images: Vec::new(),
             source: TurnSource::Channel("ci".into()),
             output_schema: None,
             time_budget_ms: None,

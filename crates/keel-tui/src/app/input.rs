@@ -227,6 +227,7 @@ impl App {
             Op::Submit {
                 session_id,
                 text,
+                images: Vec::new(),
                 source: keel_protocol::TurnSource::Api,
                 output_schema: None,
                 time_budget_ms: None,
