@@ -31,6 +31,8 @@ pub struct Translator {
     announced: HashSet<String>,
     /// Open permission questions: the call each is about, by request id.
     asked: HashMap<String, String>,
+    /// Tool calls whose execution started (their item began).
+    started: HashSet<String>,
     /// What the session cost so far, in US dollars.
     cost: f64,
     title: Option<String>,
@@ -59,6 +61,7 @@ impl Translator {
             sent: HashMap::new(),
             announced: HashSet::new(),
             asked: HashMap::new(),
+            started: HashSet::new(),
             cost: 0.0,
             title: None,
             mode: None,
@@ -98,6 +101,7 @@ impl Translator {
                 self.sent.clear();
                 self.announced.clear();
                 self.asked.clear();
+                self.started.clear();
             }
             SessionEventBody::Item { event, .. } => self.item(event, &mut out),
             SessionEventBody::PermissionRequested { request, .. } => {
@@ -201,11 +205,11 @@ impl Translator {
         )))
     }
 
-    /// An approved call runs: back to `in_progress` (a declined one ends `failed` with its
-    /// result).
+    /// An approved call runs: back to `in_progress` when its start was already shown (else
+    /// its start says so); a declined one ends `failed` with its result.
     fn approved(&mut self, request_id: &str, allowed: bool) -> Option<SessionUpdate> {
         let id = self.asked.remove(request_id)?;
-        allowed.then(|| {
+        (allowed && self.started.contains(&id)).then(|| {
             SessionUpdate::ToolCallUpdate(ToolCallUpdate::new(
                 id,
                 ToolCallUpdateFields::new().status(AcpStatus::InProgress),
@@ -251,6 +255,9 @@ impl Translator {
                         let id = call_id.to_string();
                         let title = tools::title(tool_name, arguments);
                         let locations = tools::locations(tool_name, arguments, &self.cwd);
+                        if !completed {
+                            self.started.insert(id.clone());
+                        }
                         if completed {
                             let failed = *status != ToolCallStatus::Completed;
                             let result = result.as_deref().unwrap_or_default();
