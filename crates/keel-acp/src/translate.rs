@@ -311,10 +311,17 @@ impl Translator {
                                     .raw_input(arguments.clone()),
                             ));
                         } else {
+                            // Still `pending` while its question is open: the approval moves
+                            // it on.
+                            let status = if self.asked.values().any(|call| *call == id) {
+                                AcpStatus::Pending
+                            } else {
+                                AcpStatus::InProgress
+                            };
                             out.push(SessionUpdate::ToolCallUpdate(ToolCallUpdate::new(
                                 id,
                                 ToolCallUpdateFields::new()
-                                    .status(AcpStatus::InProgress)
+                                    .status(status)
                                     .title(title)
                                     .kind(tools::kind(tool_name))
                                     .locations(locations)
@@ -505,6 +512,54 @@ mod tests {
             serde_json::to_value(&resolved[0]).unwrap(),
             json!({"sessionUpdate": "tool_call_update", "toolCallId": "c-9", "status": "in_progress"})
         );
+    }
+
+    #[test]
+    fn a_call_asked_before_it_started_goes_in_progress_once() {
+        let mut t = Translator::new("/w".into(), true);
+        let request = PermissionRequest {
+            id: "p-3".into(),
+            tool_call_id: ToolCallId::from("c-3"),
+            tool: "bash".into(),
+            summary: "run `make`".into(),
+            reasons: vec![],
+            safety: false,
+            scopes: vec![],
+            rules: vec![],
+            arguments: json!({"command": "make"}),
+        };
+        let mut out = t.apply(&SessionEventBody::PermissionRequested {
+            turn_id: turn(),
+            request,
+        });
+        out.extend(t.apply(&item_event(ItemEvent::Started {
+            item: Item {
+                id: Arc::from("item_0"),
+                body: ItemBody::ToolCall {
+                    call_id: ToolCallId::from("c-3"),
+                    tool_name: "bash".into(),
+                    arguments: json!({"command": "make"}),
+                    result: None,
+                    status: ToolCallStatus::InProgress,
+                    details: None,
+                },
+            },
+        })));
+        out.extend(t.apply(&SessionEventBody::PermissionResolved {
+            turn_id: turn(),
+            request_id: "p-3".into(),
+            allowed: true,
+        }));
+        let statuses: Vec<String> = out
+            .iter()
+            .map(|u| {
+                serde_json::to_value(u).unwrap()["status"]
+                    .as_str()
+                    .unwrap_or("pending")
+                    .to_owned()
+            })
+            .collect();
+        assert_eq!(statuses, vec!["pending", "pending", "in_progress"]);
     }
 
     #[test]
