@@ -9,7 +9,7 @@ use serde_json::json;
 
 use crate::harness::{
     EditorState, World, connect, initialize, mock, new_session, prompt, request_text, run_once,
-    with_terminals,
+    wait_until, with_terminals,
 };
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -25,16 +25,32 @@ async fn commands_show_in_the_editors_terminal_and_stay_sandboxed() {
     .await;
     let state = Arc::new(EditorState::default());
     let st = state.clone();
-    let stop = run_once(
-        &world,
-        &server,
-        &["--permission", "full"],
-        with_terminals(),
-        state,
-        "run it",
-    )
+    let work = world.work();
+    let mut keel = world.spawn(&server, &["--permission", "full"]);
+    connect(&mut keel, state, async |cx| {
+        initialize(&cx, with_terminals()).await?;
+        let session = new_session(&cx, &work).await?;
+        assert_eq!(prompt(&cx, &session, "run it").await?, StopReason::EndTurn);
+        // The terminal shows the command as it runs, which may outlast the turn by a moment
+        // (a fast command ends before its terminal is up): wait for both terminals to end
+        // while the editor is still connected.
+        wait_until("the terminals end", || {
+            let terminals = st.terminals.lock().unwrap();
+            terminals.len() == 2 && terminals.values().all(|t| t.exit.borrow().is_some())
+        })
+        .await;
+        wait_until("the terminal in the tool call", || {
+            st.json()
+                .iter()
+                .filter(|u| u["sessionUpdate"] == "tool_call_update")
+                .filter_map(|u| u["content"].as_array().cloned())
+                .flatten()
+                .any(|c| c["type"] == "terminal" && c["terminalId"] == "term-1")
+        })
+        .await;
+        Ok(())
+    })
     .await;
-    assert_eq!(stop, StopReason::EndTurn);
     let created = st.created.lock().unwrap().clone();
     assert_eq!(created.len(), 2, "{created:?}");
     // The editor ran the relay, not the command.
@@ -48,14 +64,6 @@ async fn commands_show_in_the_editors_terminal_and_stay_sandboxed() {
     // The model still got the output; the sandbox still kept the write in the workspace.
     assert!(request_text(&server, 1).contains("out-line"));
     assert!(!escape.exists());
-    let shown = st
-        .json()
-        .iter()
-        .filter(|u| u["sessionUpdate"] == "tool_call_update")
-        .filter_map(|u| u["content"].as_array().cloned())
-        .flatten()
-        .any(|c| c["type"] == "terminal" && c["terminalId"] == "term-1");
-    assert!(shown, "{:?}", st.json());
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
