@@ -6,8 +6,7 @@ use std::collections::HashMap;
 use std::path::Path;
 
 use agent_client_protocol::v1::schema::{
-    ContentBlock, ContentChunk, ImageContent, Plan, SessionUpdate, TextContent, ToolCall,
-    ToolCallStatus as AcpStatus,
+    ContentBlock, ContentChunk, ImageContent, Plan, SessionUpdate, TextContent,
 };
 use keel_protocol::{ItemKind, Message};
 use keel_store::StoredEntry;
@@ -15,36 +14,6 @@ use serde_json::Value;
 
 use crate::tools;
 use crate::translate::text_update;
-
-fn tool_call(
-    id: &str,
-    name: &str,
-    arguments: &Value,
-    result: &str,
-    details: Option<&Value>,
-    failed: bool,
-    cwd: &Path,
-) -> SessionUpdate {
-    let raw_output = match details {
-        Some(details) => serde_json::json!({"output": result, "details": details}),
-        None => serde_json::json!({"output": result}),
-    };
-    SessionUpdate::ToolCall(
-        ToolCall::new(id.to_owned(), tools::title(name, arguments))
-            .kind(tools::kind(name))
-            .status(if failed {
-                AcpStatus::Failed
-            } else {
-                AcpStatus::Completed
-            })
-            .content(tools::content(
-                name, arguments, result, details, failed, cwd,
-            ))
-            .locations(tools::locations(name, arguments, cwd))
-            .raw_input(arguments.clone())
-            .raw_output(raw_output),
-    )
-}
 
 /// The updates that show `entries`, oldest first.
 pub fn updates(entries: &[StoredEntry], cwd: &Path) -> Vec<SessionUpdate> {
@@ -92,7 +61,7 @@ pub fn updates(entries: &[StoredEntry], cwd: &Path) -> Vec<SessionUpdate> {
                 let (name, arguments) = names
                     .remove(&id)
                     .unwrap_or_else(|| (result.tool_name.clone(), Value::Null));
-                out.push(tool_call(
+                out.push(SessionUpdate::ToolCall(tools::ended_call(
                     &id,
                     &name,
                     &arguments,
@@ -100,7 +69,7 @@ pub fn updates(entries: &[StoredEntry], cwd: &Path) -> Vec<SessionUpdate> {
                     result.details.as_ref(),
                     result.is_error,
                     cwd,
-                ));
+                )));
                 if name == "todowrite"
                     && !result.is_error
                     && let Some(entries) = tools::plan(result.details.as_ref(), &arguments)
@@ -118,7 +87,7 @@ pub fn updates(entries: &[StoredEntry], cwd: &Path) -> Vec<SessionUpdate> {
         }
     }
     for (id, name, arguments) in open {
-        out.push(tool_call(
+        out.push(SessionUpdate::ToolCall(tools::ended_call(
             &id,
             &name,
             &arguments,
@@ -126,7 +95,7 @@ pub fn updates(entries: &[StoredEntry], cwd: &Path) -> Vec<SessionUpdate> {
             None,
             true,
             cwd,
-        ));
+        )));
     }
     out
 }

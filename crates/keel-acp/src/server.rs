@@ -74,27 +74,6 @@ fn unknown_session(id: &str) -> Error {
     )
 }
 
-fn iso_time(ms: i64) -> String {
-    // Days from the civil calendar (proleptic Gregorian), without a date crate.
-    let secs = ms.div_euclid(1000);
-    let (days, rem) = (secs.div_euclid(86_400), secs.rem_euclid(86_400));
-    let z = days + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z.rem_euclid(146_097);
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let day = doy - (153 * mp + 2) / 5 + 1;
-    let month = if mp < 10 { mp + 3 } else { mp - 9 };
-    let year = yoe + era * 400 + i64::from(month <= 2);
-    format!(
-        "{year:04}-{month:02}-{day:02}T{:02}:{:02}:{:02}Z",
-        rem / 3600,
-        (rem % 3600) / 60,
-        rem % 60
-    )
-}
-
 fn check_cwd(cwd: &Path) -> Result<(), Error> {
     if !cwd.is_absolute() {
         return Err(invalid(format!(
@@ -593,7 +572,7 @@ fn connection(
                     .take(LIST_PAGE)
                     .map(|r| {
                         let info = SessionInfo::new(r.id.to_string(), PathBuf::from(&r.cwd))
-                            .updated_at(iso_time(r.updated_ms));
+                            .updated_at(keel_protocol::time::iso_utc(r.updated_ms));
                         if r.title.is_empty() {
                             info
                         } else {
@@ -745,16 +724,4 @@ fn connection(
         },
         agent_client_protocol::on_receive_notification!(),
     )
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn times_are_iso_8601_utc() {
-        assert_eq!(iso_time(0), "1970-01-01T00:00:00Z");
-        assert_eq!(iso_time(1_780_000_000_123), "2026-05-28T20:26:40Z");
-        assert_eq!(iso_time(951_782_400_000), "2000-02-29T00:00:00Z");
-    }
 }

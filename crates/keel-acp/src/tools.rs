@@ -6,8 +6,8 @@
 use std::path::{Path, PathBuf};
 
 use agent_client_protocol::v1::schema::{
-    ContentBlock, Diff, PlanEntry, PlanEntryPriority, PlanEntryStatus, TextContent,
-    ToolCallContent, ToolCallLocation, ToolKind,
+    ContentBlock, Diff, PlanEntry, PlanEntryPriority, PlanEntryStatus, TextContent, ToolCall,
+    ToolCallContent, ToolCallLocation, ToolCallStatus, ToolKind,
 };
 use serde_json::Value;
 
@@ -102,7 +102,6 @@ pub fn content(
     tool: &str,
     arguments: &Value,
     result: &str,
-    details: Option<&Value>,
     failed: bool,
     cwd: &Path,
 ) -> Vec<ToolCallContent> {
@@ -136,7 +135,6 @@ pub fn content(
             _ => {}
         }
     }
-    let _ = details;
     if result.is_empty() {
         return Vec::new();
     }
@@ -147,6 +145,38 @@ pub fn content(
     vec![ToolCallContent::from(ContentBlock::Text(TextContent::new(
         shown,
     )))]
+}
+
+/// What an ended call reported, for `rawOutput`: its text and its details.
+pub fn raw_output(result: &str, details: Option<&Value>) -> Value {
+    match details {
+        Some(details) => serde_json::json!({"output": result, "details": details}),
+        None => serde_json::json!({"output": result}),
+    }
+}
+
+/// An ended call in full, as a `tool_call` (a replayed one, or one that ended without
+/// having started).
+pub fn ended_call(
+    id: &str,
+    tool: &str,
+    arguments: &Value,
+    result: &str,
+    details: Option<&Value>,
+    failed: bool,
+    cwd: &Path,
+) -> ToolCall {
+    ToolCall::new(id.to_owned(), title(tool, arguments))
+        .kind(kind(tool))
+        .status(if failed {
+            ToolCallStatus::Failed
+        } else {
+            ToolCallStatus::Completed
+        })
+        .content(content(tool, arguments, result, failed, cwd))
+        .locations(locations(tool, arguments, cwd))
+        .raw_input(arguments.clone())
+        .raw_output(raw_output(result, details))
 }
 
 /// The plan a `todowrite` call set, from its details (or its arguments when it failed to
@@ -214,20 +244,19 @@ mod tests {
     fn edits_become_diffs_and_failures_text() {
         let cwd = Path::new("/w");
         let args = json!({"path": "a.txt", "edits": [{"old_string": "x", "new_string": "y"}]});
-        let shown = content("edit", &args, "Edited", None, false, cwd);
+        let shown = content("edit", &args, "Edited", false, cwd);
         assert_eq!(
             shown,
             vec![ToolCallContent::Diff(
                 Diff::new("/w/a.txt", "y").old_text("x".to_owned())
             )]
         );
-        let failed = content("edit", &args, "old_string was not found", None, true, cwd);
+        let failed = content("edit", &args, "old_string was not found", true, cwd);
         assert!(matches!(&failed[..], [ToolCallContent::Content(_)]));
         let created = content(
             "write",
             &json!({"path": "/abs/n.txt", "content": "hi\n"}),
             "Created",
-            None,
             false,
             cwd,
         );

@@ -261,37 +261,25 @@ impl Translator {
                         if completed {
                             let failed = *status != ToolCallStatus::Completed;
                             let result = result.as_deref().unwrap_or_default();
-                            let content = tools::content(
-                                tool_name,
-                                arguments,
-                                result,
-                                details.as_ref(),
-                                failed,
-                                &self.cwd,
-                            );
-                            let raw_output = match details {
-                                Some(details) => {
-                                    serde_json::json!({"output": result, "details": details})
-                                }
-                                None => serde_json::json!({"output": result}),
-                            };
-                            let fields = ToolCallUpdateFields::new()
-                                .status(acp_status(*status))
-                                .title(title.clone())
-                                .content(content.clone())
-                                .raw_output(raw_output.clone());
                             if self.announced.insert(id.clone()) {
                                 // Ended without having started (blocked before it ran).
-                                out.push(SessionUpdate::ToolCall(
-                                    ToolCall::new(id, title)
-                                        .kind(tools::kind(tool_name))
-                                        .status(acp_status(*status))
-                                        .content(content)
-                                        .locations(locations)
-                                        .raw_input(arguments.clone())
-                                        .raw_output(raw_output),
-                                ));
+                                out.push(SessionUpdate::ToolCall(tools::ended_call(
+                                    &id,
+                                    tool_name,
+                                    arguments,
+                                    result,
+                                    details.as_ref(),
+                                    failed,
+                                    &self.cwd,
+                                )));
                             } else {
+                                let fields = ToolCallUpdateFields::new()
+                                    .status(acp_status(*status))
+                                    .title(title)
+                                    .content(tools::content(
+                                        tool_name, arguments, result, failed, &self.cwd,
+                                    ))
+                                    .raw_output(tools::raw_output(result, details.as_ref()));
                                 out.push(SessionUpdate::ToolCallUpdate(ToolCallUpdate::new(
                                     id, fields,
                                 )));

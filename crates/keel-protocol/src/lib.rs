@@ -16,6 +16,7 @@ mod runtime;
 mod session_event;
 mod source;
 mod stream;
+pub mod time;
 mod tool;
 mod usage;
 mod view;
