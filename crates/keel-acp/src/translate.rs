@@ -364,6 +364,23 @@ mod tests {
         }
     }
 
+    fn asked(id: &str, call: &str, arguments: serde_json::Value) -> SessionEventBody {
+        SessionEventBody::PermissionRequested {
+            turn_id: turn(),
+            request: PermissionRequest {
+                id: id.into(),
+                tool_call_id: ToolCallId::from(call),
+                tool: "bash".into(),
+                summary: "run a command".into(),
+                reasons: vec![],
+                safety: false,
+                scopes: vec![],
+                rules: vec![],
+                arguments,
+            },
+        }
+    }
+
     fn kinds(updates: &[SessionUpdate]) -> Vec<String> {
         updates
             .iter()
@@ -409,21 +426,7 @@ mod tests {
     #[test]
     fn a_call_asked_about_is_pending_then_updated() {
         let mut t = Translator::new("/w".into(), false);
-        let request = PermissionRequest {
-            id: "p-1".into(),
-            tool_call_id: ToolCallId::from("c-1"),
-            tool: "bash".into(),
-            summary: "run `rm -rf build`".into(),
-            reasons: vec![],
-            safety: false,
-            scopes: vec![],
-            rules: vec![],
-            arguments: serde_json::Value::Null,
-        };
-        let asked = t.apply(&SessionEventBody::PermissionRequested {
-            turn_id: turn(),
-            request,
-        });
+        let asked = t.apply(&asked("p-1", "c-1", serde_json::Value::Null));
         assert_eq!(kinds(&asked), vec!["tool_call"]);
         assert!(matches!(
             &asked[0],
@@ -473,20 +476,7 @@ mod tests {
             },
         }));
         assert_eq!(kinds(&started), vec!["tool_call"]);
-        let asked = t.apply(&SessionEventBody::PermissionRequested {
-            turn_id: turn(),
-            request: PermissionRequest {
-                id: "p-9".into(),
-                tool_call_id: ToolCallId::from("c-9"),
-                tool: "bash".into(),
-                summary: "run `make`".into(),
-                reasons: vec![],
-                safety: false,
-                scopes: vec![],
-                rules: vec![],
-                arguments: serde_json::Value::Null,
-            },
-        });
+        let asked = t.apply(&asked("p-9", "c-9", serde_json::Value::Null));
         assert_eq!(
             serde_json::to_value(&asked[0]).unwrap(),
             json!({"sessionUpdate": "tool_call_update", "toolCallId": "c-9", "status": "pending"})
@@ -505,21 +495,7 @@ mod tests {
     #[test]
     fn a_call_asked_before_it_started_goes_in_progress_once() {
         let mut t = Translator::new("/w".into(), true);
-        let request = PermissionRequest {
-            id: "p-3".into(),
-            tool_call_id: ToolCallId::from("c-3"),
-            tool: "bash".into(),
-            summary: "run `make`".into(),
-            reasons: vec![],
-            safety: false,
-            scopes: vec![],
-            rules: vec![],
-            arguments: json!({"command": "make"}),
-        };
-        let mut out = t.apply(&SessionEventBody::PermissionRequested {
-            turn_id: turn(),
-            request,
-        });
+        let mut out = t.apply(&asked("p-3", "c-3", json!({"command": "make"})));
         out.extend(t.apply(&item_event(ItemEvent::Started {
             item: Item {
                 id: Arc::from("item_0"),

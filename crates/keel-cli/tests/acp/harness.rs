@@ -120,6 +120,13 @@ impl Term {
 }
 
 impl EditorState {
+    /// An editor holding `text` in an unsaved buffer for `path`.
+    pub fn with_buffer(path: PathBuf, text: &str) -> Arc<Self> {
+        let state = Arc::new(Self::default());
+        state.buffers.lock().unwrap().insert(path, text.to_owned());
+        state
+    }
+
     /// The kinds of update so far (`agent_message_chunk`, `tool_call`, …).
     pub fn kinds(&self) -> Vec<String> {
         self.updates

@@ -218,12 +218,7 @@ async fn editor_files_are_used_when_offered() {
         {"text": "done"}
     ]))
     .await;
-    let state = Arc::new(EditorState::default());
-    state
-        .buffers
-        .lock()
-        .unwrap()
-        .insert(work.join("notes.txt"), "unsaved buffer\n".into());
+    let state = EditorState::with_buffer(work.join("notes.txt"), "unsaved buffer\n");
     let st = state.clone();
     let stop = run_once(
         &world,
@@ -452,12 +447,7 @@ async fn editor_files_are_not_used_while_a_command_may_run() {
         {"text": "done"}
     ]))
     .await;
-    let state = Arc::new(EditorState::default());
-    state
-        .buffers
-        .lock()
-        .unwrap()
-        .insert(work.join("notes.txt"), "unsaved buffer\n".into());
+    let state = EditorState::with_buffer(work.join("notes.txt"), "unsaved buffer\n");
     let st = state.clone();
     let stop = run_once(
         &world,
