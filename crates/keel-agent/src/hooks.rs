@@ -129,6 +129,12 @@ pub enum ToolGate {
         /// Why, for the model.
         reason: String,
     },
+    /// Run it with these arguments instead of the model's (a user hook changed the
+    /// input); later hooks judge the new arguments, which are validated again.
+    Rewrite {
+        /// The arguments the tool receives.
+        arguments: serde_json::Value,
+    },
 }
 
 /// What the loop knows at the end of a step.

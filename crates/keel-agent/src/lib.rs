@@ -35,4 +35,5 @@ pub use run::STOPPED_BY_HOOK;
 pub use tool::{
     AgentTool, ExecutionMode, ToolCallContext, ToolError, ToolOutput, ToolRef, ToolUpdates,
 };
+pub use tools_table::ToolAdditions;
 pub use turn_context::TurnContext;

@@ -64,6 +64,8 @@ pub struct AgentOptions {
     pub stream_fn: Arc<dyn StreamFn>,
     /// Tools the model may call; names must be unique.
     pub tools: Vec<ToolRef>,
+    /// Tools that join a run at its next model call.
+    pub tool_additions: Option<crate::tools_table::ToolAdditions>,
     /// The loop's seams.
     pub hooks: Arc<dyn LoopHooks>,
     /// Options sent with every model call.
@@ -99,6 +101,7 @@ impl AgentOptions {
             system_prompt: Arc::from(""),
             stream_fn,
             tools: Vec::new(),
+            tool_additions: None,
             hooks: Arc::new(NoHooks),
             request_options: RequestOptions::default(),
             api_keys: None,

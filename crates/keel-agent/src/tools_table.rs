@@ -9,6 +9,33 @@ use serde_json::Value;
 use crate::error::AgentError;
 use crate::tool::ToolRef;
 
+/// Tools that join a running turn at its next model call (a deferred tool the model found,
+/// a server that started late). Append-only: a tool the turn already has is never
+/// replaced. Cheap to clone; clones share the list.
+#[derive(Clone, Default)]
+pub struct ToolAdditions {
+    inner: Arc<std::sync::Mutex<Vec<ToolRef>>>,
+}
+
+impl ToolAdditions {
+    /// Adds tools for the next model call on.
+    pub fn add(&self, tools: impl IntoIterator<Item = ToolRef>) {
+        self.inner
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .extend(tools);
+    }
+
+    /// The tools added after the first `seen`, and how many there are now.
+    pub(crate) fn since(&self, seen: usize) -> (usize, Vec<ToolRef>) {
+        let added = self
+            .inner
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        (added.len(), added.get(seen..).unwrap_or_default().to_vec())
+    }
+}
+
 /// A tool with its compiled argument validator.
 pub(crate) struct ToolEntry {
     pub(crate) tool: ToolRef,
@@ -50,6 +77,39 @@ impl ToolTable {
             by_name: Arc::new(by_name),
             definitions: definitions.into(),
         })
+    }
+
+    /// This table with `tools` added after its own; a name the table already has keeps its
+    /// tool (what the model has read is never swapped), and a tool whose schema does not
+    /// compile is left out with a warning.
+    pub(crate) fn extended(&self, tools: &[ToolRef]) -> Self {
+        let mut by_name = (*self.by_name).clone();
+        let mut definitions = self.definitions.to_vec();
+        for tool in tools {
+            let definition = tool.definition();
+            if by_name.contains_key(&definition.name) {
+                continue;
+            }
+            let validator = match jsonschema::validator_for(&definition.parameters) {
+                Ok(validator) => validator,
+                Err(error) => {
+                    tracing::warn!(tool = %definition.name, %error, "an added tool's schema does not compile; left out");
+                    continue;
+                }
+            };
+            definitions.push(definition.clone());
+            by_name.insert(
+                definition.name.clone(),
+                Arc::new(ToolEntry {
+                    tool: tool.clone(),
+                    validator,
+                }),
+            );
+        }
+        Self {
+            by_name: Arc::new(by_name),
+            definitions: definitions.into(),
+        }
     }
 
     pub(crate) fn get(&self, name: &str) -> Option<&Arc<ToolEntry>> {

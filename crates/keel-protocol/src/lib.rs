@@ -29,7 +29,7 @@ pub use ids::{MessageId, RunId, SessionId, ToolCallId, TurnId};
 pub use message::{
     AssistantMessage, HostMessage, Message, StopReason, ToolResultMessage, UserMessage, now_ms,
 };
-pub use op::{Op, OpGroup, SessionTarget};
+pub use op::{CommandInfo, Op, OpGroup, SessionTarget};
 pub use runtime::{
     DebugTrace, ResponseChunk, RuntimeEvent, RuntimeEventBody, SessionStatus, ToolPhase,
     TurnOutcome,

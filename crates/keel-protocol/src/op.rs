@@ -57,6 +57,9 @@ pub enum Op {
         /// The session.
         session_id: SessionId,
     },
+    /// The slash commands extensions offer (skills, custom commands, MCP prompts, and
+    /// extension commands such as `/mcp`).
+    ListCommands,
     /// The session's waiting inputs, in delivery order.
     ListQueue {
         /// The session.
@@ -136,6 +139,17 @@ pub enum Op {
         #[serde(default, skip_serializing_if = "Option::is_none")]
         time_budget_ms: Option<u64>,
     },
+    /// Runs an extension's slash command: a prompt command starts a turn with its
+    /// expansion (refused while a turn runs); other commands answer with text.
+    RunCommand {
+        /// The session.
+        session_id: SessionId,
+        /// The command's name, without the slash.
+        name: String,
+        /// What followed the name.
+        #[serde(default)]
+        arguments: String,
+    },
     /// Queues input: steering reaches the running turn before its next model request, a
     /// follow-up starts a turn after it. With no turn running, a turn starts now.
     Enqueue {
@@ -212,6 +226,7 @@ impl Op {
             | Self::GetSession { .. }
             | Self::GetMessages { .. }
             | Self::ListRevisions { .. }
+            | Self::ListCommands
             | Self::ListQueue { .. } => OpGroup::Query,
             Self::OpenSession { .. }
             | Self::UpdateSession { .. }
@@ -220,6 +235,7 @@ impl Op {
             | Self::DeleteSession { .. }
             | Self::CloseSession { .. } => OpGroup::Lifecycle,
             Self::Submit { .. }
+            | Self::RunCommand { .. }
             | Self::Enqueue { .. }
             | Self::EditQueued { .. }
             | Self::CancelQueued { .. }
@@ -275,4 +291,18 @@ mod tests {
             matches!(submit, Op::Submit { source: TurnSource::Channel(name), .. } if name == "ci")
         );
     }
+}
+
+/// A slash command an extension offers.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CommandInfo {
+    /// The name, without the slash (`review`, `frontend:build`, `server:prompt`).
+    pub name: String,
+    /// One line for people.
+    pub description: String,
+    /// What arguments it takes, for people (`<file> [focus]`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub argument_hint: Option<String>,
+    /// Where it comes from: `skill`, `command`, `mcp`, or an extension's id.
+    pub source: String,
 }

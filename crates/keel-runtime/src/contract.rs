@@ -45,6 +45,10 @@ pub enum Reply {
     Revision(Option<u64>),
     /// Whether the operation changed anything (abort: whether a turn was running).
     Done(bool),
+    /// The slash commands extensions offer.
+    Commands(Vec<keel_protocol::CommandInfo>),
+    /// A command's answer for the user (no turn started).
+    Text(String),
 }
 
 /// The interface front ends use.
@@ -80,6 +84,12 @@ impl ConversationContract for Runtime {
                 Reply::Revisions(store.commit_revisions(&session_id).await?)
             }
             Op::ListQueue { session_id } => Reply::Queue(self.queue(&session_id).await?),
+            Op::ListCommands => Reply::Commands(self.commands()),
+            Op::RunCommand {
+                session_id,
+                name,
+                arguments,
+            } => self.run_command(&session_id, &name, &arguments).await?,
             Op::OpenSession { target } => Reply::Opened(self.open_session(target).await?),
             Op::UpdateSession {
                 session_id,

@@ -92,6 +92,17 @@ pub enum RuntimeError {
         /// What went wrong.
         message: String,
     },
+    /// No extension offers this slash command.
+    #[error("unknown command `/{0}`")]
+    UnknownCommand(String),
+    /// A slash command failed (its extension's reason).
+    #[error("/{name}: {reason}")]
+    Command {
+        /// The command.
+        name: String,
+        /// Why.
+        reason: String,
+    },
     /// keel's own fault.
     #[error("internal error: {0}")]
     Internal(String),
@@ -117,6 +128,8 @@ impl RuntimeError {
             Self::Unsupported(_) => "unsupported",
             Self::Resume(_) => "resume_failed",
             Self::Compaction { code, .. } => code,
+            Self::UnknownCommand(_) => "unknown_command",
+            Self::Command { .. } => "command_failed",
             Self::Internal(_) => "internal_error",
         }
     }

@@ -13,6 +13,7 @@
 
 pub mod assembly;
 pub mod builtin;
+mod commands;
 mod contract;
 mod error;
 mod events;

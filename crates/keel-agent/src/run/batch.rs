@@ -184,6 +184,18 @@ impl Run {
                 call: call.clone(),
                 entry,
             }),
+            Guarded::Done(Ok(ToolGate::Rewrite { arguments })) => {
+                // The model's call stays in history as it was sent; the tool gets the
+                // changed input, which must still fit the tool's schema.
+                if let Err(problems) = entry.validate(&call.name, &arguments) {
+                    return error(format!(
+                        "A hook changed the call's input into one the tool refuses:\n{problems}"
+                    ));
+                }
+                let mut call = call.clone();
+                call.arguments = arguments;
+                Prepared::Ready(Ready { index, call, entry })
+            }
             Guarded::Done(Ok(ToolGate::Block { reason, source })) => {
                 let tag = match source {
                     BlockSource::Hook => "Blocked by hook",

@@ -37,6 +37,9 @@ pub(crate) struct RunConfig {
     pub(crate) system_prompt: Arc<str>,
     pub(crate) stream_fn: Arc<dyn StreamFn>,
     pub(crate) tools: ToolTable,
+    pub(crate) additions: Option<crate::tools_table::ToolAdditions>,
+    /// How many additions `tools` already holds.
+    pub(crate) additions_seen: usize,
     pub(crate) hooks: Arc<dyn LoopHooks>,
     pub(crate) request_options: RequestOptions,
     pub(crate) api_keys: Option<Arc<dyn ApiKeySource>>,
@@ -56,6 +59,8 @@ impl RunConfig {
             system_prompt: options.system_prompt.clone(),
             stream_fn: options.stream_fn.clone(),
             tools,
+            additions: options.tool_additions.clone(),
+            additions_seen: 0,
             hooks: options.hooks.clone(),
             request_options: options.request_options.clone(),
             api_keys: options.api_keys.clone(),

@@ -45,6 +45,13 @@ impl Run {
                 .synthetic(aborted("the run was aborted before the model call"))
                 .await;
         }
+        if let Some(additions) = &self.config.additions {
+            let (count, added) = additions.since(self.config.additions_seen);
+            if !added.is_empty() {
+                self.config.tools = self.config.tools.extended(&added);
+            }
+            self.config.additions_seen = count;
+        }
         let history = self.shared.lock().history.clone();
         let hooks = self.config.hooks.clone();
         let tools = self.config.tools.definitions();

@@ -427,20 +427,31 @@ impl LoopHooks for TurnLoopHooks {
     }
 
     async fn before_tool_call(&self, call: &ToolCall) -> Result<ToolGate, HookError> {
+        // A rewrite is judged by every later hook (the permission gate last) as the call
+        // that will run.
+        let mut rewritten: Option<ToolCall> = None;
         for hook in &self.shared.hooks.before_tool_call {
+            let current = rewritten.as_ref().unwrap_or(call);
             match self
                 .shared
                 .call(
                     "before_tool_call hook",
-                    hook.before_tool_call(&self.shared.turn, call),
+                    hook.before_tool_call(&self.shared.turn, current),
                 )
                 .await?
             {
                 ToolGate::Allow => {}
+                ToolGate::Rewrite { arguments } => {
+                    let mut next = current.clone();
+                    next.arguments = arguments;
+                    rewritten = Some(next);
+                }
                 gate => return Ok(gate),
             }
         }
-        Ok(ToolGate::Allow)
+        Ok(rewritten.map_or(ToolGate::Allow, |call| ToolGate::Rewrite {
+            arguments: call.arguments,
+        }))
     }
 
     async fn on_tool_execution_start(&self, call: &ToolCall) {

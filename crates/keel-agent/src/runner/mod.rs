@@ -123,6 +123,8 @@ pub struct TurnInput {
     pub system_prompt: String,
     /// Tools.
     pub tools: Vec<ToolRef>,
+    /// Tools that join the turn at its next model call.
+    pub tool_additions: Option<crate::ToolAdditions>,
     /// History before the turn.
     pub history: Vec<Arc<Message>>,
     /// Prompt or continue.
@@ -226,6 +228,7 @@ impl TurnRunner {
                 shared: shared.clone(),
             }));
         options.request_options = input.request_options;
+        options.tool_additions = input.tool_additions;
         options.api_keys = input.api_keys;
         options.message_ids = Arc::new(HostIds {
             host: input.host.clone(),

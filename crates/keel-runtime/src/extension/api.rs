@@ -59,6 +59,7 @@ pub(crate) struct Contributions {
     pub(crate) system_reminders: Vec<Arc<dyn ReminderProvider>>,
     pub(crate) hooks: Vec<HookSource>,
     pub(crate) session_hooks: Vec<Arc<dyn SessionChangeHook>>,
+    pub(crate) commands: Vec<Arc<dyn super::CommandSource>>,
 }
 
 struct Window {
@@ -202,6 +203,15 @@ impl ExtensionApi {
         self.with("register a session change handler", |c| {
             c.session_hooks.push(hook);
         })
+    }
+
+    /// Offers slash commands (a skill, a custom command, an MCP prompt, `/mcp`); the
+    /// source is asked for its list whenever a front end asks, so it may change.
+    pub fn register_commands(
+        &self,
+        source: Arc<dyn super::CommandSource>,
+    ) -> Result<(), ExtensionError> {
+        self.with("register commands", |c| c.commands.push(source))
     }
 
     /// Handles an event with `hook` in every turn.

@@ -162,6 +162,9 @@ impl Extension for Built {
         for hook in &c.session_hooks {
             api.on_session_change(hook.clone())?;
         }
+        for source in &c.commands {
+            api.register_commands(source.clone())?;
+        }
         for hook in &c.hooks {
             match hook {
                 HookSource::Shared(hook) => api.on(hook.clone())?,

@@ -29,6 +29,7 @@ use keel_agent::runner::{
 use keel_protocol::{SessionId, TurnId, TurnOutcome};
 
 pub use api::{ExtensionApi, PromptFn, ToolFactory};
+pub use keel_agent::ToolAdditions;
 pub use factories::{
     ExtensionBuilder, hook_extension, prompt_extension, reminder_extension, tool_extension,
 };
@@ -99,6 +100,30 @@ pub trait SessionChangeHook: Send + Sync {
         dir: Option<&std::path::Path>,
         change: &SessionChange,
     ) -> Result<(), HookError>;
+}
+
+/// What running a slash command produced.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Expansion {
+    /// Text submitted as the user's prompt (a skill, a custom command, an MCP prompt).
+    Prompt(String),
+    /// An answer for the user; no turn starts (`/mcp`).
+    Reply(String),
+}
+
+/// Slash commands an extension offers.
+#[async_trait]
+pub trait CommandSource: Send + Sync {
+    /// The commands offered now.
+    fn commands(&self) -> Vec<keel_protocol::CommandInfo>;
+    /// Runs `name` with `arguments` for `session`; `None` when the command is not this
+    /// source's. An `Err` is a reason for the user.
+    async fn run(
+        &self,
+        session: &SessionId,
+        name: &str,
+        arguments: &str,
+    ) -> Option<Result<Expansion, String>>;
 }
 
 /// The nine events an extension can handle.

@@ -422,6 +422,21 @@ impl Registry {
             .unwrap_or_default()
     }
 
+    /// Every command source of the current revision, in mounting order.
+    pub fn command_sources(&self) -> Vec<Arc<dyn super::CommandSource>> {
+        let state = self.shared.lock();
+        state
+            .current
+            .as_ref()
+            .map(|g| {
+                g.entries
+                    .iter()
+                    .flat_map(|e| e.contributions.commands.iter().cloned())
+                    .collect()
+            })
+            .unwrap_or_default()
+    }
+
     /// Forgets a session's switches (the session was deleted).
     pub fn forget_session(&self, session: &SessionId) {
         self.shared.lock().sessions.remove(session);

@@ -134,6 +134,11 @@ pub struct TurnScope {
     pub stream: Option<Arc<dyn StreamFn>>,
     /// Replaces the running turn's history; `None` without a runtime.
     pub history: Option<Arc<dyn HistoryWriter>>,
+    /// The user's text that started the turn (a prompt, or the queued inputs it took),
+    /// when known.
+    pub prompt: Option<String>,
+    /// Tools that join this turn at its next model call (never replacing one it has).
+    pub tools: keel_agent::ToolAdditions,
 }
 
 impl TurnScope {
@@ -154,6 +159,8 @@ impl TurnScope {
             events: ExtensionEvents::default(),
             stream: None,
             history: None,
+            prompt: None,
+            tools: keel_agent::ToolAdditions::default(),
         }
     }
 

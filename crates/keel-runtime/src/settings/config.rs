@@ -61,6 +61,18 @@ pub struct Config {
     /// Context management: budget margins, archiving, compaction (DESIGN §12).
     #[serde(default)]
     pub context: super::harness::ContextConfig,
+    /// MCP servers by name.
+    #[serde(default)]
+    pub mcp_servers: BTreeMap<String, super::extend::McpServerConfig>,
+    /// MCP defaults and deferred tool disclosure.
+    #[serde(default)]
+    pub mcp: super::extend::McpConfig,
+    /// Skills.
+    #[serde(default)]
+    pub skills: super::extend::SkillsConfig,
+    /// User hooks in Claude Code's shape (`PreToolUse: [{matcher, hooks: [...]}]`).
+    #[serde(default)]
+    pub hooks: Option<serde_json::Value>,
 }
 
 /// `extensions: {enabled: [...], disabled: [...]}`.

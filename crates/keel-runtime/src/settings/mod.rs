@@ -2,6 +2,7 @@
 //! rules and project instructions. Loaded once per runtime; nothing here runs a turn.
 
 pub mod config;
+pub mod extend;
 pub mod harness;
 pub mod instructions;
 pub mod trust;

@@ -279,6 +279,10 @@ impl Runtime {
             slot: slot.clone(),
             running: running.clone(),
         }));
+        scope.prompt = match &start {
+            Start::Input(text, _) => Some(text.clone()),
+            Start::Queue => None,
+        };
         let caps = self.inner.registry.assemble_turn(&scope)?;
         // The prompt: the user's input, or every waiting input (claimed now, acknowledged
         // once committed).
@@ -310,6 +314,21 @@ impl Runtime {
             }
         };
         queue::refresh(slot, store).await;
+        if scope.prompt.is_none() {
+            let texts: Vec<String> = prompt
+                .iter()
+                .filter_map(|message| match message {
+                    Message::User(user) => Some(
+                        user.content
+                            .iter()
+                            .filter_map(ContentBlock::as_text)
+                            .collect::<String>(),
+                    ),
+                    _ => None,
+                })
+                .collect();
+            scope.prompt = Some(texts.join("\n\n"));
+        }
         let reminders = self
             .reminder_round(&caps, &scope, &history, running)
             .await?;
@@ -376,6 +395,7 @@ impl Runtime {
             stream_fn: model.stream.clone(),
             system_prompt,
             tools: caps.tools,
+            tool_additions: Some(scope.tools.clone()),
             history,
             start: TurnStart::Prompt(prompt),
             hooks,
@@ -442,6 +462,8 @@ impl Runtime {
                 &self.inner.runner.stream,
             )),
             history: None,
+            prompt: None,
+            tools: keel_agent::ToolAdditions::default(),
         }
     }
 

@@ -1,0 +1,59 @@
+//! Extensions' slash commands as the contract offers them: one list for every front end,
+//! and running one (a prompt command starts a turn with its expansion).
+
+use keel_protocol::{CommandInfo, SessionId, TurnSource};
+
+use crate::contract::Reply;
+use crate::extension::Expansion;
+use crate::{Runtime, RuntimeError, TurnOptions};
+
+impl Runtime {
+    /// The commands extensions offer now, by name; when two offer the same name, the
+    /// extension mounted first keeps it.
+    pub fn commands(&self) -> Vec<CommandInfo> {
+        let mut seen = std::collections::HashSet::new();
+        let mut all: Vec<CommandInfo> = self
+            .inner
+            .registry
+            .command_sources()
+            .iter()
+            .flat_map(|source| source.commands())
+            .filter(|command| seen.insert(command.name.clone()))
+            .collect();
+        all.sort_by(|a, b| a.name.cmp(&b.name));
+        all
+    }
+
+    /// Runs `/name arguments` for `session`: a prompt starts a turn, a reply is returned.
+    pub async fn run_command(
+        &self,
+        session: &SessionId,
+        name: &str,
+        arguments: &str,
+    ) -> Result<Reply, RuntimeError> {
+        let name = name.trim_start_matches('/');
+        for source in self.inner.registry.command_sources() {
+            let Some(result) = source.run(session, name, arguments).await else {
+                continue;
+            };
+            return match result {
+                Ok(Expansion::Reply(text)) => Ok(Reply::Text(text)),
+                Ok(Expansion::Prompt(text)) => Ok(Reply::Turn(
+                    self.submit_with_images(
+                        session,
+                        text,
+                        Vec::new(),
+                        TurnSource::Api,
+                        TurnOptions::default(),
+                    )
+                    .await?,
+                )),
+                Err(reason) => Err(RuntimeError::Command {
+                    name: name.to_owned(),
+                    reason,
+                }),
+            };
+        }
+        Err(RuntimeError::UnknownCommand(name.to_owned()))
+    }
+}

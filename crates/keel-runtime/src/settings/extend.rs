@@ -1,0 +1,137 @@
+//! Configuration of the ways users extend keel: MCP servers, deferred tool disclosure,
+//! skills and user hooks. The runtime only carries these values; the extensions that act
+//! on them (`keel-mcp`, `keel-extensions`) read them during their `init`.
+
+use std::collections::BTreeMap;
+
+use serde::Deserialize;
+
+/// One MCP server under `mcp_servers.NAME`: a command (stdio) or a `url` (streamable
+/// HTTP).
+#[derive(Debug, Clone, PartialEq, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct McpServerConfig {
+    /// The program to start (stdio).
+    #[serde(default)]
+    pub command: Option<String>,
+    /// Its arguments.
+    #[serde(default)]
+    pub args: Vec<String>,
+    /// Variables set for it (on top of the cleaned environment).
+    #[serde(default)]
+    pub env: BTreeMap<String, String>,
+    /// Its working folder (default: the session's).
+    #[serde(default)]
+    pub cwd: Option<String>,
+    /// The server's endpoint (streamable HTTP).
+    #[serde(default)]
+    pub url: Option<String>,
+    /// Headers sent with every HTTP request.
+    #[serde(default)]
+    pub headers: BTreeMap<String, String>,
+    /// The variable holding a bearer token for HTTP.
+    #[serde(default)]
+    pub bearer_token_env_var: Option<String>,
+    /// Seconds to wait for the server to start (default 30).
+    #[serde(default)]
+    pub startup_timeout_sec: Option<f64>,
+    /// Seconds a tool call may take (default 120).
+    #[serde(default)]
+    pub tool_timeout_sec: Option<f64>,
+    /// `false` keeps the server configured but stopped.
+    #[serde(default)]
+    pub enabled: Option<bool>,
+}
+
+/// `mcp:`: defaults for every server and the disclosure policy.
+#[derive(Debug, Clone, PartialEq, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct McpConfig {
+    /// Seconds to wait for a server to start (default 30).
+    #[serde(default)]
+    pub startup_timeout_sec: Option<f64>,
+    /// Seconds a tool call may take (default 120).
+    #[serde(default)]
+    pub tool_timeout_sec: Option<f64>,
+    /// Start the servers of the project's `.mcp.json` without asking (the user's own
+    /// configuration only; a project cannot trust itself).
+    #[serde(default)]
+    pub trust_project: Option<bool>,
+    /// Deferred tool disclosure (DESIGN §11).
+    #[serde(default)]
+    pub disclosure: DisclosureConfig,
+}
+
+/// `mcp.disclosure:`.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct DisclosureConfig {
+    /// Whether MCP tools may move behind `tool_search` at all.
+    #[serde(default = "yes")]
+    pub enabled: bool,
+    /// The share of the context window MCP tool descriptions may take before they move.
+    #[serde(default = "default_threshold")]
+    pub threshold: f64,
+    /// Models (`provider/model`, `*` wildcards) whose tools may be deferred.
+    #[serde(default = "every_model")]
+    pub models: Vec<String>,
+    /// Tools (`mcp__server__tool`, `*` wildcards) always offered directly.
+    #[serde(default)]
+    pub always_expose: Vec<String>,
+    /// How many tools a search returns.
+    #[serde(default = "default_top")]
+    pub top: usize,
+}
+
+impl Default for DisclosureConfig {
+    fn default() -> Self {
+        Self {
+            enabled: true,
+            threshold: default_threshold(),
+            models: every_model(),
+            always_expose: Vec::new(),
+            top: default_top(),
+        }
+    }
+}
+
+fn yes() -> bool {
+    true
+}
+
+fn default_threshold() -> f64 {
+    0.15
+}
+
+fn every_model() -> Vec<String> {
+    vec!["*".to_owned()]
+}
+
+fn default_top() -> usize {
+    8
+}
+
+/// `skills:`.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SkillsConfig {
+    /// Whether skills are listed and loadable.
+    #[serde(default = "yes")]
+    pub enabled: bool,
+    /// Most characters the list of skills takes in the system prompt.
+    #[serde(default = "default_listing_budget")]
+    pub listing_budget: usize,
+}
+
+impl Default for SkillsConfig {
+    fn default() -> Self {
+        Self {
+            enabled: true,
+            listing_budget: default_listing_budget(),
+        }
+    }
+}
+
+fn default_listing_budget() -> usize {
+    6_000
+}
