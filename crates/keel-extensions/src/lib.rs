@@ -13,12 +13,16 @@
 //! - `host.session-report` (host-owned): `llm-call.json` and a call log, enough to rebuild
 //!   any request byte for byte.
 //!
+//! User hooks ([`hooks`]), Claude Code's settings and protocol, are an engine the host
+//! calls at its events; they are not an extension of the SPI.
+//!
 //! The feedback bundle ([`feedback`]) and the request rebuild ([`report::replay`]) serve
 //! `keel feedback` and `keel sessions replay-request`.
 
 pub mod budget;
 pub mod feedback;
 pub mod guard;
+pub mod hooks;
 mod per_turn;
 pub mod recovery;
 pub mod reminders;
