@@ -13,16 +13,23 @@
 //! - `host.session-report` (host-owned): `llm-call.json` and a call log, enough to rebuild
 //!   any request byte for byte.
 //!
+//! Two loaders of the user's own prompt files, in Claude Code's formats, for the runtime to
+//! wire in: [`skills`] (instructions the model loads by name through the `skill` tool) and
+//! [`commands`] (custom slash commands); [`discovery`] holds what they share.
+//!
 //! The feedback bundle ([`feedback`]) and the request rebuild ([`report::replay`]) serve
 //! `keel feedback` and `keel sessions replay-request`.
 
 pub mod budget;
+pub mod commands;
+pub mod discovery;
 pub mod feedback;
 pub mod guard;
 mod per_turn;
 pub mod recovery;
 pub mod reminders;
 pub mod report;
+pub mod skills;
 pub mod sources;
 mod text;
 
