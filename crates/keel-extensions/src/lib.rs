@@ -13,6 +13,9 @@
 //! - `host.session-report` (host-owned): `llm-call.json` and a call log, enough to rebuild
 //!   any request byte for byte.
 //!
+//! Two loaders of the user's own prompt files, in Claude Code's formats, for the runtime to
+//! wire in: [`skills`] (instructions the model loads by name through the `skill` tool) and
+//! [`commands`] (custom slash commands); [`discovery`] holds what they share.
 //! User hooks ([`hooks`]), Claude Code's settings and protocol, are an engine the host
 //! calls at its events; they are not an extension of the SPI.
 //!
@@ -20,6 +23,8 @@
 //! `keel feedback` and `keel sessions replay-request`.
 
 pub mod budget;
+pub mod commands;
+pub mod discovery;
 pub mod feedback;
 pub mod guard;
 pub mod hooks;
@@ -27,6 +32,7 @@ mod per_turn;
 pub mod recovery;
 pub mod reminders;
 pub mod report;
+pub mod skills;
 pub mod sources;
 mod text;
 

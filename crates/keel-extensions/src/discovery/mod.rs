@@ -1,0 +1,371 @@
+//! What skills and custom commands share: the roots they are looked for in, how a directory
+//! is listed and a Markdown file read without trusting the folder, and how a broken file or
+//! an override is reported.
+//!
+//! The project and the model are untrusted: a cloned repository can plant a skill or a
+//! command. So a project root follows no symbolic link at all (a link is reported, never
+//! read), a user root only links whose target stays inside it; a file is opened without
+//! following a link and must be a regular file of at most [`MAX_FILE_BYTES`]; a directory
+//! listing stops after [`MAX_ENTRIES`] entries. The trade-off: a project that keeps its
+//! `.claude` folder as a link into another checkout has to copy it instead.
+
+use std::ffi::OsString;
+use std::fmt;
+use std::fs::{self, FileType};
+use std::io;
+use std::path::{Path, PathBuf};
+
+pub(crate) mod frontmatter;
+mod read;
+
+pub(crate) use read::read_text;
+
+/// Largest skill or command file read (256 KiB): far above any real one, small enough that
+/// a planted file cannot fill memory or the prompt.
+pub const MAX_FILE_BYTES: u64 = 256 * 1024;
+
+/// Most entries read from one directory (hidden ones included); the rest are skipped, and
+/// discovery reports it.
+pub const MAX_ENTRIES: usize = 2_000;
+
+/// Why a link in a project root is not followed.
+const LINK_REFUSED: &str =
+    "is a symbolic link; links are not followed in a project's skill and command folders";
+
+/// Who put a root there, which decides how far its links are trusted.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Scope {
+    /// Under `$KEEL_HOME`: the user's own files; a link that stays inside the root is followed.
+    User,
+    /// Under the project: possibly planted by a cloned repository; no link is followed.
+    Project,
+}
+
+impl Scope {
+    /// `user` or `project`, for front ends and tool details.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::User => "user",
+            Self::Project => "project",
+        }
+    }
+}
+
+/// A folder skills or commands are looked for in.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Root {
+    /// The folder (`…/skills` or `…/commands`).
+    pub dir: PathBuf,
+    /// Whose it is.
+    pub scope: Scope,
+}
+
+/// A file or folder that could not be loaded, and why; the rest still load.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Problem {
+    /// The file or folder at fault.
+    pub path: PathBuf,
+    /// What is wrong with it, for the user.
+    pub reason: String,
+}
+
+impl Problem {
+    pub(crate) fn new(path: &Path, reason: impl Into<String>) -> Self {
+        Self {
+            path: path.to_owned(),
+            reason: reason.into(),
+        }
+    }
+}
+
+impl fmt::Display for Problem {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}: {}", self.path.display(), self.reason)
+    }
+}
+
+/// Something the user should know that is not a fault: a later root's skill or command
+/// replacing an earlier one of the same name.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Note {
+    /// The file that won.
+    pub path: PathBuf,
+    /// What happened.
+    pub message: String,
+}
+
+impl fmt::Display for Note {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}: {}", self.path.display(), self.message)
+    }
+}
+
+/// The roots for `leaf` (`skills`, `commands`), in override order: the user's under
+/// `keel_home`, then the project's `.claude/` (Claude Code's, so existing files work
+/// unchanged), then the project's `.keel/`. A project root that is the user root (keel run
+/// in the home folder) is left out, so nothing overrides itself.
+pub(crate) fn roots_in(
+    keel_home: Option<&Path>,
+    project_root: Option<&Path>,
+    leaf: &str,
+) -> Vec<Root> {
+    let mut roots = Vec::new();
+    if let Some(home) = keel_home {
+        roots.push(Root {
+            dir: home.join(leaf),
+            scope: Scope::User,
+        });
+    }
+    if let Some(project) = project_root {
+        for dot in [".claude", ".keel"] {
+            let dir = project.join(dot).join(leaf);
+            if !roots.iter().any(|root| root.dir == dir) {
+                roots.push(Root {
+                    dir,
+                    scope: Scope::Project,
+                });
+            }
+        }
+    }
+    roots
+}
+
+/// How far links under a root are followed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Links {
+    /// None is (project roots).
+    Refuse,
+    /// One whose target stays inside the root is (user roots).
+    WithinRoot,
+}
+
+/// A root that exists and may be read.
+#[derive(Debug)]
+pub(crate) struct OpenRoot {
+    /// The root's folder made absolute (links not resolved), where listing starts.
+    pub(crate) dir: PathBuf,
+    /// Whose it is.
+    pub(crate) scope: Scope,
+    /// The folder with links resolved: what a followed link must stay inside.
+    canonical: PathBuf,
+    links: Links,
+}
+
+/// What opening a root found.
+#[derive(Debug)]
+pub(crate) enum Opened {
+    /// Nothing there: not a problem, most roots do not exist.
+    Missing,
+    /// There but unusable.
+    Broken(Problem),
+    /// Ready to list.
+    Ready(OpenRoot),
+}
+
+/// Opens `root`: checks it is a folder and, for a project root, that neither it nor the
+/// dot folder holding it (`.claude`, `.keel`) is a link.
+pub(crate) fn open(root: &Root) -> Opened {
+    let dir = match std::path::absolute(&root.dir) {
+        Ok(dir) => dir,
+        Err(error) => return Opened::Broken(Problem::new(&root.dir, describe(&error))),
+    };
+    let links = match root.scope {
+        Scope::User => Links::WithinRoot,
+        Scope::Project => Links::Refuse,
+    };
+    if links == Links::Refuse {
+        for path in [dir.parent(), Some(dir.as_path())].into_iter().flatten() {
+            match fs::symlink_metadata(path) {
+                Ok(meta) if meta.is_symlink() => {
+                    return Opened::Broken(Problem::new(path, LINK_REFUSED));
+                }
+                Ok(_) => {}
+                Err(error) if error.kind() == io::ErrorKind::NotFound => return Opened::Missing,
+                Err(error) => return Opened::Broken(Problem::new(path, describe(&error))),
+            }
+        }
+    }
+    // Follows a link: the user's own root may be one (into a dotfiles checkout, say).
+    match fs::metadata(&dir) {
+        Ok(meta) if meta.is_dir() => {}
+        Ok(_) => return Opened::Broken(Problem::new(&dir, "is not a folder")),
+        Err(error) if error.kind() == io::ErrorKind::NotFound => return Opened::Missing,
+        Err(error) => return Opened::Broken(Problem::new(&dir, describe(&error))),
+    }
+    match fs::canonicalize(&dir) {
+        Ok(canonical) => Opened::Ready(OpenRoot {
+            dir,
+            scope: root.scope,
+            canonical,
+            links,
+        }),
+        Err(error) => Opened::Broken(Problem::new(&dir, describe(&error))),
+    }
+}
+
+/// What kind of thing a path is, once its link (if any) is followed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Kind {
+    /// A folder.
+    Dir,
+    /// A regular file.
+    File,
+    /// Anything else (a device, a FIFO, a socket): never read.
+    Other,
+}
+
+fn kind_of(file_type: FileType) -> Kind {
+    if file_type.is_dir() {
+        Kind::Dir
+    } else if file_type.is_file() {
+        Kind::File
+    } else {
+        Kind::Other
+    }
+}
+
+/// A path that may be used, and what is there.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Resolved {
+    /// The path itself, or a followed link's target.
+    pub(crate) path: PathBuf,
+    /// What is there.
+    pub(crate) kind: Kind,
+}
+
+impl OpenRoot {
+    /// `path`, something under this root, with its link followed as far as the root's
+    /// scope allows; `None` when nothing is there, an error (for the user) when it is a link
+    /// that may not be followed or cannot be inspected.
+    pub(crate) fn follow(&self, path: &Path) -> Result<Option<Resolved>, String> {
+        let meta = match fs::symlink_metadata(path) {
+            Ok(meta) => meta,
+            Err(error) if error.kind() == io::ErrorKind::NotFound => return Ok(None),
+            Err(error) => return Err(describe(&error)),
+        };
+        if !meta.is_symlink() {
+            return Ok(Some(Resolved {
+                path: path.to_owned(),
+                kind: kind_of(meta.file_type()),
+            }));
+        }
+        match self.links {
+            Links::Refuse => Err(LINK_REFUSED.to_owned()),
+            Links::WithinRoot => {
+                let target = match fs::canonicalize(path) {
+                    Ok(target) => target,
+                    Err(error) if error.kind() == io::ErrorKind::NotFound => {
+                        return Err("is a link to nothing".to_owned());
+                    }
+                    Err(error) => return Err(describe(&error)),
+                };
+                if !target.starts_with(&self.canonical) {
+                    return Err(format!(
+                        "is a link to {}, outside {}; only links that stay inside it are followed",
+                        target.display(),
+                        self.dir.display()
+                    ));
+                }
+                let meta = fs::metadata(&target).map_err(|error| describe(&error))?;
+                Ok(Some(Resolved {
+                    path: target,
+                    kind: kind_of(meta.file_type()),
+                }))
+            }
+        }
+    }
+}
+
+/// One visible entry of a directory.
+#[derive(Debug)]
+pub(crate) struct Entry {
+    /// Its file name.
+    pub(crate) name: OsString,
+    /// Its full path.
+    pub(crate) path: PathBuf,
+    /// Its type, links not followed (`None` when the system could not tell).
+    pub(crate) file_type: Option<FileType>,
+}
+
+/// A directory's visible entries.
+#[derive(Debug)]
+pub(crate) struct Listing {
+    /// Sorted by name, hidden ones (`.git`, `.DS_Store`) left out.
+    pub(crate) entries: Vec<Entry>,
+    /// The directory held more than [`MAX_ENTRIES`] entries and the rest were not read.
+    pub(crate) truncated: bool,
+}
+
+/// The entries of `dir`, at most [`MAX_ENTRIES`] read (hidden ones count, so a folder
+/// stuffed with hidden files cannot make a listing unbounded).
+pub(crate) fn list(dir: &Path) -> Result<Listing, String> {
+    let read = fs::read_dir(dir).map_err(|error| describe(&error))?;
+    let mut entries = Vec::new();
+    let mut truncated = false;
+    for (index, entry) in read.enumerate() {
+        if index == MAX_ENTRIES {
+            truncated = true;
+            break;
+        }
+        // An entry that vanished while listing is simply not there.
+        let Ok(entry) = entry else { continue };
+        let name = entry.file_name();
+        if name.as_encoded_bytes().starts_with(b".") {
+            continue;
+        }
+        entries.push(Entry {
+            path: entry.path(),
+            file_type: entry.file_type().ok(),
+            name,
+        });
+    }
+    entries.sort_by(|a, b| a.name.cmp(&b.name));
+    Ok(Listing { entries, truncated })
+}
+
+/// What a failed file-system call means for the user.
+pub(crate) fn describe(error: &io::Error) -> String {
+    format!("cannot be read: {error}")
+}
+
+/// The problem for a directory whose listing stopped at [`MAX_ENTRIES`].
+pub(crate) fn truncated(dir: &Path) -> Problem {
+    Problem::new(
+        dir,
+        format!("holds more than {MAX_ENTRIES} entries; only the first {MAX_ENTRIES} were read"),
+    )
+}
+
+/// `body` without its leading blank lines and trailing white space: the part of a file
+/// after its frontmatter, as it is shown.
+pub(crate) fn trim_body(body: &str) -> String {
+    let mut rest = body;
+    while let Some((line, after)) = rest.split_once('\n') {
+        if !line.trim().is_empty() {
+            break;
+        }
+        rest = after;
+    }
+    if rest.trim().is_empty() {
+        return String::new();
+    }
+    rest.trim_end().to_owned()
+}
+
+/// `text` on one line (runs of white space, newlines included, become one space) and cut to
+/// at most `max` characters, the last of them `…` when something was cut.
+pub(crate) fn one_line(text: &str, max: usize) -> String {
+    let joined = text.split_whitespace().collect::<Vec<_>>().join(" ");
+    if joined.chars().count() <= max {
+        return joined;
+    }
+    let mut cut: String = joined.chars().take(max.saturating_sub(1)).collect();
+    cut.truncate(cut.trim_end().len());
+    if max > 0 {
+        cut.push('…');
+    }
+    cut
+}
+
+#[cfg(test)]
+mod tests;

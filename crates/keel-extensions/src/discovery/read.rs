@@ -1,0 +1,62 @@
+//! Reading one skill or command file without trusting it.
+
+use std::fs;
+use std::io::{self, Read};
+use std::path::Path;
+
+use super::{LINK_REFUSED, MAX_FILE_BYTES, describe};
+
+/// The text of the regular file at `path` (a leading byte-order mark dropped), or why it
+/// cannot be used. Callers resolved links already; opening without following one closes the
+/// window in which a link could be swapped in, and opening without blocking means a planted
+/// FIFO cannot hang discovery (it is then refused as not a regular file).
+pub(crate) fn read_text(path: &Path) -> Result<String, String> {
+    let mut options = fs::OpenOptions::new();
+    options.read(true);
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::OpenOptionsExt;
+        options.custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK);
+    }
+    let file = options.open(path).map_err(|error| open_error(&error))?;
+    let meta = file.metadata().map_err(|error| describe(&error))?;
+    if !meta.is_file() {
+        return Err("is not a regular file".to_owned());
+    }
+    if meta.len() > MAX_FILE_BYTES {
+        return Err(too_big());
+    }
+    let mut bytes = Vec::with_capacity(usize::try_from(meta.len()).unwrap_or(0));
+    // The size can change between the check and the read; the cap holds either way.
+    file.take(MAX_FILE_BYTES + 1)
+        .read_to_end(&mut bytes)
+        .map_err(|error| describe(&error))?;
+    if bytes.len() as u64 > MAX_FILE_BYTES {
+        return Err(too_big());
+    }
+    let text = String::from_utf8(bytes).map_err(|error| {
+        format!(
+            "is not UTF-8 text (invalid byte at offset {})",
+            error.utf8_error().valid_up_to()
+        )
+    })?;
+    Ok(match text.strip_prefix('\u{feff}') {
+        Some(rest) => rest.to_owned(),
+        None => text,
+    })
+}
+
+fn too_big() -> String {
+    format!(
+        "is larger than {} KiB, the most a skill or command file may be",
+        MAX_FILE_BYTES / 1024
+    )
+}
+
+fn open_error(error: &io::Error) -> String {
+    #[cfg(unix)]
+    if error.raw_os_error() == Some(libc::ELOOP) {
+        return LINK_REFUSED.to_owned();
+    }
+    describe(error)
+}
