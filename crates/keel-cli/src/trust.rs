@@ -28,36 +28,52 @@ pub fn run(args: &TrustArgs) -> anyhow::Result<()> {
     let start = start
         .canonicalize()
         .map_err(|e| anyhow::anyhow!("{}: {e}", start.display()))?;
-    let Some(found) = project(&start) else {
+    // The project's files that run code (MCP servers, hooks) are trusted the same way.
+    let root = keel_extensions::extend::project_root(&start);
+    let mut extra: Vec<PathBuf> = keel_mcp::config::project_file(&start).into_iter().collect();
+    extra.extend(
+        keel_extensions::extend::hooks::PROJECT_FILES
+            .iter()
+            .map(|name| root.join(name))
+            .filter(|file| file.is_file()),
+    );
+    let found = project(&start);
+    if found.is_none() && extra.is_empty() {
         println!(
-            "No .keel folder in {} or above it: nothing to trust.",
+            "No .keel folder, .mcp.json or hook settings in {} or above it: nothing to trust.",
             start.display()
         );
         return Ok(());
-    };
+    }
     let mut store = TrustStore::open(keel_runtime::settings::keel_home().as_deref())?;
     if args.revoke {
-        let root = found.root.canonicalize().unwrap_or(found.root.clone());
+        let root = found.as_ref().map_or(root.clone(), |f| {
+            f.root.canonicalize().unwrap_or(f.root.clone())
+        });
         let removed = store.revoke(&root)?;
         println!("Forgot {removed} trusted file(s) under {}.", root.display());
         return Ok(());
     }
-    for file in &found.linked {
-        println!(
-            "not trusted\t{}\t(a link: keel never trusts linked project files; copy the file instead)",
-            file.display()
-        );
-    }
-    if found.files.is_empty() {
-        println!(
-            "{} holds no keel settings keel can trust ({}).",
-            found.root.join(PROJECT_DIR).display(),
-            PROJECT_FILES.join(", ")
-        );
-        return Ok(());
+    let mut files = extra;
+    if let Some(found) = &found {
+        for file in &found.linked {
+            println!(
+                "not trusted\t{}\t(a link: keel never trusts linked project files; copy the file instead)",
+                file.display()
+            );
+        }
+        files.splice(0..0, found.files.iter().cloned());
+        if found.files.is_empty() && files.is_empty() {
+            println!(
+                "{} holds no keel settings keel can trust ({}).",
+                found.root.join(PROJECT_DIR).display(),
+                PROJECT_FILES.join(", ")
+            );
+            return Ok(());
+        }
     }
     if args.status {
-        for file in &found.files {
+        for file in &files {
             let state = if store.is_trusted(file) {
                 "trusted"
             } else {
@@ -67,8 +83,8 @@ pub fn run(args: &TrustArgs) -> anyhow::Result<()> {
         }
         return Ok(());
     }
-    store.trust(&found.files)?;
-    for file in &found.files {
+    store.trust(&files)?;
+    for file in &files {
         println!("trusted\t{}\t{}", digest(file)?, file.display());
     }
     println!("Any change to these files needs `keel trust` again.");

@@ -66,6 +66,10 @@ pub struct Flags {
     /// Trust the project's own keel files for this run as they are now.
     #[arg(long)]
     pub trust_project: bool,
+    /// Start the MCP servers of the project's .mcp.json and run its hooks for this run
+    /// without asking or recording trust.
+    #[arg(long)]
+    pub trust_project_mcp: bool,
     /// Answer from this JSON file of scripted responses instead of a model (tests, demos).
     #[arg(long, value_name = "FILE", conflicts_with = "model")]
     pub mock_script: Option<PathBuf>,
@@ -105,8 +109,53 @@ impl Flags {
             compactor: None,
             editor: None,
             thinking: self.thinking,
+            trust_project_mcp: self.trust_project_mcp,
         })
     }
+}
+
+/// Asks, before the TUI takes the terminal, whether to trust the project's files that
+/// would run code (`.mcp.json`, hooks); a yes is recorded for the files as they are now.
+fn ask_project_trust(options: &RuntimeOptions) -> anyhow::Result<()> {
+    use std::io::Write as _;
+    let Ok(settings) = keel_runtime::settings::Settings::load(&options.settings) else {
+        // The runtime reports the configuration's problem itself.
+        return Ok(());
+    };
+    let host = keel_runtime::extension::HostInfo {
+        cwd: settings.cwd.clone(),
+        keel_home: settings.keel_home.clone(),
+        trust_project: options.settings.trust_project,
+        trust_project_mcp: false,
+    };
+    let files = keel_extensions::extend::untrusted(&settings.loaded.config, &host);
+    if files.is_empty() {
+        return Ok(());
+    }
+    let mut err = std::io::stderr();
+    writeln!(
+        err,
+        "This project wants keel to run programs on your machine:"
+    )?;
+    for file in &files {
+        writeln!(err, "  {}: {}", file.file.display(), file.what)?;
+    }
+    write!(err, "Trust these files as they are now? [y/N] ")?;
+    err.flush()?;
+    let mut answer = String::new();
+    std::io::stdin().read_line(&mut answer)?;
+    if matches!(answer.trim(), "y" | "Y" | "yes") {
+        let mut store =
+            keel_runtime::settings::trust::TrustStore::open(settings.keel_home.as_deref())?;
+        let paths: Vec<PathBuf> = files.into_iter().map(|f| f.file).collect();
+        store.trust(&paths)?;
+    } else {
+        writeln!(
+            err,
+            "Not trusted: keel starts without them (`keel trust` trusts them later)."
+        )?;
+    }
+    Ok(())
 }
 
 /// Runs the TUI; `pick_session` opens the session picker first (`keel resume`).
@@ -125,6 +174,11 @@ pub fn run(args: TuiArgs, pick_session: bool) -> anyhow::Result<ExitCode> {
         .build()?;
     let cwd = exec::working_folder_arg(args.cwd.as_deref())?;
     let options = args.flags.options(cwd.clone())?;
+    if !options.trust_project_mcp {
+        ask_project_trust(&options)?;
+    }
+    // Extensions start their work (MCP servers) on the runtime as they initialise.
+    let _entered = runtime.enter();
     let prepared = Prepared::new(keel_extensions::with_harness(options)).map_err(runtime_error)?;
     let durable = prepared.settings().loaded.config.durable.unwrap_or(false);
     let info = keel_tui::Info {

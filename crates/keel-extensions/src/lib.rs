@@ -25,6 +25,7 @@
 pub mod budget;
 pub mod commands;
 pub mod discovery;
+pub mod extend;
 pub mod feedback;
 pub mod guard;
 pub mod hooks;
@@ -62,6 +63,10 @@ pub fn catalog() -> Vec<ProfileEntry> {
         ProfileEntry::on(Arc::new(guard::RunawayGuard)),
         ProfileEntry::on(Arc::new(recovery::TerminalRecovery)),
         ProfileEntry::on(Arc::new(sources::SourceReferences::default())),
+        ProfileEntry::on(Arc::new(extend::Skills)),
+        ProfileEntry::on(Arc::new(extend::Commands)),
+        ProfileEntry::on(Arc::new(extend::hooks::UserHooks)),
+        ProfileEntry::on(Arc::new(keel_mcp::McpExtension::default())),
     ]
 }
 

@@ -150,6 +150,16 @@ pub enum Op {
         #[serde(default)]
         arguments: String,
     },
+    /// Hands an extension something for one session (`kind` names it: `mcp_servers`, the
+    /// MCP servers an editor gives a session, by name, in the shape of `mcp_servers:`).
+    Attach {
+        /// The session.
+        session_id: SessionId,
+        /// What is handed over.
+        kind: String,
+        /// Its value.
+        value: serde_json::Value,
+    },
     /// Queues input: steering reaches the running turn before its next model request, a
     /// follow-up starts a turn after it. With no turn running, a turn starts now.
     Enqueue {
@@ -233,7 +243,8 @@ impl Op {
             | Self::ForkSession { .. }
             | Self::RewindSession { .. }
             | Self::DeleteSession { .. }
-            | Self::CloseSession { .. } => OpGroup::Lifecycle,
+            | Self::CloseSession { .. }
+            | Self::Attach { .. } => OpGroup::Lifecycle,
             Self::Submit { .. }
             | Self::RunCommand { .. }
             | Self::Enqueue { .. }

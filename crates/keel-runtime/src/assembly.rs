@@ -154,6 +154,16 @@ pub fn check_environment() -> Result<keel_tools::EnvMode, RuntimeError> {
     Ok(env_mode)
 }
 
+/// Tools of keel's own extensions that only read what the user already gave keel (skills,
+/// the MCP catalog and resources): no mode asks before they run. A server's own tools
+/// are judged like any other tool.
+pub const EXTENSION_READ_ONLY_TOOLS: &[&str] = &[
+    "skill",
+    "tool_search",
+    "list_mcp_resources",
+    "read_mcp_resource",
+];
+
 /// What a session's tools and gate are built from.
 #[derive(Debug, Clone)]
 pub struct ToolSetup {
@@ -298,7 +308,10 @@ impl SessionServices {
         env.editor.clone_from(&setup.editor);
         env.terminal.clone_from(&setup.terminal);
         let env = Arc::new(env);
-        let gate = Arc::new(PermissionGate::new(&env, setup.mode, rules));
+        let gate = Arc::new(
+            PermissionGate::new(&env, setup.mode, rules)
+                .with_read_only_tools(EXTENSION_READ_ONLY_TOOLS.iter().map(|t| (*t).to_owned())),
+        );
         let permission = Arc::new(match approver {
             Some(approver) => {
                 let hook = PermissionHook::interactive(gate.clone(), approver);

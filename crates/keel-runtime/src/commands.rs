@@ -56,4 +56,23 @@ impl Runtime {
         }
         Err(RuntimeError::UnknownCommand(name.to_owned()))
     }
+
+    /// Hands `value` (`kind`) to the extension that takes it for `session`.
+    pub async fn attach(
+        &self,
+        session: &SessionId,
+        kind: &str,
+        value: &serde_json::Value,
+    ) -> Result<(), RuntimeError> {
+        for source in self.inner.registry.command_sources() {
+            match source.attach(session, kind, value).await {
+                None => continue,
+                Some(Ok(())) => return Ok(()),
+                Some(Err(reason)) => return Err(RuntimeError::Usage(format!("{kind}: {reason}"))),
+            }
+        }
+        Err(RuntimeError::Unsupported(format!(
+            "no extension takes `{kind}` for a session"
+        )))
+    }
 }

@@ -85,6 +85,14 @@ impl ConversationContract for Runtime {
             }
             Op::ListQueue { session_id } => Reply::Queue(self.queue(&session_id).await?),
             Op::ListCommands => Reply::Commands(self.commands()),
+            Op::Attach {
+                session_id,
+                kind,
+                value,
+            } => {
+                self.attach(&session_id, &kind, &value).await?;
+                Reply::Done(true)
+            }
             Op::RunCommand {
                 session_id,
                 name,

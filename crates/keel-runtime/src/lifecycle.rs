@@ -317,6 +317,14 @@ impl Runtime {
             .into_iter()
             .map(|e| Arc::new(e.message))
             .collect();
+        self.session_changed(
+            session,
+            SessionChange::Compacting {
+                manual: true,
+                instructions: instructions.clone(),
+            },
+        )
+        .await;
         let request = self.compact_request(&slot, history, instructions)?;
         let Some(replacement) = compactor.compact(request).await? else {
             return Ok(None);

@@ -54,6 +54,9 @@ pub struct RuntimeOptions {
     pub editor: Option<Arc<dyn crate::assembly::EditorProvider>>,
     /// The thinking level sessions start with; `None`: the model's own.
     pub thinking: Option<keel_llm::ThinkingLevel>,
+    /// Start the servers of the project's `.mcp.json` (and run its hooks) without a trust
+    /// record (`--trust-project-mcp`).
+    pub trust_project_mcp: bool,
 }
 
 impl RuntimeOptions {
@@ -75,6 +78,7 @@ impl RuntimeOptions {
             compactor: None,
             editor: None,
             thinking: None,
+            trust_project_mcp: false,
         }
     }
 }
@@ -160,7 +164,17 @@ impl Prepared {
             }
             other => RuntimeError::Extension(other),
         })?;
-        let registry = Registry::with_config(profile, Arc::new(settings.loaded.config.clone()));
+        let host = crate::extension::HostInfo {
+            cwd: settings.cwd.clone(),
+            keel_home: settings.keel_home.clone(),
+            trust_project: options.settings.trust_project,
+            trust_project_mcp: options.trust_project_mcp,
+        };
+        let registry = Registry::with_host(
+            profile,
+            Arc::new(settings.loaded.config.clone()),
+            Arc::new(host),
+        );
         registry.initialize()?;
         Ok(Self {
             settings,
@@ -415,8 +429,10 @@ impl Runtime {
                 .push(crate::storage::sessions_dir(inner.store.path()));
         }
         let approver = match (inner.interactive, slot) {
-            (true, Some(slot)) => Some(Arc::new(SessionApprover::new(Arc::downgrade(slot)))
-                as Arc<dyn keel_tools::permission::Approver>),
+            (true, Some(slot)) => Some(Arc::new(SessionApprover::new(
+                Arc::downgrade(slot),
+                inner.registry.clone(),
+            )) as Arc<dyn keel_tools::permission::Approver>),
             _ => None,
         };
         let services = SessionServices::new(setup, inner.settings.rules.clone(), approver);
@@ -489,8 +505,23 @@ impl Runtime {
                 None => return Err(RuntimeError::NoSessionIn(cwd)),
             },
         };
+        let known = self
+            .inner
+            .slots
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .contains_key(&record.id);
         let slot = self.slot_or_open(&record.id).await?;
         let record = slot.lock().record.clone();
+        if !known {
+            self.session_changed(
+                &record.id,
+                crate::extension::SessionChange::Opened {
+                    resumed: start == SessionStart::Resumed,
+                },
+            )
+            .await;
+        }
         Ok(Opened { record, start })
     }
 
@@ -502,11 +533,16 @@ impl Runtime {
             turn.cancel.cancel();
             turn.ended().await;
         }
-        self.inner
+        let removed = self
+            .inner
             .slots
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
             .remove(session);
+        if removed.is_some() {
+            self.session_changed(session, crate::extension::SessionChange::Closed)
+                .await;
+        }
         Ok(())
     }
 }

@@ -108,6 +108,10 @@ pub struct ExecArgs {
     /// this run as they are now, without recording it (see `keel trust`).
     #[arg(long)]
     trust_project: bool,
+    /// Start the MCP servers of the project's .mcp.json and run the hooks of its
+    /// settings.json for this run, without a trust record (see `keel trust`).
+    #[arg(long)]
+    trust_project_mcp: bool,
 }
 
 /// Runs `keel exec` and returns its exit code (see `report` for the table).
@@ -149,6 +153,7 @@ pub async fn run(args: ExecArgs) -> anyhow::Result<ExitCode> {
         host_extensions: Vec::new(),
         compactor: None,
         editor: None,
+        trust_project_mcp: args.trust_project_mcp,
     };
     let prepared = Prepared::new(keel_extensions::with_harness(options)).map_err(runtime_error)?;
     for warning in &prepared.warnings {

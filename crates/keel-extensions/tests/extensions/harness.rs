@@ -81,6 +81,7 @@ impl Harness {
             compactor: None,
             editor: None,
             thinking: None,
+            trust_project_mcp: false,
         };
         let prepared = Prepared::new(keel_extensions::with_harness(options)).unwrap();
         // In keel's home, as by default: the session folders are then behind its

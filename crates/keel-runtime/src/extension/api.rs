@@ -74,10 +74,11 @@ struct Window {
 pub struct ExtensionApi {
     window: Arc<Mutex<Window>>,
     config: Arc<Config>,
+    host: Arc<super::HostInfo>,
 }
 
 impl ExtensionApi {
-    pub(crate) fn open(extension: &str, config: Arc<Config>) -> Self {
+    pub(crate) fn open(extension: &str, config: Arc<Config>, host: Arc<super::HostInfo>) -> Self {
         Self {
             window: Arc::new(Mutex::new(Window {
                 extension: extension.to_owned(),
@@ -85,7 +86,14 @@ impl ExtensionApi {
                 contributions: Contributions::default(),
             })),
             config,
+            host,
         }
+    }
+
+    /// Where the runtime works: its folder, keel's home, whether the user trusts the
+    /// project for this run.
+    pub fn host(&self) -> &super::HostInfo {
+        &self.host
     }
 
     /// The runtime's configuration, read once here: an extension that needs a setting

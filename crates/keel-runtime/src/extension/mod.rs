@@ -29,10 +29,10 @@ use keel_agent::runner::{
 use keel_protocol::{SessionId, TurnId, TurnOutcome};
 
 pub use api::{ExtensionApi, PromptFn, ToolFactory};
-pub use keel_agent::ToolAdditions;
 pub use factories::{
     ExtensionBuilder, hook_extension, prompt_extension, reminder_extension, tool_extension,
 };
+pub use keel_agent::ToolAdditions;
 pub use registry::{
     ExtensionState, Lease, Lifecycle, Overlay, Profile, ProfileEntry, Registry, TurnCapabilities,
 };
@@ -88,6 +88,25 @@ pub enum SessionChange {
     },
     /// The session was deleted.
     Deleted,
+    /// The session was opened in this runtime: a new one, or a stored one resumed.
+    Opened {
+        /// Whether it was stored before.
+        resumed: bool,
+    },
+    /// The session was closed in this runtime (or the runtime is ending).
+    Closed,
+    /// History is about to be compacted.
+    Compacting {
+        /// Asked for (`/compact`), not automatic.
+        manual: bool,
+        /// The user's instructions for the summary.
+        instructions: Option<String>,
+    },
+    /// keel wants the user's attention (a permission question).
+    Attention {
+        /// What to tell the user.
+        message: String,
+    },
 }
 
 /// Called by the runtime when a session changed outside a turn; errors are logged.
@@ -100,6 +119,19 @@ pub trait SessionChangeHook: Send + Sync {
         dir: Option<&std::path::Path>,
         change: &SessionChange,
     ) -> Result<(), HookError>;
+}
+
+/// Where a runtime works, for extensions that read files of the user or the project.
+#[derive(Debug, Clone, Default)]
+pub struct HostInfo {
+    /// The working folder.
+    pub cwd: std::path::PathBuf,
+    /// `$KEEL_HOME`, else `~/.keel`.
+    pub keel_home: Option<std::path::PathBuf>,
+    /// The user trusts the project's files for this run (`--trust-project`).
+    pub trust_project: bool,
+    /// The user trusts the project's MCP servers for this run (`--trust-project-mcp`).
+    pub trust_project_mcp: bool,
 }
 
 /// What running a slash command produced.
@@ -124,6 +156,16 @@ pub trait CommandSource: Send + Sync {
         name: &str,
         arguments: &str,
     ) -> Option<Result<Expansion, String>>;
+    /// Takes something a front end hands over for one session (`kind` names it: an
+    /// editor's `mcp_servers`); `None` when it is not this source's.
+    async fn attach(
+        &self,
+        _session: &SessionId,
+        _kind: &str,
+        _value: &serde_json::Value,
+    ) -> Option<Result<(), String>> {
+        None
+    }
 }
 
 /// The nine events an extension can handle.

@@ -189,6 +189,7 @@ struct State {
 struct Shared {
     state: Mutex<State>,
     config: Arc<Config>,
+    host: Arc<super::HostInfo>,
 }
 
 impl Shared {
@@ -222,6 +223,11 @@ impl Registry {
 
     /// A registry of `profile` whose extensions read `config` during their `init`.
     pub fn with_config(profile: Profile, config: Arc<Config>) -> Self {
+        Self::with_host(profile, config, Arc::new(super::HostInfo::default()))
+    }
+
+    /// A registry of `profile` whose extensions read `config` and `host` during `init`.
+    pub fn with_host(profile: Profile, config: Arc<Config>, host: Arc<super::HostInfo>) -> Self {
         let states = profile
             .ids()
             .into_iter()
@@ -238,6 +244,7 @@ impl Registry {
                     leases: BTreeMap::new(),
                 }),
                 config,
+                host,
             }),
         }
     }
@@ -305,7 +312,7 @@ impl Registry {
         for (extension, enabled, host) in profile.all() {
             let id = extension.id().to_owned();
             self.set_state(track, &id, ExtensionState::Initializing);
-            let api = ExtensionApi::open(&id, self.shared.config.clone());
+            let api = ExtensionApi::open(&id, self.shared.config.clone(), self.shared.host.clone());
             let result =
                 std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| extension.init(&api)));
             let contributions = api.close();

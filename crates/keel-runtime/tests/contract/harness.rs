@@ -184,6 +184,7 @@ impl Harness {
             compactor: None,
             editor: None,
             thinking: None,
+            trust_project_mcp: false,
         };
         let prepared = Prepared::new(options).unwrap();
         let store = Store::open(

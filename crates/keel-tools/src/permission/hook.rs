@@ -69,6 +69,18 @@ pub struct PermissionHook {
     approval_timeout: Duration,
     /// Where "always" answers are saved (`$KEEL_HOME/permissions.yaml`).
     rules_file: Option<(std::path::PathBuf, Option<std::path::PathBuf>)>,
+    /// What the user's hooks said of calls about to be judged, by call id.
+    presumed: Arc<std::sync::Mutex<std::collections::HashMap<String, Presumption>>>,
+}
+
+/// What a user hook (the user's own code, or a project's the user trusts) said of a call
+/// before the gate judges it. It can spare a question or add one, never lift a denial.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Presumption {
+    /// Run it without asking when the gate would ask (not when the danger list asks).
+    Allow(String),
+    /// Ask the user even when the gate would allow it; headless, that is a denial.
+    Ask(String),
 }
 
 impl std::fmt::Debug for PermissionHook {
@@ -89,7 +101,16 @@ impl PermissionHook {
             approver: None,
             approval_timeout: DEFAULT_APPROVAL_TIMEOUT,
             rules_file: None,
+            presumed: Arc::default(),
         }
+    }
+
+    /// Records what a user hook said of call `call_id`, for its judgement.
+    pub fn presume(&self, call_id: &str, presumption: Presumption) {
+        self.presumed
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .insert(call_id.to_owned(), presumption);
     }
 
     /// A hook that asks `approver`.
@@ -99,6 +120,7 @@ impl PermissionHook {
             approver: Some(approver),
             approval_timeout: DEFAULT_APPROVAL_TIMEOUT,
             rules_file: None,
+            presumed: Arc::default(),
         }
     }
 
@@ -127,10 +149,25 @@ impl PermissionHook {
     /// The verdict for one call.
     pub async fn judge(&self, call: &ToolCall) -> ToolGate {
         let decision = self.gate.check(&call.name, &call.arguments);
-        let request = match decision {
-            Decision::Allow => return ToolGate::Allow,
-            Decision::Deny(denial) => return block(denial.to_string()),
-            Decision::Ask(request) => request,
+        let presumed = self
+            .presumed
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .remove(call.id.as_str());
+        let request = match (decision, presumed) {
+            (Decision::Deny(denial), _) => return block(denial.to_string()),
+            (Decision::Allow, Some(Presumption::Ask(reason))) => AskRequest {
+                tool: call.name.clone(),
+                summary: format!("{} {}", call.name, call.arguments),
+                reasons: vec![format!("a hook asks: {reason}")],
+                safety: false,
+                scopes: Vec::new(),
+            },
+            (Decision::Allow, _) => return ToolGate::Allow,
+            (Decision::Ask(request), Some(Presumption::Allow(_))) if !request.safety => {
+                return ToolGate::Allow;
+            }
+            (Decision::Ask(request), _) => request,
         };
         let Some(approver) = &self.approver else {
             return block(request.headless_denial().to_string());

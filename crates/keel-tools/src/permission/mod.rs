@@ -29,7 +29,9 @@ pub(crate) use effects::git_key_runs_program;
 pub use gate::{
     AskRequest, Decision, DecisionKind, Denial, DenySource, Mode, PermissionGate, UnknownMode,
 };
-pub use hook::{Approval, ApprovalRequest, Approver, DEFAULT_APPROVAL_TIMEOUT, PermissionHook};
+pub use hook::{
+    Approval, ApprovalRequest, Approver, DEFAULT_APPROVAL_TIMEOUT, PermissionHook, Presumption,
+};
 pub use paths::real_path;
 pub use rules::{
     Action, Effect, Matcher, PathPattern, Rule, RuleError, RuleOrigin, RuleSet, Scope, keel_home,

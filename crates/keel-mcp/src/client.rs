@@ -1,0 +1,272 @@
+//! One connection to one server over rmcp: started from a [`ServerSpec`], with the shell
+//! environment's cleaning applied to a child's environment, and telling its owner when the
+//! server's tool list changed or the connection ended.
+
+use std::collections::HashMap;
+use std::path::Path;
+
+use rmcp::model::{CallToolRequestParams, GetPromptRequestParams, ReadResourceRequestParams};
+use rmcp::service::{NotificationContext, RunningService};
+use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
+use rmcp::transport::{StreamableHttpClientTransport, TokioChildProcess};
+use rmcp::{ClientHandler, Peer, RoleClient, ServiceExt};
+use serde_json::Value;
+use tokio::sync::mpsc;
+
+use crate::config::{ServerSpec, Transport};
+use crate::error::McpError;
+
+/// What a connection tells its owner.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Signal {
+    /// `notifications/tools/list_changed` (or prompts, resources).
+    ListChanged,
+}
+
+/// rmcp's client side: forwards list changes.
+pub(crate) struct Handler {
+    signals: mpsc::UnboundedSender<Signal>,
+}
+
+impl ClientHandler for Handler {
+    fn on_tool_list_changed(
+        &self,
+        _context: NotificationContext<RoleClient>,
+    ) -> impl Future<Output = ()> + Send + '_ {
+        let _ = self.signals.send(Signal::ListChanged);
+        std::future::ready(())
+    }
+
+    fn on_prompt_list_changed(
+        &self,
+        _context: NotificationContext<RoleClient>,
+    ) -> impl Future<Output = ()> + Send + '_ {
+        let _ = self.signals.send(Signal::ListChanged);
+        std::future::ready(())
+    }
+}
+
+/// A live connection.
+pub(crate) struct Connection {
+    /// Requests go through it; clones share the connection.
+    pub(crate) peer: Peer<RoleClient>,
+    /// Ends when the connection does.
+    pub(crate) service: RunningService<RoleClient, Handler>,
+}
+
+/// What a server offers, as JSON values of the MCP schema.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct Listing {
+    /// `tools/list`.
+    pub(crate) tools: Vec<Value>,
+    /// `prompts/list` (empty when not offered).
+    pub(crate) prompts: Vec<Value>,
+    /// Whether the server offers resources.
+    pub(crate) resources: bool,
+}
+
+/// Starts the server of `spec` and completes the handshake (the caller bounds the time).
+pub(crate) async fn connect(
+    spec: &ServerSpec,
+    env: &[(String, String)],
+    cwd: &Path,
+    signals: mpsc::UnboundedSender<Signal>,
+) -> Result<Connection, McpError> {
+    let handler = Handler { signals };
+    let service = match &spec.transport {
+        Transport::Stdio {
+            command,
+            args,
+            env: extra,
+            cwd: dir,
+        } => {
+            let mut cmd = tokio::process::Command::new(command);
+            cmd.args(args)
+                .env_clear()
+                .envs(env.iter().map(|(k, v)| (k, v)))
+                .envs(extra)
+                .current_dir(dir.as_deref().map_or(cwd.to_path_buf(), |d| cwd.join(d)))
+                .kill_on_drop(true);
+            die_with_keel(&mut cmd);
+            let (transport, stderr) = TokioChildProcess::builder(cmd)
+                .stderr(std::process::Stdio::piped())
+                .spawn()
+                .map_err(|e| McpError::Start {
+                    server: spec.name.clone(),
+                    reason: format!("cannot run `{command}`: {e}"),
+                })?;
+            if let Some(stderr) = stderr {
+                tokio::spawn(log_stderr(spec.name.clone(), stderr));
+            }
+            handler
+                .serve(transport)
+                .await
+                .map_err(|e| McpError::Start {
+                    server: spec.name.clone(),
+                    reason: e.to_string(),
+                })?
+        }
+        Transport::Http {
+            url,
+            headers,
+            bearer_env,
+        } => {
+            let mut config = StreamableHttpClientTransportConfig::with_uri(url.as_str());
+            if let Some(variable) = bearer_env {
+                let token = env_value(env, variable).ok_or_else(|| McpError::Start {
+                    server: spec.name.clone(),
+                    reason: format!("the bearer token variable {variable} is not set"),
+                })?;
+                config = config.auth_header(token);
+            }
+            let mut custom = HashMap::new();
+            for (name, value) in headers {
+                let name =
+                    reqwest::header::HeaderName::from_bytes(name.as_bytes()).map_err(|e| {
+                        McpError::Start {
+                            server: spec.name.clone(),
+                            reason: format!("header `{name}`: {e}"),
+                        }
+                    })?;
+                let value =
+                    reqwest::header::HeaderValue::from_str(value).map_err(|e| McpError::Start {
+                        server: spec.name.clone(),
+                        reason: format!("header `{name}`: {e}"),
+                    })?;
+                custom.insert(name, value);
+            }
+            config = config.custom_headers(custom);
+            let client = reqwest::Client::builder()
+                .build()
+                .map_err(|e| McpError::Start {
+                    server: spec.name.clone(),
+                    reason: e.to_string(),
+                })?;
+            let transport = StreamableHttpClientTransport::with_client(client, config);
+            handler
+                .serve(transport)
+                .await
+                .map_err(|e| McpError::Start {
+                    server: spec.name.clone(),
+                    reason: e.to_string(),
+                })?
+        }
+    };
+    Ok(Connection {
+        peer: service.peer().clone(),
+        service,
+    })
+}
+
+fn env_value(env: &[(String, String)], name: &str) -> Option<String> {
+    env.iter()
+        .find(|(k, _)| k == name)
+        .map(|(_, v)| v.clone())
+        .or_else(|| std::env::var(name).ok())
+        .filter(|v| !v.is_empty())
+}
+
+/// A server's child must not outlive keel: the kernel kills it when keel's thread that
+/// started it ends (a runtime worker, which lives as long as keel's runtime), and it gets a
+/// process group of its own so the terminal's signals go to keel, not to it.
+#[allow(unsafe_code)]
+fn die_with_keel(cmd: &mut tokio::process::Command) {
+    cmd.process_group(0);
+    // SAFETY: the closure runs between fork and exec and makes one async-signal-safe
+    // system call; it touches no memory of the parent.
+    unsafe {
+        cmd.pre_exec(|| {
+            if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL, 0, 0, 0) != 0 {
+                return Err(std::io::Error::last_os_error());
+            }
+            Ok(())
+        });
+    }
+}
+
+/// Servers write banners and logs on stderr; they go to keel's log, never the terminal.
+async fn log_stderr(server: String, stderr: tokio::process::ChildStderr) {
+    use tokio::io::AsyncBufReadExt;
+    let mut lines = tokio::io::BufReader::new(stderr).lines();
+    while let Ok(Some(line)) = lines.next_line().await {
+        tracing::debug!(%server, "{line}");
+    }
+}
+
+/// What the server offers now.
+pub(crate) async fn list(peer: &Peer<RoleClient>) -> Result<Listing, rmcp::ServiceError> {
+    let capabilities = peer.peer_info().map(|info| {
+        let caps = &info.capabilities;
+        (caps.prompts.is_some(), caps.resources.is_some())
+    });
+    let (prompts_offered, resources) = capabilities.unwrap_or((false, false));
+    let tools = peer
+        .list_all_tools()
+        .await?
+        .into_iter()
+        .filter_map(|tool| serde_json::to_value(tool).ok())
+        .collect();
+    let prompts = if prompts_offered {
+        peer.list_all_prompts()
+            .await
+            .map(|all| {
+                all.into_iter()
+                    .filter_map(|p| serde_json::to_value(p).ok())
+                    .collect()
+            })
+            .unwrap_or_default()
+    } else {
+        Vec::new()
+    };
+    Ok(Listing {
+        tools,
+        prompts,
+        resources,
+    })
+}
+
+/// `tools/call`, its result as the MCP schema's JSON.
+pub(crate) async fn call(
+    peer: &Peer<RoleClient>,
+    tool: &str,
+    arguments: Value,
+) -> Result<Value, rmcp::ServiceError> {
+    let mut params = CallToolRequestParams::new(tool.to_owned());
+    if let Value::Object(map) = arguments {
+        params = params.with_arguments(map);
+    }
+    let result = peer.call_tool(params).await?;
+    Ok(serde_json::to_value(result).unwrap_or(Value::Null))
+}
+
+/// `prompts/get`, its result as JSON.
+pub(crate) async fn prompt(
+    peer: &Peer<RoleClient>,
+    name: &str,
+    arguments: serde_json::Map<String, Value>,
+) -> Result<Value, rmcp::ServiceError> {
+    let mut params = GetPromptRequestParams::new(name.to_owned());
+    if !arguments.is_empty() {
+        params = params.with_arguments(arguments);
+    }
+    let result = peer.get_prompt(params).await?;
+    Ok(serde_json::to_value(result).unwrap_or(Value::Null))
+}
+
+/// `resources/list`, every page, as JSON values.
+pub(crate) async fn resources(peer: &Peer<RoleClient>) -> Result<Vec<Value>, rmcp::ServiceError> {
+    Ok(peer
+        .list_all_resources()
+        .await?
+        .into_iter()
+        .filter_map(|r| serde_json::to_value(r).ok())
+        .collect())
+}
+
+/// `resources/read`, as JSON.
+pub(crate) async fn read(peer: &Peer<RoleClient>, uri: &str) -> Result<Value, rmcp::ServiceError> {
+    let result = peer
+        .read_resource(ReadResourceRequestParams::new(uri.to_owned()))
+        .await?;
+    Ok(serde_json::to_value(result).unwrap_or(Value::Null))
+}

@@ -1,0 +1,506 @@
+//! MCP on the runtime's extension SPI: each turn leases what the servers offer at that
+//! moment (their tools, the resource tools, `tool_search` when disclosure is deferred);
+//! servers that come up during a turn join at its next step; prompts and `/mcp` are slash
+//! commands; an editor's servers are attached to one session.
+
+use std::collections::{BTreeSet, HashMap};
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::Duration;
+
+use async_trait::async_trait;
+use keel_agent::HookError;
+use keel_agent::ToolRef;
+use keel_agent::runner::{BeforeLlmAction, BeforeLlmCallHook, LlmCallView};
+use keel_protocol::{CommandInfo, SessionId, TurnId};
+use keel_runtime::extension::{
+    CommandSource, Expansion, Extension, ExtensionApi, ExtensionError, ExtensionEvent, Hook,
+    TurnEndHook, TurnScope, TurnStartHook,
+};
+use keel_runtime::settings::extend::{DisclosureConfig, McpServerConfig};
+use serde_json::json;
+
+use crate::config::{self, Defaults, Origin, ServerSpec};
+use crate::disclosure::{self, Decision};
+use crate::manager::{Manager, Server};
+use crate::search::{Deferred, ToolSearch};
+use crate::tool::{McpTool, definition, read_only};
+
+/// The extension's id.
+pub const ID: &str = "mcp";
+/// How long a turn waits for servers still starting before its first request; later
+/// ones join at a later step.
+const FIRST_REQUEST_WAIT: Duration = Duration::from_secs(5);
+/// Leases remembered at most (a turn's goes at its end).
+const MAX_LEASES: usize = 256;
+
+/// What one turn leased.
+struct TurnLease {
+    session: SessionId,
+    /// Servers whose tools the turn has (by key), so a server that comes up later joins
+    /// once and one already leased is never swapped.
+    servers: Mutex<BTreeSet<String>>,
+    additions: keel_agent::ToolAdditions,
+}
+
+/// State shared by the extension's contributions.
+pub struct Shared {
+    manager: Manager,
+    disclosure: DisclosureConfig,
+    defaults: Defaults,
+    /// Re-reads the servers to run (for `/mcp reload`).
+    load: Box<dyn Fn() -> (Vec<ServerSpec>, Vec<String>) + Send + Sync>,
+    started: std::sync::Once,
+    initial: Mutex<Vec<ServerSpec>>,
+    warnings: Mutex<Vec<String>>,
+    turns: Mutex<std::collections::VecDeque<(TurnId, Arc<TurnLease>)>>,
+    /// Deferred tools each session found, offered directly in its later turns.
+    found: Arc<Mutex<HashMap<SessionId, BTreeSet<String>>>>,
+    /// The disclosure decision last reported per session.
+    reported: Mutex<HashMap<SessionId, Decision>>,
+}
+
+/// The MCP extension.
+pub struct Mcp {
+    shared: Arc<Shared>,
+}
+
+impl Mcp {
+    /// The extension over `manager`, starting `specs` when a runtime first needs them;
+    /// `load` gives the servers again for `/mcp reload`; `warnings` are reported to the
+    /// first turn.
+    pub fn new(
+        manager: Manager,
+        specs: Vec<ServerSpec>,
+        warnings: Vec<String>,
+        disclosure: DisclosureConfig,
+        defaults: Defaults,
+        load: Box<dyn Fn() -> (Vec<ServerSpec>, Vec<String>) + Send + Sync>,
+    ) -> Self {
+        Self {
+            shared: Arc::new(Shared {
+                manager,
+                disclosure,
+                defaults,
+                load,
+                started: std::sync::Once::new(),
+                initial: Mutex::new(specs),
+                warnings: Mutex::new(warnings),
+                turns: Mutex::new(std::collections::VecDeque::new()),
+                found: Arc::new(Mutex::new(HashMap::new())),
+                reported: Mutex::new(HashMap::new()),
+            }),
+        }
+    }
+
+    /// The servers.
+    pub fn manager(&self) -> &Manager {
+        &self.shared.manager
+    }
+}
+
+fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    mutex.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+impl Shared {
+    /// Starts the configured servers once, from inside a tokio runtime.
+    fn ensure_started(&self) {
+        if tokio::runtime::Handle::try_current().is_err() {
+            return;
+        }
+        self.started.call_once(|| {
+            let specs = std::mem::take(&mut *lock(&self.initial));
+            self.manager.start(specs);
+        });
+    }
+
+    /// The servers `session` may use: the shared ones and its own.
+    fn visible(&self, session: &SessionId) -> Vec<Arc<Server>> {
+        self.manager
+            .all()
+            .into_iter()
+            .filter(|s| match &s.spec().origin {
+                Origin::Client(owner) => owner == session.as_str(),
+                _ => true,
+            })
+            .collect()
+    }
+
+    /// The tools of `server`'s current offer, each checked; problems are reported.
+    fn server_tools(&self, server: &Arc<Server>, scope: &TurnScope) -> Vec<ToolRef> {
+        let Some(offer) = server.offer() else {
+            return Vec::new();
+        };
+        let mut tools: Vec<ToolRef> = Vec::new();
+        for raw in offer.tools.iter() {
+            match definition(&offer.server, raw) {
+                Ok((name, def)) => tools.push(Arc::new(McpTool::new(
+                    server.clone(),
+                    name,
+                    def,
+                    read_only(raw),
+                ))),
+                Err(reason) => scope.emit(
+                    ID,
+                    "tool_skipped",
+                    json!({"server": offer.server, "reason": reason}),
+                ),
+            }
+        }
+        tools
+    }
+
+    /// The tools a turn starts with (the tool factory).
+    fn lease(&self, scope: &TurnScope) -> Vec<ToolRef> {
+        self.ensure_started();
+        let servers: Vec<Arc<Server>> = self
+            .visible(&scope.session_id)
+            .into_iter()
+            .filter(|s| s.offer().is_some())
+            .collect();
+        let mut tools: Vec<ToolRef> = Vec::new();
+        for server in &servers {
+            tools.extend(self.server_tools(server, scope));
+        }
+        let found = lock(&self.found)
+            .get(&scope.session_id)
+            .cloned()
+            .unwrap_or_default();
+        let decision = disclosure::decide(
+            &self.disclosure,
+            &scope.model,
+            scope.spec.context_window,
+            &tools,
+        );
+        self.report(scope, &decision);
+        let (direct, held): (Vec<ToolRef>, Vec<ToolRef>) = if decision.deferred {
+            tools.into_iter().partition(|t| {
+                let name = &t.definition().name;
+                found.contains(name) || disclosure::always_exposed(&self.disclosure, name)
+            })
+        } else {
+            (tools, Vec::new())
+        };
+        let mut offered = direct;
+        let deferred = (!held.is_empty()).then(|| {
+            let found = self.found.clone();
+            let session = scope.session_id.clone();
+            Arc::new(Deferred::new(
+                held,
+                self.disclosure.top,
+                scope.tools.clone(),
+                Arc::new(move |name: &str| {
+                    lock(&found)
+                        .entry(session.clone())
+                        .or_default()
+                        .insert(name.to_owned());
+                }),
+            ))
+        });
+        if let Some(deferred) = &deferred {
+            offered.push(Arc::new(ToolSearch::new(deferred.clone())));
+        }
+        let with_resources: Vec<Arc<Server>> = servers
+            .iter()
+            .filter(|s| s.offer().is_some_and(|o| o.resources))
+            .cloned()
+            .collect();
+        if !with_resources.is_empty() {
+            offered.extend(crate::resources::tools(with_resources));
+        }
+        let lease = Arc::new(TurnLease {
+            session: scope.session_id.clone(),
+            servers: Mutex::new(servers.iter().map(|s| key(s)).collect()),
+            additions: scope.tools.clone(),
+        });
+        let mut turns = lock(&self.turns);
+        // A turn's entry goes at its end; a compaction's assembly never ends as a turn,
+        // so the oldest entries also make room.
+        if turns.len() >= MAX_LEASES {
+            turns.pop_front();
+        }
+        turns.push_back((scope.turn_id.clone(), lease));
+        offered
+    }
+
+    /// Reports the disclosure decision when it changed for the session.
+    fn report(&self, scope: &TurnScope, decision: &Decision) {
+        let mut reported = lock(&self.reported);
+        if reported.get(&scope.session_id) == Some(decision) {
+            return;
+        }
+        reported.insert(scope.session_id.clone(), decision.clone());
+        scope.emit(ID, "disclosure", decision.details());
+    }
+
+    /// Adds the tools of servers that came up since the turn leased, and reports what
+    /// happened to servers.
+    fn join_late(&self, scope: &TurnScope) {
+        for notice in self.manager.take_notices() {
+            scope.emit(
+                ID,
+                "server",
+                json!({"server": notice.server, "text": notice.text}),
+            );
+        }
+        for warning in std::mem::take(&mut *lock(&self.warnings)) {
+            scope.emit(ID, "warning", json!({"text": warning}));
+        }
+        let Some(lease) = self.leased(&scope.turn_id) else {
+            return;
+        };
+        let mut joined = Vec::new();
+        for server in self.visible(&lease.session) {
+            if server.offer().is_none() || lock(&lease.servers).contains(&key(&server)) {
+                continue;
+            }
+            lock(&lease.servers).insert(key(&server));
+            joined.push(server.spec().name.clone());
+            // A turn that holds tools back builds its search index once; a late server's
+            // tools are offered directly.
+            lease.additions.add(self.server_tools(&server, scope));
+        }
+        if !joined.is_empty() {
+            scope.emit(ID, "joined", json!({"servers": joined}));
+        }
+    }
+
+    fn leased(&self, turn: &TurnId) -> Option<Arc<TurnLease>> {
+        lock(&self.turns)
+            .iter()
+            .find(|(id, _)| id == turn)
+            .map(|(_, lease)| lease.clone())
+    }
+
+    fn release(&self, turn: &TurnId) {
+        lock(&self.turns).retain(|(id, _)| id != turn);
+    }
+
+    fn status(&self, session: &SessionId) -> String {
+        let servers = self.visible(session);
+        if servers.is_empty() {
+            return "No MCP servers are configured. Add one with `keel mcp add`, under `mcp_servers:` in config.yaml, or in the project's .mcp.json.".to_owned();
+        }
+        let mut text = format!("MCP servers (revision {}):\n", self.manager.revision());
+        for server in servers {
+            let spec = server.spec();
+            let what = match &spec.transport {
+                config::Transport::Stdio { command, .. } => format!("stdio `{command}`"),
+                config::Transport::Http { url, .. } => format!("http {url}"),
+            };
+            let status = server.status();
+            let offer = server.offer();
+            let counts = offer.map_or(String::new(), |o| {
+                format!(
+                    ", {} tool(s), {} prompt(s){}",
+                    o.tools.len(),
+                    o.prompts.len(),
+                    if o.resources { ", resources" } else { "" }
+                )
+            });
+            text.push_str(&format!(
+                "- {}: {}{counts} — {what}, from {}\n",
+                spec.name,
+                status.describe(),
+                spec.origin.label()
+            ));
+        }
+        text
+    }
+}
+
+fn key(server: &Server) -> String {
+    let spec = server.spec();
+    match &spec.origin {
+        Origin::Client(session) => format!("{}@{session}", spec.name),
+        _ => spec.name.clone(),
+    }
+}
+
+impl Extension for Mcp {
+    fn id(&self) -> &str {
+        ID
+    }
+
+    fn description(&self) -> Option<&str> {
+        Some("MCP servers: their tools, resources and prompts")
+    }
+
+    fn init(&self, api: &ExtensionApi) -> Result<(), ExtensionError> {
+        self.shared.ensure_started();
+        let shared = self.shared.clone();
+        api.register_tool_factory(Arc::new(move |scope: &TurnScope| shared.lease(scope)))?;
+        api.on(Hook::TurnStart(Arc::new(WaitForServers {
+            shared: self.shared.clone(),
+        })))?;
+        api.on(Hook::TurnEnd(Arc::new(Release {
+            shared: self.shared.clone(),
+        })))?;
+        let shared = self.shared.clone();
+        api.on_each_turn(
+            ExtensionEvent::BeforeLlmCall,
+            Arc::new(move |scope: &TurnScope| {
+                Hook::BeforeLlmCall(Arc::new(LateServers {
+                    shared: shared.clone(),
+                    scope: scope.clone(),
+                }))
+            }),
+        )?;
+        api.register_commands(Arc::new(Commands {
+            shared: self.shared.clone(),
+        }))?;
+        Ok(())
+    }
+}
+
+/// Before the first request: wait briefly for servers still starting.
+struct WaitForServers {
+    shared: Arc<Shared>,
+}
+
+#[async_trait]
+impl TurnStartHook for WaitForServers {
+    async fn turn_start(&self, scope: &TurnScope) -> Result<(), HookError> {
+        self.shared.ensure_started();
+        self.shared.manager.settled(FIRST_REQUEST_WAIT).await;
+        self.shared.join_late(scope);
+        Ok(())
+    }
+}
+
+/// At the turn's end: its lease goes.
+struct Release {
+    shared: Arc<Shared>,
+}
+
+#[async_trait]
+impl TurnEndHook for Release {
+    async fn turn_end(
+        &self,
+        scope: &TurnScope,
+        _outcome: &keel_protocol::TurnOutcome,
+    ) -> Result<(), HookError> {
+        self.shared.release(&scope.turn_id);
+        Ok(())
+    }
+}
+
+/// Before each request: servers that came up since join at the next step.
+struct LateServers {
+    shared: Arc<Shared>,
+    scope: TurnScope,
+}
+
+#[async_trait]
+impl BeforeLlmCallHook for LateServers {
+    async fn before_llm_call(&self, _view: &LlmCallView<'_>) -> Result<BeforeLlmAction, HookError> {
+        self.shared.join_late(&self.scope);
+        Ok(BeforeLlmAction::Continue)
+    }
+}
+
+/// `/mcp`, `/mcp reload`, and each server prompt as `/<server>:<prompt>`.
+struct Commands {
+    shared: Arc<Shared>,
+}
+
+#[async_trait]
+impl CommandSource for Commands {
+    fn commands(&self) -> Vec<CommandInfo> {
+        let mut all = vec![CommandInfo {
+            name: "mcp".to_owned(),
+            description: "MCP servers and their state; `/mcp reload` restarts them".to_owned(),
+            argument_hint: Some("[reload]".to_owned()),
+            source: ID.to_owned(),
+        }];
+        for offer in self.shared.manager.offers() {
+            for prompt in offer.prompts.iter() {
+                let Some(name) = prompt.get("name").and_then(serde_json::Value::as_str) else {
+                    continue;
+                };
+                all.push(CommandInfo {
+                    name: format!("{}:{name}", offer.server),
+                    description: prompt
+                        .get("description")
+                        .and_then(serde_json::Value::as_str)
+                        .unwrap_or("an MCP prompt")
+                        .to_owned(),
+                    argument_hint: crate::prompts::hint(prompt),
+                    source: ID.to_owned(),
+                });
+            }
+        }
+        all
+    }
+
+    async fn run(
+        &self,
+        session: &SessionId,
+        name: &str,
+        arguments: &str,
+    ) -> Option<Result<Expansion, String>> {
+        if name == "mcp" {
+            return Some(match arguments.trim() {
+                "" => Ok(Expansion::Reply(self.shared.status(session))),
+                "reload" => {
+                    let (specs, warnings) = (self.shared.load)();
+                    self.shared.manager.restart_all(specs);
+                    lock(&self.shared.warnings).extend(warnings.iter().cloned());
+                    self.shared.manager.settled(FIRST_REQUEST_WAIT).await;
+                    let mut text = self.shared.status(session);
+                    for warning in warnings {
+                        text.push_str(&format!("\n{warning}"));
+                    }
+                    Ok(Expansion::Reply(text))
+                }
+                other => Err(format!(
+                    "unknown argument `{other}` (use /mcp or /mcp reload)"
+                )),
+            });
+        }
+        let (server_name, prompt) = name.split_once(':')?;
+        let server = self
+            .shared
+            .visible(session)
+            .into_iter()
+            .find(|s| s.spec().name == server_name)?;
+        let offer = server.offer()?;
+        let declared = offer
+            .prompts
+            .iter()
+            .find(|p| p.get("name").and_then(serde_json::Value::as_str) == Some(prompt))?
+            .clone();
+        Some(crate::prompts::expand(&server, prompt, &declared, arguments).await)
+    }
+
+    async fn attach(
+        &self,
+        session: &SessionId,
+        kind: &str,
+        value: &serde_json::Value,
+    ) -> Option<Result<(), String>> {
+        if kind != "mcp_servers" {
+            return None;
+        }
+        Some(self.attach_servers(session, value))
+    }
+}
+
+impl Commands {
+    fn attach_servers(&self, session: &SessionId, value: &serde_json::Value) -> Result<(), String> {
+        let servers: std::collections::BTreeMap<String, McpServerConfig> =
+            serde_json::from_value(value.clone()).map_err(|e| e.to_string())?;
+        let mut specs = Vec::new();
+        for (name, server) in &servers {
+            specs.push(config::spec_of(
+                name,
+                server,
+                self.shared.defaults,
+                Origin::Client(session.to_string()),
+            )?);
+        }
+        self.shared.ensure_started();
+        self.shared.manager.start(specs);
+        Ok(())
+    }
+}

@@ -1,0 +1,188 @@
+//! MCP servers for keel (DESIGN §10, §11), as an extension on the runtime's SPI.
+//!
+//! - [`config`]: the servers of `mcp_servers:` and of a trusted project's `.mcp.json`;
+//! - [`manager`]: every server started at once in the background, restarted with backoff
+//!   when it dies, its offer published as numbered revisions;
+//! - [`tool`], [`content`], [`resources`]: server tools as `mcp__<server>__<tool>`, their
+//!   results as content blocks, and the resource tools;
+//! - [`disclosure`], [`search`]: deferred disclosure behind `tool_search`;
+//! - [`prompts`]: prompts as `/<server>:<prompt>`;
+//! - [`extension`]: each turn leases one revision; late servers join at the next step.
+
+mod client;
+pub mod config;
+pub mod content;
+pub mod disclosure;
+mod error;
+pub mod extension;
+pub mod manager;
+pub mod prompts;
+pub mod resources;
+pub mod search;
+pub mod tool;
+
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, OnceLock};
+
+use keel_runtime::extension::{Extension, ExtensionApi, ExtensionError, HostInfo};
+use keel_runtime::settings::Config;
+use keel_runtime::settings::trust::TrustStore;
+
+pub use config::{Origin, ServerSpec, Transport};
+pub use error::McpError;
+pub use manager::{Manager, Status};
+
+/// Tools keel's MCP support adds that only read (the permission gate never asks for them).
+pub const READ_ONLY_TOOLS: &[&str] = &[search::TOOL_SEARCH, resources::LIST, resources::READ];
+
+/// A project's `.mcp.json` that keel will not run without the user's trust, and the
+/// servers it names.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Untrusted {
+    /// The file.
+    pub file: PathBuf,
+    /// Its servers' names.
+    pub servers: Vec<String>,
+}
+
+/// The servers to run for a runtime in `host.cwd` with `config`: the configured ones, then
+/// a project's `.mcp.json` when trusted (a name the configuration has wins). Problems and
+/// an untrusted project file are reported as warnings.
+pub fn servers(config: &Config, host: &HostInfo) -> (Vec<ServerSpec>, Vec<String>) {
+    let mut warnings = Vec::new();
+    let mut specs = match config::from_config(config) {
+        Ok(specs) => specs,
+        Err(error) => {
+            warnings.push(error);
+            Vec::new()
+        }
+    };
+    match project(config, host) {
+        Ok(Some((project, trusted))) => {
+            if trusted {
+                for spec in project {
+                    if specs.iter().any(|s| s.name == spec.name) {
+                        warnings.push(format!(
+                            "the project's MCP server `{}` is ignored: your configuration has one of that name",
+                            spec.name
+                        ));
+                    } else {
+                        specs.push(spec);
+                    }
+                }
+            } else if let Some(file) = config::project_file(&host.cwd) {
+                let names: Vec<String> = project.iter().map(|s| s.name.clone()).collect();
+                warnings.push(format!(
+                    "{} defines MCP server(s) {} that keel did not start: the project is not trusted. \
+                     Run `keel trust` to trust the file as it is now, or pass --trust-project-mcp.",
+                    file.display(),
+                    names.join(", ")
+                ));
+            }
+        }
+        Ok(None) => {}
+        Err(error) => warnings.push(error),
+    }
+    (specs, warnings)
+}
+
+/// The project's servers and whether the user trusts them (`None`: no `.mcp.json`).
+fn project(config: &Config, host: &HostInfo) -> Result<Option<(Vec<ServerSpec>, bool)>, String> {
+    let Some(file) = config::project_file(&host.cwd) else {
+        return Ok(None);
+    };
+    let text = std::fs::read_to_string(&file)
+        .map_err(|e| format!("cannot read {}: {e}", file.display()))?;
+    let defaults = config::Defaults::of(config)?;
+    let specs = config::from_project(&file, &text, defaults, &|name| std::env::var(name).ok())?;
+    if specs.is_empty() {
+        return Ok(None);
+    }
+    let trusted = host.trust_project_mcp
+        || config.mcp.trust_project == Some(true)
+        || trusted(host.keel_home.as_deref(), &file);
+    Ok(Some((specs, trusted)))
+}
+
+fn trusted(keel_home: Option<&Path>, file: &Path) -> bool {
+    TrustStore::open(keel_home).is_ok_and(|store| store.is_trusted(file))
+}
+
+/// The project `.mcp.json` of `cwd` that would need the user's trust now, if any (for a
+/// front end that asks).
+pub fn untrusted_project(config: &Config, host: &HostInfo) -> Option<Untrusted> {
+    match project(config, host) {
+        Ok(Some((specs, false))) => Some(Untrusted {
+            file: config::project_file(&host.cwd)?,
+            servers: specs.into_iter().map(|s| s.name).collect(),
+        }),
+        _ => None,
+    }
+}
+
+/// The environment servers start with: keel's own, cleaned as commands' is (SPEC §16),
+/// and never any provider's key, whatever the cleaning mode.
+pub fn server_env(config: &Config) -> Vec<(String, String)> {
+    let vars: Vec<(String, String)> = std::env::vars_os()
+        .map(|(k, v)| {
+            (
+                k.to_string_lossy().into_owned(),
+                v.to_string_lossy().into_owned(),
+            )
+        })
+        .collect();
+    let mode = match keel_tools::bash::envclean::mode(None, &vars) {
+        Ok(keel_tools::EnvMode::Strict) => keel_tools::EnvMode::Strict,
+        _ => keel_tools::EnvMode::Scrub,
+    };
+    let keys: Vec<String> = config
+        .providers
+        .values()
+        .filter_map(|p| p.api_key_env.clone())
+        .collect();
+    keel_tools::bash::envclean::clean(vars, mode, &keys).0
+}
+
+/// The MCP extension, configured at `init` from the runtime's configuration and folder.
+#[derive(Default)]
+pub struct McpExtension {
+    inner: OnceLock<Arc<extension::Mcp>>,
+}
+
+impl McpExtension {
+    /// The servers, once the extension was initialised.
+    pub fn manager(&self) -> Option<&Manager> {
+        self.inner.get().map(|m| m.manager())
+    }
+}
+
+impl Extension for McpExtension {
+    fn id(&self) -> &str {
+        extension::ID
+    }
+
+    fn description(&self) -> Option<&str> {
+        Some("MCP servers: their tools, resources and prompts")
+    }
+
+    fn init(&self, api: &ExtensionApi) -> Result<(), ExtensionError> {
+        let config = Arc::new(api.config().clone());
+        let host = api.host().clone();
+        let mcp = self.inner.get_or_init(|| {
+            let (specs, warnings) = servers(&config, &host);
+            let defaults = config::Defaults::of(&config).unwrap_or_default();
+            let manager = Manager::new(host.cwd.clone(), server_env(&config));
+            let reload_config = config.clone();
+            let reload_host = host.clone();
+            Arc::new(extension::Mcp::new(
+                manager,
+                specs,
+                warnings,
+                config.mcp.disclosure.clone(),
+                defaults,
+                Box::new(move || servers(&reload_config, &reload_host)),
+            ))
+        });
+        mcp.init(api)
+    }
+}

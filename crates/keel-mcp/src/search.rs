@@ -1,0 +1,316 @@
+//! Deferred disclosure's discovery step (DESIGN §11): a BM25 index over the deferred tools'
+//! names and descriptions, and the `tool_search` tool, which makes what it finds callable
+//! from the turn's next model call.
+
+use std::collections::{BTreeSet, HashMap};
+use std::sync::{Arc, Mutex, PoisonError};
+
+use async_trait::async_trait;
+use keel_agent::{AgentTool, ToolAdditions, ToolCallContext, ToolError, ToolOutput, ToolRef};
+use keel_protocol::ToolDefinition;
+use serde_json::{Value, json};
+
+/// The search tool's name.
+pub const TOOL_SEARCH: &str = "tool_search";
+
+const K1: f64 = 1.2;
+const B: f64 = 0.75;
+
+/// Words of a text for the index: lower-case runs of letters and digits, with names split
+/// at `_`, `-` and case changes (`getWeather` → `get`, `weather`).
+pub fn words(text: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut current = String::new();
+    let mut previous_lower = false;
+    for c in text.chars() {
+        if c.is_alphanumeric() {
+            if c.is_uppercase() && previous_lower && !current.is_empty() {
+                out.push(std::mem::take(&mut current));
+            }
+            previous_lower = c.is_lowercase() || c.is_ascii_digit();
+            current.extend(c.to_lowercase());
+        } else {
+            previous_lower = false;
+            if !current.is_empty() {
+                out.push(std::mem::take(&mut current));
+            }
+        }
+    }
+    if !current.is_empty() {
+        out.push(current);
+    }
+    out
+}
+
+/// A BM25 index over documents.
+pub struct Index {
+    documents: Vec<HashMap<String, usize>>,
+    lengths: Vec<usize>,
+    frequency: HashMap<String, usize>,
+    average: f64,
+}
+
+impl Index {
+    /// Indexes `texts`, one document each.
+    pub fn new<'a>(texts: impl IntoIterator<Item = &'a str>) -> Self {
+        let mut documents = Vec::new();
+        let mut lengths = Vec::new();
+        let mut frequency: HashMap<String, usize> = HashMap::new();
+        for text in texts {
+            let mut counts: HashMap<String, usize> = HashMap::new();
+            let words = words(text);
+            lengths.push(words.len());
+            for word in words {
+                *counts.entry(word).or_default() += 1;
+            }
+            for word in counts.keys() {
+                *frequency.entry(word.clone()).or_default() += 1;
+            }
+            documents.push(counts);
+        }
+        let total: usize = lengths.iter().sum();
+        let average = if lengths.is_empty() {
+            1.0
+        } else {
+            (total as f64 / lengths.len() as f64).max(1.0)
+        };
+        Self {
+            documents,
+            lengths,
+            frequency,
+            average,
+        }
+    }
+
+    /// The best `top` documents for `query`, best first, with their scores; documents
+    /// that match no word are left out.
+    pub fn search(&self, query: &str, top: usize) -> Vec<(usize, f64)> {
+        let terms: BTreeSet<String> = words(query).into_iter().collect();
+        let n = self.documents.len() as f64;
+        let mut scored: Vec<(usize, f64)> = self
+            .documents
+            .iter()
+            .enumerate()
+            .filter_map(|(i, counts)| {
+                let length = self.lengths[i] as f64;
+                let score: f64 = terms
+                    .iter()
+                    .filter_map(|term| {
+                        let tf = *counts.get(term)? as f64;
+                        let df = *self.frequency.get(term)? as f64;
+                        let idf = ((n - df + 0.5) / (df + 0.5) + 1.0).ln();
+                        Some(
+                            idf * tf * (K1 + 1.0)
+                                / (tf + K1 * (1.0 - B + B * length / self.average)),
+                        )
+                    })
+                    .sum();
+                (score > 0.0).then_some((i, score))
+            })
+            .collect();
+        scored.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
+        scored.truncate(top);
+        scored
+    }
+}
+
+/// The tools a turn holds back, and what the model has found of them.
+pub struct Deferred {
+    tools: Vec<ToolRef>,
+    index: Index,
+    top: usize,
+    found: Mutex<BTreeSet<String>>,
+    additions: ToolAdditions,
+    remember: Arc<dyn Fn(&str) + Send + Sync>,
+}
+
+impl Deferred {
+    /// Holds `tools` back; what a search finds joins `additions` and is passed to
+    /// `remember` (so later turns of the session offer it directly).
+    pub fn new(
+        tools: Vec<ToolRef>,
+        top: usize,
+        additions: ToolAdditions,
+        remember: Arc<dyn Fn(&str) + Send + Sync>,
+    ) -> Self {
+        let texts: Vec<String> = tools
+            .iter()
+            .map(|t| {
+                let d = t.definition();
+                format!("{} {} {}", d.name, d.name, d.description)
+            })
+            .collect();
+        Self {
+            index: Index::new(texts.iter().map(String::as_str)),
+            tools,
+            top: top.max(1),
+            found: Mutex::new(BTreeSet::new()),
+            additions,
+            remember,
+        }
+    }
+
+    /// How many tools are held back.
+    pub fn len(&self) -> usize {
+        self.tools.len()
+    }
+
+    /// Whether nothing is held back.
+    pub fn is_empty(&self) -> bool {
+        self.tools.is_empty()
+    }
+
+    /// The held-back tools best matching `query`, at most `limit` (default: the
+    /// configured number).
+    pub fn search(&self, query: &str, limit: Option<usize>) -> Vec<&ToolRef> {
+        let top = limit.unwrap_or(self.top).clamp(1, self.top.max(1));
+        self.index
+            .search(query, top)
+            .into_iter()
+            .map(|(i, _)| &self.tools[i])
+            .collect()
+    }
+
+    fn select(&self, name: &str) -> Option<&ToolRef> {
+        self.tools.iter().find(|t| t.definition().name == name)
+    }
+
+    fn unlock(&self, tools: &[&ToolRef]) {
+        let mut found = self.found.lock().unwrap_or_else(PoisonError::into_inner);
+        let new: Vec<ToolRef> = tools
+            .iter()
+            .filter(|t| found.insert(t.definition().name.clone()))
+            .map(|t| (*t).clone())
+            .collect();
+        drop(found);
+        for tool in &new {
+            (self.remember)(&tool.definition().name);
+        }
+        self.additions.add(new);
+    }
+}
+
+/// The `tool_search` tool of one turn.
+pub struct ToolSearch {
+    deferred: Arc<Deferred>,
+    definition: ToolDefinition,
+}
+
+impl ToolSearch {
+    /// Searches `deferred`.
+    pub fn new(deferred: Arc<Deferred>) -> Self {
+        let definition = ToolDefinition {
+            name: TOOL_SEARCH.to_owned(),
+            description: format!(
+                "Finds tools of MCP servers that are not listed yet ({} are held back to save context). \
+                 Search with words about what you need (`query`), or name tools exactly with `select:NAME,NAME`. \
+                 The tools found are described here and can be called from your next step on.",
+                deferred.len()
+            ),
+            parameters: json!({
+                "type": "object",
+                "properties": {
+                    "query": {"type": "string", "description": "Words describing the capability, or select:NAME,NAME."},
+                    "limit": {"type": "integer", "minimum": 1, "maximum": 20, "description": "Most tools to return (default 8)."}
+                },
+                "required": ["query"],
+                "additionalProperties": false
+            }),
+        };
+        Self {
+            deferred,
+            definition,
+        }
+    }
+}
+
+#[async_trait]
+impl AgentTool for ToolSearch {
+    fn definition(&self) -> &ToolDefinition {
+        &self.definition
+    }
+
+    fn execution_mode(&self) -> keel_agent::ExecutionMode {
+        keel_agent::ExecutionMode::Parallel
+    }
+
+    async fn execute(
+        &self,
+        arguments: Value,
+        _context: ToolCallContext,
+    ) -> Result<ToolOutput, ToolError> {
+        let query = arguments
+            .get("query")
+            .and_then(Value::as_str)
+            .unwrap_or_default()
+            .trim();
+        let limit = arguments
+            .get("limit")
+            .and_then(Value::as_u64)
+            .map(|n| usize::try_from(n).unwrap_or(usize::MAX));
+        let found: Vec<&ToolRef> = match query.strip_prefix("select:") {
+            Some(names) => names
+                .split(',')
+                .filter_map(|n| self.deferred.select(n.trim()))
+                .collect(),
+            None => self.deferred.search(query, limit),
+        };
+        if found.is_empty() {
+            return Ok(ToolOutput::text(format!(
+                "No held-back tool matches `{query}`. Try other words, or fewer."
+            )));
+        }
+        self.deferred.unlock(&found);
+        let mut text = format!(
+            "{} tool(s) found; call them from your next step on:\n",
+            found.len()
+        );
+        let mut names = Vec::new();
+        for tool in &found {
+            let d = tool.definition();
+            names.push(d.name.clone());
+            text.push_str(&format!(
+                "\n## {}\n{}\nArguments (JSON Schema): {}\n",
+                d.name, d.description, d.parameters
+            ));
+        }
+        Ok(ToolOutput {
+            details: Some(json!({"found": names})),
+            ..ToolOutput::text(text)
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+
+    use super::*;
+
+    #[test]
+    fn words_split_names_and_cases() {
+        assert_eq!(
+            words("getWeather mcp__s__read_file HTTP2x"),
+            ["get", "weather", "mcp", "s", "read", "file", "http2x"]
+        );
+    }
+
+    #[test]
+    fn bm25_ranks_the_rare_word_first() {
+        let index = Index::new([
+            "read a file from the disk",
+            "write a file to the disk",
+            "the weather in a city",
+            "zebra042 weather station readings",
+        ]);
+        let hits = index.search("zebra042", 8);
+        assert_eq!(hits.len(), 1);
+        assert_eq!(hits[0].0, 3);
+        let hits = index.search("weather", 8);
+        assert_eq!(hits.len(), 2);
+        let hits = index.search("read file", 1);
+        assert_eq!(hits[0].0, 0);
+        assert!(index.search("nothing-matches-here", 8).is_empty());
+        assert!(Index::new([]).search("x", 3).is_empty());
+    }
+}
