@@ -136,12 +136,10 @@ pub(crate) async fn connect(
                 custom.insert(name, value);
             }
             config = config.custom_headers(custom);
-            let client = reqwest::Client::builder()
-                .build()
-                .map_err(|e| McpError::Start {
-                    server: spec.name.clone(),
-                    reason: e.to_string(),
-                })?;
+            let client = keel_llm::http_client_for(url).map_err(|e| McpError::Start {
+                server: spec.name.clone(),
+                reason: e.to_string(),
+            })?;
             let transport = StreamableHttpClientTransport::with_client(client, config);
             handler
                 .serve(transport)

@@ -36,10 +36,20 @@ const MAX_LEASES: usize = 256;
 /// What one turn leased.
 struct TurnLease {
     session: SessionId,
+    model: String,
+    window: u32,
     /// Servers whose tools the turn has (by key), so a server that comes up later joins
     /// once and one already leased is never swapped.
     servers: Mutex<BTreeSet<String>>,
+    /// Every MCP tool of the turn, offered or held back (what disclosure weighs).
+    tools: Mutex<Vec<ToolRef>>,
+    /// The held-back tools, once the turn holds any.
+    deferred: Mutex<Option<Arc<Deferred>>>,
     additions: keel_agent::ToolAdditions,
+    /// Disclosure decisions not reported yet.
+    pending: Mutex<Vec<serde_json::Value>>,
+    /// Whether the turn has the resource tools.
+    resources: Mutex<bool>,
 }
 
 /// State shared by the extension's contributions.
@@ -56,7 +66,7 @@ pub struct Shared {
     /// Deferred tools each session found, offered directly in its later turns.
     found: Arc<Mutex<HashMap<SessionId, BTreeSet<String>>>>,
     /// The disclosure decision last reported per session.
-    reported: Mutex<HashMap<SessionId, Decision>>,
+    reported: Mutex<HashMap<SessionId, bool>>,
 }
 
 /// The MCP extension.
@@ -162,57 +172,26 @@ impl Shared {
         for server in &servers {
             tools.extend(self.server_tools(server, scope));
         }
-        let found = lock(&self.found)
-            .get(&scope.session_id)
-            .cloned()
-            .unwrap_or_default();
-        let decision = disclosure::decide(
-            &self.disclosure,
-            &scope.model,
-            scope.spec.context_window,
-            &tools,
-        );
-        self.report(scope, &decision);
-        let (direct, held): (Vec<ToolRef>, Vec<ToolRef>) = if decision.deferred {
-            tools.into_iter().partition(|t| {
-                let name = &t.definition().name;
-                found.contains(name) || disclosure::always_exposed(&self.disclosure, name)
-            })
-        } else {
-            (tools, Vec::new())
-        };
-        let mut offered = direct;
-        let deferred = (!held.is_empty()).then(|| {
-            let found = self.found.clone();
-            let session = scope.session_id.clone();
-            Arc::new(Deferred::new(
-                held,
-                self.disclosure.top,
-                scope.tools.clone(),
-                Arc::new(move |name: &str| {
-                    lock(&found)
-                        .entry(session.clone())
-                        .or_default()
-                        .insert(name.to_owned());
-                }),
-            ))
-        });
-        if let Some(deferred) = &deferred {
-            offered.push(Arc::new(ToolSearch::new(deferred.clone())));
-        }
-        let with_resources: Vec<Arc<Server>> = servers
-            .iter()
-            .filter(|s| s.offer().is_some_and(|o| o.resources))
-            .cloned()
-            .collect();
-        if !with_resources.is_empty() {
-            offered.extend(crate::resources::tools(with_resources));
-        }
         let lease = Arc::new(TurnLease {
             session: scope.session_id.clone(),
+            model: scope.model.clone(),
+            window: scope.spec.context_window,
             servers: Mutex::new(servers.iter().map(|s| key(s)).collect()),
+            tools: Mutex::new(Vec::new()),
+            deferred: Mutex::new(None),
             additions: scope.tools.clone(),
+            pending: Mutex::new(Vec::new()),
+            resources: Mutex::new(false),
         });
+        let (mut offered, search) = self.disclose(&lease, tools);
+        offered.extend(search);
+        if servers
+            .iter()
+            .any(|s| s.offer().is_some_and(|o| o.resources))
+        {
+            *lock(&lease.resources) = true;
+            offered.extend(self.resource_tools(&lease.session));
+        }
         let mut turns = lock(&self.turns);
         // A turn's entry goes at its end; a compaction's assembly never ends as a turn,
         // so the oldest entries also make room.
@@ -223,14 +202,67 @@ impl Shared {
         offered
     }
 
+    /// Adds `tools` to the turn's MCP tools and decides, over all of them, what is offered
+    /// and what is held back; returns the tools to offer and, the first time tools are
+    /// held back, the `tool_search` tool.
+    fn disclose(&self, lease: &TurnLease, tools: Vec<ToolRef>) -> (Vec<ToolRef>, Option<ToolRef>) {
+        let all: Vec<ToolRef> = {
+            let mut all = lock(&lease.tools);
+            all.extend(tools.iter().cloned());
+            all.clone()
+        };
+        let decision = disclosure::decide(&self.disclosure, &lease.model, lease.window, &all);
+        self.report(lease, &decision);
+        if !decision.deferred {
+            return (tools, None);
+        }
+        let found = lock(&self.found)
+            .get(&lease.session)
+            .cloned()
+            .unwrap_or_default();
+        let (direct, held): (Vec<ToolRef>, Vec<ToolRef>) = tools.into_iter().partition(|t| {
+            let name = &t.definition().name;
+            found.contains(name) || disclosure::always_exposed(&self.disclosure, name)
+        });
+        if held.is_empty() {
+            return (direct, None);
+        }
+        let mut deferred = lock(&lease.deferred);
+        if let Some(existing) = deferred.as_ref() {
+            existing.extend(held);
+            return (direct, None);
+        }
+        let found = self.found.clone();
+        let session = lease.session.clone();
+        let made = Arc::new(Deferred::new(
+            held,
+            self.disclosure.top,
+            lease.additions.clone(),
+            Arc::new(move |name: &str| {
+                lock(&found)
+                    .entry(session.clone())
+                    .or_default()
+                    .insert(name.to_owned());
+            }),
+        ));
+        *deferred = Some(made.clone());
+        (direct, Some(Arc::new(ToolSearch::new(made))))
+    }
+
     /// Reports the disclosure decision when it changed for the session.
-    fn report(&self, scope: &TurnScope, decision: &Decision) {
-        let mut reported = lock(&self.reported);
-        if reported.get(&scope.session_id) == Some(decision) {
+    fn report(&self, lease: &TurnLease, decision: &Decision) {
+        if decision.tools == 0 {
+            // Nothing to decide yet (no server is up).
             return;
         }
-        reported.insert(scope.session_id.clone(), decision.clone());
-        scope.emit(ID, "disclosure", decision.details());
+        let mut reported = lock(&self.reported);
+        if reported.get(&lease.session) == Some(&decision.deferred) {
+            return;
+        }
+        reported.insert(lease.session.clone(), decision.deferred);
+        // Told at the turn's start or its next step (the lease is taken while the turn is
+        // assembled, before it reports anything).
+        lock(&lease.pending).push(decision.details());
     }
 
     /// Adds the tools of servers that came up since the turn leased, and reports what
@@ -250,19 +282,49 @@ impl Shared {
             return;
         };
         let mut joined = Vec::new();
+        let mut tools = Vec::new();
         for server in self.visible(&lease.session) {
             if server.offer().is_none() || lock(&lease.servers).contains(&key(&server)) {
                 continue;
             }
             lock(&lease.servers).insert(key(&server));
             joined.push(server.spec().name.clone());
-            // A turn that holds tools back builds its search index once; a late server's
-            // tools are offered directly.
-            lease.additions.add(self.server_tools(&server, scope));
+            tools.extend(self.server_tools(&server, scope));
+        }
+        if !tools.is_empty() {
+            let (direct, search) = self.disclose(&lease, tools);
+            lease.additions.add(direct.into_iter().chain(search));
+        }
+        let resources = self
+            .visible(&lease.session)
+            .iter()
+            .any(|s| s.offer().is_some_and(|o| o.resources));
+        if resources && !std::mem::replace(&mut *lock(&lease.resources), true) {
+            lease.additions.add(self.resource_tools(&lease.session));
+        }
+        for details in std::mem::take(&mut *lock(&lease.pending)) {
+            scope.emit(ID, "disclosure", details);
         }
         if !joined.is_empty() {
             scope.emit(ID, "joined", json!({"servers": joined}));
         }
+    }
+
+    /// The resource tools of `session`, over the servers it may use when called.
+    fn resource_tools(self: &Shared, session: &SessionId) -> Vec<ToolRef> {
+        let manager = self.manager.clone();
+        let session = session.clone();
+        crate::resources::tools(Arc::new(move || {
+            manager
+                .all()
+                .into_iter()
+                .filter(|s| match &s.spec().origin {
+                    Origin::Client(owner) => owner == session.as_str(),
+                    _ => true,
+                })
+                .filter(|s| s.offer().is_some_and(|o| o.resources))
+                .collect()
+        }))
     }
 
     fn leased(&self, turn: &TurnId) -> Option<Arc<TurnLease>> {
@@ -441,7 +503,12 @@ impl CommandSource for Commands {
     ) -> Option<Result<Expansion, String>> {
         if name == "mcp" {
             return Some(match arguments.trim() {
-                "" => Ok(Expansion::Reply(self.shared.status(session))),
+                "" => {
+                    // Servers still starting get a moment, so the answer says how they are.
+                    self.shared.ensure_started();
+                    self.shared.manager.settled(FIRST_REQUEST_WAIT).await;
+                    Ok(Expansion::Reply(self.shared.status(session)))
+                }
                 "reload" => {
                     let (specs, warnings) = (self.shared.load)();
                     self.shared.manager.restart_all(specs);
@@ -459,6 +526,10 @@ impl CommandSource for Commands {
             });
         }
         let (server_name, prompt) = name.split_once(':')?;
+        // A server still starting (the run began a moment ago) is waited for briefly.
+        if let Some(server) = self.shared.manager.get(server_name) {
+            server.settled(FIRST_REQUEST_WAIT).await;
+        }
         let server = self
             .shared
             .visible(session)

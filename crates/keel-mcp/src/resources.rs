@@ -18,10 +18,11 @@ pub const READ: &str = "read_mcp_resource";
 /// Most resources listed per server.
 const MAX_LISTED: usize = 200;
 
-/// The two resource tools over the servers a turn leased that offer resources.
-pub fn tools(servers: Vec<Arc<Server>>) -> Vec<keel_agent::ToolRef> {
-    let servers: Arc<[Arc<Server>]> = servers.into();
-    let names: Vec<String> = servers.iter().map(|s| s.spec().name.clone()).collect();
+/// The servers with resources a session may read, as they are when a tool runs.
+pub type Servers = Arc<dyn Fn() -> Vec<Arc<Server>> + Send + Sync>;
+
+/// The two resource tools.
+pub fn tools(servers: Servers) -> Vec<keel_agent::ToolRef> {
     vec![
         Arc::new(ListResources {
             servers: servers.clone(),
@@ -30,7 +31,7 @@ pub fn tools(servers: Vec<Arc<Server>>) -> Vec<keel_agent::ToolRef> {
                 description: "Lists the resources MCP servers offer (files, records, documents), with their URIs. Read one with read_mcp_resource.".to_owned(),
                 parameters: json!({
                     "type": "object",
-                    "properties": {"server": {"type": "string", "enum": names, "description": "Only this server's resources."}},
+                    "properties": {"server": {"type": "string", "description": "Only this server's resources."}},
                     "additionalProperties": false
                 }),
             },
@@ -43,7 +44,7 @@ pub fn tools(servers: Vec<Arc<Server>>) -> Vec<keel_agent::ToolRef> {
                 parameters: json!({
                     "type": "object",
                     "properties": {
-                        "server": {"type": "string", "enum": names},
+                        "server": {"type": "string", "description": "The MCP server."},
                         "uri": {"type": "string"}
                     },
                     "required": ["server", "uri"],
@@ -55,7 +56,7 @@ pub fn tools(servers: Vec<Arc<Server>>) -> Vec<keel_agent::ToolRef> {
 }
 
 struct ListResources {
-    servers: Arc<[Arc<Server>]>,
+    servers: Servers,
     definition: ToolDefinition,
 }
 
@@ -72,7 +73,7 @@ impl AgentTool for ListResources {
     async fn execute(&self, arguments: Value, _: ToolCallContext) -> Result<ToolOutput, ToolError> {
         let only = arguments.get("server").and_then(Value::as_str);
         let mut text = String::new();
-        for server in self.servers.iter() {
+        for server in (self.servers)() {
             let name = &server.spec().name;
             if only.is_some_and(|o| o != name) {
                 continue;
@@ -109,7 +110,7 @@ impl AgentTool for ListResources {
 }
 
 struct ReadResource {
-    servers: Arc<[Arc<Server>]>,
+    servers: Servers,
     definition: ToolDefinition,
 }
 
@@ -126,9 +127,8 @@ impl AgentTool for ReadResource {
     async fn execute(&self, arguments: Value, _: ToolCallContext) -> Result<ToolOutput, ToolError> {
         let field = |k: &str| arguments.get(k).and_then(Value::as_str).unwrap_or_default();
         let (name, uri) = (field("server"), field("uri"));
-        let server = self
-            .servers
-            .iter()
+        let server = (self.servers)()
+            .into_iter()
             .find(|s| s.spec().name == name)
             .ok_or_else(|| {
                 ToolError::new(format!("no MCP server named `{name}` offers resources"))

@@ -116,12 +116,33 @@ impl Index {
 
 /// The tools a turn holds back, and what the model has found of them.
 pub struct Deferred {
-    tools: Vec<ToolRef>,
-    index: Index,
+    held: Mutex<Held>,
     top: usize,
     found: Mutex<BTreeSet<String>>,
     additions: ToolAdditions,
     remember: Arc<dyn Fn(&str) + Send + Sync>,
+}
+
+struct Held {
+    tools: Vec<ToolRef>,
+    index: Index,
+}
+
+impl Held {
+    fn new(tools: Vec<ToolRef>) -> Self {
+        let texts: Vec<String> = tools
+            .iter()
+            .map(|t| {
+                let d = t.definition();
+                // The name counts twice: a word of the name says more than one of prose.
+                format!("{} {} {}", d.name, d.name, d.description)
+            })
+            .collect();
+        Self {
+            index: Index::new(texts.iter().map(String::as_str)),
+            tools,
+        }
+    }
 }
 
 impl Deferred {
@@ -133,16 +154,8 @@ impl Deferred {
         additions: ToolAdditions,
         remember: Arc<dyn Fn(&str) + Send + Sync>,
     ) -> Self {
-        let texts: Vec<String> = tools
-            .iter()
-            .map(|t| {
-                let d = t.definition();
-                format!("{} {} {}", d.name, d.name, d.description)
-            })
-            .collect();
         Self {
-            index: Index::new(texts.iter().map(String::as_str)),
-            tools,
+            held: Mutex::new(Held::new(tools)),
             top: top.max(1),
             found: Mutex::new(BTreeSet::new()),
             additions,
@@ -150,37 +163,54 @@ impl Deferred {
         }
     }
 
+    fn held(&self) -> std::sync::MutexGuard<'_, Held> {
+        self.held.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Holds back more tools (a server that came up during the turn).
+    pub fn extend(&self, tools: Vec<ToolRef>) {
+        let mut held = self.held();
+        let mut all = std::mem::take(&mut held.tools);
+        all.extend(tools);
+        *held = Held::new(all);
+    }
+
     /// How many tools are held back.
     pub fn len(&self) -> usize {
-        self.tools.len()
+        self.held().tools.len()
     }
 
     /// Whether nothing is held back.
     pub fn is_empty(&self) -> bool {
-        self.tools.is_empty()
+        self.held().tools.is_empty()
     }
 
     /// The held-back tools best matching `query`, at most `limit` (default: the
     /// configured number).
-    pub fn search(&self, query: &str, limit: Option<usize>) -> Vec<&ToolRef> {
+    pub fn search(&self, query: &str, limit: Option<usize>) -> Vec<ToolRef> {
         let top = limit.unwrap_or(self.top).clamp(1, self.top.max(1));
-        self.index
+        let held = self.held();
+        held.index
             .search(query, top)
             .into_iter()
-            .map(|(i, _)| &self.tools[i])
+            .map(|(i, _)| held.tools[i].clone())
             .collect()
     }
 
-    fn select(&self, name: &str) -> Option<&ToolRef> {
-        self.tools.iter().find(|t| t.definition().name == name)
+    fn select(&self, name: &str) -> Option<ToolRef> {
+        self.held()
+            .tools
+            .iter()
+            .find(|t| t.definition().name == name)
+            .cloned()
     }
 
-    fn unlock(&self, tools: &[&ToolRef]) {
+    fn unlock(&self, tools: &[ToolRef]) {
         let mut found = self.found.lock().unwrap_or_else(PoisonError::into_inner);
         let new: Vec<ToolRef> = tools
             .iter()
             .filter(|t| found.insert(t.definition().name.clone()))
-            .map(|t| (*t).clone())
+            .cloned()
             .collect();
         drop(found);
         for tool in &new {
@@ -201,12 +231,10 @@ impl ToolSearch {
     pub fn new(deferred: Arc<Deferred>) -> Self {
         let definition = ToolDefinition {
             name: TOOL_SEARCH.to_owned(),
-            description: format!(
-                "Finds tools of MCP servers that are not listed yet ({} are held back to save context). \
+            description: "Finds tools of MCP servers that are not listed yet (they are held back to save context). \
                  Search with words about what you need (`query`), or name tools exactly with `select:NAME,NAME`. \
-                 The tools found are described here and can be called from your next step on.",
-                deferred.len()
-            ),
+                 The tools found are described here and can be called from your next step on."
+                .to_owned(),
             parameters: json!({
                 "type": "object",
                 "properties": {
@@ -248,7 +276,7 @@ impl AgentTool for ToolSearch {
             .get("limit")
             .and_then(Value::as_u64)
             .map(|n| usize::try_from(n).unwrap_or(usize::MAX));
-        let found: Vec<&ToolRef> = match query.strip_prefix("select:") {
+        let found: Vec<ToolRef> = match query.strip_prefix("select:") {
             Some(names) => names
                 .split(',')
                 .filter_map(|n| self.deferred.select(n.trim()))

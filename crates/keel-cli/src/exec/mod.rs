@@ -217,18 +217,47 @@ pub async fn run(args: ExecArgs) -> anyhow::Result<ExitCode> {
         .subscribe(&session_id, sink.clone())
         .await
         .map_err(runtime_error)?;
-    let submitted = runtime
-        .call(Op::Submit {
-            session_id: session_id.clone(),
-            text: prompt,
-            images: Vec::new(),
-            source: TurnSource::Api,
-            output_schema: schema,
-            time_budget_ms: args
-                .timeout
-                .map(|t| u64::try_from(t.as_millis()).unwrap_or(u64::MAX)),
-        })
-        .await;
+    // `/name args` runs an extension's command (a skill, a custom command, an MCP prompt,
+    // `/mcp`) when one of that name exists; anything else is the model's prompt.
+    let command = match extension_command(&runtime, &prompt).await {
+        Some((name, arguments)) => Some(
+            runtime
+                .call(Op::RunCommand {
+                    session_id: session_id.clone(),
+                    name,
+                    arguments,
+                })
+                .await,
+        ),
+        None => None,
+    };
+    if let Some(Ok(Reply::Text(text))) = &command {
+        match format {
+            Format::Text => println!("{text}"),
+            _ => println!(
+                "{}",
+                serde_json::json!({"type": "command.result", "session_id": session_id, "text": text})
+            ),
+        }
+        return Ok(ExitCode::SUCCESS);
+    }
+    let submitted = match command {
+        Some(reply) => reply,
+        None => {
+            runtime
+                .call(Op::Submit {
+                    session_id: session_id.clone(),
+                    text: prompt,
+                    images: Vec::new(),
+                    source: TurnSource::Api,
+                    output_schema: schema,
+                    time_budget_ms: args
+                        .timeout
+                        .map(|t| u64::try_from(t.as_millis()).unwrap_or(u64::MAX)),
+                })
+                .await
+        }
+    };
     let handle = match submitted {
         Ok(Reply::Turn(handle)) => handle,
         Ok(other) => return Err(InternalError(format!("unexpected reply {other:?}")).into()),
@@ -265,6 +294,12 @@ pub async fn run(args: ExecArgs) -> anyhow::Result<ExitCode> {
         status = ExecStatus::Failed;
         error = Some(ExecError::new(report::HISTORY_COMMIT_FAILED, message));
     }
+    // The session ends with the run (a user's SessionEnd hooks run now).
+    let _ = runtime
+        .call(Op::CloseSession {
+            session_id: session_id.clone(),
+        })
+        .await;
     // Commits are in the write-ahead log, safe from a crash of this process; one fsync of
     // the log makes them safe from a power cut too before we report the run as done.
     if let Err(failure) = runtime.sync().await {
@@ -468,4 +503,20 @@ impl Drop for Owned {
     fn drop(&mut self) {
         self.0.abort();
     }
+}
+
+/// The extension command `prompt` names (`/name args`), when one of that name exists.
+async fn extension_command(
+    runtime: &keel_runtime::Runtime,
+    prompt: &str,
+) -> Option<(String, String)> {
+    let rest = prompt.trim_start().strip_prefix('/')?;
+    let (name, arguments) = rest.split_once(char::is_whitespace).unwrap_or((rest, ""));
+    if name.is_empty() || name.contains('/') {
+        return None;
+    }
+    // A server's prompt (`server:prompt`) may not be listed yet while its server starts;
+    // the MCP extension waits for it.
+    let known = name.contains(':') || runtime.commands().iter().any(|c| c.name == name);
+    known.then(|| (name.to_owned(), arguments.trim().to_owned()))
 }

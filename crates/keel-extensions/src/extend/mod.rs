@@ -123,9 +123,6 @@ impl Extension for Skills {
         let tools = catalog.clone();
         api.register_tool_factory(Arc::new(move |scope: &TurnScope| {
             let found = tools.for_turn(&scope.turn_id);
-            tools
-                .reported
-                .report(scope, SKILLS, Catalog::problems(&found));
             if found.skills.is_empty() {
                 return Vec::new();
             }
@@ -136,7 +133,26 @@ impl Extension for Skills {
             let found = listing.for_turn(&scope.turn_id);
             skills::listing(&found.skills, listing.budget)
         }))?;
+        api.on(Hook::TurnStart(Arc::new(ReportSkillProblems {
+            catalog: catalog.clone(),
+        })))?;
         api.register_commands(Arc::new(SkillCommands { catalog }))?;
+        Ok(())
+    }
+}
+
+/// A broken skill is reported (once) when a turn that read it starts, with its path.
+struct ReportSkillProblems {
+    catalog: Arc<Catalog>,
+}
+
+#[async_trait]
+impl TurnStartHook for ReportSkillProblems {
+    async fn turn_start(&self, scope: &TurnScope) -> Result<(), HookError> {
+        let found = self.catalog.for_turn(&scope.turn_id);
+        self.catalog
+            .reported
+            .report(scope, SKILLS, Catalog::problems(&found));
         Ok(())
     }
 }

@@ -1,0 +1,91 @@
+//! Deferred disclosure: 120 tools at 15% of a 64k window go behind `tool_search`; a search
+//! finds one, and it is callable at the next step.
+
+use super::*;
+
+fn tool_names(body: &Value) -> Vec<String> {
+    body["tools"]
+        .as_array()
+        .map(|tools| {
+            tools
+                .iter()
+                .filter_map(|t| t["function"]["name"].as_str().map(str::to_owned))
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+#[test]
+fn a_large_catalog_moves_behind_tool_search() {
+    let mock = keel_mockllm::Background::new().unwrap();
+    let server = mock
+        .serve(
+            r#"[{"tool_calls": [{"id": "s1", "name": "tool_search", "arguments": {"query": "heron042 station"}}]},
+                {"tool_calls": [{"id": "c1", "name": "mcp__test__tool_042", "arguments": {"value": "x"}}]},
+                {"text": "found it"}]"#,
+        )
+        .unwrap();
+    let config = stdio_config(
+        &["--tools", "120"],
+        &format!(
+            "model: mock/m\nproviders:\n  mock:\n    api: openai-completions\n    base_url: {}/v1\n    models:\n      m: {{context_window: 64000, max_output: 4096}}\n",
+            server.url()
+        ),
+    );
+    let world = World::new(&config);
+    let output = world
+        .command()
+        .env("OPENAI_API_KEY", "k")
+        .args([
+            "exec",
+            "--output-format",
+            "stream-json",
+            "--permission",
+            "auto",
+            "--cwd",
+        ])
+        .arg(&world.work)
+        .arg("find the heron tool")
+        .output()
+        .unwrap();
+    assert_ok(&output);
+    let requests = server.requests();
+    assert_eq!(requests.len(), 3);
+    let first = tool_names(&requests[0].body);
+    assert!(first.contains(&"tool_search".to_owned()), "{first:?}");
+    assert!(
+        !first.iter().any(|n| n.starts_with("mcp__test__tool_")),
+        "the generated tools are held back: {first:?}"
+    );
+    let second = tool_names(&requests[1].body);
+    assert!(
+        second.contains(&"mcp__test__tool_042".to_owned()),
+        "{second:?}"
+    );
+    assert!(!second.contains(&"mcp__test__tool_041".to_owned()));
+    let results = results(&output);
+    assert!(
+        results["s1"].0.contains("mcp__test__tool_042"),
+        "{:?}",
+        results["s1"]
+    );
+    assert_eq!(results["c1"].0, "tool_042 got x");
+    let decision = extension_events(&output, "mcp")
+        .into_iter()
+        .find(|e| e["kind"] == "disclosure")
+        .expect("the decision is reported");
+    assert_eq!(decision["details"]["deferred"], true, "{decision}");
+    assert_eq!(decision["details"]["threshold_tokens"], 9600);
+}
+
+#[test]
+fn a_small_catalog_stays_exposed() {
+    let world = World::new(&stdio_config(&[], ""));
+    let output = world.exec(r#"[{"text": "ok"}]"#, &[], "hi");
+    assert_ok(&output);
+    let decision = extension_events(&output, "mcp")
+        .into_iter()
+        .find(|e| e["kind"] == "disclosure")
+        .expect("the decision is reported");
+    assert_eq!(decision["details"]["deferred"], false, "{decision}");
+}

@@ -1,0 +1,39 @@
+//! `@modelcontextprotocol/server-everything` from npm (CI installs it and names its
+//! program in `KEEL_TEST_MCP_EVERYTHING`): its `echo` and `get-sum` through keel.
+
+use super::*;
+
+#[test]
+fn server_everything_echo_and_get_sum() {
+    let Ok(program) = std::env::var("KEEL_TEST_MCP_EVERYTHING") else {
+        // scripts/test installs the package and requires this test; a developer running
+        // the suite by hand without npm runs the rest.
+        assert!(
+            std::env::var_os("KEEL_REQUIRE_MCP_EVERYTHING").is_none(),
+            "KEEL_REQUIRE_MCP_EVERYTHING is set but KEEL_TEST_MCP_EVERYTHING is not"
+        );
+        eprintln!("KEEL_TEST_MCP_EVERYTHING is not set: server-everything not installed here");
+        return;
+    };
+    let world = World::new(&format!(
+        "mcp_servers:\n  everything:\n    command: {program}\n    startup_timeout_sec: 60\n"
+    ));
+    let output = world.exec(
+        r#"[{"tool_calls": [
+              {"id": "echo", "name": "mcp__everything__echo", "arguments": {"message": "hello everything"}},
+              {"id": "sum", "name": "mcp__everything__get-sum", "arguments": {"a": 20, "b": 22}}
+            ]}, {"text": "done"}]"#,
+        &[],
+        "use everything",
+    );
+    assert_ok(&output);
+    let results = results(&output);
+    assert_eq!(results["echo"].1, "completed", "{:?}", results["echo"]);
+    assert!(
+        results["echo"].0.contains("hello everything"),
+        "{:?}",
+        results["echo"]
+    );
+    assert_eq!(results["sum"].1, "completed", "{:?}", results["sum"]);
+    assert!(results["sum"].0.contains("42"), "{:?}", results["sum"]);
+}

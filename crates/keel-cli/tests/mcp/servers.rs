@@ -1,0 +1,316 @@
+//! The test server over stdio and HTTP: tools, results, resources, prompts, a crash, a
+//! slow start, and the environment a server gets.
+
+use std::io::BufRead as _;
+
+use super::*;
+
+#[test]
+fn tools_results_and_resources_reach_the_model() {
+    let world = World::new(&stdio_config(&[], ""));
+    let output = world
+        .command()
+        .env("OPENAI_API_KEY", "sk-canary-openai")
+        .env("KEEL_SESSION_ID", "canary-boundary")
+        .env("MCP_VISIBLE", "yes")
+        .args(["exec", "--output-format", "stream-json", "--permission", "auto", "--cwd"])
+        .arg(&world.work)
+        .arg("--mock-script")
+        .arg({
+            let script = world.home.join("script.json");
+            std::fs::write(
+                &script,
+                r#"[{"tool_calls": [
+                    {"id": "echo", "name": "mcp__test__echo", "arguments": {"message": "hi there"}},
+                    {"id": "add", "name": "mcp__test__add", "arguments": {"a": 2, "b": 3}},
+                    {"id": "image", "name": "mcp__test__tiny_image", "arguments": {}},
+                    {"id": "links", "name": "mcp__test__links", "arguments": {}},
+                    {"id": "fail", "name": "mcp__test__fail", "arguments": {}},
+                    {"id": "env", "name": "mcp__test__env", "arguments": {}},
+                    {"id": "list", "name": "list_mcp_resources", "arguments": {}},
+                    {"id": "read", "name": "read_mcp_resource", "arguments": {"server": "test", "uri": "test://greeting"}},
+                    {"id": "blob", "name": "read_mcp_resource", "arguments": {"server": "test", "uri": "test://blob"}}
+                ]}, {"text": "done"}]"#,
+            )
+            .unwrap();
+            script
+        })
+        .arg("use the server")
+        .output()
+        .unwrap();
+    assert_ok(&output);
+    let results = results(&output);
+    assert_eq!(
+        results["echo"],
+        ("hi there".to_owned(), "completed".to_owned())
+    );
+    assert!(
+        results["add"].0.contains("\"sum\"") && results["add"].0.contains('5'),
+        "{:?}",
+        results["add"]
+    );
+    assert!(
+        results["image"].0.contains("a tiny image"),
+        "{:?}",
+        results["image"]
+    );
+    assert!(
+        results["links"]
+            .0
+            .contains("Resource link: test://greeting"),
+        "{:?}",
+        results["links"]
+    );
+    assert!(
+        results["links"].0.contains("test://inline"),
+        "{:?}",
+        results["links"]
+    );
+    assert_eq!(results["fail"].1, "failed", "{:?}", results["fail"]);
+    assert!(results["fail"].0.contains("failed on purpose"));
+    assert!(
+        results["list"].0.contains("test://greeting") && results["list"].0.contains("test://blob")
+    );
+    assert!(
+        results["read"].0.contains("hello from keel-mcptest"),
+        "{:?}",
+        results["read"]
+    );
+    assert!(
+        results["blob"].0.contains("binary resource test://blob"),
+        "{:?}",
+        results["blob"]
+    );
+    // The server starts with the cleaned environment: no provider key, no keel boundary.
+    let env = &results["env"].0;
+    assert!(env.contains("MCP_VISIBLE=yes"), "{env}");
+    assert!(
+        !env.contains("sk-canary-openai") && !env.contains("OPENAI_API_KEY"),
+        "{env}"
+    );
+    assert!(!env.contains("canary-boundary"), "{env}");
+}
+
+#[test]
+fn prompts_are_commands_and_mcp_reports_the_servers() {
+    let mock = keel_mockllm::Background::new().unwrap();
+    let server = mock.serve(r#"[{"text": "reviewed"}]"#).unwrap();
+    let config = stdio_config(
+        &[],
+        &format!(
+            "model: mock/m\nproviders:\n  mock:\n    api: openai-completions\n    base_url: {}/v1\n    models:\n      m: {{context_window: 64000, max_output: 4096}}\n",
+            server.url()
+        ),
+    );
+    let world = World::new(&config);
+    let run = |prompt: &str| {
+        world
+            .command()
+            .args(["exec", "--permission", "auto", "--cwd"])
+            .arg(&world.work)
+            .arg(prompt)
+            .env("OPENAI_API_KEY", "k")
+            .output()
+            .unwrap()
+    };
+    let output = run("/test:review src/a.rs error paths");
+    assert_ok(&output);
+    let body = server.requests()[0].body.to_string();
+    assert!(
+        body.contains("Review src/a.rs, focusing on error paths."),
+        "{body}"
+    );
+
+    let output = run("/mcp");
+    assert_ok(&output);
+    let text = String::from_utf8_lossy(&output.stdout);
+    assert!(
+        text.contains("test: ready") && text.contains("prompt"),
+        "{text}"
+    );
+    assert_eq!(server.requests().len(), 1, "/mcp makes no model call");
+
+    // A required argument missing: the command's reason, no model call.
+    let output = run("/test:review");
+    assert_ne!(output.status.code(), Some(0));
+    assert!(
+        String::from_utf8_lossy(&output.stderr).contains("`file`"),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    assert_eq!(server.requests().len(), 1);
+}
+
+/// Starts the test server on HTTP; returns the child and its URL.
+fn http_server(args: &[&str]) -> (std::process::Child, String) {
+    let mut child = std::process::Command::new(mcptest())
+        .args(["--http", "127.0.0.1:0"])
+        .args(args)
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut line = String::new();
+    std::io::BufReader::new(child.stdout.take().unwrap())
+        .read_line(&mut line)
+        .unwrap();
+    let url = line.trim().strip_prefix("listening ").unwrap().to_owned();
+    (child, url)
+}
+
+struct Kill(std::process::Child);
+
+impl Drop for Kill {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+#[test]
+fn streamable_http_with_headers_and_a_bearer_token() {
+    let (child, url) = http_server(&[
+        "--require-bearer",
+        "tok-123",
+        "--require-header",
+        "X-Team=keel",
+    ]);
+    let _kill = Kill(child);
+    let config = format!(
+        "mcp_servers:\n  web:\n    url: {url}\n    headers: {{X-Team: keel}}\n    bearer_token_env_var: WEB_TOKEN\n"
+    );
+    let world = World::new(&config);
+    let script = r#"[{"tool_calls": [{"id": "c1", "name": "mcp__web__echo", "arguments": {"message": "over http"}}]}, {"text": "done"}]"#;
+    std::fs::write(world.home.join("script.json"), script).unwrap();
+    let run = |token: &str| {
+        world
+            .command()
+            .env("WEB_TOKEN", token)
+            .args([
+                "exec",
+                "--output-format",
+                "stream-json",
+                "--permission",
+                "auto",
+                "--cwd",
+            ])
+            .arg(&world.work)
+            .arg("--mock-script")
+            .arg(world.home.join("script.json"))
+            .arg("go")
+            .output()
+            .unwrap()
+    };
+    let output = run("tok-123");
+    assert_ok(&output);
+    assert_eq!(results(&output)["c1"].0, "over http");
+
+    // The wrong token: the server does not start, the session goes on without it.
+    let output = run("wrong");
+    assert_ok(&output);
+    let (text, status) = &results(&output)["c1"];
+    assert_eq!(status, "failed");
+    assert!(text.contains("does not exist"), "{text}");
+    let reported = extension_events(&output, "mcp");
+    assert!(
+        reported
+            .iter()
+            .any(|e| e["kind"] == "server" && e["details"]["server"] == "web"),
+        "{reported:?}"
+    );
+}
+
+#[test]
+fn a_server_that_dies_mid_call_is_restarted() {
+    let state = tempfile::tempdir().unwrap();
+    let state_dir = state.path().to_str().unwrap().to_owned();
+    let world = World::new(&stdio_config(&["--state-dir", &state_dir], ""));
+    let output = world.exec(
+        r#"[{"tool_calls": [{"id": "crash", "name": "mcp__test__crash", "arguments": {}}]},
+            {"tool_calls": [{"id": "wait", "name": "bash", "arguments": {"command": "sleep 2"}}]},
+            {"tool_calls": [{"id": "after", "name": "mcp__test__echo", "arguments": {"message": "back"}}]},
+            {"text": "done"}]"#,
+        &[],
+        "crash it",
+    );
+    assert_ok(&output);
+    let results = results(&output);
+    assert_eq!(results["crash"].1, "failed", "{:?}", results["crash"]);
+    assert!(
+        results["crash"].0.contains("`test`"),
+        "{:?}",
+        results["crash"]
+    );
+    assert_eq!(
+        results["after"],
+        ("back".to_owned(), "completed".to_owned())
+    );
+    let starts = std::fs::read_to_string(state.path().join("starts")).unwrap();
+    assert_eq!(starts.lines().count(), 2, "{starts}");
+    let crashes = std::fs::read_to_string(state.path().join("crashes")).unwrap();
+    assert_eq!(crashes.lines().count(), 1);
+}
+
+#[test]
+fn a_slow_start_times_out_and_the_session_goes_on() {
+    let world = World::new(&stdio_config(
+        &["--slow-start", "20000"],
+        "    startup_timeout_sec: 1\n",
+    ));
+    let output = world.exec(
+        r#"[{"tool_calls": [{"id": "c1", "name": "mcp__test__echo", "arguments": {"message": "x"}}]}, {"text": "went on"}]"#,
+        &[],
+        "go",
+    );
+    assert_ok(&output);
+    assert_eq!(results(&output)["c1"].1, "failed");
+    let reported = extension_events(&output, "mcp");
+    assert!(
+        reported.iter().any(|e| e["details"]["text"]
+            .as_str()
+            .is_some_and(|t| t.contains("did not start within"))),
+        "{reported:?}"
+    );
+}
+
+#[test]
+fn a_project_mcp_json_needs_trust() {
+    let world = World::new("permission: auto\n");
+    std::fs::write(
+        world.work.join(".mcp.json"),
+        format!(
+            r#"{{"mcpServers": {{"proj": {{"command": "{}", "args": []}}}}}}"#,
+            mcptest().display()
+        ),
+    )
+    .unwrap();
+    let script = r#"[{"tool_calls": [{"id": "c1", "name": "mcp__proj__echo", "arguments": {"message": "trusted"}}]}, {"text": "done"}]"#;
+    let output = world.exec(script, &[], "go");
+    assert_ok(&output);
+    assert_eq!(results(&output)["c1"].1, "failed", "untrusted: not started");
+    let warned = extension_events(&output, "mcp");
+    assert!(
+        warned.iter().any(|e| e["details"]["text"]
+            .as_str()
+            .is_some_and(|t| t.contains("not trusted"))),
+        "{warned:?}"
+    );
+    let output = world.exec(script, &["--trust-project-mcp"], "go");
+    assert_ok(&output);
+    assert_eq!(results(&output)["c1"].0, "trusted");
+    // `keel trust` records the file as it is now.
+    let trusted = world
+        .command()
+        .arg("trust")
+        .arg(&world.work)
+        .output()
+        .unwrap();
+    assert_ok(&trusted);
+    let output = world.exec(script, &[], "go");
+    assert_eq!(results(&output)["c1"].0, "trusted");
+    // A changed file needs trust again.
+    let text = std::fs::read_to_string(world.work.join(".mcp.json")).unwrap();
+    std::fs::write(world.work.join(".mcp.json"), format!("{text}\n")).unwrap();
+    let output = world.exec(script, &[], "go");
+    assert_eq!(results(&output)["c1"].1, "failed");
+}
