@@ -2,6 +2,7 @@
 #![allow(clippy::unwrap_used, clippy::expect_used, missing_docs, dead_code)]
 
 mod abort;
+mod additions;
 mod batch;
 mod exits;
 mod props;

@@ -6,6 +6,7 @@ mod budget;
 mod feedback;
 mod guard;
 mod harness;
+mod hooks;
 mod mcp;
 mod recovery;
 mod reminders;
