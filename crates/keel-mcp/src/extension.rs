@@ -10,11 +10,10 @@ use std::time::Duration;
 use async_trait::async_trait;
 use keel_agent::HookError;
 use keel_agent::ToolRef;
-use keel_agent::runner::{BeforeLlmAction, BeforeLlmCallHook, LlmCallView};
 use keel_protocol::{CommandInfo, SessionId, TurnId};
 use keel_runtime::extension::{
-    CommandSource, Expansion, Extension, ExtensionApi, ExtensionError, ExtensionEvent, Hook,
-    TurnEndHook, TurnScope, TurnStartHook,
+    CommandSource, Expansion, Extension, ExtensionApi, ExtensionError, Hook, TurnEndHook,
+    TurnScope, TurnStartHook,
 };
 use keel_runtime::settings::extend::{DisclosureConfig, McpServerConfig};
 use serde_json::json;
@@ -86,20 +85,25 @@ impl Mcp {
         defaults: Defaults,
         load: Box<dyn Fn() -> (Vec<ServerSpec>, Vec<String>) + Send + Sync>,
     ) -> Self {
-        Self {
-            shared: Arc::new(Shared {
-                manager,
-                disclosure,
-                defaults,
-                load,
-                started: std::sync::Once::new(),
-                initial: Mutex::new(specs),
-                warnings: Mutex::new(warnings),
-                turns: Mutex::new(std::collections::VecDeque::new()),
-                found: Arc::new(Mutex::new(HashMap::new())),
-                reported: Mutex::new(HashMap::new()),
-            }),
-        }
+        let shared = Arc::new(Shared {
+            manager,
+            disclosure,
+            defaults,
+            load,
+            started: std::sync::Once::new(),
+            initial: Mutex::new(specs),
+            warnings: Mutex::new(warnings),
+            turns: Mutex::new(std::collections::VecDeque::new()),
+            found: Arc::new(Mutex::new(HashMap::new())),
+            reported: Mutex::new(HashMap::new()),
+        });
+        let weak = Arc::downgrade(&shared);
+        shared.manager.listen(Arc::new(move || {
+            if let Some(shared) = weak.upgrade() {
+                shared.join_running();
+            }
+        }));
+        Self { shared }
     }
 
     /// The servers.
@@ -137,7 +141,7 @@ impl Shared {
     }
 
     /// The tools of `server`'s current offer, each checked; problems are reported.
-    fn server_tools(&self, server: &Arc<Server>, scope: &TurnScope) -> Vec<ToolRef> {
+    fn server_tools(&self, server: &Arc<Server>, scope: Option<&TurnScope>) -> Vec<ToolRef> {
         let Some(offer) = server.offer() else {
             return Vec::new();
         };
@@ -150,11 +154,16 @@ impl Shared {
                     def,
                     read_only(raw),
                 ))),
-                Err(reason) => scope.emit(
-                    ID,
-                    "tool_skipped",
-                    json!({"server": offer.server, "reason": reason}),
-                ),
+                Err(reason) => {
+                    tracing::warn!(server = %offer.server, %reason, "an MCP tool is left out");
+                    if let Some(scope) = scope {
+                        scope.emit(
+                            ID,
+                            "tool_skipped",
+                            json!({"server": offer.server, "reason": reason}),
+                        );
+                    }
+                }
             }
         }
         tools
@@ -170,7 +179,7 @@ impl Shared {
             .collect();
         let mut tools: Vec<ToolRef> = Vec::new();
         for server in &servers {
-            tools.extend(self.server_tools(server, scope));
+            tools.extend(self.server_tools(server, Some(scope)));
         }
         let lease = Arc::new(TurnLease {
             session: scope.session_id.clone(),
@@ -265,9 +274,55 @@ impl Shared {
         lock(&lease.pending).push(decision.details());
     }
 
-    /// Adds the tools of servers that came up since the turn leased, and reports what
-    /// happened to servers.
-    fn join_late(&self, scope: &TurnScope) {
+    /// Adds the tools of servers that came up since each running turn leased: they join
+    /// at the turn's next step (called at every new revision).
+    fn join_running(&self) {
+        let leases: Vec<Arc<TurnLease>> =
+            lock(&self.turns).iter().map(|(_, l)| l.clone()).collect();
+        for lease in leases {
+            self.join(&lease, None);
+        }
+    }
+
+    /// Adds to `lease` the servers that came up since it was taken.
+    fn join(&self, lease: &TurnLease, scope: Option<&TurnScope>) {
+        let mut joined = Vec::new();
+        let mut tools = Vec::new();
+        for server in self.visible(&lease.session) {
+            if server.offer().is_none() || !lock(&lease.servers).insert(key(&server)) {
+                continue;
+            }
+            joined.push(server.spec().name.clone());
+            tools.extend(self.server_tools(&server, scope));
+        }
+        if !tools.is_empty() {
+            let (direct, search) = self.disclose(lease, tools);
+            lease.additions.add(direct.into_iter().chain(search));
+        }
+        let resources = self
+            .visible(&lease.session)
+            .iter()
+            .any(|s| s.offer().is_some_and(|o| o.resources));
+        if resources && !std::mem::replace(&mut *lock(&lease.resources), true) {
+            lease.additions.add(self.resource_tools(&lease.session));
+        }
+        if !joined.is_empty() {
+            lock(&lease.pending).push(json!({"joined": joined}));
+        }
+    }
+
+    /// At a turn's start: servers that came up join, and what happened to servers, the
+    /// disclosure decision and the servers that joined are reported.
+    fn start_turn(&self, scope: &TurnScope) {
+        if let Some(lease) = self.leased(&scope.turn_id) {
+            self.join(&lease, Some(scope));
+            for details in std::mem::take(&mut *lock(&lease.pending)) {
+                match details.get("joined") {
+                    Some(servers) => scope.emit(ID, "joined", json!({"servers": servers})),
+                    None => scope.emit(ID, "disclosure", details),
+                }
+            }
+        }
         for notice in self.manager.take_notices() {
             scope.emit(
                 ID,
@@ -278,40 +333,10 @@ impl Shared {
         for warning in std::mem::take(&mut *lock(&self.warnings)) {
             scope.emit(ID, "warning", json!({"text": warning}));
         }
-        let Some(lease) = self.leased(&scope.turn_id) else {
-            return;
-        };
-        let mut joined = Vec::new();
-        let mut tools = Vec::new();
-        for server in self.visible(&lease.session) {
-            if server.offer().is_none() || lock(&lease.servers).contains(&key(&server)) {
-                continue;
-            }
-            lock(&lease.servers).insert(key(&server));
-            joined.push(server.spec().name.clone());
-            tools.extend(self.server_tools(&server, scope));
-        }
-        if !tools.is_empty() {
-            let (direct, search) = self.disclose(&lease, tools);
-            lease.additions.add(direct.into_iter().chain(search));
-        }
-        let resources = self
-            .visible(&lease.session)
-            .iter()
-            .any(|s| s.offer().is_some_and(|o| o.resources));
-        if resources && !std::mem::replace(&mut *lock(&lease.resources), true) {
-            lease.additions.add(self.resource_tools(&lease.session));
-        }
-        for details in std::mem::take(&mut *lock(&lease.pending)) {
-            scope.emit(ID, "disclosure", details);
-        }
-        if !joined.is_empty() {
-            scope.emit(ID, "joined", json!({"servers": joined}));
-        }
     }
 
     /// The resource tools of `session`, over the servers it may use when called.
-    fn resource_tools(self: &Shared, session: &SessionId) -> Vec<ToolRef> {
+    fn resource_tools(&self, session: &SessionId) -> Vec<ToolRef> {
         let manager = self.manager.clone();
         let session = session.clone();
         crate::resources::tools(Arc::new(move || {
@@ -398,16 +423,6 @@ impl Extension for Mcp {
         api.on(Hook::TurnEnd(Arc::new(Release {
             shared: self.shared.clone(),
         })))?;
-        let shared = self.shared.clone();
-        api.on_each_turn(
-            ExtensionEvent::BeforeLlmCall,
-            Arc::new(move |scope: &TurnScope| {
-                Hook::BeforeLlmCall(Arc::new(LateServers {
-                    shared: shared.clone(),
-                    scope: scope.clone(),
-                }))
-            }),
-        )?;
         api.register_commands(Arc::new(Commands {
             shared: self.shared.clone(),
         }))?;
@@ -425,7 +440,7 @@ impl TurnStartHook for WaitForServers {
     async fn turn_start(&self, scope: &TurnScope) -> Result<(), HookError> {
         self.shared.ensure_started();
         self.shared.manager.settled(FIRST_REQUEST_WAIT).await;
-        self.shared.join_late(scope);
+        self.shared.start_turn(scope);
         Ok(())
     }
 }
@@ -444,20 +459,6 @@ impl TurnEndHook for Release {
     ) -> Result<(), HookError> {
         self.shared.release(&scope.turn_id);
         Ok(())
-    }
-}
-
-/// Before each request: servers that came up since join at the next step.
-struct LateServers {
-    shared: Arc<Shared>,
-    scope: TurnScope,
-}
-
-#[async_trait]
-impl BeforeLlmCallHook for LateServers {
-    async fn before_llm_call(&self, _view: &LlmCallView<'_>) -> Result<BeforeLlmAction, HookError> {
-        self.shared.join_late(&self.scope);
-        Ok(BeforeLlmAction::Continue)
     }
 }
 

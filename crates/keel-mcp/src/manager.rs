@@ -217,7 +217,13 @@ struct Inner {
     cwd: PathBuf,
     notices: Mutex<Vec<Notice>>,
     shutdown: CancellationToken,
+    /// Told of every new revision (the extension adds servers that came up to running
+    /// turns).
+    listener: Mutex<Option<Listener>>,
 }
+
+/// Called after every new revision.
+pub type Listener = Arc<dyn Fn() + Send + Sync>;
 
 /// The MCP servers of a runtime. Cheap to clone.
 #[derive(Clone)]
@@ -250,6 +256,7 @@ impl Manager {
                 cwd,
                 notices: Mutex::new(Vec::new()),
                 shutdown: CancellationToken::new(),
+                listener: Mutex::new(None),
             }),
         }
     }
@@ -311,6 +318,24 @@ impl Manager {
 
     fn bump(&self) {
         self.inner.revision.send_modify(|r| *r += 1);
+        let listener = self
+            .inner
+            .listener
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone();
+        if let Some(listener) = listener {
+            listener();
+        }
+    }
+
+    /// Calls `listener` after every new revision.
+    pub fn listen(&self, listener: Listener) {
+        *self
+            .inner
+            .listener
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner) = Some(listener);
     }
 
     /// Starts every server of `specs` in the background, all at once; a name already
