@@ -1,6 +1,7 @@
 //! Extension events and retries as one-line notices, worded once for every front end (the
 //! TUI's notice cells, ACP's `notice` updates): context management, the runaway guard,
-//! terminal recovery, dropped reminders. Unknown events still show, by extension and kind.
+//! terminal recovery, dropped reminders, MCP servers, skills, custom commands and hooks.
+//! Unknown events still show, by extension and kind.
 
 use serde_json::Value;
 
@@ -41,6 +42,71 @@ fn text<'a>(details: &'a Value, key: &str) -> &'a str {
     details.get(key).and_then(Value::as_str).unwrap_or_default()
 }
 
+/// MCP's events: servers failing and recovering, late joiners, deferred disclosure,
+/// skipped tools, configuration warnings.
+fn mcp(kind: &str, details: &Value) -> Option<(Severity, String)> {
+    let server = text(details, "server");
+    Some(match kind {
+        "server" => match text(details, "text") {
+            "is running again" => (
+                Severity::Info,
+                format!("MCP: server {server} is running again"),
+            ),
+            what if what.contains("restarting") => {
+                (Severity::Warn, format!("MCP: server {server}: {what}"))
+            }
+            what => (
+                Severity::Error,
+                format!("MCP: server {server} failed: {what}"),
+            ),
+        },
+        "joined" => {
+            let servers: Vec<&str> = details
+                .get("servers")
+                .and_then(Value::as_array)
+                .map(|names| names.iter().filter_map(Value::as_str).collect())
+                .unwrap_or_default();
+            let (noun, their) = if servers.len() == 1 {
+                ("server", "its")
+            } else {
+                ("servers", "their")
+            };
+            (
+                Severity::Info,
+                format!(
+                    "MCP: {noun} {} joined; {their} tools are offered from now on",
+                    servers.join(", ")
+                ),
+            )
+        }
+        // Reported when the decision changes; tools offered directly are the usual case
+        // and need no line.
+        "disclosure" if details.get("deferred").and_then(Value::as_bool) == Some(true) => {
+            let count = |key| details.get(key).and_then(Value::as_u64).unwrap_or(0);
+            let tools = count("mcp_tools");
+            (
+                Severity::Info,
+                format!(
+                    "MCP: {tools} tool{} held back behind tool_search (≈{} tokens > {})",
+                    if tools == 1 { "" } else { "s" },
+                    short_count(count("estimated_tokens")),
+                    short_count(count("threshold_tokens"))
+                ),
+            )
+        }
+        "disclosure" => return None,
+        "tool_skipped" => (
+            Severity::Warn,
+            format!(
+                "MCP: skipped a tool of server {server}: {}",
+                text(details, "reason")
+            ),
+        ),
+        "warning" => (Severity::Warn, format!("MCP: {}", text(details, "text"))),
+        other => (Severity::Info, format!("MCP: {}", other.replace('_', " "))),
+    })
+}
+
 /// The notice an extension event shows, if any.
 pub fn describe(extension: &str, kind: &str, details: &Value) -> Option<(Severity, String)> {
     let sizes = || match (tokens(details.get("before")), tokens(details.get("after"))) {
@@ -50,6 +116,13 @@ pub fn describe(extension: &str, kind: &str, details: &Value) -> Option<(Severit
         _ => String::new(),
     };
     Some(match (extension, kind) {
+        ("mcp", kind) => return mcp(kind, details),
+        ("skills" | "commands", "problem") => (
+            Severity::Warn,
+            format!("{extension}: {}", text(details, "text")),
+        ),
+        ("hooks", "warning") => (Severity::Warn, format!("hook: {}", text(details, "text"))),
+        ("hooks", "report") => (Severity::Info, format!("hook: {}", text(details, "text"))),
         ("host.context", "archived") => {
             let outputs = details.get("outputs").and_then(Value::as_u64).unwrap_or(0);
             (

@@ -35,7 +35,7 @@ pub enum Tone {
 }
 
 /// One transcript entry.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, PartialEq)]
 pub enum Cell {
     /// The user's message.
     User(String),
@@ -65,7 +65,7 @@ pub enum Cell {
 }
 
 /// A tool call, as it stands.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct ToolCell {
     /// The tool.
     pub name: String,

@@ -162,9 +162,12 @@ fn popup_lines(app: &App, popup: &Popup, width: usize) -> Vec<Line<'static>> {
                 let mut name = format!("/{}", c.name);
                 if !c.args.is_empty() {
                     name.push(' ');
-                    name.push_str(c.args);
+                    name.push_str(&c.args);
                 }
-                let mut detail = c.description.to_owned();
+                let mut detail = c.description.clone().into_owned();
+                if let Some(source) = c.source() {
+                    detail.push_str(&format!(" · {source}"));
+                }
                 if app.busy() && !c.while_running {
                     detail.push_str(" (after the turn)");
                 }

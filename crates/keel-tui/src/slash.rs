@@ -1,7 +1,12 @@
 //! The slash-command catalog: data (name, aliases, description, argument hint, whether it
-//! may run while a turn does), so later features add entries instead of code paths, and a
-//! fuzzy filter for the popup.
+//! may run while a turn does, who carries it out), so later features add entries instead
+//! of code paths, and a fuzzy filter for the popup. Extensions' commands (skills, custom
+//! commands, MCP prompts, `/mcp`) come from the runtime and are replaced wholesale each
+//! time it lists them; a built-in keeps its name when an extension offers the same one.
 
+use std::borrow::Cow;
+
+use keel_protocol::CommandInfo;
 use nucleo_matcher::pattern::{CaseMatching, Normalization, Pattern};
 use nucleo_matcher::{Config, Matcher, Utf32Str};
 
@@ -9,15 +14,77 @@ use nucleo_matcher::{Config, Matcher, Utf32Str};
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Command {
     /// Its name, without the slash.
-    pub name: &'static str,
+    pub name: Cow<'static, str>,
     /// Other names it answers to.
     pub aliases: &'static [&'static str],
     /// What it does, one line.
-    pub description: &'static str,
+    pub description: Cow<'static, str>,
     /// Its arguments, for the popup.
-    pub args: &'static str,
+    pub args: Cow<'static, str>,
     /// Whether it may run while a turn runs.
     pub while_running: bool,
+    /// Who carries it out.
+    pub origin: Origin,
+}
+
+/// Who carries a command out.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Origin {
+    /// The TUI itself.
+    Builtin,
+    /// An extension, through the runtime (`Op::RunCommand`).
+    Extension {
+        /// Where it comes from: `skill`, `command`, `mcp`, or an extension's id.
+        source: String,
+        /// What it is expected to do.
+        expect: Expect,
+    },
+}
+
+/// What an extension's command is expected to do. The contract does not say before it
+/// runs, so it is judged from the source: skills, custom commands and MCP prompts
+/// (`server:prompt`) are prompts; the runtime's answer decides in the end.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Expect {
+    /// Start a turn with its expansion: shown as the user's message at once, and not
+    /// offered while a turn runs (the runtime would refuse it).
+    Turn,
+    /// Answer with text (`/mcp`): may run while a turn does.
+    Answer,
+}
+
+impl Command {
+    /// An extension's command as the catalog holds it.
+    pub fn from_info(info: CommandInfo) -> Self {
+        let prompt = matches!(info.source.as_str(), "skill" | "command")
+            || (info.source == "mcp" && info.name.contains(':'));
+        let expect = if prompt { Expect::Turn } else { Expect::Answer };
+        Self {
+            name: info.name.into(),
+            aliases: &[],
+            description: info.description.into(),
+            args: info.argument_hint.unwrap_or_default().into(),
+            while_running: expect == Expect::Answer,
+            origin: Origin::Extension {
+                source: info.source,
+                expect,
+            },
+        }
+    }
+
+    /// Where it comes from, for people: `None` for a built-in.
+    pub fn source(&self) -> Option<&str> {
+        match &self.origin {
+            Origin::Builtin => None,
+            Origin::Extension { source, .. } => Some(source),
+        }
+    }
+
+    /// Whether it needs arguments (its hint names a `<required>` one): picking it in the
+    /// popup completes it instead of running it.
+    pub fn needs_args(&self) -> bool {
+        self.args.contains('<')
+    }
 }
 
 const fn cmd(
@@ -28,11 +95,12 @@ const fn cmd(
     while_running: bool,
 ) -> Command {
     Command {
-        name,
+        name: Cow::Borrowed(name),
         aliases,
-        description,
-        args,
+        description: Cow::Borrowed(description),
+        args: Cow::Borrowed(args),
         while_running,
+        origin: Origin::Builtin,
     }
 }
 
@@ -143,14 +211,28 @@ impl Default for Catalog {
 }
 
 impl Catalog {
-    /// Adds a command (a later feature's `/tasks`, `/mcp`, …); a name already taken is
-    /// refused.
+    /// Adds a command (a later feature's `/tasks`, …); a name already taken is refused.
     pub fn register(&mut self, command: Command) -> Result<(), String> {
-        if self.find(command.name).is_some() {
+        if self.find(&command.name).is_some() {
             return Err(format!("/{} exists already", command.name));
         }
         self.commands.push(command);
         Ok(())
+    }
+
+    /// Replaces the extensions' commands with those the runtime offers now. Built-ins keep
+    /// their names; a name that could not be typed as `/name` is left out.
+    pub fn set_extensions(&mut self, offered: Vec<CommandInfo>) {
+        self.commands
+            .retain(|command| command.origin == Origin::Builtin);
+        for info in offered {
+            let typeable = !info.name.is_empty()
+                && !info.name.contains('/')
+                && !info.name.contains(char::is_whitespace);
+            if typeable && self.find(&info.name).is_none() {
+                self.commands.push(Command::from_info(info));
+            }
+        }
     }
 
     /// Every command.
@@ -178,7 +260,7 @@ impl Catalog {
             .iter()
             .enumerate()
             .filter_map(|(i, c)| {
-                let best = std::iter::once(c.name)
+                let best = std::iter::once(c.name.as_ref())
                     .chain(c.aliases.iter().copied())
                     .filter_map(|name| {
                         let bonus = if name.starts_with(query) { 1000 } else { 0 };
@@ -214,7 +296,11 @@ mod tests {
     #[test]
     fn filters_fuzzily_with_prefixes_first() {
         let catalog = Catalog::default();
-        let names: Vec<&str> = catalog.filter("co").iter().map(|c| c.name).collect();
+        let names: Vec<&str> = catalog
+            .filter("co")
+            .iter()
+            .map(|c| c.name.as_ref())
+            .collect();
         assert_eq!(&names[..3], ["compact", "context", "copy"]);
         assert_eq!(
             catalog.filter("rsm")[0].name,
@@ -233,6 +319,62 @@ mod tests {
             .unwrap();
         assert_eq!(catalog.filter("task")[0].name, "tasks");
         assert!(catalog.register(cmd("help", &[], "", "", true)).is_err());
+    }
+
+    fn info(name: &str, source: &str, hint: Option<&str>) -> CommandInfo {
+        CommandInfo {
+            name: name.into(),
+            description: format!("the {name} command"),
+            argument_hint: hint.map(Into::into),
+            source: source.into(),
+        }
+    }
+
+    #[test]
+    fn extension_commands_join_and_built_ins_keep_their_names() {
+        let mut catalog = Catalog::default();
+        catalog.set_extensions(vec![
+            info("review", "command", Some("<file>")),
+            info("help", "skill", None),
+            info("clear", "skill", None),
+            info("mcp", "mcp", Some("[reload]")),
+            info("github:issue", "mcp", None),
+            info("two words", "command", None),
+        ]);
+        let review = catalog.find("review").unwrap();
+        assert_eq!(
+            review,
+            &Command {
+                name: "review".into(),
+                aliases: &[],
+                description: "the review command".into(),
+                args: "<file>".into(),
+                while_running: false,
+                origin: Origin::Extension {
+                    source: "command".into(),
+                    expect: Expect::Turn,
+                },
+            }
+        );
+        assert!(review.needs_args());
+        assert_eq!(catalog.find("help").unwrap().origin, Origin::Builtin);
+        assert_eq!(
+            catalog.find("clear").unwrap().name,
+            "new",
+            "aliases win too"
+        );
+        let mcp = catalog.find("mcp").unwrap();
+        assert!(mcp.while_running, "/mcp answers with text");
+        assert!(!mcp.needs_args());
+        assert!(!catalog.find("github:issue").unwrap().while_running);
+        assert!(catalog.find("two words").is_none());
+        assert_eq!(catalog.filter("rev")[0].name, "review");
+
+        // A later listing replaces the earlier one.
+        catalog.set_extensions(vec![info("deploy", "command", None)]);
+        assert!(catalog.find("review").is_none());
+        assert_eq!(catalog.find("deploy").unwrap().source(), Some("command"));
+        assert_eq!(catalog.all().len(), BUILTIN.len() + 1);
     }
 
     #[test]

@@ -540,7 +540,8 @@ fn spawn_input(tx: Sender<UiEvent>, paused: Arc<AtomicBool>) {
 }
 
 /// Operations run one after another, in the order the user caused them; a compaction
-/// (minutes) runs beside them so that an interrupt is never stuck behind it.
+/// (minutes) and an extension command that answers with text (`/mcp reload` waits for
+/// servers) run beside them so that an interrupt is never stuck behind them.
 fn spawn_ops(
     contract: Arc<dyn ConversationContract>,
     handle: &tokio::runtime::Handle,
@@ -549,7 +550,14 @@ fn spawn_ops(
     let (ops_tx, mut ops_rx) = tokio::sync::mpsc::unbounded_channel::<(Tag, Op)>();
     handle.spawn(async move {
         while let Some((tag, op)) = ops_rx.recv().await {
-            let beside = matches!(op, Op::Compact { .. });
+            let beside = matches!(op, Op::Compact { .. })
+                || matches!(
+                    tag,
+                    Tag::Command {
+                        expect: crate::slash::Expect::Answer,
+                        ..
+                    }
+                );
             let contract = contract.clone();
             let tx = tx.clone();
             let call = async move {

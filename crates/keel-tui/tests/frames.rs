@@ -10,7 +10,8 @@ use keel_protocol::{
     Item, ItemBody, ItemEvent, PermissionRequest, SessionEvent, SessionEventBody, SessionId,
     ToolCallStatus, TurnId, Usage,
 };
-use keel_tui::app::{App, Info, UiEvent};
+use keel_runtime::Reply;
+use keel_tui::app::{App, Info, Tag, UiEvent};
 use ratatui::backend::CrosstermBackend;
 use ratatui::layout::Rect;
 use ratatui::text::Line;
@@ -328,6 +329,54 @@ fn the_slash_popup_filters() {
     let mut app = app(80);
     type_text(&mut app, "/co");
     insta::assert_snapshot!(screen(&mut app));
+}
+
+#[test]
+fn extension_commands_in_the_popup_and_a_text_answer() {
+    let mut app = app(80);
+    let command = |name: &str, description: &str, hint: Option<&str>, source: &str| {
+        keel_protocol::CommandInfo {
+            name: name.into(),
+            description: description.into(),
+            argument_hint: hint.map(Into::into),
+            source: source.into(),
+        }
+    };
+    app.update(UiEvent::Reply(
+        Tag::Commands,
+        Ok(Reply::Commands(vec![
+            command(
+                "mcp",
+                "MCP servers and their state; `/mcp reload` restarts them",
+                Some("[reload]"),
+                "mcp",
+            ),
+            command("release-notes", "Draft release notes", None, "skill"),
+            command("review", "Review a file", Some("<file> [focus]"), "command"),
+            command(
+                "github:issue",
+                "Summarise an issue",
+                Some("<number>"),
+                "mcp",
+            ),
+        ])),
+    ));
+    type_text(&mut app, "/re");
+    let popup = screen(&mut app);
+    app.composer.clear();
+    app.popup = None;
+    app.update(UiEvent::Reply(
+        Tag::Command {
+            name: "mcp".into(),
+            typed: "/mcp".into(),
+            expect: keel_tui::slash::Expect::Answer,
+        },
+        Ok(Reply::Text(
+            "files: ready, 12 tools, 1 prompt\ngithub: failed: connection refused (/mcp reload tries again)".into(),
+        )),
+    ));
+    let answer = screen(&mut app);
+    insta::assert_snapshot!(format!("{popup}\n=====\n{answer}"));
 }
 
 #[test]

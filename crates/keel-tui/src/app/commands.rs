@@ -12,6 +12,7 @@ use ratatui::text::{Line, Span};
 use super::popup::{PickItem, Picker, PickerKind, Popup};
 use super::{App, Effect, Tag, short_count};
 use crate::cells::{Cell, Tone, ToolCell};
+use crate::slash::{Expect, Origin};
 
 /// What `/init` asks the model.
 pub const INIT_PROMPT: &str = "Look through this repository (its layout, build and test commands, code style, and anything a newcomer would trip over) and write an AGENTS.md at its root for coding agents working here: short sections for the project's purpose, how to build, test and lint, the code layout, and conventions to follow. If an AGENTS.md exists, improve it instead of starting over.";
@@ -46,6 +47,10 @@ impl App {
             );
             return;
         }
+        if let Origin::Extension { expect, .. } = command.origin {
+            self.extension_command(&command.name, args, expect, effects);
+            return;
+        }
         let session_id = self.session_id();
         let history_of = |tag: Tag| {
             session_id.clone().map(|session_id| {
@@ -58,7 +63,7 @@ impl App {
                 )
             })
         };
-        match command.name {
+        match command.name.as_ref() {
             "help" => self.help(),
             "new" => effects.push(Effect::Call(
                 Tag::Open,
@@ -310,6 +315,84 @@ impl App {
         }
     }
 
+    /// Sends an extension's command to the runtime. One expected to start a turn shows as
+    /// the user's message at once, as a submitted prompt does; the reply settles it.
+    fn extension_command(
+        &mut self,
+        name: &str,
+        args: &str,
+        expect: Expect,
+        effects: &mut Vec<Effect>,
+    ) {
+        let Some(session_id) = self.session_id() else {
+            return;
+        };
+        let typed = if args.is_empty() {
+            format!("/{name}")
+        } else {
+            format!("/{name} {args}")
+        };
+        if expect == Expect::Turn {
+            self.show_prompt(&typed);
+        }
+        effects.push(Effect::Call(
+            Tag::Command {
+                name: name.to_owned(),
+                typed,
+                expect,
+            },
+            Op::RunCommand {
+                session_id,
+                name: name.to_owned(),
+                arguments: args.to_owned(),
+            },
+        ));
+    }
+
+    /// A command's prompt as the user's message of a starting turn.
+    fn show_prompt(&mut self, typed: &str) {
+        self.history_at = None;
+        if self.history.last().map(String::as_str) != Some(typed) {
+            self.history.push(typed.to_owned());
+        }
+        self.push(Cell::User(typed.to_owned()));
+        if !self.live.running() {
+            self.live.begin(Some(typed.to_owned()));
+        } else if self.live.prompt.is_none() {
+            // Its turn's first event came before the reply.
+            self.live.prompt = Some(typed.to_owned());
+        }
+    }
+
+    /// A command's reply, once the runtime ran it.
+    fn command_done(&mut self, typed: String, expect: Expect, reply: Reply) {
+        match reply {
+            Reply::Turn(_) if expect == Expect::Answer => self.show_prompt(&typed),
+            Reply::Turn(_) => {}
+            Reply::Text(text) => {
+                if expect == Expect::Turn {
+                    // It answered instead: no turn runs for it.
+                    self.live.finish();
+                }
+                if text.trim().is_empty() {
+                    self.notice(Tone::Info, format!("{typed}: done"));
+                    return;
+                }
+                let mut lines = vec![Line::styled(
+                    typed,
+                    Style::new().add_modifier(Modifier::BOLD),
+                )];
+                lines.extend(
+                    text.trim_end()
+                        .lines()
+                        .map(|line| Line::from(format!("  {}", line.replace('\t', "    ")))),
+                );
+                self.push(Cell::Info(lines));
+            }
+            _ => {}
+        }
+    }
+
     pub(super) fn open_rewind(&mut self, effects: &mut Vec<Effect>) {
         if let Some(session_id) = self.session_id() {
             effects.push(Effect::Call(
@@ -325,24 +408,38 @@ impl App {
     fn help(&mut self) {
         let bold = Style::new().add_modifier(Modifier::BOLD);
         let dim = Style::new().fg(Color::DarkGray);
-        let mut lines = vec![Line::styled("Commands", bold)];
-        for c in self.catalog.all() {
-            let mut name = format!("/{}", c.name);
-            if !c.args.is_empty() {
-                name.push(' ');
-                name.push_str(c.args);
+        let mut lines = Vec::new();
+        let (builtin, extension): (Vec<_>, Vec<_>) = self
+            .catalog
+            .all()
+            .iter()
+            .partition(|c| c.origin == Origin::Builtin);
+        for (title, commands) in [("Commands", builtin), ("Extension commands", extension)] {
+            if commands.is_empty() {
+                continue;
             }
-            let mut spans = vec![
-                Span::raw(format!("  {name:<28} ")),
-                Span::raw(c.description),
-            ];
-            if !c.aliases.is_empty() {
-                spans.push(Span::styled(
-                    format!(" (also /{})", c.aliases.join(", /")),
-                    dim,
-                ));
+            lines.push(Line::styled(title, bold));
+            for c in commands {
+                let mut name = format!("/{}", c.name);
+                if !c.args.is_empty() {
+                    name.push(' ');
+                    name.push_str(&c.args);
+                }
+                let mut spans = vec![
+                    Span::raw(format!("  {name:<28} ")),
+                    Span::raw(c.description.clone().into_owned()),
+                ];
+                if !c.aliases.is_empty() {
+                    spans.push(Span::styled(
+                        format!(" (also /{})", c.aliases.join(", /")),
+                        dim,
+                    ));
+                }
+                if let Some(source) = c.source() {
+                    spans.push(Span::styled(format!(" · {source}"), dim));
+                }
+                lines.push(Line::from(spans));
             }
-            lines.push(Line::from(spans));
         }
         lines.push(Line::styled("Keys", bold));
         let keys = [
@@ -469,6 +566,11 @@ impl App {
     pub(super) fn on_reply(&mut self, tag: Tag, reply: Reply, effects: &mut Vec<Effect>) {
         match (tag, reply) {
             (_, Reply::Queue(queue)) => self.queue = queue,
+            (Tag::Commands, Reply::Commands(offered)) => {
+                self.catalog.set_extensions(offered);
+                self.refresh_popup();
+            }
+            (Tag::Command { typed, expect, .. }, reply) => self.command_done(typed, expect, reply),
             (Tag::Open, Reply::Opened(opened)) => {
                 let record = opened.record;
                 let resumed = opened.start == keel_runtime::SessionStart::Resumed;
@@ -482,6 +584,7 @@ impl App {
                 }
                 self.info.model = record.model.clone();
                 effects.push(Effect::Subscribe(record.id.clone()));
+                effects.push(Self::list_commands());
                 let what = if resumed { "resumed" } else { "new" };
                 self.push(Cell::Notice(
                     Tone::Info,

@@ -312,6 +312,8 @@ impl App {
                 let keep = matches!(self.popup, Some(Popup::Slash(_)));
                 if !keep {
                     self.popup = Some(Popup::Slash(0));
+                    // Skills, command files and MCP prompts change while keel runs.
+                    self.commands_requested = true;
                 }
                 let count = self.catalog.filter(&self.composer.text()[1..]).len();
                 if let Some(Popup::Slash(selected)) = &mut self.popup {
@@ -353,27 +355,30 @@ impl App {
         let ctrl = key.modifiers.contains(KeyModifiers::CONTROL);
         match popup {
             Popup::Slash(selected) => {
-                let matches: Vec<String> = self
+                let matches: Vec<(String, bool)> = self
                     .catalog
                     .filter(&self.composer.text()[1..])
                     .iter()
-                    .map(|c| c.name.to_owned())
+                    .map(|c| (c.name.clone().into_owned(), c.needs_args()))
                     .collect();
                 let count = matches.len().max(1);
                 match key.code {
                     KeyCode::Up => self.popup = Some(Popup::Slash((selected + count - 1) % count)),
                     KeyCode::Down => self.popup = Some(Popup::Slash((selected + 1) % count)),
                     KeyCode::Tab => {
-                        if let Some(name) = matches.get(selected) {
+                        if let Some((name, _)) = matches.get(selected) {
                             self.composer.set(&format!("/{name} "));
                         }
                     }
-                    KeyCode::Enter if key.modifiers.is_empty() => {
-                        if let Some(name) = matches.get(selected) {
+                    KeyCode::Enter if key.modifiers.is_empty() => match matches.get(selected) {
+                        // Its arguments are typed first.
+                        Some((name, true)) => self.composer.set(&format!("/{name} ")),
+                        Some((name, false)) => {
                             self.composer.clear();
                             self.run_command(name, "", effects);
                         }
-                    }
+                        None => {}
+                    },
                     KeyCode::Esc => self.composer.clear(),
                     _ => {
                         self.popup = Some(Popup::Slash(selected));

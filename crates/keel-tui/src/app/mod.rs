@@ -8,6 +8,8 @@ mod commands;
 mod input;
 pub mod live;
 pub mod popup;
+#[cfg(test)]
+mod tests;
 
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
@@ -21,13 +23,13 @@ use crate::cells::{Cell, Tone};
 use crate::composer::Composer;
 use crate::files::FileIndex;
 use crate::keys::KeyMap;
-use crate::slash::Catalog;
+use crate::slash::{Catalog, Expect};
 
 pub use live::Live;
 pub use popup::{PickerKind, Popup};
 
 /// What the app asks the event loop to do.
-#[derive(Debug)]
+#[derive(Debug, PartialEq)]
 pub enum Effect {
     /// Send an operation; its reply comes back as [`UiEvent::Reply`] with `tag`.
     Call(Tag, Op),
@@ -76,6 +78,17 @@ pub enum Tag {
     Retry(String),
     /// `/compact`.
     Compact,
+    /// The extensions' commands, for the slash catalog.
+    Commands,
+    /// An extension's command run through the runtime.
+    Command {
+        /// Its name.
+        name: String,
+        /// What the user typed (`/name args`), shown as their message if a turn starts.
+        typed: String,
+        /// What it was expected to do when sent.
+        expect: Expect,
+    },
     /// History for `/export` to this path.
     Export(PathBuf),
     /// History for `/context`.
@@ -178,6 +191,8 @@ pub struct App {
     pub thinking: Option<String>,
     /// `@` was typed and the folder is not listed yet.
     files_requested: bool,
+    /// The slash popup opened: the extensions' commands are listed again.
+    commands_requested: bool,
     /// The filter `/sessions` was given, for its picker.
     sessions_filter: String,
     /// The prompt `keel PROMPT` starts with, sent once the session is open.
@@ -218,6 +233,7 @@ impl App {
             mode_before_plan: None,
             thinking,
             files_requested: false,
+            commands_requested: false,
             sessions_filter: String::new(),
             initial_prompt: None,
         };
@@ -296,6 +312,10 @@ impl App {
             self.files_requested = false;
             effects.push(Effect::IndexFiles);
         }
+        if self.commands_requested {
+            self.commands_requested = false;
+            effects.push(Self::list_commands());
+        }
         effects
     }
 
@@ -304,16 +324,40 @@ impl App {
         self.run_command(name, "", effects);
     }
 
+    /// Asks the runtime for the extensions' commands.
+    fn list_commands() -> Effect {
+        Effect::Call(Tag::Commands, Op::ListCommands)
+    }
+
     fn reply(&mut self, tag: Tag, reply: Result<Reply, String>, effects: &mut Vec<Effect>) {
         let reply = match reply {
             Ok(reply) => reply,
             Err(error) => {
-                if let Tag::Submit(text) = &tag {
+                let unsent = match &tag {
+                    Tag::Submit(text) => Some((text, Expect::Turn)),
+                    Tag::Command { typed, expect, .. } => Some((typed, *expect)),
+                    _ => None,
+                };
+                if let Some((text, expect)) = unsent {
                     // The turn did not start: nothing may be lost.
-                    self.live.finish();
+                    if expect == Expect::Turn {
+                        self.live.finish();
+                    }
                     if self.composer.is_empty() {
                         self.composer.set(text);
                     }
+                }
+                if let Tag::Command { name, .. } = &tag {
+                    // The runtime's errors name the command mostly; the catalog may be out
+                    // of date (a command file removed), so it is listed again.
+                    let text = if error.contains(&format!("/{name}")) {
+                        error
+                    } else {
+                        format!("/{name}: {error}")
+                    };
+                    self.notice(Tone::Error, text);
+                    effects.push(Self::list_commands());
+                    return;
                 }
                 let what = match &tag {
                     Tag::Plain(what) => what,
@@ -324,6 +368,7 @@ impl App {
                     Tag::Fork(_) => "cannot fork",
                     Tag::Retry(_) => "cannot rewind for /retry",
                     Tag::TakeBack(_) => "cannot take the unanswered message back",
+                    Tag::Commands => "cannot list the extensions' commands",
                     _ => "failed",
                 };
                 self.notice(Tone::Error, format!("{what}: {error}"));

@@ -1,0 +1,312 @@
+//! The app's handling of extensions' slash commands: listing, running, and their replies.
+#![allow(clippy::unwrap_used)]
+
+use crossterm::event::{Event, KeyCode, KeyEvent, KeyModifiers};
+use keel_protocol::{CommandInfo, Op, SessionId};
+use keel_runtime::Reply;
+use pretty_assertions::assert_eq;
+
+use super::{App, Effect, Info, Tag, UiEvent};
+use crate::cells::{Cell, Tone};
+use crate::slash::Expect;
+
+const SESSION: &str = "s-test000001";
+
+fn app() -> App {
+    let info = Info {
+        cwd: "/work/project".into(),
+        model: "anthropic/claude-sonnet-4-5".into(),
+        mode: "auto".into(),
+        sandbox: "workspace-write".into(),
+        models: Vec::new(),
+        keel_home: None,
+        warnings: Vec::new(),
+        thinking: None,
+    };
+    let mut app = App::new(info, 80);
+    app.session = Some(keel_store::SessionRecord {
+        id: SessionId::from(SESSION),
+        title: "a test".into(),
+        cwd: "/work/project".into(),
+        model: "anthropic/claude-sonnet-4-5".into(),
+        parent_id: None,
+        forked_from: None,
+        created_ms: 0,
+        updated_ms: 0,
+        revision: 0,
+        epoch: 0,
+        length: 0,
+    });
+    app
+}
+
+fn offered() -> Vec<CommandInfo> {
+    let info = |name: &str, description: &str, hint: Option<&str>, source: &str| CommandInfo {
+        name: name.into(),
+        description: description.into(),
+        argument_hint: hint.map(Into::into),
+        source: source.into(),
+    };
+    vec![
+        info("help", "a skill that loses to the built-in", None, "skill"),
+        info(
+            "mcp",
+            "MCP servers and their state; `/mcp reload` restarts them",
+            Some("[reload]"),
+            "mcp",
+        ),
+        info("review", "Review a file", Some("<file> [focus]"), "command"),
+    ]
+}
+
+/// An app whose catalog holds [`offered`].
+fn listed() -> App {
+    let mut app = app();
+    app.update(UiEvent::Reply(
+        Tag::Commands,
+        Ok(Reply::Commands(offered())),
+    ));
+    app
+}
+
+fn key(app: &mut App, code: KeyCode) -> Vec<Effect> {
+    app.update(UiEvent::Term(Event::Key(KeyEvent::new(
+        code,
+        KeyModifiers::NONE,
+    ))))
+}
+
+/// Types `line` and presses Enter; the effects of the Enter.
+fn enter(app: &mut App, line: &str) -> Vec<Effect> {
+    for ch in line.chars() {
+        key(app, KeyCode::Char(ch));
+    }
+    // Enter on the open popup would pick its row, not send the line.
+    app.popup = None;
+    key(app, KeyCode::Enter)
+}
+
+fn run(name: &str, typed: &str, arguments: &str, expect: Expect) -> Effect {
+    Effect::Call(
+        Tag::Command {
+            name: name.into(),
+            typed: typed.into(),
+            expect,
+        },
+        Op::RunCommand {
+            session_id: SESSION.into(),
+            name: name.into(),
+            arguments: arguments.into(),
+        },
+    )
+}
+
+/// A cell as the text it shows, wide enough not to wrap.
+fn text(cell: &Cell) -> String {
+    cell.lines(120, false)
+        .iter()
+        .map(|line| {
+            line.spans
+                .iter()
+                .map(|span| span.content.as_ref())
+                .collect::<String>()
+        })
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+fn last(app: &App) -> String {
+    text(app.transcript.last().unwrap())
+}
+
+#[test]
+fn commands_are_listed_when_the_popup_opens_and_join_the_catalog() {
+    let mut app = app();
+    let effects = key(&mut app, KeyCode::Char('/'));
+    assert_eq!(effects, vec![Effect::Call(Tag::Commands, Op::ListCommands)]);
+    assert!(
+        key(&mut app, KeyCode::Char('r')).is_empty(),
+        "listed once per opening"
+    );
+    app.update(UiEvent::Reply(
+        Tag::Commands,
+        Ok(Reply::Commands(offered())),
+    ));
+    let names: Vec<&str> = app
+        .catalog
+        .filter("rev")
+        .iter()
+        .map(|c| c.name.as_ref())
+        .collect();
+    assert_eq!(names[0], "review");
+    assert_eq!(
+        app.catalog.find("help").unwrap().origin,
+        crate::slash::Origin::Builtin,
+        "the built-in keeps its name"
+    );
+}
+
+#[test]
+fn a_prompt_command_runs_through_the_runtime_and_shows_as_the_users_message() {
+    let mut app = listed();
+    let effects = enter(&mut app, "/review src/lib.rs errors");
+    assert_eq!(
+        effects,
+        vec![run(
+            "review",
+            "/review src/lib.rs errors",
+            "src/lib.rs errors",
+            Expect::Turn
+        )]
+    );
+    assert_eq!(last(&app), "› /review src/lib.rs errors\n");
+    assert!(app.busy(), "it runs as a submitted prompt does");
+    assert_eq!(app.history, ["/review src/lib.rs errors"]);
+}
+
+#[test]
+fn a_text_reply_shows_as_information() {
+    let mut app = listed();
+    let effects = enter(&mut app, "/mcp");
+    assert_eq!(effects, vec![run("mcp", "/mcp", "", Expect::Answer)]);
+    assert!(app.transcript.is_empty(), "nothing shows before the answer");
+    assert!(!app.busy());
+    let Effect::Call(tag, _) = effects.into_iter().next().unwrap() else {
+        unreachable!()
+    };
+    app.update(UiEvent::Reply(
+        tag,
+        Ok(Reply::Text(
+            "files: ready, 12 tools\ngithub: failed: connection refused\n".into(),
+        )),
+    ));
+    assert_eq!(
+        last(&app),
+        "/mcp\n  files: ready, 12 tools\n  github: failed: connection refused\n"
+    );
+}
+
+#[test]
+fn an_answering_command_runs_while_a_turn_does_and_leaves_it_running() {
+    let mut app = listed();
+    app.live.begin(Some("go".into()));
+    let effects = enter(&mut app, "/mcp reload");
+    assert_eq!(
+        effects,
+        vec![run("mcp", "/mcp reload", "reload", Expect::Answer)]
+    );
+    app.update(UiEvent::Reply(
+        Tag::Command {
+            name: "mcp".into(),
+            typed: "/mcp reload".into(),
+            expect: Expect::Answer,
+        },
+        Ok(Reply::Text("files: ready".into())),
+    ));
+    assert!(app.busy(), "the running turn is untouched");
+}
+
+#[test]
+fn a_prompt_command_is_refused_while_a_turn_runs() {
+    let mut app = listed();
+    app.live.begin(Some("go".into()));
+    let effects = enter(&mut app, "/review a.rs");
+    assert_eq!(effects, Vec::new());
+    assert_eq!(
+        app.transcript.last(),
+        Some(&Cell::Notice(
+            Tone::Warn,
+            "Stop the running turn before using /review".into()
+        ))
+    );
+}
+
+#[test]
+fn an_unknown_command_reply_shows_and_gives_the_line_back() {
+    let mut app = listed();
+    let effects = enter(&mut app, "/review a.rs");
+    let Effect::Call(tag, _) = effects.into_iter().next().unwrap() else {
+        unreachable!()
+    };
+    let effects = app.update(UiEvent::Reply(tag, Err("unknown command `/review`".into())));
+    assert_eq!(effects, vec![Effect::Call(Tag::Commands, Op::ListCommands)]);
+    assert_eq!(
+        app.transcript.last(),
+        Some(&Cell::Notice(
+            Tone::Error,
+            "unknown command `/review`".into()
+        ))
+    );
+    assert!(!app.busy(), "no turn started");
+    assert_eq!(app.composer.text(), "/review a.rs");
+
+    // An error that does not name the command is given its name.
+    app.composer.clear();
+    app.update(UiEvent::Reply(
+        Tag::Command {
+            name: "mcp".into(),
+            typed: "/mcp".into(),
+            expect: Expect::Answer,
+        },
+        Err("the runtime is shutting down".into()),
+    ));
+    assert_eq!(
+        app.transcript.last(),
+        Some(&Cell::Notice(
+            Tone::Error,
+            "/mcp: the runtime is shutting down".into()
+        ))
+    );
+}
+
+#[test]
+fn a_prompt_command_that_answers_ends_the_wait() {
+    let mut app = listed();
+    enter(&mut app, "/review a.rs");
+    app.update(UiEvent::Reply(
+        Tag::Command {
+            name: "review".into(),
+            typed: "/review a.rs".into(),
+            expect: Expect::Turn,
+        },
+        Ok(Reply::Text(String::new())),
+    ));
+    assert!(!app.busy());
+    assert_eq!(
+        app.transcript.last(),
+        Some(&Cell::Notice(Tone::Info, "/review a.rs: done".into()))
+    );
+}
+
+#[test]
+fn help_lists_extension_commands_with_their_source() {
+    let mut app = listed();
+    let mut effects = Vec::new();
+    app.command("help", &mut effects);
+    let help = last(&app);
+    let extension: Vec<&str> = help
+        .lines()
+        .skip_while(|line| *line != "Extension commands")
+        .take_while(|line| *line != "Keys")
+        .map(str::trim_end)
+        .collect();
+    assert_eq!(
+        extension,
+        [
+            "Extension commands",
+            "  /mcp [reload]                MCP servers and their state; `/mcp reload` restarts them · mcp",
+            "  /review <file> [focus]       Review a file · command",
+        ]
+    );
+}
+
+#[test]
+fn picking_a_command_that_needs_arguments_completes_it() {
+    let mut app = listed();
+    for ch in "/revi".chars() {
+        key(&mut app, KeyCode::Char(ch));
+    }
+    let effects = key(&mut app, KeyCode::Enter);
+    assert_eq!(effects, Vec::new());
+    assert_eq!(app.composer.text(), "/review ");
+}
