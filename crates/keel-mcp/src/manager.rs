@@ -444,7 +444,7 @@ impl Manager {
                 failures = 0;
             }
             failures += 1;
-            let first_start = !had_run && *server.settled.borrow() == false;
+            let first_start = !had_run && !*server.settled.borrow();
             if first_start || failures > MAX_RESTARTS {
                 // A server that never came up is reported and left alone: the session goes
                 // on without it (`/mcp reload` tries again).
