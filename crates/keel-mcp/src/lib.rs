@@ -120,27 +120,15 @@ pub fn untrusted_project(config: &Config, host: &HostInfo) -> Option<Untrusted> 
     }
 }
 
-/// The environment servers start with: keel's own, cleaned as commands' is (SPEC §16),
-/// and never any provider's key, whatever the cleaning mode.
+/// The environment MCP servers and hooks start with: keel's own, cleaned as commands' is
+/// (SPEC §16), and never a provider's key, whatever the cleaning mode.
 pub fn server_env(config: &Config) -> Vec<(String, String)> {
-    let vars: Vec<(String, String)> = std::env::vars_os()
-        .map(|(k, v)| {
-            (
-                k.to_string_lossy().into_owned(),
-                v.to_string_lossy().into_owned(),
-            )
-        })
-        .collect();
-    let mode = match keel_tools::bash::envclean::mode(None, &vars) {
-        Ok(keel_tools::EnvMode::Strict) => keel_tools::EnvMode::Strict,
-        _ => keel_tools::EnvMode::Scrub,
-    };
     let keys: Vec<String> = config
         .providers
         .values()
         .filter_map(|p| p.api_key_env.clone())
         .collect();
-    keel_tools::bash::envclean::clean(vars, mode, &keys).0
+    keel_tools::bash::envclean::helper_env(&keys)
 }
 
 /// The MCP extension, configured at `init` from the runtime's configuration and folder.

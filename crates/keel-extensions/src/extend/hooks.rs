@@ -145,28 +145,6 @@ fn trusted(
         || TrustStore::open(host.keel_home.as_deref()).is_ok_and(|s| s.is_trusted(file))
 }
 
-/// The variables hooks run with: keel's own, cleaned as commands' are, no provider key.
-fn environment(config: &keel_runtime::settings::Config) -> Vec<(String, String)> {
-    let vars: Vec<(String, String)> = std::env::vars_os()
-        .map(|(k, v)| {
-            (
-                k.to_string_lossy().into_owned(),
-                v.to_string_lossy().into_owned(),
-            )
-        })
-        .collect();
-    let mode = match keel_tools::bash::envclean::mode(None, &vars) {
-        Ok(keel_tools::EnvMode::Strict) => keel_tools::EnvMode::Strict,
-        _ => keel_tools::EnvMode::Scrub,
-    };
-    let keys: Vec<String> = config
-        .providers
-        .values()
-        .filter_map(|p| p.api_key_env.clone())
-        .collect();
-    keel_tools::bash::envclean::clean(vars, mode, &keys).0
-}
-
 impl Extension for UserHooks {
     fn id(&self) -> &str {
         ID
@@ -187,7 +165,7 @@ impl Extension for UserHooks {
         let state = Arc::new(State {
             settings,
             env: Environment {
-                vars: environment(config),
+                vars: keel_mcp::server_env(config),
                 project_dir: root,
             },
             cwd: host.cwd.clone(),

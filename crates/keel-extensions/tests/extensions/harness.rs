@@ -222,3 +222,19 @@ pub fn extension_events(events: &[SessionEvent]) -> Vec<(String, String, serde_j
 pub fn bash(id: &str, command: &str) -> ScriptedResponse {
     ScriptedResponse::tool_call(id, "bash", serde_json::json!({"command": command}))
 }
+
+/// A compaction strategy that keeps only the last message.
+pub struct KeepLast;
+
+#[async_trait::async_trait]
+impl keel_runtime::Compactor for KeepLast {
+    async fn compact(
+        &self,
+        request: keel_runtime::CompactRequest,
+    ) -> Result<Option<Vec<keel_protocol::Message>>, keel_runtime::RuntimeError> {
+        Ok(request
+            .history
+            .last()
+            .map(|m| vec![keel_protocol::Message::clone(m)]))
+    }
+}

@@ -7,22 +7,6 @@ use keel_runtime::ConversationContract as _;
 
 use crate::harness::{Harness, Setup};
 
-/// A compaction strategy that keeps only the last message.
-struct KeepLast;
-
-#[async_trait::async_trait]
-impl keel_runtime::Compactor for KeepLast {
-    async fn compact(
-        &self,
-        request: keel_runtime::CompactRequest,
-    ) -> Result<Option<Vec<keel_protocol::Message>>, keel_runtime::RuntimeError> {
-        Ok(request
-            .history
-            .last()
-            .map(|m| vec![keel_protocol::Message::clone(m)]))
-    }
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_manual_compaction_fires_pre_compact() {
     let out = tempfile::tempdir().unwrap();
@@ -32,7 +16,8 @@ async fn a_manual_compaction_fires_pre_compact() {
         file.display()
     ));
     let h = Harness::start(setup).await;
-    h.runtime.set_compactor(std::sync::Arc::new(KeepLast));
+    h.runtime
+        .set_compactor(std::sync::Arc::new(crate::harness::KeepLast));
     let session = h.session().await;
     h.turn(&session, "one").await;
     h.runtime

@@ -107,22 +107,6 @@ async fn a_report_that_cannot_be_written_is_reported_and_the_turn_goes_on() {
     assert_eq!(failures.len(), 1, "reported once per turn");
 }
 
-/// A compaction strategy that keeps only the last message.
-struct KeepLast;
-
-#[async_trait::async_trait]
-impl keel_runtime::Compactor for KeepLast {
-    async fn compact(
-        &self,
-        request: keel_runtime::CompactRequest,
-    ) -> Result<Option<Vec<keel_protocol::Message>>, keel_runtime::RuntimeError> {
-        Ok(request
-            .history
-            .last()
-            .map(|m| vec![keel_protocol::Message::clone(m)]))
-    }
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_compaction_freezes_the_report_beside_its_snapshot_and_old_steps_still_rebuild() {
     let responses = vec![
@@ -130,7 +114,8 @@ async fn a_compaction_freezes_the_report_beside_its_snapshot_and_old_steps_still
         ScriptedResponse::text("second"),
     ];
     let h = Harness::start(Setup::new(responses)).await;
-    h.runtime.set_compactor(std::sync::Arc::new(KeepLast));
+    h.runtime
+        .set_compactor(std::sync::Arc::new(crate::harness::KeepLast));
     let session = h.session().await;
     h.turn(&session, "one").await;
     let before = h.store.session(&session).await.unwrap().revision;

@@ -155,6 +155,25 @@ pub fn command_env(env: &crate::ToolEnv) -> Result<Cleaned, UnknownEnvMode> {
     Ok(clean(vars, mode, &env.secret_env_names))
 }
 
+/// The environment of a program keel starts for the user rather than for the model (an
+/// MCP server, a hook): keel's own, cleaned as commands' is, at least in `scrub` mode
+/// whatever the setting says, and without the variables `always` names (providers' keys).
+pub fn helper_env(always: &[String]) -> Vec<(String, String)> {
+    let vars: Vec<(String, String)> = std::env::vars_os()
+        .map(|(k, v)| {
+            (
+                k.to_string_lossy().into_owned(),
+                v.to_string_lossy().into_owned(),
+            )
+        })
+        .collect();
+    let mode = match mode(None, &vars) {
+        Ok(EnvMode::Strict) => EnvMode::Strict,
+        _ => EnvMode::Scrub,
+    };
+    clean(vars, mode, always).0
+}
+
 /// The cleaned environment and the names removed (values are never reported). `always`
 /// names variables removed in every mode (the key of the provider in use).
 pub fn clean(
