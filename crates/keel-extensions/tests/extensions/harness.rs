@@ -32,6 +32,8 @@ pub struct Setup {
     /// Extensions besides keel's own.
     pub extra: Vec<Arc<dyn Extension>>,
     pub spec: ModelSpec,
+    /// Permission questions go to the session's events instead of being denied.
+    pub interactive: bool,
 }
 
 impl Setup {
@@ -41,6 +43,7 @@ impl Setup {
             overrides: Vec::new(),
             extra: Vec::new(),
             spec: ModelSpec::scripted(),
+            interactive: false,
         }
     }
 
@@ -75,7 +78,7 @@ impl Harness {
             sandbox: None,
             system_prompt: Some("You are a test.".into()),
             max_steps: None,
-            interactive: false,
+            interactive: setup.interactive,
             extensions,
             host_extensions: Vec::new(),
             compactor: None,
