@@ -1,5 +1,7 @@
-//! Slash commands an editor offers in its prompt box (`available_commands_update`), run by
-//! keel instead of the model: each answers with a message and ends the prompt.
+//! Slash commands an editor offers in its prompt box (`available_commands_update`): keel
+//! acp's own, run here instead of the model (each answers with a message and ends the
+//! prompt), then the runtime's extension commands (skills, command files, MCP prompts,
+//! `/mcp`), which run through the contract. An own command wins a name both offer.
 
 use std::sync::Arc;
 
@@ -9,11 +11,11 @@ use agent_client_protocol::v1::schema::{
     TextContent, UnstructuredCommandInput,
 };
 use agent_client_protocol::{Client, Error};
-use keel_protocol::{ContentBlock as KeelBlock, Message, Op};
+use keel_protocol::{CommandInfo, ContentBlock as KeelBlock, Message, Op};
 use keel_runtime::notice::short_count;
 use keel_runtime::{ConversationContract, Reply};
 
-use crate::session::{Session, rpc_error};
+use crate::session::{Offer, Session, rpc_error};
 
 /// The commands: name, what it does, the hint for its argument.
 const COMMANDS: [(&str, &str, Option<&str>); 7] = [
@@ -42,23 +44,63 @@ const COMMANDS: [(&str, &str, Option<&str>); 7] = [
     ),
 ];
 
-/// The commands as `available_commands_update` lists them.
-pub fn available() -> Vec<AvailableCommand> {
-    COMMANDS
-        .iter()
-        .map(|(name, description, hint)| {
-            let command = AvailableCommand::new(*name, *description);
-            match hint {
-                Some(hint) => command.input(AvailableCommandInput::Unstructured(
-                    UnstructuredCommandInput::new(*hint),
-                )),
-                None => command,
-            }
-        })
-        .collect()
+/// Whether `name` is one of keel acp's own commands.
+pub fn is_builtin(name: &str) -> bool {
+    COMMANDS.iter().any(|(own, _, _)| *own == name)
 }
 
-fn reply(session: &Session, connection: &ConnectionTo<Client>, text: String) {
+fn command(name: &str, description: &str, hint: Option<&str>) -> AvailableCommand {
+    let command = AvailableCommand::new(name, description);
+    match hint {
+        Some(hint) => command.input(AvailableCommandInput::Unstructured(
+            UnstructuredCommandInput::new(hint),
+        )),
+        None => command,
+    }
+}
+
+/// The extension commands keel acp's own do not shadow.
+fn extension_commands(extensions: Vec<CommandInfo>) -> impl Iterator<Item = CommandInfo> {
+    extensions.into_iter().filter(|c| !is_builtin(&c.name))
+}
+
+/// The commands as `available_commands_update` lists them: keel acp's own, then
+/// `extensions`'.
+pub fn available(extensions: Vec<CommandInfo>) -> Vec<AvailableCommand> {
+    let own = COMMANDS
+        .iter()
+        .map(|(name, description, hint)| command(name, description, *hint));
+    let theirs = extension_commands(extensions)
+        .map(|c| command(&c.name, &c.description, c.argument_hint.as_deref()));
+    own.chain(theirs).collect()
+}
+
+/// The runtime's extension commands now; none when it cannot say (the editor still gets
+/// keel acp's own).
+async fn extensions(session: &Session) -> Vec<CommandInfo> {
+    match session.runtime.call(Op::ListCommands).await {
+        Ok(Reply::Commands(commands)) => commands,
+        Ok(_) => Vec::new(),
+        Err(error) => {
+            tracing::warn!(session = %session.id, %error, "cannot list the extensions' commands");
+            Vec::new()
+        }
+    }
+}
+
+/// Offers the session's commands to the editor.
+pub async fn offer(session: &Session, connection: &ConnectionTo<Client>, offer: Offer) {
+    let commands = available(extensions(session).await);
+    session.offer_commands(connection, commands, offer);
+}
+
+/// The answer to a command nobody offers.
+pub fn unknown(name: &str) -> String {
+    format!("Unknown command `/{name}`; `/help` lists keel's commands.")
+}
+
+/// Sends `text` as the agent's answer.
+pub fn reply(session: &Session, connection: &ConnectionTo<Client>, text: String) {
     session.send(
         connection,
         SessionUpdate::AgentMessageChunk(ContentChunk::new(ContentBlock::Text(TextContent::new(
@@ -76,7 +118,7 @@ fn block_chars(block: &KeelBlock) -> usize {
     }
 }
 
-/// Runs `/name args`; the reply goes to the editor as an answer.
+/// Runs keel acp's own `/name args`; the reply goes to the editor as an answer.
 pub async fn run(
     session: &Arc<Session>,
     connection: &ConnectionTo<Client>,
@@ -92,6 +134,18 @@ pub async fn run(
                 match hint {
                     Some(hint) => text.push_str(&format!("- `/{name} [{hint}]`: {description}\n")),
                     None => text.push_str(&format!("- `/{name}`: {description}\n")),
+                }
+            }
+            let theirs: Vec<CommandInfo> = extension_commands(extensions(session).await).collect();
+            if !theirs.is_empty() {
+                text.push_str("\nFrom extensions (skills, command files, MCP servers):\n");
+                for c in theirs {
+                    match &c.argument_hint {
+                        Some(hint) => {
+                            text.push_str(&format!("- `/{} {hint}`: {}\n", c.name, c.description))
+                        }
+                        None => text.push_str(&format!("- `/{}`: {}\n", c.name, c.description)),
+                    }
                 }
             }
             text
@@ -235,7 +289,7 @@ pub async fn run(
                 _ => "Nothing to compact yet.".into(),
             }
         }
-        other => format!("Unknown command `/{other}`; `/help` lists keel's commands."),
+        other => unknown(other),
     };
     reply(session, connection, text);
     Ok(StopReason::EndTurn)

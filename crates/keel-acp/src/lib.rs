@@ -15,6 +15,7 @@
 
 mod commands;
 mod files;
+mod mcp;
 mod modes;
 mod permission;
 mod prompt;

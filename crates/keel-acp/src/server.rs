@@ -9,16 +9,15 @@ use std::sync::{Arc, Mutex, OnceLock, PoisonError};
 use agent_client_protocol::schema::ProtocolVersion;
 use agent_client_protocol::v1::schema::{
     AgentCapabilities, AuthMethod, AuthMethodAgent, AuthenticateRequest, AuthenticateResponse,
-    AvailableCommandsUpdate, CancelNotification, ClientCapabilities, CloseSessionRequest,
-    CloseSessionResponse, DeleteSessionRequest, DeleteSessionResponse, ForkSessionRequest,
-    ForkSessionResponse, Implementation, InitializeRequest, InitializeResponse,
-    ListSessionsRequest, ListSessionsResponse, LoadSessionRequest, LoadSessionResponse,
-    McpCapabilities, NewSessionRequest, NewSessionResponse, PromptCapabilities, PromptRequest,
-    PromptResponse, ResumeSessionRequest, ResumeSessionResponse, SessionCapabilities,
-    SessionCloseCapabilities, SessionDeleteCapabilities, SessionForkCapabilities, SessionInfo,
-    SessionListCapabilities, SessionResumeCapabilities, SessionUpdate,
-    SetSessionConfigOptionRequest, SetSessionConfigOptionResponse, SetSessionModeRequest,
-    SetSessionModeResponse,
+    CancelNotification, ClientCapabilities, CloseSessionRequest, CloseSessionResponse,
+    DeleteSessionRequest, DeleteSessionResponse, ForkSessionRequest, ForkSessionResponse,
+    Implementation, InitializeRequest, InitializeResponse, ListSessionsRequest,
+    ListSessionsResponse, LoadSessionRequest, LoadSessionResponse, McpCapabilities, McpServer,
+    NewSessionRequest, NewSessionResponse, PromptCapabilities, PromptRequest, PromptResponse,
+    ResumeSessionRequest, ResumeSessionResponse, SessionCapabilities, SessionCloseCapabilities,
+    SessionDeleteCapabilities, SessionForkCapabilities, SessionInfo, SessionListCapabilities,
+    SessionResumeCapabilities, SetSessionConfigOptionRequest, SetSessionConfigOptionResponse,
+    SetSessionModeRequest, SetSessionModeResponse,
 };
 use agent_client_protocol::v1::{ConnectionTo, Responder};
 use agent_client_protocol::{Agent, ByteStreams, Client, Error, ErrorCode};
@@ -28,8 +27,8 @@ use keel_store::{SessionRecord, Store};
 use tokio_util::compat::{TokioAsyncReadCompatExt as _, TokioAsyncWriteCompatExt as _};
 
 use crate::prompt::{self, Prompt};
-use crate::session::{Session, rpc_error};
-use crate::{AcpError, ServeOptions, commands, files, modes, replay};
+use crate::session::{Offer, Session, rpc_error};
+use crate::{AcpError, ServeOptions, commands, files, mcp, modes, replay};
 
 /// Sessions listed per page of `session/list`.
 const LIST_PAGE: usize = 50;
@@ -210,18 +209,25 @@ impl Server {
     }
 
     /// Opens a stored session for `session/load` (its history replayed first) or
-    /// `session/resume`.
+    /// `session/resume`, with the editor's MCP servers.
     async fn reopen(
         self: &Arc<Self>,
         cwd: &Path,
         id: &str,
-        mcp_servers: Vec<agent_client_protocol::v1::schema::McpServer>,
+        mcp_servers: &[McpServer],
         replay: Replay,
         connection: &ConnectionTo<Client>,
     ) -> Result<Arc<Session>, Error> {
+        let servers = mcp::attach_value(mcp_servers).map_err(|e| invalid(e.to_string()))?;
+        let was_open = self.session(id).is_ok();
         let target = SessionTarget::Id { id: id.to_owned() };
         let (session, record) = self.open(cwd, target, connection).await?;
-        session.keep_mcp_servers(mcp_servers);
+        if let Err(error) = attach(&session, servers).await {
+            if !was_open {
+                self.discard(&session, Discard::Close).await;
+            }
+            return Err(error);
+        }
         let entries = self.history(&session).await?;
         if replay == Replay::Shown {
             for update in replay::updates(&entries, &session.cwd) {
@@ -229,8 +235,27 @@ impl Server {
             }
         }
         Self::know(&session, &record, &entries);
-        Self::commands_update(&session, connection);
+        commands::offer(&session, connection, Offer::Always).await;
         Ok(session)
+    }
+
+    /// Forgets a session this connection opened for a request that then failed.
+    async fn discard(&self, session: &Session, discard: Discard) {
+        self.lock_sessions().remove(session.id.as_str());
+        let _ = session
+            .runtime
+            .call(Op::CloseSession {
+                session_id: session.id.clone(),
+            })
+            .await;
+        if discard == Discard::Delete {
+            let _ = session
+                .runtime
+                .call(Op::DeleteSession {
+                    session_id: session.id.clone(),
+                })
+                .await;
+        }
     }
 
     /// Stored history, for replay and totals.
@@ -258,15 +283,6 @@ impl Server {
             }
         }
         session.know(&record.title, usage.cost.total, usage);
-    }
-
-    fn commands_update(session: &Session, connection: &ConnectionTo<Client>) {
-        session.send(
-            connection,
-            SessionUpdate::AvailableCommandsUpdate(AvailableCommandsUpdate::new(
-                commands::available(),
-            )),
-        );
     }
 
     /// The key the launch folder's model needs and lacks, as an auth method. Only the
@@ -316,6 +332,33 @@ impl Server {
             }
         }
     }
+}
+
+/// What becomes of a session a failed request opened.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Discard {
+    /// A stored session the editor asked for: it stays stored, closed.
+    Close,
+    /// A session the request made (new, forked): nobody knows it, so it goes.
+    Delete,
+}
+
+/// Hands the editor's MCP servers (`Op::Attach`'s value) to the session; the MCP extension
+/// starts them for it alone. A definition it refuses fails the request, naming the server.
+async fn attach(session: &Session, servers: serde_json::Value) -> Result<(), Error> {
+    if servers.as_object().is_none_or(serde_json::Map::is_empty) {
+        return Ok(());
+    }
+    session
+        .runtime
+        .call(Op::Attach {
+            session_id: session.id.clone(),
+            kind: "mcp_servers".to_owned(),
+            value: servers,
+        })
+        .await
+        .map(drop)
+        .map_err(|e| rpc_error(&e))
 }
 
 /// Runs `work` on a task of its own and answers `responder` with its result.
@@ -411,7 +454,7 @@ fn connection(
             let capabilities = AgentCapabilities::new()
                 .load_session(true)
                 .prompt_capabilities(PromptCapabilities::new().embedded_context(true).image(true))
-                .mcp_capabilities(McpCapabilities::new())
+                .mcp_capabilities(McpCapabilities::new().http(true).sse(true))
                 .session_capabilities(
                     SessionCapabilities::new()
                         .list(SessionListCapabilities::new())
@@ -459,17 +502,22 @@ fn connection(
                                   responder,
                                   cx| {
             answer(responder, async move {
+                let servers =
+                    mcp::attach_value(&request.mcp_servers).map_err(|e| invalid(e.to_string()))?;
                 let (session, _) = server
                     .open(&request.cwd, SessionTarget::New { title: None }, &cx)
                     .await?;
-                session.keep_mcp_servers(request.mcp_servers);
+                if let Err(error) = attach(&session, servers).await {
+                    server.discard(&session, Discard::Delete).await;
+                    return Err(error);
+                }
                 let response = NewSessionResponse::new(session.id.to_string())
                     .modes(modes::state(&session.mode()))
                     .config_options(session.config_options());
                 let later = cx.clone();
                 tokio::spawn(async move {
                     // After the response, so the editor knows the session.
-                    Server::commands_update(&session, &later);
+                    commands::offer(&session, &later, Offer::Always).await;
                 });
                 Ok(response)
             });
@@ -483,7 +531,7 @@ fn connection(
                     .reopen(
                         &request.cwd,
                         &request.session_id.0,
-                        request.mcp_servers,
+                        &request.mcp_servers,
                         Replay::Shown,
                         &cx,
                     )
@@ -502,7 +550,7 @@ fn connection(
                     .reopen(
                         &request.cwd,
                         &request.session_id.0,
-                        request.mcp_servers,
+                        &request.mcp_servers,
                         Replay::Skipped,
                         &cx,
                     )
@@ -518,6 +566,8 @@ fn connection(
                                   cx| {
             answer(responder, async move {
                 check_cwd(&request.cwd)?;
+                let servers =
+                    mcp::attach_value(&request.mcp_servers).map_err(|e| invalid(e.to_string()))?;
                 let folder = server.folder(&request.cwd, &cx).await?;
                 let from = SessionId::from(request.session_id.0.as_ref());
                 let record = match folder
@@ -541,8 +591,17 @@ fn connection(
                         &cx,
                     )
                     .await?;
+                if let Err(error) = attach(&session, servers).await {
+                    server.discard(&session, Discard::Delete).await;
+                    return Err(error);
+                }
                 let entries = server.history(&session).await?;
                 Server::know(&session, &record, &entries);
+                let later = cx.clone();
+                let offered = session.clone();
+                tokio::spawn(async move {
+                    commands::offer(&offered, &later, Offer::Always).await;
+                });
                 Ok(ForkSessionResponse::new(session.id.to_string())
                     .modes(modes::state(&session.mode()))
                     .config_options(session.config_options()))
@@ -705,11 +764,14 @@ fn connection(
         let number = session.as_ref().map(|s| s.received()).unwrap_or(0);
         answer(responder, async move {
             let session = session?;
-            let stop = match prompt::read(&request.prompt).map_err(|e| invalid(e.0))? {
-                Prompt::Command { name, args } => {
+            let prompt = prompt::read(&request.prompt).map_err(|e| invalid(e.0))?;
+            // Skills, command files and MCP prompts change between prompts.
+            commands::offer(&session, &cx, Offer::IfChanged).await;
+            let stop = match prompt {
+                Prompt::Command { name, args } if commands::is_builtin(&name) => {
                     commands::run(&session, &cx, &name, &args).await?
                 }
-                Prompt::Text(text, images) => session.prompt(text, images, number).await?,
+                other => session.prompt(other, number, &cx).await?,
             };
             Ok(PromptResponse::new(stop))
         });

@@ -9,8 +9,8 @@ use std::sync::{Arc, Mutex, PoisonError, Weak};
 
 use agent_client_protocol::v1::ConnectionTo;
 use agent_client_protocol::v1::schema::{
-    ConfigOptionUpdate, McpServer, RequestPermissionRequest, SessionNotification, SessionUpdate,
-    StopReason, ToolCallContent,
+    AvailableCommand, AvailableCommandsUpdate, ConfigOptionUpdate, RequestPermissionRequest,
+    SessionNotification, SessionUpdate, StopReason, ToolCallContent,
 };
 use agent_client_protocol::{Client, Error, ErrorCode, RequestCancellationHandle};
 use keel_agent::runner::{MODEL_REFUSAL, STEP_LIMIT_EXCEEDED};
@@ -20,8 +20,9 @@ use keel_protocol::{
 };
 use keel_runtime::{ConversationContract, Reply, Runtime, RuntimeError, SessionSink, Subscription};
 
+use crate::prompt::Prompt;
 use crate::translate::Translator;
-use crate::{modes, permission};
+use crate::{commands, modes, permission};
 
 /// Sums the session's usage for `/usage` and `/context`.
 #[derive(Debug, Default, Clone, Copy)]
@@ -30,6 +31,16 @@ pub struct Totals {
     pub usage: Usage,
     /// The last request's size and the model's window.
     pub context: Option<(u64, u32)>,
+}
+
+/// When the editor is offered the session's slash commands.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Offer {
+    /// At open: the editor holds no list for the session yet.
+    Always,
+    /// At each prompt: skills, command files and MCP prompts may have changed, and only a
+    /// changed list is worth an update.
+    IfChanged,
 }
 
 #[derive(Debug)]
@@ -59,9 +70,9 @@ pub struct Session {
     state: Mutex<State>,
     translator: Mutex<Translator>,
     subscription: Mutex<Option<Subscription>>,
-    /// The MCP servers the editor named for the session (kept in memory only: their
-    /// environment may hold keys), for when keel runs MCP servers.
-    mcp_servers: Mutex<Vec<McpServer>>,
+    /// The commands the editor was last offered, so a prompt re-offers them only when
+    /// they changed.
+    offered: Mutex<Option<Vec<AvailableCommand>>>,
     /// The editor terminal showing each call that has one, by call id.
     terminals: Mutex<HashMap<String, String>>,
     /// Questions the editor has not answered, by request id, to withdraw on cancel.
@@ -95,7 +106,10 @@ pub fn rpc_error(error: &RuntimeError) -> Error {
         RuntimeError::Store(store) if keel_runtime::storage::is_usage_error(store) => {
             ErrorCode::RESOURCE_NOT_FOUND
         }
-        RuntimeError::Usage(_) | RuntimeError::Config(_) => ErrorCode::INVALID_PARAMS,
+        RuntimeError::Usage(_)
+        | RuntimeError::Config(_)
+        | RuntimeError::Command { .. }
+        | RuntimeError::UnknownCommand(_) => ErrorCode::INVALID_PARAMS,
         RuntimeError::TurnRunning { .. } => ErrorCode::INVALID_REQUEST,
         _ => ErrorCode::INTERNAL_ERROR,
     };
@@ -134,7 +148,7 @@ impl Session {
             }),
             translator: Mutex::new(translator),
             subscription: Mutex::new(None),
-            mcp_servers: Mutex::new(Vec::new()),
+            offered: Mutex::new(None),
             terminals: Mutex::new(HashMap::new()),
             asking: Mutex::new(HashMap::new()),
             prompting: tokio::sync::Mutex::new(()),
@@ -171,16 +185,25 @@ impl Session {
         lock(&self.state).totals.usage += usage;
     }
 
-    /// Keeps the MCP servers the editor named for the session.
-    pub fn keep_mcp_servers(&self, servers: Vec<McpServer>) {
-        if !servers.is_empty() {
-            tracing::info!(
-                session = %self.id,
-                count = servers.len(),
-                "MCP servers from the editor are kept for the session; keel does not run MCP servers yet"
-            );
+    /// Offers `commands` to the editor (`available_commands_update`); with
+    /// [`Offer::IfChanged`], only when they differ from the last offer.
+    pub fn offer_commands(
+        &self,
+        connection: &ConnectionTo<Client>,
+        commands: Vec<AvailableCommand>,
+        offer: Offer,
+    ) {
+        {
+            let mut offered = lock(&self.offered);
+            if offer == Offer::IfChanged && offered.as_ref() == Some(&commands) {
+                return;
+            }
+            *offered = Some(commands.clone());
         }
-        *lock(&self.mcp_servers) = servers;
+        self.send(
+            connection,
+            SessionUpdate::AvailableCommandsUpdate(AvailableCommandsUpdate::new(commands)),
+        );
     }
 
     /// The current mode.
@@ -209,12 +232,13 @@ impl Session {
         self.received.fetch_add(1, Ordering::SeqCst) + 1
     }
 
-    /// Runs one prompt as a turn and says why it stopped.
+    /// Runs one prompt as a turn (text for the model, or an extension's slash command) and
+    /// says why it stopped. A command that answers with text ends the prompt with it.
     pub async fn prompt(
         self: &Arc<Self>,
-        text: String,
-        images: Vec<keel_protocol::ImageBlock>,
+        prompt: Prompt,
         number: u64,
+        connection: &ConnectionTo<Client>,
     ) -> Result<StopReason, Error> {
         let Ok(_one) = self.prompting.try_lock() else {
             return Err(Error::new(
@@ -225,20 +249,36 @@ impl Session {
         if self.cancelled.load(Ordering::SeqCst) >= number {
             return Ok(StopReason::Cancelled);
         }
-        let reply = self
-            .runtime
-            .call(Op::Submit {
+        let op = match prompt {
+            Prompt::Text(text, images) => Op::Submit {
                 session_id: self.id.clone(),
                 text,
                 images,
                 source: TurnSource::Api,
                 output_schema: None,
                 time_budget_ms: None,
-            })
-            .await
-            .map_err(|e| rpc_error(&e))?;
-        let Reply::Turn(handle) = reply else {
-            return Err(Error::internal_error());
+            },
+            Prompt::Command { name, args } => Op::RunCommand {
+                session_id: self.id.clone(),
+                name,
+                arguments: args,
+            },
+        };
+        let handle = match self.runtime.call(op).await {
+            Ok(Reply::Turn(handle)) => handle,
+            Ok(Reply::Text(text)) => {
+                if self.cancelled.load(Ordering::SeqCst) >= number {
+                    return Ok(StopReason::Cancelled);
+                }
+                commands::reply(self, connection, text);
+                return Ok(StopReason::EndTurn);
+            }
+            Err(RuntimeError::UnknownCommand(name)) => {
+                commands::reply(self, connection, commands::unknown(&name));
+                return Ok(StopReason::EndTurn);
+            }
+            Ok(_) => return Err(Error::internal_error()),
+            Err(error) => return Err(rpc_error(&error)),
         };
         // A cancel that arrived while the turn was being admitted.
         if self.cancelled.load(Ordering::SeqCst) >= number {

@@ -4,6 +4,7 @@
 
 mod attack;
 mod harness;
+mod mcp;
 mod raw;
 mod terminals;
 

@@ -1,0 +1,208 @@
+//! The editor's MCP servers: `mcpServers` of `session/new` run for the session (the
+//! workspace's `keel-mcptest` on stdio), their tools reach the model, their prompts are
+//! commands, and a server keel cannot run refuses the session.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use agent_client_protocol::v1::schema::{
+    EnvVariable, ListSessionsRequest, McpServer, McpServerHttp, McpServerStdio, NewSessionRequest,
+    StopReason,
+};
+use serde_json::json;
+
+use crate::harness::{EditorState, World, capabilities, connect, initialize, mock, prompt};
+
+/// The MCP test server, built next to keel (`cargo build -p keel-mcptest`).
+fn mcptest() -> PathBuf {
+    let path = std::path::Path::new(env!("CARGO_BIN_EXE_keel")).with_file_name("keel-mcptest");
+    assert!(
+        path.is_file(),
+        "{} is missing: build it with `cargo build -p keel-mcptest`",
+        path.display()
+    );
+    path
+}
+
+/// The last `available_commands_update`'s commands, as `/name hint: description`.
+fn offered(state: &EditorState) -> Vec<String> {
+    let last = state
+        .json()
+        .into_iter()
+        .rfind(|u| u["sessionUpdate"] == "available_commands_update")
+        .expect("an available_commands_update");
+    last["availableCommands"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| {
+            let hint = c["input"]["hint"]
+                .as_str()
+                .map(|h| format!(" {h}"))
+                .unwrap_or_default();
+            format!(
+                "/{}{hint}: {}",
+                c["name"].as_str().unwrap(),
+                c["description"].as_str().unwrap()
+            )
+        })
+        .collect()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_editor_mcp_server_serves_tools_prompts_and_status() {
+    let server = mock(json!([
+        {"tool_calls": [{"name": "mcp__test__echo", "arguments": {"message": "hi"}}]},
+        {"text": "echoed"},
+        {"text": "reviewed"}
+    ]))
+    .await;
+    let world = World::new();
+    let work = world.work();
+    let state = Arc::new(EditorState::default());
+    let st = state.clone();
+    let mut keel = world.spawn(&server, &["--permission", "full"]);
+    connect(&mut keel, state, async |cx| {
+        let init = initialize(&cx, capabilities(false)).await?;
+        assert_eq!(
+            init["agentCapabilities"]["mcpCapabilities"],
+            json!({"http": true, "sse": true})
+        );
+        let stdio = McpServerStdio::new("test", mcptest())
+            .env(vec![EnvVariable::new("KEEL_MCPTEST_UNUSED", "1")]);
+        let session = cx
+            .send_request(NewSessionRequest::new(&work).mcp_servers(vec![McpServer::Stdio(stdio)]))
+            .block_task()
+            .await?
+            .session_id
+            .0
+            .to_string();
+
+        // The model calls the server's tool; its result reaches the editor.
+        assert_eq!(prompt(&cx, &session, "echo hi").await?, StopReason::EndTurn);
+        let updates = st.json();
+        let done = updates
+            .iter()
+            .find(|u| u["sessionUpdate"] == "tool_call_update" && u["status"] == "completed")
+            .unwrap_or_else(|| panic!("no completed call in {updates:?}"));
+        assert_eq!(
+            done["content"],
+            json!([{"type": "content", "content": {"type": "text", "text": "hi"}}]),
+            "{done}"
+        );
+        assert_eq!(st.message_text(), "echoed");
+
+        // At the next prompt the editor is offered the server's prompt, after keel's own
+        // commands; `/mcp` answers with the server list without a model request.
+        st.clear();
+        assert_eq!(prompt(&cx, &session, "/mcp").await?, StopReason::EndTurn);
+        let commands = offered(&st);
+        assert_eq!(commands[0], "/help: List keel's commands");
+        let review = commands
+            .iter()
+            .position(|c| c == "/test:review <file> [focus]: Asks for a review of one file.")
+            .unwrap_or_else(|| panic!("no test:review in {commands:?}"));
+        let compact = commands
+            .iter()
+            .position(|c| c.starts_with("/compact"))
+            .unwrap();
+        assert!(compact < review, "{commands:?}");
+        assert!(
+            commands.iter().any(|c| c.starts_with("/mcp [reload]: ")),
+            "{commands:?}"
+        );
+        let status = st.message_text();
+        assert!(
+            status.contains("- test: ") && status.contains("stdio"),
+            "{status}"
+        );
+        assert_eq!(server.requests().len(), 2);
+
+        // A prompt command is a turn with its expansion.
+        st.clear();
+        assert_eq!(
+            prompt(&cx, &session, "/test:review main.rs").await?,
+            StopReason::EndTurn
+        );
+        assert_eq!(st.message_text(), "reviewed");
+        let sent = server.requests()[2].body.to_string();
+        assert!(sent.contains("Review main.rs."), "{sent}");
+        // Nothing changed: the commands are not offered again.
+        assert!(
+            !st.kinds().contains(&"available_commands_update".to_owned()),
+            "{:?}",
+            st.kinds()
+        );
+
+        // A command that fails (a required argument missing) is an invalid-params error.
+        let failed = prompt(&cx, &session, "/test:review").await.unwrap_err();
+        assert_eq!(
+            failed.code,
+            agent_client_protocol::ErrorCode::INVALID_PARAMS,
+            "{failed:?}"
+        );
+        Ok(())
+    })
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_server_keel_cannot_run_refuses_the_session() {
+    let server = mock(json!([])).await;
+    let world = World::new();
+    let work = world.work();
+    let state = Arc::new(EditorState::default());
+    let mut keel = world.spawn(&server, &[]);
+    connect(&mut keel, state, async |cx| {
+        initialize(&cx, capabilities(false)).await?;
+        let refused = |servers: Vec<McpServer>| {
+            let cx = cx.clone();
+            let request = NewSessionRequest::new(&work).mcp_servers(servers);
+            async move {
+                cx.send_request(request)
+                    .block_task()
+                    .await
+                    .expect_err("the session is refused")
+            }
+        };
+        let bad_url = refused(vec![
+            McpServer::Stdio(McpServerStdio::new("fine", mcptest())),
+            McpServer::Http(McpServerHttp::new("docs", "ftp://example.com/mcp")),
+        ])
+        .await;
+        assert_eq!(
+            bad_url.code,
+            agent_client_protocol::ErrorCode::INVALID_PARAMS
+        );
+        assert!(
+            bad_url.message.contains("mcp_servers.docs")
+                && bad_url.message.contains("only http and https"),
+            "{bad_url:?}"
+        );
+        let bad_name = refused(vec![McpServer::Stdio(McpServerStdio::new(
+            "my server",
+            mcptest(),
+        ))])
+        .await;
+        assert_eq!(
+            bad_name.code,
+            agent_client_protocol::ErrorCode::INVALID_PARAMS
+        );
+        assert!(bad_name.message.contains("`my server`"), "{bad_name:?}");
+        let twice = refused(vec![
+            McpServer::Stdio(McpServerStdio::new("dup", mcptest())),
+            McpServer::Stdio(McpServerStdio::new("dup", mcptest())),
+        ])
+        .await;
+        assert_eq!(twice.code, agent_client_protocol::ErrorCode::INVALID_PARAMS);
+        assert!(twice.message.contains("`dup` is named twice"), "{twice:?}");
+        // The refused sessions were not kept.
+        let listed = cx
+            .send_request(ListSessionsRequest::new())
+            .block_task()
+            .await?;
+        assert!(listed.sessions.is_empty(), "{:?}", listed.sessions);
+        Ok(())
+    })
+    .await;
+}
