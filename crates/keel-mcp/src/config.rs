@@ -79,6 +79,17 @@ pub struct ServerSpec {
     pub origin: Origin,
 }
 
+impl ServerSpec {
+    /// Its key among a runtime's servers: the name, and for an editor's server also the
+    /// session it belongs to (two sessions may attach servers of the same name).
+    pub fn key(&self) -> String {
+        match &self.origin {
+            Origin::Client(session) => format!("{}@{session}", self.name),
+            _ => self.name.clone(),
+        }
+    }
+}
+
 /// Timeouts every server gets unless it sets its own.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Defaults {

@@ -181,6 +181,10 @@ impl Shared {
         for server in &servers {
             tools.extend(self.server_tools(server, Some(scope)));
         }
+        // Two servers of one name (an editor's and the configuration's) would offer the same
+        // tool names: the first keeps them.
+        let mut names = BTreeSet::new();
+        tools.retain(|t| names.insert(t.definition().name.clone()));
         let lease = Arc::new(TurnLease {
             session: scope.session_id.clone(),
             model: scope.model.clone(),
@@ -295,6 +299,12 @@ impl Shared {
             joined.push(server.spec().name.clone());
             tools.extend(self.server_tools(&server, scope));
         }
+        let taken: BTreeSet<String> = lock(&lease.tools)
+            .iter()
+            .map(|t| t.definition().name.clone())
+            .collect();
+        let mut names = taken;
+        tools.retain(|t| names.insert(t.definition().name.clone()));
         if !tools.is_empty() {
             let (direct, search) = self.disclose(lease, tools);
             lease.additions.add(direct.into_iter().chain(search));
@@ -397,11 +407,7 @@ impl Shared {
 }
 
 fn key(server: &Server) -> String {
-    let spec = server.spec();
-    match &spec.origin {
-        Origin::Client(session) => format!("{}@{session}", spec.name),
-        _ => spec.name.clone(),
-    }
+    server.spec().key()
 }
 
 impl Extension for Mcp {
@@ -528,8 +534,10 @@ impl CommandSource for Commands {
         }
         let (server_name, prompt) = name.split_once(':')?;
         // A server still starting (the run began a moment ago) is waited for briefly.
-        if let Some(server) = self.shared.manager.get(server_name) {
-            server.settled(FIRST_REQUEST_WAIT).await;
+        for server in self.shared.visible(session) {
+            if server.spec().name == server_name {
+                server.settled(FIRST_REQUEST_WAIT).await;
+            }
         }
         let server = self
             .shared

@@ -278,9 +278,9 @@ impl Manager {
         self.servers().values().cloned().collect()
     }
 
-    /// The server named `name`.
-    pub fn get(&self, name: &str) -> Option<Arc<Server>> {
-        self.servers().get(name).cloned()
+    /// The server of `key` ([`ServerSpec::key`]).
+    pub fn get(&self, key: &str) -> Option<Arc<Server>> {
+        self.servers().get(key).cloned()
     }
 
     /// The current revision of what the servers offer.
@@ -351,10 +351,7 @@ impl Manager {
                 stop: self.inner.shutdown.child_token(),
                 spec,
             });
-            if let Some(old) = self
-                .servers()
-                .insert(server.spec.name.clone(), server.clone())
-            {
+            if let Some(old) = self.servers().insert(server.spec.key(), server.clone()) {
                 old.stop.cancel();
             }
             let manager = self.clone();
@@ -362,9 +359,9 @@ impl Manager {
         }
     }
 
-    /// Stops `name`; returns whether it existed.
-    pub fn stop(&self, name: &str) -> bool {
-        let Some(server) = self.servers().remove(name) else {
+    /// Stops the server of `key`; returns whether it existed.
+    pub fn stop(&self, key: &str) -> bool {
+        let Some(server) = self.servers().remove(key) else {
             return false;
         };
         server.stop.cancel();
