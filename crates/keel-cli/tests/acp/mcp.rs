@@ -24,10 +24,10 @@ fn mcptest() -> PathBuf {
     path
 }
 
-/// The last `available_commands_update`'s commands, as `/name hint: description`.
-fn offered(state: &EditorState) -> Vec<String> {
-    let last = state
-        .json()
+/// The last `available_commands_update`'s commands among `updates`, as
+/// `/name hint: description`.
+fn offered(updates: Vec<serde_json::Value>) -> Vec<String> {
+    let last = updates
         .into_iter()
         .rfind(|u| u["sessionUpdate"] == "available_commands_update")
         .expect("an available_commands_update");
@@ -92,11 +92,14 @@ async fn an_editor_mcp_server_serves_tools_prompts_and_status() {
         );
         assert_eq!(st.message_text(), "echoed");
 
-        // At the next prompt the editor is offered the server's prompt, after keel's own
-        // commands; `/mcp` answers with the server list without a model request.
+        // By the next prompt at the latest (the server may have come up before the first)
+        // the editor is offered the server's prompt, after keel's own commands; `/mcp`
+        // answers with the server list without a model request.
+        let mut updates = st.json();
         st.clear();
         assert_eq!(prompt(&cx, &session, "/mcp").await?, StopReason::EndTurn);
-        let commands = offered(&st);
+        updates.extend(st.json());
+        let commands = offered(updates);
         assert_eq!(commands[0], "/help: List keel's commands");
         let review = commands
             .iter()
