@@ -1,9 +1,10 @@
 //! The `keel` binary.
 //!
 //! Only this crate writes to the terminal. It offers `keel exec`, the scripting entry point,
-//! `keel sessions` over the stored sessions, `keel acp` for editors, `keel feedback`, `keel debug` and `keel trust`. `exec` is a client of the
-//! in-process runtime (`keel-runtime`): it submits typed operations and renders the session's
-//! events; argument parsing, signals, output formats and exit codes are all it owns.
+//! `keel sessions` over the stored sessions, `keel acp` for editors, `keel feedback`,
+//! `keel debug`, `keel trust` and `keel mcp`. `exec` is a client of the in-process runtime
+//! (`keel-runtime`): it submits typed operations and renders the session's events; argument
+//! parsing, signals, output formats and exit codes are all it owns.
 
 mod acp;
 mod debug;
@@ -11,6 +12,7 @@ mod errors;
 mod exec;
 mod feedback;
 mod logging;
+mod mcp;
 mod sessions;
 mod trust;
 mod tui;
@@ -49,6 +51,8 @@ enum Command {
     /// Trust this project's keel files (.keel/config.yaml, .keel/permissions.yaml) as they
     /// are now; until then they may only make keel stricter.
     Trust(trust::TrustArgs),
+    /// List, show, add or remove MCP servers.
+    Mcp(mcp::McpArgs),
     /// Pick a stored session of this folder and continue it in the TUI.
     Resume(Box<tui::TuiArgs>),
     /// Serve the Agent Client Protocol on stdin and stdout, for editors (Zed, JetBrains,
@@ -95,6 +99,7 @@ fn main() -> ExitCode {
             Command::Exec(args) => exec::run(*args).await,
             Command::Sessions(args) => sessions::run(args).await.map(|()| ExitCode::SUCCESS),
             Command::Trust(args) => trust::run(&args).map(|()| ExitCode::SUCCESS),
+            Command::Mcp(args) => mcp::run(args).map(|()| ExitCode::SUCCESS),
             Command::Feedback(args) => feedback::run(args).await.map(|()| ExitCode::SUCCESS),
             Command::Debug(args) => debug::run(args).await.map(|()| ExitCode::SUCCESS),
             Command::Resume(_) | Command::Acp(_) | Command::AcpRelay(_) => Ok(ExitCode::SUCCESS),

@@ -1,0 +1,592 @@
+//! `keel mcp`: list, show, add and remove MCP servers.
+//!
+//! Listing reads the same configuration and project `.mcp.json` the runtime does and shows
+//! where each server comes from, but starts nothing and touches no network. Adding and
+//! removing edit only `$KEEL_HOME/config.yaml`, the user's own file: a project's files are
+//! the project's to change. A new server is validated by the runtime's own `spec_of`, so
+//! `add` refuses exactly what a session would.
+
+mod edit;
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use anyhow::{anyhow, bail};
+use keel_mcp::config::{Defaults, Origin, ServerSpec, Transport};
+use keel_runtime::settings::extend::McpServerConfig;
+use keel_runtime::settings::{FILE_NAME, Settings, SettingsInput};
+use serde_json::json;
+use yaml_serde::{Mapping, Value};
+
+/// What secret-bearing values (variables, headers) are shown as.
+const MASK: &str = "***";
+
+/// Arguments of `keel mcp`.
+#[derive(Debug, clap::Args)]
+pub struct McpArgs {
+    #[command(subcommand)]
+    command: McpCommand,
+}
+
+#[derive(Debug, clap::Subcommand)]
+enum McpCommand {
+    /// Every configured MCP server and where it comes from (starts none).
+    List {
+        /// Print a JSON array.
+        #[arg(long)]
+        json: bool,
+    },
+    /// One server in detail (the values of its variables and headers are masked).
+    Get {
+        /// The server's name.
+        name: String,
+        /// Print a JSON object.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Add a server to $KEEL_HOME/config.yaml: `--url URL` (HTTP) or `-- COMMAND ARGS...`
+    /// (stdio).
+    Add(Box<AddArgs>),
+    /// Remove a server from $KEEL_HOME/config.yaml.
+    Remove {
+        /// The server's name.
+        name: String,
+        /// Print `{"removed": NAME}`.
+        #[arg(long)]
+        json: bool,
+    },
+}
+
+/// Arguments of `keel mcp add`.
+#[derive(Debug, clap::Args)]
+struct AddArgs {
+    /// The server's name: letters, digits, `_` and `-`.
+    name: String,
+    /// A variable set for a stdio server, as KEY=VALUE (repeatable).
+    #[arg(long = "env", value_name = "KEY=VALUE", value_parser = parse_env)]
+    env: Vec<(String, String)>,
+    /// A header sent to an HTTP server, as NAME=VALUE or "NAME: VALUE" (repeatable).
+    #[arg(long = "header", value_name = "NAME=VALUE", value_parser = parse_header)]
+    headers: Vec<(String, String)>,
+    /// The variable holding a bearer token for an HTTP server.
+    #[arg(long, value_name = "VAR")]
+    bearer_token_env_var: Option<String>,
+    /// Seconds the server may take to start.
+    #[arg(long, value_name = "SECONDS")]
+    startup_timeout_sec: Option<f64>,
+    /// Seconds one tool call may take.
+    #[arg(long, value_name = "SECONDS")]
+    tool_timeout_sec: Option<f64>,
+    /// The server's streamable HTTP endpoint.
+    #[arg(long)]
+    url: Option<String>,
+    /// Print `{"added": NAME}`.
+    #[arg(long)]
+    json: bool,
+    /// The program to start (stdio) and its arguments, after `--`.
+    #[arg(last = true, value_name = "COMMAND")]
+    command: Vec<String>,
+}
+
+fn parse_env(text: &str) -> Result<(String, String), String> {
+    match text.split_once('=') {
+        Some((key, value)) if !key.trim().is_empty() => {
+            Ok((key.trim().to_owned(), value.to_owned()))
+        }
+        _ => Err(format!("expected KEY=VALUE, not `{text}`")),
+    }
+}
+
+fn parse_header(text: &str) -> Result<(String, String), String> {
+    // A header's name cannot hold `:` or `=`, so the first of them ends it.
+    match text.find([':', '=']) {
+        Some(at) if !text[..at].trim().is_empty() => Ok((
+            text[..at].trim().to_owned(),
+            text[at + 1..].trim_start().to_owned(),
+        )),
+        _ => Err(format!(
+            "expected NAME=VALUE or \"NAME: VALUE\", not `{text}`"
+        )),
+    }
+}
+
+/// Runs `keel mcp`.
+pub fn run(args: McpArgs) -> anyhow::Result<()> {
+    let cwd = std::env::current_dir()?;
+    match args.command {
+        McpCommand::List { json } => list(&cwd, json),
+        McpCommand::Get { name, json } => get(&cwd, &name, json),
+        McpCommand::Add(args) => add(&cwd, &args),
+        McpCommand::Remove { name, json } => remove(&cwd, &name, json),
+    }
+}
+
+/// Where a server is defined.
+enum Source {
+    /// A configuration file of the user's (or a trusted project's `.keel/config.yaml`).
+    Config(PathBuf),
+    /// A project's `.mcp.json`, which runs only once trusted.
+    Project {
+        /// The file.
+        file: PathBuf,
+        /// Whether the user trusts it.
+        trusted: bool,
+    },
+}
+
+/// One server as shown.
+struct Server {
+    name: String,
+    source: Source,
+    enabled: bool,
+    definition: McpServerConfig,
+    /// The timeouts in force, when the definition is valid.
+    timeouts: Option<(Duration, Duration)>,
+    /// Why a session would not start it, when the definition is not valid.
+    problem: Option<String>,
+}
+
+/// Every server the configuration and the project's `.mcp.json` define, configured ones
+/// first, and warnings about files that could not be read.
+fn servers(cwd: &Path) -> anyhow::Result<(Vec<Server>, Vec<String>)> {
+    let settings = Settings::load(&SettingsInput {
+        cwd: cwd.to_path_buf(),
+        keel_home: None,
+        ..Default::default()
+    })?;
+    let config = &settings.loaded.config;
+    let home_file = settings.keel_home.as_ref().map(|h| h.join(FILE_NAME));
+    let in_home = match &home_file {
+        Some(file) => edit::servers_in(file)?,
+        None => BTreeMap::new(),
+    };
+    let mut warnings = Vec::new();
+    let defaults = Defaults::of(config).unwrap_or_else(|e| {
+        warnings.push(e);
+        Defaults::default()
+    });
+    let mut out = Vec::new();
+    for (name, definition) in &config.mcp_servers {
+        // A server not in the user's file came from the trusted project's configuration.
+        let file = match (&home_file, in_home.contains_key(name)) {
+            (Some(home), true) => Some(home.clone()),
+            _ => keel_runtime::settings::config::project_file(cwd),
+        };
+        let spec = keel_mcp::config::spec_of(name, definition, defaults, Origin::Config);
+        out.push(Server {
+            name: name.clone(),
+            source: Source::Config(file.unwrap_or_default()),
+            enabled: definition.enabled != Some(false),
+            definition: definition.clone(),
+            timeouts: spec
+                .as_ref()
+                .ok()
+                .map(|s| (s.startup_timeout, s.call_timeout)),
+            problem: spec.err(),
+        });
+    }
+    if let Some(file) = keel_mcp::config::project_file(cwd) {
+        let host = keel_runtime::extension::HostInfo {
+            cwd: cwd.to_path_buf(),
+            keel_home: settings.keel_home.clone(),
+            trust_project: false,
+            trust_project_mcp: false,
+        };
+        let trusted = keel_mcp::untrusted_project(config, &host).is_none();
+        let specs = std::fs::read_to_string(&file)
+            .map_err(|e| format!("cannot read {}: {e}", file.display()))
+            .and_then(|text| {
+                keel_mcp::config::from_project(&file, &text, defaults, &|v| std::env::var(v).ok())
+            });
+        match specs {
+            Ok(specs) => out.extend(specs.into_iter().map(|spec| Server {
+                name: spec.name.clone(),
+                source: Source::Project {
+                    file: file.clone(),
+                    trusted,
+                },
+                enabled: true,
+                definition: definition_of(&spec),
+                timeouts: Some((spec.startup_timeout, spec.call_timeout)),
+                problem: None,
+            })),
+            Err(error) => warnings.push(error),
+        }
+    }
+    Ok((out, warnings))
+}
+
+/// A project server's spec in the shape of a configured one, to show both alike.
+fn definition_of(spec: &ServerSpec) -> McpServerConfig {
+    match &spec.transport {
+        Transport::Stdio {
+            command,
+            args,
+            env,
+            cwd,
+        } => McpServerConfig {
+            command: Some(command.clone()),
+            args: args.clone(),
+            env: env.clone(),
+            cwd: cwd.as_ref().map(|c| c.display().to_string()),
+            ..McpServerConfig::default()
+        },
+        Transport::Http {
+            url,
+            headers,
+            bearer_env,
+        } => McpServerConfig {
+            url: Some(url.clone()),
+            headers: headers.clone(),
+            bearer_token_env_var: bearer_env.clone(),
+            ..McpServerConfig::default()
+        },
+    }
+}
+
+fn list(cwd: &Path, json: bool) -> anyhow::Result<()> {
+    let (servers, warnings) = servers(cwd)?;
+    for warning in &warnings {
+        eprintln!("keel: warning: {warning}");
+    }
+    if json {
+        let all: Vec<serde_json::Value> = servers.iter().map(summary).collect();
+        println!("{}", serde_json::Value::Array(all));
+        return Ok(());
+    }
+    if servers.is_empty() {
+        println!(
+            "No MCP servers configured. Add one with `keel mcp add NAME -- COMMAND [ARGS...]` \
+             (stdio) or `keel mcp add NAME --url URL` (HTTP)."
+        );
+        return Ok(());
+    }
+    let mut rows = vec![[
+        "NAME".to_owned(),
+        "TRANSPORT".to_owned(),
+        "SOURCE".to_owned(),
+        "ENABLED".to_owned(),
+    ]];
+    for server in &servers {
+        if let Some(problem) = &server.problem {
+            eprintln!("keel: warning: {problem}");
+        }
+        rows.push([
+            server.name.clone(),
+            transport_text(&server.definition),
+            source_text(&server.source),
+            yes_no(server.enabled).to_owned(),
+        ]);
+    }
+    print!("{}", table(&rows));
+    let untrusted = servers.iter().find_map(|s| match &s.source {
+        Source::Project {
+            file,
+            trusted: false,
+        } => Some(file),
+        _ => None,
+    });
+    if let Some(file) = untrusted {
+        println!(
+            "keel does not start the servers of {} until you trust it: run `keel trust`.",
+            file.display()
+        );
+    }
+    Ok(())
+}
+
+/// Rows as columns padded to their widest cell (the last one unpadded).
+fn table(rows: &[[String; 4]]) -> String {
+    let mut widths = [0; 4];
+    for row in rows {
+        for (width, cell) in widths.iter_mut().zip(row) {
+            *width = (*width).max(cell.chars().count());
+        }
+    }
+    let mut out = String::new();
+    for row in rows {
+        let mut line = String::new();
+        for (i, cell) in row.iter().enumerate() {
+            if i + 1 == row.len() {
+                line.push_str(cell);
+            } else {
+                line.push_str(&format!("{cell:<width$}  ", width = widths[i]));
+            }
+        }
+        out.push_str(line.trim_end());
+        out.push('\n');
+    }
+    out
+}
+
+fn transport_text(definition: &McpServerConfig) -> String {
+    match (&definition.url, &definition.command) {
+        (Some(url), _) => format!("http: {url}"),
+        (None, Some(command)) => {
+            let mut words = vec![quoted(command)];
+            words.extend(definition.args.iter().map(|a| quoted(a)));
+            format!("stdio: {}", words.join(" "))
+        }
+        (None, None) => "(none)".to_owned(),
+    }
+}
+
+/// A word as a shell would need it to stay one word.
+fn quoted(word: &str) -> String {
+    if !word.is_empty()
+        && word
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || "-_./=:@,+%".contains(c))
+    {
+        word.to_owned()
+    } else {
+        format!("'{}'", word.replace('\'', r"'\''"))
+    }
+}
+
+fn source_text(source: &Source) -> String {
+    match source {
+        Source::Config(file) => file.display().to_string(),
+        Source::Project { file, trusted } => format!(
+            "{} ({})",
+            file.display(),
+            if *trusted { "trusted" } else { "not trusted" }
+        ),
+    }
+}
+
+fn yes_no(value: bool) -> &'static str {
+    if value { "yes" } else { "no" }
+}
+
+/// What `list --json` shows of a server.
+fn summary(server: &Server) -> serde_json::Value {
+    let d = &server.definition;
+    let (source, file, trusted) = match &server.source {
+        Source::Config(file) => ("config", file, true),
+        Source::Project { file, trusted } => ("project", file, *trusted),
+    };
+    let mut value = json!({
+        "name": server.name,
+        "transport": if d.url.is_some() { "http" } else { "stdio" },
+        "command": d.command,
+        "args": d.args,
+        "url": d.url,
+        "source": source,
+        "file": file,
+        "trusted": trusted,
+        "enabled": server.enabled,
+    });
+    if let (Some(problem), Some(object)) = (&server.problem, value.as_object_mut()) {
+        object.insert("problem".into(), json!(problem));
+    }
+    value
+}
+
+/// Names with every value masked.
+fn masked(map: &BTreeMap<String, String>) -> BTreeMap<&str, &str> {
+    map.keys().map(|k| (k.as_str(), MASK)).collect()
+}
+
+fn get(cwd: &Path, name: &str, json: bool) -> anyhow::Result<()> {
+    let (servers, _) = servers(cwd)?;
+    // The configured one first: it is the one a session runs.
+    let Some(server) = servers.iter().find(|s| s.name == name) else {
+        bail!("no MCP server named `{name}` (see `keel mcp list`)");
+    };
+    let d = &server.definition;
+    let timeouts = server
+        .timeouts
+        .map(|(s, c)| (s.as_secs_f64(), c.as_secs_f64()));
+    if json {
+        let mut value = summary(server);
+        if let Some(object) = value.as_object_mut() {
+            object.insert("env".into(), json!(masked(&d.env)));
+            object.insert("cwd".into(), json!(d.cwd));
+            object.insert("headers".into(), json!(masked(&d.headers)));
+            object.insert("bearer_token_env_var".into(), json!(d.bearer_token_env_var));
+            object.insert("startup_timeout_sec".into(), json!(timeouts.map(|t| t.0)));
+            object.insert("tool_timeout_sec".into(), json!(timeouts.map(|t| t.1)));
+        }
+        println!("{value}");
+        return Ok(());
+    }
+    let mut lines: Vec<(&str, String)> = vec![
+        ("name", server.name.clone()),
+        ("source", source_text(&server.source)),
+        ("enabled", yes_no(server.enabled).to_owned()),
+    ];
+    let pairs = |map: &BTreeMap<String, String>| {
+        map.keys()
+            .map(|k| format!("{k}={MASK}"))
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
+    if let Some(url) = &d.url {
+        lines.push(("transport", "http".to_owned()));
+        lines.push(("url", url.clone()));
+        if !d.headers.is_empty() {
+            lines.push(("headers", pairs(&d.headers)));
+        }
+        if let Some(var) = &d.bearer_token_env_var {
+            lines.push(("bearer token from", format!("${var}")));
+        }
+    } else {
+        lines.push(("transport", "stdio".to_owned()));
+        lines.push(("command", d.command.clone().unwrap_or_default()));
+        if !d.args.is_empty() {
+            let args: Vec<String> = d.args.iter().map(|a| quoted(a)).collect();
+            lines.push(("args", args.join(" ")));
+        }
+        if let Some(dir) = &d.cwd {
+            lines.push(("cwd", dir.clone()));
+        }
+        if !d.env.is_empty() {
+            lines.push(("env", pairs(&d.env)));
+        }
+    }
+    if let Some((startup, call)) = timeouts {
+        lines.push(("startup timeout", format!("{startup}s")));
+        lines.push(("tool timeout", format!("{call}s")));
+    }
+    if let Some(problem) = &server.problem {
+        lines.push(("problem", problem.clone()));
+    }
+    let width = lines.iter().map(|(k, _)| k.len()).max().unwrap_or(0) + 1;
+    for (key, value) in lines {
+        println!("{:<width$} {value}", format!("{key}:"), width = width);
+    }
+    Ok(())
+}
+
+/// `$KEEL_HOME/config.yaml`, the file `add` and `remove` edit.
+fn home_file() -> anyhow::Result<PathBuf> {
+    keel_runtime::settings::keel_home()
+        .map(|home| home.join(FILE_NAME))
+        .ok_or_else(|| anyhow!("cannot find keel's folder: set KEEL_HOME or HOME"))
+}
+
+/// The new server's entry, holding only what was given.
+fn entry_of(args: &AddArgs) -> anyhow::Result<Mapping> {
+    let mut entry = Mapping::new();
+    let mut put = |key: &str, value: Value| {
+        entry.insert(Value::String(key.to_owned()), value);
+    };
+    let strings = |pairs: &[(String, String)]| {
+        Value::Mapping(
+            pairs
+                .iter()
+                .map(|(k, v)| (Value::String(k.clone()), Value::String(v.clone())))
+                .collect(),
+        )
+    };
+    if let Some((command, rest)) = args.command.split_first() {
+        put("command", Value::String(command.clone()));
+        if !rest.is_empty() {
+            put("args", yaml_serde::to_value(rest)?);
+        }
+    }
+    if !args.env.is_empty() {
+        put("env", strings(&args.env));
+    }
+    if let Some(url) = &args.url {
+        put("url", Value::String(url.clone()));
+    }
+    if !args.headers.is_empty() {
+        put("headers", strings(&args.headers));
+    }
+    if let Some(var) = &args.bearer_token_env_var {
+        put("bearer_token_env_var", Value::String(var.clone()));
+    }
+    if let Some(seconds) = args.startup_timeout_sec {
+        put("startup_timeout_sec", yaml_serde::to_value(seconds)?);
+    }
+    if let Some(seconds) = args.tool_timeout_sec {
+        put("tool_timeout_sec", yaml_serde::to_value(seconds)?);
+    }
+    Ok(entry)
+}
+
+fn add(cwd: &Path, args: &AddArgs) -> anyhow::Result<()> {
+    let entry = entry_of(args)?;
+    let definition: McpServerConfig = yaml_serde::from_value(Value::Mapping(entry.clone()))?;
+    keel_mcp::config::spec_of(&args.name, &definition, Defaults::default(), Origin::Config)
+        .map_err(|e| anyhow!(e))?;
+    let file = home_file()?;
+    if edit::servers_in(&file)?.contains_key(&args.name) {
+        bail!(
+            "an MCP server named `{}` is already in {}: run `keel mcp remove {}` first",
+            args.name,
+            file.display(),
+            args.name
+        );
+    }
+    edit::apply(
+        &file,
+        &edit::Change::Add {
+            name: &args.name,
+            entry: &entry,
+        },
+    )?;
+    if project_names(cwd).iter().any(|n| n == &args.name) {
+        eprintln!(
+            "keel: note: the project's .mcp.json also has a server `{}`; yours is the one keel runs.",
+            args.name
+        );
+    }
+    if args.json {
+        println!("{}", json!({ "added": args.name }));
+    } else {
+        println!("Added MCP server `{}` to {}.", args.name, file.display());
+    }
+    Ok(())
+}
+
+/// The names of the project `.mcp.json`'s servers (none when it does not read).
+fn project_names(cwd: &Path) -> Vec<String> {
+    let Some(file) = keel_mcp::config::project_file(cwd) else {
+        return Vec::new();
+    };
+    std::fs::read_to_string(&file)
+        .ok()
+        .and_then(|text| {
+            keel_mcp::config::from_project(&file, &text, Defaults::default(), &|_| None).ok()
+        })
+        .map(|specs| specs.into_iter().map(|s| s.name).collect())
+        .unwrap_or_default()
+}
+
+fn remove(cwd: &Path, name: &str, json: bool) -> anyhow::Result<()> {
+    let file = home_file()?;
+    if !edit::servers_in(&file)?.contains_key(name) {
+        if project_names(cwd).iter().any(|n| n == name) {
+            let project = keel_mcp::config::project_file(cwd).unwrap_or_default();
+            bail!(
+                "MCP server `{name}` comes from the project's {}, which `keel mcp remove` does not edit: \
+                 remove it there (keel runs it only if you trust the file)",
+                project.display()
+            );
+        }
+        if let Some(project) = keel_runtime::settings::config::project_file(cwd)
+            .filter(|p| edit::servers_in(p).is_ok_and(|s| s.contains_key(name)))
+        {
+            bail!(
+                "MCP server `{name}` is defined in the project's {}, which `keel mcp remove` does not edit: \
+                 remove it there",
+                project.display()
+            );
+        }
+        bail!(
+            "no MCP server named `{name}` in {} (see `keel mcp list`)",
+            file.display()
+        );
+    }
+    edit::apply(&file, &edit::Change::Remove { name })?;
+    if json {
+        println!("{}", json!({ "removed": name }));
+    } else {
+        println!("Removed MCP server `{name}` from {}.", file.display());
+    }
+    Ok(())
+}
