@@ -314,3 +314,53 @@ fn a_project_mcp_json_needs_trust() {
     let output = world.exec(script, &[], "go");
     assert_eq!(results(&output)["c1"].1, "failed");
 }
+
+#[test]
+fn server_tools_are_judged_by_the_permission_gate() {
+    let world = World::new(&stdio_config(&[], ""));
+    std::fs::write(
+        world.home.join("permissions.yaml"),
+        "deny:\n  - tool: mcp__test__env\n",
+    )
+    .unwrap();
+    let script = r#"[{"tool_calls": [
+        {"id": "echo", "name": "mcp__test__echo", "arguments": {"message": "allowed"}},
+        {"id": "env", "name": "mcp__test__env", "arguments": {}}
+    ]}, {"text": "done"}]"#;
+    // A rule names a server tool: denied even in auto mode, the others run.
+    let output = world.exec(script, &[], "go");
+    assert_ok(&output);
+    let first = results(&output);
+    assert_eq!(first["echo"].0, "allowed");
+    assert_eq!(first["env"].1, "failed");
+    assert!(
+        first["env"].0.contains("Blocked by permissions"),
+        "{:?}",
+        first["env"]
+    );
+    // Plan mode asks before a server tool runs; with no one to ask, it is denied.
+    let output = world
+        .command()
+        .args([
+            "exec",
+            "--output-format",
+            "stream-json",
+            "--permission",
+            "plan",
+            "--cwd",
+        ])
+        .arg(&world.work)
+        .arg("--mock-script")
+        .arg(world.home.join("script.json"))
+        .arg("go")
+        .output()
+        .unwrap();
+    assert_ok(&output);
+    let planned = results(&output);
+    assert_eq!(planned["echo"].1, "failed", "{:?}", planned["echo"]);
+    assert!(
+        planned["echo"].0.contains("plan mode"),
+        "{:?}",
+        planned["echo"]
+    );
+}
