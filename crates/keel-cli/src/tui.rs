@@ -140,6 +140,10 @@ fn ask_project_trust(options: &RuntimeOptions) -> anyhow::Result<()> {
     for file in &files {
         writeln!(err, "  {}: {}", file.file.display(), file.what)?;
     }
+    writeln!(
+        err,
+        "Trusting a file also trusts the programs and scripts it starts, which run outside the sandbox."
+    )?;
     write!(err, "Trust these files as they are now? [y/N] ")?;
     err.flush()?;
     let mut answer = String::new();

@@ -160,7 +160,6 @@ fn env_value(env: &[(String, String)], name: &str) -> Option<String> {
     env.iter()
         .find(|(k, _)| k == name)
         .map(|(_, v)| v.clone())
-        .or_else(|| std::env::var(name).ok())
         .filter(|v| !v.is_empty())
 }
 

@@ -32,9 +32,6 @@ pub use config::{Origin, ServerSpec, Transport};
 pub use error::McpError;
 pub use manager::{Manager, Status};
 
-/// Tools keel's MCP support adds that only read (the permission gate never asks for them).
-pub const READ_ONLY_TOOLS: &[&str] = &[search::TOOL_SEARCH, resources::LIST, resources::READ];
-
 /// A project's `.mcp.json` that keel will not run without the user's trust, and the
 /// servers it names.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -94,14 +91,42 @@ fn project(config: &Config, host: &HostInfo) -> Result<Option<(Vec<ServerSpec>, 
     let text = std::fs::read_to_string(&file)
         .map_err(|e| format!("cannot read {}: {e}", file.display()))?;
     let defaults = config::Defaults::of(config)?;
-    let specs = config::from_project(&file, &text, defaults, &|name| std::env::var(name).ok())?;
+    // `${VAR}` is expanded from what a server may see, so a project cannot send a
+    // provider's key to a server of its choosing.
+    let cleaned = server_env(config);
+    let vars = |name: &str| {
+        cleaned
+            .iter()
+            .find(|(k, _)| k == name)
+            .map(|(_, v)| v.clone())
+    };
+    let specs = config::from_project(&file, &text, defaults, &vars)?;
     if specs.is_empty() {
         return Ok(None);
     }
     let trusted = host.trust_project_mcp
-        || config.mcp.trust_project == Some(true)
+        || user_trusts_projects(host.keel_home.as_deref())
         || trusted(host.keel_home.as_deref(), &file);
     Ok(Some((specs, trusted)))
+}
+
+/// Whether the user's own `$KEEL_HOME/config.yaml` says `mcp.trust_project: true`. Only
+/// that file counts: a project's configuration, even a trusted one, cannot trust the
+/// project's servers and hooks for the user.
+pub fn user_trusts_projects(keel_home: Option<&Path>) -> bool {
+    let Some(file) = keel_home.map(|h| h.join(keel_runtime::settings::FILE_NAME)) else {
+        return false;
+    };
+    std::fs::read_to_string(file)
+        .ok()
+        .and_then(|text| yaml_serde::from_str::<yaml_serde::Value>(&text).ok())
+        .and_then(|value| {
+            value
+                .get("mcp")
+                .and_then(|m| m.get("trust_project"))
+                .and_then(yaml_serde::Value::as_bool)
+        })
+        .unwrap_or(false)
 }
 
 fn trusted(keel_home: Option<&Path>, file: &Path) -> bool {

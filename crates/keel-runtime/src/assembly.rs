@@ -154,15 +154,11 @@ pub fn check_environment() -> Result<keel_tools::EnvMode, RuntimeError> {
     Ok(env_mode)
 }
 
-/// Tools of keel's own extensions that only read what the user already gave keel (skills,
-/// the MCP catalog and resources): no mode asks before they run. A server's own tools
-/// are judged like any other tool.
-pub const EXTENSION_READ_ONLY_TOOLS: &[&str] = &[
-    "skill",
-    "tool_search",
-    "list_mcp_resources",
-    "read_mcp_resource",
-];
+/// Tools of keel's own extensions that only read what keel already holds (skills, the MCP
+/// catalog, servers' resource lists): no mode asks before they run. A server's own tools,
+/// and `read_mcp_resource` (which sends a URI of the model's choosing to a server), are
+/// judged like any other tool.
+pub const EXTENSION_READ_ONLY_TOOLS: &[&str] = &["skill", "tool_search", "list_mcp_resources"];
 
 /// What a session's tools and gate are built from.
 #[derive(Debug, Clone)]

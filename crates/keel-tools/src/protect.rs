@@ -63,7 +63,7 @@ pub const DEFAULT_CREDENTIALS: &[&str] = &[
 
 /// Names of the control files inside a workspace, as shown in messages.
 pub const CONTROL_PATTERNS: &str =
-    ".keel/**, .git/config, .git/hooks/**, .mcp.json, .claude/settings*.json";
+    ".keel/**, .git/config, .git/hooks/**, .mcp.json, .claude/** but skills/ and commands/";
 
 /// Every credential location: the defaults under `home`, `keel_home` (sessions, keys) and
 /// `extra` (from configuration), absolute and without duplicates.
@@ -167,6 +167,16 @@ fn pattern_in(names: &[&OsStr]) -> Option<&'static str> {
             Some(".mcp.json") if rest.is_empty() => return Some(".mcp.json"),
             Some(".claude") if matches!(rest, [file] if is_claude_settings(file)) => {
                 return Some(".claude/settings*.json");
+            }
+            // Hook scripts live here (`.claude/hooks/…`); a trusted hook runs whatever its
+            // script holds, unsandboxed, so the model may not change it. Skills and custom
+            // commands are prompt text and stay the model's to write.
+            Some(".claude")
+                if rest
+                    .first()
+                    .is_some_and(|first| *first != "skills" && *first != "commands") =>
+            {
+                return Some(".claude/** (but skills/ and commands/)");
             }
             Some(".git") if git_control(rest) => return Some(".git/config, .git/hooks/**"),
             _ => {}
@@ -490,6 +500,8 @@ mod tests {
             "/ws/.mcp.json",
             "/ws/.claude/settings.json",
             "/ws/.claude/settings.local.json",
+            "/ws/.claude/hooks/check.sh",
+            "/ws/.claude/agents/x.md",
             "/home/u/.keel/config.yaml",
         ] {
             assert!(check(protected), "{protected}");
@@ -500,6 +512,7 @@ mod tests {
             "/ws/.git/objects/ab/cdef",
             "/ws/.git/configx",
             "/ws/.claude/commands/x.md",
+            "/ws/.claude/skills/x/SKILL.md",
             "/ws/docs/.mcp.json.bak",
             "/elsewhere/.keel/config.yaml",
             "/home/u",

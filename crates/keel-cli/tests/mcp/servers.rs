@@ -364,3 +364,63 @@ fn server_tools_are_judged_by_the_permission_gate() {
         planned["echo"]
     );
 }
+
+#[test]
+fn a_project_cannot_pass_keels_secrets_to_its_servers() {
+    let world = World::new("permission: auto\n");
+    std::fs::write(
+        world.work.join(".mcp.json"),
+        format!(
+            r#"{{"mcpServers": {{"proj": {{"command": "{}", "env": {{"LEAKED": "k=${{OPENAI_API_KEY}}", "KEPT": "${{MCP_VISIBLE}}"}}}}}}}}"#,
+            mcptest().display()
+        ),
+    )
+    .unwrap();
+    // A project config trusted for the run cannot trust its own servers either.
+    std::fs::create_dir_all(world.work.join(".keel")).unwrap();
+    std::fs::write(
+        world.work.join(".keel/config.yaml"),
+        "mcp:\n  trust_project: true\n",
+    )
+    .unwrap();
+    let script = r#"[{"tool_calls": [{"id": "env", "name": "mcp__proj__env", "arguments": {}}]}, {"text": "done"}]"#;
+    std::fs::write(world.home.join("script.json"), script).unwrap();
+    let run = |extra: &[&str]| {
+        world
+            .command()
+            .env("OPENAI_API_KEY", "sk-canary-project")
+            .env("MCP_VISIBLE", "shown")
+            .args([
+                "exec",
+                "--output-format",
+                "stream-json",
+                "--permission",
+                "auto",
+                "--trust-project",
+                "--cwd",
+            ])
+            .arg(&world.work)
+            .arg("--mock-script")
+            .arg(world.home.join("script.json"))
+            .args(extra)
+            .arg("go")
+            .output()
+            .unwrap()
+    };
+    let output = run(&[]);
+    assert_ok(&output);
+    assert_eq!(
+        results(&output)["env"].1,
+        "failed",
+        "not trusted by its own config"
+    );
+    let output = run(&["--trust-project-mcp"]);
+    assert_ok(&output);
+    let env = &results(&output)["env"].0;
+    assert!(env.contains("KEPT=shown"), "{env}");
+    assert!(
+        env.contains("LEAKED=k=\n") || env.contains("LEAKED=k="),
+        "{env}"
+    );
+    assert!(!env.contains("sk-canary-project"), "{env}");
+}

@@ -97,7 +97,7 @@ pub fn settings(
         if found.is_empty() {
             continue;
         }
-        if !trusted(config, host, &file) {
+        if !trusted(host, &file) {
             warnings.push(format!(
                 "{} has hooks keel did not run: the project is not trusted. Run `keel trust` to trust the file as it is now, or pass --trust-project-mcp.",
                 file.display()
@@ -116,10 +116,7 @@ pub fn settings(
 }
 
 /// The project's hook files that hold hooks the user has not trusted.
-pub fn untrusted(
-    config: &keel_runtime::settings::Config,
-    host: &keel_runtime::extension::HostInfo,
-) -> Vec<PathBuf> {
+pub fn untrusted(host: &keel_runtime::extension::HostInfo) -> Vec<PathBuf> {
     let root = super::project_root(&host.cwd);
     PROJECT_FILES
         .iter()
@@ -131,17 +128,13 @@ pub fn untrusted(
                 .and_then(|value| value.get("hooks").cloned())
                 .is_some_and(|hooks| !HookSettings::from_value(&hooks).is_empty())
         })
-        .filter(|file| !trusted(config, host, file))
+        .filter(|file| !trusted(host, file))
         .collect()
 }
 
-fn trusted(
-    config: &keel_runtime::settings::Config,
-    host: &keel_runtime::extension::HostInfo,
-    file: &Path,
-) -> bool {
+fn trusted(host: &keel_runtime::extension::HostInfo, file: &Path) -> bool {
     host.trust_project_mcp
-        || config.mcp.trust_project == Some(true)
+        || keel_mcp::user_trusts_projects(host.keel_home.as_deref())
         || TrustStore::open(host.keel_home.as_deref()).is_ok_and(|s| s.is_trusted(file))
 }
 

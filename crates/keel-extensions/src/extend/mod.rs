@@ -308,13 +308,9 @@ pub fn untrusted(
             what: format!("MCP server(s) {}", project.servers.join(", ")),
         });
     }
-    found.extend(
-        hooks::untrusted(config, host)
-            .into_iter()
-            .map(|file| Untrusted {
-                file,
-                what: "hooks (commands run at keel's events)".to_owned(),
-            }),
-    );
+    found.extend(hooks::untrusted(host).into_iter().map(|file| Untrusted {
+        file,
+        what: "hooks (commands run at keel's events)".to_owned(),
+    }));
     found
 }

@@ -53,8 +53,8 @@ pub struct McpConfig {
     /// Seconds a tool call may take (default 120).
     #[serde(default)]
     pub tool_timeout_sec: Option<f64>,
-    /// Start the servers of the project's `.mcp.json` without asking (the user's own
-    /// configuration only; a project cannot trust itself).
+    /// Start the servers of a project's `.mcp.json` and run its hooks without asking; read
+    /// from `$KEEL_HOME/config.yaml` only (a project's configuration cannot trust itself).
     #[serde(default)]
     pub trust_project: Option<bool>,
     /// Deferred tool disclosure (DESIGN §11).
