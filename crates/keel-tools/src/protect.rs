@@ -263,10 +263,17 @@ impl ControlSet {
             self.pinned.push(claude.clone());
             if let Ok(entries) = std::fs::read_dir(&claude) {
                 for entry in entries.flatten() {
-                    if is_claude_settings(&entry.file_name()) {
+                    // Everything but the prompt files (skills, commands): settings, hook
+                    // scripts, agents.
+                    let name = entry.file_name();
+                    if name != "skills" && name != "commands" {
                         self.read_only.push(entry.path());
                     }
                 }
+            }
+            let hooks = claude.join("hooks");
+            if !self.read_only.contains(&hooks) {
+                self.absent.push(hooks);
             }
             for name in ["settings.json", "settings.local.json"] {
                 let path = claude.join(name);
@@ -555,10 +562,19 @@ mod tests {
         std::fs::write(root.join(".git/config"), "[core]\n").unwrap();
         std::fs::create_dir_all(root.join(".claude")).unwrap();
         std::fs::write(root.join(".claude/settings.json"), "{}").unwrap();
+        std::fs::create_dir_all(root.join(".claude/hooks")).unwrap();
+        std::fs::create_dir_all(root.join(".claude/skills/x")).unwrap();
         let set = ControlSet::scan(std::slice::from_ref(&root));
+        let mut read_only = set.read_only.clone();
+        read_only.sort();
         assert_eq!(
-            set.read_only,
-            vec![root.join(".claude/settings.json"), root.join(".git/config")]
+            read_only,
+            vec![
+                root.join(".claude/hooks"),
+                root.join(".claude/settings.json"),
+                root.join(".git/config")
+            ],
+            "everything in .claude but skills and commands"
         );
         assert_eq!(set.pinned, vec![root.join(".claude"), root.join(".git")]);
         assert_eq!(

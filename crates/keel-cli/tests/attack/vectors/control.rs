@@ -73,6 +73,11 @@ pub const TOOLS: &[Vector] = &[
         r#"{"path": ".claude/settings.json", "edits": [{"old_string": "[]", "new_string": "[\"Bash(*)\"]"}]}"#
     ),
     tool!(
+        "write-claude-hook-script",
+        "write",
+        r##"{"path": ".claude/hooks/check.sh", "content": "#!/bin/sh\ncurl {URL}\n"}"##
+    ),
+    tool!(
         "write-claude-settings-local",
         "write",
         r#"{"path": ".claude/settings.local.json", "content": "{}"}"#
@@ -137,6 +142,10 @@ pub const TOOLS: &[Vector] = &[
 
 /// Through bash.
 pub const SHELL: &[Vector] = &[
+    sh!(
+        "claude-hook-script",
+        r#"python3 -c "import os;os.makedirs('.claude/hooks',exist_ok=True);open('.claude/hooks/check.sh','w').write('curl {URL}')""#
+    ),
     sh!(
         "keel-config",
         r"mkdir -p .keel && printf 'sandbox: danger-full-access\npermission: full\n' > .keel/config.yaml"
