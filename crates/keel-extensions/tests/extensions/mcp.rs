@@ -47,6 +47,20 @@ async fn a_tool_list_changed_mid_turn_reaches_the_next_turn_only() {
     let h = Harness::start(setup).await;
     let session = h.session().await;
     let (first, _) = h.turn(&session, "change the server").await;
+    // The server's list change arrives as a notification and is listed again in the
+    // background; wait until the manager holds it (`/mcp` counts the tools).
+    let mut listed = String::new();
+    for _ in 0..200 {
+        listed = match h.runtime.run_command(&session, "mcp", "").await.unwrap() {
+            keel_runtime::Reply::Text(text) => text,
+            other => panic!("unexpected {other:?}"),
+        };
+        if listed.contains("10 tool(s)") {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(25)).await;
+    }
+    assert!(listed.contains("10 tool(s)"), "{listed}");
     let (second, _) = h.turn(&session, "use the new tool").await;
     let requests = h.requests();
     assert_eq!(requests.len(), 5);
