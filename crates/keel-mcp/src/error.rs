@@ -38,9 +38,6 @@ pub enum McpError {
         /// Why.
         reason: String,
     },
-    /// No server of that name.
-    #[error("no MCP server named `{0}`")]
-    Unknown(String),
 }
 
 impl McpError {
@@ -51,7 +48,6 @@ impl McpError {
             Self::NotRunning { .. } => "mcp_not_running",
             Self::Timeout { .. } => "mcp_timeout",
             Self::Request { .. } => "mcp_request_failed",
-            Self::Unknown(_) => "mcp_unknown_server",
         }
     }
 }

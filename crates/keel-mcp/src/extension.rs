@@ -105,11 +105,6 @@ impl Mcp {
         }));
         Self { shared }
     }
-
-    /// The servers.
-    pub fn manager(&self) -> &Manager {
-        &self.shared.manager
-    }
 }
 
 fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {

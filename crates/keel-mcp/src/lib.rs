@@ -162,13 +162,6 @@ pub struct McpExtension {
     inner: OnceLock<Arc<extension::Mcp>>,
 }
 
-impl McpExtension {
-    /// The servers, once the extension was initialised.
-    pub fn manager(&self) -> Option<&Manager> {
-        self.inner.get().map(|m| m.manager())
-    }
-}
-
 impl Extension for McpExtension {
     fn id(&self) -> &str {
         extension::ID

@@ -216,7 +216,6 @@ struct Inner {
     env: Vec<(String, String)>,
     cwd: PathBuf,
     notices: Mutex<Vec<Notice>>,
-    shutdown: CancellationToken,
     /// Told of every new revision (the extension adds servers that came up to running
     /// turns).
     listener: Mutex<Option<Listener>>,
@@ -239,12 +238,6 @@ impl std::fmt::Debug for Manager {
     }
 }
 
-impl Drop for Inner {
-    fn drop(&mut self) {
-        self.shutdown.cancel();
-    }
-}
-
 impl Manager {
     /// A manager that starts servers in `cwd` with the cleaned environment `env`.
     pub fn new(cwd: PathBuf, env: Vec<(String, String)>) -> Self {
@@ -255,7 +248,6 @@ impl Manager {
                 env,
                 cwd,
                 notices: Mutex::new(Vec::new()),
-                shutdown: CancellationToken::new(),
                 listener: Mutex::new(None),
             }),
         }
@@ -348,7 +340,7 @@ impl Manager {
                     live: None,
                 }),
                 settled: watch::Sender::new(false),
-                stop: self.inner.shutdown.child_token(),
+                stop: CancellationToken::new(),
                 spec,
             });
             if let Some(old) = self.servers().insert(server.spec.key(), server.clone()) {
@@ -357,17 +349,6 @@ impl Manager {
             let manager = self.clone();
             tokio::spawn(async move { manager.keep(server).await });
         }
-    }
-
-    /// Stops the server of `key`; returns whether it existed.
-    pub fn stop(&self, key: &str) -> bool {
-        let Some(server) = self.servers().remove(key) else {
-            return false;
-        };
-        server.stop.cancel();
-        server.lock().live = None;
-        self.bump();
-        true
     }
 
     /// Stops every server and starts `specs` (a reload).

@@ -175,16 +175,6 @@ impl Deferred {
         *held = Held::new(all);
     }
 
-    /// How many tools are held back.
-    pub fn len(&self) -> usize {
-        self.held().tools.len()
-    }
-
-    /// Whether nothing is held back.
-    pub fn is_empty(&self) -> bool {
-        self.held().tools.is_empty()
-    }
-
     /// The held-back tools best matching `query`, at most `limit` (default: the
     /// configured number).
     pub fn search(&self, query: &str, limit: Option<usize>) -> Vec<ToolRef> {

@@ -25,29 +25,13 @@ fn a_large_catalog_moves_behind_tool_search() {
                 {"text": "found it"}]"#,
         )
         .unwrap();
-    let config = stdio_config(
-        &["--tools", "120"],
-        &format!(
-            "model: mock/m\nproviders:\n  mock:\n    api: openai-completions\n    base_url: {}/v1\n    models:\n      m: {{context_window: 64000, max_output: 4096}}\n",
-            server.url()
-        ),
-    );
+    let config = stdio_config(&["--tools", "120"], &mock_model(&server.url(), ""));
     let world = World::new(&config);
-    let output = world
-        .command()
-        .env("OPENAI_API_KEY", "k")
-        .args([
-            "exec",
-            "--output-format",
-            "stream-json",
-            "--permission",
-            "auto",
-            "--cwd",
-        ])
-        .arg(&world.work)
-        .arg("find the heron tool")
-        .output()
-        .unwrap();
+    let output = world.run(
+        &[("OPENAI_API_KEY", "k")],
+        &["--permission", "auto"],
+        "find the heron tool",
+    );
     assert_ok(&output);
     let requests = server.requests();
     assert_eq!(requests.len(), 3);

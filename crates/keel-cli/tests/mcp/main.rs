@@ -47,26 +47,31 @@ impl World {
         }
     }
 
-    /// `keel exec` in the project with the scripted `responses`, stream-json, auto mode.
-    fn exec(&self, responses: &str, extra: &[&str], prompt: &str) -> Output {
+    /// Writes the scripted model's `responses`; returns the script's path.
+    fn script(&self, responses: &str) -> String {
         let script = self.home.join("script.json");
         std::fs::write(&script, responses).unwrap();
+        script.display().to_string()
+    }
+
+    /// `keel exec --output-format stream-json --cwd WORK ARGS… PROMPT`, with `envs` set.
+    fn run(&self, envs: &[(&str, &str)], args: &[&str], prompt: &str) -> Output {
         self.command()
-            .args([
-                "exec",
-                "--output-format",
-                "stream-json",
-                "--permission",
-                "auto",
-                "--cwd",
-            ])
+            .envs(envs.iter().copied())
+            .args(["exec", "--output-format", "stream-json", "--cwd"])
             .arg(&self.work)
-            .arg("--mock-script")
-            .arg(&script)
-            .args(extra)
+            .args(args)
             .arg(prompt)
             .output()
             .unwrap()
+    }
+
+    /// `keel exec` in the project with the scripted `responses`, stream-json, auto mode.
+    fn exec(&self, responses: &str, extra: &[&str], prompt: &str) -> Output {
+        let script = self.script(responses);
+        let mut args = vec!["--permission", "auto", "--mock-script", &script];
+        args.extend_from_slice(extra);
+        self.run(&[], &args, prompt)
     }
 
     fn command(&self) -> Command {
@@ -85,6 +90,13 @@ fn stdio_config(args: &[&str], extra: &str) -> String {
         "mcp_servers:\n  test:\n    command: {}\n    args: {}\n{extra}",
         mcptest().display(),
         serde_json::to_string(args).unwrap()
+    )
+}
+
+/// Configuration for the mock model server at `url` with a 64k window, then `extra`.
+fn mock_model(url: &str, extra: &str) -> String {
+    format!(
+        "model: mock/m\nproviders:\n  mock:\n    api: openai-completions\n    base_url: {url}/v1\n    models:\n      m: {{context_window: 64000, max_output: 4096}}\n{extra}"
     )
 }
 

@@ -8,36 +8,28 @@ use super::*;
 #[test]
 fn tools_results_and_resources_reach_the_model() {
     let world = World::new(&stdio_config(&[], ""));
-    let output = world
-        .command()
-        .env("OPENAI_API_KEY", "sk-canary-openai")
-        .env("KEEL_SESSION_ID", "canary-boundary")
-        .env("MCP_VISIBLE", "yes")
-        .args(["exec", "--output-format", "stream-json", "--permission", "auto", "--cwd"])
-        .arg(&world.work)
-        .arg("--mock-script")
-        .arg({
-            let script = world.home.join("script.json");
-            std::fs::write(
-                &script,
-                r#"[{"tool_calls": [
-                    {"id": "echo", "name": "mcp__test__echo", "arguments": {"message": "hi there"}},
-                    {"id": "add", "name": "mcp__test__add", "arguments": {"a": 2, "b": 3}},
-                    {"id": "image", "name": "mcp__test__tiny_image", "arguments": {}},
-                    {"id": "links", "name": "mcp__test__links", "arguments": {}},
-                    {"id": "fail", "name": "mcp__test__fail", "arguments": {}},
-                    {"id": "env", "name": "mcp__test__env", "arguments": {}},
-                    {"id": "list", "name": "list_mcp_resources", "arguments": {}},
-                    {"id": "read", "name": "read_mcp_resource", "arguments": {"server": "test", "uri": "test://greeting"}},
-                    {"id": "blob", "name": "read_mcp_resource", "arguments": {"server": "test", "uri": "test://blob"}}
-                ]}, {"text": "done"}]"#,
-            )
-            .unwrap();
-            script
-        })
-        .arg("use the server")
-        .output()
-        .unwrap();
+    let script = world.script(
+        r#"[{"tool_calls": [
+            {"id": "echo", "name": "mcp__test__echo", "arguments": {"message": "hi there"}},
+            {"id": "add", "name": "mcp__test__add", "arguments": {"a": 2, "b": 3}},
+            {"id": "image", "name": "mcp__test__tiny_image", "arguments": {}},
+            {"id": "links", "name": "mcp__test__links", "arguments": {}},
+            {"id": "fail", "name": "mcp__test__fail", "arguments": {}},
+            {"id": "env", "name": "mcp__test__env", "arguments": {}},
+            {"id": "list", "name": "list_mcp_resources", "arguments": {}},
+            {"id": "read", "name": "read_mcp_resource", "arguments": {"server": "test", "uri": "test://greeting"}},
+            {"id": "blob", "name": "read_mcp_resource", "arguments": {"server": "test", "uri": "test://blob"}}
+        ]}, {"text": "done"}]"#,
+    );
+    let output = world.run(
+        &[
+            ("OPENAI_API_KEY", "sk-canary-openai"),
+            ("KEEL_SESSION_ID", "canary-boundary"),
+            ("MCP_VISIBLE", "yes"),
+        ],
+        &["--permission", "auto", "--mock-script", &script],
+        "use the server",
+    );
     assert_ok(&output);
     let results = results(&output);
     assert_eq!(
@@ -95,13 +87,7 @@ fn tools_results_and_resources_reach_the_model() {
 fn prompts_are_commands_and_mcp_reports_the_servers() {
     let mock = keel_mockllm::Background::new().unwrap();
     let server = mock.serve(r#"[{"text": "reviewed"}]"#).unwrap();
-    let config = stdio_config(
-        &[],
-        &format!(
-            "model: mock/m\nproviders:\n  mock:\n    api: openai-completions\n    base_url: {}/v1\n    models:\n      m: {{context_window: 64000, max_output: 4096}}\n",
-            server.url()
-        ),
-    );
+    let config = stdio_config(&[], &mock_model(&server.url(), ""));
     let world = World::new(&config);
     let run = |prompt: &str| {
         world
@@ -181,25 +167,13 @@ fn streamable_http_with_headers_and_a_bearer_token() {
     );
     let world = World::new(&config);
     let script = r#"[{"tool_calls": [{"id": "c1", "name": "mcp__web__echo", "arguments": {"message": "over http"}}]}, {"text": "done"}]"#;
-    std::fs::write(world.home.join("script.json"), script).unwrap();
+    let script = world.script(script);
     let run = |token: &str| {
-        world
-            .command()
-            .env("WEB_TOKEN", token)
-            .args([
-                "exec",
-                "--output-format",
-                "stream-json",
-                "--permission",
-                "auto",
-                "--cwd",
-            ])
-            .arg(&world.work)
-            .arg("--mock-script")
-            .arg(world.home.join("script.json"))
-            .arg("go")
-            .output()
-            .unwrap()
+        world.run(
+            &[("WEB_TOKEN", token)],
+            &["--permission", "auto", "--mock-script", &script],
+            "go",
+        )
     };
     let output = run("tok-123");
     assert_ok(&output);
@@ -339,22 +313,12 @@ fn server_tools_are_judged_by_the_permission_gate() {
         first["env"]
     );
     // Plan mode asks before a server tool runs; with no one to ask, it is denied.
-    let output = world
-        .command()
-        .args([
-            "exec",
-            "--output-format",
-            "stream-json",
-            "--permission",
-            "plan",
-            "--cwd",
-        ])
-        .arg(&world.work)
-        .arg("--mock-script")
-        .arg(world.home.join("script.json"))
-        .arg("go")
-        .output()
-        .unwrap();
+    let script = world.script(script);
+    let output = world.run(
+        &[],
+        &["--permission", "plan", "--mock-script", &script],
+        "go",
+    );
     assert_ok(&output);
     let planned = results(&output);
     assert_eq!(planned["echo"].1, "failed", "{:?}", planned["echo"]);
@@ -384,28 +348,24 @@ fn a_project_cannot_pass_keels_secrets_to_its_servers() {
     )
     .unwrap();
     let script = r#"[{"tool_calls": [{"id": "env", "name": "mcp__proj__env", "arguments": {}}]}, {"text": "done"}]"#;
-    std::fs::write(world.home.join("script.json"), script).unwrap();
+    let script = world.script(script);
     let run = |extra: &[&str]| {
-        world
-            .command()
-            .env("OPENAI_API_KEY", "sk-canary-project")
-            .env("MCP_VISIBLE", "shown")
-            .args([
-                "exec",
-                "--output-format",
-                "stream-json",
-                "--permission",
-                "auto",
-                "--trust-project",
-                "--cwd",
-            ])
-            .arg(&world.work)
-            .arg("--mock-script")
-            .arg(world.home.join("script.json"))
-            .args(extra)
-            .arg("go")
-            .output()
-            .unwrap()
+        let mut args = vec![
+            "--permission",
+            "auto",
+            "--trust-project",
+            "--mock-script",
+            &script,
+        ];
+        args.extend_from_slice(extra);
+        world.run(
+            &[
+                ("OPENAI_API_KEY", "sk-canary-project"),
+                ("MCP_VISIBLE", "shown"),
+            ],
+            &args,
+            "go",
+        )
     };
     let output = run(&[]);
     assert_ok(&output);

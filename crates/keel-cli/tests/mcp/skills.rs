@@ -9,9 +9,7 @@ fn write(path: &Path, text: &[u8]) {
 }
 
 fn world_with_files(server_url: &str) -> World {
-    let world = World::new(&format!(
-        "model: mock/m\npermission: auto\nproviders:\n  mock:\n    api: openai-completions\n    base_url: {server_url}/v1\n    models:\n      m: {{context_window: 64000, max_output: 4096}}\n"
-    ));
+    let world = World::new(&mock_model(server_url, "permission: auto\n"));
     write(
         &world.home.join("skills/greet/SKILL.md"),
         b"---\nname: greet\ndescription: Greets people in French, politely and with their name.\n---\nSay bonjour to $ARGUMENTS.\n",
@@ -41,14 +39,7 @@ fn world_with_files(server_url: &str) -> World {
 }
 
 fn run(world: &World, prompt: &str) -> Output {
-    world
-        .command()
-        .env("OPENAI_API_KEY", "k")
-        .args(["exec", "--output-format", "stream-json", "--cwd"])
-        .arg(&world.work)
-        .arg(prompt)
-        .output()
-        .unwrap()
+    world.run(&[("OPENAI_API_KEY", "k")], &[], prompt)
 }
 
 #[test]

@@ -174,20 +174,7 @@ async fn read_capped<R: AsyncRead + Unpin>(reader: Option<R>) -> (String, bool) 
 /// `bash` from the hook's own `PATH` (Claude Code documents hook commands as bash), else
 /// `/bin/sh`. An absolute path keeps the standard library's cheap `posix_spawn`.
 fn shell(env: &[(String, String)]) -> PathBuf {
-    let path = env
-        .iter()
-        .find(|(key, _)| key == "PATH")
-        .map_or("/usr/local/bin:/usr/bin:/bin", |(_, value)| value.as_str());
-    std::env::split_paths(path)
-        .filter(|dir| dir.is_absolute())
-        .map(|dir| dir.join("bash"))
-        .find(|candidate| is_executable(candidate))
-        .unwrap_or_else(|| PathBuf::from("/bin/sh"))
-}
-
-fn is_executable(path: &Path) -> bool {
-    use std::os::unix::fs::PermissionsExt as _;
-    std::fs::metadata(path).is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
+    keel_tools::bash::find_bash(env).unwrap_or_else(|| PathBuf::from("/bin/sh"))
 }
 
 fn kill_group(pgid: i32) {

@@ -553,6 +553,11 @@ fn kill_group(pgid: i32) {
 /// makes the standard library fork the whole process instead of using `posix_spawn`, which
 /// costs a copy of keel's page tables per command; an absolute path keeps the cheap spawn.
 fn bash_path(vars: &[(String, String)]) -> PathBuf {
+    find_bash(vars).unwrap_or_else(|| PathBuf::from("bash"))
+}
+
+/// The absolute path of `bash` on the `PATH` of `vars` (the usual folders without one).
+pub fn find_bash(vars: &[(String, String)]) -> Option<PathBuf> {
     let path = vars
         .iter()
         .find(|(key, _)| key == "PATH")
@@ -561,7 +566,6 @@ fn bash_path(vars: &[(String, String)]) -> PathBuf {
         .filter(|dir| dir.is_absolute())
         .map(|dir| dir.join("bash"))
         .find(|candidate| is_executable(candidate))
-        .unwrap_or_else(|| PathBuf::from("bash"))
 }
 
 /// Whether `path` is a file someone may execute.
