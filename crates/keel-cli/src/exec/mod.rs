@@ -219,7 +219,7 @@ pub async fn run(args: ExecArgs) -> anyhow::Result<ExitCode> {
         .map_err(runtime_error)?;
     // `/name args` runs an extension's command (a skill, a custom command, an MCP prompt,
     // `/mcp`) when one of that name exists; anything else is the model's prompt.
-    let command = match extension_command(&runtime, &prompt).await {
+    let command = match extension_command(&prompt) {
         Some((name, arguments)) => Some(
             runtime
                 .call(Op::RunCommand {
@@ -505,18 +505,11 @@ impl Drop for Owned {
     }
 }
 
-/// The extension command `prompt` names (`/name args`), when one of that name exists.
-async fn extension_command(
-    runtime: &keel_runtime::Runtime,
-    prompt: &str,
-) -> Option<(String, String)> {
+/// `/name args` as a command to try: every extension gets to claim it (one still starting,
+/// such as an MCP server, waits for itself), and a name none claims is the model's prompt.
+fn extension_command(prompt: &str) -> Option<(String, String)> {
     let rest = prompt.trim_start().strip_prefix('/')?;
     let (name, arguments) = rest.split_once(char::is_whitespace).unwrap_or((rest, ""));
-    if name.is_empty() || name.contains('/') {
-        return None;
-    }
-    // A server's prompt (`server:prompt`) may not be listed yet while its server starts;
-    // the MCP extension waits for it.
-    let known = name.contains(':') || runtime.commands().iter().any(|c| c.name == name);
-    known.then(|| (name.to_owned(), arguments.trim().to_owned()))
+    (!name.is_empty() && !name.contains('/'))
+        .then(|| (name.to_owned(), arguments.trim().to_owned()))
 }
