@@ -125,14 +125,7 @@ impl Shared {
 
     /// The servers `session` may use: the shared ones and its own.
     fn visible(&self, session: &SessionId) -> Vec<Arc<Server>> {
-        self.manager
-            .all()
-            .into_iter()
-            .filter(|s| match &s.spec().origin {
-                Origin::Client(owner) => owner == session.as_str(),
-                _ => true,
-            })
-            .collect()
+        self.manager.visible_to(session.as_str())
     }
 
     /// The tools of `server`'s current offer, each checked; problems are reported.
@@ -184,7 +177,7 @@ impl Shared {
             session: scope.session_id.clone(),
             model: scope.model.clone(),
             window: scope.spec.context_window,
-            servers: Mutex::new(servers.iter().map(|s| key(s)).collect()),
+            servers: Mutex::new(servers.iter().map(|s| s.spec().key()).collect()),
             tools: Mutex::new(Vec::new()),
             deferred: Mutex::new(None),
             additions: scope.tools.clone(),
@@ -288,7 +281,7 @@ impl Shared {
         let mut joined = Vec::new();
         let mut tools = Vec::new();
         for server in self.visible(&lease.session) {
-            if server.offer().is_none() || !lock(&lease.servers).insert(key(&server)) {
+            if server.offer().is_none() || !lock(&lease.servers).insert(server.spec().key()) {
                 continue;
             }
             joined.push(server.spec().name.clone());
@@ -346,12 +339,8 @@ impl Shared {
         let session = session.clone();
         crate::resources::tools(Arc::new(move || {
             manager
-                .all()
+                .visible_to(session.as_str())
                 .into_iter()
-                .filter(|s| match &s.spec().origin {
-                    Origin::Client(owner) => owner == session.as_str(),
-                    _ => true,
-                })
                 .filter(|s| s.offer().is_some_and(|o| o.resources))
                 .collect()
         }))
@@ -399,10 +388,6 @@ impl Shared {
         }
         text
     }
-}
-
-fn key(server: &Server) -> String {
-    server.spec().key()
 }
 
 impl Extension for Mcp {

@@ -270,6 +270,17 @@ impl Manager {
         self.servers().values().cloned().collect()
     }
 
+    /// The servers `session` may use: the shared ones and the ones its editor attached.
+    pub fn visible_to(&self, session: &str) -> Vec<Arc<Server>> {
+        self.all()
+            .into_iter()
+            .filter(|s| match &s.spec.origin {
+                crate::config::Origin::Client(owner) => owner == session,
+                _ => true,
+            })
+            .collect()
+    }
+
     /// The server of `key` ([`ServerSpec::key`]).
     pub fn get(&self, key: &str) -> Option<Arc<Server>> {
         self.servers().get(key).cloned()
