@@ -367,6 +367,7 @@ impl StepEndHook for TurnHooks {
             .copied()
             .unwrap_or(0);
         if blocks >= MAX_STOP_BLOCKS {
+            lock(&self.state.stops).remove(&turn.turn_id);
             return Ok(());
         }
         let outcome = self
@@ -380,12 +381,15 @@ impl StepEndHook for TurnHooks {
             )
             .await;
         self.state.flush(&self.scope);
-        if let Some(reason) = outcome.block {
-            lock(&self.state.stops).insert(turn.turn_id.clone(), blocks + 1);
-            queue.steer(Message::User(UserMessage::hidden_text(format!(
-                "A Stop hook asks you to go on: {reason}"
-            ))));
-        }
+        let Some(reason) = outcome.block else {
+            // The turn ends here: its count goes with it.
+            lock(&self.state.stops).remove(&turn.turn_id);
+            return Ok(());
+        };
+        lock(&self.state.stops).insert(turn.turn_id.clone(), blocks + 1);
+        queue.steer(Message::User(UserMessage::hidden_text(format!(
+            "A Stop hook asks you to go on: {reason}"
+        ))));
         Ok(())
     }
 }
