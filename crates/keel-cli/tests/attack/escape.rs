@@ -207,3 +207,38 @@ fn project_mcp_servers_and_hooks_do_not_run_untrusted() {
         failures.join("\n")
     );
 }
+
+/// A project's skills are prompt files the model can load without asking (`skill` never
+/// asks): a planted skill whose `SKILL.md`, or whose folder, is a link to a credential must
+/// load nothing of it (project skill roots follow no link).
+const LOAD_LINKED_SKILLS: Vector = Vector {
+    id: "skill-links-to-credentials",
+    steps: &[&[
+        Call::Tool("skill", r#"{"name": "keys"}"#),
+        Call::Tool("skill", r#"{"name": "ssh"}"#),
+    ]],
+    ..Vector::BASE
+};
+
+#[test]
+fn a_skill_linked_to_a_credential_loads_nothing_of_it() {
+    let _ = procs::private_network();
+    let world = World::new();
+    let skills = world.work.join(".claude/skills");
+    std::fs::create_dir_all(skills.join("keys")).unwrap();
+    std::os::unix::fs::symlink(world.home.join(".ssh/id_rsa"), skills.join("keys/SKILL.md"))
+        .unwrap();
+    std::os::unix::fs::symlink(world.home.join(".ssh"), skills.join("ssh")).unwrap();
+    let mut failures = Vec::new();
+    for mode in [Mode::Auto, Mode::Plan] {
+        let observed = run_in(&world, &LOAD_LINKED_SKILLS, mode, None, &mut failures);
+        failures.extend(check(&world, &LOAD_LINKED_SKILLS, mode, &observed));
+        println!("linked skills: {}", observed.outcome());
+    }
+    world.remove();
+    assert!(
+        failures.is_empty(),
+        "a linked skill leaked:\n{}",
+        failures.join("\n")
+    );
+}
