@@ -192,6 +192,7 @@ fn servers(cwd: &Path) -> anyhow::Result<(Vec<Server>, Vec<String>)> {
             keel_home: settings.keel_home.clone(),
             trust_project: false,
             trust_project_mcp: false,
+            ..Default::default()
         };
         let trusted = keel_mcp::untrusted_project(config, &host).is_none();
         let specs = std::fs::read_to_string(&file)

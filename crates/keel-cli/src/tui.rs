@@ -127,6 +127,7 @@ fn ask_project_trust(options: &RuntimeOptions) -> anyhow::Result<()> {
         keel_home: settings.keel_home.clone(),
         trust_project: options.settings.trust_project,
         trust_project_mcp: false,
+        ..Default::default()
     };
     let files = keel_extensions::extend::untrusted(&settings.loaded.config, &host);
     if files.is_empty() {

@@ -15,6 +15,7 @@ pub mod assembly;
 pub mod builtin;
 mod commands;
 mod contract;
+mod control;
 mod error;
 mod events;
 pub mod extension;
@@ -32,6 +33,7 @@ pub mod view;
 
 pub use assembly::{EditorProvider, ModelChoice, ResolvedModel, SessionServices};
 pub use contract::{ConversationContract, DeferredContract, Reply};
+pub use control::HostControl;
 pub use error::RuntimeError;
 pub use events::{ChannelSink, SessionSink, Subscription, channel};
 pub use lifecycle::{CompactRequest, Compactor, SessionUpdate};

@@ -169,6 +169,7 @@ impl Prepared {
             keel_home: settings.keel_home.clone(),
             trust_project: options.settings.trust_project,
             trust_project_mcp: options.trust_project_mcp,
+            control: crate::control::HostControl::default(),
         };
         let registry = Registry::with_host(
             profile,
@@ -211,11 +212,12 @@ impl Prepared {
 
     /// The runtime over `store`.
     pub fn start(self, store: Store) -> Runtime {
+        let control = self.registry.host().control.clone();
         let system_prompt = match &self.options.system_prompt {
             Some(text) => text.clone(),
             None => self.settings.system_prompt(),
         };
-        Runtime {
+        let runtime = Runtime {
             inner: Arc::new(Inner {
                 runner: RunnerDefaults {
                     stream: self.stream,
@@ -237,7 +239,9 @@ impl Prepared {
                 editor: self.options.editor.clone(),
                 thinking: self.options.thinking,
             }),
-        }
+        };
+        control.bind(&runtime.inner);
+        runtime
     }
 }
 
@@ -313,6 +317,11 @@ impl Slot {
             Admission::Running(turn) => Some(turn.clone()),
             _ => None,
         }
+    }
+
+    /// Whether no turn runs or is being admitted.
+    pub(crate) fn is_idle(&self) -> bool {
+        matches!(self.lock().admission, Admission::Idle)
     }
 
     /// Whether steering is waiting (read without touching the store).

@@ -132,6 +132,8 @@ pub struct HostInfo {
     pub trust_project: bool,
     /// The user trusts the project's MCP servers for this run (`--trust-project-mcp`).
     pub trust_project_mcp: bool,
+    /// The runtime, once it runs: extensions start turns and tasks through it.
+    pub control: crate::control::HostControl,
 }
 
 /// What running a slash command produced.

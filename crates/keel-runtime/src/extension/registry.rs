@@ -249,6 +249,11 @@ impl Registry {
         }
     }
 
+    /// Where the runtime works, as extensions see it.
+    pub fn host(&self) -> &super::HostInfo {
+        &self.shared.host
+    }
+
     /// Runs every extension's `init`, in order. The first failure fails the registry, which
     /// then refuses every assembly: a partly initialised registry is never used.
     pub fn initialize(&self) -> Result<(), ExtensionError> {
