@@ -35,6 +35,7 @@ pub mod reminders;
 pub mod report;
 pub mod skills;
 pub mod sources;
+pub mod tasks;
 mod text;
 
 use std::sync::Arc;
@@ -67,6 +68,7 @@ pub fn catalog() -> Vec<ProfileEntry> {
         ProfileEntry::on(Arc::new(extend::Commands)),
         ProfileEntry::on(Arc::new(extend::hooks::UserHooks)),
         ProfileEntry::on(Arc::new(keel_mcp::McpExtension::default())),
+        ProfileEntry::on(Arc::new(tasks::TasksExtension)),
     ]
 }
 
