@@ -34,6 +34,8 @@ pub struct Setup {
     pub spec: ModelSpec,
     /// Permission questions go to the session's events instead of being denied.
     pub interactive: bool,
+    /// The model instead of the scripted provider (which is then unused).
+    pub stream: Option<Arc<dyn keel_llm::StreamFn>>,
 }
 
 impl Setup {
@@ -44,6 +46,7 @@ impl Setup {
             extra: Vec::new(),
             spec: ModelSpec::scripted(),
             interactive: false,
+            stream: None,
         }
     }
 
@@ -72,7 +75,7 @@ impl Harness {
             },
             model: ModelChoice::Fixed {
                 spec: setup.spec,
-                stream: provider.clone(),
+                stream: setup.stream.unwrap_or_else(|| provider.clone()),
             },
             permission: None,
             sandbox: None,

@@ -12,3 +12,4 @@ mod recovery;
 mod reminders;
 mod report;
 mod sources;
+mod tasks;

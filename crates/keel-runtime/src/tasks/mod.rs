@@ -59,7 +59,13 @@ impl Ceiling {
 }
 
 /// The tools a task never gets, whatever its role: tasks do not start tasks.
-pub const TASK_TOOLS: &[&str] = &["task", "task_append", "task_query", "task_output", "task_stop"];
+pub const TASK_TOOLS: &[&str] = &[
+    "task",
+    "task_append",
+    "task_query",
+    "task_output",
+    "task_stop",
+];
 
 /// What a child session is allowed, fixed when its task starts.
 #[derive(Debug, Clone)]
@@ -108,6 +114,28 @@ pub(crate) struct LiveTask {
     pub(crate) progress: Mutex<Progress>,
     /// Bumped on every change of status or output; true once ended.
     pub(crate) changed: watch::Sender<(u64, bool)>,
+    /// Reads waiting for news: while one waits, the parent gets the result from it and
+    /// needs no notice.
+    pub(crate) waiters: std::sync::atomic::AtomicUsize,
+}
+
+/// Counts a waiting read for as long as it lives.
+pub(crate) struct Waiting<'a>(&'a LiveTask);
+
+impl<'a> Waiting<'a> {
+    pub(crate) fn new(task: &'a LiveTask) -> Self {
+        task.waiters
+            .fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        Self(task)
+    }
+}
+
+impl Drop for Waiting<'_> {
+    fn drop(&mut self) {
+        self.0
+            .waiters
+            .fetch_sub(1, std::sync::atomic::Ordering::SeqCst);
+    }
 }
 
 impl LiveTask {
@@ -174,7 +202,9 @@ impl TaskTable {
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
             .remove(id);
-        LIVE.lock().unwrap_or_else(PoisonError::into_inner).remove(id);
+        LIVE.lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .remove(id);
         self.settled.send_modify(|n| *n += 1);
     }
 
@@ -227,7 +257,11 @@ impl Tasks {
 
     /// Starts a task for `parent` (open in this runtime): a new child session, `queued`
     /// until a slot is free, then `running`.
-    pub async fn spawn(&self, parent: &SessionId, spec: TaskSpec) -> Result<TaskInfo, RuntimeError> {
+    pub async fn spawn(
+        &self,
+        parent: &SessionId,
+        spec: TaskSpec,
+    ) -> Result<TaskInfo, RuntimeError> {
         let runtime = &self.runtime;
         let parent_slot = runtime.slot(parent)?;
         let (mode, parent_model) = {
@@ -253,8 +287,16 @@ impl Tasks {
             instructions: spec.instructions,
         });
         let child = runtime.install_child(record, profile, model, mode)?;
-        self.start(parent, child, spec.description, spec.agent, spec.background, None, spec.prompt)
-            .await
+        self.start(
+            parent,
+            child,
+            spec.description,
+            spec.agent,
+            spec.background,
+            None,
+            spec.prompt,
+        )
+        .await
     }
 
     /// Records a task on `child` and starts its executor.
@@ -290,6 +332,7 @@ impl Tasks {
             cancel: CancellationToken::new(),
             progress: Mutex::new(Progress::default()),
             changed: watch::channel((0, false)).0,
+            waiters: std::sync::atomic::AtomicUsize::new(0),
         });
         self.table().insert(live.clone());
         if let Ok(slot) = self.runtime.slot(parent) {
@@ -313,8 +356,13 @@ impl Tasks {
     }
 
     /// Waits until the task has ended, or `cancel` fires (which stops the task).
-    pub async fn wait(&self, id: &str, cancel: &CancellationToken) -> Result<TaskInfo, RuntimeError> {
+    pub async fn wait(
+        &self,
+        id: &str,
+        cancel: &CancellationToken,
+    ) -> Result<TaskInfo, RuntimeError> {
         if let Some(live) = self.table().live(id) {
+            let _waiting = Waiting::new(&live);
             let mut changed = live.changed.subscribe();
             loop {
                 if changed.borrow_and_update().1 {
@@ -372,9 +420,7 @@ impl Tasks {
             return Err(RuntimeError::Usage(format!("task {id} has no session")));
         };
         if let Some(live) = self.table().live(id) {
-            self.runtime
-                .enqueue_steer(&live.child, text)
-                .await?;
+            self.runtime.enqueue_steer(&live.child, text).await?;
             return self.get(id).await;
         }
         let slot = match self.runtime.slot(&child) {

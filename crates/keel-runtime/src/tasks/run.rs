@@ -31,7 +31,12 @@ struct Ended {
     final_text: String,
 }
 
-pub(super) async fn execute(runtime: Runtime, live: Arc<LiveTask>, child: Arc<Slot>, prompt: String) {
+pub(super) async fn execute(
+    runtime: Runtime,
+    live: Arc<LiveTask>,
+    child: Arc<Slot>,
+    prompt: String,
+) {
     let permits = runtime.inner.tasks.permits.clone();
     let permit = tokio::select! {
         permit = permits.acquire_owned() => permit.ok(),
@@ -64,7 +69,12 @@ async fn save(runtime: &Runtime, live: &LiveTask, final_text: &str) {
     }
 }
 
-async fn run_child(runtime: &Runtime, live: &Arc<LiveTask>, child: &Arc<Slot>, prompt: String) -> Ended {
+async fn run_child(
+    runtime: &Runtime,
+    live: &Arc<LiveTask>,
+    child: &Arc<Slot>,
+    prompt: String,
+) -> Ended {
     let store = runtime.store();
     match store
         .set_task_status(&live.id, TaskStatus::Running, None)
@@ -169,9 +179,10 @@ async fn finish(runtime: &Runtime, live: &Arc<LiveTask>, ended: Ended) {
         return;
     };
     runtime.task_changed(&live.parent, info.clone());
-    if !info.background || runtime.slot(&live.parent).is_err() {
-        // A waiting parent has the result in its tool call; a closed one is reminded when
-        // it is opened again.
+    let read_waiting = live.waiters.load(std::sync::atomic::Ordering::SeqCst) > 0;
+    if !info.background || read_waiting || runtime.slot(&live.parent).is_err() {
+        // A parent waiting in a call gets the result from it; a closed one is reminded
+        // when it is opened again.
         return;
     }
     let op = Op::Enqueue {
