@@ -551,9 +551,9 @@ impl Runtime {
                 let id = store.resolve_session(&id).await?;
                 (store.session(&id).await?, SessionStart::Resumed)
             }
-            SessionTarget::Latest => match store.list_sessions(Some(cwd.clone()), 1).await?.first()
-            {
-                Some(record) => (record.clone(), SessionStart::Resumed),
+            // A task's child session is resumed through its parent, never as "the latest".
+            SessionTarget::Latest => match store.latest_session(cwd.clone()).await? {
+                Some(record) => (record, SessionStart::Resumed),
                 None => return Err(RuntimeError::NoSessionIn(cwd)),
             },
         };
@@ -588,6 +588,8 @@ impl Runtime {
     /// aborted first and its unconsumed inputs go back to the queue.
     pub async fn close_session(&self, session: &SessionId) -> Result<(), RuntimeError> {
         let slot = self.slot(session)?;
+        // Its tasks go with it: nothing would hear of their ends.
+        self.tasks().stop_all(session).await;
         if let Some(turn) = slot.running() {
             turn.cancel.cancel();
             turn.ended().await;

@@ -460,3 +460,36 @@ async fn a_task_without_an_executor_is_lost_and_the_parent_told() {
         "{text}"
     );
 }
+
+/// Closing a session stops its tasks; "the latest session" is never a task's child.
+#[tokio::test]
+async fn closing_stops_tasks_and_the_latest_session_is_never_a_child() {
+    let router = Arc::new(Router::default());
+    router.child("#Z", vec![ScriptedResponse::text("never").hang_after(0)]);
+    router.parent.push(task_call("t1", "explore", "#Z", true));
+    router.parent.push(ScriptedResponse::text("started"));
+    let h = start(&router, &[]).await;
+    let session = h.session().await;
+    h.turn(&session, "go").await;
+    let list = tasks(&h, &session).await;
+    assert_eq!(list[0].status, TaskStatus::Running, "{list:?}");
+    h.runtime
+        .call(Op::CloseSession {
+            session_id: session.clone(),
+        })
+        .await
+        .unwrap();
+    let task = h.store.task(&list[0].id).await.unwrap();
+    assert_eq!(task.status, TaskStatus::Canceled, "{task:?}");
+    match h
+        .runtime
+        .call(Op::OpenSession {
+            target: keel_protocol::SessionTarget::Latest,
+        })
+        .await
+        .unwrap()
+    {
+        Reply::Opened(opened) => assert_eq!(opened.record.id, session),
+        other => panic!("unexpected {other:?}"),
+    }
+}

@@ -31,6 +31,9 @@ use output::Progress;
 /// Longest a `task_output` read may wait for news (the 30 s).
 pub const MAX_OUTPUT_WAIT: Duration = Duration::from_secs(30);
 
+/// Longest a session's close waits for its stopped tasks to end.
+const STOP_WAIT: Duration = Duration::from_secs(10);
+
 /// The tasks this process executes, across every runtime in it (ACP runs one per folder over
 /// one store): a task owned by this process but missing here has lost its executor.
 static LIVE: LazyLock<Mutex<HashSet<String>>> = LazyLock::new(|| Mutex::new(HashSet::new()));
@@ -463,6 +466,32 @@ impl Tasks {
             if changed.changed().await.is_err() {
                 return;
             }
+        }
+    }
+
+    /// Stops every task of `session` running here and waits until they have ended.
+    pub async fn stop_all(&self, session: &SessionId) {
+        let ids: Vec<String> = self
+            .table()
+            .live
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .values()
+            .filter(|t| &t.parent == session)
+            .map(|t| t.id.clone())
+            .collect();
+        for id in ids {
+            if let Err(error) = self.stop(&id).await {
+                tracing::warn!(task = %id, %error, "cannot stop the task");
+            }
+        }
+        // A child turn is bounded by the runner's own abort grace; this only stops a close
+        // from waiting forever on keel's own bug.
+        if tokio::time::timeout(STOP_WAIT, self.settled(session))
+            .await
+            .is_err()
+        {
+            tracing::warn!(%session, "tasks still running after being stopped");
         }
     }
 
