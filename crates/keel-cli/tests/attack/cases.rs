@@ -2,7 +2,7 @@
 
 use crate::run::{Mode, run_table};
 use crate::vectors::{
-    beyond, control, creds, env, gitrun, network, outside, process, races, readonly, tools,
+    beyond, control, creds, env, gitrun, network, outside, process, races, readonly, tasks, tools,
 };
 
 macro_rules! table {
@@ -76,3 +76,4 @@ table!(tool_races, races::TABLE);
 table!(control_git_elsewhere, gitrun::TABLE);
 table!(beyond_namespaces, beyond::TABLE);
 table!(fallback, beyond::FALLBACK);
+table!(tasks_child_sessions, tasks::TABLE);

@@ -272,7 +272,7 @@ impl Tasks {
             (state.mode, state.model.clone())
         };
         let model = match spec.model.as_deref() {
-            Some(name) => runtime.resolve_named_model(name)?,
+            Some(name) => runtime.resolve_task_model(name, &parent_model)?,
             None => parent_model,
         };
         let store = runtime.store();

@@ -11,6 +11,7 @@ pub mod outside;
 pub mod process;
 pub mod races;
 pub mod readonly;
+pub mod tasks;
 pub mod tools;
 
 #[cfg(test)]
@@ -45,6 +46,7 @@ mod tests {
         ("control_git_elsewhere", gitrun::TABLE),
         ("beyond_namespaces", beyond::TABLE),
         ("fallback", beyond::FALLBACK),
+        ("tasks", tasks::TABLE),
     ];
 
     #[test]
