@@ -366,6 +366,11 @@ impl Slot {
         matches!(self.lock().admission, Admission::Idle)
     }
 
+    /// Whether any input is waiting (read without touching the store).
+    pub(crate) fn queue_waiting(&self) -> bool {
+        !self.lock().queue.is_empty()
+    }
+
     /// Whether steering is waiting (read without touching the store).
     pub(crate) fn steering_waiting(&self) -> bool {
         self.lock()

@@ -493,3 +493,57 @@ async fn closing_stops_tasks_and_the_latest_session_is_never_a_child() {
         other => panic!("unexpected {other:?}"),
     }
 }
+
+/// `task_append` steers a running task: its child answers the message before the task ends,
+/// and the task's result is its last answer.
+#[tokio::test]
+async fn task_append_steers_a_running_task() {
+    let router = Arc::new(Router::default());
+    let child = router.child(
+        "#T",
+        vec![
+            ScriptedResponse::text("first look").first_delay(Duration::from_millis(400)),
+            ScriptedResponse::text("also checked X"),
+        ],
+    );
+    router.parent.push(task_call("t1", "explore", "#T", true));
+    let mut step = 0;
+    *router.react.lock().unwrap() = Some(Box::new(move |request: &LlmRequest| {
+        let started = request.messages.iter().find_map(|m| match m.as_ref() {
+            Message::ToolResult(result) if result.tool_name == "task" => Some(text_of(m)),
+            _ => None,
+        });
+        let Some(started) = started.filter(|_| step == 0) else {
+            return Vec::new();
+        };
+        step += 1;
+        let id = started.split_whitespace().nth(1).unwrap().to_owned();
+        vec![
+            ScriptedResponse::tool_call(
+                "a1",
+                "task_append",
+                json!({"task_id": id, "message": "Also check X."}),
+            ),
+            ScriptedResponse::tool_call(
+                "o1",
+                "task_output",
+                json!({"task_id": id, "wait_ms": 30000}),
+            ),
+            ScriptedResponse::text("done"),
+        ]
+    }));
+    let h = start(&router, &[]).await;
+    let session = h.session().await;
+    h.turn(&session, "go").await;
+    settle(&h, &session).await;
+    let list = tasks(&h, &session).await;
+    assert_eq!(list.len(), 1, "{list:?}");
+    assert_eq!(list[0].status, TaskStatus::Succeeded);
+    let steered = user_text(&child.requests()[1]);
+    assert!(steered.contains("Also check X."), "{steered}");
+    let history = history_text(&h, &session).await;
+    assert!(
+        history.contains("also checked X\n</task_result>"),
+        "{history}"
+    );
+}
