@@ -34,6 +34,8 @@ pub struct Setup {
     pub spec: ModelSpec,
     /// Permission questions go to the session's events instead of being denied.
     pub interactive: bool,
+    /// The permission mode sessions start in (default: auto).
+    pub permission: Option<keel_tools::permission::Mode>,
 }
 
 impl Setup {
@@ -44,6 +46,7 @@ impl Setup {
             extra: Vec::new(),
             spec: ModelSpec::scripted(),
             interactive: false,
+            permission: None,
         }
     }
 
@@ -74,7 +77,7 @@ impl Harness {
                 spec: setup.spec,
                 stream: provider.clone(),
             },
-            permission: None,
+            permission: setup.permission,
             sandbox: None,
             system_prompt: Some("You are a test.".into()),
             max_steps: None,
@@ -162,6 +165,40 @@ impl Harness {
             events.push(event);
         }
         (report, events)
+    }
+
+    /// Runs `/name arguments` for `session`: the turn it starts, waited for, with the
+    /// session events it made; `None` when it answered with text.
+    pub async fn command(
+        &self,
+        session: &SessionId,
+        name: &str,
+        arguments: &str,
+    ) -> Result<Option<(TurnReport, Vec<SessionEvent>)>, keel_runtime::RuntimeError> {
+        let (sink, mut rx) = keel_runtime::channel();
+        let subscription = self.runtime.subscribe(session, sink).await.unwrap();
+        let handle = match self
+            .runtime
+            .call(Op::RunCommand {
+                session_id: session.clone(),
+                name: name.into(),
+                arguments: arguments.into(),
+            })
+            .await?
+        {
+            Reply::Turn(handle) => handle,
+            _ => return Ok(None),
+        };
+        let report = tokio::time::timeout(std::time::Duration::from_secs(60), handle.wait())
+            .await
+            .expect("the turn never ended")
+            .unwrap();
+        drop(subscription);
+        let mut events = Vec::new();
+        while let Ok(event) = rx.try_recv() {
+            events.push(event);
+        }
+        Ok(Some((report, events)))
     }
 
     /// Every request the model got, in order.
