@@ -421,14 +421,14 @@ pub fn attack(vector: &Vector, mode: Mode) -> (String, String, Vec<String>) {
 }
 
 /// Sets up `world` for `vector` (first making the session a `session` row resumes), runs keel
-/// once (poking it with a signal if asked, see
-/// [`keel::run`]), then runs the user's next git commands in the workspace
-/// ([`World::users_next_git`]), and returns what it produced. What the snapshots taken
-/// around the run show changed is pushed to `failures`: (3) the outside folder and the fake
-/// HOME (after the user's git commands, so a program planted for git shows), (4) the
-/// protected control files (except in `full`, where the model may change them), in `ask`
-/// the workspace, and in `plan` the workspace and the system temp folders; (3k) keel's plans
-/// folder, where only `plan` may write the running session's own plan ([`crate::plans`]).
+/// once (poking it with a signal if asked, see [`keel::run`]), then runs the user's next git
+/// commands in the workspace ([`World::users_next_git`]), and returns what it produced. What
+/// the snapshots taken around the run show changed is pushed to `failures`: (3) the outside
+/// folder and the fake HOME (after the user's git commands, so a program planted for git
+/// shows), (4) the protected control files (except in `full`, where the model may change
+/// them), in `ask` the workspace, and in `plan` the workspace and the system temp folders;
+/// (3k) keel's plans folder, where only `plan` may write the running session's own plan
+/// ([`crate::plans`]).
 pub fn run_in(
     world: &World,
     vector: &Vector,
