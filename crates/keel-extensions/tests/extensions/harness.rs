@@ -137,7 +137,7 @@ impl Harness {
         text: &str,
         time_budget_ms: Option<u64>,
     ) -> (TurnReport, Vec<SessionEvent>) {
-        let (sink, mut rx) = keel_runtime::channel();
+        let (sink, rx) = keel_runtime::channel();
         let subscription = self.runtime.subscribe(session, sink).await.unwrap();
         let handle = match self
             .runtime
@@ -155,16 +155,7 @@ impl Harness {
             Reply::Turn(handle) => handle,
             other => panic!("unexpected {other:?}"),
         };
-        let report = tokio::time::timeout(std::time::Duration::from_secs(60), handle.wait())
-            .await
-            .expect("the turn never ended")
-            .unwrap();
-        drop(subscription);
-        let mut events = Vec::new();
-        while let Ok(event) = rx.try_recv() {
-            events.push(event);
-        }
-        (report, events)
+        finish(handle, subscription, rx).await
     }
 
     /// Runs `/name arguments` for `session`: the turn it starts, waited for, with the
@@ -175,7 +166,7 @@ impl Harness {
         name: &str,
         arguments: &str,
     ) -> Result<Option<(TurnReport, Vec<SessionEvent>)>, keel_runtime::RuntimeError> {
-        let (sink, mut rx) = keel_runtime::channel();
+        let (sink, rx) = keel_runtime::channel();
         let subscription = self.runtime.subscribe(session, sink).await.unwrap();
         let handle = match self
             .runtime
@@ -189,16 +180,7 @@ impl Harness {
             Reply::Turn(handle) => handle,
             _ => return Ok(None),
         };
-        let report = tokio::time::timeout(std::time::Duration::from_secs(60), handle.wait())
-            .await
-            .expect("the turn never ended")
-            .unwrap();
-        drop(subscription);
-        let mut events = Vec::new();
-        while let Ok(event) = rx.try_recv() {
-            events.push(event);
-        }
-        Ok(Some((report, events)))
+        Ok(Some(finish(handle, subscription, rx).await))
     }
 
     /// Every request the model got, in order.
@@ -210,6 +192,24 @@ impl Harness {
     pub fn session_dir(&self, session: &SessionId) -> std::path::PathBuf {
         self.runtime.session_dir(session)
     }
+}
+
+/// Waits for the turn of `handle` and takes the session events its subscription saw.
+async fn finish(
+    handle: keel_runtime::TurnHandle,
+    subscription: keel_runtime::Subscription,
+    mut rx: tokio::sync::mpsc::UnboundedReceiver<SessionEvent>,
+) -> (TurnReport, Vec<SessionEvent>) {
+    let report = tokio::time::timeout(std::time::Duration::from_secs(60), handle.wait())
+        .await
+        .expect("the turn never ended")
+        .unwrap();
+    drop(subscription);
+    let mut events = Vec::new();
+    while let Ok(event) = rx.try_recv() {
+        events.push(event);
+    }
+    (report, events)
 }
 
 /// The text of every text block of `message`.

@@ -1,18 +1,9 @@
 //! Plan mode's one writable path: the session's plan file in keel's home. The gate lets
-//! `write` and `edit` of exactly that path through in plan mode and nothing else; the file
-//! tools check it again, make the plan folder privately and never follow a link there.
-
-use std::os::unix::fs::PermissionsExt as _;
-use std::sync::Arc;
-
-use keel_agent::{AgentTool, ToolCallContext, ToolUpdates};
-use keel_protocol::MessageId;
-use keel_tools::files::edit::Edit;
-use keel_tools::files::write::Write;
+//! `write` and `edit` of exactly that path through in plan mode and nothing else (the file
+//! tools' own checks are in `tools/plan_file.rs`).
 
 use super::attacks::with_keel_home;
 use super::*;
-use pretty_assertions::assert_eq;
 
 /// The running session's plan file, as the runtime names it.
 const PLAN: &str = "%HOME%/.keel/plans/s-plan1.md";
@@ -130,34 +121,25 @@ const PLAN_MODE: &[Case] = &[
     ),
 ];
 
-/// The plan file outside plan mode is as protected as the rest of keel's home.
-const OTHER_MODES: &[Case] = &[
+/// The plan file's calls (tool, arguments): outside plan mode they are judged as any other
+/// use of keel's home.
+const ON_THE_PLAN: &[(&str, &str, DecisionKind)] = &[
+    ("write", WRITE_PLAN, Deny),
     (
-        U,
-        "write",
-        r#"{"path": "%HOME%/.keel/plans/s-plan1.md", "content": "x"}"#,
-        Deny,
-    ),
-    (
-        A,
-        "write",
-        r#"{"path": "%HOME%/.keel/plans/s-plan1.md", "content": "x"}"#,
-        Deny,
-    ),
-    (
-        U,
         "edit",
         r#"{"path": "%HOME%/.keel/plans/s-plan1.md", "edits": []}"#,
         Deny,
     ),
     (
-        U,
         "read",
         r#"{"path": "%HOME%/.keel/plans/s-plan1.md"}"#,
         Safety,
     ),
-    (U, "bash", "echo x > %HOME%/.keel/plans/s-plan1.md", Deny),
+    ("bash", "echo x > %HOME%/.keel/plans/s-plan1.md", Deny),
 ];
+
+/// `write` of the plan file.
+const WRITE_PLAN: &str = r#"{"path": "%HOME%/.keel/plans/s-plan1.md", "content": "x"}"#;
 
 fn plan_env(world: &World) -> impl Fn(&mut ToolEnv) {
     let plan = PathBuf::from(world.fill(PLAN));
@@ -168,18 +150,24 @@ fn plan_env(world: &World) -> impl Fn(&mut ToolEnv) {
 fn plan_mode_writes_the_plan_file_and_nothing_else() {
     let world = with_keel_home();
     run_table_in(&world, "", PLAN_MODE, plan_env(&world));
-    run_table_in(&world, "", OTHER_MODES, plan_env(&world));
+    let other_modes: Vec<Case> = [U, A, F]
+        .into_iter()
+        .flat_map(|mode| {
+            ON_THE_PLAN.iter().map(move |(tool, args, want)| {
+                // In `full` keel's own tools stay out of keel's home while the sandbox is on,
+                // and the sandbox hides it from commands.
+                let want = match (mode, *tool) {
+                    (F, "bash") => Allow,
+                    (F, _) => Deny,
+                    _ => *want,
+                };
+                (mode, *tool, *args, want)
+            })
+        })
+        .collect();
+    run_table_in(&world, "", &other_modes, plan_env(&world));
     // Without a plan file (no keel home), plan mode writes nothing at all.
-    run_table(
-        &world,
-        "",
-        &[(
-            P,
-            "write",
-            r#"{"path": "%HOME%/.keel/plans/s-plan1.md", "content": "x"}"#,
-            Deny,
-        )],
-    );
+    run_table(&world, "", &[(P, "write", WRITE_PLAN, Deny)]);
     // An allow rule cannot open another path in plan mode.
     run_table_in(
         &world,
@@ -221,127 +209,4 @@ fn a_link_at_the_plan_path_or_its_folder_is_not_the_plan_file() {
         )],
         plan_env(&world),
     );
-}
-
-fn context() -> ToolCallContext {
-    let (tx, rx) = tokio::sync::mpsc::channel(8);
-    std::mem::forget(rx);
-    ToolCallContext {
-        tool_call_id: "c1".into(),
-        assistant_message_id: MessageId::new("m1"),
-        turn: None,
-        cancel: tokio_util::sync::CancellationToken::new(),
-        updates: ToolUpdates::new(0, tx),
-    }
-}
-
-fn tool_env(world: &World) -> Arc<ToolEnv> {
-    let mut env = world.env();
-    plan_env(world)(&mut env);
-    Arc::new(env)
-}
-
-async fn write(env: &Arc<ToolEnv>, path: &str, content: &str) -> Result<String, String> {
-    Write::new(env.clone())
-        .execute(json!({"path": path, "content": content}), context())
-        .await
-        .map(|out| format!("{:?}", out.content))
-        .map_err(|e| e.message)
-}
-
-fn mode_of(path: &Path) -> u32 {
-    std::fs::symlink_metadata(path)
-        .unwrap()
-        .permissions()
-        .mode()
-        & 0o777
-}
-
-#[tokio::test]
-async fn the_file_tools_write_the_plan_file_privately_and_refuse_the_rest() {
-    let world = with_keel_home();
-    let env = tool_env(&world);
-    let plan = world.home.join(".keel/plans/s-plan1.md");
-    write(&env, &plan.to_string_lossy(), "## Summary\nfirst\n")
-        .await
-        .unwrap();
-    assert_eq!(
-        std::fs::read_to_string(&plan).unwrap(),
-        "## Summary\nfirst\n"
-    );
-    assert_eq!(mode_of(plan.parent().unwrap()), 0o700);
-    assert_eq!(mode_of(&plan), 0o600);
-    let edited = Edit::new(env.clone())
-        .execute(
-            json!({"path": plan, "edits": [{"old_string": "first", "new_string": "second"}]}),
-            context(),
-        )
-        .await;
-    assert!(edited.is_ok(), "{:?}", edited.err().map(|e| e.message));
-    assert_eq!(
-        std::fs::read_to_string(&plan).unwrap(),
-        "## Summary\nsecond\n"
-    );
-    assert_eq!(mode_of(&plan), 0o600);
-    // The tools refuse every other write themselves, whatever the gate said.
-    for other in [
-        world.ws.join("src/main.rs"),
-        world.home.join(".keel/plans/s-other1.md"),
-        world.home.join(".keel/config.yaml"),
-    ] {
-        let refused = write(&env, &other.to_string_lossy(), "x")
-            .await
-            .unwrap_err();
-        assert!(refused.contains("plan mode is read-only"), "{refused}");
-    }
-    assert_eq!(
-        std::fs::read_to_string(world.ws.join("src/main.rs")).unwrap(),
-        "x"
-    );
-    assert!(!world.home.join(".keel/plans/s-other1.md").exists());
-    // A workspace link to the plan file leads into keel's home: the tools refuse it.
-    std::os::unix::fs::symlink(&plan, world.ws.join("plan-link")).unwrap();
-    let linked = write(&env, "plan-link", "x").await.unwrap_err();
-    assert!(linked.contains("credential location"), "{linked}");
-    assert_eq!(
-        std::fs::read_to_string(&plan).unwrap(),
-        "## Summary\nsecond\n"
-    );
-}
-
-#[tokio::test]
-async fn a_planted_link_or_an_open_folder_never_takes_the_plan_write() {
-    let world = with_keel_home();
-    let env = tool_env(&world);
-    let plans = world.home.join(".keel/plans");
-    let plan = plans.join("s-plan1.md");
-    std::fs::create_dir_all(&plans).unwrap();
-    std::fs::set_permissions(&plans, std::fs::Permissions::from_mode(0o700)).unwrap();
-    std::os::unix::fs::symlink(world.out.join("notes.txt"), &plan).unwrap();
-    let refused = write(&env, &plan.to_string_lossy(), "planted")
-        .await
-        .unwrap_err();
-    assert!(refused.contains("plan mode is read-only"), "{refused}");
-    assert_eq!(
-        std::fs::read_to_string(world.out.join("notes.txt")).unwrap(),
-        "x"
-    );
-    assert!(std::fs::symlink_metadata(&plan).unwrap().is_symlink());
-    // The folder a link elsewhere.
-    std::fs::remove_file(&plan).unwrap();
-    std::fs::remove_dir(&plans).unwrap();
-    std::os::unix::fs::symlink(&world.out, &plans).unwrap();
-    assert!(
-        write(&env, &plan.to_string_lossy(), "planted")
-            .await
-            .is_err()
-    );
-    assert!(!world.out.join("s-plan1.md").exists());
-    // A folder others may open is not keel's private folder.
-    std::fs::remove_file(&plans).unwrap();
-    std::fs::create_dir_all(&plans).unwrap();
-    std::fs::set_permissions(&plans, std::fs::Permissions::from_mode(0o755)).unwrap();
-    let open = write(&env, &plan.to_string_lossy(), "x").await.unwrap_err();
-    assert!(open.contains("private folder"), "{open}");
-    assert!(!plan.exists());
 }
