@@ -478,6 +478,8 @@ impl Runtime {
             db.as_deref(),
         );
         setup.session_dir = Some(self.session_dir(session));
+        let keel_home = inner.settings.keel_home.as_deref();
+        setup.plan_file = keel_home.map(|home| assembly::plan_file(home, session));
         setup.editor = inner.editor.as_ref().and_then(|lend| lend.editor(session));
         setup.terminal = inner
             .editor

@@ -51,6 +51,8 @@ pub enum Cell {
     Notice(Tone, String),
     /// Several lines of plain information (`/help`, `/status`).
     Info(Vec<Line<'static>>),
+    /// A plan submitted for review (plan mode), in Markdown.
+    Plan(String),
     /// A retry of a failed model request.
     Retry {
         /// Retry number.
@@ -367,6 +369,23 @@ impl Cell {
                 )
             }
             Cell::Info(lines) => wrap_lines(lines.clone(), width, &Line::from("  ")),
+            Cell::Plan(text) => {
+                let accent = Style::new().fg(Color::Magenta);
+                let mut out = vec![Line::from(vec![
+                    Span::styled(BULLET, accent),
+                    Span::styled("Plan for review", accent.add_modifier(Modifier::BOLD)),
+                ])];
+                out.extend(
+                    markdown::render(text, width.saturating_sub(2))
+                        .into_iter()
+                        .map(|line| {
+                            let mut spans = vec![Span::styled("│ ", accent)];
+                            spans.extend(line.spans);
+                            Line::from(spans).style(line.style)
+                        }),
+                );
+                out
+            }
             Cell::Retry {
                 attempt,
                 max,

@@ -6,6 +6,7 @@
 
 mod input;
 mod output;
+mod plan;
 mod report;
 
 use std::path::PathBuf;
@@ -175,6 +176,8 @@ pub async fn run(args: ExecArgs) -> anyhow::Result<ExitCode> {
 
     let model_name = prepared.model_name().to_owned();
     let sandbox = prepared.sandbox();
+    let planning = prepared.mode() == keel_tools::permission::Mode::Plan;
+    let keel_home = prepared.settings().keel_home.clone();
     let durable = args.durable || prepared.settings().loaded.config.durable.unwrap_or(false);
     let store = OpenOptions {
         durability: Durability::synced(durable),
@@ -276,7 +279,11 @@ pub async fn run(args: ExecArgs) -> anyhow::Result<ExitCode> {
     };
     let turn = handle.wait().await.map_err(runtime_error)?;
     let duration_ms = u64::try_from(turn.duration.as_millis()).unwrap_or(u64::MAX);
-    let final_text = turn.final_text();
+    // In plan mode the plan is the answer, unless the run left plan mode (`/approve-plan`).
+    let plan = (planning && sink.mode().is_none_or(|mode| mode == "plan"))
+        .then(|| plan::answer(&turn, keel_home.as_deref(), &session_id))
+        .flatten();
+    let final_text = plan.unwrap_or_else(|| turn.final_text());
     let (mut status, mut error) = judge(&turn.outcome, stop.reason(), args.timeout);
     if let (ExecStatus::Succeeded, Some(failure)) = (status, &turn.output_failure) {
         status = ExecStatus::Failed;

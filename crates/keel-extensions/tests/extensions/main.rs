@@ -8,6 +8,7 @@ mod guard;
 mod harness;
 mod hooks;
 mod mcp;
+mod plan;
 mod recovery;
 mod reminders;
 mod report;

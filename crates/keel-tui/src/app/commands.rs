@@ -317,7 +317,7 @@ impl App {
 
     /// Sends an extension's command to the runtime. One expected to start a turn shows as
     /// the user's message at once, as a submitted prompt does; the reply settles it.
-    fn extension_command(
+    pub(super) fn extension_command(
         &mut self,
         name: &str,
         args: &str,
@@ -560,6 +560,7 @@ impl App {
                 }
             }
             PickerKind::History => self.composer.set(&item.value),
+            PickerKind::PlanReview => self.plan_picked(&item, effects),
         }
     }
 

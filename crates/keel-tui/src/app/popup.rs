@@ -25,6 +25,8 @@ pub enum PickerKind {
     Queue,
     /// A prompt from the history.
     History,
+    /// What to do with a plan submitted for review.
+    PlanReview,
 }
 
 /// One row of a picker.

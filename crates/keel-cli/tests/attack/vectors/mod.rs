@@ -8,6 +8,7 @@ pub mod env;
 pub mod gitrun;
 pub mod network;
 pub mod outside;
+pub mod plan;
 pub mod process;
 pub mod races;
 pub mod readonly;
@@ -34,6 +35,7 @@ mod tests {
         ("outside_tools", outside::TOOLS),
         ("control_tools", control::TOOLS),
         ("control_shell", control::SHELL),
+        ("plan_file", plan::TABLE),
         ("readonly_temp", readonly::TEMP),
         ("readonly_git", readonly::GIT),
         ("readonly_workspace", readonly::WORKSPACE),
