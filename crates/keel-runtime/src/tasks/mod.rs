@@ -80,9 +80,15 @@ pub(crate) struct TaskProfile {
     pub(crate) instructions: Option<String>,
 }
 
+/// Tools that belong to the user's own session: a plan is submitted for the user's review
+/// by the session they talk to, never by a task.
+const SESSION_ONLY_TOOLS: &[&str] = &["exit_plan_mode"];
+
 impl TaskProfile {
     pub(crate) fn allows(&self, tool: &str) -> bool {
-        !TASK_TOOLS.contains(&tool) && self.ceiling.allows(tool)
+        !TASK_TOOLS.contains(&tool)
+            && !SESSION_ONLY_TOOLS.contains(&tool)
+            && self.ceiling.allows(tool)
     }
 }
 
