@@ -9,7 +9,7 @@
 //! front ends, so such an event names that turn. Before a session's first turn in this
 //! process there is no such way, and only the command's reply tells the user.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, Mutex, PoisonError};
 
 use keel_protocol::SessionId;
@@ -28,6 +28,8 @@ pub(crate) struct Book {
     cache: Mutex<HashMap<SessionId, Option<Goal>>>,
     /// The events of each session's latest turn.
     events: Mutex<HashMap<SessionId, ExtensionEvents>>,
+    /// Sessions whose next turn `/goal` started for the goal.
+    starting: Mutex<HashSet<SessionId>>,
 }
 
 impl Book {
@@ -36,7 +38,25 @@ impl Book {
             control,
             cache: Mutex::default(),
             events: Mutex::default(),
+            starting: Mutex::default(),
         }
+    }
+
+    /// Marks `session`'s next turn as started for its goal: it counts toward the goal even
+    /// if the goal is paused before the turn's first handler runs.
+    pub(crate) fn starting(&self, session: &SessionId) {
+        self.starting
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .insert(session.clone());
+    }
+
+    /// Whether `session`'s turn was marked by [`Self::starting`]; clears the mark.
+    pub(crate) fn take_starting(&self, session: &SessionId) -> bool {
+        self.starting
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .remove(session)
     }
 
     /// Whether `session` has a turn running or being admitted.

@@ -256,6 +256,7 @@ impl GoalCommand {
                 goal.describe()
             ))
         } else {
+            self.book.starting(session);
             Expansion::Prompt(prompt)
         }
     }

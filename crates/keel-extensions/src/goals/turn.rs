@@ -139,6 +139,11 @@ impl TurnStartHook for GoalTurnStart {
             .unwrap_or_else(PoisonError::into_inner) = Some(Instant::now());
         self.book
             .latest_events(&scope.session_id, scope.events.clone());
+        // A turn the goal started counts toward it, whatever happened to the goal since.
+        if self.book.take_starting(&scope.session_id) || scope.source == TurnSource::ThreadGoal
+        {
+            self.tally.touch();
+        }
         // A goal that cannot be read must not stop the user's turn: it only does not
         // continue.
         match self.book.load(&scope.session_id).await {
