@@ -38,6 +38,7 @@ pub mod reminders;
 pub mod report;
 pub mod skills;
 pub mod sources;
+pub mod tasks;
 mod text;
 
 use std::sync::Arc;
@@ -71,6 +72,7 @@ pub fn catalog() -> Vec<ProfileEntry> {
         ProfileEntry::on(Arc::new(extend::Commands)),
         ProfileEntry::on(Arc::new(extend::hooks::UserHooks)),
         ProfileEntry::on(Arc::new(keel_mcp::McpExtension::default())),
+        ProfileEntry::on(Arc::new(tasks::TasksExtension)),
     ]
 }
 

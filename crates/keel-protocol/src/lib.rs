@@ -16,6 +16,7 @@ mod runtime;
 mod session_event;
 mod source;
 mod stream;
+mod task;
 pub mod time;
 mod tool;
 mod usage;
@@ -39,6 +40,7 @@ pub use session_event::{
 };
 pub use source::TurnSource;
 pub use stream::{ResponseMeta, StreamEvent, StreamNotice};
+pub use task::{TaskInfo, TaskStatus};
 pub use tool::ToolDefinition;
 pub use usage::{Cost, Usage};
 pub use view::{Item, ItemBody, ItemEvent, ItemKind, ToolCallStatus};

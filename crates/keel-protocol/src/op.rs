@@ -60,6 +60,11 @@ pub enum Op {
     /// The slash commands extensions offer (skills, custom commands, MCP prompts, and
     /// extension commands such as `/mcp`).
     ListCommands,
+    /// The tasks a session started, oldest first.
+    ListTasks {
+        /// The session.
+        session_id: SessionId,
+    },
     /// The session's waiting inputs, in delivery order.
     ListQueue {
         /// The session.
@@ -206,6 +211,11 @@ pub enum Op {
         #[serde(default)]
         source: TurnSource,
     },
+    /// Stops a task (its child session's turn is aborted); an ended task stays as it is.
+    StopTask {
+        /// The task.
+        task_id: String,
+    },
     /// Answers a pending permission request of the running turn.
     AnswerPermission {
         /// The session.
@@ -237,7 +247,8 @@ impl Op {
             | Self::GetMessages { .. }
             | Self::ListRevisions { .. }
             | Self::ListCommands
-            | Self::ListQueue { .. } => OpGroup::Query,
+            | Self::ListQueue { .. }
+            | Self::ListTasks { .. } => OpGroup::Query,
             Self::OpenSession { .. }
             | Self::UpdateSession { .. }
             | Self::ForkSession { .. }
@@ -253,6 +264,7 @@ impl Op {
             | Self::ReorderQueue { .. }
             | Self::Abort { .. }
             | Self::Dispatch { .. }
+            | Self::StopTask { .. }
             | Self::AnswerPermission { .. } => OpGroup::Ingress,
             Self::Compact { .. } => OpGroup::Maintenance,
         }

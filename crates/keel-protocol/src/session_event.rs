@@ -125,6 +125,11 @@ pub enum SessionEventBody {
         /// The model's context window, in tokens.
         context_window: u32,
     },
+    /// A task this session started changed (made, started, ended, stopped, consumed).
+    Task {
+        /// The task as it is now.
+        task: crate::TaskInfo,
+    },
     /// The session's title, model or permission mode changed.
     SessionUpdated {
         /// The title.

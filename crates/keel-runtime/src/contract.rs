@@ -49,6 +49,8 @@ pub enum Reply {
     Commands(Vec<keel_protocol::CommandInfo>),
     /// A command's answer for the user (no turn started).
     Text(String),
+    /// A session's tasks, oldest first.
+    Tasks(Vec<keel_protocol::TaskInfo>),
 }
 
 /// The interface front ends use.
@@ -85,6 +87,8 @@ impl ConversationContract for Runtime {
             }
             Op::ListQueue { session_id } => Reply::Queue(self.queue(&session_id).await?),
             Op::ListCommands => Reply::Commands(self.commands()),
+            Op::ListTasks { session_id } => Reply::Tasks(self.tasks().list(&session_id).await?),
+            Op::StopTask { task_id } => Reply::Done(self.tasks().stop(&task_id).await?),
             Op::Attach {
                 session_id,
                 kind,

@@ -28,6 +28,7 @@ pub mod sessions;
 pub mod settings;
 pub mod storage;
 pub mod structured;
+pub mod tasks;
 mod turn;
 pub mod view;
 

@@ -167,7 +167,8 @@ impl Runtime {
             };
             let model = model.unwrap_or(current_model);
             let mode = mode.unwrap_or(current_mode);
-            let services = self.services(&slot.id, Some(&slot), &model, mode)?;
+            let services =
+                self.services(&slot.id, Some(&slot), &model, mode, slot.profile.as_deref())?;
             // "Always allow" answers hold for the rest of the session, whatever changes.
             for rule in old_rules {
                 services.gate.add_session_rule(rule);

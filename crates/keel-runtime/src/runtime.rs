@@ -148,6 +148,17 @@ impl Prepared {
                     reason,
                 })
             })?;
+        settings
+            .loaded
+            .config
+            .tasks
+            .check()
+            .map_err(|reason| {
+                RuntimeError::Config(crate::settings::ConfigError::Model {
+                    source_name: "tasks".into(),
+                    reason,
+                })
+            })?;
         let profile = builtin::profile(
             &settings.loaded.config.extensions,
             options.extensions.clone(),
@@ -217,6 +228,7 @@ impl Prepared {
             Some(text) => text.clone(),
             None => self.settings.system_prompt(),
         };
+        let max_tasks = self.settings.loaded.config.tasks.max_concurrent;
         let runtime = Runtime {
             inner: Arc::new(Inner {
                 runner: RunnerDefaults {
@@ -238,6 +250,7 @@ impl Prepared {
                 compactor: Mutex::new(self.options.compactor.clone()),
                 editor: self.options.editor.clone(),
                 thinking: self.options.thinking,
+                tasks: crate::tasks::TaskTable::new(max_tasks),
             }),
         };
         control.bind(&runtime.inner);
@@ -267,6 +280,7 @@ pub(crate) struct Inner {
     pub(crate) compactor: Mutex<Option<Arc<dyn crate::lifecycle::Compactor>>>,
     pub(crate) editor: Option<Arc<dyn crate::assembly::EditorProvider>>,
     pub(crate) thinking: Option<keel_llm::ThinkingLevel>,
+    pub(crate) tasks: crate::tasks::TaskTable,
 }
 
 /// Whether a session may start a turn.
@@ -293,16 +307,49 @@ pub(crate) struct SlotState {
     pub(crate) queue: Vec<QueueEntry>,
     /// The thinking level chosen for the session; `None`: the model's own.
     pub(crate) thinking: Option<keel_llm::ThinkingLevel>,
+    /// Whether the session has started tasks (its turns then remind it of unread results).
+    pub(crate) tasks_seen: bool,
 }
 
 /// An open session.
 pub(crate) struct Slot {
     pub(crate) id: SessionId,
     pub(crate) hub: Arc<Hub>,
+    /// A task's child session: its role's ceiling on tools and sandbox.
+    pub(crate) profile: Option<Arc<crate::tasks::TaskProfile>>,
     state: Mutex<SlotState>,
 }
 
 impl Slot {
+    /// A slot for `record` with nothing cached and nothing running.
+    pub(crate) fn new(
+        record: SessionRecord,
+        model: ResolvedModel,
+        mode: Mode,
+        services: Arc<SessionServices>,
+        profile: Option<Arc<crate::tasks::TaskProfile>>,
+        thinking: Option<keel_llm::ThinkingLevel>,
+    ) -> Arc<Self> {
+        let id = record.id.clone();
+        Arc::new(Self {
+            hub: Hub::new(id.clone()),
+            id,
+            profile,
+            state: Mutex::new(SlotState {
+                record,
+                model,
+                mode,
+                services,
+                history: None,
+                reconciled: false,
+                admission: Admission::Idle,
+                queue: Vec::new(),
+                thinking,
+                tasks_seen: false,
+            }),
+        })
+    }
+
     pub(crate) fn lock(&self) -> MutexGuard<'_, SlotState> {
         self.state.lock().unwrap_or_else(PoisonError::into_inner)
     }
@@ -413,13 +460,19 @@ impl Runtime {
         slot: Option<&Arc<Slot>>,
         model: &ResolvedModel,
         mode: Mode,
+        profile: Option<&crate::tasks::TaskProfile>,
     ) -> Result<Arc<SessionServices>, RuntimeError> {
         let inner = &self.inner;
         let db = crate::storage::db_outside_home().and(Some(inner.store.path().to_path_buf()));
+        // A read-only role's commands write nothing, whatever the session's sandbox.
+        let sandbox = match profile {
+            Some(profile) if profile.read_only => SandboxMode::ReadOnly,
+            _ => inner.sandbox,
+        };
         let mut setup = ToolSetup::new(
             &inner.settings,
             mode,
-            inner.sandbox,
+            sandbox,
             inner.env_mode,
             model.key_env.clone(),
             db.as_deref(),
@@ -437,7 +490,8 @@ impl Runtime {
                 .extra_credentials
                 .push(crate::storage::sessions_dir(inner.store.path()));
         }
-        let approver = match (inner.interactive, slot) {
+        // A task's child has no one to ask: what would ask is denied with the reason.
+        let approver = match (inner.interactive && profile.is_none(), slot) {
             (true, Some(slot)) => Some(Arc::new(SessionApprover::new(
                 Arc::downgrade(slot),
                 inner.registry.clone(),
@@ -457,24 +511,11 @@ impl Runtime {
         let model = self.inner.model.clone();
         let mode = self.inner.mode;
         // The slot is made first so the approver can point at it.
-        let services = self.services(&id, None, &model, mode)?;
-        let slot = Arc::new(Slot {
-            id: id.clone(),
-            hub: Hub::new(id.clone()),
-            state: Mutex::new(SlotState {
-                record,
-                model: model.clone(),
-                mode,
-                services,
-                history: None,
-                reconciled: false,
-                admission: Admission::Idle,
-                queue: queue.iter().map(crate::queue::entry_of).collect(),
-                thinking: self.inner.thinking,
-            }),
-        });
+        let services = self.services(&id, None, &model, mode, None)?;
+        let slot = Slot::new(record, model.clone(), mode, services, None, self.inner.thinking);
+        slot.lock().queue = queue.iter().map(crate::queue::entry_of).collect();
         if self.inner.interactive {
-            let services = self.services(&id, Some(&slot), &model, mode)?;
+            let services = self.services(&id, Some(&slot), &model, mode, None)?;
             slot.lock().services = services;
         }
         let mut slots = self
@@ -522,6 +563,13 @@ impl Runtime {
             .contains_key(&record.id);
         let slot = self.slot_or_open(&record.id).await?;
         let record = slot.lock().record.clone();
+        if !known && start == SessionStart::Resumed {
+            // Tasks a stopped process left running are lost; the next turn is told.
+            self.settle_lost(&record.id).await;
+            if matches!(self.inner.store.tasks(&record.id).await, Ok(tasks) if !tasks.is_empty()) {
+                slot.lock().tasks_seen = true;
+            }
+        }
         if !known {
             self.session_changed(
                 &record.id,

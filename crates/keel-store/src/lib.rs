@@ -20,6 +20,7 @@ mod schema;
 mod session_state;
 mod sql;
 mod store;
+mod tasks;
 mod turns;
 
 pub use error::{Result, StoreError};
@@ -30,7 +31,7 @@ pub use history_writer::{OBSERVER_TIMEOUT, Observer};
 pub use ids::{MIN_PREFIX_CHARS, new_id};
 pub use model::{
     Claim, CommitKind, CommitReceipt, CommitRequest, Entry, ForkPoint, HistoryCommitted, HistoryOp,
-    InputKind, NewSession, QueuedInput, SessionRecord, SessionReminder, StoredEntry, TurnRecord,
+    InputKind, NewSession, NewTask, QueuedInput, SessionRecord, SessionReminder, StoredEntry, TaskOutput, TurnRecord,
     TurnSource, TurnStatus,
 };
 pub use replay::{REPLAY_MAX_BYTES, REPLAY_MAX_ENTRIES, ReplayRegistry, fingerprint};

@@ -68,6 +68,34 @@ pub struct SessionReminder {
     pub created_ms: i64,
 }
 
+/// A task to record (SPEC §14).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct NewTask {
+    /// Its id (`task-…`).
+    pub id: String,
+    /// The session that starts it.
+    pub session_id: SessionId,
+    /// The child session that does the work.
+    pub child_session_id: Option<SessionId>,
+    /// The task it follows up.
+    pub parent_task_id: Option<String>,
+    /// What it is for.
+    pub description: String,
+    /// Its role.
+    pub agent: String,
+    /// Whether the parent goes on without waiting.
+    pub background: bool,
+}
+
+/// What a task produced: progress so far and, once ended, its final answer.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct TaskOutput {
+    /// Progress lines (tool calls, interim text).
+    pub output: String,
+    /// The final answer of its turn.
+    pub final_text: String,
+}
+
 /// Status of a stored turn.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
 #[serde(rename_all = "snake_case")]

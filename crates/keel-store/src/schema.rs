@@ -169,6 +169,35 @@ const MIGRATIONS: &[&str] = &[
     ) STRICT;
     CREATE INDEX IF NOT EXISTS session_reminders_pending ON session_reminders(session_id, state, created_ms);
     "#,
+    // 5: background tasks (SPEC §14): a child session working for its parent, the process
+    // that executes it (a task whose process is gone is settled `lost`), its progress output
+    // and final answer, when its notice was delivered and when its result's reading was
+    // committed (consumed).
+    r#"
+    CREATE TABLE IF NOT EXISTS tasks (
+        id TEXT PRIMARY KEY,
+        session_id TEXT NOT NULL REFERENCES sessions(id) ON DELETE CASCADE,
+        child_session_id TEXT REFERENCES sessions(id) ON DELETE SET NULL,
+        parent_task_id TEXT,
+        description TEXT NOT NULL,
+        agent TEXT NOT NULL,
+        status TEXT NOT NULL CHECK (status IN
+            ('queued', 'running', 'stopping', 'succeeded', 'failed', 'canceled', 'lost')),
+        background INTEGER NOT NULL,
+        owner TEXT NOT NULL,
+        output TEXT NOT NULL DEFAULT '',
+        final_text TEXT NOT NULL DEFAULT '',
+        error TEXT,
+        created_ms INTEGER NOT NULL,
+        started_ms INTEGER,
+        ended_ms INTEGER,
+        delivered_ms INTEGER,
+        consumed_ms INTEGER,
+        consumed_turn TEXT
+    ) STRICT;
+    CREATE INDEX IF NOT EXISTS tasks_by_session ON tasks(session_id, created_ms);
+    CREATE INDEX IF NOT EXISTS tasks_by_child ON tasks(child_session_id);
+    "#,
 ];
 
 /// Highest schema version this code knows.

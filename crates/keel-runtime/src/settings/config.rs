@@ -73,6 +73,9 @@ pub struct Config {
     /// User hooks in Claude Code's shape (`PreToolUse: [{matcher, hooks: [...]}]`).
     #[serde(default)]
     pub hooks: Option<serde_json::Value>,
+    /// Background tasks: how many run at once.
+    #[serde(default)]
+    pub tasks: super::extend::TasksConfig,
 }
 
 /// `extensions: {enabled: [...], disabled: [...]}`.

@@ -135,3 +135,41 @@ impl Default for SkillsConfig {
 fn default_listing_budget() -> usize {
     6_000
 }
+
+/// `tasks:` (SPEC §14).
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct TasksConfig {
+    /// Most tasks running at once in one runtime; more wait `queued` (1 to 16).
+    #[serde(default = "default_max_concurrent")]
+    pub max_concurrent: u32,
+}
+
+impl Default for TasksConfig {
+    fn default() -> Self {
+        Self {
+            max_concurrent: default_max_concurrent(),
+        }
+    }
+}
+
+/// The default: four tasks at once.
+fn default_max_concurrent() -> u32 {
+    4
+}
+
+/// The most `tasks.max_concurrent` may be: each task is a turn with its own model stream.
+pub const MAX_CONCURRENT_TASKS: u32 = 16;
+
+impl TasksConfig {
+    /// Checks the limits; the reason names the key.
+    pub fn check(&self) -> Result<(), String> {
+        if self.max_concurrent == 0 || self.max_concurrent > MAX_CONCURRENT_TASKS {
+            return Err(format!(
+                "tasks.max_concurrent must be 1 to {MAX_CONCURRENT_TASKS}, not {}",
+                self.max_concurrent
+            ));
+        }
+        Ok(())
+    }
+}

@@ -283,7 +283,12 @@ impl Runtime {
             Start::Input(text, _) => Some(text.clone()),
             Start::Queue => None,
         };
-        let caps = self.inner.registry.assemble_turn(&scope)?;
+        let mut caps = self.inner.registry.assemble_turn(&scope)?;
+        // A task's child gets no more than its role allows.
+        if let Some(profile) = &slot.profile {
+            caps.tools
+                .retain(|tool| profile.allows(&tool.definition().name));
+        }
         // The prompt: the user's input, or every waiting input (claimed now, acknowledged
         // once committed).
         let mut prompt: Vec<Message> = match start {
@@ -332,12 +337,14 @@ impl Runtime {
         let reminders = self
             .reminder_round(&caps, &scope, &history, running)
             .await?;
+        let unread_tasks = self.task_reminder(slot).await;
         let extra: Vec<String> = caps
             .user_prefixes
             .iter()
             .cloned()
             .chain(reminders.blocks)
             .chain(Some(reminders.host_block).filter(|block| !block.is_empty()))
+            .chain(unread_tasks)
             .collect();
         if !extra.is_empty() {
             // Extension prefixes and reminders come first, in a hidden message of the same
@@ -369,6 +376,10 @@ impl Runtime {
             prompt.insert(0, Message::User(hidden));
         }
         let mut system_prompt = self.system_prompt(&caps.system_prompt);
+        if let Some(instructions) = slot.profile.as_ref().and_then(|p| p.instructions.as_ref()) {
+            system_prompt.push_str("\n\n");
+            system_prompt.push_str(instructions);
+        }
         if let Some(schema) = &options.output_schema {
             system_prompt.push_str(&schema.instruction());
         }
@@ -395,7 +406,11 @@ impl Runtime {
             stream_fn: model.stream.clone(),
             system_prompt,
             tools: caps.tools,
-            tool_additions: Some(scope.tools.clone()),
+            // Late tools (MCP servers') join only where the ceiling is "all but".
+            tool_additions: match slot.profile.as_ref().map(|p| &p.ceiling) {
+                Some(crate::tasks::Ceiling::Only(_)) => None,
+                _ => Some(scope.tools.clone()),
+            },
             history,
             start: TurnStart::Prompt(prompt),
             hooks,
@@ -602,6 +617,7 @@ impl Runtime {
                 "cannot record the end of turn {turn_id}: {failure}"
             ));
         }
+        self.confirm_task_reads(&slot, &turn_id, &report).await;
         // Session reminders the turn claimed but never committed wait for the next turn; an
         // interrupted turn leaves one of its own, so the next turn knows.
         if let Err(error) = store.release_session_reminders(&turn_id).await {

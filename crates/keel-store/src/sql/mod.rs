@@ -11,6 +11,7 @@ mod history;
 mod inputs;
 mod sessions;
 mod state;
+mod tasks;
 
 pub(crate) use branch::fork;
 pub(crate) use commit::{Applied, apply, verify};
@@ -26,6 +27,11 @@ pub(crate) use sessions::{
 pub(crate) use state::{
     acknowledge_reminders, add_reminder, claim_reminders, get_state, release_reminders,
     reminder_round, session_reminders, set_state, update_state,
+};
+
+pub(crate) use tasks::{
+    consume_tasks, get_task, insert_task, list_tasks, mark_task_delivered, set_task_output,
+    set_task_status, settle_lost_tasks, task_of_child, task_output,
 };
 
 /// A revision or count as SQLite stores it (saturating: no value here comes near the limit).

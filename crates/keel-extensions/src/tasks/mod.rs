@@ -1,0 +1,48 @@
+//! The `tasks` extension: the model's tools for background tasks and sub-agents (SPEC §14),
+//! over the runtime's task executor, with the roles they run in (`explore`, `worker`,
+//! `verifier`, and the user's and project's custom agents). The runtime holds every rule
+//! that makes a result exact (states, consumption, lost tasks); this is the model's side.
+
+pub mod roles;
+mod tools;
+
+use std::sync::Arc;
+
+use keel_runtime::extension::{Extension, ExtensionApi, ExtensionError};
+
+pub use tools::{TOOL_NAMES, task_result};
+
+/// Id of the tasks extension.
+pub const TASKS: &str = "tasks";
+
+/// Background tasks and sub-agents.
+pub struct TasksExtension;
+
+impl Extension for TasksExtension {
+    fn id(&self) -> &str {
+        TASKS
+    }
+
+    fn description(&self) -> Option<&str> {
+        Some("task, task_append, task_query, task_output and task_stop: sub-agents in roles")
+    }
+
+    fn init(&self, api: &ExtensionApi) -> Result<(), ExtensionError> {
+        let host = api.host();
+        let project = crate::extend::project_root(&host.cwd);
+        let found = roles::discover(&roles::roots(host.keel_home.as_deref(), Some(&project)));
+        for problem in &found.problems {
+            tracing::warn!(%problem, "agent file not loaded");
+        }
+        let roles: Arc<[roles::Role]> = found.roles.into();
+        let control = host.control.clone();
+        api.register_tool_factory(Arc::new(move |scope| {
+            tools::tools(&tools::Bound {
+                control: control.clone(),
+                session: scope.session_id.clone(),
+                turn: scope.turn_id.clone(),
+                roles: roles.clone(),
+            })
+        }))
+    }
+}

@@ -1,0 +1,191 @@
+//! A task's executor: waits for a slot, runs the child session's turn, keeps its progress in
+//! the store as it comes, and settles the task from the turn's report. The store learns of
+//! the end before the live table lets go of the task, so a read never sees an ended task
+//! without its result. A background task then tells its parent through the parent's steering
+//! queue (which starts a turn of the parent when none runs), so its result gets used.
+
+use std::sync::{Arc, PoisonError};
+use std::time::Duration;
+
+use keel_protocol::{InputKind, Op, TaskStatus, TurnOutcome, TurnSource};
+use keel_store::TaskOutput;
+
+use super::LiveTask;
+use super::output::ProgressSink;
+use crate::contract::ConversationContract;
+use crate::runtime::{Runtime, Slot};
+use crate::turn::{Start, TurnOptions};
+
+/// How often running progress is written to the store (what a crash can lose of it).
+const SAVE_EVERY: Duration = Duration::from_millis(500);
+
+/// The source of a task's own turns.
+pub(crate) fn task_source() -> TurnSource {
+    TurnSource::Channel("task".into())
+}
+
+/// How the child's turn ended, as the task's status.
+struct Ended {
+    status: TaskStatus,
+    error: Option<String>,
+    final_text: String,
+}
+
+pub(super) async fn execute(runtime: Runtime, live: Arc<LiveTask>, child: Arc<Slot>, prompt: String) {
+    let permits = runtime.inner.tasks.permits.clone();
+    let permit = tokio::select! {
+        permit = permits.acquire_owned() => permit.ok(),
+        () = live.cancel.cancelled() => None,
+    };
+    let ended = match permit {
+        None => Ended {
+            status: TaskStatus::Canceled,
+            error: Some("stopped before it started".into()),
+            final_text: String::new(),
+        },
+        Some(_permit) => run_child(&runtime, &live, &child, prompt).await,
+    };
+    finish(&runtime, &live, ended).await;
+}
+
+async fn save(runtime: &Runtime, live: &LiveTask, final_text: &str) {
+    let output = live
+        .progress
+        .lock()
+        .unwrap_or_else(PoisonError::into_inner)
+        .output
+        .clone();
+    let output = TaskOutput {
+        output,
+        final_text: final_text.to_owned(),
+    };
+    if let Err(error) = runtime.store().set_task_output(&live.id, output).await {
+        tracing::warn!(task = %live.id, %error, "cannot keep the task's output");
+    }
+}
+
+async fn run_child(runtime: &Runtime, live: &Arc<LiveTask>, child: &Arc<Slot>, prompt: String) -> Ended {
+    let store = runtime.store();
+    match store
+        .set_task_status(&live.id, TaskStatus::Running, None)
+        .await
+    {
+        Ok(Some(info)) => runtime.task_changed(&live.parent, info),
+        Ok(None) => {}
+        Err(error) => tracing::warn!(task = %live.id, %error, "cannot mark the task running"),
+    }
+    live.bump(false);
+    let _subscription = child.hub.subscribe(Arc::new(ProgressSink(live.clone())));
+    let handle = runtime
+        .start_turn(
+            child.clone(),
+            Start::Input(prompt, Vec::new()),
+            task_source(),
+            TurnOptions::default(),
+        )
+        .await;
+    let mut handle = match handle {
+        Ok(handle) => handle,
+        Err(error) => {
+            return Ended {
+                status: TaskStatus::Failed,
+                error: Some(format!("{}: {error}", error.code())),
+                final_text: String::new(),
+            };
+        }
+    };
+    let mut changed = live.changed.subscribe();
+    let mut saved = 0u64;
+    let mut tick = tokio::time::interval(SAVE_EVERY);
+    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    let mut stopping = false;
+    let report = loop {
+        tokio::select! {
+            report = &mut handle.report => break report.ok(),
+            () = live.cancel.cancelled(), if !stopping => {
+                stopping = true;
+                if let Some(turn) = child.running() {
+                    turn.cancel.cancel();
+                }
+            }
+            _ = tick.tick() => {
+                let seen = changed.borrow_and_update().0;
+                if seen != saved {
+                    saved = seen;
+                    save(runtime, live, "").await;
+                }
+            }
+        }
+    };
+    let Some(report) = report else {
+        return Ended {
+            status: TaskStatus::Failed,
+            error: Some("the task's turn ended without a report".into()),
+            final_text: String::new(),
+        };
+    };
+    let final_text = report.final_text();
+    let (status, error) = match &report.recorded {
+        TurnOutcome::Completed => (TaskStatus::Succeeded, None),
+        TurnOutcome::Aborted { .. } if live.cancel.is_cancelled() => {
+            (TaskStatus::Canceled, Some("stopped".into()))
+        }
+        TurnOutcome::Aborted { reason } => (
+            TaskStatus::Failed,
+            Some(format!(
+                "aborted: {}",
+                reason.as_deref().unwrap_or("no reason given")
+            )),
+        ),
+        TurnOutcome::Failed { code, message } => {
+            (TaskStatus::Failed, Some(format!("{code}: {message}")))
+        }
+        other => (TaskStatus::Failed, Some(format!("ended as {other:?}"))),
+    };
+    Ended {
+        status,
+        error,
+        final_text,
+    }
+}
+
+async fn finish(runtime: &Runtime, live: &Arc<LiveTask>, ended: Ended) {
+    save(runtime, live, &ended.final_text).await;
+    let store = runtime.store();
+    let info = match store
+        .set_task_status(&live.id, ended.status, ended.error)
+        .await
+    {
+        Ok(Some(info)) => Some(info),
+        Ok(None) => store.task(&live.id).await.ok(),
+        Err(error) => {
+            tracing::warn!(task = %live.id, %error, "cannot record the task's end");
+            None
+        }
+    };
+    runtime.inner.tasks.remove(&live.id);
+    live.bump(true);
+    let Some(info) = info else {
+        return;
+    };
+    runtime.task_changed(&live.parent, info.clone());
+    if !info.background || runtime.slot(&live.parent).is_err() {
+        // A waiting parent has the result in its tool call; a closed one is reminded when
+        // it is opened again.
+        return;
+    }
+    let op = Op::Enqueue {
+        session_id: live.parent.clone(),
+        kind: InputKind::Steer,
+        text: super::parent::notice(&info),
+    };
+    match runtime.call(op).await {
+        Ok(_) => match store.mark_task_delivered(&live.id).await {
+            Ok(info) => runtime.task_changed(&live.parent, info),
+            Err(error) => tracing::warn!(task = %live.id, %error, "cannot record the delivery"),
+        },
+        Err(error) => {
+            tracing::warn!(task = %live.id, %error, "cannot tell the parent the task ended");
+        }
+    }
+}
