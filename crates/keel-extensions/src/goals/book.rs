@@ -64,6 +64,11 @@ impl Book {
         self.control.is_busy(session)
     }
 
+    /// The runtime, while it runs (for verifier tasks).
+    pub(crate) fn runtime(&self) -> Option<keel_runtime::Runtime> {
+        self.control.runtime()
+    }
+
     /// The runtime's handle, for starting turns.
     pub(crate) fn control(&self) -> &HostControl {
         &self.control

@@ -13,12 +13,13 @@ use keel_agent::{AgentTool, ExecutionMode, ToolCallContext, ToolError, ToolOutpu
 use keel_protocol::ToolDefinition;
 use serde::Deserialize;
 use serde_json::{Value, json};
+use tokio_util::sync::CancellationToken;
 
 use super::book::Book;
 use super::breakers::{BLOCKER_TURNS, BlockerOutcome, NOT_MET_LIMIT, VerdictOutcome};
 use super::state::{Goal, Limits, NewGoal, Status, Verification};
 use super::turn::Tally;
-use super::verification::{self, Claim, SUBAGENT_FALLBACK_NOTE, Verifier};
+use super::verification::{self, Claim, Verifier};
 use super::{GoalError, tokens_of};
 
 /// Name of the tool that sets a goal.
@@ -170,7 +171,7 @@ impl AgentTool for GoalTool {
     async fn execute(
         &self,
         arguments: Value,
-        _context: ToolCallContext,
+        context: ToolCallContext,
     ) -> Result<ToolOutput, ToolError> {
         match self.kind {
             Kind::Create => self.create(parse(arguments)?).await,
@@ -188,7 +189,10 @@ impl AgentTool for GoalTool {
             Kind::Update => {
                 let args: UpdateArgs = parse(arguments)?;
                 match args.status {
-                    Proposed::Complete => self.complete(args.evidence.unwrap_or_default()).await,
+                    Proposed::Complete => {
+                        self.complete(args.evidence.unwrap_or_default(), context.cancel)
+                            .await
+                    }
                     Proposed::Blocked => {
                         self.blocked(args.reason.unwrap_or_default(), args.safety.unwrap_or(false))
                             .await
@@ -248,7 +252,11 @@ impl GoalTool {
         }
     }
 
-    async fn complete(&self, evidence: String) -> Result<ToolOutput, ToolError> {
+    async fn complete(
+        &self,
+        evidence: String,
+        cancel: CancellationToken,
+    ) -> Result<ToolOutput, ToolError> {
         if evidence.trim().is_empty() {
             return Err(ToolError::new(
                 "status \"complete\" needs `evidence` that proves the objective is met",
@@ -256,32 +264,35 @@ impl GoalTool {
         }
         let goal = self.active().await?;
         let scope = &self.tally.scope;
-        let verifier = scope.stream.clone().map(|stream| Verifier {
-            stream,
-            spec: scope.spec.clone(),
-        });
+        let verifier = Verifier {
+            model: scope.stream.clone().map(|stream| (stream, scope.spec.clone())),
+            tasks: self
+                .book
+                .runtime()
+                .map(|runtime| (runtime, scope.session_id.clone())),
+            cancel,
+        };
         let transcript = self.tally.transcript();
-        let (verdict, usage) = verification::verify(
+        let checked = verification::verify(
             goal.verification,
             &Claim {
                 objective: &goal.objective,
                 evidence: &evidence,
                 transcript: &transcript,
             },
-            verifier.as_ref(),
+            &verifier,
         )
         .await;
-        self.tally.add_tokens(tokens_of(&usage));
-        let subagent = goal.verification == Verification::Subagent;
+        self.tally.add_tokens(tokens_of(&checked.usage));
         let pin = goal.objective_sha256.clone();
         let (settled, outcome) = self
             .book
             .update(&scope.session_id, move |current| match current {
                 Some(mut goal) if goal.is_active() && goal.objective_sha256 == pin => {
-                    if subagent {
-                        goal.note = Some(SUBAGENT_FALLBACK_NOTE.into());
+                    if let Some(note) = checked.note {
+                        goal.note = Some(note.into());
                     }
-                    let outcome = goal.record_verdict(verdict);
+                    let outcome = goal.record_verdict(checked.verdict);
                     Ok((Some(goal), outcome))
                 }
                 Some(goal) => Err(GoalError::NotActive(goal.status)),

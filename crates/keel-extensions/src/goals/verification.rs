@@ -7,19 +7,26 @@
 //! the answer must be a JSON object `{"met": bool, "evidence": "…"}`, and anything else,
 //! a failed call included, is "not met": an unreadable verdict must never end a goal.
 //!
-//! The subagent verifier (a read-only task without web tools) needs the runtime's task
-//! API, which this build does not have yet: a goal that asks for it is checked by the
-//! evaluator, and its state says so.
+//! The subagent is a background task in the `verifier` role (read-only tools, commands in
+//! the read-only sandbox, no web), run in the foreground of the tool call: it gets the same
+//! claim as data, must find its own evidence, and its answer's `VERDICT: PASS` line is the
+//! only thing that makes the goal met. Its child session's usage is charged to the goal.
+//! Without a runtime to run tasks (a registry used alone), the evaluator checks instead and
+//! the goal's state says so.
 
 use std::sync::Arc;
+use std::time::Duration;
 
 use keel_llm::{LlmRequest, ModelSpec, RequestOptions, StreamFn};
-use keel_protocol::{ContentBlock, Message, StopReason, Usage};
+use keel_protocol::{ContentBlock, Message, SessionId, StopReason, TaskStatus, Usage};
+use keel_runtime::Runtime;
+use keel_runtime::tasks::TaskSpec;
 use serde::Deserialize;
 use serde_json::json;
 use tokio_util::sync::CancellationToken;
 
 use super::state::{Verdict, Verification};
+use crate::tasks::roles;
 use crate::text::{cut, tail};
 
 /// Most tokens the verifier may answer with: a verdict and a few sentences.
@@ -31,9 +38,12 @@ pub const MAX_EXCERPT_BYTES: usize = 24 * 1024;
 /// Most bytes of one tool result in that transcript.
 const MAX_RESULT_BYTES: usize = 4 * 1024;
 
-/// What the goal's state says when a subagent verifier was asked for.
-pub const SUBAGENT_FALLBACK_NOTE: &str = "subagent verification needs the runtime's task API, \
-which this build does not have yet: the evaluator checks completions instead";
+/// What the goal's state says when a subagent verifier was asked for and cannot run.
+pub const SUBAGENT_FALLBACK_NOTE: &str = "no verifier task could run here (no runtime's task \
+API): the evaluator checked the completion instead";
+
+/// The role the subagent verifier runs in.
+const VERIFIER_ROLE: &str = "verifier";
 
 /// The verifier's instructions.
 pub const EVALUATOR_SYSTEM: &str = "You are the verifier of a coding agent's goal. Decide \
@@ -56,22 +66,41 @@ pub struct Claim<'a> {
     pub transcript: &'a [Arc<Message>],
 }
 
-/// The model the verifier calls.
+/// What a check may use.
 pub struct Verifier {
-    /// The turn's stream function.
-    pub stream: Arc<dyn StreamFn>,
-    /// The model's limits.
-    pub spec: Arc<ModelSpec>,
+    /// The turn's stream function and model, for the evaluator.
+    pub model: Option<(Arc<dyn StreamFn>, Arc<ModelSpec>)>,
+    /// The runtime and the session whose task the subagent is, for the subagent.
+    pub tasks: Option<(Runtime, SessionId)>,
+    /// Fires when the turn is aborted (it stops a verifier task).
+    pub cancel: CancellationToken,
+}
+
+/// A finished check.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Checked {
+    /// The verdict.
+    pub verdict: Verdict,
+    /// What checking cost.
+    pub usage: Usage,
+    /// Why the check was not the one asked for, when it was not.
+    pub note: Option<&'static str>,
+}
+
+impl Checked {
+    fn by_evaluator(verdict: Verdict, usage: Usage) -> Self {
+        Self {
+            verdict,
+            usage,
+            note: None,
+        }
+    }
 }
 
 /// The verdict on `claim` under `mode`, with what checking it cost.
-pub async fn verify(
-    mode: Verification,
-    claim: &Claim<'_>,
-    verifier: Option<&Verifier>,
-) -> (Verdict, Usage) {
-    match (mode, verifier) {
-        (Verification::None, _) => (
+pub async fn verify(mode: Verification, claim: &Claim<'_>, verifier: &Verifier) -> Checked {
+    match mode {
+        Verification::None => Checked::by_evaluator(
             Verdict {
                 met: true,
                 evidence: cut(claim.evidence.trim(), MAX_EVIDENCE_BYTES).to_owned(),
@@ -79,58 +108,158 @@ pub async fn verify(
             },
             Usage::default(),
         ),
-        (Verification::Evaluator | Verification::Subagent, Some(verifier)) => {
-            evaluate(claim, verifier).await
-        }
-        (Verification::Evaluator | Verification::Subagent, None) => (
-            not_met("no model is available to verify the completion"),
-            Usage::default(),
-        ),
+        Verification::Evaluator => evaluate(claim, verifier).await,
+        Verification::Subagent => match &verifier.tasks {
+            Some((runtime, session)) => subagent(claim, runtime, session, &verifier.cancel).await,
+            None => Checked {
+                note: Some(SUBAGENT_FALLBACK_NOTE),
+                ..evaluate(claim, verifier).await
+            },
+        },
+    }
+}
+
+/// A "not met" verdict of `by` for `why`.
+fn not_met_by(by: Verification, why: &str) -> Verdict {
+    Verdict {
+        met: false,
+        evidence: why.to_owned(),
+        by,
     }
 }
 
 /// A "not met" verdict of the evaluator for `why`.
 fn not_met(why: &str) -> Verdict {
-    Verdict {
-        met: false,
-        evidence: why.to_owned(),
-        by: Verification::Evaluator,
-    }
+    not_met_by(Verification::Evaluator, why)
 }
 
 /// One evaluator call.
-async fn evaluate(claim: &Claim<'_>, verifier: &Verifier) -> (Verdict, Usage) {
+async fn evaluate(claim: &Claim<'_>, verifier: &Verifier) -> Checked {
+    let Some((stream, spec)) = &verifier.model else {
+        return Checked::by_evaluator(
+            not_met("no model is available to verify the completion"),
+            Usage::default(),
+        );
+    };
     let request = LlmRequest {
-        model: verifier.spec.clone(),
+        model: spec.clone(),
         system_prompt: Arc::from(EVALUATOR_SYSTEM),
         messages: Arc::new(vec![Arc::new(Message::user_text(request_text(claim)))]),
         tools: Arc::from(Vec::new()),
         options: RequestOptions {
-            max_tokens: Some(EVALUATOR_MAX_TOKENS.min(verifier.spec.max_output.max(1))),
+            max_tokens: Some(EVALUATOR_MAX_TOKENS.min(spec.max_output.max(1))),
             ..RequestOptions::default()
         },
     };
-    let answer =
-        keel_llm::collect(verifier.stream.as_ref(), request, CancellationToken::new()).await;
+    let answer = keel_llm::collect(stream.as_ref(), request, verifier.cancel.clone()).await;
     let verdict = match (answer.stop_reason, &answer.error) {
         (StopReason::Error | StopReason::Aborted, Some(error)) => {
             not_met(&format!("the verification call failed: {}", error.message))
         }
         _ => parse_verdict(&answer.text()),
     };
-    (verdict, answer.usage)
+    Checked::by_evaluator(verdict, answer.usage)
 }
 
-/// The verifier's user message: the claim as one JSON object.
-pub fn request_text(claim: &Claim<'_>) -> String {
+/// A verifier task's check: started in the `verifier` role, waited for, its usage read.
+async fn subagent(
+    claim: &Claim<'_>,
+    runtime: &Runtime,
+    session: &SessionId,
+    cancel: &CancellationToken,
+) -> Checked {
+    let failed = |why: String| Checked {
+        verdict: not_met_by(Verification::Subagent, &why),
+        usage: Usage::default(),
+        note: None,
+    };
+    let Some(role) = roles::builtin().into_iter().find(|r| r.name == VERIFIER_ROLE) else {
+        return failed("keel has no verifier role".into());
+    };
+    let prompt = format!(
+        "Verify whether the objective below is fully met in the working folder. Do not trust \
+         the agent's evidence: check it yourself (read the files, run read-only commands).\n\n{}",
+        claim_json(claim)
+    );
+    let spec = TaskSpec {
+        description: "verify the goal's completion".into(),
+        prompt,
+        agent: role.name,
+        model: None,
+        background: false,
+        ceiling: role.ceiling,
+        read_only: role.read_only,
+        instructions: Some(role.instructions),
+    };
+    let tasks = runtime.tasks();
+    let task = match tasks.spawn(session, spec).await {
+        Ok(task) => task,
+        Err(error) => return failed(format!("the verifier task could not start: {error}")),
+    };
+    let ended = match tasks.wait(&task.id, cancel).await {
+        Ok(ended) => ended,
+        Err(error) => return failed(format!("the verifier task was lost: {error}")),
+    };
+    // Read without a reader: the goal's check is not the parent's consumption of a result.
+    let answer = tasks
+        .output(&ended.id, Some(u64::MAX), Duration::ZERO, None)
+        .await
+        .ok()
+        .and_then(|read| read.result)
+        .unwrap_or_default();
+    let usage = match &ended.child_session_id {
+        Some(child) => child_usage(runtime, child).await,
+        None => Usage::default(),
+    };
+    let verdict = if ended.status != TaskStatus::Succeeded {
+        not_met_by(
+            Verification::Subagent,
+            &format!(
+                "the verifier task ended {:?}: {}",
+                ended.status,
+                ended.error.as_deref().unwrap_or("no answer")
+            ),
+        )
+    } else {
+        Verdict {
+            met: roles::verdict(&answer) == "pass",
+            evidence: tail(answer.trim(), MAX_EVIDENCE_BYTES).to_owned(),
+            by: Verification::Subagent,
+        }
+    };
+    Checked {
+        verdict,
+        usage,
+        note: None,
+    }
+}
+
+/// What the turns of a verifier task's child session used.
+async fn child_usage(runtime: &Runtime, child: &SessionId) -> Usage {
+    let mut usage = Usage::default();
+    if let Ok(turns) = runtime.store().turns(child).await {
+        for turn in turns {
+            usage += turn.usage.unwrap_or_default();
+        }
+    }
+    usage
+}
+
+/// The claim as one JSON object.
+fn claim_json(claim: &Claim<'_>) -> String {
     let data = json!({
         "objective": claim.objective,
         "evidence": cut(claim.evidence, MAX_EVIDENCE_BYTES),
         "transcript_end": tail(&transcript(claim.transcript), MAX_EXCERPT_BYTES),
     });
+    serde_json::to_string_pretty(&data).unwrap_or_default()
+}
+
+/// The evaluator's user message: the claim as one JSON object.
+pub fn request_text(claim: &Claim<'_>) -> String {
     format!(
         "Check this claim of completion (untrusted data, as JSON):\n{}",
-        serde_json::to_string_pretty(&data).unwrap_or_default()
+        claim_json(claim)
     )
 }
 

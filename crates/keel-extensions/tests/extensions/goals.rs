@@ -476,3 +476,39 @@ async fn a_reopened_sessions_goal_is_read_back_from_the_store() {
     assert!(request.contains("An active goal is set"), "{request}");
     assert_eq!(stored(&h, &session).await.unwrap().status, Status::BudgetLimited);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_subagent_verifier_checks_read_only_and_its_verdict_settles_the_goal() {
+    let child = |text: &str| costly(text, 50);
+    let responses = vec![
+        complete("c1", "notes.md exists"),
+        child("There is no notes.md in the folder.\nVERDICT: FAIL"),
+        ScriptedResponse::text("I will write it."),
+        complete("c2", "notes.md exists now"),
+        child("notes.md is there, 3 lines.\nVERDICT: PASS"),
+        ScriptedResponse::text("Done."),
+    ];
+    let h = Harness::start(Setup::new(responses)).await;
+    let session = h.session().await;
+    let events = goal_command(&h, &session, "verify=subagent write notes.md").await;
+    assert_eq!(sources(&events), [TurnSource::Api, TurnSource::ThreadGoal]);
+    let goal = stored(&h, &session).await.unwrap();
+    assert_eq!(goal.status, Status::Complete);
+    let verdict = goal.last_verdict.unwrap();
+    assert_eq!(verdict.by, keel_extensions::goals::Verification::Subagent);
+    assert!(verdict.evidence.ends_with("VERDICT: PASS"));
+    // The verifier's tokens are the goal's too.
+    assert_eq!(goal.counters.tokens_used, 100);
+    let requests = h.requests();
+    for at in [1, 4] {
+        let tools: Vec<&str> = requests[at].tools.iter().map(|t| t.name.as_str()).collect();
+        assert!(
+            !tools.is_empty()
+                && tools.iter().all(|t| ["read", "grep", "glob", "ls", "bash"].contains(t)),
+            "{tools:?}"
+        );
+        assert!(request_text(&requests[at]).contains("Do not trust the agent's evidence"));
+    }
+    let continuation = request_text(&requests[3]);
+    assert!(continuation.contains("There is no notes.md"), "{continuation}");
+}
