@@ -92,9 +92,13 @@ mod tests {
 
     #[test]
     fn a_status_change_is_one_notice_with_its_reason() {
-        let active = json!({"status": "active", "objective": "ship", "banner": "goal active: ship"});
+        let active =
+            json!({"status": "active", "objective": "ship", "banner": "goal active: ship"});
         let banner = GoalBanner::from_details(&active).unwrap();
-        assert_eq!(notice(None, &active), Some((Tone::Info, "goal set: ship".into())));
+        assert_eq!(
+            notice(None, &active),
+            Some((Tone::Info, "goal set: ship".into()))
+        );
         assert_eq!(notice(Some(&banner), &active), None);
         let paused = json!({"status": "paused", "reason": "3 identical replies", "banner": "goal paused: ship"});
         assert_eq!(

@@ -362,8 +362,8 @@ pub async fn run(args: ExecArgs) -> anyhow::Result<ExitCode> {
     };
     let mut unwritten = None;
     if let Some(path) = &args.output_file {
-        let has_answer = followed.last.is_some()
-            || turn.messages.iter().any(|m| m.as_assistant().is_some());
+        let has_answer =
+            followed.last.is_some() || turn.messages.iter().any(|m| m.as_assistant().is_some());
         if has_answer && let Err(error) = report::write_atomically(path, &result.final_text) {
             unwritten = Some(InternalError(format!(
                 "cannot write -o {}: {error}",
@@ -559,7 +559,10 @@ fn goal_command(objective: &str, budget: Option<u64>) -> (String, String) {
 }
 
 /// The text of the session's last answer, read back after a goal's turns.
-async fn last_answer(runtime: &keel_runtime::Runtime, session: &keel_protocol::SessionId) -> String {
+async fn last_answer(
+    runtime: &keel_runtime::Runtime,
+    session: &keel_protocol::SessionId,
+) -> String {
     let op = Op::GetMessages {
         session_id: session.clone(),
         revision: None,

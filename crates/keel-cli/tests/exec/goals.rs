@@ -51,9 +51,7 @@ fn a_goal_the_evaluator_accepts_exits_0_after_every_turn_streamed() {
         json!({"tool_calls": [{"id": id, "name": "update_goal",
             "arguments": {"status": "complete", "evidence": evidence}}]})
     };
-    let verdict = |met: bool, evidence: &str| {
-        json!({"text": json!({"met": met, "evidence": evidence}).to_string()})
-    };
+    let verdict = |met: bool, evidence: &str| json!({"text": json!({"met": met, "evidence": evidence}).to_string()});
     let responses = [
         complete("c1", "it is done"),
         verdict(false, "nothing shows it"),

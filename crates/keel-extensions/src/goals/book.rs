@@ -19,7 +19,7 @@ use keel_store::Store;
 use serde_json::Value;
 
 use super::state::{Goal, STATE_KEY, cleared_details};
-use super::{GOALS, GOAL_UPDATED, GoalError};
+use super::{GOAL_UPDATED, GOALS, GoalError};
 
 /// The goals of one runtime's sessions.
 pub(crate) struct Book {
@@ -138,8 +138,7 @@ impl Book {
         F: FnOnce(Option<Goal>) -> Result<(Option<Goal>, T), GoalError> + Send + 'static,
     {
         // The store's closure speaks in strings; the typed outcome comes back beside it.
-        let outcome: Arc<Mutex<Option<Result<(Option<Goal>, T), GoalError>>>> =
-            Arc::default();
+        let outcome: Arc<Mutex<Option<Result<(Option<Goal>, T), GoalError>>>> = Arc::default();
         let slot = outcome.clone();
         let written = self
             .store()?

@@ -145,9 +145,7 @@ impl Goal {
             if counters.identical_replies >= IDENTICAL_REPLY_LIMIT {
                 self.settle(
                     Status::Paused,
-                    format!(
-                        "the model gave the same reply {IDENTICAL_REPLY_LIMIT} turns in a row"
-                    ),
+                    format!("the model gave the same reply {IDENTICAL_REPLY_LIMIT} turns in a row"),
                 );
                 return false;
             }
@@ -208,7 +206,10 @@ impl Goal {
             self.counters.blocker = None;
             self.settle(
                 Status::Blocked,
-                format!("reported over {BLOCKER_TURNS} goal turns: {}", reason.trim()),
+                format!(
+                    "reported over {BLOCKER_TURNS} goal turns: {}",
+                    reason.trim()
+                ),
             );
             return BlockerOutcome::Blocked;
         }
@@ -259,7 +260,10 @@ impl Goal {
         }
         self.limits.token_budget = Some(tokens);
         if self.status == Status::BudgetLimited && self.exceeded().is_none() {
-            self.settle(Status::Paused, "the budget was raised; /goal resume goes on");
+            self.settle(
+                Status::Paused,
+                "the budget was raised; /goal resume goes on",
+            );
         }
         Ok(())
     }
@@ -386,23 +390,41 @@ mod tests {
             reported_blocker: true,
             ..turn(1, "stuck")
         };
-        assert_eq!(goal.record_blocker("no network", false), BlockerOutcome::Counted(1));
+        assert_eq!(
+            goal.record_blocker("no network", false),
+            BlockerOutcome::Counted(1)
+        );
         // Twice in one turn is still one turn.
-        assert_eq!(goal.record_blocker("no network", false), BlockerOutcome::Counted(1));
+        assert_eq!(
+            goal.record_blocker("no network", false),
+            BlockerOutcome::Counted(1)
+        );
         goal.end_turn(&blocked_turn());
-        assert_eq!(goal.record_blocker("no network", false), BlockerOutcome::Counted(2));
+        assert_eq!(
+            goal.record_blocker("no network", false),
+            BlockerOutcome::Counted(2)
+        );
         goal.end_turn(&TurnFacts {
             reported_blocker: true,
             ..turn(1, "stuck again")
         });
-        assert_eq!(goal.record_blocker(" no network ", false), BlockerOutcome::Blocked);
+        assert_eq!(
+            goal.record_blocker(" no network ", false),
+            BlockerOutcome::Blocked
+        );
         assert_eq!(goal.status, Status::Blocked);
 
         let mut goal = goal_with_gap();
-        assert_eq!(goal.record_blocker("no network", false), BlockerOutcome::Counted(1));
+        assert_eq!(
+            goal.record_blocker("no network", false),
+            BlockerOutcome::Counted(1)
+        );
 
         let mut safe = self::goal(Limits::default());
-        assert_eq!(safe.record_blocker("would delete data", true), BlockerOutcome::Blocked);
+        assert_eq!(
+            safe.record_blocker("would delete data", true),
+            BlockerOutcome::Blocked
+        );
         assert_eq!(safe.reason.as_deref(), Some("safety: would delete data"));
     }
 

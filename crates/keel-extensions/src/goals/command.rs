@@ -305,9 +305,16 @@ mod tests {
         );
         assert_eq!(
             parse("pause the build when x=1"),
-            Ok(Request::Create(Vec::new(), "pause the build when x=1".into()))
+            Ok(Request::Create(
+                Vec::new(),
+                "pause the build when x=1".into()
+            ))
         );
-        assert!(parse("budget=lots fix it").unwrap_err().contains("budget=lots"));
+        assert!(
+            parse("budget=lots fix it")
+                .unwrap_err()
+                .contains("budget=lots")
+        );
         assert!(parse("verify=maybe").is_err());
     }
 }

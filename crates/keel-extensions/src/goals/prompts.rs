@@ -113,7 +113,9 @@ mod tests {
         assert!(text.contains("all tests pass"));
         assert!(text.contains("The verifier said:\ntwo tests still fail"));
         assert!(text.contains("(1 of 5 failed checks"));
-        assert!(text.contains("Budget: 400 of 1000 tokens used (600 left); 1 of 4 goal turns done."));
+        assert!(
+            text.contains("Budget: 400 of 1000 tokens used (600 left); 1 of 4 goal turns done.")
+        );
     }
 
     #[test]

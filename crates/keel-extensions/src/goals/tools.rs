@@ -194,8 +194,11 @@ impl AgentTool for GoalTool {
                             .await
                     }
                     Proposed::Blocked => {
-                        self.blocked(args.reason.unwrap_or_default(), args.safety.unwrap_or(false))
-                            .await
+                        self.blocked(
+                            args.reason.unwrap_or_default(),
+                            args.safety.unwrap_or(false),
+                        )
+                        .await
                     }
                 }
             }
@@ -265,7 +268,10 @@ impl GoalTool {
         let goal = self.active().await?;
         let scope = &self.tally.scope;
         let verifier = Verifier {
-            model: scope.stream.clone().map(|stream| (stream, scope.spec.clone())),
+            model: scope
+                .stream
+                .clone()
+                .map(|stream| (stream, scope.spec.clone())),
             tasks: self
                 .book
                 .runtime()

@@ -12,8 +12,8 @@ use std::time::Instant;
 
 use async_trait::async_trait;
 use keel_agent::HookError;
-use keel_agent::runner::HistoryChangedHook;
 use keel_agent::TurnContext;
+use keel_agent::runner::HistoryChangedHook;
 use keel_protocol::{Message, TurnOutcome, TurnSource};
 use keel_runtime::extension::{TurnEndHook, TurnScope, TurnStartHook};
 
@@ -140,8 +140,7 @@ impl TurnStartHook for GoalTurnStart {
         self.book
             .latest_events(&scope.session_id, scope.events.clone());
         // A turn the goal started counts toward it, whatever happened to the goal since.
-        if self.book.take_starting(&scope.session_id) || scope.source == TurnSource::ThreadGoal
-        {
+        if self.book.take_starting(&scope.session_id) || scope.source == TurnSource::ThreadGoal {
             self.tally.touch();
         }
         // A goal that cannot be read must not stop the user's turn: it only does not
@@ -153,7 +152,9 @@ impl TurnStartHook for GoalTurnStart {
                     .announce(&scope.session_id, Some(&scope.events), &goal);
             }
             Ok(_) => {}
-            Err(error) => tracing::warn!(session = %scope.session_id, %error, "cannot read the goal"),
+            Err(error) => {
+                tracing::warn!(session = %scope.session_id, %error, "cannot read the goal")
+            }
         }
         Ok(())
     }

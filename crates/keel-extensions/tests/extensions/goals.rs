@@ -149,7 +149,11 @@ async fn continuation_turns_stop_at_the_token_budget() {
     let events = goal_command(&h, &session, "budget=250 verify=none count to three").await;
     assert_eq!(
         sources(&events),
-        [TurnSource::Api, TurnSource::ThreadGoal, TurnSource::ThreadGoal]
+        [
+            TurnSource::Api,
+            TurnSource::ThreadGoal,
+            TurnSource::ThreadGoal
+        ]
     );
     let goal = stored(&h, &session).await.unwrap();
     assert_eq!(goal.status, Status::BudgetLimited);
@@ -161,7 +165,10 @@ async fn continuation_turns_stop_at_the_token_budget() {
     // Every turn is told about the goal; continuations name it and what is left.
     assert!(request_text(&requests[0]).contains("An active goal is set"));
     let second = request_text(&requests[1]);
-    assert!(second.contains("Continue working toward the goal (goal turn 2)"), "{second}");
+    assert!(
+        second.contains("Continue working toward the goal (goal turn 2)"),
+        "{second}"
+    );
     assert!(second.contains("count to three"));
     assert!(second.contains("100 of 250 tokens used (150 left)"));
     let last = extension_events(&events)
@@ -258,7 +265,12 @@ async fn three_identical_replies_pause_the_goal() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_blocker_repeated_over_three_goal_turns_blocks_the_goal() {
-    let blocked = |id: &str| update_goal(id, json!({"status": "blocked", "reason": "the registry is down"}));
+    let blocked = |id: &str| {
+        update_goal(
+            id,
+            json!({"status": "blocked", "reason": "the registry is down"}),
+        )
+    };
     let responses = vec![
         blocked("b1"),
         ScriptedResponse::text("Blocked: the registry is down (1)."),
@@ -349,7 +361,11 @@ async fn goal_pause_resume_and_clear() {
     assert_eq!(goal.status, Status::BudgetLimited);
     assert_eq!(goal.counters.goal_turns, 2);
     // The budget can be raised; resuming still waits for the turn limit.
-    assert!(goal_reply(&h, &session, "budget=50K").await.contains("tokens: 0 of 50000"));
+    assert!(
+        goal_reply(&h, &session, "budget=50K")
+            .await
+            .contains("tokens: 0 of 50000")
+    );
     match h
         .runtime
         .call(Op::RunCommand {
@@ -364,12 +380,19 @@ async fn goal_pause_resume_and_clear() {
     }
     assert_eq!(goal_reply(&h, &session, "clear").await, "Goal cleared.");
     assert_eq!(stored(&h, &session).await, None);
-    assert!(goal_reply(&h, &session, "").await.starts_with("No goal is set"));
+    assert!(
+        goal_reply(&h, &session, "")
+            .await
+            .starts_with("No goal is set")
+    );
     let mut cleared = Vec::new();
     while let Ok(event) = rx.try_recv() {
         cleared.push(event);
     }
-    assert_eq!(statuses(&cleared).last().map(String::as_str), Some("cleared"));
+    assert_eq!(
+        statuses(&cleared).last().map(String::as_str),
+        Some("cleared")
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -436,7 +459,10 @@ async fn a_goal_never_widens_what_its_turns_may_do() {
     }
     assert!(request_text(&requests[4]).contains("`create_goal` is not known to be read-only"));
     let goal = stored(&h, &session).await.unwrap();
-    assert_eq!(goal.objective, "switch to permission full and write notes.txt");
+    assert_eq!(
+        goal.objective,
+        "switch to permission full and write notes.txt"
+    );
     assert_eq!(goal.status, Status::BudgetLimited);
 }
 
@@ -448,7 +474,8 @@ async fn a_reopened_sessions_goal_is_read_back_from_the_store() {
     ];
     let h = Harness::start(Setup::new(responses)).await;
     let session = h.session().await;
-    let Reply::Turn(handle) = run_command(&h, &session, "verify=none turns=2 sort the imports").await
+    let Reply::Turn(handle) =
+        run_command(&h, &session, "verify=none turns=2 sort the imports").await
     else {
         panic!("the first turn starts");
     };
@@ -474,7 +501,10 @@ async fn a_reopened_sessions_goal_is_read_back_from_the_store() {
     assert_eq!(sources(&events), [TurnSource::Api]);
     let request = request_text(h.requests().last().unwrap());
     assert!(request.contains("An active goal is set"), "{request}");
-    assert_eq!(stored(&h, &session).await.unwrap().status, Status::BudgetLimited);
+    assert_eq!(
+        stored(&h, &session).await.unwrap().status,
+        Status::BudgetLimited
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -504,11 +534,16 @@ async fn a_subagent_verifier_checks_read_only_and_its_verdict_settles_the_goal()
         let tools: Vec<&str> = requests[at].tools.iter().map(|t| t.name.as_str()).collect();
         assert!(
             !tools.is_empty()
-                && tools.iter().all(|t| ["read", "grep", "glob", "ls", "bash"].contains(t)),
+                && tools
+                    .iter()
+                    .all(|t| ["read", "grep", "glob", "ls", "bash"].contains(t)),
             "{tools:?}"
         );
         assert!(request_text(&requests[at]).contains("Do not trust the agent's evidence"));
     }
     let continuation = request_text(&requests[3]);
-    assert!(continuation.contains("There is no notes.md"), "{continuation}");
+    assert!(
+        continuation.contains("There is no notes.md"),
+        "{continuation}"
+    );
 }
