@@ -21,6 +21,9 @@ use serde_json::Value;
 use super::state::{Goal, STATE_KEY, cleared_details};
 use super::{GOAL_UPDATED, GOALS, GoalError};
 
+/// What a change made of a goal, with what the change said, or why it made nothing.
+type Changed<T> = Result<(Option<Goal>, T), GoalError>;
+
 /// The goals of one runtime's sessions.
 pub(crate) struct Book {
     control: HostControl,
@@ -128,17 +131,13 @@ impl Book {
 
     /// Replaces `session`'s goal with what `change` makes of it, in one transaction, and
     /// returns it with what `change` said. An error from `change` changes nothing.
-    pub(crate) async fn update<T, F>(
-        &self,
-        session: &SessionId,
-        change: F,
-    ) -> Result<(Option<Goal>, T), GoalError>
+    pub(crate) async fn update<T, F>(&self, session: &SessionId, change: F) -> Changed<T>
     where
         T: Send + 'static,
-        F: FnOnce(Option<Goal>) -> Result<(Option<Goal>, T), GoalError> + Send + 'static,
+        F: FnOnce(Option<Goal>) -> Changed<T> + Send + 'static,
     {
         // The store's closure speaks in strings; the typed outcome comes back beside it.
-        let outcome: Arc<Mutex<Option<Result<(Option<Goal>, T), GoalError>>>> = Arc::default();
+        let outcome: Arc<Mutex<Option<Changed<T>>>> = Arc::default();
         let slot = outcome.clone();
         let written = self
             .store()?
