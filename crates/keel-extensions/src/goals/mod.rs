@@ -37,7 +37,7 @@ use keel_runtime::extension::{
 
 use crate::per_turn::PerTurn;
 use book::Book;
-use turn::{GoalTurnEnd, GoalTurnStart, Tally};
+use turn::{GoalTurn, Tally};
 
 pub use state::{Goal, STATE_KEY, Status, Verification};
 
@@ -137,26 +137,24 @@ impl Extension for Goals {
             ExtensionEvent::OnHistoryChanged,
             Arc::new(move |scope: &TurnScope| Hook::OnHistoryChanged(for_history(scope))),
         )?;
-        let for_start = (book.clone(), tally_of.clone());
-        api.on_each_turn(
-            ExtensionEvent::TurnStart,
-            Arc::new(move |scope: &TurnScope| {
-                Hook::TurnStart(Arc::new(GoalTurnStart {
-                    book: for_start.0.clone(),
-                    tally: (for_start.1)(scope),
-                }))
-            }),
-        )?;
-        let for_end = (book.clone(), tally_of);
-        api.on_each_turn(
-            ExtensionEvent::TurnEnd,
-            Arc::new(move |scope: &TurnScope| {
-                Hook::TurnEnd(Arc::new(GoalTurnEnd {
-                    book: for_end.0.clone(),
-                    tally: (for_end.1)(scope),
-                }))
-            }),
-        )?;
+        // The turn's start and end share one handler (and the turn's tally).
+        for event in [ExtensionEvent::TurnStart, ExtensionEvent::TurnEnd] {
+            let (book, tally_of) = (book.clone(), tally_of.clone());
+            api.on_each_turn(
+                event,
+                Arc::new(move |scope: &TurnScope| {
+                    let handler = Arc::new(GoalTurn {
+                        book: book.clone(),
+                        tally: tally_of(scope),
+                    });
+                    if event == ExtensionEvent::TurnStart {
+                        Hook::TurnStart(handler)
+                    } else {
+                        Hook::TurnEnd(handler)
+                    }
+                }),
+            )?;
+        }
         api.register_reminder_provider(
             REMINDER_PRIORITY,
             Arc::new(GoalReminder { book: book.clone() }),

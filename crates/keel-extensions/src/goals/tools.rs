@@ -255,6 +255,33 @@ impl GoalTool {
         }
     }
 
+    /// Applies `change` to the active goal pinned by `pin` (the one the call began with; a
+    /// goal replaced or settled meanwhile is not touched) and tells front ends.
+    async fn settle<T, F>(&self, pin: String, change: F) -> Result<(Goal, T), ToolError>
+    where
+        T: Send + 'static,
+        F: FnOnce(&mut Goal) -> T + Send + 'static,
+    {
+        let scope = &self.tally.scope;
+        let (settled, outcome) = self
+            .book
+            .update(&scope.session_id, move |current| match current {
+                Some(mut goal) if goal.is_active() && goal.objective_sha256 == pin => {
+                    let outcome = change(&mut goal);
+                    Ok((Some(goal), outcome))
+                }
+                Some(goal) => Err(GoalError::NotActive(goal.status)),
+                None => Err(GoalError::NoGoal),
+            })
+            .await
+            .map_err(failed)?;
+        self.tally.touch();
+        let goal = settled.ok_or_else(|| failed(GoalError::NoGoal))?;
+        self.book
+            .announce(&scope.session_id, Some(&scope.events), &goal);
+        Ok((goal, outcome))
+    }
+
     async fn complete(
         &self,
         evidence: String,
@@ -290,28 +317,15 @@ impl GoalTool {
         )
         .await;
         self.tally.add_tokens(tokens_of(&checked.usage));
-        let pin = goal.objective_sha256.clone();
-        let (settled, outcome) = self
-            .book
-            .update(&scope.session_id, move |current| match current {
-                Some(mut goal) if goal.is_active() && goal.objective_sha256 == pin => {
-                    if let Some(note) = checked.note {
-                        goal.note = Some(note.into());
-                    }
-                    let outcome = goal.record_verdict(checked.verdict);
-                    Ok((Some(goal), outcome))
+        let note = checked.note;
+        let (goal, outcome) = self
+            .settle(goal.objective_sha256, move |goal| {
+                if let Some(note) = note {
+                    goal.note = Some(note.into());
                 }
-                Some(goal) => Err(GoalError::NotActive(goal.status)),
-                None => Err(GoalError::NoGoal),
+                goal.record_verdict(checked.verdict)
             })
-            .await
-            .map_err(failed)?;
-        self.tally.touch();
-        let Some(goal) = settled else {
-            return Err(failed(GoalError::NoGoal));
-        };
-        self.book
-            .announce(&scope.session_id, Some(&scope.events), &goal);
+            .await?;
         let said = goal
             .last_verdict
             .as_ref()
@@ -341,26 +355,11 @@ impl GoalTool {
             return Err(ToolError::new("status \"blocked\" needs a `reason`"));
         }
         let goal = self.active().await?;
-        let scope = &self.tally.scope;
-        let pin = goal.objective_sha256;
-        let (settled, outcome) = self
-            .book
-            .update(&scope.session_id, move |current| match current {
-                Some(mut goal) if goal.is_active() && goal.objective_sha256 == pin => {
-                    let outcome = goal.record_blocker(&reason, safety);
-                    Ok((Some(goal), outcome))
-                }
-                Some(goal) => Err(GoalError::NotActive(goal.status)),
-                None => Err(GoalError::NoGoal),
+        let (goal, outcome) = self
+            .settle(goal.objective_sha256, move |goal| {
+                goal.record_blocker(&reason, safety)
             })
-            .await
-            .map_err(failed)?;
-        self.tally.touch();
-        let Some(goal) = settled else {
-            return Err(failed(GoalError::NoGoal));
-        };
-        self.book
-            .announce(&scope.session_id, Some(&scope.events), &goal);
+            .await?;
         let text = match outcome {
             BlockerOutcome::Blocked => {
                 "The goal is blocked; keel starts no more turns for it. Tell the user what stops you."

@@ -122,15 +122,16 @@ impl HistoryChangedHook for Tally {
     }
 }
 
-/// The turn's start: the clock starts, the session's latest events are remembered, and an
-/// active goal is shown again (a resumed session's banner comes back).
-pub(crate) struct GoalTurnStart {
+/// The goal's handler of a turn's start and end.
+pub(crate) struct GoalTurn {
     pub(crate) book: Arc<Book>,
     pub(crate) tally: Arc<Tally>,
 }
 
+/// The turn's start: the clock starts, the session's latest events are remembered, and an
+/// active goal is shown again (a resumed session's banner comes back).
 #[async_trait]
-impl TurnStartHook for GoalTurnStart {
+impl TurnStartHook for GoalTurn {
     async fn turn_start(&self, scope: &TurnScope) -> Result<(), HookError> {
         *self
             .tally
@@ -162,13 +163,8 @@ impl TurnStartHook for GoalTurnStart {
 
 /// The turn's end: the goal is charged, the breakers judge, and an active goal under its
 /// limits gets its next turn once this one is over.
-pub(crate) struct GoalTurnEnd {
-    pub(crate) book: Arc<Book>,
-    pub(crate) tally: Arc<Tally>,
-}
-
 #[async_trait]
-impl TurnEndHook for GoalTurnEnd {
+impl TurnEndHook for GoalTurn {
     async fn turn_end(&self, scope: &TurnScope, outcome: &TurnOutcome) -> Result<(), HookError> {
         let session = &scope.session_id;
         let touched = self.tally.touched.load(Ordering::Relaxed);

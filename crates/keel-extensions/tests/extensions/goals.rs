@@ -102,17 +102,7 @@ async fn goal_reply(h: &Harness, session: &SessionId, arguments: &str) -> String
 async fn submit(h: &Harness, session: &SessionId, text: &str) -> Vec<SessionEvent> {
     let (sink, mut rx) = keel_runtime::channel();
     let _subscription = h.runtime.subscribe(session, sink).await.unwrap();
-    h.runtime
-        .call(Op::Submit {
-            session_id: session.clone(),
-            text: text.into(),
-            images: Vec::new(),
-            source: TurnSource::Api,
-            output_schema: None,
-            time_budget_ms: None,
-        })
-        .await
-        .unwrap();
+    h.submit(session, text, None).await;
     follow(h, session, &mut rx).await
 }
 

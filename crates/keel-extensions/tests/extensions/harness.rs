@@ -136,7 +136,27 @@ impl Harness {
     ) -> (TurnReport, Vec<SessionEvent>) {
         let (sink, mut rx) = keel_runtime::channel();
         let subscription = self.runtime.subscribe(session, sink).await.unwrap();
-        let handle = match self
+        let handle = self.submit(session, text, time_budget_ms).await;
+        let report = tokio::time::timeout(std::time::Duration::from_secs(60), handle.wait())
+            .await
+            .expect("the turn never ended")
+            .unwrap();
+        drop(subscription);
+        let mut events = Vec::new();
+        while let Ok(event) = rx.try_recv() {
+            events.push(event);
+        }
+        (report, events)
+    }
+
+    /// Starts a turn of `text` (from the API) and returns its handle.
+    pub async fn submit(
+        &self,
+        session: &SessionId,
+        text: &str,
+        time_budget_ms: Option<u64>,
+    ) -> keel_runtime::TurnHandle {
+        match self
             .runtime
             .call(Op::Submit {
                 session_id: session.clone(),
@@ -151,17 +171,7 @@ impl Harness {
         {
             Reply::Turn(handle) => handle,
             other => panic!("unexpected {other:?}"),
-        };
-        let report = tokio::time::timeout(std::time::Duration::from_secs(60), handle.wait())
-            .await
-            .expect("the turn never ended")
-            .unwrap();
-        drop(subscription);
-        let mut events = Vec::new();
-        while let Ok(event) = rx.try_recv() {
-            events.push(event);
         }
-        (report, events)
     }
 
     /// Every request the model got, in order.
