@@ -42,7 +42,12 @@ pub struct Translator {
     cost: f64,
     title: Option<String>,
     mode: Option<String>,
+    /// The status of the session's goal the editor was last told.
+    goal: Option<String>,
 }
+
+/// The extension whose `goal_updated` events carry the session's goal.
+const GOALS: &str = "goals";
 
 fn chunk(text: impl Into<String>) -> ContentChunk {
     ContentChunk::new(ContentBlock::Text(TextContent::new(text)))
@@ -70,7 +75,31 @@ impl Translator {
             cost: 0.0,
             title: None,
             mode: None,
+            goal: None,
         }
+    }
+
+    /// A notice when the session's goal changes status: the goal's banner line (status,
+    /// objective, tokens, turns) and why. Per-turn counts alone are not worth a line.
+    fn goal_notice(&mut self, details: &serde_json::Value) -> Option<SessionUpdate> {
+        let status = details.get("status")?.as_str()?;
+        if self.goal.as_deref() == Some(status) {
+            return None;
+        }
+        self.goal = Some(status.to_owned());
+        let mut text = match details.get("banner").and_then(serde_json::Value::as_str) {
+            Some(banner) => banner.to_owned(),
+            None => "goal cleared".to_owned(),
+        };
+        if let Some(reason) = details.get("reason").and_then(serde_json::Value::as_str) {
+            text.push_str(&format!(" — {reason}"));
+        }
+        let severity = match status {
+            "blocked" => Severity::Error,
+            "paused" | "budget_limited" => Severity::Warn,
+            _ => Severity::Info,
+        };
+        Some(self.notice(severity, text))
     }
 
     /// Starts the cost count from what stored history already cost.
@@ -133,6 +162,14 @@ impl Translator {
                 Severity::Warn,
                 notice::retry(&failure.message, *attempt, *max_retries, *delay_ms),
             )),
+            SessionEventBody::Extension {
+                extension,
+                kind,
+                details,
+                ..
+            } if extension == GOALS && kind == "goal_updated" => {
+                out.extend(self.goal_notice(details));
+            }
             SessionEventBody::Extension {
                 extension,
                 kind,
@@ -587,6 +624,31 @@ mod tests {
         assert_eq!(
             updates[0],
             SessionUpdate::AgentMessageChunk(chunk("\n\n## Summary\nCache it.\n"))
+        );
+    }
+
+    #[test]
+    fn a_goal_is_one_notice_per_status() {
+        let mut t = Translator::new("/w".into(), false);
+        let goal = |status: &str, reason: Option<&str>| SessionEventBody::Extension {
+            turn_id: None,
+            extension: "goals".into(),
+            kind: "goal_updated".into(),
+            details: json!({"status": status, "reason": reason,
+                            "banner": format!("goal {status}: ship it · 1.0k tokens · turn 1")}),
+        };
+        assert_eq!(
+            t.apply(&goal("active", None)),
+            vec![SessionUpdate::AgentThoughtChunk(chunk(
+                "\n[keel] goal active: ship it · 1.0k tokens · turn 1\n"
+            ))]
+        );
+        assert_eq!(t.apply(&goal("active", None)), vec![]);
+        assert_eq!(
+            t.apply(&goal("paused", Some("3 identical replies"))),
+            vec![SessionUpdate::AgentThoughtChunk(chunk(
+                "\n[keel] goal paused: ship it · 1.0k tokens · turn 1 — 3 identical replies\n"
+            ))]
         );
     }
 

@@ -4,8 +4,7 @@
 
 use std::sync::Arc;
 
-use futures::StreamExt as _;
-use keel_llm::{AssistantBuilder, LlmRequest, ModelSpec, RequestOptions, StreamFn};
+use keel_llm::{LlmRequest, ModelSpec, RequestOptions, StreamFn};
 use keel_protocol::{ErrorInfo, Message, StopReason, Usage};
 use tokio_util::sync::CancellationToken;
 
@@ -96,18 +95,7 @@ async fn ask(
             ..RequestOptions::default()
         },
     };
-    let mut stream = model.stream.stream(request, CancellationToken::new());
-    let mut builder = AssistantBuilder::new();
-    while let Some(event) = stream.next().await {
-        let terminal = event.is_terminal();
-        builder
-            .apply(&event)
-            .map_err(|e| ErrorInfo::new(keel_protocol::ErrorCode::Other, e.to_string()))?;
-        if terminal {
-            break;
-        }
-    }
-    let answer = builder.finish();
+    let answer = keel_llm::collect(model.stream.as_ref(), request, CancellationToken::new()).await;
     match (answer.stop_reason, answer.error.clone()) {
         (StopReason::Error | StopReason::Aborted, Some(error)) => Err(error),
         _ => Ok((answer.text(), answer.usage)),

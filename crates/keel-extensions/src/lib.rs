@@ -9,6 +9,8 @@
 //! - `terminal-recovery`: an empty final answer after successful tools gets one more chance;
 //! - `source-references`: fetched pages get host-made markers, and answers cite them;
 //! - `plan`: plan mode's workflow (the per-turn rules, `exit_plan_mode`, `/approve-plan`);
+//! - `goals`: an objective the session keeps working toward over turns, within a budget,
+//!   settled by the host ([`goals`]);
 //! - `host.output-budget` (host-owned): a result larger than the budget is archived as an
 //!   artifact, the model gets head, tail and a receipt;
 //! - `host.session-report` (host-owned): `llm-call.json` and a call log, enough to rebuild
@@ -28,6 +30,7 @@ pub mod commands;
 pub mod discovery;
 pub mod extend;
 pub mod feedback;
+pub mod goals;
 pub mod guard;
 pub mod hooks;
 mod per_turn;
@@ -66,6 +69,7 @@ pub fn catalog() -> Vec<ProfileEntry> {
         ProfileEntry::on(Arc::new(guard::RunawayGuard)),
         ProfileEntry::on(Arc::new(recovery::TerminalRecovery)),
         ProfileEntry::on(Arc::new(sources::SourceReferences::default())),
+        ProfileEntry::on(Arc::new(goals::Goals)),
         ProfileEntry::on(Arc::new(extend::Skills)),
         ProfileEntry::on(Arc::new(extend::Commands)),
         ProfileEntry::on(Arc::new(extend::hooks::UserHooks)),

@@ -25,6 +25,6 @@ pub use assemble::{AssembleError, AssistantBuilder};
 pub use http::{ClientError, HttpProvider, http_client, http_client_for};
 pub use model::{Api, Capabilities, Compat, ModelEntry, Prices};
 pub use request::{CacheRetention, LlmRequest, ModelSpec, RequestOptions, ThinkingLevel};
-pub use stream_fn::{EventStream, StreamFn, error_stream, message_stream};
+pub use stream_fn::{EventStream, StreamFn, collect, error_stream, message_stream};
 pub use usage::cost;
 pub use wrappers::{StreamSettings, compose_stream_fn};

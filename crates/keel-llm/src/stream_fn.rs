@@ -2,12 +2,14 @@
 
 use std::pin::Pin;
 
-use futures::Stream;
+use futures::{Stream, StreamExt as _};
 use keel_protocol::{
-    AssistantMessage, ContentBlock, ErrorInfo, ResponseMeta, StopReason, StreamEvent, Usage,
+    AssistantMessage, ContentBlock, ErrorCode, ErrorInfo, ResponseMeta, StopReason, StreamEvent,
+    Usage,
 };
 use tokio_util::sync::CancellationToken;
 
+use crate::assemble::AssistantBuilder;
 use crate::request::LlmRequest;
 
 /// A stream of unified events for one response.
@@ -30,6 +32,30 @@ where
     fn stream(&self, request: LlmRequest, cancel: CancellationToken) -> EventStream {
         self(request, cancel)
     }
+}
+
+/// Runs one call to its end and returns the answer, for the host's own one-shot requests
+/// (a checkpoint summary, a goal's verification) that want the message, not the events. A
+/// stream that breaks the event contract ends the answer as an error, like a cut one.
+pub async fn collect(
+    stream_fn: &dyn StreamFn,
+    request: LlmRequest,
+    cancel: CancellationToken,
+) -> AssistantMessage {
+    let mut stream = stream_fn.stream(request, cancel);
+    let mut builder = AssistantBuilder::new();
+    while let Some(event) = stream.next().await {
+        if let Err(error) = builder.apply(&event) {
+            builder.fail(
+                StopReason::Error,
+                ErrorInfo::new(ErrorCode::Other, error.to_string()),
+            );
+        }
+        if builder.is_finished() {
+            break;
+        }
+    }
+    builder.finish()
 }
 
 /// A stream that fails at once with `error`.

@@ -8,6 +8,7 @@ pub mod cells;
 pub mod composer;
 pub mod diff;
 pub mod files;
+pub mod goal;
 pub mod highlight;
 pub mod keys;
 pub mod markdown;

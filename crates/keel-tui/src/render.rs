@@ -61,6 +61,9 @@ pub fn panel(app: &App, width: u16) -> (Vec<Line<'static>>, Option<(u16, u16)>) 
             DIM,
         ));
     }
+    if let Some(goal) = &app.goal {
+        top.push(goal.line(width));
+    }
     let mut bottom: Vec<Line<'static>> = Vec::new();
     let mut cursor = None;
     match &app.popup {

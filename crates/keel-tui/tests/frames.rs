@@ -599,3 +599,40 @@ fn a_plan_for_review_and_the_choice_after_its_turn() {
     assert!(approved, "{effects:?}");
     assert!(app.busy(), "the approval starts a turn");
 }
+
+/// A `goal_updated` event of the goals extension.
+fn goal(app: &mut App, details: serde_json::Value) {
+    event(
+        app,
+        SessionEventBody::Extension {
+            turn_id: Some(TurnId::from("t-1")),
+            extension: "goals".into(),
+            kind: "goal_updated".into(),
+            details,
+        },
+    );
+}
+
+#[test]
+fn the_goal_banner_above_the_composer_and_its_status_changes() {
+    let mut app = app(80);
+    goal(
+        &mut app,
+        json!({"status": "active", "objective": "make the tests pass",
+               "banner": "goal active: make the tests pass · 12.3k/50.0k tokens · turn 3/10"}),
+    );
+    let active = screen(&mut app);
+    goal(
+        &mut app,
+        json!({"status": "paused", "objective": "make the tests pass",
+               "reason": "the model gave the same reply 3 turns in a row",
+               "banner": "goal paused: make the tests pass · 20.1k/50.0k tokens · turn 5/10"}),
+    );
+    let paused = screen(&mut app);
+    goal(
+        &mut app,
+        json!({"status": "cleared", "objective": "make the tests pass", "banner": null}),
+    );
+    let cleared = screen(&mut app);
+    insta::assert_snapshot!(format!("{active}\n=====\n{paused}\n=====\n{cleared}"));
+}

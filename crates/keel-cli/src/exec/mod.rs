@@ -2,8 +2,10 @@
 //!
 //! The run is bounded from outside the turn (timeout, signals, a closed stdout) through
 //! one cancellation token, and from inside by the runner's step limit; whichever ends it
-//! decides the status and the exit code (see `report`).
+//! decides the status and the exit code (see `report`). A session with an active goal
+//! keeps the run going through the goal's continuation turns (see `goal`).
 
+mod goal;
 mod input;
 mod output;
 mod plan;
@@ -41,6 +43,16 @@ use report::{ExecError, ExecResult, ExecStatus};
 pub struct ExecArgs {
     /// The prompt; `-` or none reads it from standard input.
     prompt: Option<String>,
+    /// Set this goal for the session and work on it over as many turns as it takes, until
+    /// it is complete, blocked, paused or out of budget (see `/goal`).
+    #[arg(long, value_name = "TEXT", conflicts_with_all = ["prompt", "output_schema"])]
+    goal: Option<String>,
+    /// The goal's token budget, for example 50000, 50K or 1.5M.
+    // clap lets a missing required `--goal` pass when it conflicts with an argument given,
+    // so the budget refuses the prompt itself.
+    #[arg(long, value_name = "N", requires = "goal", conflicts_with = "prompt",
+          value_parser = input::parse_goal_budget)]
+    goal_budget: Option<u64>,
     /// Answer from this JSON file of scripted responses instead of a model.
     #[arg(long, value_name = "FILE", conflicts_with = "model")]
     mock_script: Option<PathBuf>,
@@ -161,7 +173,10 @@ pub async fn run(args: ExecArgs) -> anyhow::Result<ExitCode> {
         eprintln!("keel: warning: {warning}");
     }
     let schema = load_schema(&args)?;
-    let prompt = input::read_prompt(args.prompt.as_deref()).await?;
+    let prompt = match &args.goal {
+        Some(goal) => input::check_goal(goal)?,
+        None => input::read_prompt(args.prompt.as_deref()).await?,
+    };
 
     let stop = Arc::new(Stop::default());
     let _signals = Owned(tokio::spawn(watch_signals(stop.clone())));
@@ -220,9 +235,21 @@ pub async fn run(args: ExecArgs) -> anyhow::Result<ExitCode> {
         .subscribe(&session_id, sink.clone())
         .await
         .map_err(runtime_error)?;
-    // `/name args` runs an extension's command (a skill, a custom command, an MCP prompt,
-    // `/mcp`) when one of that name exists; anything else is the model's prompt.
-    let command = match extension_command(&prompt) {
+    let (watcher, events) = keel_runtime::channel();
+    let _watching = runtime
+        .subscribe(&session_id, watcher)
+        .await
+        .map_err(runtime_error)?;
+    let mut watch = goal::Watch::new(events);
+    let started = std::time::Instant::now();
+    // `--goal` is `/goal`; `/name args` runs an extension's command (a skill, a custom
+    // command, an MCP prompt, `/mcp`) when one of that name exists; anything else is the
+    // model's prompt.
+    let command = match &args.goal {
+        Some(_) => Some(goal_command(&prompt, args.goal_budget)),
+        None => extension_command(&prompt),
+    };
+    let command = match command {
         Some((name, arguments)) => Some(
             runtime
                 .call(Op::RunCommand {
@@ -278,13 +305,31 @@ pub async fn run(args: ExecArgs) -> anyhow::Result<ExitCode> {
         }))
     };
     let turn = handle.wait().await.map_err(runtime_error)?;
-    let duration_ms = u64::try_from(turn.duration.as_millis()).unwrap_or(u64::MAX);
+    let followed = watch.follow(&turn.turn_id, &turn.recorded, &stop).await;
+    let mut duration_ms = u64::try_from(turn.duration.as_millis()).unwrap_or(u64::MAX);
+    let mut final_text = turn.final_text();
+    let mut outcome = turn.outcome.clone();
+    let mut turn_id = turn.turn_id.to_string();
+    let mut usage = turn.usage;
+    if let Some((last, last_outcome)) = &followed.last {
+        duration_ms = u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX);
+        final_text = last_answer(&runtime, &session_id).await;
+        outcome = last_outcome.clone();
+        turn_id = last.to_string();
+        usage += followed.usage;
+    }
     // In plan mode the plan is the answer, unless the run left plan mode (`/approve-plan`).
-    let plan = (planning && sink.mode().is_none_or(|mode| mode == "plan"))
-        .then(|| plan::answer(&turn, keel_home.as_deref(), &session_id))
-        .flatten();
-    let final_text = plan.unwrap_or_else(|| turn.final_text());
-    let (mut status, mut error) = judge(&turn.outcome, stop.reason(), args.timeout);
+    if followed.last.is_none()
+        && planning
+        && sink.mode().is_none_or(|mode| mode == "plan")
+        && let Some(plan) = plan::answer(&turn, keel_home.as_deref(), &session_id)
+    {
+        final_text = plan;
+    }
+    let (mut status, mut error) = judge(&outcome, stop.reason(), args.timeout);
+    if let (ExecStatus::Succeeded, Some(goal)) = (status, &followed.goal) {
+        (status, error) = goal::judge(goal);
+    }
     if let (ExecStatus::Succeeded, Some(failure)) = (status, &turn.output_failure) {
         status = ExecStatus::Failed;
         error = Some(ExecError::new(
@@ -320,14 +365,16 @@ pub async fn run(args: ExecArgs) -> anyhow::Result<ExitCode> {
         final_text,
         structured_output: turn.structured_output.clone(),
         session_id: session_id.to_string(),
-        turn_id: turn.turn_id.to_string(),
-        usage: turn.usage,
+        turn_id,
+        usage,
         duration_ms,
         error,
+        goal: followed.goal.clone(),
     };
     let mut unwritten = None;
     if let Some(path) = &args.output_file {
-        let has_answer = turn.messages.iter().any(|m| m.as_assistant().is_some());
+        let has_answer =
+            followed.last.is_some() || turn.messages.iter().any(|m| m.as_assistant().is_some());
         if has_answer && let Err(error) = report::write_atomically(path, &result.final_text) {
             unwritten = Some(InternalError(format!(
                 "cannot write -o {}: {error}",
@@ -509,6 +556,35 @@ struct Owned(tokio::task::JoinHandle<()>);
 impl Drop for Owned {
     fn drop(&mut self) {
         self.0.abort();
+    }
+}
+
+/// `--goal TEXT [--goal-budget N]` as `/goal`: the options first, so the text is always the
+/// objective (even a word such as `clear`).
+fn goal_command(objective: &str, budget: Option<u64>) -> (String, String) {
+    let budget = budget.map(|n| format!("budget={n} ")).unwrap_or_default();
+    (
+        keel_extensions::goals::command::COMMAND.to_owned(),
+        format!("{budget}verify=evaluator {objective}"),
+    )
+}
+
+/// The text of the session's last answer, read back after a goal's turns.
+async fn last_answer(
+    runtime: &keel_runtime::Runtime,
+    session: &keel_protocol::SessionId,
+) -> String {
+    let op = Op::GetMessages {
+        session_id: session.clone(),
+        revision: None,
+    };
+    match runtime.call(op).await {
+        Ok(Reply::Messages(messages)) => messages
+            .iter()
+            .rev()
+            .find_map(|entry| entry.message.as_assistant().map(|a| a.text()))
+            .unwrap_or_default(),
+        _ => String::new(),
     }
 }
 

@@ -80,6 +80,13 @@ struct Opening {
     new_session: bool,
 }
 
+/// A turn whose lines are open (a goal's run has several).
+struct OpenTurn {
+    started: std::time::Instant,
+    /// Its usage, once it ended.
+    usage: Option<keel_protocol::Usage>,
+}
+
 /// Renders one session's events for `keel exec`.
 pub struct ExecSink {
     format: Format,
@@ -89,6 +96,7 @@ pub struct ExecSink {
     state: Mutex<Emitter>,
     /// The session's permission mode as the run last heard of it (a command may change it).
     mode: Mutex<Option<String>>,
+    turn: Mutex<Option<OpenTurn>>,
 }
 
 impl ExecSink {
@@ -112,6 +120,7 @@ impl ExecSink {
             }),
             ids,
             mode: Mutex::new(None),
+            turn: Mutex::new(None),
             opening: Opening {
                 model: model.to_owned(),
                 cwd: cwd.to_path_buf(),
@@ -125,9 +134,31 @@ impl ExecSink {
     }
 
     /// Lines before the turn: `exec.started`, `session.started` (or `session.resumed`),
-    /// `turn.started`.
+    /// `turn.started`. A goal's next turn closes the previous one (`turn.completed`, as
+    /// only a completed turn continues) and opens its own.
     fn begin(&self, turn_id: &str) {
+        let previous = self
+            .turn
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .replace(OpenTurn {
+                started: std::time::Instant::now(),
+                usage: None,
+            });
         let mut out = self.emitter();
+        if let Some(previous) = previous {
+            let duration_ms =
+                u64::try_from(previous.started.elapsed().as_millis()).unwrap_or(u64::MAX);
+            out.emit(
+                &self.stop,
+                "turn.completed",
+                json!({"usage": previous.usage.unwrap_or_default(), "duration_ms": duration_ms}),
+            );
+            out.envelope = envelope_ids(&self.ids, turn_id);
+            out.emit(&self.stop, "turn.started", json!({}));
+            out.flush(&self.stop);
+            return;
+        }
         out.envelope = envelope_ids(&self.ids, turn_id);
         out.emit(
             &self.stop,
@@ -209,7 +240,7 @@ fn status_word(status: ExecStatus) -> &'static str {
         ExecStatus::Failed => "the turn failed",
         ExecStatus::Timeout => "timed out",
         ExecStatus::Cancelled => "cancelled",
-        ExecStatus::LimitExceeded => "step limit reached",
+        ExecStatus::LimitExceeded => "limit reached",
     }
 }
 
@@ -224,6 +255,16 @@ impl SessionSink for ExecSink {
         match (&event.body, self.format) {
             (SessionEventBody::TurnStarted { turn_id, .. }, Format::StreamJson) => {
                 self.begin(turn_id.as_str());
+            }
+            (SessionEventBody::TurnEnded { usage, .. }, Format::StreamJson) => {
+                if let Some(turn) = self
+                    .turn
+                    .lock()
+                    .unwrap_or_else(PoisonError::into_inner)
+                    .as_mut()
+                {
+                    turn.usage = Some(*usage);
+                }
             }
             (SessionEventBody::Item { event, .. }, Format::StreamJson) => {
                 self.emitter().item(&self.stop, event);
@@ -269,7 +310,13 @@ impl SessionSink for ExecSink {
                     ..
                 },
                 Format::Text,
-            ) => eprintln!("[{extension}: {kind} {details}]"),
+            ) => match details.get("banner").and_then(Value::as_str) {
+                // A goal's change reads as its banner line.
+                Some(banner) if extension == keel_extensions::goals::GOALS => {
+                    eprintln!("[{banner}]");
+                }
+                _ => eprintln!("[{extension}: {kind} {details}]"),
+            },
             (
                 SessionEventBody::Retry {
                     attempt,

@@ -53,7 +53,8 @@ pub enum ExecStatus {
     Timeout,
     /// A signal (or a closed stdout) aborted the turn.
     Cancelled,
-    /// `--max-steps` was reached while the model still called tools.
+    /// `--max-steps` was reached while the model still called tools, or the goal used up
+    /// a limit.
     LimitExceeded,
 }
 
@@ -113,14 +114,18 @@ pub struct ExecResult {
     pub structured_output: Option<serde_json::Value>,
     /// The session.
     pub session_id: String,
-    /// The turn.
+    /// The turn (the last one, when a goal ran several).
     pub turn_id: String,
-    /// Tokens over the turn's model calls.
+    /// Tokens over the run's model calls.
     pub usage: Usage,
-    /// Wall time of the turn.
+    /// Wall time of the turn (of the whole run, when a goal ran several turns).
     pub duration_ms: u64,
     /// Why it failed; `null` on success.
     pub error: Option<ExecError>,
+    /// The session's goal as the run left it (its `goal_updated` details), when the run
+    /// followed one.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub goal: Option<serde_json::Value>,
 }
 
 /// Parses `--timeout`: `90s`, `5m`, `1h30m`, `250ms`, or plain seconds.

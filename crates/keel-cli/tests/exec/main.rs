@@ -9,6 +9,7 @@ mod crash;
 mod exits;
 mod extensions;
 mod formats;
+mod goals;
 mod logs;
 mod plan;
 mod runtime;

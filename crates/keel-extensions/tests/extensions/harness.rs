@@ -142,7 +142,18 @@ impl Harness {
     ) -> (TurnReport, Vec<SessionEvent>) {
         let (sink, rx) = keel_runtime::channel();
         let subscription = self.runtime.subscribe(session, sink).await.unwrap();
-        let handle = match self
+        let handle = self.submit(session, text, time_budget_ms).await;
+        finish(handle, subscription, rx).await
+    }
+
+    /// Starts a turn of `text` (from the API) and returns its handle.
+    pub async fn submit(
+        &self,
+        session: &SessionId,
+        text: &str,
+        time_budget_ms: Option<u64>,
+    ) -> keel_runtime::TurnHandle {
+        match self
             .runtime
             .call(Op::Submit {
                 session_id: session.clone(),
@@ -157,8 +168,7 @@ impl Harness {
         {
             Reply::Turn(handle) => handle,
             other => panic!("unexpected {other:?}"),
-        };
-        finish(handle, subscription, rx).await
+        }
     }
 
     /// Runs `/name arguments` for `session`: the turn it starts, waited for, with the

@@ -4,6 +4,7 @@
 
 mod budget;
 mod feedback;
+mod goals;
 mod guard;
 mod harness;
 mod hooks;

@@ -582,6 +582,7 @@ impl App {
                     self.context = None;
                     self.todos.clear();
                     self.queue.clear();
+                    self.goal = None;
                 }
                 self.info.model = record.model.clone();
                 effects.push(Effect::Subscribe(record.id.clone()));

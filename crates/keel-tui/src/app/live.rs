@@ -161,6 +161,17 @@ impl App {
                 kind,
                 details,
                 ..
+            } if extension == crate::goal::EXTENSION && kind == crate::goal::UPDATED => {
+                if let Some((tone, text)) = crate::goal::notice(self.goal.as_ref(), &details) {
+                    self.notice(tone, text);
+                }
+                self.goal = crate::goal::GoalBanner::from_details(&details);
+            }
+            SessionEventBody::Extension {
+                extension,
+                kind,
+                details,
+                ..
             } => {
                 if extension == crate::app::plan::EXTENSION && kind == crate::app::plan::READY {
                     self.plan_ready(&details);

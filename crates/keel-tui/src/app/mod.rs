@@ -172,6 +172,8 @@ pub struct App {
     pub history_at: Option<usize>,
     /// The last todo list the model wrote.
     pub todos: Vec<serde_json::Value>,
+    /// The session's goal, while one is set.
+    pub goal: Option<crate::goal::GoalBanner>,
     /// The slash catalog.
     pub catalog: Catalog,
     /// The key map.
@@ -227,6 +229,7 @@ impl App {
             history: Vec::new(),
             history_at: None,
             todos: Vec::new(),
+            goal: None,
             catalog: Catalog::default(),
             keys,
             files: None,

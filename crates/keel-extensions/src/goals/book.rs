@@ -1,0 +1,200 @@
+//! Where goals are kept: the store's per-session state is the truth (a goal survives a
+//! restart), and every change is one transaction there. A copy per open session is kept
+//! in memory because reminders are built synchronously, before any handler of the turn can
+//! read the store; it is refreshed when a session opens, at every turn start and after
+//! every change this extension makes.
+//!
+//! Changes made outside a turn (`/goal pause`) are reported through the events of the
+//! session's latest turn: the runtime offers extensions no other way to reach a session's
+//! front ends, so such an event names that turn. Before a session's first turn in this
+//! process there is no such way, and only the command's reply tells the user.
+
+use std::collections::{HashMap, HashSet};
+use std::sync::{Arc, Mutex, PoisonError};
+
+use keel_protocol::SessionId;
+use keel_runtime::HostControl;
+use keel_runtime::extension::ExtensionEvents;
+use keel_store::Store;
+use serde_json::Value;
+
+use super::state::{Goal, STATE_KEY, cleared_details};
+use super::{GOAL_UPDATED, GOALS, GoalError};
+
+/// What a change made of a goal, with what the change said, or why it made nothing.
+type Changed<T> = Result<(Option<Goal>, T), GoalError>;
+
+/// The goals of one runtime's sessions.
+pub(crate) struct Book {
+    control: HostControl,
+    /// The last known goal of each open session (`None`: none).
+    cache: Mutex<HashMap<SessionId, Option<Goal>>>,
+    /// The events of each session's latest turn.
+    events: Mutex<HashMap<SessionId, ExtensionEvents>>,
+    /// Sessions whose next turn `/goal` started for the goal.
+    starting: Mutex<HashSet<SessionId>>,
+}
+
+impl Book {
+    pub(crate) fn new(control: HostControl) -> Self {
+        Self {
+            control,
+            cache: Mutex::default(),
+            events: Mutex::default(),
+            starting: Mutex::default(),
+        }
+    }
+
+    /// Marks `session`'s next turn as started for its goal: it counts toward the goal even
+    /// if the goal is paused before the turn's first handler runs.
+    pub(crate) fn starting(&self, session: &SessionId) {
+        self.starting
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .insert(session.clone());
+    }
+
+    /// Whether `session`'s turn was marked by [`Self::starting`]; clears the mark.
+    pub(crate) fn take_starting(&self, session: &SessionId) -> bool {
+        self.starting
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .remove(session)
+    }
+
+    /// Whether `session` has a turn running or being admitted.
+    pub(crate) fn is_busy(&self, session: &SessionId) -> bool {
+        self.control.is_busy(session)
+    }
+
+    /// The runtime, while it runs (for verifier tasks).
+    pub(crate) fn runtime(&self) -> Option<keel_runtime::Runtime> {
+        self.control.runtime()
+    }
+
+    /// The runtime's handle, for starting turns.
+    pub(crate) fn control(&self) -> &HostControl {
+        &self.control
+    }
+
+    fn store(&self) -> Result<Store, GoalError> {
+        self.control
+            .runtime()
+            .map(|runtime| runtime.store().clone())
+            .ok_or(GoalError::NoRuntime)
+    }
+
+    /// The cached goal of `session` (nothing when it was never read here).
+    pub(crate) fn cached(&self, session: &SessionId) -> Option<Goal> {
+        self.cache
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .get(session)
+            .cloned()
+            .flatten()
+    }
+
+    fn remember(&self, session: &SessionId, goal: Option<Goal>) {
+        self.cache
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .insert(session.clone(), goal);
+    }
+
+    /// Forgets a session that closed or went away.
+    pub(crate) fn forget(&self, session: &SessionId) {
+        self.cache
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .remove(session);
+        self.events
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .remove(session);
+    }
+
+    /// Remembers the events of `session`'s latest turn.
+    pub(crate) fn latest_events(&self, session: &SessionId, events: ExtensionEvents) {
+        self.events
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .insert(session.clone(), events);
+    }
+
+    /// The goal of `session` as stored.
+    pub(crate) async fn load(&self, session: &SessionId) -> Result<Option<Goal>, GoalError> {
+        let stored = self.store()?.session_state(session, STATE_KEY).await?;
+        let goal = Goal::from_stored(stored)?;
+        self.remember(session, goal.clone());
+        Ok(goal)
+    }
+
+    /// Replaces `session`'s goal with what `change` makes of it, in one transaction, and
+    /// returns it with what `change` said. An error from `change` changes nothing.
+    pub(crate) async fn update<T, F>(&self, session: &SessionId, change: F) -> Changed<T>
+    where
+        T: Send + 'static,
+        F: FnOnce(Option<Goal>) -> Changed<T> + Send + 'static,
+    {
+        // The store's closure speaks in strings; the typed outcome comes back beside it.
+        let outcome: Arc<Mutex<Option<Changed<T>>>> = Arc::default();
+        let slot = outcome.clone();
+        let written = self
+            .store()?
+            .update_session_state(session, STATE_KEY, move |stored| {
+                let result = Goal::from_stored(stored).and_then(change);
+                let next = match &result {
+                    Ok((goal, _)) => Ok(goal.as_ref().map_or(Value::Null, Goal::to_value)),
+                    Err(error) => Err(error.to_string()),
+                };
+                *slot.lock().unwrap_or_else(PoisonError::into_inner) = Some(result);
+                next
+            })
+            .await;
+        let result = outcome
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .take();
+        match (written, result) {
+            (Ok(_), Some(Ok(done))) => {
+                self.remember(session, done.0.clone());
+                Ok(done)
+            }
+            (_, Some(Err(error))) => Err(error),
+            (Err(error), _) => Err(error.into()),
+            (Ok(_), None) => Err(GoalError::Store("the goal was not updated".into())),
+        }
+    }
+
+    /// Tells front ends about `goal` through `events`, or the session's latest turn's.
+    pub(crate) fn announce(
+        &self,
+        session: &SessionId,
+        events: Option<&ExtensionEvents>,
+        goal: &Goal,
+    ) {
+        self.emit(session, events, goal.details());
+    }
+
+    /// Tells front ends that `session`'s goal was cleared.
+    pub(crate) fn announce_cleared(&self, session: &SessionId, objective: &str) {
+        self.emit(session, None, cleared_details(objective));
+    }
+
+    fn emit(&self, session: &SessionId, events: Option<&ExtensionEvents>, details: Value) {
+        match events {
+            Some(events) => events.emit(GOALS, GOAL_UPDATED, details),
+            None => {
+                let latest = self
+                    .events
+                    .lock()
+                    .unwrap_or_else(PoisonError::into_inner)
+                    .get(session)
+                    .cloned();
+                if let Some(events) = latest {
+                    events.emit(GOALS, GOAL_UPDATED, details);
+                }
+            }
+        }
+    }
+}
