@@ -415,8 +415,8 @@ async fn the_model_creates_a_goal_but_cannot_replace_one_in_force() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_goal_never_widens_what_its_turns_may_do() {
     // In plan mode a goal whose objective asks for more runs its continuation turn in plan
-    // mode all the same: the writes are refused, and the model cannot set goals of its own
-    // there either (its goal tools are not read-only, so they need an approval).
+    // mode all the same: the writes are refused, and the model cannot replace the goal in
+    // force with one of its own.
     let write = |id: &str| {
         ScriptedResponse::tool_call(id, "write", json!({"path": "notes.txt", "content": "x"}))
     };
@@ -447,7 +447,7 @@ async fn a_goal_never_widens_what_its_turns_may_do() {
         let refused = request_text(&requests[at]);
         assert!(refused.contains("plan mode"), "{refused}");
     }
-    assert!(request_text(&requests[4]).contains("`create_goal` is not known to be read-only"));
+    assert!(request_text(&requests[4]).contains("a goal is already in force"));
     let goal = stored(&h, &session).await.unwrap();
     assert_eq!(
         goal.objective,

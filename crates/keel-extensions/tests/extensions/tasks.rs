@@ -547,3 +547,45 @@ async fn task_append_steers_a_running_task() {
         "{history}"
     );
 }
+
+/// In plan mode the parent may still explore through tasks: the child runs in plan mode too,
+/// reads, and cannot write even as a worker.
+#[tokio::test]
+async fn plan_mode_explores_through_tasks_that_cannot_write() {
+    let router = Arc::new(Router::default());
+    let explore = router.child(
+        "#P1",
+        vec![
+            ScriptedResponse::tool_call("r1", "ls", json!({"path": "."})),
+            ScriptedResponse::text("nothing here"),
+        ],
+    );
+    let worker = router.child(
+        "#P2",
+        vec![
+            ScriptedResponse::tool_call("w1", "write", json!({"path": "x.txt", "content": "x"})),
+            ScriptedResponse::text("tried"),
+        ],
+    );
+    router
+        .parent
+        .push(task_call("t1", "explore", "#P1", false).with_tool_call(
+            "t2",
+            "task",
+            json!({"description": "write P2", "prompt": "Do #P2.", "agent": "worker"}),
+        ));
+    router.parent.push(ScriptedResponse::text("planned"));
+    let h = start(&router, &["permission=plan"]).await;
+    let session = h.session().await;
+    let (report, _) = h.turn(&session, "plan it").await;
+    assert_eq!(report.final_text(), "planned");
+    assert_eq!(explore.requests().len(), 2);
+    let refused = text_of(worker.requests()[1].messages.last().unwrap());
+    assert!(refused.contains("plan mode"), "{refused}");
+    assert!(!h.home.parent().unwrap().join("work/x.txt").exists());
+    let list = tasks(&h, &session).await;
+    assert!(
+        list.iter().all(|t| t.status == TaskStatus::Succeeded),
+        "{list:?}"
+    );
+}
