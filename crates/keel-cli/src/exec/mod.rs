@@ -4,6 +4,7 @@
 //! one cancellation token, and from inside by the runner's step limit; whichever ends it
 //! decides the status and the exit code (see `report`).
 
+mod follow;
 mod input;
 mod output;
 mod report;
@@ -14,7 +15,6 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::Context as _;
-use keel_agent::runner::STEP_LIMIT_EXCEEDED;
 use keel_llm::ModelSpec;
 use keel_llm::scripted::{ResponseSpec, ScriptedProvider, ScriptedResponse};
 use keel_protocol::{Op, RunId, SessionTarget, TurnOutcome, TurnSource};
@@ -33,7 +33,7 @@ pub use input::{
 };
 use output::{ExecSink, Format, Interrupt, RunIds, Stop};
 pub use report::{EXIT_CONFIG, EXIT_FAILED, EXIT_INTERNAL, EXIT_USAGE};
-use report::{ExecError, ExecResult, ExecStatus};
+use report::{ExecResult, ExecStatus};
 
 /// Arguments of `keel exec`.
 #[derive(Debug, clap::Args)]
@@ -212,11 +212,26 @@ pub async fn run(args: ExecArgs) -> anyhow::Result<ExitCode> {
         &model_name,
         &cwd,
         opened.start == SessionStart::New,
+        args.timeout,
     ));
     let _subscription = runtime
         .subscribe(&session_id, sink.clone())
         .await
         .map_err(runtime_error)?;
+    // What the run waits for after its turn: tasks, and the turns their notices start.
+    let watch = Arc::new(follow::Watch::default());
+    let _watching = runtime
+        .subscribe(&session_id, watch.clone())
+        .await
+        .map_err(runtime_error)?;
+    if let Ok(Reply::Queue(queue)) = runtime
+        .call(Op::ListQueue {
+            session_id: session_id.clone(),
+        })
+        .await
+    {
+        watch.set_queued(queue.len());
+    }
     // `/name args` runs an extension's command (a skill, a custom command, an MCP prompt,
     // `/mcp`) when one of that name exists; anything else is the model's prompt.
     let command = match extension_command(&prompt) {
@@ -274,26 +289,27 @@ pub async fn run(args: ExecArgs) -> anyhow::Result<ExitCode> {
             let _ = runtime.call(Op::Abort { session_id }).await;
         }))
     };
-    let turn = handle.wait().await.map_err(runtime_error)?;
+    let first = handle.wait().await.map_err(runtime_error)?;
+    // The run goes on while its tasks run and their notices start turns; the last turn is
+    // the one reported.
+    let followed = follow::follow(&runtime, &session_id, &watch, &stop, first.into()).await;
+    let turn = followed.last;
+    let interrupt = stop.reason();
+    let (mut status, mut error) = report::status_of(
+        &turn.outcome,
+        turn.output_failure.as_ref(),
+        turn.lost.as_deref(),
+        interrupt,
+        args.timeout,
+    );
+    if followed.halted && status == ExecStatus::Succeeded {
+        // The turn completed, but tasks (or a turn their notices started) were cut short.
+        let aborted = TurnOutcome::Aborted {
+            reason: Some("stopped while tasks ran".into()),
+        };
+        (status, error) = report::judge(&aborted, interrupt, args.timeout);
+    }
     let duration_ms = u64::try_from(turn.duration.as_millis()).unwrap_or(u64::MAX);
-    let final_text = turn.final_text();
-    let (mut status, mut error) = judge(&turn.outcome, stop.reason(), args.timeout);
-    if let (ExecStatus::Succeeded, Some(failure)) = (status, &turn.output_failure) {
-        status = ExecStatus::Failed;
-        error = Some(ExecError::new(
-            failure.code.clone(),
-            failure.message.clone(),
-        ));
-    }
-    // History the model was told about but that is not stored, or a turn whose end could
-    // not be recorded (it would be reported as interrupted later): no success.
-    let lost = turn.commit_failure.clone().or(turn.finish_failure.clone());
-    if let Some(message) = lost
-        && status == ExecStatus::Succeeded
-    {
-        status = ExecStatus::Failed;
-        error = Some(ExecError::new(report::HISTORY_COMMIT_FAILED, message));
-    }
     // The session ends with the run (a user's SessionEnd hooks run now).
     let _ = runtime
         .call(Op::CloseSession {
@@ -310,18 +326,17 @@ pub async fn run(args: ExecArgs) -> anyhow::Result<ExitCode> {
         schema_version: report::SCHEMA_VERSION,
         run_id,
         status,
-        final_text,
-        structured_output: turn.structured_output.clone(),
+        final_text: turn.final_text,
+        structured_output: turn.structured_output,
         session_id: session_id.to_string(),
-        turn_id: turn.turn_id.to_string(),
+        turn_id: turn.turn_id,
         usage: turn.usage,
         duration_ms,
         error,
     };
     let mut unwritten = None;
     if let Some(path) = &args.output_file {
-        let has_answer = turn.messages.iter().any(|m| m.as_assistant().is_some());
-        if has_answer && let Err(error) = report::write_atomically(path, &result.final_text) {
+        if turn.has_answer && let Err(error) = report::write_atomically(path, &result.final_text) {
             unwritten = Some(InternalError(format!(
                 "cannot write -o {}: {error}",
                 path.display()
@@ -371,58 +386,6 @@ pub fn mock_model(script: &std::path::Path) -> anyhow::Result<ModelChoice> {
         spec: ModelSpec::scripted(),
         stream: Arc::new(provider),
     })
-}
-
-/// The run's status and error from the turn's outcome and what stopped it.
-fn judge(
-    outcome: &TurnOutcome,
-    interrupt: Option<Interrupt>,
-    timeout: Option<Duration>,
-) -> (ExecStatus, Option<ExecError>) {
-    match outcome {
-        TurnOutcome::Completed => (ExecStatus::Succeeded, None),
-        TurnOutcome::Failed { code, message } if code == STEP_LIMIT_EXCEEDED => (
-            ExecStatus::LimitExceeded,
-            Some(ExecError::new(code.clone(), message.clone())),
-        ),
-        TurnOutcome::Failed { code, message } => (
-            ExecStatus::Failed,
-            Some(ExecError::new(code.clone(), message.clone())),
-        ),
-        TurnOutcome::Aborted { reason } => match interrupt {
-            Some(Interrupt::Timeout) => (
-                ExecStatus::Timeout,
-                Some(ExecError::new(
-                    report::TIMEOUT,
-                    format!(
-                        "the turn ran past --timeout {}",
-                        timeout.map(|t| format!("{t:?}")).unwrap_or_default()
-                    ),
-                )),
-            ),
-            Some(Interrupt::StdoutClosed) => (
-                ExecStatus::Cancelled,
-                Some(ExecError::new(
-                    report::CANCELLED,
-                    "standard output was closed",
-                )),
-            ),
-            Some(Interrupt::Signal) | None => (
-                ExecStatus::Cancelled,
-                Some(ExecError::new(
-                    report::CANCELLED,
-                    reason.clone().unwrap_or_else(|| "cancelled".into()),
-                )),
-            ),
-        },
-        other => (
-            ExecStatus::Failed,
-            Some(ExecError::new(
-                keel_agent::runner::INTERNAL_ERROR,
-                format!("unexpected outcome {other:?}"),
-            )),
-        ),
-    }
 }
 
 /// The `--output-schema` file's text, checked to be a JSON Schema before anything runs.
