@@ -13,6 +13,7 @@ mod logs;
 mod runtime;
 mod sessions;
 mod stored;
+mod tasks;
 
 use std::process::Command;
 
