@@ -57,7 +57,10 @@ pub fn task_line(task: &TaskInfo) -> String {
     let words: Vec<&str> = task.description.split_whitespace().collect();
     let mut description = words.join(" ");
     if description.chars().count() > TASK_DESCRIPTION_CHARS {
-        description = description.chars().take(TASK_DESCRIPTION_CHARS - 1).collect();
+        description = description
+            .chars()
+            .take(TASK_DESCRIPTION_CHARS - 1)
+            .collect();
         description.push('…');
     }
     let mut line = format!(
@@ -268,7 +271,10 @@ mod tests {
         assert_eq!(severity, Severity::Info);
         assert_eq!(
             text,
-            format!("task-1 explore \"map the parser {}…\" — running", "x".repeat(44))
+            format!(
+                "task-1 explore \"map the parser {}…\" — running",
+                "x".repeat(44)
+            )
         );
         info.description = "map the parser".into();
         info.status = TaskStatus::Failed;
@@ -281,6 +287,10 @@ mod tests {
             ))
         );
         info.delivered_ms = Some(1);
-        assert_eq!(task(Some(TaskStatus::Failed), &info), None, "delivered: said already");
+        assert_eq!(
+            task(Some(TaskStatus::Failed), &info),
+            None,
+            "delivered: said already"
+        );
     }
 }

@@ -148,17 +148,12 @@ impl Prepared {
                     reason,
                 })
             })?;
-        settings
-            .loaded
-            .config
-            .tasks
-            .check()
-            .map_err(|reason| {
-                RuntimeError::Config(crate::settings::ConfigError::Model {
-                    source_name: "tasks".into(),
-                    reason,
-                })
-            })?;
+        settings.loaded.config.tasks.check().map_err(|reason| {
+            RuntimeError::Config(crate::settings::ConfigError::Model {
+                source_name: "tasks".into(),
+                reason,
+            })
+        })?;
         let profile = builtin::profile(
             &settings.loaded.config.extensions,
             options.extensions.clone(),
@@ -512,7 +507,14 @@ impl Runtime {
         let mode = self.inner.mode;
         // The slot is made first so the approver can point at it.
         let services = self.services(&id, None, &model, mode, None)?;
-        let slot = Slot::new(record, model.clone(), mode, services, None, self.inner.thinking);
+        let slot = Slot::new(
+            record,
+            model.clone(),
+            mode,
+            services,
+            None,
+            self.inner.thinking,
+        );
         slot.lock().queue = queue.iter().map(crate::queue::entry_of).collect();
         if self.inner.interactive {
             let services = self.services(&id, Some(&slot), &model, mode, None)?;

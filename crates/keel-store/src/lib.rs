@@ -31,8 +31,8 @@ pub use history_writer::{OBSERVER_TIMEOUT, Observer};
 pub use ids::{MIN_PREFIX_CHARS, new_id};
 pub use model::{
     Claim, CommitKind, CommitReceipt, CommitRequest, Entry, ForkPoint, HistoryCommitted, HistoryOp,
-    InputKind, NewSession, NewTask, QueuedInput, SessionRecord, SessionReminder, StoredEntry, TaskOutput, TurnRecord,
-    TurnSource, TurnStatus,
+    InputKind, NewSession, NewTask, QueuedInput, SessionRecord, SessionReminder, StoredEntry,
+    TaskOutput, TurnRecord, TurnSource, TurnStatus,
 };
 pub use replay::{REPLAY_MAX_BYTES, REPLAY_MAX_ENTRIES, ReplayRegistry, fingerprint};
 pub use schema::{BUSY_TIMEOUT, Durability, known_version as known_schema_version};

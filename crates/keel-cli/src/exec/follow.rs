@@ -16,8 +16,8 @@ use std::sync::{Mutex, MutexGuard, PoisonError};
 use std::time::{Duration, Instant};
 
 use keel_protocol::{
-    Failure, ItemBody, ItemEvent, Op, SessionEvent, SessionEventBody, SessionId, TaskInfo,
-    TurnId, TurnOutcome, Usage,
+    Failure, ItemBody, ItemEvent, Op, SessionEvent, SessionEventBody, SessionId, TaskInfo, TurnId,
+    TurnOutcome, Usage,
 };
 use keel_runtime::{ConversationContract as _, Reply, Runtime, SessionSink, TurnReport};
 use tokio::sync::watch;

@@ -335,14 +335,16 @@ pub async fn run(args: ExecArgs) -> anyhow::Result<ExitCode> {
         error,
     };
     let mut unwritten = None;
-    if let Some(path) = &args.output_file {
-        if turn.has_answer && let Err(error) = report::write_atomically(path, &result.final_text) {
-            unwritten = Some(InternalError(format!(
-                "cannot write -o {}: {error}",
-                path.display()
-            )));
-        }
+    if let Some(path) = &args.output_file
+        && turn.has_answer
+        && let Err(error) = report::write_atomically(path, &result.final_text)
+    {
+        unwritten = Some(InternalError(format!(
+            "cannot write -o {}: {error}",
+            path.display()
+        )));
     }
+
     sink.finish(&result);
     // The model was told on its first command; the user hears it here, once, if this run's
     // commands ran in a weaker sandbox than keel's full one.

@@ -194,7 +194,13 @@ impl ExecSink {
             self.opening.timeout,
         );
         out.envelope = envelope_ids(&self.ids, &end.turn_id);
-        out.turn_line(&self.stop, status, error.as_ref(), end.usage, end.duration_ms);
+        out.turn_line(
+            &self.stop,
+            status,
+            error.as_ref(),
+            end.usage,
+            end.duration_ms,
+        );
     }
 
     /// A turn ended: its closing line is written when the next starts or the run ends.

@@ -183,10 +183,7 @@ pub fn judge(
             ),
             Some(Interrupt::StdoutClosed) => (
                 ExecStatus::Cancelled,
-                Some(ExecError::new(
-                    CANCELLED,
-                    "standard output was closed",
-                )),
+                Some(ExecError::new(CANCELLED, "standard output was closed")),
             ),
             Some(Interrupt::Signal) | None => (
                 ExecStatus::Cancelled,

@@ -139,7 +139,11 @@ fn exec_waits_for_a_background_task_and_answers_from_the_turn_its_notice_starts(
         .filter(|e| e["type"] == "turn.started")
         .map(|e| &e["turn_id"])
         .collect();
-    assert_eq!(turns.len(), 2, "the notice started a second turn: {kinds:?}");
+    assert_eq!(
+        turns.len(),
+        2,
+        "the notice started a second turn: {kinds:?}"
+    );
     // The first turn is closed before the second starts; the run ends with the second.
     let first_closed = kinds.iter().position(|k| *k == "turn.completed").unwrap();
     let second_started = kinds.iter().rposition(|k| *k == "turn.started").unwrap();
@@ -159,7 +163,11 @@ fn exec_waits_for_a_background_task_and_answers_from_the_turn_its_notice_starts(
         .filter(|e| e["type"] == "task.updated")
         .map(|e| e["task"]["status"].as_str().unwrap())
         .collect();
-    assert_eq!(statuses[..3], ["queued", "running", "succeeded"], "{statuses:?}");
+    assert_eq!(
+        statuses[..3],
+        ["queued", "running", "succeeded"],
+        "{statuses:?}"
+    );
     assert!(
         events.iter().any(|e| e["type"] == "task.updated"
             && e["task"]["delivered_ms"].is_i64()
@@ -167,8 +175,16 @@ fn exec_waits_for_a_background_task_and_answers_from_the_turn_its_notice_starts(
         "the notice was delivered"
     );
     // The follow-up turn was started by the notice and read the result.
-    assert_eq!(server.requests().len(), 5, "parent, task, parent, follow-up twice");
-    assert!(body(&server, 3).contains("<task_notice"), "{}", body(&server, 3));
+    assert_eq!(
+        server.requests().len(),
+        5,
+        "parent, task, parent, follow-up twice"
+    );
+    assert!(
+        body(&server, 3).contains("<task_notice"),
+        "{}",
+        body(&server, 3)
+    );
     let read = events
         .iter()
         .find(|e| e["type"] == "item.completed" && e["item"]["call_id"] == "o1")
@@ -201,13 +217,27 @@ fn text_notes_a_task_start_and_end_and_prints_the_last_answer() {
         ..Response::default()
     });
     let home = home_for(&server);
-    let output = finish(spawn(&home, &[], "map the parser in the background"), |_| {});
+    let output = finish(
+        spawn(&home, &[], "map the parser in the background"),
+        |_| {},
+    );
     assert_exit(&output, 0);
-    assert_eq!(String::from_utf8_lossy(&output.stdout), format!("{FINAL}\n"));
+    assert_eq!(
+        String::from_utf8_lossy(&output.stdout),
+        format!("{FINAL}\n")
+    );
     let notes: Vec<String> = stderr(&output)
         .lines()
         .filter(|l| l.starts_with("[task task-"))
-        .map(|l| l.split_once(' ').unwrap().1.split_once(' ').unwrap().1.to_owned())
+        .map(|l| {
+            l.split_once(' ')
+                .unwrap()
+                .1
+                .split_once(' ')
+                .unwrap()
+                .1
+                .to_owned()
+        })
         .collect();
     assert_eq!(
         notes,
@@ -218,11 +248,7 @@ fn text_notes_a_task_start_and_end_and_prints_the_last_answer() {
         "{}",
         stderr(&output)
     );
-    let text = home
-        .keel()
-        .args(["sessions", "list"])
-        .output()
-        .unwrap();
+    let text = home.keel().args(["sessions", "list"]).output().unwrap();
     let listing = String::from_utf8_lossy(&text.stdout).into_owned();
     let lines: Vec<&str> = listing.lines().collect();
     assert_eq!(lines.len(), 2, "{listing}");
@@ -241,9 +267,16 @@ fn wait_for_requests(server: &MockServer, count: usize, child: &mut Child) {
     let deadline = Instant::now() + PATIENCE;
     while server.requests().len() < count {
         if let Some(status) = child.try_wait().unwrap() {
-            panic!("keel ended early ({status}) after {} requests", server.requests().len());
+            panic!(
+                "keel ended early ({status}) after {} requests",
+                server.requests().len()
+            );
         }
-        assert!(Instant::now() < deadline, "only {} requests", server.requests().len());
+        assert!(
+            Instant::now() < deadline,
+            "only {} requests",
+            server.requests().len()
+        );
         std::thread::sleep(Duration::from_millis(20));
     }
 }
@@ -264,7 +297,10 @@ fn a_task_killed_with_its_process_is_lost_and_the_resumed_session_is_told_once()
     child.kill().unwrap();
     let killed = child.wait_with_output().unwrap();
     assert_eq!(killed.status.signal(), Some(9));
-    let session = events(&killed)[0]["session_id"].as_str().unwrap().to_owned();
+    let session = events(&killed)[0]["session_id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
 
     server.push(Response {
         text: Some("The task was lost; I will look myself.".into()),
@@ -346,7 +382,11 @@ fn the_timeout_covers_a_background_task_and_stops_it() {
         |_| {},
     );
     assert_exit(&output, 6);
-    assert!(started.elapsed() < Duration::from_secs(20), "{:?}", started.elapsed());
+    assert!(
+        started.elapsed() < Duration::from_secs(20),
+        "{:?}",
+        started.elapsed()
+    );
     let events = events(&output);
     let result = &events.last().unwrap()["result"];
     assert_eq!(result["status"], "timeout", "{result}");
@@ -358,5 +398,8 @@ fn the_timeout_covers_a_background_task_and_stops_it() {
         .next_back();
     assert_eq!(last, Some("canceled"));
     let list = home.sessions_json(&["list", "--json"]);
-    assert_eq!(list[0]["children"][0]["task"]["status"], "canceled", "{list}");
+    assert_eq!(
+        list[0]["children"][0]["task"]["status"], "canceled",
+        "{list}"
+    );
 }

@@ -119,7 +119,12 @@ pub fn verdict(answer: &str) -> &'static str {
     else {
         return "none";
     };
-    match rest.trim().trim_matches(['*', '`', '.']).to_ascii_uppercase().as_str() {
+    match rest
+        .trim()
+        .trim_matches(['*', '`', '.'])
+        .to_ascii_uppercase()
+        .as_str()
+    {
         "PASS" => "pass",
         "FAIL" => "fail",
         _ => "none",
@@ -331,7 +336,10 @@ mod tests {
             scope: Scope::Project,
         }]);
         let names: Vec<&str> = found.roles.iter().map(|r| r.name.as_str()).collect();
-        assert_eq!(names, ["explore", "worker", "verifier", "fixer", "reviewer"]);
+        assert_eq!(
+            names,
+            ["explore", "worker", "verifier", "fixer", "reviewer"]
+        );
         let reviewer = found.roles.iter().find(|r| r.name == "reviewer").unwrap();
         assert_eq!(
             reviewer.ceiling,

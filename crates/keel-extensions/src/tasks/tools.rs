@@ -20,7 +20,13 @@ use serde_json::{Value, json};
 use super::roles::{self, Role};
 
 /// Names of the five tools.
-pub const TOOL_NAMES: [&str; 5] = ["task", "task_append", "task_query", "task_output", "task_stop"];
+pub const TOOL_NAMES: [&str; 5] = [
+    "task",
+    "task_append",
+    "task_query",
+    "task_output",
+    "task_stop",
+];
 
 /// Longest `wait_ms` (the 30 s).
 const MAX_WAIT_MS: u64 = 30_000;
@@ -69,10 +75,7 @@ fn defuse(text: &str) -> String {
 
 /// An ended task's result, wrapped.
 pub fn task_result(task: &TaskInfo, final_text: &str) -> String {
-    let session = task
-        .child_session_id
-        .as_ref()
-        .map_or("", SessionId::as_str);
+    let session = task.child_session_id.as_ref().map_or("", SessionId::as_str);
     let mut attributes = format!(
         "task_id=\"{}\" session_id=\"{}\" agent=\"{}\" status=\"{}\"",
         task.id, session, task.agent, task.status
@@ -111,7 +114,9 @@ fn summary(task: &TaskInfo) -> String {
 }
 
 fn details(task: &TaskInfo) -> Option<Value> {
-    serde_json::to_value(task).ok().map(|task| json!({ "task": task }))
+    serde_json::to_value(task)
+        .ok()
+        .map(|task| json!({ "task": task }))
 }
 
 fn definition(name: &str, description: String, parameters: Value) -> ToolDefinition {
@@ -243,7 +248,11 @@ impl AgentTool for TaskTool {
         ExecutionMode::Parallel
     }
 
-    async fn execute(&self, arguments: Value, context: ToolCallContext) -> Result<ToolOutput, ToolError> {
+    async fn execute(
+        &self,
+        arguments: Value,
+        context: ToolCallContext,
+    ) -> Result<ToolOutput, ToolError> {
         let description = text_arg(&arguments, "description")?;
         let prompt = text_arg(&arguments, "prompt")?;
         let agent = text_arg(&arguments, "agent")?;
@@ -254,7 +263,11 @@ impl AgentTool for TaskTool {
                 names.join(", ")
             )));
         };
-        let model = match arguments.get("model").and_then(Value::as_str).map(str::trim) {
+        let model = match arguments
+            .get("model")
+            .and_then(Value::as_str)
+            .map(str::trim)
+        {
             Some("") | Some("inherit") | None => role.model.clone(),
             Some(model) => Some(model.to_owned()),
         };
@@ -292,7 +305,12 @@ impl AgentTool for TaskTool {
             .await
             .map_err(|e| ToolError::new(e.to_string()))?;
         let read = tasks
-            .output(&ended.id, Some(u64::MAX), Duration::ZERO, Some(&self.bound.turn))
+            .output(
+                &ended.id,
+                Some(u64::MAX),
+                Duration::ZERO,
+                Some(&self.bound.turn),
+            )
             .await
             .map_err(|e| ToolError::new(e.to_string()))?;
         let text = task_result(&read.task, read.result.as_deref().unwrap_or_default());
@@ -315,7 +333,11 @@ impl AgentTool for AppendTool {
         &self.definition
     }
 
-    async fn execute(&self, arguments: Value, _context: ToolCallContext) -> Result<ToolOutput, ToolError> {
+    async fn execute(
+        &self,
+        arguments: Value,
+        _context: ToolCallContext,
+    ) -> Result<ToolOutput, ToolError> {
         let id = text_arg(&arguments, "task_id")?;
         let message = text_arg(&arguments, "message")?;
         let tasks = self.bound.tasks()?;
@@ -330,7 +352,11 @@ impl AgentTool for AppendTool {
             format!(
                 "{id} had ended: started the follow-up {} in the same session{}.",
                 task.id,
-                if task.background { " in the background" } else { "" }
+                if task.background {
+                    " in the background"
+                } else {
+                    ""
+                }
             )
         };
         Ok(ToolOutput {
@@ -355,7 +381,11 @@ impl AgentTool for QueryTool {
         ExecutionMode::Parallel
     }
 
-    async fn execute(&self, arguments: Value, _context: ToolCallContext) -> Result<ToolOutput, ToolError> {
+    async fn execute(
+        &self,
+        arguments: Value,
+        _context: ToolCallContext,
+    ) -> Result<ToolOutput, ToolError> {
         let tasks = self.bound.tasks()?;
         if let Some(id) = arguments.get("task_id").and_then(Value::as_str) {
             let task = self.bound.own(&tasks, id).await?;
@@ -431,7 +461,11 @@ impl AgentTool for OutputTool {
         ExecutionMode::Parallel
     }
 
-    async fn execute(&self, arguments: Value, context: ToolCallContext) -> Result<ToolOutput, ToolError> {
+    async fn execute(
+        &self,
+        arguments: Value,
+        context: ToolCallContext,
+    ) -> Result<ToolOutput, ToolError> {
         let id = text_arg(&arguments, "task_id")?;
         let offset = arguments.get("offset").and_then(Value::as_u64);
         let wait = arguments
@@ -464,11 +498,18 @@ impl AgentTool for StopTool {
         &self.definition
     }
 
-    async fn execute(&self, arguments: Value, _context: ToolCallContext) -> Result<ToolOutput, ToolError> {
+    async fn execute(
+        &self,
+        arguments: Value,
+        _context: ToolCallContext,
+    ) -> Result<ToolOutput, ToolError> {
         let id = text_arg(&arguments, "task_id")?;
         let tasks = self.bound.tasks()?;
         self.bound.own(&tasks, id).await?;
-        let stopped = tasks.stop(id).await.map_err(|e| ToolError::new(e.to_string()))?;
+        let stopped = tasks
+            .stop(id)
+            .await
+            .map_err(|e| ToolError::new(e.to_string()))?;
         let task = self.bound.own(&tasks, id).await?;
         let text = if stopped {
             format!("Stopping {id}.")

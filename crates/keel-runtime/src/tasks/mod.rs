@@ -59,7 +59,13 @@ impl Ceiling {
 }
 
 /// The tools a task never gets, whatever its role: tasks do not start tasks.
-pub const TASK_TOOLS: &[&str] = &["task", "task_append", "task_query", "task_output", "task_stop"];
+pub const TASK_TOOLS: &[&str] = &[
+    "task",
+    "task_append",
+    "task_query",
+    "task_output",
+    "task_stop",
+];
 
 /// What a child session is allowed, fixed when its task starts.
 #[derive(Debug, Clone)]
@@ -174,7 +180,9 @@ impl TaskTable {
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
             .remove(id);
-        LIVE.lock().unwrap_or_else(PoisonError::into_inner).remove(id);
+        LIVE.lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .remove(id);
         self.settled.send_modify(|n| *n += 1);
     }
 
@@ -227,7 +235,11 @@ impl Tasks {
 
     /// Starts a task for `parent` (open in this runtime): a new child session, `queued`
     /// until a slot is free, then `running`.
-    pub async fn spawn(&self, parent: &SessionId, spec: TaskSpec) -> Result<TaskInfo, RuntimeError> {
+    pub async fn spawn(
+        &self,
+        parent: &SessionId,
+        spec: TaskSpec,
+    ) -> Result<TaskInfo, RuntimeError> {
         let runtime = &self.runtime;
         let parent_slot = runtime.slot(parent)?;
         let (mode, parent_model) = {
@@ -253,8 +265,16 @@ impl Tasks {
             instructions: spec.instructions,
         });
         let child = runtime.install_child(record, profile, model, mode)?;
-        self.start(parent, child, spec.description, spec.agent, spec.background, None, spec.prompt)
-            .await
+        self.start(
+            parent,
+            child,
+            spec.description,
+            spec.agent,
+            spec.background,
+            None,
+            spec.prompt,
+        )
+        .await
     }
 
     /// Records a task on `child` and starts its executor.
@@ -313,7 +333,11 @@ impl Tasks {
     }
 
     /// Waits until the task has ended, or `cancel` fires (which stops the task).
-    pub async fn wait(&self, id: &str, cancel: &CancellationToken) -> Result<TaskInfo, RuntimeError> {
+    pub async fn wait(
+        &self,
+        id: &str,
+        cancel: &CancellationToken,
+    ) -> Result<TaskInfo, RuntimeError> {
         if let Some(live) = self.table().live(id) {
             let mut changed = live.changed.subscribe();
             loop {
@@ -372,9 +396,7 @@ impl Tasks {
             return Err(RuntimeError::Usage(format!("task {id} has no session")));
         };
         if let Some(live) = self.table().live(id) {
-            self.runtime
-                .enqueue_steer(&live.child, text)
-                .await?;
+            self.runtime.enqueue_steer(&live.child, text).await?;
             return self.get(id).await;
         }
         let slot = match self.runtime.slot(&child) {

@@ -64,7 +64,11 @@ impl SessionSink for ProgressSink {
             return;
         };
         {
-            let mut progress = self.0.progress.lock().unwrap_or_else(PoisonError::into_inner);
+            let mut progress = self
+                .0
+                .progress
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner);
             match &item.body {
                 ItemBody::AgentMessage { text } => progress.pending = Some(text.clone()),
                 ItemBody::ToolCall {

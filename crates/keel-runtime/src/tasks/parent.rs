@@ -102,7 +102,14 @@ impl Runtime {
         mode: Mode,
     ) -> Result<Arc<Slot>, RuntimeError> {
         let services = self.services(&record.id, None, &model, mode, Some(&profile))?;
-        let slot = Slot::new(record, model, mode, services, Some(profile), self.inner.thinking);
+        let slot = Slot::new(
+            record,
+            model,
+            mode,
+            services,
+            Some(profile),
+            self.inner.thinking,
+        );
         let mut slots = self
             .inner
             .slots
@@ -142,7 +149,10 @@ impl Runtime {
                 one_line(&task.description),
                 task.agent
             );
-            if let Err(error) = store.add_session_reminder(session, LOST_SOURCE, &text).await {
+            if let Err(error) = store
+                .add_session_reminder(session, LOST_SOURCE, &text)
+                .await
+            {
                 tracing::warn!(%session, %error, "cannot leave the reminder of a lost task");
             }
             self.task_changed(session, task);
@@ -232,9 +242,15 @@ mod tests {
             task("task-d", TaskStatus::Lost, false),
         ];
         let text = unread_reminder(&tasks).unwrap_or_default();
-        assert!(text.contains("- task-a \"map the parser\" (explore): succeeded"), "{text}");
+        assert!(
+            text.contains("- task-a \"map the parser\" (explore): succeeded"),
+            "{text}"
+        );
         assert!(text.contains("- task-d"), "{text}");
-        assert!(!text.contains("task-b") && !text.contains("task-c"), "{text}");
+        assert!(
+            !text.contains("task-b") && !text.contains("task-c"),
+            "{text}"
+        );
         assert_eq!(unread_reminder(&tasks[1..3]), None);
     }
 

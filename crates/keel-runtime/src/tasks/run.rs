@@ -31,7 +31,12 @@ struct Ended {
     final_text: String,
 }
 
-pub(super) async fn execute(runtime: Runtime, live: Arc<LiveTask>, child: Arc<Slot>, prompt: String) {
+pub(super) async fn execute(
+    runtime: Runtime,
+    live: Arc<LiveTask>,
+    child: Arc<Slot>,
+    prompt: String,
+) {
     let permits = runtime.inner.tasks.permits.clone();
     let permit = tokio::select! {
         permit = permits.acquire_owned() => permit.ok(),
@@ -64,7 +69,12 @@ async fn save(runtime: &Runtime, live: &LiveTask, final_text: &str) {
     }
 }
 
-async fn run_child(runtime: &Runtime, live: &Arc<LiveTask>, child: &Arc<Slot>, prompt: String) -> Ended {
+async fn run_child(
+    runtime: &Runtime,
+    live: &Arc<LiveTask>,
+    child: &Arc<Slot>,
+    prompt: String,
+) -> Ended {
     let store = runtime.store();
     match store
         .set_task_status(&live.id, TaskStatus::Running, None)

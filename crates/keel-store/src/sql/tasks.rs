@@ -121,7 +121,13 @@ pub(crate) fn set_task_status(
          ended_ms = CASE WHEN ?5 THEN ?4 ELSE ended_ms END \
          WHERE id = ?1",
     )?
-    .execute(params![id, status.as_str(), error, now, status.is_terminal()])?;
+    .execute(params![
+        id,
+        status.as_str(),
+        error,
+        now,
+        status.is_terminal()
+    ])?;
     let info = get_task(&tx, id)?;
     tx.commit()?;
     Ok(Some(info))
@@ -290,7 +296,10 @@ mod tests {
             set_task_status(&mut conn, "task-1", TaskStatus::Running, None).unwrap(),
             None
         );
-        assert_eq!(get_task(&conn, "task-1").unwrap().status, TaskStatus::Succeeded);
+        assert_eq!(
+            get_task(&conn, "task-1").unwrap().status,
+            TaskStatus::Succeeded
+        );
         assert_eq!(task_output(&conn, "task-1").unwrap().final_text, "done");
     }
 
@@ -334,7 +343,13 @@ mod tests {
             .collect();
         lost.sort();
         assert_eq!(lost, ["task-dead", "task-orphan"]);
-        assert_eq!(get_task(&conn, "task-live").unwrap().status, TaskStatus::Queued);
-        assert_eq!(get_task(&conn, "task-done").unwrap().status, TaskStatus::Succeeded);
+        assert_eq!(
+            get_task(&conn, "task-live").unwrap().status,
+            TaskStatus::Queued
+        );
+        assert_eq!(
+            get_task(&conn, "task-done").unwrap().status,
+            TaskStatus::Succeeded
+        );
     }
 }
