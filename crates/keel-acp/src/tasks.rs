@@ -38,21 +38,8 @@ mod tests {
 
     fn task(status: TaskStatus) -> TaskInfo {
         TaskInfo {
-            id: "task-1".into(),
-            session_id: "s-1".into(),
-            child_session_id: None,
-            parent_task_id: None,
-            description: "map the parser".into(),
-            agent: "explore".into(),
             status,
-            background: true,
-            error: None,
-            output_bytes: 0,
-            created_ms: 0,
-            started_ms: None,
-            ended_ms: None,
-            delivered_ms: None,
-            consumed_ms: None,
+            ..TaskInfo::new("task-1", "s-1".into(), "map the parser", "explore")
         }
     }
 

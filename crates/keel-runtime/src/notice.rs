@@ -248,23 +248,12 @@ mod tests {
 
     #[test]
     fn a_task_is_announced_when_it_starts_and_when_it_ends_once() {
-        let mut info = TaskInfo {
-            id: "task-1".into(),
-            session_id: "s-1".into(),
-            child_session_id: None,
-            parent_task_id: None,
-            description: format!("map the\nparser {}", "x".repeat(80)),
-            agent: "explore".into(),
-            status: TaskStatus::Queued,
-            background: true,
-            error: None,
-            output_bytes: 0,
-            created_ms: 0,
-            started_ms: None,
-            ended_ms: None,
-            delivered_ms: None,
-            consumed_ms: None,
-        };
+        let mut info = TaskInfo::new(
+            "task-1",
+            "s-1".into(),
+            format!("map the\nparser {}", "x".repeat(80)),
+            "explore",
+        );
         assert_eq!(task(None, &info), None, "made: nothing to say yet");
         info.status = TaskStatus::Running;
         let (severity, text) = task(Some(TaskStatus::Queued), &info).unwrap();

@@ -150,21 +150,9 @@ mod tests {
 
     fn task(id: &str, status: TaskStatus) -> TaskInfo {
         TaskInfo {
-            id: id.into(),
-            session_id: SESSION.into(),
-            child_session_id: Some("s-child00001".into()),
-            parent_task_id: None,
-            description: "map the parser".into(),
-            agent: "explore".into(),
             status,
-            background: true,
-            error: None,
-            output_bytes: 0,
-            created_ms: 0,
-            started_ms: None,
-            ended_ms: None,
-            delivered_ms: None,
-            consumed_ms: None,
+            child_session_id: Some("s-child00001".into()),
+            ..TaskInfo::new(id, SESSION.into(), "map the parser", "explore")
         }
     }
 

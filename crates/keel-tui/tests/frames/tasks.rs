@@ -10,21 +10,11 @@ use super::{app, event, key, screen, type_text};
 
 fn task(id: &str, description: &str, agent: &str, status: TaskStatus) -> TaskInfo {
     TaskInfo {
-        id: id.into(),
-        session_id: "s-test000001".into(),
-        child_session_id: Some(format!("s-child-{id}").as_str().into()),
-        parent_task_id: None,
-        description: description.into(),
-        agent: agent.into(),
         status,
+        child_session_id: Some(format!("s-child-{id}").as_str().into()),
         background: agent == "explore",
-        error: None,
-        output_bytes: 0,
-        created_ms: 1_000,
         started_ms: Some(2_000),
-        ended_ms: None,
-        delivered_ms: None,
-        consumed_ms: None,
+        ..TaskInfo::new(id, "s-test000001".into(), description, agent)
     }
 }
 
