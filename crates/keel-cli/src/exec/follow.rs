@@ -5,11 +5,15 @@
 //!
 //! Everything is followed through the session's events, as any front end would: turns
 //! start and end, tasks change, the queue changes. A task's end and the turn its notice
-//! starts are two steps (the task leaves the running set, then its notice is queued), so a
-//! background task that ended but whose notice is not delivered yet, or input waiting after
-//! a completed turn, counts as "a turn is coming" — for at most [`NOTICE_GRACE`], so a notice
-//! that never arrives cannot hold the run forever. `--timeout`, a signal or a closed stdout
-//! stops the tasks and aborts the turns still running, bounded by [`HALT_LIMIT`].
+//! starts are two steps (the task leaves the running set, then its notice is queued, which
+//! starts a turn when none runs), so "a turn is coming" while a background task that ended
+//! has neither been delivered nor read: up to [`NOTICE_GRACE`] when it ended with no turn
+//! running (its notice starts one), up to [`NOTICE_SETTLE`] when it ended during a turn (its
+//! notice steers that turn, waits in the queue for the next, or is not sent at all when a
+//! `task_output` read was waiting for the result). Input waiting after a completed turn is
+//! coming too, for up to [`NOTICE_GRACE`]. The bounds keep a notice that never arrives from
+//! holding the run. `--timeout`, a signal or a closed stdout stops the tasks and aborts the
+//! turns still running, bounded by [`HALT_LIMIT`].
 
 use std::collections::HashMap;
 use std::sync::{Mutex, MutexGuard, PoisonError};
@@ -25,10 +29,16 @@ use tokio::sync::watch;
 use super::output::Stop;
 use super::report::HISTORY_COMMIT_FAILED;
 
-/// How long a "turn is coming" state (an ended background task whose notice is not
-/// delivered yet, input waiting after a completed turn) may last before the run ends anyway.
-/// Delivery is a store write and an admission, milliseconds; this only bounds a failure.
+/// How long a "turn is coming" state (a background task that ended with no turn running and
+/// whose notice is not delivered yet, input waiting after a completed turn) may last before
+/// the run ends anyway. Delivery is a store write and an admission, milliseconds; this only
+/// bounds a failure.
 pub const NOTICE_GRACE: Duration = Duration::from_secs(5);
+
+/// How long after a background task ended during a turn its notice may still be on its way
+/// to the queue (the turn may end first). No notice follows when a read was waiting for the
+/// result, so this is waited out whole then, but only once the turn has ended.
+pub const NOTICE_SETTLE: Duration = Duration::from_millis(300);
 
 /// How long stopping tasks and aborting turns may take before the run ends anyway.
 pub const HALT_LIMIT: Duration = Duration::from_secs(10);
@@ -80,6 +90,22 @@ struct SoFar {
     lost: Option<String>,
 }
 
+/// A task as last told, and when its end was seen.
+#[derive(Debug)]
+struct Tracked {
+    task: TaskInfo,
+    /// When its end was seen, and whether a turn of the session ran then.
+    ended: Option<(Instant, bool)>,
+}
+
+/// A notice the run waits for: until when, and whether missing it is worth a warning (its
+/// task ended with no turn running, so its notice had a turn to start).
+#[derive(Debug, Clone, Copy)]
+struct Awaited {
+    until: Instant,
+    expected: bool,
+}
+
 /// What the session's events said.
 #[derive(Debug, Default)]
 struct Seen {
@@ -88,18 +114,33 @@ struct Seen {
     so_far: SoFar,
     /// The last turn that ended.
     ended: Option<LastTurn>,
-    /// Every task the session started, as last told.
-    tasks: HashMap<String, TaskInfo>,
+    /// Every task the session started.
+    tasks: HashMap<String, Tracked>,
     /// Inputs waiting in the session's queue.
     queued: usize,
 }
 
 impl Seen {
-    /// A background task ended and its notice has not reached the session yet.
-    fn notice_pending(&self) -> bool {
+    /// The soonest-ending wait for a background task's notice (see the module documentation),
+    /// `None` when none is awaited at `now`.
+    fn notice_awaited(&self, now: Instant) -> Option<Awaited> {
         self.tasks
             .values()
-            .any(|t| t.background && t.status.is_terminal() && t.delivered_ms.is_none())
+            .filter(|t| {
+                t.task.background && t.task.delivered_ms.is_none() && t.task.consumed_ms.is_none()
+            })
+            .filter_map(|t| t.ended)
+            .map(|(at, during_turn)| Awaited {
+                until: at
+                    + if during_turn {
+                        NOTICE_SETTLE
+                    } else {
+                        NOTICE_GRACE
+                    },
+                expected: !during_turn,
+            })
+            .filter(|awaited| awaited.until > now)
+            .min_by_key(|awaited| awaited.until)
     }
 }
 
@@ -177,7 +218,15 @@ impl SessionSink for Watch {
                 });
             }
             SessionEventBody::Task { task } => {
-                seen.tasks.insert(task.id.clone(), task.clone());
+                let during_turn = seen.running.is_some();
+                let tracked = seen.tasks.entry(task.id.clone()).or_insert(Tracked {
+                    task: task.clone(),
+                    ended: None,
+                });
+                tracked.task = task.clone();
+                if task.status.is_terminal() && tracked.ended.is_none() {
+                    tracked.ended = Some((Instant::now(), during_turn));
+                }
             }
             SessionEventBody::QueueChanged { queue } => seen.queued = queue.len(),
             _ => return,
@@ -207,6 +256,8 @@ pub async fn follow(
 ) -> Followed {
     let mut last = first;
     let mut changes = watch.changed.subscribe();
+    // Since when the run has waited with nothing running, for input after a completed turn.
+    let mut idle_since: Option<Instant> = None;
     loop {
         changes.borrow_and_update();
         if stop.reason().is_some() {
@@ -217,36 +268,60 @@ pub async fn follow(
             };
         }
         last = newest(watch, last);
-        let (turn_running, coming) = {
+        let now = Instant::now();
+        let (turn_running, notice, queued) = {
             let seen = watch.seen();
             let completed = last.outcome == TurnOutcome::Completed;
             (
                 seen.running.is_some() || admitting(runtime, session),
-                seen.notice_pending() || (completed && seen.queued > 0),
+                seen.notice_awaited(now),
+                completed && seen.queued > 0,
             )
         };
         let tasks_running = runtime.tasks().running(session);
-        if !turn_running && !tasks_running && !coming {
+        if turn_running || tasks_running {
+            idle_since = None;
+        } else if notice.is_none() && !queued {
             return Followed {
                 last: newest(watch, last),
                 halted: false,
             };
         }
-        let bounded = !turn_running && !tasks_running;
+        // With nothing running, a coming turn is waited for until the soonest bound.
+        let queue_until = queued.then(|| *idle_since.get_or_insert(now) + NOTICE_GRACE);
+        let until = match (notice.map(|n| n.until), queue_until) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        }
+        .filter(|_| !turn_running && !tasks_running);
         let tasks = runtime.tasks();
         tokio::select! {
             _ = changes.changed() => {}
             () = stop.cancel.cancelled() => {}
             () = tasks.settled(session), if tasks_running => {}
-            () = tokio::time::sleep(NOTICE_GRACE), if bounded => {
-                eprintln!(
-                    "keel: warning: a task ended but no turn took its notice within {} s; \
-                     it waits in the session's queue",
-                    NOTICE_GRACE.as_secs()
-                );
-                return Followed { last, halted: false };
+            () = sleep_until(until) => {
+                if notice.is_some_and(|n| n.expected && Some(n.until) == until)
+                    || queue_until.is_some_and(|q| Some(q) == until)
+                {
+                    eprintln!(
+                        "keel: warning: a task ended but no turn took its notice within {} s; \
+                         it waits in the session's queue",
+                        NOTICE_GRACE.as_secs()
+                    );
+                }
+                if queue_until.is_some_and(|q| Some(q) == until) {
+                    return Followed { last: newest(watch, last), halted: false };
+                }
             }
         }
+    }
+}
+
+/// Sleeps until `until`, forever when it is `None`.
+async fn sleep_until(until: Option<Instant>) {
+    match until {
+        Some(until) => tokio::time::sleep_until(until.into()).await,
+        None => std::future::pending().await,
     }
 }
 
@@ -291,7 +366,7 @@ async fn halt(runtime: &Runtime, session: &SessionId, watch: &Watch) -> bool {
             })
             .await;
         busy |= runtime.tasks().running(session);
-        if !busy && !watch.seen().notice_pending() {
+        if !busy && watch.seen().notice_awaited(Instant::now()).is_none() {
             return halted;
         }
         halted |= busy;
@@ -305,5 +380,68 @@ async fn halt(runtime: &Runtime, session: &SessionId, watch: &Watch) -> bool {
                 return true;
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use keel_protocol::TaskStatus;
+
+    use super::*;
+
+    fn task(status: TaskStatus) -> SessionEvent {
+        SessionEvent {
+            session_id: "s-1".into(),
+            seq: 0,
+            body: SessionEventBody::Task {
+                task: TaskInfo {
+                    status,
+                    ..TaskInfo::new("task-1", "s-1".into(), "map the parser", "explore")
+                },
+            },
+        }
+    }
+
+    fn turn(body: SessionEventBody) -> SessionEvent {
+        SessionEvent {
+            session_id: "s-1".into(),
+            seq: 0,
+            body,
+        }
+    }
+
+    #[test]
+    fn a_notice_is_awaited_longer_when_its_task_ended_with_no_turn_running() {
+        let watch = Watch::default();
+        watch.on_event(&task(TaskStatus::Running));
+        let now = Instant::now();
+        assert!(watch.seen().notice_awaited(now).is_none(), "still running");
+        watch.on_event(&task(TaskStatus::Succeeded));
+        let idle = watch.seen().notice_awaited(now).map(|a| a.expected);
+        assert_eq!(idle, Some(true), "its notice starts a turn");
+        assert!(
+            watch
+                .seen()
+                .notice_awaited(now + NOTICE_GRACE + NOTICE_SETTLE)
+                .is_none(),
+            "bounded"
+        );
+
+        // Ended during a turn: only the settle window, and nothing to warn about.
+        let watch = Watch::default();
+        watch.on_event(&turn(SessionEventBody::TurnStarted {
+            turn_id: "t-1".into(),
+            source: keel_protocol::TurnSource::Api,
+        }));
+        watch.on_event(&task(TaskStatus::Failed));
+        let awaited = watch.seen().notice_awaited(Instant::now());
+        assert!(awaited.is_some_and(|a| !a.expected && a.until <= Instant::now() + NOTICE_SETTLE));
+        // Delivered (or read): nothing is awaited.
+        let mut delivered = task(TaskStatus::Failed);
+        if let SessionEventBody::Task { task } = &mut delivered.body {
+            task.delivered_ms = Some(1);
+        }
+        watch.on_event(&delivered);
+        assert!(watch.seen().notice_awaited(Instant::now()).is_none());
     }
 }
