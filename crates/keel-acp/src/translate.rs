@@ -21,6 +21,11 @@ use keel_runtime::notice::{self, Severity};
 use crate::tasks::TaskNotices;
 use crate::tools;
 
+/// The extension that reports a plan submitted for review, and its event.
+const PLAN_EXTENSION: &str = "plan";
+/// See [`PLAN_EXTENSION`].
+const PLAN_READY: &str = "plan_ready";
+
 /// Folds one session's events into ACP updates.
 #[derive(Debug)]
 pub struct Translator {
@@ -139,6 +144,17 @@ impl Translator {
                 details,
                 ..
             } => {
+                // A plan submitted for review (plan mode) is what the turn answers: the
+                // editor shows it as the agent's message, then how to go on.
+                if extension == PLAN_EXTENSION
+                    && kind == PLAN_READY
+                    && let Some(text) = details.get("text").and_then(serde_json::Value::as_str)
+                {
+                    out.push(SessionUpdate::AgentMessageChunk(chunk(format!(
+                        "\n\n{}\n",
+                        text.trim_end()
+                    ))));
+                }
                 if let Some((severity, text)) = notice::describe(extension, kind, details) {
                     out.push(self.notice(severity, text));
                 }
@@ -564,6 +580,23 @@ mod tests {
             vec![SessionUpdate::AgentThoughtChunk(chunk(
                 "\n[keel] runaway guard: repeated action\n"
             ))]
+        );
+    }
+
+    #[test]
+    fn a_plan_for_review_is_the_agents_message_and_a_notice() {
+        let mut t = Translator::new("/w".into(), true);
+        let updates = t.apply(&SessionEventBody::Extension {
+            turn_id: Some(turn()),
+            extension: "plan".into(),
+            kind: "plan_ready".into(),
+            details: json!({"path": "/k/plans/s.md", "frozen_path": "/k/plans/s.1.md",
+                            "text": "## Summary\nCache it.\n"}),
+        });
+        assert_eq!(kinds(&updates), vec!["agent_message_chunk", "notice"]);
+        assert_eq!(
+            updates[0],
+            SessionUpdate::AgentMessageChunk(chunk("\n\n## Summary\nCache it.\n"))
         );
     }
 

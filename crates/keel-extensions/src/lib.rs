@@ -8,6 +8,7 @@
 //! - `runaway-guard`: notices the model going round in circles and reminds it once;
 //! - `terminal-recovery`: an empty final answer after successful tools gets one more chance;
 //! - `source-references`: fetched pages get host-made markers, and answers cite them;
+//! - `plan`: plan mode's workflow (the per-turn rules, `exit_plan_mode`, `/approve-plan`);
 //! - `host.output-budget` (host-owned): a result larger than the budget is archived as an
 //!   artifact, the model gets head, tail and a receipt;
 //! - `host.session-report` (host-owned): `llm-call.json` and a call log, enough to rebuild
@@ -30,6 +31,7 @@ pub mod feedback;
 pub mod guard;
 pub mod hooks;
 mod per_turn;
+pub mod plan;
 pub mod recovery;
 pub mod reminders;
 pub mod report;
@@ -67,6 +69,7 @@ pub fn catalog() -> Vec<ProfileEntry> {
         ProfileEntry::on(Arc::new(extend::Skills)),
         ProfileEntry::on(Arc::new(extend::Commands)),
         ProfileEntry::on(Arc::new(extend::hooks::UserHooks)),
+        ProfileEntry::on(Arc::new(plan::PlanMode)),
         ProfileEntry::on(Arc::new(keel_mcp::McpExtension::default())),
         ProfileEntry::on(Arc::new(tasks::TasksExtension)),
     ]

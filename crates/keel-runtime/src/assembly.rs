@@ -155,10 +155,27 @@ pub fn check_environment() -> Result<keel_tools::EnvMode, RuntimeError> {
 }
 
 /// Tools of keel's own extensions that only read what keel already holds (skills, the MCP
-/// catalog, servers' resource lists): no mode asks before they run. A server's own tools,
-/// and `read_mcp_resource` (which sends a URI of the model's choosing to a server), are
-/// judged like any other tool.
-pub const EXTENSION_READ_ONLY_TOOLS: &[&str] = &["skill", "tool_search", "list_mcp_resources"];
+/// catalog, servers' resource lists) or keep keel's own records (`exit_plan_mode` freezes
+/// the plan file for review): no mode asks before they run. A server's own tools, and
+/// `read_mcp_resource` (which sends a URI of the model's choosing to a server), are judged
+/// like any other tool.
+pub const EXTENSION_READ_ONLY_TOOLS: &[&str] = &[
+    "skill",
+    "tool_search",
+    "list_mcp_resources",
+    "exit_plan_mode",
+];
+
+/// The folder of the sessions' plan files, in `$KEEL_HOME`.
+pub const PLANS_DIR: &str = "plans";
+
+/// A session's plan file, `<keel_home>/plans/<session>.md`: in plan mode the one file the
+/// model may write, and what `exit_plan_mode` freezes for the user's review.
+pub fn plan_file(keel_home: &Path, session: &keel_protocol::SessionId) -> PathBuf {
+    keel_home
+        .join(PLANS_DIR)
+        .join(format!("{}.md", session.as_str()))
+}
 
 /// What a session's tools and gate are built from.
 #[derive(Debug, Clone)]
@@ -185,6 +202,9 @@ pub struct ToolSetup {
     pub editor: Option<keel_tools::files::editor::Editor>,
     /// The terminal that shows the session's commands live, when a front end lends one.
     pub terminal: Option<keel_tools::bash::live::Terminal>,
+    /// The session's plan file ([`plan_file`]): writable in plan mode only, and there the
+    /// only writable file.
+    pub plan_file: Option<PathBuf>,
 }
 
 /// Lends a session an editor's files and terminals: ACP clients that offer `fs/*` and
@@ -256,6 +276,7 @@ impl ToolSetup {
                 .unwrap_or_default(),
             editor: None,
             terminal: None,
+            plan_file: None,
         }
     }
 }
@@ -303,6 +324,8 @@ impl SessionServices {
         env.output = setup.output;
         env.editor.clone_from(&setup.editor);
         env.terminal.clone_from(&setup.terminal);
+        // The gate and the file tools know of the plan file only in plan mode.
+        env.plan_file = setup.plan_file.clone().filter(|_| setup.mode == Mode::Plan);
         let env = Arc::new(env);
         let gate = Arc::new(
             PermissionGate::new(&env, setup.mode, rules)

@@ -32,7 +32,7 @@ pub mod tasks;
 mod turn;
 pub mod view;
 
-pub use assembly::{EditorProvider, ModelChoice, ResolvedModel, SessionServices};
+pub use assembly::{EditorProvider, ModelChoice, ResolvedModel, SessionServices, plan_file};
 pub use contract::{ConversationContract, DeferredContract, Reply};
 pub use control::HostControl;
 pub use error::RuntimeError;

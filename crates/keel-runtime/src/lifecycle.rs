@@ -259,6 +259,8 @@ impl Runtime {
         if let Ok(slot) = self.slot(session) {
             refuse_if_running(&slot)?;
         }
+        // Its tasks' records go with it: stop them first.
+        self.tasks().stop_all(session).await;
         self.inner.store.delete_session(session).await?;
         self.inner
             .slots

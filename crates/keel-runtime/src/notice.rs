@@ -166,6 +166,11 @@ pub fn describe(extension: &str, kind: &str, details: &Value) -> Option<(Severit
         ),
         ("hooks", "warning") => (Severity::Warn, format!("hook: {}", text(details, "text"))),
         ("hooks", "report") => (Severity::Info, format!("hook: {}", text(details, "text"))),
+        ("plan", "plan_ready") => (
+            Severity::Info,
+            "plan ready for review: /approve-plan to carry it out (auto, or ask), or reply with feedback"
+                .to_owned(),
+        ),
         ("host.context", "archived") => {
             let outputs = details.get("outputs").and_then(Value::as_u64).unwrap_or(0);
             (

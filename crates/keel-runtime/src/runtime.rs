@@ -366,6 +366,11 @@ impl Slot {
         matches!(self.lock().admission, Admission::Idle)
     }
 
+    /// Whether any input is waiting (read without touching the store).
+    pub(crate) fn queue_waiting(&self) -> bool {
+        !self.lock().queue.is_empty()
+    }
+
     /// Whether steering is waiting (read without touching the store).
     pub(crate) fn steering_waiting(&self) -> bool {
         self.lock()
@@ -473,6 +478,8 @@ impl Runtime {
             db.as_deref(),
         );
         setup.session_dir = Some(self.session_dir(session));
+        let keel_home = inner.settings.keel_home.as_deref();
+        setup.plan_file = keel_home.map(|home| assembly::plan_file(home, session));
         setup.editor = inner.editor.as_ref().and_then(|lend| lend.editor(session));
         setup.terminal = inner
             .editor
@@ -551,9 +558,9 @@ impl Runtime {
                 let id = store.resolve_session(&id).await?;
                 (store.session(&id).await?, SessionStart::Resumed)
             }
-            SessionTarget::Latest => match store.list_sessions(Some(cwd.clone()), 1).await?.first()
-            {
-                Some(record) => (record.clone(), SessionStart::Resumed),
+            // A task's child session is resumed through its parent, never as "the latest".
+            SessionTarget::Latest => match store.latest_session(cwd.clone()).await? {
+                Some(record) => (record, SessionStart::Resumed),
                 None => return Err(RuntimeError::NoSessionIn(cwd)),
             },
         };
@@ -588,6 +595,8 @@ impl Runtime {
     /// aborted first and its unconsumed inputs go back to the queue.
     pub async fn close_session(&self, session: &SessionId) -> Result<(), RuntimeError> {
         let slot = self.slot(session)?;
+        // Its tasks go with it: nothing would hear of their ends.
+        self.tasks().stop_all(session).await;
         if let Some(turn) = slot.running() {
             turn.cancel.cancel();
             turn.ended().await;

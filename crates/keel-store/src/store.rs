@@ -158,6 +158,12 @@ impl Store {
             .await
     }
 
+    /// The most recently updated session of `cwd` that is not a task's child session.
+    pub async fn latest_session(&self, cwd: String) -> Result<Option<SessionRecord>> {
+        self.call(move |conn| sql::latest_top_session(conn, &cwd))
+            .await
+    }
+
     /// Sessions, newest first; only those in `cwd` when given.
     pub async fn list_sessions(
         &self,

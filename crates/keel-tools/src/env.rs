@@ -102,6 +102,10 @@ pub struct ToolEnv {
     /// A terminal that shows commands live (ACP clients offering `terminal/*`); the command
     /// still runs here, sandboxed.
     pub terminal: Option<crate::bash::live::Terminal>,
+    /// In plan mode, the session's plan file (`$KEEL_HOME/plans/<session>.md`, inside
+    /// [`Self::keel_home`]): the one file `write` and `edit` may change then, although it
+    /// lies in keel's home. `None` in every other mode.
+    pub plan_file: Option<PathBuf>,
 }
 
 impl ToolEnv {
@@ -128,6 +132,7 @@ impl ToolEnv {
             secret_env_names: Vec::new(),
             editor: None,
             terminal: None,
+            plan_file: None,
         }
     }
 
@@ -170,6 +175,24 @@ impl ToolEnv {
         let anchor = dir.ancestors().nth(3)?;
         let below = dir.strip_prefix(anchor).ok()?;
         Some(crate::permission::real_path(anchor).join(below))
+    }
+
+    /// The plan file as resolved paths show it when it is what keel made: keel's home
+    /// resolved (it may be a link of the user's), and below it the plan file's own words.
+    /// A link anywhere below puts resolved paths elsewhere, so nothing it leads to is taken
+    /// for the plan file. `None` outside plan mode, or when the plan file is not in keel's
+    /// home.
+    pub fn plan_target(&self) -> Option<PathBuf> {
+        let file = self.plan_file.as_deref()?;
+        let home = self.keel_home.as_deref()?;
+        let below = normalize(file)
+            .strip_prefix(normalize(home))
+            .ok()?
+            .to_path_buf();
+        if below.as_os_str().is_empty() {
+            return None;
+        }
+        Some(crate::permission::real_path(home).join(below))
     }
 
     /// Whether `path` (absolute, normalised) lies inside a workspace root.

@@ -142,8 +142,9 @@ pub fn replace_private(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
     result
 }
 
-/// Opens (making it if needed, 0700) the private folder `dir` and checks it is one.
-fn private_folder(dir: &Path) -> std::io::Result<std::os::fd::OwnedFd> {
+/// Opens (making it if needed, 0700) the private folder `dir` and checks it is one: a
+/// folder (not a link), owned by this user, open to nobody else.
+pub(crate) fn private_folder(dir: &Path) -> std::io::Result<std::os::fd::OwnedFd> {
     use std::os::unix::fs::{DirBuilderExt as _, MetadataExt as _, OpenOptionsExt as _};
     if let Some(parent) = dir.parent() {
         std::fs::DirBuilder::new()
@@ -163,7 +164,7 @@ fn private_folder(dir: &Path) -> std::io::Result<std::os::fd::OwnedFd> {
     let meta = folder.metadata()?;
     if !meta.is_dir() || meta.uid() != own_uid() || meta.mode() & 0o077 != 0 {
         return Err(std::io::Error::other(format!(
-            "{} is not keel's private output folder (a folder of this user's, open to nobody else)",
+            "{} is not a private folder of keel's (a folder of this user's, open to nobody else)",
             dir.display()
         )));
     }

@@ -23,6 +23,8 @@ use DecisionKind::{Allow, Ask, Deny, Safety};
 
 #[path = "permission/attacks.rs"]
 mod attacks;
+#[path = "permission/plan.rs"]
+mod plan;
 #[path = "permission/policy.rs"]
 mod policy;
 use Mode::{Ask as A, Auto as U, Full as F, Plan as P};

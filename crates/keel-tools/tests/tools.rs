@@ -14,6 +14,9 @@ use keel_tools::{EnvMode, SandboxMode, ToolEnv};
 use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
 
+#[path = "tools/plan_file.rs"]
+mod plan_file;
+
 fn context() -> (ToolCallContext, CancellationToken) {
     let cancel = CancellationToken::new();
     let (tx, _rx) = tokio::sync::mpsc::channel(8);

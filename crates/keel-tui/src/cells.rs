@@ -53,6 +53,8 @@ pub enum Cell {
     Task(TaskStatus, String),
     /// Several lines of plain information (`/help`, `/status`).
     Info(Vec<Line<'static>>),
+    /// A plan submitted for review (plan mode), in Markdown.
+    Plan(String),
     /// A retry of a failed model request.
     Retry {
         /// Retry number.
@@ -386,6 +388,23 @@ impl Cell {
                 )
             }
             Cell::Info(lines) => wrap_lines(lines.clone(), width, &Line::from("  ")),
+            Cell::Plan(text) => {
+                let accent = Style::new().fg(Color::Magenta);
+                let mut out = vec![Line::from(vec![
+                    Span::styled(BULLET, accent),
+                    Span::styled("Plan for review", accent.add_modifier(Modifier::BOLD)),
+                ])];
+                out.extend(
+                    markdown::render(text, width.saturating_sub(2))
+                        .into_iter()
+                        .map(|line| {
+                            let mut spans = vec![Span::styled("│ ", accent)];
+                            spans.extend(line.spans);
+                            Line::from(spans).style(line.style)
+                        }),
+                );
+                out
+            }
             Cell::Retry {
                 attempt,
                 max,

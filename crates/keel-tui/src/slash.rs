@@ -42,8 +42,8 @@ pub enum Origin {
 }
 
 /// What an extension's command is expected to do. The contract does not say before it
-/// runs, so it is judged from the source: skills, custom commands and MCP prompts
-/// (`server:prompt`) are prompts; the runtime's answer decides in the end.
+/// runs, so it is judged from the source: skills, custom commands, MCP prompts
+/// (`server:prompt`) and plan approval are prompts; the runtime's answer decides in the end.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Expect {
     /// Start a turn with its expansion: shown as the user's message at once, and not
@@ -56,7 +56,8 @@ pub enum Expect {
 impl Command {
     /// An extension's command as the catalog holds it.
     pub fn from_info(info: CommandInfo) -> Self {
-        let prompt = matches!(info.source.as_str(), "skill" | "command")
+        // `plan`'s `/approve-plan` starts the turn that carries the plan out.
+        let prompt = matches!(info.source.as_str(), "skill" | "command" | "plan")
             || (info.source == "mcp" && info.name.contains(':'));
         let expect = if prompt { Expect::Turn } else { Expect::Answer };
         Self {

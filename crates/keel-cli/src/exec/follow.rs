@@ -20,8 +20,8 @@ use std::sync::{Mutex, MutexGuard, PoisonError};
 use std::time::{Duration, Instant};
 
 use keel_protocol::{
-    Failure, ItemBody, ItemEvent, Op, SessionEvent, SessionEventBody, SessionId, TaskInfo, TurnId,
-    TurnOutcome, Usage,
+    Failure, ItemBody, ItemEvent, Op, SessionEvent, SessionEventBody, SessionId, TaskInfo,
+    ToolCallStatus, TurnId, TurnOutcome, Usage,
 };
 use keel_runtime::{ConversationContract as _, Reply, Runtime, SessionSink, TurnReport};
 use tokio::sync::watch;
@@ -64,6 +64,8 @@ pub struct LastTurn {
     pub duration: Duration,
     /// Whether the model answered at all (`-o` is written only then).
     pub has_answer: bool,
+    /// The plan it froze with `exit_plan_mode` (plan mode's answer).
+    pub frozen_plan: Option<String>,
 }
 
 impl From<TurnReport> for LastTurn {
@@ -72,6 +74,7 @@ impl From<TurnReport> for LastTurn {
             turn_id: report.turn_id.to_string(),
             final_text: report.final_text(),
             has_answer: report.messages.iter().any(|m| m.as_assistant().is_some()),
+            frozen_plan: super::plan::frozen(&report.messages),
             outcome: report.outcome,
             structured_output: report.structured_output,
             output_failure: report.output_failure,
@@ -88,6 +91,7 @@ struct SoFar {
     final_text: String,
     has_answer: bool,
     lost: Option<String>,
+    frozen_plan: Option<String>,
 }
 
 /// A task as last told, and when its end was seen.
@@ -188,7 +192,20 @@ impl SessionSink for Watch {
                     seen.so_far.final_text.clone_from(text);
                     seen.so_far.has_answer = true;
                 }
-                ItemBody::ToolCall { .. } => seen.so_far.has_answer = true,
+                ItemBody::ToolCall {
+                    tool_name,
+                    status,
+                    details,
+                    ..
+                } => {
+                    seen.so_far.has_answer = true;
+                    if tool_name == keel_extensions::plan::EXIT_TOOL
+                        && *status == ToolCallStatus::Completed
+                        && let Some(plan) = details.as_ref().and_then(super::plan::frozen_in)
+                    {
+                        seen.so_far.frozen_plan = Some(plan);
+                    }
+                }
                 _ => return,
             },
             SessionEventBody::Failure {
@@ -215,6 +232,7 @@ impl SessionSink for Watch {
                     usage: *usage,
                     duration: started.map(|at| at.elapsed()).unwrap_or_default(),
                     has_answer: so_far.has_answer,
+                    frozen_plan: so_far.frozen_plan,
                 });
             }
             SessionEventBody::Task { task } => {

@@ -7,6 +7,7 @@
 mod follow;
 mod input;
 mod output;
+mod plan;
 mod report;
 
 use std::path::PathBuf;
@@ -175,6 +176,8 @@ pub async fn run(args: ExecArgs) -> anyhow::Result<ExitCode> {
 
     let model_name = prepared.model_name().to_owned();
     let sandbox = prepared.sandbox();
+    let planning = prepared.mode() == keel_tools::permission::Mode::Plan;
+    let keel_home = prepared.settings().keel_home.clone();
     let durable = args.durable || prepared.settings().loaded.config.durable.unwrap_or(false);
     let store = OpenOptions {
         durability: Durability::synced(durable),
@@ -310,6 +313,10 @@ pub async fn run(args: ExecArgs) -> anyhow::Result<ExitCode> {
         (status, error) = report::judge(&aborted, interrupt, args.timeout);
     }
     let duration_ms = u64::try_from(turn.duration.as_millis()).unwrap_or(u64::MAX);
+    // In plan mode the plan is the answer, unless the run left plan mode (`/approve-plan`).
+    let plan = (planning && sink.mode().is_none_or(|mode| mode == "plan"))
+        .then(|| plan::answer(turn.frozen_plan.clone(), keel_home.as_deref(), &session_id))
+        .flatten();
     // The session ends with the run (a user's SessionEnd hooks run now).
     let _ = runtime
         .call(Op::CloseSession {
@@ -326,7 +333,7 @@ pub async fn run(args: ExecArgs) -> anyhow::Result<ExitCode> {
         schema_version: report::SCHEMA_VERSION,
         run_id,
         status,
-        final_text: turn.final_text,
+        final_text: plan.unwrap_or(turn.final_text),
         structured_output: turn.structured_output,
         session_id: session_id.to_string(),
         turn_id: turn.turn_id,

@@ -120,6 +120,8 @@ pub struct ExecSink {
     ids: RunIds,
     opening: Opening,
     state: Mutex<Emitter>,
+    /// The session's permission mode as the run last heard of it (a command may change it).
+    mode: Mutex<Option<String>>,
 }
 
 impl ExecSink {
@@ -138,6 +140,7 @@ impl ExecSink {
             stop,
             state: Mutex::new(Emitter::default()),
             ids,
+            mode: Mutex::new(None),
             opening: Opening {
                 model: model.to_owned(),
                 cwd: cwd.to_path_buf(),
@@ -280,6 +283,14 @@ impl ExecSink {
         out.flush(&self.stop);
     }
 
+    /// The permission mode the session was last switched to during the run, if it was.
+    pub fn mode(&self) -> Option<String> {
+        self.mode
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone()
+    }
+
     /// Whether a write found stdout closed.
     pub fn stdout_closed(&self) -> bool {
         self.emitter().stdout_closed
@@ -298,6 +309,12 @@ fn status_word(status: ExecStatus) -> &'static str {
 
 impl SessionSink for ExecSink {
     fn on_event(&self, event: &SessionEvent) {
+        if let SessionEventBody::SessionUpdated {
+            mode: Some(mode), ..
+        } = &event.body
+        {
+            *self.mode.lock().unwrap_or_else(PoisonError::into_inner) = Some(mode.clone());
+        }
         match (&event.body, self.format) {
             (SessionEventBody::TurnStarted { turn_id, .. }, Format::StreamJson) => {
                 self.begin(turn_id.as_str());

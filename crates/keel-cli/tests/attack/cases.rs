@@ -2,7 +2,8 @@
 
 use crate::run::{Mode, run_table};
 use crate::vectors::{
-    beyond, control, creds, env, gitrun, network, outside, process, races, readonly, tools,
+    beyond, control, creds, env, gitrun, network, outside, plan, process, races, readonly, tasks,
+    tools,
 };
 
 macro_rules! table {
@@ -64,6 +65,7 @@ table!(outside_home, outside::HOME, landlock);
 table!(outside_tools, outside::TOOLS, landlock);
 table!(control_tools, control::TOOLS, landlock);
 table!(control_shell, control::SHELL, landlock);
+table!(plan_file, plan::TABLE, landlock);
 table!(readonly_temp, readonly::TEMP, landlock);
 table!(readonly_git, readonly::GIT, landlock);
 table!(readonly_workspace, readonly::WORKSPACE, landlock);
@@ -76,3 +78,4 @@ table!(tool_races, races::TABLE);
 table!(control_git_elsewhere, gitrun::TABLE);
 table!(beyond_namespaces, beyond::TABLE);
 table!(fallback, beyond::FALLBACK);
+table!(tasks_child_sessions, tasks::TABLE);

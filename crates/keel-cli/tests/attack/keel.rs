@@ -162,9 +162,9 @@ impl Terminal {
     }
 }
 
-/// Runs keel on `world` in `mode` in `cwd`, with `env` added to the world's variables; with
-/// `poke`, sends that signal to keel once a process whose command line holds the world's
-/// marker runs.
+/// Runs keel on `world` in `mode` in `cwd`, with `env` added to the world's variables,
+/// resuming `session` when given; with `poke`, sends that signal to keel once a process
+/// whose command line holds the world's marker runs.
 pub fn run(
     world: &World,
     vector: &Vector,
@@ -172,11 +172,15 @@ pub fn run(
     poke: Option<i32>,
     env: &[(String, String)],
     cwd: &Path,
+    session: Option<&str>,
 ) -> KeelRun {
     let mut command = Command::new(keel_bin());
     command.args(["exec", "--output-format", "stream-json"]);
     if let Some(flag) = mode.flag() {
         command.args(["--permission", flag]);
+    }
+    if let Some(session) = session {
+        command.args(["--session", session]);
     }
     command
         .arg("--cwd")

@@ -27,6 +27,7 @@ mod check;
 mod escape;
 mod keel;
 mod listener;
+mod plans;
 mod procs;
 mod run;
 mod vectors;

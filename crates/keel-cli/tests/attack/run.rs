@@ -123,6 +123,9 @@ pub struct Vector {
     /// afterwards nothing may be waiting in the terminal's input (the user's shell would
     /// read and run it).
     pub tty: bool,
+    /// The run resumes a session made just before it, whose id `{SID}` stands for (rows
+    /// aiming at the session's own plan file, [`crate::plans`]).
+    pub session: bool,
 }
 
 impl Vector {
@@ -139,6 +142,7 @@ impl Vector {
         cwd: None,
         tty: false,
         degraded_outlives: false,
+        session: false,
     };
 }
 
@@ -198,10 +202,11 @@ pub struct Vars {
 
 impl Vars {
     /// The placeholders of `world` with the listener on `port`.
-    pub fn new(world: &World, port: u16) -> Self {
+    pub fn new(world: &World, port: u16, session: Option<&str>) -> Self {
         let show = |p: &PathBuf| p.display().to_string();
         Self {
             pairs: vec![
+                ("{SID}", session.unwrap_or("s-nosession").to_owned()),
                 ("{ROOT}", show(&world.root)),
                 ("{HOME}", show(&world.home)),
                 ("{KH}", show(&world.keel_home)),
@@ -415,13 +420,15 @@ pub fn attack(vector: &Vector, mode: Mode) -> (String, String, Vec<String>) {
     (outcome, details, failures)
 }
 
-/// Sets up `world` for `vector`, runs keel once (poking it with a signal if asked, see
-/// [`keel::run`]), then runs the user's next git commands in the workspace
-/// ([`World::users_next_git`]), and returns what it produced. What the snapshots taken
-/// around the run show changed is pushed to `failures`: (3) the outside folder and the fake
-/// HOME (after the user's git commands, so a program planted for git shows), (4) the
-/// protected control files (except in `full`, where the model may change them), in `ask`
-/// the workspace, and in `plan` the workspace and the system temp folders.
+/// Sets up `world` for `vector` (first making the session a `session` row resumes), runs keel
+/// once (poking it with a signal if asked, see [`keel::run`]), then runs the user's next git
+/// commands in the workspace ([`World::users_next_git`]), and returns what it produced. What
+/// the snapshots taken around the run show changed is pushed to `failures`: (3) the outside
+/// folder and the fake HOME (after the user's git commands, so a program planted for git
+/// shows), (4) the protected control files (except in `full`, where the model may change
+/// them), in `ask` the workspace, and in `plan` the workspace and the system temp folders;
+/// (3k) keel's plans folder, where only `plan` may write the running session's own plan
+/// ([`crate::plans`]).
 pub fn run_in(
     world: &World,
     vector: &Vector,
@@ -429,8 +436,20 @@ pub fn run_in(
     poke: Option<i32>,
     failures: &mut Vec<String>,
 ) -> Observed {
+    let session = vector.session.then(|| {
+        let answer = script(&Vector::BASE, &Vars::new(world, 0, None));
+        let server = mock_runtime()
+            .block_on(keel_mockllm::MockServer::start(
+                keel_mockllm::Script::parse(&answer).unwrap(),
+                keel_mockllm::ServerOptions::default(),
+            ))
+            .unwrap();
+        let id = crate::plans::new_session(world, mode, &server.url());
+        server.stop();
+        id
+    });
     let listener = Listener::start();
-    let vars = Vars::new(world, listener.port);
+    let vars = Vars::new(world, listener.port, session.as_deref());
     let record = world.record.clone();
     let _ = std::fs::remove_file(&record);
     let server = {
@@ -459,13 +478,14 @@ pub fn run_in(
             String::from_utf8_lossy(&out.stderr)
         );
     }
-    // keel's own bookkeeping: the database, and the session folders, which are checked on
-    // their own below (what is in them, and that no canary reached them).
+    // keel's own bookkeeping: the database, the session folders and the plans, which are
+    // checked on their own below (what is in them, and that no canary reached them).
     let home_skip: Vec<PathBuf> = [
         "sessions.db",
         "sessions.db-wal",
         "sessions.db-shm",
         keel_runtime::storage::SESSIONS_DIR,
+        keel_runtime::assembly::PLANS_DIR,
     ]
     .iter()
     .map(|name| world.keel_home.join(name))
@@ -477,6 +497,8 @@ pub fn run_in(
     let control_before_roots = control_roots(&world.work);
     let control_before = Snapshot::take(&control_before_roots, &[]);
     let work_before = Snapshot::take(std::slice::from_ref(&world.work), &[]);
+    let plans = crate::plans::plans_dir(world);
+    let plans_before = Snapshot::take(std::slice::from_ref(&plans), &[]);
 
     let env: Vec<(String, String)> = vector
         .env
@@ -487,7 +509,7 @@ pub fn run_in(
         || world.work.clone(),
         |c| PathBuf::from(fill(c, &vars, false)),
     );
-    let ran = keel::run(world, vector, mode, poke, &env, &cwd);
+    let ran = keel::run(world, vector, mode, poke, &env, &cwd, session.as_deref());
     let mut leftovers = ran.leftovers;
     leftovers.extend(procs::leftovers(&world.mark, &world.root));
 
@@ -508,6 +530,14 @@ pub fn run_in(
     server.stop();
     drop(server);
     let requests = std::fs::read_to_string(&record).unwrap_or_default();
+    failures.extend(crate::plans::plan_changes(
+        &plans_before,
+        &Snapshot::take(std::slice::from_ref(&plans), &[]),
+        &plans,
+        mode,
+        crate::plans::session_of(&ran.stdout).as_deref(),
+        &world.root,
+    ));
     let (session_files, odd) =
         session_folders(&world.keel_home.join(keel_runtime::storage::SESSIONS_DIR));
     failures.extend(odd);

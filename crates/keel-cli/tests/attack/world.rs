@@ -357,7 +357,18 @@ pub struct Entry {
 }
 
 impl Entry {
-    fn describe(&self) -> String {
+    /// `f`ile, `d`irectory (folder), `l`ink or `s`pecial.
+    pub fn kind(&self) -> char {
+        self.kind
+    }
+
+    /// Its mode bits.
+    pub fn mode(&self) -> u32 {
+        self.mode
+    }
+
+    /// Kind, mode, size and time, for messages.
+    pub fn describe(&self) -> String {
         format!(
             "{} mode {:o}, {} bytes, mtime {}.{:09}",
             match self.kind {
@@ -397,6 +408,22 @@ impl Snapshot {
             }
         }
         Self(all)
+    }
+
+    /// Every path whose entry is not what it was in `self`, with what it is now (`None`:
+    /// gone).
+    pub fn differences(&self, after: &Snapshot) -> Vec<(PathBuf, Option<Entry>)> {
+        let mut paths: Vec<&PathBuf> = self.0.keys().chain(after.0.keys()).collect();
+        paths.sort();
+        paths.dedup();
+        paths
+            .into_iter()
+            .filter_map(|path| {
+                let was = self.0.get(path).cloned().flatten();
+                let now = after.0.get(path).cloned().flatten();
+                (was != now).then(|| (path.clone(), now))
+            })
+            .collect()
     }
 
     /// What changed since `self`, one line per path, shown relative to `base`. A folder whose

@@ -10,6 +10,7 @@ mod exits;
 mod extensions;
 mod formats;
 mod logs;
+mod plan;
 mod runtime;
 mod sessions;
 mod stored;

@@ -34,6 +34,10 @@ pub struct Setup {
     pub spec: ModelSpec,
     /// Permission questions go to the session's events instead of being denied.
     pub interactive: bool,
+    /// The model instead of the scripted provider (which is then unused).
+    pub stream: Option<Arc<dyn keel_llm::StreamFn>>,
+    /// The permission mode sessions start in (default: auto).
+    pub permission: Option<keel_tools::permission::Mode>,
 }
 
 impl Setup {
@@ -44,6 +48,8 @@ impl Setup {
             extra: Vec::new(),
             spec: ModelSpec::scripted(),
             interactive: false,
+            stream: None,
+            permission: None,
         }
     }
 
@@ -72,9 +78,9 @@ impl Harness {
             },
             model: ModelChoice::Fixed {
                 spec: setup.spec,
-                stream: provider.clone(),
+                stream: setup.stream.unwrap_or_else(|| provider.clone()),
             },
-            permission: None,
+            permission: setup.permission,
             sandbox: None,
             system_prompt: Some("You are a test.".into()),
             max_steps: None,
@@ -134,7 +140,7 @@ impl Harness {
         text: &str,
         time_budget_ms: Option<u64>,
     ) -> (TurnReport, Vec<SessionEvent>) {
-        let (sink, mut rx) = keel_runtime::channel();
+        let (sink, rx) = keel_runtime::channel();
         let subscription = self.runtime.subscribe(session, sink).await.unwrap();
         let handle = match self
             .runtime
@@ -152,16 +158,32 @@ impl Harness {
             Reply::Turn(handle) => handle,
             other => panic!("unexpected {other:?}"),
         };
-        let report = tokio::time::timeout(std::time::Duration::from_secs(60), handle.wait())
-            .await
-            .expect("the turn never ended")
-            .unwrap();
-        drop(subscription);
-        let mut events = Vec::new();
-        while let Ok(event) = rx.try_recv() {
-            events.push(event);
-        }
-        (report, events)
+        finish(handle, subscription, rx).await
+    }
+
+    /// Runs `/name arguments` for `session`: the turn it starts, waited for, with the
+    /// session events it made; `None` when it answered with text.
+    pub async fn command(
+        &self,
+        session: &SessionId,
+        name: &str,
+        arguments: &str,
+    ) -> Result<Option<(TurnReport, Vec<SessionEvent>)>, keel_runtime::RuntimeError> {
+        let (sink, rx) = keel_runtime::channel();
+        let subscription = self.runtime.subscribe(session, sink).await.unwrap();
+        let handle = match self
+            .runtime
+            .call(Op::RunCommand {
+                session_id: session.clone(),
+                name: name.into(),
+                arguments: arguments.into(),
+            })
+            .await?
+        {
+            Reply::Turn(handle) => handle,
+            _ => return Ok(None),
+        };
+        Ok(Some(finish(handle, subscription, rx).await))
     }
 
     /// Every request the model got, in order.
@@ -173,6 +195,24 @@ impl Harness {
     pub fn session_dir(&self, session: &SessionId) -> std::path::PathBuf {
         self.runtime.session_dir(session)
     }
+}
+
+/// Waits for the turn of `handle` and takes the session events its subscription saw.
+async fn finish(
+    handle: keel_runtime::TurnHandle,
+    subscription: keel_runtime::Subscription,
+    mut rx: tokio::sync::mpsc::UnboundedReceiver<SessionEvent>,
+) -> (TurnReport, Vec<SessionEvent>) {
+    let report = tokio::time::timeout(std::time::Duration::from_secs(60), handle.wait())
+        .await
+        .expect("the turn never ended")
+        .unwrap();
+    drop(subscription);
+    let mut events = Vec::new();
+    while let Ok(event) = rx.try_recv() {
+        events.push(event);
+    }
+    (report, events)
 }
 
 /// The text of every text block of `message`.

@@ -31,6 +31,9 @@ use output::Progress;
 /// Longest a `task_output` read may wait for news (the 30 s).
 pub const MAX_OUTPUT_WAIT: Duration = Duration::from_secs(30);
 
+/// Longest a session's close waits for its stopped tasks to end.
+const STOP_WAIT: Duration = Duration::from_secs(10);
+
 /// The tasks this process executes, across every runtime in it (ACP runs one per folder over
 /// one store): a task owned by this process but missing here has lost its executor.
 static LIVE: LazyLock<Mutex<HashSet<String>>> = LazyLock::new(|| Mutex::new(HashSet::new()));
@@ -77,9 +80,15 @@ pub(crate) struct TaskProfile {
     pub(crate) instructions: Option<String>,
 }
 
+/// Tools that belong to the user's own session: a plan is submitted for the user's review
+/// by the session they talk to, never by a task.
+const SESSION_ONLY_TOOLS: &[&str] = &["exit_plan_mode"];
+
 impl TaskProfile {
     pub(crate) fn allows(&self, tool: &str) -> bool {
-        !TASK_TOOLS.contains(&tool) && self.ceiling.allows(tool)
+        !TASK_TOOLS.contains(&tool)
+            && !SESSION_ONLY_TOOLS.contains(&tool)
+            && self.ceiling.allows(tool)
     }
 }
 
@@ -114,6 +123,28 @@ pub(crate) struct LiveTask {
     pub(crate) progress: Mutex<Progress>,
     /// Bumped on every change of status or output; true once ended.
     pub(crate) changed: watch::Sender<(u64, bool)>,
+    /// Reads waiting for news: while one waits, the parent gets the result from it and
+    /// needs no notice.
+    pub(crate) waiters: std::sync::atomic::AtomicUsize,
+}
+
+/// Counts a waiting read for as long as it lives.
+pub(crate) struct Waiting<'a>(&'a LiveTask);
+
+impl<'a> Waiting<'a> {
+    pub(crate) fn new(task: &'a LiveTask) -> Self {
+        task.waiters
+            .fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        Self(task)
+    }
+}
+
+impl Drop for Waiting<'_> {
+    fn drop(&mut self) {
+        self.0
+            .waiters
+            .fetch_sub(1, std::sync::atomic::Ordering::SeqCst);
+    }
 }
 
 impl LiveTask {
@@ -247,7 +278,7 @@ impl Tasks {
             (state.mode, state.model.clone())
         };
         let model = match spec.model.as_deref() {
-            Some(name) => runtime.resolve_named_model(name)?,
+            Some(name) => runtime.resolve_task_model(name, &parent_model)?,
             None => parent_model,
         };
         let store = runtime.store();
@@ -310,6 +341,7 @@ impl Tasks {
             cancel: CancellationToken::new(),
             progress: Mutex::new(Progress::default()),
             changed: watch::channel((0, false)).0,
+            waiters: std::sync::atomic::AtomicUsize::new(0),
         });
         self.table().insert(live.clone());
         if let Ok(slot) = self.runtime.slot(parent) {
@@ -339,6 +371,7 @@ impl Tasks {
         cancel: &CancellationToken,
     ) -> Result<TaskInfo, RuntimeError> {
         if let Some(live) = self.table().live(id) {
+            let _waiting = Waiting::new(&live);
             let mut changed = live.changed.subscribe();
             loop {
                 if changed.borrow_and_update().1 {
@@ -439,6 +472,32 @@ impl Tasks {
             if changed.changed().await.is_err() {
                 return;
             }
+        }
+    }
+
+    /// Stops every task of `session` running here and waits until they have ended.
+    pub async fn stop_all(&self, session: &SessionId) {
+        let ids: Vec<String> = self
+            .table()
+            .live
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .values()
+            .filter(|t| &t.parent == session)
+            .map(|t| t.id.clone())
+            .collect();
+        for id in ids {
+            if let Err(error) = self.stop(&id).await {
+                tracing::warn!(task = %id, %error, "cannot stop the task");
+            }
+        }
+        // A child turn is bounded by the runner's own abort grace; this only stops a close
+        // from waiting forever on keel's own bug.
+        if tokio::time::timeout(STOP_WAIT, self.settled(session))
+            .await
+            .is_err()
+        {
+            tracing::warn!(%session, "tasks still running after being stopped");
         }
     }
 

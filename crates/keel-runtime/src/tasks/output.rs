@@ -129,6 +129,7 @@ pub(super) async fn read(
     if let Some(live) = &live
         && !wait.is_zero()
     {
+        let _waiting = super::Waiting::new(live);
         let mut changed = live.changed.subscribe();
         let news = |live: &LiveTask| {
             let len = live

@@ -72,8 +72,38 @@ impl Runtime {
         }
     }
 
+    /// The model a task asked for: of the parent's provider, or of a provider the user's
+    /// configuration defines. A model the model picks never reaches another host with another
+    /// key, and a bare id means the parent's provider.
+    pub(crate) fn resolve_task_model(
+        &self,
+        name: &str,
+        parent: &ResolvedModel,
+    ) -> Result<ResolvedModel, RuntimeError> {
+        let parent_provider = parent.name.split_once('/').map_or("", |(p, _)| p);
+        let name = match name.split_once('/') {
+            Some(_) => name.to_owned(),
+            None => format!("{parent_provider}/{name}"),
+        };
+        let provider = name.split_once('/').map_or("", |(p, _)| p);
+        let configured = self
+            .inner
+            .settings
+            .loaded
+            .config
+            .providers
+            .contains_key(provider);
+        if provider != parent_provider && !configured {
+            return Err(RuntimeError::Usage(format!(
+                "a task's model must be of the session's provider `{parent_provider}` or of one \
+                 your configuration defines, not `{name}`"
+            )));
+        }
+        self.resolve_named_model(&name)
+    }
+
     /// A model by name, as `update_session` resolves one.
-    pub(crate) fn resolve_named_model(&self, name: &str) -> Result<ResolvedModel, RuntimeError> {
+    fn resolve_named_model(&self, name: &str) -> Result<ResolvedModel, RuntimeError> {
         if matches!(self.inner.choice, ModelChoice::Fixed { .. }) {
             return Err(RuntimeError::Unsupported(format!(
                 "this runtime answers with a fixed model; a task cannot use `{name}`"

@@ -7,7 +7,7 @@
 use std::sync::{Arc, PoisonError};
 use std::time::Duration;
 
-use keel_protocol::{InputKind, Op, TaskStatus, TurnOutcome, TurnSource};
+use keel_protocol::{InputKind, Op, TaskStatus, TurnId, TurnOutcome, TurnSource};
 use keel_store::TaskOutput;
 
 use super::LiveTask;
@@ -134,8 +134,32 @@ async fn run_child(
             final_text: String::new(),
         };
     };
-    let final_text = report.final_text();
-    let (status, error) = match &report.recorded {
+    let mut final_text = report.final_text();
+    let mut recorded = report.recorded.clone();
+    if follow_ups(runtime, child, &handle.turn_id).await {
+        // Its last turn's answer and outcome stand for the task.
+        if let Ok(history) = runtime.store().history(&child.id).await
+            && let Some(text) = history
+                .iter()
+                .rev()
+                .find_map(|e| e.message.as_assistant().map(|a| a.text()))
+        {
+            final_text = text;
+        }
+        if let Ok(turns) = runtime.store().turns(&child.id).await
+            && let Some(last) = turns.last()
+        {
+            recorded = match last.status {
+                keel_store::TurnStatus::Completed => TurnOutcome::Completed,
+                keel_store::TurnStatus::Aborted => TurnOutcome::Aborted { reason: None },
+                _ => TurnOutcome::Failed {
+                    code: last.error_code.clone().unwrap_or_else(|| "failed".into()),
+                    message: "the task's last turn did not complete".into(),
+                },
+            };
+        }
+    }
+    let (status, error) = match &recorded {
         TurnOutcome::Completed => (TaskStatus::Succeeded, None),
         TurnOutcome::Aborted { .. } if live.cancel.is_cancelled() => {
             (TaskStatus::Canceled, Some("stopped".into()))
@@ -159,6 +183,34 @@ async fn run_child(
     }
 }
 
+/// Waits out turns of the child that steering arriving as its answer ended started (the
+/// runtime runs such input as a follow-up turn); whether there were any after `first`.
+async fn follow_ups(runtime: &Runtime, child: &Arc<Slot>, first: &TurnId) -> bool {
+    let mut idle_checks = 0;
+    loop {
+        if let Some(turn) = child.running() {
+            turn.ended().await;
+            continue;
+        }
+        // The follow-up is started right after the report: give it a moment to be admitted,
+        // boundedly (waiting input after a failed turn is never started).
+        if child.queue_waiting() && idle_checks < FOLLOW_UP_CHECKS {
+            idle_checks += 1;
+            tokio::time::sleep(Duration::from_millis(10)).await;
+            continue;
+        }
+        // A quick follow-up may have come and gone between the report and this look.
+        return match runtime.store().turns(&child.id).await {
+            Ok(turns) => turns.last().is_some_and(|last| &last.id != first),
+            Err(_) => false,
+        };
+    }
+}
+
+/// How many times (10 ms apart) a finished child with waiting input is checked for the turn
+/// that input starts.
+const FOLLOW_UP_CHECKS: u32 = 50;
+
 async fn finish(runtime: &Runtime, live: &Arc<LiveTask>, ended: Ended) {
     save(runtime, live, &ended.final_text).await;
     let store = runtime.store();
@@ -179,9 +231,10 @@ async fn finish(runtime: &Runtime, live: &Arc<LiveTask>, ended: Ended) {
         return;
     };
     runtime.task_changed(&live.parent, info.clone());
-    if !info.background || runtime.slot(&live.parent).is_err() {
-        // A waiting parent has the result in its tool call; a closed one is reminded when
-        // it is opened again.
+    let read_waiting = live.waiters.load(std::sync::atomic::Ordering::SeqCst) > 0;
+    if !info.background || read_waiting || runtime.slot(&live.parent).is_err() {
+        // A parent waiting in a call gets the result from it; a closed one is reminded
+        // when it is opened again.
         return;
     }
     let op = Op::Enqueue {

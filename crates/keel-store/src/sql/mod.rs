@@ -21,8 +21,8 @@ pub(crate) use inputs::{
     queued_inputs, release_claim, release_turn_claims, reorder_inputs, requeue_turn_claims,
 };
 pub(crate) use sessions::{
-    child_sessions, create_session, delete_session, get_session, list_sessions, resolve_session,
-    set_model, set_title,
+    child_sessions, create_session, delete_session, get_session, latest_top_session, list_sessions,
+    resolve_session, set_model, set_title,
 };
 pub(crate) use state::{
     acknowledge_reminders, add_reminder, claim_reminders, get_state, release_reminders,

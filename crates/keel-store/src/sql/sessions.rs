@@ -141,6 +141,17 @@ pub(crate) fn list_sessions(
     Ok(rows)
 }
 
+/// The most recently updated session of `cwd` that is not a task's child session.
+pub(crate) fn latest_top_session(conn: &Connection, cwd: &str) -> Result<Option<SessionRecord>> {
+    Ok(conn
+        .prepare_cached(&format!(
+            "SELECT {SESSION_COLUMNS} FROM sessions WHERE cwd = ?1 AND parent_id IS NULL \
+             ORDER BY updated_ms DESC, rowid DESC LIMIT 1"
+        ))?
+        .query_row([cwd], session_from_row)
+        .optional()?)
+}
+
 /// Sessions whose parent is `parent`, oldest first.
 pub(crate) fn child_sessions(conn: &Connection, parent: &str) -> Result<Vec<SessionRecord>> {
     let mut statement = conn.prepare(&format!(

@@ -275,7 +275,7 @@ async fn a_newer_schema_is_refused_clearly() {
     drop(Store::open(&path2, OpenOptions::default()).await.unwrap());
     let store = Store::open(&path2, OpenOptions::default()).await.unwrap();
     assert_eq!(store.integrity_check().await.unwrap(), "ok");
-    assert_eq!(keel_store::known_schema_version(), 4);
+    assert_eq!(keel_store::known_schema_version(), 5);
 }
 
 #[tokio::test]

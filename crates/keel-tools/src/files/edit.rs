@@ -87,8 +87,10 @@ impl AgentTool for Edit {
             .map_err(|e| ToolError::new(format!("Invalid arguments: {e}")))?;
         let path = pinned::resolve(&self.env, &self.env.resolve(&args.path), true)
             .map_err(ToolError::new)?;
+        // The plan file is keel's, in keel's home: always the disk, never an editor's buffer.
         if let Some(editor) = self.env.editor.clone()
             && crate::bash::quiet(&self.env)
+            && !super::is_plan_file(&self.env, &path)
         {
             return edit_in_editor(&editor, path, &args.edits).await;
         }
@@ -120,7 +122,8 @@ fn edit(path: PathBuf, edits: &[EditSpec]) -> Result<ToolOutput, ToolError> {
         ))
     })?;
     let (text, output) = apply(&path, &original, edits)?;
-    pinned::write(&path, text.as_bytes())
+    // An existing file keeps its mode; the mode given is never used.
+    pinned::write(&path, text.as_bytes(), 0o600)
         .map_err(|e| ToolError::new(io_message("write", &path, &e)))?;
     Ok(output)
 }

@@ -12,6 +12,11 @@ use std::path::Path;
 /// UTF-8 byte order mark.
 pub(crate) const BOM: &str = "\u{feff}";
 
+/// Mode of a file `write` creates, as an editor would make it.
+const NEW_FILE_MODE: u32 = 0o644;
+/// Mode of the plan file, which lies in keel's private home.
+const PLAN_FILE_MODE: u32 = 0o600;
+
 /// How a text file encodes its line ends, so a rewrite can keep it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) struct TextStyle {
@@ -106,6 +111,54 @@ pub fn write_atomic(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
         let _ = std::fs::remove_file(&temp);
     }
     result
+}
+
+/// Whether `real` (a resolved path) is the session's plan file, in plan mode
+/// ([`crate::ToolEnv::plan_target`]).
+pub(crate) fn is_plan_file(env: &crate::ToolEnv, real: &Path) -> bool {
+    env.plan_target().is_some_and(|plan| plan == real)
+}
+
+/// Makes the folders `path` (resolved) is written in and returns the mode a new file there
+/// gets. The plan file's folder (`$KEEL_HOME/plans`) is made 0700 and must be this user's
+/// own private folder, never a link; elsewhere parent folders are made as usual.
+pub(crate) fn make_parent(env: &crate::ToolEnv, path: &Path) -> std::io::Result<u32> {
+    let Some(parent) = path.parent() else {
+        return Ok(NEW_FILE_MODE);
+    };
+    if is_plan_file(env, path) {
+        crate::output::private_folder(parent)?;
+        return Ok(PLAN_FILE_MODE);
+    }
+    std::fs::create_dir_all(parent)?;
+    Ok(NEW_FILE_MODE)
+}
+
+/// Reads the whole regular file `path`, following no link anywhere in it (resolve a folder
+/// that may be the user's link, such as keel's home, first), refusing one larger than
+/// `max_bytes`: for keel's own files in folders the model may have reached.
+pub fn read_no_links(path: &Path, max_bytes: u64) -> std::io::Result<Vec<u8>> {
+    use std::io::Read as _;
+    let file = pinned::open_read(path)?;
+    let meta = file.metadata()?;
+    if !meta.is_file() {
+        return Err(std::io::Error::other("it is not a regular file"));
+    }
+    if meta.len() > max_bytes {
+        return Err(std::io::Error::other(format!(
+            "it is {} bytes, more than the {max_bytes} allowed",
+            meta.len()
+        )));
+    }
+    let mut bytes = Vec::new();
+    file.take(max_bytes.saturating_add(1))
+        .read_to_end(&mut bytes)?;
+    if bytes.len() as u64 > max_bytes {
+        return Err(std::io::Error::other(format!(
+            "it is more than the {max_bytes} bytes allowed"
+        )));
+    }
+    Ok(bytes)
 }
 
 /// Reads a whole file opened by [`pinned::open_read`], refusing what is not a regular

@@ -51,6 +51,17 @@ pub(crate) fn resolve(env: &ToolEnv, lexical: &Path, write: bool) -> Result<Path
         }
     }
     if write {
+        if let Some(plan) = env.plan_target() {
+            // Plan mode: the gate lets nothing else through; this holds even if it did.
+            if real != plan {
+                return Err(format!(
+                    "plan mode is read-only: only the plan file {} may be written, not {}",
+                    env.plan_file.as_deref().unwrap_or(&plan).display(),
+                    lexical.display()
+                ));
+            }
+            return Ok(real);
+        }
         super::refuse_control(env, &real)?;
     }
     Ok(real)
@@ -110,12 +121,13 @@ pub(crate) fn open_read(path: &Path) -> std::io::Result<File> {
 
 /// Writes `bytes` over the resolved `path` atomically: a temporary file created in the
 /// same folder (through the folder's descriptor, exclusively, with the final mode), then
-/// renamed over it. An existing file keeps its permissions and, where allowed, its owner.
+/// renamed over it. An existing file keeps its permissions and, where allowed, its owner; a
+/// new one gets `new_mode`.
 #[expect(
     unsafe_code,
     reason = "openat, fchown and renameat on a folder descriptor"
 )]
-pub(crate) fn write(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
+pub(crate) fn write(path: &Path, bytes: &[u8], new_mode: u32) -> std::io::Result<()> {
     use std::io::Write as _;
     use std::os::unix::fs::{MetadataExt as _, PermissionsExt as _};
     let dir = path
@@ -138,7 +150,7 @@ pub(crate) fn write(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
     };
     let mode = existing
         .as_ref()
-        .map_or(0o644, |m| m.permissions().mode() & 0o7777);
+        .map_or(new_mode, |m| m.permissions().mode() & 0o7777);
     let stamp = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map(|d| d.subsec_nanos())
@@ -232,9 +244,9 @@ mod tests {
         assert!(open_read(&base.join("real/f")).is_ok());
         let err = open_read(&base.join("link/f")).unwrap_err();
         assert!(err.to_string().contains("link"), "{err}");
-        assert!(write(&base.join("link/g"), b"y").is_err());
+        assert!(write(&base.join("link/g"), b"y", 0o644).is_err());
         assert!(!base.join("real/g").exists());
-        write(&base.join("real/g"), b"y").unwrap();
+        write(&base.join("real/g"), b"y", 0o644).unwrap();
         assert_eq!(std::fs::read(base.join("real/g")).unwrap(), b"y");
     }
 }

@@ -10,7 +10,7 @@ use schemars::JsonSchema;
 use serde::Deserialize;
 use serde_json::json;
 
-use super::{TextStyle, ensure_regular, io_message, pinned, plain, read_pinned};
+use super::{TextStyle, ensure_regular, io_message, make_parent, pinned, plain, read_pinned};
 use crate::args;
 use crate::env::ToolEnv;
 
@@ -68,12 +68,15 @@ impl AgentTool for Write {
             .map_err(|e| ToolError::new(format!("Invalid arguments: {e}")))?;
         let path = pinned::resolve(&self.env, &self.env.resolve(&args.path), true)
             .map_err(ToolError::new)?;
+        // The plan file is keel's, in keel's home: always the disk, never an editor's buffer.
         if let Some(editor) = self.env.editor.clone()
             && crate::bash::quiet(&self.env)
+            && !super::is_plan_file(&self.env, &path)
         {
             return write_in_editor(&editor, path, &args.content).await;
         }
-        tokio::task::spawn_blocking(move || write(path, &args.content))
+        let env = self.env.clone();
+        tokio::task::spawn_blocking(move || write(&env, path, &args.content))
             .await
             .map_err(|e| ToolError::new(format!("write failed: {e}")))?
     }
@@ -132,7 +135,7 @@ fn written(path: &std::path::Path, text: &str, created: bool) -> ToolOutput {
     }
 }
 
-fn write(path: PathBuf, content: &str) -> Result<ToolOutput, ToolError> {
+fn write(env: &ToolEnv, path: PathBuf, content: &str) -> Result<ToolOutput, ToolError> {
     let exists = ensure_regular(&path).map_err(ToolError::new)?;
     let existing = match exists.then(|| read_pinned(&path)) {
         Some(Ok(bytes)) => Some(bytes),
@@ -141,11 +144,14 @@ fn write(path: PathBuf, content: &str) -> Result<ToolOutput, ToolError> {
         None => None,
     };
     let text = styled(existing.as_deref(), content);
-    if let Some(parent) = path.parent() {
-        std::fs::create_dir_all(parent)
-            .map_err(|e| ToolError::new(io_message("create the folder", parent, &e)))?;
-    }
-    pinned::write(&path, text.as_bytes())
+    let mode = make_parent(env, &path).map_err(|e| {
+        ToolError::new(io_message(
+            "create the folder",
+            path.parent().unwrap_or(&path),
+            &e,
+        ))
+    })?;
+    pinned::write(&path, text.as_bytes(), mode)
         .map_err(|e| ToolError::new(io_message("write", &path, &e)))?;
     Ok(written(&path, &text, existing.is_none()))
 }

@@ -318,7 +318,7 @@ impl App {
 
     /// Sends an extension's command to the runtime. One expected to start a turn shows as
     /// the user's message at once, as a submitted prompt does; the reply settles it.
-    fn extension_command(
+    pub(super) fn extension_command(
         &mut self,
         name: &str,
         args: &str,
@@ -562,6 +562,7 @@ impl App {
             }
             PickerKind::History => self.composer.set(&item.value),
             PickerKind::Tasks => self.task_picked(&item.value),
+            PickerKind::PlanReview => self.plan_picked(&item, effects),
         }
     }
 

@@ -163,7 +163,11 @@ impl App {
                 details,
                 ..
             } => {
-                if let Some((tone, text)) = crate::notices::describe(&extension, &kind, &details) {
+                if extension == crate::app::plan::EXTENSION && kind == crate::app::plan::READY {
+                    self.plan_ready(&details);
+                } else if let Some((tone, text)) =
+                    crate::notices::describe(&extension, &kind, &details)
+                {
                     self.notice(tone, text);
                 }
             }
@@ -208,6 +212,7 @@ impl App {
         effects: &mut Vec<Effect>,
     ) {
         self.seal_all();
+        self.open_plan_review();
         let prompt = self.live.prompt.clone();
         let answered = self.live.answered;
         let elapsed = self.live.started.map(|s| s.elapsed());

@@ -7,6 +7,7 @@
 mod commands;
 mod input;
 pub mod live;
+mod plan;
 pub mod popup;
 mod tasks;
 #[cfg(test)]
@@ -198,6 +199,9 @@ pub struct App {
     pub quitting: bool,
     /// The mode before `/plan on`.
     pub mode_before_plan: Option<String>,
+    /// A plan submitted for review whose choice (approve, keep planning) opens once its
+    /// turn ended.
+    pub plan_review: bool,
     /// The thinking level chosen for the session (`None`: the model's own).
     pub thinking: Option<String>,
     /// `@` was typed and the folder is not listed yet.
@@ -243,6 +247,7 @@ impl App {
             editing_queued: None,
             quitting: false,
             mode_before_plan: None,
+            plan_review: false,
             thinking,
             files_requested: false,
             commands_requested: false,

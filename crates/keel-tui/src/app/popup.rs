@@ -28,6 +28,8 @@ pub enum PickerKind {
     History,
     /// A task of the session, to see and perhaps stop.
     Tasks,
+    /// What to do with a plan submitted for review.
+    PlanReview,
 }
 
 /// One row of a picker.

@@ -554,3 +554,50 @@ fn thinking_is_set_with_a_command_and_shown_when_it_changes() {
     );
     assert!(screen(&mut app).contains("thinking: high"));
 }
+
+#[test]
+fn a_plan_for_review_and_the_choice_after_its_turn() {
+    let mut app = app(80);
+    app.info.mode = "plan".into();
+    app.live.begin(Some("plan a cache".into()));
+    event(
+        &mut app,
+        SessionEventBody::Extension {
+            turn_id: Some(TurnId::from("t-1")),
+            extension: "plan".into(),
+            kind: "plan_ready".into(),
+            details: json!({
+                "path": "/home/u/.keel/plans/s-test000001.md",
+                "frozen_path": "/home/u/.keel/plans/s-test000001.1.md",
+                "text": "# Cache\n\n## Summary\nCache the parsed config.\n\n## Steps\n1. Add `cache.rs`.\n2. Test it.\n",
+            }),
+        },
+    );
+    let running = screen(&mut app);
+    assert!(app.popup.is_none(), "no choice while the turn runs");
+    event(
+        &mut app,
+        SessionEventBody::TurnEnded {
+            turn_id: TurnId::from("t-1"),
+            outcome: keel_protocol::TurnOutcome::Completed,
+            usage: Usage::default(),
+            failure: None,
+        },
+    );
+    let review = screen(&mut app);
+    insta::assert_snapshot!(format!("{running}\n=====\n{review}"));
+    key(&mut app, KeyCode::Down, KeyModifiers::NONE);
+    let effects = app.update(UiEvent::Term(Event::Key(KeyEvent::new(
+        KeyCode::Enter,
+        KeyModifiers::NONE,
+    ))));
+    let approved = effects.iter().any(|effect| {
+        matches!(
+            effect,
+            keel_tui::app::Effect::Call(_, keel_protocol::Op::RunCommand { name, arguments, .. })
+                if name == "approve-plan" && arguments == "ask"
+        )
+    });
+    assert!(approved, "{effects:?}");
+    assert!(app.busy(), "the approval starts a turn");
+}

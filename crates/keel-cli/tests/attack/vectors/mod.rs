@@ -8,9 +8,11 @@ pub mod env;
 pub mod gitrun;
 pub mod network;
 pub mod outside;
+pub mod plan;
 pub mod process;
 pub mod races;
 pub mod readonly;
+pub mod tasks;
 pub mod tools;
 
 #[cfg(test)]
@@ -33,6 +35,7 @@ mod tests {
         ("outside_tools", outside::TOOLS),
         ("control_tools", control::TOOLS),
         ("control_shell", control::SHELL),
+        ("plan_file", plan::TABLE),
         ("readonly_temp", readonly::TEMP),
         ("readonly_git", readonly::GIT),
         ("readonly_workspace", readonly::WORKSPACE),
@@ -45,6 +48,7 @@ mod tests {
         ("control_git_elsewhere", gitrun::TABLE),
         ("beyond_namespaces", beyond::TABLE),
         ("fallback", beyond::FALLBACK),
+        ("tasks", tasks::TABLE),
     ];
 
     #[test]

@@ -3,8 +3,8 @@
 //! mode's profile and the danger list; the call gets the worst verdict of its operations.
 //!
 //! Order: a write or delete of a protected control file denies the call in every mode but
-//! `full`; then per operation a deny rule, then the mode's own denials (`plan` is read-only and
-//! has no network), then the danger list (asks in every mode but `full`; no allow rule can
+//! `full`; then per operation a deny rule, then the mode's own denials (`plan` is read-only but
+//! for `write` and `edit` of the session's plan file, and has no network), then the danger list (asks in every mode but `full`; no allow rule can
 //! silence it), then ask rules, then allow rules, then the mode's profile. So rules can loosen
 //! or tighten a mode's asks, but never a safety check, a control file or the read-only promise
 //! of `plan`.
@@ -68,6 +68,9 @@ struct Op {
     source: String,
     /// What it does, for mode and rule messages: "`rm x` deletes /ws/x".
     describe: String,
+    /// A file tool's read or write of exactly the session's plan file, in plan mode: the
+    /// one place in keel's home the mode lets the model write (and read back).
+    plan: bool,
 }
 
 impl Op {
@@ -82,6 +85,7 @@ impl Op {
             program: None,
             source: String::new(),
             describe: String::new(),
+            plan: false,
         }
     }
 
@@ -143,6 +147,9 @@ pub struct PermissionGate {
     credentials: Credentials,
     /// keel's own folder, real path: a protected control location.
     keel_home: Option<PathBuf>,
+    /// In plan mode, the session's plan file as resolved paths show it
+    /// ([`ToolEnv::plan_target`]).
+    plan_file: Option<PathBuf>,
     /// Writes to control files are denied short of `full` ([`ToolEnv::protect_control`]).
     protect_control: bool,
     /// The bash sandbox bounds what commands can reach ([`ToolEnv::sandbox`] is not full
@@ -195,6 +202,7 @@ impl PermissionGate {
                 None => Credentials::new(&env.credentials(), env.home.as_deref()),
             },
             keel_home: env.keel_home.as_deref().map(real_path),
+            plan_file: env.plan_target(),
             protect_control: env.protect_control,
             sandboxed: env.sandbox != SandboxMode::DangerFullAccess,
         }
@@ -257,7 +265,7 @@ impl PermissionGate {
     /// Judges one call.
     pub fn check(&self, tool: &str, arguments: &Value) -> Decision {
         let mode = self.mode();
-        let judged = self.operations(tool, arguments);
+        let judged = self.operations(mode, tool, arguments);
         let decision = self.decide(mode, tool, judged);
         tracing::debug!(tool, mode = mode.name(), decision = ?decision.kind(), "permission decision");
         decision

@@ -8,7 +8,7 @@ use std::path::Path;
 
 use serde_json::Value;
 
-use super::{Links, Op, PermissionGate, Target, clip, has_glob_meta, verb, verbs};
+use super::{Links, Mode, Op, PermissionGate, Target, clip, has_glob_meta, verb, verbs};
 use crate::permission::danger;
 use crate::permission::effects::{self, CommandClass};
 use crate::permission::envvars::{self, VarKind};
@@ -41,7 +41,7 @@ pub(super) struct Judged {
 }
 
 impl PermissionGate {
-    pub(super) fn operations(&self, tool: &str, arguments: &Value) -> Judged {
+    pub(super) fn operations(&self, mode: Mode, tool: &str, arguments: &Value) -> Judged {
         let text = |key: &str| arguments.get(key).and_then(Value::as_str);
         let mut ops = vec![Op::call()];
         let mut dangers = Vec::new();
@@ -70,11 +70,11 @@ impl PermissionGate {
         };
         let summary = match tool {
             "read" => {
-                ops.extend(file_ops(Action::Read, "path", false));
+                ops.extend(self.plan_ops(mode, file_ops(Action::Read, "path", false)));
                 format!("read {}", clip(text("path").unwrap_or("")))
             }
             "write" | "edit" => {
-                ops.extend(file_ops(Action::Write, "path", false));
+                ops.extend(self.plan_ops(mode, file_ops(Action::Write, "path", false)));
                 format!("{tool} {}", clip(text("path").unwrap_or("")))
             }
             "ls" | "grep" | "glob" => {
@@ -133,6 +133,21 @@ impl PermissionGate {
             secrets: dedup(secrets),
             summary,
         }
+    }
+
+    /// A file tool's operations, marked as the plan file's when, in plan mode, every one of
+    /// them resolves to exactly that file (where the tool opens the path and where the
+    /// kernel would take it must both be it).
+    fn plan_ops(&self, mode: Mode, mut ops: Vec<Op>) -> Vec<Op> {
+        let Some(plan) = self.plan_file.as_deref().filter(|_| mode == Mode::Plan) else {
+            return ops;
+        };
+        if ops.iter().all(|op| op.path() == Some(plan)) {
+            for op in &mut ops {
+                op.plan = true;
+            }
+        }
+        ops
     }
 
     fn shell_operations(&self, analysis: &Analysis, ops: &mut Vec<Op>, dangers: &mut Vec<String>) {
@@ -404,6 +419,11 @@ impl PermissionGate {
 
     fn op_dangers(&self, op: &Op, dangers: &mut Vec<String>, secrets: &mut Vec<String>) {
         let Some(action) = op.action else { return };
+        if op.plan {
+            // The plan file lies in keel's home, a credential location, but is the session's
+            // own and holds what the model wrote.
+            return;
+        }
         match &op.target {
             Target::Path { real, children } => {
                 let readable = action == Action::Read && self.credentials.is_readable(real);
@@ -470,7 +490,7 @@ impl PermissionGate {
     /// Writes and deletes that reach keel's control files or files that make programs run
     /// code ([`protect`]).
     fn op_protected(&self, op: &Op, protected: &mut Vec<String>) {
-        if !self.protect_control {
+        if !self.protect_control || op.plan {
             return;
         }
         let why = match (&op.target, op.action) {

@@ -54,6 +54,9 @@ impl PermissionGate {
         match (mode, action) {
             (Mode::Full, _) => ModeVerdict::Allow,
             (Mode::Plan, Action::Read) => ModeVerdict::Allow,
+            // The plan file is what plan mode is for; `plan` is only ever set on a file tool's
+            // write of exactly that path.
+            (Mode::Plan, Action::Write) if op.plan => ModeVerdict::Allow,
             (Mode::Plan, Action::Write | Action::Delete) => {
                 ModeVerdict::Deny(format!("plan mode is read-only: {}", op.describe))
             }
