@@ -297,7 +297,8 @@ pub async fn follow(
             )
         };
         let tasks_running = runtime.tasks().running(session);
-        if turn_running || tasks_running {
+        let idle = !turn_running && !tasks_running;
+        if !idle {
             idle_since = None;
         } else if notice.is_none() && !queued {
             return Followed {
@@ -306,12 +307,11 @@ pub async fn follow(
             };
         }
         // With nothing running, a coming turn is waited for until the soonest bound.
-        let queue_until = queued.then(|| *idle_since.get_or_insert(now) + NOTICE_GRACE);
-        let until = match (notice.map(|n| n.until), queue_until) {
+        let queue_until = (idle && queued).then(|| *idle_since.get_or_insert(now) + NOTICE_GRACE);
+        let until = match (notice.filter(|_| idle).map(|n| n.until), queue_until) {
             (Some(a), Some(b)) => Some(a.min(b)),
             (a, b) => a.or(b),
-        }
-        .filter(|_| !turn_running && !tasks_running);
+        };
         let tasks = runtime.tasks();
         tokio::select! {
             _ = changes.changed() => {}
