@@ -22,6 +22,7 @@ mod prompt;
 mod replay;
 mod server;
 mod session;
+mod tasks;
 mod terminal;
 mod tools;
 mod translate;

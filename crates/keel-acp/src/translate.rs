@@ -1,7 +1,8 @@
 //! A session's events, as the runtime's turn view produced them, turned into ACP
 //! `session/update`s: text and reasoning chunks (each character sent once), tool calls and
-//! their updates, the plan, usage, mode and title changes, and notices. Pure state over
-//! events, so it is tested without a connection.
+//! their updates, the plan, usage, mode and title changes, and notices (a background task's
+//! start and end among them, `tasks.rs`). Pure state over events, so it is tested without a
+//! connection.
 
 use std::collections::{HashMap, HashSet};
 use std::path::PathBuf;
@@ -17,6 +18,7 @@ use keel_protocol::{
 };
 use keel_runtime::notice::{self, Severity};
 
+use crate::tasks::TaskNotices;
 use crate::tools;
 
 /// The extension that reports a plan submitted for review, and its event.
@@ -40,6 +42,8 @@ pub struct Translator {
     started: HashSet<String>,
     /// What the session cost so far, in US dollars.
     cost: f64,
+    /// The session's tasks, as announced.
+    tasks: TaskNotices,
     title: Option<String>,
     mode: Option<String>,
     /// The status of the session's goal the editor was last told.
@@ -73,6 +77,7 @@ impl Translator {
             asked: HashMap::new(),
             started: HashSet::new(),
             cost: 0.0,
+            tasks: TaskNotices::default(),
             title: None,
             mode: None,
             goal: None,
@@ -188,6 +193,11 @@ impl Translator {
                     ))));
                 }
                 if let Some((severity, text)) = notice::describe(extension, kind, details) {
+                    out.push(self.notice(severity, text));
+                }
+            }
+            SessionEventBody::Task { task } => {
+                if let Some((severity, text)) = self.tasks.changed(task) {
                     out.push(self.notice(severity, text));
                 }
             }

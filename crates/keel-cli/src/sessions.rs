@@ -1,12 +1,13 @@
 //! `keel sessions`: list, show, fork, rewind, export and delete stored sessions.
 //!
 //! Every command takes a session id or a unique prefix of it; `--json` prints one JSON value
-//! for scripts, otherwise the output is for people.
+//! for scripts, otherwise the output is for people. `list` shows a task's child session under
+//! the session that started it, with the task's role and status, never as a row of its own.
 
 use std::io::Write as _;
 
 use anyhow::Context as _;
-use keel_protocol::Message;
+use keel_protocol::{Message, TaskInfo};
 use keel_store::{SessionRecord, StoredEntry};
 use serde_json::json;
 
@@ -25,12 +26,12 @@ pub struct SessionsArgs {
 
 #[derive(Debug, clap::Subcommand)]
 enum SessionsCommand {
-    /// Stored sessions, newest first.
+    /// Stored sessions, newest first, each with its tasks' sessions under it.
     List {
         /// Only sessions of this working folder.
         #[arg(long, value_name = "DIR")]
         cwd: Option<std::path::PathBuf>,
-        /// At most this many sessions.
+        /// At most this many sessions (not counting their tasks' sessions).
         #[arg(long, value_name = "N", default_value_t = DEFAULT_LIST_LIMIT)]
         limit: usize,
         /// Print a JSON array.
@@ -140,16 +141,13 @@ pub async fn run(args: SessionsArgs) -> anyhow::Result<()> {
                 ),
                 None => None,
             };
-            let sessions = store.list_sessions(cwd, limit).await?;
+            let sessions = list_tree(&store, cwd, limit).await?;
             if json {
-                let rows: Vec<_> = sessions.iter().map(summary).collect();
+                let rows: Vec<_> = sessions.iter().map(listed_json).collect();
                 out = serde_json::to_string_pretty(&rows)?;
             } else {
-                for s in &sessions {
-                    out.push_str(&format!(
-                        "{}  {}  {}  ({}, {})\n",
-                        s.id, s.updated_ms, s.title, s.cwd, s.model
-                    ));
+                for listed in &sessions {
+                    listed_text(listed, 0, &mut out);
                 }
             }
         }
@@ -317,7 +315,7 @@ fn redaction_note(done: &redact::Redaction) -> String {
     )
 }
 
-/// What `list --json` shows of a session.
+/// What `list --json` and `show --json` show of a session.
 fn summary(s: &SessionRecord) -> serde_json::Value {
     json!({
         "id": s.id,
@@ -325,7 +323,140 @@ fn summary(s: &SessionRecord) -> serde_json::Value {
         "cwd": s.cwd,
         "model": s.model,
         "updated": s.updated_ms,
+        "parent_id": s.parent_id,
     })
+}
+
+/// How deep `list` follows child sessions (tasks do not start tasks; this only bounds a
+/// damaged database's cycle).
+const MAX_CHILD_DEPTH: usize = 4;
+
+/// A listed session: its record, the task it works for (a child session), its children.
+struct Listed {
+    record: SessionRecord,
+    task: Option<TaskInfo>,
+    children: Vec<Listed>,
+}
+
+/// The `limit` newest sessions that are not a task's, each with its tasks' sessions under
+/// it. Children count against no limit, so rows are read until `limit` top-level sessions
+/// are found or none are left.
+async fn list_tree(
+    store: &keel_store::Store,
+    cwd: Option<String>,
+    limit: usize,
+) -> anyhow::Result<Vec<Listed>> {
+    let mut fetch = limit.max(1);
+    let top = loop {
+        let page = store.list_sessions(cwd.clone(), fetch).await?;
+        let exhausted = page.len() < fetch;
+        let top: Vec<SessionRecord> = page
+            .into_iter()
+            .filter(|s| s.parent_id.is_none())
+            .take(limit)
+            .collect();
+        if top.len() >= limit || exhausted {
+            break top;
+        }
+        fetch = fetch.saturating_mul(4);
+    };
+    let mut listed = Vec::with_capacity(top.len());
+    for record in top {
+        let children = children_of(store, &record.id, 1).await?;
+        listed.push(Listed {
+            record,
+            task: None,
+            children,
+        });
+    }
+    Ok(listed)
+}
+
+/// [`children_of`]'s answer: boxed, as it calls itself for grandchildren.
+type ChildrenFuture<'a> =
+    std::pin::Pin<Box<dyn std::future::Future<Output = anyhow::Result<Vec<Listed>>> + Send + 'a>>;
+
+/// The child sessions of `parent`, oldest first, each with the newest task it worked for.
+fn children_of<'a>(
+    store: &'a keel_store::Store,
+    parent: &'a keel_protocol::SessionId,
+    depth: usize,
+) -> ChildrenFuture<'a> {
+    Box::pin(async move {
+        if depth > MAX_CHILD_DEPTH {
+            return Ok(Vec::new());
+        }
+        let records = store.child_sessions(parent).await?;
+        if records.is_empty() {
+            return Ok(Vec::new());
+        }
+        let tasks = store.tasks(parent).await?;
+        let mut children = Vec::with_capacity(records.len());
+        for record in records {
+            let task = tasks
+                .iter()
+                .rev()
+                .find(|t| t.child_session_id.as_ref() == Some(&record.id))
+                .cloned();
+            let grandchildren = children_of(store, &record.id, depth + 1).await?;
+            children.push(Listed {
+                record,
+                task,
+                children: grandchildren,
+            });
+        }
+        Ok(children)
+    })
+}
+
+/// A listed session as `list --json` shows it: its summary, its task, its children.
+fn listed_json(listed: &Listed) -> serde_json::Value {
+    let mut row = summary(&listed.record);
+    if let Some(fields) = row.as_object_mut() {
+        if let Some(task) = &listed.task {
+            fields.insert(
+                "task".into(),
+                json!({"id": task.id, "agent": task.agent, "status": task.status,
+                       "background": task.background, "error": task.error}),
+            );
+        }
+        fields.insert(
+            "children".into(),
+            listed.children.iter().map(listed_json).collect(),
+        );
+    }
+    row
+}
+
+/// A listed session's line, its children indented under it.
+fn listed_text(listed: &Listed, depth: usize, out: &mut String) {
+    let s = &listed.record;
+    let indent = "  ".repeat(depth);
+    match (&listed.task, depth) {
+        (_, 0) => out.push_str(&format!(
+            "{}  {}  {}  ({}, {})\n",
+            s.id, s.updated_ms, s.title, s.cwd, s.model
+        )),
+        (Some(task), _) => {
+            let mut line = format!(
+                "{indent}└ {}  {}  {}  ({} {}: {}",
+                s.id, s.updated_ms, s.title, task.agent, task.id, task.status
+            );
+            if let Some(error) = &task.error {
+                let error: Vec<&str> = error.split_whitespace().collect();
+                line.push_str(&format!(", {}", error.join(" ")));
+            }
+            out.push_str(&line);
+            out.push_str(")\n");
+        }
+        (None, _) => out.push_str(&format!(
+            "{indent}└ {}  {}  {}  ({})\n",
+            s.id, s.updated_ms, s.title, s.model
+        )),
+    }
+    for child in &listed.children {
+        listed_text(child, depth + 1, out);
+    }
 }
 
 fn show_text(record: &SessionRecord, history: &[StoredEntry]) -> String {

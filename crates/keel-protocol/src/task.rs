@@ -112,6 +112,35 @@ pub struct TaskInfo {
     pub consumed_ms: Option<i64>,
 }
 
+impl TaskInfo {
+    /// A task just made by `session_id`: `queued`, background, with nothing run, delivered or
+    /// read yet and no child session.
+    pub fn new(
+        id: impl Into<String>,
+        session_id: SessionId,
+        description: impl Into<String>,
+        agent: impl Into<String>,
+    ) -> Self {
+        Self {
+            id: id.into(),
+            session_id,
+            child_session_id: None,
+            parent_task_id: None,
+            description: description.into(),
+            agent: agent.into(),
+            status: TaskStatus::Queued,
+            background: true,
+            error: None,
+            output_bytes: 0,
+            created_ms: 0,
+            started_ms: None,
+            ended_ms: None,
+            delivered_ms: None,
+            consumed_ms: None,
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

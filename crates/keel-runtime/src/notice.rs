@@ -1,8 +1,10 @@
-//! Extension events and retries as one-line notices, worded once for every front end (the
-//! TUI's notice cells, ACP's `notice` updates): context management, the runaway guard,
-//! terminal recovery, dropped reminders, MCP servers, skills, custom commands and hooks.
-//! Unknown events still show, by extension and kind.
+//! Extension events, retries and background tasks as one-line notices, worded once for every
+//! front end (the TUI's notice cells, ACP's `notice` updates, `keel exec`'s stderr notes):
+//! context management, the runaway guard, terminal recovery, dropped reminders, MCP servers,
+//! skills, custom commands, hooks, and a task's start and end. Unknown events still show, by
+//! extension and kind.
 
+use keel_protocol::{TaskInfo, TaskStatus};
 use serde_json::Value;
 
 /// How much a notice matters.
@@ -29,6 +31,47 @@ pub fn short_count(n: u64) -> String {
 pub fn retry(reason: &str, attempt: u32, max_retries: u32, delay_ms: u64) -> String {
     let seconds = (delay_ms as f64 / 1000.0).ceil() as u64;
     format!("{reason} · retrying in {seconds} s, attempt {attempt}/{max_retries}")
+}
+
+/// Characters of a task's description a notice shows (the rest is cut with `…`).
+const TASK_DESCRIPTION_CHARS: usize = 60;
+
+/// A task's notice when it has just started or ended, `None` for the changes front ends do
+/// not announce (made, stopping, delivered, consumed). `previous` is the status the front end
+/// last saw, so a task's repeated events (its delivery, its consumption) announce nothing.
+pub fn task(previous: Option<TaskStatus>, task: &TaskInfo) -> Option<(Severity, String)> {
+    if previous == Some(task.status) {
+        return None;
+    }
+    let severity = match task.status {
+        TaskStatus::Queued | TaskStatus::Stopping => return None,
+        TaskStatus::Running | TaskStatus::Succeeded => Severity::Info,
+        TaskStatus::Canceled | TaskStatus::Lost => Severity::Warn,
+        TaskStatus::Failed => Severity::Error,
+    };
+    Some((severity, task_line(task)))
+}
+
+/// A task in one line: `task-… explore "map the parser" — failed: model_error: …`.
+pub fn task_line(task: &TaskInfo) -> String {
+    let words: Vec<&str> = task.description.split_whitespace().collect();
+    let mut description = words.join(" ");
+    if description.chars().count() > TASK_DESCRIPTION_CHARS {
+        description = description
+            .chars()
+            .take(TASK_DESCRIPTION_CHARS - 1)
+            .collect();
+        description.push('…');
+    }
+    let mut line = format!(
+        "{} {} \"{description}\" — {}",
+        task.id, task.agent, task.status
+    );
+    if let Some(error) = task.error.as_deref().filter(|_| task.status.is_terminal()) {
+        line.push_str(": ");
+        line.push_str(&error.split_whitespace().collect::<Vec<_>>().join(" "));
+    }
+    line
 }
 
 fn tokens(value: Option<&Value>) -> Option<u64> {
@@ -206,5 +249,42 @@ mod tests {
         assert_eq!(tone, Severity::Error);
         let (_, text) = describe("other", "did_a_thing", &json!({})).unwrap();
         assert_eq!(text, "other: did a thing");
+    }
+
+    #[test]
+    fn a_task_is_announced_when_it_starts_and_when_it_ends_once() {
+        let mut info = TaskInfo::new(
+            "task-1",
+            "s-1".into(),
+            format!("map the\nparser {}", "x".repeat(80)),
+            "explore",
+        );
+        assert_eq!(task(None, &info), None, "made: nothing to say yet");
+        info.status = TaskStatus::Running;
+        let (severity, text) = task(Some(TaskStatus::Queued), &info).unwrap();
+        assert_eq!(severity, Severity::Info);
+        assert_eq!(
+            text,
+            format!(
+                "task-1 explore \"map the parser {}…\" — running",
+                "x".repeat(44)
+            )
+        );
+        info.description = "map the parser".into();
+        info.status = TaskStatus::Failed;
+        info.error = Some("model_error:\n boom".into());
+        assert_eq!(
+            task(Some(TaskStatus::Running), &info),
+            Some((
+                Severity::Error,
+                "task-1 explore \"map the parser\" — failed: model_error: boom".to_owned()
+            ))
+        );
+        info.delivered_ms = Some(1);
+        assert_eq!(
+            task(Some(TaskStatus::Failed), &info),
+            None,
+            "delivered: said already"
+        );
     }
 }

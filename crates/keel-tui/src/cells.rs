@@ -1,10 +1,10 @@
-//! The transcript's cells: what one user message, answer, reasoning, tool call, notice or
-//! error looks like as lines. A cell renders itself at a width, collapsed or expanded; the
+//! The transcript's cells: what one user message, answer, reasoning, tool call, notice,
+//! task start or end, or error looks like as lines. A cell renders itself at a width, collapsed or expanded; the
 //! transcript decides where the lines go (scrollback or the full-screen view).
 
 use std::time::Duration;
 
-use keel_protocol::ToolCallStatus;
+use keel_protocol::{TaskStatus, ToolCallStatus};
 use ratatui::style::{Color, Modifier, Style};
 use ratatui::text::{Line, Span};
 use serde_json::Value;
@@ -49,6 +49,8 @@ pub enum Cell {
     Tool(ToolCell),
     /// A one-line notice (compaction, archive, guard, mode change).
     Notice(Tone, String),
+    /// A background task started or ended, in the runtime's shared wording.
+    Task(TaskStatus, String),
     /// Several lines of plain information (`/help`, `/status`).
     Info(Vec<Line<'static>>),
     /// A plan submitted for review (plan mode), in Markdown.
@@ -362,6 +364,23 @@ impl Cell {
                 wrap_line(
                     &Line::from(vec![
                         Span::styled(mark, style),
+                        Span::styled(text.clone(), style),
+                    ]),
+                    width,
+                    &Line::from("  "),
+                )
+            }
+            Cell::Task(status, text) => {
+                let style = match status {
+                    TaskStatus::Running => Style::new().fg(Color::Cyan),
+                    TaskStatus::Succeeded => Style::new().fg(Color::Green),
+                    TaskStatus::Failed => Style::new().fg(Color::Red),
+                    TaskStatus::Canceled | TaskStatus::Lost => Style::new().fg(Color::Yellow),
+                    TaskStatus::Queued | TaskStatus::Stopping => DIM,
+                };
+                wrap_line(
+                    &Line::from(vec![
+                        Span::styled("⧉ ", style),
                         Span::styled(text.clone(), style),
                     ]),
                     width,

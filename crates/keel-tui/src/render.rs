@@ -230,8 +230,52 @@ fn popup_lines(app: &App, popup: &Popup, width: usize) -> Vec<Line<'static>> {
                 out.push(row(i == picker.selected, item.label.clone(), detail));
             }
         }
+        Popup::Task(task) => out.extend(task_lines(task, width)),
         Popup::Permission(_) => {}
     }
+    out
+}
+
+/// One task's details, and what the keys do.
+fn task_lines(task: &keel_protocol::TaskInfo, width: usize) -> Vec<Line<'static>> {
+    let bold = Style::new().add_modifier(Modifier::BOLD);
+    let mut out = vec![Line::styled(format!("Task {}", task.id), bold)];
+    let field = |name: &str, value: String| {
+        wrap_line(
+            &Line::from(vec![
+                Span::styled(format!("  {name:<13}"), DIM),
+                Span::raw(value),
+            ]),
+            width,
+            &Line::from(" ".repeat(15)),
+        )
+    };
+    let one_line = |text: &str| text.split_whitespace().collect::<Vec<_>>().join(" ");
+    out.extend(field("description", one_line(&task.description)));
+    let how = if task.background {
+        "in the background"
+    } else {
+        "the turn waits for it"
+    };
+    out.extend(field("agent", format!("{} ({how})", task.agent)));
+    let mut status = task.status.to_string();
+    if let (Some(started), Some(ended)) = (task.started_ms, task.ended_ms) {
+        let ran = std::time::Duration::from_millis(u64::try_from(ended - started).unwrap_or(0));
+        status.push_str(&format!(" after {}", elapsed_words(ran)));
+    }
+    out.extend(field("status", status));
+    if let Some(error) = &task.error {
+        out.extend(field("error", one_line(error)));
+    }
+    if let Some(child) = &task.child_session_id {
+        out.extend(field("session", child.to_string()));
+    }
+    let keys = if crate::app::is_active(task.status) {
+        "s: stop it · esc: back to the list"
+    } else {
+        "esc: back to the list"
+    };
+    out.push(Line::styled(format!("  {keys}"), DIM));
     out
 }
 

@@ -188,6 +188,13 @@ pub const BUILTIN: &[Command] = &[
     cmd("retry", &[], "Ask the last message again", "", false),
     cmd("queue", &[], "Edit or cancel queued messages", "", true),
     cmd(
+        "tasks",
+        &[],
+        "This session's background tasks: details, stop one",
+        "",
+        true,
+    ),
+    cmd(
         "init",
         &[],
         "Ask the model to write AGENTS.md for this project",
@@ -316,9 +323,13 @@ mod tests {
     fn later_features_register_commands() {
         let mut catalog = Catalog::default();
         catalog
-            .register(cmd("tasks", &[], "Background tasks", "", true))
+            .register(cmd("bookmarks", &[], "Saved places", "", true))
             .unwrap();
-        assert_eq!(catalog.filter("task")[0].name, "tasks");
+        assert_eq!(catalog.filter("bookm")[0].name, "bookmarks");
+        assert!(
+            catalog.register(cmd("tasks", &[], "", "", true)).is_err(),
+            "a built-in already"
+        );
         assert!(catalog.register(cmd("help", &[], "", "", true)).is_err());
     }
 

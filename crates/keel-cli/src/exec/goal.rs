@@ -1,10 +1,9 @@
 //! `keel exec` and goals: `--goal TEXT` sets the session's goal and runs its first turn,
 //! and any run whose session has an active goal after a turn (set by `--goal`, by `/goal`,
-//! or by the model) keeps going while the goals extension starts continuation turns. The
-//! run follows the session's events: `goal_updated` says whether the goal is still active,
-//! `turn_started`/`turn_ended` bracket each continuation. It ends when a turn ends and the
-//! goal does not continue, when `--timeout` or a signal stops it, or when no continuation
-//! comes within [`CONTINUATION_WAIT`] of a turn that should have one.
+//! or by the model) keeps going while the goals extension starts continuation turns
+//! (`follow.rs` waits for them, through the session's `goal_updated` events). It ends when a
+//! turn ends and the goal does not continue, when `--timeout` or a signal stops it, or when
+//! no continuation comes within [`CONTINUATION_WAIT`] of a turn that should have one.
 //!
 //! Exit status after a goal (when the last turn itself succeeded): `complete` 0;
 //! `budget_limited` 7 (`goal_budget_limited`); `paused` 4 (`goal_paused`); `blocked` 4
@@ -12,21 +11,14 @@
 
 use std::time::Duration;
 
-use keel_extensions::goals::{GOAL_UPDATED, GOALS};
-use keel_protocol::{SessionEvent, SessionEventBody, TurnId, TurnOutcome, Usage};
 use serde_json::Value;
-use tokio::sync::mpsc::UnboundedReceiver;
 
-use super::output::Stop;
 use super::report::{ExecError, ExecStatus};
 
 /// How long a run waits for the goal's next turn to start after a turn that should have
 /// one: the extension starts it as soon as the session is idle, so this only bounds a
 /// continuation that failed to start.
 pub const CONTINUATION_WAIT: Duration = Duration::from_secs(30);
-
-/// How long a stopped run waits for its aborted turn to end, for its usage.
-const ABORT_WAIT: Duration = Duration::from_secs(10);
 
 /// Error code of a run whose goal used up a limit.
 pub const GOAL_BUDGET_LIMITED: &str = "goal_budget_limited";
@@ -37,108 +29,9 @@ pub const GOAL_BLOCKED: &str = "goal_blocked";
 /// Error code of a run whose active goal got no next turn.
 pub const GOAL_STALLED: &str = "goal_stalled";
 
-/// What following the goal saw after the first turn.
-#[derive(Debug, Default)]
-pub struct Followed {
-    /// Turns after the first one.
-    pub turns: u32,
-    /// The last of them, with its outcome.
-    pub last: Option<(TurnId, TurnOutcome)>,
-    /// Their usage.
-    pub usage: Usage,
-    /// The goal as last reported (`goal_updated` details).
-    pub goal: Option<Value>,
-}
-
-/// The session's events, read while the run follows its goal.
-pub struct Watch {
-    events: UnboundedReceiver<SessionEvent>,
-}
-
 /// The goal's status in `details`.
 fn status_of(goal: Option<&Value>) -> &str {
     goal.and_then(|g| g["status"].as_str()).unwrap_or_default()
-}
-
-impl Watch {
-    /// Watches `events` (a subscription made before the first turn starts).
-    pub fn new(events: UnboundedReceiver<SessionEvent>) -> Self {
-        Self { events }
-    }
-
-    /// Follows the goal's turns after the first one (`first`, which ended `outcome`).
-    pub async fn follow(&mut self, first: &TurnId, outcome: &TurnOutcome, stop: &Stop) -> Followed {
-        let mut seen = Followed::default();
-        let mut open: Option<TurnId> = None;
-        let mut last_outcome = outcome.clone();
-        loop {
-            while let Ok(event) = self.events.try_recv() {
-                apply(&mut seen, &mut open, &mut last_outcome, first, event);
-            }
-            let next = match (&open, stop.reason()) {
-                // Stopped mid-turn: the turn is being aborted; wait for its end.
-                (Some(_), Some(_)) => tokio::time::timeout(ABORT_WAIT, self.events.recv()).await,
-                (None, Some(_)) => break,
-                (Some(_), None) => tokio::select! {
-                    event = self.events.recv() => Ok(event),
-                    () = stop.cancel.cancelled() => continue,
-                },
-                (None, None) => {
-                    let continues = status_of(seen.goal.as_ref()) == "active"
-                        && last_outcome == TurnOutcome::Completed;
-                    if !continues {
-                        break;
-                    }
-                    tokio::select! {
-                        event = tokio::time::timeout(CONTINUATION_WAIT, self.events.recv()) => event,
-                        () = stop.cancel.cancelled() => continue,
-                    }
-                }
-            };
-            match next {
-                Ok(Some(event)) => apply(&mut seen, &mut open, &mut last_outcome, first, event),
-                Ok(None) | Err(_) => break,
-            }
-        }
-        seen
-    }
-}
-
-fn apply(
-    seen: &mut Followed,
-    open: &mut Option<TurnId>,
-    last_outcome: &mut TurnOutcome,
-    first: &TurnId,
-    event: SessionEvent,
-) {
-    match event.body {
-        SessionEventBody::TurnStarted { turn_id, .. } => {
-            if &turn_id != first {
-                seen.turns += 1;
-            }
-            *open = Some(turn_id);
-        }
-        SessionEventBody::TurnEnded {
-            turn_id,
-            outcome,
-            usage,
-            ..
-        } => {
-            *open = None;
-            last_outcome.clone_from(&outcome);
-            if &turn_id != first {
-                seen.usage += usage;
-                seen.last = Some((turn_id, outcome));
-            }
-        }
-        SessionEventBody::Extension {
-            extension,
-            kind,
-            details,
-            ..
-        } if extension == GOALS && kind == GOAL_UPDATED => seen.goal = Some(details),
-        _ => {}
-    }
 }
 
 /// How the run ends by its goal, for a run whose last turn succeeded.

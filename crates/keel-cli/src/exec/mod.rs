@@ -5,6 +5,7 @@
 //! decides the status and the exit code (see `report`). A session with an active goal
 //! keeps the run going through the goal's continuation turns (see `goal`).
 
+mod follow;
 mod goal;
 mod input;
 mod output;
@@ -17,7 +18,6 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::Context as _;
-use keel_agent::runner::STEP_LIMIT_EXCEEDED;
 use keel_llm::ModelSpec;
 use keel_llm::scripted::{ResponseSpec, ScriptedProvider, ScriptedResponse};
 use keel_protocol::{Op, RunId, SessionTarget, TurnOutcome, TurnSource};
@@ -36,7 +36,7 @@ pub use input::{
 };
 use output::{ExecSink, Format, Interrupt, RunIds, Stop};
 pub use report::{EXIT_CONFIG, EXIT_FAILED, EXIT_INTERNAL, EXIT_USAGE};
-use report::{ExecError, ExecResult, ExecStatus};
+use report::{ExecResult, ExecStatus};
 
 /// Arguments of `keel exec`.
 #[derive(Debug, clap::Args)]
@@ -230,18 +230,26 @@ pub async fn run(args: ExecArgs) -> anyhow::Result<ExitCode> {
         &model_name,
         &cwd,
         opened.start == SessionStart::New,
+        args.timeout,
     ));
     let _subscription = runtime
         .subscribe(&session_id, sink.clone())
         .await
         .map_err(runtime_error)?;
-    let (watcher, events) = keel_runtime::channel();
+    // What the run waits for after its turn: tasks, and the turns their notices start.
+    let watch = Arc::new(follow::Watch::default());
     let _watching = runtime
-        .subscribe(&session_id, watcher)
+        .subscribe(&session_id, watch.clone())
         .await
         .map_err(runtime_error)?;
-    let mut watch = goal::Watch::new(events);
-    let started = std::time::Instant::now();
+    if let Ok(Reply::Queue(queue)) = runtime
+        .call(Op::ListQueue {
+            session_id: session_id.clone(),
+        })
+        .await
+    {
+        watch.set_queued(queue.len());
+    }
     // `--goal` is `/goal`; `/name args` runs an extension's command (a skill, a custom
     // command, an MCP prompt, `/mcp`) when one of that name exists; anything else is the
     // model's prompt.
@@ -304,48 +312,35 @@ pub async fn run(args: ExecArgs) -> anyhow::Result<ExitCode> {
             let _ = runtime.call(Op::Abort { session_id }).await;
         }))
     };
-    let turn = handle.wait().await.map_err(runtime_error)?;
-    let followed = watch.follow(&turn.turn_id, &turn.recorded, &stop).await;
-    let mut duration_ms = u64::try_from(turn.duration.as_millis()).unwrap_or(u64::MAX);
-    let mut final_text = turn.final_text();
-    let mut outcome = turn.outcome.clone();
-    let mut turn_id = turn.turn_id.to_string();
-    let mut usage = turn.usage;
-    if let Some((last, last_outcome)) = &followed.last {
-        duration_ms = u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX);
-        final_text = last_answer(&runtime, &session_id).await;
-        outcome = last_outcome.clone();
-        turn_id = last.to_string();
-        usage += followed.usage;
+    let first = handle.wait().await.map_err(runtime_error)?;
+    // The run goes on while its tasks run and their notices start turns; the last turn is
+    // the one reported.
+    let followed = follow::follow(&runtime, &session_id, &watch, &stop, first.into()).await;
+    let turn = followed.last;
+    let interrupt = stop.reason();
+    let (mut status, mut error) = report::status_of(
+        &turn.outcome,
+        turn.output_failure.as_ref(),
+        turn.lost.as_deref(),
+        interrupt,
+        args.timeout,
+    );
+    if followed.halted && status == ExecStatus::Succeeded {
+        // The turn completed, but tasks (or a turn their notices started) were cut short.
+        let aborted = TurnOutcome::Aborted {
+            reason: Some("stopped while tasks ran".into()),
+        };
+        (status, error) = report::judge(&aborted, interrupt, args.timeout);
     }
-    // In plan mode the plan is the answer, unless the run left plan mode (`/approve-plan`).
-    if followed.last.is_none()
-        && planning
-        && sink.mode().is_none_or(|mode| mode == "plan")
-        && let Some(plan) = plan::answer(&turn, keel_home.as_deref(), &session_id)
-    {
-        final_text = plan;
-    }
-    let (mut status, mut error) = judge(&outcome, stop.reason(), args.timeout);
+    // A goal decides how a run whose last turn succeeded ends.
     if let (ExecStatus::Succeeded, Some(goal)) = (status, &followed.goal) {
         (status, error) = goal::judge(goal);
     }
-    if let (ExecStatus::Succeeded, Some(failure)) = (status, &turn.output_failure) {
-        status = ExecStatus::Failed;
-        error = Some(ExecError::new(
-            failure.code.clone(),
-            failure.message.clone(),
-        ));
-    }
-    // History the model was told about but that is not stored, or a turn whose end could
-    // not be recorded (it would be reported as interrupted later): no success.
-    let lost = turn.commit_failure.clone().or(turn.finish_failure.clone());
-    if let Some(message) = lost
-        && status == ExecStatus::Succeeded
-    {
-        status = ExecStatus::Failed;
-        error = Some(ExecError::new(report::HISTORY_COMMIT_FAILED, message));
-    }
+    let duration_ms = u64::try_from(turn.duration.as_millis()).unwrap_or(u64::MAX);
+    // In plan mode the plan is the answer, unless the run left plan mode (`/approve-plan`).
+    let plan = (planning && sink.mode().is_none_or(|mode| mode == "plan"))
+        .then(|| plan::answer(turn.frozen_plan.clone(), keel_home.as_deref(), &session_id))
+        .flatten();
     // The session ends with the run (a user's SessionEnd hooks run now).
     let _ = runtime
         .call(Op::CloseSession {
@@ -362,26 +357,27 @@ pub async fn run(args: ExecArgs) -> anyhow::Result<ExitCode> {
         schema_version: report::SCHEMA_VERSION,
         run_id,
         status,
-        final_text,
-        structured_output: turn.structured_output.clone(),
+        final_text: plan.unwrap_or(turn.final_text),
+        structured_output: turn.structured_output,
         session_id: session_id.to_string(),
-        turn_id,
-        usage,
+        turn_id: turn.turn_id,
+        // The whole run's tokens: a run of several turns (tasks' notices, a goal) pays for all.
+        usage: followed.usage,
         duration_ms,
         error,
         goal: followed.goal.clone(),
     };
     let mut unwritten = None;
-    if let Some(path) = &args.output_file {
-        let has_answer =
-            followed.last.is_some() || turn.messages.iter().any(|m| m.as_assistant().is_some());
-        if has_answer && let Err(error) = report::write_atomically(path, &result.final_text) {
-            unwritten = Some(InternalError(format!(
-                "cannot write -o {}: {error}",
-                path.display()
-            )));
-        }
+    if let Some(path) = &args.output_file
+        && turn.has_answer
+        && let Err(error) = report::write_atomically(path, &result.final_text)
+    {
+        unwritten = Some(InternalError(format!(
+            "cannot write -o {}: {error}",
+            path.display()
+        )));
     }
+
     sink.finish(&result);
     // The model was told on its first command; the user hears it here, once, if this run's
     // commands ran in a weaker sandbox than keel's full one.
@@ -425,58 +421,6 @@ pub fn mock_model(script: &std::path::Path) -> anyhow::Result<ModelChoice> {
         spec: ModelSpec::scripted(),
         stream: Arc::new(provider),
     })
-}
-
-/// The run's status and error from the turn's outcome and what stopped it.
-fn judge(
-    outcome: &TurnOutcome,
-    interrupt: Option<Interrupt>,
-    timeout: Option<Duration>,
-) -> (ExecStatus, Option<ExecError>) {
-    match outcome {
-        TurnOutcome::Completed => (ExecStatus::Succeeded, None),
-        TurnOutcome::Failed { code, message } if code == STEP_LIMIT_EXCEEDED => (
-            ExecStatus::LimitExceeded,
-            Some(ExecError::new(code.clone(), message.clone())),
-        ),
-        TurnOutcome::Failed { code, message } => (
-            ExecStatus::Failed,
-            Some(ExecError::new(code.clone(), message.clone())),
-        ),
-        TurnOutcome::Aborted { reason } => match interrupt {
-            Some(Interrupt::Timeout) => (
-                ExecStatus::Timeout,
-                Some(ExecError::new(
-                    report::TIMEOUT,
-                    format!(
-                        "the turn ran past --timeout {}",
-                        timeout.map(|t| format!("{t:?}")).unwrap_or_default()
-                    ),
-                )),
-            ),
-            Some(Interrupt::StdoutClosed) => (
-                ExecStatus::Cancelled,
-                Some(ExecError::new(
-                    report::CANCELLED,
-                    "standard output was closed",
-                )),
-            ),
-            Some(Interrupt::Signal) | None => (
-                ExecStatus::Cancelled,
-                Some(ExecError::new(
-                    report::CANCELLED,
-                    reason.clone().unwrap_or_else(|| "cancelled".into()),
-                )),
-            ),
-        },
-        other => (
-            ExecStatus::Failed,
-            Some(ExecError::new(
-                keel_agent::runner::INTERNAL_ERROR,
-                format!("unexpected outcome {other:?}"),
-            )),
-        ),
-    }
 }
 
 /// The `--output-schema` file's text, checked to be a JSON Schema before anything runs.
@@ -567,25 +511,6 @@ fn goal_command(objective: &str, budget: Option<u64>) -> (String, String) {
         keel_extensions::goals::command::COMMAND.to_owned(),
         format!("{budget}verify=evaluator {objective}"),
     )
-}
-
-/// The text of the session's last answer, read back after a goal's turns.
-async fn last_answer(
-    runtime: &keel_runtime::Runtime,
-    session: &keel_protocol::SessionId,
-) -> String {
-    let op = Op::GetMessages {
-        session_id: session.clone(),
-        revision: None,
-    };
-    match runtime.call(op).await {
-        Ok(Reply::Messages(messages)) => messages
-            .iter()
-            .rev()
-            .find_map(|entry| entry.message.as_assistant().map(|a| a.text()))
-            .unwrap_or_default(),
-        _ => String::new(),
-    }
 }
 
 /// `/name args` as a command to try: every extension gets to claim it (one still starting,

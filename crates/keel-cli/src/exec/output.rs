@@ -8,18 +8,29 @@
 //! has more events ready and written together when it has none (one write per burst of
 //! streamed deltas, not one per delta), so they still appear as the events happen.
 //!
+//! A run can hold more than one turn (a background task's end starts a turn of the
+//! session, and `keel exec` waits for it): `stream-json` closes each turn with its
+//! `turn.completed` or `turn.failed` line when the next one starts, the last one with the
+//! run's result; `task` events are `task.updated` lines, and in `text` a task's start and end
+//! are one stderr note each.
+//!
 //! A write to a closed stdout (EPIPE) stops the turn instead of panicking: the reader is
 //! gone, so further work would only cost tokens.
 
+use std::collections::HashMap;
 use std::io::Write as _;
 use std::sync::{Arc, Mutex, OnceLock, PoisonError};
+use std::time::{Duration, Instant};
 
-use keel_protocol::{ItemBody, ItemEvent, RunId, SessionEvent, SessionEventBody, ToolCallStatus};
+use keel_protocol::{
+    ItemBody, ItemEvent, RunId, SessionEvent, SessionEventBody, TaskInfo, TaskStatus,
+    ToolCallStatus, TurnOutcome, Usage,
+};
 use keel_runtime::SessionSink;
 use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
 
-use super::report::{ExecResult, ExecStatus, SCHEMA_VERSION};
+use super::report::{ExecError, ExecResult, ExecStatus, HISTORY_COMMIT_FAILED, SCHEMA_VERSION};
 
 /// How `keel exec` prints.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
@@ -78,13 +89,28 @@ struct Opening {
     model: String,
     cwd: std::path::PathBuf,
     new_session: bool,
+    /// `--timeout`, for the error of a turn it stopped.
+    timeout: Option<Duration>,
 }
 
-/// A turn whose lines are open (a goal's run has several).
-struct OpenTurn {
-    started: std::time::Instant,
-    /// Its usage, once it ended.
-    usage: Option<keel_protocol::Usage>,
+/// How a turn ended, as its events told it: its closing line waits for the next turn's start
+/// (the last turn's closing line comes from the run's result instead).
+struct TurnEnd {
+    turn_id: String,
+    outcome: TurnOutcome,
+    usage: Usage,
+    duration_ms: u64,
+}
+
+/// The stream-json turn the lines are about.
+#[derive(Default)]
+struct TurnLines {
+    /// Whether the opening lines were written.
+    began: bool,
+    started: Option<Instant>,
+    /// History of the turn that could not be stored.
+    lost: Option<String>,
+    ended: Option<TurnEnd>,
 }
 
 /// Renders one session's events for `keel exec`.
@@ -96,7 +122,6 @@ pub struct ExecSink {
     state: Mutex<Emitter>,
     /// The session's permission mode as the run last heard of it (a command may change it).
     mode: Mutex<Option<String>>,
-    turn: Mutex<Option<OpenTurn>>,
 }
 
 impl ExecSink {
@@ -108,23 +133,19 @@ impl ExecSink {
         model: &str,
         cwd: &std::path::Path,
         new_session: bool,
+        timeout: Option<Duration>,
     ) -> Self {
         Self {
             format,
             stop,
-            state: Mutex::new(Emitter {
-                envelope: String::new(),
-                sequence: 0,
-                stdout_closed: false,
-                pending: Vec::new(),
-            }),
+            state: Mutex::new(Emitter::default()),
             ids,
             mode: Mutex::new(None),
-            turn: Mutex::new(None),
             opening: Opening {
                 model: model.to_owned(),
                 cwd: cwd.to_path_buf(),
                 new_session,
+                timeout,
             },
         }
     }
@@ -133,69 +154,111 @@ impl ExecSink {
         self.state.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
-    /// Lines before the turn: `exec.started`, `session.started` (or `session.resumed`),
-    /// `turn.started`. A goal's next turn closes the previous one (`turn.completed`, as
-    /// only a completed turn continues) and opens its own.
+    /// Lines before a turn: `exec.started`, `session.started` (or `session.resumed`),
+    /// `turn.started` for the run's first; for a later one the closing line of the turn before
+    /// it, then `turn.started`.
     fn begin(&self, turn_id: &str) {
-        let previous = self
-            .turn
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .replace(OpenTurn {
-                started: std::time::Instant::now(),
-                usage: None,
-            });
         let mut out = self.emitter();
-        if let Some(previous) = previous {
-            let duration_ms =
-                u64::try_from(previous.started.elapsed().as_millis()).unwrap_or(u64::MAX);
+        if out.turn.began {
+            if let Some(end) = out.turn.ended.take() {
+                self.close_turn(&mut out, end);
+            }
+            out.envelope = envelope_ids(&self.ids, turn_id);
+        } else {
+            out.envelope = envelope_ids(&self.ids, turn_id);
             out.emit(
                 &self.stop,
-                "turn.completed",
-                json!({"usage": previous.usage.unwrap_or_default(), "duration_ms": duration_ms}),
+                "exec.started",
+                json!({"model": self.opening.model, "cwd": self.opening.cwd}),
             );
-            out.envelope = envelope_ids(&self.ids, turn_id);
-            out.emit(&self.stop, "turn.started", json!({}));
-            out.flush(&self.stop);
-            return;
+            let kind = if self.opening.new_session {
+                "session.started"
+            } else {
+                "session.resumed"
+            };
+            out.emit(&self.stop, kind, json!({}));
         }
-        out.envelope = envelope_ids(&self.ids, turn_id);
-        out.emit(
-            &self.stop,
-            "exec.started",
-            json!({"model": self.opening.model, "cwd": self.opening.cwd}),
-        );
-        let kind = if self.opening.new_session {
-            "session.started"
-        } else {
-            "session.resumed"
-        };
-        out.emit(&self.stop, kind, json!({}));
         out.emit(&self.stop, "turn.started", json!({}));
+        out.turn = TurnLines {
+            began: true,
+            started: Some(Instant::now()),
+            ..TurnLines::default()
+        };
         out.flush(&self.stop);
     }
 
-    /// Lines after the turn, or the result object, or the answer.
+    /// The closing line of a turn that is not the run's last, from its events.
+    fn close_turn(&self, out: &mut Emitter, end: TurnEnd) {
+        let (status, error) = super::report::status_of(
+            &end.outcome,
+            None,
+            out.turn.lost.as_deref(),
+            self.stop.reason(),
+            self.opening.timeout,
+        );
+        out.envelope = envelope_ids(&self.ids, &end.turn_id);
+        out.turn_line(
+            &self.stop,
+            status,
+            error.as_ref(),
+            end.usage,
+            end.duration_ms,
+        );
+    }
+
+    /// A turn ended: its closing line is written when the next starts or the run ends.
+    fn ended(&self, turn_id: &str, outcome: &TurnOutcome, usage: Usage) {
+        let mut out = self.emitter();
+        let duration_ms = out
+            .turn
+            .started
+            .map(|at| u64::try_from(at.elapsed().as_millis()).unwrap_or(u64::MAX))
+            .unwrap_or_default();
+        out.turn.ended = Some(TurnEnd {
+            turn_id: turn_id.to_owned(),
+            outcome: outcome.clone(),
+            usage,
+            duration_ms,
+        });
+    }
+
+    /// A task changed: a `task.updated` line, or in `text` a note when it starts or ends.
+    fn task(&self, task: &TaskInfo) {
+        let mut out = self.emitter();
+        let previous = out.tasks.insert(task.id.clone(), task.status);
+        match self.format {
+            // Only lines of a turn: the envelope names it.
+            Format::StreamJson if !out.envelope.is_empty() => {
+                out.emit(&self.stop, "task.updated", json!({"task": task}));
+            }
+            Format::Text => {
+                if let Some((_, text)) = keel_runtime::notice::task(previous, task) {
+                    eprintln!("[task {text}]");
+                }
+            }
+            _ => {}
+        }
+    }
+
+    /// Lines after the run's last turn, or the result object, or the answer.
     pub fn finish(&self, result: &ExecResult) {
         let mut out = self.emitter();
         match self.format {
             Format::StreamJson => {
-                if out.envelope.is_empty() {
-                    out.envelope = envelope_ids(&self.ids, &result.turn_id);
+                // A turn that ended after the one reported (it cannot, but its line is due).
+                if let Some(end) = out.turn.ended.take()
+                    && end.turn_id != result.turn_id
+                {
+                    self.close_turn(&mut out, end);
                 }
-                match &result.error {
-                    None => out.emit(
-                        &self.stop,
-                        "turn.completed",
-                        json!({"usage": result.usage, "duration_ms": result.duration_ms}),
-                    ),
-                    Some(error) => out.emit(
-                        &self.stop,
-                        "turn.failed",
-                        json!({"status": result.status, "error": error,
-                               "usage": result.usage, "duration_ms": result.duration_ms}),
-                    ),
-                }
+                out.envelope = envelope_ids(&self.ids, &result.turn_id);
+                out.turn_line(
+                    &self.stop,
+                    result.status,
+                    result.error.as_ref(),
+                    result.usage,
+                    result.duration_ms,
+                );
                 out.emit(&self.stop, "exec.completed", json!({"result": result}));
             }
             Format::Json => match serde_json::to_string(result) {
@@ -256,16 +319,21 @@ impl SessionSink for ExecSink {
             (SessionEventBody::TurnStarted { turn_id, .. }, Format::StreamJson) => {
                 self.begin(turn_id.as_str());
             }
-            (SessionEventBody::TurnEnded { usage, .. }, Format::StreamJson) => {
-                if let Some(turn) = self
-                    .turn
-                    .lock()
-                    .unwrap_or_else(PoisonError::into_inner)
-                    .as_mut()
-                {
-                    turn.usage = Some(*usage);
-                }
+            (
+                SessionEventBody::TurnEnded {
+                    turn_id,
+                    outcome,
+                    usage,
+                    ..
+                },
+                Format::StreamJson,
+            ) => self.ended(turn_id.as_str(), outcome, *usage),
+            (SessionEventBody::Failure { failure, .. }, Format::StreamJson)
+                if failure.code == HISTORY_COMMIT_FAILED =>
+            {
+                self.emitter().turn.lost = Some(failure.message.clone());
             }
+            (SessionEventBody::Task { task }, _) => self.task(task),
             (SessionEventBody::Item { event, .. }, Format::StreamJson) => {
                 self.emitter().item(&self.stop, event);
             }
@@ -385,6 +453,7 @@ fn envelope_ids(ids: &RunIds, turn_id: &str) -> String {
 /// Pending output written at once, whether or not more events are ready.
 const PENDING_LIMIT: usize = 64 * 1024;
 
+#[derive(Default)]
 struct Emitter {
     /// `"run_id":…,"session_id":…,"turn_id":…,` serialized once for every line.
     envelope: String,
@@ -392,9 +461,37 @@ struct Emitter {
     stdout_closed: bool,
     /// Lines not written yet (see the module documentation).
     pending: Vec<u8>,
+    /// The turn the lines are about.
+    turn: TurnLines,
+    /// The status each task was last seen in (a note only when it changes).
+    tasks: HashMap<String, TaskStatus>,
 }
 
 impl Emitter {
+    /// A turn's closing line: `turn.completed`, or `turn.failed` with its status and error.
+    fn turn_line(
+        &mut self,
+        stop: &Stop,
+        status: ExecStatus,
+        error: Option<&ExecError>,
+        usage: Usage,
+        duration_ms: u64,
+    ) {
+        match error {
+            None => self.emit(
+                stop,
+                "turn.completed",
+                json!({"usage": usage, "duration_ms": duration_ms}),
+            ),
+            Some(error) => self.emit(
+                stop,
+                "turn.failed",
+                json!({"status": status, "error": error,
+                       "usage": usage, "duration_ms": duration_ms}),
+            ),
+        }
+    }
+
     /// Writes one enveloped event: the envelope's fields, then `fields`' members.
     fn emit(&mut self, stop: &Stop, kind: &str, fields: Value) {
         self.emit_with(stop, kind, |line| {
@@ -506,9 +603,7 @@ mod tests {
         };
         Emitter {
             envelope: envelope_ids(&ids, "t-1"),
-            sequence: 0,
-            stdout_closed: false,
-            pending: Vec::new(),
+            ..Emitter::default()
         }
     }
 

@@ -9,8 +9,11 @@ use std::path::Path;
 use std::process::ExitCode;
 use std::time::Duration;
 
-use keel_protocol::{RunId, Usage};
+use keel_agent::runner::STEP_LIMIT_EXCEEDED;
+use keel_protocol::{Failure, RunId, TurnOutcome, Usage};
 use serde::Serialize;
+
+use super::output::Interrupt;
 
 /// Version of the `json` and `stream-json` output; bumped on any incompatible change.
 pub const SCHEMA_VERSION: u32 = 1;
@@ -126,6 +129,83 @@ pub struct ExecResult {
     /// followed one.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub goal: Option<serde_json::Value>,
+}
+
+/// The run's status and error from how its last turn ended (its outcome, a failed
+/// `--output-schema` check, history that was not stored) and what stopped the run.
+pub fn status_of(
+    outcome: &TurnOutcome,
+    output_failure: Option<&Failure>,
+    lost: Option<&str>,
+    interrupt: Option<Interrupt>,
+    timeout: Option<Duration>,
+) -> (ExecStatus, Option<ExecError>) {
+    let (mut status, mut error) = judge(outcome, interrupt, timeout);
+    if let (ExecStatus::Succeeded, Some(failure)) = (status, output_failure) {
+        status = ExecStatus::Failed;
+        error = Some(ExecError::new(
+            failure.code.clone(),
+            failure.message.clone(),
+        ));
+    }
+    // History the model was told about but that is not stored, or a turn whose end could
+    // not be recorded (it would be reported as interrupted later): no success.
+    if let Some(message) = lost
+        && status == ExecStatus::Succeeded
+    {
+        status = ExecStatus::Failed;
+        error = Some(ExecError::new(HISTORY_COMMIT_FAILED, message));
+    }
+    (status, error)
+}
+
+/// The run's status and error from the turn's outcome and what stopped it.
+pub fn judge(
+    outcome: &TurnOutcome,
+    interrupt: Option<Interrupt>,
+    timeout: Option<Duration>,
+) -> (ExecStatus, Option<ExecError>) {
+    match outcome {
+        TurnOutcome::Completed => (ExecStatus::Succeeded, None),
+        TurnOutcome::Failed { code, message } if code == STEP_LIMIT_EXCEEDED => (
+            ExecStatus::LimitExceeded,
+            Some(ExecError::new(code.clone(), message.clone())),
+        ),
+        TurnOutcome::Failed { code, message } => (
+            ExecStatus::Failed,
+            Some(ExecError::new(code.clone(), message.clone())),
+        ),
+        TurnOutcome::Aborted { reason } => match interrupt {
+            Some(Interrupt::Timeout) => (
+                ExecStatus::Timeout,
+                Some(ExecError::new(
+                    TIMEOUT,
+                    format!(
+                        "the turn ran past --timeout {}",
+                        timeout.map(|t| format!("{t:?}")).unwrap_or_default()
+                    ),
+                )),
+            ),
+            Some(Interrupt::StdoutClosed) => (
+                ExecStatus::Cancelled,
+                Some(ExecError::new(CANCELLED, "standard output was closed")),
+            ),
+            Some(Interrupt::Signal) | None => (
+                ExecStatus::Cancelled,
+                Some(ExecError::new(
+                    CANCELLED,
+                    reason.clone().unwrap_or_else(|| "cancelled".into()),
+                )),
+            ),
+        },
+        other => (
+            ExecStatus::Failed,
+            Some(ExecError::new(
+                keel_agent::runner::INTERNAL_ERROR,
+                format!("unexpected outcome {other:?}"),
+            )),
+        ),
+    }
 }
 
 /// Parses `--timeout`: `90s`, `5m`, `1h30m`, `250ms`, or plain seconds.

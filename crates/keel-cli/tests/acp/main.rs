@@ -6,6 +6,7 @@ mod attack;
 mod harness;
 mod mcp;
 mod raw;
+mod tasks;
 mod terminals;
 
 use std::sync::Arc;

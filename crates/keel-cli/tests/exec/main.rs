@@ -15,6 +15,7 @@ mod plan;
 mod runtime;
 mod sessions;
 mod stored;
+mod tasks;
 
 use std::process::Command;
 

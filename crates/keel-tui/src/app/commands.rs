@@ -309,6 +309,7 @@ impl App {
                     )));
                 }
             }
+            "tasks" => self.open_tasks(effects),
             "init" => self.start_turn(INIT_PROMPT.to_owned(), effects),
             "quit" => self.quit(effects),
             other => self.notice(Tone::Error, format!("/{other} is not available here")),
@@ -560,6 +561,7 @@ impl App {
                 }
             }
             PickerKind::History => self.composer.set(&item.value),
+            PickerKind::Tasks => self.task_picked(&item.value),
             PickerKind::PlanReview => self.plan_picked(&item, effects),
         }
     }
@@ -567,6 +569,8 @@ impl App {
     pub(super) fn on_reply(&mut self, tag: Tag, reply: Reply, effects: &mut Vec<Effect>) {
         match (tag, reply) {
             (_, Reply::Queue(queue)) => self.queue = queue,
+            (Tag::Tasks { open }, Reply::Tasks(tasks)) => self.tasks_listed(tasks, open),
+            (Tag::StopTask(id), Reply::Done(stopped)) => self.task_stop_answered(&id, stopped),
             (Tag::Commands, Reply::Commands(offered)) => {
                 self.catalog.set_extensions(offered);
                 self.refresh_popup();
@@ -583,6 +587,7 @@ impl App {
                     self.todos.clear();
                     self.queue.clear();
                     self.goal = None;
+                    self.tasks.clear();
                 }
                 self.info.model = record.model.clone();
                 effects.push(Effect::Subscribe(record.id.clone()));
@@ -606,6 +611,8 @@ impl App {
                         Tag::Plain("cannot read the queue"),
                         Op::ListQueue { session_id: id },
                     ));
+                    // Its tasks (lost ones were settled as it opened) for the footer.
+                    effects.extend(self.list_tasks(false));
                 }
                 if let Some(text) = self.initial_prompt.take() {
                     self.start_turn(text, effects);

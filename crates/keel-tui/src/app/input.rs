@@ -427,6 +427,10 @@ impl App {
                 self.permission_key(prompt, key, effects);
                 true
             }
+            Popup::Task(task) => {
+                self.task_key(task, key, effects);
+                true
+            }
             Popup::Picker(mut picker) => {
                 if let Some((id, mut title)) = picker.renaming.take() {
                     match key.code {

@@ -147,6 +147,7 @@ impl App {
                 }
             }
             SessionEventBody::QueueChanged { queue } => self.queue = queue,
+            SessionEventBody::Task { task } => self.task_event(task),
             SessionEventBody::TurnEnded {
                 outcome, failure, ..
             } => self.turn_ended(outcome, failure, effects),

@@ -9,13 +9,14 @@ mod input;
 pub mod live;
 mod plan;
 pub mod popup;
+mod tasks;
 #[cfg(test)]
 mod tests;
 
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
-use keel_protocol::{Op, QueueEntry, SessionEvent, SessionId, Usage};
+use keel_protocol::{Op, QueueEntry, SessionEvent, SessionId, TaskInfo, Usage};
 use keel_runtime::Reply;
 use keel_store::SessionRecord;
 use ratatui::text::Line;
@@ -28,6 +29,7 @@ use crate::slash::{Catalog, Expect};
 
 pub use live::Live;
 pub use popup::{PickerKind, Popup};
+pub use tasks::is_active;
 
 /// What the app asks the event loop to do.
 #[derive(Debug, PartialEq)]
@@ -94,6 +96,13 @@ pub enum Tag {
     Export(PathBuf),
     /// History for `/context`.
     Context,
+    /// The session's tasks; `open`: show them in the `/tasks` picker.
+    Tasks {
+        /// Whether the picker opens with them.
+        open: bool,
+    },
+    /// Stopping this task from its details.
+    StopTask(String),
     /// Anything whose reply only needs an error shown.
     Plain(&'static str),
 }
@@ -162,6 +171,8 @@ pub struct App {
     pub expanded: bool,
     /// Waiting inputs of the session.
     pub queue: Vec<QueueEntry>,
+    /// The tasks the session started, as last told (oldest first).
+    pub tasks: Vec<TaskInfo>,
     /// Tokens and cost of the session in this process and its stored history.
     pub usage: Usage,
     /// The last request's size and the model's window.
@@ -224,6 +235,7 @@ impl App {
             width,
             expanded: false,
             queue: Vec::new(),
+            tasks: Vec::new(),
             usage: Usage::default(),
             context: None,
             history: Vec::new(),
@@ -377,6 +389,8 @@ impl App {
                     Tag::Retry(_) => "cannot rewind for /retry",
                     Tag::TakeBack(_) => "cannot take the unanswered message back",
                     Tag::Commands => "cannot list the extensions' commands",
+                    Tag::Tasks { .. } => "cannot list the tasks",
+                    Tag::StopTask(_) => "cannot stop the task",
                     _ => "failed",
                 };
                 self.notice(Tone::Error, format!("{what}: {error}"));
@@ -410,6 +424,11 @@ impl App {
         let queued = self.queue.len();
         if queued > 0 {
             parts.push(format!("{queued} queued"));
+        }
+        let tasks = self.running_tasks();
+        if tasks > 0 {
+            let noun = if tasks == 1 { "task" } else { "tasks" };
+            parts.push(format!("{tasks} {noun} running"));
         }
         parts
     }

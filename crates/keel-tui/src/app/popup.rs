@@ -1,7 +1,8 @@
 //! Popups over the composer: the slash and `@` completions, pickers (model, permission
-//! mode, sessions, rewind, queue, prompt history), the todo list and the permission prompt.
+//! mode, sessions, rewind, queue, prompt history, tasks), a task's details, the todo list and
+//! the permission prompt.
 
-use keel_protocol::PermissionRequest;
+use keel_protocol::{PermissionRequest, TaskInfo};
 use nucleo_matcher::pattern::{CaseMatching, Normalization, Pattern};
 use nucleo_matcher::{Config, Matcher, Utf32Str};
 
@@ -25,6 +26,8 @@ pub enum PickerKind {
     Queue,
     /// A prompt from the history.
     History,
+    /// A task of the session, to see and perhaps stop.
+    Tasks,
     /// What to do with a plan submitted for review.
     PlanReview,
 }
@@ -156,6 +159,8 @@ pub enum Popup {
     Permission(PermissionPrompt),
     /// The todo list.
     Todos,
+    /// One task's details (`s` stops it while it runs).
+    Task(TaskInfo),
 }
 
 impl Popup {

@@ -10,9 +10,9 @@ use super::{App, Effect, Info, Tag, UiEvent};
 use crate::cells::{Cell, Tone};
 use crate::slash::Expect;
 
-const SESSION: &str = "s-test000001";
+pub(super) const SESSION: &str = "s-test000001";
 
-fn app() -> App {
+pub(super) fn app() -> App {
     let info = Info {
         cwd: "/work/project".into(),
         model: "anthropic/claude-sonnet-4-5".into(),

@@ -3,6 +3,8 @@
 //! terminal emulator (vt100), so the snapshot is what a terminal would show.
 #![allow(clippy::unwrap_used, clippy::expect_used, missing_docs)]
 
+mod tasks;
+
 use std::sync::Arc;
 
 use crossterm::event::{Event, KeyCode, KeyEvent, KeyModifiers};
