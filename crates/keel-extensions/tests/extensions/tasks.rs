@@ -393,13 +393,13 @@ async fn the_limit_queues_tasks_and_a_stopped_task_is_canceled() {
     router.child("#S2", vec![ScriptedResponse::text("two")]);
     let h = start(&router, &["tasks.max_concurrent=1"]).await;
     let session = h.session().await;
-    router.parent.push(
-        task_call("t1", "explore", "#S1", true).with_tool_call(
-            "t2",
-            "task",
-            json!({"description": "look S2", "prompt": "Do #S2.", "agent": "explore", "background": true}),
-        ),
-    );
+    // One after the other, so the first surely holds the one slot.
+    router.parent.push(task_call("t1", "explore", "#S1", true));
+    router.parent.push(ScriptedResponse::tool_call(
+        "t2",
+        "task",
+        json!({"description": "look S2", "prompt": "Do #S2.", "agent": "explore", "background": true}),
+    ));
     router.parent.push(ScriptedResponse::text("both started"));
     h.turn(&session, "go").await;
     let list = tasks(&h, &session).await;
