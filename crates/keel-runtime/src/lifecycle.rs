@@ -100,6 +100,30 @@ fn refuse_if_running(slot: &Slot) -> Result<(), RuntimeError> {
 }
 
 impl Runtime {
+    /// A model by `provider/model` name, for a session or a task; refused when the runtime
+    /// answers with a fixed model (a script).
+    pub(crate) fn resolve_named_model(
+        &self,
+        name: &str,
+    ) -> Result<crate::assembly::ResolvedModel, RuntimeError> {
+        if matches!(self.inner.choice, ModelChoice::Fixed { .. }) {
+            return Err(RuntimeError::Unsupported(format!(
+                "this runtime answers with a fixed model; it cannot use `{name}`"
+            )));
+        }
+        let mut warnings = Vec::new();
+        let resolved = resolve_model(
+            &self.inner.settings,
+            &self.inner.choice,
+            Some(name),
+            &mut warnings,
+        )?;
+        for warning in warnings {
+            tracing::warn!("{warning}");
+        }
+        Ok(resolved)
+    }
+
     /// Changes a session's title, model or permission mode. A running turn keeps what it
     /// started with; the next turn uses the change.
     pub async fn update_session(
@@ -118,24 +142,7 @@ impl Runtime {
             None => None,
         };
         let model = match &update.model {
-            Some(name) => {
-                if matches!(self.inner.choice, ModelChoice::Fixed { .. }) {
-                    return Err(RuntimeError::Unsupported(
-                        "this runtime answers with a fixed model; it cannot be changed".into(),
-                    ));
-                }
-                let mut warnings = Vec::new();
-                let resolved = resolve_model(
-                    &self.inner.settings,
-                    &self.inner.choice,
-                    Some(name),
-                    &mut warnings,
-                )?;
-                for warning in warnings {
-                    tracing::warn!("{warning}");
-                }
-                Some(resolved)
-            }
+            Some(name) => Some(self.resolve_named_model(name)?),
             None => None,
         };
         let thinking = update.thinking.as_deref().map(parse_thinking).transpose()?;

@@ -9,7 +9,7 @@ use keel_store::SessionRecord;
 use keel_tools::permission::Mode;
 
 use super::{TaskProfile, live_ids};
-use crate::assembly::{ModelChoice, ResolvedModel, resolve_model};
+use crate::assembly::ResolvedModel;
 use crate::error::RuntimeError;
 use crate::runtime::{Runtime, Slot};
 use crate::turn::TurnReport;
@@ -100,26 +100,6 @@ impl Runtime {
             )));
         }
         self.resolve_named_model(&name)
-    }
-
-    /// A model by name, as `update_session` resolves one.
-    fn resolve_named_model(&self, name: &str) -> Result<ResolvedModel, RuntimeError> {
-        if matches!(self.inner.choice, ModelChoice::Fixed { .. }) {
-            return Err(RuntimeError::Unsupported(format!(
-                "this runtime answers with a fixed model; a task cannot use `{name}`"
-            )));
-        }
-        let mut warnings = Vec::new();
-        let model = resolve_model(
-            &self.inner.settings,
-            &self.inner.choice,
-            Some(name),
-            &mut warnings,
-        )?;
-        for warning in warnings {
-            tracing::warn!("{warning}");
-        }
-        Ok(model)
     }
 
     /// Opens a task's child session with its role's profile: never asking anyone (a
