@@ -4,18 +4,19 @@
 //! the last turn: its answer, its status and its exit code.
 //!
 //! Everything is followed through the session's events, as any front end would: turns
-//! start and end, tasks change, the queue changes. A task's end and the turn its notice
-//! starts are two steps (the task leaves the running set, then its notice is queued, which
-//! starts a turn when none runs), so "a turn is coming" while a background task that ended
-//! has neither been delivered nor read: up to [`NOTICE_GRACE`] when it ended with no turn
-//! running (its notice starts one), up to [`NOTICE_SETTLE`] when it ended during a turn (its
-//! notice steers that turn, waits in the queue for the next, or is not sent at all when a
-//! `task_output` read was waiting for the result). Input waiting after a completed turn is
+//! start and end, tasks change, the queue changes. The runtime reports a background task's
+//! end only once its notice is queued (or a waiting read took the result, which counts as
+//! delivery), and takes the task out of the running set after that report, so normally a
+//! turn is already running or the task is delivered when its end is seen. As a guard against
+//! a notice that failed, "a turn is coming" while a background task that ended has neither
+//! been delivered nor read: up to [`NOTICE_GRACE`] when it ended with no turn running, up to
+//! [`NOTICE_SETTLE`] when it ended during a turn. Input waiting after a completed turn is
 //! coming too, for up to [`NOTICE_GRACE`]. The bounds keep a notice that never arrives from
 //! holding the run. A session whose goal is still active after a completed turn gets its next
 //! turn from the goals extension: that one is waited for up to
-//! [`super::goal::CONTINUATION_WAIT`] (the goal then counts as stalled). `--timeout`, a signal or a closed stdout stops the tasks and aborts the
-//! turns still running, bounded by [`HALT_LIMIT`].
+//! [`super::goal::CONTINUATION_WAIT`] (the goal then counts as stalled). `--timeout`, a
+//! signal or a closed stdout stops the tasks and aborts the turns still running, bounded by
+//! [`HALT_LIMIT`].
 
 use std::collections::HashMap;
 use std::sync::{Mutex, MutexGuard, PoisonError};

@@ -7,7 +7,7 @@
 use std::sync::{Arc, PoisonError};
 use std::time::Duration;
 
-use keel_protocol::{InputKind, Op, TaskStatus, TurnId, TurnOutcome, TurnSource};
+use keel_protocol::{InputKind, Op, TaskInfo, TaskStatus, TurnId, TurnOutcome, TurnSource};
 use keel_store::TaskOutput;
 
 use super::LiveTask;
@@ -225,30 +225,47 @@ async fn finish(runtime: &Runtime, live: &Arc<LiveTask>, ended: Ended) {
             None
         }
     };
-    runtime.inner.tasks.remove(&live.id);
-    live.bump(true);
-    let Some(info) = info else {
-        return;
-    };
-    runtime.task_changed(&live.parent, info.clone());
+    // A read waiting for the result takes it, and so delivers it: no notice then.
     let read_waiting = live.waiters.load(std::sync::atomic::Ordering::SeqCst) > 0;
-    if !info.background || read_waiting || runtime.slot(&live.parent).is_err() {
-        // A parent waiting in a call gets the result from it; a closed one is reminded
-        // when it is opened again.
-        return;
+    live.bump(true);
+    // Front ends hear of the end once the parent has been told (or will be, on reopening),
+    // and the task leaves the running set last, so nobody sees a gap between the two.
+    if let Some(info) = info {
+        let info = deliver(runtime, live, info, read_waiting).await;
+        runtime.task_changed(&live.parent, info);
     }
-    let op = Op::Enqueue {
-        session_id: live.parent.clone(),
-        kind: InputKind::Steer,
-        text: super::parent::notice(&info),
-    };
-    match runtime.call(op).await {
-        Ok(_) => match store.mark_task_delivered(&live.id).await {
-            Ok(info) => runtime.task_changed(&live.parent, info),
-            Err(error) => tracing::warn!(task = %live.id, %error, "cannot record the delivery"),
-        },
-        Err(error) => {
+    runtime.inner.tasks.remove(&live.id);
+}
+
+/// Tells a background task's parent that it ended: the notice through its steering queue,
+/// or nothing when a read was waiting for it (the read delivered it); delivery is recorded
+/// either way. A waiting foreground call and a closed parent get nothing here (the closed
+/// one is reminded when it is opened again). Returns the task as it is now.
+async fn deliver(
+    runtime: &Runtime,
+    live: &LiveTask,
+    info: TaskInfo,
+    read_waiting: bool,
+) -> TaskInfo {
+    if !info.background || runtime.slot(&live.parent).is_err() {
+        return info;
+    }
+    if !read_waiting {
+        let op = Op::Enqueue {
+            session_id: live.parent.clone(),
+            kind: InputKind::Steer,
+            text: super::parent::notice(&info),
+        };
+        if let Err(error) = runtime.call(op).await {
             tracing::warn!(task = %live.id, %error, "cannot tell the parent the task ended");
+            return info;
+        }
+    }
+    match runtime.store().mark_task_delivered(&live.id).await {
+        Ok(delivered) => delivered,
+        Err(error) => {
+            tracing::warn!(task = %live.id, %error, "cannot record the delivery");
+            info
         }
     }
 }
