@@ -62,6 +62,16 @@ async fn follow(
         if let Some(outcome) = ended {
             let active = stored(h, session).await.is_some_and(|g| g.is_active());
             if !(active && outcome == TurnOutcome::Completed) {
+                // `turn_ended` comes just before the session is free again: wait for that,
+                // so a command right after sees no turn running.
+                let control = h.runtime.registry().host().control.clone();
+                tokio::time::timeout(Duration::from_secs(10), async {
+                    while control.is_busy(session) {
+                        tokio::time::sleep(Duration::from_millis(5)).await;
+                    }
+                })
+                .await
+                .expect("the session stayed busy");
                 return events;
             }
         }
