@@ -106,6 +106,10 @@ pub struct ToolEnv {
     /// [`Self::keel_home`]): the one file `write` and `edit` may change then, although it
     /// lies in keel's home. `None` in every other mode.
     pub plan_file: Option<PathBuf>,
+    /// Files and folders that commands the user trusted run (a hook's script, a project
+    /// MCP server's program): control files while that trust stands
+    /// ([`crate::protect::trusted`]).
+    pub trusted_code: Vec<crate::protect::TrustedPath>,
 }
 
 impl ToolEnv {
@@ -133,6 +137,7 @@ impl ToolEnv {
             editor: None,
             terminal: None,
             plan_file: None,
+            trusted_code: Vec::new(),
         }
     }
 

@@ -12,6 +12,7 @@ mod capture;
 mod control;
 pub mod envclean;
 pub mod live;
+pub mod quiet;
 mod restore;
 pub mod sandbox;
 
@@ -112,6 +113,8 @@ pub struct Bash {
     /// use and removed with the tool.
     tmp: std::sync::OnceLock<tempfile::TempDir>,
     reported_degraded: AtomicBool,
+    /// What is protected from commands, resolved on first use.
+    protection: std::sync::OnceLock<crate::protect::Protection>,
 }
 
 impl Bash {
@@ -125,6 +128,7 @@ impl Bash {
             found_bash: Mutex::new(None),
             tmp: std::sync::OnceLock::new(),
             reported_degraded: AtomicBool::new(false),
+            protection: std::sync::OnceLock::new(),
         }
     }
 
@@ -174,10 +178,12 @@ impl Bash {
     fn prepare(&self, command: &str) -> Result<Launch, ToolError> {
         let (mut vars, removed) =
             envclean::command_env(&self.env).map_err(|e| ToolError::new(e.to_string()))?;
-        let control = self
-            .env
-            .protect_control
-            .then(|| Arc::new(ControlSet::scan(&self.env.roots)));
+        let control = self.env.protect_control.then(|| {
+            let protection = self
+                .protection
+                .get_or_init(|| crate::protect::Protection::of(&self.env));
+            Arc::new(ControlSet::scan(protection))
+        });
         let sandboxed = self.env.sandbox != SandboxMode::DangerFullAccess;
         // Without namespaces nothing mounts the control files read-only: keep them to put
         // them back after the command.
@@ -334,7 +340,7 @@ impl Bash {
         let file = private_file(&output)
             .map_err(|e| ToolError::new(format!("cannot create {}: {e}", output.display())))?;
         let mut diag = diag;
-        let alive = Alive::new();
+        let alive = quiet::Running::start().await;
         let mut child = Self::start(cmd, &mut diag)?;
         let pgid = child
             .id()
@@ -509,35 +515,6 @@ impl Drop for GroupGuard {
 
 /// Kills a whole process group. A sandboxed command's group holds its keeper and its
 /// namespace's pid 1, whose death ends every process of the namespace.
-/// Commands of keel's that may still be running, in every session of this process.
-static ALIVE: AtomicUsize = AtomicUsize::new(0);
-
-/// Counts one command as running until it is dropped.
-struct Alive;
-
-impl Alive {
-    fn new() -> Self {
-        ALIVE.fetch_add(1, Ordering::SeqCst);
-        Self
-    }
-}
-
-impl Drop for Alive {
-    fn drop(&mut self) {
-        ALIVE.fetch_sub(1, Ordering::SeqCst);
-    }
-}
-
-/// Whether nothing a command started can be running now, so no process of the model's can
-/// swap a file's name while another party opens it: no command of keel's is alive, and the
-/// sandbox has a pid namespace, which ends everything a command started with it (without
-/// one, a daemon that left its process group lives on unseen).
-pub fn quiet(env: &ToolEnv) -> bool {
-    ALIVE.load(Ordering::SeqCst) == 0
-        && env.sandbox != crate::SandboxMode::DangerFullAccess
-        && sandbox::support().namespaces.is_ok()
-}
-
 fn kill_group(pgid: i32) {
     if pgid <= 0 {
         return;
@@ -631,7 +608,7 @@ impl AgentTool for Bash {
         } = self.prepare(&args.command)?;
         let started = Instant::now();
         let mut diag = diag;
-        let alive = Alive::new();
+        let alive = quiet::Running::start().await;
         let mut child = Self::start(cmd, &mut diag)?;
         let pgid = child
             .id()

@@ -89,9 +89,12 @@ impl AgentTool for Edit {
             .map_err(ToolError::new)?;
         // The plan file is keel's, in keel's home: always the disk, never an editor's buffer.
         if let Some(editor) = self.env.editor.clone()
-            && crate::bash::quiet(&self.env)
             && !super::is_plan_file(&self.env, &path)
+            && let Some(_hold) = crate::bash::quiet::editor_hold(&self.env)
         {
+            // Checked again now that no command can run until the editor is done.
+            let path = pinned::resolve(&self.env, &self.env.resolve(&args.path), true)
+                .map_err(ToolError::new)?;
             return edit_in_editor(&editor, path, &args.edits).await;
         }
         tokio::task::spawn_blocking(move || edit(path, &args.edits))
@@ -138,9 +141,11 @@ async fn edit_in_editor(
     if let Err(problem) = ensure_regular(&path) {
         return Err(ToolError::new(problem));
     }
+    let before = super::editor::identity(&path).map_err(ToolError::new)?;
     let original = editor.0.read_text(&path).await.map_err(|e| {
         ToolError::new(format!("Cannot read {} in the editor: {e}", path.display()))
     })?;
+    super::editor::recheck(&path, before).map_err(ToolError::new)?;
     let (text, output) = apply(&path, &original, edits)?;
     editor.0.write_text(&path, &text).await.map_err(|e| {
         ToolError::new(format!(
@@ -148,6 +153,7 @@ async fn edit_in_editor(
             path.display()
         ))
     })?;
+    super::editor::recheck(&path, None).map_err(ToolError::new)?;
     Ok(output)
 }
 

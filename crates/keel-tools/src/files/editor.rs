@@ -6,10 +6,14 @@
 //! files, the workspace) runs on the disk path first, and the editor gets the resolved path,
 //! never the model's words. But the editor opens that path itself, following links, so a
 //! process swapping the name for a link between keel's check and the editor's open could
-//! redirect it. The tools therefore use the editor only while nothing the model started can
-//! be running ([`crate::bash::quiet`]: no command of keel's alive, and a sandbox whose pid
-//! namespace ends whatever a command left behind); otherwise they read and write the disk
-//! through descriptors that follow no link, as without an editor.
+//! redirect it. The tools therefore use the editor only under an [`EditorHold`]: no command
+//! of keel's runs or starts from before the path is checked until after the editor's last
+//! round trip, and a sandbox whose pid namespace ends whatever a command left behind; the
+//! file's identity is checked again afterwards ([`recheck`]). When a command may be running
+//! they read and write the disk through descriptors that follow no link, as without an
+//! editor.
+//!
+//! [`EditorHold`]: crate::bash::quiet::EditorHold
 
 use std::path::Path;
 use std::sync::Arc;
@@ -33,4 +37,40 @@ impl std::fmt::Debug for Editor {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.write_str("Editor")
     }
+}
+
+/// What a file is, looked at without following a link: its device and inode; `None` when
+/// nothing is there.
+pub(crate) fn identity(path: &Path) -> Result<Option<(u64, u64)>, String> {
+    use std::os::unix::fs::MetadataExt as _;
+    match std::fs::symlink_metadata(path) {
+        Ok(meta) => Ok(Some((meta.dev(), meta.ino()))),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
+        Err(e) => Err(format!("cannot look at {}: {e}", path.display())),
+    }
+}
+
+/// After the editor's round trips: `path` (resolved, as the editor was given it) must still
+/// lead nowhere else (no link anywhere on the way), be a regular file, and, when `before` is
+/// given, be that very file. An editor may save by replacing the file, so a write checks
+/// only the first two.
+pub(crate) fn recheck(path: &Path, before: Option<(u64, u64)>) -> Result<(), String> {
+    let changed = || {
+        format!(
+            "{} changed while the editor had it (it is no longer the file keel checked); \
+             nothing the editor returned is used",
+            path.display()
+        )
+    };
+    if crate::permission::real_path(path) != path {
+        return Err(changed());
+    }
+    match std::fs::symlink_metadata(path) {
+        Ok(meta) if meta.is_file() => {}
+        _ => return Err(changed()),
+    }
+    if before.is_some() && identity(path)? != before {
+        return Err(changed());
+    }
+    Ok(())
 }

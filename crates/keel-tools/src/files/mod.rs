@@ -199,12 +199,7 @@ pub(crate) fn refuse_control(env: &crate::ToolEnv, path: &Path) -> Result<(), St
         return Ok(());
     }
     let real = crate::permission::real_path(path);
-    let roots: Vec<std::path::PathBuf> = env
-        .roots
-        .iter()
-        .map(|r| crate::permission::real_path(r))
-        .collect();
-    match crate::protect::control_file(&real, &roots, env.keel_home.as_deref()) {
+    match crate::protect::Protection::of(env).control_file(&real) {
         Some(what) => Err(format!(
             "{} is a protected control file ({what}): the model may not change it short of full \
              permission mode; ask the user to make this change",

@@ -80,7 +80,7 @@ impl AgentTool for Read {
             .map_err(|e| ToolError::new(format!("Invalid arguments: {e}")))?;
         let env = self.env.clone();
         if let Some(editor) = env.editor.clone()
-            && crate::bash::quiet(&env)
+            && let Some(hold) = crate::bash::quiet::editor_hold(&env)
         {
             let checked = env.clone();
             let wanted = args.path.clone();
@@ -88,9 +88,12 @@ impl AgentTool for Read {
                 .await
                 .map_err(|e| ToolError::new(format!("read failed: {e}")))??;
             if let Some(path) = target {
+                let before = super::editor::identity(&path).map_err(ToolError::new)?;
                 let text = editor.0.read_text(&path).await.map_err(|e| {
                     ToolError::new(format!("Cannot read {} in the editor: {e}", path.display()))
                 })?;
+                super::editor::recheck(&path, before).map_err(ToolError::new)?;
+                drop(hold);
                 return text_page(&path, std::io::Cursor::new(text.into_bytes()), &args);
             }
         }

@@ -70,9 +70,12 @@ impl AgentTool for Write {
             .map_err(ToolError::new)?;
         // The plan file is keel's, in keel's home: always the disk, never an editor's buffer.
         if let Some(editor) = self.env.editor.clone()
-            && crate::bash::quiet(&self.env)
             && !super::is_plan_file(&self.env, &path)
+            && let Some(_hold) = crate::bash::quiet::editor_hold(&self.env)
         {
+            // Checked again now that no command can run until the editor is done.
+            let path = pinned::resolve(&self.env, &self.env.resolve(&args.path), true)
+                .map_err(ToolError::new)?;
             return write_in_editor(&editor, path, &args.content).await;
         }
         let env = self.env.clone();
@@ -98,10 +101,13 @@ async fn write_in_editor(
     content: &str,
 ) -> Result<ToolOutput, ToolError> {
     let exists = ensure_regular(&path).map_err(ToolError::new)?;
+    let before = super::editor::identity(&path).map_err(ToolError::new)?;
     let existing = if exists {
-        Some(editor.0.read_text(&path).await.map_err(|e| {
+        let text = editor.0.read_text(&path).await.map_err(|e| {
             ToolError::new(format!("Cannot read {} in the editor: {e}", path.display()))
-        })?)
+        })?;
+        super::editor::recheck(&path, before).map_err(ToolError::new)?;
+        Some(text)
     } else {
         None
     };
@@ -116,6 +122,7 @@ async fn write_in_editor(
             path.display()
         ))
     })?;
+    super::editor::recheck(&path, None).map_err(ToolError::new)?;
     Ok(written(&path, &text, !exists))
 }
 

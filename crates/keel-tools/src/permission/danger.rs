@@ -9,7 +9,7 @@ use std::path::{Component, Path, PathBuf};
 
 use super::effects::{git_dangers, git_subcommand, has_flag, inline_code, mentions};
 use super::envvars::{self, VarKind};
-use super::shell::{Invocation, Stdin, Unseen, UnseenSource};
+use super::shell::{Arg, Invocation, Stdin, Unseen, UnseenSource};
 
 /// Files under `/proc/<pid>/` that hold a process's secrets (its environment, memory, open
 /// files) or reach into its view of the file system.
@@ -134,7 +134,13 @@ impl Credentials {
         self.locations
             .iter()
             .any(|(location, _)| location.starts_with(path))
-            || Path::new("/proc").starts_with(path)
+            || Self::holds_process_secrets(path)
+    }
+
+    /// Whether the folder `path` (real) holds processes' secrets (`/proc`, `/proc/<pid>`),
+    /// which keel's search tools do not walk around.
+    pub fn holds_process_secrets(path: &Path) -> bool {
+        Path::new("/proc").starts_with(path)
             || path
                 .strip_prefix("/proc")
                 .is_ok_and(|rest| rest.components().count() == 1)
@@ -380,6 +386,53 @@ fn basic(invocation: &Invocation) -> Option<String> {
         _ => {}
     }
     None
+}
+
+/// Why a command leaves something to run later, outside keel and its sandbox, if it does:
+/// a crontab installed or changed, a job for `at`, a user unit of systemd enabled or
+/// changed, a user's services kept running after logout. Like the files that make programs
+/// run code, only the user or `full` mode may do this.
+pub fn schedules(program: &str, args: &[Arg]) -> Option<String> {
+    let texts: Vec<&str> = args.iter().map(|a| a.text.as_str()).collect();
+    let shown = || {
+        std::iter::once(program)
+            .chain(texts.iter().copied())
+            .collect::<Vec<_>>()
+            .join(" ")
+    };
+    let scheduled = match program {
+        // `crontab -l` only lists.
+        "crontab" => !texts.contains(&"-l") || texts.iter().any(|t| matches!(*t, "-r" | "-e")),
+        "at" | "batch" => !texts.iter().any(|t| matches!(*t, "-l" | "-c")),
+        "systemd-run" => texts.contains(&"--user"),
+        "systemctl" => {
+            texts.contains(&"--user")
+                && texts.iter().any(|t| {
+                    matches!(
+                        *t,
+                        "enable"
+                            | "reenable"
+                            | "link"
+                            | "edit"
+                            | "preset"
+                            | "set-environment"
+                            | "import-environment"
+                            | "add-wants"
+                            | "add-requires"
+                            | "revert"
+                            | "unmask"
+                    )
+                })
+        }
+        "loginctl" => texts.contains(&"enable-linger"),
+        _ => false,
+    };
+    scheduled.then(|| {
+        format!(
+            "`{}` leaves a command to run later, outside keel (crontabs, at jobs and the user's systemd units are control files)",
+            shown()
+        )
+    })
 }
 
 /// `kill -9 -1` and friends: a signal sent to pid -1 reaches every process.

@@ -23,7 +23,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::{
     LOSSY_NAMES_NOTE, PathKind, SEARCH_MAX_BYTES, SEARCH_TIMEOUT, SearchError, Stop, Unreadable,
-    counted, display_path, inspect, parse_args, run_walk, timeout_note, walker,
+    counted, display_path, hidden_below, inspect, parse_args, run_walk, timeout_note, walker,
 };
 use crate::args::{self, Int, present};
 use crate::env::{ToolEnv, normalize};
@@ -129,9 +129,10 @@ impl GlobTool {
         }
 
         let cwd = self.env.cwd.clone();
+        let hidden = hidden_below(&self.env, &root);
         let walk_root = root.clone();
         let (found, timed_out) = run_walk("glob", cancel, self.timeout, move |stop| {
-            let mut builder = walker(&cwd, &walk_root);
+            let mut builder = walker(&cwd, &walk_root, hidden);
             builder.overrides(overrides);
             let results = Mutex::new(Vec::new());
             builder.build_parallel().visit(&mut ListBuilder {

@@ -14,7 +14,7 @@ mod ls;
 
 use std::io;
 use std::num::NonZeroUsize;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
@@ -195,8 +195,10 @@ fn walk_threads() -> usize {
 }
 
 /// A walker over `root` with keel's filters: ignore files honoured (also outside git),
-/// hidden files included, version-control folders skipped, links not followed.
-fn walker(cwd: &Path, root: &Path) -> WalkBuilder {
+/// hidden files included, version-control folders skipped, links not followed, and the
+/// credential locations below `root` never entered (keel's own tools never read them for
+/// the model, so searching a folder that holds `~/.ssh` searches around it).
+fn walker(cwd: &Path, root: &Path, hidden: Arc<[PathBuf]>) -> WalkBuilder {
     let mut builder = WalkBuilder::new(root);
     builder
         .hidden(false)
@@ -204,8 +206,24 @@ fn walker(cwd: &Path, root: &Path) -> WalkBuilder {
         .follow_links(false)
         .current_dir(cwd)
         .threads(walk_threads())
-        .filter_entry(|entry| !is_vcs_folder(entry));
+        .filter_entry(move |entry| {
+            !is_vcs_folder(entry) && !hidden.iter().any(|h| entry.path().starts_with(h))
+        });
     builder
+}
+
+/// The credential locations (as configured and with links resolved) that lie below `root`;
+/// a location `root` itself lies in is the gate's to have judged (the session's artifacts).
+fn hidden_below(env: &ToolEnv, root: &Path) -> Arc<[PathBuf]> {
+    let mut out: Vec<PathBuf> = Vec::new();
+    for location in env.credentials() {
+        for path in [crate::permission::real_path(&location), location] {
+            if !root.starts_with(&path) && !out.contains(&path) {
+                out.push(path);
+            }
+        }
+    }
+    out.into()
 }
 
 /// Whether `entry` is a version-control folder below the walk root.

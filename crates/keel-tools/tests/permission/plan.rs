@@ -117,7 +117,7 @@ const PLAN_MODE: &[Case] = &[
         P,
         "read",
         r#"{"path": "%HOME%/.keel/plans/s-other1.md"}"#,
-        Safety,
+        Deny,
     ),
 ];
 
@@ -130,11 +130,7 @@ const ON_THE_PLAN: &[(&str, &str, DecisionKind)] = &[
         r#"{"path": "%HOME%/.keel/plans/s-plan1.md", "edits": []}"#,
         Deny,
     ),
-    (
-        "read",
-        r#"{"path": "%HOME%/.keel/plans/s-plan1.md"}"#,
-        Safety,
-    ),
+    ("read", r#"{"path": "%HOME%/.keel/plans/s-plan1.md"}"#, Deny),
     ("bash", "echo x > %HOME%/.keel/plans/s-plan1.md", Deny),
 ];
 
@@ -154,8 +150,8 @@ fn plan_mode_writes_the_plan_file_and_nothing_else() {
         .into_iter()
         .flat_map(|mode| {
             ON_THE_PLAN.iter().map(move |(tool, args, want)| {
-                // In `full` keel's own tools stay out of keel's home while the sandbox is on,
-                // and the sandbox hides it from commands.
+                // keel's own tools stay out of keel's home in every mode while the sandbox is
+                // on, and in `full` the sandbox alone hides it from commands.
                 let want = match (mode, *tool) {
                     (F, "bash") => Allow,
                     (F, _) => Deny,

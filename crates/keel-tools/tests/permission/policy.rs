@@ -114,7 +114,7 @@ const CONTROL_FILES: &[Case] = &[
         r#"{"path": "~/.keel/config.yaml", "content": ""}"#,
         Deny,
     ),
-    (U, "read", r#"{"path": "~/.keel/config.yaml"}"#, Safety),
+    (U, "read", r#"{"path": "~/.keel/config.yaml"}"#, Deny),
     (
         F,
         "write",

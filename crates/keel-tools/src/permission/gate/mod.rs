@@ -145,8 +145,9 @@ pub struct PermissionGate {
     shell: ShellEnv,
     read_only_tools: HashSet<String>,
     credentials: Credentials,
-    /// keel's own folder, real path: a protected control location.
-    keel_home: Option<PathBuf>,
+    /// What is protected: control patterns, keel's home, the user's start-up files, what
+    /// trusted commands run.
+    protection: crate::protect::Protection,
     /// In plan mode, the session's plan file as resolved paths show it
     /// ([`ToolEnv::plan_target`]).
     plan_file: Option<PathBuf>,
@@ -201,7 +202,7 @@ impl PermissionGate {
                 }
                 None => Credentials::new(&env.credentials(), env.home.as_deref()),
             },
-            keel_home: env.keel_home.as_deref().map(real_path),
+            protection: crate::protect::Protection::of(env),
             plan_file: env.plan_target(),
             protect_control: env.protect_control,
             sandboxed: env.sandbox != SandboxMode::DangerFullAccess,

@@ -14,7 +14,6 @@ use crate::permission::effects::{self, CommandClass};
 use crate::permission::envvars::{self, VarKind};
 use crate::permission::rules::Action;
 use crate::permission::shell::{self, Analysis, Arg, Invocation};
-use crate::protect;
 
 /// Folders whose programs are the system's own, not files the model may have written.
 const SYSTEM_BIN: &[&str] = &[
@@ -245,9 +244,12 @@ impl PermissionGate {
                         ..Op::call()
                     });
                 }
-                if name == "git"
-                    && let Some(reason) = effects::git_protected(args)
-                {
+                let protected = if name == "git" {
+                    effects::git_protected(args)
+                } else {
+                    danger::schedules(name, args)
+                };
+                if let Some(reason) = protected {
                     ops.push(Op {
                         action: Some(Action::Write),
                         target: Target::Protected(reason),
@@ -432,7 +434,12 @@ impl PermissionGate {
                     secrets.push(reason.clone());
                     dangers.push(reason);
                 }
-                if action == Action::Read && op.recursive && self.credentials.held_in(real) {
+                // keel's search tools walk around credential locations; a command would not.
+                if action == Action::Read
+                    && op.recursive
+                    && (danger::Credentials::holds_process_secrets(real)
+                        || (op.command.is_some() && self.credentials.held_in(real)))
+                {
                     let reason = format!(
                         "reads a folder holding credentials (~/.ssh, ~/.aws, …) as a whole ({})",
                         op.source
@@ -496,7 +503,7 @@ impl PermissionGate {
         let why = match (&op.target, op.action) {
             (Target::Protected(reason), _) => Some(reason.clone()),
             (Target::Path { real, .. }, Some(Action::Write)) => {
-                protect::control_file(real, &self.roots, self.keel_home.as_deref()).or_else(|| {
+                self.protection.control_file(real).or_else(|| {
                     let name = real.file_name().and_then(|n| n.to_str());
                     (op.recursive && matches!(name, Some(".git" | ".claude")))
                         .then(|| format!("{} (it holds protected control files)", real.display()))
@@ -510,9 +517,9 @@ impl PermissionGate {
                     children: true,
                 },
                 Some(Action::Delete),
-            ) => protect::control_file(real, &self.roots, self.keel_home.as_deref()),
+            ) => self.protection.control_file(real),
             (Target::Path { real, .. }, Some(Action::Delete)) => {
-                protect::removes_control(real, &self.roots, self.keel_home.as_deref())
+                self.protection.removes_control(real)
             }
             _ => None,
         };

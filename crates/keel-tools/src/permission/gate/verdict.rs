@@ -117,9 +117,10 @@ impl PermissionGate {
             });
         }
         // While the sandbox hides credentials from commands, keel's own tools (which run in
-        // keel, unsandboxed) do not read them for the model either, even in `full`; in the
-        // other modes the danger list asks.
-        if mode == Mode::Full && self.sandboxed && tool != "bash" && !secrets.is_empty() {
+        // keel, unsandboxed) never read them for the model, in any mode and without a
+        // question: an "allow once" would hand the key to the model, and a steered model is
+        // exactly what asks for it.
+        if self.sandboxed && tool != "bash" && !secrets.is_empty() {
             return Decision::Deny(Denial {
                 source: DenySource::Protected,
                 reason: format!(

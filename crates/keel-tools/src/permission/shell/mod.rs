@@ -37,7 +37,7 @@ pub use invocation::{
     Analysis, Arg, FileRedirect, Invocation, ShellEnv, Stdin, Unseen, UnseenSource,
 };
 pub use lexer::tokenize;
-pub use programs::{DOWNLOADERS, INTERPRETERS, SHELLS, program_name, reads_stdin};
+pub use programs::{DOWNLOADERS, INTERPRETERS, SHELLS, program_name, reads_stdin, skip_options};
 pub use split::{Item, SimpleCommand, split};
 pub use word::{Operator, Piece, Redirect, RedirectKind, Token, Word};
 

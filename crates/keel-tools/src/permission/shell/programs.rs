@@ -82,7 +82,7 @@ fn assignments(argv: &[Arg], mut at: usize, out: &mut Vec<(String, Arg)>) -> usi
 
 /// Index of the first non-option word after `start`, with option values skipped.
 /// `short_values` lists short options that take a value, `long_values` long ones.
-pub(super) fn skip_options(
+pub fn skip_options(
     args: &[Arg],
     start: usize,
     short_values: &str,

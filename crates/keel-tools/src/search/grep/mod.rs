@@ -210,6 +210,8 @@ struct Request {
     cwd: PathBuf,
     timeout: Duration,
     root: PathBuf,
+    /// Credential locations below the root, never entered.
+    hidden: std::sync::Arc<[PathBuf]>,
     root_shown: String,
     glob: Option<String>,
     file_type: Option<String>,
@@ -240,6 +242,7 @@ impl Request {
             pattern: args.pattern.clone(),
             cwd: env.cwd.clone(),
             timeout,
+            hidden: super::hidden_below(env, &root),
             root,
             root_shown,
             glob: args.glob.clone().filter(|glob| !glob.trim().is_empty()),

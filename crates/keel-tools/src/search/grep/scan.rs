@@ -48,7 +48,7 @@ impl Request {
 /// The walk for a request: filters from `glob` and `type` apply below a folder; a file
 /// given directly is searched whatever its name.
 fn walker_for(request: &Request, kind: PathKind) -> Result<ignore::WalkBuilder, SearchError> {
-    let mut builder = walker(&request.cwd, &request.root);
+    let mut builder = walker(&request.cwd, &request.root, request.hidden.clone());
     if kind == PathKind::Folder {
         if let Some(glob) = &request.glob {
             let mut overrides = OverrideBuilder::new(&request.root);

@@ -1,218 +1,10 @@
-//! What the model may never touch short of `full` permission: keel's own control files and
-//! the files that make other programs run code (written), and credential locations (read).
-//!
-//! One list serves two enforcers. The permission gate asks [`control_file`] and
-//! [`credential`] about every path a call names; the sandbox mounts the existing entries of
-//! [`ControlSet`] read-only and masks every [`credential_locations`] entry, so a command the
-//! gate could not see through still cannot reach them. Paths that do not exist yet cannot be
-//! mounted over; the sandbox removes any that a command creates ([`ControlSet::appeared`]).
+//! The control files of the workspace roots as they are on disk, for the sandbox: what it
+//! mounts read-only, pins against renames, and checks after a command for files that must
+//! not have appeared; and the git files that say where git looks for more.
 
-use std::ffi::OsStr;
-use std::path::{Component, Path, PathBuf};
+use std::path::{Path, PathBuf};
 
-/// Credential locations under the home folder (DESIGN §17, issue 9): a sandboxed command
-/// cannot read them, and the gate treats any access as a danger. Configuration can add to
-/// this list, never remove from it.
-pub const DEFAULT_CREDENTIALS: &[&str] = &[
-    ".ssh",
-    ".aws",
-    ".config/gcloud",
-    ".azure",
-    ".kube",
-    ".gnupg",
-    ".netrc",
-    ".docker/config.json",
-    ".git-credentials",
-    ".npmrc",
-    ".pypirc",
-    ".config/gh",
-    ".config/hub",
-    ".cargo/credentials",
-    ".cargo/credentials.toml",
-    ".terraform.d/credentials.tfrc.json",
-    ".vault-token",
-    ".password-store",
-    ".local/share/keyrings",
-    // Other agents' and tools' tokens.
-    ".codex/auth.json",
-    ".claude/.credentials.json",
-    ".gemini/oauth_creds.json",
-    ".config/github-copilot",
-    ".config/op",
-    ".config/doctl",
-    ".config/hcloud",
-    ".config/rclone",
-    ".config/composer/auth.json",
-    ".composer/auth.json",
-    ".gem/credentials",
-    ".m2/settings-security.xml",
-    ".databrickscfg",
-    ".terraformrc",
-    ".boto",
-    ".oci",
-    ".s3cfg",
-    // Database passwords.
-    ".pgpass",
-    ".my.cnf",
-    // Browser profiles: cookies are sessions.
-    ".mozilla",
-    ".config/google-chrome",
-    ".config/chromium",
-    ".config/BraveSoftware",
-];
-
-/// Names of the control files inside a workspace, as shown in messages.
-pub const CONTROL_PATTERNS: &str =
-    ".keel/**, .git/config, .git/hooks/**, .mcp.json, .claude/** but skills/ and commands/";
-
-/// Every credential location: the defaults under `home`, `keel_home` (sessions, keys) and
-/// `extra` (from configuration), absolute and without duplicates.
-pub fn credential_locations(
-    home: Option<&Path>,
-    keel_home: Option<&Path>,
-    extra: &[PathBuf],
-) -> Vec<PathBuf> {
-    let mut out: Vec<PathBuf> = Vec::new();
-    let mut push = |path: PathBuf| {
-        if path.is_absolute() && !out.contains(&path) {
-            out.push(path);
-        }
-    };
-    if let Some(home) = home {
-        for entry in DEFAULT_CREDENTIALS {
-            push(home.join(entry));
-        }
-    }
-    if let Some(keel_home) = keel_home {
-        push(keel_home.to_path_buf());
-    }
-    for path in extra {
-        push(path.clone());
-    }
-    out
-}
-
-/// The credential location `path` (absolute, symlinks resolved) is or lies in, if any.
-pub fn credential<'a>(path: &Path, locations: &'a [PathBuf]) -> Option<&'a Path> {
-    locations
-        .iter()
-        .find(|location| path.starts_with(location))
-        .map(PathBuf::as_path)
-}
-
-/// Why `path` (absolute, symlinks resolved) is a protected control file, if it is one: it
-/// lies in a workspace root and matches a control pattern at any depth, or lies in
-/// `keel_home`.
-pub fn control_file(path: &Path, roots: &[PathBuf], keel_home: Option<&Path>) -> Option<String> {
-    if let Some(keel_home) = keel_home
-        && path.starts_with(keel_home)
-    {
-        return Some(format!("keel's home folder {}", keel_home.display()));
-    }
-    let root = roots.iter().find(|root| path.starts_with(root))?;
-    let rest = path.strip_prefix(root).ok()?;
-    let names: Vec<&OsStr> = rest
-        .components()
-        .filter_map(|c| match c {
-            Component::Normal(name) => Some(name),
-            _ => None,
-        })
-        .collect();
-    pattern_in(&names).map(str::to_owned)
-}
-
-/// Why deleting or moving away the folder `path` would take protected files with it
-/// (`rm -rf .git`, `mv .keel x`, `rm -rf ~`), if it would: it is or lies in a control file,
-/// is a control folder (`.git`, `.claude`, a git `hooks` folder), holds keel's home folder,
-/// or is a workspace root holding control files (`rm -rf .`). A nested repository's folder
-/// (`vendor/x`, a clone the model made) may go as a whole; its `.git` is still guarded by
-/// name. Folders above the workspace are the danger list's to judge.
-pub fn removes_control(path: &Path, roots: &[PathBuf], keel_home: Option<&Path>) -> Option<String> {
-    if let Some(found) = control_file(path, roots, keel_home) {
-        return Some(found);
-    }
-    if let Some(keel_home) = keel_home
-        && keel_home.starts_with(path)
-    {
-        return Some(format!(
-            "{}, which holds keel's home folder",
-            path.display()
-        ));
-    }
-    let inside = roots.iter().any(|root| path.starts_with(root));
-    let named = |n: &str| path.file_name().is_some_and(|f| f == n);
-    let control_folder = named(".git")
-        || named(".claude")
-        || (named("hooks") && path.parent().is_some_and(|p| p.ends_with(".git")));
-    if inside && control_folder {
-        return Some(format!("{} (a control folder)", path.display()));
-    }
-    roots
-        .iter()
-        .find(|root| root.as_path() == path && holds_control_files(root))
-        .map(|root| {
-            format!(
-                "{} (the workspace, which holds control files)",
-                root.display()
-            )
-        })
-}
-
-/// The control pattern that a workspace-relative path matches.
-fn pattern_in(names: &[&OsStr]) -> Option<&'static str> {
-    for (i, name) in names.iter().enumerate() {
-        let rest = names.get(i + 1..).unwrap_or(&[]);
-        match name.to_str() {
-            Some(".keel") => return Some(".keel/**"),
-            Some(".mcp.json") if rest.is_empty() => return Some(".mcp.json"),
-            Some(".claude") if matches!(rest, [file] if is_claude_settings(file)) => {
-                return Some(".claude/settings*.json");
-            }
-            // Hook scripts live here (`.claude/hooks/…`); a trusted hook runs whatever its
-            // script holds, unsandboxed, so the model may not change it. Skills and custom
-            // commands are prompt text and stay the model's to write.
-            Some(".claude")
-                if rest
-                    .first()
-                    .is_some_and(|first| *first != "skills" && *first != "commands") =>
-            {
-                return Some(".claude/** (but skills/ and commands/)");
-            }
-            Some(".git") if git_control(rest) => return Some(".git/config, .git/hooks/**"),
-            _ => {}
-        }
-    }
-    None
-}
-
-/// Whether a path inside a git folder is its configuration or its hooks, including those
-/// of submodules (`.git/modules/NAME/config`).
-fn git_control(rest: &[&OsStr]) -> bool {
-    match rest {
-        [] => false,
-        [first, ..] if *first == "hooks" => true,
-        [only] => *only == "config",
-        [first, tail @ ..] if *first == "modules" => {
-            tail.len() >= 2
-                && (tail.last().is_some_and(|n| *n == "config")
-                    || tail.iter().any(|n| *n == "hooks"))
-        }
-        _ => false,
-    }
-}
-
-fn is_claude_settings(name: &OsStr) -> bool {
-    name.to_str()
-        .is_some_and(|n| n.starts_with("settings") && n.ends_with(".json"))
-}
-
-/// Whether the folder `dir` holds a control file directly (`.keel`, `.git`, `.mcp.json`,
-/// `.claude`), or is itself a git or `.claude` folder.
-fn holds_control_files(dir: &Path) -> bool {
-    [".keel", ".git", ".mcp.json", ".claude"]
-        .iter()
-        .any(|name| std::fs::symlink_metadata(dir.join(name)).is_ok())
-}
+use super::{Protection, home, is_claude_settings};
 
 /// The control files of the workspace roots as they are now: what the sandbox mounts
 /// read-only, and what it checks after a command for files that must not have appeared.
@@ -235,16 +27,63 @@ pub struct ControlSet {
 }
 
 impl ControlSet {
-    /// Looks at each root's control files.
-    pub fn scan(roots: &[PathBuf]) -> Self {
+    /// Looks at each root's control files, and at the user's start-up files and the files
+    /// trusted commands run where they lie inside a root (elsewhere the sandbox leaves
+    /// nothing writable anyway).
+    pub fn scan(protection: &Protection) -> Self {
+        let roots = &protection.roots;
         let mut set = Self {
-            roots: roots.to_vec(),
+            roots: roots.clone(),
             ..Self::default()
         };
         for root in roots {
             set.scan_root(root);
         }
+        let inside = |p: &Path| roots.iter().any(|r| p.starts_with(r) && p != r.as_path());
+        let mut extra: Vec<PathBuf> = protection
+            .trusted
+            .iter()
+            .map(|t| t.path.clone())
+            .filter(|p| inside(p))
+            .collect();
+        for home in &protection.homes {
+            if roots.iter().any(|r| home.starts_with(r)) {
+                extra.extend(home::entries(home));
+            }
+        }
+        for path in extra {
+            set.add_extra(&path);
+        }
         set
+    }
+
+    /// Protects one more path: read-only when it exists (unless a folder already mounted
+    /// read-only holds it), watched when it does not; the folders on the way to it inside
+    /// its root are pinned, so that renaming one cannot put another file in its place.
+    fn add_extra(&mut self, path: &Path) {
+        if self.read_only.iter().any(|r| path.starts_with(r))
+            || self.absent.iter().any(|a| a == path)
+        {
+            return;
+        }
+        if std::fs::symlink_metadata(path).is_ok() {
+            self.read_only.push(path.to_path_buf());
+        } else {
+            self.absent.push(path.to_path_buf());
+        }
+        let Some(root) = self.roots.iter().find(|r| path.starts_with(r)).cloned() else {
+            return;
+        };
+        let mut dir = path.parent();
+        while let Some(folder) = dir {
+            if folder == root || !folder.starts_with(&root) {
+                break;
+            }
+            if folder.is_dir() && !self.pinned.iter().any(|p| p == folder) {
+                self.pinned.push(folder.to_path_buf());
+            }
+            dir = folder.parent();
+        }
     }
 
     fn scan_root(&mut self, root: &Path) {
@@ -490,71 +329,6 @@ mod tests {
     use pretty_assertions::assert_eq;
 
     #[test]
-    fn control_patterns_match_at_any_depth_inside_a_root() {
-        let roots = [PathBuf::from("/ws")];
-        let home = Some(Path::new("/home/u/.keel"));
-        let check = |p: &str| control_file(Path::new(p), &roots, home).is_some();
-        for protected in [
-            "/ws/.keel",
-            "/ws/.keel/config.yaml",
-            "/ws/sub/.keel/permissions.yaml",
-            "/ws/.git/config",
-            "/ws/.git/hooks",
-            "/ws/.git/hooks/pre-commit",
-            "/ws/vendor/x/.git/hooks/post-checkout",
-            "/ws/.git/modules/sub/config",
-            "/ws/.git/modules/sub/hooks/pre-push",
-            "/ws/.mcp.json",
-            "/ws/.claude/settings.json",
-            "/ws/.claude/settings.local.json",
-            "/ws/.claude/hooks/check.sh",
-            "/ws/.claude/agents/x.md",
-            "/home/u/.keel/config.yaml",
-        ] {
-            assert!(check(protected), "{protected}");
-        }
-        for free in [
-            "/ws/src/main.rs",
-            "/ws/.git/index",
-            "/ws/.git/objects/ab/cdef",
-            "/ws/.git/configx",
-            "/ws/.claude/commands/x.md",
-            "/ws/.claude/skills/x/SKILL.md",
-            "/ws/docs/.mcp.json.bak",
-            "/elsewhere/.keel/config.yaml",
-            "/home/u",
-        ] {
-            assert!(!check(free), "{free}");
-        }
-        assert!(removes_control(Path::new("/home/u"), &roots, home).is_some());
-        assert!(removes_control(Path::new("/ws/.git/hooks"), &roots, home).is_some());
-        assert!(removes_control(Path::new("/ws/src"), &roots, home).is_none());
-        assert!(removes_control(Path::new("/ws/vendor/x"), &roots, home).is_none());
-        assert!(removes_control(Path::new("/ws/.git"), &roots, home).is_some());
-        assert!(removes_control(Path::new("/ws/vendor/x/.git"), &roots, home).is_some());
-    }
-
-    #[test]
-    fn credential_locations_extend_and_never_duplicate() {
-        let extra = vec![PathBuf::from("/secrets"), PathBuf::from("/home/u/.ssh")];
-        let all = credential_locations(
-            Some(Path::new("/home/u")),
-            Some(Path::new("/home/u/.keel")),
-            &extra,
-        );
-        assert_eq!(all.len(), DEFAULT_CREDENTIALS.len() + 2);
-        assert_eq!(
-            credential(Path::new("/home/u/.ssh/id_rsa"), &all),
-            Some(Path::new("/home/u/.ssh"))
-        );
-        assert_eq!(
-            credential(Path::new("/secrets/x"), &all),
-            Some(Path::new("/secrets"))
-        );
-        assert_eq!(credential(Path::new("/home/u/.sshx"), &all), None);
-    }
-
-    #[test]
     fn a_scan_finds_existing_control_files_and_lists_absent_ones() {
         let dir = tempfile::tempdir().unwrap();
         let root = dir.path().to_path_buf();
@@ -564,7 +338,7 @@ mod tests {
         std::fs::write(root.join(".claude/settings.json"), "{}").unwrap();
         std::fs::create_dir_all(root.join(".claude/hooks")).unwrap();
         std::fs::create_dir_all(root.join(".claude/skills/x")).unwrap();
-        let set = ControlSet::scan(std::slice::from_ref(&root));
+        let set = ControlSet::scan(&Protection::of_roots(std::slice::from_ref(&root)));
         let mut read_only = set.read_only.clone();
         read_only.sort();
         assert_eq!(
