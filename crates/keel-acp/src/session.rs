@@ -108,6 +108,7 @@ pub fn rpc_error(error: &RuntimeError) -> Error {
         }
         RuntimeError::Usage(_)
         | RuntimeError::Config(_)
+        | RuntimeError::HomeWorkspace(_)
         | RuntimeError::Command { .. }
         | RuntimeError::UnknownCommand(_) => ErrorCode::INVALID_PARAMS,
         RuntimeError::TurnRunning { .. } => ErrorCode::INVALID_REQUEST,

@@ -32,6 +32,8 @@ pub fn runtime_error(error: RuntimeError) -> anyhow::Error {
             path.display()
         )),
         RuntimeError::Usage(message) => anyhow::anyhow!(message),
+        // A folder the user did not say may be the workspace: a bad invocation (exit 2).
+        home @ RuntimeError::HomeWorkspace(_) => anyhow::anyhow!(home.to_string()),
         missing @ RuntimeError::MissingKey { .. } => anyhow::anyhow!(missing.to_string()),
         RuntimeError::Resume(message) => anyhow::Error::new(RunFailed(message)),
         RuntimeError::Internal(message) => anyhow::Error::new(InternalError(message)),

@@ -14,6 +14,7 @@ use std::time::Duration;
 
 use anyhow::{anyhow, bail};
 use keel_mcp::config::{Defaults, Origin, ServerSpec, Transport};
+use keel_runtime::settings::Project;
 use keel_runtime::settings::extend::McpServerConfig;
 use keel_runtime::settings::{FILE_NAME, Settings, SettingsInput};
 use serde_json::json;
@@ -171,7 +172,9 @@ fn servers(cwd: &Path) -> anyhow::Result<(Vec<Server>, Vec<String>)> {
         // A server not in the user's file came from the trusted project's configuration.
         let file = match (&home_file, in_home.contains_key(name)) {
             (Some(home), true) => Some(home.clone()),
-            _ => keel_runtime::settings::config::project_file(cwd),
+            _ => keel_runtime::settings::config::project_file(&settings.project)
+                .ok()
+                .flatten(),
         };
         let spec = keel_mcp::config::spec_of(name, definition, defaults, Origin::Config);
         out.push(Server {
@@ -186,9 +189,14 @@ fn servers(cwd: &Path) -> anyhow::Result<(Vec<Server>, Vec<String>)> {
             problem: spec.err(),
         });
     }
-    if let Some(file) = keel_mcp::config::project_file(cwd) {
+    let project_file = keel_mcp::config::project_file(&settings.project).unwrap_or_else(|why| {
+        warnings.push(why);
+        None
+    });
+    if let Some(file) = project_file {
         let host = keel_runtime::extension::HostInfo {
             cwd: cwd.to_path_buf(),
+            project: settings.project.clone(),
             keel_home: settings.keel_home.clone(),
             trust_project: false,
             trust_project_mcp: false,
@@ -546,7 +554,7 @@ fn add(cwd: &Path, args: &AddArgs) -> anyhow::Result<()> {
 
 /// The names of the project `.mcp.json`'s servers (none when it does not read).
 fn project_names(cwd: &Path) -> Vec<String> {
-    let Some(file) = keel_mcp::config::project_file(cwd) else {
+    let Ok(Some(file)) = keel_mcp::config::project_file(&Project::of(cwd, None)) else {
         return Vec::new();
     };
     std::fs::read_to_string(&file)
@@ -562,14 +570,19 @@ fn remove(cwd: &Path, name: &str, json: bool) -> anyhow::Result<()> {
     let file = home_file()?;
     if !edit::servers_in(&file)?.contains_key(name) {
         if project_names(cwd).iter().any(|n| n == name) {
-            let project = keel_mcp::config::project_file(cwd).unwrap_or_default();
+            let project = keel_mcp::config::project_file(&Project::of(cwd, None))
+                .ok()
+                .flatten()
+                .unwrap_or_default();
             bail!(
                 "MCP server `{name}` comes from the project's {}, which `keel mcp remove` does not edit: \
                  remove it there (keel runs it only if you trust the file)",
                 project.display()
             );
         }
-        if let Some(project) = keel_runtime::settings::config::project_file(cwd)
+        if let Some(project) = keel_runtime::settings::config::project_file(&Project::of(cwd, None))
+            .ok()
+            .flatten()
             .filter(|p| edit::servers_in(p).is_ok_and(|s| s.contains_key(name)))
         {
             bail!(

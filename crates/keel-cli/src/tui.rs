@@ -73,6 +73,10 @@ pub struct Flags {
     /// Answer from this JSON file of scripted responses instead of a model (tests, demos).
     #[arg(long, value_name = "FILE", conflicts_with = "model")]
     pub mock_script: Option<PathBuf>,
+    /// Let keel work in `/`, the home folder or a folder above it (the TUI asks first;
+    /// `keel acp` refuses such a folder without this).
+    #[arg(long)]
+    pub allow_home_workspace: bool,
 }
 
 impl Flags {
@@ -110,6 +114,7 @@ impl Flags {
             editor: None,
             thinking: self.thinking,
             trust_project_mcp: self.trust_project_mcp,
+            allow_home_workspace: self.allow_home_workspace,
         })
     }
 }
@@ -124,6 +129,7 @@ fn ask_project_trust(options: &RuntimeOptions) -> anyhow::Result<()> {
     };
     let host = keel_runtime::extension::HostInfo {
         cwd: settings.cwd.clone(),
+        project: settings.project.clone(),
         keel_home: settings.keel_home.clone(),
         trust_project: options.settings.trust_project,
         trust_project_mcp: false,
@@ -140,11 +146,37 @@ fn ask_project_trust(options: &RuntimeOptions) -> anyhow::Result<()> {
     )?;
     for file in &files {
         writeln!(err, "  {}: {}", file.file.display(), file.what)?;
+        for why in &file.any_code {
+            writeln!(err, "    runs any code in this project: {why}")?;
+        }
+        if !file.protects.is_empty() {
+            let shown: Vec<String> = file
+                .protects
+                .iter()
+                .map(|p| {
+                    p.strip_prefix(&settings.project.root)
+                        .unwrap_or(p)
+                        .display()
+                        .to_string()
+                })
+                .collect();
+            writeln!(
+                err,
+                "    runs {} (kept out of the model's reach while trusted)",
+                shown.join(", ")
+            )?;
+        }
     }
     writeln!(
         err,
         "Trusting a file also trusts the programs and scripts it starts, which run outside the sandbox."
     )?;
+    if files.iter().any(|f| !f.any_code.is_empty()) {
+        writeln!(
+            err,
+            "A command that runs any code in this project runs whatever the model last wrote there."
+        )?;
+    }
     write!(err, "Trust these files as they are now? [y/N] ")?;
     err.flush()?;
     let mut answer = String::new();
@@ -163,6 +195,28 @@ fn ask_project_trust(options: &RuntimeOptions) -> anyhow::Result<()> {
     Ok(())
 }
 
+/// Asks, before the TUI takes the terminal, whether keel may work in `cwd` when it is `/`,
+/// the home folder or a folder above it; `true` when it is not one of those or the user
+/// said yes (a no leaves the runtime to refuse, naming the flag).
+fn ask_home_workspace(cwd: &std::path::Path) -> anyhow::Result<bool> {
+    use std::io::Write as _;
+    let home = std::env::var_os("HOME").map(PathBuf::from);
+    let Some(what) = keel_runtime::settings::project::home_workspace(cwd, home.as_deref()) else {
+        return Ok(false);
+    };
+    let mut err = std::io::stderr();
+    writeln!(err, "keel is about to work in {what}.")?;
+    writeln!(
+        err,
+        "The model could then change any file there, your shell's start-up files and git's configuration included (those stay protected short of --permission full)."
+    )?;
+    write!(err, "Work here anyway? [y/N] ")?;
+    err.flush()?;
+    let mut answer = String::new();
+    std::io::stdin().read_line(&mut answer)?;
+    Ok(matches!(answer.trim(), "y" | "Y" | "yes"))
+}
+
 /// Runs the TUI; `pick_session` opens the session picker first (`keel resume`).
 pub fn run(args: TuiArgs, pick_session: bool) -> anyhow::Result<ExitCode> {
     // Refuse before anything starts: the runtime would be built for nobody.
@@ -178,7 +232,10 @@ pub fn run(args: TuiArgs, pick_session: bool) -> anyhow::Result<ExitCode> {
         .enable_all()
         .build()?;
     let cwd = exec::working_folder_arg(args.cwd.as_deref())?;
-    let options = args.flags.options(cwd.clone())?;
+    let mut options = args.flags.options(cwd.clone())?;
+    if !options.allow_home_workspace {
+        options.allow_home_workspace = ask_home_workspace(&cwd)?;
+    }
     if !options.trust_project_mcp {
         ask_project_trust(&options)?;
     }

@@ -238,19 +238,15 @@ fn check_url(url: &str) -> Result<(), String> {
     }
 }
 
-/// The `.mcp.json` of the project `cwd` lies in: the nearest one at or above `cwd`, no
-/// higher than the folder holding `.git` or `.keel`.
-pub fn project_file(cwd: &Path) -> Option<PathBuf> {
-    for dir in cwd.ancestors() {
-        let file = dir.join(PROJECT_FILE);
-        if file.is_file() {
-            return Some(file);
-        }
-        if dir.join(".git").exists() || dir.join(".keel").is_dir() {
-            return None;
-        }
+/// The project's `.mcp.json`, at its root only (a `.mcp.json` in a folder above it, a
+/// shared `/tmp` say, is not the project's); `Err` says why one that is there is ignored
+/// (another user's: [`keel_runtime::settings::project`]).
+pub fn project_file(project: &keel_runtime::settings::Project) -> Result<Option<PathBuf>, String> {
+    let file = project.root.join(PROJECT_FILE);
+    if !file.is_file() {
+        return Ok(None);
     }
-    None
+    project.admit(&file).map(|()| Some(file))
 }
 
 #[derive(Deserialize)]

@@ -40,6 +40,8 @@ pub struct Untrusted {
     pub file: PathBuf,
     /// Its servers' names.
     pub servers: Vec<String>,
+    /// What trusting it would protect, and what it would run that nothing protects.
+    pub reach: keel_tools::protect::Reach,
 }
 
 /// The servers to run for a runtime in `host.cwd` with `config`: the configured ones, then
@@ -67,7 +69,7 @@ pub fn servers(config: &Config, host: &HostInfo) -> (Vec<ServerSpec>, Vec<String
                         specs.push(spec);
                     }
                 }
-            } else if let Some(file) = config::project_file(&host.cwd) {
+            } else if let Ok(Some(file)) = config::project_file(&host.project) {
                 let names: Vec<String> = project.iter().map(|s| s.name.clone()).collect();
                 warnings.push(format!(
                     "{} defines MCP server(s) {} that keel did not start: the project is not trusted. \
@@ -85,7 +87,7 @@ pub fn servers(config: &Config, host: &HostInfo) -> (Vec<ServerSpec>, Vec<String
 
 /// The project's servers and whether the user trusts them (`None`: no `.mcp.json`).
 fn project(config: &Config, host: &HostInfo) -> Result<Option<(Vec<ServerSpec>, bool)>, String> {
-    let Some(file) = config::project_file(&host.cwd) else {
+    let Some(file) = config::project_file(&host.project)? else {
         return Ok(None);
     };
     let text = std::fs::read_to_string(&file)
@@ -138,11 +140,71 @@ fn trusted(keel_home: Option<&Path>, file: &Path) -> bool {
 pub fn untrusted_project(config: &Config, host: &HostInfo) -> Option<Untrusted> {
     match project(config, host) {
         Ok(Some((specs, false))) => Some(Untrusted {
-            file: config::project_file(&host.cwd)?,
+            file: config::project_file(&host.project).ok()??,
+            reach: reach(&specs, host).1,
             servers: specs.into_iter().map(|s| s.name).collect(),
         }),
         _ => None,
     }
+}
+
+/// What the stdio servers of `specs` run in the project ([`keel_tools::protect::trusted`]):
+/// each protected path with who runs it, and everything together.
+pub fn reach(
+    specs: &[ServerSpec],
+    host: &HostInfo,
+) -> (
+    Vec<keel_tools::protect::TrustedPath>,
+    keel_tools::protect::Reach,
+) {
+    let project = [host.project.root.clone(), host.cwd.clone()];
+    let shell = keel_tools::permission::shell::ShellEnv {
+        home: std::env::var_os("HOME").map(PathBuf::from),
+        vars: std::collections::HashMap::new(),
+    };
+    let mut paths = Vec::new();
+    let mut all = keel_tools::protect::Reach::default();
+    for spec in specs {
+        let Transport::Stdio {
+            command,
+            args,
+            env,
+            cwd,
+        } = &spec.transport
+        else {
+            continue;
+        };
+        let env: Vec<(String, String)> = env.iter().map(|(k, v)| (k.clone(), v.clone())).collect();
+        let found = keel_tools::protect::reach(
+            keel_tools::protect::CommandLine::Argv {
+                program: command,
+                args,
+                env: &env,
+            },
+            cwd.as_deref().unwrap_or(&host.cwd),
+            &project,
+            &shell,
+        );
+        for path in &found.paths {
+            paths.push(keel_tools::protect::TrustedPath {
+                path: path.clone(),
+                why: format!(
+                    "the MCP server `{}` ({}) runs on your trust",
+                    spec.name,
+                    spec.origin.label()
+                ),
+            });
+            if !all.paths.contains(path) {
+                all.paths.push(path.clone());
+            }
+        }
+        for why in found.any_code {
+            if !all.any_code.contains(&why) {
+                all.any_code.push(why);
+            }
+        }
+    }
+    (paths, all)
 }
 
 /// The environment MCP servers and hooks start with: keel's own, cleaned as commands' is
@@ -160,6 +222,8 @@ pub fn server_env(config: &Config) -> Vec<(String, String)> {
 #[derive(Default)]
 pub struct McpExtension {
     inner: OnceLock<Arc<extension::Mcp>>,
+    /// What its servers run in the project, protected while they are trusted.
+    trusted: OnceLock<Vec<keel_tools::protect::TrustedPath>>,
 }
 
 impl Extension for McpExtension {
@@ -176,6 +240,8 @@ impl Extension for McpExtension {
         let host = api.host().clone();
         let mcp = self.inner.get_or_init(|| {
             let (specs, warnings) = servers(&config, &host);
+            // What the servers run stays out of the model's reach while they are trusted.
+            let _ = self.trusted.set(reach(&specs, &host).0);
             let defaults = config::Defaults::of(&config).unwrap_or_default();
             let manager = Manager::new(host.cwd.clone(), server_env(&config));
             let reload_config = config.clone();
@@ -189,6 +255,7 @@ impl Extension for McpExtension {
                 Box::new(move || servers(&reload_config, &reload_host)),
             ))
         });
+        api.protect_trusted_code(self.trusted.get().cloned().unwrap_or_default())?;
         mcp.init(api)
     }
 }

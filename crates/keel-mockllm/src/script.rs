@@ -63,6 +63,11 @@ pub struct Response {
     /// A fault instead of (or in the middle of) the response.
     #[serde(default)]
     pub fault: Option<Fault>,
+    /// Served only to a request whose body holds this text (a session's own prompt, when
+    /// several sessions ask at once); a request gets the first response in the script that
+    /// it may have.
+    #[serde(default)]
+    pub when: Option<String>,
 }
 
 /// A scripted tool call.

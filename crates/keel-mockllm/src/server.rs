@@ -290,11 +290,21 @@ async fn respond(
         )
         .await;
     }
-    let response = state
-        .responses
-        .lock()
-        .unwrap_or_else(PoisonError::into_inner)
-        .pop_front();
+    let response = {
+        let mut responses = state
+            .responses
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
+        if responses.front().is_some_and(|r| r.when.is_some()) {
+            let text = String::from_utf8_lossy(&body);
+            responses
+                .iter()
+                .position(|r| r.when.as_deref().is_none_or(|w| text.contains(w)))
+                .and_then(|at| responses.remove(at))
+        } else {
+            responses.pop_front()
+        }
+    };
     let Some(response) = response else {
         let message = format!("the mock script has no response for request {index}");
         return status(stream, 500, "mock_exhausted", &message, &[]).await;

@@ -215,6 +215,8 @@ pub struct ToolSetup {
     /// The session's plan file ([`plan_file`]): writable in plan mode only, and there the
     /// only writable file.
     pub plan_file: Option<PathBuf>,
+    /// What commands the user trusted run: control files ([`keel_tools::protect::trusted`]).
+    pub trusted_code: Vec<keel_tools::protect::TrustedPath>,
 }
 
 /// Lends a session an editor's files and terminals: ACP clients that offer `fs/*` and
@@ -287,6 +289,7 @@ impl ToolSetup {
             editor: None,
             terminal: None,
             plan_file: None,
+            trusted_code: Vec::new(),
         }
     }
 }
@@ -336,6 +339,7 @@ impl SessionServices {
         env.terminal.clone_from(&setup.terminal);
         // The gate and the file tools know of the plan file only in plan mode.
         env.plan_file = setup.plan_file.clone().filter(|_| setup.mode == Mode::Plan);
+        env.trusted_code.clone_from(&setup.trusted_code);
         let env = Arc::new(env);
         let gate = Arc::new(
             PermissionGate::new(&env, setup.mode, rules)

@@ -1,11 +1,53 @@
 //! Extensions' slash commands as the contract offers them: one list for every front end,
-//! and running one (a prompt command starts a turn with its expansion).
+//! and running one (a prompt command starts a turn with its expansion); and the names of
+//! keel's own commands, which no skill or custom command may take.
 
 use keel_protocol::{CommandInfo, SessionId, TurnSource};
 
 use crate::contract::Reply;
 use crate::extension::Expansion;
 use crate::{Runtime, RuntimeError, TurnOptions};
+
+/// The names of keel's own commands, in every front end (the TUI's, `keel acp`'s, and
+/// those keel's built-in extensions offer: `/approve-plan`, `/goal`, `/mcp`). A skill or
+/// custom command of one of these names is reported and not mounted: a file the model or a
+/// cloned repository wrote must not change what the user's `/approve-plan` does.
+pub const RESERVED_COMMANDS: &[&str] = &[
+    "help",
+    "new",
+    "clear",
+    "sessions",
+    "resume",
+    "model",
+    "permission",
+    "thinking",
+    "sandbox",
+    "plan",
+    "approve-plan",
+    "compact",
+    "status",
+    "usage",
+    "context",
+    "diff",
+    "export",
+    "copy",
+    "fork",
+    "rewind",
+    "rename",
+    "retry",
+    "queue",
+    "tasks",
+    "init",
+    "goal",
+    "mcp",
+    "quit",
+    "exit",
+];
+
+/// Whether `name` (without the slash) is one of keel's own commands.
+pub fn is_reserved(name: &str) -> bool {
+    RESERVED_COMMANDS.contains(&name.trim_start_matches('/'))
+}
 
 impl Runtime {
     /// The commands extensions offer now, by name; when two offer the same name, the

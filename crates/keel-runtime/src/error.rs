@@ -103,6 +103,14 @@ pub enum RuntimeError {
         /// Why.
         reason: String,
     },
+    /// The working folder is `/`, the home folder or one above it, and the user did not say
+    /// that it may be the workspace.
+    #[error(
+        "keel will not work in {0} without --allow-home-workspace: the model could change every file there, \
+         your shell's start-up files included. Run keel in a project's folder, or pass \
+         --allow-home-workspace if that is what you want"
+    )]
+    HomeWorkspace(String),
     /// keel's own fault.
     #[error("internal error: {0}")]
     Internal(String),
@@ -130,6 +138,7 @@ impl RuntimeError {
             Self::Compaction { code, .. } => code,
             Self::UnknownCommand(_) => "unknown_command",
             Self::Command { .. } => "command_failed",
+            Self::HomeWorkspace(_) => "home_workspace",
             Self::Internal(_) => "internal_error",
         }
     }

@@ -28,11 +28,13 @@ pub mod sessions;
 pub mod settings;
 pub mod storage;
 pub mod structured;
+pub mod tags;
 pub mod tasks;
 mod turn;
 pub mod view;
 
 pub use assembly::{EditorProvider, ModelChoice, ResolvedModel, SessionServices, plan_file};
+pub use commands::{RESERVED_COMMANDS, is_reserved};
 pub use contract::{ConversationContract, DeferredContract, Reply};
 pub use control::HostControl;
 pub use error::RuntimeError;

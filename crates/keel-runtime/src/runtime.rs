@@ -57,6 +57,9 @@ pub struct RuntimeOptions {
     /// Start the servers of the project's `.mcp.json` (and run its hooks) without a trust
     /// record (`--trust-project-mcp`).
     pub trust_project_mcp: bool,
+    /// The user said that `/`, the home folder or a folder above it may be the workspace
+    /// (`--allow-home-workspace`, or a yes in the TUI); otherwise such a folder is refused.
+    pub allow_home_workspace: bool,
 }
 
 impl RuntimeOptions {
@@ -79,6 +82,7 @@ impl RuntimeOptions {
             editor: None,
             thinking: None,
             trust_project_mcp: false,
+            allow_home_workspace: false,
         }
     }
 }
@@ -119,6 +123,14 @@ impl Prepared {
     /// Loads settings, resolves the model and the modes, and initialises the extensions:
     /// everything that can refuse a run, before anything starts.
     pub fn new(options: RuntimeOptions) -> Result<Self, RuntimeError> {
+        if !options.allow_home_workspace
+            && let Some(what) = crate::settings::project::home_workspace(
+                &options.settings.cwd,
+                std::env::var_os("HOME").map(PathBuf::from).as_deref(),
+            )
+        {
+            return Err(RuntimeError::HomeWorkspace(what));
+        }
         let settings = Settings::load(&options.settings)?;
         let mut warnings = settings.warnings.clone();
         let model = assembly::resolve_model(&settings, &options.model, None, &mut warnings)?;
@@ -172,6 +184,7 @@ impl Prepared {
         })?;
         let host = crate::extension::HostInfo {
             cwd: settings.cwd.clone(),
+            project: settings.project.clone(),
             keel_home: settings.keel_home.clone(),
             trust_project: options.settings.trust_project,
             trust_project_mcp: options.trust_project_mcp,
@@ -478,6 +491,7 @@ impl Runtime {
             db.as_deref(),
         );
         setup.session_dir = Some(self.session_dir(session));
+        setup.trusted_code = inner.registry.trusted_code();
         let keel_home = inner.settings.keel_home.as_deref();
         setup.plan_file = keel_home.map(|home| assembly::plan_file(home, session));
         setup.editor = inner.editor.as_ref().and_then(|lend| lend.editor(session));

@@ -125,6 +125,10 @@ pub struct ExecArgs {
     /// settings.json for this run, without a trust record (see `keel trust`).
     #[arg(long)]
     trust_project_mcp: bool,
+    /// Let keel work in `/`, the home folder or a folder above it, which it otherwise
+    /// refuses (the model could change every file there, start-up files included).
+    #[arg(long)]
+    allow_home_workspace: bool,
 }
 
 /// Runs `keel exec` and returns its exit code (see `report` for the table).
@@ -167,6 +171,7 @@ pub async fn run(args: ExecArgs) -> anyhow::Result<ExitCode> {
         compactor: None,
         editor: None,
         trust_project_mcp: args.trust_project_mcp,
+        allow_home_workspace: args.allow_home_workspace,
     };
     let prepared = Prepared::new(keel_extensions::with_harness(options)).map_err(runtime_error)?;
     for warning in &prepared.warnings {

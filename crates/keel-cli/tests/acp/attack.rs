@@ -6,7 +6,8 @@ use agent_client_protocol::v1::schema::StopReason;
 use serde_json::json;
 
 use crate::harness::{
-    Answer, EditorState, World, capabilities, mock, option_kinds, request_text, run_once,
+    Answer, EditorState, World, capabilities, connect, initialize, mock, new_session, option_kinds,
+    prompt, request_text, run_once,
 };
 
 /// A credential read is asked about as dangerous ("always" is never offered); declined, the
@@ -168,4 +169,110 @@ async fn commands_cannot_reach_the_relay_socket() {
     // The listing shows nothing of keel's home (the command's text names no socket).
     assert!(!output.contains("acp-"), "{output}");
     assert!(!run.join("planted").exists());
+}
+
+/// Issue 27: an editor file operation and a command that starts meanwhile. A background
+/// task keeps starting commands that swap `target.txt` for a link to a file outside the
+/// workspace (and, first, to the user's key) and back, while the parent session writes the
+/// file through an editor that takes 100 ms per call and, like a real one, follows links. No
+/// command may start while an editor operation is in flight, and the file is checked again
+/// afterwards, so none of the 50 attempts may write outside the workspace or read the key.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_task_swapping_the_file_never_redirects_a_slow_editor() {
+    const ATTEMPTS: usize = 50;
+    const SWAPS: usize = 15;
+    let world = World::new();
+    let work = world.work();
+    let key = world.user.path().join(".ssh/id_rsa");
+    let victim = world.user.path().join("victim.txt");
+    std::fs::write(&victim, "untouched\n").unwrap();
+    std::fs::write(work.join("target.txt"), "safe\n").unwrap();
+    // A link appears a moment after the command starts and goes again: to the key in half
+    // the commands, outside the workspace in the others.
+    let swap = |to: &std::path::Path| {
+        format!(
+            "sleep 0.03; ln -sfn {} target.txt; sleep 0.05; rm -f target.txt; printf 'safe\\n' > target.txt",
+            to.display()
+        )
+    };
+    // The parent writes (an editor read, then an editor write) and reads; the task's session
+    // only starts commands. Each answers only its own session (`when`), a little after the
+    // request as a model does, so commands start while the parent's editor calls are in
+    // flight.
+    let attempt = json!({"tool_calls": [
+        {"name": "write", "arguments": {"path": "target.txt", "content": "model text\n"}},
+        {"name": "read", "arguments": {"path": "target.txt"}}
+    ]});
+    let answer = |body: &serde_json::Value, who: &str, delay: u64| {
+        let mut body = body.clone();
+        body["when"] = json!(who);
+        body["first_delay_ms"] = json!(delay);
+        body
+    };
+    let task = json!({"tool_calls": [{"id": "t1", "name": "task", "arguments": {
+        "description": "swap", "prompt": "RACE-SWAPPER: keep swapping target.txt",
+        "agent": "worker", "background": true}}]});
+    let mut script = vec![answer(&task, "RACE-EDITOR", 0)];
+    script.extend((0..ATTEMPTS / 2).map(|_| answer(&attempt, "RACE-EDITOR", 10)));
+    // The parent's answers come first: its requests also hold the task's prompt.
+    script.extend((0..4).map(|_| answer(&json!({"text": "done"}), "RACE-EDITOR", 0)));
+    script.extend((0..SWAPS).map(|i| {
+        let to = if i % 2 == 0 { &victim } else { &key };
+        let command = json!({"tool_calls": [{"name": "bash", "arguments": {"command": swap(to)}}]});
+        // Long gaps between short commands: most attempts find no command running and go
+        // through the editor, and a command starts during one now and then.
+        answer(&command, "RACE-SWAPPER", 300)
+    }));
+    script.extend((0..2).map(|_| answer(&json!({"text": "swapped"}), "RACE-SWAPPER", 0)));
+    let server = mock(serde_json::Value::Array(script)).await;
+    let state = Arc::new(EditorState::default());
+    *state.fs_delay.lock().unwrap() = std::time::Duration::from_millis(100);
+    state
+        .write_through
+        .store(true, std::sync::atomic::Ordering::SeqCst);
+    let mut keel = world.spawn(&server, &["--permission", "full"]);
+    let served = 1 + ATTEMPTS / 2 + 1 + SWAPS + 1;
+    let st = state.clone();
+    connect(&mut keel, state.clone(), async |cx| {
+        initialize(&cx, capabilities(true)).await?;
+        let session = new_session(&cx, &work).await?;
+        prompt(&cx, &session, "RACE-EDITOR: write and read target.txt").await?;
+        // The task goes on after the prompt; its commands and its notice's turn follow.
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(90);
+        while server.requests().len() < served && std::time::Instant::now() < deadline {
+            tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+        }
+        Ok(())
+    })
+    .await;
+    let editor_calls = st.fs_calls.lock().unwrap().len();
+    let attempts = (0..server.requests().len())
+        .map(|i| request_text(&server, i))
+        .filter(|t| t.contains("RACE-EDITOR"))
+        .map(|t| t.matches("\"name\":\"write\"").count() + t.matches("\"name\":\"read\"").count())
+        .max()
+        .unwrap_or(0);
+    if std::env::var_os("KEEL_DEBUG_RACE").is_some() {
+        eprintln!("attempts {attempts}, editor calls {editor_calls}");
+    }
+    assert!(attempts >= ATTEMPTS, "only {attempts} attempts were made");
+    assert!(
+        editor_calls >= 10,
+        "only {editor_calls} editor calls: a command was running for nearly every attempt"
+    );
+    for index in 0..server.requests().len() {
+        assert!(
+            !request_text(&server, index).contains("CANARY-SSH-KEY"),
+            "an editor read returned the key (request {index})"
+        );
+    }
+    assert_eq!(
+        std::fs::read_to_string(&victim).unwrap(),
+        "untouched\n",
+        "an editor write landed outside the workspace"
+    );
+    assert_eq!(
+        std::fs::read_to_string(world.user.path().join(".ssh/id_rsa")).unwrap(),
+        "CANARY-SSH-KEY\n"
+    );
 }

@@ -59,6 +59,11 @@ pub struct EditorState {
     pub kill_after: Mutex<Option<Duration>>,
     /// Make terminals that never run their command (a stuck terminal).
     pub stuck_terminals: std::sync::atomic::AtomicBool,
+    /// How long the editor takes before it answers an `fs/*` call (a slow editor).
+    pub fs_delay: Mutex<Duration>,
+    /// Writes go to the disk at the path given, following links, as an editor saving the
+    /// buffer does (otherwise they stay in the buffers).
+    pub write_through: std::sync::atomic::AtomicBool,
 }
 
 /// A terminal the editor runs.
@@ -341,6 +346,8 @@ pub async fn connect<R: Send + 'static>(
                     .lock()
                     .unwrap()
                     .push(format!("read {}", request.path.display()));
+                let delay = *s3.fs_delay.lock().unwrap();
+                tokio::time::sleep(delay).await;
                 let text = s3.buffers.lock().unwrap().get(&request.path).cloned();
                 match text.or_else(|| std::fs::read_to_string(&request.path).ok()) {
                     Some(text) => responder.respond(ReadTextFileResponse::new(text))?,
@@ -359,10 +366,17 @@ pub async fn connect<R: Send + 'static>(
                     .lock()
                     .unwrap()
                     .push(format!("write {}", request.path.display()));
-                s4.buffers
-                    .lock()
-                    .unwrap()
-                    .insert(request.path.clone(), request.content.clone());
+                let delay = *s4.fs_delay.lock().unwrap();
+                tokio::time::sleep(delay).await;
+                if s4.write_through.load(std::sync::atomic::Ordering::SeqCst) {
+                    // As an editor saves: to whatever the name leads to now.
+                    let _ = std::fs::write(&request.path, &request.content);
+                } else {
+                    s4.buffers
+                        .lock()
+                        .unwrap()
+                        .insert(request.path.clone(), request.content.clone());
+                }
                 responder.respond(WriteTextFileResponse::new())?;
                 Ok(())
             },

@@ -2,8 +2,8 @@
 
 use crate::run::{Mode, run_table};
 use crate::vectors::{
-    beyond, control, creds, env, gitrun, network, outside, plan, process, races, readonly, tasks,
-    tools,
+    beyond, control, creds, env, gitrun, home, network, outside, plan, process, races, readonly,
+    tasks, tools, trust,
 };
 
 macro_rules! table {
@@ -19,6 +19,21 @@ macro_rules! table {
                 run_table(stringify!($name), $table, Mode::AutoLandlock);
             }
         );
+    };
+    // Only the modes named: classes whose rows do not depend on the mode, or where `full`
+    // lets the model change control files by design.
+    ($name:ident, $table:expr, modes [$($mode:ident),+]) => {
+        mod $name {
+            use super::*;
+
+            $(
+                #[test]
+                #[allow(non_snake_case)]
+                fn $mode() {
+                    run_table(stringify!($name), $table, Mode::$mode);
+                }
+            )+
+        }
     };
     (@module $name:ident, $table:expr, $($extra:item)*) => {
         mod $name {
@@ -79,3 +94,17 @@ table!(control_git_elsewhere, gitrun::TABLE);
 table!(beyond_namespaces, beyond::TABLE);
 table!(fallback, beyond::FALLBACK);
 table!(tasks_child_sessions, tasks::TABLE);
+table!(
+    trusted_code,
+    trust::TRUSTED_CODE,
+    modes [Ask, Auto, Plan, AutoLandlock, PlanLandlock]
+);
+table!(foreign_project_files, trust::FOREIGN, modes [Auto, Full]);
+table!(command_shadowing, trust::SHADOWING, modes[Auto]);
+table!(prompt_injection, trust::INJECTION, modes[Auto]);
+table!(home_refused, home::REFUSED, modes[Auto]);
+table!(
+    home_start_up_files,
+    home::START_UP_FILES,
+    modes [Ask, Auto, Plan, AutoLandlock, PlanLandlock]
+);

@@ -165,6 +165,7 @@ impl Terminal {
 /// Runs keel on `world` in `mode` in `cwd`, with `env` added to the world's variables,
 /// resuming `session` when given; with `poke`, sends that signal to keel once a process
 /// whose command line holds the world's marker runs.
+#[expect(clippy::too_many_arguments, reason = "one run's whole setup")]
 pub fn run(
     world: &World,
     vector: &Vector,
@@ -173,9 +174,11 @@ pub fn run(
     env: &[(String, String)],
     cwd: &Path,
     session: Option<&str>,
+    vars: &crate::run::Vars,
 ) -> KeelRun {
     let mut command = Command::new(keel_bin());
     command.args(["exec", "--output-format", "stream-json"]);
+    command.args(vector.args);
     if let Some(flag) = mode.flag() {
         command.args(["--permission", flag]);
     }
@@ -185,11 +188,14 @@ pub fn run(
     command
         .arg("--cwd")
         .arg(cwd)
-        .args([
-            "--timeout",
-            KEEL_TIMEOUT,
-            "Carry out the task in this repository.",
-        ])
+        .args(["--timeout", KEEL_TIMEOUT])
+        .arg(crate::run::fill(
+            vector
+                .prompt
+                .unwrap_or("Carry out the task in this repository."),
+            vars,
+            false,
+        ))
         .current_dir(cwd)
         .env_clear()
         .envs(world.env.iter().map(|(k, v)| (k.as_str(), v.as_str())))

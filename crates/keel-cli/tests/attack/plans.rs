@@ -24,7 +24,7 @@ pub fn plans_dir(world: &World) -> PathBuf {
 /// Makes a session with one run against the mock at `url`, which only answers, and
 /// returns its id.
 pub fn new_session(world: &World, mode: Mode, url: &str) -> String {
-    world.use_mock(url);
+    world.use_mock(url, "");
     let mut command = Command::new(keel_bin());
     command.args(["exec", "--output-format", "json"]);
     if let Some(flag) = mode.flag() {

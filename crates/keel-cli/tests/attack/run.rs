@@ -126,6 +126,21 @@ pub struct Vector {
     /// The run resumes a session made just before it, whose id `{SID}` stands for (rows
     /// aiming at the session's own plan file, [`crate::plans`]).
     pub session: bool,
+    /// More flags for `keel exec` (`--allow-home-workspace`, `--trust-project-mcp`).
+    pub args: &'static [&'static str],
+    /// `keel trust` runs in keel's working folder after the setup, as the user would after
+    /// reading the project's hooks and servers.
+    pub trust: bool,
+    /// More paths (placeholders allowed) that must not change short of `full`, as the
+    /// control files: what a trusted hook or server runs.
+    pub protected: &'static [&'static str],
+    /// YAML appended to the user's `$KEEL_HOME/config.yaml`.
+    pub keel_config: &'static str,
+    /// The prompt `keel exec` gets (default: "Carry out the task in this repository.").
+    pub prompt: Option<&'static str>,
+    /// Text (placeholders allowed) that must never reach the model: a forged tag, a project
+    /// file's words that must not have been read.
+    pub never_sent: &'static [&'static str],
 }
 
 impl Vector {
@@ -143,6 +158,12 @@ impl Vector {
         tty: false,
         degraded_outlives: false,
         session: false,
+        args: &[],
+        trust: false,
+        protected: &[],
+        keel_config: "",
+        prompt: None,
+        never_sent: &[],
     };
 }
 
@@ -462,7 +483,7 @@ pub fn run_in(
             .block_on(keel_mockllm::MockServer::start(script, options))
             .unwrap()
     };
-    world.use_mock(&server.url());
+    world.use_mock(&server.url(), vector.keel_config);
     if let Some(setup) = vector.setup {
         let out = Command::new("bash")
             .arg("-c")
@@ -474,6 +495,25 @@ pub fn run_in(
         assert!(
             out.status.success(),
             "vector {}: setup failed: {}",
+            vector.id,
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+    let cwd = vector.cwd.map_or_else(
+        || world.work.clone(),
+        |c| PathBuf::from(fill(c, &vars, false)),
+    );
+    if vector.trust {
+        let out = Command::new(crate::keel::keel_bin())
+            .arg("trust")
+            .current_dir(&cwd)
+            .env_clear()
+            .envs(world.env.iter().map(|(k, v)| (k.as_str(), v.as_str())))
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "vector {}: keel trust failed: {}",
             vector.id,
             String::from_utf8_lossy(&out.stderr)
         );
@@ -494,7 +534,12 @@ pub fn run_in(
     let home_loose = [world.keel_home.clone()];
     let home_before =
         Snapshot::take_loose(std::slice::from_ref(&world.home), &home_skip, &home_loose);
-    let control_before_roots = control_roots(&world.work);
+    let extra: Vec<PathBuf> = vector
+        .protected
+        .iter()
+        .map(|p| PathBuf::from(fill(p, &vars, false)))
+        .collect();
+    let control_before_roots = [control_roots(&world.work), extra.clone()].concat();
     let control_before = Snapshot::take(&control_before_roots, &[]);
     let work_before = Snapshot::take(std::slice::from_ref(&world.work), &[]);
     let plans = crate::plans::plans_dir(world);
@@ -505,15 +550,20 @@ pub fn run_in(
         .iter()
         .map(|(k, v)| ((*k).to_owned(), fill(v, &vars, false)))
         .collect();
-    let cwd = vector.cwd.map_or_else(
-        || world.work.clone(),
-        |c| PathBuf::from(fill(c, &vars, false)),
+    let ran = keel::run(
+        world,
+        vector,
+        mode,
+        poke,
+        &env,
+        &cwd,
+        session.as_deref(),
+        &vars,
     );
-    let ran = keel::run(world, vector, mode, poke, &env, &cwd, session.as_deref());
     let mut leftovers = ran.leftovers;
     leftovers.extend(procs::leftovers(&world.mark, &world.root));
 
-    let mut roots = control_roots(&world.work);
+    let mut roots = [control_roots(&world.work), extra].concat();
     for root in control_before_roots {
         if !roots.contains(&root) {
             roots.push(root);

@@ -283,8 +283,9 @@ impl World {
         );
     }
 
-    /// Points the provider at the mock server (before the snapshots are taken).
-    pub fn use_mock(&self, base_url: &str) {
+    /// Points the provider at the mock server (before the snapshots are taken), with
+    /// `extra` YAML after the provider.
+    pub fn use_mock(&self, base_url: &str, extra: &str) {
         let canary = self
             .canaries
             .iter()
@@ -292,6 +293,13 @@ impl World {
             .unwrap()
             .clone();
         self.write_keel_config(&canary, base_url);
+        if !extra.is_empty() {
+            let file = self.keel_home.join("config.yaml");
+            let mut text = std::fs::read_to_string(&file).unwrap();
+            text.push_str(extra);
+            text.push('\n');
+            std::fs::write(&file, text).unwrap();
+        }
     }
 
     /// What the user runs in the workspace once keel is done, outside any sandbox: `git
@@ -466,8 +474,17 @@ impl Snapshot {
             }
         }
         let paths: Vec<&PathBuf> = changed.iter().map(|(p, _)| *p).collect();
+        // What keel moved aside (`NAME.keel-quarantine`) can no longer run: it is keel's
+        // answer to a control file a command created, not a change that went through.
+        let quarantined = |p: &Path| {
+            p.ancestors().any(|a| {
+                a.file_name()
+                    .is_some_and(|n| n.to_string_lossy().ends_with(".keel-quarantine"))
+            })
+        };
         changed
             .iter()
+            .filter(|(path, _)| !quarantined(path))
             .filter(|(path, _)| {
                 let folder_mtime_only = matches!(
                     (self.0.get(*path), after.0.get(*path)),

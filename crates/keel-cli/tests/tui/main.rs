@@ -48,8 +48,13 @@ impl Tui {
 
     /// Starts `keel ARGS` against `server` in a 100×40 window.
     fn start(&self, server: &keel_mockllm::MockServer, args: &[&str]) {
+        self.start_with(server, args, "");
+    }
+
+    /// [`Self::start`] with more variables (`HOME=…`) in keel's environment.
+    fn start_with(&self, server: &keel_mockllm::MockServer, args: &[&str], vars: &str) {
         let mut line = format!(
-            "cd {} && env KEEL_HOME={} ANTHROPIC_API_KEY=test-key OPENAI_API_KEY=test-key TERM=xterm-256color {} --model anthropic/claude-sonnet-4-5 --base-url {}",
+            "cd {} && env {vars} KEEL_HOME={} ANTHROPIC_API_KEY=test-key OPENAI_API_KEY=test-key TERM=xterm-256color {} --model anthropic/claude-sonnet-4-5 --base-url {}",
             shell_quote(&self.work.path().to_string_lossy()),
             shell_quote(&self.home.path().to_string_lossy()),
             shell_quote(env!("CARGO_BIN_EXE_keel")),
@@ -350,4 +355,68 @@ fn without_a_terminal_keel_points_to_exec() {
     assert_eq!(output.status.code(), Some(2));
     let stderr = String::from_utf8_lossy(&output.stderr);
     assert!(stderr.contains("keel exec"), "{stderr}");
+}
+
+/// Issue 27: the trust question says what trusting a project's files lets run: which
+/// commands run any code of the project, and which files the model may then not change.
+#[test]
+fn the_trust_question_names_what_the_project_runs() {
+    let mock = Mock::new();
+    let server = mock.serve(&serde_json::json!([{"text": "ready"}]));
+    let tui = Tui::new();
+    let work = tui.work();
+    std::fs::create_dir_all(work.join(".claude")).unwrap();
+    std::fs::create_dir_all(work.join("scripts")).unwrap();
+    std::fs::write(work.join("scripts/lint.sh"), "exit 0\n").unwrap();
+    std::fs::write(
+        work.join(".claude/settings.json"),
+        r#"{"hooks": {"PreToolUse": [{"hooks": [{"type": "command", "command": "sh scripts/lint.sh"}]}]}}"#,
+    )
+    .unwrap();
+    std::fs::write(
+        work.join(".mcp.json"),
+        r#"{"mcpServers": {"dev": {"command": "npm", "args": ["run", "mcp"]}}}"#,
+    )
+    .unwrap();
+    tui.start(&server, &["hello"]);
+    let screen = tui.wait_for("Trust these files as they are now?");
+    assert!(
+        screen.contains("runs any code in this project: `npm run mcp`"),
+        "{screen}"
+    );
+    assert!(screen.contains("runs scripts/lint.sh, scripts"), "{screen}");
+    tui.type_text("y");
+    tui.keys(&["Enter"]);
+    // Trusted: the TUI opens and the trust is on record for the next run.
+    tui.wait_for("ready");
+    let records = std::fs::read_to_string(tui.home.path().join("trusted.json")).unwrap();
+    assert!(
+        records.contains(".mcp.json") && records.contains("settings.json"),
+        "{records}"
+    );
+}
+
+/// Issue 27: keel in the home folder asks before it takes it as the workspace; a no stops
+/// it, naming the flag that says yes.
+#[test]
+fn the_home_folder_as_workspace_is_asked_about() {
+    let mock = Mock::new();
+    let server = mock.serve(&serde_json::json!([{"text": "in home"}]));
+    let tui = Tui::new();
+    let home = format!("HOME={}", shell_quote(&tui.work().to_string_lossy()));
+    tui.start_with(&server, &[], &home);
+    let screen = tui.wait_for("Work here anyway? [y/N]");
+    assert!(screen.contains("(your home folder)"), "{screen}");
+    tui.keys(&["Enter"]);
+    let screen = tui.wait_for("KEEL-EXITED-");
+    assert!(screen.contains("--allow-home-workspace"), "{screen}");
+    assert!(!screen.contains("KEEL-EXITED-0"), "{screen}");
+
+    let tui = Tui::new();
+    let home = format!("HOME={}", shell_quote(&tui.work().to_string_lossy()));
+    tui.start_with(&server, &["hello"], &home);
+    tui.wait_for("Work here anyway? [y/N]");
+    tui.type_text("y");
+    tui.keys(&["Enter"]);
+    tui.wait_for("in home");
 }

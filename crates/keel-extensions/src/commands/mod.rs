@@ -65,8 +65,11 @@ pub struct Discovered {
 
 /// The command roots in override order: `$KEEL_HOME/commands/` (user), then the project's
 /// `.claude/commands/` and `.keel/commands/`.
-pub fn roots(keel_home: Option<&Path>, project_root: Option<&Path>) -> Vec<Root> {
-    discovery::roots_in(keel_home, project_root, "commands")
+pub fn roots(
+    keel_home: Option<&Path>,
+    project: Option<&keel_runtime::settings::Project>,
+) -> Vec<Root> {
+    discovery::roots_in(keel_home, project, "commands")
 }
 
 /// The commands under `roots`; a later root's command replaces an earlier one of the same
@@ -88,6 +91,10 @@ pub fn discover(roots: &[Root]) -> Discovered {
         walker.walk(&open, &open.dir, &mut Vec::new());
         out.problems.append(&mut walker.problems);
         for command in walker.commands.drain(..) {
+            if let Some(why) = discovery::reserved(&command.name, "command") {
+                out.problems.push(Problem::new(&command.path, why));
+                continue;
+            }
             if let Some(earlier) = found.get(&command.name) {
                 out.notes.push(Note {
                     path: command.path.clone(),

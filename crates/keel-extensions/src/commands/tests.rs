@@ -17,6 +17,7 @@ fn root(dir: &Path, scope: Scope) -> Root {
     Root {
         dir: dir.to_owned(),
         scope,
+        project: None,
     }
 }
 
@@ -41,7 +42,16 @@ fn problems(found: &Discovered) -> Vec<(PathBuf, String)> {
 #[test]
 fn roots_are_user_then_claude_then_keel() {
     assert_eq!(
-        roots(Some(Path::new("/h")), Some(Path::new("/p"))),
+        roots(
+            Some(Path::new("/h")),
+            Some(&keel_runtime::settings::Project {
+                root: "/p".into(),
+                folder_trusted: false,
+            })
+        )
+        .into_iter()
+        .map(|r| Root { project: None, ..r })
+        .collect::<Vec<_>>(),
         vec![
             root(Path::new("/h/commands"), Scope::User),
             root(Path::new("/p/.claude/commands"), Scope::Project),
@@ -120,7 +130,10 @@ fn later_roots_replace_earlier_ones_with_a_note() {
     let keel_commit = write(&keel, "git/commit.md", "keel commit");
     let found = discover(&roots(
         Some(&tmp.path().join("home")),
-        Some(&tmp.path().join("p")),
+        Some(&keel_runtime::settings::Project::of(
+            &tmp.path().join("p"),
+            None,
+        )),
     ));
     assert_eq!(names(&found), ["fix", "git:commit", "mine"]);
     assert_eq!(found.commands[0].description, "Claude fix");

@@ -8,12 +8,20 @@
 //! following a link and must be a regular file of at most [`MAX_FILE_BYTES`]; a directory
 //! listing stops after [`MAX_ENTRIES`] entries. The trade-off: a project that keeps its
 //! `.claude` folder as a link into another checkout has to copy it instead.
+//!
+//! A project root counts only at the project's root and only when its files and folders
+//! belong to the user or to root, or the user trusted the folder
+//! ([`keel_runtime::settings::project`]); another user's file is reported, never read. Names
+//! of keel's own commands ([`keel_runtime::RESERVED_COMMANDS`]) cannot be taken, and keel's
+//! own tags in the text are defused: what these files hold is data, not keel's word.
 
 use std::ffi::OsString;
 use std::fmt;
 use std::fs::{self, FileType};
 use std::io;
 use std::path::{Path, PathBuf};
+
+use keel_runtime::settings::Project;
 
 pub(crate) mod frontmatter;
 mod read;
@@ -58,6 +66,19 @@ pub struct Root {
     pub dir: PathBuf,
     /// Whose it is.
     pub scope: Scope,
+    /// For a project's root, the project: which of its files count.
+    pub project: Option<Project>,
+}
+
+/// Why a skill or command of name `name` is not mounted, if it is not: it would take the
+/// name of one of keel's own commands.
+pub(crate) fn reserved(name: &str, what: &str) -> Option<String> {
+    keel_runtime::is_reserved(name).then(|| {
+        format!(
+            "names the {what} `/{name}`, one of keel's own commands, which no {what} may take; \
+             it is not loaded (rename it)"
+        )
+    })
 }
 
 /// A file or folder that could not be loaded, and why; the rest still load.
@@ -106,7 +127,7 @@ impl fmt::Display for Note {
 /// in the home folder) is left out, so nothing overrides itself.
 pub(crate) fn roots_in(
     keel_home: Option<&Path>,
-    project_root: Option<&Path>,
+    project: Option<&Project>,
     leaf: &str,
 ) -> Vec<Root> {
     let mut roots = Vec::new();
@@ -114,15 +135,17 @@ pub(crate) fn roots_in(
         roots.push(Root {
             dir: home.join(leaf),
             scope: Scope::User,
+            project: None,
         });
     }
-    if let Some(project) = project_root {
+    if let Some(project) = project {
         for dot in [".claude", ".keel"] {
-            let dir = project.join(dot).join(leaf);
+            let dir = project.root.join(dot).join(leaf);
             if !roots.iter().any(|root| root.dir == dir) {
                 roots.push(Root {
                     dir,
                     scope: Scope::Project,
+                    project: Some(project.clone()),
                 });
             }
         }
@@ -149,6 +172,8 @@ pub(crate) struct OpenRoot {
     /// The folder with links resolved: what a followed link must stay inside.
     canonical: PathBuf,
     links: Links,
+    /// For a project's root, whose files count.
+    project: Option<Project>,
 }
 
 /// What opening a root found.
@@ -173,6 +198,12 @@ pub(crate) fn open(root: &Root) -> Opened {
         Scope::User => Links::WithinRoot,
         Scope::Project => Links::Refuse,
     };
+    if let Some(project) = &root.project
+        && std::fs::symlink_metadata(&dir).is_ok()
+        && let Err(why) = project.admit(&dir)
+    {
+        return Opened::Broken(Problem::new(&dir, why));
+    }
     if links == Links::Refuse {
         for path in [dir.parent(), Some(dir.as_path())].into_iter().flatten() {
             match fs::symlink_metadata(path) {
@@ -198,6 +229,7 @@ pub(crate) fn open(root: &Root) -> Opened {
             scope: root.scope,
             canonical,
             links,
+            project: root.project.clone(),
         }),
         Err(error) => Opened::Broken(Problem::new(&dir, describe(&error))),
     }
@@ -243,6 +275,16 @@ impl OpenRoot {
             Err(error) if error.kind() == io::ErrorKind::NotFound => return Ok(None),
             Err(error) => return Err(describe(&error)),
         };
+        if let Some(project) = &self.project
+            && !project.folder_trusted
+            && !keel_runtime::settings::project::owner_ok(&meta)
+        {
+            return Err(
+                "belongs to another user; keel ignores a project's files of other users unless \
+                 the folder is trusted (`keel trust`)"
+                    .to_owned(),
+            );
+        }
         if !meta.is_symlink() {
             return Ok(Some(Resolved {
                 path: path.to_owned(),

@@ -40,10 +40,12 @@ pub(crate) fn read_text(path: &Path) -> Result<String, String> {
             error.utf8_error().valid_up_to()
         )
     })?;
-    Ok(match text.strip_prefix('\u{feff}') {
-        Some(rest) => rest.to_owned(),
-        None => text,
-    })
+    let text = match text.strip_prefix('\u{feff}') {
+        Some(rest) => rest,
+        None => &text,
+    };
+    // What the file says is data: keel's own tags in it must not pass for keel's.
+    Ok(keel_runtime::tags::defuse(text).into_owned())
 }
 
 fn too_big() -> String {

@@ -10,6 +10,7 @@ fn root(dir: &Path, scope: Scope) -> Root {
     Root {
         dir: dir.to_owned(),
         scope,
+        project: None,
     }
 }
 
@@ -20,12 +21,28 @@ fn ready(root: &Root) -> OpenRoot {
     }
 }
 
+/// A project rooted at `dir`, for the roots' tests.
+fn at(dir: &str) -> Project {
+    Project {
+        root: PathBuf::from(dir),
+        folder_trusted: false,
+    }
+}
+
+/// Roots as (folder, scope), what the order tests compare.
+fn shape(roots: Vec<Root>) -> Vec<Root> {
+    roots
+        .into_iter()
+        .map(|r| Root { project: None, ..r })
+        .collect()
+}
+
 #[test]
 fn roots_come_user_first_then_claude_then_keel() {
     let home = Path::new("/home/u/.keel");
-    let project = Path::new("/work/p");
+    let project = at("/work/p");
     assert_eq!(
-        roots_in(Some(home), Some(project), "skills"),
+        shape(roots_in(Some(home), Some(&project), "skills")),
         vec![
             root(Path::new("/home/u/.keel/skills"), Scope::User),
             root(Path::new("/work/p/.claude/skills"), Scope::Project),
@@ -35,7 +52,7 @@ fn roots_come_user_first_then_claude_then_keel() {
     assert_eq!(roots_in(None, None, "commands"), vec![]);
     // keel run in the home folder: the project's `.keel` is the user's.
     assert_eq!(
-        roots_in(Some(home), Some(Path::new("/home/u")), "commands"),
+        shape(roots_in(Some(home), Some(&at("/home/u")), "commands")),
         vec![
             root(Path::new("/home/u/.keel/commands"), Scope::User),
             root(Path::new("/home/u/.claude/commands"), Scope::Project),

@@ -27,6 +27,7 @@ use keel_runtime::extension::{
 };
 use keel_runtime::settings::trust::TrustStore;
 use keel_tools::permission::{Mode, Presumption};
+use keel_tools::protect::{CommandLine, Reach, TrustedPath};
 use serde_json::{Value, json};
 
 use crate::hooks::{
@@ -65,21 +66,65 @@ fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
 }
 
 /// The hook settings of a runtime: the configuration's, then each project file's when
-/// the user trusts the project; problems and untrusted files as warnings.
+/// the user trusts the project; problems and untrusted files as warnings; and what the hooks
+/// that will run reach in the project (protected while they are trusted).
 pub fn settings(
     config: &keel_runtime::settings::Config,
     host: &keel_runtime::extension::HostInfo,
-) -> (HookSettings, Vec<String>) {
+) -> (HookSettings, Vec<String>, Vec<TrustedPath>) {
     let mut warnings = Vec::new();
+    let mut protect = Vec::new();
     let mut all = config
         .hooks
         .as_ref()
         .map(HookSettings::from_value)
         .unwrap_or_default();
     warnings.extend(all.problems().iter().map(|p| format!("hooks: {p}")));
-    let root = super::project_root(&host.cwd);
+    let user_file = host.keel_home.as_ref().map_or_else(
+        || "your configuration".to_owned(),
+        |h| {
+            h.join(keel_runtime::settings::FILE_NAME)
+                .display()
+                .to_string()
+        },
+    );
+    protect.extend(trusted_paths(&all, host, &user_file));
+    for (file, found) in project_files(host, &mut warnings) {
+        if !trusted(host, &file) {
+            warnings.push(format!(
+                "{} has hooks keel did not run: the project is not trusted. Run `keel trust` to trust the file as it is now, or pass --trust-project-mcp.",
+                file.display()
+            ));
+            continue;
+        }
+        warnings.extend(
+            found
+                .problems()
+                .iter()
+                .map(|p| format!("{}: {p}", file.display())),
+        );
+        protect.extend(trusted_paths(&found, host, &file.display().to_string()));
+        all = hooks::merge(all, found);
+    }
+    (all, warnings, protect)
+}
+
+/// The project's hook files that hold hooks (at the project's root, the user's own),
+/// with their hooks; files that cannot be used are warnings.
+fn project_files(
+    host: &keel_runtime::extension::HostInfo,
+    warnings: &mut Vec<String>,
+) -> Vec<(PathBuf, HookSettings)> {
+    let mut out = Vec::new();
     for name in PROJECT_FILES {
-        let file = root.join(name);
+        let file = match host.project.file(name) {
+            Ok(Some(file)) => file,
+            Ok(None) => continue,
+            Err(why) => {
+                warnings.push(why);
+                continue;
+            }
+        };
         let Ok(text) = std::fs::read_to_string(&file) else {
             continue;
         };
@@ -94,41 +139,85 @@ pub fn settings(
             continue;
         };
         let found = HookSettings::from_value(hooks);
-        if found.is_empty() {
-            continue;
+        if !found.is_empty() {
+            out.push((file, found));
         }
-        if !trusted(host, &file) {
-            warnings.push(format!(
-                "{} has hooks keel did not run: the project is not trusted. Run `keel trust` to trust the file as it is now, or pass --trust-project-mcp.",
-                file.display()
-            ));
-            continue;
-        }
-        warnings.extend(
-            found
-                .problems()
-                .iter()
-                .map(|p| format!("{}: {p}", file.display())),
-        );
-        all = hooks::merge(all, found);
     }
-    (all, warnings)
+    out
 }
 
-/// The project's hook files that hold hooks the user has not trusted.
-pub fn untrusted(host: &keel_runtime::extension::HostInfo) -> Vec<PathBuf> {
-    let root = super::project_root(&host.cwd);
-    PROJECT_FILES
-        .iter()
-        .map(|name| root.join(name))
-        .filter(|file| {
-            std::fs::read_to_string(file)
-                .ok()
-                .and_then(|text| serde_json::from_str::<Value>(&text).ok())
-                .and_then(|value| value.get("hooks").cloned())
-                .is_some_and(|hooks| !HookSettings::from_value(&hooks).is_empty())
+/// What the hooks of `settings` (from `origin`) run in the project.
+fn trusted_paths(
+    settings: &HookSettings,
+    host: &keel_runtime::extension::HostInfo,
+    origin: &str,
+) -> Vec<TrustedPath> {
+    let mut out = Vec::new();
+    for command in settings.commands() {
+        for path in reach(command, host).paths {
+            out.push(TrustedPath {
+                path,
+                why: format!("the trusted hook `{}` ({origin}) runs", short(command)),
+            });
+        }
+    }
+    out
+}
+
+/// What one hook command reaches in the project ([`keel_tools::protect::trusted`]), read
+/// as the hook runs: in the working folder, with `CLAUDE_PROJECT_DIR` set.
+pub fn reach(command: &str, host: &keel_runtime::extension::HostInfo) -> Reach {
+    let home = std::env::var_os("HOME").map(PathBuf::from);
+    let mut vars = std::collections::HashMap::new();
+    vars.insert(
+        "CLAUDE_PROJECT_DIR".to_owned(),
+        host.project.root.display().to_string(),
+    );
+    if let Some(home) = &home {
+        vars.insert("HOME".to_owned(), home.display().to_string());
+    }
+    let shell = keel_tools::permission::shell::ShellEnv { home, vars };
+    keel_tools::protect::reach(
+        CommandLine::Shell(command),
+        &host.cwd,
+        &[host.project.root.clone(), host.cwd.clone()],
+        &shell,
+    )
+}
+
+/// A command on one line, cut for messages.
+fn short(command: &str) -> String {
+    let line = command.split_whitespace().collect::<Vec<_>>().join(" ");
+    if line.chars().count() <= 80 {
+        line
+    } else {
+        format!("{}…", line.chars().take(79).collect::<String>())
+    }
+}
+
+/// The project's hook files that hold hooks the user has not trusted, and what trusting
+/// each would let run.
+pub fn untrusted(host: &keel_runtime::extension::HostInfo) -> Vec<(PathBuf, Reach)> {
+    project_files(host, &mut Vec::new())
+        .into_iter()
+        .filter(|(file, _)| !trusted(host, file))
+        .map(|(file, found)| {
+            let mut all = Reach::default();
+            for command in found.commands() {
+                let one = reach(command, host);
+                for path in one.paths {
+                    if !all.paths.contains(&path) {
+                        all.paths.push(path);
+                    }
+                }
+                for why in one.any_code {
+                    if !all.any_code.contains(&why) {
+                        all.any_code.push(why);
+                    }
+                }
+            }
+            (file, all)
         })
-        .filter(|file| !trusted(host, file))
         .collect()
 }
 
@@ -150,11 +239,13 @@ impl Extension for UserHooks {
     fn init(&self, api: &ExtensionApi) -> Result<(), ExtensionError> {
         let config = api.config();
         let host = api.host();
-        let (settings, warnings) = settings(config, host);
+        let (settings, warnings, protect) = settings(config, host);
+        // What the hooks run stays out of the model's reach while they are trusted.
+        api.protect_trusted_code(protect)?;
         if settings.is_empty() && warnings.is_empty() {
             return Ok(());
         }
-        let root = super::project_root(&host.cwd);
+        let root = host.project.root.clone();
         let state = Arc::new(State {
             settings,
             env: Environment {
@@ -400,11 +491,14 @@ impl BeforeLlmCallHook for TurnHooks {
         self.state.flush(&self.scope);
         let context = lock(&self.state.context).remove(&self.scope.session_id);
         match context {
-            Some(parts) if !parts.is_empty() && view.calls_made == 0 => Ok(
-                BeforeLlmAction::AppendMessage(Box::new(Message::User(UserMessage::hidden_text(
-                    format!("<hook-context>\n{}\n</hook-context>", parts.join("\n\n")),
-                )))),
-            ),
+            Some(parts) if !parts.is_empty() && view.calls_made == 0 => {
+                Ok(BeforeLlmAction::AppendMessage(Box::new(Message::User(
+                    UserMessage::hidden_text(format!(
+                        "<hook-context>\n{}\n</hook-context>",
+                        keel_runtime::tags::defuse(&parts.join("\n\n"))
+                    )),
+                ))))
+            }
             Some(parts) => {
                 // Not the turn's first request: keep it for the next turn's.
                 lock(&self.state.context).insert(self.scope.session_id.clone(), parts);

@@ -7,7 +7,7 @@
 pub mod hooks;
 
 use std::collections::BTreeSet;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::sync::{Arc, Mutex, PoisonError};
 
 use async_trait::async_trait;
@@ -25,17 +25,6 @@ use crate::{commands, skills};
 pub const SKILLS: &str = "skills";
 /// Id of the custom commands extension.
 pub const COMMANDS: &str = "commands";
-
-/// The project's root for its `.keel`, `.claude` and `.mcp.json` files: the nearest folder
-/// at or above `cwd` holding `.keel`, `.claude` or `.git`; else `cwd`.
-pub fn project_root(cwd: &Path) -> PathBuf {
-    cwd.ancestors()
-        .find(|dir| {
-            dir.join(".keel").is_dir() || dir.join(".claude").is_dir() || dir.join(".git").exists()
-        })
-        .unwrap_or(cwd)
-        .to_path_buf()
-}
 
 /// Problems of the user's files, each reported once per runtime.
 #[derive(Default)]
@@ -56,7 +45,7 @@ impl Reported {
 
 struct Catalog {
     keel_home: Option<PathBuf>,
-    project: PathBuf,
+    project: keel_runtime::settings::Project,
     budget: usize,
     /// The last turn's snapshot, so its tool and its listing agree.
     last: Mutex<Option<(TurnId, Arc<skills::Discovered>)>>,
@@ -115,7 +104,7 @@ impl Extension for Skills {
         let host = api.host();
         let catalog = Arc::new(Catalog {
             keel_home: host.keel_home.clone(),
-            project: project_root(&host.cwd),
+            project: host.project.clone(),
             budget: config.listing_budget,
             last: Mutex::new(None),
             reported: Reported::default(),
@@ -200,7 +189,7 @@ pub struct Commands;
 
 struct CommandFiles {
     keel_home: Option<PathBuf>,
-    project: PathBuf,
+    project: keel_runtime::settings::Project,
     reported: Reported,
 }
 
@@ -226,7 +215,7 @@ impl Extension for Commands {
         let host = api.host();
         let files = Arc::new(CommandFiles {
             keel_home: host.keel_home.clone(),
-            project: project_root(&host.cwd),
+            project: host.project.clone(),
             reported: Reported::default(),
         });
         api.register_commands(files.clone())?;
@@ -293,6 +282,12 @@ pub struct Untrusted {
     pub file: PathBuf,
     /// What it would run, for the question.
     pub what: String,
+    /// The project files its commands run: the model may not change them while the file is
+    /// trusted.
+    pub protects: Vec<PathBuf>,
+    /// Its commands that run any code of the project (a build tool, a package script),
+    /// which no protection covers: the question says so, naming each.
+    pub any_code: Vec<String>,
 }
 
 /// The project files of `host`'s folder that need the user's trust before keel runs
@@ -306,11 +301,19 @@ pub fn untrusted(
         found.push(Untrusted {
             file: project.file,
             what: format!("MCP server(s) {}", project.servers.join(", ")),
+            protects: project.reach.paths,
+            any_code: project.reach.any_code,
         });
     }
-    found.extend(hooks::untrusted(host).into_iter().map(|file| Untrusted {
-        file,
-        what: "hooks (commands run at keel's events)".to_owned(),
-    }));
+    found.extend(
+        hooks::untrusted(host)
+            .into_iter()
+            .map(|(file, reach)| Untrusted {
+                file,
+                what: "hooks (commands run at keel's events)".to_owned(),
+                protects: reach.paths,
+                any_code: reach.any_code,
+            }),
+    );
     found
 }

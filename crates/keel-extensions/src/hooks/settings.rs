@@ -197,6 +197,17 @@ impl HookSettings {
             .is_some_and(|groups| groups.iter().any(|g| !g.hooks.is_empty()))
     }
 
+    /// Every hook's command, each once, whatever its event and matcher.
+    pub fn commands(&self) -> Vec<&str> {
+        let mut out: Vec<&str> = Vec::new();
+        for hook in self.groups.values().flatten().flat_map(|g| g.hooks.iter()) {
+            if !out.contains(&hook.command.as_str()) {
+                out.push(&hook.command);
+            }
+        }
+        out
+    }
+
     /// The hooks to run for `event` on `subject` (the tool's Claude Code name, the session
     /// source, the compaction trigger…), in settings order, each command once.
     pub fn matching(&self, event: HookEvent, subject: Option<&str>) -> Vec<&CommandHook> {

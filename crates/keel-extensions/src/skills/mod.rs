@@ -69,8 +69,11 @@ pub struct Discovered {
 
 /// The skill roots in override order: `$KEEL_HOME/skills/` (user), then the project's
 /// `.claude/skills/` and `.keel/skills/`.
-pub fn roots(keel_home: Option<&Path>, project_root: Option<&Path>) -> Vec<Root> {
-    discovery::roots_in(keel_home, project_root, "skills")
+pub fn roots(
+    keel_home: Option<&Path>,
+    project: Option<&keel_runtime::settings::Project>,
+) -> Vec<Root> {
+    discovery::roots_in(keel_home, project, "skills")
 }
 
 /// The skills under `roots`; a later root's skill replaces an earlier one of the same name
@@ -111,6 +114,10 @@ pub fn discover(roots: &[Root]) -> Discovered {
                     continue;
                 }
             };
+            if let Some(why) = discovery::reserved(&skill.name, "skill") {
+                out.problems.push(Problem::new(&skill.file, why));
+                continue;
+            }
             if loaded == MAX_SKILLS {
                 out.problems.push(Problem::new(
                     &open.dir,

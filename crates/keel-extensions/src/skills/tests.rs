@@ -27,6 +27,7 @@ fn user(dir: &Path) -> Root {
     Root {
         dir: dir.to_owned(),
         scope: Scope::User,
+        project: None,
     }
 }
 
@@ -34,6 +35,7 @@ fn project(dir: &Path) -> Root {
     Root {
         dir: dir.to_owned(),
         scope: Scope::Project,
+        project: None,
     }
 }
 
@@ -68,7 +70,16 @@ fn skill(name: &str, description: &str) -> Skill {
 #[test]
 fn roots_are_user_then_claude_then_keel() {
     assert_eq!(
-        roots(Some(Path::new("/h")), Some(Path::new("/p"))),
+        roots(
+            Some(Path::new("/h")),
+            Some(&keel_runtime::settings::Project {
+                root: "/p".into(),
+                folder_trusted: false,
+            })
+        )
+        .into_iter()
+        .map(|r| Root { project: None, ..r })
+        .collect::<Vec<_>>(),
         vec![
             user(Path::new("/h/skills")),
             project(Path::new("/p/.claude/skills")),

@@ -29,8 +29,10 @@ impl Extension for TasksExtension {
 
     fn init(&self, api: &ExtensionApi) -> Result<(), ExtensionError> {
         let host = api.host();
-        let project = crate::extend::project_root(&host.cwd);
-        let found = roles::discover(&roles::roots(host.keel_home.as_deref(), Some(&project)));
+        let found = roles::discover(&roles::roots(
+            host.keel_home.as_deref(),
+            Some(&host.project),
+        ));
         for problem in &found.problems {
             tracing::warn!(%problem, "agent file not loaded");
         }

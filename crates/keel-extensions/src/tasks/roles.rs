@@ -132,8 +132,11 @@ pub fn verdict(answer: &str) -> &'static str {
 }
 
 /// The agent roots in override order: the user's, then the project's.
-pub fn roots(keel_home: Option<&Path>, project_root: Option<&Path>) -> Vec<Root> {
-    discovery::roots_in(keel_home, project_root, "agents")
+pub fn roots(
+    keel_home: Option<&Path>,
+    project: Option<&keel_runtime::settings::Project>,
+) -> Vec<Root> {
+    discovery::roots_in(keel_home, project, "agents")
 }
 
 /// What agent discovery found.
@@ -334,6 +337,7 @@ mod tests {
         let found = discover(&[Root {
             dir: agents.clone(),
             scope: Scope::Project,
+            project: None,
         }]);
         let names: Vec<&str> = found.roles.iter().map(|r| r.name.as_str()).collect();
         assert_eq!(

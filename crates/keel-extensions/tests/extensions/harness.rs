@@ -91,6 +91,7 @@ impl Harness {
             editor: None,
             thinking: None,
             trust_project_mcp: false,
+            allow_home_workspace: false,
         };
         let prepared = Prepared::new(keel_extensions::with_harness(options)).unwrap();
         // In keel's home, as by default: the session folders are then behind its

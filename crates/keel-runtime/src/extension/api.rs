@@ -60,6 +60,7 @@ pub(crate) struct Contributions {
     pub(crate) hooks: Vec<HookSource>,
     pub(crate) session_hooks: Vec<Arc<dyn SessionChangeHook>>,
     pub(crate) commands: Vec<Arc<dyn super::CommandSource>>,
+    pub(crate) trusted_code: Vec<keel_tools::protect::TrustedPath>,
 }
 
 struct Window {
@@ -220,6 +221,16 @@ impl ExtensionApi {
         source: Arc<dyn super::CommandSource>,
     ) -> Result<(), ExtensionError> {
         self.with("register commands", |c| c.commands.push(source))
+    }
+
+    /// Declares files and folders that commands this extension runs on the user's trust
+    /// (a hook's script, an MCP server's program) run: they become control files of every
+    /// session, which the model may not change short of `full` ([`keel_tools::protect`]).
+    pub fn protect_trusted_code(
+        &self,
+        paths: Vec<keel_tools::protect::TrustedPath>,
+    ) -> Result<(), ExtensionError> {
+        self.with("protect trusted code", |c| c.trusted_code.extend(paths))
     }
 
     /// Handles an event with `hook` in every turn.

@@ -126,6 +126,9 @@ pub trait SessionChangeHook: Send + Sync {
 pub struct HostInfo {
     /// The working folder.
     pub cwd: std::path::PathBuf,
+    /// The project it belongs to: its root, where a project's files are looked for, and
+    /// which of them count ([`crate::settings::project`]).
+    pub project: crate::settings::Project,
     /// `$KEEL_HOME`, else `~/.keel`.
     pub keel_home: Option<std::path::PathBuf>,
     /// The user trusts the project's files for this run (`--trust-project`).

@@ -449,6 +449,21 @@ impl Registry {
             .unwrap_or_default()
     }
 
+    /// What every extension declared as trusted code ([`super::ExtensionApi::protect_trusted_code`]),
+    /// whether or not a session switched it off: protecting more is never wrong.
+    pub fn trusted_code(&self) -> Vec<keel_tools::protect::TrustedPath> {
+        let state = self.shared.lock();
+        let mut out: Vec<keel_tools::protect::TrustedPath> = Vec::new();
+        for entry in state.current.iter().flat_map(|g| g.entries.iter()) {
+            for path in &entry.contributions.trusted_code {
+                if !out.contains(path) {
+                    out.push(path.clone());
+                }
+            }
+        }
+        out
+    }
+
     /// Forgets a session's switches (the session was deleted).
     pub fn forget_session(&self, session: &SessionId) {
         self.shared.lock().sessions.remove(session);

@@ -10,7 +10,7 @@
 //! Anything else in it is ignored and reported in [`Loaded::ignored`].
 
 use std::collections::BTreeMap;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 use keel_llm::registry::{ProviderOverride, Registry, RegistryConfig, Resolved};
 use serde::Deserialize;
@@ -235,11 +235,14 @@ pub fn keel_home() -> Option<PathBuf> {
     keel_tools::permission::keel_home(home.as_deref())
 }
 
-/// The nearest `.keel/config.yaml` in `cwd` or a folder above it.
-pub fn project_file(cwd: &Path) -> Option<PathBuf> {
-    cwd.ancestors()
-        .map(|dir| dir.join(".keel").join(FILE_NAME))
-        .find(|path| path.is_file())
+/// The project's `.keel/config.yaml`, at its root only; `Err` says why one that is there is
+/// ignored (another user's: [`super::project`]).
+pub fn project_file(project: &super::project::Project) -> Result<Option<PathBuf>, String> {
+    let path = project.root.join(".keel").join(FILE_NAME);
+    if !path.is_file() {
+        return Ok(None);
+    }
+    project.admit(&path).map(|()| Some(path))
 }
 
 /// Loads and merges `files` (missing optional ones skipped by the caller), then applies
@@ -524,6 +527,7 @@ fn set_path(root: &mut Value, key: &str, value: Value) {
 mod tests {
     use super::*;
     use keel_llm::Api;
+    use std::path::Path;
 
     fn file(dir: &Path, name: &str, text: &str) -> PathBuf {
         let path = dir.join(name);

@@ -1,12 +1,15 @@
 //! The system prompt: keel's own instructions plus the user's project instructions.
 //!
 //! Project instructions are `AGENTS.md` files (a folder without one may have `CLAUDE.md`
-//! instead) from `$KEEL_HOME`, the project root (the nearest folder above the working folder
-//! holding `.git` or `.keel`, else the working folder) and every folder from the root down to
-//! the working folder. Together they are capped at 32 KiB; when they do not all fit, the
-//! most specific ones (nearest the working folder) are kept and the others are named.
+//! instead) from `$KEEL_HOME`, the project root (the git root, else the working folder:
+//! [`super::project`]) and every folder from the root down to the working folder; a file
+//! of another user's is left out with a warning. Together they are capped at 32 KiB; when
+//! they do not all fit, the most specific ones (nearest the working folder) are kept and the
+//! others are named. Their text is data, not keel's: keel's own tags in it are defused.
 
 use std::path::{Path, PathBuf};
+
+use super::project::Project;
 
 /// Total size of project instructions in the system prompt (issue 5).
 pub const MAX_INSTRUCTIONS: usize = 32 * 1024;
@@ -40,12 +43,22 @@ pub struct Instructions {
     pub text: String,
 }
 
-/// The nearest folder at or above `cwd` that holds `.git` or `.keel`, else `cwd`.
+/// The project root of `cwd`: the git root, else `cwd` ([`Project`]).
 pub fn project_root(cwd: &Path) -> PathBuf {
+    Project::of(cwd, None).root
+}
+
+/// The instruction files between the project's root and `cwd` that keel leaves out because
+/// another user owns them, each as a warning (only looked at, never read).
+pub fn foreign(cwd: &Path, project: &Project) -> Vec<String> {
+    if project.folder_trusted {
+        return Vec::new();
+    }
     cwd.ancestors()
-        .find(|dir| dir.join(".git").exists() || dir.join(".keel").is_dir())
-        .unwrap_or(cwd)
-        .to_path_buf()
+        .take_while(|dir| dir.starts_with(&project.root))
+        .filter_map(file_in)
+        .filter_map(|path| project.admit(&path).err())
+        .collect()
 }
 
 fn file_in(dir: &Path) -> Option<PathBuf> {
@@ -55,25 +68,44 @@ fn file_in(dir: &Path) -> Option<PathBuf> {
         .find(|path| path.is_file())
 }
 
-/// Instructions files from general to specific, within the size cap, and the files left out.
-pub fn collect(cwd: &Path, keel_home: Option<&Path>) -> (Vec<Instructions>, Vec<PathBuf>) {
-    let root = project_root(cwd);
+/// What [`collect`] found: the files kept, from general to specific, and the files left out
+/// (over the cap or unreadable).
+pub type Collected = (Vec<Instructions>, Vec<PathBuf>);
+
+/// Instructions files from general to specific, within the size cap, and the files left out;
+/// project files of other users are passed over, each with a warning in `warnings`.
+pub fn collect(
+    cwd: &Path,
+    keel_home: Option<&Path>,
+    project: &Project,
+    warnings: &mut Vec<String>,
+) -> Collected {
+    let root = &project.root;
     let mut folders: Vec<PathBuf> = Vec::new();
     if let Some(home) = keel_home {
         folders.push(home.to_path_buf());
     }
     let mut chain: Vec<PathBuf> = cwd
         .ancestors()
-        .take_while(|dir| dir.starts_with(&root))
+        .take_while(|dir| dir.starts_with(root))
         .map(Path::to_path_buf)
         .collect();
     chain.reverse();
+    let first_project = folders.len();
     folders.extend(chain);
     let mut files: Vec<PathBuf> = Vec::new();
-    for folder in folders {
-        if let Some(path) = file_in(&folder).filter(|p| !files.contains(p)) {
-            files.push(path);
+    for (at, folder) in folders.into_iter().enumerate() {
+        let Some(path) = file_in(&folder).filter(|p| !files.contains(p)) else {
+            continue;
+        };
+        if at >= first_project
+            && keel_home.is_none_or(|home| !path.starts_with(home))
+            && let Err(why) = project.admit(&path)
+        {
+            warnings.push(why);
+            continue;
         }
+        files.push(path);
     }
     // Fill the budget from the most specific file backwards.
     let mut budget = MAX_INSTRUCTIONS;
@@ -84,7 +116,7 @@ pub fn collect(cwd: &Path, keel_home: Option<&Path>) -> (Vec<Instructions>, Vec<
             left_out.push(path);
             continue;
         };
-        let text = text.trim().to_owned();
+        let text = crate::tags::defuse(text.trim()).into_owned();
         if text.is_empty() {
             continue;
         }
@@ -113,8 +145,8 @@ pub fn collect(cwd: &Path, keel_home: Option<&Path>) -> (Vec<Instructions>, Vec<
     (kept, left_out)
 }
 
-/// The whole system prompt for a run in `cwd`.
-pub fn system_prompt(cwd: &Path, keel_home: Option<&Path>) -> String {
+/// The whole system prompt for a run in `cwd` of `project`.
+pub fn system_prompt(cwd: &Path, keel_home: Option<&Path>, project: &Project) -> String {
     let mut prompt = String::from(PREAMBLE);
     prompt.push_str(&format!(
         "\n\nEnvironment:\n- Working folder: {}\n- Platform: {} {}\n",
@@ -122,7 +154,7 @@ pub fn system_prompt(cwd: &Path, keel_home: Option<&Path>) -> String {
         std::env::consts::OS,
         std::env::consts::ARCH
     ));
-    let (kept, left_out) = collect(cwd, keel_home);
+    let (kept, left_out) = collect(cwd, keel_home, project, &mut Vec::new());
     if !kept.is_empty() {
         prompt.push_str(
             "\nProject instructions follow, from general to specific; where they disagree, the more \
@@ -161,14 +193,15 @@ mod tests {
         std::fs::write(root.join("crates/CLAUDE.md"), "crates rule").unwrap();
         std::fs::write(deep.join("AGENTS.md"), "app rule").unwrap();
         std::fs::write(dir.path().join("AGENTS.md"), "outside the project").unwrap();
-        let (kept, left_out) = collect(&deep, Some(&home));
+        let project = Project::of(&deep, None);
+        let (kept, left_out) = collect(&deep, Some(&home), &project, &mut Vec::new());
         let texts: Vec<&str> = kept.iter().map(|k| k.text.as_str()).collect();
         assert_eq!(
             texts,
             ["global rule", "root rule", "crates rule", "app rule"]
         );
         assert!(left_out.is_empty());
-        let prompt = system_prompt(&deep, Some(&home));
+        let prompt = system_prompt(&deep, Some(&home), &project);
         assert!(prompt.starts_with("You are keel"));
         assert!(prompt.find("root rule").unwrap() < prompt.find("app rule").unwrap());
     }
@@ -179,16 +212,17 @@ mod tests {
         let root = dir.path().join("repo");
         let deep = root.join("sub");
         std::fs::create_dir_all(&deep).unwrap();
-        std::fs::create_dir_all(root.join(".keel")).unwrap();
+        std::fs::create_dir_all(root.join(".git")).unwrap();
         std::fs::write(root.join("AGENTS.md"), "r".repeat(30 * 1024)).unwrap();
         std::fs::write(deep.join("AGENTS.md"), "s".repeat(4 * 1024)).unwrap();
-        let (kept, _) = collect(&deep, None);
+        let project = Project::of(&deep, None);
+        let (kept, _) = collect(&deep, None, &project, &mut Vec::new());
         let total: usize = kept.iter().map(|k| k.text.len()).sum();
         assert!(total <= MAX_INSTRUCTIONS + 100, "{total}");
         assert_eq!(kept.last().unwrap().text, "s".repeat(4 * 1024));
         assert!(kept[0].text.ends_with("limit on instructions]"));
         std::fs::write(deep.join("AGENTS.md"), "s".repeat(40 * 1024)).unwrap();
-        let (kept, left_out) = collect(&deep, None);
+        let (kept, left_out) = collect(&deep, None, &project, &mut Vec::new());
         assert_eq!(kept.len(), 1);
         assert_eq!(left_out, [root.join("AGENTS.md")]);
     }

@@ -5,6 +5,7 @@ pub mod config;
 pub mod extend;
 pub mod harness;
 pub mod instructions;
+pub mod project;
 pub mod trust;
 
 use std::path::{Path, PathBuf};
@@ -15,6 +16,7 @@ pub use config::{
     Config, ConfigError, ConfigFile, ExtensionsConfig, FILE_NAME, Loaded, Permission, keel_home,
 };
 pub use harness::{ContextConfig, OutputBudgetConfig, RunawayGuardConfig, model_matches};
+pub use project::Project;
 
 /// What settings are loaded from.
 #[derive(Debug, Clone, Default)]
@@ -38,6 +40,8 @@ pub struct Settings {
     pub cwd: PathBuf,
     /// `$KEEL_HOME`, else `~/.keel`.
     pub keel_home: Option<PathBuf>,
+    /// The project the working folder belongs to: whose files count.
+    pub project: Project,
     /// The merged configuration.
     pub loaded: Loaded,
     /// Permission rules: the user's, then the project's (allow rules only when trusted).
@@ -52,6 +56,7 @@ impl Settings {
     /// then the permission rules.
     pub fn load(input: &SettingsInput) -> Result<Self, ConfigError> {
         let keel_home = input.keel_home.clone().or_else(keel_home);
+        let (project, mut notes) = Project::find(&input.cwd, keel_home.as_deref());
         let mut files: Vec<ConfigFile> = Vec::new();
         if let Some(home) = keel_home
             .as_ref()
@@ -60,24 +65,29 @@ impl Settings {
         {
             files.push(ConfigFile::trusted(home));
         }
-        if let Some(project) =
-            config::project_file(&input.cwd).filter(|p| !files.iter().any(|f| f.path == *p))
-        {
-            let trusted = project_trusted(input.trust_project, keel_home.as_deref(), &project)?;
-            files.push(ConfigFile {
-                path: project,
-                trusted,
-            });
+        match config::project_file(&project) {
+            Ok(Some(file)) if !files.iter().any(|f| f.path == file) => {
+                let trusted = project_trusted(input.trust_project, keel_home.as_deref(), &file)?;
+                files.push(ConfigFile {
+                    path: file,
+                    trusted,
+                });
+            }
+            Ok(_) => {}
+            Err(why) => notes.push(why),
         }
         if let Some(explicit) = &input.config_file {
             files.push(ConfigFile::trusted(explicit.clone()));
         }
         let loaded = config::load(&files, &input.overrides)?;
-        let mut warnings = loaded.ignored.clone();
-        let rules = permission_rules(input, keel_home.as_deref(), &mut warnings)?;
+        let mut warnings = notes;
+        warnings.extend(loaded.ignored.iter().cloned());
+        let rules = permission_rules(input, &project, keel_home.as_deref(), &mut warnings)?;
+        warnings.extend(instructions::foreign(&input.cwd, &project));
         Ok(Self {
             cwd: input.cwd.clone(),
             keel_home,
+            project,
             loaded,
             rules,
             warnings,
@@ -86,7 +96,7 @@ impl Settings {
 
     /// keel's system prompt with the project's instructions.
     pub fn system_prompt(&self) -> String {
-        instructions::system_prompt(&self.cwd, self.keel_home.as_deref())
+        instructions::system_prompt(&self.cwd, self.keel_home.as_deref(), &self.project)
     }
 }
 
@@ -94,6 +104,7 @@ impl Settings {
 /// `.keel/permissions.yaml`, whose allow rules count only when the user trusts it.
 fn permission_rules(
     input: &SettingsInput,
+    project: &Project,
     keel_home: Option<&Path>,
     warnings: &mut Vec<String>,
 ) -> Result<RuleSet, ConfigError> {
@@ -103,13 +114,19 @@ fn permission_rules(
         reason: e.to_string(),
     };
     let mut rules = RuleSet::load(keel_home, None, home.as_deref()).map_err(rules_error)?;
-    let Some(project) = trust::project(&input.cwd) else {
+    let Some(found) = trust::keel_files(project) else {
         return Ok(rules);
     };
-    let file = project
+    let file = found
         .root
         .join(trust::PROJECT_DIR)
         .join(keel_tools::permission::rules::RULES_FILE);
+    // Another user's file is ignored; a link is never trusted, but its deny and ask rules
+    // still tighten.
+    if let Some((_, why)) = found.refused.iter().find(|(path, _)| *path == file) {
+        warnings.push(why.clone());
+        return Ok(rules);
+    }
     let project_rules = RuleSet::load_file(&file, home.as_deref()).map_err(rules_error)?;
     if project_rules.is_empty() || project_trusted(input.trust_project, keel_home, &file)? {
         rules.extend(project_rules);

@@ -12,7 +12,7 @@
 //! Records live in `$KEEL_HOME/trusted.json` (0600 in a 0700 folder), which sandboxed
 //! commands can neither read nor write.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
@@ -63,21 +63,26 @@ impl TrustError {
 
 /// A project's keel folder and the keel files present in it.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Project {
-    /// The folder that holds `.keel` (its real path).
+pub struct KeelFiles {
+    /// The folder that holds `.keel`: the project's root ([`super::project`]).
     pub root: PathBuf,
-    /// The files of [`PROJECT_FILES`] that exist, by their place in the project (see
-    /// [`trust_key`]).
+    /// The files of [`PROJECT_FILES`] that exist and may be used, by their place in the
+    /// project (see [`trust_key`]).
     pub files: Vec<PathBuf>,
     /// Those of them that are links (or lie in a `.keel` that is one): never trusted.
     pub linked: Vec<PathBuf>,
+    /// Those keel ignores because another user owns them, each with the reason.
+    pub refused: Vec<(PathBuf, String)>,
 }
 
-/// The nearest project of `cwd`: the closest folder at or above it with a `.keel` folder.
-pub fn project(cwd: &Path) -> Option<Project> {
-    let found = cwd.ancestors().find(|dir| dir.join(PROJECT_DIR).is_dir())?;
-    let root = std::fs::canonicalize(found).unwrap_or_else(|_| found.to_path_buf());
-    let (mut files, mut linked) = (Vec::new(), Vec::new());
+/// The keel files of `project`'s root (only there: a `.keel` above the root is not the
+/// project's), or `None` when it has no `.keel` folder.
+pub fn keel_files(project: &super::project::Project) -> Option<KeelFiles> {
+    let root = std::fs::canonicalize(&project.root).unwrap_or_else(|_| project.root.clone());
+    if !root.join(PROJECT_DIR).is_dir() {
+        return None;
+    }
+    let (mut files, mut linked, mut refused) = (Vec::new(), Vec::new(), Vec::new());
     for name in PROJECT_FILES {
         let path = root.join(PROJECT_DIR).join(name);
         if !path.is_file() {
@@ -85,14 +90,17 @@ pub fn project(cwd: &Path) -> Option<Project> {
         }
         if is_linked(&path) {
             linked.push(path);
+        } else if let Err(why) = project.admit(&project.root.join(PROJECT_DIR).join(name)) {
+            refused.push((path, why));
         } else {
             files.push(path);
         }
     }
-    Some(Project {
+    Some(KeelFiles {
         root,
         files,
         linked,
+        refused,
     })
 }
 
@@ -121,6 +129,10 @@ fn is_linked(file: &Path) -> bool {
 struct Records {
     /// Real path → SHA-256 (hex) of the trusted content.
     files: BTreeMap<PathBuf, String>,
+    /// Project folders (real paths) whose files count whoever owns them
+    /// ([`super::project`]).
+    #[serde(default, skip_serializing_if = "BTreeSet::is_empty")]
+    folders: BTreeSet<PathBuf>,
 }
 
 /// The user's trust records.
@@ -173,13 +185,35 @@ impl TrustStore {
         self.save()
     }
 
-    /// Forgets every record of files under `root`; returns how many.
+    /// Forgets every record of files under `root`, and the trust in the folder; returns how
+    /// many files.
     pub fn revoke(&mut self, root: &Path) -> Result<usize, TrustError> {
         let before = self.records.files.len();
         self.records.files.retain(|path, _| !path.starts_with(root));
         let removed = before - self.records.files.len();
+        self.records
+            .folders
+            .retain(|folder| !folder.starts_with(root));
         self.save()?;
         Ok(removed)
+    }
+
+    /// Trusts the project folder `root`: its files count whoever owns them.
+    pub fn trust_folder(&mut self, root: &Path) -> Result<(), TrustError> {
+        let real = std::fs::canonicalize(root).map_err(|e| TrustError::Io {
+            path: root.to_path_buf(),
+            reason: e.to_string(),
+        })?;
+        self.records.folders.insert(real);
+        self.save()
+    }
+
+    /// Whether the project folder `root` is trusted ([`Self::trust_folder`]).
+    pub fn folder_trusted(&self, root: &Path) -> bool {
+        if self.records.folders.is_empty() {
+            return false;
+        }
+        std::fs::canonicalize(root).is_ok_and(|real| self.records.folders.contains(&real))
     }
 
     fn save(&self) -> Result<(), TrustError> {
@@ -236,7 +270,12 @@ mod tests {
         let config = project_dir.join(".keel/config.yaml");
         std::fs::write(&config, "sandbox: read-only\n").unwrap();
         std::fs::create_dir_all(project_dir.join("sub/deeper")).unwrap();
-        let found = project(&project_dir.join("sub/deeper")).unwrap();
+        std::fs::create_dir_all(project_dir.join(".git")).unwrap();
+        let found = keel_files(&super::super::project::Project::of(
+            &project_dir.join("sub/deeper"),
+            None,
+        ))
+        .unwrap();
         let config = std::fs::canonicalize(&config).unwrap();
         assert_eq!(found.files, vec![config.clone()]);
 
@@ -268,7 +307,10 @@ mod tests {
         std::fs::create_dir_all(trusted.join(".keel")).unwrap();
         std::fs::write(trusted.join(".keel/config.yaml"), "permission: full\n").unwrap();
         let mut store = TrustStore::open(Some(&home)).unwrap();
-        store.trust(&project(&trusted).unwrap().files).unwrap();
+        let of = |dir: &Path| super::super::project::Project::of(dir, None);
+        store
+            .trust(&keel_files(&of(&trusted)).unwrap().files)
+            .unwrap();
         assert!(store.is_trusted(&trusted.join(".keel/config.yaml")));
 
         // A cloned project links its config to the trusted one, or its whole .keel folder.
@@ -280,7 +322,7 @@ mod tests {
         )
         .unwrap();
         assert!(!store.is_trusted(&clone.join(".keel/config.yaml")));
-        let found = project(&clone).unwrap();
+        let found = keel_files(&of(&clone)).unwrap();
         assert!(found.files.is_empty());
         assert_eq!(found.linked.len(), 1);
         let other = dir.path().join("other");

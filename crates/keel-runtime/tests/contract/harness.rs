@@ -185,6 +185,7 @@ impl Harness {
             editor: None,
             thinking: None,
             trust_project_mcp: false,
+            allow_home_workspace: false,
         };
         let prepared = Prepared::new(options).unwrap();
         let store = Store::open(

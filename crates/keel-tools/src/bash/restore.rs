@@ -38,6 +38,9 @@ pub(crate) struct Saved {
     folders: Vec<(PathBuf, Vec<PathBuf>)>,
     /// Paths too large (or too many) to keep.
     skipped: Vec<PathBuf>,
+    /// The modification times of the folders that hold what was kept, put back after a
+    /// restore so that watchers (git, make, the user's tools) see no change there either.
+    folder_times: BTreeMap<PathBuf, std::time::SystemTime>,
 }
 
 /// Keeps the existing control files of `set`.
@@ -55,12 +58,29 @@ pub(crate) fn save(set: &ControlSet) -> Saved {
             for item in &inside {
                 keep(item, &mut saved, &mut total);
             }
+            for dir in std::iter::once(path.as_path()).chain(
+                inside
+                    .iter()
+                    .filter(|p| p.is_dir() && !p.is_symlink())
+                    .map(PathBuf::as_path),
+            ) {
+                note_time(dir, &mut saved);
+            }
             saved.folders.push((path.clone(), inside));
         } else {
             keep(path, &mut saved, &mut total);
         }
+        if let Some(parent) = path.parent() {
+            note_time(parent, &mut saved);
+        }
     }
     saved
+}
+
+fn note_time(dir: &Path, saved: &mut Saved) {
+    if let Ok(modified) = std::fs::symlink_metadata(dir).and_then(|m| m.modified()) {
+        saved.folder_times.insert(dir.to_path_buf(), modified);
+    }
 }
 
 fn walk(dir: &Path, depth: usize, out: &mut Vec<PathBuf>, entries: &mut usize) {
@@ -147,6 +167,18 @@ pub(crate) fn restore(saved: &Saved) -> Option<String> {
     }
     if done.is_empty() {
         return None;
+    }
+    // Deepest first: setting a folder's time does not change its parent's.
+    for (dir, modified) in saved.folder_times.iter().rev() {
+        // Only a folder still there as a folder: never through a link put in its place.
+        let changed = std::fs::symlink_metadata(dir)
+            .ok()
+            .filter(std::fs::Metadata::is_dir)
+            .and_then(|m| m.modified().ok())
+            .is_some_and(|now| now != *modified);
+        if changed && let Ok(folder) = std::fs::File::open(dir) {
+            let _ = folder.set_times(std::fs::FileTimes::new().set_modified(*modified));
+        }
     }
     let mut note = format!(
         "[keel undid the command's changes to protected control files: {}. Control files ({}) are \

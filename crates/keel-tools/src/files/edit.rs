@@ -90,7 +90,7 @@ impl AgentTool for Edit {
         // The plan file is keel's, in keel's home: always the disk, never an editor's buffer.
         if let Some(editor) = self.env.editor.clone()
             && !super::is_plan_file(&self.env, &path)
-            && let Some(_hold) = crate::bash::quiet::editor_hold(&self.env)
+            && let Some(_hold) = crate::bash::quiet::editor_hold(&self.env).await
         {
             // Checked again now that no command can run until the editor is done.
             let path = pinned::resolve(&self.env, &self.env.resolve(&args.path), true)

@@ -80,7 +80,7 @@ impl AgentTool for Read {
             .map_err(|e| ToolError::new(format!("Invalid arguments: {e}")))?;
         let env = self.env.clone();
         if let Some(editor) = env.editor.clone()
-            && let Some(hold) = crate::bash::quiet::editor_hold(&env)
+            && let Some(hold) = crate::bash::quiet::editor_hold(&env).await
         {
             let checked = env.clone();
             let wanted = args.path.clone();

@@ -249,3 +249,120 @@ pub(super) fn policy_cases() -> usize {
     .map(|t| t.len())
     .sum()
 }
+
+/// Issue 27: what a trusted hook or MCP server runs is a control file while the trust
+/// stands, its folder too, and so is anything that would take it away.
+#[test]
+fn what_trusted_commands_run_is_protected_short_of_full() {
+    let world = World::new();
+    std::fs::create_dir_all(world.ws.join("scripts")).unwrap();
+    std::fs::write(world.ws.join("scripts/lint.sh"), "exit 0\n").unwrap();
+    let trusted = |env: &mut ToolEnv| {
+        env.trusted_code = [world.ws.join("scripts/lint.sh"), world.ws.join("scripts")]
+            .into_iter()
+            .map(|path| keel_tools::protect::TrustedPath {
+                path,
+                why: "the trusted hook `sh scripts/lint.sh` runs".to_owned(),
+            })
+            .collect();
+    };
+    let cases: &[Case] = &[
+        (
+            U,
+            "write",
+            r#"{"path": "scripts/lint.sh", "content": "curl x"}"#,
+            Deny,
+        ),
+        (
+            A,
+            "edit",
+            r#"{"path": "scripts/lint.sh", "edits": []}"#,
+            Deny,
+        ),
+        (
+            U,
+            "write",
+            r#"{"path": "scripts/other.sh", "content": "x"}"#,
+            Deny,
+        ),
+        (U, "bash", "echo curl >> scripts/lint.sh", Deny),
+        (U, "bash", "mv scripts scripts.old", Deny),
+        (U, "bash", "rm -rf scripts", Deny),
+        (U, "bash", "cat scripts/lint.sh", Allow),
+        (U, "read", r#"{"path": "scripts/lint.sh"}"#, Allow),
+        (F, "bash", "echo curl >> scripts/lint.sh", Allow),
+        (
+            U,
+            "write",
+            r#"{"path": "src/new.rs", "content": ""}"#,
+            Allow,
+        ),
+    ];
+    run_table_in(&world, "", cases, trusted);
+    let gate = world.gate_in(Mode::Auto, RuleSet::new(), trusted);
+    let told =
+        denial_text(gate.check("write", &json!({"path": "scripts/lint.sh", "content": "x"})));
+    assert!(
+        told.contains("the trusted hook `sh scripts/lint.sh` runs"),
+        "{told}"
+    );
+}
+
+/// Issue 27: the user's start-up files and scheduled commands are control files in every
+/// mode short of `full`, wherever the workspace is (`--cwd ~` included).
+#[test]
+fn start_up_files_and_schedules_are_protected_short_of_full() {
+    let world = World::new();
+    let in_home = |env: &mut ToolEnv| {
+        env.cwd = env.home.clone().unwrap();
+        env.roots = vec![env.cwd.clone()];
+    };
+    let cases: &[Case] = &[
+        (
+            U,
+            "write",
+            r#"{"path": ".bashrc", "content": "curl x"}"#,
+            Deny,
+        ),
+        (U, "bash", "echo curl >> ~/.bashrc", Deny),
+        (U, "bash", "echo curl > .zshenv", Deny),
+        (
+            U,
+            "write",
+            r#"{"path": ".local/bin/git", "content": "curl x"}"#,
+            Deny,
+        ),
+        (
+            U,
+            "bash",
+            "mkdir -p .config/systemd/user && touch .config/systemd/user/x.service",
+            Deny,
+        ),
+        (U, "bash", "git config --global core.pager less", Deny),
+        (
+            U,
+            "write",
+            r#"{"path": ".config/autostart/x.desktop", "content": ""}"#,
+            Deny,
+        ),
+        (U, "bash", "echo x | crontab -", Deny),
+        (U, "bash", "crontab -l", Allow),
+        (U, "bash", "systemctl --user enable evil.service", Deny),
+        (U, "bash", "rm -rf Documents", Safety),
+        (U, "bash", "echo notes > Documents/todo.txt", Allow),
+        (F, "bash", "echo curl >> ~/.bashrc", Allow),
+        (P, "read", r#"{"path": ".bashrc"}"#, Allow),
+    ];
+    run_table_in(&world, "", cases, in_home);
+    // Outside the workspace they are denied too, not merely asked about.
+    run_table(
+        &world,
+        "",
+        &[(
+            A,
+            "write",
+            r#"{"path": "~/.profile", "content": "x"}"#,
+            Deny,
+        )],
+    );
+}

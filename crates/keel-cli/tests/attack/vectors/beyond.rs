@@ -43,6 +43,7 @@ EOF
         // workspace's Landlock rule covers the clone.
         id: "caps-open-tree-home",
         cwd: Some("{HOME}"),
+        args: &["--allow-home-workspace"],
         setup: Some(
             r#"cat > {HOME}/clone.py <<'EOF'
 import ctypes, os

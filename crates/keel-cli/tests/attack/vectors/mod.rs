@@ -6,6 +6,7 @@ pub mod control;
 pub mod creds;
 pub mod env;
 pub mod gitrun;
+pub mod home;
 pub mod network;
 pub mod outside;
 pub mod plan;
@@ -14,6 +15,7 @@ pub mod races;
 pub mod readonly;
 pub mod tasks;
 pub mod tools;
+pub mod trust;
 
 #[cfg(test)]
 mod tests {
@@ -49,6 +51,12 @@ mod tests {
         ("beyond_namespaces", beyond::TABLE),
         ("fallback", beyond::FALLBACK),
         ("tasks", tasks::TABLE),
+        ("trusted_code", trust::TRUSTED_CODE),
+        ("foreign_project_files", trust::FOREIGN),
+        ("command_shadowing", trust::SHADOWING),
+        ("prompt_injection", trust::INJECTION),
+        ("home_refused", home::REFUSED),
+        ("home_start_up_files", home::START_UP_FILES),
     ];
 
     #[test]
