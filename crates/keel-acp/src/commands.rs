@@ -294,3 +294,16 @@ pub async fn run(
     reply(session, connection, text);
     Ok(StopReason::EndTurn)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Issue 27: every command of `keel acp`'s is reserved in the runtime's one list.
+    #[test]
+    fn every_command_is_reserved_in_the_runtime() {
+        for (name, _, _) in COMMANDS {
+            assert!(keel_runtime::is_reserved(name), "/{name}");
+        }
+    }
+}

@@ -63,6 +63,10 @@ pub struct Response {
     /// A fault instead of (or in the middle of) the response.
     #[serde(default)]
     pub fault: Option<Fault>,
+    /// The response waits until this file exists (a test's signal that the moment has
+    /// come), at most 30 s, before its first byte.
+    #[serde(default)]
+    pub wait_for: Option<String>,
     /// Served only to a request whose body holds this text (a session's own prompt, when
     /// several sessions ask at once); a request gets the first response in the script that
     /// it may have.

@@ -309,6 +309,12 @@ async fn respond(
         let message = format!("the mock script has no response for request {index}");
         return status(stream, 500, "mock_exhausted", &message, &[]).await;
     };
+    if let Some(file) = &response.wait_for {
+        let deadline = tokio::time::Instant::now() + std::time::Duration::from_secs(30);
+        while !std::path::Path::new(file).exists() && tokio::time::Instant::now() < deadline {
+            sleep_ms(5).await;
+        }
+    }
     sleep_ms(response.first_delay_ms).await;
     match &response.fault {
         Some(Fault::RateLimit { retry_after_s }) => {

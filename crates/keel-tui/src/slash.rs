@@ -301,6 +301,22 @@ mod tests {
 
     use super::*;
 
+    /// Issue 27: keel's own names are one list, kept in the runtime, that no skill or custom
+    /// command may take; every command of the TUI's is on it.
+    #[test]
+    fn every_builtin_name_is_reserved_in_the_runtime() {
+        for command in BUILTIN {
+            assert!(
+                keel_runtime::is_reserved(&command.name),
+                "/{}",
+                command.name
+            );
+            for alias in command.aliases {
+                assert!(keel_runtime::is_reserved(alias), "/{alias}");
+            }
+        }
+    }
+
     #[test]
     fn filters_fuzzily_with_prefixes_first() {
         let catalog = Catalog::default();

@@ -171,94 +171,101 @@ async fn commands_cannot_reach_the_relay_socket() {
     assert!(!run.join("planted").exists());
 }
 
-/// Issue 27: an editor file operation and a command that starts meanwhile. A background
-/// task keeps starting commands that swap `target.txt` for a link to a file outside the
-/// workspace (and, first, to the user's key) and back, while the parent session writes the
-/// file through an editor that takes 100 ms per call and, like a real one, follows links. No
-/// command may start while an editor operation is in flight, and the file is checked again
-/// afterwards, so none of the 50 attempts may write outside the workspace or read the key.
+/// Issue 27: an editor file operation and a command that starts meanwhile. For each of 50
+/// attempts the parent session writes a new file or reads one through an editor that takes
+/// 150 ms per call and, like a real one, follows links; the moment the editor gets the call,
+/// a background task's model is let go and its command swaps that very file for a link: to
+/// a file outside the workspace for a write, to the user's key for a read. No command may
+/// start while an editor operation is in flight, and the file is checked again afterwards,
+/// so no attempt may write outside the workspace or read the key.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_task_swapping_the_file_never_redirects_a_slow_editor() {
     const ATTEMPTS: usize = 50;
-    const SWAPS: usize = 15;
     let world = World::new();
     let work = world.work();
     let key = world.user.path().join(".ssh/id_rsa");
     let victim = world.user.path().join("victim.txt");
+    let signals = world.home.path().join("signals");
+    std::fs::create_dir_all(&signals).unwrap();
     std::fs::write(&victim, "untouched\n").unwrap();
-    std::fs::write(work.join("target.txt"), "safe\n").unwrap();
-    // A link appears a moment after the command starts and goes again: to the key in half
-    // the commands, outside the workspace in the others.
-    let swap = |to: &std::path::Path| {
-        format!(
-            "sleep 0.03; ln -sfn {} target.txt; sleep 0.05; rm -f target.txt; printf 'safe\\n' > target.txt",
-            to.display()
-        )
-    };
-    // The parent writes (an editor read, then an editor write) and reads; the task's session
-    // only starts commands. Each answers only its own session (`when`), a little after the
-    // request as a model does, so commands start while the parent's editor calls are in
-    // flight.
-    let attempt = json!({"tool_calls": [
-        {"name": "write", "arguments": {"path": "target.txt", "content": "model text\n"}},
-        {"name": "read", "arguments": {"path": "target.txt"}}
-    ]});
-    let answer = |body: &serde_json::Value, who: &str, delay: u64| {
-        let mut body = body.clone();
+    // Attempt `i` works on `f{i}.txt`: a new file to write (even `i`), an existing one to
+    // read (odd `i`).
+    for i in (1..ATTEMPTS).step_by(2) {
+        std::fs::write(work.join(format!("f{i}.txt")), "safe\n").unwrap();
+    }
+    let answer = |body: serde_json::Value, who: &str, delay: u64| {
+        let mut body = body;
         body["when"] = json!(who);
         body["first_delay_ms"] = json!(delay);
         body
     };
     let task = json!({"tool_calls": [{"id": "t1", "name": "task", "arguments": {
-        "description": "swap", "prompt": "RACE-SWAPPER: keep swapping target.txt",
-        "agent": "worker", "background": true}}]});
-    let mut script = vec![answer(&task, "RACE-EDITOR", 0)];
-    script.extend((0..ATTEMPTS / 2).map(|_| answer(&attempt, "RACE-EDITOR", 10)));
+        "description": "swap", "prompt": "RACE-SWAPPER: swap the files", "agent": "worker",
+        "background": true}}]});
+    let mut script = vec![answer(task, "RACE-EDITOR", 0)];
+    for i in 0..ATTEMPTS {
+        let file = format!("f{i}.txt");
+        let call = if i % 2 == 0 {
+            json!({"name": "write", "arguments": {"path": file, "content": "model text\n"}})
+        } else {
+            json!({"name": "read", "arguments": {"path": file}})
+        };
+        // The task's command of the attempt before has ended by then.
+        script.push(answer(json!({"tool_calls": [call]}), "RACE-EDITOR", 250));
+    }
     // The parent's answers come first: its requests also hold the task's prompt.
-    script.extend((0..4).map(|_| answer(&json!({"text": "done"}), "RACE-EDITOR", 0)));
-    script.extend((0..SWAPS).map(|i| {
+    script.extend((0..4).map(|_| answer(json!({"text": "done"}), "RACE-EDITOR", 0)));
+    for i in 0..ATTEMPTS {
         let to = if i % 2 == 0 { &victim } else { &key };
-        let command = json!({"tool_calls": [{"name": "bash", "arguments": {"command": swap(to)}}]});
-        // Long gaps between short commands: most attempts find no command running and go
-        // through the editor, and a command starts during one now and then.
-        answer(&command, "RACE-SWAPPER", 300)
-    }));
-    script.extend((0..2).map(|_| answer(&json!({"text": "swapped"}), "RACE-SWAPPER", 0)));
+        let command = format!(
+            "ln -sfn {} f{i}.txt; sleep 0.15; rm -f f{i}.txt; printf 'safe\\n' > f{i}.txt",
+            to.display()
+        );
+        let mut swap = answer(
+            json!({"tool_calls": [{"name": "bash", "arguments": {"command": command}}]}),
+            "RACE-SWAPPER",
+            0,
+        );
+        // Let go the moment the editor has the attempt's call.
+        swap["wait_for"] = json!(signals.join(format!("go-{i}")));
+        script.push(swap);
+    }
+    script.extend((0..2).map(|_| answer(json!({"text": "swapped"}), "RACE-SWAPPER", 0)));
     let server = mock(serde_json::Value::Array(script)).await;
     let state = Arc::new(EditorState::default());
-    *state.fs_delay.lock().unwrap() = std::time::Duration::from_millis(100);
+    *state.fs_delay.lock().unwrap() = std::time::Duration::from_millis(150);
     state
         .write_through
         .store(true, std::sync::atomic::Ordering::SeqCst);
+    let go = signals.clone();
+    *state.on_fs.lock().unwrap() = Some(Box::new(move |path: &std::path::Path| {
+        let name = path.file_name().unwrap_or_default().to_string_lossy();
+        if let Some(i) = name.strip_prefix('f').and_then(|n| n.strip_suffix(".txt")) {
+            let _ = std::fs::write(go.join(format!("go-{i}")), "");
+        }
+    }));
     let mut keel = world.spawn(&server, &["--permission", "full"]);
-    let served = 1 + ATTEMPTS / 2 + 1 + SWAPS + 1;
+    let served = 1 + ATTEMPTS + 1 + ATTEMPTS + 1;
     let st = state.clone();
     connect(&mut keel, state.clone(), async |cx| {
         initialize(&cx, capabilities(true)).await?;
         let session = new_session(&cx, &work).await?;
-        prompt(&cx, &session, "RACE-EDITOR: write and read target.txt").await?;
+        prompt(&cx, &session, "RACE-EDITOR: write and read the files").await?;
         // The task goes on after the prompt; its commands and its notice's turn follow.
-        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(90);
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(120);
         while server.requests().len() < served && std::time::Instant::now() < deadline {
             tokio::time::sleep(std::time::Duration::from_millis(50)).await;
         }
         Ok(())
     })
     .await;
-    let editor_calls = st.fs_calls.lock().unwrap().len();
-    let attempts = (0..server.requests().len())
-        .map(|i| request_text(&server, i))
-        .filter(|t| t.contains("RACE-EDITOR"))
-        .map(|t| t.matches("\"name\":\"write\"").count() + t.matches("\"name\":\"read\"").count())
-        .max()
-        .unwrap_or(0);
-    if std::env::var_os("KEEL_DEBUG_RACE").is_some() {
-        eprintln!("attempts {attempts}, editor calls {editor_calls}");
-    }
-    assert!(attempts >= ATTEMPTS, "only {attempts} attempts were made");
-    assert!(
-        editor_calls >= 10,
-        "only {editor_calls} editor calls: a command was running for nearly every attempt"
+    let calls = st.fs_calls.lock().unwrap().clone();
+    let attempted = (0..ATTEMPTS)
+        .filter(|i| calls.iter().any(|c| c.ends_with(&format!("/f{i}.txt"))))
+        .count();
+    assert_eq!(
+        attempted, ATTEMPTS,
+        "every attempt must reach the editor: {calls:?}"
     );
     for index in 0..server.requests().len() {
         assert!(
@@ -270,9 +277,5 @@ async fn a_task_swapping_the_file_never_redirects_a_slow_editor() {
         std::fs::read_to_string(&victim).unwrap(),
         "untouched\n",
         "an editor write landed outside the workspace"
-    );
-    assert_eq!(
-        std::fs::read_to_string(world.user.path().join(".ssh/id_rsa")).unwrap(),
-        "CANARY-SSH-KEY\n"
     );
 }

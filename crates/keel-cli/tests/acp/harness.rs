@@ -64,6 +64,9 @@ pub struct EditorState {
     /// Writes go to the disk at the path given, following links, as an editor saving the
     /// buffer does (otherwise they stay in the buffers).
     pub write_through: std::sync::atomic::AtomicBool,
+    /// Called with the path of every `fs/*` call as it arrives, before the delay.
+    #[allow(clippy::type_complexity)]
+    pub on_fs: Mutex<Option<Box<dyn Fn(&std::path::Path) + Send + Sync>>>,
 }
 
 /// A terminal the editor runs.
@@ -346,6 +349,9 @@ pub async fn connect<R: Send + 'static>(
                     .lock()
                     .unwrap()
                     .push(format!("read {}", request.path.display()));
+                if let Some(hook) = s3.on_fs.lock().unwrap().as_ref() {
+                    hook(&request.path);
+                }
                 let delay = *s3.fs_delay.lock().unwrap();
                 tokio::time::sleep(delay).await;
                 let text = s3.buffers.lock().unwrap().get(&request.path).cloned();
@@ -366,6 +372,9 @@ pub async fn connect<R: Send + 'static>(
                     .lock()
                     .unwrap()
                     .push(format!("write {}", request.path.display()));
+                if let Some(hook) = s4.on_fs.lock().unwrap().as_ref() {
+                    hook(&request.path);
+                }
                 let delay = *s4.fs_delay.lock().unwrap();
                 tokio::time::sleep(delay).await;
                 if s4.write_through.load(std::sync::atomic::Ordering::SeqCst) {

@@ -99,7 +99,7 @@ table!(
     trust::TRUSTED_CODE,
     modes [Ask, Auto, Plan, AutoLandlock, PlanLandlock]
 );
-table!(foreign_project_files, trust::FOREIGN, modes [Auto, Full]);
+table!(foreign_project_files, trust::FOREIGN, modes [Ask, Auto]);
 table!(command_shadowing, trust::SHADOWING, modes[Auto]);
 table!(prompt_injection, trust::INJECTION, modes[Auto]);
 table!(home_refused, home::REFUSED, modes[Auto]);
