@@ -279,3 +279,33 @@ async fn a_task_swapping_the_file_never_redirects_a_slow_editor() {
         "an editor write landed outside the workspace"
     );
 }
+
+/// Issue 27: an editor that opens the home folder as the workspace is refused, naming the
+/// flag, unless `keel acp` was started with `--allow-home-workspace`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_home_folder_is_no_workspace_without_the_flag() {
+    let world = World::new();
+    let home = std::fs::canonicalize(world.user.path()).unwrap();
+    let server = mock(json!([{"text": "hello from home"}])).await;
+    let mut keel = world.spawn(&server, &[]);
+    let refused = connect(&mut keel, Arc::new(EditorState::default()), async |cx| {
+        initialize(&cx, capabilities(false)).await?;
+        Ok(new_session(&cx, &home).await)
+    })
+    .await;
+    let error = refused.expect_err("the home folder must be refused");
+    assert!(
+        error.message.contains("--allow-home-workspace"),
+        "{error:?}"
+    );
+    let mut keel = world.spawn(&server, &["--allow-home-workspace"]);
+    let state = Arc::new(EditorState::default());
+    let stop = connect(&mut keel, state.clone(), async |cx| {
+        initialize(&cx, capabilities(false)).await?;
+        let session = new_session(&cx, &home).await?;
+        prompt(&cx, &session, "hi").await
+    })
+    .await;
+    assert_eq!(stop, StopReason::EndTurn);
+    assert!(state.message_text().contains("hello from home"));
+}

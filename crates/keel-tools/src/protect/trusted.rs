@@ -13,7 +13,11 @@
 //! Trade-off: the command line is read with the gate's shell analysis, so wrappers
 //! (`env`, `bash -c`) are seen through, but what a program decides at run time (a config
 //! file it looks for by itself) is not; the words "runs any code in this project" cover the
-//! programs known to do that.
+//! programs known to do that. A file an argument names is protected, a folder only when it
+//! holds an interpreter's script or is on a module path (`PYTHONPATH`, `--require`): a
+//! folder argument (`prettier --write src/`) is what the command works on, and protecting it
+//! would lock the model out of the project; so are the arguments of a command that runs any
+//! project code.
 
 use std::path::{Path, PathBuf};
 
@@ -292,6 +296,7 @@ impl Walk<'_> {
         if matches!(name.as_str(), "cd" | "pushd" | "popd") {
             return;
         }
+        let runs_any_before = out.any_code.len();
         let args = invocation.args();
         let mut consumed = vec![false; args.len()];
         if first.text.contains('/') {
@@ -332,6 +337,11 @@ impl Walk<'_> {
         } else if name == "bun" {
             self.bun(args, cwd, &line, &mut consumed, out);
         }
+        // What a build tool or package script is given is data to code that no path covers
+        // (`npm run lint src/`): protecting it would only lock the model out of the project.
+        if out.any_code.len() > runs_any_before {
+            return;
+        }
         for (i, arg) in args.iter().enumerate() {
             if consumed.get(i).copied().unwrap_or(true) || arg.opaque {
                 continue;
@@ -340,7 +350,7 @@ impl Walk<'_> {
                 Some((option, value)) if option.starts_with('-') => value,
                 _ => arg.text.as_str(),
             };
-            self.named(text, cwd, out);
+            self.named(text, cwd, Named::File, out);
         }
     }
 
@@ -366,13 +376,18 @@ impl Walk<'_> {
         }
     }
 
-    /// A word that names an existing project path: the command reads or runs it.
-    fn named(&self, text: &str, cwd: &Path, out: &mut Reach) {
+    /// A word that names an existing project path the command reads or runs: a file (a
+    /// configuration, a module), or with [`Named::Any`] a folder too (a module path). A
+    /// folder given as an argument is most often data the command works on (`src/`), which
+    /// must stay the model's to change.
+    fn named(&self, text: &str, cwd: &Path, what: Named, out: &mut Reach) {
         if text.is_empty() || text.starts_with('-') || text.contains("://") {
             return;
         }
         let path = self.absolute(text, cwd);
-        if self.inside(&path) && std::fs::symlink_metadata(&path).is_ok() {
+        let fits =
+            std::fs::symlink_metadata(&path).is_ok_and(|meta| what == Named::Any || !meta.is_dir());
+        if self.inside(&path) && fits {
             out.protect(path);
         }
     }
@@ -382,7 +397,7 @@ impl Walk<'_> {
     fn values(&self, _name: &str, value: &str, out: &mut Reach) {
         for part in value.split([':', ' ', ',', ';']) {
             let part = part.split_once('=').map_or(part, |(_, v)| v);
-            self.named(part, self.cwd, out);
+            self.named(part, self.cwd, Named::Any, out);
         }
     }
 
@@ -412,7 +427,8 @@ impl Walk<'_> {
                 (_, "r" | "require" | "import" | "loader" | "experimental-loader" | "I" | "M")
                     if !value.opaque =>
                 {
-                    self.named(&value.text, cwd, out);
+                    // A module or a folder of modules the interpreter loads.
+                    self.named(&value.text, cwd, Named::Any, out);
                 }
                 _ => {}
             }
@@ -504,6 +520,15 @@ impl Walk<'_> {
             .take_while(|dir| dir.starts_with(top))
             .any(|dir| dir.join("node_modules").exists() || dir.join("package.json").exists())
     }
+}
+
+/// What a named path may be to count.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Named {
+    /// Only a file.
+    File,
+    /// A file or a folder.
+    Any,
 }
 
 fn mark(consumed: &mut [bool], at: usize) {
@@ -655,6 +680,21 @@ mod tests {
         // Nothing at all from a program outside the project.
         let found = shell(&root, "/usr/bin/true");
         assert_eq!(found, Reach::default());
+    }
+
+    #[test]
+    fn folders_a_command_works_on_stay_the_models() {
+        let (_dir, root) = project();
+        // A formatter's folder is data; its configuration file is not.
+        let found = shell(
+            &root,
+            "/usr/bin/prettier --write tools/ --config conf/server.toml",
+        );
+        assert_eq!(found.paths, vec![root.join("conf/server.toml")]);
+        // A build tool's arguments: nothing to protect, it runs any code anyway.
+        let found = shell(&root, "npm run lint -- conf/server.toml");
+        assert!(found.paths.is_empty(), "{:?}", found.paths);
+        assert_eq!(found.any_code.len(), 1);
     }
 
     #[test]
