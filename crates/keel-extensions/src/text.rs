@@ -13,11 +13,7 @@ pub(crate) fn block(body: &str) -> String {
 /// `text` with reminder tags defused, for text that came from the model, a tool or a file:
 /// a tag of its own would make a reminder more than one block, which the host refuses.
 pub(crate) fn defuse(text: &str) -> String {
-    if !text.contains("system-reminder") {
-        return text.to_owned();
-    }
-    text.replace(REMINDER_OPEN, "<system-reminder\u{200b}>")
-        .replace(REMINDER_CLOSE, "</system-reminder\u{200b}>")
+    keel_runtime::tags::defuse(text).into_owned()
 }
 
 /// `text` cut to at most `max` bytes on a character boundary.

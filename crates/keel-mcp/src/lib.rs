@@ -175,13 +175,17 @@ pub fn reach(
             continue;
         };
         let env: Vec<(String, String)> = env.iter().map(|(k, v)| (k.clone(), v.clone())).collect();
+        // As the client starts it: a relative `cwd` is the session's folder's.
+        let folder = cwd
+            .as_deref()
+            .map_or_else(|| host.cwd.clone(), |dir| host.cwd.join(dir));
         let found = keel_tools::protect::reach(
             keel_tools::protect::CommandLine::Argv {
                 program: command,
                 args,
                 env: &env,
             },
-            cwd.as_deref().unwrap_or(&host.cwd),
+            &folder,
             &project,
             &shell,
         );

@@ -44,9 +44,13 @@ pub const RESERVED_COMMANDS: &[&str] = &[
     "exit",
 ];
 
-/// Whether `name` (without the slash) is one of keel's own commands.
+/// Whether `name` (without the slash) is one of keel's own commands, in any case (a
+/// `/Approve-Plan` beside the real one would only mislead in a command list).
 pub fn is_reserved(name: &str) -> bool {
-    RESERVED_COMMANDS.contains(&name.trim_start_matches('/'))
+    let name = name.trim_start_matches('/');
+    RESERVED_COMMANDS
+        .iter()
+        .any(|reserved| reserved.eq_ignore_ascii_case(name))
 }
 
 impl Runtime {

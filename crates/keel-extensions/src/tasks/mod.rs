@@ -6,9 +6,11 @@
 pub mod roles;
 mod tools;
 
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 
-use keel_runtime::extension::{Extension, ExtensionApi, ExtensionError};
+use keel_runtime::extension::{
+    Extension, ExtensionApi, ExtensionError, Hook, TurnScope, TurnStartHook,
+};
 
 pub use tools::{TOOL_NAMES, task_result};
 
@@ -36,6 +38,7 @@ impl Extension for TasksExtension {
         for problem in &found.problems {
             tracing::warn!(%problem, "agent file not loaded");
         }
+        let problems: Vec<String> = found.problems.iter().map(ToString::to_string).collect();
         let roles: Arc<[roles::Role]> = found.roles.into();
         let control = host.control.clone();
         api.register_tool_factory(Arc::new(move |scope| {
@@ -45,6 +48,34 @@ impl Extension for TasksExtension {
                 turn: scope.turn_id.clone(),
                 roles: roles.clone(),
             })
-        }))
+        }))?;
+        if !problems.is_empty() {
+            // An agent file keel passed over (another user's, a link in a project) is told
+            // once, as a broken skill or command is.
+            api.on(Hook::TurnStart(Arc::new(ReportAgentProblems {
+                problems: Mutex::new(Some(problems)),
+            })))?;
+        }
+        Ok(())
+    }
+}
+
+/// The agent files that could not be used, told at the first turn.
+struct ReportAgentProblems {
+    problems: Mutex<Option<Vec<String>>>,
+}
+
+#[async_trait::async_trait]
+impl TurnStartHook for ReportAgentProblems {
+    async fn turn_start(&self, scope: &TurnScope) -> Result<(), keel_agent::HookError> {
+        let taken = self
+            .problems
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .take();
+        for problem in taken.into_iter().flatten() {
+            scope.emit(TASKS, "problem", serde_json::json!({"text": problem}));
+        }
+        Ok(())
     }
 }

@@ -42,15 +42,18 @@ pub(super) async fn execute(
         permit = permits.acquire_owned() => permit.ok(),
         () = live.cancel.cancelled() => None,
     };
-    let ended = match permit {
+    let ended = match &permit {
         None => Ended {
             status: TaskStatus::Canceled,
             error: Some("stopped before it started".into()),
             final_text: String::new(),
         },
-        Some(_permit) => run_child(&runtime, &live, &child, prompt).await,
+        Some(_) => run_child(&runtime, &live, &child, prompt).await,
     };
     finish(&runtime, &live, ended).await;
+    // The slot frees once the end is on record: a queued task never starts before the task
+    // it waited for has ended.
+    drop(permit);
 }
 
 async fn save(runtime: &Runtime, live: &LiveTask, final_text: &str) {

@@ -116,6 +116,58 @@ const RUNNERS: &[(&str, &str)] = &[
     ("swift", "builds and runs the project's code"),
     ("zig", "runs the project's build file"),
     ("tsc", "loads the project's configuration and plugins"),
+    (
+        "pre-commit",
+        "runs the hooks the project's .pre-commit-config.yaml names",
+    ),
+    (
+        "lefthook",
+        "runs the hooks the project's lefthook.yml names",
+    ),
+    ("husky", "runs the project's hooks"),
+    (
+        "lint-staged",
+        "runs the commands the project's configuration names",
+    ),
+    (
+        "eslint",
+        "loads the project's configuration and plugins, which are code",
+    ),
+    (
+        "prettier",
+        "loads the project's configuration and plugins, which are code",
+    ),
+    (
+        "stylelint",
+        "loads the project's configuration and plugins, which are code",
+    ),
+    ("jest", "runs the project's tests and configuration"),
+    ("vitest", "runs the project's tests and configuration"),
+    ("mocha", "runs the project's tests and configuration"),
+    (
+        "pylint",
+        "loads the project's configuration, which can run code",
+    ),
+    ("mypy", "loads the project's configuration and plugins"),
+    ("flake8", "loads the project's configuration and plugins"),
+    (
+        "rubocop",
+        "loads the project's configuration, which can require code",
+    ),
+    ("direnv", "runs the project's .envrc"),
+    (
+        "docker",
+        "builds and runs what the project's files describe",
+    ),
+    (
+        "podman",
+        "builds and runs what the project's files describe",
+    ),
+    ("nx", "runs the project's tasks"),
+    ("turbo", "runs the project's tasks"),
+    ("lerna", "runs the project's package scripts"),
+    ("phpunit", "runs the project's tests and configuration"),
+    ("ctest", "runs the project's tests"),
 ];
 
 /// Programs that run a package, from the project's own `node_modules` when it has one.
@@ -196,32 +248,33 @@ fn interpreter(name: &str) -> Option<&'static Interpreter> {
 /// the workspace roots): the paths to protect, and what no path covers.
 pub fn reach(line: CommandLine<'_>, cwd: &Path, project: &[PathBuf], env: &ShellEnv) -> Reach {
     let mut out = Reach::default();
-    let walk = Walk { project, cwd };
+    let walk = Walk {
+        project,
+        cwd,
+        env,
+        depth: std::cell::Cell::new(0),
+    };
     let text = match line {
         CommandLine::Shell(text) => text.to_owned(),
         CommandLine::Argv { program, args, env } => {
             for (name, value) in env {
                 walk.values(name, value, &mut out);
             }
-            std::iter::once(program)
-                .chain(args.iter().map(String::as_str))
-                .map(quote)
-                .collect::<Vec<_>>()
-                .join(" ")
+            words_line(std::iter::once(program).chain(args.iter().map(String::as_str)))
         }
     };
-    let analysis = shell::analyze(&text, Some(cwd), env);
-    if analysis.truncated || !analysis.unseen.is_empty() {
-        out.any(format!(
-            "`{}` runs code it only finds at run time",
-            shown(&text)
-        ));
-    }
-    for invocation in &analysis.invocations {
-        walk.invocation(invocation, &mut out);
-    }
+    walk.line(&text, cwd, &mut out);
     out
 }
+
+/// Words as one shell line, each quoted as needed.
+fn words_line<'w>(words: impl Iterator<Item = &'w str>) -> String {
+    words.map(quote).collect::<Vec<_>>().join(" ")
+}
+
+/// Deepest nesting of command lines inside command lines that is read (`setsid sh -c
+/// "…"`, `script -c "…"`); deeper is code only known at run time.
+const MAX_NESTING: usize = 4;
 
 /// One word quoted for the shell, as an MCP server's argument vector is passed unchanged.
 fn quote(word: &str) -> String {
@@ -249,9 +302,49 @@ fn shown(text: &str) -> String {
 struct Walk<'a> {
     project: &'a [PathBuf],
     cwd: &'a Path,
+    env: &'a ShellEnv,
+    depth: std::cell::Cell<usize>,
 }
 
 impl Walk<'_> {
+    /// Reads one command line run in `cwd`.
+    fn line(&self, text: &str, cwd: &Path, out: &mut Reach) {
+        if self.depth.get() >= MAX_NESTING {
+            out.any(format!(
+                "`{}` nests commands too deeply to be read",
+                shown(text)
+            ));
+            return;
+        }
+        self.depth.set(self.depth.get() + 1);
+        let analysis = shell::analyze(text, Some(cwd), self.env);
+        if analysis.truncated || !analysis.unseen.is_empty() {
+            out.any(format!(
+                "`{}` runs code it only finds at run time",
+                shown(text)
+            ));
+        }
+        for invocation in &analysis.invocations {
+            self.invocation(invocation, out);
+        }
+        self.depth.set(self.depth.get() - 1);
+    }
+
+    /// Where a bare program name is found on the `PATH` the command gets, when that is a
+    /// file of the project (an activated virtual environment, `node_modules/.bin`, a
+    /// `PATH=./scripts:$PATH` in front of the command); `None` when it is the system's.
+    fn on_path(&self, name: &str, path_var: Option<&str>, cwd: &Path) -> Option<PathBuf> {
+        let fallback = std::env::var("PATH").ok();
+        let path = path_var
+            .or_else(|| self.env.vars.get("PATH").map(String::as_str))
+            .or(fallback.as_deref())?;
+        let found = path
+            .split(':')
+            .filter(|dir| !dir.is_empty() && !dir.contains('$'))
+            .map(|dir| self.absolute(dir, cwd).join(name))
+            .find(|candidate| std::fs::metadata(candidate).is_ok_and(|m| m.is_file()))?;
+        self.inside(&found).then_some(found)
+    }
     /// `path` when it lies inside a project folder, but is not one (a whole project is
     /// never a control file: the model works there).
     fn inside(&self, path: &Path) -> bool {
@@ -288,9 +381,7 @@ impl Walk<'_> {
             return;
         }
         for (name, value) in &invocation.env {
-            if !value.opaque {
-                self.values(name, &value.text, out);
-            }
+            self.values(name, &value.text, out);
         }
         let name = program_name(&first.text).to_owned();
         if matches!(name.as_str(), "cd" | "pushd" | "popd") {
@@ -299,31 +390,52 @@ impl Walk<'_> {
         let runs_any_before = out.any_code.len();
         let args = invocation.args();
         let mut consumed = vec![false; args.len()];
-        if first.text.contains('/') {
-            let program = self.absolute(&first.text, cwd);
-            if self.inside(&program) {
-                let loads = interpreter(&name).is_some();
-                self.script(&program, loads, &line, out);
-                if loads {
-                    out.any(format!(
-                        "`{line}` runs the project's own interpreter, with the packages the project holds"
-                    ));
-                }
+        // The program itself, when it is a file of the project: named by a path, or found
+        // on a PATH that leads into the project.
+        let path_var = invocation
+            .env
+            .iter()
+            .find(|(k, _)| k == "PATH")
+            .map(|(_, v)| v.text.as_str());
+        let program = if first.text.contains('/') {
+            Some(self.absolute(&first.text, cwd)).filter(|p| self.inside(p))
+        } else {
+            self.on_path(&name, path_var, cwd)
+        };
+        if let Some(program) = program {
+            let by_name = interpreter(&name);
+            let by_shebang = shebang(&program).and_then(|i| interpreter(&i));
+            let loads = by_name.or(by_shebang).is_some_and(|i| i.loads_beside);
+            self.script(&program, loads, &line, out);
+            if by_name.is_some() {
+                out.any(format!(
+                    "`{line}` runs the project's own interpreter, with the packages the project holds"
+                ));
             }
         }
-        if shell::SHELLS.contains(&name.as_str()) {
-            let (at, seen) = skip_options(args, 0, "oO", &["rcfile", "init-file"]);
+        if shell::SHELLS.contains(&name.as_str()) || matches!(name.as_str(), "." | "source") {
+            let (at, seen) = if matches!(name.as_str(), "." | "source") {
+                (0, Vec::new())
+            } else {
+                skip_options(args, 0, "oO", &["rcfile", "init-file"])
+            };
             for (flag, value) in seen {
                 if matches!(flag.as_str(), "rcfile" | "init-file") && !value.opaque {
                     self.script(&self.absolute(&value.text, cwd), false, &line, out);
                 }
             }
-            if let Some(script) = args.get(at).filter(|a| !a.opaque && a.text != "-") {
-                self.script(&self.absolute(&script.text, cwd), false, &line, out);
-                mark(&mut consumed, at);
+            match args.get(at) {
+                Some(script) if script.opaque => {
+                    out.any(format!("`{line}` runs a script only known at run time"))
+                }
+                Some(script) if script.text != "-" => {
+                    self.script(&self.absolute(&script.text, cwd), false, &line, out);
+                    mark(&mut consumed, at);
+                }
+                _ => self.stdin_script(invocation, cwd, false, &line, out),
             }
         } else if let Some(kind) = interpreter(&name) {
-            self.interpreted(kind, &name, args, cwd, &line, &mut consumed, out);
+            self.interpreted(kind, &name, invocation, cwd, &line, &mut consumed, out);
         } else if let Some((_, what)) = RUNNERS.iter().find(|(n, _)| *n == name) {
             if !(name == "uv" && args.first().is_some_and(|a| a.text == "tool")) {
                 out.any(format!("`{line}` {what}"));
@@ -336,6 +448,23 @@ impl Walk<'_> {
             self.deno(args, cwd, &line, &mut consumed, out);
         } else if name == "bun" {
             self.bun(args, cwd, &line, &mut consumed, out);
+        } else if name == "run-parts" {
+            // Every program in the folders it is given.
+            for arg in args
+                .iter()
+                .filter(|a| !a.opaque && !a.text.starts_with('-'))
+            {
+                self.named(&arg.text, cwd, Named::Any, out);
+            }
+            return;
+        } else if let Some(at) = args.iter().position(|a| !a.opaque && starts_code(&a.text)) {
+            // A wrapper the analysis does not peel (`setsid`, `flock LOCK`, `chpst`): what
+            // follows the first program it names is a command of its own.
+            let rest: Vec<&str> = args[at..].iter().map(|a| a.text.as_str()).collect();
+            self.line(&words_line(rest.into_iter()), cwd, out);
+            for slot in consumed.iter_mut().skip(at) {
+                *slot = true;
+            }
         }
         // What a build tool or package script is given is data to code that no path covers
         // (`npm run lint src/`): protecting it would only lock the model out of the project.
@@ -346,11 +475,50 @@ impl Walk<'_> {
             if consumed.get(i).copied().unwrap_or(true) || arg.opaque {
                 continue;
             }
-            let text = match arg.text.split_once('=') {
-                Some((option, value)) if option.starts_with('-') => value,
-                _ => arg.text.as_str(),
-            };
-            self.named(text, cwd, Named::File, out);
+            let text = arg.text.as_str();
+            if text.contains(char::is_whitespace) {
+                // A command line given as an argument (`script -c "python3 x.py"`).
+                self.line(text, cwd, out);
+                continue;
+            }
+            match text.split_once('=') {
+                Some((option, value)) if option.starts_with('-') => {
+                    self.named(value, cwd, Named::File, out);
+                }
+                // `core.hooksPath=scripts`, `--plugin-dir=x`: a folder of code.
+                Some((key, value)) if names_folder(key) => {
+                    self.named(value, cwd, Named::Any, out);
+                }
+                _ => self.named(text, cwd, Named::File, out),
+            }
+        }
+    }
+
+    /// The script a shell or interpreter reads on its standard input from a project file
+    /// (`python3 < tools/hook.py`).
+    fn stdin_script(
+        &self,
+        invocation: &Invocation,
+        cwd: &Path,
+        loads_beside: bool,
+        line: &str,
+        out: &mut Reach,
+    ) {
+        for redirect in invocation
+            .redirects
+            .iter()
+            .filter(|r| !r.writes && r.via.is_none())
+        {
+            if redirect.target.opaque {
+                out.any(format!("`{line}` runs a script only known at run time"));
+            } else {
+                self.script(
+                    &self.absolute(&redirect.target.text, cwd),
+                    loads_beside,
+                    line,
+                    out,
+                );
+            }
         }
     }
 
@@ -397,6 +565,11 @@ impl Walk<'_> {
     fn values(&self, _name: &str, value: &str, out: &mut Reach) {
         for part in value.split([':', ' ', ',', ';']) {
             let part = part.split_once('=').map_or(part, |(_, v)| v);
+            // `PYTHONPATH=lib:$PYTHONPATH`: the known parts count, the unknown one is the
+            // environment's.
+            if part.contains(['$', '`']) {
+                continue;
+            }
             self.named(part, self.cwd, Named::Any, out);
         }
     }
@@ -406,12 +579,13 @@ impl Walk<'_> {
         &self,
         kind: &Interpreter,
         name: &str,
-        args: &[Arg],
+        invocation: &Invocation,
         cwd: &Path,
         line: &str,
         consumed: &mut [bool],
         out: &mut Reach,
     ) {
+        let args = invocation.args();
         let (at, seen) = skip_options(args, 0, kind.short_values, kind.long_values);
         let base = name.trim_end_matches(|c: char| c.is_ascii_digit() || c == '.');
         for (flag, value) in &seen {
@@ -437,16 +611,22 @@ impl Walk<'_> {
         for slot in consumed.iter_mut().take(at) {
             *slot = true;
         }
-        let script = args
-            .get(at)
-            .filter(|a| !a.opaque && a.text != "-")
-            .filter(|_| {
-                !seen
-                    .iter()
-                    .any(|(f, _)| matches!(f.as_str(), "c" | "e" | "m" | "eval" | "print" | "p"))
-            });
-        let Some(script) = script else {
+        let inline = seen
+            .iter()
+            .any(|(f, _)| matches!(f.as_str(), "c" | "e" | "m" | "eval" | "print" | "p"));
+        if inline {
             return;
+        }
+        let script = match args.get(at) {
+            Some(script) if script.opaque => {
+                out.any(format!("`{line}` runs a script only known at run time"));
+                return;
+            }
+            Some(script) if script.text != "-" => script,
+            _ => {
+                self.stdin_script(invocation, cwd, kind.loads_beside, line, out);
+                return;
+            }
         };
         mark(consumed, at);
         let path = self.absolute(&script.text, cwd);
@@ -520,6 +700,43 @@ impl Walk<'_> {
             .take_while(|dir| dir.starts_with(top))
             .any(|dir| dir.join("node_modules").exists() || dir.join("package.json").exists())
     }
+}
+
+/// The interpreter a script's `#!` line names (`#!/usr/bin/env python3` is `python3`).
+fn shebang(path: &Path) -> Option<String> {
+    use std::io::Read as _;
+    let mut head = [0u8; 256];
+    let n = std::fs::File::open(path).ok()?.read(&mut head).ok()?;
+    let text = std::str::from_utf8(head.get(..n)?).ok()?;
+    let line = text.strip_prefix("#!")?.lines().next()?;
+    let mut words = line.split_whitespace();
+    let program = program_name(words.next()?);
+    if program != "env" {
+        return Some(program.to_owned());
+    }
+    words
+        .find(|w| !w.starts_with('-') && !w.contains('='))
+        .map(|w| program_name(w).to_owned())
+}
+
+/// Whether `word` names a program that runs code: a shell, an interpreter, a build tool or
+/// a package runner (what follows it in a wrapper's arguments is a command).
+fn starts_code(word: &str) -> bool {
+    let name = program_name(word);
+    shell::SHELLS.contains(&name)
+        || interpreter(name).is_some()
+        || RUNNERS.iter().any(|(n, _)| *n == name)
+        || PACKAGE_RUNNERS.contains(&name)
+        || matches!(name, "deno" | "bun" | "run-parts")
+}
+
+/// Whether a `key=value` argument's key names a folder of code (`core.hooksPath`,
+/// `plugin_dir`).
+fn names_folder(key: &str) -> bool {
+    let key = key.to_ascii_lowercase();
+    ["path", "dir", "dirs", "paths"]
+        .iter()
+        .any(|end| key.ends_with(end))
 }
 
 /// What a named path may be to count.
@@ -688,13 +905,90 @@ mod tests {
         // A formatter's folder is data; its configuration file is not.
         let found = shell(
             &root,
-            "/usr/bin/prettier --write tools/ --config conf/server.toml",
+            "/usr/bin/shfmt --write tools/ --config conf/server.toml",
         );
         assert_eq!(found.paths, vec![root.join("conf/server.toml")]);
         // A build tool's arguments: nothing to protect, it runs any code anyway.
         let found = shell(&root, "npm run lint -- conf/server.toml");
         assert!(found.paths.is_empty(), "{:?}", found.paths);
         assert_eq!(found.any_code.len(), 1);
+    }
+
+    /// The forms an attack round found unprotected (issue 27).
+    #[test]
+    fn scripts_behind_shebangs_wrappers_stdin_and_paths_are_found() {
+        let (_dir, root) = project();
+        // A shebang script in the top folder loads any module there.
+        std::fs::write(
+            root.join("hook.py"),
+            "#!/usr/bin/env python3\nimport json\n",
+        )
+        .unwrap();
+        let found = shell(&root, "\"$CLAUDE_PROJECT_DIR\"/hook.py");
+        assert_eq!(found.paths, vec![root.join("hook.py")]);
+        assert_eq!(found.any_code.len(), 1, "{:?}", found.any_code);
+        // A module path with the environment's part after it.
+        let found = shell(&root, "PYTHONPATH=lib:$PYTHONPATH python3 tools/server.py");
+        assert!(found.paths.contains(&root.join("lib")), "{:?}", found.paths);
+        // A script only known at run time.
+        let found = shell(&root, "for f in scripts/*.sh; do sh \"$f\"; done");
+        assert!(!found.any_code.is_empty(), "{found:?}");
+        // A script on the interpreter's standard input.
+        let found = shell(&root, "python3 < tools/server.py");
+        assert_eq!(
+            found.paths,
+            vec![root.join("tools/server.py"), root.join("tools")]
+        );
+        // A wrapper the analysis does not peel, and a command line in an argument.
+        for line in [
+            "setsid python3 tools/server.py",
+            "flock /tmp/x.lock python3 tools/server.py",
+            "script -qc 'python3 tools/server.py' /dev/null",
+        ] {
+            let found = shell(&root, line);
+            assert!(
+                found.paths.contains(&root.join("tools")),
+                "{line}: {found:?}"
+            );
+        }
+        // A folder of programs, a hooks path, a script sourced before it exists.
+        let found = shell(&root, "run-parts scripts");
+        assert_eq!(found.paths, vec![root.join("scripts")]);
+        let found = shell(&root, "/usr/bin/git -c core.hooksPath=scripts commit");
+        assert!(found.paths.contains(&root.join("scripts")), "{found:?}");
+        let found = shell(&root, ". scripts/later.sh");
+        assert_eq!(
+            found.paths,
+            vec![root.join("scripts/later.sh"), root.join("scripts")]
+        );
+    }
+
+    #[test]
+    fn a_program_found_on_a_path_into_the_project_is_the_projects() {
+        let (_dir, root) = project();
+        std::fs::create_dir_all(root.join(".venv/bin")).unwrap();
+        std::fs::write(root.join(".venv/bin/python3"), "").unwrap();
+        let env = ShellEnv {
+            home: None,
+            vars: [(
+                "PATH".to_owned(),
+                format!("{}:/usr/bin:/bin", root.join(".venv/bin").display()),
+            )]
+            .into_iter()
+            .collect(),
+        };
+        let found = reach(
+            CommandLine::Shell("python3 tools/server.py"),
+            &root,
+            std::slice::from_ref(&root),
+            &env,
+        );
+        assert!(
+            found.paths.contains(&root.join(".venv/bin/python3")),
+            "{found:?}"
+        );
+        assert!(found.paths.contains(&root.join(".venv/bin")), "{found:?}");
+        assert!(!found.any_code.is_empty(), "{found:?}");
     }
 
     #[test]

@@ -212,15 +212,28 @@ fn walker(cwd: &Path, root: &Path, hidden: Arc<[PathBuf]>) -> WalkBuilder {
     builder
 }
 
-/// The credential locations (as configured and with links resolved) that lie below `root`;
-/// a location `root` itself lies in is the gate's to have judged (the session's artifacts).
+/// The credential locations that lie below `root`, as the walk will name them: the walk
+/// lists entries under `root` as given, which may lead elsewhere through a link (`hl ->
+/// ~`, `/proc/self/root/…`), so each location (as configured and with links resolved) is
+/// also named through the root's real path. A location `root` itself lies in is the gate's
+/// to have judged (the session's artifacts).
 fn hidden_below(env: &ToolEnv, root: &Path) -> Arc<[PathBuf]> {
+    let real_root = crate::permission::real_path(root);
     let mut out: Vec<PathBuf> = Vec::new();
+    let mut add = |path: PathBuf| {
+        if !out.contains(&path) {
+            out.push(path);
+        }
+    };
     for location in env.credentials() {
         for path in [crate::permission::real_path(&location), location] {
-            if !root.starts_with(&path) && !out.contains(&path) {
-                out.push(path);
+            if root.starts_with(&path) || real_root.starts_with(&path) {
+                continue;
             }
+            if let Ok(rest) = path.strip_prefix(&real_root) {
+                add(root.join(rest));
+            }
+            add(path);
         }
     }
     out.into()
