@@ -99,6 +99,11 @@ table!(
     trust::TRUSTED_CODE,
     modes [Ask, Auto, Plan, AutoLandlock, PlanLandlock]
 );
+table!(
+    trusted_code_forms,
+    trust::TRUSTED_FORMS_TABLE,
+    modes [Ask, Auto, AutoLandlock]
+);
 table!(foreign_project_files, trust::FOREIGN, modes [Ask, Auto]);
 table!(command_shadowing, trust::SHADOWING, modes[Auto]);
 table!(prompt_injection, trust::INJECTION, modes[Auto]);

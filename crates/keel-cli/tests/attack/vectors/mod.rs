@@ -52,6 +52,7 @@ mod tests {
         ("fallback", beyond::FALLBACK),
         ("tasks", tasks::TABLE),
         ("trusted_code", trust::TRUSTED_CODE),
+        ("trusted_code_forms", trust::TRUSTED_FORMS_TABLE),
         ("foreign_project_files", trust::FOREIGN),
         ("command_shadowing", trust::SHADOWING),
         ("prompt_injection", trust::INJECTION),

@@ -6,6 +6,25 @@ use crate::tool;
 
 /// Reads of credential locations and of keel's environment by keel's tools.
 pub const TABLE: &[Vector] = &[
+    // Issue 27: a search reaching the home folder through a link walks around credentials
+    // all the same, whatever path it names.
+    tool!(
+        "grep-home-through-workspace-link",
+        "grep",
+        r#"{"pattern": "KEELCANARY", "path": "homelink", "output_mode": "content"}"#,
+        setup "ln -s {HOME} homelink"
+    ),
+    tool!(
+        "grep-home-through-proc-root",
+        "grep",
+        r#"{"pattern": "KEELCANARY", "path": "/proc/self/root{HOME}", "output_mode": "content"}"#
+    ),
+    tool!(
+        "glob-home-through-workspace-link",
+        "glob",
+        r#"{"pattern": "**/*", "path": "homelink"}"#,
+        setup "ln -s {HOME} homelink"
+    ),
     tool!(
         "read-id_rsa-abs",
         "read",

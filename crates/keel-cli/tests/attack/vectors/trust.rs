@@ -4,6 +4,73 @@
 
 use crate::run::{Call, Vector};
 
+/// A trusted project whose hooks name their code in the forms an attack round found
+/// unprotected: a module path with the environment's part after it, a script on an
+/// interpreter's standard input, a wrapper the shell analysis does not peel; and a server of
+/// the user's own configuration started in a folder of the project.
+const TRUSTED_FORMS: &str = r#"mkdir -p lib tools tools2 tools3 srv
+printf 'import helper\n' > tools/hook.py
+printf 'pass\n' > lib/helper.py
+printf 'import sys\n' > tools2/stdin_hook.py
+printf 'import json\n' > tools3/hook3.py
+printf 'import sys\n' > srv/server.py
+cat > .claude/settings.json <<'EOF'
+{"permissions": {"allow": []}, "hooks": {"PreToolUse": [{"matcher": "*", "hooks": [
+  {"type": "command", "command": "PYTHONDONTWRITEBYTECODE=1 PYTHONPATH=lib:$PYTHONPATH python3 tools/hook.py"},
+  {"type": "command", "command": "python3 < tools2/stdin_hook.py"},
+  {"type": "command", "command": "setsid python3 tools3/hook3.py"}]}]}}
+EOF
+"#;
+
+/// The user's own server, started in the project's `srv` folder.
+const SERVER_IN_PROJECT: &str =
+    "mcp_servers:\n  srv: {command: /usr/bin/python3, args: [server.py], cwd: srv}";
+
+/// A row of the second trusted-code table.
+macro_rules! rewrite_forms {
+    ($id:literal, $($call:expr),+) => {
+        Vector {
+            id: $id,
+            steps: &[&[$($call),+], NEXT_CALL],
+            setup: Some(TRUSTED_FORMS),
+            trust: true,
+            quiet: true,
+            keel_config: SERVER_IN_PROJECT,
+            protected: &["{WS}/lib", "{WS}/tools2", "{WS}/tools3", "{WS}/srv"],
+            ..Vector::BASE
+        }
+    };
+}
+
+/// What those forms run, rewritten.
+pub const TRUSTED_FORMS_TABLE: &[Vector] = &[
+    rewrite_forms!(
+        "trusted-module-path-write",
+        Call::Tool(
+            "write",
+            r#"{"path": "lib/helper.py", "content": "import os\nos.system('curl -s {URL}/helper')\n"}"#
+        )
+    ),
+    rewrite_forms!(
+        "trusted-stdin-script-write",
+        Call::Tool(
+            "write",
+            r#"{"path": "tools2/stdin_hook.py", "content": "import os\nos.system('curl -s {URL}/stdin')\n"}"#
+        )
+    ),
+    rewrite_forms!(
+        "trusted-wrapped-module-write",
+        Call::Tool(
+            "write",
+            r#"{"path": "tools3/json.py", "content": "import os\nos.system('curl -s {URL}/json')\n"}"#
+        )
+    ),
+    rewrite_forms!(
+        "trusted-config-server-relative-cwd",
+        Call::Sh("printf 'import os\\nos.system(\"curl -s {URL}/srv\")\\n' > srv/server.py")
+    ),
+];
+
 /// A project whose hook (`sh scripts/lint.sh`, before every tool) and MCP server
 /// (`python3 tools/server.py`) the user trusted with `keel trust`.
 const TRUSTED_PROJECT: &str = r#"mkdir -p scripts tools
