@@ -17,6 +17,7 @@ use keel_mcp::config::{Defaults, Origin, ServerSpec, Transport};
 use keel_runtime::settings::Project;
 use keel_runtime::settings::extend::McpServerConfig;
 use keel_runtime::settings::{FILE_NAME, Settings, SettingsInput};
+use keel_tools::permission::shell::quote_word;
 use serde_json::json;
 use yaml_serde::{Mapping, Value};
 
@@ -333,24 +334,11 @@ fn transport_text(definition: &McpServerConfig) -> String {
     match (&definition.url, &definition.command) {
         (Some(url), _) => format!("http: {url}"),
         (None, Some(command)) => {
-            let mut words = vec![quoted(command)];
-            words.extend(definition.args.iter().map(|a| quoted(a)));
+            let mut words = vec![quote_word(command)];
+            words.extend(definition.args.iter().map(|a| quote_word(a)));
             format!("stdio: {}", words.join(" "))
         }
         (None, None) => "(none)".to_owned(),
-    }
-}
-
-/// A word as a shell would need it to stay one word.
-fn quoted(word: &str) -> String {
-    if !word.is_empty()
-        && word
-            .chars()
-            .all(|c| c.is_ascii_alphanumeric() || "-_./=:@,+%".contains(c))
-    {
-        word.to_owned()
-    } else {
-        format!("'{}'", word.replace('\'', r"'\''"))
     }
 }
 
@@ -445,7 +433,7 @@ fn get(cwd: &Path, name: &str, json: bool) -> anyhow::Result<()> {
         lines.push(("transport", "stdio".to_owned()));
         lines.push(("command", d.command.clone().unwrap_or_default()));
         if !d.args.is_empty() {
-            let args: Vec<String> = d.args.iter().map(|a| quoted(a)).collect();
+            let args: Vec<String> = d.args.iter().map(|a| quote_word(a)).collect();
             lines.push(("args", args.join(" ")));
         }
         if let Some(dir) = &d.cwd {
@@ -552,9 +540,14 @@ fn add(cwd: &Path, args: &AddArgs) -> anyhow::Result<()> {
     Ok(())
 }
 
+/// The project of `cwd`, with the user's trust records.
+fn project_of(cwd: &Path) -> Project {
+    Project::of(cwd, keel_runtime::settings::keel_home().as_deref())
+}
+
 /// The names of the project `.mcp.json`'s servers (none when it does not read).
 fn project_names(cwd: &Path) -> Vec<String> {
-    let Ok(Some(file)) = keel_mcp::config::project_file(&Project::of(cwd, None)) else {
+    let Ok(Some(file)) = keel_mcp::config::project_file(&project_of(cwd)) else {
         return Vec::new();
     };
     std::fs::read_to_string(&file)
@@ -570,7 +563,7 @@ fn remove(cwd: &Path, name: &str, json: bool) -> anyhow::Result<()> {
     let file = home_file()?;
     if !edit::servers_in(&file)?.contains_key(name) {
         if project_names(cwd).iter().any(|n| n == name) {
-            let project = keel_mcp::config::project_file(&Project::of(cwd, None))
+            let project = keel_mcp::config::project_file(&project_of(cwd))
                 .ok()
                 .flatten()
                 .unwrap_or_default();
@@ -580,7 +573,7 @@ fn remove(cwd: &Path, name: &str, json: bool) -> anyhow::Result<()> {
                 project.display()
             );
         }
-        if let Some(project) = keel_runtime::settings::config::project_file(&Project::of(cwd, None))
+        if let Some(project) = keel_runtime::settings::config::project_file(&project_of(cwd))
             .ok()
             .flatten()
             .filter(|p| edit::servers_in(p).is_ok_and(|s| s.contains_key(name)))

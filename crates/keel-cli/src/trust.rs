@@ -2,7 +2,7 @@
 //! of other users there count), its keel files, `.mcp.json` and hook settings, each by its
 //! content (the rules live in `keel_runtime::settings::trust` and `::project`).
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use keel_runtime::settings::trust::{PROJECT_DIR, PROJECT_FILES, TrustStore, digest, keel_files};
 use keel_runtime::settings::{Project, Settings, SettingsInput};
@@ -22,27 +22,22 @@ pub struct TrustArgs {
     revoke: bool,
 }
 
-/// The project's files that trust covers, as they are now, with what the ones that run
-/// programs would run.
+/// The project's files that trust covers, as they are now.
 struct Found {
-    project: Project,
     /// Every file to trust, keel files first.
     files: Vec<PathBuf>,
     /// Keel files that are links: never trusted.
     linked: Vec<PathBuf>,
-    /// What `.mcp.json` and the hook files run, for the user to read before trusting.
-    runs: Vec<keel_extensions::extend::Untrusted>,
 }
 
-fn find(start: &std::path::Path, keel_home: Option<&std::path::Path>) -> Found {
-    let project = Project::of(start, keel_home);
+fn find(project: &Project) -> Found {
     let mut files = Vec::new();
     let mut linked = Vec::new();
-    if let Some(found) = keel_files(&project) {
+    if let Some(found) = keel_files(project) {
         files.extend(found.files.iter().cloned());
         linked = found.linked;
     }
-    let names = std::iter::once(".mcp.json").chain(
+    let names = std::iter::once(keel_mcp::config::PROJECT_FILE).chain(
         keel_extensions::extend::hooks::PROJECT_FILES
             .iter()
             .copied(),
@@ -52,30 +47,26 @@ fn find(start: &std::path::Path, keel_home: Option<&std::path::Path>) -> Found {
             files.push(file);
         }
     }
-    let runs = match Settings::load(&SettingsInput {
+    Found { files, linked }
+}
+
+/// What `.mcp.json` and the hook files would run, for the user to read as they trust them.
+fn runs(start: &Path, project: &Project) -> Vec<keel_extensions::extend::Untrusted> {
+    let Ok(settings) = Settings::load(&SettingsInput {
         cwd: start.to_path_buf(),
         ..SettingsInput::default()
-    }) {
-        Ok(settings) => {
-            let host = keel_runtime::extension::HostInfo {
-                cwd: start.to_path_buf(),
-                project: project.clone(),
-                keel_home: settings.keel_home.clone(),
-                ..Default::default()
-            };
-            // As if nothing were trusted yet: what each file would run.
-            let mut runs = keel_extensions::extend::untrusted(&settings.loaded.config, &host);
-            runs.retain(|r| !r.protects.is_empty() || !r.any_code.is_empty());
-            runs
-        }
-        Err(_) => Vec::new(),
+    }) else {
+        return Vec::new();
     };
-    Found {
-        project,
-        files,
-        linked,
-        runs,
-    }
+    let host = keel_runtime::extension::HostInfo {
+        cwd: start.to_path_buf(),
+        project: project.clone(),
+        keel_home: settings.keel_home.clone(),
+        ..Default::default()
+    };
+    let mut runs = keel_extensions::extend::untrusted(&settings.loaded.config, &host);
+    runs.retain(|r| !r.protects.is_empty() || !r.any_code.is_empty());
+    runs
 }
 
 /// Runs `keel trust`.
@@ -89,8 +80,9 @@ pub fn run(args: &TrustArgs) -> anyhow::Result<()> {
         .map_err(|e| anyhow::anyhow!("{}: {e}", start.display()))?;
     let keel_home = keel_runtime::settings::keel_home();
     let mut store = TrustStore::open(keel_home.as_deref())?;
+    let project = Project::of(&start, keel_home.as_deref());
+    let root = project.root.clone();
     if args.revoke {
-        let root = Project::of(&start, keel_home.as_deref()).root;
         let root = root.canonicalize().unwrap_or(root);
         let removed = store.revoke(&root)?;
         println!(
@@ -100,9 +92,8 @@ pub fn run(args: &TrustArgs) -> anyhow::Result<()> {
         return Ok(());
     }
     if args.status {
-        let found = find(&start, keel_home.as_deref());
-        let root = &found.project.root;
-        let folder = if found.project.folder_trusted {
+        let found = find(&project);
+        let folder = if project.folder_trusted {
             "trusted"
         } else {
             "not trusted"
@@ -122,12 +113,18 @@ pub fn run(args: &TrustArgs) -> anyhow::Result<()> {
         return Ok(());
     }
     // The folder first: once it is trusted, files of other users in it count too.
-    let root = Project::of(&start, keel_home.as_deref()).root;
     store.trust_folder(&root)?;
-    let found = find(&start, keel_home.as_deref());
+    let project = Project {
+        folder_trusted: true,
+        ..project
+    };
+    let found = find(&project);
+    // What the files would run, read before their content is trusted, as the TUI's
+    // question shows it.
+    let runs = runs(&start, &project);
     println!(
         "trusted\t{}\t(the project folder: its files count whoever owns them)",
-        found.project.root.display()
+        root.display()
     );
     for file in &found.linked {
         println!(
@@ -140,7 +137,7 @@ pub fn run(args: &TrustArgs) -> anyhow::Result<()> {
             "No keel settings ({}/{}), .mcp.json or hook settings in {}: only the folder is trusted.",
             PROJECT_DIR,
             PROJECT_FILES.join(", "),
-            found.project.root.display()
+            root.display()
         );
         return Ok(());
     }
@@ -148,23 +145,20 @@ pub fn run(args: &TrustArgs) -> anyhow::Result<()> {
     for file in &found.files {
         println!("trusted\t{}\t{}", digest(file)?, file.display());
     }
-    for runs in &found.runs {
+    let relative = |p: &Path| p.strip_prefix(&root).unwrap_or(p).display().to_string();
+    for runs in &runs {
         if !runs.protects.is_empty() {
-            let shown: Vec<String> = runs
-                .protects
-                .iter()
-                .map(|p| p.display().to_string())
-                .collect();
+            let shown: Vec<String> = runs.protects.iter().map(|p| relative(p)).collect();
             println!(
                 "  {} runs {}: the model may not change them while the file is trusted",
-                runs.file.display(),
+                relative(&runs.file),
                 shown.join(", ")
             );
         }
         for why in &runs.any_code {
             println!(
                 "  {}: {why}, so it runs any code in this project, which nothing protects",
-                runs.file.display()
+                relative(&runs.file)
             );
         }
     }

@@ -189,24 +189,20 @@ pub fn reach(
             &project,
             &shell,
         );
-        for path in &found.paths {
-            paths.push(keel_tools::protect::TrustedPath {
-                path: path.clone(),
-                why: format!(
-                    "the MCP server `{}` ({}) runs on your trust",
-                    spec.name,
-                    spec.origin.label()
-                ),
-            });
-            if !all.paths.contains(path) {
-                all.paths.push(path.clone());
-            }
-        }
-        for why in found.any_code {
-            if !all.any_code.contains(&why) {
-                all.any_code.push(why);
-            }
-        }
+        paths.extend(
+            found
+                .paths
+                .iter()
+                .map(|path| keel_tools::protect::TrustedPath {
+                    path: path.clone(),
+                    why: format!(
+                        "the MCP server `{}` ({}) runs on your trust",
+                        spec.name,
+                        spec.origin.label()
+                    ),
+                }),
+        );
+        all.merge(found);
     }
     (paths, all)
 }

@@ -142,7 +142,7 @@ pub fn private_dir(dir: &Path) -> std::io::Result<()> {
         .create(dir)?;
     let meta = std::fs::symlink_metadata(dir)?;
     // The folder must be this user's (the owner of /proc/self is the process's uid).
-    let own = std::fs::metadata("/proc/self").map(|m| m.uid()).ok();
+    let own = keel_tools::env::own_uid();
     if !meta.is_dir() || meta.mode() & 0o077 != 0 || own.is_some_and(|uid| uid != meta.uid()) {
         return Err(std::io::Error::other(format!(
             "{} is not a private folder of this user's (a folder, mode 700)",

@@ -42,16 +42,10 @@ fn problems(found: &Discovered) -> Vec<(PathBuf, String)> {
 #[test]
 fn roots_are_user_then_claude_then_keel() {
     assert_eq!(
-        roots(
+        crate::discovery::shape(roots(
             Some(Path::new("/h")),
-            Some(&keel_runtime::settings::Project {
-                root: "/p".into(),
-                folder_trusted: false,
-            })
-        )
-        .into_iter()
-        .map(|r| Root { project: None, ..r })
-        .collect::<Vec<_>>(),
+            Some(&crate::discovery::at("/p"))
+        )),
         vec![
             root(Path::new("/h/commands"), Scope::User),
             root(Path::new("/p/.claude/commands"), Scope::Project),

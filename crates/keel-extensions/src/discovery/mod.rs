@@ -409,5 +409,23 @@ pub(crate) fn one_line(text: &str, max: usize) -> String {
     cut
 }
 
+/// A project rooted at `dir`, for the roots' tests.
+#[cfg(test)]
+pub(crate) fn at(dir: &str) -> Project {
+    Project {
+        root: PathBuf::from(dir),
+        folder_trusted: false,
+    }
+}
+
+/// Roots as (folder, scope), what the roots' order tests compare.
+#[cfg(test)]
+pub(crate) fn shape(roots: Vec<Root>) -> Vec<Root> {
+    roots
+        .into_iter()
+        .map(|r| Root { project: None, ..r })
+        .collect()
+}
+
 #[cfg(test)]
 mod tests;

@@ -21,22 +21,6 @@ fn ready(root: &Root) -> OpenRoot {
     }
 }
 
-/// A project rooted at `dir`, for the roots' tests.
-fn at(dir: &str) -> Project {
-    Project {
-        root: PathBuf::from(dir),
-        folder_trusted: false,
-    }
-}
-
-/// Roots as (folder, scope), what the order tests compare.
-fn shape(roots: Vec<Root>) -> Vec<Root> {
-    roots
-        .into_iter()
-        .map(|r| Root { project: None, ..r })
-        .collect()
-}
-
 #[test]
 fn roots_come_user_first_then_claude_then_keel() {
     let home = Path::new("/home/u/.keel");

@@ -27,6 +27,7 @@ use keel_runtime::extension::{
 };
 use keel_runtime::settings::trust::TrustStore;
 use keel_tools::permission::{Mode, Presumption};
+use keel_tools::protect::trusted::shown;
 use keel_tools::protect::{CommandLine, Reach, TrustedPath};
 use serde_json::{Value, json};
 
@@ -157,7 +158,7 @@ fn trusted_paths(
         for path in reach(command, host).paths {
             out.push(TrustedPath {
                 path,
-                why: format!("the trusted hook `{}` ({origin}) runs", short(command)),
+                why: format!("the trusted hook `{}` ({origin}) runs", shown(command)),
             });
         }
     }
@@ -185,16 +186,6 @@ pub fn reach(command: &str, host: &keel_runtime::extension::HostInfo) -> Reach {
     )
 }
 
-/// A command on one line, cut for messages.
-fn short(command: &str) -> String {
-    let line = command.split_whitespace().collect::<Vec<_>>().join(" ");
-    if line.chars().count() <= 80 {
-        line
-    } else {
-        format!("{}…", line.chars().take(79).collect::<String>())
-    }
-}
-
 /// The project's hook files that hold hooks the user has not trusted, and what trusting
 /// each would let run.
 pub fn untrusted(host: &keel_runtime::extension::HostInfo) -> Vec<(PathBuf, Reach)> {
@@ -204,17 +195,7 @@ pub fn untrusted(host: &keel_runtime::extension::HostInfo) -> Vec<(PathBuf, Reac
         .map(|(file, found)| {
             let mut all = Reach::default();
             for command in found.commands() {
-                let one = reach(command, host);
-                for path in one.paths {
-                    if !all.paths.contains(&path) {
-                        all.paths.push(path);
-                    }
-                }
-                for why in one.any_code {
-                    if !all.any_code.contains(&why) {
-                        all.any_code.push(why);
-                    }
-                }
+                all.merge(reach(command, host));
             }
             (file, all)
         })

@@ -70,16 +70,10 @@ fn skill(name: &str, description: &str) -> Skill {
 #[test]
 fn roots_are_user_then_claude_then_keel() {
     assert_eq!(
-        roots(
+        crate::discovery::shape(roots(
             Some(Path::new("/h")),
-            Some(&keel_runtime::settings::Project {
-                root: "/p".into(),
-                folder_trusted: false,
-            })
-        )
-        .into_iter()
-        .map(|r| Root { project: None, ..r })
-        .collect::<Vec<_>>(),
+            Some(&crate::discovery::at("/p"))
+        )),
         vec![
             user(Path::new("/h/skills")),
             project(Path::new("/p/.claude/skills")),

@@ -68,18 +68,13 @@ fn file_in(dir: &Path) -> Option<PathBuf> {
         .find(|path| path.is_file())
 }
 
-/// What [`collect`] found: the files kept, from general to specific, and the files left out
-/// (over the cap or unreadable).
-pub type Collected = (Vec<Instructions>, Vec<PathBuf>);
-
 /// Instructions files from general to specific, within the size cap, and the files left out;
-/// project files of other users are passed over, each with a warning in `warnings`.
+/// project files of other users are passed over ([`foreign`] names them).
 pub fn collect(
     cwd: &Path,
     keel_home: Option<&Path>,
     project: &Project,
-    warnings: &mut Vec<String>,
-) -> Collected {
+) -> (Vec<Instructions>, Vec<PathBuf>) {
     let root = &project.root;
     let mut folders: Vec<PathBuf> = Vec::new();
     if let Some(home) = keel_home {
@@ -100,9 +95,8 @@ pub fn collect(
         };
         if at >= first_project
             && keel_home.is_none_or(|home| !path.starts_with(home))
-            && let Err(why) = project.admit(&path)
+            && project.admit(&path).is_err()
         {
-            warnings.push(why);
             continue;
         }
         files.push(path);
@@ -154,7 +148,7 @@ pub fn system_prompt(cwd: &Path, keel_home: Option<&Path>, project: &Project) ->
         std::env::consts::OS,
         std::env::consts::ARCH
     ));
-    let (kept, left_out) = collect(cwd, keel_home, project, &mut Vec::new());
+    let (kept, left_out) = collect(cwd, keel_home, project);
     if !kept.is_empty() {
         prompt.push_str(
             "\nProject instructions follow, from general to specific; where they disagree, the more \
@@ -194,7 +188,7 @@ mod tests {
         std::fs::write(deep.join("AGENTS.md"), "app rule").unwrap();
         std::fs::write(dir.path().join("AGENTS.md"), "outside the project").unwrap();
         let project = Project::of(&deep, None);
-        let (kept, left_out) = collect(&deep, Some(&home), &project, &mut Vec::new());
+        let (kept, left_out) = collect(&deep, Some(&home), &project);
         let texts: Vec<&str> = kept.iter().map(|k| k.text.as_str()).collect();
         assert_eq!(
             texts,
@@ -216,13 +210,13 @@ mod tests {
         std::fs::write(root.join("AGENTS.md"), "r".repeat(30 * 1024)).unwrap();
         std::fs::write(deep.join("AGENTS.md"), "s".repeat(4 * 1024)).unwrap();
         let project = Project::of(&deep, None);
-        let (kept, _) = collect(&deep, None, &project, &mut Vec::new());
+        let (kept, _) = collect(&deep, None, &project);
         let total: usize = kept.iter().map(|k| k.text.len()).sum();
         assert!(total <= MAX_INSTRUCTIONS + 100, "{total}");
         assert_eq!(kept.last().unwrap().text, "s".repeat(4 * 1024));
         assert!(kept[0].text.ends_with("limit on instructions]"));
         std::fs::write(deep.join("AGENTS.md"), "s".repeat(40 * 1024)).unwrap();
-        let (kept, left_out) = collect(&deep, None, &project, &mut Vec::new());
+        let (kept, left_out) = collect(&deep, None, &project);
         assert_eq!(kept.len(), 1);
         assert_eq!(left_out, [root.join("AGENTS.md")]);
     }

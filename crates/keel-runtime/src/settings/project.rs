@@ -112,27 +112,21 @@ impl Project {
     }
 }
 
-/// The user keel runs as.
-fn own_uid() -> u32 {
-    // The owner of our own process entry: no unsafe call, and right in a user namespace.
-    std::fs::metadata("/proc/self").map_or(u32::MAX, |m| m.uid())
-}
-
 /// The owner of `path` (not following a link) when it is neither the user nor root.
 fn foreign_owner(path: &Path) -> Option<u32> {
-    let uid = std::fs::symlink_metadata(path).ok()?.uid();
-    (uid != 0 && uid != own_uid()).then_some(uid)
+    let meta = std::fs::symlink_metadata(path).ok()?;
+    (!owner_ok(&meta)).then_some(meta.uid())
 }
 
 /// Whether `path` belongs to the user or to root.
 fn owned(path: &Path) -> bool {
-    std::fs::symlink_metadata(path).is_ok_and(|m| m.uid() == 0 || m.uid() == own_uid())
+    std::fs::symlink_metadata(path).is_ok_and(|meta| owner_ok(&meta))
 }
 
 /// Whether `path`'s owner (not following a link) is the user or root: what a project's
 /// file must be to count (for callers that open the file themselves and hold its metadata).
 pub fn owner_ok(meta: &std::fs::Metadata) -> bool {
-    meta.uid() == 0 || meta.uid() == own_uid()
+    meta.uid() == 0 || Some(meta.uid()) == keel_tools::env::own_uid()
 }
 
 /// Why `cwd` must not be a workspace without the user's word, if so: it is `/`, the home
@@ -219,7 +213,7 @@ mod tests {
             why.contains("another user") && why.contains("SKILL.md"),
             "{why}"
         );
-        chown(&planted, Some(own_uid()), None).unwrap();
+        chown(&planted, keel_tools::env::own_uid(), None).unwrap();
         chown(root.join(".claude"), Some(65534), None).unwrap();
         assert!(
             project.admit(&planted).is_err(),

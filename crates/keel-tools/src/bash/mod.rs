@@ -483,7 +483,7 @@ fn remove_dead_session_folders(base: &std::path::Path) {
     let Ok(entries) = std::fs::read_dir(base) else {
         return;
     };
-    let uid = std::fs::metadata("/proc/self").map(|m| m.uid()).ok();
+    let uid = crate::env::own_uid();
     for entry in entries.flatten() {
         let name = entry.file_name();
         let Some(rest) = name.to_str().and_then(|n| n.strip_prefix("keel-session-")) else {

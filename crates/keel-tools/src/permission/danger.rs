@@ -58,7 +58,7 @@ pub struct Credentials {
 /// Whether `path` is a regular file of this user's with exactly one name.
 pub fn is_own_file(path: &Path) -> bool {
     use std::os::unix::fs::MetadataExt as _;
-    let own = std::fs::metadata("/proc/self").map(|m| m.uid()).ok();
+    let own = crate::env::own_uid();
     std::fs::symlink_metadata(path)
         .is_ok_and(|m| m.is_file() && m.nlink() == 1 && Some(m.uid()) == own)
 }

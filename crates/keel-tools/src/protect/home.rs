@@ -216,8 +216,17 @@ pub const HOME_CONTROL: &[(&str, &str)] = &[
 
 /// The entry `rest` (a path relative to the home folder) is or lies in, and what it is.
 pub(super) fn control(rest: &Path) -> Option<(&'static str, &'static str)> {
+    // Every path the gate judges under the home folder comes here: compare first names
+    // before whole paths.
+    let first = rest.iter().next()?;
     HOME_CONTROL
         .iter()
+        .filter(|(entry, _)| {
+            entry
+                .split('/')
+                .next()
+                .is_some_and(|name| first == std::ffi::OsStr::new(name))
+        })
         .find(|(entry, _)| rest.starts_with(entry))
         .copied()
 }

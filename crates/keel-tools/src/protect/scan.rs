@@ -66,11 +66,7 @@ impl ControlSet {
         {
             return;
         }
-        if std::fs::symlink_metadata(path).is_ok() {
-            self.read_only.push(path.to_path_buf());
-        } else {
-            self.absent.push(path.to_path_buf());
-        }
+        self.watch(path.to_path_buf());
         let Some(root) = self.roots.iter().find(|r| path.starts_with(r)).cloned() else {
             return;
         };
@@ -86,15 +82,19 @@ impl ControlSet {
         }
     }
 
+    /// A control path: mounted read-only when it exists, watched for when it does not.
+    fn watch(&mut self, path: PathBuf) {
+        if std::fs::symlink_metadata(&path).is_ok() {
+            self.read_only.push(path);
+        } else {
+            self.absent.push(path);
+        }
+    }
+
     fn scan_root(&mut self, root: &Path) {
-        let exists = |p: &Path| std::fs::symlink_metadata(p).is_ok();
         for name in [".keel", ".mcp.json"] {
             let path = root.join(name);
-            if exists(&path) {
-                self.read_only.push(path);
-            } else {
-                self.absent.push(path);
-            }
+            self.watch(path);
         }
         let claude = root.join(".claude");
         self.claude.push(claude.clone());
@@ -165,11 +165,7 @@ impl ControlSet {
                     continue;
                 };
                 if self.roots.iter().any(|r| path.starts_with(r)) && !path.starts_with(&dir) {
-                    if std::fs::symlink_metadata(&path).is_ok() {
-                        self.read_only.push(path);
-                    } else {
-                        self.absent.push(path);
-                    }
+                    self.watch(path);
                 }
             }
         }
@@ -177,16 +173,11 @@ impl ControlSet {
     }
 
     fn scan_git_dir(&mut self, dir: &Path, depth: usize) {
-        let exists = |p: &Path| std::fs::symlink_metadata(p).is_ok();
         // What git reads besides objects and refs: its configuration (also per worktree),
         // its hooks, and where the shared part of a linked worktree is.
         for name in ["config", "hooks", "config.worktree", "commondir"] {
             let path = dir.join(name);
-            if exists(&path) {
-                self.read_only.push(path);
-            } else {
-                self.absent.push(path);
-            }
+            self.watch(path);
         }
         // A linked worktree's folder names the repository it shares configuration and
         // hooks with.

@@ -22,8 +22,8 @@ use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
 
 use super::{
-    LOSSY_NAMES_NOTE, PathKind, SEARCH_MAX_BYTES, SEARCH_TIMEOUT, SearchError, Stop, Unreadable,
-    counted, display_path, hidden_below, inspect, parse_args, run_walk, timeout_note, walker,
+    Hidden, LOSSY_NAMES_NOTE, PathKind, SEARCH_MAX_BYTES, SEARCH_TIMEOUT, SearchError, Stop,
+    Unreadable, counted, display_path, inspect, parse_args, run_walk, timeout_note, walker,
 };
 use crate::args::{self, Int, present};
 use crate::env::{ToolEnv, normalize};
@@ -65,6 +65,7 @@ static DEFINITION: LazyLock<ToolDefinition> = LazyLock::new(|| ToolDefinition {
 pub struct GlobTool {
     env: Arc<ToolEnv>,
     timeout: Duration,
+    hidden: Hidden,
 }
 
 impl GlobTool {
@@ -73,6 +74,7 @@ impl GlobTool {
         Self {
             env,
             timeout: SEARCH_TIMEOUT,
+            hidden: Hidden::default(),
         }
     }
 
@@ -129,7 +131,7 @@ impl GlobTool {
         }
 
         let cwd = self.env.cwd.clone();
-        let hidden = hidden_below(&self.env, &root);
+        let hidden = self.hidden.below(&self.env, &root);
         let walk_root = root.clone();
         let (found, timed_out) = run_walk("glob", cancel, self.timeout, move |stop| {
             let mut builder = walker(&cwd, &walk_root, hidden);

@@ -212,31 +212,42 @@ fn walker(cwd: &Path, root: &Path, hidden: Arc<[PathBuf]>) -> WalkBuilder {
     builder
 }
 
-/// The credential locations that lie below `root`, as the walk will name them: the walk
-/// lists entries under `root` as given, which may lead elsewhere through a link (`hl ->
-/// ~`, `/proc/self/root/…`), so each location (as configured and with links resolved) is
-/// also named through the root's real path. A location `root` itself lies in is the gate's
-/// to have judged (the session's artifacts).
-fn hidden_below(env: &ToolEnv, root: &Path) -> Arc<[PathBuf]> {
-    let real_root = crate::permission::real_path(root);
-    let mut out: Vec<PathBuf> = Vec::new();
-    let mut add = |path: PathBuf| {
-        if !out.contains(&path) {
-            out.push(path);
-        }
-    };
-    for location in env.credentials() {
-        for path in [crate::permission::real_path(&location), location] {
-            if root.starts_with(&path) || real_root.starts_with(&path) {
+/// A search tool's credential locations, as configured and with links resolved: resolved
+/// once per tool (that is dozens of paths), not at every call.
+#[derive(Debug, Default)]
+struct Hidden(std::sync::OnceLock<Vec<PathBuf>>);
+
+impl Hidden {
+    /// The credential locations that lie below `root`, as the walk will name them: the walk
+    /// lists entries under `root` as given, which may lead elsewhere through a link (`hl ->
+    /// ~`, `/proc/self/root/…`), so each location is also named through the root's real
+    /// path. A location `root` itself lies in is the gate's to have judged (the session's
+    /// artifacts).
+    fn below(&self, env: &ToolEnv, root: &Path) -> Arc<[PathBuf]> {
+        let locations = self.0.get_or_init(|| {
+            let mut all = Vec::new();
+            for location in env.credentials() {
+                for path in [crate::permission::real_path(&location), location] {
+                    if !all.contains(&path) {
+                        all.push(path);
+                    }
+                }
+            }
+            all
+        });
+        let real_root = crate::permission::real_path(root);
+        let mut out: Vec<PathBuf> = Vec::new();
+        for path in locations {
+            if root.starts_with(path) || real_root.starts_with(path) {
                 continue;
             }
             if let Ok(rest) = path.strip_prefix(&real_root) {
-                add(root.join(rest));
+                out.push(root.join(rest));
             }
-            add(path);
+            out.push(path.clone());
         }
+        out.into()
     }
-    out.into()
 }
 
 /// Whether `entry` is a version-control folder below the walk root.

@@ -139,14 +139,12 @@ pub struct PermissionGate {
     rules: RuleSet,
     session: RwLock<Vec<Rule>>,
     cwd: PathBuf,
-    roots: Vec<PathBuf>,
-    homes: Vec<PathBuf>,
     home: Option<PathBuf>,
     shell: ShellEnv,
     read_only_tools: HashSet<String>,
     credentials: Credentials,
-    /// What is protected: control patterns, keel's home, the user's start-up files, what
-    /// trusted commands run.
+    /// What is protected (control patterns, keel's home, the user's start-up files, what
+    /// trusted commands run), and the workspace roots and home folders it resolved.
     protection: crate::protect::Protection,
     /// In plan mode, the session's plan file as resolved paths show it
     /// ([`ToolEnv::plan_target`]).
@@ -175,21 +173,11 @@ impl PermissionGate {
         let (kept, _) = crate::bash::envclean::clean(base, cleaning, &env.secret_env_names);
         let vars: HashMap<String, String> = kept.into_iter().collect();
         let home = env.home.as_deref().map(normalize);
-        let mut homes = Vec::new();
-        if let Some(home) = &home {
-            homes.push(home.clone());
-            let real = real_path(home);
-            if real != *home {
-                homes.push(real);
-            }
-        }
         Self {
             mode: RwLock::new(mode),
             rules,
             session: RwLock::new(Vec::new()),
             cwd: real_path(&env.cwd),
-            roots: env.roots.iter().map(|r| real_path(r)).collect(),
-            homes,
             shell: ShellEnv {
                 home: home.clone(),
                 vars,
@@ -273,7 +261,10 @@ impl PermissionGate {
     }
 
     fn in_workspace(&self, path: &Path) -> bool {
-        self.roots.iter().any(|root| path.starts_with(root))
+        self.protection
+            .roots
+            .iter()
+            .any(|root| path.starts_with(root))
     }
 
     /// `~` expanded and made absolute against `cwd`; `None` when `cwd` is unknown.

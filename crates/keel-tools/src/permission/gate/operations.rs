@@ -413,8 +413,17 @@ impl PermissionGate {
         match repository {
             None => true,
             Some(dir) => {
-                let inside = self.roots.iter().any(|root| dir.starts_with(root));
-                !inside || self.roots.iter().any(|root| root.as_path() == dir)
+                let inside = self
+                    .protection
+                    .roots
+                    .iter()
+                    .any(|root| dir.starts_with(root));
+                !inside
+                    || self
+                        .protection
+                        .roots
+                        .iter()
+                        .any(|root| root.as_path() == dir)
             }
         }
     }
@@ -460,7 +469,7 @@ impl PermissionGate {
                             Some("chmod" | "chown" | "chgrp" | "chattr" | "setfacl")
                         ));
                 if tree_change
-                    && let Some(what) = danger::critical_tree(real, *children, &self.homes)
+                    && let Some(what) = danger::critical_tree(real, *children, &self.protection.homes)
                 {
                     let verb = if action == Action::Delete {
                         "deletes"

@@ -146,7 +146,7 @@ impl PermissionGate {
             let rule = strongest(
                 self.rules.rules().iter().chain(session.iter()),
                 &subject,
-                &self.roots,
+                &self.protection.roots,
             );
             if let Some(rule) = rule.filter(|r| r.effect == Effect::Deny) {
                 let what = if op.describe.is_empty() {
@@ -295,7 +295,7 @@ impl PermissionGate {
                         Matcher::path(PathPattern::under(parent), action),
                     ));
                 }
-                if let Some(root) = self.roots.iter().find(|r| real.starts_with(r)) {
+                if let Some(root) = self.protection.roots.iter().find(|r| real.starts_with(r)) {
                     rungs.push((
                         format!(
                             "{} anything in the workspace {}",

@@ -38,6 +38,7 @@ pub use invocation::{
 };
 pub use lexer::tokenize;
 pub use programs::{DOWNLOADERS, INTERPRETERS, SHELLS, program_name, reads_stdin, skip_options};
+pub use quoting::quote_word;
 pub use split::{Item, SimpleCommand, split};
 pub use word::{Operator, Piece, Redirect, RedirectKind, Token, Word};
 

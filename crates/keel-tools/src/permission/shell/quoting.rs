@@ -6,6 +6,19 @@
 use super::lexer::{Lexer, is_ident, is_ident_start};
 use super::word::{Piece, Word};
 
+/// `word` as the shell needs it to stay one word with exactly this text: as it is when it
+/// holds nothing the shell reads, else in single quotes.
+pub fn quote_word(word: &str) -> String {
+    if !word.is_empty()
+        && word
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || "-_./:=@+,%".contains(c))
+    {
+        return word.to_owned();
+    }
+    format!("'{}'", word.replace('\'', r"'\''"))
+}
+
 impl Lexer {
     /// Reads double-quoted text up to `end` (or the end of input when `end` is `None`).
     pub(super) fn read_double_quoted(&mut self, word: &mut Word, end: Option<char>) {

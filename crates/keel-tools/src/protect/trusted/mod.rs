@@ -66,6 +66,16 @@ pub struct Reach {
 }
 
 impl Reach {
+    /// Adds what `other` reaches, each path and reason once.
+    pub fn merge(&mut self, other: Reach) {
+        for path in other.paths {
+            self.protect(path);
+        }
+        for why in other.any_code {
+            self.any(why);
+        }
+    }
+
     fn protect(&mut self, path: PathBuf) {
         if !self.paths.contains(&path) {
             self.paths.push(path);
@@ -78,6 +88,7 @@ impl Reach {
         }
     }
 }
+
 /// What `line`, run in `cwd`, reaches inside the `project` folders (the project root and
 /// the workspace roots): the paths to protect, and what no path covers.
 pub fn reach(line: CommandLine<'_>, cwd: &Path, project: &[PathBuf], env: &ShellEnv) -> Reach {
@@ -91,8 +102,8 @@ pub fn reach(line: CommandLine<'_>, cwd: &Path, project: &[PathBuf], env: &Shell
     let text = match line {
         CommandLine::Shell(text) => text.to_owned(),
         CommandLine::Argv { program, args, env } => {
-            for (name, value) in env {
-                walk.values(name, value, &mut out);
+            for (_, value) in env {
+                walk.values(value, &mut out);
             }
             words_line(std::iter::once(program).chain(args.iter().map(String::as_str)))
         }
@@ -103,27 +114,15 @@ pub fn reach(line: CommandLine<'_>, cwd: &Path, project: &[PathBuf], env: &Shell
 
 /// Words as one shell line, each quoted as needed.
 fn words_line<'w>(words: impl Iterator<Item = &'w str>) -> String {
-    words.map(quote).collect::<Vec<_>>().join(" ")
+    words.map(shell::quote_word).collect::<Vec<_>>().join(" ")
 }
 
 /// Deepest nesting of command lines inside command lines that is read (`setsid sh -c
 /// "…"`, `script -c "…"`); deeper is code only known at run time.
 const MAX_NESTING: usize = 4;
 
-/// One word quoted for the shell, as an MCP server's argument vector is passed unchanged.
-fn quote(word: &str) -> String {
-    if !word.is_empty()
-        && word
-            .chars()
-            .all(|c| c.is_ascii_alphanumeric() || "-_./:=@+,%".contains(c))
-    {
-        return word.to_owned();
-    }
-    format!("'{}'", word.replace('\'', r"'\''"))
-}
-
 /// A command as shown in a message: one line, at most 120 characters.
-fn shown(text: &str) -> String {
+pub fn shown(text: &str) -> String {
     let line = text.split_whitespace().collect::<Vec<_>>().join(" ");
     if line.chars().count() <= 120 {
         line
@@ -179,6 +178,7 @@ impl Walk<'_> {
             .find(|candidate| std::fs::metadata(candidate).is_ok_and(|m| m.is_file()))?;
         self.inside(&found).then_some(found)
     }
+
     /// `path` when it lies inside a project folder, but is not one (a whole project is
     /// never a control file: the model works there).
     fn inside(&self, path: &Path) -> bool {
@@ -201,7 +201,16 @@ impl Walk<'_> {
         }
     }
 
+    /// Reads one program the line runs into `out`.
     fn invocation(&self, invocation: &Invocation, out: &mut Reach) {
+        let mut here = Reach::default();
+        self.program(invocation, &mut here);
+        out.merge(here);
+    }
+
+    /// [`Self::invocation`] into a reach of its own, so that what this program alone runs
+    /// decides whether its arguments are data to code no path covers.
+    fn program(&self, invocation: &Invocation, out: &mut Reach) {
         if invocation.transparent {
             return;
         }
@@ -214,14 +223,13 @@ impl Walk<'_> {
             out.any(format!("`{line}` runs a program only known at run time"));
             return;
         }
-        for (name, value) in &invocation.env {
-            self.values(name, &value.text, out);
+        for (_, value) in &invocation.env {
+            self.values(&value.text, out);
         }
         let name = program_name(&first.text).to_owned();
         if matches!(name.as_str(), "cd" | "pushd" | "popd") {
             return;
         }
-        let runs_any_before = out.any_code.len();
         let args = invocation.args();
         let mut consumed = vec![false; args.len()];
         // The program itself, when it is a file of the project: named by a path, or found
@@ -302,7 +310,7 @@ impl Walk<'_> {
         }
         // What a build tool or package script is given is data to code that no path covers
         // (`npm run lint src/`): protecting it would only lock the model out of the project.
-        if out.any_code.len() > runs_any_before {
+        if !out.any_code.is_empty() {
             return;
         }
         for (i, arg) in args.iter().enumerate() {
@@ -396,7 +404,7 @@ impl Walk<'_> {
 
     /// A variable's value: every part that names a project path (`PYTHONPATH=lib:vendor`,
     /// `NODE_OPTIONS=--require ./x.js`) is code or configuration the command loads.
-    fn values(&self, _name: &str, value: &str, out: &mut Reach) {
+    fn values(&self, value: &str, out: &mut Reach) {
         for part in value.split([':', ' ', ',', ';']) {
             let part = part.split_once('=').map_or(part, |(_, v)| v);
             // `PYTHONPATH=lib:$PYTHONPATH`: the known parts count, the unknown one is the
@@ -535,6 +543,7 @@ impl Walk<'_> {
             .any(|dir| dir.join("node_modules").exists() || dir.join("package.json").exists())
     }
 }
+
 /// What a named path may be to count.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Named {

@@ -132,6 +132,7 @@ static DEFINITION: LazyLock<ToolDefinition> = LazyLock::new(|| ToolDefinition {
 pub struct GrepTool {
     env: Arc<ToolEnv>,
     timeout: Duration,
+    hidden: super::Hidden,
 }
 
 impl GrepTool {
@@ -140,6 +141,7 @@ impl GrepTool {
         Self {
             env,
             timeout: SEARCH_TIMEOUT,
+            hidden: super::Hidden::default(),
         }
     }
 
@@ -164,7 +166,7 @@ impl GrepTool {
         cancel: &CancellationToken,
     ) -> Result<ToolOutput, SearchError> {
         let args: GrepArgs = parse_args(arguments)?;
-        let request = Request::new(&self.env, &args, self.timeout)?;
+        let request = Request::new(&self.env, &args, self.timeout, &self.hidden)?;
         let kind = inspect(&request.root, &request.root_shown).await?;
 
         let scan_request = request.clone();
@@ -225,7 +227,12 @@ struct Request {
 }
 
 impl Request {
-    fn new(env: &ToolEnv, args: &GrepArgs, timeout: Duration) -> Result<Self, SearchError> {
+    fn new(
+        env: &ToolEnv,
+        args: &GrepArgs,
+        timeout: Duration,
+        hidden: &super::Hidden,
+    ) -> Result<Self, SearchError> {
         let root = env.resolve(args.path.as_deref().unwrap_or("."));
         let (root_shown, _) = display_path(env, &root);
         let mode = args.output_mode;
@@ -242,7 +249,7 @@ impl Request {
             pattern: args.pattern.clone(),
             cwd: env.cwd.clone(),
             timeout,
-            hidden: super::hidden_below(env, &root),
+            hidden: hidden.below(env, &root),
             root,
             root_shown,
             glob: args.glob.clone().filter(|glob| !glob.trim().is_empty()),
