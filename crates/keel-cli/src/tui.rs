@@ -139,43 +139,47 @@ fn ask_project_trust(options: &RuntimeOptions) -> anyhow::Result<()> {
     if files.is_empty() {
         return Ok(());
     }
+    let root = &settings.project.root;
+    let relative = |p: &std::path::Path| {
+        let shown = p.strip_prefix(root).unwrap_or(p).display().to_string();
+        if p.is_dir() {
+            format!("{shown}/")
+        } else {
+            shown
+        }
+    };
     let mut err = std::io::stderr();
-    writeln!(
-        err,
-        "This project wants keel to run programs on your machine:"
+    wrap(
+        &mut err,
+        "",
+        "",
+        &format!(
+            "The project {} wants keel to run programs on your machine, outside the sandbox:",
+            root.display()
+        ),
     )?;
     for file in &files {
-        writeln!(err, "  {}: {}", file.file.display(), file.what)?;
+        writeln!(err, "  {}: {}", relative(&file.file), file.what)?;
         for why in &file.any_code {
-            writeln!(err, "    runs any code in this project: {why}")?;
-        }
-        if !file.protects.is_empty() {
-            let shown: Vec<String> = file
-                .protects
-                .iter()
-                .map(|p| {
-                    p.strip_prefix(&settings.project.root)
-                        .unwrap_or(p)
-                        .display()
-                        .to_string()
-                })
-                .collect();
-            writeln!(
-                err,
-                "    runs {} (kept out of the model's reach while trusted)",
-                shown.join(", ")
+            wrap(
+                &mut err,
+                "    ! ",
+                "      ",
+                &format!("{why}: it runs any code in this project, as the model last left it."),
             )?;
         }
-    }
-    writeln!(
-        err,
-        "Trusting a file also trusts the programs and scripts it starts, which run outside the sandbox."
-    )?;
-    if files.iter().any(|f| !f.any_code.is_empty()) {
-        writeln!(
-            err,
-            "A command that runs any code in this project runs whatever the model last wrote there."
-        )?;
+        if !file.protects.is_empty() {
+            let shown: Vec<String> = file.protects.iter().map(|p| relative(p)).collect();
+            wrap(
+                &mut err,
+                "    ",
+                "    ",
+                &format!(
+                    "It runs {}; the model cannot change them while you trust the file.",
+                    shown.join(", ")
+                ),
+            )?;
+        }
     }
     write!(err, "Trust these files as they are now? [y/N] ")?;
     err.flush()?;
@@ -195,26 +199,51 @@ fn ask_project_trust(options: &RuntimeOptions) -> anyhow::Result<()> {
     Ok(())
 }
 
+/// Writes `text` wrapped at 80 columns, its first line after `first`, the others after
+/// `rest` (the questions come before the TUI, where the terminal would break words).
+fn wrap(out: &mut impl std::io::Write, first: &str, rest: &str, text: &str) -> std::io::Result<()> {
+    const WIDTH: usize = 80;
+    let mut line = first.to_owned();
+    let mut empty = true;
+    for word in text.split_whitespace() {
+        if !empty && line.chars().count() + 1 + word.chars().count() > WIDTH {
+            writeln!(out, "{line}")?;
+            line = rest.to_owned();
+            empty = true;
+        }
+        if !empty {
+            line.push(' ');
+        }
+        line.push_str(word);
+        empty = false;
+    }
+    writeln!(out, "{line}")
+}
+
 /// Asks, before the TUI takes the terminal, whether keel may work in `cwd` when it is `/`,
-/// the home folder or a folder above it; `true` when it is not one of those or the user
-/// said yes (a no leaves the runtime to refuse, naming the flag).
-fn ask_home_workspace(cwd: &std::path::Path) -> anyhow::Result<bool> {
+/// the home folder or a folder above it: `None` when it is none of those, else the answer.
+fn ask_home_workspace(cwd: &std::path::Path) -> anyhow::Result<Option<bool>> {
     use std::io::Write as _;
     let home = std::env::var_os("HOME").map(PathBuf::from);
     let Some(what) = keel_runtime::settings::project::home_workspace(cwd, home.as_deref()) else {
-        return Ok(false);
+        return Ok(None);
     };
     let mut err = std::io::stderr();
-    writeln!(err, "keel is about to work in {what}.")?;
-    writeln!(
-        err,
-        "The model could then change any file there, your shell's start-up files and git's configuration included (those stay protected short of --permission full)."
+    wrap(
+        &mut err,
+        "",
+        "",
+        &format!(
+            "keel is about to work in {what}. The model could then change any file there \
+             (your shell's start-up files and git's configuration stay protected short of \
+             --permission full)."
+        ),
     )?;
     write!(err, "Work here anyway? [y/N] ")?;
     err.flush()?;
     let mut answer = String::new();
     std::io::stdin().read_line(&mut answer)?;
-    Ok(matches!(answer.trim(), "y" | "Y" | "yes"))
+    Ok(Some(matches!(answer.trim(), "y" | "Y" | "yes")))
 }
 
 /// Runs the TUI; `pick_session` opens the session picker first (`keel resume`).
@@ -234,7 +263,20 @@ pub fn run(args: TuiArgs, pick_session: bool) -> anyhow::Result<ExitCode> {
     let cwd = exec::working_folder_arg(args.cwd.as_deref())?;
     let mut options = args.flags.options(cwd.clone())?;
     if !options.allow_home_workspace {
-        options.allow_home_workspace = ask_home_workspace(&cwd)?;
+        match ask_home_workspace(&cwd)? {
+            None => {}
+            Some(true) => options.allow_home_workspace = true,
+            Some(false) => {
+                wrap(
+                    &mut std::io::stderr(),
+                    "",
+                    "",
+                    "Not started. Run keel in a project's folder, or pass --allow-home-workspace \
+                     to work here.",
+                )?;
+                return Ok(ExitCode::from(1));
+            }
+        }
     }
     if !options.trust_project_mcp {
         ask_project_trust(&options)?;

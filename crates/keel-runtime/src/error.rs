@@ -106,9 +106,8 @@ pub enum RuntimeError {
     /// The working folder is `/`, the home folder or one above it, and the user did not say
     /// that it may be the workspace.
     #[error(
-        "keel will not work in {0} without --allow-home-workspace: the model could change every file there, \
-         your shell's start-up files included. Run keel in a project's folder, or pass \
-         --allow-home-workspace if that is what you want"
+        "refusing to work in {0} without --allow-home-workspace: the model could change any file \
+         there. Run keel in a project's folder, or pass --allow-home-workspace to work here"
     )]
     HomeWorkspace(String),
     /// keel's own fault.

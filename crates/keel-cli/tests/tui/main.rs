@@ -380,11 +380,16 @@ fn the_trust_question_names_what_the_project_runs() {
     .unwrap();
     tui.start(&server, &["hello"]);
     let screen = tui.wait_for("Trust these files as they are now?");
+    // The question is wrapped to the window: read it as one line.
+    let flat = screen.split_whitespace().collect::<Vec<_>>().join(" ");
     assert!(
-        screen.contains("runs any code in this project: `npm run mcp`"),
+        flat.contains("`npm run mcp` runs the project's package scripts and packages: it runs any code in this project"),
         "{screen}"
     );
-    assert!(screen.contains("runs scripts/lint.sh, scripts"), "{screen}");
+    assert!(
+        flat.contains("It runs scripts/lint.sh, scripts/;"),
+        "{screen}"
+    );
     tui.type_text("y");
     tui.keys(&["Enter"]);
     // Trusted: the TUI opens and the trust is on record for the next run.
