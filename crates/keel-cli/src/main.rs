@@ -13,6 +13,7 @@ mod exec;
 mod feedback;
 mod logging;
 mod mcp;
+mod question;
 mod sessions;
 mod trust;
 mod tui;

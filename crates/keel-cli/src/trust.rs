@@ -7,6 +7,8 @@ use std::path::{Path, PathBuf};
 use keel_runtime::settings::trust::{PROJECT_DIR, PROJECT_FILES, TrustStore, digest, keel_files};
 use keel_runtime::settings::{Project, Settings, SettingsInput};
 
+use crate::question;
+
 /// Arguments of `keel trust`.
 #[derive(Debug, clap::Args)]
 pub struct TrustArgs {
@@ -145,23 +147,53 @@ pub fn run(args: &TrustArgs) -> anyhow::Result<()> {
     for file in &found.files {
         println!("trusted\t{}\t{}", digest(file)?, file.display());
     }
-    let relative = |p: &Path| p.strip_prefix(&root).unwrap_or(p).display().to_string();
-    for runs in &runs {
-        if !runs.protects.is_empty() {
-            let shown: Vec<String> = runs.protects.iter().map(|p| relative(p)).collect();
-            println!(
-                "  {} runs {}: the model may not change them while the file is trusted",
-                relative(&runs.file),
-                shown.join(", ")
-            );
-        }
-        for why in &runs.any_code {
-            println!(
-                "  {}: {why}, so it runs any code in this project, which nothing protects",
-                relative(&runs.file)
-            );
-        }
+    if !runs.is_empty() {
+        println!("What they run:");
+        write_runs(&mut std::io::stdout(), &root, &runs)?;
     }
     println!("Any change to these files needs `keel trust` again.");
+    Ok(())
+}
+
+/// Writes what each of `files` runs, as the trust question and `keel trust` show it, paths
+/// relative to the project's `root`: its commands that run any code of the project, and
+/// the files the model may not change while the file is trusted.
+pub fn write_runs(
+    out: &mut impl std::io::Write,
+    root: &Path,
+    files: &[keel_extensions::extend::Untrusted],
+) -> std::io::Result<()> {
+    let relative = |p: &Path| {
+        let shown = p.strip_prefix(root).unwrap_or(p).display().to_string();
+        if p.is_dir() {
+            format!("{shown}/")
+        } else {
+            shown
+        }
+    };
+    for file in files {
+        let what = format!("{}: {}", relative(&file.file), file.what);
+        question::say_indented(out, "  ", "    ", &what)?;
+        for why in &file.any_code {
+            question::say_indented(
+                out,
+                "    ! ",
+                "      ",
+                &format!("{why}: it runs any code in this project, as the model last left it."),
+            )?;
+        }
+        if !file.protects.is_empty() {
+            let shown: Vec<String> = file.protects.iter().map(|p| relative(p)).collect();
+            question::say_indented(
+                out,
+                "    ",
+                "    ",
+                &format!(
+                    "It runs {}; the model cannot change them while you trust the file.",
+                    shown.join(", ")
+                ),
+            )?;
+        }
+    }
     Ok(())
 }

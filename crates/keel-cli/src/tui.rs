@@ -13,6 +13,7 @@ use keel_store::{Durability, Execution, OpenOptions};
 
 use crate::errors::runtime_error;
 use crate::exec::{self, parse_base_url};
+use crate::question;
 
 /// The interactive mode's flags (they sit on `keel` itself).
 #[derive(Debug, Default, clap::Args)]
@@ -122,7 +123,6 @@ impl Flags {
 /// Asks, before the TUI takes the terminal, whether to trust the project's files that
 /// would run code (`.mcp.json`, hooks); a yes is recorded for the files as they are now.
 fn ask_project_trust(options: &RuntimeOptions) -> anyhow::Result<()> {
-    use std::io::Write as _;
     let Ok(settings) = keel_runtime::settings::Settings::load(&options.settings) else {
         // The runtime reports the configuration's problem itself.
         return Ok(());
@@ -140,110 +140,46 @@ fn ask_project_trust(options: &RuntimeOptions) -> anyhow::Result<()> {
         return Ok(());
     }
     let root = &settings.project.root;
-    let relative = |p: &std::path::Path| {
-        let shown = p.strip_prefix(root).unwrap_or(p).display().to_string();
-        if p.is_dir() {
-            format!("{shown}/")
-        } else {
-            shown
-        }
-    };
     let mut err = std::io::stderr();
-    wrap(
+    question::say(
         &mut err,
-        "",
-        "",
         &format!(
             "The project {} wants keel to run programs on your machine, outside the sandbox:",
             root.display()
         ),
     )?;
-    for file in &files {
-        writeln!(err, "  {}: {}", relative(&file.file), file.what)?;
-        for why in &file.any_code {
-            wrap(
-                &mut err,
-                "    ! ",
-                "      ",
-                &format!("{why}: it runs any code in this project, as the model last left it."),
-            )?;
-        }
-        if !file.protects.is_empty() {
-            let shown: Vec<String> = file.protects.iter().map(|p| relative(p)).collect();
-            wrap(
-                &mut err,
-                "    ",
-                "    ",
-                &format!(
-                    "It runs {}; the model cannot change them while you trust the file.",
-                    shown.join(", ")
-                ),
-            )?;
-        }
-    }
-    write!(err, "Trust these files as they are now? [y/N] ")?;
-    err.flush()?;
-    let mut answer = String::new();
-    std::io::stdin().read_line(&mut answer)?;
-    if matches!(answer.trim(), "y" | "Y" | "yes") {
+    crate::trust::write_runs(&mut err, root, &files)?;
+    if question::yes(&mut err, "Trust these files as they are now?")? {
         let mut store =
             keel_runtime::settings::trust::TrustStore::open(settings.keel_home.as_deref())?;
         let paths: Vec<PathBuf> = files.into_iter().map(|f| f.file).collect();
         store.trust(&paths)?;
     } else {
-        writeln!(
-            err,
-            "Not trusted: keel starts without them (`keel trust` trusts them later)."
+        question::say(
+            &mut err,
+            "Not trusted: keel starts without them (`keel trust` trusts them later).",
         )?;
     }
     Ok(())
 }
 
-/// Writes `text` wrapped at 80 columns, its first line after `first`, the others after
-/// `rest` (the questions come before the TUI, where the terminal would break words).
-fn wrap(out: &mut impl std::io::Write, first: &str, rest: &str, text: &str) -> std::io::Result<()> {
-    const WIDTH: usize = 80;
-    let mut line = first.to_owned();
-    let mut empty = true;
-    for word in text.split_whitespace() {
-        if !empty && line.chars().count() + 1 + word.chars().count() > WIDTH {
-            writeln!(out, "{line}")?;
-            line = rest.to_owned();
-            empty = true;
-        }
-        if !empty {
-            line.push(' ');
-        }
-        line.push_str(word);
-        empty = false;
-    }
-    writeln!(out, "{line}")
-}
-
 /// Asks, before the TUI takes the terminal, whether keel may work in `cwd` when it is `/`,
 /// the home folder or a folder above it: `None` when it is none of those, else the answer.
 fn ask_home_workspace(cwd: &std::path::Path) -> anyhow::Result<Option<bool>> {
-    use std::io::Write as _;
     let home = std::env::var_os("HOME").map(PathBuf::from);
     let Some(what) = keel_runtime::settings::project::home_workspace(cwd, home.as_deref()) else {
         return Ok(None);
     };
     let mut err = std::io::stderr();
-    wrap(
+    question::say(
         &mut err,
-        "",
-        "",
         &format!(
             "keel is about to work in {what}. The model could then change any file there \
              (your shell's start-up files and git's configuration stay protected short of \
              --permission full)."
         ),
     )?;
-    write!(err, "Work here anyway? [y/N] ")?;
-    err.flush()?;
-    let mut answer = String::new();
-    std::io::stdin().read_line(&mut answer)?;
-    Ok(Some(matches!(answer.trim(), "y" | "Y" | "yes")))
+    Ok(Some(question::yes(&mut err, "Work here anyway?")?))
 }
 
 /// Runs the TUI; `pick_session` opens the session picker first (`keel resume`).
@@ -267,10 +203,8 @@ pub fn run(args: TuiArgs, pick_session: bool) -> anyhow::Result<ExitCode> {
             None => {}
             Some(true) => options.allow_home_workspace = true,
             Some(false) => {
-                wrap(
+                question::say(
                     &mut std::io::stderr(),
-                    "",
-                    "",
                     "Not started. Run keel in a project's folder, or pass --allow-home-workspace \
                      to work here.",
                 )?;

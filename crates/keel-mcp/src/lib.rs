@@ -189,19 +189,11 @@ pub fn reach(
             &project,
             &shell,
         );
-        paths.extend(
-            found
-                .paths
-                .iter()
-                .map(|path| keel_tools::protect::TrustedPath {
-                    path: path.clone(),
-                    why: format!(
-                        "the MCP server `{}` ({}) runs on your trust",
-                        spec.name,
-                        spec.origin.label()
-                    ),
-                }),
-        );
+        paths.extend(found.trusted_paths(&format!(
+            "the MCP server `{}` ({}) runs on your trust",
+            spec.name,
+            spec.origin.label()
+        )));
         all.merge(found);
     }
     (paths, all)

@@ -141,9 +141,8 @@ pub fn private_dir(dir: &Path) -> std::io::Result<()> {
         .mode(PRIVATE_DIR_MODE)
         .create(dir)?;
     let meta = std::fs::symlink_metadata(dir)?;
-    // The folder must be this user's (the owner of /proc/self is the process's uid).
-    let own = keel_tools::env::own_uid();
-    if !meta.is_dir() || meta.mode() & 0o077 != 0 || own.is_some_and(|uid| uid != meta.uid()) {
+    // The folder must be this user's.
+    if !meta.is_dir() || meta.mode() & 0o077 != 0 || meta.uid() != keel_tools::env::own_uid() {
         return Err(std::io::Error::other(format!(
             "{} is not a private folder of this user's (a folder, mode 700)",
             dir.display()

@@ -206,17 +206,16 @@ impl ToolEnv {
     }
 }
 
-/// The user keel runs as: the owner of its own `/proc/self` (no unsafe call, and right
-/// inside a user namespace), read once. `None` where `/proc` cannot be read.
-pub fn own_uid() -> Option<u32> {
-    use std::os::unix::fs::MetadataExt as _;
-    static UID: std::sync::OnceLock<Option<u32>> = std::sync::OnceLock::new();
-    *UID.get_or_init(|| std::fs::metadata("/proc/self").map(|m| m.uid()).ok())
+/// The user keel runs as: whose files keel's own folders and outputs must be.
+#[expect(unsafe_code, reason = "getuid has no safe wrapper in std")]
+pub fn own_uid() -> u32 {
+    // SAFETY: getuid takes no arguments and cannot fail.
+    unsafe { libc::getuid() }
 }
 
 /// A per-user folder for saved command output, so users on one machine never share one.
 fn default_output_dir() -> PathBuf {
-    let uid = own_uid().unwrap_or(0);
+    let uid = own_uid();
     temp_base().join(format!("keel-outputs-{uid}"))
 }
 

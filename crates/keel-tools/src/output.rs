@@ -162,7 +162,7 @@ pub(crate) fn private_folder(dir: &Path) -> std::io::Result<std::os::fd::OwnedFd
         .custom_flags(libc::O_DIRECTORY | libc::O_NOFOLLOW)
         .open(dir)?;
     let meta = folder.metadata()?;
-    if !meta.is_dir() || meta.uid() != own_uid() || meta.mode() & 0o077 != 0 {
+    if !meta.is_dir() || meta.uid() != crate::env::own_uid() || meta.mode() & 0o077 != 0 {
         return Err(std::io::Error::other(format!(
             "{} is not a private folder of keel's (a folder of this user's, open to nobody else)",
             dir.display()
@@ -188,10 +188,19 @@ fn create_in(dir: &std::os::fd::OwnedFd, name: &std::ffi::OsStr) -> std::io::Res
     Ok(unsafe { std::fs::File::from_raw_fd(fd) })
 }
 
-#[expect(unsafe_code, reason = "getuid has no safe wrapper in std")]
-fn own_uid() -> u32 {
-    // SAFETY: getuid takes no arguments and cannot fail.
-    unsafe { libc::getuid() }
+/// `text` on one line (runs of white space, newlines included, become one space) and cut to
+/// at most `max` characters, the last of them `…` when something was cut.
+pub fn one_line(text: &str, max: usize) -> String {
+    let joined = text.split_whitespace().collect::<Vec<_>>().join(" ");
+    if joined.chars().count() <= max {
+        return joined;
+    }
+    let mut cut: String = joined.chars().take(max.saturating_sub(1)).collect();
+    cut.truncate(cut.trim_end().len());
+    if max > 0 {
+        cut.push('…');
+    }
+    cut
 }
 
 /// Keeps the head and tail of `text` when it is longer than `max_bytes`, cutting on
@@ -221,6 +230,15 @@ pub fn head_tail(text: &str, max_bytes: usize) -> (String, bool) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn one_line_collapses_and_cuts() {
+        assert_eq!(one_line("a\n  b\tc", 10), "a b c");
+        assert_eq!(one_line("abcdef ghij", 8), "abcdef…");
+        assert_eq!(one_line("abcdefgh", 8), "abcdefgh");
+        assert_eq!(one_line("abcdefghi", 1), "…");
+        assert_eq!(one_line("abc", 0), "");
+    }
 
     #[test]
     fn keeps_head_and_tail_on_char_boundaries() {

@@ -114,6 +114,11 @@ fn enter(fullscreen: bool) -> std::io::Result<()> {
 
 type Term = Terminal<CrosstermBackend<std::io::Stdout>>;
 
+/// The terminal's width in columns (80 when it cannot be told).
+pub fn columns() -> usize {
+    crossterm::terminal::size().map_or(80, |(columns, _)| usize::from(columns))
+}
+
 fn inline_height(rows: u16) -> u16 {
     (rows * 2 / 5).clamp(10, 24).min(rows)
 }

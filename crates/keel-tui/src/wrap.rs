@@ -128,6 +128,18 @@ fn start_row(row: &mut Vec<Span<'static>>, used: &mut usize, indent: &Line<'stat
     }
 }
 
+/// `text` as plain rows of at most `width` columns, its runs of white space made one space,
+/// the first row after `first` and the others after `rest`: for what keel writes to the
+/// terminal before the TUI takes it (a question), where the terminal would break words.
+pub fn wrap_text(text: &str, width: usize, first: &str, rest: &str) -> Vec<String> {
+    let words = text.split_whitespace().collect::<Vec<_>>().join(" ");
+    let line = Line::from(format!("{first}{words}"));
+    wrap_line(&line, width, &Line::from(rest.to_owned()))
+        .iter()
+        .map(|row| row.spans.iter().map(|s| s.content.as_ref()).collect())
+        .collect()
+}
+
 /// Cuts `text` to at most `width` columns, ending in `…` when it was longer.
 pub fn truncate(text: &str, width: usize) -> String {
     if text.width() <= width {
@@ -177,6 +189,21 @@ mod tests {
         assert_eq!(text(&rows), ["abcdef", "ghijkl", "mnop"]);
         let rows = wrap_line(&Line::from("漢字漢字漢字"), 5, &Line::default());
         assert!(rows.iter().all(|r| line_width(r) <= 5));
+    }
+
+    #[test]
+    fn plain_text_wraps_after_its_first_and_rest_prefixes() {
+        assert_eq!(
+            wrap_text("a question  about\nthe project", 12, "  ! ", "    "),
+            [
+                "  ! a",
+                "    question",
+                "    about",
+                "    the",
+                "    project"
+            ]
+        );
+        assert_eq!(wrap_text("short", 80, "", ""), ["short"]);
     }
 
     #[test]

@@ -3,7 +3,6 @@
 //! keel when keel is interrupted or killed.
 
 use crate::check::check;
-use crate::keel::keel_bin;
 use crate::procs;
 use crate::run::{Call, Mode, Vector, run_in};
 use crate::world::World;
@@ -95,18 +94,7 @@ fn a_project_file_linked_to_one_trusted_elsewhere_is_not_trusted() {
     let mine = world.root.join("mine");
     std::fs::create_dir_all(mine.join(".keel")).unwrap();
     std::fs::write(mine.join(".keel/config.yaml"), PLANTED_CONFIG).unwrap();
-    let trusted = std::process::Command::new(keel_bin())
-        .arg("trust")
-        .current_dir(&mine)
-        .env_clear()
-        .envs(world.env.iter().map(|(k, v)| (k.as_str(), v.as_str())))
-        .output()
-        .unwrap();
-    assert!(
-        trusted.status.success(),
-        "keel trust in the user's own project: {}",
-        String::from_utf8_lossy(&trusted.stderr)
-    );
+    crate::keel::trust(&world, &mine, "the user's own project");
     std::fs::create_dir_all(world.work.join(".keel")).unwrap();
     std::os::unix::fs::symlink(
         "../../mine/.keel/config.yaml",

@@ -162,6 +162,23 @@ impl Terminal {
     }
 }
 
+/// Runs `keel trust` in `dir` as the world's user, as after reading the project's files;
+/// `why` names the caller in a failure.
+pub fn trust(world: &World, dir: &Path, why: &str) {
+    let out = Command::new(keel_bin())
+        .arg("trust")
+        .current_dir(dir)
+        .env_clear()
+        .envs(world.env.iter().map(|(k, v)| (k.as_str(), v.as_str())))
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{why}: keel trust failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
 /// Runs keel on `world` in `mode` in `cwd`, with `env` added to the world's variables,
 /// resuming `session` when given; with `poke`, sends that signal to keel once a process
 /// whose command line holds the world's marker runs.

@@ -504,19 +504,7 @@ pub fn run_in(
         |c| PathBuf::from(fill(c, &vars, false)),
     );
     if vector.trust {
-        let out = Command::new(crate::keel::keel_bin())
-            .arg("trust")
-            .current_dir(&cwd)
-            .env_clear()
-            .envs(world.env.iter().map(|(k, v)| (k.as_str(), v.as_str())))
-            .output()
-            .unwrap();
-        assert!(
-            out.status.success(),
-            "vector {}: keel trust failed: {}",
-            vector.id,
-            String::from_utf8_lossy(&out.stderr)
-        );
+        keel::trust(world, &cwd, &format!("vector {}", vector.id));
     }
     // keel's own bookkeeping: the database, the session folders and the plans, which are
     // checked on their own below (what is in them, and that no canary reached them).

@@ -249,6 +249,6 @@ fn first_line(body: &str) -> String {
     body.lines()
         .map(str::trim)
         .find(|line| !line.is_empty())
-        .map(|line| discovery::one_line(line, MAX_DESCRIPTION_CHARS))
+        .map(|line| keel_tools::output::one_line(line, MAX_DESCRIPTION_CHARS))
         .unwrap_or_default()
 }

@@ -394,21 +394,6 @@ pub(crate) fn trim_body(body: &str) -> String {
     rest.trim_end().to_owned()
 }
 
-/// `text` on one line (runs of white space, newlines included, become one space) and cut to
-/// at most `max` characters, the last of them `…` when something was cut.
-pub(crate) fn one_line(text: &str, max: usize) -> String {
-    let joined = text.split_whitespace().collect::<Vec<_>>().join(" ");
-    if joined.chars().count() <= max {
-        return joined;
-    }
-    let mut cut: String = joined.chars().take(max.saturating_sub(1)).collect();
-    cut.truncate(cut.trim_end().len());
-    if max > 0 {
-        cut.push('…');
-    }
-    cut
-}
-
 /// A project rooted at `dir`, for the roots' tests.
 #[cfg(test)]
 pub(crate) fn at(dir: &str) -> Project {

@@ -175,12 +175,3 @@ fn bodies_lose_leading_blank_lines_and_trailing_space() {
     assert_eq!(trim_body(" \n\t\n"), "");
     assert_eq!(trim_body("text"), "text");
 }
-
-#[test]
-fn one_line_collapses_and_cuts() {
-    assert_eq!(one_line("a\n  b\tc", 10), "a b c");
-    assert_eq!(one_line("abcdef ghij", 8), "abcdef…");
-    assert_eq!(one_line("abcdefgh", 8), "abcdefgh");
-    assert_eq!(one_line("abcdefghi", 1), "…");
-    assert_eq!(one_line("abc", 0), "");
-}

@@ -155,12 +155,8 @@ fn trusted_paths(
 ) -> Vec<TrustedPath> {
     let mut out = Vec::new();
     for command in settings.commands() {
-        for path in reach(command, host).paths {
-            out.push(TrustedPath {
-                path,
-                why: format!("the trusted hook `{}` ({origin}) runs", shown(command)),
-            });
-        }
+        let why = format!("the trusted hook `{}` ({origin}) runs", shown(command));
+        out.extend(reach(command, host).trusted_paths(&why));
     }
     out
 }

@@ -28,12 +28,13 @@ pub const COMMANDS: &str = "commands";
 
 /// Problems of the user's files, each reported once per runtime.
 #[derive(Default)]
-struct Reported {
+pub(crate) struct Reported {
     seen: Mutex<BTreeSet<String>>,
 }
 
 impl Reported {
-    fn report(&self, scope: &TurnScope, extension: &str, problems: Vec<String>) {
+    /// Emits each of `problems` not emitted before as `extension`'s `problem` event.
+    pub(crate) fn report(&self, scope: &TurnScope, extension: &str, problems: Vec<String>) {
         let mut seen = self.seen.lock().unwrap_or_else(PoisonError::into_inner);
         for problem in problems {
             if seen.insert(problem.clone()) {

@@ -209,7 +209,7 @@ fn open_log(dir: &Path) -> std::io::Result<File> {
         .open(dir.join(LOG_FILE))?;
     let meta = file.metadata()?;
     let own = keel_tools::env::own_uid();
-    if !meta.is_file() || meta.nlink() != 1 || Some(meta.uid()) != own {
+    if !meta.is_file() || meta.nlink() != 1 || meta.uid() != own {
         return Err(std::io::Error::other(format!(
             "{} is not the report's own log (a file of this user's with one name)",
             dir.join(LOG_FILE).display()

@@ -9,9 +9,10 @@
 
 use std::path::{Path, PathBuf};
 
+use keel_tools::output::one_line;
+
 use super::{FILE_NAME, Skill, TOOL_NAME};
-use crate::commands;
-use crate::discovery::{self, one_line};
+use crate::{commands, discovery};
 
 /// Shortest a description is cut to before skills are dropped instead: enough for a phrase.
 pub const MIN_DESCRIPTION_CHARS: usize = 40;

@@ -6,7 +6,7 @@
 pub mod roles;
 mod tools;
 
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 
 use keel_runtime::extension::{
     Extension, ExtensionApi, ExtensionError, Hook, TurnScope, TurnStartHook,
@@ -53,29 +53,24 @@ impl Extension for TasksExtension {
             // An agent file keel passed over (another user's, a link in a project) is told
             // once, as a broken skill or command is.
             api.on(Hook::TurnStart(Arc::new(ReportAgentProblems {
-                problems: Mutex::new(Some(problems)),
+                problems,
+                reported: crate::extend::Reported::default(),
             })))?;
         }
         Ok(())
     }
 }
 
-/// The agent files that could not be used, told at the first turn.
+/// The agent files that could not be used, told once, at the first turn.
 struct ReportAgentProblems {
-    problems: Mutex<Option<Vec<String>>>,
+    problems: Vec<String>,
+    reported: crate::extend::Reported,
 }
 
 #[async_trait::async_trait]
 impl TurnStartHook for ReportAgentProblems {
     async fn turn_start(&self, scope: &TurnScope) -> Result<(), keel_agent::HookError> {
-        let taken = self
-            .problems
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
-            .take();
-        for problem in taken.into_iter().flatten() {
-            scope.emit(TASKS, "problem", serde_json::json!({"text": problem}));
-        }
+        self.reported.report(scope, TASKS, self.problems.clone());
         Ok(())
     }
 }

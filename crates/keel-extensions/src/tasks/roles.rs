@@ -270,7 +270,7 @@ fn load(path: &Path, file_name: &OsStr) -> Result<Role, String> {
     }
     let description = fields
         .get("description")
-        .map(|d| discovery::one_line(d, 200))
+        .map(|d| keel_tools::output::one_line(d, 200))
         .filter(|d| !d.is_empty())
         .unwrap_or_else(|| format!("custom agent {name}"));
     let tools: Option<Vec<String>> = fields.get("tools").map(|list| {

@@ -71,12 +71,19 @@ impl Project {
         Self::find(cwd, keel_home).0
     }
 
-    /// The file `name` (relative) of the project's root, if keel may use it: see
-    /// [`Self::admit`]. `Ok(None)`: there is none.
+    /// The file `name` (relative) of the project's root, if keel may use it: a regular file
+    /// (a named pipe would hang whoever reads it), admitted by [`Self::admit`]. `Ok(None)`:
+    /// there is none.
     pub fn file(&self, name: &str) -> Result<Option<PathBuf>, String> {
         let path = self.root.join(name);
-        if std::fs::symlink_metadata(&path).is_err() {
+        let Ok(meta) = std::fs::metadata(&path) else {
             return Ok(None);
+        };
+        if !meta.is_file() {
+            return Err(format!(
+                "{} is not a regular file; keel ignores it",
+                path.display()
+            ));
         }
         self.admit(&path).map(|()| Some(path))
     }
@@ -126,7 +133,7 @@ fn owned(path: &Path) -> bool {
 /// Whether `path`'s owner (not following a link) is the user or root: what a project's
 /// file must be to count (for callers that open the file themselves and hold its metadata).
 pub fn owner_ok(meta: &std::fs::Metadata) -> bool {
-    meta.uid() == 0 || Some(meta.uid()) == keel_tools::env::own_uid()
+    meta.uid() == 0 || meta.uid() == keel_tools::env::own_uid()
 }
 
 /// Why `cwd` must not be a workspace without the user's word, if so: it is `/`, the home
@@ -178,6 +185,13 @@ mod tests {
             Ok(Some(dir.path().join(".mcp.json")))
         );
         assert_eq!(project.file("missing"), Ok(None));
+        // A named pipe is never opened: reading it would wait for a writer forever.
+        let fifo = dir.path().join(".claude-settings");
+        let made = std::process::Command::new("mkfifo").arg(&fifo).status();
+        if made.is_ok_and(|s| s.success()) {
+            let why = project.file(".claude-settings").unwrap_err();
+            assert!(why.contains("not a regular file"), "{why}");
+        }
     }
 
     #[test]
@@ -213,7 +227,7 @@ mod tests {
             why.contains("another user") && why.contains("SKILL.md"),
             "{why}"
         );
-        chown(&planted, keel_tools::env::own_uid(), None).unwrap();
+        chown(&planted, Some(keel_tools::env::own_uid()), None).unwrap();
         chown(root.join(".claude"), Some(65534), None).unwrap();
         assert!(
             project.admit(&planted).is_err(),

@@ -231,9 +231,7 @@ mod tests {
         }
         let dir = tempfile::tempdir().unwrap();
         let root = dir.path().to_path_buf();
-        let set = ControlSet::scan(&crate::protect::Protection::of_roots(std::slice::from_ref(
-            &root,
-        )));
+        let set = ControlSet::of_root(&root);
         std::fs::create_dir_all(root.join(".git")).unwrap();
         std::fs::write(root.join(".git/config"), "[pager]\n\tlog = sh -c evil\n").unwrap();
         assert!(quarantine_new(&set).is_some());
@@ -249,9 +247,7 @@ mod tests {
         std::fs::create_dir_all(&theirs).unwrap();
         std::fs::write(theirs.join("settings.json"), "{}").unwrap();
         std::fs::write(theirs.join("settings.local.json"), "{}").unwrap();
-        let set = ControlSet::scan(&crate::protect::Protection::of_roots(std::slice::from_ref(
-            &root,
-        )));
+        let set = ControlSet::of_root(&root);
         std::os::unix::fs::symlink(&theirs, root.join(".claude")).unwrap();
         let note = quarantine_new(&set).unwrap();
         // The user's files stay where they are; the link the command made goes aside.
@@ -270,9 +266,7 @@ mod tests {
     fn created_control_files_are_moved_aside_and_a_plain_new_repository_stays() {
         let dir = tempfile::tempdir().unwrap();
         let root = dir.path().to_path_buf();
-        let set = ControlSet::scan(&crate::protect::Protection::of_roots(std::slice::from_ref(
-            &root,
-        )));
+        let set = ControlSet::of_root(&root);
         std::fs::write(root.join(".mcp.json"), "{}").unwrap();
         std::fs::create_dir_all(root.join(".git/hooks")).unwrap();
         std::fs::write(root.join(".git/hooks/pre-commit.sample"), "").unwrap();
@@ -283,9 +277,7 @@ mod tests {
         assert!(root.join(".mcp.json.keel-quarantine").exists());
         assert!(root.join(".git/config").exists());
 
-        let set = ControlSet::scan(&crate::protect::Protection::of_roots(std::slice::from_ref(
-            &root,
-        )));
+        let set = ControlSet::of_root(&root);
         assert_eq!(quarantine_new(&set), None);
     }
 
@@ -293,9 +285,7 @@ mod tests {
     fn a_new_repository_with_a_hook_is_moved_aside() {
         let dir = tempfile::tempdir().unwrap();
         let root = dir.path().to_path_buf();
-        let set = ControlSet::scan(&crate::protect::Protection::of_roots(std::slice::from_ref(
-            &root,
-        )));
+        let set = ControlSet::of_root(&root);
         std::fs::create_dir_all(root.join(".git/hooks")).unwrap();
         std::fs::write(root.join(".git/hooks/pre-commit"), "#!/bin/sh\n").unwrap();
         assert!(quarantine_new(&set).is_some());

@@ -492,9 +492,7 @@ fn remove_dead_session_folders(base: &std::path::Path) {
         let Some(pid) = rest.split('-').next().and_then(|p| p.parse::<u32>().ok()) else {
             continue;
         };
-        let ours = entry
-            .metadata()
-            .is_ok_and(|m| m.is_dir() && Some(m.uid()) == uid);
+        let ours = entry.metadata().is_ok_and(|m| m.is_dir() && m.uid() == uid);
         if ours
             && pid != std::process::id()
             && !std::path::Path::new(&format!("/proc/{pid}")).exists()

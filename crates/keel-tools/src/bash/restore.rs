@@ -250,9 +250,7 @@ mod tests {
         std::fs::write(root.join(".git/hooks/pre-commit.sample"), "sample").unwrap();
         std::fs::create_dir_all(root.join(".keel")).unwrap();
         std::fs::write(root.join(".keel/config.yaml"), "sandbox: read-only\n").unwrap();
-        let set = ControlSet::scan(&crate::protect::Protection::of_roots(std::slice::from_ref(
-            &root,
-        )));
+        let set = ControlSet::of_root(&root);
         let saved = save(&set);
 
         std::fs::write(root.join(".git/config"), "[core]\n\tfsmonitor = evil\n").unwrap();
@@ -278,11 +276,6 @@ mod tests {
             std::fs::read_to_string(kept).unwrap(),
             "sandbox: read-only\n"
         );
-        assert!(
-            restore(&save(&ControlSet::scan(
-                &crate::protect::Protection::of_roots(&[root])
-            )))
-            .is_none()
-        );
+        assert!(restore(&save(&ControlSet::of_root(&root))).is_none());
     }
 }

@@ -190,7 +190,6 @@ pub(crate) fn ensure_regular(path: &Path) -> Result<bool, String> {
     }
 }
 
-/// A message for an I/O error on `path` that a model can act on.
 /// Refuses a write to a protected control file ([`crate::protect`]) while they are
 /// protected, judged on the real path at the moment of writing (the gate judged it
 /// earlier; a link could have been swapped since).
@@ -209,6 +208,7 @@ pub(crate) fn refuse_control(env: &crate::ToolEnv, path: &Path) -> Result<(), St
     }
 }
 
+/// A message for an I/O error on `path` that a model can act on.
 pub(crate) fn io_message(action: &str, path: &Path, error: &std::io::Error) -> String {
     let shown = path.display();
     match error.kind() {

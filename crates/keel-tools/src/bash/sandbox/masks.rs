@@ -11,8 +11,9 @@ use std::path::{Path, PathBuf};
 
 use super::child::{Namespaces, PrivateTmp};
 use super::support::NamespaceSupport;
-use super::{Request, SandboxError, c_path, gid, uid};
+use super::{Request, SandboxError, c_path, gid};
 use crate::env::ToolEnv;
+use crate::env::own_uid;
 
 /// Places that hold the sockets of users' sessions as a whole (D-Bus, Wayland, agents,
 /// X servers), hidden whole; sockets elsewhere are found by [`sockets`].
@@ -95,7 +96,7 @@ fn named_sockets(vars: &[(String, String)]) -> Vec<PathBuf> {
         }
     }
     if let Some((_, dir)) = vars.iter().find(|(k, _)| k == "TMUX_TMPDIR") {
-        out.push(Path::new(dir).join(format!("tmux-{}", uid())));
+        out.push(Path::new(dir).join(format!("tmux-{}", own_uid())));
     }
     out
 }
@@ -201,7 +202,7 @@ pub(super) fn namespaces(
     for location in credentials {
         hide(location)?;
     }
-    let uid = uid();
+    let uid = own_uid();
     for socket in SESSION_SOCKETS {
         hide(Path::new(socket))?;
     }

@@ -331,12 +331,6 @@ fn set_nonblocking(fd: &OwnedFd) -> std::io::Result<()> {
     Ok(())
 }
 
-#[expect(unsafe_code, reason = "getuid has no safe wrapper in std")]
-fn uid() -> u32 {
-    // SAFETY: getuid takes no arguments and cannot fail.
-    unsafe { libc::getuid() }
-}
-
 #[expect(unsafe_code, reason = "getgid has no safe wrapper in std")]
 fn gid() -> u32 {
     // SAFETY: getgid takes no arguments and cannot fail.

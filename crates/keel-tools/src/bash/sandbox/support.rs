@@ -6,8 +6,9 @@ use std::path::Path;
 use std::sync::OnceLock;
 
 use super::child::{ChildPlan, ExecPlan, Namespaces, STACK_SIZE};
-use super::{NAMESPACES_VARIABLE, SandboxError, c_path, explain_failure, gid, uid};
+use super::{NAMESPACES_VARIABLE, SandboxError, c_path, explain_failure, gid};
 use crate::env::SandboxMode;
+use crate::env::own_uid;
 
 /// What the namespace layer can do on this system.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -176,7 +177,7 @@ fn try_namespaces(support: NamespaceSupport) -> Result<(), (String, String)> {
     let path = |sub: &str| {
         c_path(&scratch.path().join(sub)).map_err(|e| ("probe".to_owned(), e.to_string()))
     };
-    let (uid, gid) = (uid(), gid());
+    let (uid, gid) = (own_uid(), gid());
     let (diag_read, diag_write) = std::io::pipe()
         .map(|(r, w)| (OwnedFd::from(r), OwnedFd::from(w)))
         .map_err(|e| ("create a pipe".to_owned(), e.to_string()))?;

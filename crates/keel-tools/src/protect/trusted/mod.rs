@@ -76,6 +76,18 @@ impl Reach {
         }
     }
 
+    /// Each path as a file a trusted command runs, `why` naming the command ("the trusted
+    /// hook `…` runs").
+    pub fn trusted_paths(&self, why: &str) -> Vec<TrustedPath> {
+        self.paths
+            .iter()
+            .map(|path| TrustedPath {
+                path: path.clone(),
+                why: why.to_owned(),
+            })
+            .collect()
+    }
+
     fn protect(&mut self, path: PathBuf) {
         if !self.paths.contains(&path) {
             self.paths.push(path);
@@ -123,13 +135,7 @@ const MAX_NESTING: usize = 4;
 
 /// A command as shown in a message: one line, at most 120 characters.
 pub fn shown(text: &str) -> String {
-    let line = text.split_whitespace().collect::<Vec<_>>().join(" ");
-    if line.chars().count() <= 120 {
-        line
-    } else {
-        let cut: String = line.chars().take(119).collect();
-        format!("{cut}…")
-    }
+    crate::output::one_line(text, 120)
 }
 
 struct Walk<'a> {
@@ -182,12 +188,10 @@ impl Walk<'_> {
     /// `path` when it lies inside a project folder, but is not one (a whole project is
     /// never a control file: the model works there).
     fn inside(&self, path: &Path) -> bool {
-        self.project
-            .iter()
-            .any(|root| path.starts_with(root) && path != root.as_path())
-            && !self.project.iter().any(|root| root.starts_with(path))
+        self.inside_or_root(path) && !self.is_root(path)
     }
 
+    /// `path` is a project folder or one above it.
     fn is_root(&self, path: &Path) -> bool {
         self.project.iter().any(|root| root.starts_with(path))
     }
@@ -277,7 +281,7 @@ impl Walk<'_> {
                 _ => self.stdin_script(invocation, cwd, false, &line, out),
             }
         } else if let Some(kind) = interpreter(&name) {
-            self.interpreted(kind, &name, invocation, cwd, &line, &mut consumed, out);
+            self.interpreted(kind, invocation, cwd, &line, &mut consumed, out);
         } else if let Some((_, what)) = RUNNERS.iter().find(|(n, _)| *n == name) {
             if !(name == "uv" && args.first().is_some_and(|a| a.text == "tool")) {
                 out.any(format!("`{line}` {what}"));
@@ -416,11 +420,9 @@ impl Walk<'_> {
         }
     }
 
-    #[expect(clippy::too_many_arguments, reason = "one walk's state, passed down")]
     fn interpreted(
         &self,
         kind: &Interpreter,
-        name: &str,
         invocation: &Invocation,
         cwd: &Path,
         line: &str,
@@ -429,14 +431,15 @@ impl Walk<'_> {
     ) {
         let args = invocation.args();
         let (at, seen) = skip_options(args, 0, kind.short_values, kind.long_values);
-        let base = name.trim_end_matches(|c: char| c.is_ascii_digit() || c == '.');
+        // The family's first name: `python3.11` and `pypy` read as `python`.
+        let family = kind.names.first().copied().unwrap_or_default();
         for (flag, value) in &seen {
-            match (base, flag.as_str()) {
-                ("python" | "pypy", "m") => out.any(format!(
+            match (family, flag.as_str()) {
+                ("python", "m") => out.any(format!(
                     "`{line}` imports the module `{}` from wherever Python finds it, the project included",
                     value.text
                 )),
-                ("python" | "pypy", "c") if self.inside_or_root(cwd) => out.any(format!(
+                ("python", "c") if self.inside_or_root(cwd) => out.any(format!(
                     "`{line}` imports modules from the folder it runs in, {}",
                     cwd.display()
                 )),
@@ -473,7 +476,7 @@ impl Walk<'_> {
         mark(consumed, at);
         let path = self.absolute(&script.text, cwd);
         self.script(&path, kind.loads_beside, line, out);
-        if matches!(base, "node" | "nodejs" | "tsx" | "ts-node") && self.inside(&path) {
+        if family == "node" && self.inside(&path) {
             let from = path.parent().unwrap_or(cwd);
             if self.has_node_modules(from) {
                 out.any(format!(

@@ -242,3 +242,16 @@ fn the_project_itself_is_never_protected_whole() {
     let found = argv(&root, "npx", &["server-filesystem", &shown, "."]);
     assert!(found.paths.is_empty(), "{:?}", found.paths);
 }
+
+#[test]
+fn a_named_pipe_as_the_program_is_never_opened() {
+    let (_dir, root) = project();
+    let pipe = root.join("scripts/pipe");
+    let made = std::process::Command::new("mkfifo").arg(&pipe).status();
+    if !made.is_ok_and(|s| s.success()) {
+        return;
+    }
+    // Reading its `#!` line would wait for a writer forever, and keel with it.
+    let found = shell(&root, "./scripts/pipe --check");
+    assert!(found.paths.contains(&pipe), "{found:?}");
+}
