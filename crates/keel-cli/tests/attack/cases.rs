@@ -105,6 +105,7 @@ table!(
     modes [Ask, Auto, AutoLandlock]
 );
 table!(foreign_project_files, trust::FOREIGN, modes [Ask, Auto]);
+table!(project_named_pipes, trust::PIPES_TABLE, modes[Auto]);
 table!(command_shadowing, trust::SHADOWING, modes[Auto]);
 table!(prompt_injection, trust::INJECTION, modes[Auto]);
 table!(home_refused, home::REFUSED, modes[Auto]);

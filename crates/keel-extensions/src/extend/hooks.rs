@@ -126,7 +126,7 @@ fn project_files(
                 continue;
             }
         };
-        let Ok(text) = std::fs::read_to_string(&file) else {
+        let Ok(text) = keel_tools::files::read_regular(&file) else {
             continue;
         };
         let value: Value = match serde_json::from_str(&text) {

@@ -190,6 +190,32 @@ pub(crate) fn ensure_regular(path: &Path) -> Result<bool, String> {
     }
 }
 
+/// Opens `path` (links followed) for reading when it is a regular file, without waiting: a
+/// named pipe a project holds in a file's place would otherwise block whoever opens it, keel
+/// at start-up included. Anything else than a regular file is `InvalidInput`.
+pub fn open_regular(path: &Path) -> std::io::Result<std::fs::File> {
+    use std::os::unix::fs::OpenOptionsExt as _;
+    let file = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NONBLOCK | libc::O_NOCTTY)
+        .open(path)?;
+    if !file.metadata()?.is_file() {
+        return Err(std::io::Error::new(
+            std::io::ErrorKind::InvalidInput,
+            "not a regular file",
+        ));
+    }
+    Ok(file)
+}
+
+/// The text of the regular file `path` ([`open_regular`]).
+pub fn read_regular(path: &Path) -> std::io::Result<String> {
+    use std::io::Read as _;
+    let mut text = String::new();
+    open_regular(path)?.read_to_string(&mut text)?;
+    Ok(text)
+}
+
 /// Refuses a write to a protected control file ([`crate::protect`]) while they are
 /// protected, judged on the real path at the moment of writing (the gate judged it
 /// earlier; a link could have been swapped since).

@@ -54,6 +54,7 @@ mod tests {
         ("trusted_code", trust::TRUSTED_CODE),
         ("trusted_code_forms", trust::TRUSTED_FORMS_TABLE),
         ("foreign_project_files", trust::FOREIGN),
+        ("project_named_pipes", trust::PIPES_TABLE),
         ("command_shadowing", trust::SHADOWING),
         ("prompt_injection", trust::INJECTION),
         ("home_refused", home::REFUSED),

@@ -269,6 +269,34 @@ pub const FOREIGN: &[Vector] = &[
     },
 ];
 
+/// Named pipes where a project's files and a trusted hook's program would be: opening one
+/// waits for a writer, so a project could otherwise hang keel before its first request.
+const PIPES: &str = r#"mkdir -p scripts .keel .claude/skills/pipe
+mkfifo scripts/pipe .keel/settings.json AGENTS.md .claude/skills/pipe/SKILL.md .mcp.json
+cat > .claude/settings.json <<'EOF'
+{"hooks": {"PreToolUse": [{"matcher": "*", "hooks": [{"type": "command", "command": "./scripts/pipe"}]}]}}
+EOF
+"#;
+
+/// Project files that are named pipes: keel starts, reads none of them, and works.
+pub const PIPES_TABLE: &[Vector] = &[
+    Vector {
+        id: "project-files-named-pipes",
+        setup: Some(PIPES),
+        args: &["--trust-project-mcp"],
+        steps: &[&[Call::Tool("ls", r#"{"path": "."}"#)]],
+        quiet: true,
+        ..Vector::BASE
+    },
+    Vector {
+        id: "project-permissions-named-pipe",
+        setup: Some("mkdir -p .keel && mkfifo .keel/permissions.yaml"),
+        steps: &[&[Call::Tool("ls", r#"{"path": "."}"#)]],
+        refused: Some((3, "not a regular file")),
+        ..Vector::BASE
+    },
+];
+
 /// Project commands and skills named like keel's own commands.
 pub const SHADOWING: &[Vector] = &[
     Vector {

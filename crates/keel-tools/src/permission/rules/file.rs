@@ -166,7 +166,7 @@ impl RuleSet {
 
     /// Loads one rule file; a missing file is an empty set.
     pub fn load_file(path: &Path, home: Option<&Path>) -> Result<Self, RuleError> {
-        match std::fs::read_to_string(path) {
+        match crate::files::read_regular(path) {
             Ok(text) => Self::parse(&text, path, home),
             Err(error) if error.kind() == std::io::ErrorKind::NotFound => Ok(Self::new()),
             Err(error) => Err(RuleError::Unreadable {

@@ -179,21 +179,14 @@ pub(super) fn interpreter(name: &str) -> Option<&'static Interpreter> {
 }
 
 /// The interpreter a script's `#!` line names (`#!/usr/bin/env python3` is `python3`).
-/// Only a regular file is read, opened without waiting: a named pipe in the project must
-/// not hang keel's start.
+/// Only a regular file is read ([`crate::files::open_regular`]).
 pub(super) fn shebang(path: &Path) -> Option<String> {
     use std::io::Read as _;
-    use std::os::unix::fs::OpenOptionsExt as _;
-    let mut file = std::fs::OpenOptions::new()
-        .read(true)
-        .custom_flags(libc::O_NONBLOCK | libc::O_NOCTTY)
-        .open(path)
-        .ok()?;
-    if !file.metadata().ok()?.is_file() {
-        return None;
-    }
     let mut head = [0u8; 256];
-    let n = file.read(&mut head).ok()?;
+    let n = crate::files::open_regular(path)
+        .ok()?
+        .read(&mut head)
+        .ok()?;
     let text = std::str::from_utf8(head.get(..n)?).ok()?;
     let line = text.strip_prefix("#!")?.lines().next()?;
     let mut words = line.split_whitespace();
