@@ -156,8 +156,9 @@ pub fn check_environment() -> Result<keel_tools::EnvMode, RuntimeError> {
 
 /// Tools of keel's own extensions that only read what keel already holds (skills, the MCP
 /// catalog, servers' resource lists) or keep keel's own records (`exit_plan_mode` freezes
-/// the plan file for review; the goal tools keep the session's goal): no mode asks before
-/// they run. The task tools act only through a child session that runs in the same mode
+/// the plan file for review; `get_goal` reads the goal and `update_goal` only proposes its
+/// end, which the host verifies): no mode asks before they run. `create_goal` is not among
+/// them: a goal starts turns on its own, so in `ask` and `plan` modes the user says yes to it. The task tools act only through a child session that runs in the same mode
 /// under its own gate, never asking anyone, so each of its calls is judged there. A server's
 /// own tools, and `read_mcp_resource` (which sends a URI of the model's choosing to a
 /// server), are judged like any other tool.
@@ -171,7 +172,6 @@ pub const EXTENSION_READ_ONLY_TOOLS: &[&str] = &[
     "task_query",
     "task_output",
     "task_stop",
-    "create_goal",
     "get_goal",
     "update_goal",
 ];

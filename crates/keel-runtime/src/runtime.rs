@@ -160,12 +160,19 @@ impl Prepared {
                     reason,
                 })
             })?;
-        settings.loaded.config.tasks.check().map_err(|reason| {
-            RuntimeError::Config(crate::settings::ConfigError::Model {
-                source_name: "tasks".into(),
-                reason,
-            })
-        })?;
+        let config = &settings.loaded.config;
+        for (key, checked) in [
+            ("tasks", config.tasks.check()),
+            ("goals", config.goals.check()),
+            ("acp", config.acp.check()),
+        ] {
+            checked.map_err(|reason| {
+                RuntimeError::Config(crate::settings::ConfigError::Model {
+                    source_name: key.into(),
+                    reason,
+                })
+            })?;
+        }
         let profile = builtin::profile(
             &settings.loaded.config.extensions,
             options.extensions.clone(),

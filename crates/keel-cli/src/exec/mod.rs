@@ -47,12 +47,17 @@ pub struct ExecArgs {
     /// it is complete, blocked, paused or out of budget (see `/goal`).
     #[arg(long, value_name = "TEXT", conflicts_with_all = ["prompt", "output_schema"])]
     goal: Option<String>,
-    /// The goal's token budget, for example 50000, 50K or 1.5M.
+    /// The goal's token budget, for example 50000, 50K or 1.5M (default: `goals.max_tokens`
+    /// in config, else 500K).
     // clap lets a missing required `--goal` pass when it conflicts with an argument given,
     // so the budget refuses the prompt itself.
     #[arg(long, value_name = "N", requires = "goal", conflicts_with = "prompt",
           value_parser = input::parse_goal_budget)]
     goal_budget: Option<u64>,
+    /// The most turns the goal may take (default: `goals.max_turns` in config, else 20).
+    #[arg(long, value_name = "N", requires = "goal", conflicts_with = "prompt",
+          value_parser = clap::value_parser!(u32).range(1..))]
+    goal_turns: Option<u32>,
     /// Answer from this JSON file of scripted responses instead of a model.
     #[arg(long, value_name = "FILE", conflicts_with = "model")]
     mock_script: Option<PathBuf>,
@@ -259,7 +264,7 @@ pub async fn run(args: ExecArgs) -> anyhow::Result<ExitCode> {
     // command, an MCP prompt, `/mcp`) when one of that name exists; anything else is the
     // model's prompt.
     let command = match &args.goal {
-        Some(_) => Some(goal_command(&prompt, args.goal_budget)),
+        Some(_) => Some(goal_command(&prompt, args.goal_budget, args.goal_turns)),
         None => extension_command(&prompt),
     };
     let command = match command {
@@ -508,13 +513,14 @@ impl Drop for Owned {
     }
 }
 
-/// `--goal TEXT [--goal-budget N]` as `/goal`: the options first, so the text is always the
-/// objective (even a word such as `clear`).
-fn goal_command(objective: &str, budget: Option<u64>) -> (String, String) {
+/// `--goal TEXT [--goal-budget N] [--goal-turns N]` as `/goal`: the options first, so the
+/// text is always the objective (even a word such as `clear`).
+fn goal_command(objective: &str, budget: Option<u64>, turns: Option<u32>) -> (String, String) {
     let budget = budget.map(|n| format!("budget={n} ")).unwrap_or_default();
+    let turns = turns.map(|n| format!("turns={n} ")).unwrap_or_default();
     (
         keel_extensions::goals::command::COMMAND.to_owned(),
-        format!("{budget}verify=evaluator {objective}"),
+        format!("{budget}{turns}verify=evaluator {objective}"),
     )
 }
 

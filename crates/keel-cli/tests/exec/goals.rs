@@ -46,6 +46,45 @@ fn a_goal_runs_until_its_budget_is_spent_and_exits_7() {
 }
 
 #[test]
+fn a_goal_without_limits_stops_at_the_configured_turns() {
+    // Without --goal-budget or --goal-turns the configured defaults bound the goal; the
+    // flag overrides them for this goal.
+    let responses: Vec<Value> = (0..6).map(|n| costly(&format!("turn {n}"), 10)).collect();
+    let (_dir, output) = exec_script(
+        &script(&responses),
+        &[
+            "--goal",
+            "keep going",
+            "--output-format",
+            "json",
+            "-c",
+            "goals.max_turns=4",
+        ],
+    );
+    assert_exit(&output, 7);
+    let goal = &result_of(&output)["goal"];
+    assert_eq!(goal["max_turns"], 4);
+    assert_eq!(goal["token_budget"], 500_000);
+    assert_eq!(goal["counters"]["goal_turns"], 4);
+    let (_dir, output) = exec_script(
+        &script(&responses),
+        &[
+            "--goal",
+            "keep going",
+            "--goal-turns",
+            "2",
+            "--output-format",
+            "json",
+        ],
+    );
+    assert_exit(&output, 7);
+    let result = result_of(&output);
+    assert_eq!(result["error"]["code"], "goal_budget_limited");
+    assert_eq!(result["goal"]["max_turns"], 2);
+    assert_eq!(result["goal"]["counters"]["goal_turns"], 2);
+}
+
+#[test]
 fn a_goal_the_evaluator_accepts_exits_0_after_every_turn_streamed() {
     let complete = |id: &str, evidence: &str| {
         json!({"tool_calls": [{"id": id, "name": "update_goal",

@@ -18,7 +18,7 @@ use keel_runtime::extension::ExtensionEvents;
 use keel_store::Store;
 use serde_json::Value;
 
-use super::state::{Goal, STATE_KEY, cleared_details};
+use super::state::{Goal, Limits, STATE_KEY, cleared_details};
 use super::{GOAL_UPDATED, GOALS, GoalError};
 
 /// What a change made of a goal, with what the change said, or why it made nothing.
@@ -27,6 +27,8 @@ type Changed<T> = Result<(Option<Goal>, T), GoalError>;
 /// The goals of one runtime's sessions.
 pub(crate) struct Book {
     control: HostControl,
+    /// What a goal may spend when nobody says (`goals:` in the configuration).
+    defaults: Limits,
     /// The last known goal of each open session (`None`: none).
     cache: Mutex<HashMap<SessionId, Option<Goal>>>,
     /// The events of each session's latest turn.
@@ -36,13 +38,19 @@ pub(crate) struct Book {
 }
 
 impl Book {
-    pub(crate) fn new(control: HostControl) -> Self {
+    pub(crate) fn new(control: HostControl, defaults: Limits) -> Self {
         Self {
             control,
+            defaults,
             cache: Mutex::default(),
             events: Mutex::default(),
             starting: Mutex::default(),
         }
+    }
+
+    /// The configured limits of a goal.
+    pub(crate) fn defaults(&self) -> Limits {
+        self.defaults
     }
 
     /// Marks `session`'s next turn as started for its goal: it counts toward the goal even

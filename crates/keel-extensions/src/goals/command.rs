@@ -18,7 +18,7 @@ use keel_runtime::extension::{CommandSource, Expansion};
 use super::GoalError;
 use super::book::Book;
 use super::prompts;
-use super::state::{Goal, Limits, NewGoal, Verification};
+use super::state::{Goal, NewGoal, Verification};
 
 /// The command's name, typed as `/goal`.
 pub const COMMAND: &str = "goal";
@@ -212,7 +212,7 @@ impl GoalCommand {
             Request::Create(settings, objective) => {
                 let mut goal = Goal::create(NewGoal {
                     objective,
-                    limits: Limits::default(),
+                    limits: self.book.defaults(),
                     verification: None,
                 })
                 .map_err(text)?;

@@ -124,7 +124,10 @@ impl Extension for Goals {
     }
 
     fn init(&self, api: &ExtensionApi) -> Result<(), ExtensionError> {
-        let book = Arc::new(Book::new(api.host().control.clone()));
+        let book = Arc::new(Book::new(
+            api.host().control.clone(),
+            state::Limits::defaults(&api.config().goals),
+        ));
         // One tally per turn, shared by its tools and handlers.
         let turns: Arc<PerTurn<Tally>> = Arc::default();
         let tally_of = move |scope: &TurnScope| turns.get(&scope.turn_id, || Tally::new(scope));

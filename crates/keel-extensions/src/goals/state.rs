@@ -98,6 +98,42 @@ pub struct Limits {
     pub max_active_seconds: Option<u64>,
 }
 
+impl Limits {
+    /// The default limits of a goal: `goals.max_turns` and `goals.max_tokens`.
+    pub fn defaults(config: &keel_runtime::settings::extend::GoalsConfig) -> Self {
+        Self {
+            token_budget: Some(config.max_tokens),
+            max_turns: Some(config.max_turns),
+            max_active_seconds: None,
+        }
+    }
+
+    /// These limits, each one not set taken from `defaults`: what the user asked for.
+    pub fn or(self, defaults: Self) -> Self {
+        Self {
+            token_budget: self.token_budget.or(defaults.token_budget),
+            max_turns: self.max_turns.or(defaults.max_turns),
+            max_active_seconds: self.max_active_seconds.or(defaults.max_active_seconds),
+        }
+    }
+
+    /// These limits, none above `ceiling`: what the model may ask for, which only tightens
+    /// what the user configured.
+    pub fn within(self, ceiling: Self) -> Self {
+        fn least<T: Ord>(a: Option<T>, b: Option<T>) -> Option<T> {
+            match (a, b) {
+                (Some(a), Some(b)) => Some(a.min(b)),
+                (a, b) => a.or(b),
+            }
+        }
+        Self {
+            token_budget: least(self.token_budget, ceiling.token_budget),
+            max_turns: least(self.max_turns, ceiling.max_turns),
+            max_active_seconds: least(self.max_active_seconds, ceiling.max_active_seconds),
+        }
+    }
+}
+
 /// The same blocker reported in consecutive goal turns.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct BlockerStreak {
@@ -398,6 +434,29 @@ mod tests {
             ..Limits::default()
         };
         assert!(make("x", zero).is_err());
+    }
+
+    #[test]
+    fn defaults_fill_what_the_user_left_and_cap_what_the_model_asks() {
+        let defaults = Limits::defaults(&Default::default());
+        assert_eq!(defaults.max_turns, Some(20));
+        assert_eq!(defaults.token_budget, Some(500_000));
+        let user = Limits {
+            token_budget: Some(2_000_000),
+            ..Limits::default()
+        };
+        assert_eq!(user.or(defaults).token_budget, Some(2_000_000));
+        assert_eq!(user.or(defaults).max_turns, Some(20));
+        let model = Limits {
+            token_budget: Some(u64::MAX),
+            max_turns: Some(3),
+            max_active_seconds: Some(60),
+        };
+        let capped = model.within(defaults);
+        assert_eq!(capped.token_budget, Some(500_000));
+        assert_eq!(capped.max_turns, Some(3));
+        assert_eq!(capped.max_active_seconds, Some(60));
+        assert_eq!(Limits::default().within(defaults), defaults);
     }
 
     #[test]

@@ -39,8 +39,8 @@ static CREATE: LazyLock<ToolDefinition> = LazyLock::new(|| ToolDefinition {
         "type": "object",
         "properties": {
             "objective": {"type": "string", "description": "What must be true when the goal is met: concrete and checkable"},
-            "token_budget": {"type": "integer", "minimum": 1, "description": "Tokens the goal may spend over all its turns (optional)"},
-            "max_turns": {"type": "integer", "minimum": 1, "description": "Most turns toward the goal (optional)"},
+            "token_budget": {"type": "integer", "minimum": 1, "description": "Tokens the goal may spend over all its turns (optional; never above the user's limit)"},
+            "max_turns": {"type": "integer", "minimum": 1, "description": "Most turns toward the goal (optional; never above the user's limit)"},
             "max_active_seconds": {"type": "integer", "minimum": 1, "description": "Most seconds its turns may run (optional)"},
             "verification": {"type": "string", "enum": ["none", "evaluator", "subagent"], "description": "How the host checks a completion (default evaluator)"}
         },
@@ -210,11 +210,13 @@ impl GoalTool {
     async fn create(&self, args: CreateArgs) -> Result<ToolOutput, ToolError> {
         let goal = Goal::create(NewGoal {
             objective: args.objective,
+            // The model may only tighten what the user configured.
             limits: Limits {
                 token_budget: args.token_budget,
                 max_turns: args.max_turns,
                 max_active_seconds: args.max_active_seconds,
-            },
+            }
+            .within(self.book.defaults()),
             verification: args.verification,
         })
         .map_err(failed)?;

@@ -179,7 +179,7 @@ async fn continuation_turns_stop_at_the_token_budget() {
         .2;
     assert_eq!(
         last["banner"],
-        "goal budget limited: count to three · 300/250 tokens · turn 3"
+        "goal budget limited: count to three · 300/250 tokens · turn 3/20"
     );
     assert_eq!(h.provider.remaining(), 0);
 }
@@ -423,6 +423,30 @@ async fn the_model_creates_a_goal_but_cannot_replace_one_in_force() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_models_goal_stays_within_the_configured_limits() {
+    // "say hi" became 31 turns when a goal had no limits: now every goal has the configured
+    // ones, and the model may only ask for less.
+    let responses = vec![
+        ScriptedResponse::tool_call(
+            "g1",
+            "create_goal",
+            json!({"objective": "say hi", "max_turns": 1000, "token_budget": 1_000_000_000_000u64, "verification": "none"}),
+        ),
+        ScriptedResponse::text("hi"),
+        ScriptedResponse::text("hi again"),
+    ];
+    let h = Harness::start(Setup::new(responses).set("goals.max_turns=2")).await;
+    let session = h.session().await;
+    let events = submit(&h, &session, "say hi").await;
+    assert_eq!(sources(&events), [TurnSource::Api, TurnSource::ThreadGoal]);
+    let goal = stored(&h, &session).await.unwrap();
+    assert_eq!(goal.limits.max_turns, Some(2));
+    assert_eq!(goal.limits.token_budget, Some(500_000));
+    assert_eq!(goal.status, Status::BudgetLimited);
+    assert_eq!(h.provider.remaining(), 0);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_goal_never_widens_what_its_turns_may_do() {
     // In plan mode a goal whose objective asks for more runs its continuation turn in plan
     // mode all the same: the writes are refused, and the model cannot replace the goal in
@@ -457,7 +481,10 @@ async fn a_goal_never_widens_what_its_turns_may_do() {
         let refused = request_text(&requests[at]);
         assert!(refused.contains("plan mode"), "{refused}");
     }
-    assert!(request_text(&requests[4]).contains("a goal is already in force"));
+    // A goal starts turns on its own: in plan mode creating one needs the user's yes, which
+    // nobody here gives.
+    let create = request_text(&requests[4]);
+    assert!(create.contains("needs approval in plan mode"), "{create}");
     let goal = stored(&h, &session).await.unwrap();
     assert_eq!(
         goal.objective,

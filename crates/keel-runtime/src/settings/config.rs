@@ -76,6 +76,12 @@ pub struct Config {
     /// Background tasks: how many run at once.
     #[serde(default)]
     pub tasks: super::extend::TasksConfig,
+    /// Goals: the default limits of a goal (DESIGN §14a).
+    #[serde(default)]
+    pub goals: super::extend::GoalsConfig,
+    /// `keel acp`: bounds on what an editor may send.
+    #[serde(default)]
+    pub acp: super::extend::AcpConfig,
 }
 
 /// `extensions: {enabled: [...], disabled: [...]}`.

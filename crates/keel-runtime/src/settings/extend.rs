@@ -173,3 +173,110 @@ impl TasksConfig {
         Ok(())
     }
 }
+
+/// `goals:` (DESIGN §14a): what a goal may spend when neither the user nor the goal says.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct GoalsConfig {
+    /// Most turns toward one goal.
+    #[serde(default = "default_goal_turns")]
+    pub max_turns: u32,
+    /// Most tokens one goal may spend over its turns.
+    #[serde(default = "default_goal_tokens")]
+    pub max_tokens: u64,
+}
+
+impl Default for GoalsConfig {
+    fn default() -> Self {
+        Self {
+            max_turns: default_goal_turns(),
+            max_tokens: default_goal_tokens(),
+        }
+    }
+}
+
+/// Twenty turns: a goal that needs more is one the user should look at.
+fn default_goal_turns() -> u32 {
+    20
+}
+
+/// Half a million tokens: a long working session, not an unattended bill.
+fn default_goal_tokens() -> u64 {
+    500_000
+}
+
+impl GoalsConfig {
+    /// Checks the limits; the reason names the key.
+    pub fn check(&self) -> Result<(), String> {
+        if self.max_turns == 0 {
+            return Err("goals.max_turns must be above 0".into());
+        }
+        if self.max_tokens == 0 {
+            return Err("goals.max_tokens must be above 0".into());
+        }
+        Ok(())
+    }
+}
+
+/// `acp:`: bounds on what an editor may send.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct AcpConfig {
+    /// Longest message line read (MiB); a longer one is answered with a parse error and
+    /// skipped without being held.
+    #[serde(default = "default_line_mib")]
+    pub max_line_mib: u32,
+    /// Most bytes of attachments (images and embedded files, decoded) one prompt carries
+    /// (MiB).
+    #[serde(default = "default_attachments_mib")]
+    pub max_attachments_mib: u32,
+}
+
+impl Default for AcpConfig {
+    fn default() -> Self {
+        Self {
+            max_line_mib: default_line_mib(),
+            max_attachments_mib: default_attachments_mib(),
+        }
+    }
+}
+
+fn default_line_mib() -> u32 {
+    8
+}
+
+fn default_attachments_mib() -> u32 {
+    50
+}
+
+/// The most either ACP bound may be: past it one message is a memory problem of its own.
+pub const MAX_ACP_MIB: u32 = 1024;
+
+impl AcpConfig {
+    /// Checks the limits; the reason names the key.
+    pub fn check(&self) -> Result<(), String> {
+        for (key, value) in [
+            ("acp.max_line_mib", self.max_line_mib),
+            ("acp.max_attachments_mib", self.max_attachments_mib),
+        ] {
+            if value == 0 || value > MAX_ACP_MIB {
+                return Err(format!("{key} must be 1 to {MAX_ACP_MIB}, not {value}"));
+            }
+        }
+        Ok(())
+    }
+
+    /// The longest line in bytes.
+    pub fn line_bytes(&self) -> usize {
+        usize::try_from(self.max_line_mib)
+            .unwrap_or(usize::MAX)
+            .saturating_mul(1024 * 1024)
+    }
+
+    /// The most attachment bytes of one prompt.
+    pub fn attachment_bytes(&self) -> usize {
+        usize::try_from(self.max_attachments_mib)
+            .unwrap_or(usize::MAX)
+            .saturating_mul(1024 * 1024)
+    }
+}

@@ -81,8 +81,9 @@ pub(crate) struct TaskProfile {
 }
 
 /// Tools that belong to the user's own session: a plan is submitted for the user's review
-/// by the session they talk to, never by a task.
-const SESSION_ONLY_TOOLS: &[&str] = &["exit_plan_mode"];
+/// by the session they talk to, never by a task; and a task works toward its parent's ends,
+/// never a goal of its own that would start turns nobody watches.
+const SESSION_ONLY_TOOLS: &[&str] = &["exit_plan_mode", "create_goal", "get_goal", "update_goal"];
 
 impl TaskProfile {
     pub(crate) fn allows(&self, tool: &str) -> bool {
@@ -504,5 +505,29 @@ impl Tasks {
     /// Whether a task of `session` runs in this runtime.
     pub fn running(&self, session: &SessionId) -> bool {
         self.table().any_live_for(session)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_task_gets_no_task_goal_or_plan_tools_whatever_its_role() {
+        let profile = TaskProfile {
+            ceiling: Ceiling::AllExcept(Vec::new()),
+            read_only: false,
+            instructions: None,
+        };
+        for tool in [
+            "task",
+            "exit_plan_mode",
+            "create_goal",
+            "get_goal",
+            "update_goal",
+        ] {
+            assert!(!profile.allows(tool), "{tool}");
+        }
+        assert!(profile.allows("bash"));
     }
 }
