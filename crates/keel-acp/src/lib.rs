@@ -52,6 +52,8 @@ pub struct ServeOptions {
     pub launch_cwd: PathBuf,
     /// Where the socket for terminal relays goes (`$KEEL_HOME/run`); `None`: no terminals.
     pub run_dir: Option<PathBuf>,
+    /// Bounds on what the editor may send (`acp:` in the configuration).
+    pub limits: keel_runtime::settings::extend::AcpConfig,
 }
 
 /// Why `keel acp` stopped.

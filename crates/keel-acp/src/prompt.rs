@@ -8,8 +8,6 @@ use keel_protocol::ImageBlock;
 
 /// Largest image a prompt may carry, decoded.
 const MAX_IMAGE_BYTES: usize = 20 * 1024 * 1024;
-/// Image types every wire API keel speaks accepts.
-const IMAGE_TYPES: [&str; 4] = ["image/png", "image/jpeg", "image/gif", "image/webp"];
 
 /// What a prompt asks for.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -62,8 +60,23 @@ fn mention(path: &str) -> String {
     }
 }
 
-/// Reads a prompt's blocks.
-pub fn read(blocks: &[ContentBlock]) -> Result<Prompt, PromptError> {
+/// Adds `bytes` to what the prompt attaches, or says the total is over `max`.
+fn attach(total: &mut usize, bytes: usize, max: usize) -> Result<(), PromptError> {
+    *total = total.saturating_add(bytes);
+    if *total > max {
+        return Err(PromptError(format!(
+            "the prompt's attachments (images and embedded files) come to over {} MiB, \
+             more than the {} MiB keel takes in one prompt (acp.max_attachments_mib)",
+            *total / (1024 * 1024),
+            max / (1024 * 1024)
+        )));
+    }
+    Ok(())
+}
+
+/// Reads a prompt's blocks; its attachments (decoded images and embedded text) may total at
+/// most `max_attachments` bytes.
+pub fn read(blocks: &[ContentBlock], max_attachments: usize) -> Result<Prompt, PromptError> {
     if let [ContentBlock::Text(first), ..] = blocks
         && let Some(line) = first.text.trim_start().strip_prefix('/')
         && blocks.len() == 1
@@ -82,6 +95,7 @@ pub fn read(blocks: &[ContentBlock]) -> Result<Prompt, PromptError> {
     }
     let mut parts: Vec<String> = Vec::new();
     let mut images = Vec::new();
+    let mut attached = 0;
     for block in blocks {
         match block {
             ContentBlock::Text(text) => parts.push(text.text.clone()),
@@ -91,6 +105,7 @@ pub fn read(blocks: &[ContentBlock]) -> Result<Prompt, PromptError> {
             },
             ContentBlock::Resource(resource) => match &resource.resource {
                 EmbeddedResourceResource::TextResourceContents(contents) => {
+                    attach(&mut attached, contents.text.len(), max_attachments)?;
                     let name = file_path(&contents.uri).unwrap_or_else(|| contents.uri.clone());
                     parts.push(format!(
                         "<context source=\"{}\">\n{}\n</context>",
@@ -106,12 +121,14 @@ pub fn read(blocks: &[ContentBlock]) -> Result<Prompt, PromptError> {
                 }
             },
             ContentBlock::Image(image) => {
-                if !IMAGE_TYPES.contains(&image.mime_type.as_str()) {
+                if !keel_protocol::IMAGE_TYPES.contains(&image.mime_type.as_str()) {
                     return Err(PromptError(format!(
                         "images of type {} are not taken (use PNG, JPEG, GIF or WebP)",
                         image.mime_type
                     )));
                 }
+                // Base64 is 4 bytes for 3: the total is checked before decoding anything.
+                attach(&mut attached, image.data.len() / 4 * 3, max_attachments)?;
                 let data = base64::engine::general_purpose::STANDARD
                     .decode(image.data.trim())
                     .map_err(|_| PromptError("an image's data is not base64".into()))?;
@@ -122,9 +139,16 @@ pub fn read(blocks: &[ContentBlock]) -> Result<Prompt, PromptError> {
                         MAX_IMAGE_BYTES / (1024 * 1024)
                     )));
                 }
+                // The declared type is the editor's word; the bytes say what it is.
+                let Some(kind) = keel_protocol::image_type(&data) else {
+                    return Err(PromptError(format!(
+                        "an image declared {} is not one: its bytes are not PNG, JPEG, GIF or WebP",
+                        image.mime_type
+                    )));
+                };
                 images.push(ImageBlock {
                     data,
-                    mime_type: image.mime_type.clone(),
+                    mime_type: kind.to_owned(),
                 });
             }
             ContentBlock::Audio(_) => {
@@ -156,13 +180,19 @@ mod tests {
         EmbeddedResource, ImageContent, ResourceLink, TextContent, TextResourceContents,
     };
 
+    const MIB: usize = 1024 * 1024;
+
+    fn read_all(blocks: &[ContentBlock]) -> Result<Prompt, PromptError> {
+        read(blocks, 50 * MIB)
+    }
+
     fn text(t: &str) -> ContentBlock {
         ContentBlock::Text(TextContent::new(t))
     }
 
     #[test]
     fn links_become_mentions_and_resources_context() {
-        let prompt = read(&[
+        let prompt = read_all(&[
             text("look at"),
             ContentBlock::ResourceLink(ResourceLink::new("a b.rs", "file:///w/a%20b.rs")),
             ContentBlock::Resource(EmbeddedResource::new(
@@ -186,14 +216,14 @@ mod tests {
     #[test]
     fn commands_only_from_typed_text() {
         assert_eq!(
-            read(&[text("/model anthropic/x")]).unwrap(),
+            read_all(&[text("/model anthropic/x")]).unwrap(),
             Prompt::Command {
                 name: "model".into(),
                 args: "anthropic/x".into()
             }
         );
         // A slash command inside an embedded resource is text for the model.
-        let embedded = read(&[ContentBlock::Resource(EmbeddedResource::new(
+        let embedded = read_all(&[ContentBlock::Resource(EmbeddedResource::new(
             EmbeddedResourceResource::TextResourceContents(TextResourceContents::new(
                 "/new",
                 "file:///w/x.md",
@@ -203,16 +233,16 @@ mod tests {
         assert!(matches!(embedded, Prompt::Text(t, _) if t.contains("/new")));
         // A path is not a command.
         assert!(matches!(
-            read(&[text("/usr/bin is odd")]).unwrap(),
+            read_all(&[text("/usr/bin is odd")]).unwrap(),
             Prompt::Text(..)
         ));
     }
 
     #[test]
     fn images_are_decoded_and_checked() {
-        assert!(read(&[]).is_err());
-        assert!(read(&[text("  ")]).is_err());
-        let image = read(&[
+        assert!(read_all(&[]).is_err());
+        assert!(read_all(&[text("  ")]).is_err());
+        let image = read_all(&[
             text("what is this?"),
             ContentBlock::Image(ImageContent::new("iVBORw0KGgo=", "image/png")),
         ])
@@ -222,9 +252,41 @@ mod tests {
         };
         assert_eq!(words, "what is this?");
         assert_eq!(images[0].data, b"\x89PNG\r\n\x1a\n");
-        let bad = read(&[ContentBlock::Image(ImageContent::new("AAAA", "image/tiff"))]);
+        let bad = read_all(&[ContentBlock::Image(ImageContent::new("AAAA", "image/tiff"))]);
         assert!(bad.unwrap_err().0.contains("image/tiff"));
-        let junk = read(&[ContentBlock::Image(ImageContent::new("%%%", "image/png"))]);
+        let junk = read_all(&[ContentBlock::Image(ImageContent::new("%%%", "image/png"))]);
         assert!(junk.unwrap_err().0.contains("base64"));
+        // An SVG called a PNG is refused by its bytes; a JPEG called a PNG goes as a JPEG.
+        let b64 = |bytes: &[u8]| base64::engine::general_purpose::STANDARD.encode(bytes);
+        let svg = b64(b"<svg xmlns='http://www.w3.org/2000/svg'/>");
+        let svg = read_all(&[ContentBlock::Image(ImageContent::new(svg, "image/png"))]);
+        assert!(svg.unwrap_err().0.contains("not PNG, JPEG, GIF or WebP"));
+        let jpeg = b64(&[0xFF, 0xD8, 0xFF, 0xE0, 0, 0x10]);
+        let Prompt::Text(_, images) =
+            read_all(&[ContentBlock::Image(ImageContent::new(jpeg, "image/png"))]).unwrap()
+        else {
+            panic!("a text prompt")
+        };
+        assert_eq!(images[0].mime_type, "image/jpeg");
+    }
+
+    #[test]
+    fn attachments_are_bounded_in_total() {
+        let png = {
+            let mut bytes = b"\x89PNG\r\n\x1a\n".to_vec();
+            bytes.resize(MIB, 0);
+            base64::engine::general_purpose::STANDARD.encode(bytes)
+        };
+        let image = || ContentBlock::Image(ImageContent::new(png.clone(), "image/png"));
+        assert!(read(&[image(), image()], 3 * MIB).is_ok());
+        let over = read(&[image(), image(), image(), image()], 3 * MIB).unwrap_err();
+        assert!(over.0.contains("acp.max_attachments_mib"), "{}", over.0);
+        let file = ContentBlock::Resource(EmbeddedResource::new(
+            EmbeddedResourceResource::TextResourceContents(TextResourceContents::new(
+                "x".repeat(2 * MIB),
+                "file:///w/big.txt",
+            )),
+        ));
+        assert!(read(&[image(), file], 2 * MIB).is_err());
     }
 }

@@ -22,7 +22,7 @@ use agent_client_protocol::v1::schema::{
 use agent_client_protocol::v1::{ConnectionTo, Responder};
 use agent_client_protocol::{Agent, ByteStreams, Client, Error, ErrorCode};
 use keel_protocol::{Message, Op, SessionId, SessionTarget, Usage};
-use keel_runtime::{ConversationContract, Reply, Runtime};
+use keel_runtime::{ConversationContract, Reply, Runtime, RuntimeError};
 use keel_store::{SessionRecord, Store};
 use tokio_util::compat::{TokioAsyncReadCompatExt as _, TokioAsyncWriteCompatExt as _};
 
@@ -208,6 +208,34 @@ impl Server {
         Ok((session, record))
     }
 
+    /// Checks that `id` names exactly one stored session (no prefix stands for an id here,
+    /// unlike at keel's command line) and that it belongs to `cwd`: a session opened under
+    /// another folder would run with that folder's settings, trust and files.
+    async fn check_stored(&self, cwd: &Path, id: &str) -> Result<(), Error> {
+        check_cwd(cwd)?;
+        let record = match self.store().await?.session(&SessionId::from(id)).await {
+            Ok(record) => record,
+            Err(keel_store::StoreError::NotFound { .. }) => {
+                return Err(Error::new(
+                    ErrorCode::RESOURCE_NOT_FOUND,
+                    format!("no session has the id {id}"),
+                ));
+            }
+            Err(error) => return Err(rpc_error(&RuntimeError::Store(error))),
+        };
+        let same = |a: &Path, b: &Path| {
+            a == b || matches!((a.canonicalize(), b.canonicalize()), (Ok(a), Ok(b)) if a == b)
+        };
+        if !same(Path::new(&record.cwd), cwd) {
+            return Err(invalid(format!(
+                "session {id} belongs to {}, not {}: open it with that folder as its cwd",
+                record.cwd,
+                cwd.display()
+            )));
+        }
+        Ok(())
+    }
+
     /// Opens a stored session for `session/load` (its history replayed first) or
     /// `session/resume`, with the editor's MCP servers.
     async fn reopen(
@@ -219,6 +247,7 @@ impl Server {
         connection: &ConnectionTo<Client>,
     ) -> Result<Arc<Session>, Error> {
         let servers = mcp::attach_value(mcp_servers).map_err(|e| invalid(e.to_string()))?;
+        self.check_stored(cwd, id).await?;
         let was_open = self.session(id).is_ok();
         let target = SessionTarget::Id { id: id.to_owned() };
         let (session, record) = self.open(cwd, target, connection).await?;
@@ -375,26 +404,108 @@ where
     });
 }
 
-/// Copies `input` to `out` line by line, replacing what is not UTF-8; `out` ends with it.
-async fn forward_lines(input: impl tokio::io::AsyncRead + Unpin, mut out: tokio::io::DuplexStream) {
-    use tokio::io::{AsyncBufReadExt as _, AsyncWriteExt as _};
+/// Most of an over-long line quoted back in its parse error.
+const QUOTED_BYTES: usize = 200;
+
+/// One line as [`read_line`] found it.
+enum Line {
+    /// The input ended.
+    End,
+    /// A whole line, in the buffer.
+    Whole,
+    /// A line over the limit, skipped: its length, and its beginning in the buffer.
+    Over(usize),
+}
+
+/// Reads one line into `line` holding at most `max` bytes of it: a longer line is read to
+/// its end and dropped but for its first [`QUOTED_BYTES`].
+async fn read_line(
+    input: &mut (impl tokio::io::AsyncBufRead + Unpin),
+    line: &mut Vec<u8>,
+    max: usize,
+) -> Line {
+    use tokio::io::AsyncBufReadExt as _;
+    let mut total = 0usize;
+    loop {
+        let buf = match input.fill_buf().await {
+            Ok(buf) if !buf.is_empty() => buf,
+            _ if total == 0 => return Line::End,
+            // The input ended inside a line: it is the last one.
+            _ => break,
+        };
+        let (take, done) = match buf.iter().position(|b| *b == b'\n') {
+            Some(at) => (at + 1, true),
+            None => (buf.len(), false),
+        };
+        let keep = if total > max {
+            QUOTED_BYTES.saturating_sub(line.len())
+        } else {
+            take
+        };
+        line.extend_from_slice(&buf[..take.min(keep)]);
+        input.consume(take);
+        total = total.saturating_add(take);
+        if total > max && line.len() > QUOTED_BYTES {
+            line.truncate(QUOTED_BYTES);
+        }
+        if done {
+            break;
+        }
+    }
+    if total > max {
+        Line::Over(total)
+    } else {
+        Line::Whole
+    }
+}
+
+/// What stands in for a line over the limit: not JSON, so the protocol answers it with a
+/// parse error, and it quotes no more than the line's first [`QUOTED_BYTES`].
+fn over_long(start: &[u8], total: usize, max: usize) -> String {
+    let quoted: String = String::from_utf8_lossy(start)
+        .chars()
+        .map(|c| if c.is_control() { ' ' } else { c })
+        .collect();
+    format!(
+        "keel skipped a message of {total} bytes: the most it reads is {} MiB \
+         (acp.max_line_mib); it began: {quoted}\n",
+        max / (1024 * 1024)
+    )
+}
+
+/// Copies `input` to `out` line by line, replacing what is not UTF-8 and lines over `max`
+/// bytes (see [`over_long`]); `out` ends with it. Memory stays within one line of `max`
+/// whatever the editor sends.
+async fn forward_lines(
+    input: impl tokio::io::AsyncRead + Unpin,
+    mut out: tokio::io::DuplexStream,
+    max: usize,
+) {
+    use tokio::io::AsyncWriteExt as _;
     let mut input = tokio::io::BufReader::new(input);
     let mut line = Vec::new();
     loop {
         line.clear();
-        match input.read_until(b'\n', &mut line).await {
-            Ok(0) | Err(_) => break,
-            Ok(_) => {}
-        }
-        let written = match std::str::from_utf8(&line) {
-            Ok(_) => out.write_all(&line).await,
-            Err(_) => {
-                out.write_all(String::from_utf8_lossy(&line).as_bytes())
-                    .await
+        let written = match read_line(&mut input, &mut line, max).await {
+            Line::End => break,
+            Line::Over(total) => {
+                tracing::warn!(bytes = total, "skipped an ACP message over the line limit");
+                out.write_all(over_long(&line, total, max).as_bytes()).await
             }
+            Line::Whole => match std::str::from_utf8(&line) {
+                Ok(_) => out.write_all(&line).await,
+                Err(_) => {
+                    out.write_all(String::from_utf8_lossy(&line).as_bytes())
+                        .await
+                }
+            },
         };
         if written.is_err() {
             break;
+        }
+        // A long line's buffer is not kept for the next, short one.
+        if line.capacity() > 64 * 1024 {
+            line = Vec::new();
         }
     }
     let _ = out.shutdown().await;
@@ -414,7 +525,8 @@ pub async fn serve(options: ServeOptions) -> Result<(), AcpError> {
     // Lines reach the protocol as text: a byte that is not UTF-8 becomes U+FFFD there (and
     // that line an ordinary bad request), instead of ending the connection.
     let (lines, incoming) = tokio::io::duplex(64 * 1024);
-    tokio::spawn(forward_lines(tokio::io::stdin(), lines));
+    let max_line = server.options.limits.line_bytes();
+    tokio::spawn(forward_lines(tokio::io::stdin(), lines, max_line));
     let transport = ByteStreams::new(tokio::io::stdout().compat_write(), incoming.compat());
     let result = connection(server.clone())
         .connect_with(transport, async |connection: ConnectionTo<Client>| {
@@ -565,7 +677,9 @@ fn connection(
                                   responder,
                                   cx| {
             answer(responder, async move {
-                check_cwd(&request.cwd)?;
+                server
+                    .check_stored(&request.cwd, &request.session_id.0)
+                    .await?;
                 let servers =
                     mcp::attach_value(&request.mcp_servers).map_err(|e| invalid(e.to_string()))?;
                 let folder = server.folder(&request.cwd, &cx).await?;
@@ -764,7 +878,8 @@ fn connection(
         let number = session.as_ref().map(|s| s.received()).unwrap_or(0);
         answer(responder, async move {
             let session = session?;
-            let prompt = prompt::read(&request.prompt).map_err(|e| invalid(e.0))?;
+            let prompt = prompt::read(&request.prompt, server.options.limits.attachment_bytes())
+                .map_err(|e| invalid(e.0))?;
             // Skills, command files and MCP prompts change between prompts.
             commands::offer(&session, &cx, Offer::IfChanged).await;
             let stop = match prompt {

@@ -28,6 +28,12 @@ pub fn run(args: AcpArgs) -> anyhow::Result<ExitCode> {
     let settings = keel_runtime::settings::Settings::load(&base.settings)
         .map_err(|e| crate::errors::runtime_error(e.into()))?;
     let durable = settings.loaded.config.durable.unwrap_or(false);
+    settings.loaded.config.acp.check().map_err(|reason| {
+        anyhow::Error::new(keel_runtime::settings::ConfigError::Model {
+            source_name: "acp".into(),
+            reason,
+        })
+    })?;
     let options = keel_acp::ServeOptions {
         base,
         prepare: Arc::new(|options| Prepared::new(keel_extensions::with_harness(options))),
@@ -38,6 +44,7 @@ pub fn run(args: AcpArgs) -> anyhow::Result<ExitCode> {
         },
         launch_cwd,
         run_dir: settings.keel_home.as_ref().map(|home| home.join("run")),
+        limits: settings.loaded.config.acp,
     };
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)

@@ -76,23 +76,24 @@ pub fn resource(resource: &Value) -> ContentBlock {
 }
 
 fn image(data: &str, mime: &str) -> ContentBlock {
-    let supported = matches!(
-        mime,
-        "image/png" | "image/jpeg" | "image/gif" | "image/webp"
-    );
-    match base64::engine::general_purpose::STANDARD.decode(data.as_bytes()) {
-        Ok(bytes) if supported && bytes.len() <= MAX_IMAGE_BYTES => {
-            ContentBlock::Image(ImageBlock {
-                data: bytes,
-                mime_type: mime.to_owned(),
-            })
-        }
-        Ok(bytes) => ContentBlock::text(format!(
-            "[image ({mime}, {} bytes) not shown: keel sends PNG, JPEG, GIF and WebP up to 20 MiB]",
+    let Ok(bytes) = base64::engine::general_purpose::STANDARD.decode(data.as_bytes()) else {
+        return ContentBlock::text(format!(
+            "[image ({mime}) not shown: its data is not base64]"
+        ));
+    };
+    // The declared type is the server's word; the bytes say what the image is.
+    match keel_protocol::image_type(&bytes) {
+        Some(kind) if bytes.len() <= MAX_IMAGE_BYTES => ContentBlock::Image(ImageBlock {
+            data: bytes,
+            mime_type: kind.to_owned(),
+        }),
+        Some(_) => ContentBlock::text(format!(
+            "[image ({mime}, {} bytes) not shown: keel sends images up to 20 MiB]",
             bytes.len()
         )),
-        Err(_) => ContentBlock::text(format!(
-            "[image ({mime}) not shown: its data is not base64]"
+        None => ContentBlock::text(format!(
+            "[image declared {mime} ({} bytes) not shown: its bytes are not PNG, JPEG, GIF or WebP]",
+            bytes.len()
         )),
     }
 }
@@ -149,13 +150,17 @@ mod tests {
 
     #[test]
     fn every_kind_of_content_maps() {
-        let png = base64::engine::general_purpose::STANDARD.encode([137u8, 80, 78, 71]);
+        let b64 = |bytes: &[u8]| base64::engine::general_purpose::STANDARD.encode(bytes);
+        let png = b64(b"\x89PNG\r\n\x1a\n");
+        let svg = b64(b"<svg xmlns='http://www.w3.org/2000/svg'><script/></svg>");
+        let tiff = b64(b"II*\0\x08\0\0\0");
         let result = json!({
             "content": [
                 {"type": "text", "text": "hello"},
                 {"type": "image", "data": png, "mimeType": "image/png"},
                 {"type": "image", "data": "!!", "mimeType": "image/png"},
-                {"type": "image", "data": png, "mimeType": "image/tiff"},
+                {"type": "image", "data": tiff, "mimeType": "image/tiff"},
+                {"type": "image", "data": svg, "mimeType": "image/png"},
                 {"type": "resource_link", "uri": "test://a", "name": "a", "mimeType": "text/plain"},
                 {"type": "resource", "resource": {"uri": "test://b", "text": "inline"}},
                 {"type": "resource", "resource": {"uri": "test://c", "blob": png, "mimeType": "application/x"}},
@@ -167,7 +172,9 @@ mod tests {
         let out = output("s", "t", &result);
         assert!(!out.is_error);
         assert!(matches!(&out.content[0], ContentBlock::Text(t) if t.text == "hello"));
-        assert!(matches!(&out.content[1], ContentBlock::Image(i) if i.data == [137, 80, 78, 71]));
+        assert!(
+            matches!(&out.content[1], ContentBlock::Image(i) if i.data.starts_with(b"\x89PNG"))
+        );
         let texts: Vec<String> = out
             .content
             .iter()
@@ -176,9 +183,21 @@ mod tests {
         let all = texts.join("\n");
         assert!(all.contains("not base64"));
         assert!(all.contains("image/tiff"));
+        // An SVG called a PNG is not sent as one.
+        assert!(
+            all.contains("declared image/png (55 bytes) not shown"),
+            "{all}"
+        );
+        assert_eq!(
+            out.content
+                .iter()
+                .filter(|b| matches!(b, ContentBlock::Image(_)))
+                .count(),
+            1
+        );
         assert!(all.contains("Resource link: test://a"));
         assert!(all.contains("Resource test://b:\ninline"));
-        assert!(all.contains("test://c (application/x, 4 bytes)"));
+        assert!(all.contains("test://c (application/x, 8 bytes)"));
         assert!(all.contains("audio"));
         assert!(all.contains("\"sum\": 3"));
         assert_eq!(

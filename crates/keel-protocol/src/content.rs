@@ -73,6 +73,25 @@ pub struct ImageBlock {
     pub mime_type: String,
 }
 
+/// Image types every wire API keel speaks accepts, known by their first bytes.
+pub const IMAGE_TYPES: [&str; 4] = ["image/png", "image/jpeg", "image/gif", "image/webp"];
+
+/// The type of an image by its bytes: PNG, JPEG, GIF or WebP, `None` for anything else
+/// (an SVG or an HTML page called `image/png` included). A declared type is never trusted.
+pub fn image_type(bytes: &[u8]) -> Option<&'static str> {
+    if bytes.starts_with(b"\x89PNG\r\n\x1a\n") {
+        Some("image/png")
+    } else if bytes.starts_with(&[0xFF, 0xD8, 0xFF]) {
+        Some("image/jpeg")
+    } else if bytes.starts_with(b"GIF87a") || bytes.starts_with(b"GIF89a") {
+        Some("image/gif")
+    } else if bytes.len() >= 12 && &bytes[..4] == b"RIFF" && &bytes[8..12] == b"WEBP" {
+        Some("image/webp")
+    } else {
+        None
+    }
+}
+
 /// A tool call proposed by the model.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ToolCall {
@@ -146,5 +165,24 @@ mod tests {
         )
         .unwrap_err();
         assert!(err.to_string().contains("Invalid"), "{err}");
+    }
+}
+
+#[cfg(test)]
+mod image_tests {
+    use super::image_type;
+
+    #[test]
+    fn images_are_known_by_their_bytes() {
+        assert_eq!(image_type(b"\x89PNG\r\n\x1a\nrest"), Some("image/png"));
+        assert_eq!(image_type(&[0xFF, 0xD8, 0xFF, 0xE0]), Some("image/jpeg"));
+        assert_eq!(image_type(b"GIF89a..."), Some("image/gif"));
+        assert_eq!(image_type(b"RIFF\0\0\0\0WEBPVP8 "), Some("image/webp"));
+        assert_eq!(
+            image_type(b"<svg xmlns=\"http://www.w3.org/2000/svg\"/>"),
+            None
+        );
+        assert_eq!(image_type(b"\x89PN"), None);
+        assert_eq!(image_type(b""), None);
     }
 }

@@ -22,7 +22,9 @@ mod tool;
 mod usage;
 mod view;
 
-pub use content::{ContentBlock, ImageBlock, TextBlock, ThinkingBlock, ToolCall};
+pub use content::{
+    ContentBlock, IMAGE_TYPES, ImageBlock, TextBlock, ThinkingBlock, ToolCall, image_type,
+};
 pub use error::{ErrorCode, ErrorInfo};
 pub use event::AgentEvent;
 pub use failure::{Failure, is_retryable};

@@ -1,6 +1,7 @@
 //! `keel acp` spoken to line by line, as a broken or vanishing editor would: malformed
 //! input, unknown methods and sessions, a missing key, stdin closed mid-turn.
 
+use std::path::Path;
 use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
@@ -266,4 +267,151 @@ async fn a_vanishing_editor_ends_the_turn_and_the_history_stays_valid() {
         .await;
     assert_eq!(answered["result"]["stopReason"], "end_turn", "{answered}");
     assert!(!work.join("slept.txt").exists());
+}
+
+/// Protocol bounds (attack family): an editor, or whatever speaks in its place, cannot make
+/// keel hold an unbounded line, echo it back whole, or open a session where it must not.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn protocol_bounds_an_over_long_line_is_skipped_and_quoted_briefly() {
+    let server = mock(json!([])).await;
+    let world = World::new();
+    let mut raw = Raw::new(world.spawn(&server, &[]));
+    raw.initialize().await;
+    // 9 MiB, one line: a request whose id keel never gets to read.
+    let filler = "A".repeat(9 * 1024 * 1024);
+    raw.send(&format!(
+        r#"{{"jsonrpc":"2.0","id":70,"method":"session/list","params":{{"cursor":"{filler}"}}}}"#
+    ))
+    .await;
+    let error = raw.response(Value::Null).await;
+    assert_eq!(code(&error), -32700, "{error}");
+    let said = error.to_string();
+    assert!(
+        said.len() < 1024,
+        "the error quotes too much: {} bytes",
+        said.len()
+    );
+    assert!(said.contains("acp.max_line_mib"), "{said}");
+    assert!(said.contains(r#"{\"jsonrpc\":\"2.0\",\"id\":70"#), "{said}");
+    let listed = raw.call(71, "session/list", json!({})).await;
+    assert!(listed.get("result").is_some(), "{listed}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn protocol_bounds_home_root_and_other_folders_are_refused() {
+    let server = mock(json!([{"text": "made"}])).await;
+    let world = World::new();
+    let work = world.work();
+    let mut raw = Raw::new(world.spawn(&server, &[]));
+    raw.initialize().await;
+    let home = std::fs::canonicalize(world.user.path()).unwrap();
+    for (id, cwd) in [(2, Path::new("/")), (3, home.as_path())] {
+        let refused = raw
+            .call(id, "session/new", json!({"cwd": cwd, "mcpServers": []}))
+            .await;
+        assert_eq!(code(&refused), -32602, "{refused}");
+        assert!(
+            refused.to_string().contains("allow-home-workspace"),
+            "{refused}"
+        );
+    }
+    let created = raw
+        .call(4, "session/new", json!({"cwd": work, "mcpServers": []}))
+        .await;
+    let session = created["result"]["sessionId"].as_str().unwrap().to_owned();
+    // A prefix names no session here, though `keel --session` takes one.
+    let prefix = &session[..session.len() - 4];
+    for (id, method) in [
+        (5, "session/load"),
+        (6, "session/resume"),
+        (7, "session/fork"),
+    ] {
+        let by_prefix = raw
+            .call(
+                id,
+                method,
+                json!({"sessionId": prefix, "cwd": work, "mcpServers": []}),
+            )
+            .await;
+        assert_eq!(code(&by_prefix), -32002, "{method}: {by_prefix}");
+    }
+    // Another folder would run the session with that folder's settings and files.
+    let elsewhere = tempfile::tempdir().unwrap();
+    for (id, method) in [
+        (8, "session/load"),
+        (9, "session/resume"),
+        (10, "session/fork"),
+    ] {
+        let moved = raw
+            .call(
+                id,
+                method,
+                json!({"sessionId": session, "cwd": elsewhere.path(), "mcpServers": []}),
+            )
+            .await;
+        assert_eq!(code(&moved), -32602, "{method}: {moved}");
+        assert!(moved.to_string().contains("belongs to"), "{moved}");
+    }
+    let loaded = raw
+        .call(
+            11,
+            "session/load",
+            json!({"sessionId": session, "cwd": work, "mcpServers": []}),
+        )
+        .await;
+    assert!(loaded.get("result").is_some(), "{loaded}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn protocol_bounds_attachments_are_bounded_and_images_checked_by_their_bytes() {
+    let server = mock(json!([{"text": "seen"}])).await;
+    let world = World::new();
+    let work = world.work();
+    let mut raw = Raw::new(world.spawn(&server, &["-c", "acp.max_attachments_mib=1"]));
+    raw.initialize().await;
+    let created = raw
+        .call(2, "session/new", json!({"cwd": work, "mcpServers": []}))
+        .await;
+    let session = created["result"]["sessionId"].as_str().unwrap().to_owned();
+    use base64::Engine as _;
+    let b64 = |bytes: &[u8]| base64::engine::general_purpose::STANDARD.encode(bytes);
+    let svg = b64(b"<svg xmlns='http://www.w3.org/2000/svg' onload='alert(1)'/>");
+    let refused = raw
+        .call(
+            3,
+            "session/prompt",
+            json!({"sessionId": session, "prompt": [
+            {"type": "text", "text": "look"},
+            {"type": "image", "data": svg, "mimeType": "image/png"}]}),
+        )
+        .await;
+    assert_eq!(code(&refused), -32602, "{refused}");
+    assert!(refused.to_string().contains("not PNG"), "{refused}");
+    let mut png = b"\x89PNG\r\n\x1a\n".to_vec();
+    png.resize(700 * 1024, 0);
+    let png = b64(&png);
+    let image = || json!({"type": "image", "data": png, "mimeType": "image/png"});
+    let over = raw
+        .call(
+            4,
+            "session/prompt",
+            json!({"sessionId": session, "prompt": [
+            {"type": "text", "text": "look"}, image(), image()]}),
+        )
+        .await;
+    assert_eq!(code(&over), -32602, "{over}");
+    assert!(
+        over.to_string().contains("acp.max_attachments_mib"),
+        "{over}"
+    );
+    assert!(server.requests().is_empty(), "nothing reached the model");
+    let answered = raw
+        .call(
+            5,
+            "session/prompt",
+            json!({"sessionId": session, "prompt": [
+            {"type": "text", "text": "look"}, image()]}),
+        )
+        .await;
+    assert_eq!(answered["result"]["stopReason"], "end_turn", "{answered}");
 }

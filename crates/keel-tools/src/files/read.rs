@@ -129,7 +129,9 @@ fn editor_target(env: &ToolEnv, wanted: &str) -> Result<Option<std::path::PathBu
             let n = super::pinned::open_read(&path)
                 .and_then(|mut f| f.read(&mut head))
                 .map_err(|e| ToolError::new(io_message("read", &path, &e)))?;
-            Ok(image_mime(&head[..n]).is_none().then_some(path))
+            Ok(keel_protocol::image_type(&head[..n])
+                .is_none()
+                .then_some(path))
         }
         // Not on disk (not even as a dangling link): the editor may have an unsaved buffer.
         Err(_) if std::fs::symlink_metadata(&path).is_err() => Ok(Some(path)),
@@ -176,7 +178,7 @@ fn read(env: &ToolEnv, args: &Args) -> Result<ToolOutput, ToolError> {
         .fill_buf()
         .map_err(|e| ToolError::new(io_message("read", &path, &e)))?
         .to_vec();
-    if let Some(mime) = image_mime(&head) {
+    if let Some(mime) = keel_protocol::image_type(&head) {
         if meta.len() > MAX_IMAGE_BYTES {
             return Err(ToolError::new(format!(
                 "{} is an image of {} MiB, larger than the {} MiB that can be shown.",
@@ -338,19 +340,5 @@ fn read_line_capped(
         if done {
             return Ok(consumed);
         }
-    }
-}
-
-fn image_mime(head: &[u8]) -> Option<&'static str> {
-    if head.starts_with(b"\x89PNG\r\n\x1a\n") {
-        Some("image/png")
-    } else if head.starts_with(&[0xFF, 0xD8, 0xFF]) {
-        Some("image/jpeg")
-    } else if head.starts_with(b"GIF87a") || head.starts_with(b"GIF89a") {
-        Some("image/gif")
-    } else if head.len() >= 12 && &head[..4] == b"RIFF" && &head[8..12] == b"WEBP" {
-        Some("image/webp")
-    } else {
-        None
     }
 }
