@@ -404,63 +404,9 @@ where
     });
 }
 
-/// Most of an over-long line quoted back in its parse error.
-const QUOTED_BYTES: usize = 200;
-
-/// One line as [`read_line`] found it.
-enum Line {
-    /// The input ended.
-    End,
-    /// A whole line, in the buffer.
-    Whole,
-    /// A line over the limit, skipped: its length, and its beginning in the buffer.
-    Over(usize),
-}
-
-/// Reads one line into `line` holding at most `max` bytes of it: a longer line is read to
-/// its end and dropped but for its first [`QUOTED_BYTES`].
-async fn read_line(
-    input: &mut (impl tokio::io::AsyncBufRead + Unpin),
-    line: &mut Vec<u8>,
-    max: usize,
-) -> Line {
-    use tokio::io::AsyncBufReadExt as _;
-    let mut total = 0usize;
-    loop {
-        let buf = match input.fill_buf().await {
-            Ok(buf) if !buf.is_empty() => buf,
-            _ if total == 0 => return Line::End,
-            // The input ended inside a line: it is the last one.
-            _ => break,
-        };
-        let (take, done) = match buf.iter().position(|b| *b == b'\n') {
-            Some(at) => (at + 1, true),
-            None => (buf.len(), false),
-        };
-        let keep = if total > max {
-            QUOTED_BYTES.saturating_sub(line.len())
-        } else {
-            take
-        };
-        line.extend_from_slice(&buf[..take.min(keep)]);
-        input.consume(take);
-        total = total.saturating_add(take);
-        if total > max && line.len() > QUOTED_BYTES {
-            line.truncate(QUOTED_BYTES);
-        }
-        if done {
-            break;
-        }
-    }
-    if total > max {
-        Line::Over(total)
-    } else {
-        Line::Whole
-    }
-}
-
 /// What stands in for a line over the limit: not JSON, so the protocol answers it with a
-/// parse error, and it quotes no more than the line's first [`QUOTED_BYTES`].
+/// parse error, and it quotes no more than the line's first
+/// [`keel_tools::lines::KEPT_OF_OVER_LONG`] bytes.
 fn over_long(start: &[u8], total: usize, max: usize) -> String {
     let quoted: String = String::from_utf8_lossy(start)
         .chars()
@@ -481,25 +427,27 @@ async fn forward_lines(
     mut out: tokio::io::DuplexStream,
     max: usize,
 ) {
+    use keel_tools::lines::Line;
     use tokio::io::AsyncWriteExt as _;
     let mut input = tokio::io::BufReader::new(input);
     let mut line = Vec::new();
     loop {
         line.clear();
-        let written = match read_line(&mut input, &mut line, max).await {
-            Line::End => break,
-            Line::Over(total) => {
-                tracing::warn!(bytes = total, "skipped an ACP message over the line limit");
-                out.write_all(over_long(&line, total, max).as_bytes()).await
-            }
-            Line::Whole => match std::str::from_utf8(&line) {
-                Ok(_) => out.write_all(&line).await,
-                Err(_) => {
-                    out.write_all(String::from_utf8_lossy(&line).as_bytes())
-                        .await
+        let written =
+            match keel_tools::lines::read_bounded(&mut input, &mut line, max, |_| {}).await {
+                Line::End => break,
+                Line::Over { total } => {
+                    tracing::warn!(bytes = total, "skipped an ACP message over the line limit");
+                    out.write_all(over_long(&line, total, max).as_bytes()).await
                 }
-            },
-        };
+                Line::Whole => match std::str::from_utf8(&line) {
+                    Ok(_) => out.write_all(&line).await,
+                    Err(_) => {
+                        out.write_all(String::from_utf8_lossy(&line).as_bytes())
+                            .await
+                    }
+                },
+            };
         if written.is_err() {
             break;
         }

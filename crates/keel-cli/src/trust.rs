@@ -28,7 +28,7 @@ pub struct TrustArgs {
 struct Found {
     /// Every file to trust, keel files first.
     files: Vec<PathBuf>,
-    /// Keel files that are links: never trusted.
+    /// Project files that are links (or lie in a linked `.keel`): never trusted.
     linked: Vec<PathBuf>,
 }
 
@@ -46,7 +46,12 @@ fn find(project: &Project) -> Found {
     );
     for name in names {
         if let Ok(Some(file)) = project.file(name) {
-            files.push(file);
+            // A link is never trusted, whatever it leads to: say so rather than record it.
+            if keel_runtime::settings::trust::trust_key(&file).is_some() {
+                files.push(file);
+            } else {
+                linked.push(file);
+            }
         }
     }
     Found { files, linked }

@@ -7,8 +7,8 @@ use std::path::Path;
 
 use rmcp::model::{CallToolRequestParams, GetPromptRequestParams, ReadResourceRequestParams};
 use rmcp::service::{NotificationContext, RunningService};
+use rmcp::transport::StreamableHttpClientTransport;
 use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
-use rmcp::transport::{StreamableHttpClientTransport, TokioChildProcess};
 use rmcp::{ClientHandler, Peer, RoleClient, ServiceExt};
 use serde_json::Value;
 use tokio::sync::mpsc;
@@ -54,6 +54,37 @@ pub(crate) struct Connection {
     pub(crate) service: RunningService<RoleClient, Handler>,
 }
 
+/// A stdio server's input, holding its process: the transport owns it, so the process (and
+/// all it started) is killed when the connection goes.
+struct ServerInput {
+    stdin: tokio::process::ChildStdin,
+    _process: tokio::process::Child,
+}
+
+impl tokio::io::AsyncWrite for ServerInput {
+    fn poll_write(
+        mut self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+        buf: &[u8],
+    ) -> std::task::Poll<std::io::Result<usize>> {
+        std::pin::Pin::new(&mut self.stdin).poll_write(cx, buf)
+    }
+
+    fn poll_flush(
+        mut self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<std::io::Result<()>> {
+        std::pin::Pin::new(&mut self.stdin).poll_flush(cx)
+    }
+
+    fn poll_shutdown(
+        mut self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<std::io::Result<()>> {
+        std::pin::Pin::new(&mut self.stdin).poll_shutdown(cx)
+    }
+}
+
 /// What a server offers, as JSON values of the MCP schema.
 #[derive(Debug, Clone, Default)]
 pub(crate) struct Listing {
@@ -86,20 +117,33 @@ pub(crate) async fn connect(
                 .envs(env.iter().map(|(k, v)| (k, v)))
                 .envs(extra)
                 .current_dir(dir.as_deref().map_or(cwd.to_path_buf(), |d| cwd.join(d)))
-                .kill_on_drop(true);
-            die_with_keel(&mut cmd);
-            let (transport, stderr) = TokioChildProcess::builder(cmd)
+                .stdin(std::process::Stdio::piped())
+                .stdout(std::process::Stdio::piped())
                 .stderr(std::process::Stdio::piped())
-                .spawn()
-                .map_err(|e| McpError::Start {
+                .kill_on_drop(true);
+            die_with_keel(&mut cmd, &spec.name);
+            let mut process = cmd.spawn().map_err(|e| McpError::Start {
+                server: spec.name.clone(),
+                reason: format!("cannot run `{command}`: {e}"),
+            })?;
+            let (Some(stdin), Some(stdout)) = (process.stdin.take(), process.stdout.take()) else {
+                return Err(McpError::Start {
                     server: spec.name.clone(),
-                    reason: format!("cannot run `{command}`: {e}"),
-                })?;
-            if let Some(stderr) = stderr {
+                    reason: "its standard input and output are not pipes".into(),
+                });
+            };
+            if let Some(stderr) = process.stderr.take() {
                 tokio::spawn(log_stderr(spec.name.clone(), stderr));
             }
+            // Its answers reach rmcp through a bound (`oversize`).
+            let (bounded, reader) = tokio::io::duplex(64 * 1024);
+            tokio::spawn(crate::oversize::forward(spec.name.clone(), stdout, bounded));
+            let input = ServerInput {
+                stdin,
+                _process: process,
+            };
             handler
-                .serve(transport)
+                .serve((reader, input))
                 .await
                 .map_err(|e| McpError::Start {
                     server: spec.name.clone(),
@@ -163,21 +207,14 @@ fn env_value(env: &[(String, String)], name: &str) -> Option<String> {
         .filter(|v| !v.is_empty())
 }
 
-/// A server's child must not outlive keel: the kernel kills it when keel's thread that
-/// started it ends (a runtime worker, which lives as long as keel's runtime), and it gets a
-/// process group of its own so the terminal's signals go to keel, not to it.
-#[allow(unsafe_code)]
-fn die_with_keel(cmd: &mut tokio::process::Command) {
+/// A server and everything it starts must not outlive keel: it runs contained
+/// ([`keel_tools::bash::sandbox::contain`]) where this system allows, else it only dies
+/// with keel (its own children may not). Its process group is its own, so the terminal's
+/// signals go to keel, not to it.
+fn die_with_keel(cmd: &mut tokio::process::Command, server: &str) {
     cmd.process_group(0);
-    // SAFETY: the closure runs between fork and exec and makes one async-signal-safe
-    // system call; it touches no memory of the parent.
-    unsafe {
-        cmd.pre_exec(|| {
-            if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL, 0, 0, 0) != 0 {
-                return Err(std::io::Error::last_os_error());
-            }
-            Ok(())
-        });
+    if let Err(why) = keel_tools::bash::sandbox::contain(cmd) {
+        tracing::warn!(%server, %why, "an MCP server's own children may outlive keel");
     }
 }
 

@@ -3,7 +3,7 @@
 //! servers that come up during a turn join at its next step; prompts and `/mcp` are slash
 //! commands; an editor's servers are attached to one session.
 
-use std::collections::{BTreeSet, HashMap};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
@@ -22,7 +22,7 @@ use crate::config::{self, Defaults, Origin, ServerSpec};
 use crate::disclosure::{self, Decision};
 use crate::manager::{Manager, Server};
 use crate::search::{Deferred, ToolSearch};
-use crate::tool::{McpTool, definition, read_only};
+use crate::tool::{self, McpTool, definition, read_only};
 
 /// The extension's id.
 pub const ID: &str = "mcp";
@@ -45,8 +45,11 @@ struct TurnLease {
     /// The held-back tools, once the turn holds any.
     deferred: Mutex<Option<Arc<Deferred>>>,
     additions: keel_agent::ToolAdditions,
-    /// Disclosure decisions not reported yet.
-    pending: Mutex<Vec<serde_json::Value>>,
+    /// The names of the turn's MCP tools and where each comes from.
+    mounted: Mutex<BTreeMap<String, tool::Origin>>,
+    /// Events not reported yet (the decision on disclosure, servers that joined, names two
+    /// tools clash on), by kind.
+    pending: Mutex<Vec<(&'static str, serde_json::Value)>>,
     /// Whether the turn has the resource tools.
     resources: Mutex<bool>,
 }
@@ -66,6 +69,8 @@ pub struct Shared {
     found: Arc<Mutex<HashMap<SessionId, BTreeSet<String>>>>,
     /// The disclosure decision last reported per session.
     reported: Mutex<HashMap<SessionId, bool>>,
+    /// Tool names reported as clashing.
+    clashes: Mutex<BTreeSet<String>>,
 }
 
 /// The MCP extension.
@@ -96,6 +101,7 @@ impl Mcp {
             turns: Mutex::new(std::collections::VecDeque::new()),
             found: Arc::new(Mutex::new(HashMap::new())),
             reported: Mutex::new(HashMap::new()),
+            clashes: Mutex::new(BTreeSet::new()),
         });
         let weak = Arc::downgrade(&shared);
         shared.manager.listen(Arc::new(move || {
@@ -129,11 +135,11 @@ impl Shared {
     }
 
     /// The tools of `server`'s current offer, each checked; problems are reported.
-    fn server_tools(&self, server: &Arc<Server>, scope: Option<&TurnScope>) -> Vec<ToolRef> {
+    fn server_tools(&self, server: &Arc<Server>, scope: Option<&TurnScope>) -> Vec<Arc<McpTool>> {
         let Some(offer) = server.offer() else {
             return Vec::new();
         };
-        let mut tools: Vec<ToolRef> = Vec::new();
+        let mut tools = Vec::new();
         for raw in offer.tools.iter() {
             match definition(&offer.server, raw) {
                 Ok((name, def)) => tools.push(Arc::new(McpTool::new(
@@ -165,14 +171,12 @@ impl Shared {
             .into_iter()
             .filter(|s| s.offer().is_some())
             .collect();
-        let mut tools: Vec<ToolRef> = Vec::new();
+        let mut tools = Vec::new();
         for server in &servers {
             tools.extend(self.server_tools(server, Some(scope)));
         }
-        // Two servers of one name (an editor's and the configuration's) would offer the same
-        // tool names: the first keeps them.
-        let mut names = BTreeSet::new();
-        tools.retain(|t| names.insert(t.definition().name.clone()));
+        let mut mounted = BTreeMap::new();
+        let (tools, clashes) = self.mount(tools, &mut mounted);
         let lease = Arc::new(TurnLease {
             session: scope.session_id.clone(),
             model: scope.model.clone(),
@@ -181,7 +185,8 @@ impl Shared {
             tools: Mutex::new(Vec::new()),
             deferred: Mutex::new(None),
             additions: scope.tools.clone(),
-            pending: Mutex::new(Vec::new()),
+            mounted: Mutex::new(mounted),
+            pending: Mutex::new(clashes),
             resources: Mutex::new(false),
         });
         let (mut offered, search) = self.disclose(&lease, tools);
@@ -263,7 +268,7 @@ impl Shared {
         reported.insert(lease.session.clone(), decision.deferred);
         // Told at the turn's start or its next step (the lease is taken while the turn is
         // assembled, before it reports anything).
-        lock(&lease.pending).push(decision.details());
+        lock(&lease.pending).push(("disclosure", decision.details()));
     }
 
     /// Adds the tools of servers that came up since each running turn leased: they join
@@ -287,12 +292,8 @@ impl Shared {
             joined.push(server.spec().name.clone());
             tools.extend(self.server_tools(&server, scope));
         }
-        let taken: BTreeSet<String> = lock(&lease.tools)
-            .iter()
-            .map(|t| t.definition().name.clone())
-            .collect();
-        let mut names = taken;
-        tools.retain(|t| names.insert(t.definition().name.clone()));
+        let (tools, clashes) = self.mount(tools, &mut lock(&lease.mounted));
+        lock(&lease.pending).extend(clashes);
         if !tools.is_empty() {
             let (direct, search) = self.disclose(lease, tools);
             lease.additions.add(direct.into_iter().chain(search));
@@ -305,7 +306,7 @@ impl Shared {
             lease.additions.add(self.resource_tools(&lease.session));
         }
         if !joined.is_empty() {
-            lock(&lease.pending).push(json!({"joined": joined}));
+            lock(&lease.pending).push(("joined", json!({"servers": joined})));
         }
     }
 
@@ -314,11 +315,8 @@ impl Shared {
     fn start_turn(&self, scope: &TurnScope) {
         if let Some(lease) = self.leased(&scope.turn_id) {
             self.join(&lease, Some(scope));
-            for details in std::mem::take(&mut *lock(&lease.pending)) {
-                match details.get("joined") {
-                    Some(servers) => scope.emit(ID, "joined", json!({"servers": servers})),
-                    None => scope.emit(ID, "disclosure", details),
-                }
+            for (kind, details) in std::mem::take(&mut *lock(&lease.pending)) {
+                scope.emit(ID, kind, details);
             }
         }
         for notice in self.manager.take_notices() {
@@ -331,6 +329,36 @@ impl Shared {
         for warning in std::mem::take(&mut *lock(&self.warnings)) {
             scope.emit(ID, "warning", json!({"text": warning}));
         }
+    }
+
+    /// Which of `tools` are mounted beside `mounted` ([`tool::mount`]), as the turn's
+    /// tools, and the clashes to report: each name once per runtime, so a clash that
+    /// stands is not told again every turn.
+    fn mount(
+        &self,
+        tools: Vec<Arc<McpTool>>,
+        mounted: &mut BTreeMap<String, tool::Origin>,
+    ) -> (Vec<ToolRef>, Vec<(&'static str, serde_json::Value)>) {
+        let (kept, clashes) = tool::mount(
+            tools,
+            |t| {
+                (
+                    keel_agent::AgentTool::definition(t.as_ref()).name.clone(),
+                    t.origin(),
+                )
+            },
+            mounted,
+        );
+        let mut told = lock(&self.clashes);
+        let clashes = clashes
+            .into_iter()
+            .filter(|clash| told.insert(clash.name.clone()))
+            .inspect(|clash| {
+                tracing::warn!(name = %clash.name, origins = ?clash.origins, "MCP tools clash on a name");
+            })
+            .map(|clash| ("tool_clash", clash.details()))
+            .collect();
+        (kept.into_iter().map(|t| t as ToolRef).collect(), clashes)
     }
 
     /// The resource tools of `session`, over the servers it may use when called.

@@ -16,6 +16,7 @@ pub mod disclosure;
 mod error;
 pub mod extension;
 pub mod manager;
+mod oversize;
 pub mod prompts;
 pub mod resources;
 pub mod search;

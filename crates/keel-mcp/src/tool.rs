@@ -98,6 +98,72 @@ pub fn definition(server: &str, tool: &Value) -> Result<(String, ToolDefinition)
     ))
 }
 
+/// Where an offered tool comes from: its server's name and its MCP name.
+pub type Origin = (String, String);
+
+/// One name that different tools would be offered under: none of them is.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Clash {
+    /// The name keel would offer.
+    pub name: String,
+    /// The tools behind it, in the order they came.
+    pub origins: Vec<Origin>,
+}
+
+impl Clash {
+    /// The event's details: the name, its servers and their tools' MCP names.
+    pub fn details(&self) -> Value {
+        json!({
+            "name": self.name,
+            "servers": self.origins.iter().map(|(server, _)| server).collect::<Vec<_>>(),
+            "tools": self.origins.iter().map(|(_, tool)| tool).collect::<Vec<_>>(),
+        })
+    }
+}
+
+/// Which of `tools` may be mounted beside `mounted` (names already offered, with their
+/// origins; updated). A name two different tools map to (`a` + `_deploy` and `a_` +
+/// `deploy`) is mounted for neither, since whichever came first would silently take the
+/// other's calls; one already mounted in a running turn stays, and the newcomer is left out.
+/// The same server's same tool twice (an editor's server and the configuration's of one
+/// name) is one tool.
+pub fn mount<T>(
+    tools: Vec<T>,
+    key: impl Fn(&T) -> (String, Origin),
+    mounted: &mut std::collections::BTreeMap<String, Origin>,
+) -> (Vec<T>, Vec<Clash>) {
+    let mut origins: std::collections::BTreeMap<String, Vec<Origin>> = Default::default();
+    for tool in &tools {
+        let (name, origin) = key(tool);
+        let seen = origins.entry(name).or_default();
+        if !seen.contains(&origin) {
+            seen.push(origin);
+        }
+    }
+    let mut clashes = Vec::new();
+    for (name, new) in origins {
+        let mut all: Vec<Origin> = mounted.get(&name).cloned().into_iter().collect();
+        for origin in new {
+            if !all.contains(&origin) {
+                all.push(origin);
+            }
+        }
+        if all.len() > 1 {
+            clashes.push(Clash { name, origins: all });
+        }
+    }
+    let mut kept = Vec::new();
+    for tool in tools {
+        let (name, origin) = key(&tool);
+        if clashes.iter().any(|c| c.name == name) || mounted.contains_key(&name) {
+            continue;
+        }
+        mounted.insert(name, origin);
+        kept.push(tool);
+    }
+    (kept, clashes)
+}
+
 /// One server tool, as leased by a turn.
 pub struct McpTool {
     server: Arc<Server>,
@@ -120,6 +186,13 @@ impl McpTool {
             definition,
             read_only,
         }
+    }
+}
+
+impl McpTool {
+    /// Its server's name and its MCP name.
+    pub fn origin(&self) -> Origin {
+        (self.server.spec().name.clone(), self.tool.clone())
     }
 }
 
@@ -182,6 +255,37 @@ mod tests {
         let other = exposed_name("server", &format!("{}u", "t".repeat(99)));
         assert_eq!(long.len(), 64);
         assert_ne!(long, other);
+    }
+
+    #[test]
+    fn a_name_two_tools_map_to_is_mounted_for_neither() {
+        let tool = |server: &str, name: &str| (server.to_owned(), name.to_owned());
+        let key = |t: &Origin| (exposed_name(&t.0, &t.1), t.clone());
+        let mut mounted = std::collections::BTreeMap::new();
+        let (kept, clashes) = mount(
+            vec![
+                tool("a", "_deploy"),
+                tool("a", "status"),
+                tool("a", "sta_tus"),
+                tool("a_", "deploy"),
+                // The same server's tool twice (an editor's server and the configuration's).
+                tool("a", "status"),
+            ],
+            key,
+            &mut mounted,
+        );
+        assert_eq!(kept, [tool("a", "status"), tool("a", "sta_tus")]);
+        assert_eq!(clashes.len(), 1);
+        assert_eq!(clashes[0].name, "mcp__a___deploy");
+        assert_eq!(clashes[0].details()["servers"], json!(["a", "a_"]));
+        // A late server's clashing tool is left out; the one a running turn has stays.
+        let (late, clashes) = mount(vec![tool("a", "sta.tus")], key, &mut mounted);
+        assert!(late.is_empty());
+        assert_eq!(
+            clashes[0].origins,
+            [tool("a", "sta_tus"), tool("a", "sta.tus")]
+        );
+        assert_eq!(mounted.len(), 2);
     }
 
     #[test]

@@ -38,6 +38,9 @@ struct Args {
     /// Also offer N generated tools `tool_000`..
     #[arg(long, value_name = "N", default_value_t = 0)]
     tools: usize,
+    /// Also offer a tool of this name (answering like `echo`); repeatable.
+    #[arg(long, value_name = "NAME")]
+    extra_tool: Vec<String>,
     /// The server name reported in `initialize`.
     #[arg(long, default_value = "keel-mcptest")]
     name: String,
@@ -59,7 +62,7 @@ fn parse_header(spec: &str) -> Result<(String, String), String> {
 async fn main() -> anyhow::Result<()> {
     let args = Args::parse();
     let slow_start = Duration::from_millis(args.slow_start);
-    let shared = Shared::new(
+    let mut shared = Shared::new(
         args.name,
         args.tools,
         // stdio waits before it serves, so the handshake itself need not wait again
@@ -70,6 +73,7 @@ async fn main() -> anyhow::Result<()> {
         },
         args.state_dir,
     );
+    shared.extra_tools = args.extra_tool;
     shared.record("starts");
     let shared = Arc::new(shared);
 

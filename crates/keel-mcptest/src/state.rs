@@ -12,6 +12,8 @@ pub struct Shared {
     pub name: String,
     /// How many `tool_NNN` tools to offer.
     pub generated_tools: usize,
+    /// More tools by name, each answering like `echo` (for name clashes).
+    pub extra_tools: Vec<String>,
     /// How long to wait before answering `initialize`.
     pub slow_start: Duration,
     /// Where `starts` and `crashes` are counted across restarts.
@@ -30,6 +32,7 @@ impl Shared {
         Self {
             name,
             generated_tools,
+            extra_tools: Vec::new(),
             slow_start,
             state_dir,
             mutated: AtomicBool::new(false),

@@ -62,6 +62,16 @@ pub fn list(shared: &Shared) -> Vec<Tool> {
         ),
         Tool::new("fail", "Always answers with a tool error.", schema(&[])),
         Tool::new(
+            "daemon",
+            "Starts `sleep SECONDS` in a session of its own (setsid), detached, and answers.",
+            schema(&[("seconds", "string")]),
+        ),
+        Tool::new(
+            "huge",
+            "Answers with a text of the given number of MiB.",
+            schema(&[("mib", "integer")]),
+        ),
+        Tool::new(
             "mutate",
             "Changes this server's tool list and announces the change.",
             schema(&[]),
@@ -75,6 +85,13 @@ pub fn list(shared: &Shared) -> Vec<Tool> {
         ));
     }
     tools.extend((0..shared.generated_tools).map(generated));
+    tools.extend(shared.extra_tools.iter().map(|name| {
+        Tool::new(
+            name.clone(),
+            "Returns the message it is given.",
+            schema(&[("message", "string")]),
+        )
+    }));
     tools
 }
 
@@ -118,6 +135,24 @@ pub async fn call(
             std::process::exit(CRASH_STATUS)
         }
         "env" => text(environment()),
+        "daemon" => {
+            let seconds = string_arg(args, "seconds")?;
+            std::process::Command::new("setsid")
+                .args(["sleep", &seconds])
+                .stdin(std::process::Stdio::null())
+                .stdout(std::process::Stdio::null())
+                .stderr(std::process::Stdio::null())
+                .spawn()
+                .map_err(|e| ErrorData::internal_error(format!("setsid: {e}"), None))?;
+            text(format!("started sleep {seconds}"))
+        }
+        "huge" => {
+            let mib = usize::try_from(integer_arg(args, "mib")?).unwrap_or(usize::MAX);
+            text("z".repeat(mib.saturating_mul(1024 * 1024)))
+        }
+        other if shared.extra_tools.iter().any(|t| t == other) => {
+            text(string_arg(args, "message")?)
+        }
         "fail" => Ok(CallToolResult::error(vec![ContentBlock::text(
             "failed on purpose",
         )])),

@@ -146,6 +146,33 @@ fn mcp(kind: &str, details: &Value) -> Option<(Severity, String)> {
             ),
         ),
         "warning" => (Severity::Warn, format!("MCP: {}", text(details, "text"))),
+        "tool_clash" => {
+            let list = |key: &str| -> Vec<String> {
+                details
+                    .get(key)
+                    .and_then(Value::as_array)
+                    .map(|v| {
+                        v.iter()
+                            .filter_map(Value::as_str)
+                            .map(str::to_owned)
+                            .collect()
+                    })
+                    .unwrap_or_default()
+            };
+            let tools: Vec<String> = list("servers")
+                .iter()
+                .zip(list("tools"))
+                .map(|(server, tool)| format!("server {server}'s `{tool}`"))
+                .collect();
+            (
+                Severity::Warn,
+                format!(
+                    "MCP: no tool is offered as {}: {} all take that name",
+                    text(details, "name"),
+                    tools.join(" and ")
+                ),
+            )
+        }
         other => (Severity::Info, format!("MCP: {}", other.replace('_', " "))),
     })
 }

@@ -9,6 +9,7 @@ pub mod bash;
 pub mod env;
 pub mod files;
 pub mod gitlinks;
+pub mod lines;
 pub mod output;
 pub mod permission;
 pub mod protect;

@@ -209,3 +209,59 @@ async fn a_server_keel_cannot_run_refuses_the_session() {
     })
     .await;
 }
+
+/// Attack family "MCP names": two servers whose tools map to one name (`a` + `_deploy`,
+/// `a_` + `deploy`): neither is offered, and the editor is told, naming both servers.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_tool_name_two_servers_map_to_is_offered_by_neither() {
+    let server = mock(json!([
+        {"text": "ready"},
+        {"tool_calls": [{"name": "mcp__a___deploy", "arguments": {"message": "whose?"}}]},
+        {"text": "no such tool"}
+    ]))
+    .await;
+    let world = World::new();
+    let work = world.work();
+    let state = Arc::new(EditorState::default());
+    let st = state.clone();
+    let mut keel = world.spawn(&server, &["--permission", "full"]);
+    connect(&mut keel, state, async |cx| {
+        initialize(&cx, capabilities(false)).await?;
+        let stdio = |name: &str, tool: &str| {
+            McpServer::Stdio(
+                McpServerStdio::new(name, mcptest()).args(vec!["--extra-tool".into(), tool.into()]),
+            )
+        };
+        let session = cx
+            .send_request(
+                NewSessionRequest::new(&work)
+                    .mcp_servers(vec![stdio("a", "_deploy"), stdio("a_", "deploy")]),
+            )
+            .block_task()
+            .await?
+            .session_id
+            .0
+            .to_string();
+        assert_eq!(
+            prompt(&cx, &session, "get ready").await?,
+            StopReason::EndTurn
+        );
+        // Both servers are up by the next turn.
+        tokio::time::sleep(std::time::Duration::from_millis(1500)).await;
+        assert_eq!(prompt(&cx, &session, "deploy").await?, StopReason::EndTurn);
+        let updates = st.json();
+        let failed = updates
+            .iter()
+            .find(|u| u["sessionUpdate"] == "tool_call_update" && u["status"] == "failed");
+        assert!(failed.is_some(), "{updates:?}");
+        let all = serde_json::to_string(&updates).unwrap();
+        assert!(
+            all.contains("no tool is offered as mcp__a___deploy")
+                && all.contains("server a's `_deploy`")
+                && all.contains("server a_'s `deploy`"),
+            "{all}"
+        );
+        Ok(())
+    })
+    .await;
+}

@@ -3,6 +3,7 @@
 //! when CI installed it), deferred disclosure, skills, custom commands and user hooks.
 #![allow(clippy::unwrap_used, clippy::expect_used, missing_docs)]
 
+mod bounds;
 mod disclosure;
 mod everything;
 mod hooks;

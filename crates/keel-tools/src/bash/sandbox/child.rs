@@ -654,7 +654,7 @@ fn close_all_but(keep: i32) {
     }
 }
 
-fn errno() -> i32 {
+pub(super) fn errno() -> i32 {
     io::Error::last_os_error()
         .raw_os_error()
         .unwrap_or(libc::EIO)
@@ -693,7 +693,7 @@ fn mount_raw(
 }
 
 /// Writes `bytes` to an existing file in one `write`.
-fn write_file(path: &std::ffi::CStr, bytes: &[u8]) -> Result<(), i32> {
+pub(super) fn write_file(path: &std::ffi::CStr, bytes: &[u8]) -> Result<(), i32> {
     // SAFETY: a valid C string; the descriptor is closed below.
     let fd = unsafe { libc::open(path.as_ptr(), libc::O_WRONLY | libc::O_CLOEXEC) };
     if fd < 0 {

@@ -17,6 +17,7 @@
 //! applies nothing.
 
 mod child;
+mod contain;
 mod masks;
 mod rules;
 mod support;
@@ -26,6 +27,7 @@ use std::os::fd::OwnedFd;
 use std::os::unix::ffi::OsStrExt as _;
 use std::path::{Path, PathBuf};
 
+pub use contain::contain;
 pub use rules::probe;
 pub use support::{
     NamespaceSupport, Support, make_undumpable, namespaces_setting, probed, support,

@@ -1,0 +1,171 @@
+//! Programs keel runs for others (MCP servers) are contained: each is pid 1 of a pid
+//! namespace of its own (inside a user namespace with the same ids), so when it ends, or
+//! keel does, the kernel ends everything it started, a `setsid` daemon included. A waiter
+//! left in keel's namespace is the process keel holds: it dies with keel
+//! (`PR_SET_PDEATHSIG`), pid 1 dies with it, and its exit status is pid 1's.
+//!
+//! Nothing else changes for the program: the same files, network and environment. It
+//! shares no namespace with the model's commands, whose private `/proc` does not show it,
+//! so a command cannot read its environment.
+#![expect(
+    unsafe_code,
+    reason = "unshare, fork and waitpid have no safe wrappers in std"
+)]
+
+use std::io;
+
+use super::child::{errno, write_file};
+
+/// Makes `cmd` run contained, or says why this system does not allow it (it then only dies
+/// with keel: what it starts may not).
+pub fn contain(cmd: &mut tokio::process::Command) -> Result<(), String> {
+    if let Err(why) = &super::support().namespaces {
+        return Err(format!("user namespaces are unavailable ({why})"));
+    }
+    let uid = crate::env::own_uid();
+    let gid = super::gid();
+    let uid_map = format!("{uid} {uid} 1\n").into_bytes();
+    let gid_map = format!("{gid} {gid} 1\n").into_bytes();
+    // SAFETY: the closure runs between fork and exec and only makes system calls on data
+    // prepared before the fork; it allocates nothing.
+    unsafe {
+        cmd.pre_exec(move || enter(&uid_map, &gid_map));
+    }
+    Ok(())
+}
+
+fn die_with_parent() -> io::Result<()> {
+    // SAFETY: prctl with integer arguments.
+    if unsafe { libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL, 0, 0, 0) } != 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(())
+}
+
+/// In the forked child: the namespaces, then pid 1 goes on to exec while this process
+/// stays behind as the waiter.
+fn enter(uid_map: &[u8], gid_map: &[u8]) -> io::Result<()> {
+    die_with_parent()?;
+    // SAFETY: unshare with flags only.
+    if unsafe { libc::unshare(libc::CLONE_NEWUSER | libc::CLONE_NEWPID) } != 0 {
+        return Err(io::Error::last_os_error());
+    }
+    // Without `deny`, an unprivileged process may not write its gid map.
+    match write_file(c"/proc/self/setgroups", b"deny") {
+        Ok(()) => {}
+        Err(e) if e == libc::ENOENT => {}
+        Err(e) => return Err(io::Error::from_raw_os_error(e)),
+    }
+    write_file(c"/proc/self/uid_map", uid_map).map_err(io::Error::from_raw_os_error)?;
+    write_file(c"/proc/self/gid_map", gid_map).map_err(io::Error::from_raw_os_error)?;
+    // SAFETY: fork in a single-threaded child; both sides only make system calls.
+    match unsafe { libc::fork() } {
+        pid if pid < 0 => Err(io::Error::last_os_error()),
+        // Pid 1 of the new namespace: it dies with the waiter, and execs the program.
+        0 => die_with_parent(),
+        pid => wait_for(pid),
+    }
+}
+
+/// The waiter: holds no descriptor (so the program's pipes, and spawn's own error pipe,
+/// close when the program's side does), waits for pid 1 and exits as it did.
+fn wait_for(pid: libc::pid_t) -> ! {
+    // SAFETY: closing descriptors this process owns and no longer uses.
+    if unsafe { libc::syscall(libc::SYS_close_range, 0u32, u32::MAX, 0u32) } != 0 {
+        for fd in 0..1024 {
+            // SAFETY: as above; closing a descriptor that is not open is harmless.
+            unsafe { libc::close(fd) };
+        }
+    }
+    let mut status = 0;
+    loop {
+        // SAFETY: waiting for this process's own child.
+        let waited = unsafe { libc::waitpid(pid, &raw mut status, 0) };
+        if waited == pid {
+            break;
+        }
+        if waited < 0 && errno() != libc::EINTR {
+            // SAFETY: ending the process without running anything of the parent's.
+            unsafe { libc::_exit(1) };
+        }
+    }
+    let code = if libc::WIFEXITED(status) {
+        libc::WEXITSTATUS(status)
+    } else {
+        128 + libc::WTERMSIG(status)
+    };
+    // SAFETY: as above.
+    unsafe { libc::_exit(code) }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+
+    use tokio::io::{AsyncBufReadExt as _, AsyncWriteExt as _};
+
+    use super::*;
+
+    /// The pids (outside any namespace) of processes whose command line is `args`.
+    fn pids_of(args: &[&str]) -> Vec<i32> {
+        let wanted: Vec<u8> = args
+            .iter()
+            .flat_map(|a| [a.as_bytes(), b"\0"].concat())
+            .collect();
+        std::fs::read_dir("/proc")
+            .unwrap()
+            .filter_map(|entry| entry.ok()?.file_name().to_str()?.parse::<i32>().ok())
+            .filter(|pid| {
+                std::fs::read(format!("/proc/{pid}/cmdline")).is_ok_and(|c| c == wanted)
+                    && !std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|s| {
+                        s.rsplit(')')
+                            .next()
+                            .is_some_and(|r| r.trim_start().starts_with('Z'))
+                    })
+            })
+            .collect()
+    }
+
+    #[tokio::test]
+    async fn a_contained_programs_daemon_ends_with_it() {
+        // A duration no other test sleeps, to find the daemon by.
+        let daemon = ["sleep", "301.25"];
+        let mut cmd = tokio::process::Command::new("sh");
+        cmd.args([
+            "-c",
+            "setsid sleep 301.25 & echo started; read line; echo got $line",
+        ])
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .kill_on_drop(true);
+        if contain(&mut cmd).is_err() {
+            eprintln!("skipped: no user namespaces here");
+            return;
+        }
+        let mut child = cmd.spawn().unwrap();
+        let mut stdin = child.stdin.take().unwrap();
+        let mut out = tokio::io::BufReader::new(child.stdout.take().unwrap()).lines();
+        assert_eq!(out.next_line().await.unwrap().unwrap(), "started");
+        for _ in 0..100 {
+            if !pids_of(&daemon).is_empty() {
+                break;
+            }
+            tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+        }
+        assert_eq!(pids_of(&daemon).len(), 1, "the daemon runs");
+        stdin.write_all(b"hello\n").await.unwrap();
+        assert_eq!(out.next_line().await.unwrap().unwrap(), "got hello");
+        let status = child.wait().await.unwrap();
+        assert!(status.success(), "{status:?}");
+        for _ in 0..100 {
+            if pids_of(&daemon).is_empty() {
+                return;
+            }
+            tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+        }
+        panic!(
+            "the setsid daemon outlived its program: {:?}",
+            pids_of(&daemon)
+        );
+    }
+}
