@@ -58,15 +58,25 @@ pub async fn run(args: FeedbackArgs) -> anyhow::Result<()> {
     let bundle = keel_extensions::feedback::collect(&store, &id, &sessions)
         .await
         .map_err(|e| crate::errors::RunFailed(format!("{e} ({})", e.code())))?;
+    // The bundle keeps counts and ids only; what leaves still goes through redaction, so a
+    // secret can never ride out in a name or a code.
+    let secrets = keel_tools::redact::process_secrets();
     if args.preview {
+        let preview = keel_extensions::feedback::preview(&bundle);
         let mut stdout = std::io::stdout().lock();
         stdout
-            .write_all(keel_extensions::feedback::preview(&bundle).as_bytes())
+            .write_all(
+                keel_tools::redact::redact(&preview, &secrets)
+                    .text
+                    .as_bytes(),
+            )
             .and_then(|()| stdout.flush())
             .context("cannot write to standard output")?;
     }
     if let Some(path) = &args.output {
-        let json = serde_json::to_vec_pretty(&bundle)?;
+        let mut value = serde_json::to_value(&bundle)?;
+        keel_tools::redact::redact_json(&mut value, &secrets);
+        let json = serde_json::to_vec_pretty(&value)?;
         write_private(path, &json)
             .with_context(|| format!("cannot write the bundle to {}", path.display()))?;
         eprintln!(

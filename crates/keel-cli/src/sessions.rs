@@ -76,14 +76,17 @@ enum SessionsCommand {
         #[arg(long, value_enum, default_value = "markdown")]
         format: ExportFormat,
     },
-    /// Print the exact request body a stored step sent to the model (rebuilt from the
-    /// session report and the history), byte for byte.
+    /// Print the request body a stored step sent to the model (rebuilt from the session
+    /// report and the history), secrets masked as in `export`.
     ReplayRequest {
         /// Session id or unique prefix.
         id: String,
         /// The step (the session's model request number, from 1); default the last.
         #[arg(long, value_name = "N")]
         step: Option<u64>,
+        /// Print it byte for byte, secrets included (to compare with what a provider got).
+        #[arg(long)]
+        exact: bool,
     },
     /// Compact a session's history into a checkpoint summary (undoable: rewind to the
     /// revision before it). Uses the session's model unless --model says otherwise.
@@ -214,7 +217,7 @@ pub async fn run(args: SessionsArgs) -> anyhow::Result<()> {
             };
             eprintln!("keel: {}", redaction_note(&redaction));
         }
-        SessionsCommand::ReplayRequest { id, step } => {
+        SessionsCommand::ReplayRequest { id, step, exact } => {
             let id = store.resolve_session(&id).await?;
             let dir = keel_runtime::storage::session_dir(store.path(), &id);
             let found = keel_extensions::report::replay::find(&dir, id.as_str(), step)
@@ -226,8 +229,29 @@ pub async fn run(args: SessionsArgs) -> anyhow::Result<()> {
             .into_iter()
             .map(|entry| entry.message)
             .collect();
-            let body =
+            let mut body =
                 keel_extensions::report::replay::rebuild(&found, &history).map_err(replay_error)?;
+            if exact {
+                eprintln!("keel: the request as sent, byte for byte: it may hold secrets");
+            } else {
+                let secrets = redact::process_secrets();
+                let done = match serde_json::from_slice::<serde_json::Value>(&body) {
+                    Ok(mut value) => {
+                        let done = redact::redact_json(&mut value, &secrets);
+                        body = serde_json::to_vec(&value)?;
+                        done
+                    }
+                    Err(_) => {
+                        let done = redact::redact(&String::from_utf8_lossy(&body), &secrets);
+                        body = done.text.clone().into_bytes();
+                        done
+                    }
+                };
+                eprintln!(
+                    "keel: {} (--exact prints it as sent)",
+                    redaction_note(&done)
+                );
+            }
             let mut stdout = std::io::stdout().lock();
             return stdout
                 .write_all(&body)

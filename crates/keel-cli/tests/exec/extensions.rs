@@ -87,10 +87,27 @@ fn a_stored_request_is_rebuilt_byte_for_byte_for_every_step_and_api() {
             let step = (n + 1).to_string();
             let replayed = home
                 .keel()
-                .args(["sessions", "replay-request", &id, "--step", &step])
+                .args([
+                    "sessions",
+                    "replay-request",
+                    &id,
+                    "--step",
+                    &step,
+                    "--exact",
+                ])
                 .output()
                 .unwrap();
             assert!(replayed.status.success(), "{}", stderr(&replayed));
+            // Without --exact the same request, secrets masked (none here).
+            let masked = home
+                .keel()
+                .args(["sessions", "replay-request", &id, "--step", &step])
+                .output()
+                .unwrap();
+            assert_eq!(
+                serde_json::from_slice::<serde_json::Value>(&masked.stdout).unwrap(),
+                serde_json::from_slice::<serde_json::Value>(&request.raw_body).unwrap()
+            );
             assert!(
                 replayed.stdout == request.raw_body,
                 "{api} step {step} differs:\nsent     {}\nreplayed {}",

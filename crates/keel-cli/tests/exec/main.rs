@@ -12,6 +12,7 @@ mod formats;
 mod goals;
 mod logs;
 mod plan;
+mod redaction;
 mod runtime;
 mod sessions;
 mod stored;

@@ -1,20 +1,25 @@
-//! Finding secrets in text and masking them, for exports of stored sessions (and later the
-//! feedback bundle).
+//! Finding secrets in text and masking them, for what leaves a session: exports, the
+//! feedback bundle, the session report, transcript files. Never for stored history or the
+//! model's context, which must stay exact for replay and prompt caching.
 //!
-//! Two sources of secrets: the values of secret environment variables present when the export
-//! runs, matched verbatim, and token-shaped strings matched by prefix and shape (provider keys,
-//! GitHub, GitLab, Slack, npm, PyPI and Hugging Face tokens, AWS key ids, Google API keys,
-//! JWTs, PEM private keys, passwords in URLs). Each becomes `[REDACTED:kind]`.
-//!
-//! Everything here is a pure function of its inputs ([`process_secrets`] reads this process's
-//! environment for callers that want it), so every front end's export shares it. Shapes are matched by hand rather than by regular
-//! expressions, which keeps a regex engine out of the build; a false positive costs a masked
-//! word while a miss leaks a secret, so the shapes lean wide.
+//! Three sources of secrets: the values of secret environment variables present when the
+//! export runs, matched verbatim; token-shaped strings matched by prefix and shape (provider
+//! keys, GitHub, GitLab, Slack, npm, PyPI and Hugging Face tokens, AWS key ids, Google API
+//! keys, JWTs, PEM private keys, passwords in URLs), by hand, in one pass; and the patterns
+//! of a maintained rule set ([`rules`]: gitleaks', carried as data, and keel's own in the
+//! same form), which know assignments (`AWS_SECRET_ACCESS_KEY=…`, `"client_secret": …`,
+//! `password="…"`), headers (`Authorization: Bearer …`) and hundreds of providers' shapes.
+//! Each becomes `[REDACTED:kind]`. A false positive costs a masked word while a miss leaks a
+//! secret, so the shapes lean wide.
 //!
 //! Redaction runs until a round finds nothing, and markers it writes are never matched again,
 //! so masking one secret can never uncover another and redacted text comes back unchanged.
 //! Detection never looks past a marker, and a position right after one counts as the start of
 //! a word, exactly as it would in the next round.
+
+#[doc(hidden)]
+pub mod corpus;
+mod rules;
 
 use std::collections::BTreeMap;
 
@@ -125,6 +130,20 @@ const SHAPES: &[Shape] = &[
     shape(b"pypi-", is_token_char, 16, false, "pypi_token"),
 ];
 
+/// The first two bytes of every prefix (and of `sk-`), as a table: a word that starts with
+/// no such pair is no token, which rules out most words at one look.
+static PREFIX_PAIRS: [bool; 65536] = {
+    let mut table = [false; 65536];
+    let mut i = 0;
+    while i < SHAPES.len() {
+        let prefix = SHAPES[i].prefix;
+        table[(prefix[0] as usize) << 8 | prefix[1] as usize] = true;
+        i += 1;
+    }
+    table[(b's' as usize) << 8 | b'k' as usize] = true;
+    table
+};
+
 /// Longest body of a token matched; longer runs are cut there (no real token is longer).
 const TOKEN_MAX: usize = 16 * 1024;
 
@@ -227,22 +246,45 @@ pub fn redact(text: &str, secrets: &[Secret]) -> Redaction {
         text: text.to_owned(),
         ..Redaction::default()
     };
-    // Each round masks at least one character that was not masked before, so this ends.
-    loop {
-        let before = out.count;
-        for rule in [Rule::UrlPassword, Rule::Tokens] {
-            let found = scan(&out.text, secrets, rule);
-            if !found.is_empty() {
-                out.text = mask(&out.text, &found);
-                for one in &found {
-                    out.add(&one.kind);
-                }
+    if !round(&mut out, secrets) || !out.text.contains(MARKER_PREFIX) {
+        return out;
+    }
+    // Masking can only uncover something on a line that holds a marker (no shape found
+    // after the first round spans lines), so later rounds run on those lines alone, each
+    // until a round finds nothing there.
+    let first = std::mem::take(&mut out.text);
+    let mut text = String::with_capacity(first.len());
+    for line in first.split_inclusive('\n') {
+        if !line.contains(MARKER_PREFIX) {
+            text.push_str(line);
+            continue;
+        }
+        let mut again = Redaction {
+            text: line.to_owned(),
+            ..Redaction::default()
+        };
+        while round(&mut again, secrets) {}
+        text.push_str(&again.text);
+        out.merge_counts(&again);
+    }
+    out.text = text;
+    out
+}
+
+/// One round of every pass over `out.text`; whether it masked anything. Each round masks
+/// at least one character that was not masked before, so rounds end.
+fn round(out: &mut Redaction, secrets: &[Secret]) -> bool {
+    let before = out.count;
+    for rule in [Rule::UrlPassword, Rule::Tokens, Rule::Patterns] {
+        let found = scan(&out.text, secrets, rule);
+        if !found.is_empty() {
+            out.text = mask(&out.text, &found);
+            for one in &found {
+                out.add(&one.kind);
             }
         }
-        if out.count == before {
-            return out;
-        }
     }
+    out.count != before
 }
 
 /// Masks every secret in the strings of a JSON value (object keys are left as they are);
@@ -280,6 +322,7 @@ fn walk(value: &mut serde_json::Value, secrets: &[Secret], total: &mut Redaction
 pub fn find(text: &str, secrets: &[Secret]) -> Vec<Found> {
     let mut all = scan(text, secrets, Rule::UrlPassword);
     all.extend(scan(text, secrets, Rule::Tokens));
+    all.extend(scan(text, secrets, Rule::Patterns));
     all.sort_by_key(|found| found.start);
     all
 }
@@ -298,12 +341,13 @@ fn mask(text: &str, found: &[Found]) -> String {
     out
 }
 
-/// The two passes of a round: URL passwords first, so a token in a URL's user part does not
-/// hide the password after it.
+/// The passes of a round: URL passwords first, so a token in a URL's user part does not
+/// hide the password after it; then the shapes known by hand; then the rule set's patterns.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Rule {
     UrlPassword,
     Tokens,
+    Patterns,
 }
 
 /// Findings of `rule` in the parts of `text` between markers.
@@ -314,6 +358,7 @@ fn scan(text: &str, secrets: &[Secret], rule: Rule) -> Vec<Found> {
         match rule {
             Rule::UrlPassword => url_passwords(segment, start, &mut found),
             Rule::Tokens => tokens(text, segment, start, secrets, &mut found),
+            Rule::Patterns => patterns(text, start, end, &mut found),
         }
     }
     found
@@ -349,6 +394,7 @@ fn marker_len(text: &str, secrets: &[Secret]) -> Option<usize> {
     let close = rest.find(']')?;
     let kind = &rest[..close];
     let known = TOKEN_KINDS.contains(&kind)
+        || rules::kinds().contains(kind)
         || kind
             .strip_prefix("env:")
             .is_some_and(|name| secrets.iter().any(|s| s.name == name));
@@ -439,8 +485,14 @@ fn tokens(text: &str, segment: &[u8], start: usize, secrets: &[Secret], found: &
     // Where the last finding ended: the marker written there will be a word boundary.
     let mut after_finding = start;
     while at < segment.len() {
+        let byte = segment[at];
         let boundary = at == after_finding || !is_word(segment[at - 1]);
-        let secret = if starts[usize::from(segment[at])] {
+        // Inside a word only a private key's dashes or a secret value can start.
+        if !boundary && byte != b'-' && !starts[usize::from(byte)] {
+            at += utf8_width(byte);
+            continue;
+        }
+        let secret = if starts[usize::from(byte)] {
             secret_at(segment, at, secrets)
         } else {
             None
@@ -461,6 +513,27 @@ fn tokens(text: &str, segment: &[u8], start: usize, secrets: &[Secret], found: &
     }
 }
 
+/// The rule set's findings in `text[start..end]`.
+fn patterns(text: &str, start: usize, end: usize, found: &mut Vec<Found>) {
+    let mut hits = Vec::new();
+    rules::find(&text[start..end], start, &mut hits);
+    found.extend(hits.into_iter().map(|(start, end, kind)| Found {
+        start,
+        end,
+        kind: kind.to_owned(),
+    }));
+}
+
+/// The length of the character whose first byte is `lead` (1 for a byte that starts none).
+fn utf8_width(lead: u8) -> usize {
+    match lead {
+        0xF0..=0xF7 => 4,
+        0xE0..=0xEF => 3,
+        0xC0..=0xDF => 2,
+        _ => 1,
+    }
+}
+
 /// A secret environment value starting at `at`.
 fn secret_at(segment: &[u8], at: usize, secrets: &[Secret]) -> Option<(usize, String)> {
     let rest = &segment[at..];
@@ -476,26 +549,32 @@ fn count(bytes: &[u8], max: usize, class: impl Fn(u8) -> bool) -> usize {
 }
 
 fn find_bytes(haystack: &[u8], needle: &[u8]) -> Option<usize> {
-    haystack
-        .windows(needle.len())
-        .position(|window| window == needle)
+    memchr::memmem::find(haystack, needle)
 }
 
 /// A token-shaped secret starting at `at`: its end and kind. `boundary` says whether `at`
 /// starts a word; prefixed tokens must, so `task-…` is not an `sk-` key.
 fn token_at(segment: &[u8], at: usize, boundary: bool) -> Option<(usize, &'static str)> {
     let rest = &segment[at..];
-    if rest.starts_with(b"-----BEGIN") {
+    let first = rest.first().copied()?;
+    if first == b'-' && rest.starts_with(b"-----BEGIN") {
         return private_key(segment, at).map(|end| (end, "private_key"));
     }
     if !boundary {
         return None;
     }
-    if rest.starts_with(b"eyJ") {
-        return jwt(segment, at).map(|end| (end, "jwt"));
+    if first == b'e' && rest.starts_with(b"eyJ") {
+        return jwt(segment, at)
+            .filter(|_| !rules::names_a_fixture(&segment[..at]))
+            .map(|end| (end, "jwt"));
+    }
+    // Most words start with two bytes no prefix does.
+    let second = rest.get(1).copied().unwrap_or(0);
+    if !PREFIX_PAIRS[usize::from(first) << 8 | usize::from(second)] {
+        return None;
     }
     for shape in SHAPES {
-        if !rest.starts_with(shape.prefix) {
+        if shape.prefix[0] != first || !rest.starts_with(shape.prefix) {
             continue;
         }
         let body_at = at + shape.prefix.len();
@@ -506,7 +585,7 @@ fn token_at(segment: &[u8], at: usize, boundary: bool) -> Option<(usize, &'stati
         let body = if shape.exact { shape.least } else { body };
         return Some((body_at + body, shape.kind));
     }
-    if rest.starts_with(b"sk-") {
+    if first == b's' && rest.starts_with(b"sk-") {
         // Any other `sk-` key (OpenAI, DeepSeek, …). A digit in the body tells a random key
         // from a long hyphenated word such as `sk-learn-…`.
         let body_at = at + 3;
@@ -585,5 +664,4 @@ fn is_key_label(label: &[u8]) -> bool {
 }
 
 #[cfg(test)]
-#[path = "redact_tests.rs"]
 mod tests;

@@ -259,3 +259,40 @@ proptest! {
         prop_assert!(done.count >= 1);
     }
 }
+
+#[test]
+fn the_corpus_secrets_are_masked_and_its_lookalikes_survive() {
+    use super::corpus::{LOOKALIKES, SECRETS};
+    for (line, secret) in SECRETS {
+        let done = masked(line);
+        assert!(!done.contains(secret), "{line}\n  became {done}");
+        // Masking leaves what names the secret readable.
+        assert!(done.contains(MARKER_PREFIX), "{done}");
+        assert_eq!(masked(&done), done, "redacting twice changes {done}");
+    }
+    for line in LOOKALIKES {
+        assert_eq!(&masked(line), line);
+    }
+    // All of it at once, as one document (an export, a tool's output).
+    let document: String = SECRETS
+        .iter()
+        .map(|(line, _)| *line)
+        .chain(LOOKALIKES.iter().copied())
+        .collect::<Vec<_>>()
+        .join("\n");
+    let done = masked(&document);
+    for (_, secret) in SECRETS {
+        assert!(!done.contains(secret), "{secret}");
+    }
+    for line in LOOKALIKES {
+        assert!(done.contains(line), "{line}");
+    }
+}
+
+#[test]
+fn a_named_secret_keeps_its_name() {
+    assert_eq!(
+        masked("export OPENAI_API_KEY=Xq9vB2mLk4Rt8Wz1Np6Hs3Dy7Fc5Gj0Ua2Ei"),
+        "export OPENAI_API_KEY=[REDACTED:generic-api-key]"
+    );
+}
