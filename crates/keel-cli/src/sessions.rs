@@ -414,7 +414,9 @@ fn children_of<'a>(
         if records.is_empty() {
             return Ok(Vec::new());
         }
-        let tasks = store.tasks(parent).await?;
+        // A task whose process died without settling it reads as `lost` now, not when its
+        // session is next opened.
+        let tasks = store.tasks_as_they_stand(parent).await?;
         let mut children = Vec::with_capacity(records.len());
         for record in records {
             let task = tasks

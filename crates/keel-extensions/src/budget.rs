@@ -193,8 +193,9 @@ fn archive(
     limits: OutputLimits,
 ) -> std::io::Result<Artifact> {
     let path = dir.join(artifact_name(call));
+    let room = limits.room_in(dir).map_err(std::io::Error::other)?;
     let mut file = keel_tools::output::private_file(&path)?;
-    let cap = usize::try_from(limits.max_artifact).unwrap_or(usize::MAX);
+    let cap = usize::try_from(room).unwrap_or(usize::MAX);
     let saved = cut(text, cap);
     file.write_all(saved.as_bytes())?;
     Ok(Artifact {

@@ -28,6 +28,14 @@ impl Store {
             .await
     }
 
+    /// The tasks `session` started as they stand, for listings: an unended task whose
+    /// process is gone reads as `lost` (nothing is written; see `settle_lost_tasks`).
+    pub async fn tasks_as_they_stand(&self, session: &SessionId) -> Result<Vec<TaskInfo>> {
+        let session = session.clone();
+        self.call(move |conn| sql::list_tasks_as_they_stand(conn, session.as_str()))
+            .await
+    }
+
     /// The task a child session works for, when it is one.
     pub async fn task_of_child(&self, child: &SessionId) -> Result<Option<TaskInfo>> {
         let child = child.clone();

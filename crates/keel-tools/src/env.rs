@@ -213,10 +213,41 @@ pub fn own_uid() -> u32 {
     unsafe { libc::getuid() }
 }
 
-/// A per-user folder for saved command output, so users on one machine never share one.
+/// A per-user folder for saved command output, so users on one machine never share one:
+/// `keel-outputs-UID` in the temp folder when it is this user's private folder (or can be
+/// made one). Another user can make that name first (the temp folder is everyone's), or
+/// make it a link; then keel makes a private folder of its own under a name nobody can
+/// guess, once per process, and checks it as it checks the usual one.
 fn default_output_dir() -> PathBuf {
-    let uid = own_uid();
-    temp_base().join(format!("keel-outputs-{uid}"))
+    static DIR: std::sync::OnceLock<PathBuf> = std::sync::OnceLock::new();
+    DIR.get_or_init(|| {
+        let uid = own_uid();
+        let base = temp_base();
+        let usual = base.join(format!("keel-outputs-{uid}"));
+        let refused = match crate::output::private_folder(&usual) {
+            Ok(_) => return usual,
+            Err(error) => error,
+        };
+        use std::os::unix::fs::PermissionsExt as _;
+        let made = tempfile::Builder::new()
+            .prefix(&format!("keel-outputs-{uid}-"))
+            .permissions(std::fs::Permissions::from_mode(0o700))
+            .tempdir_in(&base)
+            .map(tempfile::TempDir::keep);
+        match made {
+            Ok(own) if crate::output::private_folder(&own).is_ok() => {
+                tracing::warn!(
+                    refused = %refused,
+                    using = %own.display(),
+                    "keel's usual output folder is not its own"
+                );
+                own
+            }
+            // Saving then fails with the reason, naming the usual folder.
+            _ => usual,
+        }
+    })
+    .clone()
 }
 
 /// Where keel makes its temp folders (saved outputs, the session's private `TMPDIR`): the

@@ -20,6 +20,8 @@ pub struct OutputLimits {
     pub tail: usize,
     /// Most of one output kept in its artifact.
     pub max_artifact: u64,
+    /// Most bytes a session's artifacts hold together.
+    pub quota: u64,
 }
 
 impl Default for OutputLimits {
@@ -29,7 +31,34 @@ impl Default for OutputLimits {
             head: 16 * 1024,
             tail: 16 * 1024,
             max_artifact: 1024 * 1024 * 1024,
+            quota: 2 * 1024 * 1024 * 1024,
         }
+    }
+}
+
+impl OutputLimits {
+    /// How much a new artifact in `dir` may keep: the cap on one artifact, or what the
+    /// session's quota leaves, whichever is less; `Err` names the quota when it is spent.
+    pub fn room_in(&self, dir: &Path) -> Result<u64, String> {
+        let used: u64 = std::fs::read_dir(dir)
+            .map(|entries| {
+                entries
+                    .filter_map(Result::ok)
+                    .filter_map(|e| e.metadata().ok())
+                    .filter(std::fs::Metadata::is_file)
+                    .map(|m| m.len())
+                    .sum()
+            })
+            .unwrap_or(0);
+        let left = self.quota.saturating_sub(used);
+        if left == 0 {
+            return Err(format!(
+                "the session's saved outputs reached their quota of {} \
+                 (output_budget.artifacts_quota_mib); nothing more is saved in this session",
+                human_bytes(self.quota)
+            ));
+        }
+        Ok(self.max_artifact.min(left))
     }
 }
 
@@ -59,7 +88,8 @@ impl Artifact {
         );
         if self.saved < self.bytes {
             text.push_str(&format!(
-                " Only its first {} were saved (the artifact size limit); the rest is lost.",
+                " Only its first {} were saved (the size limit of one artifact, or what the \
+                 session's quota had left); the rest is lost.",
                 human_bytes(self.saved)
             ));
         }

@@ -172,3 +172,31 @@ fn goal_flags_are_checked_before_anything_runs() {
     let (_dir, output) = exec_script("[]", &["--goal", "x", "a prompt"]);
     assert_exit(&output, 2);
 }
+
+/// Attack family "unbounded goals": a goal the model sets itself ("say hi" once became 31
+/// turns) stops at the configured limits whatever it asks for, and in `ask` mode it cannot
+/// set one without the user.
+#[test]
+fn a_models_own_goal_stops_at_the_default_turns_and_needs_a_yes_in_ask_mode() {
+    let create = json!({"tool_calls": [{"id": "g", "name": "create_goal", "arguments":
+        {"objective": "say hi", "max_turns": 1000, "token_budget": 100_000_000, "verification": "none"}}]});
+    let mut responses = vec![create.clone()];
+    responses.extend((0..30).map(|n| costly(&format!("hi {n}"), 10)));
+    let (_dir, output) = exec_script(
+        &script(&responses),
+        &["--output-format", "json", "--permission", "auto", "say hi"],
+    );
+    assert_exit(&output, 7);
+    let goal = &result_of(&output)["goal"];
+    assert_eq!(goal["max_turns"], 20);
+    assert_eq!(goal["token_budget"], 500_000);
+    assert_eq!(goal["counters"]["goal_turns"], 20);
+    let (_dir, output) = exec_script(
+        &script(&[create, json!({"text": "no goal then"})]),
+        &["--output-format", "json", "--permission", "ask", "say hi"],
+    );
+    assert_exit(&output, 0);
+    let result = result_of(&output);
+    assert!(result["goal"].is_null(), "{result}");
+    assert_eq!(result["final_text"], "no goal then");
+}

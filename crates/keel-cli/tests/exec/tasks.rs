@@ -301,6 +301,9 @@ fn a_task_killed_with_its_process_is_lost_and_the_resumed_session_is_told_once()
         .as_str()
         .unwrap()
         .to_owned();
+    // Listed before anything reopens the session, the task is not shown running.
+    let list = home.sessions_json(&["list", "--json"]);
+    assert_eq!(list[0]["children"][0]["task"]["status"], "lost", "{list}");
 
     server.push(Response {
         text: Some("The task was lost; I will look myself.".into()),

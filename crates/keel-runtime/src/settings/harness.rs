@@ -46,7 +46,7 @@ fn min_threshold() -> u32 {
     GUARD_MIN_THRESHOLD
 }
 
-/// `output_budget: {inline_kib, head_kib, tail_kib, artifact_max_mib}`.
+/// `output_budget: {inline_kib, head_kib, tail_kib, artifact_max_mib, artifacts_quota_mib}`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct OutputBudgetConfig {
@@ -62,6 +62,10 @@ pub struct OutputBudgetConfig {
     /// Most of one output kept in its artifact (MiB); the receipt says when it was cut.
     #[serde(default = "artifact_max_mib")]
     pub artifact_max_mib: u32,
+    /// Most a session's artifacts hold together (MiB); past it outputs are not saved, and
+    /// the model is told why.
+    #[serde(default = "artifacts_quota_mib")]
+    pub artifacts_quota_mib: u32,
 }
 
 impl Default for OutputBudgetConfig {
@@ -71,6 +75,7 @@ impl Default for OutputBudgetConfig {
             head_kib: preview_kib(),
             tail_kib: preview_kib(),
             artifact_max_mib: artifact_max_mib(),
+            artifacts_quota_mib: artifacts_quota_mib(),
         }
     }
 }
@@ -87,6 +92,10 @@ fn artifact_max_mib() -> u32 {
     1024
 }
 
+fn artifacts_quota_mib() -> u32 {
+    2048
+}
+
 impl OutputBudgetConfig {
     /// The limits in bytes, checked: the preview must fit in the inline size, and none may
     /// be zero.
@@ -101,9 +110,13 @@ impl OutputBudgetConfig {
             head: kib(self.head_kib),
             tail: kib(self.tail_kib),
             max_artifact: u64::from(self.artifact_max_mib).saturating_mul(1024 * 1024),
+            quota: u64::from(self.artifacts_quota_mib).saturating_mul(1024 * 1024),
         };
-        if limits.inline == 0 || limits.max_artifact == 0 {
-            return Err("output_budget: inline_kib and artifact_max_mib must be above 0".into());
+        if limits.inline == 0 || limits.max_artifact == 0 || limits.quota == 0 {
+            return Err(
+                "output_budget: inline_kib, artifact_max_mib and artifacts_quota_mib must be above 0"
+                    .into(),
+            );
         }
         if limits.head.saturating_add(limits.tail) > limits.inline {
             return Err(format!(

@@ -30,8 +30,9 @@ pub(crate) use state::{
 };
 
 pub(crate) use tasks::{
-    consume_tasks, get_task, insert_task, list_tasks, mark_task_delivered, set_task_output,
-    set_task_status, settle_lost_tasks, task_of_child, task_output,
+    consume_tasks, get_task, insert_task, list_tasks, list_tasks_as_they_stand,
+    mark_task_delivered, set_task_output, set_task_status, settle_lost_tasks, task_of_child,
+    task_output,
 };
 
 /// A revision or count as SQLite stores it (saturating: no value here comes near the limit).

@@ -90,6 +90,34 @@ pub(crate) fn list_tasks(conn: &Connection, session: &str) -> Result<Vec<TaskInf
     Ok(rows.collect::<rusqlite::Result<Vec<_>>>()?)
 }
 
+/// The tasks `session` started, oldest first, as they stand: an unended task whose owner
+/// is another process that is gone reads as `lost`. Nothing is written: the record is
+/// settled, and the session told, when a runtime next opens the session.
+pub(crate) fn list_tasks_as_they_stand(conn: &Connection, session: &str) -> Result<Vec<TaskInfo>> {
+    let mut tasks = list_tasks(conn, session)?;
+    let me = ProcessOwner::current();
+    let mut statement = conn.prepare_cached("SELECT owner FROM tasks WHERE id = ?1")?;
+    for task in &mut tasks {
+        if !matches!(
+            task.status,
+            TaskStatus::Queued | TaskStatus::Running | TaskStatus::Stopping
+        ) {
+            continue;
+        }
+        let owner: String = statement.query_row([&task.id], |row| row.get(0))?;
+        let gone = match ProcessOwner::parse(&owner) {
+            Some(owner) if owner == me => false,
+            Some(owner) => !owner.is_alive(),
+            None => true,
+        };
+        if gone {
+            task.status = TaskStatus::Lost;
+            task.error = Some("the process running it stopped before it ended".to_owned());
+        }
+    }
+    Ok(tasks)
+}
+
 /// The task a child session works for, when it is one.
 pub(crate) fn task_of_child(conn: &Connection, child: &str) -> Result<Option<TaskInfo>> {
     Ok(conn

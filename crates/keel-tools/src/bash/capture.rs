@@ -33,6 +33,8 @@ pub(super) struct Collected {
     failed: Option<String>,
     dir: PathBuf,
     limits: OutputLimits,
+    /// Most of the output the artifact keeps: the cap, or what the quota leaves.
+    cap: u64,
     overflowed: bool,
 }
 
@@ -47,6 +49,7 @@ impl Collected {
             file: None,
             failed: None,
             dir,
+            cap: limits.max_artifact,
             limits,
             overflowed: false,
         }
@@ -71,12 +74,18 @@ impl Collected {
             let path = self
                 .dir
                 .join(format!("bash-{}-{stamp}.log", std::process::id()));
-            match private_file(&path) {
-                Ok(file) => {
-                    self.file = Some((path, file));
-                    self.save(&all);
+            match self.limits.room_in(&self.dir) {
+                Ok(cap) => {
+                    self.cap = cap;
+                    match private_file(&path) {
+                        Ok(file) => {
+                            self.file = Some((path, file));
+                            self.save(&all);
+                        }
+                        Err(error) => self.failed = Some(error.to_string()),
+                    }
                 }
-                Err(error) => self.failed = Some(error.to_string()),
+                Err(full) => self.failed = Some(full),
             }
             let split = self.limits.head.min(all.len());
             self.tail.extend(&all[split..]);
@@ -100,8 +109,7 @@ impl Collected {
         if self.cut {
             return;
         }
-        let room = usize::try_from(self.limits.max_artifact.saturating_sub(self.saved))
-            .unwrap_or(usize::MAX);
+        let room = usize::try_from(self.cap.saturating_sub(self.saved)).unwrap_or(usize::MAX);
         let part = bytes.get(..room.min(bytes.len())).unwrap_or(bytes);
         if let Err(error) = file.write_all(part) {
             self.failed = Some(error.to_string());
@@ -111,7 +119,7 @@ impl Collected {
         self.saved += part.len() as u64;
         if part.len() < bytes.len() {
             self.cut = true;
-            let _ = file.write_all(cut_marker(self.limits.max_artifact).as_bytes());
+            let _ = file.write_all(cut_marker(self.cap).as_bytes());
         }
     }
 
@@ -232,5 +240,42 @@ mod tests {
         let saved = std::fs::read(&artifact.path).unwrap();
         assert_eq!(saved.len() as u64, cap + cut_marker(cap).len() as u64);
         assert!(saved.ends_with(cut_marker(cap).as_bytes()));
+    }
+
+    #[test]
+    fn a_sessions_artifacts_stop_at_their_quota_and_say_so() {
+        let dir = private_tempdir();
+        let limits = OutputLimits {
+            inline: 1024,
+            head: 256,
+            tail: 256,
+            max_artifact: 1024 * 1024,
+            quota: 3 * 1024 * 1024 / 2,
+        };
+        let chunk = vec![b'y'; 1024 * 1024];
+        let first = {
+            let mut collected = Collected::new(dir.path().to_path_buf(), limits);
+            collected.push(&chunk);
+            collected.finish().1.unwrap()
+        };
+        assert_eq!(first.saved, 1024 * 1024);
+        // The second keeps only what the quota leaves.
+        let mut collected = Collected::new(dir.path().to_path_buf(), limits);
+        collected.push(&chunk);
+        let (text, second) = collected.finish();
+        assert_eq!(second.unwrap().saved, 512 * 1024);
+        assert!(
+            text.contains("what the session's quota had left"),
+            "{text:.300}"
+        );
+        // The third is not saved at all, and the model is told why.
+        let mut collected = Collected::new(dir.path().to_path_buf(), limits);
+        collected.push(&chunk);
+        let (text, third) = collected.finish();
+        assert!(third.is_none());
+        assert!(
+            text.contains("reached their quota of 1.5 MiB (output_budget.artifacts_quota_mib)"),
+            "{text:.400}"
+        );
     }
 }
