@@ -285,6 +285,7 @@ mod tests {
                 head: 16 * 1024,
                 tail: 16 * 1024,
                 max_artifact: 1024 * 1024 * 1024,
+                quota: 2 * 1024 * 1024 * 1024,
             }
         );
         let too_big = OutputBudgetConfig {
