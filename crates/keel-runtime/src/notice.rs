@@ -167,9 +167,10 @@ fn mcp(kind: &str, details: &Value) -> Option<(Severity, String)> {
             (
                 Severity::Warn,
                 format!(
-                    "MCP: no tool is offered as {}: {} all take that name",
+                    "MCP: no tool is offered as {}: {} {} take that name",
                     text(details, "name"),
-                    tools.join(" and ")
+                    tools.join(" and "),
+                    if tools.len() == 2 { "both" } else { "all" }
                 ),
             )
         }
@@ -261,6 +262,22 @@ mod tests {
 
     use super::*;
     use serde_json::json;
+
+    #[test]
+    fn a_tool_name_clash_names_every_server() {
+        let (tone, text) = describe(
+            "mcp",
+            "tool_clash",
+            &json!({"name": "mcp__a___deploy", "servers": ["a", "a_"], "tools": ["_deploy", "deploy"]}),
+        )
+        .unwrap();
+        assert_eq!(tone, Severity::Warn);
+        assert_eq!(
+            text,
+            "MCP: no tool is offered as mcp__a___deploy: server a's `_deploy` and server a_'s \
+             `deploy` both take that name"
+        );
+    }
 
     #[test]
     fn context_events_read_as_sentences() {
