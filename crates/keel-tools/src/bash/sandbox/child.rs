@@ -593,8 +593,8 @@ fn private_terminals(diag: i32) -> io::Result<()> {
 }
 
 /// The keeper: waits for pid 1 and ends as it ended (the same exit code, or the same
-/// signal). Never returns.
-fn keep(pid: libc::pid_t, alive: i32) -> ! {
+/// signal). Never returns. `alive` is the one descriptor it keeps (`-1`: none).
+pub(super) fn keep(pid: libc::pid_t, alive: i32) -> ! {
     // Output, the exec-error pipe and the diagnostics pipe belong to the command: holding
     // them here would keep keel waiting for an end of output after the command ended. Only
     // the write end of the keeper-alive pipe stays.

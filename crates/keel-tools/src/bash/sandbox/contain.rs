@@ -14,7 +14,7 @@
 
 use std::io;
 
-use super::child::{errno, write_file};
+use super::child::{keep, write_file};
 
 /// Makes `cmd` run contained, or says why this system does not allow it (it then only dies
 /// with keel: what it starts may not).
@@ -63,39 +63,10 @@ fn enter(uid_map: &[u8], gid_map: &[u8]) -> io::Result<()> {
         pid if pid < 0 => Err(io::Error::last_os_error()),
         // Pid 1 of the new namespace: it dies with the waiter, and execs the program.
         0 => die_with_parent(),
-        pid => wait_for(pid),
+        // The waiter holds no descriptor: the program's pipes, and spawn's own error pipe,
+        // close when the program's side does.
+        pid => keep(pid, -1),
     }
-}
-
-/// The waiter: holds no descriptor (so the program's pipes, and spawn's own error pipe,
-/// close when the program's side does), waits for pid 1 and exits as it did.
-fn wait_for(pid: libc::pid_t) -> ! {
-    // SAFETY: closing descriptors this process owns and no longer uses.
-    if unsafe { libc::syscall(libc::SYS_close_range, 0u32, u32::MAX, 0u32) } != 0 {
-        for fd in 0..1024 {
-            // SAFETY: as above; closing a descriptor that is not open is harmless.
-            unsafe { libc::close(fd) };
-        }
-    }
-    let mut status = 0;
-    loop {
-        // SAFETY: waiting for this process's own child.
-        let waited = unsafe { libc::waitpid(pid, &raw mut status, 0) };
-        if waited == pid {
-            break;
-        }
-        if waited < 0 && errno() != libc::EINTR {
-            // SAFETY: ending the process without running anything of the parent's.
-            unsafe { libc::_exit(1) };
-        }
-    }
-    let code = if libc::WIFEXITED(status) {
-        libc::WEXITSTATUS(status)
-    } else {
-        128 + libc::WTERMSIG(status)
-    };
-    // SAFETY: as above.
-    unsafe { libc::_exit(code) }
 }
 
 #[cfg(test)]
