@@ -69,7 +69,7 @@ pub struct Shared {
     found: Arc<Mutex<HashMap<SessionId, BTreeSet<String>>>>,
     /// The disclosure decision last reported per session.
     reported: Mutex<HashMap<SessionId, bool>>,
-    /// Tool names reported as clashing.
+    /// Tool names told as clashing.
     clashes: Mutex<BTreeSet<String>>,
 }
 
@@ -316,6 +316,13 @@ impl Shared {
         if let Some(lease) = self.leased(&scope.turn_id) {
             self.join(&lease, Some(scope));
             for (kind, details) in std::mem::take(&mut *lock(&lease.pending)) {
+                // A clash that stands is found by every lease; it is told once.
+                if kind == "tool_clash" {
+                    let name = details["name"].as_str().unwrap_or_default().to_owned();
+                    if !lock(&self.clashes).insert(name) {
+                        continue;
+                    }
+                }
                 scope.emit(ID, kind, details);
             }
         }
@@ -332,8 +339,8 @@ impl Shared {
     }
 
     /// Which of `tools` are mounted beside `mounted` ([`tool::mount`]), as the turn's
-    /// tools, and the clashes to report: each name once per runtime, so a clash that
-    /// stands is not told again every turn.
+    /// tools, and the clashes to report (each is told once per runtime, when it reaches a
+    /// turn: see `start_turn`).
     fn mount(
         &self,
         tools: Vec<Arc<McpTool>>,
@@ -349,10 +356,8 @@ impl Shared {
             },
             mounted,
         );
-        let mut told = lock(&self.clashes);
         let clashes = clashes
             .into_iter()
-            .filter(|clash| told.insert(clash.name.clone()))
             .inspect(|clash| {
                 tracing::warn!(name = %clash.name, origins = ?clash.origins, "MCP tools clash on a name");
             })

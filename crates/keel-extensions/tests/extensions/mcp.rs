@@ -55,12 +55,12 @@ async fn a_tool_list_changed_mid_turn_reaches_the_next_turn_only() {
             keel_runtime::Reply::Text(text) => text,
             other => panic!("unexpected {other:?}"),
         };
-        if listed.contains("10 tool(s)") {
+        if listed.contains("12 tool(s)") {
             break;
         }
         tokio::time::sleep(std::time::Duration::from_millis(25)).await;
     }
-    assert!(listed.contains("10 tool(s)"), "{listed}");
+    assert!(listed.contains("12 tool(s)"), "{listed}");
     let (second, _) = h.turn(&session, "use the new tool").await;
     let requests = h.requests();
     assert_eq!(requests.len(), 5);

@@ -502,7 +502,8 @@ async fn task_append_steers_a_running_task() {
     let child = router.child(
         "#T",
         vec![
-            ScriptedResponse::text("first look").first_delay(Duration::from_millis(400)),
+            // Long enough for the parent to steer it even on a loaded machine.
+            ScriptedResponse::text("first look").first_delay(Duration::from_millis(2000)),
             ScriptedResponse::text("also checked X"),
         ],
     );
