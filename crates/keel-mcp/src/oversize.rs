@@ -208,6 +208,49 @@ mod tests {
         assert_eq!(id_of(r#"{"id":{"x":1},"result":{}}"#), None);
     }
 
+    /// Any JSON value, strings with quotes, escapes and braces among them.
+    fn json_value() -> impl Strategy<Value = serde_json::Value> {
+        let leaf = prop_oneof![
+            Just(serde_json::Value::Null),
+            any::<bool>().prop_map(serde_json::Value::from),
+            any::<i64>().prop_map(serde_json::Value::from),
+            "[a-z\\\"{}\\[\\],:\\\\ é]{0,12}".prop_map(serde_json::Value::from),
+        ];
+        leaf.prop_recursive(4, 32, 6, |inner| {
+            prop_oneof![
+                proptest::collection::vec(inner.clone(), 0..6).prop_map(serde_json::Value::from),
+                proptest::collection::btree_map("[a-z\"]{1,6}", inner, 0..6)
+                    .prop_map(|m| { serde_json::Value::Object(m.into_iter().collect()) }),
+            ]
+        })
+    }
+
+    use proptest::prelude::*;
+
+    proptest::proptest! {
+        #[test]
+        fn the_id_of_any_response_is_found_in_any_pieces(
+            result in json_value(),
+            id in prop_oneof![
+                any::<u32>().prop_map(serde_json::Value::from),
+                "[a-z0-9-]{1,12}".prop_map(serde_json::Value::from),
+            ],
+            id_last in any::<bool>(),
+            piece in 1usize..40,
+        ) {
+            let text = if id_last {
+                format!("{{\"result\":{result},\"jsonrpc\":\"2.0\",\"id\":{id}}}")
+            } else {
+                format!("{{\"jsonrpc\":\"2.0\",\"id\":{id},\"result\":{result}}}")
+            };
+            let mut scan = IdScan::default();
+            for chunk in text.as_bytes().chunks(piece) {
+                scan.feed(chunk);
+            }
+            proptest::prop_assert_eq!(scan.response_id(), Some(id));
+        }
+    }
+
     #[tokio::test]
     async fn an_over_long_answer_becomes_an_error_for_its_request() {
         use tokio::io::AsyncBufReadExt as _;

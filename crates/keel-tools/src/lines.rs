@@ -101,4 +101,35 @@ mod tests {
             Line::End
         );
     }
+
+    proptest::proptest! {
+        #[test]
+        fn lines_come_back_whole_or_marked_over_in_any_buffer_size(
+            lines in proptest::collection::vec("[a-z ]{0,60}", 0..20),
+            capacity in 1usize..32,
+            max in 1usize..50,
+        ) {
+            let text: String = lines.iter().map(|l| format!("{l}\n")).collect();
+            let rt = tokio::runtime::Builder::new_current_thread().build().unwrap();
+            rt.block_on(async {
+                let mut input = tokio::io::BufReader::with_capacity(capacity, text.as_bytes());
+                for expected in &lines {
+                    let mut line = Vec::new();
+                    let mut seen = 0;
+                    let read = read_bounded(&mut input, &mut line, max, |b| seen += b.len()).await;
+                    let whole = expected.len() + 1;
+                    if whole > max {
+                        assert_eq!(read, Line::Over { total: whole });
+                        assert_eq!(seen, whole);
+                        assert_eq!(line, format!("{expected}\n").as_bytes()[..whole.min(KEPT_OF_OVER_LONG)]);
+                    } else {
+                        assert_eq!(read, Line::Whole);
+                        assert_eq!(line, format!("{expected}\n").into_bytes());
+                    }
+                }
+                let mut rest = Vec::new();
+                assert_eq!(read_bounded(&mut input, &mut rest, max, |_| {}).await, Line::End);
+            });
+        }
+    }
 }
