@@ -184,7 +184,8 @@ pub(crate) async fn connect(
                 server: spec.name.clone(),
                 reason: e.to_string(),
             })?;
-            let transport = StreamableHttpClientTransport::with_client(client, config);
+            let transport =
+                StreamableHttpClientTransport::with_client(crate::http::Bounded(client), config);
             handler
                 .serve(transport)
                 .await

@@ -15,6 +15,7 @@ pub mod content;
 pub mod disclosure;
 mod error;
 pub mod extension;
+mod http;
 pub mod manager;
 mod oversize;
 pub mod prompts;

@@ -51,6 +51,29 @@ fn mcp_processes_an_answer_over_the_limit_is_called_too_large() {
 }
 
 #[test]
+fn mcp_processes_an_http_answer_over_the_limit_is_called_too_large() {
+    let (child, url) = super::servers::http_server(&[]);
+    let _server = super::servers::Kill(child);
+    let world = World::new(&format!("mcp_servers:\n  web:\n    url: {url}\n"));
+    let output = world.exec(
+        r#"[{"tool_calls": [{"id": "h", "name": "mcp__web__huge", "arguments": {"mib": 20}}]},
+            {"tool_calls": [{"id": "e", "name": "mcp__web__echo", "arguments": {"message": "after"}}]},
+            {"text": "done"}]"#,
+        &["--timeout", "60s"],
+        "fetch it all",
+    );
+    assert_ok(&output);
+    let results = results(&output);
+    assert_eq!(results["h"].1, "failed");
+    assert!(
+        results["h"].0.contains("more than the 16 MiB keel reads"),
+        "{:?}",
+        results["h"]
+    );
+    assert_eq!(results["e"].0, "after");
+}
+
+#[test]
 fn mcp_processes_a_servers_daemon_goes_with_keel() {
     let world = World::new(&stdio_config(&[], ""));
     let daemon = ["sleep", "303.75"];

@@ -128,7 +128,7 @@ fn prompts_are_commands_and_mcp_reports_the_servers() {
 }
 
 /// Starts the test server on HTTP; returns the child and its URL.
-fn http_server(args: &[&str]) -> (std::process::Child, String) {
+pub(crate) fn http_server(args: &[&str]) -> (std::process::Child, String) {
     let mut child = std::process::Command::new(mcptest())
         .args(["--http", "127.0.0.1:0"])
         .args(args)
@@ -144,7 +144,7 @@ fn http_server(args: &[&str]) -> (std::process::Child, String) {
     (child, url)
 }
 
-struct Kill(std::process::Child);
+pub(crate) struct Kill(pub(crate) std::process::Child);
 
 impl Drop for Kill {
     fn drop(&mut self) {

@@ -1,0 +1,173 @@
+//! An HTTP server's answers, bounded as a stdio server's are (`oversize`): rmcp's reqwest
+//! client enforces the limits (16 MiB per SSE event or JSON body) but then ends the whole
+//! stream, and the call only learns that the transport closed. This client is rmcp's own
+//! with one change: an answer to a request that is over a limit becomes an error response
+//! to that request, saying it was too large.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use futures::StreamExt as _;
+use reqwest::header::{HeaderName, HeaderValue};
+use rmcp::model::{ClientJsonRpcMessage, ServerJsonRpcMessage};
+use rmcp::transport::streamable_http_client::{
+    SseError, StreamableHttpClient, StreamableHttpError, StreamableHttpPostResponse,
+    StreamableHttpResponseLimits,
+};
+use serde_json::json;
+
+/// rmcp's reqwest client, saying "too large" where it would close the stream.
+#[derive(Clone)]
+pub(crate) struct Bounded(pub(crate) reqwest::Client);
+
+/// The error response that stands in for an answer over `max` bytes.
+fn too_large(id: &serde_json::Value, max: usize) -> serde_json::Value {
+    json!({
+        "jsonrpc": "2.0",
+        "id": id,
+        "error": {"code": -32603, "message": format!(
+            "the server's answer was more than the {} MiB keel reads from a server; ask for \
+             less (a narrower query, a page of the results)",
+            max / (1024 * 1024)
+        )}
+    })
+}
+
+/// Whether `error` is the event-size bound rmcp applies.
+fn over_the_bound(error: &SseError) -> bool {
+    error.to_string().contains("exceeded the maximum size")
+}
+
+impl StreamableHttpClient for Bounded {
+    type Error = reqwest::Error;
+
+    fn post_message(
+        &self,
+        uri: Arc<str>,
+        message: ClientJsonRpcMessage,
+        session_id: Option<Arc<str>>,
+        auth_header: Option<String>,
+        custom_headers: HashMap<HeaderName, HeaderValue>,
+    ) -> impl Future<Output = Result<StreamableHttpPostResponse, StreamableHttpError<Self::Error>>>
+    + Send
+    + '_ {
+        self.post_message_with_response_limits(
+            uri,
+            message,
+            session_id,
+            auth_header,
+            custom_headers,
+            StreamableHttpResponseLimits::default(),
+        )
+    }
+
+    async fn post_message_with_response_limits(
+        &self,
+        uri: Arc<str>,
+        message: ClientJsonRpcMessage,
+        session_id: Option<Arc<str>>,
+        auth_header: Option<String>,
+        custom_headers: HashMap<HeaderName, HeaderValue>,
+        limits: StreamableHttpResponseLimits,
+    ) -> Result<StreamableHttpPostResponse, StreamableHttpError<Self::Error>> {
+        let id = match &message {
+            ClientJsonRpcMessage::Request(request) => serde_json::to_value(&request.id).ok(),
+            _ => None,
+        };
+        let answer = self
+            .0
+            .post_message_with_response_limits(
+                uri,
+                message,
+                session_id,
+                auth_header,
+                custom_headers,
+                limits,
+            )
+            .await;
+        let Some(id) = id else {
+            return answer;
+        };
+        match answer {
+            Err(StreamableHttpError::ResponseBodyTooLarge { max_size }) => {
+                let error: ServerJsonRpcMessage = serde_json::from_value(too_large(&id, max_size))
+                    .map_err(|e| {
+                        StreamableHttpError::UnexpectedServerResponse(e.to_string().into())
+                    })?;
+                Ok(StreamableHttpPostResponse::Json(error, None))
+            }
+            Ok(StreamableHttpPostResponse::Sse(stream, session)) => {
+                let max = limits.max_sse_event_size;
+                let stream = stream
+                    .map(move |event| match event {
+                        Err(error) if over_the_bound(&error) => Ok(sse_stream::Sse {
+                            event: Some("message".into()),
+                            data: Some(too_large(&id, max).to_string()),
+                            id: None,
+                            retry: None,
+                        }),
+                        // rmcp's bounded stream ends after its error, and so after the
+                        // stand-in.
+                        other => other,
+                    })
+                    .boxed();
+                Ok(StreamableHttpPostResponse::Sse(stream, session))
+            }
+            other => other,
+        }
+    }
+
+    fn delete_session(
+        &self,
+        uri: Arc<str>,
+        session_id: Arc<str>,
+        auth_header: Option<String>,
+        custom_headers: HashMap<HeaderName, HeaderValue>,
+    ) -> impl Future<Output = Result<(), StreamableHttpError<Self::Error>>> + Send + '_ {
+        self.0
+            .delete_session(uri, session_id, auth_header, custom_headers)
+    }
+
+    fn get_stream(
+        &self,
+        uri: Arc<str>,
+        session_id: Option<Arc<str>>,
+        last_event_id: Option<String>,
+        auth_header: Option<String>,
+        custom_headers: HashMap<HeaderName, HeaderValue>,
+    ) -> impl Future<
+        Output = Result<
+            futures::stream::BoxStream<'static, Result<sse_stream::Sse, SseError>>,
+            StreamableHttpError<Self::Error>,
+        >,
+    > + Send
+    + '_ {
+        self.0
+            .get_stream(uri, session_id, last_event_id, auth_header, custom_headers)
+    }
+
+    fn get_stream_with_max_sse_event_size(
+        &self,
+        uri: Arc<str>,
+        session_id: Option<Arc<str>>,
+        last_event_id: Option<String>,
+        auth_header: Option<String>,
+        custom_headers: HashMap<HeaderName, HeaderValue>,
+        max_sse_event_size: usize,
+    ) -> impl Future<
+        Output = Result<
+            futures::stream::BoxStream<'static, Result<sse_stream::Sse, SseError>>,
+            StreamableHttpError<Self::Error>,
+        >,
+    > + Send
+    + '_ {
+        self.0.get_stream_with_max_sse_event_size(
+            uri,
+            session_id,
+            last_event_id,
+            auth_header,
+            custom_headers,
+            max_sse_event_size,
+        )
+    }
+}
