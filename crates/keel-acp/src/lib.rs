@@ -15,6 +15,7 @@
 
 mod commands;
 mod files;
+mod input;
 mod mcp;
 mod modes;
 mod permission;

@@ -72,16 +72,19 @@ enum Target {
     Line,
 }
 
+/// An allowlist; its patterns and stopwords are built when a finding first needs them
+/// (most rules never find anything in a given text).
 struct Allow {
     all: bool,
     target: Target,
-    regexes: Vec<Regex>,
+    data: AllowData,
+    regexes: OnceLock<Vec<Regex>>,
     /// The stopwords, in one automaton (a list holds hundreds).
-    stopwords: Option<AhoCorasick>,
+    stopwords: OnceLock<Option<AhoCorasick>>,
 }
 
 impl Allow {
-    fn of(data: &AllowData) -> Self {
+    fn of(data: AllowData) -> Self {
         Self {
             all: data.condition.as_deref() == Some("AND"),
             target: match data.target.as_deref() {
@@ -89,16 +92,35 @@ impl Allow {
                 Some("line") => Target::Line,
                 _ => Target::Secret,
             },
-            regexes: data.regexes.iter().filter_map(|r| compile(r)).collect(),
-            stopwords: (!data.stopwords.is_empty())
-                .then(|| {
-                    AhoCorasick::builder()
-                        .ascii_case_insensitive(true)
-                        .build(&data.stopwords)
-                        .ok()
-                })
-                .flatten(),
+            data,
+            regexes: OnceLock::new(),
+            stopwords: OnceLock::new(),
         }
+    }
+
+    fn regexes(&self) -> &[Regex] {
+        self.regexes.get_or_init(|| {
+            self.data
+                .regexes
+                .iter()
+                .filter_map(|r| compile(r))
+                .collect()
+        })
+    }
+
+    fn stopwords(&self) -> Option<&AhoCorasick> {
+        self.stopwords
+            .get_or_init(|| {
+                (!self.data.stopwords.is_empty())
+                    .then(|| {
+                        AhoCorasick::builder()
+                            .ascii_case_insensitive(true)
+                            .build(&self.data.stopwords)
+                            .ok()
+                    })
+                    .flatten()
+            })
+            .as_ref()
     }
 
     /// Whether this allowlist lets the finding through as no secret.
@@ -108,9 +130,12 @@ impl Allow {
             Target::Match => matched,
             Target::Line => line,
         };
-        let by_regex = || self.regexes.iter().any(|r| r.is_match(target.as_bytes()));
-        let by_word = || self.stopwords.as_ref().is_some_and(|w| w.is_match(secret));
-        let (has_regexes, has_words) = (!self.regexes.is_empty(), self.stopwords.is_some());
+        let by_regex = || self.regexes().iter().any(|r| r.is_match(target.as_bytes()));
+        let by_word = || self.stopwords().is_some_and(|w| w.is_match(secret));
+        let (has_regexes, has_words) = (
+            !self.data.regexes.is_empty(),
+            !self.data.stopwords.is_empty(),
+        );
         if self.all {
             (!has_regexes || by_regex()) && (!has_words || by_word()) && (has_regexes || has_words)
         } else {
@@ -178,7 +203,7 @@ static RULES: LazyLock<Rules> = LazyLock::new(|| {
                 continue;
             }
         };
-        global.push(Allow::of(&set.allowlist));
+        global.push(Allow::of(set.allowlist));
         for data in set.rules {
             let index = rules.len();
             if data.keywords.is_empty() {
@@ -200,7 +225,7 @@ static RULES: LazyLock<Rules> = LazyLock::new(|| {
                 regex: OnceLock::new(),
                 secret_group: data.secret_group,
                 entropy: data.entropy,
-                allowlists: data.allowlists.iter().map(Allow::of).collect(),
+                allowlists: data.allowlists.into_iter().map(Allow::of).collect(),
             });
         }
     }
