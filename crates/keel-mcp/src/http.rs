@@ -33,7 +33,8 @@ fn too_large(id: &serde_json::Value, max: usize) -> serde_json::Value {
     })
 }
 
-/// Whether `error` is the event-size bound rmcp applies.
+/// Whether `error` is the event-size bound rmcp applies (its error type is private to rmcp,
+/// so only its message tells).
 fn over_the_bound(error: &SseError) -> bool {
     error.to_string().contains("exceeded the maximum size")
 }
