@@ -22,7 +22,7 @@ use agent_client_protocol::v1::schema::{
 use agent_client_protocol::v1::{ConnectionTo, Responder};
 use agent_client_protocol::{Agent, ByteStreams, Client, Error, ErrorCode};
 use keel_protocol::{Message, Op, SessionId, SessionTarget, Usage};
-use keel_runtime::{ConversationContract, Reply, Runtime, RuntimeError};
+use keel_runtime::{ConversationContract, Reply, Runtime};
 use keel_store::{SessionRecord, Store};
 use tokio_util::compat::{TokioAsyncReadCompatExt as _, TokioAsyncWriteCompatExt as _};
 
@@ -208,34 +208,6 @@ impl Server {
         Ok((session, record))
     }
 
-    /// Checks that `id` names exactly one stored session (no prefix stands for an id here,
-    /// unlike at keel's command line) and that it belongs to `cwd`: a session opened under
-    /// another folder would run with that folder's settings, trust and files.
-    async fn check_stored(&self, cwd: &Path, id: &str) -> Result<(), Error> {
-        check_cwd(cwd)?;
-        let record = match self.store().await?.session(&SessionId::from(id)).await {
-            Ok(record) => record,
-            Err(keel_store::StoreError::NotFound { .. }) => {
-                return Err(Error::new(
-                    ErrorCode::RESOURCE_NOT_FOUND,
-                    format!("no session has the id {id}"),
-                ));
-            }
-            Err(error) => return Err(rpc_error(&RuntimeError::Store(error))),
-        };
-        let same = |a: &Path, b: &Path| {
-            a == b || matches!((a.canonicalize(), b.canonicalize()), (Ok(a), Ok(b)) if a == b)
-        };
-        if !same(Path::new(&record.cwd), cwd) {
-            return Err(invalid(format!(
-                "session {id} belongs to {}, not {}: open it with that folder as its cwd",
-                record.cwd,
-                cwd.display()
-            )));
-        }
-        Ok(())
-    }
-
     /// Opens a stored session for `session/load` (its history replayed first) or
     /// `session/resume`, with the editor's MCP servers.
     async fn reopen(
@@ -247,9 +219,10 @@ impl Server {
         connection: &ConnectionTo<Client>,
     ) -> Result<Arc<Session>, Error> {
         let servers = mcp::attach_value(mcp_servers).map_err(|e| invalid(e.to_string()))?;
-        self.check_stored(cwd, id).await?;
         let was_open = self.session(id).is_ok();
-        let target = SessionTarget::Id { id: id.to_owned() };
+        // Exactly this id, and only under `cwd`: an editor never reaches another project's
+        // session by a prefix or a folder it names.
+        let target = SessionTarget::Exact { id: id.to_owned() };
         let (session, record) = self.open(cwd, target, connection).await?;
         if let Err(error) = attach(&session, servers).await {
             if !was_open {
@@ -574,9 +547,7 @@ fn connection(
                                   responder,
                                   cx| {
             answer(responder, async move {
-                server
-                    .check_stored(&request.cwd, &request.session_id.0)
-                    .await?;
+                check_cwd(&request.cwd)?;
                 let servers =
                     mcp::attach_value(&request.mcp_servers).map_err(|e| invalid(e.to_string()))?;
                 let folder = server.folder(&request.cwd, &cx).await?;
@@ -596,7 +567,7 @@ fn connection(
                 let (session, record) = server
                     .open(
                         &request.cwd,
-                        SessionTarget::Id {
+                        SessionTarget::Exact {
                             id: record.id.to_string(),
                         },
                         &cx,

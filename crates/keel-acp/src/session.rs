@@ -109,6 +109,7 @@ pub fn rpc_error(error: &RuntimeError) -> Error {
         RuntimeError::Usage(_)
         | RuntimeError::Config(_)
         | RuntimeError::HomeWorkspace(_)
+        | RuntimeError::OtherFolder { .. }
         | RuntimeError::Command { .. }
         | RuntimeError::UnknownCommand(_) => ErrorCode::INVALID_PARAMS,
         RuntimeError::TurnRunning { .. } => ErrorCode::INVALID_REQUEST,

@@ -21,6 +21,12 @@ pub enum SessionTarget {
         /// Id or prefix.
         id: String,
     },
+    /// The session with exactly this id (no prefix), stored under the runtime's working
+    /// folder: what an editor names, which must not reach another project's session.
+    Exact {
+        /// The whole id.
+        id: String,
+    },
     /// The newest session of the runtime's working folder.
     Latest,
 }

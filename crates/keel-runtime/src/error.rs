@@ -110,6 +110,18 @@ pub enum RuntimeError {
          there. Run keel in a project's folder, or pass --allow-home-workspace to work here"
     )]
     HomeWorkspace(String),
+    /// A session named exactly belongs to another working folder.
+    #[error(
+        "session {id} belongs to {folder}, not {here}: open it with that folder as the working folder"
+    )]
+    OtherFolder {
+        /// The session.
+        id: String,
+        /// Its folder.
+        folder: String,
+        /// This runtime's.
+        here: String,
+    },
     /// keel's own fault.
     #[error("internal error: {0}")]
     Internal(String),
@@ -138,6 +150,7 @@ impl RuntimeError {
             Self::UnknownCommand(_) => "unknown_command",
             Self::Command { .. } => "command_failed",
             Self::HomeWorkspace(_) => "home_workspace",
+            Self::OtherFolder { .. } => "session_in_other_folder",
             Self::Internal(_) => "internal_error",
         }
     }

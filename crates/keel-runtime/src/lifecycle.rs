@@ -218,6 +218,7 @@ impl Runtime {
         session: &SessionId,
         revision: Option<u64>,
     ) -> Result<SessionRecord, RuntimeError> {
+        self.in_this_folder(&self.inner.store.session(session).await?)?;
         Ok(self.inner.store.fork(session, revision, None).await?)
     }
 

@@ -557,6 +557,23 @@ impl Runtime {
         Ok(slots.entry(id).or_insert(slot).clone())
     }
 
+    /// Refuses a session stored under another working folder: it would run with this
+    /// folder's settings, trust and files.
+    pub(crate) fn in_this_folder(&self, record: &SessionRecord) -> Result<(), RuntimeError> {
+        let here = &self.inner.settings.cwd;
+        let theirs = std::path::Path::new(&record.cwd);
+        let same = theirs == here
+            || matches!((theirs.canonicalize(), here.canonicalize()), (Ok(a), Ok(b)) if a == b);
+        if same {
+            return Ok(());
+        }
+        Err(RuntimeError::OtherFolder {
+            id: record.id.to_string(),
+            folder: record.cwd.clone(),
+            here: here.display().to_string(),
+        })
+    }
+
     /// Opens a session: a new one, one by id or prefix, or the newest of the working folder.
     /// Opening reads; a resumed session's interrupted tool calls are closed at its first turn,
     /// once this process owns it, so another process's running turn is never touched.
@@ -578,6 +595,11 @@ impl Runtime {
             SessionTarget::Id { id } => {
                 let id = store.resolve_session(&id).await?;
                 (store.session(&id).await?, SessionStart::Resumed)
+            }
+            SessionTarget::Exact { id } => {
+                let record = store.session(&SessionId::from(id.as_str())).await?;
+                self.in_this_folder(&record)?;
+                (record, SessionStart::Resumed)
             }
             // A task's child session is resumed through its parent, never as "the latest".
             SessionTarget::Latest => match store.latest_session(cwd.clone()).await? {

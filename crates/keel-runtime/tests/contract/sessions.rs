@@ -387,3 +387,54 @@ async fn a_panicking_turn_handler_fails_only_its_turn_and_the_session_goes_on() 
     assert_eq!(second.outcome, TurnOutcome::Completed);
     assert_eq!(second.final_text(), "second try works");
 }
+
+/// What an editor names is taken exactly: no prefix stands for an id, and a session of
+/// another working folder is neither opened nor forked here.
+#[tokio::test]
+async fn an_exact_target_takes_no_prefix_and_no_other_folders_session() {
+    let provider = Arc::new(ScriptedProvider::with_responses([]));
+    let h = Harness::start(Setup::scripted(&provider)).await;
+    let open = |target: SessionTarget| h.runtime.call(Op::OpenSession { target });
+    let here = match open(SessionTarget::New { title: None }).await.unwrap() {
+        Reply::Opened(opened) => opened.record,
+        other => panic!("{other:?}"),
+    };
+    h.runtime
+        .call(Op::CloseSession {
+            session_id: here.id.clone(),
+        })
+        .await
+        .unwrap();
+    let exact = |id: &str| SessionTarget::Exact { id: id.to_owned() };
+    assert!(matches!(
+        open(exact(here.id.as_str())).await.unwrap(),
+        Reply::Opened(opened) if opened.record.id == here.id
+    ));
+    let prefix = &here.id.as_str()[..here.id.as_str().len() - 3];
+    assert_eq!(open(exact(prefix)).await.unwrap_err().code(), "not_found");
+    let elsewhere = h
+        .store
+        .create_session(keel_store::NewSession {
+            title: "another project".into(),
+            cwd: "/another/project".into(),
+            model: "m".into(),
+            parent_id: None,
+        })
+        .await
+        .unwrap();
+    let refused = open(exact(elsewhere.id.as_str())).await.unwrap_err();
+    assert_eq!(refused.code(), "session_in_other_folder");
+    assert!(
+        refused.to_string().contains("/another/project"),
+        "{refused}"
+    );
+    let fork = h
+        .runtime
+        .call(Op::ForkSession {
+            session_id: elsewhere.id.clone(),
+            revision: None,
+        })
+        .await
+        .unwrap_err();
+    assert_eq!(fork.code(), "session_in_other_folder");
+}
