@@ -322,6 +322,7 @@ impl Shared {
                     if !lock(&self.clashes).insert(name) {
                         continue;
                     }
+                    tracing::warn!(%details, "MCP tools clash on a name");
                 }
                 scope.emit(ID, kind, details);
             }
@@ -358,9 +359,6 @@ impl Shared {
         );
         let clashes = clashes
             .into_iter()
-            .inspect(|clash| {
-                tracing::warn!(name = %clash.name, origins = ?clash.origins, "MCP tools clash on a name");
-            })
             .map(|clash| ("tool_clash", clash.details()))
             .collect();
         (kept.into_iter().map(|t| t as ToolRef).collect(), clashes)

@@ -7,6 +7,7 @@
 use std::collections::HashMap;
 use std::sync::Arc;
 
+use crate::oversize::too_large;
 use futures::StreamExt as _;
 use reqwest::header::{HeaderName, HeaderValue};
 use rmcp::model::{ClientJsonRpcMessage, ServerJsonRpcMessage};
@@ -14,24 +15,13 @@ use rmcp::transport::streamable_http_client::{
     SseError, StreamableHttpClient, StreamableHttpError, StreamableHttpPostResponse,
     StreamableHttpResponseLimits,
 };
-use serde_json::json;
+
+/// A stream of server-sent events, as rmcp's clients return them.
+type Events = futures::stream::BoxStream<'static, Result<sse_stream::Sse, SseError>>;
 
 /// rmcp's reqwest client, saying "too large" where it would close the stream.
 #[derive(Clone)]
 pub(crate) struct Bounded(pub(crate) reqwest::Client);
-
-/// The error response that stands in for an answer over `max` bytes.
-fn too_large(id: &serde_json::Value, max: usize) -> serde_json::Value {
-    json!({
-        "jsonrpc": "2.0",
-        "id": id,
-        "error": {"code": -32603, "message": format!(
-            "the server's answer was more than the {} MiB keel reads from a server; ask for \
-             less (a narrower query, a page of the results)",
-            max / (1024 * 1024)
-        )}
-    })
-}
 
 /// Whether `error` is the event-size bound rmcp applies (its error type is private to rmcp,
 /// so only its message tells).
@@ -91,8 +81,8 @@ impl StreamableHttpClient for Bounded {
         };
         match answer {
             Err(StreamableHttpError::ResponseBodyTooLarge { max_size }) => {
-                let error: ServerJsonRpcMessage = serde_json::from_value(too_large(&id, max_size))
-                    .map_err(|e| {
+                let error: ServerJsonRpcMessage =
+                    serde_json::from_value(too_large(&id, max_size, None)).map_err(|e| {
                         StreamableHttpError::UnexpectedServerResponse(e.to_string().into())
                     })?;
                 Ok(StreamableHttpPostResponse::Json(error, None))
@@ -103,7 +93,7 @@ impl StreamableHttpClient for Bounded {
                     .map(move |event| match event {
                         Err(error) if over_the_bound(&error) => Ok(sse_stream::Sse {
                             event: Some("message".into()),
-                            data: Some(too_large(&id, max).to_string()),
+                            data: Some(too_large(&id, max, None).to_string()),
                             id: None,
                             retry: None,
                         }),
@@ -136,13 +126,7 @@ impl StreamableHttpClient for Bounded {
         last_event_id: Option<String>,
         auth_header: Option<String>,
         custom_headers: HashMap<HeaderName, HeaderValue>,
-    ) -> impl Future<
-        Output = Result<
-            futures::stream::BoxStream<'static, Result<sse_stream::Sse, SseError>>,
-            StreamableHttpError<Self::Error>,
-        >,
-    > + Send
-    + '_ {
+    ) -> impl Future<Output = Result<Events, StreamableHttpError<Self::Error>>> + Send + '_ {
         self.0
             .get_stream(uri, session_id, last_event_id, auth_header, custom_headers)
     }
@@ -155,13 +139,7 @@ impl StreamableHttpClient for Bounded {
         auth_header: Option<String>,
         custom_headers: HashMap<HeaderName, HeaderValue>,
         max_sse_event_size: usize,
-    ) -> impl Future<
-        Output = Result<
-            futures::stream::BoxStream<'static, Result<sse_stream::Sse, SseError>>,
-            StreamableHttpError<Self::Error>,
-        >,
-    > + Send
-    + '_ {
+    ) -> impl Future<Output = Result<Events, StreamableHttpError<Self::Error>>> + Send + '_ {
         self.0.get_stream_with_max_sse_event_size(
             uri,
             session_id,

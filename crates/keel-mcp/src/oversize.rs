@@ -119,22 +119,26 @@ impl IdScan {
     }
 }
 
-/// The error response that stands in for an answer of `total` bytes.
-fn too_large(id: &serde_json::Value, total: usize) -> String {
-    let message = format!(
-        "the server's answer was {:.1} MiB, more than the {} MiB keel reads from a server; \
-         ask for less (a narrower query, a page of the results)",
-        total as f64 / (1024.0 * 1024.0),
-        MAX_MESSAGE_BYTES / (1024 * 1024)
+/// The error response that stands in for an answer to request `id` over `max` bytes (of
+/// `total`, when known): a stdio line here, an HTTP body or event in `http`.
+pub(crate) fn too_large(
+    id: &serde_json::Value,
+    max: usize,
+    total: Option<usize>,
+) -> serde_json::Value {
+    let size = total.map_or_else(
+        || "more than".to_owned(),
+        |total| format!("{:.1} MiB, more than", total as f64 / (1024.0 * 1024.0)),
     );
-    let mut line = serde_json::json!({
+    serde_json::json!({
         "jsonrpc": "2.0",
         "id": id,
-        "error": {"code": -32603, "message": message}
+        "error": {"code": -32603, "message": format!(
+            "the server's answer was {size} the {} MiB keel reads from a server; ask for less \
+             (a narrower query, a page of the results)",
+            max / (1024 * 1024)
+        )}
     })
-    .to_string();
-    line.push('\n');
-    line
 }
 
 /// Copies `server`'s output to `out` line by line, replacing lines over
@@ -156,7 +160,12 @@ pub(crate) async fn forward(name: String, server: impl AsyncRead + Unpin, mut ou
             Line::Over { total } => {
                 tracing::warn!(server = %name, bytes = total, "a server's message is over the limit");
                 match scan.response_id() {
-                    Some(id) => out.write_all(too_large(&id, total).as_bytes()).await,
+                    Some(id) => {
+                        let mut stand_in =
+                            too_large(&id, MAX_MESSAGE_BYTES, Some(total)).to_string();
+                        stand_in.push('\n');
+                        out.write_all(stand_in.as_bytes()).await
+                    }
                     None => Ok(()),
                 }
             }
