@@ -108,15 +108,6 @@ impl Limits {
         }
     }
 
-    /// These limits, each one not set taken from `defaults`: what the user asked for.
-    pub fn or(self, defaults: Self) -> Self {
-        Self {
-            token_budget: self.token_budget.or(defaults.token_budget),
-            max_turns: self.max_turns.or(defaults.max_turns),
-            max_active_seconds: self.max_active_seconds.or(defaults.max_active_seconds),
-        }
-    }
-
     /// These limits, none above `ceiling`: what the model may ask for, which only tightens
     /// what the user configured.
     pub fn within(self, ceiling: Self) -> Self {
@@ -437,16 +428,10 @@ mod tests {
     }
 
     #[test]
-    fn defaults_fill_what_the_user_left_and_cap_what_the_model_asks() {
+    fn defaults_bound_what_the_model_asks() {
         let defaults = Limits::defaults(&Default::default());
         assert_eq!(defaults.max_turns, Some(20));
         assert_eq!(defaults.token_budget, Some(500_000));
-        let user = Limits {
-            token_budget: Some(2_000_000),
-            ..Limits::default()
-        };
-        assert_eq!(user.or(defaults).token_budget, Some(2_000_000));
-        assert_eq!(user.or(defaults).max_turns, Some(20));
         let model = Limits {
             token_budget: Some(u64::MAX),
             max_turns: Some(3),

@@ -105,17 +105,22 @@ pub(crate) fn list_tasks_as_they_stand(conn: &Connection, session: &str) -> Resu
             continue;
         }
         let owner: String = statement.query_row([&task.id], |row| row.get(0))?;
-        let gone = match ProcessOwner::parse(&owner) {
-            Some(owner) if owner == me => false,
-            Some(owner) => !owner.is_alive(),
-            None => true,
-        };
-        if gone {
+        if owner_gone(&owner, &me, || true) {
             task.status = TaskStatus::Lost;
             task.error = Some("the process running it stopped before it ended".to_owned());
         }
     }
     Ok(tasks)
+}
+
+/// Whether the process recorded as a task's `owner` no longer runs it: another process
+/// that is gone, or this one (`me`) when `runs_here` says it does not.
+fn owner_gone(owner: &str, me: &ProcessOwner, runs_here: impl FnOnce() -> bool) -> bool {
+    match ProcessOwner::parse(owner) {
+        Some(owner) if owner == *me => !runs_here(),
+        Some(owner) => !owner.is_alive(),
+        None => true,
+    }
 }
 
 /// The task a child session works for, when it is one.
@@ -245,12 +250,7 @@ pub(crate) fn settle_lost_tasks(
     let now = now_ms();
     let mut lost = Vec::new();
     for (id, owner) in open {
-        let gone = match ProcessOwner::parse(&owner) {
-            Some(owner) if owner == me => !live.contains(&id),
-            Some(owner) => !owner.is_alive(),
-            None => true,
-        };
-        if gone {
+        if owner_gone(&owner, &me, || live.contains(&id)) {
             tx.prepare_cached(
                 "UPDATE tasks SET status = 'lost', ended_ms = ?2, \
                  error = 'the process running it stopped before it ended' WHERE id = ?1",
