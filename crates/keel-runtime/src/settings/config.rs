@@ -675,6 +675,45 @@ mod tests {
     }
 
     #[test]
+    fn an_untrusted_project_cannot_loosen_the_bounds() {
+        // A cloned repository could otherwise let a goal run for ever, a session fill the
+        // disk with outputs, or an editor send lines of any size.
+        let dir = tempfile::tempdir().unwrap();
+        let project = file(
+            dir.path(),
+            "project.yaml",
+            concat!(
+                "goals: {max_turns: 100000, max_tokens: 1000000000}\n",
+                "output_budget: {artifacts_quota_mib: 1000000}\n",
+                "acp: {max_line_mib: 1024, max_attachments_mib: 1024}\n",
+            ),
+        );
+        let untrusted = ConfigFile {
+            path: project.clone(),
+            trusted: false,
+        };
+        let loaded = load(&[untrusted], &[]).unwrap();
+        assert_eq!(
+            loaded.config.goals,
+            super::super::extend::GoalsConfig::default()
+        );
+        assert_eq!(
+            loaded.config.acp,
+            super::super::extend::AcpConfig::default()
+        );
+        assert_eq!(
+            loaded.config.output_budget,
+            super::super::OutputBudgetConfig::default()
+        );
+        let ignored = loaded.ignored.join("\n");
+        for key in ["goals", "output_budget", "acp"] {
+            assert!(ignored.contains(key), "{key}: {ignored}");
+        }
+        let trusted = load(&[ConfigFile::trusted(project)], &[]).unwrap();
+        assert_eq!(trusted.config.goals.max_turns, 100_000);
+    }
+
+    #[test]
     fn an_untrusted_project_cannot_change_context_management() {
         // A project could otherwise drop the user's own messages from compactions or
         // switch archiving off to flood the window.
