@@ -29,6 +29,12 @@ pub const GOAL_BLOCKED: &str = "goal_blocked";
 /// Error code of a run whose active goal got no next turn.
 pub const GOAL_STALLED: &str = "goal_stalled";
 
+/// Whether a run's error `code` says its goal used up a limit: every goal has limits, so
+/// a long one ends so after a turn that completed, whose answer the run still prints.
+pub fn ran_out(code: &str) -> bool {
+    code == GOAL_BUDGET_LIMITED
+}
+
 /// The goal's status in `details`.
 fn status_of(goal: Option<&Value>) -> &str {
     goal.and_then(|g| g["status"].as_str()).unwrap_or_default()

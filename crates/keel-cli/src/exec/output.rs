@@ -122,6 +122,9 @@ pub struct ExecSink {
     state: Mutex<Emitter>,
     /// The session's permission mode as the run last heard of it (a command may change it).
     mode: Mutex<Option<String>>,
+    /// The goal's banner as text last printed it: a goal is announced at each turn's start
+    /// and end, and an unchanged line is not printed twice.
+    banner: Mutex<Option<String>>,
 }
 
 impl ExecSink {
@@ -141,6 +144,7 @@ impl ExecSink {
             state: Mutex::new(Emitter::default()),
             ids,
             mode: Mutex::new(None),
+            banner: Mutex::new(None),
             opening: Opening {
                 model: model.to_owned(),
                 cwd: cwd.to_path_buf(),
@@ -274,7 +278,14 @@ impl ExecSink {
                         error.message
                     );
                 }
-                if result.status == ExecStatus::Succeeded && !result.final_text.is_empty() {
+                // A goal that used up a limit ended after a turn that completed: its answer
+                // is the run's.
+                let answered = result.status == ExecStatus::Succeeded
+                    || result
+                        .error
+                        .as_ref()
+                        .is_some_and(|e| super::goal::ran_out(&e.code));
+                if answered && !result.final_text.is_empty() {
                     let text = result.final_text.trim_end_matches('\n');
                     out.write_line(&self.stop, format!("{text}\n").as_bytes());
                 }
@@ -381,7 +392,11 @@ impl SessionSink for ExecSink {
             ) => match details.get("banner").and_then(Value::as_str) {
                 // A goal's change reads as its banner line.
                 Some(banner) if extension == keel_extensions::goals::GOALS => {
-                    eprintln!("[{banner}]");
+                    let mut last = self.banner.lock().unwrap_or_else(PoisonError::into_inner);
+                    if last.as_deref() != Some(banner) {
+                        eprintln!("[{banner}]");
+                        *last = Some(banner.to_owned());
+                    }
                 }
                 _ => eprintln!("[{extension}: {kind} {details}]"),
             },

@@ -200,3 +200,21 @@ fn a_models_own_goal_stops_at_the_default_turns_and_needs_a_yes_in_ask_mode() {
     assert!(result["goal"].is_null(), "{result}");
     assert_eq!(result["final_text"], "no goal then");
 }
+
+#[test]
+fn text_shows_each_goal_line_once_and_the_last_answer_when_a_limit_ends_the_goal() {
+    let responses = [costly("one", 10), costly("two", 10), costly("three", 10)];
+    let (_dir, output) = exec_script(
+        &script(&responses),
+        &["--goal", "count", "--goal-turns", "2"],
+    );
+    assert_exit(&output, 7);
+    assert_eq!(String::from_utf8_lossy(&output.stdout), "two\n");
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    let banners: Vec<&str> = stderr.lines().filter(|l| l.starts_with("[goal ")).collect();
+    let mut unique = banners.clone();
+    unique.dedup();
+    assert_eq!(banners, unique, "{stderr}");
+    assert!(stderr.contains("turn 2/2"), "{stderr}");
+    assert!(stderr.contains("goal_budget_limited"), "{stderr}");
+}
