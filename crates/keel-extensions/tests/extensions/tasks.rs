@@ -5,6 +5,7 @@
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use futures::StreamExt;
 use keel_llm::scripted::{ScriptedProvider, ScriptedResponse};
 use keel_llm::{EventStream, LlmRequest, StreamFn};
 use keel_protocol::{Message, Op, SessionId, TaskInfo, TaskStatus};
@@ -25,6 +26,8 @@ struct Router {
     children: Mutex<Vec<(String, ScriptedProvider)>>,
     spare: ScriptedProvider,
     react: Mutex<Option<React>>,
+    /// When set, a child's first answer waits for this, so a test can act while it runs.
+    hold: Mutex<Option<Arc<tokio::sync::Notify>>>,
 }
 
 impl Router {
@@ -64,7 +67,16 @@ impl StreamFn for Router {
             .find(|(tag, _)| text.contains(tag.as_str()))
             .map(|(_, provider)| provider.clone());
         match child {
-            Some(provider) => provider.stream(request, cancel),
+            Some(provider) => match self.hold.lock().unwrap().take() {
+                Some(hold) => Box::pin(
+                    futures::stream::once(async move {
+                        hold.notified().await;
+                        provider.stream(request, cancel)
+                    })
+                    .flatten(),
+                ),
+                None => provider.stream(request, cancel),
+            },
             None if self.parent.remaining() > 0 => self.parent.stream(request, cancel),
             None => {
                 self.spare.push(ScriptedResponse::text("noted"));
@@ -502,14 +514,22 @@ async fn task_append_steers_a_running_task() {
     let child = router.child(
         "#T",
         vec![
-            // Long enough for the parent to steer it even on a loaded machine.
-            ScriptedResponse::text("first look").first_delay(Duration::from_millis(2000)),
+            // Held until the parent's append is accepted, so the steer always lands mid-task.
+            ScriptedResponse::text("first look"),
             ScriptedResponse::text("also checked X"),
         ],
     );
     router.parent.push(task_call("t1", "explore", "#T", true));
+    let hold = Arc::new(tokio::sync::Notify::new());
+    *router.hold.lock().unwrap() = Some(hold.clone());
     let mut step = 0;
     *router.react.lock().unwrap() = Some(Box::new(move |request: &LlmRequest| {
+        let appended = request.messages.iter().any(|m| {
+            matches!(m.as_ref(), Message::ToolResult(result) if result.tool_name == "task_append")
+        });
+        if appended {
+            hold.notify_one();
+        }
         let started = request.messages.iter().find_map(|m| match m.as_ref() {
             Message::ToolResult(result) if result.tool_name == "task" => Some(text_of(m)),
             _ => None,
