@@ -180,6 +180,9 @@ pub enum Op {
         kind: InputKind,
         /// The input.
         text: String,
+        /// Who sends it; a turn started from the queue is started by its first input's sender.
+        #[serde(default, skip_serializing_if = "TurnSource::is_api")]
+        source: TurnSource,
     },
     /// Changes a waiting input's text.
     EditQueued {
@@ -304,6 +307,7 @@ mod tests {
             session_id: "s-1".into(),
             kind: InputKind::FollowUp,
             text: "then this".into(),
+            source: TurnSource::Api,
         };
         let value = serde_json::to_value(&op).unwrap();
         assert_eq!(

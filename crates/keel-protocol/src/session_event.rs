@@ -130,6 +130,18 @@ pub enum SessionEventBody {
         /// The task as it is now.
         task: crate::TaskInfo,
     },
+    /// The session came to rest: no turn runs or is about to start, no task of it runs, and
+    /// nothing it is owed (a task's notice, a goal's next turn) is still on its way. Nothing
+    /// happens in it until someone sends input. Background shell commands do not count.
+    Quiescent {
+        /// Inputs left waiting that no turn will take on its own (after a turn that did not
+        /// complete); `Dispatch` starts one.
+        queued: usize,
+        /// Background shell commands of the session still running: they do not keep it
+        /// busy, and end when keel does.
+        #[serde(default)]
+        background_commands: usize,
+    },
     /// The session's title, model or permission mode changed.
     SessionUpdated {
         /// The title.
@@ -236,4 +248,7 @@ pub struct QueueEntry {
     pub text: String,
     /// When it was queued, ms since the epoch.
     pub created_ms: i64,
+    /// Who queued it (a goal's continuation is `thread-goal`).
+    #[serde(default, skip_serializing_if = "TurnSource::is_api")]
+    pub source: TurnSource,
 }

@@ -17,6 +17,11 @@ pub enum TurnSource {
 }
 
 impl TurnSource {
+    /// Whether a front end or API caller started it (the default).
+    pub fn is_api(&self) -> bool {
+        *self == Self::Api
+    }
+
     /// The stable text form: `api`, `cron`, `thread-goal`, `channel:NAME`.
     pub fn as_text(&self) -> String {
         match self {

@@ -163,8 +163,9 @@ impl ConversationContract for Runtime {
                 session_id,
                 kind,
                 text,
+                source,
             } => {
-                let (entry, turn) = self.enqueue(&session_id, kind, &text).await?;
+                let (entry, turn) = self.enqueue(&session_id, kind, &text, source).await?;
                 Reply::Queued { entry, turn }
             }
             Op::EditQueued {

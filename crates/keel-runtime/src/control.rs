@@ -2,16 +2,12 @@
 //! starts and held weakly, so an extension that keeps it never keeps the runtime alive.
 
 use std::sync::{Arc, OnceLock, Weak};
-use std::time::Duration;
 
-use keel_protocol::{Op, SessionId, TurnSource};
+use keel_protocol::{Op, SessionId};
 
 use crate::contract::{ConversationContract, Reply};
 use crate::error::RuntimeError;
 use crate::runtime::{Inner, Runtime};
-
-/// How often a continuation tries again when another turn took the session first.
-const IDLE_TRIES: u32 = 20;
 
 /// A handle on the running runtime for extensions (a goal's next turn, a task's child
 /// session). Cheap to clone; calls before the runtime starts or after it is gone fail with
@@ -49,46 +45,6 @@ impl HostControl {
     /// Performs one operation of the conversation contract, as a front end would.
     pub async fn call(&self, op: Op) -> Result<Reply, RuntimeError> {
         self.live()?.call(op).await
-    }
-
-    /// Starts a turn of `session` with `text` once its running turn (if any) has ended,
-    /// in the background; a turn someone else starts first is waited out too. Gives up
-    /// when the session is closed or after a few lost races.
-    pub fn submit_when_idle(&self, session: SessionId, text: String, source: TurnSource) {
-        let control = self.clone();
-        tokio::spawn(async move {
-            for _ in 0..IDLE_TRIES {
-                let Some(runtime) = control.runtime() else {
-                    return;
-                };
-                let Ok(slot) = runtime.slot(&session) else {
-                    return;
-                };
-                if let Some(turn) = slot.running() {
-                    turn.ended().await;
-                }
-                drop(slot);
-                let op = Op::Submit {
-                    session_id: session.clone(),
-                    text: text.clone(),
-                    images: Vec::new(),
-                    source: source.clone(),
-                    output_schema: None,
-                    time_budget_ms: None,
-                };
-                match runtime.call(op).await {
-                    Err(RuntimeError::TurnRunning { .. }) => {
-                        tokio::time::sleep(Duration::from_millis(20)).await;
-                    }
-                    Err(error) => {
-                        tracing::warn!(%session, %error, "cannot start the continuation turn");
-                        return;
-                    }
-                    Ok(_) => return,
-                }
-            }
-            tracing::warn!(%session, "gave up starting the continuation turn: the session stays busy");
-        });
     }
 
     /// Whether `session` is open here with a turn running (or being admitted).

@@ -23,6 +23,7 @@ mod lifecycle;
 pub mod notice;
 mod permission;
 mod queue;
+mod quiet;
 mod runtime;
 pub mod sessions;
 pub mod settings;

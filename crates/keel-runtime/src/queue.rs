@@ -3,7 +3,9 @@
 //! it is claimed. The store keeps the queue (claim-then-acknowledge, DESIGN §13); the slot
 //! keeps the last read copy so polling for steering costs nothing when none waits.
 
-use keel_protocol::{InputKind, Message, QueueEntry, SessionEventBody, SessionId, UserMessage};
+use keel_protocol::{
+    InputKind, Message, QueueEntry, SessionEventBody, SessionId, TurnSource, UserMessage,
+};
 use keel_store::{QueuedInput, Store};
 use serde_json::json;
 
@@ -21,6 +23,16 @@ fn text_of(input: &QueuedInput) -> String {
         .to_owned()
 }
 
+/// Who queued a stored input (front ends and API callers store no sender).
+fn source_of(input: &QueuedInput) -> TurnSource {
+    input
+        .payload
+        .get("source")
+        .and_then(serde_json::Value::as_str)
+        .and_then(TurnSource::parse)
+        .unwrap_or_default()
+}
+
 /// The queue entry front ends see for a stored input.
 pub(crate) fn entry_of(input: &QueuedInput) -> QueueEntry {
     QueueEntry {
@@ -28,6 +40,7 @@ pub(crate) fn entry_of(input: &QueuedInput) -> QueueEntry {
         kind: input.kind,
         text: text_of(input),
         created_ms: input.created_ms,
+        source: source_of(input),
     }
 }
 
@@ -64,8 +77,12 @@ pub(crate) async fn refresh(slot: &Slot, store: &Store) {
     }
 }
 
-fn payload(text: &str) -> serde_json::Value {
-    json!({ "text": text })
+fn payload(text: &str, source: &TurnSource) -> serde_json::Value {
+    if source.is_api() {
+        json!({ "text": text })
+    } else {
+        json!({ "text": text, "source": source.as_text() })
+    }
 }
 
 fn check_text(text: &str) -> Result<(), RuntimeError> {
@@ -82,21 +99,19 @@ impl Runtime {
         session: &SessionId,
         kind: InputKind,
         text: &str,
+        source: TurnSource,
     ) -> Result<(QueueEntry, Option<TurnHandle>), RuntimeError> {
         check_text(text)?;
         let slot = self.slot_or_open(session).await?;
         let store = &self.inner.store;
-        let input = store.enqueue_input(session, kind, payload(text)).await?;
+        let input = store
+            .enqueue_input(session, kind, payload(text, &source))
+            .await?;
         refresh(&slot, store).await;
         let idle = matches!(slot.lock().admission, Admission::Idle);
         let turn = if idle {
             match self
-                .start_turn(
-                    slot.clone(),
-                    Start::Queue,
-                    keel_protocol::TurnSource::Api,
-                    TurnOptions::default(),
-                )
+                .start_turn(slot.clone(), Start::Queue, source, TurnOptions::default())
                 .await
             {
                 Ok(handle) => Some(handle),
@@ -127,7 +142,7 @@ impl Runtime {
         let edited = self
             .inner
             .store
-            .edit_input(session, input, payload(text))
+            .edit_input(session, input, payload(text, &TurnSource::Api))
             .await?;
         self.after_queue_change(session).await;
         Ok(entry_of(&edited))

@@ -324,6 +324,9 @@ pub(crate) struct SlotState {
     pub(crate) thinking: Option<keel_llm::ThinkingLevel>,
     /// Whether the session has started tasks (its turns then remind it of unread results).
     pub(crate) tasks_seen: bool,
+    /// Turns the runtime decided to start that are not admitted yet (a follow-up from the
+    /// queue): the session is not at rest while any is on its way.
+    pub(crate) starting: u32,
 }
 
 /// An open session.
@@ -332,6 +335,9 @@ pub(crate) struct Slot {
     pub(crate) hub: Arc<Hub>,
     /// A task's child session: its role's ceiling on tools and sandbox.
     pub(crate) profile: Option<Arc<crate::tasks::TaskProfile>>,
+    /// Bumped when a decided start is admitted or given up, and when the session comes to
+    /// rest, for waiters inside the runtime (see `quiet`).
+    pub(crate) activity: tokio::sync::watch::Sender<u64>,
     state: Mutex<SlotState>,
 }
 
@@ -350,6 +356,7 @@ impl Slot {
             hub: Hub::new(id.clone()),
             id,
             profile,
+            activity: tokio::sync::watch::channel(0).0,
             state: Mutex::new(SlotState {
                 record,
                 model,
@@ -361,6 +368,7 @@ impl Slot {
                 queue: Vec::new(),
                 thinking,
                 tasks_seen: false,
+                starting: 0,
             }),
         })
     }
@@ -384,11 +392,6 @@ impl Slot {
     /// Whether no turn runs or is being admitted.
     pub(crate) fn is_idle(&self) -> bool {
         matches!(self.lock().admission, Admission::Idle)
-    }
-
-    /// Whether any input is waiting (read without touching the store).
-    pub(crate) fn queue_waiting(&self) -> bool {
-        !self.lock().queue.is_empty()
     }
 
     /// Whether steering is waiting (read without touching the store).

@@ -110,6 +110,36 @@ pub struct ToolEnv {
     /// MCP server's program): control files while that trust stands
     /// ([`crate::protect::trusted`]).
     pub trusted_code: Vec<crate::protect::TrustedPath>,
+    /// How many background commands started in this environment still run.
+    pub background: BackgroundCount,
+}
+
+/// A count of running background commands, shared by the tool and whoever reports on the
+/// session (they do not keep it busy, but end with it).
+#[derive(Debug, Clone, Default)]
+pub struct BackgroundCount(std::sync::Arc<std::sync::atomic::AtomicUsize>);
+
+impl BackgroundCount {
+    /// How many run now.
+    pub fn running(&self) -> usize {
+        self.0.load(std::sync::atomic::Ordering::SeqCst)
+    }
+
+    /// Counts one from now until the returned guard is dropped.
+    pub fn hold(&self) -> BackgroundHeld {
+        self.0.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        BackgroundHeld(self.0.clone())
+    }
+}
+
+/// One running background command, counted while held.
+#[derive(Debug)]
+pub struct BackgroundHeld(std::sync::Arc<std::sync::atomic::AtomicUsize>);
+
+impl Drop for BackgroundHeld {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, std::sync::atomic::Ordering::SeqCst);
+    }
 }
 
 impl ToolEnv {
@@ -138,6 +168,7 @@ impl ToolEnv {
             terminal: None,
             plan_file: None,
             trusted_code: Vec::new(),
+            background: BackgroundCount::default(),
         }
     }
 

@@ -1,24 +1,16 @@
 //! `keel exec` and goals: `--goal TEXT` sets the session's goal and runs its first turn,
 //! and any run whose session has an active goal after a turn (set by `--goal`, by `/goal`,
-//! or by the model) keeps going while the goals extension starts continuation turns
-//! (`follow.rs` waits for them, through the session's `goal_updated` events). It ends when a
-//! turn ends and the goal does not continue, when `--timeout` or a signal stops it, or when
-//! no continuation comes within [`CONTINUATION_WAIT`] of a turn that should have one.
+//! or by the model) keeps going while the goals extension queues continuation turns (the
+//! run follows them until the session is at rest, see `follow.rs`). It ends when a turn
+//! ends and the goal does not continue, or when `--timeout` or a signal stops it.
 //!
 //! Exit status after a goal (when the last turn itself succeeded): `complete` 0;
 //! `budget_limited` 7 (`goal_budget_limited`); `paused` 4 (`goal_paused`); `blocked` 4
 //! (`goal_blocked`); still active with no continuation 4 (`goal_stalled`).
 
-use std::time::Duration;
-
 use serde_json::Value;
 
 use super::report::{ExecError, ExecStatus};
-
-/// How long a run waits for the goal's next turn to start after a turn that should have
-/// one: the extension starts it as soon as the session is idle, so this only bounds a
-/// continuation that failed to start.
-pub const CONTINUATION_WAIT: Duration = Duration::from_secs(30);
 
 /// Error code of a run whose goal used up a limit.
 pub const GOAL_BUDGET_LIMITED: &str = "goal_budget_limited";

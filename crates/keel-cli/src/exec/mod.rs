@@ -246,20 +246,12 @@ pub async fn run(args: ExecArgs) -> anyhow::Result<ExitCode> {
         .subscribe(&session_id, sink.clone())
         .await
         .map_err(runtime_error)?;
-    // What the run waits for after its turn: tasks, and the turns their notices start.
+    // What the run waits for after its turn: the turns that follow it, and its tasks.
     let watch = Arc::new(follow::Watch::default());
     let _watching = runtime
         .subscribe(&session_id, watch.clone())
         .await
         .map_err(runtime_error)?;
-    if let Ok(Reply::Queue(queue)) = runtime
-        .call(Op::ListQueue {
-            session_id: session_id.clone(),
-        })
-        .await
-    {
-        watch.set_queued(queue.len());
-    }
     // `--goal` is `/goal`; `/name args` runs an extension's command (a skill, a custom
     // command, an MCP prompt, `/mcp`) when one of that name exists; anything else is the
     // model's prompt.
@@ -326,6 +318,11 @@ pub async fn run(args: ExecArgs) -> anyhow::Result<ExitCode> {
     // The run goes on while its tasks run and their notices start turns; the last turn is
     // the one reported.
     let followed = follow::follow(&runtime, &session_id, &watch, &stop, first.into()).await;
+    if followed.background_commands > 0 {
+        let n = followed.background_commands;
+        let commands = if n == 1 { "command" } else { "commands" };
+        eprintln!("keel: stopping {n} background {commands} still running: they end with the run");
+    }
     let turn = followed.last;
     let interrupt = stop.reason();
     let (mut status, mut error) = report::status_of(

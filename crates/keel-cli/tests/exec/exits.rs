@@ -227,3 +227,57 @@ fn an_empty_only_answer_fails_with_empty_response() {
     let stderr = String::from_utf8(output.stderr).unwrap();
     assert!(stderr.contains("empty_response"), "{stderr}");
 }
+
+/// A background shell command does not hold the run: the run ends when the session is at
+/// rest, says it stops the command, and the command's process group is gone after it.
+#[test]
+fn a_background_command_does_not_hold_the_run_and_ends_with_it() {
+    let script = json!([
+        {"tool_calls": [{"id": "b1", "name": "bash",
+            "arguments": {"command": "sleep 600", "run_in_background": true}}]},
+        {"text": "started it"}
+    ]);
+    let (_dir, output) = exec_script(
+        &script.to_string(),
+        &[
+            "--output-format",
+            "stream-json",
+            "--permission",
+            "full",
+            "go",
+        ],
+    );
+    assert_exit(&output, 0);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        stderr.contains("stopping 1 background command still running"),
+        "{stderr}"
+    );
+    let events = lines(&output.stdout);
+    let started = events
+        .iter()
+        .find(|e| e["type"] == "item.completed" && e["item"]["type"] == "tool_call")
+        .expect("the command's result");
+    let pgid = started["item"]["details"]["pgid"]
+        .as_i64()
+        .or_else(|| {
+            let text = started["item"]["result"].as_str()?;
+            let after = text.split("process group ").nth(1)?;
+            after.split(')').next()?.parse().ok()
+        })
+        .expect("the process group");
+    // Killed at once; only a zombie may wait a moment for this machine's init to reap it.
+    let ps = std::process::Command::new("ps")
+        .args(["-eo", "pgid=,stat="])
+        .output()
+        .unwrap();
+    let alive = String::from_utf8_lossy(&ps.stdout)
+        .lines()
+        .filter_map(|line| {
+            line.split_once(char::is_whitespace)
+                .map(|(g, s)| (g.trim().to_owned(), s.trim().to_owned()))
+        })
+        .any(|(group, stat)| group == pgid.to_string() && !stat.starts_with('Z'));
+    assert!(!alive, "process group {pgid} outlived the run");
+    assert_eq!(events.last().unwrap()["result"]["final_text"], "started it");
+}

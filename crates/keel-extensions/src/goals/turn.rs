@@ -14,7 +14,7 @@ use async_trait::async_trait;
 use keel_agent::HookError;
 use keel_agent::TurnContext;
 use keel_agent::runner::HistoryChangedHook;
-use keel_protocol::{Message, TurnOutcome, TurnSource};
+use keel_protocol::{InputKind, Message, Op, TurnOutcome, TurnSource};
 use keel_runtime::extension::{TurnEndHook, TurnScope, TurnStartHook};
 
 use super::book::Book;
@@ -188,11 +188,17 @@ impl TurnEndHook for GoalTurn {
         };
         self.book.announce(session, Some(&scope.events), &goal);
         if next {
-            self.book.control().submit_when_idle(
-                session.clone(),
-                prompts::continuation(&goal),
-                TurnSource::ThreadGoal,
-            );
+            // Queued before this turn ends, so the runtime starts it as this turn's
+            // follow-up and the session is never seen at rest in between.
+            let op = Op::Enqueue {
+                session_id: session.clone(),
+                kind: InputKind::FollowUp,
+                text: prompts::continuation(&goal),
+                source: TurnSource::ThreadGoal,
+            };
+            if let Err(error) = self.book.control().call(op).await {
+                tracing::warn!(%session, %error, "cannot queue the goal's next turn");
+            }
         }
         Ok(())
     }

@@ -188,7 +188,7 @@ impl TaskTable {
             .cloned()
     }
 
-    fn any_live_for(&self, parent: &SessionId) -> bool {
+    pub(crate) fn any_live_for(&self, parent: &SessionId) -> bool {
         self.live
             .lock()
             .unwrap_or_else(PoisonError::into_inner)

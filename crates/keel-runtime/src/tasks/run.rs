@@ -189,30 +189,13 @@ async fn run_child(
 /// Waits out turns of the child that steering arriving as its answer ended started (the
 /// runtime runs such input as a follow-up turn); whether there were any after `first`.
 async fn follow_ups(runtime: &Runtime, child: &Arc<Slot>, first: &TurnId) -> bool {
-    let mut idle_checks = 0;
-    loop {
-        if let Some(turn) = child.running() {
-            turn.ended().await;
-            continue;
-        }
-        // The follow-up is started right after the report: give it a moment to be admitted,
-        // boundedly (waiting input after a failed turn is never started).
-        if child.queue_waiting() && idle_checks < FOLLOW_UP_CHECKS {
-            idle_checks += 1;
-            tokio::time::sleep(Duration::from_millis(10)).await;
-            continue;
-        }
-        // A quick follow-up may have come and gone between the report and this look.
-        return match runtime.store().turns(&child.id).await {
-            Ok(turns) => turns.last().is_some_and(|last| &last.id != first),
-            Err(_) => false,
-        };
+    child.at_rest().await;
+    // A quick follow-up may have come and gone before this look: the store knows.
+    match runtime.store().turns(&child.id).await {
+        Ok(turns) => turns.last().is_some_and(|last| &last.id != first),
+        Err(_) => false,
     }
 }
-
-/// How many times (10 ms apart) a finished child with waiting input is checked for the turn
-/// that input starts.
-const FOLLOW_UP_CHECKS: u32 = 50;
 
 async fn finish(runtime: &Runtime, live: &Arc<LiveTask>, ended: Ended) {
     save(runtime, live, &ended.final_text).await;
@@ -238,6 +221,8 @@ async fn finish(runtime: &Runtime, live: &Arc<LiveTask>, ended: Ended) {
         runtime.task_changed(&live.parent, info);
     }
     runtime.inner.tasks.remove(&live.id);
+    // The last task of an idle parent may have been all that kept it busy.
+    runtime.check_quiet_of(&live.parent);
 }
 
 /// Tells a background task's parent that it ended: the notice through its steering queue,
@@ -258,6 +243,7 @@ async fn deliver(
             session_id: live.parent.clone(),
             kind: InputKind::Steer,
             text: super::parent::notice(&info),
+            source: keel_protocol::TurnSource::Api,
         };
         if let Err(error) = runtime.call(op).await {
             tracing::warn!(task = %live.id, %error, "cannot tell the parent the task ended");

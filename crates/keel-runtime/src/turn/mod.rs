@@ -235,6 +235,7 @@ impl Runtime {
             state.admission = Admission::Idle;
         }
         running.ended.send_replace(true);
+        self.check_quiet(slot);
         TurnReport {
             turn_id,
             source,
@@ -700,27 +701,33 @@ impl Runtime {
                 None
             };
             state.admission = Admission::Idle;
-            report.outcome == TurnOutcome::Completed && !state.queue.is_empty()
+            // Waiting input (follow-ups, steering that came as the answer ended, a goal's
+            // next turn) becomes the next turn, started by whoever queued the first of it.
+            let follow_up = (report.outcome == TurnOutcome::Completed)
+                .then(|| state.queue.first().map(|first| first.source.clone()))
+                .flatten();
+            if follow_up.is_some() {
+                state.starting += 1;
+            }
+            follow_up
         };
         running.ended.send_replace(true);
-        if follow_up {
-            // Waiting input (follow-ups, steering that came as the answer ended) becomes
-            // the next turn.
-            let runtime = self.clone();
-            let slot = slot.clone();
-            tokio::spawn(async move {
-                if let Err(error) = runtime
-                    .start_turn(
-                        slot.clone(),
-                        Start::Queue,
-                        TurnSource::Api,
-                        TurnOptions::default(),
-                    )
-                    .await
-                {
-                    tracing::warn!(%error, "cannot start the queued follow-up");
-                }
-            });
+        match follow_up {
+            Some(source) => {
+                let runtime = self.clone();
+                let slot = slot.clone();
+                tokio::spawn(async move {
+                    let started = runtime
+                        .start_turn(slot.clone(), Start::Queue, source, TurnOptions::default())
+                        .await;
+                    slot.start_settled();
+                    if let Err(error) = started {
+                        tracing::warn!(%error, "cannot start the queued follow-up");
+                        runtime.check_quiet(&slot);
+                    }
+                });
+            }
+            None => self.check_quiet(&slot),
         }
         report
     }

@@ -312,6 +312,26 @@ impl Watch {
         .expect("the awaited event never came")
     }
 
+    /// Waits until a turn's answer streams (an item was updated).
+    pub async fn streaming(&mut self) {
+        self.until(|b| {
+            matches!(
+                b,
+                SessionEventBody::Item {
+                    event: keel_protocol::ItemEvent::Updated { .. },
+                    ..
+                }
+            )
+        })
+        .await;
+    }
+
+    /// Waits until the session is at rest.
+    pub async fn rest(&mut self) {
+        self.until(|b| matches!(b, SessionEventBody::Quiescent { .. }))
+            .await;
+    }
+
     /// Waits for the end of `turn`.
     pub async fn turn_end(&mut self, turn: &TurnId) -> SessionEvent {
         self.until(|b| matches!(b, SessionEventBody::TurnEnded { turn_id, .. } if turn_id == turn))

@@ -29,6 +29,7 @@ async fn enqueue(
             session_id: session.clone(),
             kind,
             text: text.into(),
+            source: keel_protocol::TurnSource::Api,
         })
         .await
         .unwrap()
@@ -144,17 +145,7 @@ async fn an_abort_while_streaming_keeps_history_valid_and_the_queue_whole() {
     let session = h.session().await;
     let mut events = h.watch(&session).await;
     let turn = h.submit(&session, "talk").await;
-    events
-        .until(|b| {
-            matches!(
-                b,
-                SessionEventBody::Item {
-                    event: ItemEvent::Updated { .. },
-                    ..
-                }
-            )
-        })
-        .await;
+    events.streaming().await;
     enqueue(&h, &session, InputKind::FollowUp, "after the abort").await;
     let aborted = h
         .runtime

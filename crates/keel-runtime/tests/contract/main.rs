@@ -7,4 +7,5 @@
 mod harness;
 mod ingress;
 mod permissions;
+mod quiet;
 mod sessions;

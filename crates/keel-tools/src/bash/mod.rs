@@ -356,7 +356,9 @@ impl Bash {
         let cap = usize::try_from(self.env.output.max_artifact)
             .unwrap_or(usize::MAX)
             .min(BACKGROUND_CAP);
+        let held = self.env.background.hold();
         tokio::spawn(async move {
+            let _held = held;
             let kept = kept_here;
             // Counted until its whole process group is gone with the guard (dropped first).
             let _alive = alive;

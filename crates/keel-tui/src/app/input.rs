@@ -208,6 +208,7 @@ impl App {
                     session_id,
                     kind,
                     text,
+                    source: keel_protocol::TurnSource::Api,
                 },
             ));
             return;

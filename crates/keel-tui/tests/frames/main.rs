@@ -415,6 +415,7 @@ fn the_footer_while_a_turn_runs_with_queued_messages() {
                 kind: keel_protocol::InputKind::FollowUp,
                 text: "then write the docs".into(),
                 created_ms: 0,
+                source: keel_protocol::TurnSource::Api,
             }],
         },
     );
