@@ -1,17 +1,7 @@
-//! `keel acp`: keel as an Agent Client Protocol agent for editors (Zed, JetBrains, Neovim,
-//! VS Code clients), JSON-RPC 2.0 over stdio on the `agent-client-protocol` crate.
-//!
-//! It is a client of the runtime's conversation contract only: it opens sessions, submits
-//! prompts and answers permission questions with typed operations, and turns the session
-//! events the runtime's one turn view produced into `session/update`s. The same sessions,
-//! tools, permissions and extensions serve the TUI and `keel exec`.
-//!
-//! Trade-offs: one runtime per working folder (settings and project trust belong to a
-//! folder), all over one session store, so an ACP session id is keel's own and `keel
-//! --session ID` continues it in the terminal. Every request handler returns to the dispatch
-//! loop at once and does its work on a task of its own, so a cancel, a permission answer or
-//! another session's prompt is never stuck behind a running turn. stdout carries ACP
-//! messages and nothing else; logs go to stderr or a log file.
+//! `keel acp`: keel as an Agent Client Protocol agent for editors, JSON-RPC over stdio. It
+//! submits operations through the conversation contract and turns session events into
+//! `session/update`s; it keeps no engine logic and no timers that guess state.
+//! It imports only keel-protocol and keel-runtime.
 
 mod commands;
 mod files;

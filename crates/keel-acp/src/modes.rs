@@ -1,55 +1,33 @@
 //! Session modes (keel's permission modes, with `default` for the folder's configured one)
 //! and config options (the mode and the model), as ACP offers them.
 
+use keel_protocol::{PermissionMode, ThinkingChoice, ThinkingLevel};
+
 use agent_client_protocol::v1::schema::{
     SessionConfigOption, SessionConfigOptionCategory, SessionConfigSelectOption, SessionMode,
     SessionModeState,
 };
-
-/// The modes keel offers, with what each lets the agent do.
-pub const MODES: [(&str, &str, &str); 4] = [
-    (
-        "ask",
-        "Ask",
-        "Ask before every edit and command; reads run freely",
-    ),
-    (
-        "auto",
-        "Auto",
-        "Edit and run inside the workspace; ask before anything riskier",
-    ),
-    (
-        "full",
-        "Full access",
-        "Run everything without asking (the sandbox still applies)",
-    ),
-    (
-        "plan",
-        "Plan",
-        "Read and investigate only; no edits or commands that change things",
-    ),
-];
 
 /// The id `session/set_mode` takes for the folder's configured mode.
 pub const DEFAULT_MODE: &str = "default";
 
 /// The mode `id` names, with `default` resolved to `configured`; `None` when keel has no
 /// such mode.
-pub fn resolve<'a>(id: &'a str, configured: &'a str) -> Option<&'a str> {
+pub fn resolve(id: &str, configured: PermissionMode) -> Option<PermissionMode> {
     if id == DEFAULT_MODE {
         return Some(configured);
     }
-    MODES.iter().find(|(mode, _, _)| *mode == id).map(|_| id)
+    id.parse().ok()
 }
 
 /// The modes and the current one.
-pub fn state(current: &str) -> SessionModeState {
+pub fn state(current: PermissionMode) -> SessionModeState {
     SessionModeState::new(
-        current.to_owned(),
-        MODES
+        current.name(),
+        PermissionMode::ALL
             .iter()
-            .map(|(id, name, description)| {
-                SessionMode::new(*id, *name).description((*description).to_owned())
+            .map(|mode| {
+                SessionMode::new(mode.name(), mode.label()).description(mode.summary().to_owned())
             })
             .collect(),
     )
@@ -59,13 +37,13 @@ pub fn state(current: &str) -> SessionModeState {
 #[derive(Debug, Clone, Copy)]
 pub struct Current<'a> {
     /// The permission mode.
-    pub mode: &'a str,
+    pub mode: PermissionMode,
     /// The model, provider/model.
     pub model: &'a str,
     /// The thinking level chosen, `None`: the model's own.
-    pub thinking: Option<&'a str>,
+    pub thinking: Option<ThinkingLevel>,
     /// The levels the model offers (`off` first); empty: no thinking option.
-    pub levels: &'a [String],
+    pub levels: &'a [ThinkingLevel],
 }
 
 /// The session's config options: its mode, its model, and its thinking level when the
@@ -91,12 +69,12 @@ pub fn options(current: Current<'_>, models: &[String]) -> Vec<SessionConfigOpti
         SessionConfigOption::select(
             "mode",
             "Mode",
-            mode.to_owned(),
-            MODES
+            mode.name(),
+            PermissionMode::ALL
                 .iter()
-                .map(|(id, name, description)| {
-                    SessionConfigSelectOption::new(*id, *name)
-                        .description((*description).to_owned())
+                .map(|mode| {
+                    SessionConfigSelectOption::new(mode.name(), mode.label())
+                        .description(mode.summary().to_owned())
                 })
                 .collect::<Vec<_>>(),
         )
@@ -106,14 +84,14 @@ pub fn options(current: Current<'_>, models: &[String]) -> Vec<SessionConfigOpti
     ]
     .into_iter()
     .chain((!levels.is_empty()).then(|| {
-        let choices: Vec<SessionConfigSelectOption> = std::iter::once("default")
-            .chain(levels.iter().map(String::as_str))
-            .map(|level| SessionConfigSelectOption::new(level.to_owned(), level.to_owned()))
+        let choices: Vec<SessionConfigSelectOption> = std::iter::once(ThinkingChoice::Default)
+            .chain(levels.iter().copied().map(ThinkingChoice::Level))
+            .map(|choice| SessionConfigSelectOption::new(choice.name(), choice.name()))
             .collect();
         SessionConfigOption::select(
             "thinking",
             "Thinking",
-            thinking.unwrap_or("default").to_owned(),
+            ThinkingChoice::from(thinking).name(),
             choices,
         )
         .category(SessionConfigOptionCategory::ThoughtLevel)
@@ -127,10 +105,11 @@ mod tests {
 
     #[test]
     fn default_is_the_configured_mode_and_unknown_modes_are_refused() {
-        assert_eq!(resolve("default", "auto"), Some("auto"));
-        assert_eq!(resolve("plan", "auto"), Some("plan"));
-        assert_eq!(resolve("yolo", "auto"), None);
-        let state = state("ask");
+        let auto = PermissionMode::Auto;
+        assert_eq!(resolve("default", auto), Some(auto));
+        assert_eq!(resolve("plan", auto), Some(PermissionMode::Plan));
+        assert_eq!(resolve("yolo", auto), None);
+        let state = state(PermissionMode::Ask);
         assert_eq!(state.available_modes.len(), 4);
     }
 }

@@ -47,8 +47,8 @@ enum Replay {
 /// One working folder's runtime and what its settings say.
 struct Folder {
     runtime: Runtime,
-    mode: String,
-    sandbox: String,
+    mode: keel_protocol::PermissionMode,
+    sandbox: keel_protocol::SandboxMode,
     models: Vec<String>,
 }
 
@@ -161,8 +161,8 @@ impl Server {
         }
         let prepared = (self.options.prepare)(options).map_err(|e| rpc_error(&e))?;
         let folder = Folder {
-            mode: prepared.mode().to_string(),
-            sandbox: prepared.sandbox().name().to_owned(),
+            mode: prepared.mode(),
+            sandbox: prepared.sandbox(),
             models: prepared.settings().loaded.model_names(),
             runtime: prepared.start(self.store().await?),
         };
@@ -198,8 +198,8 @@ impl Server {
             record.id.clone(),
             folder.runtime.clone(),
             cwd.to_path_buf(),
-            folder.mode.clone(),
-            folder.sandbox.clone(),
+            folder.mode,
+            folder.sandbox,
             folder.models.clone(),
             self.notices(),
         );
@@ -494,7 +494,7 @@ fn connection(
                     return Err(error);
                 }
                 let response = NewSessionResponse::new(session.id.to_string())
-                    .modes(modes::state(&session.mode()))
+                    .modes(modes::state(session.mode()))
                     .config_options(session.config_options());
                 let later = cx.clone();
                 tokio::spawn(async move {
@@ -519,7 +519,7 @@ fn connection(
                     )
                     .await?;
                 Ok(LoadSessionResponse::new()
-                    .modes(modes::state(&session.mode()))
+                    .modes(modes::state(session.mode()))
                     .config_options(session.config_options()))
             });
         });
@@ -538,7 +538,7 @@ fn connection(
                     )
                     .await?;
                 Ok(ResumeSessionResponse::new()
-                    .modes(modes::state(&session.mode()))
+                    .modes(modes::state(session.mode()))
                     .config_options(session.config_options()))
             });
         });
@@ -585,7 +585,7 @@ fn connection(
                     commands::offer(&offered, &later, Offer::Always).await;
                 });
                 Ok(ForkSessionResponse::new(session.id.to_string())
-                    .modes(modes::state(&session.mode()))
+                    .modes(modes::state(session.mode()))
                     .config_options(session.config_options()))
             });
         });
@@ -687,7 +687,7 @@ fn connection(
             answer(responder, async move {
                 let session = server.session(&request.session_id.0)?;
                 let wanted = request.mode_id.0.to_string();
-                let Some(mode) = modes::resolve(&wanted, &session.configured_mode) else {
+                let Some(mode) = modes::resolve(&wanted, session.configured_mode) else {
                     return Err(invalid(format!(
                         "unknown mode {wanted}: use ask, auto, full, plan or default"
                     )));
@@ -698,7 +698,7 @@ fn connection(
                         session_id: session.id.clone(),
                         title: None,
                         model: None,
-                        mode: Some(mode.to_owned()),
+                        mode: Some(mode),
                         thinking: None,
                     })
                     .await
@@ -716,12 +716,15 @@ fn connection(
                     return Err(invalid("keel's config options take a value id"));
                 };
                 let (mode, model, thinking) = match request.config_id.0.as_ref() {
-                    "mode" => match modes::resolve(&value, &session.configured_mode) {
-                        Some(mode) => (Some(mode.to_owned()), None, None),
+                    "mode" => match modes::resolve(&value, session.configured_mode) {
+                        Some(mode) => (Some(mode), None, None),
                         None => return Err(invalid(format!("unknown mode {value}"))),
                     },
                     "model" => (None, Some(value.clone()), None),
-                    "thinking" => (None, None, Some(value.clone())),
+                    "thinking" => match value.parse::<keel_protocol::ThinkingChoice>() {
+                        Ok(choice) => (None, None, Some(choice)),
+                        Err(error) => return Err(invalid(error.to_string())),
+                    },
                     other => return Err(invalid(format!("unknown config option {other}"))),
                 };
                 session

@@ -15,8 +15,8 @@ use agent_client_protocol::v1::schema::{
 use agent_client_protocol::{Client, Error, ErrorCode, RequestCancellationHandle};
 use keel_agent::runner::{MODEL_REFUSAL, STEP_LIMIT_EXCEEDED};
 use keel_protocol::{
-    Op, PermissionRequest, SessionEvent, SessionEventBody, SessionId, StopReason as KeelStop,
-    TurnOutcome, TurnSource, Usage,
+    Op, PermissionMode, PermissionRequest, SandboxMode, SessionEvent, SessionEventBody, SessionId,
+    StopReason as KeelStop, ThinkingLevel, TurnOutcome, TurnSource, Usage,
 };
 use keel_runtime::{ConversationContract, Reply, Runtime, RuntimeError, SessionSink, Subscription};
 
@@ -45,11 +45,11 @@ pub enum Offer {
 
 #[derive(Debug)]
 struct State {
-    mode: String,
+    mode: PermissionMode,
     model: String,
-    thinking: Option<String>,
+    thinking: Option<ThinkingLevel>,
     /// The thinking levels the model offers.
-    levels: Vec<String>,
+    levels: Vec<ThinkingLevel>,
     totals: Totals,
 }
 
@@ -62,9 +62,9 @@ pub struct Session {
     /// The folder.
     pub cwd: PathBuf,
     /// The mode the folder's configuration starts sessions in (`default`).
-    pub configured_mode: String,
+    pub configured_mode: PermissionMode,
     /// The sandbox commands run in.
-    pub sandbox: String,
+    pub sandbox: SandboxMode,
     /// Every model the registry knows, as provider/model.
     pub models: Vec<String>,
     state: Mutex<State>,
@@ -87,9 +87,9 @@ pub struct Session {
 impl State {
     fn current(&self) -> modes::Current<'_> {
         modes::Current {
-            mode: &self.mode,
+            mode: self.mode,
             model: &self.model,
-            thinking: self.thinking.as_deref(),
+            thinking: self.thinking,
             levels: &self.levels,
         }
     }
@@ -124,8 +124,8 @@ impl Session {
         id: SessionId,
         runtime: Runtime,
         cwd: PathBuf,
-        mode: String,
-        sandbox: String,
+        mode: PermissionMode,
+        sandbox: SandboxMode,
         models: Vec<String>,
         notices: bool,
     ) -> Arc<Self> {
@@ -133,12 +133,12 @@ impl Session {
         let levels = runtime.settings().loaded.thinking_levels(&model);
         let thinking = runtime.thinking();
         let mut translator = Translator::new(cwd.clone(), notices);
-        translator.know("", &mode);
+        translator.know("", mode);
         Arc::new(Self {
             id,
             runtime,
             cwd,
-            configured_mode: mode.clone(),
+            configured_mode: mode,
             sandbox,
             models,
             state: Mutex::new(State {
@@ -181,8 +181,8 @@ impl Session {
     /// Knows the title and stored cost the editor was shown at open.
     pub fn know(&self, title: &str, cost: f64, usage: Usage) {
         let mut translator = lock(&self.translator);
-        let mode = lock(&self.state).mode.clone();
-        translator.know(title, &mode);
+        let mode = lock(&self.state).mode;
+        translator.know(title, mode);
         translator.add_cost(cost);
         lock(&self.state).totals.usage += usage;
     }
@@ -209,8 +209,8 @@ impl Session {
     }
 
     /// The current mode.
-    pub fn mode(&self) -> String {
-        lock(&self.state).mode.clone()
+    pub fn mode(&self) -> PermissionMode {
+        lock(&self.state).mode
     }
 
     /// The current model.
@@ -379,7 +379,7 @@ impl Session {
                 thinking,
                 ..
             } => {
-                let mode = mode.clone().unwrap_or_else(|| state.mode.clone());
+                let mode = mode.unwrap_or(state.mode);
                 if *model == state.model && mode == state.mode && *thinking == state.thinking {
                     return None;
                 }
@@ -388,7 +388,7 @@ impl Session {
                 }
                 state.model.clone_from(model);
                 state.mode = mode;
-                state.thinking.clone_from(thinking);
+                state.thinking = *thinking;
                 Some(SessionUpdate::ConfigOptionUpdate(ConfigOptionUpdate::new(
                     modes::options(state.current(), &self.models),
                 )))

@@ -45,7 +45,7 @@ pub struct Translator {
     /// The session's tasks, as announced.
     tasks: TaskNotices,
     title: Option<String>,
-    mode: Option<String>,
+    mode: Option<keel_protocol::PermissionMode>,
     /// The status of the session's goal the editor was last told.
     goal: Option<String>,
 }
@@ -113,9 +113,9 @@ impl Translator {
     }
 
     /// Remembers the title and mode the editor was told at open, so only changes are sent.
-    pub fn know(&mut self, title: &str, mode: &str) {
+    pub fn know(&mut self, title: &str, mode: keel_protocol::PermissionMode) {
         self.title = Some(title.to_owned());
-        self.mode = Some(mode.to_owned());
+        self.mode = Some(mode);
     }
 
     /// A notice, as the client can show it.
@@ -225,12 +225,12 @@ impl Translator {
                         SessionInfoUpdate::new().title(title.clone()),
                     ));
                 }
-                if let Some(mode) = mode
-                    && self.mode.as_deref() != Some(mode.as_str())
+                if let Some(mode) = *mode
+                    && self.mode != Some(mode)
                 {
-                    self.mode = Some(mode.clone());
+                    self.mode = Some(mode);
                     out.push(SessionUpdate::CurrentModeUpdate(CurrentModeUpdate::new(
-                        mode.clone(),
+                        mode.name(),
                     )));
                 }
             }

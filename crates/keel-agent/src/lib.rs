@@ -1,10 +1,7 @@
-//! keel's agent loop and the `Agent` shell around it (DESIGN §1), with the seams a host
-//! uses to steer it.
-//!
-//! The loop streams a model response, runs the tool calls it asked for, feeds the results
-//! back, and repeats until the model is done. It is built so it cannot wedge: every hook,
-//! subscriber and tool runs behind a guard (panics caught, time bounded, abort honoured),
-//! and every tool call always ends with exactly one result.
+//! keel's agent loop, the `Agent` shell around it, and the turn runner with its hooks and
+//! event bridge (DESIGN §1, §2). It knows models, not storage or tools' internals.
+//! It imports only keel-protocol and keel-llm, and must not import keel-store, keel-tools,
+//! keel-runtime, keel-context, keel-mcp, keel-extensions, keel-tui, keel-acp or keel-cli.
 
 mod agent;
 mod emit;

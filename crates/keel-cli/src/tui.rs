@@ -49,15 +49,15 @@ pub struct Flags {
     #[arg(long, value_name = "URL", value_parser = parse_base_url)]
     pub base_url: Option<String>,
     /// Permission mode: ask, auto, full or plan (default: config, else auto).
-    #[arg(long, value_name = "MODE", value_parser = exec::parse_permission_arg)]
-    pub permission: Option<keel_tools::permission::Mode>,
+    #[arg(long, value_name = "MODE", value_parser = str::parse::<keel_protocol::PermissionMode>)]
+    pub permission: Option<keel_protocol::PermissionMode>,
     /// How much the model reasons: off, minimal, low, medium or high, among the levels the
     /// model offers (default: the model's own).
-    #[arg(long, value_name = "LEVEL", value_parser = exec::parse_thinking_arg)]
-    pub thinking: Option<keel_llm::ThinkingLevel>,
+    #[arg(long, value_name = "LEVEL", value_parser = str::parse::<keel_protocol::ThinkingLevel>)]
+    pub thinking: Option<keel_protocol::ThinkingLevel>,
     /// Where bash may write: read-only, workspace-write or danger-full-access.
-    #[arg(long, value_name = "MODE", value_parser = str::parse::<keel_tools::SandboxMode>)]
-    pub sandbox: Option<keel_tools::SandboxMode>,
+    #[arg(long, value_name = "MODE", value_parser = str::parse::<keel_protocol::SandboxMode>)]
+    pub sandbox: Option<keel_protocol::SandboxMode>,
     /// Read this configuration file after $KEEL_HOME/config.yaml and .keel/config.yaml.
     #[arg(long, value_name = "FILE")]
     pub config: Option<PathBuf>,
@@ -220,16 +220,11 @@ pub fn run(args: TuiArgs, pick_session: bool) -> anyhow::Result<ExitCode> {
     let prepared = Prepared::new(keel_extensions::with_harness(options)).map_err(runtime_error)?;
     let durable = prepared.settings().loaded.config.durable.unwrap_or(false);
     let info = keel_tui::Info {
-        thinking: args.flags.thinking.map(|level| {
-            serde_json::to_value(level)
-                .ok()
-                .and_then(|v| v.as_str().map(str::to_owned))
-                .unwrap_or_default()
-        }),
+        thinking: args.flags.thinking,
         cwd,
         model: prepared.model_name().to_owned(),
-        mode: prepared.mode().to_string(),
-        sandbox: prepared.sandbox().name().to_owned(),
+        mode: prepared.mode(),
+        sandbox: prepared.sandbox(),
         models: prepared.settings().loaded.model_names(),
         keel_home: prepared.settings().keel_home.clone(),
         warnings: prepared.warnings.clone(),

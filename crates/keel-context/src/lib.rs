@@ -1,13 +1,7 @@
-//! Context management (DESIGN §12): keep every request within the model's window and
-//! lose nothing that matters.
-//!
-//! - [`measure`]: estimated tokens and serialised bytes of messages, system prompt and tools;
-//! - [`budget`]: the input limit L, the compaction start T, byte limits, `max_tokens`;
-//! - [`anchor`]: the provider's own count of the last request, bound to what it measured;
-//! - [`archive`]: older large tool outputs become receipts naming their artifact;
-//! - [`checkpoint`] and [`compact`]: the eight-section summary that replaces the history;
-//! - [`manager`]: `host.context`, which runs all of it before every model call, recovers
-//!   from a provider's overflow rejection, and the `compact` operation's strategy.
+//! Context management on the runtime's SPI (DESIGN §12): the measurer, the budget, the usage
+//! anchor, the tool-result archiver, checkpoint compaction and overflow recovery (`host.context`).
+//! It must not import keel-mcp (its sibling on the SPI), keel-extensions, keel-tui, keel-acp or
+//! keel-cli.
 
 pub mod anchor;
 pub mod archive;

@@ -1,29 +1,7 @@
-//! The harness's own extensions (DESIGN §4, §6–§9), each on the runtime's extension SPI and
-//! none wired into the loop:
-//!
-//! - `reminders`: what the model is told at the start of a turn (identity, unfinished todos,
-//!   a project without instructions, credential-like variables the shell sees, reminders the
-//!   session was left) and during it (the time a `--timeout` leaves, the todo cadence), with
-//!   a reminder dropped when it would push the request past the input limit;
-//! - `runaway-guard`: notices the model going round in circles and reminds it once;
-//! - `terminal-recovery`: an empty final answer after successful tools gets one more chance;
-//! - `source-references`: fetched pages get host-made markers, and answers cite them;
-//! - `plan`: plan mode's workflow (the per-turn rules, `exit_plan_mode`, `/approve-plan`);
-//! - `goals`: an objective the session keeps working toward over turns, within a budget,
-//!   settled by the host ([`goals`]);
-//! - `host.output-budget` (host-owned): a result larger than the budget is archived as an
-//!   artifact, the model gets head, tail and a receipt;
-//! - `host.session-report` (host-owned): `llm-call.json` and a call log, enough to rebuild
-//!   any request byte for byte.
-//!
-//! Two loaders of the user's own prompt files, in Claude Code's formats, for the runtime to
-//! wire in: [`skills`] (instructions the model loads by name through the `skill` tool) and
-//! [`commands`] (custom slash commands); [`discovery`] holds what they share.
-//! User hooks ([`hooks`]), Claude Code's settings and protocol, are an engine the host
-//! calls at its events; they are not an extension of the SPI.
-//!
-//! The feedback bundle ([`feedback`]) and the request rebuild ([`report::replay`]) serve
-//! `keel feedback` and `keel sessions replay-request`.
+//! The harness's own extensions on the runtime's SPI (reminders, runaway guard, recovery, output
+//! budget, session report, sources, goals, plan mode, task tools, feedback) and the user's
+//! (skills, commands, hooks, MCP); `with_harness` mounts them all for every front end.
+//! It must not import keel-tui, keel-acp or keel-cli.
 
 pub mod budget;
 pub mod commands;

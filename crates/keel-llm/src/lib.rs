@@ -1,10 +1,7 @@
-//! keel's model layer.
-//!
-//! The agent loop talks to every model through one [`StreamFn`]: a request goes in, a stream
-//! of unified [`keel_protocol::StreamEvent`]s comes out, always ending in exactly one
-//! terminal event. Failures are events, not `Err`s, so a consumer has one path to handle.
-//! This crate also holds the [`AssistantBuilder`] that folds events into a message, the
-//! option wrappers composed around a provider, and the [`scripted`] provider every test uses.
+//! keel's model layer: the `StreamFn` seam, the four wire APIs, SSE parsing, HTTP transport,
+//! timeouts and retry, the provider registry, pricing, and the scripted test provider.
+//! It imports only keel-protocol, and must not import keel-agent, keel-store, keel-tools,
+//! keel-runtime, keel-context, keel-mcp, keel-extensions, keel-tui, keel-acp or keel-cli.
 
 pub mod api;
 mod assemble;

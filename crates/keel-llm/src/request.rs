@@ -38,22 +38,8 @@ impl ModelSpec {
     }
 }
 
-/// How hard the model should think.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-#[non_exhaustive]
-pub enum ThinkingLevel {
-    /// No reasoning.
-    Off,
-    /// Minimal reasoning.
-    Minimal,
-    /// Low effort.
-    Low,
-    /// Medium effort.
-    Medium,
-    /// High effort.
-    High,
-}
+/// How hard the model should think (the protocol's one type).
+pub use keel_protocol::ThinkingLevel;
 
 /// How long the provider should keep the prompt cache.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]

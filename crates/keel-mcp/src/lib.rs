@@ -1,13 +1,7 @@
-//! MCP servers for keel (DESIGN §10, §11), as an extension on the runtime's SPI.
-//!
-//! - [`config`]: the servers of `mcp_servers:` and of a trusted project's `.mcp.json`;
-//! - [`manager`]: every server started at once in the background, restarted with backoff
-//!   when it dies, its offer published as numbered revisions;
-//! - [`tool`], [`content`], [`resources`]: server tools as `mcp__<server>__<tool>`, their
-//!   results as content blocks, and the resource tools;
-//! - [`disclosure`], [`search`]: deferred disclosure behind `tool_search`;
-//! - [`prompts`]: prompts as `/<server>:<prompt>`;
-//! - [`extension`]: each turn leases one revision; late servers join at the next step.
+//! MCP servers on the runtime's SPI (DESIGN §10, §11, §11a): the rmcp client, the server
+//! manager with revisions and restarts, server tools, resources, prompts and deferred disclosure.
+//! It must not import keel-context (its sibling on the SPI), keel-extensions, keel-tui, keel-acp
+//! or keel-cli.
 
 mod client;
 pub mod config;

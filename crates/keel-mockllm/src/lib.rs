@@ -1,11 +1,6 @@
-//! `keel-mockllm`: a scripted model server for tests and benchmarks.
-//!
-//! It serves the four wire APIs keel speaks (Anthropic Messages, OpenAI Chat Completions
-//! and Responses, Google Generative AI) on 127.0.0.1 from a JSON script, records every
-//! request, shapes a scripted shell command into a call of whichever shell-like tool the
-//! client declared, and injects faults: 429 with `retry-after`, 500, 529, 400, a reset
-//! connection, a truncated body, malformed JSON, a stall. It also generates the long
-//! benchmark workload.
+//! A scripted model server on loopback for tests and benchmarks: the four wire APIs, faults,
+//! request recording and the long benchmark workload.
+//! It imports no workspace crate, so no keel code sits between a test and the bytes on the wire.
 
 pub mod encode;
 pub mod script;

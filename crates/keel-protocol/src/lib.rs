@@ -1,8 +1,6 @@
-//! keel's plain data model, shared by every crate and every front end.
-//!
-//! Only serde types live here: no I/O, no async, no logic beyond constructors and
-//! conversions. Everything is `snake_case` and internally tagged so the JSON stays stable
-//! across releases; enums that cross a process boundary are `#[non_exhaustive]`.
+//! keel's plain data model: messages, content blocks, stream, loop, runtime and session events,
+//! operations, tasks and ids, as serde types with no I/O, async or engine logic.
+//! Every crate and front end speaks it, so it must not import any other workspace crate.
 
 pub mod canonical;
 mod content;
@@ -11,6 +9,7 @@ mod event;
 mod failure;
 mod ids;
 mod message;
+mod modes;
 mod op;
 mod runtime;
 mod session_event;
@@ -32,6 +31,7 @@ pub use ids::{MessageId, RunId, SessionId, ToolCallId, TurnId};
 pub use message::{
     AssistantMessage, HostMessage, Message, StopReason, ToolResultMessage, UserMessage, now_ms,
 };
+pub use modes::{PermissionMode, SandboxMode, ThinkingChoice, ThinkingLevel, UnknownWord};
 pub use op::{CommandInfo, Op, OpGroup, SessionTarget};
 pub use runtime::{
     DebugTrace, ResponseChunk, RuntimeEvent, RuntimeEventBody, SessionStatus, ToolPhase,

@@ -4,7 +4,9 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::{ImageBlock, InputKind, PermissionAnswer, SessionId, TurnSource};
+use crate::{
+    ImageBlock, InputKind, PermissionAnswer, PermissionMode, SessionId, ThinkingChoice, TurnSource,
+};
 
 /// Which session to open.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -94,13 +96,13 @@ pub enum Op {
         /// New model as provider/model.
         #[serde(default, skip_serializing_if = "Option::is_none")]
         model: Option<String>,
-        /// New permission mode: ask, auto, full or plan.
+        /// New permission mode.
         #[serde(default, skip_serializing_if = "Option::is_none")]
-        mode: Option<String>,
-        /// New thinking level: off, minimal, low, medium or high (among those the model
-        /// offers), or `default` for the model's own.
+        mode: Option<PermissionMode>,
+        /// New thinking level (among those the model offers), or `default` for the model's
+        /// own.
         #[serde(default, skip_serializing_if = "Option::is_none")]
-        thinking: Option<String>,
+        thinking: Option<ThinkingChoice>,
     },
     /// Copies a session's history (up to a revision) into a new session.
     ForkSession {

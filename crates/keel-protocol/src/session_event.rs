@@ -150,10 +150,10 @@ pub enum SessionEventBody {
         model: String,
         /// The permission mode, when the runtime has one for the session.
         #[serde(default, skip_serializing_if = "Option::is_none")]
-        mode: Option<String>,
+        mode: Option<crate::PermissionMode>,
         /// The thinking level chosen for the session (`None`: the model's default).
         #[serde(default, skip_serializing_if = "Option::is_none")]
-        thinking: Option<String>,
+        thinking: Option<crate::ThinkingLevel>,
     },
 }
 

@@ -117,7 +117,7 @@ pub fn resolve_model(
 pub fn permission_mode(settings: &Settings, requested: Option<Mode>) -> Mode {
     match (requested, settings.loaded.config.permission) {
         (Some(mode), _) => mode,
-        (None, Some(configured)) => configured.mode(),
+        (None, Some(configured)) => configured,
         (None, None) => Mode::Auto,
     }
 }

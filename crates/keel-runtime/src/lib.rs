@@ -1,15 +1,8 @@
-//! keel's one in-process runtime, shared by every front end (`keel exec`, the TUI, ACP).
-//!
-//! It owns what a front end needs and must not reimplement: settings (configuration files,
-//! overrides, trust, project instructions), assembly (model, provider, tools, permission
-//! gate, sandbox), sessions (create, open, resume, fork, rewind, delete), the turn
-//! controller (admission, one running turn per session, finishing and recording a turn),
-//! the conversation contract with its typed operations and per-session event stream, the
-//! input queue for steering and follow-ups, permission requests, the extension registry
-//! with capability leases, and the one turn-view reducer every front end renders from.
-//!
-//! Front ends submit [`keel_protocol::Op`]s through [`ConversationContract`] and render the
-//! [`keel_protocol::SessionEvent`]s they subscribe to; they hold no engine logic.
+//! keel's one in-process runtime: settings, assembly, sessions, the turn controller, the
+//! conversation contract and turn view, the input queue, permissions, the extension SPI with
+//! leases, background tasks, and quiescence. Front ends reach the engine only through it.
+//! It must not import keel-context, keel-mcp, keel-extensions, keel-tui, keel-acp or keel-cli:
+//! those plug into it, not the other way round.
 
 pub mod assembly;
 pub mod builtin;

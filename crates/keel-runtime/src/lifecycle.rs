@@ -4,10 +4,9 @@
 use std::sync::Arc;
 
 use async_trait::async_trait;
-use keel_llm::ThinkingLevel;
 use keel_protocol::{Message, SessionEventBody, SessionId, ToolDefinition, TurnId, TurnSource};
+use keel_protocol::{PermissionMode, ThinkingChoice, ThinkingLevel};
 use keel_store::{CommitRequest, Entry, HistoryOp, SessionRecord, new_id};
-use keel_tools::permission::Mode;
 
 use crate::assembly::{ModelChoice, resolve_model};
 use crate::error::RuntimeError;
@@ -48,31 +47,9 @@ pub struct SessionUpdate {
     /// New model as provider/model.
     pub model: Option<String>,
     /// New permission mode.
-    pub mode: Option<String>,
-    /// New thinking level (`default`: the model's own).
-    pub thinking: Option<String>,
-}
-
-/// The thinking level `text` names: `None` for `default`.
-fn parse_thinking(text: &str) -> Result<Option<ThinkingLevel>, RuntimeError> {
-    if text == "default" {
-        return Ok(None);
-    }
-    serde_json::from_value(serde_json::Value::String(text.to_owned()))
-        .map(Some)
-        .map_err(|_| {
-            RuntimeError::Usage(format!(
-                "unknown thinking level `{text}` (use off, minimal, low, medium, high or default)"
-            ))
-        })
-}
-
-/// The level's name as the protocol spells it.
-pub(crate) fn thinking_name(level: ThinkingLevel) -> String {
-    serde_json::to_value(level)
-        .ok()
-        .and_then(|v| v.as_str().map(str::to_owned))
-        .unwrap_or_default()
+    pub mode: Option<PermissionMode>,
+    /// New thinking level, or the model's own.
+    pub thinking: Option<ThinkingChoice>,
 }
 
 /// Whether `model` accepts `level` (a scripted model accepts any; `off` needs no support).
@@ -133,27 +110,19 @@ impl Runtime {
     ) -> Result<SessionRecord, RuntimeError> {
         let slot = self.slot_or_open(session).await?;
         let store = &self.inner.store;
-        let mode = match &update.mode {
-            Some(text) => Some(text.parse::<Mode>().map_err(|_| {
-                RuntimeError::Usage(format!(
-                    "unknown permission mode `{text}` (use ask, auto, full or plan)"
-                ))
-            })?),
-            None => None,
-        };
+        let mode = update.mode;
         let model = match &update.model {
             Some(name) => Some(self.resolve_named_model(name)?),
             None => None,
         };
-        let thinking = update.thinking.as_deref().map(parse_thinking).transpose()?;
+        let thinking = update.thinking.map(ThinkingChoice::level);
         if let Some(Some(level)) = thinking {
             let current = slot.lock().model.clone();
             let model = model.as_ref().unwrap_or(&current);
             if !offers(model, level) {
                 return Err(RuntimeError::Usage(format!(
-                    "{} does not offer the thinking level `{}`",
+                    "{} does not offer the thinking level `{level}`",
                     model.name,
-                    thinking_name(level)
                 )));
             }
         }
@@ -198,10 +167,7 @@ impl Runtime {
             {
                 state.thinking = None;
             }
-            (
-                state.mode.name().to_owned(),
-                state.thinking.map(thinking_name),
-            )
+            (state.mode, state.thinking)
         };
         slot.emit(SessionEventBody::SessionUpdated {
             title: record.title.clone(),

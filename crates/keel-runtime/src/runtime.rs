@@ -138,9 +138,8 @@ impl Prepared {
             && !crate::lifecycle::offers(&model, level)
         {
             return Err(RuntimeError::Usage(format!(
-                "{} does not offer the thinking level `{}`",
+                "{} does not offer the thinking level `{level}`",
                 model.name,
-                crate::lifecycle::thinking_name(level)
             )));
         }
         let mode = assembly::permission_mode(&settings, options.permission);
@@ -445,8 +444,8 @@ impl Runtime {
     }
 
     /// The thinking level sessions start with (`None`: the model's own).
-    pub fn thinking(&self) -> Option<String> {
-        self.inner.thinking.map(crate::lifecycle::thinking_name)
+    pub fn thinking(&self) -> Option<keel_protocol::ThinkingLevel> {
+        self.inner.thinking
     }
 
     /// Syncs what was committed to disk (one fsync of the write-ahead log).

@@ -1,10 +1,7 @@
-//! keel's durable sessions on SQLite and the committed-history writer (DESIGN §5, §13).
-//!
-//! One file holds sessions, canonical history, turns and the input queue. History rows are never
-//! rewritten in place: each row records the revision range in which it is part of canonical
-//! history, so every earlier revision can be read back and a rewind can be undone. Every change to
-//! a session's history goes through [`Store::commit`], which runs the five commit steps of DESIGN
-//! §13 in that session's lane and recognises retried operations.
+//! keel's durable sessions on SQLite: history revisions, turns, the input queue, tasks, and
+//! the committed-history writer with its replay registry (DESIGN §5, §13).
+//! It imports only keel-protocol, and must not import keel-tools, keel-runtime, keel-context,
+//! keel-mcp, keel-extensions, keel-tui, keel-acp or keel-cli.
 
 mod error;
 mod execution;

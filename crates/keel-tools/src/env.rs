@@ -21,44 +21,8 @@ pub enum EnvMode {
     Strict,
 }
 
-/// Where bash may write.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, serde::Serialize, serde::Deserialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum SandboxMode {
-    /// Writes nowhere but temp folders.
-    ReadOnly,
-    /// Writes inside the workspace roots and temp folders.
-    #[default]
-    WorkspaceWrite,
-    /// No restriction.
-    DangerFullAccess,
-}
-
-impl SandboxMode {
-    /// The mode's name as configuration spells it.
-    pub fn name(self) -> &'static str {
-        match self {
-            Self::ReadOnly => "read-only",
-            Self::WorkspaceWrite => "workspace-write",
-            Self::DangerFullAccess => "danger-full-access",
-        }
-    }
-}
-
-impl std::str::FromStr for SandboxMode {
-    type Err = String;
-
-    fn from_str(name: &str) -> Result<Self, Self::Err> {
-        [Self::ReadOnly, Self::WorkspaceWrite, Self::DangerFullAccess]
-            .into_iter()
-            .find(|mode| mode.name() == name)
-            .ok_or_else(|| {
-                format!(
-                    "unknown sandbox mode `{name}` (use read-only, workspace-write or danger-full-access)"
-                )
-            })
-    }
-}
+/// Where bash may write (the protocol's one type).
+pub use keel_protocol::SandboxMode;
 
 /// The environment tools run in; shared, immutable for a turn.
 #[derive(Debug, Clone)]

@@ -1,8 +1,7 @@
-//! keel's built-in tools, the permission gate, shell environment cleaning and the sandbox.
-//!
-//! Every tool implements [`keel_agent::AgentTool`]: a JSON Schema the loop validates
-//! arguments against, a declared execution mode (read-only tools run in parallel), bounded
-//! output for the model and structured details for front ends.
+//! keel's built-in tools, the permission gate, protected paths, shell environment cleaning
+//! and the sandbox (DESIGN §13, §16, §17).
+//! It imports only keel-protocol and keel-agent, and must not import keel-runtime, keel-context,
+//! keel-mcp, keel-extensions, keel-tui, keel-acp or keel-cli.
 
 mod args;
 pub mod bash;

@@ -1,7 +1,7 @@
-//! keel's interactive terminal front end (SPEC §15): an inline viewport above the
-//! terminal's own scrollback (or the alternate screen with `--fullscreen`), driven only
-//! through the runtime's conversation contract: it submits operations and renders the
-//! session's events, and holds no engine logic.
+//! keel's interactive terminal front end (DESIGN §15): app state from session events and keys,
+//! rendering, and the terminal loop. It submits operations through the conversation contract,
+//! renders session events, and keeps no engine logic and no timers that guess state.
+//! It imports only keel-protocol and keel-runtime.
 
 pub mod app;
 pub mod cells;

@@ -2,6 +2,7 @@
 //! popup or permission prompt, the composer and the footer.
 
 use keel_protocol::InputKind;
+use keel_protocol::PermissionMode;
 use ratatui::Frame;
 use ratatui::layout::Rect;
 use ratatui::style::{Color, Modifier, Style};
@@ -115,9 +116,9 @@ pub fn draw_panel(frame: &mut Frame<'_>, app: &App, area: Rect) {
 
 fn footer(app: &App, width: usize) -> Line<'static> {
     // The modes that change what may happen stand out.
-    let mode_style = match app.info.mode.as_str() {
-        "full" => Style::new().fg(Color::Red).add_modifier(Modifier::BOLD),
-        "plan" => Style::new().fg(Color::Blue).add_modifier(Modifier::BOLD),
+    let mode_style = match app.info.mode {
+        PermissionMode::Full => Style::new().fg(Color::Red).add_modifier(Modifier::BOLD),
+        PermissionMode::Plan => Style::new().fg(Color::Blue).add_modifier(Modifier::BOLD),
         _ => DIM,
     };
     let mut spans = Vec::new();

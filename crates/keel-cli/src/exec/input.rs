@@ -20,19 +20,6 @@ pub const DEFAULT_MAX_PROMPT_BYTES: u64 = 16 * 1024 * 1024;
 /// Environment variable that sets the prompt size cap, in bytes.
 pub const MAX_PROMPT_ENV: &str = "KEEL_MAX_PROMPT_BYTES";
 
-/// Parses `--permission`: ask, auto, full or plan.
-pub fn parse_permission(text: &str) -> Result<keel_tools::permission::Mode, String> {
-    text.parse::<keel_tools::permission::Mode>()
-        .map_err(|_| format!("unknown permission mode `{text}` (use ask, auto, full or plan)"))
-}
-
-/// Parses `--thinking`: off, minimal, low, medium or high.
-pub fn parse_thinking(text: &str) -> Result<keel_llm::ThinkingLevel, String> {
-    serde_json::from_value(serde_json::Value::String(text.to_owned())).map_err(|_| {
-        format!("unknown thinking level `{text}` (use off, minimal, low, medium or high)")
-    })
-}
-
 /// Parses `--model`: `provider/model`.
 pub fn parse_model(text: &str) -> Result<String, String> {
     match text.split_once('/') {
@@ -311,14 +298,6 @@ mod tests {
 
     #[test]
     fn flag_values_are_checked_with_the_allowed_ones_named() {
-        assert_eq!(
-            parse_permission(" Plan "),
-            Ok(keel_tools::permission::Mode::Plan)
-        );
-        assert_eq!(
-            parse_permission("yolo"),
-            Err("unknown permission mode `yolo` (use ask, auto, full or plan)".to_owned())
-        );
         assert!(parse_model("anthropic/claude").is_ok());
         for bad in ["claude", "/m", "p/", ""] {
             assert!(parse_model(bad).is_err(), "{bad}");

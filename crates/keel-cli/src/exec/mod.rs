@@ -20,7 +20,7 @@ use std::time::Duration;
 use anyhow::Context as _;
 use keel_llm::ModelSpec;
 use keel_llm::scripted::{ResponseSpec, ScriptedProvider, ScriptedResponse};
-use keel_protocol::{Op, RunId, SessionTarget, TurnOutcome, TurnSource};
+use keel_protocol::{Op, PermissionMode, RunId, SessionTarget, TurnOutcome, TurnSource};
 use keel_runtime::settings::SettingsInput;
 use keel_runtime::{
     ConversationContract as _, ModelChoice, Prepared, Reply, RuntimeError, RuntimeOptions,
@@ -31,8 +31,7 @@ use keel_store::{Durability, Execution, OpenOptions};
 use crate::errors::{InternalError, runtime_error};
 pub use input::{
     check_config_file as check_config_file_arg, parse_base_url, parse_model as parse_model_arg,
-    parse_override as parse_override_arg, parse_permission as parse_permission_arg,
-    parse_thinking as parse_thinking_arg, working_folder as working_folder_arg,
+    parse_override as parse_override_arg, working_folder as working_folder_arg,
 };
 use output::{ExecSink, Format, Interrupt, RunIds, Stop};
 pub use report::{EXIT_CONFIG, EXIT_FAILED, EXIT_INTERNAL, EXIT_USAGE};
@@ -77,17 +76,17 @@ pub struct ExecArgs {
     config: Option<PathBuf>,
     /// Permission mode for tool calls: ask, auto, full or plan. Nobody can answer a
     /// question in `exec`, so whatever would ask is denied. Default: config, else auto.
-    #[arg(long, value_name = "MODE", value_parser = input::parse_permission)]
-    permission: Option<keel_tools::permission::Mode>,
+    #[arg(long, value_name = "MODE", value_parser = str::parse::<PermissionMode>)]
+    permission: Option<PermissionMode>,
     /// How much the model reasons: off, minimal, low, medium or high, among the levels the
     /// model offers (default: the model's own).
-    #[arg(long, value_name = "LEVEL", value_parser = input::parse_thinking)]
-    thinking: Option<keel_llm::ThinkingLevel>,
+    #[arg(long, value_name = "LEVEL", value_parser = str::parse::<keel_protocol::ThinkingLevel>)]
+    thinking: Option<keel_protocol::ThinkingLevel>,
     /// Where bash may write: read-only, workspace-write or danger-full-access (no
     /// sandbox). Default: config, else read-only under `--permission plan`, else
     /// workspace-write.
-    #[arg(long, value_name = "MODE", value_parser = str::parse::<keel_tools::SandboxMode>)]
-    sandbox: Option<keel_tools::SandboxMode>,
+    #[arg(long, value_name = "MODE", value_parser = str::parse::<keel_protocol::SandboxMode>)]
+    sandbox: Option<keel_protocol::SandboxMode>,
     /// Work in this folder instead of the current one.
     #[arg(long, value_name = "DIR")]
     cwd: Option<PathBuf>,
@@ -201,7 +200,7 @@ pub async fn run(args: ExecArgs) -> anyhow::Result<ExitCode> {
 
     let model_name = prepared.model_name().to_owned();
     let sandbox = prepared.sandbox();
-    let planning = prepared.mode() == keel_tools::permission::Mode::Plan;
+    let planning = prepared.mode() == PermissionMode::Plan;
     let keel_home = prepared.settings().keel_home.clone();
     let durable = args.durable || prepared.settings().loaded.config.durable.unwrap_or(false);
     let store = OpenOptions {
@@ -345,7 +344,7 @@ pub async fn run(args: ExecArgs) -> anyhow::Result<ExitCode> {
     }
     let duration_ms = u64::try_from(turn.duration.as_millis()).unwrap_or(u64::MAX);
     // In plan mode the plan is the answer, unless the run left plan mode (`/approve-plan`).
-    let plan = (planning && sink.mode().is_none_or(|mode| mode == "plan"))
+    let plan = (planning && sink.mode().is_none_or(|mode| mode == PermissionMode::Plan))
         .then(|| plan::answer(turn.frozen_plan.clone(), keel_home.as_deref(), &session_id))
         .flatten();
     // The session ends with the run (a user's SessionEnd hooks run now).

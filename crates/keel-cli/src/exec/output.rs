@@ -121,7 +121,7 @@ pub struct ExecSink {
     opening: Opening,
     state: Mutex<Emitter>,
     /// The session's permission mode as the run last heard of it (a command may change it).
-    mode: Mutex<Option<String>>,
+    mode: Mutex<Option<keel_protocol::PermissionMode>>,
     /// The goal's banner as text last printed it: a goal is announced at each turn's start
     /// and end, and an unchanged line is not printed twice.
     banner: Mutex<Option<String>>,
@@ -295,11 +295,8 @@ impl ExecSink {
     }
 
     /// The permission mode the session was last switched to during the run, if it was.
-    pub fn mode(&self) -> Option<String> {
-        self.mode
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .clone()
+    pub fn mode(&self) -> Option<keel_protocol::PermissionMode> {
+        *self.mode.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
     /// Whether a write found stdout closed.
@@ -324,7 +321,7 @@ impl SessionSink for ExecSink {
             mode: Some(mode), ..
         } = &event.body
         {
-            *self.mode.lock().unwrap_or_else(PoisonError::into_inner) = Some(mode.clone());
+            *self.mode.lock().unwrap_or_else(PoisonError::into_inner) = Some(*mode);
         }
         match (&event.body, self.format) {
             (SessionEventBody::TurnStarted { turn_id, .. }, Format::StreamJson) => {

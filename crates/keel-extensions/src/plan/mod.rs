@@ -128,16 +128,18 @@ struct Approve {
 impl Approve {
     async fn approve(&self, session: &SessionId, arguments: &str) -> Result<Expansion, String> {
         let mode = match arguments.trim() {
-            "" => "auto",
-            chosen @ ("auto" | "ask" | "full") => chosen,
-            "plan" => {
-                return Err(
-                    "the plan is carried out in auto, ask or full mode; to keep planning, \
-                     answer with feedback instead"
-                        .into(),
-                );
-            }
-            other => return Err(format!("unknown mode `{other}` (use auto, ask or full)")),
+            "" => Mode::Auto,
+            other => match other.parse::<Mode>() {
+                Ok(Mode::Plan) => {
+                    return Err(
+                        "the plan is carried out in auto, ask or full mode; to keep planning, \
+                         answer with feedback instead"
+                            .into(),
+                    );
+                }
+                Ok(mode) => mode,
+                Err(_) => return Err(format!("unknown mode `{other}` (use auto, ask or full)")),
+            },
         };
         if self.control.mode(session) != Some(Mode::Plan) {
             return Err("the session is not in plan mode: there is no plan to approve".into());
@@ -153,7 +155,7 @@ impl Approve {
                 session_id: session.clone(),
                 title: None,
                 model: None,
-                mode: Some(mode.to_owned()),
+                mode: Some(mode),
                 thinking: None,
             })
             .await

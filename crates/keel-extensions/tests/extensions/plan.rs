@@ -242,14 +242,17 @@ async fn approval_switches_the_mode_and_starts_implementing() {
         std::fs::read_to_string(cwd(&h).join("cache.rs")).unwrap(),
         "// cache"
     );
-    let modes: Vec<Option<String>> = events
+    let modes: Vec<Option<keel_protocol::PermissionMode>> = events
         .iter()
         .filter_map(|e| match &e.body {
-            SessionEventBody::SessionUpdated { mode, .. } => Some(mode.clone()),
+            SessionEventBody::SessionUpdated { mode, .. } => Some(*mode),
             _ => None,
         })
         .collect();
-    assert!(modes.contains(&Some("auto".into())), "{modes:?}");
+    assert!(
+        modes.contains(&Some(keel_protocol::PermissionMode::Auto)),
+        "{modes:?}"
+    );
     let request = h.requests().last().cloned().unwrap();
     let text = request_text(&request);
     assert!(text.contains("I approve the plan frozen in"), "{text}");

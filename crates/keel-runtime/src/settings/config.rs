@@ -13,6 +13,7 @@ use std::collections::BTreeMap;
 use std::path::PathBuf;
 
 use keel_llm::registry::{ProviderOverride, Registry, RegistryConfig, Resolved};
+use keel_protocol::PermissionMode;
 use serde::Deserialize;
 use yaml_serde::{Mapping, Value};
 
@@ -28,7 +29,7 @@ pub struct Config {
     pub model: Option<String>,
     /// Permission mode: ask, auto, full or plan.
     #[serde(default)]
-    pub permission: Option<Permission>,
+    pub permission: Option<PermissionMode>,
     /// Providers and models to add or override.
     #[serde(default)]
     pub providers: BTreeMap<String, ProviderOverride>,
@@ -96,29 +97,6 @@ pub struct ExtensionsConfig {
     pub disabled: Vec<String>,
 }
 
-impl Permission {
-    /// The gate's mode of the same name.
-    pub fn mode(self) -> keel_tools::permission::Mode {
-        use keel_tools::permission::Mode;
-        match self {
-            Self::Ask => Mode::Ask,
-            Self::Auto => Mode::Auto,
-            Self::Full => Mode::Full,
-            Self::Plan => Mode::Plan,
-        }
-    }
-
-    /// How strict the mode is: a higher rank allows less without asking.
-    fn strictness(self) -> u8 {
-        match self {
-            Self::Full => 0,
-            Self::Auto => 1,
-            Self::Ask => 2,
-            Self::Plan => 3,
-        }
-    }
-}
-
 /// How strict a sandbox mode is.
 fn sandbox_strictness(mode: keel_tools::SandboxMode) -> u8 {
     match mode {
@@ -149,20 +127,6 @@ impl ConfigFile {
             trusted: true,
         }
     }
-}
-
-/// Permission modes a configuration may name.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Permission {
-    /// Ask before anything but reads.
-    Ask,
-    /// Work inside the workspace without asking.
-    Auto,
-    /// Ask for nothing.
-    Full,
-    /// Read only.
-    Plan,
 }
 
 /// A configuration problem; the message names the file, line and key when known.
@@ -352,13 +316,13 @@ fn tighten(config: &mut Config, project: Config, keys: &[String]) -> Vec<String>
             ignored.push(key.to_owned());
         }
     };
-    let effective = config.permission.unwrap_or(Permission::Auto);
+    let effective = config.permission.unwrap_or(PermissionMode::Auto);
     match project.permission {
         Some(mode) if mode.strictness() > effective.strictness() => config.permission = Some(mode),
         Some(mode) if mode.strictness() < effective.strictness() => skip("permission"),
         _ => {}
     }
-    let default_sandbox = if config.permission == Some(Permission::Plan) {
+    let default_sandbox = if config.permission == Some(PermissionMode::Plan) {
         keel_tools::SandboxMode::ReadOnly
     } else {
         keel_tools::SandboxMode::WorkspaceWrite
@@ -415,9 +379,9 @@ impl Loaded {
         names
     }
 
-    /// The thinking levels `model` (provider/model) offers by name, `off` first when it
+    /// The thinking levels `model` (provider/model) offers, `off` first when it
     /// reasons at all; empty for a model the registry does not know or that does not reason.
-    pub fn thinking_levels(&self, model: &str) -> Vec<String> {
+    pub fn thinking_levels(&self, model: &str) -> Vec<keel_protocol::ThinkingLevel> {
         let Ok(resolved) = self.resolve_model(Some(model)) else {
             return Vec::new();
         };
@@ -425,13 +389,13 @@ impl Loaded {
         if levels.is_empty() {
             return Vec::new();
         }
-        std::iter::once(keel_llm::ThinkingLevel::Off)
-            .chain(levels.iter().copied())
-            .filter_map(|level| {
-                serde_json::to_value(level)
-                    .ok()
-                    .and_then(|v| v.as_str().map(str::to_owned))
-            })
+        std::iter::once(keel_protocol::ThinkingLevel::Off)
+            .chain(
+                levels
+                    .iter()
+                    .copied()
+                    .filter(|l| *l != keel_protocol::ThinkingLevel::Off),
+            )
             .collect()
     }
 
@@ -550,7 +514,7 @@ mod tests {
             "model: mock/mock-model\npermission: auto\nproviders:\n  mock:\n    api: openai-completions\n    base_url: http://127.0.0.1:8080/v1\n    api_key_env: MOCK_API_KEY\n    models:\n      mock-model: {context_window: 128000, max_output: 16384}\n",
         );
         let loaded = load(&[ConfigFile::trusted(home)], &[]).unwrap();
-        assert_eq!(loaded.config.permission, Some(Permission::Auto));
+        assert_eq!(loaded.config.permission, Some(PermissionMode::Auto));
         let resolved = loaded.resolve_model(None).unwrap();
         assert_eq!(resolved.entry.api, Api::OpenAiCompletions);
         assert_eq!(resolved.entry.context_window, 128_000);
@@ -574,7 +538,7 @@ mod tests {
             &["model=openai/gpt-5".into()],
         )
         .unwrap();
-        assert_eq!(loaded.config.permission, Some(Permission::Plan));
+        assert_eq!(loaded.config.permission, Some(PermissionMode::Plan));
         assert_eq!(loaded.config.model.as_deref(), Some("openai/gpt-5"));
         assert_eq!(
             loaded.model_source.as_deref(),
@@ -772,7 +736,7 @@ mod tests {
             },
         ];
         let loaded = load(&files, &[]).unwrap();
-        assert_eq!(loaded.config.permission, Some(Permission::Ask));
+        assert_eq!(loaded.config.permission, Some(PermissionMode::Ask));
         assert_eq!(loaded.config.sandbox, None);
         assert_eq!(loaded.config.model.as_deref(), Some("a/b"));
         assert!(loaded.config.providers.is_empty());
@@ -802,13 +766,13 @@ mod tests {
             &[],
         )
         .unwrap();
-        assert_eq!(loaded.config.permission, Some(Permission::Plan));
+        assert_eq!(loaded.config.permission, Some(PermissionMode::Plan));
         // Plan already implies the read-only sandbox.
         assert_eq!(loaded.config.sandbox, None);
         assert!(loaded.ignored.is_empty(), "{:?}", loaded.ignored);
 
         // Trusted, the same file counts in full.
         let loaded = load(&[ConfigFile::trusted(project)], &[]).unwrap();
-        assert_eq!(loaded.config.permission, Some(Permission::Full));
+        assert_eq!(loaded.config.permission, Some(PermissionMode::Full));
     }
 }

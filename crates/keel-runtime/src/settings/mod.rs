@@ -12,9 +12,7 @@ use std::path::{Path, PathBuf};
 
 use keel_tools::permission::{Effect, RuleSet};
 
-pub use config::{
-    Config, ConfigError, ConfigFile, ExtensionsConfig, FILE_NAME, Loaded, Permission, keel_home,
-};
+pub use config::{Config, ConfigError, ConfigFile, ExtensionsConfig, FILE_NAME, Loaded, keel_home};
 pub use harness::{ContextConfig, OutputBudgetConfig, RunawayGuardConfig, model_matches};
 pub use project::Project;
 

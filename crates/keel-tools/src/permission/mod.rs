@@ -26,9 +26,7 @@ pub mod shell;
 
 pub use effects::CommandClass;
 pub(crate) use effects::git_key_runs_program;
-pub use gate::{
-    AskRequest, Decision, DecisionKind, Denial, DenySource, Mode, PermissionGate, UnknownMode,
-};
+pub use gate::{AskRequest, Decision, DecisionKind, Denial, DenySource, Mode, PermissionGate};
 pub use hook::{
     Approval, ApprovalRequest, Approver, DEFAULT_APPROVAL_TIMEOUT, PermissionHook, Presumption,
 };

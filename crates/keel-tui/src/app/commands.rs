@@ -3,7 +3,10 @@
 use std::collections::HashMap;
 use std::path::PathBuf;
 
-use keel_protocol::{ContentBlock, InputKind, Message, Op, SessionTarget, ToolCallStatus};
+use keel_protocol::{
+    ContentBlock, InputKind, Message, Op, PermissionMode, SessionTarget, ThinkingChoice,
+    ThinkingLevel, ToolCallStatus,
+};
 use keel_runtime::Reply;
 use keel_store::StoredEntry;
 use ratatui::style::{Color, Modifier, Style};
@@ -108,47 +111,33 @@ impl App {
                 }
             }
             "permission" => {
-                if super::input::MODES.contains(&args) {
-                    self.set_mode(args, effects);
-                } else if !args.is_empty() {
-                    self.notice(
-                        Tone::Error,
-                        format!("unknown permission mode `{args}` (use ask, auto, full or plan)"),
-                    );
-                } else {
-                    let items = [
-                        ("ask", "ask before anything that writes or runs"),
-                        (
-                            "auto",
-                            "edit the workspace and run safe commands; ask for the rest",
-                        ),
-                        ("full", "no questions; the sandbox still applies"),
-                        (
-                            "plan",
-                            "read-only investigation; only the plan file is written",
-                        ),
-                    ]
-                    .iter()
-                    .map(|(m, d)| PickItem {
-                        label: (*m).to_owned(),
-                        detail: (*d).to_owned(),
-                        value: (*m).to_owned(),
-                        revision: None,
-                    })
-                    .collect();
+                if args.is_empty() {
+                    let items = PermissionMode::ALL
+                        .iter()
+                        .map(|m| PickItem {
+                            label: m.name().to_owned(),
+                            detail: m.summary().to_owned(),
+                            value: m.name().to_owned(),
+                            revision: None,
+                        })
+                        .collect();
                     self.popup = Some(Popup::Picker(Picker::new(
                         PickerKind::Permission,
                         "Permission mode",
                         items,
                     )));
+                } else {
+                    match args.parse::<PermissionMode>() {
+                        Ok(mode) => self.set_mode(mode, effects),
+                        Err(error) => self.notice(Tone::Error, error.to_string()),
+                    }
                 }
             }
             "thinking" => {
                 if args.is_empty() {
                     let now = self
                         .thinking
-                        .clone()
-                        .unwrap_or_else(|| "the model's default".into());
+                        .map_or("the model's default", ThinkingLevel::name);
                     self.notice(
                         Tone::Info,
                         format!(
@@ -156,20 +145,23 @@ impl App {
                         ),
                     );
                 } else if let Some(session_id) = self.session_id() {
-                    effects.push(Effect::Call(
-                        Tag::Plain("cannot change the thinking level"),
-                        Op::UpdateSession {
-                            session_id,
-                            title: None,
-                            model: None,
-                            mode: None,
-                            thinking: Some(args.to_owned()),
-                        },
-                    ));
+                    match args.parse::<ThinkingChoice>() {
+                        Ok(choice) => effects.push(Effect::Call(
+                            Tag::Plain("cannot change the thinking level"),
+                            Op::UpdateSession {
+                                session_id,
+                                title: None,
+                                model: None,
+                                mode: None,
+                                thinking: Some(choice),
+                            },
+                        )),
+                        Err(error) => self.notice(Tone::Error, error.to_string()),
+                    }
                 }
             }
             "sandbox" => {
-                let text = if args.is_empty() || args == self.info.sandbox {
+                let text = if args.is_empty() || args == self.info.sandbox.name() {
                     format!("commands run in the {} sandbox", self.info.sandbox)
                 } else {
                     format!(
@@ -181,17 +173,14 @@ impl App {
             }
             "plan" => match args {
                 "" | "on" => {
-                    if self.info.mode != "plan" {
-                        self.mode_before_plan = Some(self.info.mode.clone());
-                        self.set_mode("plan", effects);
+                    if self.info.mode != PermissionMode::Plan {
+                        self.mode_before_plan = Some(self.info.mode);
+                        self.set_mode(PermissionMode::Plan, effects);
                     }
                 }
                 "off" => {
-                    let back = self
-                        .mode_before_plan
-                        .take()
-                        .unwrap_or_else(|| "auto".into());
-                    self.set_mode(&back, effects);
+                    let back = self.mode_before_plan.take().unwrap_or(PermissionMode::Auto);
+                    self.set_mode(back, effects);
                 }
                 other => self.notice(Tone::Error, format!("/plan takes on or off, not `{other}`")),
             },
@@ -529,7 +518,11 @@ impl App {
                     thinking: None,
                 },
             )),
-            PickerKind::Permission => self.set_mode(&item.value, effects),
+            PickerKind::Permission => {
+                if let Ok(mode) = item.value.parse() {
+                    self.set_mode(mode, effects);
+                }
+            }
             PickerKind::Sessions => {
                 if item.value != session_id.as_str() {
                     effects.push(Effect::Call(

@@ -3,15 +3,12 @@
 use std::time::Instant;
 
 use crossterm::event::{Event, KeyCode, KeyEvent, KeyEventKind, KeyModifiers};
-use keel_protocol::{InputKind, Op, PermissionAnswer};
+use keel_protocol::{InputKind, Op, PermissionAnswer, PermissionMode};
 
 use super::popup::{PickItem, Picker, PickerKind, Popup, Stage};
 use super::{App, DOUBLE_PRESS, Effect, Tag};
 use crate::cells::{Cell, Tone};
 use crate::keys::Action;
-
-/// The permission modes Shift+Tab cycles through, in order.
-pub const MODES: [&str; 4] = ["ask", "auto", "full", "plan"];
 
 impl App {
     pub(super) fn term_event(&mut self, event: Event, effects: &mut Vec<Effect>) {
@@ -49,9 +46,7 @@ impl App {
             Some(Action::Newline) => self.composer.insert("\n"),
             Some(Action::Interrupt) => self.interrupt(effects),
             Some(Action::CycleMode) => {
-                let at = MODES.iter().position(|m| *m == self.info.mode).unwrap_or(0);
-                let next = MODES[(at + 1) % MODES.len()];
-                self.set_mode(next, effects);
+                self.set_mode(self.info.mode.next(), effects);
             }
             Some(Action::Clear) => {
                 if !self.composer.is_empty() {
@@ -654,7 +649,7 @@ impl App {
         self.popup = Some(Popup::Permission(prompt));
     }
 
-    pub(super) fn set_mode(&mut self, mode: &str, effects: &mut Vec<Effect>) {
+    pub(super) fn set_mode(&mut self, mode: PermissionMode, effects: &mut Vec<Effect>) {
         let Some(session_id) = self.session_id() else {
             return;
         };
@@ -664,12 +659,12 @@ impl App {
                 session_id,
                 title: None,
                 model: None,
-                mode: Some(mode.to_owned()),
+                mode: Some(mode),
                 thinking: None,
             },
         ));
         // Shown at once; the session's update event confirms it.
-        self.info.mode = mode.to_owned();
+        self.info.mode = mode;
     }
 }
 

@@ -199,7 +199,7 @@ impl App {
                 ..
             } => {
                 if thinking != self.thinking {
-                    let shown = thinking.as_deref().unwrap_or("the model's default");
+                    let shown = thinking.map_or("the model's default", |t| t.name());
                     self.notice(Tone::Info, format!("thinking: {shown}"));
                     self.thinking = thinking;
                 }

@@ -16,7 +16,10 @@ mod tests;
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
-use keel_protocol::{Op, QueueEntry, SessionEvent, SessionId, TaskInfo, Usage};
+use keel_protocol::{
+    Op, PermissionMode, QueueEntry, SandboxMode, SessionEvent, SessionId, TaskInfo, ThinkingLevel,
+    Usage,
+};
 use keel_runtime::Reply;
 use keel_store::SessionRecord;
 use ratatui::text::Line;
@@ -136,9 +139,9 @@ pub struct Info {
     /// The model in use, provider/model.
     pub model: String,
     /// The permission mode.
-    pub mode: String,
+    pub mode: PermissionMode,
     /// The sandbox mode.
-    pub sandbox: String,
+    pub sandbox: SandboxMode,
     /// Models the `/model` picker offers, provider/model.
     pub models: Vec<String>,
     /// `$KEEL_HOME`, for keybindings.yaml.
@@ -146,7 +149,7 @@ pub struct Info {
     /// Warnings from start-up to show once.
     pub warnings: Vec<String>,
     /// The thinking level sessions start with (`None`: the model's own).
-    pub thinking: Option<String>,
+    pub thinking: Option<ThinkingLevel>,
 }
 
 /// The whole TUI state.
@@ -200,12 +203,12 @@ pub struct App {
     /// Whether the app should quit.
     pub quitting: bool,
     /// The mode before `/plan on`.
-    pub mode_before_plan: Option<String>,
+    pub mode_before_plan: Option<PermissionMode>,
     /// A plan submitted for review whose choice (approve, keep planning) opens once its
     /// turn ended.
     pub plan_review: bool,
     /// The thinking level chosen for the session (`None`: the model's own).
-    pub thinking: Option<String>,
+    pub thinking: Option<ThinkingLevel>,
     /// `@` was typed and the folder is not listed yet.
     files_requested: bool,
     /// The slash popup opened: the extensions' commands are listed again.
@@ -222,7 +225,7 @@ pub const DOUBLE_PRESS: Duration = Duration::from_millis(1500);
 impl App {
     /// A fresh app; `width` is the terminal's.
     pub fn new(info: Info, width: u16) -> Self {
-        let thinking = info.thinking.clone();
+        let thinking = info.thinking;
         let (keys, warning) = KeyMap::load(info.keel_home.as_deref());
         let mut app = Self {
             info,
@@ -405,7 +408,7 @@ impl App {
         let mut parts = vec![
             self.info.model.clone(),
             format!("{} mode", self.info.mode),
-            self.info.sandbox.clone(),
+            self.info.sandbox.name().to_owned(),
         ];
         if let Some((used, window)) = self.context
             && window > 0

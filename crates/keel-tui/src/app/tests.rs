@@ -16,8 +16,8 @@ pub(super) fn app() -> App {
     let info = Info {
         cwd: "/work/project".into(),
         model: "anthropic/claude-sonnet-4-5".into(),
-        mode: "auto".into(),
-        sandbox: "workspace-write".into(),
+        mode: keel_protocol::PermissionMode::Auto,
+        sandbox: keel_protocol::SandboxMode::WorkspaceWrite,
         models: Vec::new(),
         keel_home: None,
         warnings: Vec::new(),

@@ -26,8 +26,8 @@ fn info() -> Info {
         thinking: None,
         cwd: "/work/project".into(),
         model: "anthropic/claude-sonnet-4-5".into(),
-        mode: "auto".into(),
-        sandbox: "workspace-write".into(),
+        mode: keel_protocol::PermissionMode::Auto,
+        sandbox: keel_protocol::SandboxMode::WorkspaceWrite,
         models: vec!["anthropic/claude-sonnet-4-5".into(), "openai/gpt-5".into()],
         keel_home: None,
         warnings: Vec::new(),
@@ -419,7 +419,7 @@ fn the_footer_while_a_turn_runs_with_queued_messages() {
             }],
         },
     );
-    app.info.mode = "plan".into();
+    app.info.mode = keel_protocol::PermissionMode::Plan;
     insta::assert_snapshot!(screen(&mut app));
 }
 
@@ -540,7 +540,7 @@ fn thinking_is_set_with_a_command_and_shown_when_it_changes() {
     let asked = effects.iter().any(|effect| {
         matches!(
             effect,
-            keel_tui::app::Effect::Call(_, keel_protocol::Op::UpdateSession { thinking: Some(level), .. }) if level == "high"
+            keel_tui::app::Effect::Call(_, keel_protocol::Op::UpdateSession { thinking: Some(level), .. }) if *level == keel_protocol::ThinkingChoice::Level(keel_protocol::ThinkingLevel::High)
         )
     });
     assert!(asked, "no update for the thinking level");
@@ -549,8 +549,8 @@ fn thinking_is_set_with_a_command_and_shown_when_it_changes() {
         SessionEventBody::SessionUpdated {
             title: "a test".into(),
             model: "anthropic/claude-sonnet-4-5".into(),
-            mode: Some("auto".into()),
-            thinking: Some("high".into()),
+            mode: Some(keel_protocol::PermissionMode::Auto),
+            thinking: Some(keel_protocol::ThinkingLevel::High),
         },
     );
     assert!(screen(&mut app).contains("thinking: high"));
@@ -559,7 +559,7 @@ fn thinking_is_set_with_a_command_and_shown_when_it_changes() {
 #[test]
 fn a_plan_for_review_and_the_choice_after_its_turn() {
     let mut app = app(80);
-    app.info.mode = "plan".into();
+    app.info.mode = keel_protocol::PermissionMode::Plan;
     app.live.begin(Some("plan a cache".into()));
     event(
         &mut app,

@@ -3,65 +3,11 @@
 //! separate from the judgement that produces it.
 
 use std::fmt;
-use std::str::FromStr;
-
-use serde::{Deserialize, Serialize};
 
 use crate::permission::rules::Scope;
 
-/// The permission mode: a fixed profile of what runs without asking.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Mode {
-    /// Reads inside the workspace run; everything else asks.
-    #[default]
-    Ask,
-    /// Reads, shell and network run; writes and deletes inside the workspace run; writes
-    /// outside the workspace ask; code the gate cannot read runs only inside the bash sandbox.
-    Auto,
-    /// Everything runs; only deny and ask rules still apply (the danger list is off).
-    Full,
-    /// Read-only: reads and read-only commands run; writes, deletes, commands with other
-    /// effects and commands that reach the network are denied; `web_fetch` asks.
-    Plan,
-}
-
-impl Mode {
-    /// The lowercase name.
-    pub fn name(self) -> &'static str {
-        match self {
-            Mode::Ask => "ask",
-            Mode::Auto => "auto",
-            Mode::Full => "full",
-            Mode::Plan => "plan",
-        }
-    }
-}
-
-impl fmt::Display for Mode {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.name())
-    }
-}
-
-/// An unknown mode name.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("unknown permission mode `{0}` (expected ask, auto, full or plan)")]
-pub struct UnknownMode(pub String);
-
-impl FromStr for Mode {
-    type Err = UnknownMode;
-
-    fn from_str(s: &str) -> Result<Self, Self::Err> {
-        match s.trim().to_ascii_lowercase().as_str() {
-            "ask" => Ok(Mode::Ask),
-            "auto" => Ok(Mode::Auto),
-            "full" => Ok(Mode::Full),
-            "plan" => Ok(Mode::Plan),
-            _ => Err(UnknownMode(s.to_owned())),
-        }
-    }
-}
+/// The permission mode (the protocol's one type).
+pub use keel_protocol::PermissionMode as Mode;
 
 /// Who or what denied a call; the tag starts the message the model gets.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]

@@ -30,7 +30,7 @@ use super::rules::{Action, Effect, Rule, RuleSet, Scope};
 use super::shell::{Arg, ShellEnv};
 use crate::env::{SandboxMode, ToolEnv, normalize};
 
-pub use decision::{AskRequest, Decision, DecisionKind, Denial, DenySource, Mode, UnknownMode};
+pub use decision::{AskRequest, Decision, DecisionKind, Denial, DenySource, Mode};
 
 /// Longest command or argument text quoted in a message (design choice: enough to recognise).
 const MAX_QUOTE: usize = 300;
