@@ -13,10 +13,10 @@ use agent_client_protocol::v1::schema::{
     SessionNotification, SessionUpdate, StopReason, ToolCallContent,
 };
 use agent_client_protocol::{Client, Error, ErrorCode, RequestCancellationHandle};
-use keel_agent::runner::{MODEL_REFUSAL, STEP_LIMIT_EXCEEDED};
 use keel_protocol::{
-    Op, PermissionMode, PermissionRequest, SandboxMode, SessionEvent, SessionEventBody, SessionId,
-    StopReason as KeelStop, ThinkingLevel, TurnOutcome, TurnSource, Usage,
+    FailureCode, Op, PermissionMode, PermissionRequest, SandboxMode, SessionEvent,
+    SessionEventBody, SessionId, StopReason as KeelStop, ThinkingLevel, TurnOutcome, TurnSource,
+    Usage,
 };
 use keel_runtime::{ConversationContract, Reply, Runtime, RuntimeError, SessionSink, Subscription};
 
@@ -307,9 +307,9 @@ impl Session {
                 })
             }
             TurnOutcome::Aborted { .. } => Ok(StopReason::Cancelled),
-            TurnOutcome::Failed { code, message } => match code.as_str() {
-                STEP_LIMIT_EXCEEDED => Ok(StopReason::MaxTurnRequests),
-                MODEL_REFUSAL => Ok(StopReason::Refusal),
+            TurnOutcome::Failed { code, message } => match code {
+                FailureCode::StepLimitExceeded => Ok(StopReason::MaxTurnRequests),
+                FailureCode::ModelRefusal => Ok(StopReason::Refusal),
                 _ => Err(Error::new(ErrorCode::INTERNAL_ERROR, message.clone())
                     .data(serde_json::json!({"code": code}))),
             },

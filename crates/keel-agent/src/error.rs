@@ -33,6 +33,18 @@ pub enum AgentError {
 }
 
 impl AgentError {
+    /// The protocol's code when this ends a turn: an extension's bad tool is its failure,
+    /// anything else keel's own.
+    pub fn failure_code(&self) -> keel_protocol::FailureCode {
+        match self {
+            Self::DuplicateTool { .. } | Self::InvalidToolSchema { .. } => {
+                keel_protocol::FailureCode::ExtensionFailed
+            }
+            Self::NothingToContinue { .. } => keel_protocol::FailureCode::NothingToContinue,
+            _ => keel_protocol::FailureCode::InternalError,
+        }
+    }
+
     /// Stable code.
     pub fn code(&self) -> &'static str {
         match self {

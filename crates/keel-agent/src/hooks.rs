@@ -96,7 +96,7 @@ pub enum ResponseDecision {
     /// Fail the run: strip its tool calls and mark it as an error.
     Fail {
         /// Stable code for the failure.
-        code: String,
+        code: keel_protocol::FailureCode,
         /// What went wrong.
         message: String,
     },

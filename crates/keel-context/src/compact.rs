@@ -8,26 +8,28 @@ use keel_llm::{LlmRequest, ModelSpec, RequestOptions, StreamFn};
 use keel_protocol::{ErrorInfo, Message, StopReason, Usage};
 use tokio_util::sync::CancellationToken;
 
+use keel_protocol::FailureCode;
+
 use crate::checkpoint::{self, Verified};
 use crate::measure::{MeasureCache, Size, system_size, text_size};
 
 /// Error code of a compaction whose result still does not fit (DESIGN §12).
-pub const POST_ADMISSION_FAILED: &str = "POST_ADMISSION_FAILED";
+pub const POST_ADMISSION_FAILED: FailureCode = FailureCode::PostAdmissionFailed;
 /// Error code of a summary call that failed.
-pub const SUMMARY_FAILED: &str = "compaction_failed";
+pub const SUMMARY_FAILED: FailureCode = FailureCode::CompactionFailed;
 
 /// Why a compaction failed.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("{message}")]
 pub struct CompactError {
     /// Stable code.
-    pub code: &'static str,
+    pub code: FailureCode,
     /// What went wrong.
     pub message: String,
 }
 
 impl CompactError {
-    fn new(code: &'static str, message: impl Into<String>) -> Self {
+    fn new(code: FailureCode, message: impl Into<String>) -> Self {
         Self {
             code,
             message: message.into(),

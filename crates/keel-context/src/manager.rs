@@ -7,7 +7,7 @@
 //!    size (archiving if that is enough, else a checkpoint), or fail `context_overflow`;
 //! 3. at the compaction start T (or past the byte limit), archive if that brings the
 //!    request under T, else compact; a compaction that still does not fit fails
-//!    `POST_ADMISSION_FAILED`;
+//!    `post_admission_failed`;
 //! 4. below T, archive only at the output water mark;
 //! 5. ask for no more output than the window leaves.
 //!
@@ -20,7 +20,7 @@ use std::sync::{Arc, Mutex, PoisonError};
 use async_trait::async_trait;
 use keel_agent::HookError;
 use keel_agent::runner::{BeforeLlmAction, BeforeLlmCallHook, LlmCallView};
-use keel_protocol::{Message, SessionId};
+use keel_protocol::{FailureCode, Message, SessionId};
 use keel_runtime::extension::{
     Extension, ExtensionApi, ExtensionError, ExtensionEvent, Hook, Replacement, SessionChange,
     SessionChangeHook, TurnScope,
@@ -476,11 +476,11 @@ impl TurnContext {
         frame: Size,
         limit: Size,
         reason: Reason,
-    ) -> Result<Vec<Arc<Message>>, (String, String)> {
+    ) -> Result<Vec<Arc<Message>>, (FailureCode, String)> {
         // After an overflow the turn fails as the provider's rejection does.
-        let fail = |code: &str, message: String| match reason {
-            Reason::Overflow => ("context_overflow".to_owned(), message),
-            _ => (code.to_owned(), message),
+        let fail = |code: FailureCode, message: String| match reason {
+            Reason::Overflow => (FailureCode::ContextOverflow, message),
+            _ => (code, message),
         };
         let Some(writer) = &self.scope.history else {
             return Err(fail(
@@ -502,7 +502,7 @@ impl TurnContext {
         let replaced = writer
             .replace(&compacted.history, Replacement::Compaction)
             .await
-            .map_err(|e| fail("history_commit_failed", e))?;
+            .map_err(|e| fail(FailureCode::HistoryCommitFailed, e))?;
         self.bump_epoch(true);
         let mut details = finished(&compacted, reason);
         details.insert("revision_before".into(), json!(replaced.before));

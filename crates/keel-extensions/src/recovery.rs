@@ -20,7 +20,7 @@ use crate::TERMINAL_RECOVERY;
 use crate::per_turn::PerTurn;
 
 /// The code a second empty answer fails the turn with.
-pub const TERMINAL_EMPTY: &str = "terminal_empty";
+pub const TERMINAL_EMPTY: keel_protocol::FailureCode = keel_protocol::FailureCode::TerminalEmpty;
 
 /// What the model is asked after an empty final answer.
 pub const RECOVERY_PROMPT: &str = "Your last reply was empty. The tools you ran succeeded: \
@@ -119,7 +119,7 @@ impl AfterLlmCallHook for Recovery {
             self.scope
                 .emit(TERMINAL_RECOVERY, "failed", json!({"code": TERMINAL_EMPTY}));
             return Ok(ResponseDecision::Fail {
-                code: TERMINAL_EMPTY.into(),
+                code: TERMINAL_EMPTY,
                 message: "the model gave an empty final answer twice after its tools succeeded"
                     .into(),
             });

@@ -26,7 +26,7 @@ pub use content::{
 };
 pub use error::{ErrorCode, ErrorInfo};
 pub use event::AgentEvent;
-pub use failure::{Failure, is_retryable};
+pub use failure::{Failure, FailureCode};
 pub use ids::{MessageId, RunId, SessionId, ToolCallId, TurnId};
 pub use message::{
     AssistantMessage, HostMessage, Message, StopReason, ToolResultMessage, UserMessage, now_ms,

@@ -140,7 +140,7 @@ pub enum SessionStatus {
     /// The turn failed.
     Failed {
         /// Stable code from the error classifier.
-        code: String,
+        code: crate::FailureCode,
         /// What went wrong.
         message: String,
     },
@@ -172,7 +172,7 @@ pub enum TurnOutcome {
     /// The turn failed.
     Failed {
         /// Stable code from the error classifier.
-        code: String,
+        code: crate::FailureCode,
         /// What went wrong.
         message: String,
     },
@@ -187,7 +187,7 @@ impl TurnOutcome {
                 reason: reason.clone(),
             },
             Self::Failed { code, message } => SessionStatus::Failed {
-                code: code.clone(),
+                code: *code,
                 message: message.clone(),
             },
         }

@@ -88,7 +88,7 @@ pub enum RuntimeError {
     #[error("{message}")]
     Compaction {
         /// Stable code.
-        code: &'static str,
+        code: keel_protocol::FailureCode,
         /// What went wrong.
         message: String,
     },
@@ -128,6 +128,19 @@ pub enum RuntimeError {
 }
 
 impl RuntimeError {
+    /// The protocol's code when this ends a turn or an operation a front end reports.
+    pub fn failure_code(&self) -> keel_protocol::FailureCode {
+        use keel_protocol::FailureCode;
+        match self {
+            Self::Config(_) => FailureCode::ConfigInvalid,
+            Self::MissingKey { .. } => FailureCode::MissingApiKey,
+            Self::Store(error) | Self::StoreAt { source: error, .. } => error.failure_code(),
+            Self::Extension(_) | Self::Command { .. } => FailureCode::ExtensionFailed,
+            Self::Compaction { code, .. } => *code,
+            _ => FailureCode::InternalError,
+        }
+    }
+
     /// The stable code of the error.
     pub fn code(&self) -> &'static str {
         match self {
@@ -146,7 +159,7 @@ impl RuntimeError {
             Self::NotBound => "contract_not_bound",
             Self::Unsupported(_) => "unsupported",
             Self::Resume(_) => "resume_failed",
-            Self::Compaction { code, .. } => code,
+            Self::Compaction { code, .. } => code.as_str(),
             Self::UnknownCommand(_) => "unknown_command",
             Self::Command { .. } => "command_failed",
             Self::HomeWorkspace(_) => "home_workspace",

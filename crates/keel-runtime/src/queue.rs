@@ -70,7 +70,7 @@ pub(crate) async fn refresh(slot: &Slot, store: &Store) {
         Err(error) => slot.emit(SessionEventBody::Failure {
             turn_id: None,
             failure: keel_protocol::Failure::new(
-                error.code(),
+                keel_protocol::FailureCode::QueueFailed,
                 format!("cannot read the input queue: {error}"),
             ),
         }),

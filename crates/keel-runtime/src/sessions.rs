@@ -14,7 +14,7 @@ pub const INTERRUPTED_RESULT: &str =
     "interrupted: keel stopped before this tool call finished; it may or may not have run";
 
 /// Error code recorded on turns a crashed process left running.
-pub const INTERRUPTED_CODE: &str = "interrupted";
+pub const INTERRUPTED_CODE: keel_protocol::FailureCode = keel_protocol::FailureCode::Interrupted;
 
 /// The session's title: the prompt's first non-empty line, shortened.
 pub fn title_of(prompt: &str) -> String {

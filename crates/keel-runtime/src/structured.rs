@@ -7,7 +7,8 @@ use keel_protocol::Failure;
 use crate::error::RuntimeError;
 
 /// Failure code of a final answer that is not JSON valid against the output schema.
-pub const STRUCTURED_OUTPUT_INVALID: &str = "structured_output_invalid";
+pub const STRUCTURED_OUTPUT_INVALID: keel_protocol::FailureCode =
+    keel_protocol::FailureCode::StructuredOutputInvalid;
 
 /// A compiled output schema and its text.
 pub struct OutputSchema {

@@ -212,6 +212,14 @@ impl StoreError {
         }
     }
 
+    /// The protocol's code for this failure when it ends a turn or an operation.
+    pub fn failure_code(&self) -> keel_protocol::FailureCode {
+        match self {
+            Self::SessionBusy { .. } => keel_protocol::FailureCode::SessionBusy,
+            _ => keel_protocol::FailureCode::StoreFailed,
+        }
+    }
+
     /// Whether retrying the same call may succeed (a busy database, a slow observer).
     pub fn is_retryable(&self) -> bool {
         match self {

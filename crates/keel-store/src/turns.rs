@@ -105,7 +105,7 @@ pub fn outcome_status(outcome: &TurnOutcome) -> (TurnStatus, Option<String>) {
     match outcome {
         TurnOutcome::Completed => (TurnStatus::Completed, None),
         TurnOutcome::Aborted { .. } => (TurnStatus::Aborted, None),
-        TurnOutcome::Failed { code, .. } => (TurnStatus::Failed, Some(code.clone())),
+        TurnOutcome::Failed { code, .. } => (TurnStatus::Failed, Some(code.as_str().to_owned())),
         // A newer protocol outcome this store does not know yet is kept as a failure.
         _ => (TurnStatus::Failed, Some("unknown_outcome".into())),
     }

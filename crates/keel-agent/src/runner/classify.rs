@@ -1,22 +1,6 @@
 //! The error classifier: every failure of a turn maps to one stable status code.
 
-use keel_protocol::{ErrorCode, ErrorInfo, StopReason};
-
-/// Status code of a turn whose before-LLM hook failed (the call was not made).
-pub const BEFORE_LLM_HOOK_FAILED: &str = "before_llm_hook_failed";
-/// Status code of a turn an after-LLM hook failed on purpose.
-pub const AFTER_LLM_REJECTED: &str = "after_llm_rejected";
-/// Status code of a turn whose run crashed.
-pub const INTERNAL_ERROR: &str = "internal_error";
-/// Status code of a turn stopped by `RunnerDefaults::max_steps` while the model still
-/// wanted to go on.
-pub const STEP_LIMIT_EXCEEDED: &str = "step_limit_exceeded";
-
-/// Status code of a turn whose model declined to answer (a refusal, a content filter).
-pub const MODEL_REFUSAL: &str = "model_refusal";
-/// Status code of a turn whose first (and only) model response had no text and no tool
-/// call: a silent success would report an empty answer as the result.
-pub const EMPTY_RESPONSE: &str = "empty_response";
+use keel_protocol::{ErrorCode, ErrorInfo, FailureCode, StopReason};
 
 /// Why a turn failed, as the runner saw it.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -24,13 +8,13 @@ pub(crate) enum Failure {
     /// A before-LLM hook failed (fail closed).
     BeforeLlmHook(String),
     /// An after-LLM hook decided the answer fails the turn.
-    Rejected { code: String, message: String },
+    Rejected { code: FailureCode, message: String },
     /// The model call failed.
     Model(ErrorInfo),
     /// Context management could not make the request fit.
-    Context { code: String, message: String },
+    Context { code: FailureCode, message: String },
     /// The agent refused to start the run.
-    Refused { code: &'static str, message: String },
+    Refused { code: FailureCode, message: String },
     /// The run crashed or was lost.
     Internal(String),
     /// The step limit was reached with tool calls still asking for another step.
@@ -46,18 +30,17 @@ pub(crate) enum Failure {
 
 impl Failure {
     /// The stable status code and message.
-    pub(crate) fn classify(&self) -> (String, String) {
+    pub(crate) fn classify(&self) -> (FailureCode, String) {
         match self {
-            Self::BeforeLlmHook(message) => (BEFORE_LLM_HOOK_FAILED.to_owned(), message.clone()),
-            Self::Rejected { code, message } => {
-                (format!("{AFTER_LLM_REJECTED}:{code}"), message.clone())
-            }
-            Self::Model(error) => (model_code(error.code).to_owned(), error.message.clone()),
-            Self::Context { code, message } => (code.clone(), message.clone()),
-            Self::Refused { code, message } => ((*code).to_owned(), message.clone()),
-            Self::Internal(message) => (INTERNAL_ERROR.to_owned(), message.clone()),
+            Self::BeforeLlmHook(message) => (FailureCode::BeforeLlmHookFailed, message.clone()),
+            // The hook's own code: the contract names why the answer failed, not who said so.
+            Self::Rejected { code, message }
+            | Self::Context { code, message }
+            | Self::Refused { code, message } => (*code, message.clone()),
+            Self::Model(error) => (model_code(error.code), error.message.clone()),
+            Self::Internal(message) => (FailureCode::InternalError, message.clone()),
             Self::StepLimit(max) => (
-                STEP_LIMIT_EXCEEDED.to_owned(),
+                FailureCode::StepLimitExceeded,
                 format!("the turn reached its limit of {max} steps before the model finished"),
             ),
             Self::EmptyResponse {
@@ -71,29 +54,28 @@ impl Failure {
                 } else if *reasoned {
                     message.push_str(" (it only reasoned)");
                 }
-                (EMPTY_RESPONSE.to_owned(), message)
+                (FailureCode::EmptyResponse, message)
             }
         }
     }
 }
 
 /// Stable status code for a failed model call.
-pub fn model_code(code: ErrorCode) -> &'static str {
+pub fn model_code(code: ErrorCode) -> FailureCode {
     match code {
-        ErrorCode::Auth => "model_auth",
-        ErrorCode::RateLimit => "model_rate_limit",
-        ErrorCode::Overloaded => "model_overloaded",
-        ErrorCode::ContextOverflow => "context_overflow",
-        ErrorCode::InvalidRequest => "model_invalid_request",
-        ErrorCode::Timeout => "model_timeout",
-        ErrorCode::Network => "model_network",
-        ErrorCode::Server => "model_server",
-        ErrorCode::Quota => "model_quota",
-        ErrorCode::Cancelled => "model_cancelled",
-        ErrorCode::Internal => INTERNAL_ERROR,
-        ErrorCode::Refusal => MODEL_REFUSAL,
-        ErrorCode::Other => "model_error",
-        _ => "model_error",
+        ErrorCode::Auth => FailureCode::ModelAuth,
+        ErrorCode::RateLimit => FailureCode::ModelRateLimit,
+        ErrorCode::Overloaded => FailureCode::ModelOverloaded,
+        ErrorCode::ContextOverflow => FailureCode::ContextOverflow,
+        ErrorCode::InvalidRequest => FailureCode::ModelInvalidRequest,
+        ErrorCode::Timeout => FailureCode::ModelTimeout,
+        ErrorCode::Network => FailureCode::ModelNetwork,
+        ErrorCode::Server => FailureCode::ModelServer,
+        ErrorCode::Quota => FailureCode::ModelQuota,
+        ErrorCode::Cancelled => FailureCode::ModelCancelled,
+        ErrorCode::Internal => FailureCode::InternalError,
+        ErrorCode::Refusal => FailureCode::ModelRefusal,
+        _ => FailureCode::ModelError,
     }
 }
 
@@ -107,10 +89,10 @@ mod tests {
             (Failure::BeforeLlmHook("x".into()), "before_llm_hook_failed"),
             (
                 Failure::Rejected {
-                    code: "terminal_empty".into(),
+                    code: FailureCode::TerminalEmpty,
                     message: "m".into(),
                 },
-                "after_llm_rejected:terminal_empty",
+                "terminal_empty",
             ),
             (
                 Failure::Model(ErrorInfo::new(ErrorCode::RateLimit, "slow down")),
@@ -127,7 +109,7 @@ mod tests {
             ),
         ];
         for (failure, code) in cases {
-            assert_eq!(failure.classify().0, code);
+            assert_eq!(failure.classify().0.as_str(), code);
         }
     }
 

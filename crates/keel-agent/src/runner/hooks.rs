@@ -54,10 +54,10 @@ pub enum BeforeLlmAction {
     /// Abort the call; the turn ends aborted.
     Abort(String),
     /// Make no call and fail the turn with this stable code (context management that
-    /// cannot make the request fit: `context_overflow`, `POST_ADMISSION_FAILED`).
+    /// cannot make the request fit: `context_overflow`, `post_admission_failed`).
     Fail {
         /// The turn's status code.
-        code: String,
+        code: keel_protocol::FailureCode,
         /// What went wrong.
         message: String,
     },
@@ -412,7 +412,7 @@ impl LoopHooks for TurnLoopHooks {
                 Ok(decision @ ResponseDecision::Retry { .. }) => return Ok(decision),
                 Ok(ResponseDecision::Fail { code, message }) => {
                     shared.fail(Failure::Rejected {
-                        code: code.clone(),
+                        code,
                         message: message.clone(),
                     });
                     return Ok(ResponseDecision::Fail { code, message });

@@ -34,10 +34,7 @@ use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 use tracing::Instrument as _;
 
-pub use classify::{
-    AFTER_LLM_REJECTED, BEFORE_LLM_HOOK_FAILED, EMPTY_RESPONSE, INTERNAL_ERROR, MODEL_REFUSAL,
-    STEP_LIMIT_EXCEEDED, model_code,
-};
+pub use classify::model_code;
 pub use hooks::{
     AfterLlmCallHook, AfterToolCallHook, BeforeLlmAction, BeforeLlmCallHook, BeforeToolCallHook,
     HistoryChangedHook, LlmCallPreparedHook, LlmCallView, RequestOrigin, StepEndHook, StepQueue,
@@ -83,7 +80,7 @@ pub struct RunnerDefaults {
     /// Follow-up delivery.
     pub follow_up_mode: QueueMode,
     /// Most steps (model calls) a turn may take; a turn that reaches it while the model
-    /// still calls tools fails with [`STEP_LIMIT_EXCEEDED`]. `None`: unlimited.
+    /// still calls tools fails with `step_limit_exceeded`. `None`: unlimited.
     pub max_steps: Option<u32>,
 }
 
@@ -263,7 +260,7 @@ impl TurnRunner {
             Ok(agent) => agent,
             Err(error) => {
                 let outcome = TurnOutcome::Failed {
-                    code: error.code().to_owned(),
+                    code: error.failure_code(),
                     message: error.to_string(),
                 };
                 let _ = events_tx.send(BridgeInput::Status(outcome.status())).await;
@@ -307,7 +304,7 @@ impl TurnRunner {
                 converge_at_idle(&agent, &shared, &cancel).await;
             }
             Err(error) => shared.fail(Failure::Refused {
-                code: error.code(),
+                code: error.failure_code(),
                 message: error.to_string(),
             }),
         }

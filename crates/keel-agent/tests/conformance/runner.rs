@@ -308,10 +308,7 @@ async fn the_step_limit_stops_a_turn_that_keeps_calling_tools() {
     )];
     h.defaults.max_steps = Some(2);
     let result = h.run("hi").await;
-    assert_eq!(
-        failed_code(&result.outcome),
-        keel_agent::runner::STEP_LIMIT_EXCEEDED
-    );
+    assert_eq!(failed_code(&result.outcome), "step_limit_exceeded");
     assert_eq!(
         history_of(&result),
         [
@@ -347,7 +344,7 @@ async fn the_host_hears_when_events_are_drained_and_after_the_last_one() {
 
 fn empty_response(detail: &str) -> TurnOutcome {
     TurnOutcome::Failed {
-        code: keel_agent::runner::EMPTY_RESPONSE.into(),
+        code: keel_protocol::FailureCode::EmptyResponse,
         message: format!(
             "the model ended its first response with no text and no tool call{detail}"
         ),

@@ -276,16 +276,13 @@ async fn after_llm_fail_strips_tool_calls_and_fails_the_turn() {
     h.tools = vec![tool.clone()];
     h.hooks.after_llm_call = vec![after_llm(|_| {
         Ok(ResponseDecision::Fail {
-            code: "terminal_empty".into(),
+            code: keel_protocol::FailureCode::TerminalEmpty,
             message: "empty again".into(),
         })
     })];
     let result = h.run("hi").await;
     assert_eq!(tool.count(), 0);
-    assert_eq!(
-        failed_code(&result.outcome),
-        "after_llm_rejected:terminal_empty"
-    );
+    assert_eq!(failed_code(&result.outcome), "terminal_empty");
 }
 
 #[tokio::test]

@@ -205,7 +205,7 @@ impl Harness {
 
 pub fn failed_code(outcome: &TurnOutcome) -> String {
     match outcome {
-        TurnOutcome::Failed { code, .. } => code.clone(),
+        TurnOutcome::Failed { code, .. } => code.as_str().to_owned(),
         other => panic!("expected a failure, got {other:?}"),
     }
 }

@@ -21,7 +21,6 @@ use keel_runtime::{ConversationContract as _, Reply, Runtime, SessionSink, TurnR
 use tokio::sync::watch;
 
 use super::output::Stop;
-use super::report::HISTORY_COMMIT_FAILED;
 
 /// How long stopping tasks and aborting turns may take before the run ends anyway (only a
 /// model call or tool that ignores its cancellation takes this long).
@@ -157,7 +156,7 @@ impl SessionSink for Watch {
             SessionEventBody::Failure {
                 turn_id: Some(_),
                 failure,
-            } if failure.code == HISTORY_COMMIT_FAILED => {
+            } if failure.code == keel_protocol::FailureCode::HistoryCommitFailed => {
                 seen.so_far.lost = Some(failure.message.clone());
             }
             SessionEventBody::TurnEnded {

@@ -8,23 +8,15 @@
 //! `budget_limited` 7 (`goal_budget_limited`); `paused` 4 (`goal_paused`); `blocked` 4
 //! (`goal_blocked`); still active with no continuation 4 (`goal_stalled`).
 
+use keel_protocol::FailureCode;
 use serde_json::Value;
 
 use super::report::{ExecError, ExecStatus};
 
-/// Error code of a run whose goal used up a limit.
-pub const GOAL_BUDGET_LIMITED: &str = "goal_budget_limited";
-/// Error code of a run whose goal a breaker (or the user) paused.
-pub const GOAL_PAUSED: &str = "goal_paused";
-/// Error code of a run whose goal is blocked.
-pub const GOAL_BLOCKED: &str = "goal_blocked";
-/// Error code of a run whose active goal got no next turn.
-pub const GOAL_STALLED: &str = "goal_stalled";
-
 /// Whether a run's error `code` says its goal used up a limit: every goal has limits, so
 /// a long one ends so after a turn that completed, whose answer the run still prints.
-pub fn ran_out(code: &str) -> bool {
-    code == GOAL_BUDGET_LIMITED
+pub fn ran_out(code: FailureCode) -> bool {
+    code == FailureCode::GoalBudgetLimited
 }
 
 /// The goal's status in `details`.
@@ -43,20 +35,20 @@ pub fn judge(goal: &Value) -> (ExecStatus, Option<ExecError>) {
     match status_of(Some(goal)) {
         "budget_limited" => (
             ExecStatus::LimitExceeded,
-            Some(ExecError::new(GOAL_BUDGET_LIMITED, reason())),
+            Some(ExecError::new(FailureCode::GoalBudgetLimited, reason())),
         ),
         "paused" => (
             ExecStatus::Failed,
-            Some(ExecError::new(GOAL_PAUSED, reason())),
+            Some(ExecError::new(FailureCode::GoalPaused, reason())),
         ),
         "blocked" => (
             ExecStatus::Failed,
-            Some(ExecError::new(GOAL_BLOCKED, reason())),
+            Some(ExecError::new(FailureCode::GoalBlocked, reason())),
         ),
         "active" => (
             ExecStatus::Failed,
             Some(ExecError::new(
-                GOAL_STALLED,
+                FailureCode::GoalStalled,
                 "the goal is still active, but its next turn did not start",
             )),
         ),
@@ -76,8 +68,8 @@ mod tests {
         let status = |s: &str| judge(&json!({"status": s, "reason": "why"}));
         assert_eq!(status("complete"), (ExecStatus::Succeeded, None));
         assert_eq!(status("budget_limited").0.exit_code(), 7);
-        assert_eq!(status("paused").1.unwrap().code, GOAL_PAUSED);
+        assert_eq!(status("paused").1.unwrap().code, FailureCode::GoalPaused);
         assert_eq!(status("blocked").1.unwrap().message, "why");
-        assert_eq!(status("active").1.unwrap().code, GOAL_STALLED);
+        assert_eq!(status("active").1.unwrap().code, FailureCode::GoalStalled);
     }
 }

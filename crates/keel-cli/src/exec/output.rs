@@ -30,7 +30,7 @@ use keel_runtime::SessionSink;
 use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
 
-use super::report::{ExecError, ExecResult, ExecStatus, HISTORY_COMMIT_FAILED, SCHEMA_VERSION};
+use super::report::{ExecError, ExecResult, ExecStatus, SCHEMA_VERSION};
 
 /// How `keel exec` prints.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
@@ -284,7 +284,7 @@ impl ExecSink {
                     || result
                         .error
                         .as_ref()
-                        .is_some_and(|e| super::goal::ran_out(&e.code));
+                        .is_some_and(|e| super::goal::ran_out(e.code));
                 if answered && !result.final_text.is_empty() {
                     let text = result.final_text.trim_end_matches('\n');
                     out.write_line(&self.stop, format!("{text}\n").as_bytes());
@@ -337,7 +337,7 @@ impl SessionSink for ExecSink {
                 Format::StreamJson,
             ) => self.ended(turn_id.as_str(), outcome, *usage),
             (SessionEventBody::Failure { failure, .. }, Format::StreamJson)
-                if failure.code == HISTORY_COMMIT_FAILED =>
+                if failure.code == keel_protocol::FailureCode::HistoryCommitFailed =>
             {
                 self.emitter().turn.lost = Some(failure.message.clone());
             }

@@ -9,8 +9,7 @@ use std::path::Path;
 use std::process::ExitCode;
 use std::time::Duration;
 
-use keel_agent::runner::STEP_LIMIT_EXCEEDED;
-use keel_protocol::{Failure, RunId, TurnOutcome, Usage};
+use keel_protocol::{Failure, FailureCode, RunId, TurnOutcome, Usage};
 use serde::Serialize;
 
 use super::output::Interrupt;
@@ -36,13 +35,6 @@ pub const EXIT_INTERNAL: u8 = 70;
 pub const EXIT_CANCELLED: u8 = 130;
 /// Exit code of a run whose standard output was closed (128 + SIGPIPE).
 pub const EXIT_STDOUT_CLOSED: u8 = 141;
-
-/// Failure code when history could not be stored durably.
-pub const HISTORY_COMMIT_FAILED: &str = "history_commit_failed";
-/// Error code of a turn stopped by `--timeout`.
-pub const TIMEOUT: &str = "timeout";
-/// Error code of a turn cancelled by a signal.
-pub const CANCELLED: &str = "cancelled";
 
 /// How a run ended.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -74,29 +66,9 @@ impl ExecStatus {
     }
 }
 
-/// Why a run failed, in the shape every output format uses.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub struct ExecError {
-    /// Stable code (a runner code, `timeout`, `cancelled` or `structured_output_invalid`).
-    pub code: String,
-    /// What went wrong.
-    pub message: String,
-    /// Whether running the same command again may succeed.
-    pub retryable: bool,
-}
-
-impl ExecError {
-    /// An error whose retryability follows from its code.
-    pub fn new(code: impl Into<String>, message: impl Into<String>) -> Self {
-        let code = code.into();
-        let retryable = keel_protocol::is_retryable(&code);
-        Self {
-            code,
-            message: message.into(),
-            retryable,
-        }
-    }
-}
+/// Why a run failed, in the shape every output format uses: the protocol's failure, whose
+/// code is one of [`FailureCode`]'s (the README's table lists them).
+pub type ExecError = Failure;
 
 /// The result object: `json` prints it alone, `stream-json` inside `exec.completed`.
 #[derive(Debug, Clone, Serialize)]
@@ -143,10 +115,7 @@ pub fn status_of(
     let (mut status, mut error) = judge(outcome, interrupt, timeout);
     if let (ExecStatus::Succeeded, Some(failure)) = (status, output_failure) {
         status = ExecStatus::Failed;
-        error = Some(ExecError::new(
-            failure.code.clone(),
-            failure.message.clone(),
-        ));
+        error = Some(failure.clone());
     }
     // History the model was told about but that is not stored, or a turn whose end could
     // not be recorded (it would be reported as interrupted later): no success.
@@ -154,7 +123,7 @@ pub fn status_of(
         && status == ExecStatus::Succeeded
     {
         status = ExecStatus::Failed;
-        error = Some(ExecError::new(HISTORY_COMMIT_FAILED, message));
+        error = Some(ExecError::new(FailureCode::HistoryCommitFailed, message));
     }
     (status, error)
 }
@@ -167,19 +136,19 @@ pub fn judge(
 ) -> (ExecStatus, Option<ExecError>) {
     match outcome {
         TurnOutcome::Completed => (ExecStatus::Succeeded, None),
-        TurnOutcome::Failed { code, message } if code == STEP_LIMIT_EXCEEDED => (
+        TurnOutcome::Failed { code, message } if *code == FailureCode::StepLimitExceeded => (
             ExecStatus::LimitExceeded,
-            Some(ExecError::new(code.clone(), message.clone())),
+            Some(ExecError::new(*code, message.clone())),
         ),
         TurnOutcome::Failed { code, message } => (
             ExecStatus::Failed,
-            Some(ExecError::new(code.clone(), message.clone())),
+            Some(ExecError::new(*code, message.clone())),
         ),
         TurnOutcome::Aborted { reason } => match interrupt {
             Some(Interrupt::Timeout) => (
                 ExecStatus::Timeout,
                 Some(ExecError::new(
-                    TIMEOUT,
+                    FailureCode::Timeout,
                     format!(
                         "the turn ran past --timeout {}",
                         timeout.map(|t| format!("{t:?}")).unwrap_or_default()
@@ -188,12 +157,15 @@ pub fn judge(
             ),
             Some(Interrupt::StdoutClosed) => (
                 ExecStatus::Cancelled,
-                Some(ExecError::new(CANCELLED, "standard output was closed")),
+                Some(ExecError::new(
+                    FailureCode::Cancelled,
+                    "standard output was closed",
+                )),
             ),
             Some(Interrupt::Signal) | None => (
                 ExecStatus::Cancelled,
                 Some(ExecError::new(
-                    CANCELLED,
+                    FailureCode::Cancelled,
                     reason.clone().unwrap_or_else(|| "cancelled".into()),
                 )),
             ),
@@ -201,7 +173,7 @@ pub fn judge(
         other => (
             ExecStatus::Failed,
             Some(ExecError::new(
-                keel_agent::runner::INTERNAL_ERROR,
+                FailureCode::InternalError,
                 format!("unexpected outcome {other:?}"),
             )),
         ),
@@ -266,6 +238,22 @@ pub fn exit(code: u8) -> ExitCode {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The README's table of codes is the contract scripts read: every code is in it.
+    #[test]
+    fn the_readme_lists_every_failure_code() {
+        let readme = include_str!("../../../../README.md");
+        let table = readme
+            .split("| code | what failed | exit |")
+            .nth(1)
+            .expect("the README has the code table");
+        for code in FailureCode::ALL {
+            assert!(
+                table.contains(&format!("`{code}`")),
+                "the README's code table lacks `{code}`"
+            );
+        }
+    }
 
     #[test]
     fn durations_parse_in_every_documented_form() {

@@ -270,13 +270,13 @@ async fn three_hundred_steps_of_8_kib_fit_a_64k_window_and_keep_the_first_constr
 }
 
 /// A system prompt larger than the window leaves nothing a compaction could make fit: the
-/// turn fails `POST_ADMISSION_FAILED` instead of sending a request the provider must refuse.
+/// turn fails `post_admission_failed` instead of sending a request the provider must refuse.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_request_that_no_compaction_can_make_fit_fails_post_admission() {
     let run = run(3, "You are a test. ".repeat(20_000)).await;
     match &run.report.outcome {
         TurnOutcome::Failed { code, message } => {
-            assert_eq!(code, "POST_ADMISSION_FAILED", "{message}");
+            assert_eq!(code.as_str(), "post_admission_failed", "{message}");
             assert!(message.contains("system prompt and tools"), "{message}");
         }
         other => panic!("unexpected {other:?}"),

@@ -19,7 +19,7 @@ async fn an_empty_answer_after_tools_is_retried_once_then_fails_terminal_empty()
     let (report, events) = h.turn(&session, "build it").await;
     match &report.outcome {
         TurnOutcome::Failed { code, .. } => {
-            assert_eq!(code, "after_llm_rejected:terminal_empty");
+            assert_eq!(code.as_str(), "terminal_empty");
         }
         other => panic!("expected terminal_empty, got {other:?}"),
     }

@@ -215,7 +215,7 @@ impl Runtime {
             Err(error) => slot.emit(SessionEventBody::Failure {
                 turn_id: Some(turn.clone()),
                 failure: Failure::new(
-                    "task_consumption_failed",
+                    keel_protocol::FailureCode::TaskConsumptionFailed,
                     format!("cannot record that the turn read its task results: {error}"),
                 ),
             }),

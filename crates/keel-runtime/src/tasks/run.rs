@@ -156,7 +156,11 @@ async fn run_child(
                 keel_store::TurnStatus::Completed => TurnOutcome::Completed,
                 keel_store::TurnStatus::Aborted => TurnOutcome::Aborted { reason: None },
                 _ => TurnOutcome::Failed {
-                    code: last.error_code.clone().unwrap_or_else(|| "failed".into()),
+                    code: last
+                        .error_code
+                        .as_deref()
+                        .and_then(keel_protocol::FailureCode::parse)
+                        .unwrap_or(keel_protocol::FailureCode::InternalError),
                     message: "the task's last turn did not complete".into(),
                 },
             };

@@ -52,7 +52,7 @@ impl TurnHost for TurnHostImpl {
                 self.slot.emit(SessionEventBody::Failure {
                     turn_id: Some(turn.turn_id.clone()),
                     failure: keel_protocol::Failure::new(
-                        error.code(),
+                        keel_protocol::FailureCode::QueueFailed,
                         format!("cannot claim queued steering: {error}"),
                     ),
                 });

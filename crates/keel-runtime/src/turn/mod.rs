@@ -16,8 +16,8 @@ use std::time::Instant;
 use futures::FutureExt as _;
 use keel_agent::runner::{TurnInput, TurnResult, TurnRunner, TurnStart};
 use keel_protocol::{
-    ContentBlock, Failure, InputKind, Message, SessionEventBody, TurnId, TurnOutcome, TurnSource,
-    Usage, UserMessage,
+    ContentBlock, Failure, FailureCode, InputKind, Message, SessionEventBody, TurnId, TurnOutcome,
+    TurnSource, Usage, UserMessage,
 };
 use keel_store::{CommitRequest, HistoryOp, new_id};
 use tokio::sync::oneshot;
@@ -73,7 +73,7 @@ impl Drop for AdmissionGuard<'_> {
 /// What a crashed process's turn is recorded as when a later one finds it running.
 fn abandoned() -> TurnOutcome {
     TurnOutcome::Failed {
-        code: INTERRUPTED_CODE.into(),
+        code: INTERRUPTED_CODE,
         message: "the process running this turn stopped before it ended".into(),
     }
 }
@@ -151,7 +151,7 @@ impl Runtime {
             Ok(prepared) => prepared,
             Err(error) => {
                 let failed = TurnOutcome::Failed {
-                    code: error.code().to_owned(),
+                    code: error.failure_code(),
                     message: error.to_string(),
                 };
                 if let Err(finish) = store.finish_turn(&turn_id, failed, None).await {
@@ -211,7 +211,7 @@ impl Runtime {
         let store = &self.inner.store;
         let turn_id = running.turn_id.clone();
         let outcome = TurnOutcome::Failed {
-            code: keel_agent::runner::INTERNAL_ERROR.into(),
+            code: FailureCode::InternalError,
             message: format!("keel failed inside the turn: {message}"),
         };
         let finish_failure = store
@@ -225,7 +225,7 @@ impl Runtime {
             turn_id: turn_id.clone(),
             outcome: outcome.clone(),
             usage: Usage::default(),
-            failure: Some(Failure::new(keel_agent::runner::INTERNAL_ERROR, message)),
+            failure: Some(Failure::new(FailureCode::InternalError, message)),
         });
         slot.hub.drained();
         {
@@ -574,7 +574,7 @@ impl Runtime {
             }
             Some(message) => TurnResult {
                 outcome: TurnOutcome::Failed {
-                    code: "turn_start_failed".into(),
+                    code: FailureCode::TurnStartFailed,
                     message,
                 },
                 messages: Vec::new(),
@@ -603,7 +603,7 @@ impl Runtime {
                 Ok(value) => report.structured_output = Some(value),
                 Err(failure) => {
                     report.recorded = TurnOutcome::Failed {
-                        code: failure.code.clone(),
+                        code: failure.code,
                         message: failure.message.clone(),
                     };
                     report.output_failure = Some(failure);
@@ -642,7 +642,7 @@ impl Runtime {
             Err(error) => slot.emit(SessionEventBody::Failure {
                 turn_id: Some(turn_id.clone()),
                 failure: Failure::new(
-                    error.code(),
+                    FailureCode::QueueFailed,
                     format!("cannot return undelivered input to the queue: {error}"),
                 ),
             }),
@@ -664,13 +664,11 @@ impl Runtime {
         if let Some(message) = &report.commit_failure {
             slot.emit(SessionEventBody::Failure {
                 turn_id: Some(turn_id.clone()),
-                failure: Failure::new("history_commit_failed", message.clone()),
+                failure: Failure::new(FailureCode::HistoryCommitFailed, message.clone()),
             });
         }
         let failure = match &report.recorded {
-            TurnOutcome::Failed { code, message } => {
-                Some(Failure::new(code.clone(), message.clone()))
-            }
+            TurnOutcome::Failed { code, message } => Some(Failure::new(*code, message.clone())),
             _ => None,
         };
         slot.emit(SessionEventBody::TurnEnded {

@@ -363,7 +363,7 @@ async fn a_panicking_turn_handler_fails_only_its_turn_and_the_session_goes_on() 
     let first = h.submit(&session, "one").await.wait().await.unwrap();
     assert!(
         matches!(&first.outcome, TurnOutcome::Failed { code, message }
-            if code == "turn_start_failed" && message.contains("panicked")),
+            if code.as_str() == "turn_start_failed" && message.contains("panicked")),
         "{:?}",
         first.outcome
     );

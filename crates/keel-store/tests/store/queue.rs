@@ -455,7 +455,7 @@ async fn a_dead_turns_claims_go_back_to_their_places() {
             &s.id,
             TurnSource::Api,
             TurnOutcome::Failed {
-                code: "interrupted".into(),
+                code: keel_protocol::FailureCode::Interrupted,
                 message: "the process died".into(),
             },
         )

@@ -103,7 +103,7 @@ async fn turns_record_source_status_usage_and_error_code() {
         .finish_turn(
             &turn.id,
             TurnOutcome::Failed {
-                code: "provider_overloaded".into(),
+                code: keel_protocol::FailureCode::ModelOverloaded,
                 message: "busy".into(),
             },
             Some(usage),
@@ -119,7 +119,7 @@ async fn turns_record_source_status_usage_and_error_code() {
         ),
         (
             TurnStatus::Failed,
-            Some("provider_overloaded"),
+            Some("model_overloaded"),
             Some(usage),
             TurnSource::Channel("slack".into())
         )
@@ -305,7 +305,7 @@ async fn resuming_closes_only_turns_whose_process_is_gone() {
     let (dir, store) = temp_store().await;
     let s = session(&store).await;
     let interrupted = || TurnOutcome::Failed {
-        code: "interrupted".into(),
+        code: keel_protocol::FailureCode::Interrupted,
         message: "the process stopped".into(),
     };
     // A turn this (live) process runs makes the session busy; nothing changes.

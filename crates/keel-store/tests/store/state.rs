@@ -118,7 +118,7 @@ async fn a_claim_held_by_a_turn_that_no_longer_runs_counts_as_waiting() {
         .finish_turn(
             &turn.id,
             TurnOutcome::Failed {
-                code: "interrupted".into(),
+                code: keel_protocol::FailureCode::Interrupted,
                 message: "gone".into(),
             },
             None,

@@ -286,7 +286,10 @@ fn a_turn(app: &mut App) {
             attempt: 2,
             max_retries: 5,
             delay_ms: 4000,
-            failure: keel_protocol::Failure::new("overloaded", "the provider is overloaded"),
+            failure: keel_protocol::Failure::new(
+                keel_protocol::FailureCode::ModelOverloaded,
+                "the provider is overloaded",
+            ),
         },
     );
     event(
