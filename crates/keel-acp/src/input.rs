@@ -4,7 +4,7 @@
 
 /// What stands in for a line over the limit: not JSON, so the protocol answers it with a
 /// parse error, and it quotes no more than the line's first
-/// [`keel_tools::lines::KEPT_OF_OVER_LONG`] bytes.
+/// [`keel_runtime::lines::KEPT_OF_OVER_LONG`] bytes.
 fn over_long(start: &[u8], total: usize, max: usize) -> String {
     let quoted: String = String::from_utf8_lossy(start)
         .chars()
@@ -25,14 +25,14 @@ pub(crate) async fn forward_lines(
     mut out: tokio::io::DuplexStream,
     max: usize,
 ) {
-    use keel_tools::lines::Line;
+    use keel_runtime::lines::Line;
     use tokio::io::AsyncWriteExt as _;
     let mut input = tokio::io::BufReader::new(input);
     let mut line = Vec::new();
     loop {
         line.clear();
         let written =
-            match keel_tools::lines::read_bounded(&mut input, &mut line, max, |_| {}).await {
+            match keel_runtime::lines::read_bounded(&mut input, &mut line, max, |_| {}).await {
                 Line::End => break,
                 Line::Over { total } => {
                     tracing::warn!(bytes = total, "skipped an ACP message over the line limit");

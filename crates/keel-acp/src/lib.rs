@@ -38,7 +38,7 @@ pub struct ServeOptions {
     /// Makes a runtime's [`Prepared`] from options.
     pub prepare: Prepare,
     /// How the session store is opened.
-    pub store: keel_store::OpenOptions,
+    pub store: keel_runtime::storage::OpenOptions,
     /// The folder keel was started in: what `initialize` checks the model against.
     pub launch_cwd: PathBuf,
     /// Where the socket for terminal relays goes (`$KEEL_HOME/run`); `None`: no terminals.

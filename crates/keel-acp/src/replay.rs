@@ -9,7 +9,7 @@ use agent_client_protocol::v1::schema::{
     ContentBlock, ContentChunk, ImageContent, Plan, SessionUpdate, TextContent,
 };
 use keel_protocol::{ItemKind, Message};
-use keel_store::StoredEntry;
+use keel_runtime::StoredEntry;
 use serde_json::Value;
 
 use crate::tools;
@@ -77,7 +77,7 @@ pub fn updates(entries: &[StoredEntry], cwd: &Path) -> Vec<SessionUpdate> {
                     out.push(SessionUpdate::Plan(Plan::new(entries)));
                 }
             }
-            Message::Host(host) if host.kind == keel_tools::todo::COMPACTION_KIND => {
+            Message::Host(host) if host.kind == keel_runtime::sessions::COMPACTION_KIND => {
                 out.push(text_update(
                     ItemKind::Reasoning,
                     "[keel] the earlier conversation was compacted into a summary\n",

@@ -22,8 +22,9 @@ use agent_client_protocol::v1::schema::{
 use agent_client_protocol::v1::{ConnectionTo, Responder};
 use agent_client_protocol::{Agent, ByteStreams, Client, Error, ErrorCode};
 use keel_protocol::{Message, Op, SessionId, SessionTarget, Usage};
+use keel_runtime::SessionRecord;
+use keel_runtime::storage::Store;
 use keel_runtime::{ConversationContract, Reply, Runtime};
-use keel_store::{SessionRecord, Store};
 use tokio_util::compat::{TokioAsyncReadCompatExt as _, TokioAsyncWriteCompatExt as _};
 
 use crate::prompt::{self, Prompt};
@@ -261,7 +262,7 @@ impl Server {
     }
 
     /// Stored history, for replay and totals.
-    async fn history(&self, session: &Session) -> Result<Vec<keel_store::StoredEntry>, Error> {
+    async fn history(&self, session: &Session) -> Result<Vec<keel_runtime::StoredEntry>, Error> {
         match session
             .runtime
             .call(Op::GetMessages {
@@ -277,7 +278,7 @@ impl Server {
     }
 
     /// Tells the session what the editor was shown at open (title, stored usage).
-    fn know(session: &Session, record: &SessionRecord, entries: &[keel_store::StoredEntry]) {
+    fn know(session: &Session, record: &SessionRecord, entries: &[keel_runtime::StoredEntry]) {
         let mut usage = Usage::default();
         for entry in entries {
             if let Message::Assistant(answer) = &entry.message {

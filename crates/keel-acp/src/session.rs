@@ -130,7 +130,7 @@ impl Session {
         notices: bool,
     ) -> Arc<Self> {
         let model = runtime.model_name().to_owned();
-        let levels = runtime.settings().loaded.thinking_levels(&model);
+        let levels = runtime.thinking_levels(&model);
         let thinking = runtime.thinking();
         let mut translator = Translator::new(cwd.clone(), notices);
         translator.know("", mode);
@@ -384,7 +384,7 @@ impl Session {
                     return None;
                 }
                 if *model != state.model {
-                    state.levels = self.runtime.settings().loaded.thinking_levels(model);
+                    state.levels = self.runtime.thinking_levels(model);
                 }
                 state.model.clone_from(model);
                 state.mode = mode;

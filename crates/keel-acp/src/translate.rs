@@ -47,11 +47,8 @@ pub struct Translator {
     title: Option<String>,
     mode: Option<keel_protocol::PermissionMode>,
     /// The status of the session's goal the editor was last told.
-    goal: Option<String>,
+    goal: Option<keel_protocol::GoalStatus>,
 }
-
-/// The extension whose `goal_updated` events carry the session's goal.
-const GOALS: &str = "goals";
 
 fn chunk(text: impl Into<String>) -> ContentChunk {
     ContentChunk::new(ContentBlock::Text(TextContent::new(text)))
@@ -86,22 +83,23 @@ impl Translator {
 
     /// A notice when the session's goal changes status: the goal's banner line (status,
     /// objective, tokens, turns) and why. Per-turn counts alone are not worth a line.
-    fn goal_notice(&mut self, details: &serde_json::Value) -> Option<SessionUpdate> {
-        let status = details.get("status")?.as_str()?;
-        if self.goal.as_deref() == Some(status) {
+    fn goal_notice(&mut self, goal: &keel_protocol::GoalInfo) -> Option<SessionUpdate> {
+        use keel_protocol::GoalStatus;
+        if self.goal == Some(goal.status) {
             return None;
         }
-        self.goal = Some(status.to_owned());
-        let mut text = match details.get("banner").and_then(serde_json::Value::as_str) {
-            Some(banner) => banner.to_owned(),
-            None => "goal cleared".to_owned(),
+        self.goal = Some(goal.status);
+        let mut text = if goal.banner.is_empty() {
+            format!("goal {}", goal.status)
+        } else {
+            goal.banner.clone()
         };
-        if let Some(reason) = details.get("reason").and_then(serde_json::Value::as_str) {
+        if let Some(reason) = &goal.reason {
             text.push_str(&format!(" — {reason}"));
         }
-        let severity = match status {
-            "blocked" => Severity::Error,
-            "paused" | "budget_limited" => Severity::Warn,
+        let severity = match goal.status {
+            GoalStatus::Blocked => Severity::Error,
+            GoalStatus::Paused | GoalStatus::BudgetLimited => Severity::Warn,
             _ => Severity::Info,
         };
         Some(self.notice(severity, text))
@@ -167,14 +165,7 @@ impl Translator {
                 Severity::Warn,
                 notice::retry(&failure.message, *attempt, *max_retries, *delay_ms),
             )),
-            SessionEventBody::Extension {
-                extension,
-                kind,
-                details,
-                ..
-            } if extension == GOALS && kind == "goal_updated" => {
-                out.extend(self.goal_notice(details));
-            }
+            SessionEventBody::Goal { goal, .. } => out.extend(self.goal_notice(goal)),
             SessionEventBody::Extension {
                 extension,
                 kind,
@@ -640,22 +631,27 @@ mod tests {
     #[test]
     fn a_goal_is_one_notice_per_status() {
         let mut t = Translator::new("/w".into(), false);
-        let goal = |status: &str, reason: Option<&str>| SessionEventBody::Extension {
-            turn_id: None,
-            extension: "goals".into(),
-            kind: "goal_updated".into(),
-            details: json!({"status": status, "reason": reason,
-                            "banner": format!("goal {status}: ship it · 1.0k tokens · turn 1")}),
-        };
+        let goal =
+            |status: keel_protocol::GoalStatus, reason: Option<&str>| SessionEventBody::Goal {
+                turn_id: None,
+                goal: keel_protocol::GoalInfo {
+                    objective: "ship it".into(),
+                    status,
+                    reason: reason.map(str::to_owned),
+                    banner: format!("goal {status}: ship it · 1.0k tokens · turn 1"),
+                    record: serde_json::Value::Null,
+                },
+            };
+        use keel_protocol::GoalStatus::{Active, Paused};
         assert_eq!(
-            t.apply(&goal("active", None)),
+            t.apply(&goal(Active, None)),
             vec![SessionUpdate::AgentThoughtChunk(chunk(
                 "\n[keel] goal active: ship it · 1.0k tokens · turn 1\n"
             ))]
         );
-        assert_eq!(t.apply(&goal("active", None)), vec![]);
+        assert_eq!(t.apply(&goal(Active, None)), vec![]);
         assert_eq!(
-            t.apply(&goal("paused", Some("3 identical replies"))),
+            t.apply(&goal(Paused, Some("3 identical replies"))),
             vec![SessionUpdate::AgentThoughtChunk(chunk(
                 "\n[keel] goal paused: ship it · 1.0k tokens · turn 1 — 3 identical replies\n"
             ))]

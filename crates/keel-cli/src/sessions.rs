@@ -198,24 +198,18 @@ pub async fn run(args: SessionsArgs) -> anyhow::Result<()> {
         }
         SessionsCommand::Export { id, format } => {
             let id = store.resolve_session(&id).await?;
-            let secrets = redact::process_secrets();
-            let redaction = match format {
-                ExportFormat::Markdown => {
-                    let done = redact::redact(&store.export_markdown(&id).await?, &secrets);
-                    out = done.text.clone();
-                    done
-                }
-                ExportFormat::Json => {
-                    let mut document = store.export_json(&id).await?;
-                    let done = redact::redact_json(&mut document, &secrets);
-                    if let Some(fields) = document.as_object_mut() {
-                        fields.insert("redactions".into(), redactions_field(&done));
-                    }
-                    out = serde_json::to_string_pretty(&document)?;
-                    done
-                }
+            let format = match format {
+                ExportFormat::Markdown => keel_protocol::ExportFormat::Markdown,
+                ExportFormat::Json => keel_protocol::ExportFormat::Json,
             };
-            eprintln!("keel: {}", redaction_note(&redaction));
+            let redaction = keel_runtime::sessions::export(&store, &id, format)
+                .await
+                .map_err(runtime_error)?;
+            out.clone_from(&redaction.text);
+            eprintln!(
+                "keel: {}",
+                redaction_note(redaction.masked, &redaction.kinds)
+            );
         }
         SessionsCommand::ReplayRequest { id, step, exact } => {
             let id = store.resolve_session(&id).await?;
@@ -249,7 +243,7 @@ pub async fn run(args: SessionsArgs) -> anyhow::Result<()> {
                 };
                 eprintln!(
                     "keel: {} (--exact prints it as sent)",
-                    redaction_note(&done)
+                    redaction_note(done.count, &done.kinds)
                 );
             }
             let mut stdout = std::io::stdout().lock();
@@ -316,25 +310,18 @@ fn replay_error(error: keel_extensions::report::replay::ReplayError) -> anyhow::
     }
 }
 
-/// The `redactions` member of a JSON export: how many secrets were masked, by kind.
-fn redactions_field(done: &redact::Redaction) -> serde_json::Value {
-    json!({"count": done.count, "kinds": done.kinds})
-}
-
 /// The line on stderr saying what the export masked.
-fn redaction_note(done: &redact::Redaction) -> String {
-    if done.count == 0 {
+fn redaction_note(count: usize, kinds: &std::collections::BTreeMap<String, usize>) -> String {
+    if count == 0 {
         return "redacted 0 secrets from the export".to_owned();
     }
-    let kinds: Vec<String> = done
-        .kinds
+    let kinds: Vec<String> = kinds
         .iter()
         .map(|(kind, n)| format!("{n} {kind}"))
         .collect();
-    let noun = if done.count == 1 { "secret" } else { "secrets" };
+    let noun = if count == 1 { "secret" } else { "secrets" };
     format!(
-        "redacted {} {noun} from the export ({})",
-        done.count,
+        "redacted {count} {noun} from the export ({})",
         kinds.join(", ")
     )
 }

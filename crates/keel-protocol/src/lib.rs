@@ -7,6 +7,7 @@ mod content;
 mod error;
 mod event;
 mod failure;
+mod goal;
 mod ids;
 mod message;
 mod modes;
@@ -27,12 +28,13 @@ pub use content::{
 pub use error::{ErrorCode, ErrorInfo};
 pub use event::AgentEvent;
 pub use failure::{Failure, FailureCode};
+pub use goal::{GoalInfo, GoalStatus};
 pub use ids::{MessageId, RunId, SessionId, ToolCallId, TurnId};
 pub use message::{
     AssistantMessage, HostMessage, Message, StopReason, ToolResultMessage, UserMessage, now_ms,
 };
 pub use modes::{PermissionMode, SandboxMode, ThinkingChoice, ThinkingLevel, UnknownWord};
-pub use op::{CommandInfo, Op, OpGroup, SessionTarget};
+pub use op::{CommandInfo, ExportFormat, Op, OpGroup, SessionExport, SessionTarget};
 pub use runtime::{
     DebugTrace, ResponseChunk, RuntimeEvent, RuntimeEventBody, SessionStatus, ToolPhase,
     TurnOutcome,

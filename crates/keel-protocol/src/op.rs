@@ -73,6 +73,15 @@ pub enum Op {
         /// The session.
         session_id: SessionId,
     },
+    /// A session's transcript for people (Markdown) or tools (JSON), with every secret
+    /// masked: what may be written to a file or shared.
+    ExportSession {
+        /// The session.
+        session_id: SessionId,
+        /// Markdown or JSON.
+        #[serde(default)]
+        format: ExportFormat,
+    },
     /// The session's waiting inputs, in delivery order.
     ListQueue {
         /// The session.
@@ -259,6 +268,7 @@ impl Op {
             | Self::ListRevisions { .. }
             | Self::ListCommands
             | Self::ListQueue { .. }
+            | Self::ExportSession { .. }
             | Self::ListTasks { .. } => OpGroup::Query,
             Self::OpenSession { .. }
             | Self::UpdateSession { .. }
@@ -280,6 +290,28 @@ impl Op {
             Self::Compact { .. } => OpGroup::Maintenance,
         }
     }
+}
+
+/// How a session is exported.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ExportFormat {
+    /// For people.
+    #[default]
+    Markdown,
+    /// The record and every message, for tools.
+    Json,
+}
+
+/// A session's export with what was masked in it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SessionExport {
+    /// The transcript (JSON exports carry a `redactions` field too).
+    pub text: String,
+    /// How many secrets were masked.
+    pub masked: usize,
+    /// How many of each kind.
+    pub kinds: std::collections::BTreeMap<String, usize>,
 }
 
 /// The contract's four groups.

@@ -115,6 +115,15 @@ pub enum SessionEventBody {
         #[serde(default)]
         details: serde_json::Value,
     },
+    /// The session's goal changed (set, charged a turn, settled, paused, cleared), inside a
+    /// turn or outside one (`/goal pause`).
+    Goal {
+        /// The turn, when the change belongs to one.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        turn_id: Option<TurnId>,
+        /// The goal as it is now.
+        goal: crate::GoalInfo,
+    },
     /// A model response ended: its tokens and the window they count against, so front
     /// ends can show how full the context is.
     Usage {

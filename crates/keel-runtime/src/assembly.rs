@@ -219,6 +219,10 @@ pub struct ToolSetup {
     pub trusted_code: Vec<keel_tools::protect::TrustedPath>,
 }
 
+/// What a front end implements to hold files (an editor's buffers) and show commands live.
+pub use keel_tools::bash::live::{LiveFeed, LiveTerminal, Terminal};
+pub use keel_tools::files::editor::{Editor, EditorFiles};
+
 /// Lends a session an editor's files and terminals: ACP clients that offer `fs/*` and
 /// `terminal/*`.
 pub trait EditorProvider: Send + Sync {

@@ -51,6 +51,8 @@ pub enum Reply {
     Text(String),
     /// A session's tasks, oldest first.
     Tasks(Vec<keel_protocol::TaskInfo>),
+    /// A session's transcript, secrets masked.
+    Export(keel_protocol::SessionExport),
 }
 
 /// The interface front ends use.
@@ -86,6 +88,9 @@ impl ConversationContract for Runtime {
                 Reply::Revisions(store.commit_revisions(&session_id).await?)
             }
             Op::ListQueue { session_id } => Reply::Queue(self.queue(&session_id).await?),
+            Op::ExportSession { session_id, format } => {
+                Reply::Export(crate::sessions::export(store, &session_id, format).await?)
+            }
             Op::ListCommands => Reply::Commands(self.commands()),
             Op::ListTasks { session_id } => Reply::Tasks(self.tasks().list(&session_id).await?),
             Op::StopTask { task_id } => Reply::Done(self.tasks().stop(&task_id).await?),

@@ -47,6 +47,21 @@ impl HostControl {
         self.live()?.call(op).await
     }
 
+    /// The runtime's background tasks (the task tools' service), while it runs.
+    pub fn tasks(&self) -> Option<crate::tasks::Tasks> {
+        self.runtime().map(|runtime| runtime.tasks())
+    }
+
+    /// Events for `session` that belong to no turn (a change a command made between turns),
+    /// while it is open here.
+    pub fn events(&self, session: &SessionId) -> Option<crate::extension::ExtensionEvents> {
+        let slot = self.runtime()?.slot(session).ok()?;
+        Some(crate::extension::ExtensionEvents::new(
+            slot.hub.clone(),
+            None,
+        ))
+    }
+
     /// Whether `session` is open here with a turn running (or being admitted).
     pub fn is_busy(&self, session: &SessionId) -> bool {
         self.runtime()

@@ -33,6 +33,10 @@ pub use contract::{ConversationContract, DeferredContract, Reply};
 pub use control::HostControl;
 pub use error::RuntimeError;
 pub use events::{ChannelSink, SessionSink, Subscription, channel};
+/// The stored records the contract's replies carry.
+pub use keel_store::{SessionRecord, StoredEntry};
+/// Bounded line reading, for front ends that read a protocol from a stream.
+pub use keel_tools::lines;
 pub use lifecycle::{CompactRequest, Compactor, SessionUpdate};
 pub use runtime::{Opened, Prepared, Runtime, RuntimeOptions, SessionStart, start};
 pub use turn::{TurnHandle, TurnOptions, TurnReport};

@@ -428,14 +428,20 @@ impl Runtime {
         crate::storage::session_dir(self.inner.store.path(), session)
     }
 
-    /// The extension registry.
-    pub fn registry(&self) -> &Registry {
-        &self.inner.registry
+    /// The loaded settings.
+    pub(crate) fn settings(&self) -> &Settings {
+        &self.inner.settings
     }
 
-    /// The loaded settings.
-    pub fn settings(&self) -> &Settings {
-        &self.inner.settings
+    /// The thinking levels `model` (provider/model) offers, `off` first; empty when it does
+    /// not reason or the registry does not know it.
+    pub fn thinking_levels(&self, model: &str) -> Vec<keel_protocol::ThinkingLevel> {
+        self.inner.settings.loaded.thinking_levels(model)
+    }
+
+    /// The handle extensions drive the runtime with (the same one their init got).
+    pub fn control(&self) -> crate::HostControl {
+        self.inner.registry.host().control.clone()
     }
 
     /// The default model's `provider/model`.

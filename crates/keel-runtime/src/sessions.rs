@@ -6,6 +6,9 @@ use std::collections::HashSet;
 use keel_protocol::{Message, ToolResultMessage};
 use keel_store::{Entry, StoredEntry};
 
+/// The kind of the host message that marks a compaction in history.
+pub use keel_tools::todo::COMPACTION_KIND;
+
 /// Longest session title taken from the prompt's first line, in characters.
 pub const TITLE_MAX_CHARS: usize = 80;
 
@@ -15,6 +18,43 @@ pub const INTERRUPTED_RESULT: &str =
 
 /// Error code recorded on turns a crashed process left running.
 pub const INTERRUPTED_CODE: keel_protocol::FailureCode = keel_protocol::FailureCode::Interrupted;
+
+/// `session`'s transcript in `format`, with every secret keel can recognise masked (the
+/// values of this process's secret variables and token-shaped strings): what front ends
+/// write to files and what `keel sessions export` prints.
+pub async fn export(
+    store: &keel_store::Store,
+    session: &keel_protocol::SessionId,
+    format: keel_protocol::ExportFormat,
+) -> Result<keel_protocol::SessionExport, crate::RuntimeError> {
+    use keel_tools::redact;
+    let secrets = redact::process_secrets();
+    let (text, done) = match format {
+        keel_protocol::ExportFormat::Markdown => {
+            let done = redact::redact(&store.export_markdown(session).await?, &secrets);
+            (done.text.clone(), done)
+        }
+        keel_protocol::ExportFormat::Json => {
+            let mut document = store.export_json(session).await?;
+            let done = redact::redact_json(&mut document, &secrets);
+            if let Some(fields) = document.as_object_mut() {
+                fields.insert(
+                    "redactions".into(),
+                    serde_json::json!({"count": done.count, "kinds": done.kinds}),
+                );
+            }
+            let text = serde_json::to_string_pretty(&document).map_err(|e| {
+                crate::RuntimeError::Internal(format!("cannot write the export: {e}"))
+            })?;
+            (text, done)
+        }
+    };
+    Ok(keel_protocol::SessionExport {
+        text,
+        masked: done.count,
+        kinds: done.kinds,
+    })
+}
 
 /// The session's title: the prompt's first non-empty line, shortened.
 pub fn title_of(prompt: &str) -> String {

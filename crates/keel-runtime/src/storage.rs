@@ -11,7 +11,9 @@
 use std::os::unix::fs::{DirBuilderExt as _, PermissionsExt as _};
 use std::path::{Path, PathBuf};
 
-use keel_store::{OpenOptions, Store, StoreError};
+use keel_store::StoreError;
+/// How the store is opened, and the handle a runtime starts on.
+pub use keel_store::{Durability, Execution, OpenOptions, Store};
 
 use crate::error::RuntimeError;
 use crate::settings::keel_home;

@@ -1,46 +1,38 @@
-//! The goal banner: the session's goal as the goals extension last reported it (its
-//! `goal_updated` event carries the whole goal and a ready `banner` line), shown above the
-//! composer while a goal is set. Only a change of status reaches the transcript, as a
+//! The goal banner: the session's goal as its last `goal` event told it (with a ready
+//! `banner` line), shown above the composer while a goal is set. Only a change of status reaches the transcript, as a
 //! notice with the reason, so a long goal does not fill it with one line per turn.
 
+use keel_protocol::{GoalInfo, GoalStatus};
 use ratatui::style::{Color, Modifier, Style};
 use ratatui::text::{Line, Span};
-use serde_json::Value;
 
 use crate::cells::Tone;
 use crate::wrap::truncate;
 
-/// The extension whose events carry the goal.
-pub const EXTENSION: &str = "goals";
-/// The event kind of a goal's change.
-pub const UPDATED: &str = "goal_updated";
-
 /// The goal as the banner shows it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct GoalBanner {
-    /// `active`, `paused`, `budget_limited`, `blocked` or `complete`.
-    pub status: String,
+    /// Where the goal stands.
+    pub status: GoalStatus,
     /// The line: status, objective, tokens, turns.
     pub text: String,
 }
 
 impl GoalBanner {
-    /// The banner `goal_updated`'s details show; `None` once the goal is cleared.
-    pub fn from_details(details: &Value) -> Option<Self> {
-        let status = details.get("status")?.as_str()?;
-        let text = details.get("banner")?.as_str()?;
-        (status != "cleared").then(|| Self {
-            status: status.to_owned(),
-            text: text.to_owned(),
+    /// The banner a goal event shows; `None` once the goal is cleared.
+    pub fn of(goal: &GoalInfo) -> Option<Self> {
+        (goal.status != GoalStatus::Cleared).then(|| Self {
+            status: goal.status,
+            text: goal.banner.clone(),
         })
     }
 
     /// The banner line, cut to `width`.
     pub fn line(&self, width: usize) -> Line<'static> {
-        let color = match self.status.as_str() {
-            "active" => Color::Cyan,
-            "complete" => Color::Green,
-            "blocked" => Color::Red,
+        let color = match self.status {
+            GoalStatus::Active => Color::Cyan,
+            GoalStatus::Complete => Color::Green,
+            GoalStatus::Blocked => Color::Red,
             _ => Color::Yellow,
         };
         Line::from(vec![
@@ -53,30 +45,26 @@ impl GoalBanner {
     }
 }
 
-/// The notice a change from `before` to the goal in `details` deserves, if any: a new
-/// goal, or a new status with its reason.
-pub fn notice(before: Option<&GoalBanner>, details: &Value) -> Option<(Tone, String)> {
-    let status = details.get("status").and_then(Value::as_str)?;
-    if before.map(|b| b.status.as_str()) == Some(status) {
+/// The notice a change from `before` to `goal` deserves, if any: a new goal, or a new
+/// status with its reason.
+pub fn notice(before: Option<&GoalBanner>, goal: &GoalInfo) -> Option<(Tone, String)> {
+    if before.map(|b| b.status) == Some(goal.status) {
         return None;
     }
-    let objective = details
-        .get("objective")
-        .and_then(Value::as_str)
-        .unwrap_or_default();
-    let reason = details
-        .get("reason")
-        .and_then(Value::as_str)
+    let objective = &goal.objective;
+    let reason = goal
+        .reason
+        .as_deref()
         .map(|r| format!(": {r}"))
         .unwrap_or_default();
-    Some(match status {
-        "active" => (Tone::Info, format!("goal set: {objective}")),
-        "complete" => (Tone::Info, format!("goal complete: {objective}")),
-        "cleared" => (Tone::Info, "goal cleared".to_owned()),
-        "blocked" => (Tone::Error, format!("goal blocked{reason}")),
+    Some(match goal.status {
+        GoalStatus::Active => (Tone::Info, format!("goal set: {objective}")),
+        GoalStatus::Complete => (Tone::Info, format!("goal complete: {objective}")),
+        GoalStatus::Cleared => (Tone::Info, "goal cleared".to_owned()),
+        GoalStatus::Blocked => (Tone::Error, format!("goal blocked{reason}")),
         other => (
             Tone::Warn,
-            format!("goal {}{reason}", other.replace('_', " ")),
+            format!("goal {}{reason}", other.as_str().replace('_', " ")),
         ),
     })
 }
@@ -86,26 +74,33 @@ mod tests {
     #![allow(clippy::unwrap_used)]
 
     use pretty_assertions::assert_eq;
-    use serde_json::json;
 
     use super::*;
 
+    fn goal(status: GoalStatus, reason: Option<&str>) -> GoalInfo {
+        GoalInfo {
+            objective: "ship".into(),
+            status,
+            reason: reason.map(str::to_owned),
+            banner: format!("goal {status}: ship"),
+            record: serde_json::Value::Null,
+        }
+    }
+
     #[test]
     fn a_status_change_is_one_notice_with_its_reason() {
-        let active =
-            json!({"status": "active", "objective": "ship", "banner": "goal active: ship"});
-        let banner = GoalBanner::from_details(&active).unwrap();
+        let active = goal(GoalStatus::Active, None);
+        let banner = GoalBanner::of(&active).unwrap();
         assert_eq!(
             notice(None, &active),
             Some((Tone::Info, "goal set: ship".into()))
         );
         assert_eq!(notice(Some(&banner), &active), None);
-        let paused = json!({"status": "paused", "reason": "3 identical replies", "banner": "goal paused: ship"});
+        let paused = goal(GoalStatus::Paused, Some("3 identical replies"));
         assert_eq!(
             notice(Some(&banner), &paused),
             Some((Tone::Warn, "goal paused: 3 identical replies".into()))
         );
-        let cleared = json!({"status": "cleared", "objective": "ship", "banner": null});
-        assert_eq!(GoalBanner::from_details(&cleared), None);
+        assert_eq!(GoalBanner::of(&goal(GoalStatus::Cleared, None)), None);
     }
 }

@@ -86,8 +86,8 @@ struct Seen {
     quiet: bool,
     /// Background shell commands still running when it last said so.
     background_commands: usize,
-    /// The session's goal as last reported (`goal_updated` details).
-    goal: Option<serde_json::Value>,
+    /// The session's goal as last reported.
+    goal: Option<keel_protocol::GoalInfo>,
     /// Tokens over every turn of the run.
     usage: Usage,
 }
@@ -114,7 +114,7 @@ impl Watch {
     }
 
     /// The goal as last reported and the run's tokens so far.
-    fn goal_and_usage(&self) -> (Option<serde_json::Value>, Usage) {
+    fn goal_and_usage(&self) -> (Option<keel_protocol::GoalInfo>, Usage) {
         let seen = self.seen();
         (seen.goal.clone(), seen.usage)
     }
@@ -187,16 +187,7 @@ impl SessionSink for Watch {
                 seen.quiet = true;
                 seen.background_commands = *background_commands;
             }
-            SessionEventBody::Extension {
-                extension,
-                kind,
-                details,
-                ..
-            } if extension == keel_extensions::goals::GOALS
-                && kind == keel_extensions::goals::GOAL_UPDATED =>
-            {
-                seen.goal = Some(details.clone());
-            }
+            SessionEventBody::Goal { goal, .. } => seen.goal = Some(goal.clone()),
             _ => return,
         }
         drop(seen);
@@ -212,7 +203,7 @@ pub struct Followed {
     /// A stop found tasks or a turn still running and ended them: the run did not finish.
     pub halted: bool,
     /// The session's goal as last reported, when it has one.
-    pub goal: Option<serde_json::Value>,
+    pub goal: Option<keel_protocol::GoalInfo>,
     /// Tokens over every turn of the run.
     pub usage: Usage,
     /// Background shell commands still running at the end (they end with the run).

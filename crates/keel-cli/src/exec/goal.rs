@@ -8,8 +8,7 @@
 //! `budget_limited` 7 (`goal_budget_limited`); `paused` 4 (`goal_paused`); `blocked` 4
 //! (`goal_blocked`); still active with no continuation 4 (`goal_stalled`).
 
-use keel_protocol::FailureCode;
-use serde_json::Value;
+use keel_protocol::{FailureCode, GoalInfo, GoalStatus};
 
 use super::report::{ExecError, ExecStatus};
 
@@ -19,33 +18,27 @@ pub fn ran_out(code: FailureCode) -> bool {
     code == FailureCode::GoalBudgetLimited
 }
 
-/// The goal's status in `details`.
-fn status_of(goal: Option<&Value>) -> &str {
-    goal.and_then(|g| g["status"].as_str()).unwrap_or_default()
-}
-
 /// How the run ends by its goal, for a run whose last turn succeeded.
-pub fn judge(goal: &Value) -> (ExecStatus, Option<ExecError>) {
+pub fn judge(goal: &GoalInfo) -> (ExecStatus, Option<ExecError>) {
     let reason = || {
-        goal["reason"]
-            .as_str()
-            .unwrap_or("no reason was given")
-            .to_owned()
+        goal.reason
+            .clone()
+            .unwrap_or_else(|| "no reason was given".to_owned())
     };
-    match status_of(Some(goal)) {
-        "budget_limited" => (
+    match goal.status {
+        GoalStatus::BudgetLimited => (
             ExecStatus::LimitExceeded,
             Some(ExecError::new(FailureCode::GoalBudgetLimited, reason())),
         ),
-        "paused" => (
+        GoalStatus::Paused => (
             ExecStatus::Failed,
             Some(ExecError::new(FailureCode::GoalPaused, reason())),
         ),
-        "blocked" => (
+        GoalStatus::Blocked => (
             ExecStatus::Failed,
             Some(ExecError::new(FailureCode::GoalBlocked, reason())),
         ),
-        "active" => (
+        GoalStatus::Active => (
             ExecStatus::Failed,
             Some(ExecError::new(
                 FailureCode::GoalStalled,
@@ -53,23 +46,35 @@ pub fn judge(goal: &Value) -> (ExecStatus, Option<ExecError>) {
             )),
         ),
         // Complete, or cleared by someone else meanwhile.
-        _ => (ExecStatus::Succeeded, None),
+        GoalStatus::Complete | GoalStatus::Cleared => (ExecStatus::Succeeded, None),
     }
 }
 
 #[cfg(test)]
 mod tests {
-    use serde_json::json;
-
     use super::*;
 
     #[test]
     fn the_goal_decides_the_exit_status() {
-        let status = |s: &str| judge(&json!({"status": s, "reason": "why"}));
-        assert_eq!(status("complete"), (ExecStatus::Succeeded, None));
-        assert_eq!(status("budget_limited").0.exit_code(), 7);
-        assert_eq!(status("paused").1.unwrap().code, FailureCode::GoalPaused);
-        assert_eq!(status("blocked").1.unwrap().message, "why");
-        assert_eq!(status("active").1.unwrap().code, FailureCode::GoalStalled);
+        let status = |status: GoalStatus| {
+            judge(&GoalInfo {
+                objective: "ship".into(),
+                status,
+                reason: Some("why".into()),
+                banner: String::new(),
+                record: serde_json::Value::Null,
+            })
+        };
+        assert_eq!(status(GoalStatus::Complete), (ExecStatus::Succeeded, None));
+        assert_eq!(status(GoalStatus::BudgetLimited).0.exit_code(), 7);
+        assert_eq!(
+            status(GoalStatus::Paused).1.unwrap().code,
+            FailureCode::GoalPaused
+        );
+        assert_eq!(status(GoalStatus::Blocked).1.unwrap().message, "why");
+        assert_eq!(
+            status(GoalStatus::Active).1.unwrap().code,
+            FailureCode::GoalStalled
+        );
     }
 }

@@ -371,7 +371,7 @@ pub async fn run(args: ExecArgs) -> anyhow::Result<ExitCode> {
         usage: followed.usage,
         duration_ms,
         error,
-        goal: followed.goal.clone(),
+        goal: followed.goal.as_ref().map(|goal| goal.record.clone()),
     };
     let mut unwritten = None;
     if let Some(path) = &args.output_file

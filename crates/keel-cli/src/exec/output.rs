@@ -386,17 +386,26 @@ impl SessionSink for ExecSink {
                     ..
                 },
                 Format::Text,
-            ) => match details.get("banner").and_then(Value::as_str) {
-                // A goal's change reads as its banner line.
-                Some(banner) if extension == keel_extensions::goals::GOALS => {
-                    let mut last = self.banner.lock().unwrap_or_else(PoisonError::into_inner);
-                    if last.as_deref() != Some(banner) {
-                        eprintln!("[{banner}]");
-                        *last = Some(banner.to_owned());
-                    }
+            ) => eprintln!("[{extension}: {kind} {details}]"),
+            // A goal's change reads as its banner line, once per change.
+            (SessionEventBody::Goal { goal, .. }, Format::Text) => {
+                let banner = if goal.banner.is_empty() {
+                    format!("goal {}", goal.status)
+                } else {
+                    goal.banner.clone()
+                };
+                let mut last = self.banner.lock().unwrap_or_else(PoisonError::into_inner);
+                if last.as_deref() != Some(banner.as_str()) {
+                    eprintln!("[{banner}]");
+                    *last = Some(banner);
                 }
-                _ => eprintln!("[{extension}: {kind} {details}]"),
-            },
+            }
+            (SessionEventBody::Goal { goal, .. }, Format::StreamJson) => {
+                let mut out = self.emitter();
+                if !out.envelope.is_empty() {
+                    out.emit(&self.stop, "goal.updated", json!({ "goal": goal }));
+                }
+            }
             (
                 SessionEventBody::Retry {
                     attempt,

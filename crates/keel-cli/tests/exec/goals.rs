@@ -137,8 +137,8 @@ fn a_goal_the_evaluator_accepts_exits_0_after_every_turn_streamed() {
     assert_eq!(result["goal"]["status"], "complete");
     let statuses: Vec<&str> = events
         .iter()
-        .filter(|e| e["type"] == "extension.event" && e["kind"] == "goal_updated")
-        .map(|e| e["details"]["status"].as_str().unwrap())
+        .filter(|e| e["type"] == "goal.updated")
+        .map(|e| e["goal"]["status"].as_str().unwrap())
         .collect();
     assert_eq!(statuses.first(), Some(&"active"));
     assert_eq!(statuses.last(), Some(&"complete"));

@@ -4,22 +4,20 @@
 //! read the store; it is refreshed when a session opens, at every turn start and after
 //! every change this extension makes.
 //!
-//! Changes made outside a turn (`/goal pause`) are reported through the events of the
-//! session's latest turn: the runtime offers extensions no other way to reach a session's
-//! front ends, so such an event names that turn. Before a session's first turn in this
-//! process there is no such way, and only the command's reply tells the user.
+//! Every change reaches front ends as a typed `goal` event: with its turn when a turn made
+//! it, with none when a command made it between turns (`/goal pause`).
 
 use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, Mutex, PoisonError};
 
-use keel_protocol::SessionId;
+use keel_protocol::{GoalInfo, SessionId};
 use keel_runtime::HostControl;
 use keel_runtime::extension::ExtensionEvents;
 use keel_store::Store;
 use serde_json::Value;
 
-use super::state::{Goal, Limits, STATE_KEY, cleared_details};
-use super::{GOAL_UPDATED, GOALS, GoalError};
+use super::GoalError;
+use super::state::{Goal, Limits, STATE_KEY, cleared};
 
 /// What a change made of a goal, with what the change said, or why it made nothing.
 type Changed<T> = Result<(Option<Goal>, T), GoalError>;
@@ -31,8 +29,6 @@ pub(crate) struct Book {
     defaults: Limits,
     /// The last known goal of each open session (`None`: none).
     cache: Mutex<HashMap<SessionId, Option<Goal>>>,
-    /// The events of each session's latest turn.
-    events: Mutex<HashMap<SessionId, ExtensionEvents>>,
     /// Sessions whose next turn `/goal` started for the goal.
     starting: Mutex<HashSet<SessionId>>,
 }
@@ -43,7 +39,6 @@ impl Book {
             control,
             defaults,
             cache: Mutex::default(),
-            events: Mutex::default(),
             starting: Mutex::default(),
         }
     }
@@ -115,18 +110,6 @@ impl Book {
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
             .remove(session);
-        self.events
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .remove(session);
-    }
-
-    /// Remembers the events of `session`'s latest turn.
-    pub(crate) fn latest_events(&self, session: &SessionId, events: ExtensionEvents) {
-        self.events
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .insert(session.clone(), events);
     }
 
     /// The goal of `session` as stored.
@@ -174,33 +157,27 @@ impl Book {
         }
     }
 
-    /// Tells front ends about `goal` through `events`, or the session's latest turn's.
+    /// Tells front ends about `goal` through the turn's `events`, or outside any turn.
     pub(crate) fn announce(
         &self,
         session: &SessionId,
         events: Option<&ExtensionEvents>,
         goal: &Goal,
     ) {
-        self.emit(session, events, goal.details());
+        self.emit(session, events, goal.info());
     }
 
     /// Tells front ends that `session`'s goal was cleared.
     pub(crate) fn announce_cleared(&self, session: &SessionId, objective: &str) {
-        self.emit(session, None, cleared_details(objective));
+        self.emit(session, None, cleared(objective));
     }
 
-    fn emit(&self, session: &SessionId, events: Option<&ExtensionEvents>, details: Value) {
+    fn emit(&self, session: &SessionId, events: Option<&ExtensionEvents>, goal: GoalInfo) {
         match events {
-            Some(events) => events.emit(GOALS, GOAL_UPDATED, details),
+            Some(events) => events.goal(goal),
             None => {
-                let latest = self
-                    .events
-                    .lock()
-                    .unwrap_or_else(PoisonError::into_inner)
-                    .get(session)
-                    .cloned();
-                if let Some(events) = latest {
-                    events.emit(GOALS, GOAL_UPDATED, details);
+                if let Some(events) = self.control().events(session) {
+                    events.goal(goal);
                 }
             }
         }

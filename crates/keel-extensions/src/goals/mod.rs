@@ -43,9 +43,6 @@ pub use state::{Goal, STATE_KEY, Status, Verification};
 
 /// Id of the goals extension, and the `extension` of its events.
 pub const GOALS: &str = "goals";
-/// The event kind of every change of a goal.
-pub const GOAL_UPDATED: &str = "goal_updated";
-
 /// Priority of the goal reminder among extension reminders: above the usual ones, since it
 /// is what the turn is for.
 const REMINDER_PRIORITY: i32 = 100;

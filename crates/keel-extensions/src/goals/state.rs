@@ -48,6 +48,17 @@ impl Status {
             Self::Complete => "complete",
         }
     }
+
+    /// The protocol's status of the same name.
+    pub fn public(self) -> keel_protocol::GoalStatus {
+        match self {
+            Self::Active => keel_protocol::GoalStatus::Active,
+            Self::Paused => keel_protocol::GoalStatus::Paused,
+            Self::BudgetLimited => keel_protocol::GoalStatus::BudgetLimited,
+            Self::Blocked => keel_protocol::GoalStatus::Blocked,
+            Self::Complete => keel_protocol::GoalStatus::Complete,
+        }
+    }
 }
 
 /// How the host checks a completion the model proposes.
@@ -316,6 +327,17 @@ impl Goal {
         value
     }
 
+    /// The goal as front ends see it: its status typed, its banner, and the whole record.
+    pub fn info(&self) -> keel_protocol::GoalInfo {
+        keel_protocol::GoalInfo {
+            objective: self.objective.clone(),
+            status: self.status.public(),
+            reason: self.reason.clone(),
+            banner: self.banner(),
+            record: self.details(),
+        }
+    }
+
     /// What `/goal` and `get_goal` show.
     pub fn describe(&self) -> String {
         let mut lines = vec![
@@ -365,8 +387,14 @@ impl Goal {
 }
 
 /// The `goal_updated` details of a cleared goal: front ends drop their banner.
-pub fn cleared_details(objective: &str) -> Value {
-    json!({"status": "cleared", "objective": objective, "banner": null})
+pub fn cleared(objective: &str) -> keel_protocol::GoalInfo {
+    keel_protocol::GoalInfo {
+        objective: objective.to_owned(),
+        status: keel_protocol::GoalStatus::Cleared,
+        reason: None,
+        banner: String::new(),
+        record: json!({"status": "cleared", "objective": objective}),
+    }
 }
 
 #[cfg(test)]

@@ -138,8 +138,6 @@ impl TurnStartHook for GoalTurn {
             .started
             .lock()
             .unwrap_or_else(PoisonError::into_inner) = Some(Instant::now());
-        self.book
-            .latest_events(&scope.session_id, scope.events.clone());
         // A turn the goal started counts toward it, whatever happened to the goal since.
         if self.book.take_starting(&scope.session_id) || scope.source == TurnSource::ThreadGoal {
             self.tally.touch();

@@ -194,7 +194,9 @@ async fn subagent(
         read_only: role.read_only,
         instructions: Some(role.instructions),
     };
-    let tasks = runtime.tasks();
+    let Some(tasks) = runtime.control().tasks() else {
+        return failed("the verifier task could not start: the runtime has stopped".into());
+    };
     let task = match tasks.spawn(session, spec).await {
         Ok(task) => task,
         Err(error) => return failed(format!("the verifier task could not start: {error}")),

@@ -43,8 +43,7 @@ pub(super) struct Bound {
 impl Bound {
     fn tasks(&self) -> Result<Tasks, ToolError> {
         self.control
-            .runtime()
-            .map(|runtime| runtime.tasks())
+            .tasks()
             .ok_or_else(|| ToolError::new("the runtime has stopped"))
     }
 

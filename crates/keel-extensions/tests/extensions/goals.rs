@@ -4,7 +4,7 @@
 use std::time::Duration;
 
 use keel_extensions::goals::verification::EVALUATOR_SYSTEM;
-use keel_extensions::goals::{GOAL_UPDATED, GOALS, Goal, STATE_KEY, Status};
+use keel_extensions::goals::{Goal, STATE_KEY, Status};
 use keel_llm::scripted::ScriptedResponse;
 use keel_protocol::{
     Op, SessionEvent, SessionEventBody, SessionId, SessionTarget, TurnOutcome, TurnSource, Usage,
@@ -14,7 +14,7 @@ use pretty_assertions::assert_eq;
 use serde_json::json;
 use tokio::sync::mpsc::UnboundedReceiver;
 
-use crate::harness::{Harness, Setup, extension_events, request_text};
+use crate::harness::{Harness, Setup, request_text};
 
 /// A text answer that cost `input` tokens.
 fn costly(text: &str, input: u64) -> ScriptedResponse {
@@ -64,7 +64,7 @@ async fn follow(
             if !(active && outcome == TurnOutcome::Completed) {
                 // `turn_ended` comes just before the session is free again: wait for that,
                 // so a command right after sees no turn running.
-                let control = h.runtime.registry().host().control.clone();
+                let control = h.runtime.control();
                 tokio::time::timeout(Duration::from_secs(10), async {
                     while control.is_busy(session) {
                         tokio::time::sleep(Duration::from_millis(5)).await;
@@ -127,15 +127,24 @@ fn sources(events: &[SessionEvent]) -> Vec<TurnSource> {
         .collect()
 }
 
-/// The statuses `goal_updated` reported, in order, without repeats.
+/// The goals the session's `goal` events reported, in order.
+fn goals(events: &[SessionEvent]) -> Vec<keel_protocol::GoalInfo> {
+    events
+        .iter()
+        .filter_map(|e| match &e.body {
+            keel_protocol::SessionEventBody::Goal { goal, .. } => Some(goal.clone()),
+            _ => None,
+        })
+        .collect()
+}
+
+/// The statuses the `goal` events reported, in order, without repeats.
 fn statuses(events: &[SessionEvent]) -> Vec<String> {
     let mut out: Vec<String> = Vec::new();
-    for (extension, kind, details) in extension_events(events) {
-        if extension == GOALS && kind == GOAL_UPDATED {
-            let status = details["status"].as_str().unwrap_or_default().to_owned();
-            if out.last() != Some(&status) {
-                out.push(status);
-            }
+    for goal in goals(events) {
+        let status = goal.status.as_str().to_owned();
+        if out.last() != Some(&status) {
+            out.push(status);
         }
     }
     out
@@ -171,14 +180,9 @@ async fn continuation_turns_stop_at_the_token_budget() {
     );
     assert!(second.contains("count to three"));
     assert!(second.contains("100 of 250 tokens used (150 left)"));
-    let last = extension_events(&events)
-        .into_iter()
-        .rev()
-        .find(|(_, kind, _)| kind == GOAL_UPDATED)
-        .unwrap()
-        .2;
+    let last = goals(&events).pop().unwrap();
     assert_eq!(
-        last["banner"],
+        last.banner,
         "goal budget limited: count to three · 300/250 tokens · turn 3/20"
     );
     assert_eq!(h.provider.remaining(), 0);
@@ -392,6 +396,18 @@ async fn goal_pause_resume_and_clear() {
     assert_eq!(
         statuses(&cleared).last().map(String::as_str),
         Some("cleared")
+    );
+    // A change a command made between turns is an event of its own, with no turn.
+    let outside: Vec<Option<keel_protocol::TurnId>> = cleared
+        .iter()
+        .filter_map(|e| match &e.body {
+            keel_protocol::SessionEventBody::Goal { turn_id, .. } => Some(turn_id.clone()),
+            _ => None,
+        })
+        .collect();
+    assert!(
+        !outside.is_empty() && outside.iter().all(Option::is_none),
+        "{outside:?}"
     );
 }
 

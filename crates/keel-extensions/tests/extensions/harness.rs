@@ -20,6 +20,8 @@ pub struct Harness {
     pub store: Store,
     pub provider: Arc<ScriptedProvider>,
     pub home: std::path::PathBuf,
+    /// The working folder.
+    pub cwd: std::path::PathBuf,
     /// Holds the folder for as long as the runtime uses it.
     pub _dir: tempfile::TempDir,
 }
@@ -111,6 +113,7 @@ impl Harness {
             store,
             provider,
             home,
+            cwd,
             _dir: dir,
         }
     }

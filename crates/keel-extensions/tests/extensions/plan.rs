@@ -24,7 +24,7 @@ fn plan_of(h: &Harness, session: &SessionId) -> PathBuf {
 }
 
 fn cwd(h: &Harness) -> PathBuf {
-    h.runtime.settings().cwd.clone()
+    h.cwd.clone()
 }
 
 /// `(tool, is_error, text)` of each tool result of the turn, in order.

@@ -105,14 +105,14 @@ fn task_call(id: &str, agent: &str, tag: &str, background: bool) -> ScriptedResp
 
 /// Waits until no task of the session runs and no turn of it is running or about to start.
 async fn settle(h: &Harness, session: &SessionId) {
-    let control = h.runtime.registry().host().control.clone();
+    let control = h.runtime.control();
+    let tasks = control.tasks().expect("the runtime runs");
     tokio::time::timeout(Duration::from_secs(30), async {
         loop {
-            h.runtime.tasks().settled(session).await;
+            tasks.settled(session).await;
             tokio::time::sleep(Duration::from_millis(50)).await;
             let queue = h.store.queued_inputs(session).await.unwrap();
-            if !control.is_busy(session) && !h.runtime.tasks().running(session) && queue.is_empty()
-            {
+            if !control.is_busy(session) && !tasks.running(session) && queue.is_empty() {
                 return;
             }
         }

@@ -46,6 +46,16 @@ impl ExtensionEvents {
         }
     }
 
+    /// Reports the session's goal as it is now (the goals extension's one typed event).
+    pub fn goal(&self, goal: keel_protocol::GoalInfo) {
+        if let Some(hub) = &self.hub {
+            hub.emit(SessionEventBody::Goal {
+                turn_id: self.turn.clone(),
+                goal,
+            });
+        }
+    }
+
     /// Reports that `extension` did `kind`, with `details` (an object).
     pub fn emit(&self, extension: &str, kind: &str, details: serde_json::Value) {
         if let Some(hub) = &self.hub {

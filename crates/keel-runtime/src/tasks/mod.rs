@@ -253,7 +253,7 @@ impl std::fmt::Debug for Tasks {
 
 impl Runtime {
     /// The runtime's background tasks.
-    pub fn tasks(&self) -> Tasks {
+    pub(crate) fn tasks(&self) -> Tasks {
         Tasks {
             runtime: self.clone(),
         }

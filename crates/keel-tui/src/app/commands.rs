@@ -8,7 +8,7 @@ use keel_protocol::{
     ThinkingLevel, ToolCallStatus,
 };
 use keel_runtime::Reply;
-use keel_store::StoredEntry;
+use keel_runtime::StoredEntry;
 use ratatui::style::{Color, Modifier, Style};
 use ratatui::text::{Line, Span};
 
@@ -231,7 +231,15 @@ impl App {
                         self.info.cwd.join(path)
                     }
                 };
-                effects.extend(history_of(Tag::Export(path)));
+                effects.extend(session_id.clone().map(|session_id| {
+                    Effect::Call(
+                        Tag::Export(path),
+                        Op::ExportSession {
+                            session_id,
+                            format: keel_protocol::ExportFormat::Markdown,
+                        },
+                    )
+                }));
             }
             "copy" => {
                 let last = self.transcript.iter().rev().find_map(|c| match c {
@@ -721,17 +729,9 @@ impl App {
                 Some(_) => self.notice(Tone::Info, "conversation compacted"),
                 None => self.notice(Tone::Info, "nothing to compact"),
             },
-            (Tag::Export(path), Reply::Messages(entries)) => {
-                if let Some(record) = &self.session {
-                    // The file lands in the workspace: secrets are masked as in `keel
-                    // sessions export`.
-                    let markdown = keel_store::to_markdown(record, &entries);
-                    let done = keel_tools::redact::redact(
-                        &markdown,
-                        &keel_tools::redact::process_secrets(),
-                    );
-                    effects.push(Effect::Write(path, done.text));
-                }
+            // The file lands in the workspace: the runtime masked its secrets.
+            (Tag::Export(path), Reply::Export(export)) => {
+                effects.push(Effect::Write(path, export.text));
             }
             (Tag::Context, Reply::Messages(entries)) => self.context_report(&entries),
             _ => {}

@@ -157,16 +157,11 @@ impl App {
                     format!("{} ({})", failure.message, failure.code),
                 );
             }
-            SessionEventBody::Extension {
-                extension,
-                kind,
-                details,
-                ..
-            } if extension == crate::goal::EXTENSION && kind == crate::goal::UPDATED => {
-                if let Some((tone, text)) = crate::goal::notice(self.goal.as_ref(), &details) {
+            SessionEventBody::Goal { goal, .. } => {
+                if let Some((tone, text)) = crate::goal::notice(self.goal.as_ref(), &goal) {
                     self.notice(tone, text);
                 }
-                self.goal = crate::goal::GoalBanner::from_details(&details);
+                self.goal = crate::goal::GoalBanner::of(&goal);
             }
             SessionEventBody::Extension {
                 extension,

@@ -21,7 +21,7 @@ use keel_protocol::{
     Usage,
 };
 use keel_runtime::Reply;
-use keel_store::SessionRecord;
+use keel_runtime::SessionRecord;
 use ratatui::text::Line;
 
 use crate::cells::{Cell, Tone};

@@ -24,7 +24,7 @@ pub(super) fn app() -> App {
         thinking: None,
     };
     let mut app = App::new(info, 80);
-    app.session = Some(keel_store::SessionRecord {
+    app.session = Some(keel_runtime::SessionRecord {
         id: SessionId::from(SESSION),
         title: "a test".into(),
         cwd: "/work/project".into(),

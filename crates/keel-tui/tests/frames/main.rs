@@ -36,7 +36,7 @@ fn info() -> Info {
 
 fn app(width: u16) -> App {
     let mut app = App::new(info(), width);
-    app.session = Some(keel_store::SessionRecord {
+    app.session = Some(keel_runtime::SessionRecord {
         id: SessionId::from("s-test000001"),
         title: "a test".into(),
         cwd: "/work/project".into(),
@@ -606,15 +606,21 @@ fn a_plan_for_review_and_the_choice_after_its_turn() {
     assert!(app.busy(), "the approval starts a turn");
 }
 
-/// A `goal_updated` event of the goals extension.
+/// A `goal` event, from the goal's details.
 fn goal(app: &mut App, details: serde_json::Value) {
+    let status: keel_protocol::GoalStatus =
+        serde_json::from_value(details["status"].clone()).unwrap();
     event(
         app,
-        SessionEventBody::Extension {
+        SessionEventBody::Goal {
             turn_id: Some(TurnId::from("t-1")),
-            extension: "goals".into(),
-            kind: "goal_updated".into(),
-            details,
+            goal: keel_protocol::GoalInfo {
+                objective: details["objective"].as_str().unwrap_or_default().to_owned(),
+                status,
+                reason: details["reason"].as_str().map(str::to_owned),
+                banner: details["banner"].as_str().unwrap_or_default().to_owned(),
+                record: details,
+            },
         },
     );
 }
