@@ -28,6 +28,11 @@ struct Router {
     react: Mutex<Option<React>>,
     /// When set, a child's first answer waits for this, so a test can act while it runs.
     hold: Mutex<Option<Arc<tokio::sync::Notify>>>,
+    /// Told whenever a child asks.
+    child_asked: Mutex<Option<Arc<tokio::sync::Notify>>>,
+    /// When set, the parent's first request after its `task` call waits for `child_asked`,
+    /// so what the parent does next reaches a child whose first request is out.
+    parent_waits: Mutex<Option<Arc<tokio::sync::Notify>>>,
 }
 
 impl Router {
@@ -66,18 +71,47 @@ impl StreamFn for Router {
             .iter()
             .find(|(tag, _)| text.contains(tag.as_str()))
             .map(|(_, provider)| provider.clone());
+        let asked = |request: &LlmRequest| {
+            request.messages.iter().any(
+                |m| matches!(m.as_ref(), Message::ToolResult(result) if result.tool_name == "task"),
+            )
+        };
         match child {
-            Some(provider) => match self.hold.lock().unwrap().take() {
-                Some(hold) => Box::pin(
-                    futures::stream::once(async move {
-                        hold.notified().await;
-                        provider.stream(request, cancel)
-                    })
-                    .flatten(),
-                ),
-                None => provider.stream(request, cancel),
-            },
-            None if self.parent.remaining() > 0 => self.parent.stream(request, cancel),
+            Some(provider) => {
+                if let Some(asked) = self.child_asked.lock().unwrap().as_ref() {
+                    asked.notify_one();
+                }
+                match self.hold.lock().unwrap().take() {
+                    Some(hold) => Box::pin(
+                        futures::stream::once(async move {
+                            hold.notified().await;
+                            provider.stream(request, cancel)
+                        })
+                        .flatten(),
+                    ),
+                    None => provider.stream(request, cancel),
+                }
+            }
+            None if self.parent.remaining() > 0 => {
+                let wait = if asked(&request) {
+                    self.parent_waits.lock().unwrap().take()
+                } else {
+                    None
+                };
+                match wait {
+                    Some(child_asked) => {
+                        let parent = self.parent.clone();
+                        Box::pin(
+                            futures::stream::once(async move {
+                                child_asked.notified().await;
+                                parent.stream(request, cancel)
+                            })
+                            .flatten(),
+                        )
+                    }
+                    None => self.parent.stream(request, cancel),
+                }
+            }
             None => {
                 self.spare.push(ScriptedResponse::text("noted"));
                 self.spare.stream(request, cancel)
@@ -522,6 +556,10 @@ async fn task_append_steers_a_running_task() {
     router.parent.push(task_call("t1", "explore", "#T", true));
     let hold = Arc::new(tokio::sync::Notify::new());
     *router.hold.lock().unwrap() = Some(hold.clone());
+    // The append must reach a child whose first request is out, not join that request.
+    let child_asked = Arc::new(tokio::sync::Notify::new());
+    *router.child_asked.lock().unwrap() = Some(child_asked.clone());
+    *router.parent_waits.lock().unwrap() = Some(child_asked);
     let mut step = 0;
     *router.react.lock().unwrap() = Some(Box::new(move |request: &LlmRequest| {
         let appended = request.messages.iter().any(|m| {
