@@ -128,6 +128,19 @@ pub enum Op {
         /// Revision to return to.
         revision: u64,
     },
+    /// Asks the last message the user typed again: history goes back to just before it (a
+    /// new commit; the old answer stays in earlier revisions) and a turn starts with it.
+    Retry {
+        /// The session.
+        session_id: SessionId,
+    },
+    /// Takes back the last message the user typed when nothing answered it (an interrupt
+    /// before the first word): history goes back to just before it, and the reply is its
+    /// text for the composer. Changes nothing when it was answered.
+    TakeBack {
+        /// The session.
+        session_id: SessionId,
+    },
     /// Deletes a session and its history.
     DeleteSession {
         /// The session.
@@ -275,9 +288,11 @@ impl Op {
             | Self::ForkSession { .. }
             | Self::RewindSession { .. }
             | Self::DeleteSession { .. }
+            | Self::TakeBack { .. }
             | Self::CloseSession { .. }
             | Self::Attach { .. } => OpGroup::Lifecycle,
             Self::Submit { .. }
+            | Self::Retry { .. }
             | Self::RunCommand { .. }
             | Self::Enqueue { .. }
             | Self::EditQueued { .. }

@@ -53,6 +53,8 @@ pub enum Reply {
     Tasks(Vec<keel_protocol::TaskInfo>),
     /// A session's transcript, secrets masked.
     Export(keel_protocol::SessionExport),
+    /// The text of a message taken back; `None` when there was nothing to take back.
+    TakenBack(Option<String>),
 }
 
 /// The interface front ends use.
@@ -134,6 +136,8 @@ impl ConversationContract for Runtime {
                 session_id,
                 revision,
             } => Reply::Revision(Some(self.rewind_session(&session_id, revision).await?)),
+            Op::Retry { session_id } => Reply::Turn(self.retry(&session_id).await?),
+            Op::TakeBack { session_id } => Reply::TakenBack(self.take_back(&session_id).await?),
             Op::DeleteSession { session_id } => {
                 self.delete_session(&session_id).await?;
                 Reply::Done(true)

@@ -6,12 +6,13 @@ use std::sync::Arc;
 use async_trait::async_trait;
 use keel_protocol::{Message, SessionEventBody, SessionId, ToolDefinition, TurnId, TurnSource};
 use keel_protocol::{PermissionMode, ThinkingChoice, ThinkingLevel};
-use keel_store::{CommitRequest, Entry, HistoryOp, SessionRecord, new_id};
+use keel_store::{CommitRequest, Entry, HistoryOp, SessionRecord, StoredEntry, new_id};
 
 use crate::assembly::{ModelChoice, resolve_model};
 use crate::error::RuntimeError;
 use crate::extension::{ExtensionEvents, SessionChange, TurnScope};
 use crate::runtime::{Admission, Runtime, Slot};
+use crate::turn::TurnHandle;
 
 /// What a compaction strategy is given for the `compact` operation.
 pub struct CompactRequest {
@@ -216,6 +217,67 @@ impl Runtime {
         )
         .await;
         Ok(receipt.revision)
+    }
+
+    /// The last message the user typed (not a hidden host prompt), its index in `entries`
+    /// and the revision history had just before it.
+    fn last_typed(entries: &[StoredEntry]) -> Option<(usize, String, u64)> {
+        let (index, text) =
+            entries
+                .iter()
+                .enumerate()
+                .rev()
+                .find_map(|(i, e)| match &e.message {
+                    Message::User(user) if !user.hidden => Some((i, user.joined_text())),
+                    _ => None,
+                })?;
+        let before = entries[..index]
+            .iter()
+            .map(|e| e.revision)
+            .max()
+            .unwrap_or(0);
+        Some((index, text, before))
+    }
+
+    /// Goes back to just before the last typed message and asks it again as a new turn.
+    pub async fn retry(&self, session: &SessionId) -> Result<TurnHandle, RuntimeError> {
+        let entries = self.inner.store.history(session).await?;
+        let Some((_, text, before)) = Self::last_typed(&entries) else {
+            return Err(RuntimeError::Usage("no message to ask again".into()));
+        };
+        self.rewind_session(session, before).await?;
+        self.submit_with_images(
+            session,
+            text,
+            Vec::new(),
+            TurnSource::Api,
+            crate::turn::TurnOptions::default(),
+        )
+        .await
+    }
+
+    /// Takes back the last typed message when nothing answered it: its text, or `None` when
+    /// it was answered (or there is none).
+    pub async fn take_back(&self, session: &SessionId) -> Result<Option<String>, RuntimeError> {
+        let entries = self.inner.store.history(session).await?;
+        let Some((index, text, before)) = Self::last_typed(&entries) else {
+            return Ok(None);
+        };
+        // An interrupted turn may leave an empty assistant message: that is no answer.
+        let answered = entries[index + 1..].iter().any(|e| {
+            e.message.as_assistant().is_some_and(|a| {
+                a.content.iter().any(|block| match block {
+                    keel_protocol::ContentBlock::Text(text) => !text.text.trim().is_empty(),
+                    keel_protocol::ContentBlock::Thinking(_) => false,
+                    _ => true,
+                })
+            })
+        });
+        if answered || before == 0 {
+            return Ok(None);
+        }
+        self.rewind_session(session, before).await?;
+        Ok(Some(text))
     }
 
     /// Tells the extensions that keep files beside a session what happened to it.

@@ -5,6 +5,7 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod harness;
+mod history_ops;
 mod ingress;
 mod permissions;
 mod quiet;

@@ -280,7 +280,22 @@ impl App {
                 )),
                 _ => {}
             },
-            "retry" => effects.extend(history_of(Tag::RetryFind)),
+            "retry" => {
+                // The runtime finds the message and rewinds; the transcript shows it asked.
+                let last = self.transcript.iter().rev().find_map(|cell| match cell {
+                    Cell::User(text) => Some(text.clone()),
+                    _ => None,
+                });
+                match (last, session_id.clone()) {
+                    (Some(text), Some(session_id)) => {
+                        self.notice(Tone::Info, "asking the last message again");
+                        self.push(Cell::User(text.clone()));
+                        self.live.begin(Some(text.clone()));
+                        effects.push(Effect::Call(Tag::Retry(text), Op::Retry { session_id }));
+                    }
+                    _ => self.notice(Tone::Info, "no message to ask again"),
+                }
+            }
             "queue" => {
                 if self.queue.is_empty() {
                     self.notice(Tone::Info, "nothing is queued");
@@ -676,54 +691,6 @@ impl App {
                 if let Some(text) = text {
                     self.composer.set(&text);
                 }
-            }
-            (Tag::TakeBack(text), Reply::Messages(entries)) => {
-                let found = entries
-                    .iter()
-                    .enumerate()
-                    .rev()
-                    .find(|(_, e)| user_text(&e.message).as_deref() == Some(text.as_str()));
-                // Only when nothing was answered after it (the last visible message).
-                if let (Some((index, _)), Some(session_id)) = (found, self.session_id())
-                    && entries[index + 1..]
-                        .iter()
-                        .all(|e| e.message.as_assistant().is_none())
-                {
-                    let revision = revision_before(&entries, index);
-                    if revision > 0 {
-                        effects.push(Effect::Call(
-                            Tag::Plain("cannot take the unanswered message back"),
-                            Op::RewindSession {
-                                session_id,
-                                revision,
-                            },
-                        ));
-                    }
-                }
-            }
-            (Tag::RetryFind, Reply::Messages(entries)) => {
-                let found = entries
-                    .iter()
-                    .enumerate()
-                    .rev()
-                    .find_map(|(i, e)| user_text(&e.message).map(|t| (i, t)));
-                match (found, self.session_id()) {
-                    (Some((index, text)), Some(session_id)) => {
-                        let revision = revision_before(&entries, index);
-                        effects.push(Effect::Call(
-                            Tag::Retry(text),
-                            Op::RewindSession {
-                                session_id,
-                                revision,
-                            },
-                        ));
-                    }
-                    _ => self.notice(Tone::Info, "no message to ask again"),
-                }
-            }
-            (Tag::Retry(text), Reply::Revision(_)) => {
-                self.notice(Tone::Info, "asking the last message again");
-                self.start_turn(text, effects);
             }
             (Tag::Compact, Reply::Revision(revision)) => match revision {
                 Some(_) => self.notice(Tone::Info, "conversation compacted"),

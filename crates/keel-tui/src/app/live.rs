@@ -235,11 +235,8 @@ impl App {
                         self.composer.set(&text);
                     }
                     effects.push(Effect::Call(
-                        Tag::TakeBack(text),
-                        keel_protocol::Op::GetMessages {
-                            session_id,
-                            revision: None,
-                        },
+                        Tag::TakeBack,
+                        keel_protocol::Op::TakeBack { session_id },
                     ));
                 }
             }

@@ -72,15 +72,13 @@ pub enum Tag {
     History,
     /// History for the rewind picker.
     RewindList,
-    /// History to find where an unanswered prompt began, to take it back.
-    TakeBack(String),
+    /// An unanswered prompt taken back after an interrupt.
+    TakeBack,
     /// Sessions for the picker.
     Sessions,
     /// A fork; the text goes into the composer of the new session.
     Fork(Option<String>),
-    /// History to find the last message for `/retry`.
-    RetryFind,
-    /// A rewind before asking a message again.
+    /// `/retry`, with the message it asks again.
     Retry(String),
     /// `/compact`.
     Compact,
@@ -357,7 +355,7 @@ impl App {
             Ok(reply) => reply,
             Err(error) => {
                 let unsent = match &tag {
-                    Tag::Submit(text) => Some((text, Expect::Turn)),
+                    Tag::Submit(text) | Tag::Retry(text) => Some((text, Expect::Turn)),
                     Tag::Command { typed, expect, .. } => Some((typed, *expect)),
                     _ => None,
                 };
@@ -389,8 +387,8 @@ impl App {
                     Tag::Enqueue => "cannot queue the message",
                     Tag::Sessions => "cannot list sessions",
                     Tag::Fork(_) => "cannot fork",
-                    Tag::Retry(_) => "cannot rewind for /retry",
-                    Tag::TakeBack(_) => "cannot take the unanswered message back",
+                    Tag::Retry(_) => "cannot ask the last message again",
+                    Tag::TakeBack => "cannot take the unanswered message back",
                     Tag::Commands => "cannot list the extensions' commands",
                     Tag::Tasks { .. } => "cannot list the tasks",
                     Tag::StopTask(_) => "cannot stop the task",

@@ -1,0 +1,138 @@
+//! The history operations front ends used to do by hand: asking the last message again,
+//! taking back a message nothing answered, and exporting a transcript with secrets masked.
+
+use std::sync::Arc;
+
+use keel_llm::scripted::{ScriptedProvider, ScriptedResponse};
+use keel_protocol::{ExportFormat, Op};
+use keel_runtime::{ConversationContract, Reply};
+use pretty_assertions::assert_eq;
+
+use crate::harness::{Harness, PATIENCE, Setup};
+
+fn owned(pairs: &[(&str, &str)]) -> Vec<(String, String)> {
+    pairs
+        .iter()
+        .map(|(a, b)| ((*a).to_owned(), (*b).to_owned()))
+        .collect()
+}
+
+#[tokio::test]
+async fn retry_asks_the_last_typed_message_again_in_place_of_its_answer() {
+    let provider = Arc::new(ScriptedProvider::with_responses([
+        ScriptedResponse::text("one"),
+        ScriptedResponse::text("two"),
+        ScriptedResponse::text("two, better"),
+    ]));
+    let h = Harness::start(Setup::scripted(&provider)).await;
+    let session = h.session().await;
+    h.submit(&session, "first").await.wait().await.unwrap();
+    h.submit(&session, "second").await.wait().await.unwrap();
+    let Reply::Turn(turn) = h
+        .runtime
+        .call(Op::Retry {
+            session_id: session.clone(),
+        })
+        .await
+        .unwrap()
+    else {
+        panic!("a retry starts a turn");
+    };
+    tokio::time::timeout(PATIENCE, turn.wait())
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(
+        h.history(&session).await,
+        owned(&[
+            ("user", "first"),
+            ("assistant", "one"),
+            ("user", "second"),
+            ("assistant", "two, better"),
+        ])
+    );
+    // A fresh session has nothing to ask again, and says so.
+    let empty = h.session().await;
+    let error = h
+        .runtime
+        .call(Op::Retry { session_id: empty })
+        .await
+        .unwrap_err();
+    assert!(
+        error.to_string().contains("no message to ask again"),
+        "{error}"
+    );
+}
+
+#[tokio::test]
+async fn take_back_removes_only_a_message_nothing_answered() {
+    let provider = Arc::new(ScriptedProvider::with_responses([
+        ScriptedResponse::text("one"),
+        ScriptedResponse::text("never seen").hang_after(0),
+    ]));
+    let h = Harness::start(Setup::scripted(&provider)).await;
+    let session = h.session().await;
+    h.submit(&session, "first").await.wait().await.unwrap();
+    let take_back = || async {
+        match h
+            .runtime
+            .call(Op::TakeBack {
+                session_id: session.clone(),
+            })
+            .await
+            .unwrap()
+        {
+            Reply::TakenBack(text) => text,
+            other => panic!("unexpected {other:?}"),
+        }
+    };
+    assert_eq!(take_back().await, None, "an answered message stays");
+    // Interrupted before a word came back: the message goes back to its sender.
+    let turn = h.submit(&session, "oops, wrong").await;
+    h.runtime
+        .call(Op::Abort {
+            session_id: session.clone(),
+        })
+        .await
+        .unwrap();
+    tokio::time::timeout(PATIENCE, turn.wait())
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(take_back().await.as_deref(), Some("oops, wrong"));
+    assert_eq!(
+        h.history(&session).await,
+        owned(&[("user", "first"), ("assistant", "one")])
+    );
+}
+
+#[tokio::test]
+async fn an_export_masks_secrets_in_both_formats() {
+    let token = "ghp_0123456789abcdefghijklmnopqrstuvwxyzAB";
+    let provider = Arc::new(ScriptedProvider::with_responses([ScriptedResponse::text(
+        format!("the token is {token}"),
+    )]));
+    let h = Harness::start(Setup::scripted(&provider)).await;
+    let session = h.session().await;
+    h.submit(&session, "what is the token?")
+        .await
+        .wait()
+        .await
+        .unwrap();
+    for format in [ExportFormat::Markdown, ExportFormat::Json] {
+        let Reply::Export(export) = h
+            .runtime
+            .call(Op::ExportSession {
+                session_id: session.clone(),
+                format,
+            })
+            .await
+            .unwrap()
+        else {
+            panic!("an export");
+        };
+        assert!(!export.text.contains(token), "{format:?}: {}", export.text);
+        assert!(export.text.contains("the token is"), "{format:?}");
+        assert_eq!(export.masked, 1, "{format:?}");
+    }
+}
