@@ -13,40 +13,30 @@ use agent_client_protocol::v1::schema::{
 use agent_client_protocol::{Client, Error};
 use keel_protocol::{CommandInfo, ContentBlock as KeelBlock, Message, Op};
 use keel_runtime::notice::short_count;
-use keel_runtime::{ConversationContract, Reply};
+use keel_runtime::{BuiltinCommand, ConversationContract, Reply, Surface};
 
 use crate::session::{Offer, Session, rpc_error};
 
-/// The commands: name, what it does, the hint for its argument.
-const COMMANDS: [(&str, &str, Option<&str>); 7] = [
-    ("help", "List keel's commands", None),
-    (
-        "new",
-        "Start the conversation over (earlier revisions stay recoverable with keel sessions rewind)",
-        None,
-    ),
-    (
-        "model",
-        "Show the models, or switch to one",
-        Some("provider/model"),
-    ),
-    (
-        "status",
-        "The session, its folder, model, mode and sandbox",
-        None,
-    ),
-    ("context", "How full the model's context window is", None),
-    ("usage", "Tokens and cost of this session", None),
-    (
-        "compact",
-        "Summarise the conversation to free context",
-        Some("what the summary should keep"),
-    ),
-];
+/// keel's own commands an editor is offered, as the runtime's catalog words them.
+fn own() -> impl Iterator<Item = &'static BuiltinCommand> {
+    keel_runtime::BUILTIN_COMMANDS
+        .iter()
+        .filter(|command| command.surfaces.contains(&Surface::Acp))
+}
+
+/// The own command `name` (or an alias of it) names.
+pub fn builtin(name: &str) -> Option<&'static BuiltinCommand> {
+    keel_runtime::builtin_command(name).filter(|command| command.surfaces.contains(&Surface::Acp))
+}
 
 /// Whether `name` is one of keel acp's own commands.
 pub fn is_builtin(name: &str) -> bool {
-    COMMANDS.iter().any(|(own, _, _)| *own == name)
+    builtin(name).is_some()
+}
+
+/// A hint for people, or none for a command without arguments.
+fn hint(command: &BuiltinCommand) -> Option<&'static str> {
+    (!command.args.is_empty()).then_some(command.args)
 }
 
 fn command(name: &str, description: &str, hint: Option<&str>) -> AvailableCommand {
@@ -67,9 +57,7 @@ fn extension_commands(extensions: Vec<CommandInfo>) -> impl Iterator<Item = Comm
 /// The commands as `available_commands_update` lists them: keel acp's own, then
 /// `extensions`'.
 pub fn available(extensions: Vec<CommandInfo>) -> Vec<AvailableCommand> {
-    let own = COMMANDS
-        .iter()
-        .map(|(name, description, hint)| command(name, description, *hint));
+    let own = own().map(|c| command(c.name, c.description, hint(c)));
     let theirs = extension_commands(extensions)
         .map(|c| command(&c.name, &c.description, c.argument_hint.as_deref()));
     own.chain(theirs).collect()
@@ -127,13 +115,17 @@ pub async fn run(
 ) -> Result<StopReason, Error> {
     let runtime = &session.runtime;
     let id = session.id.clone();
+    // An alias (`/cost`, `/clear`) runs what its command does.
+    let name = builtin(name).map_or(name, |command| command.name);
     let text = match name {
         "help" => {
             let mut text = String::from("keel's commands:\n");
-            for (name, description, hint) in COMMANDS {
-                match hint {
-                    Some(hint) => text.push_str(&format!("- `/{name} [{hint}]`: {description}\n")),
-                    None => text.push_str(&format!("- `/{name}`: {description}\n")),
+            for c in own() {
+                match hint(c) {
+                    Some(hint) => {
+                        text.push_str(&format!("- `/{} {hint}`: {}\n", c.name, c.description))
+                    }
+                    None => text.push_str(&format!("- `/{}`: {}\n", c.name, c.description)),
                 }
             }
             let theirs: Vec<CommandInfo> = extension_commands(extensions(session).await).collect();
@@ -299,10 +291,23 @@ pub async fn run(
 mod tests {
     use super::*;
 
-    /// Issue 27: every command of `keel acp`'s is reserved in the runtime's one list.
+    /// The editor is offered the catalog's words, and aliases reach their command.
     #[test]
-    fn every_command_is_reserved_in_the_runtime() {
-        for (name, _, _) in COMMANDS {
+    fn the_catalog_is_what_an_editor_is_offered() {
+        let offered = available(Vec::new());
+        let names: Vec<String> = offered.iter().map(|c| c.name.clone()).collect();
+        for name in [
+            "help", "new", "model", "status", "context", "usage", "compact",
+        ] {
+            assert!(names.iter().any(|n| n == name), "/{name} in {names:?}");
+        }
+        assert_eq!(builtin("cost").map(|c| c.name), Some("usage"));
+        assert_eq!(builtin("clear").map(|c| c.name), Some("new"));
+        assert!(
+            builtin("diff").is_none(),
+            "a TUI command is not an editor's"
+        );
+        for name in &names {
             assert!(keel_runtime::is_reserved(name), "/{name}");
         }
     }

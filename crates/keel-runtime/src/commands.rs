@@ -1,6 +1,7 @@
-//! Extensions' slash commands as the contract offers them: one list for every front end,
-//! and running one (a prompt command starts a turn with its expansion); and the names of
-//! keel's own commands, which no skill or custom command may take.
+//! Slash commands: keel's own, in one catalog every front end renders (names, aliases,
+//! arguments, descriptions, where each is offered), and the extensions' as the contract
+//! offers them, with running one (a prompt command starts a turn with its expansion). No
+//! skill or custom command may take one of keel's own names.
 
 use keel_protocol::{CommandInfo, SessionId, TurnSource};
 
@@ -8,49 +9,229 @@ use crate::contract::Reply;
 use crate::extension::Expansion;
 use crate::{Runtime, RuntimeError, TurnOptions};
 
-/// The names of keel's own commands, in every front end (the TUI's, `keel acp`'s, and
-/// those keel's built-in extensions offer: `/approve-plan`, `/goal`, `/mcp`). A skill or
-/// custom command of one of these names is reported and not mounted: a file the model or a
-/// cloned repository wrote must not change what the user's `/approve-plan` does.
-pub const RESERVED_COMMANDS: &[&str] = &[
-    "help",
-    "new",
-    "clear",
-    "sessions",
-    "resume",
-    "model",
-    "permission",
-    "thinking",
-    "sandbox",
-    "plan",
-    "approve-plan",
-    "compact",
-    "status",
-    "usage",
-    "context",
-    "diff",
-    "export",
-    "copy",
-    "fork",
-    "rewind",
-    "rename",
-    "retry",
-    "queue",
-    "tasks",
-    "init",
-    "goal",
-    "mcp",
-    "quit",
-    "exit",
+/// Where one of keel's own commands is offered.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Surface {
+    /// The terminal UI.
+    Tui,
+    /// An editor through `keel acp`.
+    Acp,
+}
+
+/// One of keel's own slash commands: what every front end lists, in the same words. Each
+/// front end carries out the ones offered on its surface (through operations).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct BuiltinCommand {
+    /// The name, without the slash.
+    pub name: &'static str,
+    /// Other names it answers to (what users type in other agents: `/cost`, `/clear`).
+    pub aliases: &'static [&'static str],
+    /// Its arguments, for people (`<title>` is required, `[filter]` optional).
+    pub args: &'static str,
+    /// What it does, one line.
+    pub description: &'static str,
+    /// Whether it may run while a turn runs.
+    pub while_running: bool,
+    /// Where it is offered.
+    pub surfaces: &'static [Surface],
+}
+
+const BOTH: &[Surface] = &[Surface::Tui, Surface::Acp];
+const TUI: &[Surface] = &[Surface::Tui];
+
+const fn builtin(
+    name: &'static str,
+    aliases: &'static [&'static str],
+    args: &'static str,
+    description: &'static str,
+    while_running: bool,
+    surfaces: &'static [Surface],
+) -> BuiltinCommand {
+    BuiltinCommand {
+        name,
+        aliases,
+        args,
+        description,
+        while_running,
+        surfaces,
+    }
+}
+
+/// keel's own commands, in the order `/help` lists them.
+pub const BUILTIN_COMMANDS: &[BuiltinCommand] = &[
+    builtin("help", &[], "", "List keel's commands", true, BOTH),
+    builtin(
+        "new",
+        &["clear"],
+        "",
+        "Start a new conversation (the old one stays in the session list)",
+        false,
+        BOTH,
+    ),
+    builtin(
+        "sessions",
+        &["resume"],
+        "[filter]",
+        "Search, resume, rename or delete sessions",
+        false,
+        TUI,
+    ),
+    builtin(
+        "model",
+        &[],
+        "[provider/model]",
+        "Show the models, or choose one for the next turns",
+        true,
+        BOTH,
+    ),
+    builtin(
+        "permission",
+        &["permissions"],
+        "[ask|auto|full|plan]",
+        "Set the permission mode",
+        true,
+        TUI,
+    ),
+    builtin(
+        "thinking",
+        &[],
+        "[off|minimal|low|medium|high|default]",
+        "Set how much the model reasons",
+        true,
+        TUI,
+    ),
+    builtin(
+        "sandbox",
+        &[],
+        "[read-only|workspace-write|danger-full-access]",
+        "Show where commands may write",
+        false,
+        TUI,
+    ),
+    builtin(
+        "plan",
+        &[],
+        "[on|off]",
+        "Plan mode: investigate read-only and write a plan",
+        true,
+        TUI,
+    ),
+    builtin(
+        "compact",
+        &[],
+        "[instructions]",
+        "Summarise the conversation to free context",
+        false,
+        BOTH,
+    ),
+    builtin(
+        "status",
+        &[],
+        "",
+        "The session, its folder, model, modes and sandbox",
+        true,
+        BOTH,
+    ),
+    builtin(
+        "usage",
+        &["cost"],
+        "",
+        "Tokens and cost of this session",
+        true,
+        BOTH,
+    ),
+    builtin(
+        "context",
+        &[],
+        "",
+        "What fills the model's context window",
+        true,
+        BOTH,
+    ),
+    builtin("diff", &[], "", "The working tree's git diff", true, TUI),
+    builtin(
+        "export",
+        &[],
+        "[path.md]",
+        "Write the conversation to a Markdown file, secrets masked",
+        true,
+        TUI,
+    ),
+    builtin(
+        "copy",
+        &[],
+        "",
+        "Copy the last answer to the clipboard",
+        true,
+        TUI,
+    ),
+    builtin(
+        "fork",
+        &[],
+        "",
+        "Continue in a copy of this session",
+        false,
+        TUI,
+    ),
+    builtin(
+        "rewind",
+        &[],
+        "",
+        "Go back to an earlier message (in a fork)",
+        false,
+        TUI,
+    ),
+    builtin("rename", &[], "<title>", "Rename this session", true, TUI),
+    builtin("retry", &[], "", "Ask the last message again", false, TUI),
+    builtin(
+        "queue",
+        &[],
+        "",
+        "Edit or cancel queued messages",
+        true,
+        TUI,
+    ),
+    builtin(
+        "tasks",
+        &[],
+        "",
+        "This session's background tasks: details, stop one",
+        true,
+        TUI,
+    ),
+    builtin(
+        "init",
+        &[],
+        "",
+        "Ask the model to write AGENTS.md for this project",
+        false,
+        TUI,
+    ),
+    builtin("quit", &["exit"], "", "Leave keel", true, TUI),
 ];
 
-/// Whether `name` (without the slash) is one of keel's own commands, in any case (a
-/// `/Approve-Plan` beside the real one would only mislead in a command list).
-pub fn is_reserved(name: &str) -> bool {
+/// Commands keel's built-in extensions offer (`/approve-plan`, `/goal`, `/mcp`): reserved
+/// like the front ends' own.
+const EXTENSION_COMMANDS: &[&str] = &["approve-plan", "goal", "mcp"];
+
+/// The built-in command `name` (or an alias of it) names, in any case.
+pub fn builtin_command(name: &str) -> Option<&'static BuiltinCommand> {
     let name = name.trim_start_matches('/');
-    RESERVED_COMMANDS
-        .iter()
-        .any(|reserved| reserved.eq_ignore_ascii_case(name))
+    BUILTIN_COMMANDS.iter().find(|command| {
+        command.name.eq_ignore_ascii_case(name)
+            || command.aliases.iter().any(|a| a.eq_ignore_ascii_case(name))
+    })
+}
+
+/// Whether `name` (without the slash) is one of keel's own commands, in any front end, in
+/// any case. A skill or custom command of one of these names is reported and not mounted:
+/// a file the model or a cloned repository wrote must not change what the user's
+/// `/approve-plan` does, and a `/Approve-Plan` beside the real one would only mislead.
+pub fn is_reserved(name: &str) -> bool {
+    builtin_command(name).is_some()
+        || EXTENSION_COMMANDS
+            .iter()
+            .any(|reserved| reserved.eq_ignore_ascii_case(name.trim_start_matches('/')))
 }
 
 impl Runtime {

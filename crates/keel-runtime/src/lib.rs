@@ -28,7 +28,7 @@ mod turn;
 pub mod view;
 
 pub use assembly::{EditorProvider, ModelChoice, ResolvedModel, SessionServices, plan_file};
-pub use commands::{RESERVED_COMMANDS, is_reserved};
+pub use commands::{BUILTIN_COMMANDS, BuiltinCommand, Surface, builtin_command, is_reserved};
 pub use contract::{ConversationContract, DeferredContract, Reply};
 pub use control::HostControl;
 pub use error::RuntimeError;

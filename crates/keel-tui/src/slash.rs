@@ -88,121 +88,21 @@ impl Command {
     }
 }
 
-const fn cmd(
-    name: &'static str,
-    aliases: &'static [&'static str],
-    description: &'static str,
-    args: &'static str,
-    while_running: bool,
-) -> Command {
-    Command {
-        name: Cow::Borrowed(name),
-        aliases,
-        description: Cow::Borrowed(description),
-        args: Cow::Borrowed(args),
-        while_running,
-        origin: Origin::Builtin,
-    }
+/// keel's own commands the TUI offers, as the runtime's catalog words them.
+pub fn builtin() -> Vec<Command> {
+    keel_runtime::BUILTIN_COMMANDS
+        .iter()
+        .filter(|command| command.surfaces.contains(&keel_runtime::Surface::Tui))
+        .map(|command| Command {
+            name: Cow::Borrowed(command.name),
+            aliases: command.aliases,
+            description: Cow::Borrowed(command.description),
+            args: Cow::Borrowed(command.args),
+            while_running: command.while_running,
+            origin: Origin::Builtin,
+        })
+        .collect()
 }
-
-/// The built-in commands.
-pub const BUILTIN: &[Command] = &[
-    cmd("help", &[], "Show commands and keys", "", true),
-    cmd("new", &["clear"], "Start a new session", "", false),
-    cmd(
-        "sessions",
-        &["resume"],
-        "Search, resume, rename or delete sessions",
-        "[filter]",
-        false,
-    ),
-    cmd(
-        "model",
-        &[],
-        "Choose the model for the next turns",
-        "[filter]",
-        true,
-    ),
-    cmd(
-        "permission",
-        &[],
-        "Set the permission mode",
-        "[ask|auto|full|plan]",
-        true,
-    ),
-    cmd(
-        "thinking",
-        &[],
-        "Set how much the model reasons",
-        "[off|minimal|low|medium|high|default]",
-        true,
-    ),
-    cmd(
-        "sandbox",
-        &[],
-        "Show or set where commands may write",
-        "[read-only|workspace-write|danger-full-access]",
-        false,
-    ),
-    cmd(
-        "plan",
-        &[],
-        "Plan mode: investigate read-only and write a plan",
-        "[on|off]",
-        true,
-    ),
-    cmd(
-        "compact",
-        &[],
-        "Summarise the conversation to free context",
-        "[instructions]",
-        false,
-    ),
-    cmd("status", &[], "Session, model, modes and folder", "", true),
-    cmd("usage", &[], "Tokens and cost of this session", "", true),
-    cmd("context", &[], "What fills the context window", "", true),
-    cmd("diff", &[], "The working tree's git diff", "", true),
-    cmd(
-        "export",
-        &[],
-        "Write the conversation to a Markdown file",
-        "[path.md]",
-        true,
-    ),
-    cmd(
-        "copy",
-        &[],
-        "Copy the last answer to the clipboard",
-        "",
-        true,
-    ),
-    cmd("fork", &[], "Continue in a copy of this session", "", false),
-    cmd(
-        "rewind",
-        &[],
-        "Go back to an earlier message (in a fork)",
-        "",
-        false,
-    ),
-    cmd("rename", &[], "Rename this session", "<title>", true),
-    cmd("retry", &[], "Ask the last message again", "", false),
-    cmd("queue", &[], "Edit or cancel queued messages", "", true),
-    cmd(
-        "tasks",
-        &[],
-        "This session's background tasks: details, stop one",
-        "",
-        true,
-    ),
-    cmd(
-        "init",
-        &[],
-        "Ask the model to write AGENTS.md for this project",
-        "",
-        false,
-    ),
-    cmd("quit", &["exit"], "Leave keel", "", true),
-];
 
 /// The catalog in force: the built-ins plus what features register.
 #[derive(Debug, Clone)]
@@ -213,7 +113,7 @@ pub struct Catalog {
 impl Default for Catalog {
     fn default() -> Self {
         Self {
-            commands: BUILTIN.to_vec(),
+            commands: builtin(),
         }
     }
 }
@@ -305,7 +205,7 @@ mod tests {
     /// command may take; every command of the TUI's is on it.
     #[test]
     fn every_builtin_name_is_reserved_in_the_runtime() {
-        for command in BUILTIN {
+        for command in builtin() {
             assert!(
                 keel_runtime::is_reserved(&command.name),
                 "/{}",
@@ -325,7 +225,8 @@ mod tests {
             .iter()
             .map(|c| c.name.as_ref())
             .collect();
-        assert_eq!(&names[..3], ["compact", "context", "copy"]);
+        // `/cost` is the usage command's alias: a prefix match too.
+        assert_eq!(&names[..4], ["compact", "usage", "context", "copy"]);
         assert_eq!(
             catalog.filter("rsm")[0].name,
             "sessions",
@@ -335,18 +236,27 @@ mod tests {
         assert!(catalog.filter("zzzz").is_empty());
     }
 
+    fn cmd(name: &'static str, description: &'static str) -> Command {
+        Command {
+            name: Cow::Borrowed(name),
+            aliases: &[],
+            description: Cow::Borrowed(description),
+            args: Cow::Borrowed(""),
+            while_running: true,
+            origin: Origin::Builtin,
+        }
+    }
+
     #[test]
     fn later_features_register_commands() {
         let mut catalog = Catalog::default();
-        catalog
-            .register(cmd("bookmarks", &[], "Saved places", "", true))
-            .unwrap();
+        catalog.register(cmd("bookmarks", "Saved places")).unwrap();
         assert_eq!(catalog.filter("bookm")[0].name, "bookmarks");
         assert!(
-            catalog.register(cmd("tasks", &[], "", "", true)).is_err(),
+            catalog.register(cmd("tasks", "")).is_err(),
             "a built-in already"
         );
-        assert!(catalog.register(cmd("help", &[], "", "", true)).is_err());
+        assert!(catalog.register(cmd("help", "")).is_err());
     }
 
     fn info(name: &str, source: &str, hint: Option<&str>) -> CommandInfo {
@@ -402,7 +312,7 @@ mod tests {
         catalog.set_extensions(vec![info("deploy", "command", None)]);
         assert!(catalog.find("review").is_none());
         assert_eq!(catalog.find("deploy").unwrap().source(), Some("command"));
-        assert_eq!(catalog.all().len(), BUILTIN.len() + 1);
+        assert_eq!(catalog.all().len(), builtin().len() + 1);
     }
 
     #[test]
