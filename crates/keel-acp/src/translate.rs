@@ -21,11 +21,6 @@ use keel_runtime::notice::{self, Severity};
 use crate::tasks::TaskNotices;
 use crate::tools;
 
-/// The extension that reports a plan submitted for review, and its event.
-const PLAN_EXTENSION: &str = "plan";
-/// See [`PLAN_EXTENSION`].
-const PLAN_READY: &str = "plan_ready";
-
 /// Folds one session's events into ACP updates.
 #[derive(Debug)]
 pub struct Translator {
@@ -166,23 +161,21 @@ impl Translator {
                 notice::retry(&failure.message, *attempt, *max_retries, *delay_ms),
             )),
             SessionEventBody::Goal { goal, .. } => out.extend(self.goal_notice(goal)),
+            // A plan submitted for review (plan mode) is what the turn answers: the editor
+            // shows it as the agent's message, then how to go on.
+            SessionEventBody::PlanReady { plan, .. } => {
+                out.push(SessionUpdate::AgentMessageChunk(chunk(format!(
+                    "\n\n{}\n",
+                    plan.text.trim_end()
+                ))));
+                out.push(self.notice(Severity::Info, notice::PLAN_READY.to_owned()));
+            }
             SessionEventBody::Extension {
                 extension,
                 kind,
                 details,
                 ..
             } => {
-                // A plan submitted for review (plan mode) is what the turn answers: the
-                // editor shows it as the agent's message, then how to go on.
-                if extension == PLAN_EXTENSION
-                    && kind == PLAN_READY
-                    && let Some(text) = details.get("text").and_then(serde_json::Value::as_str)
-                {
-                    out.push(SessionUpdate::AgentMessageChunk(chunk(format!(
-                        "\n\n{}\n",
-                        text.trim_end()
-                    ))));
-                }
                 if let Some((severity, text)) = notice::describe(extension, kind, details) {
                     out.push(self.notice(severity, text));
                 }
@@ -614,12 +607,13 @@ mod tests {
     #[test]
     fn a_plan_for_review_is_the_agents_message_and_a_notice() {
         let mut t = Translator::new("/w".into(), true);
-        let updates = t.apply(&SessionEventBody::Extension {
-            turn_id: Some(turn()),
-            extension: "plan".into(),
-            kind: "plan_ready".into(),
-            details: json!({"path": "/k/plans/s.md", "frozen_path": "/k/plans/s.1.md",
-                            "text": "## Summary\nCache it.\n"}),
+        let updates = t.apply(&SessionEventBody::PlanReady {
+            turn_id: turn(),
+            plan: keel_protocol::PlanInfo {
+                text: "## Summary\nCache it.\n".into(),
+                path: "/k/plans/s.md".into(),
+                frozen_path: "/k/plans/s.1.md".into(),
+            },
         });
         assert_eq!(kinds(&updates), vec!["agent_message_chunk", "notice"]);
         assert_eq!(

@@ -6,7 +6,6 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 use std::sync::Arc;
 
-use keel_runtime::Prepared;
 use keel_store::{Durability, Execution, OpenOptions};
 
 use crate::exec;
@@ -36,7 +35,7 @@ pub fn run(args: AcpArgs) -> anyhow::Result<ExitCode> {
     })?;
     let options = keel_acp::ServeOptions {
         base,
-        prepare: Arc::new(|options| Prepared::new(keel_extensions::with_harness(options))),
+        prepare: Arc::new(crate::assembly::prepare),
         store: OpenOptions {
             durability: Durability::synced(durable),
             // A commit never holds up the connection's tasks.

@@ -7,6 +7,7 @@
 //! parsing, signals, output formats and exit codes are all it owns.
 
 mod acp;
+mod assembly;
 mod debug;
 mod errors;
 mod exec;

@@ -522,7 +522,7 @@ async fn compact(
     model: Option<String>,
     base_url: Option<String>,
 ) -> anyhow::Result<Option<u64>> {
-    use keel_runtime::{ConversationContract as _, ModelChoice, Prepared, Reply, RuntimeOptions};
+    use keel_runtime::{ConversationContract as _, ModelChoice, Reply, RuntimeOptions};
     let cwd = std::path::PathBuf::from(&record.cwd);
     let mut options = RuntimeOptions::new(
         cwd.clone(),
@@ -532,7 +532,7 @@ async fn compact(
         },
     );
     options.settings.cwd = cwd;
-    let prepared = Prepared::new(keel_extensions::with_harness(options)).map_err(runtime_error)?;
+    let prepared = crate::assembly::prepare(options).map_err(runtime_error)?;
     for warning in &prepared.warnings {
         eprintln!("keel: warning: {warning}");
     }

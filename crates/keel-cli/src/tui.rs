@@ -8,7 +8,7 @@ use std::sync::Arc;
 
 use keel_protocol::SessionTarget;
 use keel_runtime::settings::SettingsInput;
-use keel_runtime::{ConversationContract, ModelChoice, Prepared, RuntimeOptions};
+use keel_runtime::{ConversationContract, ModelChoice, RuntimeOptions};
 use keel_store::{Durability, Execution, OpenOptions};
 
 use crate::errors::runtime_error;
@@ -88,7 +88,7 @@ impl Flags {
             exec::check_config_file_arg(path)?;
         }
         let model = match &self.mock_script {
-            Some(script) => exec::mock_model(script)?,
+            Some(script) => crate::assembly::mock_model(script)?,
             None => ModelChoice::Configured {
                 model: self.model.clone(),
                 base_url: self.base_url.clone(),
@@ -217,7 +217,7 @@ pub fn run(args: TuiArgs, pick_session: bool) -> anyhow::Result<ExitCode> {
     }
     // Extensions start their work (MCP servers) on the runtime as they initialise.
     let _entered = runtime.enter();
-    let prepared = Prepared::new(keel_extensions::with_harness(options)).map_err(runtime_error)?;
+    let prepared = crate::assembly::prepare(options).map_err(runtime_error)?;
     let durable = prepared.settings().loaded.config.durable.unwrap_or(false);
     let info = keel_tui::Info {
         thinking: args.flags.thinking,

@@ -1,6 +1,9 @@
-//! A session's goal as front ends see it: where it stands, why, and one line to show.
+//! A session's goal and a submitted plan, as front ends see them.
 
 use serde::{Deserialize, Serialize};
+
+/// The longest objective a goal may have, in bytes.
+pub const GOAL_OBJECTIVE_MAX_BYTES: usize = 8 * 1024;
 
 /// Where a goal stands.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -38,6 +41,17 @@ impl std::fmt::Display for GoalStatus {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.write_str(self.as_str())
     }
+}
+
+/// A plan submitted for review in plan mode (`exit_plan_mode` froze it).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PlanInfo {
+    /// The plan as frozen.
+    pub text: String,
+    /// The session's plan file.
+    pub path: String,
+    /// The frozen copy the approval carries out.
+    pub frozen_path: String,
 }
 
 /// A session's goal after a change.

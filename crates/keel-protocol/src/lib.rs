@@ -28,7 +28,7 @@ pub use content::{
 pub use error::{ErrorCode, ErrorInfo};
 pub use event::AgentEvent;
 pub use failure::{Failure, FailureCode};
-pub use goal::{GoalInfo, GoalStatus};
+pub use goal::{GOAL_OBJECTIVE_MAX_BYTES, GoalInfo, GoalStatus, PlanInfo};
 pub use ids::{MessageId, RunId, SessionId, ToolCallId, TurnId};
 pub use message::{
     AssistantMessage, HostMessage, Message, StopReason, ToolResultMessage, UserMessage, now_ms,
@@ -46,5 +46,5 @@ pub use source::TurnSource;
 pub use stream::{ResponseMeta, StreamEvent, StreamNotice};
 pub use task::{TaskInfo, TaskStatus};
 pub use tool::ToolDefinition;
-pub use usage::{Cost, Usage};
+pub use usage::{Cost, Usage, parse_token_count};
 pub use view::{Item, ItemBody, ItemEvent, ItemKind, ToolCallStatus};

@@ -124,6 +124,14 @@ pub enum SessionEventBody {
         /// The goal as it is now.
         goal: crate::GoalInfo,
     },
+    /// A plan was submitted for review (plan mode): the user approves it (`/approve-plan`)
+    /// or answers with feedback once its turn has ended.
+    PlanReady {
+        /// The turn that submitted it.
+        turn_id: TurnId,
+        /// The plan.
+        plan: crate::PlanInfo,
+    },
     /// A model response ended: its tokens and the window they count against, so front
     /// ends can show how full the context is.
     Usage {

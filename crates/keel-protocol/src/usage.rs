@@ -65,6 +65,22 @@ impl AddAssign for Cost {
     }
 }
 
+/// A token count: `50000`, `50K`, `1.5M` (K = 1,000, M = 1,000,000).
+pub fn parse_token_count(text: &str) -> Option<u64> {
+    let text = text.trim();
+    let (number, scale) = match text.char_indices().last()? {
+        (at, 'k' | 'K') => (&text[..at], 1_000.0),
+        (at, 'm' | 'M') => (&text[..at], 1_000_000.0),
+        _ => (text, 1.0),
+    };
+    if number.is_empty() || !number.chars().all(|c| c.is_ascii_digit() || c == '.') {
+        return None;
+    }
+    let value: f64 = number.parse().ok()?;
+    let tokens = (value * scale).round();
+    (tokens >= 1.0 && tokens < u64::MAX as f64).then_some(tokens as u64)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -187,6 +187,15 @@ pub fn plan_file(keel_home: &Path, session: &keel_protocol::SessionId) -> PathBu
         .join(format!("{}.md", session.as_str()))
 }
 
+/// The session's plan file as the model left it (never through a link, at most 256 KiB);
+/// `None` when there is none or it cannot be read.
+pub fn read_plan(keel_home: &Path, session: &keel_protocol::SessionId) -> Option<String> {
+    let bytes =
+        keel_tools::files::read_no_links(&plan_file(keel_home, session), 256 * 1024).ok()?;
+    let text = String::from_utf8(bytes).ok()?;
+    Some(text.strip_prefix('\u{feff}').unwrap_or(&text).to_owned())
+}
+
 /// What a session's tools and gate are built from.
 #[derive(Debug, Clone)]
 pub struct ToolSetup {

@@ -27,7 +27,9 @@ pub mod tasks;
 mod turn;
 pub mod view;
 
-pub use assembly::{EditorProvider, ModelChoice, ResolvedModel, SessionServices, plan_file};
+pub use assembly::{
+    EditorProvider, ModelChoice, ResolvedModel, SessionServices, plan_file, read_plan,
+};
 pub use commands::{BUILTIN_COMMANDS, BuiltinCommand, Surface, builtin_command, is_reserved};
 pub use contract::{ConversationContract, DeferredContract, Reply};
 pub use control::HostControl;

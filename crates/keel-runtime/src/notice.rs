@@ -178,6 +178,10 @@ fn mcp(kind: &str, details: &Value) -> Option<(Severity, String)> {
     })
 }
 
+/// What a front end says when a plan is ready for review.
+pub const PLAN_READY: &str =
+    "plan ready for review: /approve-plan to carry it out (auto, or ask), or reply with feedback";
+
 /// The notice an extension event shows, if any.
 pub fn describe(extension: &str, kind: &str, details: &Value) -> Option<(Severity, String)> {
     let sizes = || match (tokens(details.get("before")), tokens(details.get("after"))) {
@@ -194,11 +198,6 @@ pub fn describe(extension: &str, kind: &str, details: &Value) -> Option<(Severit
         ),
         ("hooks", "warning") => (Severity::Warn, format!("hook: {}", text(details, "text"))),
         ("hooks", "report") => (Severity::Info, format!("hook: {}", text(details, "text"))),
-        ("plan", "plan_ready") => (
-            Severity::Info,
-            "plan ready for review: /approve-plan to carry it out (auto, or ask), or reply with feedback"
-                .to_owned(),
-        ),
         ("host.context", "archived") => {
             let outputs = details.get("outputs").and_then(Value::as_u64).unwrap_or(0);
             (

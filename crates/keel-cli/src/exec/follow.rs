@@ -14,8 +14,8 @@ use std::sync::{Mutex, MutexGuard, PoisonError};
 use std::time::{Duration, Instant};
 
 use keel_protocol::{
-    Failure, ItemBody, ItemEvent, Op, SessionEvent, SessionEventBody, SessionId, ToolCallStatus,
-    TurnId, TurnOutcome, Usage,
+    Failure, ItemBody, ItemEvent, Op, SessionEvent, SessionEventBody, SessionId, TurnId,
+    TurnOutcome, Usage,
 };
 use keel_runtime::{ConversationContract as _, Reply, Runtime, SessionSink, TurnReport};
 use tokio::sync::watch;
@@ -55,7 +55,8 @@ impl From<TurnReport> for LastTurn {
             turn_id: report.turn_id.to_string(),
             final_text: report.final_text(),
             has_answer: report.messages.iter().any(|m| m.as_assistant().is_some()),
-            frozen_plan: super::plan::frozen(&report.messages),
+            // Its `plan_ready` event says it (see `newest`).
+            frozen_plan: None,
             outcome: report.outcome,
             structured_output: report.structured_output,
             output_failure: report.output_failure,
@@ -137,20 +138,7 @@ impl SessionSink for Watch {
                     seen.so_far.final_text.clone_from(text);
                     seen.so_far.has_answer = true;
                 }
-                ItemBody::ToolCall {
-                    tool_name,
-                    status,
-                    details,
-                    ..
-                } => {
-                    seen.so_far.has_answer = true;
-                    if tool_name == keel_extensions::plan::EXIT_TOOL
-                        && *status == ToolCallStatus::Completed
-                        && let Some(plan) = details.as_ref().and_then(super::plan::frozen_in)
-                    {
-                        seen.so_far.frozen_plan = Some(plan);
-                    }
-                }
+                ItemBody::ToolCall { .. } => seen.so_far.has_answer = true,
                 _ => return,
             },
             SessionEventBody::Failure {
@@ -188,6 +176,9 @@ impl SessionSink for Watch {
                 seen.background_commands = *background_commands;
             }
             SessionEventBody::Goal { goal, .. } => seen.goal = Some(goal.clone()),
+            SessionEventBody::PlanReady { plan, .. } => {
+                seen.so_far.frozen_plan = Some(plan.text.clone());
+            }
             _ => return,
         }
         drop(seen);
@@ -244,11 +235,16 @@ pub async fn follow(
     }
 }
 
-/// The turn that ended last, when it is newer than `last`.
+/// The turn that ended last, when it is newer than `last`; else `last`, with the plan its
+/// events said it froze.
 fn newest(watch: &Watch, last: LastTurn) -> LastTurn {
     match &watch.seen().ended {
         Some(ended) if ended.turn_id != last.turn_id => ended.clone(),
-        _ => last,
+        Some(ended) => LastTurn {
+            frozen_plan: last.frozen_plan.or_else(|| ended.frozen_plan.clone()),
+            ..last
+        },
+        None => last,
     }
 }
 

@@ -65,13 +65,13 @@ pub fn parse_override(text: &str) -> Result<String, String> {
 
 /// Parses `--goal-budget`: a token count such as 50000, 50K or 1.5M.
 pub fn parse_goal_budget(text: &str) -> Result<u64, String> {
-    keel_extensions::goals::command::parse_tokens(text)
+    keel_protocol::parse_token_count(text)
         .ok_or_else(|| format!("`{text}` is not a token count (for example 50000, 50K or 1.5M)"))
 }
 
 /// `--goal`'s objective, under the prompt's size cap and not empty.
 pub fn check_goal(text: &str) -> anyhow::Result<String> {
-    let max = keel_extensions::goals::state::MAX_OBJECTIVE_BYTES;
+    let max = keel_protocol::GOAL_OBJECTIVE_MAX_BYTES;
     if text.trim().is_empty() {
         bail!("the goal is empty");
     }

@@ -18,15 +18,12 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::Context as _;
-use keel_llm::ModelSpec;
-use keel_llm::scripted::{ResponseSpec, ScriptedProvider, ScriptedResponse};
 use keel_protocol::{Op, PermissionMode, RunId, SessionTarget, TurnOutcome, TurnSource};
 use keel_runtime::settings::SettingsInput;
+use keel_runtime::storage::{Durability, Execution, OpenOptions};
 use keel_runtime::{
-    ConversationContract as _, ModelChoice, Prepared, Reply, RuntimeError, RuntimeOptions,
-    SessionStart,
+    ConversationContract as _, ModelChoice, Reply, RuntimeError, RuntimeOptions, SessionStart,
 };
-use keel_store::{Durability, Execution, OpenOptions};
 
 use crate::errors::{InternalError, runtime_error};
 pub use input::{
@@ -177,7 +174,7 @@ pub async fn run(args: ExecArgs) -> anyhow::Result<ExitCode> {
         trust_project_mcp: args.trust_project_mcp,
         allow_home_workspace: args.allow_home_workspace,
     };
-    let prepared = Prepared::new(keel_extensions::with_harness(options)).map_err(runtime_error)?;
+    let prepared = crate::assembly::prepare(options).map_err(runtime_error)?;
     for warning in &prepared.warnings {
         eprintln!("keel: warning: {warning}");
     }
@@ -387,9 +384,7 @@ pub async fn run(args: ExecArgs) -> anyhow::Result<ExitCode> {
     sink.finish(&result);
     // The model was told on its first command; the user hears it here, once, if this run's
     // commands ran in a weaker sandbox than keel's full one.
-    if let Some(support) = keel_tools::bash::sandbox::probed()
-        && let Some(note) = support.degraded(sandbox)
-    {
+    if let Some(note) = crate::assembly::sandbox_note(sandbox) {
         eprintln!("keel: warning: {note}");
     }
     if sink.stdout_closed() || stop.reason() == Some(Interrupt::StdoutClosed) {
@@ -409,24 +404,7 @@ fn model_choice(args: &ExecArgs) -> anyhow::Result<ModelChoice> {
             base_url: args.base_url.clone(),
         });
     };
-    mock_model(script)
-}
-
-/// A scripted model answering from the JSON file `script`.
-pub fn mock_model(script: &std::path::Path) -> anyhow::Result<ModelChoice> {
-    let text = std::fs::read_to_string(script)
-        .with_context(|| format!("cannot read the mock script {}", script.display()))?;
-    let specs: Vec<ResponseSpec> = serde_json::from_str(&text).with_context(|| {
-        format!(
-            "the mock script {} is not a JSON list of responses",
-            script.display()
-        )
-    })?;
-    let provider = ScriptedProvider::with_responses(specs.into_iter().map(ScriptedResponse::from));
-    Ok(ModelChoice::Fixed {
-        spec: ModelSpec::scripted(),
-        stream: Arc::new(provider),
-    })
+    crate::assembly::mock_model(script)
 }
 
 /// The `--output-schema` file's text, checked to be a JSON Schema before anything runs.
@@ -515,7 +493,7 @@ fn goal_command(objective: &str, budget: Option<u64>, turns: Option<u32>) -> (St
     let budget = budget.map(|n| format!("budget={n} ")).unwrap_or_default();
     let turns = turns.map(|n| format!("turns={n} ")).unwrap_or_default();
     (
-        keel_extensions::goals::command::COMMAND.to_owned(),
+        "goal".to_owned(),
         format!("{budget}{turns}verify=evaluator {objective}"),
     )
 }

@@ -400,6 +400,10 @@ impl SessionSink for ExecSink {
                     *last = Some(banner);
                 }
             }
+            (SessionEventBody::PlanReady { plan, .. }, Format::StreamJson) => {
+                self.emitter()
+                    .emit(&self.stop, "plan.ready", json!({ "plan": plan }));
+            }
             (SessionEventBody::Goal { goal, .. }, Format::StreamJson) => {
                 let mut out = self.emitter();
                 if !out.envelope.is_empty() {

@@ -227,7 +227,7 @@ pub fn write_atomically(path: &Path, text: &str) -> std::io::Result<()> {
             "-o needs a file name",
         ));
     }
-    keel_tools::files::write_atomic(path, text.as_bytes())
+    crate::assembly::write_atomic(path, text)
 }
 
 /// Converts an exit code constant into the process's.

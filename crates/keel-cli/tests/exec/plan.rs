@@ -66,11 +66,8 @@ fn exec_in_plan_mode_answers_with_the_plan() {
         .find(|e| e["type"] == "exec.completed")
         .unwrap();
     assert_eq!(completed["result"]["final_text"], PLAN);
-    let ready = events
-        .iter()
-        .find(|e| e["type"] == "extension.event" && e["kind"] == "plan_ready")
-        .unwrap();
-    assert_eq!(ready["details"]["text"], PLAN);
+    let ready = events.iter().find(|e| e["type"] == "plan.ready").unwrap();
+    assert_eq!(ready["plan"]["text"], PLAN);
     // Three reviews, three frozen copies; the plan file stays where the model wrote it.
     let frozen: Vec<String> = (1..=3)
         .map(|n| {

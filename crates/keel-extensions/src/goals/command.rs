@@ -45,21 +45,8 @@ enum Request {
     Create(Vec<Setting>, String),
 }
 
-/// A token count: `50000`, `50K`, `1.5M` (K = 1,000, M = 1,000,000).
-pub fn parse_tokens(text: &str) -> Option<u64> {
-    let text = text.trim();
-    let (number, scale) = match text.char_indices().last()? {
-        (at, 'k' | 'K') => (&text[..at], 1_000.0),
-        (at, 'm' | 'M') => (&text[..at], 1_000_000.0),
-        _ => (text, 1.0),
-    };
-    if number.is_empty() || !number.chars().all(|c| c.is_ascii_digit() || c == '.') {
-        return None;
-    }
-    let value: f64 = number.parse().ok()?;
-    let tokens = (value * scale).round();
-    (tokens >= 1.0 && tokens < u64::MAX as f64).then_some(tokens as u64)
-}
+/// A token count: `50000`, `50K`, `1.5M` (the protocol's one parser).
+pub use keel_protocol::parse_token_count as parse_tokens;
 
 /// Seconds: `90`, `90s`, `30m`, `2h`.
 fn parse_seconds(text: &str) -> Option<u64> {

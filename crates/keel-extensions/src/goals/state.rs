@@ -16,7 +16,7 @@ use crate::report::files::sha256_hex;
 pub const STATE_KEY: &str = "goal";
 
 /// Longest objective accepted: a goal is a sentence or a short brief, not a document.
-pub const MAX_OBJECTIVE_BYTES: usize = 8 * 1024;
+pub const MAX_OBJECTIVE_BYTES: usize = keel_protocol::GOAL_OBJECTIVE_MAX_BYTES;
 
 /// Longest objective shown in a banner line.
 const BANNER_OBJECTIVE_CHARS: usize = 60;

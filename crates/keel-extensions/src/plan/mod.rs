@@ -37,8 +37,6 @@ pub const PLAN: &str = "plan";
 pub const EXIT_TOOL: &str = "exit_plan_mode";
 /// The command that approves it.
 pub const APPROVE_COMMAND: &str = "approve-plan";
-/// The extension event a frozen plan is reported with: `{path, frozen_path, text}`.
-pub const PLAN_READY: &str = "plan_ready";
 
 /// Where the reminder stands among extension reminders: before the others, as the mode
 /// changes what every other instruction may do.

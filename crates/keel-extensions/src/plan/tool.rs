@@ -11,8 +11,8 @@ use keel_protocol::{ContentBlock, SessionId, ToolDefinition};
 use keel_runtime::extension::{ExtensionEvents, TurnScope};
 use serde_json::json;
 
+use super::EXIT_TOOL;
 use super::files::{self, PlanError};
-use super::{EXIT_TOOL, PLAN, PLAN_READY};
 
 static DEFINITION: LazyLock<ToolDefinition> = LazyLock::new(|| ToolDefinition {
     name: EXIT_TOOL.into(),
@@ -89,7 +89,11 @@ impl AgentTool for ExitPlanMode {
     ) -> Result<ToolOutput, ToolError> {
         let (text, frozen) = self.freeze().map_err(ToolError::new)?;
         let details = json!({"path": self.plan, "frozen_path": frozen, "text": text});
-        self.events.emit(PLAN, PLAN_READY, details.clone());
+        self.events.plan_ready(keel_protocol::PlanInfo {
+            text: text.clone(),
+            path: self.plan.display().to_string(),
+            frozen_path: frozen.display().to_string(),
+        });
         Ok(ToolOutput {
             content: vec![ContentBlock::text(format!(
                 "The plan is frozen in {} and shown to the user for review. Your turn ends \

@@ -11,7 +11,7 @@ use keel_tools::permission::Mode;
 use pretty_assertions::assert_eq;
 use serde_json::json;
 
-use crate::harness::{Harness, Setup, extension_events, occurrences, request_text};
+use crate::harness::{Harness, Setup, occurrences, request_text};
 
 async fn planning() -> Harness {
     let mut setup = Setup::new(Vec::new());
@@ -179,17 +179,20 @@ async fn exit_plan_mode_needs_a_summary_and_then_ends_the_turn() {
         "{submitted:?}"
     );
     assert_eq!(std::fs::read_to_string(&frozen).unwrap(), PLAN_TEXT);
-    let ready: Vec<_> = extension_events(&events)
-        .into_iter()
-        .filter(|(extension, _, _)| extension == "plan")
+    let ready: Vec<keel_protocol::PlanInfo> = events
+        .iter()
+        .filter_map(|e| match &e.body {
+            SessionEventBody::PlanReady { plan, .. } => Some(plan.clone()),
+            _ => None,
+        })
         .collect();
     assert_eq!(
         ready,
-        vec![(
-            "plan".to_owned(),
-            "plan_ready".to_owned(),
-            json!({"path": plan, "frozen_path": frozen, "text": PLAN_TEXT}),
-        )]
+        vec![keel_protocol::PlanInfo {
+            text: PLAN_TEXT.to_owned(),
+            path: plan.display().to_string(),
+            frozen_path: frozen.display().to_string(),
+        }]
     );
     // Every request carried the rules and the plan file's path, and offered the tool.
     let first = &h.requests()[0];

@@ -56,6 +56,16 @@ impl ExtensionEvents {
         }
     }
 
+    /// Reports a plan submitted for review (the plan extension's typed event).
+    pub fn plan_ready(&self, plan: keel_protocol::PlanInfo) {
+        if let (Some(hub), Some(turn_id)) = (&self.hub, &self.turn) {
+            hub.emit(SessionEventBody::PlanReady {
+                turn_id: turn_id.clone(),
+                plan,
+            });
+        }
+    }
+
     /// Reports that `extension` did `kind`, with `details` (an object).
     pub fn emit(&self, extension: &str, kind: &str, details: serde_json::Value) {
         if let Some(hub) = &self.hub {

@@ -163,17 +163,14 @@ impl App {
                 }
                 self.goal = crate::goal::GoalBanner::of(&goal);
             }
+            SessionEventBody::PlanReady { plan, .. } => self.plan_ready(&plan),
             SessionEventBody::Extension {
                 extension,
                 kind,
                 details,
                 ..
             } => {
-                if extension == crate::app::plan::EXTENSION && kind == crate::app::plan::READY {
-                    self.plan_ready(&details);
-                } else if let Some((tone, text)) =
-                    crate::notices::describe(&extension, &kind, &details)
-                {
+                if let Some((tone, text)) = crate::notices::describe(&extension, &kind, &details) {
                     self.notice(tone, text);
                 }
             }

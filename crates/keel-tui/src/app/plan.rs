@@ -1,31 +1,20 @@
-//! A plan submitted for review in plan mode. The `plan` extension reports it as a
-//! `plan_ready` event: the plan is shown as a cell at once, and when its turn has ended (the
+//! A plan submitted for review in plan mode, as its `plan_ready` event tells it: the plan is shown as a cell at once, and when its turn has ended (the
 //! runtime would refuse a new one before) a choice opens: approve it into auto or ask mode,
 //! which sends `/approve-plan` to the runtime like any extension command, or keep planning,
 //! which leaves the composer for feedback (a normal prompt, still in plan mode).
-
-use serde_json::Value;
 
 use super::popup::{PickItem, Picker, PickerKind, Popup};
 use super::{App, Effect};
 use crate::cells::{Cell, Tone};
 use crate::slash::Expect;
 
-/// The extension that reports plans.
-pub(crate) const EXTENSION: &str = "plan";
-/// Its event for a plan submitted for review.
-pub(crate) const READY: &str = "plan_ready";
-/// Its command that approves the plan.
+/// The command that approves the plan (the plan extension's).
 const APPROVE: &str = "approve-plan";
 
 impl App {
     /// A plan was submitted: shown now, the choice once the turn ends.
-    pub(super) fn plan_ready(&mut self, details: &Value) {
-        let text = details
-            .get("text")
-            .and_then(Value::as_str)
-            .unwrap_or_default();
-        self.push(Cell::Plan(text.to_owned()));
+    pub(super) fn plan_ready(&mut self, plan: &keel_protocol::PlanInfo) {
+        self.push(Cell::Plan(plan.text.clone()));
         self.plan_review = true;
         if !self.busy() {
             self.open_plan_review();

@@ -566,15 +566,13 @@ fn a_plan_for_review_and_the_choice_after_its_turn() {
     app.live.begin(Some("plan a cache".into()));
     event(
         &mut app,
-        SessionEventBody::Extension {
-            turn_id: Some(TurnId::from("t-1")),
-            extension: "plan".into(),
-            kind: "plan_ready".into(),
-            details: json!({
-                "path": "/home/u/.keel/plans/s-test000001.md",
-                "frozen_path": "/home/u/.keel/plans/s-test000001.1.md",
-                "text": "# Cache\n\n## Summary\nCache the parsed config.\n\n## Steps\n1. Add `cache.rs`.\n2. Test it.\n",
-            }),
+        SessionEventBody::PlanReady {
+            turn_id: TurnId::from("t-1"),
+            plan: keel_protocol::PlanInfo {
+                path: "/home/u/.keel/plans/s-test000001.md".into(),
+                frozen_path: "/home/u/.keel/plans/s-test000001.1.md".into(),
+                text: "# Cache\n\n## Summary\nCache the parsed config.\n\n## Steps\n1. Add `cache.rs`.\n2. Test it.\n".into(),
+            },
         },
     );
     let running = screen(&mut app);
