@@ -171,15 +171,9 @@ impl Translator {
                 out.push(self.notice(Severity::Info, notice::PLAN_READY.to_owned()));
             }
             SessionEventBody::Extension {
-                extension,
-                kind,
-                details,
+                notice: Some(notice),
                 ..
-            } => {
-                if let Some((severity, text)) = notice::describe(extension, kind, details) {
-                    out.push(self.notice(severity, text));
-                }
-            }
+            } => out.push(self.notice(notice.level, notice.text.clone())),
             SessionEventBody::Task { task } => {
                 if let Some((severity, text)) = self.tasks.changed(task) {
                     out.push(self.notice(severity, text));
@@ -595,6 +589,7 @@ mod tests {
             extension: "runaway-guard".into(),
             kind: "repeated_action".into(),
             details: json!({}),
+            notice: keel_runtime::notice::for_event("runaway-guard", "repeated_action", &json!({})),
         });
         assert_eq!(
             notice,

@@ -40,7 +40,8 @@ pub use runtime::{
     TurnOutcome,
 };
 pub use session_event::{
-    InputKind, PermissionAnswer, PermissionRequest, QueueEntry, SessionEvent, SessionEventBody,
+    ExtensionNotice, InputKind, NoticeLevel, PermissionAnswer, PermissionRequest, QueueEntry,
+    SessionEvent, SessionEventBody,
 };
 pub use source::TurnSource;
 pub use stream::{ResponseMeta, StreamEvent, StreamNotice};

@@ -114,6 +114,9 @@ pub enum SessionEventBody {
         /// Details of the action (an object; empty when there are none).
         #[serde(default)]
         details: serde_json::Value,
+        /// What to tell people, worded by the runtime; `None` when it is not worth a line.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        notice: Option<ExtensionNotice>,
     },
     /// The session's goal changed (set, charged a turn, settled, paused, cleared), inside a
     /// turn or outside one (`/goal pause`).
@@ -172,6 +175,29 @@ pub enum SessionEventBody {
         #[serde(default, skip_serializing_if = "Option::is_none")]
         thinking: Option<crate::ThinkingLevel>,
     },
+}
+
+/// How much a notice matters.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum NoticeLevel {
+    /// Neutral information.
+    Info,
+    /// Something the user should notice (a guard observation, a dropped reminder).
+    Warn,
+    /// A failure.
+    Error,
+}
+
+/// What an extension says to people, one line, ready to show in any front end.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ExtensionNotice {
+    /// The extension's id.
+    pub source: String,
+    /// How much it matters.
+    pub level: NoticeLevel,
+    /// The line.
+    pub text: String,
 }
 
 /// A question for the user about one tool call.

@@ -7,15 +7,20 @@
 use keel_protocol::{TaskInfo, TaskStatus};
 use serde_json::Value;
 
-/// How much a notice matters.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Severity {
-    /// Neutral information.
-    Info,
-    /// Something the user should notice (a guard observation, a dropped reminder).
-    Warn,
-    /// A failure.
-    Error,
+/// How much a notice matters (the protocol's level).
+pub use keel_protocol::NoticeLevel as Severity;
+
+/// The notice an extension's event carries to every front end, when it is worth a line.
+pub fn for_event(
+    extension: &str,
+    kind: &str,
+    details: &Value,
+) -> Option<keel_protocol::ExtensionNotice> {
+    describe(extension, kind, details).map(|(level, text)| keel_protocol::ExtensionNotice {
+        source: extension.to_owned(),
+        level,
+        text,
+    })
 }
 
 /// A token count in a few characters: `950`, `12.3k`, `1.2M`.

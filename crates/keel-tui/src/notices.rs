@@ -1,21 +1,24 @@
-//! Extension events as one-line notices, in the runtime's shared wording
-//! ([`keel_runtime::notice`]) and the TUI's tones.
+//! Notices in the TUI's tones: the runtime words them (an extension event's `notice`, a
+//! task's start and end), the TUI only colours them.
 
-use serde_json::Value;
+use keel_protocol::NoticeLevel;
 
 use crate::cells::Tone;
 
-/// The notice an extension event shows, if any.
-pub fn describe(extension: &str, kind: &str, details: &Value) -> Option<(Tone, String)> {
-    use keel_runtime::notice::Severity;
-    keel_runtime::notice::describe(extension, kind, details).map(|(severity, text)| {
-        let tone = match severity {
-            Severity::Info => Tone::Info,
-            Severity::Warn => Tone::Warn,
-            Severity::Error => Tone::Error,
-        };
-        (tone, text)
-    })
+/// The tone a notice of `level` is shown in.
+pub fn tone(level: NoticeLevel) -> Tone {
+    match level {
+        NoticeLevel::Info => Tone::Info,
+        NoticeLevel::Warn => Tone::Warn,
+        NoticeLevel::Error => Tone::Error,
+    }
+}
+
+/// The notice an extension event carries, in the TUI's tone.
+#[cfg(test)]
+fn describe(extension: &str, kind: &str, details: &serde_json::Value) -> Option<(Tone, String)> {
+    keel_runtime::notice::for_event(extension, kind, details)
+        .map(|notice| (tone(notice.level), notice.text))
 }
 
 #[cfg(test)]

@@ -364,6 +364,7 @@ impl SessionSink for ExecSink {
                     extension,
                     kind,
                     details,
+                    notice,
                     ..
                 },
                 Format::StreamJson,
@@ -371,11 +372,12 @@ impl SessionSink for ExecSink {
                 let mut out = self.emitter();
                 // Only lines of the turn: the envelope names it.
                 if !out.envelope.is_empty() {
-                    out.emit(
-                        &self.stop,
-                        "extension.event",
-                        json!({"extension": extension, "kind": kind, "details": details}),
-                    );
+                    let mut fields =
+                        json!({"extension": extension, "kind": kind, "details": details});
+                    if let Some(notice) = notice {
+                        fields["notice"] = json!(notice);
+                    }
+                    out.emit(&self.stop, "extension.event", fields);
                 }
             }
             (
@@ -383,10 +385,14 @@ impl SessionSink for ExecSink {
                     extension,
                     kind,
                     details,
+                    notice,
                     ..
                 },
                 Format::Text,
-            ) => eprintln!("[{extension}: {kind} {details}]"),
+            ) => match notice {
+                Some(notice) => eprintln!("[{}]", notice.text),
+                None => eprintln!("[{extension}: {kind} {details}]"),
+            },
             // A goal's change reads as its banner line, once per change.
             (SessionEventBody::Goal { goal, .. }, Format::Text) => {
                 let banner = if goal.banner.is_empty() {

@@ -69,11 +69,13 @@ impl ExtensionEvents {
     /// Reports that `extension` did `kind`, with `details` (an object).
     pub fn emit(&self, extension: &str, kind: &str, details: serde_json::Value) {
         if let Some(hub) = &self.hub {
+            let notice = crate::notice::for_event(extension, kind, &details);
             hub.emit(SessionEventBody::Extension {
                 turn_id: self.turn.clone(),
                 extension: extension.to_owned(),
                 kind: kind.to_owned(),
                 details,
+                notice,
             });
         }
     }

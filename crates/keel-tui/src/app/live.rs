@@ -165,15 +165,9 @@ impl App {
             }
             SessionEventBody::PlanReady { plan, .. } => self.plan_ready(&plan),
             SessionEventBody::Extension {
-                extension,
-                kind,
-                details,
+                notice: Some(notice),
                 ..
-            } => {
-                if let Some((tone, text)) = crate::notices::describe(&extension, &kind, &details) {
-                    self.notice(tone, text);
-                }
-            }
+            } => self.notice(crate::notices::tone(notice.level), notice.text),
             SessionEventBody::Usage {
                 usage,
                 context_window,

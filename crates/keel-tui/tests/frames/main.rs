@@ -299,6 +299,11 @@ fn a_turn(app: &mut App) {
             extension: "host.context".into(),
             kind: "archived".into(),
             details: json!({"outputs": 2, "before": {"tokens": 98000}, "after": {"tokens": 41000}}),
+            notice: keel_runtime::notice::for_event(
+                "host.context",
+                "archived",
+                &json!({"outputs": 2, "before": {"tokens": 98000}, "after": {"tokens": 41000}}),
+            ),
         },
     );
     event(
