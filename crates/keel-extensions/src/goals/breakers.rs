@@ -234,6 +234,7 @@ impl Goal {
         match self.status {
             Status::Active => return Err("the goal is already active".into()),
             Status::Complete => return Err("the goal is complete".into()),
+            Status::Cleared => return Err("the goal is cleared".into()),
             Status::Paused | Status::BudgetLimited | Status::Blocked => {}
         }
         if let Some(limit) = self.exceeded() {

@@ -21,45 +21,9 @@ pub const MAX_OBJECTIVE_BYTES: usize = keel_protocol::GOAL_OBJECTIVE_MAX_BYTES;
 /// Longest objective shown in a banner line.
 const BANNER_OBJECTIVE_CHARS: usize = 60;
 
-/// Where a goal stands.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Status {
-    /// Finished turns start the next one while it is under its limits.
-    Active,
-    /// Stopped by the user or a breaker; `/goal resume` goes on.
-    Paused,
-    /// A limit (tokens, turns or active seconds) was reached.
-    BudgetLimited,
-    /// The host accepted the model's blocker.
-    Blocked,
-    /// The host accepted the model's completion.
-    Complete,
-}
-
-impl Status {
-    /// The status as stored and shown.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Self::Active => "active",
-            Self::Paused => "paused",
-            Self::BudgetLimited => "budget_limited",
-            Self::Blocked => "blocked",
-            Self::Complete => "complete",
-        }
-    }
-
-    /// The protocol's status of the same name.
-    pub fn public(self) -> keel_protocol::GoalStatus {
-        match self {
-            Self::Active => keel_protocol::GoalStatus::Active,
-            Self::Paused => keel_protocol::GoalStatus::Paused,
-            Self::BudgetLimited => keel_protocol::GoalStatus::BudgetLimited,
-            Self::Blocked => keel_protocol::GoalStatus::Blocked,
-            Self::Complete => keel_protocol::GoalStatus::Complete,
-        }
-    }
-}
+/// Where a goal stands (the protocol's one type; a stored goal is never `cleared`: a
+/// cleared goal is removed).
+pub use keel_protocol::GoalStatus as Status;
 
 /// How the host checks a completion the model proposes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
@@ -331,7 +295,7 @@ impl Goal {
     pub fn info(&self) -> keel_protocol::GoalInfo {
         keel_protocol::GoalInfo {
             objective: self.objective.clone(),
-            status: self.status.public(),
+            status: self.status,
             reason: self.reason.clone(),
             banner: self.banner(),
             record: self.details(),
