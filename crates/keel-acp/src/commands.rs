@@ -11,7 +11,7 @@ use agent_client_protocol::v1::schema::{
     TextContent, UnstructuredCommandInput,
 };
 use agent_client_protocol::{Client, Error};
-use keel_protocol::{CommandInfo, ContentBlock as KeelBlock, Message, Op};
+use keel_protocol::{CommandInfo, Op};
 use keel_runtime::notice::short_count;
 use keel_runtime::{BuiltinCommand, ConversationContract, Reply, Surface};
 
@@ -95,15 +95,6 @@ pub fn reply(session: &Session, connection: &ConnectionTo<Client>, text: String)
             text,
         )))),
     );
-}
-
-fn block_chars(block: &KeelBlock) -> usize {
-    match block {
-        KeelBlock::Text(text) => text.text.chars().count(),
-        KeelBlock::Thinking(thinking) => thinking.thinking.chars().count(),
-        KeelBlock::ToolCall(call) => call.name.len() + call.arguments.to_string().len(),
-        _ => 0,
-    }
 }
 
 /// Runs keel acp's own `/name args`; the reply goes to the editor as an answer.
@@ -219,50 +210,40 @@ pub async fn run(
             )
         }
         "context" => {
-            let entries = match runtime
-                .call(Op::GetMessages {
-                    session_id: id,
-                    revision: None,
-                })
+            let report = match runtime
+                .call(Op::ContextReport { session_id: id })
                 .await
                 .map_err(|e| rpc_error(&e))?
             {
-                Reply::Messages(entries) => entries,
+                Reply::Context(report) => report,
                 _ => return Err(Error::internal_error()),
             };
-            // Characters over four: an estimate, said to be one; the last request's size
-            // is what the provider reported.
-            let mut parts = [0usize; 4];
-            for entry in &entries {
-                match &entry.message {
-                    Message::User(user) => {
-                        parts[0] += user.content.iter().map(block_chars).sum::<usize>();
-                    }
-                    Message::Assistant(answer) => {
-                        parts[1] += answer.content.iter().map(block_chars).sum::<usize>();
-                    }
-                    Message::ToolResult(result) => {
-                        parts[2] += result.content.iter().map(block_chars).sum::<usize>();
-                    }
-                    _ => parts[3] += 0,
+            let window = u64::from(report.window);
+            let share = |tokens: u64| {
+                if window > 0 {
+                    format!(" ({:.0}%)", tokens as f64 * 100.0 / window as f64)
+                } else {
+                    String::new()
                 }
-            }
+            };
             let mut text = match session.totals().context {
-                Some((used, window)) if window > 0 => format!(
-                    "The last request used {} of {} tokens ({:.0}%).\n",
+                Some((used, _)) => format!(
+                    "The last request used {} of {} tokens{}.\n",
                     short_count(used),
-                    short_count(u64::from(window)),
-                    used as f64 * 100.0 / f64::from(window)
+                    short_count(window),
+                    share(used)
                 ),
                 _ => "No request was sent in this session yet.\n".into(),
             };
+            let about = if report.measured { "" } else { "about " };
             text.push_str(&format!(
-                "History, estimated: your messages ~{}, answers and tool calls ~{}, tool results ~{} tokens ({} messages).",
-                short_count((parts[0] / 4) as u64),
-                short_count((parts[1] / 4) as u64),
-                short_count((parts[2] / 4) as u64),
-                entries.len()
+                "The next request carries {about}{} tokens{}:",
+                short_count(report.total()),
+                share(report.total())
             ));
+            for part in &report.parts {
+                text.push_str(&format!("\n- {}: {}", part.label, short_count(part.tokens)));
+            }
             text
         }
         "compact" => {

@@ -34,7 +34,10 @@ pub use message::{
     AssistantMessage, HostMessage, Message, StopReason, ToolResultMessage, UserMessage, now_ms,
 };
 pub use modes::{PermissionMode, SandboxMode, ThinkingChoice, ThinkingLevel, UnknownWord};
-pub use op::{CommandInfo, ExportFormat, Op, OpGroup, SessionExport, SessionTarget};
+pub use op::{
+    CommandInfo, ContextPart, ContextReport, ExportFormat, Op, OpGroup, SessionExport,
+    SessionTarget,
+};
 pub use runtime::{
     DebugTrace, ResponseChunk, RuntimeEvent, RuntimeEventBody, SessionStatus, ToolPhase,
     TurnOutcome,

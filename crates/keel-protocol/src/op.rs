@@ -82,6 +82,11 @@ pub enum Op {
         #[serde(default)]
         format: ExportFormat,
     },
+    /// What fills the session's context window: its next request measured by part.
+    ContextReport {
+        /// The session.
+        session_id: SessionId,
+    },
     /// The session's waiting inputs, in delivery order.
     ListQueue {
         /// The session.
@@ -282,6 +287,7 @@ impl Op {
             | Self::ListCommands
             | Self::ListQueue { .. }
             | Self::ExportSession { .. }
+            | Self::ContextReport { .. }
             | Self::ListTasks { .. } => OpGroup::Query,
             Self::OpenSession { .. }
             | Self::UpdateSession { .. }
@@ -327,6 +333,37 @@ pub struct SessionExport {
     pub masked: usize,
     /// How many of each kind.
     pub kinds: std::collections::BTreeMap<String, usize>,
+}
+
+/// What fills a session's context window, measured once for every front end.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ContextReport {
+    /// The model's context window, in tokens.
+    pub window: u32,
+    /// The input limit compaction keeps requests under, when one is set.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub limit: Option<u64>,
+    /// What the next request would carry, part by part (system prompt, tools, your messages,
+    /// answers, reasoning, tool calls, tool results), in tokens.
+    pub parts: Vec<ContextPart>,
+    /// Whether the counts come from keel's calibrated measurer (`false`: a rough estimate).
+    pub measured: bool,
+}
+
+impl ContextReport {
+    /// The next request's tokens in all.
+    pub fn total(&self) -> u64 {
+        self.parts.iter().map(|p| p.tokens).sum()
+    }
+}
+
+/// One part of a context report.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ContextPart {
+    /// What it is, for people.
+    pub label: String,
+    /// Its tokens.
+    pub tokens: u64,
 }
 
 /// The contract's four groups.

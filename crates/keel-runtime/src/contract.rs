@@ -53,6 +53,8 @@ pub enum Reply {
     Tasks(Vec<keel_protocol::TaskInfo>),
     /// A session's transcript, secrets masked.
     Export(keel_protocol::SessionExport),
+    /// What fills a session's context window.
+    Context(keel_protocol::ContextReport),
     /// The text of a message taken back; `None` when there was nothing to take back.
     TakenBack(Option<String>),
 }
@@ -90,6 +92,9 @@ impl ConversationContract for Runtime {
                 Reply::Revisions(store.commit_revisions(&session_id).await?)
             }
             Op::ListQueue { session_id } => Reply::Queue(self.queue(&session_id).await?),
+            Op::ContextReport { session_id } => {
+                Reply::Context(self.context_report(&session_id).await?)
+            }
             Op::ExportSession { session_id, format } => {
                 Reply::Export(crate::sessions::export(store, &session_id, format).await?)
             }

@@ -33,11 +33,80 @@ pub struct CompactRequest {
     pub scope: TurnScope,
 }
 
-/// A compaction strategy (DESIGN §12); the runtime calls it for the `compact` operation.
+/// A compaction strategy (DESIGN §12); the runtime calls it for the `compact` operation,
+/// and for the `context_report` operation's measuring.
 #[async_trait]
 pub trait Compactor: Send + Sync {
     /// The history that replaces the request's, or `None` when nothing can be saved.
     async fn compact(&self, request: CompactRequest) -> Result<Option<Vec<Message>>, RuntimeError>;
+
+    /// What the request would carry, measured the way compaction measures it.
+    fn measure(&self, request: &CompactRequest) -> keel_protocol::ContextReport {
+        rough_report(request)
+    }
+}
+
+/// A report from characters over four, for runtimes with no measurer installed.
+pub fn rough_report(request: &CompactRequest) -> keel_protocol::ContextReport {
+    let tokens = |chars: usize| (chars / 4) as u64;
+    let tools: usize = request
+        .tools
+        .iter()
+        .map(|t| t.name.len() + t.description.len() + t.parameters.to_string().len())
+        .sum();
+    let mut parts = vec![
+        ("system prompt", request.system_prompt.len()),
+        ("tools", tools),
+        ("your messages", 0),
+        ("answers", 0),
+        ("reasoning", 0),
+        ("tool calls", 0),
+        ("tool results", 0),
+    ];
+    for message in &request.history {
+        for (slot, chars) in classify(message) {
+            parts[slot].1 += chars;
+        }
+    }
+    keel_protocol::ContextReport {
+        window: request.scope.spec.context_window,
+        limit: None,
+        parts: parts
+            .into_iter()
+            .map(|(label, chars)| keel_protocol::ContextPart {
+                label: label.to_owned(),
+                tokens: tokens(chars),
+            })
+            .collect(),
+        measured: false,
+    }
+}
+
+/// Which report part each piece of `message` belongs to (indexes of [`rough_report`]'s
+/// parts), with its characters.
+fn classify(message: &Message) -> Vec<(usize, usize)> {
+    use keel_protocol::ContentBlock;
+    let chars = |block: &ContentBlock| match block {
+        ContentBlock::Text(t) => t.text.len(),
+        ContentBlock::Thinking(t) => t.thinking.len(),
+        ContentBlock::ToolCall(c) => c.name.len() + c.arguments.to_string().len(),
+        // An image costs about a thousand tokens whatever its bytes.
+        _ => 1_000 * 4,
+    };
+    match message {
+        Message::User(user) => user.content.iter().map(|b| (2, chars(b))).collect(),
+        Message::Assistant(a) => a
+            .content
+            .iter()
+            .map(|b| match b {
+                ContentBlock::Thinking(_) => (4, chars(b)),
+                ContentBlock::ToolCall(_) => (5, chars(b)),
+                _ => (3, chars(b)),
+            })
+            .collect(),
+        Message::ToolResult(r) => r.content.iter().map(|b| (6, chars(b))).collect(),
+        _ => Vec::new(),
+    }
 }
 
 /// Changes to a session.
@@ -398,6 +467,34 @@ impl Runtime {
 
     /// The request a compaction strategy gets: the session's history and what its next
     /// request would carry, assembled as for a turn.
+    /// What fills `session`'s context window: its next request measured by part, by the
+    /// installed compaction strategy's measurer when there is one.
+    pub async fn context_report(
+        &self,
+        session: &SessionId,
+    ) -> Result<keel_protocol::ContextReport, RuntimeError> {
+        let slot = self.slot_or_open(session).await?;
+        let history: Vec<Arc<Message>> = self
+            .inner
+            .store
+            .history(session)
+            .await?
+            .into_iter()
+            .map(|e| Arc::new(e.message))
+            .collect();
+        let request = self.compact_request(&slot, history, None)?;
+        let compactor = self
+            .inner
+            .compactor
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .clone();
+        Ok(match compactor {
+            Some(compactor) => compactor.measure(&request),
+            None => rough_report(&request),
+        })
+    }
+
     fn compact_request(
         &self,
         slot: &Arc<Slot>,

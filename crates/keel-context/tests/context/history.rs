@@ -135,6 +135,8 @@ struct Run {
     model: Arc<Workload>,
     history_len: usize,
     kinds: HashMap<String, usize>,
+    /// The `context_report` after the turn.
+    context: keel_protocol::ContextReport,
     _dir: tempfile::TempDir,
 }
 
@@ -214,11 +216,22 @@ async fn run(steps: usize, system_prompt: String) -> Run {
         }
     }
     let history_len = store.history(&session).await.unwrap().len();
+    let context = match runtime
+        .call(Op::ContextReport {
+            session_id: session.clone(),
+        })
+        .await
+        .unwrap()
+    {
+        Reply::Context(context) => context,
+        other => panic!("unexpected {other:?}"),
+    };
     Run {
         report,
         model,
         history_len,
         kinds,
+        context,
         _dir: dir,
     }
 }
@@ -231,10 +244,26 @@ async fn three_hundred_steps_of_8_kib_fit_a_64k_window_and_keep_the_first_constr
         model,
         history_len,
         kinds,
+        context,
         _dir,
     } = run(steps, "You are a test.".into()).await;
     assert_eq!(report.outcome, TurnOutcome::Completed, "{report:?}");
     let budget = Budget::new(65_536, 8_192);
+    // `/context` measures as compaction does: the next request fits the limit it keeps.
+    assert!(context.measured, "{context:?}");
+    assert_eq!(context.limit, Some(budget.input_limit));
+    assert!(
+        context.total() <= budget.input_limit,
+        "{} tokens past L = {}",
+        context.total(),
+        budget.input_limit
+    );
+    assert!(
+        context
+            .parts
+            .iter()
+            .any(|p| p.label == "tool results" && p.tokens > 0)
+    );
     let seen = model.seen.lock().unwrap();
     let work: Vec<&Seen> = seen.iter().filter(|s| !s.summary).collect();
     assert_eq!(work.len(), steps + 1);

@@ -136,3 +136,45 @@ async fn an_export_masks_secrets_in_both_formats() {
         assert_eq!(export.masked, 1, "{format:?}");
     }
 }
+
+#[tokio::test]
+async fn a_context_report_measures_the_next_request_by_part() {
+    let provider = Arc::new(ScriptedProvider::with_responses([ScriptedResponse::text(
+        "an answer of some length to be counted",
+    )]));
+    let h = Harness::start(Setup::scripted(&provider)).await;
+    let session = h.session().await;
+    h.submit(&session, "a question worth some tokens to count")
+        .await
+        .wait()
+        .await
+        .unwrap();
+    let Reply::Context(report) = h
+        .runtime
+        .call(Op::ContextReport {
+            session_id: session.clone(),
+        })
+        .await
+        .unwrap()
+    else {
+        panic!("a context report");
+    };
+    let tokens = |label: &str| {
+        report
+            .parts
+            .iter()
+            .find(|p| p.label == label)
+            .map(|p| p.tokens)
+            .unwrap_or_else(|| panic!("no {label} in {report:?}"))
+    };
+    assert!(tokens("your messages") > 0, "{report:?}");
+    assert!(tokens("answers") > 0, "{report:?}");
+    assert_eq!(tokens("tool results"), 0);
+    assert!(report.window > 0);
+    assert_eq!(
+        report.total(),
+        report.parts.iter().map(|p| p.tokens).sum::<u64>()
+    );
+    // No measurer is installed here: the report says it is an estimate.
+    assert!(!report.measured);
+}

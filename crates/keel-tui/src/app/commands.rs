@@ -4,8 +4,8 @@ use std::collections::HashMap;
 use std::path::PathBuf;
 
 use keel_protocol::{
-    ContentBlock, InputKind, Message, Op, PermissionMode, SessionTarget, ThinkingChoice,
-    ThinkingLevel, ToolCallStatus,
+    InputKind, Message, Op, PermissionMode, SessionTarget, ThinkingChoice, ThinkingLevel,
+    ToolCallStatus,
 };
 use keel_runtime::Reply;
 use keel_runtime::StoredEntry;
@@ -55,17 +55,6 @@ impl App {
             return;
         }
         let session_id = self.session_id();
-        let history_of = |tag: Tag| {
-            session_id.clone().map(|session_id| {
-                Effect::Call(
-                    tag,
-                    Op::GetMessages {
-                        session_id,
-                        revision: None,
-                    },
-                )
-            })
-        };
         match command.name.as_ref() {
             "help" => self.help(),
             "new" => effects.push(Effect::Call(
@@ -217,7 +206,11 @@ impl App {
                 ];
                 self.push(Cell::Info(lines));
             }
-            "context" => effects.extend(history_of(Tag::Context)),
+            "context" => effects.extend(
+                session_id
+                    .clone()
+                    .map(|session_id| Effect::Call(Tag::Context, Op::ContextReport { session_id })),
+            ),
             "diff" => effects.push(Effect::GitDiff),
             "export" => {
                 let path = if args.is_empty() {
@@ -700,7 +693,7 @@ impl App {
             (Tag::Export(path), Reply::Export(export)) => {
                 effects.push(Effect::Write(path, export.text));
             }
-            (Tag::Context, Reply::Messages(entries)) => self.context_report(&entries),
+            (Tag::Context, Reply::Context(report)) => self.context_report(&report),
             _ => {}
         }
     }
@@ -775,79 +768,45 @@ impl App {
         }
     }
 
-    fn context_report(&mut self, entries: &[StoredEntry]) {
-        // Characters over four: an estimate, labelled as one; the exact size of the last
-        // request is its reported usage.
-        let mut parts: [(&str, usize); 5] = [
-            ("your messages", 0),
-            ("answers", 0),
-            ("reasoning", 0),
-            ("tool calls", 0),
-            ("tool results", 0),
-        ];
-        for entry in entries {
-            match &entry.message {
-                Message::User(u) => {
-                    let chars: usize = u.content.iter().map(block_chars).sum();
-                    parts[0].1 += chars;
-                }
-                Message::Assistant(a) => {
-                    for block in &a.content {
-                        let slot = match block {
-                            ContentBlock::Thinking(_) => 2,
-                            ContentBlock::ToolCall(_) => 3,
-                            _ => 1,
-                        };
-                        parts[slot].1 += block_chars(block);
-                    }
-                }
-                Message::ToolResult(r) => {
-                    parts[4].1 += r.content.iter().map(block_chars).sum::<usize>()
-                }
-                _ => {}
-            }
-        }
+    fn context_report(&mut self, report: &keel_protocol::ContextReport) {
         let bold = Style::new().add_modifier(Modifier::BOLD);
         let mut lines = vec![Line::styled("Context", bold)];
-        let history: usize = parts.iter().map(|(_, c)| c / 4).sum();
-        if let Some((used, window)) = self.context {
-            let percent = if window > 0 {
-                used as f64 * 100.0 / f64::from(window)
+        let window = u64::from(report.window);
+        let percent = |tokens: u64| {
+            if window > 0 {
+                format!(" ({:.0}%)", tokens as f64 * 100.0 / window as f64)
             } else {
-                0.0
-            };
+                String::new()
+            }
+        };
+        // The last request's size is exact: the provider reported it.
+        if let Some((used, _)) = self.context {
             lines.push(Line::from(format!(
-                "  last request  {} tokens{}",
+                "  last request  {} tokens of {}{}",
                 short_count(used),
-                if window > 0 {
-                    format!(" of {} ({percent:.0}%)", short_count(u64::from(window)))
-                } else {
-                    String::new()
-                }
-            )));
-            let frame = used.saturating_sub(history as u64);
-            lines.push(Line::from(format!(
-                "  system prompt and tools  ≈{}",
-                short_count(frame)
+                short_count(window),
+                percent(used)
             )));
         }
-        for (name, chars) in parts {
+        let total = report.total();
+        let about = if report.measured { "" } else { "≈" };
+        lines.push(Line::from(format!(
+            "  next request  {about}{} tokens{}{}",
+            short_count(total),
+            percent(total),
+            report
+                .limit
+                .map(|limit| format!(", compacted past {}", short_count(limit)))
+                .unwrap_or_default()
+        )));
+        for part in &report.parts {
             lines.push(Line::from(format!(
-                "  {name:<24} ≈{}",
-                short_count((chars / 4) as u64)
+                "    {:<22} {about}{}",
+                part.label,
+                short_count(part.tokens)
             )));
         }
         self.push(Cell::Info(lines));
-    }
-}
-
-fn block_chars(block: &ContentBlock) -> usize {
-    match block {
-        ContentBlock::Text(t) => t.text.len(),
-        ContentBlock::Thinking(t) => t.thinking.len(),
-        ContentBlock::ToolCall(c) => c.name.len() + c.arguments.to_string().len(),
-        // An image costs roughly a fixed amount whatever its bytes.
-        _ => 6000,
     }
 }
 
