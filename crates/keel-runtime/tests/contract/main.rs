@@ -8,5 +8,6 @@ mod harness;
 mod history_ops;
 mod ingress;
 mod permissions;
+mod queries;
 mod quiet;
 mod sessions;
