@@ -34,7 +34,7 @@ use crate::anchor::{AnchorKey, UsageAnchor, eligible, fingerprint};
 use crate::archive::{self, ArchiveConfig, Goal};
 use crate::budget::{Budget, api_byte_limit};
 use crate::compact::{self, CompactError, CompactInput, Compacted, SummaryModel};
-use crate::measure::{MeasureCache, Size, block_size, message_size, system_size, tools_size};
+use crate::measure::{MESSAGE_TOKENS, MeasureCache, Size, block_size, system_size, tools_size};
 
 /// The settings the manager works with, read once from `context`.
 #[derive(Debug, Clone, Copy)]
@@ -595,48 +595,19 @@ pub struct ContextCompactor;
 #[async_trait]
 impl Compactor for ContextCompactor {
     fn measure(&self, request: &CompactRequest) -> keel_protocol::ContextReport {
-        let settings = Settings::from(request.context);
-        let budget = settings.budget(&request.scope.spec);
-        let mut parts = [
-            ("system prompt", system_size(&request.system_prompt).tokens),
-            ("tools", tools_size(&request.tools).tokens),
-            ("your messages", 0),
-            ("answers", 0),
-            ("reasoning", 0),
-            ("tool calls", 0),
-            ("tool results", 0),
-        ];
-        for message in &request.history {
-            let (slot, size) = match &**message {
-                Message::User(_) => (2, message_size(message)),
-                Message::ToolResult(_) => (6, message_size(message)),
-                Message::Assistant(answer) => {
-                    for block in &answer.content {
-                        let slot = match block {
-                            keel_protocol::ContentBlock::Thinking(_) => 4,
-                            keel_protocol::ContentBlock::ToolCall(_) => 5,
-                            _ => 3,
-                        };
-                        parts[slot].1 += block_size(block).tokens;
-                    }
-                    continue;
-                }
-                _ => continue,
-            };
-            parts[slot].1 += size.tokens;
-        }
-        keel_protocol::ContextReport {
-            window: request.scope.spec.context_window,
-            limit: Some(budget.input_limit),
-            parts: parts
-                .into_iter()
-                .map(|(label, tokens)| keel_protocol::ContextPart {
-                    label: label.to_owned(),
-                    tokens,
-                })
-                .collect(),
-            measured: true,
-        }
+        let budget = Settings::from(request.context).budget(&request.scope.spec);
+        let block = |block: &keel_protocol::ContentBlock| block_size(block).tokens;
+        keel_runtime::context_report(
+            request,
+            &keel_runtime::Sizes {
+                system_prompt: system_size(&request.system_prompt).tokens,
+                tools: tools_size(&request.tools).tokens,
+                block: &block,
+                framing: MESSAGE_TOKENS,
+                limit: Some(budget.input_limit),
+                measured: true,
+            },
+        )
     }
 
     async fn compact(&self, request: CompactRequest) -> Result<Option<Vec<Message>>, RuntimeError> {

@@ -39,6 +39,8 @@ pub use events::{ChannelSink, SessionSink, Subscription, channel};
 pub use keel_store::{SessionRecord, StoredEntry};
 /// Bounded line reading, for front ends that read a protocol from a stream.
 pub use keel_tools::lines;
-pub use lifecycle::{CompactRequest, Compactor, SessionUpdate};
+pub use lifecycle::{
+    CompactRequest, Compactor, SessionUpdate, Sizes, context_report, rough_report,
+};
 pub use runtime::{Opened, Prepared, Runtime, RuntimeOptions, SessionStart, start};
 pub use turn::{TurnHandle, TurnOptions, TurnReport};

@@ -46,17 +46,30 @@ pub trait Compactor: Send + Sync {
     }
 }
 
-/// A report from characters over four, for runtimes with no measurer installed.
-pub fn rough_report(request: &CompactRequest) -> keel_protocol::ContextReport {
-    let tokens = |chars: usize| (chars / 4) as u64;
-    let tools: usize = request
-        .tools
-        .iter()
-        .map(|t| t.name.len() + t.description.len() + t.parameters.to_string().len())
-        .sum();
-    let mut parts = vec![
-        ("system prompt", request.system_prompt.len()),
-        ("tools", tools),
+/// How a context report sizes what a request carries, in tokens.
+pub struct Sizes<'a> {
+    /// The system prompt's.
+    pub system_prompt: u64,
+    /// The tool definitions'.
+    pub tools: u64,
+    /// One content block's.
+    pub block: &'a dyn Fn(&keel_protocol::ContentBlock) -> u64,
+    /// What each sent message costs beyond its blocks.
+    pub framing: u64,
+    /// The input limit compaction keeps requests under, when one is set.
+    pub limit: Option<u64>,
+    /// Whether these are a calibrated measurer's (`false`: a rough estimate).
+    pub measured: bool,
+}
+
+/// `request`'s next request by part (system prompt, tools, your messages, answers,
+/// reasoning, tool calls, tool results), sized by `sizes`: one shape of report whoever
+/// measures.
+pub fn context_report(request: &CompactRequest, sizes: &Sizes<'_>) -> keel_protocol::ContextReport {
+    use keel_protocol::ContentBlock;
+    let mut parts = [
+        ("system prompt", sizes.system_prompt),
+        ("tools", sizes.tools),
         ("your messages", 0),
         ("answers", 0),
         ("reasoning", 0),
@@ -64,49 +77,64 @@ pub fn rough_report(request: &CompactRequest) -> keel_protocol::ContextReport {
         ("tool results", 0),
     ];
     for message in &request.history {
-        for (slot, chars) in classify(message) {
-            parts[slot].1 += chars;
+        let (home, blocks) = match &**message {
+            Message::User(user) => (2, &user.content),
+            Message::Assistant(answer) => (3, &answer.content),
+            Message::ToolResult(result) => (6, &result.content),
+            // Host bookkeeping is never sent.
+            _ => continue,
+        };
+        parts[home].1 += sizes.framing;
+        for block in blocks {
+            let part = match (home, block) {
+                (3, ContentBlock::Thinking(_)) => 4,
+                (3, ContentBlock::ToolCall(_)) => 5,
+                _ => home,
+            };
+            parts[part].1 += (sizes.block)(block);
         }
     }
     keel_protocol::ContextReport {
         window: request.scope.spec.context_window,
-        limit: None,
+        limit: sizes.limit,
         parts: parts
             .into_iter()
-            .map(|(label, chars)| keel_protocol::ContextPart {
+            .map(|(label, tokens)| keel_protocol::ContextPart {
                 label: label.to_owned(),
-                tokens: tokens(chars),
+                tokens,
             })
             .collect(),
-        measured: false,
+        measured: sizes.measured,
     }
 }
 
-/// Which report part each piece of `message` belongs to (indexes of [`rough_report`]'s
-/// parts), with its characters.
-fn classify(message: &Message) -> Vec<(usize, usize)> {
+/// A report from characters over four, for runtimes with no measurer installed.
+pub fn rough_report(request: &CompactRequest) -> keel_protocol::ContextReport {
     use keel_protocol::ContentBlock;
-    let chars = |block: &ContentBlock| match block {
-        ContentBlock::Text(t) => t.text.len(),
-        ContentBlock::Thinking(t) => t.thinking.len(),
-        ContentBlock::ToolCall(c) => c.name.len() + c.arguments.to_string().len(),
+    let tokens = |chars: usize| (chars / 4) as u64;
+    let tools: usize = request
+        .tools
+        .iter()
+        .map(|t| t.name.len() + t.description.len() + t.parameters.to_string().len())
+        .sum();
+    let block = |block: &ContentBlock| match block {
+        ContentBlock::Text(t) => tokens(t.text.len()),
+        ContentBlock::Thinking(t) => tokens(t.thinking.len()),
+        ContentBlock::ToolCall(c) => tokens(c.name.len() + c.arguments.to_string().len()),
         // An image costs about a thousand tokens whatever its bytes.
-        _ => 1_000 * 4,
+        _ => 1_000,
     };
-    match message {
-        Message::User(user) => user.content.iter().map(|b| (2, chars(b))).collect(),
-        Message::Assistant(a) => a
-            .content
-            .iter()
-            .map(|b| match b {
-                ContentBlock::Thinking(_) => (4, chars(b)),
-                ContentBlock::ToolCall(_) => (5, chars(b)),
-                _ => (3, chars(b)),
-            })
-            .collect(),
-        Message::ToolResult(r) => r.content.iter().map(|b| (6, chars(b))).collect(),
-        _ => Vec::new(),
-    }
+    context_report(
+        request,
+        &Sizes {
+            system_prompt: tokens(request.system_prompt.len()),
+            tools: tokens(tools),
+            block: &block,
+            framing: 0,
+            limit: None,
+            measured: false,
+        },
+    )
 }
 
 /// Changes to a session.
