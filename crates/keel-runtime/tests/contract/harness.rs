@@ -231,6 +231,25 @@ impl Harness {
         }
     }
 
+    /// Queues `text` as `kind` from `source`.
+    pub async fn enqueue_from(
+        &self,
+        session: &SessionId,
+        kind: keel_protocol::InputKind,
+        text: &str,
+        source: keel_protocol::TurnSource,
+    ) -> keel_runtime::Reply {
+        self.runtime
+            .call(Op::Enqueue {
+                session_id: session.clone(),
+                kind,
+                text: text.into(),
+                source,
+            })
+            .await
+            .unwrap()
+    }
+
     /// Starts a turn with `text`.
     pub async fn submit(&self, session: &SessionId, text: &str) -> TurnHandle {
         match self

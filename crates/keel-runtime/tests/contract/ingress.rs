@@ -24,15 +24,7 @@ async fn enqueue(
     kind: InputKind,
     text: &str,
 ) -> Reply {
-    h.runtime
-        .call(Op::Enqueue {
-            session_id: session.clone(),
-            kind,
-            text: text.into(),
-            source: keel_protocol::TurnSource::Api,
-        })
-        .await
-        .unwrap()
+    h.enqueue_from(session, kind, text, TurnSource::Api).await
 }
 
 #[tokio::test]

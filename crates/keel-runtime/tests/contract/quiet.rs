@@ -12,16 +12,7 @@ use serde_json::json;
 use crate::harness::{Gate, Harness, PATIENCE, Setup, Watch};
 
 async fn enqueue(h: &Harness, session: &SessionId, kind: InputKind, source: TurnSource) {
-    let reply = h
-        .runtime
-        .call(Op::Enqueue {
-            session_id: session.clone(),
-            kind,
-            text: "then this".into(),
-            source,
-        })
-        .await
-        .unwrap();
+    let reply = h.enqueue_from(session, kind, "then this", source).await;
     assert!(
         matches!(reply, Reply::Queued { turn: None, .. }),
         "{reply:?}"
