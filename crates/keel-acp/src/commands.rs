@@ -226,7 +226,7 @@ pub async fn run(
                     String::new()
                 }
             };
-            let mut text = match session.totals().context {
+            let mut text = match session.totals().context.filter(|(used, _)| *used > 0) {
                 Some((used, _)) => format!(
                     "The last request used {} of {} tokens{}.\n",
                     short_count(used),
@@ -241,7 +241,7 @@ pub async fn run(
                 short_count(report.total()),
                 share(report.total())
             ));
-            for part in &report.parts {
+            for part in report.parts.iter().filter(|part| part.tokens > 0) {
                 text.push_str(&format!("\n- {}: {}", part.label, short_count(part.tokens)));
             }
             text

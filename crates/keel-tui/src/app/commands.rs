@@ -779,8 +779,9 @@ impl App {
                 String::new()
             }
         };
-        // The last request's size is exact: the provider reported it.
-        if let Some((used, _)) = self.context {
+        // The last request's size is exact: the provider reported it (a model that reports
+        // no usage has nothing to show).
+        if let Some((used, _)) = self.context.filter(|(used, _)| *used > 0) {
             lines.push(Line::from(format!(
                 "  last request  {} tokens of {}{}",
                 short_count(used),
@@ -796,10 +797,10 @@ impl App {
             percent(total),
             report
                 .limit
-                .map(|limit| format!(", compacted past {}", short_count(limit)))
+                .map(|limit| format!("; compaction starts at {}", short_count(limit)))
                 .unwrap_or_default()
         )));
-        for part in &report.parts {
+        for part in report.parts.iter().filter(|part| part.tokens > 0) {
             lines.push(Line::from(format!(
                 "    {:<22} {about}{}",
                 part.label,
