@@ -11,9 +11,11 @@ use agent_client_protocol::v1::schema::{
     TextContent, UnstructuredCommandInput,
 };
 use agent_client_protocol::{Client, Error};
-use keel_protocol::{CommandInfo, Op};
+
+use keel_protocol::CommandInfo;
+use keel_protocol::ops;
 use keel_runtime::notice::short_count;
-use keel_runtime::{BuiltinCommand, ConversationContract, Reply, Surface};
+use keel_runtime::{BuiltinCommand, ContractExt, Surface};
 
 use crate::session::{Offer, Session, rpc_error};
 
@@ -66,9 +68,8 @@ pub fn available(extensions: Vec<CommandInfo>) -> Vec<AvailableCommand> {
 /// The runtime's extension commands now; none when it cannot say (the editor still gets
 /// keel acp's own).
 async fn extensions(session: &Session) -> Vec<CommandInfo> {
-    match session.runtime.call(Op::ListCommands).await {
-        Ok(Reply::Commands(commands)) => commands,
-        Ok(_) => Vec::new(),
+    match session.runtime.request(ops::ListCommands {}).await {
+        Ok(commands) => commands,
         Err(error) => {
             tracing::warn!(session = %session.id, %error, "cannot list the extensions' commands");
             Vec::new()
@@ -135,7 +136,7 @@ pub async fn run(
         }
         "new" => {
             runtime
-                .call(Op::RewindSession {
+                .request(ops::RewindSession {
                     session_id: id,
                     revision: 0,
                 })
@@ -159,7 +160,7 @@ pub async fn run(
         }
         "model" => {
             runtime
-                .call(Op::UpdateSession {
+                .request(ops::UpdateSession {
                     session_id: id,
                     title: None,
                     model: Some(args.to_owned()),
@@ -171,14 +172,10 @@ pub async fn run(
             format!("Model switched to `{}`.", session.model())
         }
         "status" => {
-            let record = match runtime
-                .call(Op::GetSession { session_id: id })
+            let record = runtime
+                .request(ops::GetSession { session_id: id })
                 .await
-                .map_err(|e| rpc_error(&e))?
-            {
-                Reply::Session(record) => record,
-                _ => return Err(Error::internal_error()),
-            };
+                .map_err(|e| rpc_error(&e))?;
             let sandbox = &session.sandbox;
             format!(
                 "Session `{}` ({})\n- folder: `{}`\n- model: `{}`\n- mode: `{}`\n- sandbox: {}\n- messages: {}, revision {}",
@@ -210,14 +207,10 @@ pub async fn run(
             )
         }
         "context" => {
-            let report = match runtime
-                .call(Op::ContextReport { session_id: id })
+            let report = runtime
+                .request(ops::ContextReport { session_id: id })
                 .await
-                .map_err(|e| rpc_error(&e))?
-            {
-                Reply::Context(report) => report,
-                _ => return Err(Error::internal_error()),
-            };
+                .map_err(|e| rpc_error(&e))?;
             let window = u64::from(report.window);
             let share = |tokens: u64| {
                 if window > 0 {
@@ -249,17 +242,17 @@ pub async fn run(
         "compact" => {
             let instructions = (!args.is_empty()).then(|| args.to_owned());
             match runtime
-                .call(Op::Compact {
+                .request(ops::Compact {
                     session_id: id,
                     instructions,
                 })
                 .await
                 .map_err(|e| rpc_error(&e))?
             {
-                Reply::Revision(Some(revision)) => {
+                Some(revision) => {
                     format!("Compacted the conversation into a summary (revision {revision}).")
                 }
-                _ => "Nothing to compact yet.".into(),
+                None => "Nothing to compact yet.".into(),
             }
         }
         other => unknown(other),

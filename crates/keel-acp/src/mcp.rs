@@ -41,7 +41,7 @@ fn http(name: &str, url: &str, list: &[HttpHeader]) -> (String, Value) {
     )
 }
 
-/// `servers` as the value of `Op::Attach { kind: "mcp_servers" }`.
+/// `servers` as the value of an `ops::Attach` whose kind is `mcp_servers`.
 pub fn attach_value(servers: &[McpServer]) -> Result<Value, ServerError> {
     let mut map = Map::new();
     for server in servers {

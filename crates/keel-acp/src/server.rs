@@ -21,10 +21,12 @@ use agent_client_protocol::v1::schema::{
 };
 use agent_client_protocol::v1::{ConnectionTo, Responder};
 use agent_client_protocol::{Agent, ByteStreams, Client, Error, ErrorCode};
-use keel_protocol::{Message, Op, SessionId, SessionTarget, Usage};
+
+use keel_protocol::ops;
+use keel_protocol::{Message, SessionId, SessionTarget, Usage};
 use keel_runtime::SessionRecord;
 use keel_runtime::storage::Store;
-use keel_runtime::{ConversationContract, Reply, Runtime};
+use keel_runtime::{ContractExt, Runtime};
 use tokio_util::compat::{TokioAsyncReadCompatExt as _, TokioAsyncWriteCompatExt as _};
 
 use crate::prompt::{self, Prompt};
@@ -181,15 +183,11 @@ impl Server {
     ) -> Result<(Arc<Session>, SessionRecord), Error> {
         check_cwd(cwd)?;
         let folder = self.folder(cwd, connection).await?;
-        let opened = match folder
+        let opened = folder
             .runtime
-            .call(Op::OpenSession { target })
+            .request(ops::OpenSession { target })
             .await
-            .map_err(|e| rpc_error(&e))?
-        {
-            Reply::Opened(opened) => opened,
-            _ => return Err(Error::internal_error()),
-        };
+            .map_err(|e| rpc_error(&e))?;
         let record = opened.record;
         let key = record.id.to_string();
         if let Some(open) = self.lock_sessions().get(&key) {
@@ -247,14 +245,14 @@ impl Server {
         self.lock_sessions().remove(session.id.as_str());
         let _ = session
             .runtime
-            .call(Op::CloseSession {
+            .request(ops::CloseSession {
                 session_id: session.id.clone(),
             })
             .await;
         if discard == Discard::Delete {
             let _ = session
                 .runtime
-                .call(Op::DeleteSession {
+                .request(ops::DeleteSession {
                     session_id: session.id.clone(),
                 })
                 .await;
@@ -263,18 +261,14 @@ impl Server {
 
     /// Stored history, for replay and totals.
     async fn history(&self, session: &Session) -> Result<Vec<keel_runtime::StoredEntry>, Error> {
-        match session
+        session
             .runtime
-            .call(Op::GetMessages {
+            .request(ops::GetMessages {
                 session_id: session.id.clone(),
                 revision: None,
             })
             .await
-            .map_err(|e| rpc_error(&e))?
-        {
-            Reply::Messages(entries) => Ok(entries),
-            _ => Err(Error::internal_error()),
-        }
+            .map_err(|e| rpc_error(&e))
     }
 
     /// Tells the session what the editor was shown at open (title, stored usage).
@@ -322,7 +316,7 @@ impl Server {
             session.cancel().await;
             let _ = session
                 .runtime
-                .call(Op::CloseSession {
+                .request(ops::CloseSession {
                     session_id: session.id.clone(),
                 })
                 .await;
@@ -354,7 +348,7 @@ async fn attach(session: &Session, servers: serde_json::Value) -> Result<(), Err
     }
     session
         .runtime
-        .call(Op::Attach {
+        .request(ops::Attach {
             session_id: session.id.clone(),
             kind: "mcp_servers".to_owned(),
             value: servers,
@@ -553,18 +547,14 @@ fn connection(
                     mcp::attach_value(&request.mcp_servers).map_err(|e| invalid(e.to_string()))?;
                 let folder = server.folder(&request.cwd, &cx).await?;
                 let from = SessionId::from(request.session_id.0.as_ref());
-                let record = match folder
+                let record = folder
                     .runtime
-                    .call(Op::ForkSession {
+                    .request(ops::ForkSession {
                         session_id: from,
                         revision: None,
                     })
                     .await
-                    .map_err(|e| rpc_error(&e))?
-                {
-                    Reply::Session(record) => record,
-                    _ => return Err(Error::internal_error()),
-                };
+                    .map_err(|e| rpc_error(&e))?;
                 let (session, record) = server
                     .open(
                         &request.cwd,
@@ -641,7 +631,7 @@ fn connection(
                 session.cancel().await;
                 session
                     .runtime
-                    .call(Op::CloseSession {
+                    .request(ops::CloseSession {
                         session_id: session.id.clone(),
                     })
                     .await
@@ -661,7 +651,7 @@ fn connection(
                         session.cancel().await;
                         let _ = session
                             .runtime
-                            .call(Op::CloseSession {
+                            .request(ops::CloseSession {
                                 session_id: session.id.clone(),
                             })
                             .await;
@@ -673,7 +663,7 @@ fn connection(
                     }
                 };
                 runtime
-                    .call(Op::DeleteSession {
+                    .request(ops::DeleteSession {
                         session_id: SessionId::from(id.as_str()),
                     })
                     .await
@@ -695,7 +685,7 @@ fn connection(
                 };
                 session
                     .runtime
-                    .call(Op::UpdateSession {
+                    .request(ops::UpdateSession {
                         session_id: session.id.clone(),
                         title: None,
                         model: None,
@@ -730,7 +720,7 @@ fn connection(
                 };
                 session
                     .runtime
-                    .call(Op::UpdateSession {
+                    .request(ops::UpdateSession {
                         session_id: session.id.clone(),
                         title: None,
                         model,

@@ -13,12 +13,16 @@ use agent_client_protocol::v1::schema::{
     SessionNotification, SessionUpdate, StopReason, ToolCallContent,
 };
 use agent_client_protocol::{Client, Error, ErrorCode, RequestCancellationHandle};
+
+use keel_protocol::ops;
 use keel_protocol::{
-    FailureCode, Op, PermissionMode, PermissionRequest, SandboxMode, SessionEvent,
-    SessionEventBody, SessionId, StopReason as KeelStop, ThinkingLevel, TurnOutcome, TurnSource,
-    Usage,
+    FailureCode, PermissionMode, PermissionRequest, SandboxMode, SessionEvent, SessionEventBody,
+    SessionId, StopReason as KeelStop, ThinkingLevel, TurnOutcome, TurnSource, Usage,
 };
-use keel_runtime::{ConversationContract, Reply, Runtime, RuntimeError, SessionSink, Subscription};
+use keel_runtime::{
+    CommandOutcome, ContractExt, ConversationContract, Runtime, RuntimeError, SessionSink,
+    Subscription,
+};
 
 use crate::prompt::Prompt;
 use crate::translate::Translator;
@@ -251,24 +255,32 @@ impl Session {
         if self.cancelled.load(Ordering::SeqCst) >= number {
             return Ok(StopReason::Cancelled);
         }
-        let op = match prompt {
-            Prompt::Text(text, images) => Op::Submit {
-                session_id: self.id.clone(),
-                text,
-                images,
-                source: TurnSource::Api,
-                output_schema: None,
-                time_budget_ms: None,
-            },
-            Prompt::Command { name, args } => Op::RunCommand {
-                session_id: self.id.clone(),
-                name,
-                arguments: args,
-            },
+        let started = match prompt {
+            Prompt::Text(text, images) => self
+                .runtime
+                .request(ops::Submit {
+                    session_id: self.id.clone(),
+                    text,
+                    images,
+                    source: TurnSource::Api,
+                    output_schema: None,
+                    time_budget_ms: None,
+                })
+                .await
+                .map(CommandOutcome::Turn),
+            Prompt::Command { name, args } => {
+                self.runtime
+                    .request(ops::RunCommand {
+                        session_id: self.id.clone(),
+                        name,
+                        arguments: args,
+                    })
+                    .await
+            }
         };
-        let handle = match self.runtime.call(op).await {
-            Ok(Reply::Turn(handle)) => handle,
-            Ok(Reply::Text(text)) => {
+        let handle = match started {
+            Ok(CommandOutcome::Turn(handle)) => handle,
+            Ok(CommandOutcome::Text(text)) => {
                 if self.cancelled.load(Ordering::SeqCst) >= number {
                     return Ok(StopReason::Cancelled);
                 }
@@ -279,14 +291,13 @@ impl Session {
                 commands::reply(self, connection, commands::unknown(&name));
                 return Ok(StopReason::EndTurn);
             }
-            Ok(_) => return Err(Error::internal_error()),
             Err(error) => return Err(rpc_error(&error)),
         };
         // A cancel that arrived while the turn was being admitted.
         if self.cancelled.load(Ordering::SeqCst) >= number {
             let _ = self
                 .runtime
-                .call(Op::Abort {
+                .request(ops::Abort {
                     session_id: self.id.clone(),
                 })
                 .await;
@@ -324,7 +335,7 @@ impl Session {
             .store(self.received.load(Ordering::SeqCst), Ordering::SeqCst);
         let _ = self
             .runtime
-            .call(Op::Abort {
+            .request(ops::Abort {
                 session_id: self.id.clone(),
             })
             .await;
@@ -425,7 +436,7 @@ impl Session {
                 // Refused only when the turn no longer waits (cancelled meanwhile).
                 if let Err(error) = session
                     .runtime
-                    .call(Op::AnswerPermission {
+                    .request(ops::AnswerPermission {
                         session_id: session.id.clone(),
                         request_id: request.id.clone(),
                         answer,

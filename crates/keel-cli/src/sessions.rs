@@ -522,7 +522,7 @@ async fn compact(
     model: Option<String>,
     base_url: Option<String>,
 ) -> anyhow::Result<Option<u64>> {
-    use keel_runtime::{ConversationContract as _, ModelChoice, Reply, RuntimeOptions};
+    use keel_runtime::{ContractExt as _, ModelChoice, RuntimeOptions};
     let cwd = std::path::PathBuf::from(&record.cwd);
     let mut options = RuntimeOptions::new(
         cwd.clone(),
@@ -537,15 +537,11 @@ async fn compact(
         eprintln!("keel: warning: {warning}");
     }
     let runtime = prepared.start(store.clone());
-    let reply = runtime
-        .call(keel_protocol::Op::Compact {
+    runtime
+        .request(keel_protocol::ops::Compact {
             session_id: record.id.clone(),
             instructions,
         })
         .await
-        .map_err(runtime_error)?;
-    match reply {
-        Reply::Revision(revision) => Ok(revision),
-        other => anyhow::bail!("unexpected reply to compact: {other:?}"),
-    }
+        .map_err(runtime_error)
 }

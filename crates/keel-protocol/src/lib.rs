@@ -12,6 +12,7 @@ mod ids;
 mod message;
 mod modes;
 mod op;
+pub mod ops;
 mod runtime;
 mod session_event;
 mod source;

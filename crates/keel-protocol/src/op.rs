@@ -4,9 +4,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::{
-    ImageBlock, InputKind, PermissionAnswer, PermissionMode, SessionId, ThinkingChoice, TurnSource,
-};
+use crate::ops;
 
 /// Which session to open.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -39,276 +37,105 @@ pub enum SessionTarget {
 #[non_exhaustive]
 pub enum Op {
     // Query.
-    /// Sessions, newest first; only those of `cwd` when given.
-    ListSessions {
-        /// Working folder filter.
-        #[serde(default, skip_serializing_if = "Option::is_none")]
-        cwd: Option<String>,
-        /// Most sessions returned.
-        limit: usize,
-    },
-    /// One session's record.
-    GetSession {
-        /// The session.
-        session_id: SessionId,
-    },
-    /// Canonical history at the head, or at an earlier revision.
-    GetMessages {
-        /// The session.
-        session_id: SessionId,
-        /// A committed revision; `None` for the head.
-        #[serde(default, skip_serializing_if = "Option::is_none")]
-        revision: Option<u64>,
-    },
-    /// The session's committed revisions, oldest first.
-    ListRevisions {
-        /// The session.
-        session_id: SessionId,
-    },
-    /// The slash commands extensions offer (skills, custom commands, MCP prompts, and
-    /// extension commands such as `/mcp`).
-    ListCommands,
-    /// The tasks a session started, oldest first.
-    ListTasks {
-        /// The session.
-        session_id: SessionId,
-    },
-    /// A session's transcript for people (Markdown) or tools (JSON), with every secret
-    /// masked: what may be written to a file or shared.
-    ExportSession {
-        /// The session.
-        session_id: SessionId,
-        /// Markdown or JSON.
-        #[serde(default)]
-        format: ExportFormat,
-    },
-    /// What fills the session's context window: its next request measured by part.
-    ContextReport {
-        /// The session.
-        session_id: SessionId,
-    },
-    /// The session's waiting inputs, in delivery order.
-    ListQueue {
-        /// The session.
-        session_id: SessionId,
-    },
+    /// See [`ops::ListSessions`].
+    ListSessions(ops::ListSessions),
+    /// See [`ops::GetSession`].
+    GetSession(ops::GetSession),
+    /// See [`ops::GetMessages`].
+    GetMessages(ops::GetMessages),
+    /// See [`ops::ListRevisions`].
+    ListRevisions(ops::ListRevisions),
+    /// See [`ops::ListCommands`].
+    ListCommands(ops::ListCommands),
+    /// See [`ops::ListTasks`].
+    ListTasks(ops::ListTasks),
+    /// See [`ops::ExportSession`].
+    ExportSession(ops::ExportSession),
+    /// See [`ops::ContextReport`].
+    ContextReport(ops::ContextReport),
+    /// See [`ops::ListQueue`].
+    ListQueue(ops::ListQueue),
 
     // Lifecycle.
-    /// Creates a session, or opens (resumes) a stored one: turns a dead process left
-    /// running are closed and its unanswered tool calls answered "interrupted".
-    OpenSession {
-        /// Which session.
-        target: SessionTarget,
-    },
-    /// Changes a session's title, model or permission mode.
-    UpdateSession {
-        /// The session.
-        session_id: SessionId,
-        /// New title.
-        #[serde(default, skip_serializing_if = "Option::is_none")]
-        title: Option<String>,
-        /// New model as provider/model.
-        #[serde(default, skip_serializing_if = "Option::is_none")]
-        model: Option<String>,
-        /// New permission mode.
-        #[serde(default, skip_serializing_if = "Option::is_none")]
-        mode: Option<PermissionMode>,
-        /// New thinking level (among those the model offers), or `default` for the model's
-        /// own.
-        #[serde(default, skip_serializing_if = "Option::is_none")]
-        thinking: Option<ThinkingChoice>,
-    },
-    /// Copies a session's history (up to a revision) into a new session.
-    ForkSession {
-        /// The session.
-        session_id: SessionId,
-        /// Revision to fork at; `None` for the head.
-        #[serde(default, skip_serializing_if = "Option::is_none")]
-        revision: Option<u64>,
-    },
-    /// Moves a session's history back to an earlier revision (a new commit).
-    RewindSession {
-        /// The session.
-        session_id: SessionId,
-        /// Revision to return to.
-        revision: u64,
-    },
-    /// Asks the last message the user typed again: history goes back to just before it (a
-    /// new commit; the old answer stays in earlier revisions) and a turn starts with it.
-    Retry {
-        /// The session.
-        session_id: SessionId,
-    },
-    /// Takes back the last message the user typed when nothing answered it (an interrupt
-    /// before the first word): history goes back to just before it, and the reply is its
-    /// text for the composer. Changes nothing when it was answered.
-    TakeBack {
-        /// The session.
-        session_id: SessionId,
-    },
-    /// Deletes a session and its history.
-    DeleteSession {
-        /// The session.
-        session_id: SessionId,
-    },
-    /// Closes a session in this runtime (its running turn is aborted and committed first);
-    /// its history stays, and opening it again resumes it.
-    CloseSession {
-        /// The session.
-        session_id: SessionId,
-    },
+    /// See [`ops::OpenSession`].
+    OpenSession(ops::OpenSession),
+    /// See [`ops::UpdateSession`].
+    UpdateSession(ops::UpdateSession),
+    /// See [`ops::ForkSession`].
+    ForkSession(ops::ForkSession),
+    /// See [`ops::RewindSession`].
+    RewindSession(ops::RewindSession),
+    /// See [`ops::Retry`].
+    Retry(ops::Retry),
+    /// See [`ops::TakeBack`].
+    TakeBack(ops::TakeBack),
+    /// See [`ops::DeleteSession`].
+    DeleteSession(ops::DeleteSession),
+    /// See [`ops::CloseSession`].
+    CloseSession(ops::CloseSession),
 
     // Ingress.
-    /// Starts a turn with this input; refused while a turn runs (steer or queue instead).
-    Submit {
-        /// The session.
-        session_id: SessionId,
-        /// The user's input.
-        text: String,
-        /// Images sent with it (the model must take images).
-        #[serde(default, skip_serializing_if = "Vec::is_empty")]
-        images: Vec<ImageBlock>,
-        /// Who sends it.
-        #[serde(default)]
-        source: TurnSource,
-        /// The final answer must be JSON valid against this JSON Schema (its text).
-        #[serde(default, skip_serializing_if = "Option::is_none")]
-        output_schema: Option<String>,
-        /// The turn has this many milliseconds; the model is told what is left before each
-        /// request (the caller enforces the limit itself).
-        #[serde(default, skip_serializing_if = "Option::is_none")]
-        time_budget_ms: Option<u64>,
-    },
-    /// Runs an extension's slash command: a prompt command starts a turn with its
-    /// expansion (refused while a turn runs); other commands answer with text.
-    RunCommand {
-        /// The session.
-        session_id: SessionId,
-        /// The command's name, without the slash.
-        name: String,
-        /// What followed the name.
-        #[serde(default)]
-        arguments: String,
-    },
-    /// Hands an extension something for one session (`kind` names it: `mcp_servers`, the
-    /// MCP servers an editor gives a session, by name, in the shape of `mcp_servers:`).
-    Attach {
-        /// The session.
-        session_id: SessionId,
-        /// What is handed over.
-        kind: String,
-        /// Its value.
-        value: serde_json::Value,
-    },
-    /// Queues input: steering reaches the running turn before its next model request, a
-    /// follow-up starts a turn after it. With no turn running, a turn starts now.
-    Enqueue {
-        /// The session.
-        session_id: SessionId,
-        /// Steer or follow-up.
-        kind: InputKind,
-        /// The input.
-        text: String,
-        /// Who sends it; a turn started from the queue is started by its first input's sender.
-        #[serde(default, skip_serializing_if = "TurnSource::is_api")]
-        source: TurnSource,
-    },
-    /// Changes a waiting input's text.
-    EditQueued {
-        /// The session.
-        session_id: SessionId,
-        /// The input.
-        input_id: String,
-        /// The new text.
-        text: String,
-    },
-    /// Withdraws a waiting input.
-    CancelQueued {
-        /// The session.
-        session_id: SessionId,
-        /// The input.
-        input_id: String,
-    },
-    /// Puts the waiting inputs in this order (every waiting id exactly once).
-    ReorderQueue {
-        /// The session.
-        session_id: SessionId,
-        /// The ids in their new order.
-        order: Vec<String>,
-    },
-    /// Aborts the running turn.
-    Abort {
-        /// The session.
-        session_id: SessionId,
-    },
-    /// Starts a turn from the waiting inputs (after a restart or an abort left some).
-    Dispatch {
-        /// The session.
-        session_id: SessionId,
-        /// Who starts it.
-        #[serde(default)]
-        source: TurnSource,
-    },
-    /// Stops a task (its child session's turn is aborted); an ended task stays as it is.
-    StopTask {
-        /// The task.
-        task_id: String,
-    },
-    /// Answers a pending permission request of the running turn.
-    AnswerPermission {
-        /// The session.
-        session_id: SessionId,
-        /// The request.
-        request_id: String,
-        /// The answer.
-        answer: PermissionAnswer,
-    },
+    /// See [`ops::Submit`].
+    Submit(ops::Submit),
+    /// See [`ops::RunCommand`].
+    RunCommand(ops::RunCommand),
+    /// See [`ops::Attach`].
+    Attach(ops::Attach),
+    /// See [`ops::Enqueue`].
+    Enqueue(ops::Enqueue),
+    /// See [`ops::EditQueued`].
+    EditQueued(ops::EditQueued),
+    /// See [`ops::CancelQueued`].
+    CancelQueued(ops::CancelQueued),
+    /// See [`ops::ReorderQueue`].
+    ReorderQueue(ops::ReorderQueue),
+    /// See [`ops::Abort`].
+    Abort(ops::Abort),
+    /// See [`ops::Dispatch`].
+    Dispatch(ops::Dispatch),
+    /// See [`ops::StopTask`].
+    StopTask(ops::StopTask),
+    /// See [`ops::AnswerPermission`].
+    AnswerPermission(ops::AnswerPermission),
 
     // Maintenance.
-    /// Compacts the session's history into a checkpoint summary (DESIGN §12).
-    Compact {
-        /// The session.
-        session_id: SessionId,
-        /// What the summary should keep or stress (`/compact TEXT`); quoted to the model
-        /// as untrusted text.
-        #[serde(default, skip_serializing_if = "Option::is_none")]
-        instructions: Option<String>,
-    },
+    /// See [`ops::Compact`].
+    Compact(ops::Compact),
 }
 
 impl Op {
     /// Which of the contract's four groups the operation belongs to.
     pub fn group(&self) -> OpGroup {
         match self {
-            Self::ListSessions { .. }
-            | Self::GetSession { .. }
-            | Self::GetMessages { .. }
-            | Self::ListRevisions { .. }
-            | Self::ListCommands
-            | Self::ListQueue { .. }
-            | Self::ExportSession { .. }
-            | Self::ContextReport { .. }
-            | Self::ListTasks { .. } => OpGroup::Query,
-            Self::OpenSession { .. }
-            | Self::UpdateSession { .. }
-            | Self::ForkSession { .. }
-            | Self::RewindSession { .. }
-            | Self::DeleteSession { .. }
-            | Self::TakeBack { .. }
-            | Self::CloseSession { .. }
-            | Self::Attach { .. } => OpGroup::Lifecycle,
-            Self::Submit { .. }
-            | Self::Retry { .. }
-            | Self::RunCommand { .. }
-            | Self::Enqueue { .. }
-            | Self::EditQueued { .. }
-            | Self::CancelQueued { .. }
-            | Self::ReorderQueue { .. }
-            | Self::Abort { .. }
-            | Self::Dispatch { .. }
-            | Self::StopTask { .. }
-            | Self::AnswerPermission { .. } => OpGroup::Ingress,
-            Self::Compact { .. } => OpGroup::Maintenance,
+            Self::ListSessions(_)
+            | Self::GetSession(_)
+            | Self::GetMessages(_)
+            | Self::ListRevisions(_)
+            | Self::ListCommands(_)
+            | Self::ListQueue(_)
+            | Self::ExportSession(_)
+            | Self::ContextReport(_)
+            | Self::ListTasks(_) => OpGroup::Query,
+            Self::OpenSession(_)
+            | Self::UpdateSession(_)
+            | Self::ForkSession(_)
+            | Self::RewindSession(_)
+            | Self::DeleteSession(_)
+            | Self::TakeBack(_)
+            | Self::CloseSession(_)
+            | Self::Attach(_) => OpGroup::Lifecycle,
+            Self::Submit(_)
+            | Self::Retry(_)
+            | Self::RunCommand(_)
+            | Self::Enqueue(_)
+            | Self::EditQueued(_)
+            | Self::CancelQueued(_)
+            | Self::ReorderQueue(_)
+            | Self::Abort(_)
+            | Self::Dispatch(_)
+            | Self::StopTask(_)
+            | Self::AnswerPermission(_) => OpGroup::Ingress,
+            Self::Compact(_) => OpGroup::Maintenance,
         }
     }
 }
@@ -385,16 +212,17 @@ mod tests {
     #![allow(clippy::unwrap_used)]
 
     use super::*;
+    use crate::{InputKind, TurnSource};
     use serde_json::json;
 
     #[test]
     fn operations_are_tagged_json() {
-        let op = Op::Enqueue {
+        let op = Op::from(ops::Enqueue {
             session_id: "s-1".into(),
             kind: InputKind::FollowUp,
             text: "then this".into(),
             source: TurnSource::Api,
-        };
+        });
         let value = serde_json::to_value(&op).unwrap();
         assert_eq!(
             value,
@@ -406,8 +234,14 @@ mod tests {
         )
         .unwrap();
         assert_eq!(submit.group(), OpGroup::Ingress);
+        let list: Op = serde_json::from_value(json!({"op": "list_commands"})).unwrap();
+        assert_eq!(list, Op::from(ops::ListCommands {}));
+        assert_eq!(
+            serde_json::to_value(&list).unwrap(),
+            json!({"op": "list_commands"})
+        );
         assert!(
-            matches!(submit, Op::Submit { source: TurnSource::Channel(name), .. } if name == "ci")
+            matches!(submit, Op::Submit(ops::Submit { source: TurnSource::Channel(name), .. }) if name == "ci")
         );
     }
 }

@@ -5,8 +5,8 @@
 
 use keel_protocol::{CommandInfo, SessionId, TurnSource};
 
-use crate::contract::Reply;
 use crate::extension::Expansion;
+use crate::reply::CommandOutcome;
 use crate::{Runtime, RuntimeError, TurnOptions};
 
 /// Where one of keel's own commands is offered.
@@ -257,15 +257,15 @@ impl Runtime {
         session: &SessionId,
         name: &str,
         arguments: &str,
-    ) -> Result<Reply, RuntimeError> {
+    ) -> Result<CommandOutcome, RuntimeError> {
         let name = name.trim_start_matches('/');
         for source in self.inner.registry.command_sources() {
             let Some(result) = source.run(session, name, arguments).await else {
                 continue;
             };
             return match result {
-                Ok(Expansion::Reply(text)) => Ok(Reply::Text(text)),
-                Ok(Expansion::Prompt(text)) => Ok(Reply::Turn(
+                Ok(Expansion::Reply(text)) => Ok(CommandOutcome::Text(text)),
+                Ok(Expansion::Prompt(text)) => Ok(CommandOutcome::Turn(
                     self.submit_with_images(
                         session,
                         text,

@@ -5,59 +5,16 @@
 use std::sync::Arc;
 
 use async_trait::async_trait;
-use keel_protocol::{ImageBlock, Op, QueueEntry, SessionId, TurnSource};
-use keel_store::{SessionRecord, StoredEntry};
+use keel_protocol::{ImageBlock, Op, SessionId, TurnSource};
 use tokio::sync::watch;
 
 use crate::error::RuntimeError;
 use crate::events::{SessionSink, Subscription};
 use crate::lifecycle::SessionUpdate;
-use crate::runtime::{Opened, Runtime};
+use crate::reply::{Operation, Queued, Reply};
+use crate::runtime::Runtime;
 use crate::structured::OutputSchema;
 use crate::turn::{Start, TurnHandle, TurnOptions};
-
-/// What an operation returns.
-#[derive(Debug)]
-#[non_exhaustive]
-pub enum Reply {
-    /// Sessions, newest first.
-    Sessions(Vec<SessionRecord>),
-    /// One session.
-    Session(SessionRecord),
-    /// An opened session.
-    Opened(Opened),
-    /// History.
-    Messages(Vec<StoredEntry>),
-    /// Committed revisions.
-    Revisions(Vec<u64>),
-    /// The input queue.
-    Queue(Vec<QueueEntry>),
-    /// A queued input, and the turn it started when none was running.
-    Queued {
-        /// The input.
-        entry: QueueEntry,
-        /// The turn started for it.
-        turn: Option<TurnHandle>,
-    },
-    /// A started turn.
-    Turn(TurnHandle),
-    /// A new committed revision (rewind, compaction); `None` when nothing changed.
-    Revision(Option<u64>),
-    /// Whether the operation changed anything (abort: whether a turn was running).
-    Done(bool),
-    /// The slash commands extensions offer.
-    Commands(Vec<keel_protocol::CommandInfo>),
-    /// A command's answer for the user (no turn started).
-    Text(String),
-    /// A session's tasks, oldest first.
-    Tasks(Vec<keel_protocol::TaskInfo>),
-    /// A session's transcript, secrets masked.
-    Export(keel_protocol::SessionExport),
-    /// What fills a session's context window.
-    Context(keel_protocol::ContextReport),
-    /// The text of a message taken back; `None` when there was nothing to take back.
-    TakenBack(Option<String>),
-}
 
 /// The interface front ends use.
 #[async_trait]
@@ -72,150 +29,126 @@ pub trait ConversationContract: Send + Sync {
     ) -> Result<Subscription, RuntimeError>;
 }
 
+/// The contract with each operation's own reply type.
+#[async_trait]
+pub trait ContractExt {
+    /// Performs one operation and returns its reply.
+    async fn request<O: Operation + 'static>(&self, op: O) -> Result<O::Reply, RuntimeError>;
+}
+
+#[async_trait]
+impl<T: ConversationContract + ?Sized> ContractExt for T {
+    async fn request<O: Operation + 'static>(&self, op: O) -> Result<O::Reply, RuntimeError> {
+        let reply = self.call(op.into()).await?;
+        O::take(reply).map_err(|other| {
+            RuntimeError::Internal(format!(
+                "the contract answered {other} to another operation"
+            ))
+        })
+    }
+}
+
 #[async_trait]
 impl ConversationContract for Runtime {
     async fn call(&self, op: Op) -> Result<Reply, RuntimeError> {
         let store = &self.inner.store;
         Ok(match op {
-            Op::ListSessions { cwd, limit } => {
-                Reply::Sessions(store.list_sessions(cwd, limit).await?)
-            }
-            Op::GetSession { session_id } => Reply::Session(store.session(&session_id).await?),
-            Op::GetMessages {
-                session_id,
-                revision,
-            } => Reply::Messages(match revision {
-                Some(revision) => store.history_at(&session_id, revision).await?,
-                None => store.history(&session_id).await?,
+            Op::ListSessions(o) => Reply::ListSessions(store.list_sessions(o.cwd, o.limit).await?),
+            Op::GetSession(o) => Reply::GetSession(store.session(&o.session_id).await?),
+            Op::GetMessages(o) => Reply::GetMessages(match o.revision {
+                Some(revision) => store.history_at(&o.session_id, revision).await?,
+                None => store.history(&o.session_id).await?,
             }),
-            Op::ListRevisions { session_id } => {
-                Reply::Revisions(store.commit_revisions(&session_id).await?)
+            Op::ListRevisions(o) => {
+                Reply::ListRevisions(store.commit_revisions(&o.session_id).await?)
             }
-            Op::ListQueue { session_id } => Reply::Queue(self.queue(&session_id).await?),
-            Op::ContextReport { session_id } => {
-                Reply::Context(self.context_report(&session_id).await?)
+            Op::ListQueue(o) => Reply::ListQueue(self.queue(&o.session_id).await?),
+            Op::ContextReport(o) => Reply::ContextReport(self.context_report(&o.session_id).await?),
+            Op::ExportSession(o) => {
+                Reply::ExportSession(crate::sessions::export(store, &o.session_id, o.format).await?)
             }
-            Op::ExportSession { session_id, format } => {
-                Reply::Export(crate::sessions::export(store, &session_id, format).await?)
+            Op::ListCommands(_) => Reply::ListCommands(self.commands()),
+            Op::ListTasks(o) => Reply::ListTasks(self.tasks().list(&o.session_id).await?),
+            Op::StopTask(o) => Reply::StopTask(self.tasks().stop(&o.task_id).await?),
+            Op::Attach(o) => {
+                self.attach(&o.session_id, &o.kind, &o.value).await?;
+                Reply::Attach(())
             }
-            Op::ListCommands => Reply::Commands(self.commands()),
-            Op::ListTasks { session_id } => Reply::Tasks(self.tasks().list(&session_id).await?),
-            Op::StopTask { task_id } => Reply::Done(self.tasks().stop(&task_id).await?),
-            Op::Attach {
-                session_id,
-                kind,
-                value,
-            } => {
-                self.attach(&session_id, &kind, &value).await?;
-                Reply::Done(true)
-            }
-            Op::RunCommand {
-                session_id,
-                name,
-                arguments,
-            } => self.run_command(&session_id, &name, &arguments).await?,
-            Op::OpenSession { target } => Reply::Opened(self.open_session(target).await?),
-            Op::UpdateSession {
-                session_id,
-                title,
-                model,
-                mode,
-                thinking,
-            } => Reply::Session(
+            Op::RunCommand(o) => Reply::RunCommand(
+                self.run_command(&o.session_id, &o.name, &o.arguments)
+                    .await?,
+            ),
+            Op::OpenSession(o) => Reply::OpenSession(self.open_session(o.target).await?),
+            Op::UpdateSession(o) => Reply::UpdateSession(
                 self.update_session(
-                    &session_id,
+                    &o.session_id,
                     SessionUpdate {
-                        title,
-                        model,
-                        mode,
-                        thinking,
+                        title: o.title,
+                        model: o.model,
+                        mode: o.mode,
+                        thinking: o.thinking,
                     },
                 )
                 .await?,
             ),
-            Op::ForkSession {
-                session_id,
-                revision,
-            } => Reply::Session(self.fork_session(&session_id, revision).await?),
-            Op::RewindSession {
-                session_id,
-                revision,
-            } => Reply::Revision(Some(self.rewind_session(&session_id, revision).await?)),
-            Op::Retry { session_id } => Reply::Turn(self.retry(&session_id).await?),
-            Op::TakeBack { session_id } => Reply::TakenBack(self.take_back(&session_id).await?),
-            Op::DeleteSession { session_id } => {
-                self.delete_session(&session_id).await?;
-                Reply::Done(true)
+            Op::ForkSession(o) => {
+                Reply::ForkSession(self.fork_session(&o.session_id, o.revision).await?)
             }
-            Op::CloseSession { session_id } => {
-                self.close_session(&session_id).await?;
-                Reply::Done(true)
+            Op::RewindSession(o) => {
+                Reply::RewindSession(self.rewind_session(&o.session_id, o.revision).await?)
             }
-            Op::Submit {
-                session_id,
-                text,
-                images,
-                source,
-                output_schema,
-                time_budget_ms,
-            } => {
-                let output_schema = output_schema
+            Op::Retry(o) => Reply::Retry(self.retry(&o.session_id).await?),
+            Op::TakeBack(o) => Reply::TakeBack(self.take_back(&o.session_id).await?),
+            Op::DeleteSession(o) => {
+                self.delete_session(&o.session_id).await?;
+                Reply::DeleteSession(())
+            }
+            Op::CloseSession(o) => {
+                self.close_session(&o.session_id).await?;
+                Reply::CloseSession(())
+            }
+            Op::Submit(o) => {
+                let output_schema = o
+                    .output_schema
                     .map(|text| OutputSchema::compile(&text, "the output schema"))
                     .transpose()?;
-                let deadline = time_budget_ms
+                let deadline = o
+                    .time_budget_ms
                     .map(|ms| std::time::Instant::now() + std::time::Duration::from_millis(ms));
                 let options = TurnOptions {
                     output_schema,
                     deadline,
                 };
-                Reply::Turn(
-                    self.submit_with_images(&session_id, text, images, source, options)
+                Reply::Submit(
+                    self.submit_with_images(&o.session_id, o.text, o.images, o.source, options)
                         .await?,
                 )
             }
-            Op::Enqueue {
-                session_id,
-                kind,
-                text,
-                source,
-            } => {
-                let (entry, turn) = self.enqueue(&session_id, kind, &text, source).await?;
-                Reply::Queued { entry, turn }
+            Op::Enqueue(o) => {
+                let (entry, turn) = self
+                    .enqueue(&o.session_id, o.kind, &o.text, o.source)
+                    .await?;
+                Reply::Enqueue(Queued { entry, turn })
             }
-            Op::EditQueued {
-                session_id,
-                input_id,
-                text,
-            } => {
-                self.edit_queued(&session_id, &input_id, &text).await?;
-                Reply::Queue(self.queue(&session_id).await?)
+            Op::EditQueued(o) => {
+                self.edit_queued(&o.session_id, &o.input_id, &o.text)
+                    .await?;
+                Reply::EditQueued(self.queue(&o.session_id).await?)
             }
-            Op::CancelQueued {
-                session_id,
-                input_id,
-            } => {
-                self.cancel_queued(&session_id, &input_id).await?;
-                Reply::Queue(self.queue(&session_id).await?)
+            Op::CancelQueued(o) => {
+                self.cancel_queued(&o.session_id, &o.input_id).await?;
+                Reply::CancelQueued(self.queue(&o.session_id).await?)
             }
-            Op::ReorderQueue { session_id, order } => {
-                Reply::Queue(self.reorder_queue(&session_id, &order).await?)
+            Op::ReorderQueue(o) => {
+                Reply::ReorderQueue(self.reorder_queue(&o.session_id, &o.order).await?)
             }
-            Op::Abort { session_id } => Reply::Done(self.abort(&session_id)?),
-            Op::Dispatch { session_id, source } => {
-                Reply::Turn(self.dispatch(&session_id, source).await?)
+            Op::Abort(o) => Reply::Abort(self.abort(&o.session_id)?),
+            Op::Dispatch(o) => Reply::Dispatch(self.dispatch(&o.session_id, o.source).await?),
+            Op::AnswerPermission(o) => {
+                self.answer_permission(&o.session_id, &o.request_id, o.answer)?;
+                Reply::AnswerPermission(())
             }
-            Op::AnswerPermission {
-                session_id,
-                request_id,
-                answer,
-            } => {
-                self.answer_permission(&session_id, &request_id, answer)?;
-                Reply::Done(true)
-            }
-            Op::Compact {
-                session_id,
-                instructions,
-            } => Reply::Revision(self.compact(&session_id, instructions).await?),
+            Op::Compact(o) => Reply::Compact(self.compact(&o.session_id, o.instructions).await?),
             other => {
                 return Err(RuntimeError::Unsupported(format!(
                     "operation {:?} is not supported by this runtime",

@@ -3,10 +3,11 @@
 
 use std::sync::{Arc, OnceLock, Weak};
 
-use keel_protocol::{Op, SessionId};
+use keel_protocol::SessionId;
 
-use crate::contract::{ConversationContract, Reply};
+use crate::contract::ContractExt;
 use crate::error::RuntimeError;
+use crate::reply::Operation;
 use crate::runtime::{Inner, Runtime};
 
 /// A handle on the running runtime for extensions (a goal's next turn, a task's child
@@ -43,8 +44,8 @@ impl HostControl {
     }
 
     /// Performs one operation of the conversation contract, as a front end would.
-    pub async fn call(&self, op: Op) -> Result<Reply, RuntimeError> {
-        self.live()?.call(op).await
+    pub async fn request<O: Operation + 'static>(&self, op: O) -> Result<O::Reply, RuntimeError> {
+        self.live()?.request(op).await
     }
 
     /// The runtime's background tasks (the task tools' service), while it runs.

@@ -17,6 +17,7 @@ pub mod notice;
 mod permission;
 mod queue;
 mod quiet;
+mod reply;
 mod runtime;
 pub mod sessions;
 pub mod settings;
@@ -31,7 +32,7 @@ pub use assembly::{
     EditorProvider, ModelChoice, ResolvedModel, SessionServices, plan_file, read_plan,
 };
 pub use commands::{BUILTIN_COMMANDS, BuiltinCommand, Surface, builtin_command, is_reserved};
-pub use contract::{ConversationContract, DeferredContract, Reply};
+pub use contract::{ContractExt, ConversationContract, DeferredContract};
 pub use control::HostControl;
 pub use error::RuntimeError;
 pub use events::{ChannelSink, SessionSink, Subscription, channel};
@@ -42,5 +43,6 @@ pub use keel_tools::lines;
 pub use lifecycle::{
     CompactRequest, Compactor, SessionUpdate, Sizes, context_report, rough_report,
 };
+pub use reply::{CommandOutcome, Operation, Queued, Reply};
 pub use runtime::{Opened, Prepared, Runtime, RuntimeOptions, SessionStart, start};
 pub use turn::{TurnHandle, TurnOptions, TurnReport};

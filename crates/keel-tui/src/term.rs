@@ -15,6 +15,8 @@ use crossterm::event::{DisableBracketedPaste, EnableBracketedPaste, Event, KeyCo
 use crossterm::terminal::{
     EnterAlternateScreen, LeaveAlternateScreen, disable_raw_mode, enable_raw_mode,
 };
+
+use keel_protocol::ops;
 use keel_protocol::{Op, SessionEvent, SessionTarget};
 use keel_runtime::{ConversationContract, SessionSink, Subscription};
 use ratatui::backend::CrosstermBackend;
@@ -196,7 +198,10 @@ impl Loop {
 
     fn run(mut self) -> Result<Ended, TuiError> {
         let target = self.launch.target.clone();
-        self.carry_out(vec![Effect::Call(Tag::Open, Op::OpenSession { target })])?;
+        self.carry_out(vec![Effect::Call(
+            Tag::Open,
+            Op::OpenSession(ops::OpenSession { target }),
+        )])?;
         if self.launch.pick_session {
             let mut effects = Vec::new();
             self.app.command("sessions", &mut effects);
@@ -555,7 +560,7 @@ fn spawn_ops(
     let (ops_tx, mut ops_rx) = tokio::sync::mpsc::unbounded_channel::<(Tag, Op)>();
     handle.spawn(async move {
         while let Some((tag, op)) = ops_rx.recv().await {
-            let beside = matches!(op, Op::Compact { .. })
+            let beside = matches!(op, Op::Compact(_))
                 || matches!(
                     tag,
                     Tag::Command {

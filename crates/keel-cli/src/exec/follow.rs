@@ -13,11 +13,12 @@
 use std::sync::{Mutex, MutexGuard, PoisonError};
 use std::time::{Duration, Instant};
 
+use keel_protocol::ops;
 use keel_protocol::{
-    Failure, ItemBody, ItemEvent, Op, SessionEvent, SessionEventBody, SessionId, TurnId,
-    TurnOutcome, Usage,
+    Failure, ItemBody, ItemEvent, SessionEvent, SessionEventBody, SessionId, TurnId, TurnOutcome,
+    Usage,
 };
-use keel_runtime::{ConversationContract as _, Reply, Runtime, SessionSink, TurnReport};
+use keel_runtime::{ContractExt as _, Runtime, SessionSink, TurnReport};
 use tokio::sync::watch;
 
 use super::output::Stop;
@@ -261,18 +262,18 @@ async fn halt(runtime: &Runtime, session: &SessionId, watch: &Watch) -> bool {
             return halted;
         }
         halted = true;
-        if let Ok(Reply::Tasks(tasks)) = runtime
-            .call(Op::ListTasks {
+        if let Ok(tasks) = runtime
+            .request(ops::ListTasks {
                 session_id: session.clone(),
             })
             .await
         {
             for task in tasks.into_iter().filter(|t| !t.status.is_terminal()) {
-                let _ = runtime.call(Op::StopTask { task_id: task.id }).await;
+                let _ = runtime.request(ops::StopTask { task_id: task.id }).await;
             }
         }
         let _ = runtime
-            .call(Op::Abort {
+            .request(ops::Abort {
                 session_id: session.clone(),
             })
             .await;

@@ -18,11 +18,14 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::Context as _;
-use keel_protocol::{Op, PermissionMode, RunId, SessionTarget, TurnOutcome, TurnSource};
+
+use keel_protocol::ops;
+use keel_protocol::{PermissionMode, RunId, SessionTarget, TurnOutcome, TurnSource};
 use keel_runtime::settings::SettingsInput;
 use keel_runtime::storage::{Durability, Execution, OpenOptions};
 use keel_runtime::{
-    ConversationContract as _, ModelChoice, Reply, RuntimeError, RuntimeOptions, SessionStart,
+    CommandOutcome, ContractExt as _, ConversationContract as _, ModelChoice, RuntimeError,
+    RuntimeOptions, SessionStart,
 };
 
 use crate::errors::{InternalError, runtime_error};
@@ -216,9 +219,8 @@ pub async fn run(args: ExecArgs) -> anyhow::Result<ExitCode> {
             title: Some(keel_runtime::sessions::title_of(&prompt)),
         },
     };
-    let opened = match runtime.call(Op::OpenSession { target }).await {
-        Ok(Reply::Opened(opened)) => opened,
-        Ok(other) => return Err(InternalError(format!("unexpected reply {other:?}")).into()),
+    let opened = match runtime.request(ops::OpenSession { target }).await {
+        Ok(opened) => opened,
         Err(RuntimeError::NoSessionIn(cwd)) => anyhow::bail!(
             "no session to continue in {cwd}: run `keel exec` without --continue first"
         ),
@@ -258,7 +260,7 @@ pub async fn run(args: ExecArgs) -> anyhow::Result<ExitCode> {
     let command = match command {
         Some((name, arguments)) => Some(
             runtime
-                .call(Op::RunCommand {
+                .request(ops::RunCommand {
                     session_id: session_id.clone(),
                     name,
                     arguments,
@@ -267,36 +269,34 @@ pub async fn run(args: ExecArgs) -> anyhow::Result<ExitCode> {
         ),
         None => None,
     };
-    if let Some(Ok(Reply::Text(text))) = &command {
-        match format {
-            Format::Text => println!("{text}"),
-            _ => println!(
-                "{}",
-                serde_json::json!({"type": "command.result", "session_id": session_id, "text": text})
-            ),
-        }
-        return Ok(ExitCode::SUCCESS);
-    }
     let submitted = match command {
         Some(reply) => reply,
-        None => {
-            runtime
-                .call(Op::Submit {
-                    session_id: session_id.clone(),
-                    text: prompt,
-                    images: Vec::new(),
-                    source: TurnSource::Api,
-                    output_schema: schema,
-                    time_budget_ms: args
-                        .timeout
-                        .map(|t| u64::try_from(t.as_millis()).unwrap_or(u64::MAX)),
-                })
-                .await
-        }
+        None => runtime
+            .request(ops::Submit {
+                session_id: session_id.clone(),
+                text: prompt,
+                images: Vec::new(),
+                source: TurnSource::Api,
+                output_schema: schema,
+                time_budget_ms: args
+                    .timeout
+                    .map(|t| u64::try_from(t.as_millis()).unwrap_or(u64::MAX)),
+            })
+            .await
+            .map(CommandOutcome::Turn),
     };
     let handle = match submitted {
-        Ok(Reply::Turn(handle)) => handle,
-        Ok(other) => return Err(InternalError(format!("unexpected reply {other:?}")).into()),
+        Ok(CommandOutcome::Turn(handle)) => handle,
+        Ok(CommandOutcome::Text(text)) => {
+            match format {
+                Format::Text => println!("{text}"),
+                _ => println!(
+                    "{}",
+                    serde_json::json!({"type": "command.result", "session_id": session_id, "text": text})
+                ),
+            }
+            return Ok(ExitCode::SUCCESS);
+        }
         Err(error) => return Err(runtime_error(error)),
     };
     // Whatever stops the run (signal, timeout, closed stdout) aborts the turn through the
@@ -307,7 +307,7 @@ pub async fn run(args: ExecArgs) -> anyhow::Result<ExitCode> {
         let session_id = session_id.clone();
         Owned(tokio::spawn(async move {
             stop.cancel.cancelled().await;
-            let _ = runtime.call(Op::Abort { session_id }).await;
+            let _ = runtime.request(ops::Abort { session_id }).await;
         }))
     };
     let first = handle.wait().await.map_err(runtime_error)?;
@@ -346,7 +346,7 @@ pub async fn run(args: ExecArgs) -> anyhow::Result<ExitCode> {
         .flatten();
     // The session ends with the run (a user's SessionEnd hooks run now).
     let _ = runtime
-        .call(Op::CloseSession {
+        .request(ops::CloseSession {
             session_id: session_id.clone(),
         })
         .await;

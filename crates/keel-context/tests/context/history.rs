@@ -9,12 +9,13 @@ use std::sync::{Arc, Mutex};
 use keel_context::measure::{message_size, system_size, tools_size};
 use keel_context::{Budget, ContextCompactor, ContextManager, Size};
 use keel_llm::{EventStream, LlmRequest, ModelSpec, StreamFn, message_stream};
+use keel_protocol::ops;
 use keel_protocol::{
-    AssistantMessage, ContentBlock, Message, Op, SessionEventBody, SessionTarget, StopReason,
-    ToolCall, TurnOutcome, TurnSource, Usage,
+    AssistantMessage, ContentBlock, Message, SessionEventBody, SessionTarget, StopReason, ToolCall,
+    TurnOutcome, TurnSource, Usage,
 };
 use keel_runtime::settings::SettingsInput;
-use keel_runtime::{ConversationContract, ModelChoice, Prepared, Reply, RuntimeOptions};
+use keel_runtime::{ContractExt, ConversationContract, ModelChoice, Prepared, RuntimeOptions};
 use keel_store::{Durability, Execution, OpenOptions, Store};
 use tokio_util::sync::CancellationToken;
 
@@ -178,20 +179,18 @@ async fn run(steps: usize, system_prompt: String) -> Run {
     .await
     .unwrap();
     let runtime = prepared.start(store.clone());
-    let session = match runtime
-        .call(Op::OpenSession {
+    let session = runtime
+        .request(ops::OpenSession {
             target: SessionTarget::New { title: None },
         })
         .await
         .unwrap()
-    {
-        Reply::Opened(opened) => opened.record.id,
-        other => panic!("unexpected {other:?}"),
-    };
+        .record
+        .id;
     let (sink, mut events) = keel_runtime::channel();
     let _subscription = runtime.subscribe(&session, sink).await.unwrap();
-    let handle = match runtime
-        .call(Op::Submit {
+    let handle = runtime
+        .request(ops::Submit {
             session_id: session.clone(),
             text: format!("Run the workload's steps, and {CONSTRAINT}."),
             images: Vec::new(),
@@ -200,11 +199,7 @@ async fn run(steps: usize, system_prompt: String) -> Run {
             time_budget_ms: None,
         })
         .await
-        .unwrap()
-    {
-        Reply::Turn(handle) => handle,
-        other => panic!("unexpected {other:?}"),
-    };
+        .unwrap();
     let report = tokio::time::timeout(std::time::Duration::from_secs(600), handle.wait())
         .await
         .expect("the workload never ended")
@@ -216,16 +211,12 @@ async fn run(steps: usize, system_prompt: String) -> Run {
         }
     }
     let history_len = store.history(&session).await.unwrap().len();
-    let context = match runtime
-        .call(Op::ContextReport {
+    let context = runtime
+        .request(ops::ContextReport {
             session_id: session.clone(),
         })
         .await
-        .unwrap()
-    {
-        Reply::Context(context) => context,
-        other => panic!("unexpected {other:?}"),
-    };
+        .unwrap();
     Run {
         report,
         model,

@@ -14,7 +14,7 @@ use async_trait::async_trait;
 use keel_agent::HookError;
 use keel_agent::TurnContext;
 use keel_agent::runner::HistoryChangedHook;
-use keel_protocol::{InputKind, Message, Op, TurnOutcome, TurnSource};
+use keel_protocol::{InputKind, Message, TurnOutcome, TurnSource, ops};
 use keel_runtime::extension::{TurnEndHook, TurnScope, TurnStartHook};
 
 use super::book::Book;
@@ -188,13 +188,13 @@ impl TurnEndHook for GoalTurn {
         if next {
             // Queued before this turn ends, so the runtime starts it as this turn's
             // follow-up and the session is never seen at rest in between.
-            let op = Op::Enqueue {
+            let op = ops::Enqueue {
                 session_id: session.clone(),
                 kind: InputKind::FollowUp,
                 text: prompts::continuation(&goal),
                 source: TurnSource::ThreadGoal,
             };
-            if let Err(error) = self.book.control().call(op).await {
+            if let Err(error) = self.book.control().request(op).await {
                 tracing::warn!(%session, %error, "cannot queue the goal's next turn");
             }
         }

@@ -21,7 +21,7 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 use async_trait::async_trait;
-use keel_protocol::{CommandInfo, Op, SessionId};
+use keel_protocol::{CommandInfo, SessionId, ops};
 use keel_runtime::HostControl;
 use keel_runtime::extension::{
     CommandSource, Criticality, Expansion, Extension, ExtensionApi, ExtensionError, ReminderData,
@@ -149,7 +149,7 @@ impl Approve {
         };
         let text = files::read(&frozen).map_err(|e| e.to_string())?;
         self.control
-            .call(Op::UpdateSession {
+            .request(ops::UpdateSession {
                 session_id: session.clone(),
                 title: None,
                 model: None,

@@ -6,10 +6,11 @@ use std::time::Duration;
 use keel_extensions::goals::verification::EVALUATOR_SYSTEM;
 use keel_extensions::goals::{Goal, STATE_KEY, Status};
 use keel_llm::scripted::ScriptedResponse;
+use keel_protocol::ops;
 use keel_protocol::{
-    Op, SessionEvent, SessionEventBody, SessionId, SessionTarget, TurnOutcome, TurnSource, Usage,
+    SessionEvent, SessionEventBody, SessionId, SessionTarget, TurnOutcome, TurnSource, Usage,
 };
-use keel_runtime::{ConversationContract as _, Reply};
+use keel_runtime::{CommandOutcome, ContractExt as _, ConversationContract as _};
 use pretty_assertions::assert_eq;
 use serde_json::json;
 use tokio::sync::mpsc::UnboundedReceiver;
@@ -83,15 +84,15 @@ async fn goal_command(h: &Harness, session: &SessionId, arguments: &str) -> Vec<
     let (sink, mut rx) = keel_runtime::channel();
     let _subscription = h.runtime.subscribe(session, sink).await.unwrap();
     match run_command(h, session, arguments).await {
-        Reply::Turn(_) => {}
+        CommandOutcome::Turn(_) => {}
         other => panic!("expected a turn, got {other:?}"),
     }
     follow(h, session, &mut rx).await
 }
 
-async fn run_command(h: &Harness, session: &SessionId, arguments: &str) -> Reply {
+async fn run_command(h: &Harness, session: &SessionId, arguments: &str) -> CommandOutcome {
     h.runtime
-        .call(Op::RunCommand {
+        .request(ops::RunCommand {
             session_id: session.clone(),
             name: "goal".into(),
             arguments: arguments.into(),
@@ -103,7 +104,7 @@ async fn run_command(h: &Harness, session: &SessionId, arguments: &str) -> Reply
 /// `/goal ARGUMENTS` that answers with text.
 async fn goal_reply(h: &Harness, session: &SessionId, arguments: &str) -> String {
     match run_command(h, session, arguments).await {
-        Reply::Text(text) => text,
+        CommandOutcome::Text(text) => text,
         other => panic!("expected text, got {other:?}"),
     }
 }
@@ -334,7 +335,8 @@ async fn goal_pause_resume_and_clear() {
     );
     let (sink, mut rx) = keel_runtime::channel();
     let _subscription = h.runtime.subscribe(&session, sink).await.unwrap();
-    let Reply::Turn(_) = run_command(&h, &session, "turns=2 verify=none tidy the docs").await
+    let CommandOutcome::Turn(_) =
+        run_command(&h, &session, "turns=2 verify=none tidy the docs").await
     else {
         panic!("the first turn starts");
     };
@@ -348,7 +350,7 @@ async fn goal_pause_resume_and_clear() {
     assert!(shown.contains("why: paused by the user"), "{shown}");
     let again = h
         .runtime
-        .call(Op::RunCommand {
+        .request(ops::RunCommand {
             session_id: session.clone(),
             name: "goal".into(),
             arguments: "pause".into(),
@@ -356,7 +358,7 @@ async fn goal_pause_resume_and_clear() {
         .await;
     assert!(again.is_err(), "a paused goal cannot be paused again");
     // Resumed: a turn starts, and the turn limit ends the goal after it.
-    let Reply::Turn(_) = run_command(&h, &session, "resume").await else {
+    let CommandOutcome::Turn(_) = run_command(&h, &session, "resume").await else {
         panic!("resuming starts a turn");
     };
     let events = follow(&h, &session, &mut rx).await;
@@ -372,7 +374,7 @@ async fn goal_pause_resume_and_clear() {
     );
     match h
         .runtime
-        .call(Op::RunCommand {
+        .request(ops::RunCommand {
             session_id: session.clone(),
             name: "goal".into(),
             arguments: "resume".into(),
@@ -517,14 +519,14 @@ async fn a_reopened_sessions_goal_is_read_back_from_the_store() {
     ];
     let h = Harness::start(Setup::new(responses)).await;
     let session = h.session().await;
-    let Reply::Turn(handle) =
+    let CommandOutcome::Turn(handle) =
         run_command(&h, &session, "verify=none turns=2 sort the imports").await
     else {
         panic!("the first turn starts");
     };
     // Closing the session aborts its turn: an aborted turn does not continue.
     h.runtime
-        .call(Op::CloseSession {
+        .request(ops::CloseSession {
             session_id: session.clone(),
         })
         .await
@@ -533,7 +535,7 @@ async fn a_reopened_sessions_goal_is_read_back_from_the_store() {
     assert!(matches!(report.outcome, TurnOutcome::Aborted { .. }));
     assert!(stored(&h, &session).await.unwrap().is_active());
     h.runtime
-        .call(Op::OpenSession {
+        .request(ops::OpenSession {
             target: SessionTarget::Id {
                 id: session.to_string(),
             },

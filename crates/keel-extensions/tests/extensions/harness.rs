@@ -5,13 +5,15 @@ use std::sync::Arc;
 
 use keel_llm::scripted::{ScriptedProvider, ScriptedResponse};
 use keel_llm::{LlmRequest, ModelSpec};
+use keel_protocol::ops;
 use keel_protocol::{
-    ContentBlock, Message, Op, SessionEvent, SessionEventBody, SessionId, SessionTarget, TurnSource,
+    ContentBlock, Message, SessionEvent, SessionEventBody, SessionId, SessionTarget, TurnSource,
 };
 use keel_runtime::extension::{Extension, ProfileEntry};
 use keel_runtime::settings::SettingsInput;
 use keel_runtime::{
-    ConversationContract, ModelChoice, Prepared, Reply, Runtime, RuntimeOptions, TurnReport,
+    CommandOutcome, ContractExt, ConversationContract, ModelChoice, Prepared, Runtime,
+    RuntimeOptions, TurnReport,
 };
 use keel_store::{Durability, Execution, OpenOptions, Store};
 
@@ -119,17 +121,14 @@ impl Harness {
     }
 
     pub async fn session(&self) -> SessionId {
-        match self
-            .runtime
-            .call(Op::OpenSession {
+        self.runtime
+            .request(ops::OpenSession {
                 target: SessionTarget::New { title: None },
             })
             .await
             .unwrap()
-        {
-            Reply::Opened(opened) => opened.record.id,
-            other => panic!("unexpected {other:?}"),
-        }
+            .record
+            .id
     }
 
     /// Runs one turn of `text` and returns its report and the session events it made.
@@ -157,9 +156,8 @@ impl Harness {
         text: &str,
         time_budget_ms: Option<u64>,
     ) -> keel_runtime::TurnHandle {
-        match self
-            .runtime
-            .call(Op::Submit {
+        self.runtime
+            .request(ops::Submit {
                 session_id: session.clone(),
                 text: text.into(),
                 images: Vec::new(),
@@ -169,10 +167,6 @@ impl Harness {
             })
             .await
             .unwrap()
-        {
-            Reply::Turn(handle) => handle,
-            other => panic!("unexpected {other:?}"),
-        }
     }
 
     /// Runs `/name arguments` for `session`: the turn it starts, waited for, with the
@@ -187,14 +181,14 @@ impl Harness {
         let subscription = self.runtime.subscribe(session, sink).await.unwrap();
         let handle = match self
             .runtime
-            .call(Op::RunCommand {
+            .request(ops::RunCommand {
                 session_id: session.clone(),
                 name: name.into(),
                 arguments: arguments.into(),
             })
             .await?
         {
-            Reply::Turn(handle) => handle,
+            CommandOutcome::Turn(handle) => handle,
             _ => return Ok(None),
         };
         Ok(Some(finish(handle, subscription, rx).await))

@@ -2,8 +2,8 @@
 //! Claude Code's JSON.
 
 use keel_llm::scripted::ScriptedResponse;
-use keel_protocol::Op;
-use keel_runtime::ConversationContract as _;
+use keel_protocol::ops;
+use keel_runtime::ContractExt as _;
 
 use crate::harness::{Harness, Setup};
 
@@ -21,7 +21,7 @@ async fn a_manual_compaction_fires_pre_compact() {
     let session = h.session().await;
     h.turn(&session, "one").await;
     h.runtime
-        .call(Op::Compact {
+        .request(ops::Compact {
             session_id: session.clone(),
             instructions: Some("keep the decisions".into()),
         })
@@ -64,7 +64,7 @@ async fn a_permission_question_fires_notification() {
             tokio::time::sleep(std::time::Duration::from_millis(25)).await;
         }
         h.runtime
-            .call(Op::Abort {
+            .request(ops::Abort {
                 session_id: session.clone(),
             })
             .await

@@ -52,7 +52,7 @@ async fn a_tool_list_changed_mid_turn_reaches_the_next_turn_only() {
     let mut listed = String::new();
     for _ in 0..200 {
         listed = match h.runtime.run_command(&session, "mcp", "").await.unwrap() {
-            keel_runtime::Reply::Text(text) => text,
+            keel_runtime::CommandOutcome::Text(text) => text,
             other => panic!("unexpected {other:?}"),
         };
         if listed.contains("12 tool(s)") {

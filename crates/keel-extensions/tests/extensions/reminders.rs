@@ -3,8 +3,9 @@
 
 use keel_llm::ModelSpec;
 use keel_llm::scripted::ScriptedResponse;
-use keel_protocol::{Message, Op, TurnOutcome};
-use keel_runtime::ConversationContract as _;
+use keel_protocol::ops;
+use keel_protocol::{Message, TurnOutcome};
+use keel_runtime::ContractExt as _;
 use serde_json::json;
 
 use crate::harness::{Harness, Setup, bash, extension_events, occurrences, text_of};
@@ -141,7 +142,7 @@ async fn an_interrupted_turn_leaves_a_reminder_the_next_turn_gets_once() {
         tokio::spawn(async move {
             tokio::time::sleep(std::time::Duration::from_millis(300)).await;
             runtime
-                .call(Op::Abort {
+                .request(ops::Abort {
                     session_id: session,
                 })
                 .await

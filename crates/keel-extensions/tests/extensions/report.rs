@@ -3,8 +3,9 @@
 
 use keel_extensions::report::files::{self, StepRecord};
 use keel_llm::scripted::ScriptedResponse;
-use keel_protocol::{Op, TurnOutcome};
-use keel_runtime::ConversationContract as _;
+use keel_protocol::TurnOutcome;
+use keel_protocol::ops;
+use keel_runtime::ContractExt as _;
 
 use crate::harness::{Harness, Setup, bash, extension_events};
 
@@ -77,7 +78,7 @@ async fn a_rewind_deletes_the_stale_envelope_and_the_steps_past_it() {
         2
     );
     h.runtime
-        .call(Op::RewindSession {
+        .request(ops::RewindSession {
             session_id: session.clone(),
             revision: after_first,
         })
@@ -120,7 +121,7 @@ async fn a_compaction_freezes_the_report_beside_its_snapshot_and_old_steps_still
     h.turn(&session, "one").await;
     let before = h.store.session(&session).await.unwrap().revision;
     h.runtime
-        .call(Op::Compact {
+        .request(ops::Compact {
             session_id: session.clone(),
             instructions: None,
         })

@@ -8,8 +8,9 @@ use std::time::Duration;
 use futures::StreamExt;
 use keel_llm::scripted::{ScriptedProvider, ScriptedResponse};
 use keel_llm::{EventStream, LlmRequest, StreamFn};
-use keel_protocol::{Message, Op, SessionId, TaskInfo, TaskStatus};
-use keel_runtime::{ConversationContract, Reply};
+use keel_protocol::ops;
+use keel_protocol::{Message, SessionId, TaskInfo, TaskStatus};
+use keel_runtime::ContractExt;
 use serde_json::json;
 use tokio_util::sync::CancellationToken;
 
@@ -156,17 +157,12 @@ async fn settle(h: &Harness, session: &SessionId) {
 }
 
 async fn tasks(h: &Harness, session: &SessionId) -> Vec<TaskInfo> {
-    match h
-        .runtime
-        .call(Op::ListTasks {
+    h.runtime
+        .request(ops::ListTasks {
             session_id: session.clone(),
         })
         .await
         .unwrap()
-    {
-        Reply::Tasks(tasks) => tasks,
-        other => panic!("unexpected {other:?}"),
-    }
 }
 
 async fn history_text(h: &Harness, session: &SessionId) -> String {
@@ -452,15 +448,14 @@ async fn the_limit_queues_tasks_and_a_stopped_task_is_canceled() {
     let second = list.iter().find(|t| t.description == "look S2").unwrap();
     assert_eq!(second.status, TaskStatus::Queued, "{list:?}");
     let first = id_of(&list, "look S1");
-    assert!(matches!(
+    assert!(
         h.runtime
-            .call(Op::StopTask {
+            .request(ops::StopTask {
                 task_id: first.clone()
             })
             .await
-            .unwrap(),
-        Reply::Done(true)
-    ));
+            .unwrap()
+    );
     settle(&h, &session).await;
     let list = tasks(&h, &session).await;
     let one = list.iter().find(|t| t.id == first).unwrap();
@@ -468,13 +463,12 @@ async fn the_limit_queues_tasks_and_a_stopped_task_is_canceled() {
     assert_eq!(one.status, TaskStatus::Canceled, "{one:?}");
     assert_eq!(two.status, TaskStatus::Succeeded, "{two:?}");
     assert!(two.started_ms.unwrap() >= one.ended_ms.unwrap(), "{list:?}");
-    assert!(matches!(
-        h.runtime
-            .call(Op::StopTask { task_id: first })
+    assert!(
+        !h.runtime
+            .request(ops::StopTask { task_id: first })
             .await
-            .unwrap(),
-        Reply::Done(false)
-    ));
+            .unwrap()
+    );
 }
 
 /// A task this process no longer executes is settled `lost` when its parent's tasks are
@@ -520,24 +514,21 @@ async fn closing_stops_tasks_and_the_latest_session_is_never_a_child() {
     let list = tasks(&h, &session).await;
     assert_eq!(list[0].status, TaskStatus::Running, "{list:?}");
     h.runtime
-        .call(Op::CloseSession {
+        .request(ops::CloseSession {
             session_id: session.clone(),
         })
         .await
         .unwrap();
     let task = h.store.task(&list[0].id).await.unwrap();
     assert_eq!(task.status, TaskStatus::Canceled, "{task:?}");
-    match h
+    let opened = h
         .runtime
-        .call(Op::OpenSession {
+        .request(ops::OpenSession {
             target: keel_protocol::SessionTarget::Latest,
         })
         .await
-        .unwrap()
-    {
-        Reply::Opened(opened) => assert_eq!(opened.record.id, session),
-        other => panic!("unexpected {other:?}"),
-    }
+        .unwrap();
+    assert_eq!(opened.record.id, session);
 }
 
 /// `task_append` steers a running task: its child answers the message before the task ends,

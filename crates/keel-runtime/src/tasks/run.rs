@@ -7,12 +7,12 @@
 use std::sync::{Arc, PoisonError};
 use std::time::Duration;
 
-use keel_protocol::{InputKind, Op, TaskInfo, TaskStatus, TurnId, TurnOutcome, TurnSource};
+use keel_protocol::{InputKind, TaskInfo, TaskStatus, TurnId, TurnOutcome, TurnSource, ops};
 use keel_store::TaskOutput;
 
 use super::LiveTask;
 use super::output::ProgressSink;
-use crate::contract::ConversationContract;
+use crate::contract::ContractExt;
 use crate::runtime::{Runtime, Slot};
 use crate::turn::{Start, TurnOptions};
 
@@ -243,13 +243,13 @@ async fn deliver(
         return info;
     }
     if !read_waiting {
-        let op = Op::Enqueue {
+        let op = ops::Enqueue {
             session_id: live.parent.clone(),
             kind: InputKind::Steer,
             text: super::parent::notice(&info),
             source: keel_protocol::TurnSource::Api,
         };
-        if let Err(error) = runtime.call(op).await {
+        if let Err(error) = runtime.request(op).await {
             tracing::warn!(task = %live.id, %error, "cannot tell the parent the task ended");
             return info;
         }

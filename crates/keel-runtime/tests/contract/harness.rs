@@ -8,14 +8,15 @@ use async_trait::async_trait;
 use keel_agent::{AgentTool, ExecutionMode, ToolCallContext, ToolError, ToolOutput};
 use keel_llm::scripted::{ScriptedProvider, ScriptedResponse};
 use keel_llm::{EventStream, LlmRequest, ModelSpec, StreamFn};
+use keel_protocol::ops;
 use keel_protocol::{
-    Message, Op, SessionEvent, SessionEventBody, SessionId, SessionTarget, ToolDefinition, TurnId,
+    Message, SessionEvent, SessionEventBody, SessionId, SessionTarget, ToolDefinition, TurnId,
     TurnSource,
 };
 use keel_runtime::extension::{ExtensionBuilder, ProfileEntry};
 use keel_runtime::settings::SettingsInput;
 use keel_runtime::{
-    ConversationContract, ModelChoice, Prepared, Reply, Runtime, RuntimeOptions, TurnHandle,
+    ContractExt, ConversationContract, ModelChoice, Prepared, Runtime, RuntimeOptions, TurnHandle,
 };
 use keel_store::{Durability, Execution, OpenOptions, Store};
 use serde_json::json;
@@ -207,17 +208,14 @@ impl Harness {
 
     /// A new session.
     pub async fn session(&self) -> SessionId {
-        match self
-            .runtime
-            .call(Op::OpenSession {
+        self.runtime
+            .request(ops::OpenSession {
                 target: SessionTarget::New { title: None },
             })
             .await
             .unwrap()
-        {
-            Reply::Opened(opened) => opened.record.id,
-            other => panic!("unexpected {other:?}"),
-        }
+            .record
+            .id
     }
 
     /// Subscribes to a session's events.
@@ -238,9 +236,9 @@ impl Harness {
         kind: keel_protocol::InputKind,
         text: &str,
         source: keel_protocol::TurnSource,
-    ) -> keel_runtime::Reply {
+    ) -> keel_runtime::Queued {
         self.runtime
-            .call(Op::Enqueue {
+            .request(ops::Enqueue {
                 session_id: session.clone(),
                 kind,
                 text: text.into(),
@@ -252,9 +250,8 @@ impl Harness {
 
     /// Starts a turn with `text`.
     pub async fn submit(&self, session: &SessionId, text: &str) -> TurnHandle {
-        match self
-            .runtime
-            .call(Op::Submit {
+        self.runtime
+            .request(ops::Submit {
                 session_id: session.clone(),
                 text: text.into(),
                 images: Vec::new(),
@@ -264,10 +261,6 @@ impl Harness {
             })
             .await
             .unwrap()
-        {
-            Reply::Turn(handle) => handle,
-            other => panic!("unexpected {other:?}"),
-        }
     }
 
     /// `(role, text)` of every stored message, tool results as `tool_result:<text>`.

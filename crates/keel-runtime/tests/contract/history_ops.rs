@@ -4,8 +4,9 @@
 use std::sync::Arc;
 
 use keel_llm::scripted::{ScriptedProvider, ScriptedResponse};
-use keel_protocol::{ExportFormat, Op};
-use keel_runtime::{ConversationContract, Reply};
+use keel_protocol::ExportFormat;
+use keel_protocol::ops;
+use keel_runtime::ContractExt;
 use pretty_assertions::assert_eq;
 
 use crate::harness::{Harness, PATIENCE, Setup};
@@ -28,16 +29,13 @@ async fn retry_asks_the_last_typed_message_again_in_place_of_its_answer() {
     let session = h.session().await;
     h.submit(&session, "first").await.wait().await.unwrap();
     h.submit(&session, "second").await.wait().await.unwrap();
-    let Reply::Turn(turn) = h
+    let turn = h
         .runtime
-        .call(Op::Retry {
+        .request(ops::Retry {
             session_id: session.clone(),
         })
         .await
-        .unwrap()
-    else {
-        panic!("a retry starts a turn");
-    };
+        .unwrap();
     tokio::time::timeout(PATIENCE, turn.wait())
         .await
         .unwrap()
@@ -55,7 +53,7 @@ async fn retry_asks_the_last_typed_message_again_in_place_of_its_answer() {
     let empty = h.session().await;
     let error = h
         .runtime
-        .call(Op::Retry { session_id: empty })
+        .request(ops::Retry { session_id: empty })
         .await
         .unwrap_err();
     assert!(
@@ -74,23 +72,18 @@ async fn take_back_removes_only_a_message_nothing_answered() {
     let session = h.session().await;
     h.submit(&session, "first").await.wait().await.unwrap();
     let take_back = || async {
-        match h
-            .runtime
-            .call(Op::TakeBack {
+        h.runtime
+            .request(ops::TakeBack {
                 session_id: session.clone(),
             })
             .await
             .unwrap()
-        {
-            Reply::TakenBack(text) => text,
-            other => panic!("unexpected {other:?}"),
-        }
     };
     assert_eq!(take_back().await, None, "an answered message stays");
     // Interrupted before a word came back: the message goes back to its sender.
     let turn = h.submit(&session, "oops, wrong").await;
     h.runtime
-        .call(Op::Abort {
+        .request(ops::Abort {
             session_id: session.clone(),
         })
         .await
@@ -120,17 +113,14 @@ async fn an_export_masks_secrets_in_both_formats() {
         .await
         .unwrap();
     for format in [ExportFormat::Markdown, ExportFormat::Json] {
-        let Reply::Export(export) = h
+        let export = h
             .runtime
-            .call(Op::ExportSession {
+            .request(ops::ExportSession {
                 session_id: session.clone(),
                 format,
             })
             .await
-            .unwrap()
-        else {
-            panic!("an export");
-        };
+            .unwrap();
         assert!(!export.text.contains(token), "{format:?}: {}", export.text);
         assert!(export.text.contains("the token is"), "{format:?}");
         assert_eq!(export.masked, 1, "{format:?}");
@@ -149,16 +139,13 @@ async fn a_context_report_measures_the_next_request_by_part() {
         .wait()
         .await
         .unwrap();
-    let Reply::Context(report) = h
+    let report = h
         .runtime
-        .call(Op::ContextReport {
+        .request(ops::ContextReport {
             session_id: session.clone(),
         })
         .await
-        .unwrap()
-    else {
-        panic!("a context report");
-    };
+        .unwrap();
     let tokens = |label: &str| {
         report
             .parts

@@ -4,8 +4,9 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use keel_llm::scripted::{ScriptedProvider, ScriptedResponse};
-use keel_protocol::{InputKind, ItemEvent, Op, SessionEventBody, TurnOutcome, TurnSource};
-use keel_runtime::{ConversationContract, Reply, RuntimeError};
+use keel_protocol::ops;
+use keel_protocol::{InputKind, ItemEvent, SessionEventBody, TurnOutcome, TurnSource};
+use keel_runtime::{ContractExt, Queued, RuntimeError};
 use pretty_assertions::assert_eq;
 use serde_json::json;
 
@@ -23,7 +24,7 @@ async fn enqueue(
     session: &keel_protocol::SessionId,
     kind: InputKind,
     text: &str,
-) -> Reply {
+) -> Queued {
     h.enqueue_from(session, kind, text, TurnSource::Api).await
 }
 
@@ -43,7 +44,7 @@ async fn a_steer_lands_before_the_next_request_and_a_follow_up_after_the_turn() 
     gate.wait_started().await;
     let steered = enqueue(&h, &session, InputKind::Steer, "also check the docs").await;
     assert!(
-        matches!(steered, Reply::Queued { turn: None, .. }),
+        matches!(steered, Queued { turn: None, .. }),
         "a turn runs: nothing new starts"
     );
     enqueue(&h, &session, InputKind::FollowUp, "then write a summary").await;
@@ -141,12 +142,12 @@ async fn an_abort_while_streaming_keeps_history_valid_and_the_queue_whole() {
     enqueue(&h, &session, InputKind::FollowUp, "after the abort").await;
     let aborted = h
         .runtime
-        .call(Op::Abort {
+        .request(ops::Abort {
             session_id: session.clone(),
         })
         .await
         .unwrap();
-    assert!(matches!(aborted, Reply::Done(true)));
+    assert!(aborted);
     let report = tokio::time::timeout(PATIENCE, turn.wait())
         .await
         .unwrap()
@@ -270,7 +271,7 @@ async fn a_submit_while_a_turn_runs_is_refused_and_the_queue_can_be_edited() {
     gate.wait_started().await;
     let refused = h
         .runtime
-        .call(Op::Submit {
+        .request(ops::Submit {
             session_id: session.clone(),
             text: "again".into(),
             images: Vec::new(),
@@ -283,10 +284,8 @@ async fn a_submit_while_a_turn_runs_is_refused_and_the_queue_can_be_edited() {
     assert_eq!(refused.code(), "turn_running");
     let mut queued = Vec::new();
     for text in ["one", "two", "three"] {
-        match enqueue(&h, &session, InputKind::FollowUp, text).await {
-            Reply::Queued { entry, .. } => queued.push(entry.id),
-            other => panic!("{other:?}"),
-        }
+        let Queued { entry, .. } = enqueue(&h, &session, InputKind::FollowUp, text).await;
+        queued.push(entry.id);
     }
     h.runtime
         .edit_queued(&session, &queued[0], "one, edited")
@@ -323,7 +322,7 @@ async fn a_submit_while_a_turn_runs_is_refused_and_the_queue_can_be_edited() {
     assert_eq!(users[users.len() - 2..], ["three", "one, edited"]);
     let empty = h
         .runtime
-        .call(Op::Dispatch {
+        .request(ops::Dispatch {
             session_id: session.clone(),
             source: TurnSource::Cron,
         })
@@ -340,7 +339,7 @@ async fn a_follow_up_with_no_turn_running_starts_one_with_its_source() {
     let h = Harness::start(Setup::scripted(&provider)).await;
     let session = h.session().await;
     let turn = match enqueue(&h, &session, InputKind::FollowUp, "nightly check").await {
-        Reply::Queued {
+        Queued {
             turn: Some(turn), ..
         } => turn,
         other => panic!("{other:?}"),

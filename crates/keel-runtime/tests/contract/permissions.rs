@@ -4,8 +4,9 @@
 use std::sync::Arc;
 
 use keel_llm::scripted::{ScriptedProvider, ScriptedResponse};
-use keel_protocol::{Op, PermissionAnswer, PermissionRequest, SessionEventBody, TurnOutcome};
-use keel_runtime::{ConversationContract, RuntimeError};
+use keel_protocol::ops;
+use keel_protocol::{PermissionAnswer, PermissionRequest, SessionEventBody, TurnOutcome};
+use keel_runtime::{ContractExt, RuntimeError};
 use keel_tools::permission::Mode;
 use pretty_assertions::assert_eq;
 use serde_json::json;
@@ -45,7 +46,7 @@ async fn an_allowed_request_runs_the_call() {
         ("gate", "c1")
     );
     h.runtime
-        .call(Op::AnswerPermission {
+        .request(ops::AnswerPermission {
             session_id: session.clone(),
             request_id: request.id.clone(),
             answer: PermissionAnswer::AllowOnce,
@@ -147,7 +148,7 @@ async fn an_answer_after_the_turn_was_cancelled_is_refused() {
     );
     let late = h
         .runtime
-        .call(Op::AnswerPermission {
+        .request(ops::AnswerPermission {
             session_id: session.clone(),
             request_id: request.id.clone(),
             answer: PermissionAnswer::AllowOnce,

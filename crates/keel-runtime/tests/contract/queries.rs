@@ -4,15 +4,16 @@
 use std::sync::Arc;
 
 use keel_llm::scripted::{ScriptedProvider, ScriptedResponse};
-use keel_protocol::{InputKind, Op, TurnSource};
-use keel_runtime::{ConversationContract, Reply};
+use keel_protocol::ops;
+use keel_protocol::{InputKind, TurnSource};
+use keel_runtime::{ContractExt, Operation, Queued};
 use pretty_assertions::assert_eq;
 use serde_json::json;
 
 use crate::harness::{Gate, Harness, PATIENCE, Setup};
 
-async fn call(h: &Harness, op: Op) -> Reply {
-    h.runtime.call(op).await.unwrap()
+async fn call<O: Operation + 'static>(h: &Harness, op: O) -> O::Reply {
+    h.runtime.request(op).await.unwrap()
 }
 
 #[tokio::test]
@@ -26,53 +27,39 @@ async fn sessions_and_their_history_are_listed_and_read_at_any_revision() {
     let second = h.session().await;
     h.submit(&first, "a").await.wait().await.unwrap();
     h.submit(&first, "b").await.wait().await.unwrap();
-    let Reply::Sessions(sessions) = call(
+    let sessions = call(
         &h,
-        Op::ListSessions {
+        ops::ListSessions {
             cwd: None,
             limit: 10,
         },
     )
-    .await
-    else {
-        panic!("sessions");
-    };
+    .await;
     let ids: Vec<_> = sessions.iter().map(|s| s.id.clone()).collect();
     assert!(ids.contains(&first) && ids.contains(&second), "{ids:?}");
-    let Reply::Sessions(elsewhere) = call(
+    let elsewhere = call(
         &h,
-        Op::ListSessions {
+        ops::ListSessions {
             cwd: Some("/no/such/folder".into()),
             limit: 10,
         },
     )
-    .await
-    else {
-        panic!("sessions");
-    };
+    .await;
     assert!(elsewhere.is_empty(), "only sessions of that folder");
-    let Reply::Revisions(revisions) = call(
+    let revisions = call(
         &h,
-        Op::ListRevisions {
+        ops::ListRevisions {
             session_id: first.clone(),
         },
     )
-    .await
-    else {
-        panic!("revisions");
-    };
+    .await;
     assert!(revisions.len() >= 2, "{revisions:?}");
     let messages = |revision| {
-        let op = Op::GetMessages {
+        let op = ops::GetMessages {
             session_id: first.clone(),
             revision,
         };
-        async {
-            match call(&h, op).await {
-                Reply::Messages(entries) => entries.len(),
-                other => panic!("unexpected {other:?}"),
-            }
-        }
+        async { call(&h, op).await.len() }
     };
     assert_eq!(messages(None).await, 4);
     // The first turn's commit holds its two messages only.
@@ -97,9 +84,9 @@ async fn the_queue_is_listed_edited_reordered_and_cancelled_through_operations()
     gate.wait_started().await;
     let mut ids = Vec::new();
     for text in ["first", "second", "third"] {
-        let Reply::Queued { entry, turn: None } = call(
+        let Queued { entry, turn: None } = call(
             &h,
-            Op::Enqueue {
+            ops::Enqueue {
                 session_id: session.clone(),
                 kind: InputKind::FollowUp,
                 text: text.into(),
@@ -112,13 +99,12 @@ async fn the_queue_is_listed_edited_reordered_and_cancelled_through_operations()
         };
         ids.push(entry.id);
     }
-    let texts = |reply: Reply| match reply {
-        Reply::Queue(queue) => queue.into_iter().map(|e| e.text).collect::<Vec<_>>(),
-        other => panic!("unexpected {other:?}"),
+    let texts = |queue: Vec<keel_protocol::QueueEntry>| {
+        queue.into_iter().map(|e| e.text).collect::<Vec<_>>()
     };
     let edited = call(
         &h,
-        Op::EditQueued {
+        ops::EditQueued {
             session_id: session.clone(),
             input_id: ids[1].clone(),
             text: "second, edited".into(),
@@ -128,7 +114,7 @@ async fn the_queue_is_listed_edited_reordered_and_cancelled_through_operations()
     assert_eq!(texts(edited), ["first", "second, edited", "third"]);
     let reordered = call(
         &h,
-        Op::ReorderQueue {
+        ops::ReorderQueue {
             session_id: session.clone(),
             order: vec![ids[2].clone(), ids[0].clone(), ids[1].clone()],
         },
@@ -137,7 +123,7 @@ async fn the_queue_is_listed_edited_reordered_and_cancelled_through_operations()
     assert_eq!(texts(reordered), ["third", "first", "second, edited"]);
     call(
         &h,
-        Op::CancelQueued {
+        ops::CancelQueued {
             session_id: session.clone(),
             input_id: ids[0].clone(),
         },
@@ -145,7 +131,7 @@ async fn the_queue_is_listed_edited_reordered_and_cancelled_through_operations()
     .await;
     let listed = call(
         &h,
-        Op::ListQueue {
+        ops::ListQueue {
             session_id: session.clone(),
         },
     )
@@ -154,7 +140,7 @@ async fn the_queue_is_listed_edited_reordered_and_cancelled_through_operations()
     // An order that leaves an input out is refused, and nothing changes.
     let refused = h
         .runtime
-        .call(Op::ReorderQueue {
+        .request(ops::ReorderQueue {
             session_id: session.clone(),
             order: vec![ids[2].clone()],
         })
@@ -173,10 +159,10 @@ async fn what_the_contract_cannot_do_is_refused_with_a_reason() {
     let h = Harness::start(Setup::scripted(&provider)).await;
     let session = h.session().await;
     // No extension offers commands here, and none runs.
-    assert!(matches!(call(&h, Op::ListCommands).await, Reply::Commands(c) if c.is_empty()));
+    assert!(call(&h, ops::ListCommands {}).await.is_empty());
     let unknown = h
         .runtime
-        .call(Op::RunCommand {
+        .request(ops::RunCommand {
             session_id: session.clone(),
             name: "no-such-command".into(),
             arguments: String::new(),
@@ -185,13 +171,19 @@ async fn what_the_contract_cannot_do_is_refused_with_a_reason() {
         .unwrap_err();
     assert_eq!(unknown.code(), "unknown_command", "{unknown}");
     // No tasks were started, and stopping one that does not exist is an error.
-    assert!(matches!(
-        call(&h, Op::ListTasks { session_id: session.clone() }).await,
-        Reply::Tasks(tasks) if tasks.is_empty()
-    ));
+    assert!(
+        call(
+            &h,
+            ops::ListTasks {
+                session_id: session.clone()
+            }
+        )
+        .await
+        .is_empty()
+    );
     assert!(
         h.runtime
-            .call(Op::StopTask {
+            .request(ops::StopTask {
                 task_id: "task-none".into()
             })
             .await
@@ -200,7 +192,7 @@ async fn what_the_contract_cannot_do_is_refused_with_a_reason() {
     // No compaction strategy is installed in this runtime.
     let compact = h
         .runtime
-        .call(Op::Compact {
+        .request(ops::Compact {
             session_id: session.clone(),
             instructions: None,
         })
@@ -210,7 +202,7 @@ async fn what_the_contract_cannot_do_is_refused_with_a_reason() {
     // Nothing takes an attachment of an unknown kind.
     let attach = h
         .runtime
-        .call(Op::Attach {
+        .request(ops::Attach {
             session_id: session.clone(),
             kind: "no_such_kind".into(),
             value: json!({}),

@@ -4,8 +4,9 @@
 use std::sync::Arc;
 
 use keel_llm::scripted::{ScriptedProvider, ScriptedResponse};
-use keel_protocol::{InputKind, Op, SessionEventBody, SessionId, TurnSource};
-use keel_runtime::{ConversationContract, Reply};
+use keel_protocol::ops;
+use keel_protocol::{InputKind, SessionEventBody, SessionId, TurnSource};
+use keel_runtime::{ContractExt, Queued};
 use pretty_assertions::assert_eq;
 use serde_json::json;
 
@@ -13,10 +14,7 @@ use crate::harness::{Gate, Harness, PATIENCE, Setup, Watch};
 
 async fn enqueue(h: &Harness, session: &SessionId, kind: InputKind, source: TurnSource) {
     let reply = h.enqueue_from(session, kind, "then this", source).await;
-    assert!(
-        matches!(reply, Reply::Queued { turn: None, .. }),
-        "{reply:?}"
-    );
+    assert!(matches!(reply, Queued { turn: None, .. }), "{reply:?}");
 }
 
 /// The turn-level story the events tell: starts (with their source), ends, rests.
@@ -88,7 +86,7 @@ async fn an_aborted_turn_rests_with_its_waiting_input_counted() {
     events.streaming().await;
     enqueue(&h, &session, InputKind::FollowUp, TurnSource::Api).await;
     h.runtime
-        .call(Op::Abort {
+        .request(ops::Abort {
             session_id: session.clone(),
         })
         .await
@@ -102,7 +100,7 @@ async fn an_aborted_turn_rests_with_its_waiting_input_counted() {
     // Dispatch starts the waiting input, and the session rests again after it.
     provider.push(ScriptedResponse::text("taken"));
     h.runtime
-        .call(Op::Dispatch {
+        .request(ops::Dispatch {
             session_id: session.clone(),
             source: TurnSource::Api,
         })

@@ -3,10 +3,11 @@
 use std::sync::Arc;
 
 use keel_llm::scripted::{ScriptedProvider, ScriptedResponse};
+use keel_protocol::ops;
 use keel_protocol::{
     ItemBody, ItemEvent, Op, SessionEventBody, SessionTarget, TurnOutcome, TurnSource,
 };
-use keel_runtime::{ConversationContract, DeferredContract, Reply};
+use keel_runtime::{ContractExt, ConversationContract, DeferredContract};
 use pretty_assertions::assert_eq;
 use serde_json::json;
 
@@ -87,7 +88,7 @@ async fn lifecycle_operations_change_the_session_and_wait_for_a_running_turn() {
     h.submit(&session, "one").await.wait().await.unwrap();
     let updated = h
         .runtime
-        .call(Op::UpdateSession {
+        .request(ops::UpdateSession {
             session_id: session.clone(),
             title: Some("Renamed".into()),
             model: None,
@@ -96,7 +97,7 @@ async fn lifecycle_operations_change_the_session_and_wait_for_a_running_turn() {
         })
         .await
         .unwrap();
-    assert!(matches!(updated, Reply::Session(record) if record.title == "Renamed"));
+    assert_eq!(updated.title, "Renamed");
     // A mode the protocol does not know never becomes an operation.
     let bad_mode = serde_json::from_value::<Op>(serde_json::json!({
         "op": "update_session", "session_id": session.as_str(), "mode": "yolo"
@@ -105,7 +106,7 @@ async fn lifecycle_operations_change_the_session_and_wait_for_a_running_turn() {
     assert!(bad_mode.to_string().contains("yolo"), "{bad_mode}");
     let fixed_model = h
         .runtime
-        .call(Op::UpdateSession {
+        .request(ops::UpdateSession {
             session_id: session.clone(),
             title: None,
             model: Some("openai/gpt-5".into()),
@@ -115,17 +116,13 @@ async fn lifecycle_operations_change_the_session_and_wait_for_a_running_turn() {
         .await
         .unwrap_err();
     assert_eq!(fixed_model.code(), "unsupported");
-    let revisions = match h
+    let revisions = h
         .runtime
-        .call(Op::ListRevisions {
+        .request(ops::ListRevisions {
             session_id: session.clone(),
         })
         .await
-        .unwrap()
-    {
-        Reply::Revisions(revisions) => revisions,
-        other => panic!("{other:?}"),
-    };
+        .unwrap();
     // A turn is running: rewinding or deleting under it is refused.
     h.runtime
         .update_session(
@@ -140,13 +137,13 @@ async fn lifecycle_operations_change_the_session_and_wait_for_a_running_turn() {
     let turn = h.submit(&session, "two").await;
     gate.wait_started().await;
     for op in [
-        Op::RewindSession {
+        Op::RewindSession(ops::RewindSession {
             session_id: session.clone(),
             revision: revisions[0],
-        },
-        Op::DeleteSession {
+        }),
+        Op::DeleteSession(ops::DeleteSession {
             session_id: session.clone(),
-        },
+        }),
     ] {
         let refused = h.runtime.call(op).await.unwrap_err();
         assert_eq!(refused.code(), "turn_running");
@@ -161,28 +158,24 @@ async fn lifecycle_operations_change_the_session_and_wait_for_a_running_turn() {
         .await
         .unwrap();
     assert_eq!(h.history(&session).await.len(), 2);
-    let forked = match h
+    let forked = h
         .runtime
-        .call(Op::ForkSession {
+        .request(ops::ForkSession {
             session_id: session.clone(),
             revision: None,
         })
         .await
-        .unwrap()
-    {
-        Reply::Session(record) => record,
-        other => panic!("{other:?}"),
-    };
+        .unwrap();
     assert_eq!(h.history(&forked.id).await.len(), 2);
     h.runtime
-        .call(Op::DeleteSession {
+        .request(ops::DeleteSession {
             session_id: session.clone(),
         })
         .await
         .unwrap();
     assert_eq!(
         h.runtime
-            .call(Op::GetSession {
+            .request(ops::GetSession {
                 session_id: session.clone()
             })
             .await
@@ -228,19 +221,15 @@ async fn a_resumed_session_gets_its_interrupted_calls_answered_at_its_first_turn
         )
         .await
         .unwrap();
-    let opened = match h
+    let opened = h
         .runtime
-        .call(Op::OpenSession {
+        .request(ops::OpenSession {
             target: SessionTarget::Id {
                 id: record.id.to_string(),
             },
         })
         .await
-        .unwrap()
-    {
-        Reply::Opened(opened) => opened,
-        other => panic!("{other:?}"),
-    };
+        .unwrap();
     assert_eq!(opened.start, keel_runtime::SessionStart::Resumed);
     // Opening reads only: the open call is still unanswered until a turn runs.
     assert_eq!(h.history(&record.id).await.len(), 2);
@@ -263,7 +252,7 @@ async fn the_deferred_contract_forwards_calls_made_before_it_was_bound() {
         let deferred = deferred.clone();
         tokio::spawn(async move {
             deferred
-                .call(Op::OpenSession {
+                .request(ops::OpenSession {
                     target: SessionTarget::New {
                         title: Some("early".into()),
                     },
@@ -275,15 +264,12 @@ async fn the_deferred_contract_forwards_calls_made_before_it_was_bound() {
     assert!(!early.is_finished(), "the call waits for a runtime");
     let h = Harness::start(Setup::scripted(&provider)).await;
     deferred.bind(Arc::new(h.runtime.clone())).unwrap();
-    let opened = match early.await.unwrap().unwrap() {
-        Reply::Opened(opened) => opened,
-        other => panic!("{other:?}"),
-    };
+    let opened = early.await.unwrap().unwrap();
     assert_eq!(opened.record.title, "early");
     let (sink, mut rx) = keel_runtime::channel();
     let _subscription = deferred.subscribe(&opened.record.id, sink).await.unwrap();
-    let turn = match deferred
-        .call(Op::Submit {
+    let turn = deferred
+        .request(ops::Submit {
             session_id: opened.record.id.clone(),
             text: "hi".into(),
             images: Vec::new(),
@@ -292,11 +278,7 @@ async fn the_deferred_contract_forwards_calls_made_before_it_was_bound() {
             time_budget_ms: None,
         })
         .await
-        .unwrap()
-    {
-        Reply::Turn(turn) => turn,
-        other => panic!("{other:?}"),
-    };
+        .unwrap();
     assert_eq!(turn.wait().await.unwrap().final_text(), "late but fine");
     let started = rx.recv().await.unwrap();
     assert!(matches!(
@@ -383,22 +365,22 @@ async fn a_panicking_turn_handler_fails_only_its_turn_and_the_session_goes_on() 
 async fn an_exact_target_takes_no_prefix_and_no_other_folders_session() {
     let provider = Arc::new(ScriptedProvider::with_responses([]));
     let h = Harness::start(Setup::scripted(&provider)).await;
-    let open = |target: SessionTarget| h.runtime.call(Op::OpenSession { target });
-    let here = match open(SessionTarget::New { title: None }).await.unwrap() {
-        Reply::Opened(opened) => opened.record,
-        other => panic!("{other:?}"),
-    };
+    let open = |target: SessionTarget| h.runtime.request(ops::OpenSession { target });
+    let here = open(SessionTarget::New { title: None })
+        .await
+        .unwrap()
+        .record;
     h.runtime
-        .call(Op::CloseSession {
+        .request(ops::CloseSession {
             session_id: here.id.clone(),
         })
         .await
         .unwrap();
     let exact = |id: &str| SessionTarget::Exact { id: id.to_owned() };
-    assert!(matches!(
-        open(exact(here.id.as_str())).await.unwrap(),
-        Reply::Opened(opened) if opened.record.id == here.id
-    ));
+    assert_eq!(
+        open(exact(here.id.as_str())).await.unwrap().record.id,
+        here.id
+    );
     let prefix = &here.id.as_str()[..here.id.as_str().len() - 3];
     assert_eq!(open(exact(prefix)).await.unwrap_err().code(), "not_found");
     let elsewhere = h
@@ -419,7 +401,7 @@ async fn an_exact_target_takes_no_prefix_and_no_other_folders_session() {
     );
     let fork = h
         .runtime
-        .call(Op::ForkSession {
+        .request(ops::ForkSession {
             session_id: elsewhere.id.clone(),
             revision: None,
         })

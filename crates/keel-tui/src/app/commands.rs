@@ -3,12 +3,13 @@
 use std::collections::HashMap;
 use std::path::PathBuf;
 
+use keel_protocol::ops;
 use keel_protocol::{
     InputKind, Message, Op, PermissionMode, SessionTarget, ThinkingChoice, ThinkingLevel,
     ToolCallStatus,
 };
-use keel_runtime::Reply;
 use keel_runtime::StoredEntry;
+use keel_runtime::{CommandOutcome, Reply};
 use ratatui::style::{Color, Modifier, Style};
 use ratatui::text::{Line, Span};
 
@@ -59,18 +60,18 @@ impl App {
             "help" => self.help(),
             "new" => effects.push(Effect::Call(
                 Tag::Open,
-                Op::OpenSession {
+                Op::OpenSession(ops::OpenSession {
                     target: SessionTarget::New { title: None },
-                },
+                }),
             )),
             "sessions" => {
                 self.sessions_filter = args.to_owned();
                 effects.push(Effect::Call(
                     Tag::Sessions,
-                    Op::ListSessions {
+                    Op::ListSessions(ops::ListSessions {
                         cwd: Some(self.info.cwd.to_string_lossy().into_owned()),
                         limit: 500,
-                    },
+                    }),
                 ));
             }
             "model" => {
@@ -137,13 +138,13 @@ impl App {
                     match args.parse::<ThinkingChoice>() {
                         Ok(choice) => effects.push(Effect::Call(
                             Tag::Plain("cannot change the thinking level"),
-                            Op::UpdateSession {
+                            Op::UpdateSession(ops::UpdateSession {
                                 session_id,
                                 title: None,
                                 model: None,
                                 mode: None,
                                 thinking: Some(choice),
-                            },
+                            }),
                         )),
                         Err(error) => self.notice(Tone::Error, error.to_string()),
                     }
@@ -179,10 +180,10 @@ impl App {
                     let instructions = (!args.is_empty()).then(|| args.to_owned());
                     effects.push(Effect::Call(
                         Tag::Compact,
-                        Op::Compact {
+                        Op::Compact(ops::Compact {
                             session_id,
                             instructions,
-                        },
+                        }),
                     ));
                 }
             }
@@ -206,11 +207,12 @@ impl App {
                 ];
                 self.push(Cell::Info(lines));
             }
-            "context" => effects.extend(
-                session_id
-                    .clone()
-                    .map(|session_id| Effect::Call(Tag::Context, Op::ContextReport { session_id })),
-            ),
+            "context" => effects.extend(session_id.clone().map(|session_id| {
+                Effect::Call(
+                    Tag::Context,
+                    Op::ContextReport(ops::ContextReport { session_id }),
+                )
+            })),
             "diff" => effects.push(Effect::GitDiff),
             "export" => {
                 let path = if args.is_empty() {
@@ -227,10 +229,10 @@ impl App {
                 effects.extend(session_id.clone().map(|session_id| {
                     Effect::Call(
                         Tag::Export(path),
-                        Op::ExportSession {
+                        Op::ExportSession(ops::ExportSession {
                             session_id,
                             format: keel_protocol::ExportFormat::Markdown,
-                        },
+                        }),
                     )
                 }));
             }
@@ -251,10 +253,10 @@ impl App {
                 if let Some(session_id) = session_id {
                     effects.push(Effect::Call(
                         Tag::Fork(None),
-                        Op::ForkSession {
+                        Op::ForkSession(ops::ForkSession {
                             session_id,
                             revision: None,
-                        },
+                        }),
                     ));
                 }
             }
@@ -263,13 +265,13 @@ impl App {
                 (true, _) => self.notice(Tone::Error, "/rename needs a title"),
                 (false, Some(session_id)) => effects.push(Effect::Call(
                     Tag::Plain("cannot rename"),
-                    Op::UpdateSession {
+                    Op::UpdateSession(ops::UpdateSession {
                         session_id,
                         title: Some(args.to_owned()),
                         model: None,
                         mode: None,
                         thinking: None,
-                    },
+                    }),
                 )),
                 _ => {}
             },
@@ -284,7 +286,10 @@ impl App {
                         self.notice(Tone::Info, "asking the last message again");
                         self.push(Cell::User(text.clone()));
                         self.live.begin(Some(text.clone()));
-                        effects.push(Effect::Call(Tag::Retry(text), Op::Retry { session_id }));
+                        effects.push(Effect::Call(
+                            Tag::Retry(text),
+                            Op::Retry(ops::Retry { session_id }),
+                        ));
                     }
                     _ => self.notice(Tone::Info, "no message to ask again"),
                 }
@@ -347,11 +352,11 @@ impl App {
                 typed,
                 expect,
             },
-            Op::RunCommand {
+            Op::RunCommand(ops::RunCommand {
                 session_id,
                 name: name.to_owned(),
                 arguments: args.to_owned(),
-            },
+            }),
         ));
     }
 
@@ -373,9 +378,11 @@ impl App {
     /// A command's reply, once the runtime ran it.
     fn command_done(&mut self, typed: String, expect: Expect, reply: Reply) {
         match reply {
-            Reply::Turn(_) if expect == Expect::Answer => self.show_prompt(&typed),
-            Reply::Turn(_) => {}
-            Reply::Text(text) => {
+            Reply::RunCommand(CommandOutcome::Turn(_)) if expect == Expect::Answer => {
+                self.show_prompt(&typed)
+            }
+            Reply::RunCommand(CommandOutcome::Turn(_)) => {}
+            Reply::RunCommand(CommandOutcome::Text(text)) => {
                 if expect == Expect::Turn {
                     // It answered instead: no turn runs for it.
                     self.live.finish();
@@ -403,10 +410,10 @@ impl App {
         if let Some(session_id) = self.session_id() {
             effects.push(Effect::Call(
                 Tag::RewindList,
-                Op::GetMessages {
+                Op::GetMessages(ops::GetMessages {
                     session_id,
                     revision: None,
-                },
+                }),
             ));
         }
     }
@@ -526,13 +533,13 @@ impl App {
         match kind {
             PickerKind::Model => effects.push(Effect::Call(
                 Tag::Plain("cannot change the model"),
-                Op::UpdateSession {
+                Op::UpdateSession(ops::UpdateSession {
                     session_id,
                     title: None,
                     model: Some(item.value),
                     mode: None,
                     thinking: None,
-                },
+                }),
             )),
             PickerKind::Permission => {
                 if let Ok(mode) = item.value.parse() {
@@ -543,9 +550,9 @@ impl App {
                 if item.value != session_id.as_str() {
                     effects.push(Effect::Call(
                         Tag::Open,
-                        Op::OpenSession {
+                        Op::OpenSession(ops::OpenSession {
                             target: SessionTarget::Id { id: item.value },
-                        },
+                        }),
                     ));
                 }
             }
@@ -553,10 +560,10 @@ impl App {
                 let revision = item.revision.filter(|r| *r > 0);
                 effects.push(Effect::Call(
                     Tag::Fork(Some(item.value)),
-                    Op::ForkSession {
+                    Op::ForkSession(ops::ForkSession {
                         session_id,
                         revision,
-                    },
+                    }),
                 ));
             }
             PickerKind::Queue => {
@@ -577,15 +584,21 @@ impl App {
 
     pub(super) fn on_reply(&mut self, tag: Tag, reply: Reply, effects: &mut Vec<Effect>) {
         match (tag, reply) {
-            (_, Reply::Queue(queue)) => self.queue = queue,
-            (Tag::Tasks { open }, Reply::Tasks(tasks)) => self.tasks_listed(tasks, open),
-            (Tag::StopTask(id), Reply::Done(stopped)) => self.task_stop_answered(&id, stopped),
-            (Tag::Commands, Reply::Commands(offered)) => {
+            (
+                _,
+                Reply::ListQueue(queue)
+                | Reply::EditQueued(queue)
+                | Reply::CancelQueued(queue)
+                | Reply::ReorderQueue(queue),
+            ) => self.queue = queue,
+            (Tag::Tasks { open }, Reply::ListTasks(tasks)) => self.tasks_listed(tasks, open),
+            (Tag::StopTask(id), Reply::StopTask(stopped)) => self.task_stop_answered(&id, stopped),
+            (Tag::Commands, Reply::ListCommands(offered)) => {
                 self.catalog.set_extensions(offered);
                 self.refresh_popup();
             }
             (Tag::Command { typed, expect, .. }, reply) => self.command_done(typed, expect, reply),
-            (Tag::Open, Reply::Opened(opened)) => {
+            (Tag::Open, Reply::OpenSession(opened)) => {
                 let record = opened.record;
                 let resumed = opened.start == keel_runtime::SessionStart::Resumed;
                 let switching = self.session.as_ref().is_some_and(|s| s.id != record.id);
@@ -611,14 +624,14 @@ impl App {
                 if resumed {
                     effects.push(Effect::Call(
                         Tag::History,
-                        Op::GetMessages {
+                        Op::GetMessages(ops::GetMessages {
                             session_id: id.clone(),
                             revision: None,
-                        },
+                        }),
                     ));
                     effects.push(Effect::Call(
                         Tag::Plain("cannot read the queue"),
-                        Op::ListQueue { session_id: id },
+                        Op::ListQueue(ops::ListQueue { session_id: id }),
                     ));
                     // Its tasks (lost ones were settled as it opened) for the footer.
                     effects.extend(self.list_tasks(false));
@@ -627,8 +640,8 @@ impl App {
                     self.start_turn(text, effects);
                 }
             }
-            (Tag::History, Reply::Messages(entries)) => self.show_history(&entries),
-            (Tag::Sessions, Reply::Sessions(sessions)) => {
+            (Tag::History, Reply::GetMessages(entries)) => self.show_history(&entries),
+            (Tag::Sessions, Reply::ListSessions(sessions)) => {
                 let items = sessions
                     .into_iter()
                     .map(|s| PickItem {
@@ -646,7 +659,7 @@ impl App {
                 picker.filter = std::mem::take(&mut self.sessions_filter);
                 self.popup = Some(Popup::Picker(picker));
             }
-            (Tag::RewindList, Reply::Messages(entries)) => {
+            (Tag::RewindList, Reply::GetMessages(entries)) => {
                 let items: Vec<PickItem> = entries
                     .iter()
                     .enumerate()
@@ -671,29 +684,29 @@ impl App {
                     )));
                 }
             }
-            (Tag::Fork(text), Reply::Session(record)) => {
+            (Tag::Fork(text), Reply::ForkSession(record)) => {
                 self.notice(Tone::Info, format!("forked into {}", record.id));
                 effects.push(Effect::Call(
                     Tag::Open,
-                    Op::OpenSession {
+                    Op::OpenSession(ops::OpenSession {
                         target: SessionTarget::Id {
                             id: record.id.to_string(),
                         },
-                    },
+                    }),
                 ));
                 if let Some(text) = text {
                     self.composer.set(&text);
                 }
             }
-            (Tag::Compact, Reply::Revision(revision)) => match revision {
+            (Tag::Compact, Reply::Compact(revision)) => match revision {
                 Some(_) => self.notice(Tone::Info, "conversation compacted"),
                 None => self.notice(Tone::Info, "nothing to compact"),
             },
             // The file lands in the workspace: the runtime masked its secrets.
-            (Tag::Export(path), Reply::Export(export)) => {
+            (Tag::Export(path), Reply::ExportSession(export)) => {
                 effects.push(Effect::Write(path, export.text));
             }
-            (Tag::Context, Reply::Context(report)) => self.context_report(&report),
+            (Tag::Context, Reply::ContextReport(report)) => self.context_report(&report),
             _ => {}
         }
     }

@@ -3,6 +3,8 @@
 use std::time::Instant;
 
 use crossterm::event::{Event, KeyCode, KeyEvent, KeyEventKind, KeyModifiers};
+
+use keel_protocol::ops;
 use keel_protocol::{InputKind, Op, PermissionAnswer, PermissionMode};
 
 use super::popup::{PickItem, Picker, PickerKind, Popup, Stage};
@@ -108,10 +110,10 @@ impl App {
                     }
                     effects.push(Effect::Call(
                         Tag::Plain("cannot take the queued message back"),
-                        Op::CancelQueued {
+                        Op::CancelQueued(ops::CancelQueued {
                             session_id,
                             input_id: entry.id,
-                        },
+                        }),
                     ));
                 }
             }
@@ -128,7 +130,7 @@ impl App {
         {
             effects.push(Effect::Call(
                 Tag::Plain("cannot interrupt"),
-                Op::Abort { session_id },
+                Op::Abort(ops::Abort { session_id }),
             ));
         }
         effects.push(Effect::Exit);
@@ -140,7 +142,7 @@ impl App {
                 self.live.interrupting = true;
                 effects.push(Effect::Call(
                     Tag::Plain("cannot interrupt"),
-                    Op::Abort { session_id },
+                    Op::Abort(ops::Abort { session_id }),
                 ));
             }
             return;
@@ -180,11 +182,11 @@ impl App {
         if let Some(input_id) = self.editing_queued.take() {
             effects.push(Effect::Call(
                 Tag::Plain("cannot edit the queued message"),
-                Op::EditQueued {
+                Op::EditQueued(ops::EditQueued {
                     session_id,
                     input_id,
                     text,
-                },
+                }),
             ));
             return;
         }
@@ -199,12 +201,12 @@ impl App {
             }
             effects.push(Effect::Call(
                 Tag::Enqueue,
-                Op::Enqueue {
+                Op::Enqueue(ops::Enqueue {
                     session_id,
                     kind,
                     text,
                     source: keel_protocol::TurnSource::Api,
-                },
+                }),
             ));
             return;
         }
@@ -220,14 +222,14 @@ impl App {
         self.live.begin(Some(text.clone()));
         effects.push(Effect::Call(
             Tag::Submit(text.clone()),
-            Op::Submit {
+            Op::Submit(ops::Submit {
                 session_id,
                 text,
                 images: Vec::new(),
                 source: keel_protocol::TurnSource::Api,
                 output_schema: None,
                 time_budget_ms: None,
-            },
+            }),
         ));
     }
 
@@ -434,13 +436,13 @@ impl App {
                             let title_text = title.take();
                             effects.push(Effect::Call(
                                 Tag::Plain("cannot rename"),
-                                Op::UpdateSession {
+                                Op::UpdateSession(ops::UpdateSession {
                                     session_id: id.as_str().into(),
                                     title: Some(title_text.clone()),
                                     model: None,
                                     mode: None,
                                     thinking: None,
-                                },
+                                }),
                             ));
                             for item in &mut picker.items {
                                 if item.value == id {
@@ -491,9 +493,9 @@ impl App {
                             {
                                 effects.push(Effect::Call(
                                     Tag::Plain("cannot delete the session"),
-                                    Op::DeleteSession {
+                                    Op::DeleteSession(ops::DeleteSession {
                                         session_id: item.value.as_str().into(),
-                                    },
+                                    }),
                                 ));
                                 picker.items.retain(|i| i.value != item.value);
                                 picker.confirm_delete = None;
@@ -512,10 +514,10 @@ impl App {
                         {
                             effects.push(Effect::Call(
                                 Tag::Plain("cannot cancel the queued message"),
-                                Op::CancelQueued {
+                                Op::CancelQueued(ops::CancelQueued {
                                     session_id,
                                     input_id: item.value.clone(),
-                                },
+                                }),
                             ));
                             picker.items.retain(|i| i.value != item.value);
                             picker.selected = 0;
@@ -546,11 +548,11 @@ impl App {
         let answer = |answer: PermissionAnswer| {
             Effect::Call(
                 Tag::Plain("the answer was not accepted"),
-                Op::AnswerPermission {
+                Op::AnswerPermission(ops::AnswerPermission {
                     session_id: session_id.clone(),
                     request_id: request_id.clone(),
                     answer,
-                },
+                }),
             )
         };
         let can_always = !prompt.request.safety && !prompt.request.scopes.is_empty();
@@ -655,13 +657,13 @@ impl App {
         };
         effects.push(Effect::Call(
             Tag::Plain("cannot change the permission mode"),
-            Op::UpdateSession {
+            Op::UpdateSession(ops::UpdateSession {
                 session_id,
                 title: None,
                 model: None,
                 mode: Some(mode),
                 thinking: None,
-            },
+            }),
         ));
         // Shown at once; the session's update event confirms it.
         self.info.mode = mode;

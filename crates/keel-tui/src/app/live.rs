@@ -227,7 +227,7 @@ impl App {
                     }
                     effects.push(Effect::Call(
                         Tag::TakeBack,
-                        keel_protocol::Op::TakeBack { session_id },
+                        keel_protocol::Op::TakeBack(keel_protocol::ops::TakeBack { session_id }),
                     ));
                 }
             }

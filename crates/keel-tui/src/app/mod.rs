@@ -16,6 +16,7 @@ mod tests;
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
+use keel_protocol::ops;
 use keel_protocol::{
     Op, PermissionMode, QueueEntry, SandboxMode, SessionEvent, SessionId, TaskInfo, ThinkingLevel,
     Usage,
@@ -347,7 +348,7 @@ impl App {
 
     /// Asks the runtime for the extensions' commands.
     fn list_commands() -> Effect {
-        Effect::Call(Tag::Commands, Op::ListCommands)
+        Effect::Call(Tag::Commands, Op::ListCommands(ops::ListCommands {}))
     }
 
     fn reply(&mut self, tag: Tag, reply: Result<Reply, String>, effects: &mut Vec<Effect>) {

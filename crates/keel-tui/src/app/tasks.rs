@@ -7,6 +7,8 @@
 //! lists them, so the footer and the details stay current while the popup is open.
 
 use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
+
+use keel_protocol::ops;
 use keel_protocol::{Op, TaskInfo, TaskStatus};
 
 use super::popup::{PickItem, Picker, PickerKind, Popup};
@@ -59,7 +61,7 @@ impl App {
         let session_id = self.session_id()?;
         Some(Effect::Call(
             Tag::Tasks { open },
-            Op::ListTasks { session_id },
+            Op::ListTasks(ops::ListTasks { session_id }),
         ))
     }
 
@@ -116,9 +118,9 @@ impl App {
             KeyCode::Char('s') if plain && is_active(task.status) => {
                 effects.push(Effect::Call(
                     Tag::StopTask(task.id.clone()),
-                    Op::StopTask {
+                    Op::StopTask(ops::StopTask {
                         task_id: task.id.clone(),
-                    },
+                    }),
                 ));
             }
             _ => {}
@@ -209,14 +211,14 @@ mod tests {
             effects,
             vec![Effect::Call(
                 Tag::Tasks { open: true },
-                Op::ListTasks {
+                Op::ListTasks(ops::ListTasks {
                     session_id: SESSION.into()
-                }
+                })
             )]
         );
         app.update(UiEvent::Reply(
             Tag::Tasks { open: true },
-            Ok(Reply::Tasks(vec![
+            Ok(Reply::ListTasks(vec![
                 task("task-1", TaskStatus::Succeeded),
                 task("task-2", TaskStatus::Running),
             ])),
@@ -229,9 +231,9 @@ mod tests {
             effects,
             vec![Effect::Call(
                 Tag::StopTask("task-2".into()),
-                Op::StopTask {
+                Op::StopTask(ops::StopTask {
                     task_id: "task-2".into()
-                }
+                })
             )]
         );
         event(&mut app, task("task-2", TaskStatus::Canceled));
@@ -248,7 +250,7 @@ mod tests {
         assert!(matches!(&app.popup, Some(Popup::Picker(p)) if p.kind == PickerKind::Tasks));
         app.update(UiEvent::Reply(
             Tag::StopTask("task-2".into()),
-            Ok(Reply::Done(true)),
+            Ok(Reply::StopTask(true)),
         ));
         assert_eq!(
             app.transcript.last(),
@@ -261,7 +263,7 @@ mod tests {
         let mut app = app();
         app.update(UiEvent::Reply(
             Tag::Tasks { open: true },
-            Ok(Reply::Tasks(Vec::new())),
+            Ok(Reply::ListTasks(Vec::new())),
         ));
         assert!(app.popup.is_none());
         assert_eq!(

@@ -2,6 +2,8 @@
 #![allow(clippy::unwrap_used)]
 
 use crossterm::event::{Event, KeyCode, KeyEvent, KeyModifiers};
+
+use keel_protocol::ops;
 use keel_protocol::{CommandInfo, Op, SessionId};
 use keel_runtime::Reply;
 use pretty_assertions::assert_eq;
@@ -64,7 +66,7 @@ fn listed() -> App {
     let mut app = app();
     app.update(UiEvent::Reply(
         Tag::Commands,
-        Ok(Reply::Commands(offered())),
+        Ok(Reply::ListCommands(offered())),
     ));
     app
 }
@@ -93,11 +95,11 @@ fn run(name: &str, typed: &str, arguments: &str, expect: Expect) -> Effect {
             typed: typed.into(),
             expect,
         },
-        Op::RunCommand {
+        Op::RunCommand(ops::RunCommand {
             session_id: SESSION.into(),
             name: name.into(),
             arguments: arguments.into(),
-        },
+        }),
     )
 }
 
@@ -123,14 +125,20 @@ fn last(app: &App) -> String {
 fn commands_are_listed_when_the_popup_opens_and_join_the_catalog() {
     let mut app = app();
     let effects = key(&mut app, KeyCode::Char('/'));
-    assert_eq!(effects, vec![Effect::Call(Tag::Commands, Op::ListCommands)]);
+    assert_eq!(
+        effects,
+        vec![Effect::Call(
+            Tag::Commands,
+            Op::ListCommands(ops::ListCommands {})
+        )]
+    );
     assert!(
         key(&mut app, KeyCode::Char('r')).is_empty(),
         "listed once per opening"
     );
     app.update(UiEvent::Reply(
         Tag::Commands,
-        Ok(Reply::Commands(offered())),
+        Ok(Reply::ListCommands(offered())),
     ));
     let names: Vec<&str> = app
         .catalog
@@ -176,9 +184,9 @@ fn a_text_reply_shows_as_information() {
     };
     app.update(UiEvent::Reply(
         tag,
-        Ok(Reply::Text(
+        Ok(Reply::RunCommand(keel_runtime::CommandOutcome::Text(
             "files: ready, 12 tools\ngithub: failed: connection refused\n".into(),
-        )),
+        ))),
     ));
     assert_eq!(
         last(&app),
@@ -201,7 +209,9 @@ fn an_answering_command_runs_while_a_turn_does_and_leaves_it_running() {
             typed: "/mcp reload".into(),
             expect: Expect::Answer,
         },
-        Ok(Reply::Text("files: ready".into())),
+        Ok(Reply::RunCommand(keel_runtime::CommandOutcome::Text(
+            "files: ready".into(),
+        ))),
     ));
     assert!(app.busy(), "the running turn is untouched");
 }
@@ -229,7 +239,13 @@ fn an_unknown_command_reply_shows_and_gives_the_line_back() {
         unreachable!()
     };
     let effects = app.update(UiEvent::Reply(tag, Err("unknown command `/review`".into())));
-    assert_eq!(effects, vec![Effect::Call(Tag::Commands, Op::ListCommands)]);
+    assert_eq!(
+        effects,
+        vec![Effect::Call(
+            Tag::Commands,
+            Op::ListCommands(ops::ListCommands {})
+        )]
+    );
     assert_eq!(
         app.transcript.last(),
         Some(&Cell::Notice(
@@ -269,7 +285,9 @@ fn a_prompt_command_that_answers_ends_the_wait() {
             typed: "/review a.rs".into(),
             expect: Expect::Turn,
         },
-        Ok(Reply::Text(String::new())),
+        Ok(Reply::RunCommand(keel_runtime::CommandOutcome::Text(
+            String::new(),
+        ))),
     ));
     assert!(!app.busy());
     assert_eq!(

@@ -354,7 +354,7 @@ fn extension_commands_in_the_popup_and_a_text_answer() {
     };
     app.update(UiEvent::Reply(
         Tag::Commands,
-        Ok(Reply::Commands(vec![
+        Ok(Reply::ListCommands(vec![
             command(
                 "mcp",
                 "MCP servers and their state; `/mcp reload` restarts them",
@@ -381,9 +381,9 @@ fn extension_commands_in_the_popup_and_a_text_answer() {
             typed: "/mcp".into(),
             expect: keel_tui::slash::Expect::Answer,
         },
-        Ok(Reply::Text(
+        Ok(Reply::RunCommand(keel_runtime::CommandOutcome::Text(
             "files: ready, 12 tools, 1 prompt\ngithub: failed: connection refused (/mcp reload tries again)".into(),
-        )),
+        ))),
     ));
     let answer = screen(&mut app);
     insta::assert_snapshot!(format!("{popup}\n=====\n{answer}"));
@@ -548,7 +548,7 @@ fn thinking_is_set_with_a_command_and_shown_when_it_changes() {
     let asked = effects.iter().any(|effect| {
         matches!(
             effect,
-            keel_tui::app::Effect::Call(_, keel_protocol::Op::UpdateSession { thinking: Some(level), .. }) if *level == keel_protocol::ThinkingChoice::Level(keel_protocol::ThinkingLevel::High)
+            keel_tui::app::Effect::Call(_, keel_protocol::Op::UpdateSession(keel_protocol::ops::UpdateSession { thinking: Some(level), .. })) if *level == keel_protocol::ThinkingChoice::Level(keel_protocol::ThinkingLevel::High)
         )
     });
     assert!(asked, "no update for the thinking level");
@@ -601,7 +601,7 @@ fn a_plan_for_review_and_the_choice_after_its_turn() {
     let approved = effects.iter().any(|effect| {
         matches!(
             effect,
-            keel_tui::app::Effect::Call(_, keel_protocol::Op::RunCommand { name, arguments, .. })
+            keel_tui::app::Effect::Call(_, keel_protocol::Op::RunCommand(keel_protocol::ops::RunCommand { name, arguments, .. }))
                 if name == "approve-plan" && arguments == "ask"
         )
     });

@@ -2,7 +2,7 @@
 //! of running tasks, the `/tasks` picker and one task's details.
 
 use crossterm::event::{KeyCode, KeyModifiers};
-use keel_protocol::{Op, SessionEventBody, TaskInfo, TaskStatus};
+use keel_protocol::{Op, SessionEventBody, TaskInfo, TaskStatus, ops};
 use keel_runtime::Reply;
 use keel_tui::app::{Effect, Tag, UiEvent};
 
@@ -83,16 +83,16 @@ fn the_tasks_picker_and_a_running_task_s_details_with_its_stop() {
         effects,
         vec![Effect::Call(
             Tag::Tasks { open: true },
-            Op::ListTasks {
+            Op::ListTasks(ops::ListTasks {
                 session_id: "s-test000001".into()
-            }
+            })
         )]
     );
     let mut lost = task("task-c3", "check the build", "verifier", TaskStatus::Lost);
     lost.error = Some("the keel process running it stopped".into());
     app.update(UiEvent::Reply(
         Tag::Tasks { open: true },
-        Ok(Reply::Tasks(vec![
+        Ok(Reply::ListTasks(vec![
             lost,
             task("task-a1", "map the parser", "explore", TaskStatus::Running),
         ])),
@@ -107,9 +107,9 @@ fn the_tasks_picker_and_a_running_task_s_details_with_its_stop() {
         stop,
         vec![Effect::Call(
             Tag::StopTask("task-a1".into()),
-            Op::StopTask {
+            Op::StopTask(ops::StopTask {
                 task_id: "task-a1".into()
-            }
+            })
         )]
     );
     key(&mut app, KeyCode::Esc, KeyModifiers::NONE);
