@@ -7,7 +7,8 @@
 use std::io::Write as _;
 
 use anyhow::Context as _;
-use keel_protocol::{Message, TaskInfo};
+use keel_protocol::{Message, TaskInfo, ops};
+use keel_runtime::ContractExt as _;
 use keel_store::{SessionRecord, StoredEntry};
 use serde_json::json;
 
@@ -169,7 +170,14 @@ pub async fn run(args: SessionsArgs) -> anyhow::Result<()> {
         }
         SessionsCommand::Fork { id, at, json } => {
             let id = store.resolve_session(&id).await?;
-            let record = store.fork(&id, at, None).await?;
+            let record = keeper(&store, &id)
+                .await?
+                .request(ops::ForkSession {
+                    session_id: id,
+                    revision: at,
+                })
+                .await
+                .map_err(runtime_error)?;
             out = if json {
                 serde_json::to_string_pretty(&record)?
             } else {
@@ -178,21 +186,29 @@ pub async fn run(args: SessionsArgs) -> anyhow::Result<()> {
         }
         SessionsCommand::Rewind { id, to, json } => {
             let id = store.resolve_session(&id).await?;
-            let receipt = store.rewind(&id, to, keel_store::new_id("op-")).await?;
-            let dir = keel_runtime::storage::session_dir(store.path(), &id);
-            // The report must not describe requests the history no longer leads to.
-            if let Err(error) = keel_extensions::report::prune(
-                &keel_extensions::report::files::report_dir(&dir),
-                receipt.length,
-            ) {
-                eprintln!("keel: warning: cannot prune the session report: {error}");
-            }
+            // Through the runtime, which tells every extension (the session report drops
+            // what the history no longer leads to).
+            let keeper = keeper(&store, &id).await?;
+            keeper
+                .request(ops::RewindSession {
+                    session_id: id.clone(),
+                    revision: to,
+                })
+                .await
+                .map_err(runtime_error)?;
+            let record = keeper
+                .request(ops::GetSession { session_id: id })
+                .await
+                .map_err(runtime_error)?;
             out = if json {
-                serde_json::to_string_pretty(&receipt)?
+                serde_json::to_string_pretty(&json!({
+                    "session_id": record.id, "rewound_to": to,
+                    "revision": record.revision, "length": record.length,
+                }))?
             } else {
                 format!(
                     "{} rewound to revision {to} (now revision {}, {} messages)",
-                    receipt.session_id, receipt.revision, receipt.length
+                    record.id, record.revision, record.length
                 )
             };
         }
@@ -279,8 +295,13 @@ pub async fn run(args: SessionsArgs) -> anyhow::Result<()> {
         }
         SessionsCommand::Delete { id, json } => {
             let id = store.resolve_session(&id).await?;
-            store.delete_session(&id).await?;
-            keel_runtime::storage::remove_session_dir(store.path(), &id).map_err(runtime_error)?;
+            keeper(&store, &id)
+                .await?
+                .request(ops::DeleteSession {
+                    session_id: id.clone(),
+                })
+                .await
+                .map_err(runtime_error)?;
             out = if json {
                 json!({"deleted": id}).to_string()
             } else {
@@ -514,6 +535,28 @@ fn show_text(record: &SessionRecord, history: &[StoredEntry]) -> String {
     out
 }
 
+/// A runtime of `session`'s working folder that keeps sessions and runs no turn: fork,
+/// rewind and delete go through it, so they refuse a running turn, stop the session's tasks
+/// and tell every extension, as in any front end. It needs no model or API key and starts
+/// no MCP server.
+async fn keeper(
+    store: &keel_store::Store,
+    session: &keel_protocol::SessionId,
+) -> anyhow::Result<keel_runtime::Runtime> {
+    use keel_runtime::{ModelChoice, RuntimeOptions};
+    let record = store.session(session).await?;
+    let cwd = std::path::PathBuf::from(&record.cwd);
+    let mut options = RuntimeOptions::new(cwd.clone(), ModelChoice::None);
+    options.settings.cwd = cwd;
+    // It changes no file of the folder, whatever the folder is.
+    options.allow_home_workspace = true;
+    let prepared = crate::assembly::prepare(options).map_err(runtime_error)?;
+    for warning in &prepared.warnings {
+        eprintln!("keel: warning: {warning}");
+    }
+    Ok(prepared.start(store.clone()))
+}
+
 /// Compacts `record`'s session through a runtime of its working folder.
 async fn compact(
     store: &keel_store::Store,
@@ -522,7 +565,7 @@ async fn compact(
     model: Option<String>,
     base_url: Option<String>,
 ) -> anyhow::Result<Option<u64>> {
-    use keel_runtime::{ContractExt as _, ModelChoice, RuntimeOptions};
+    use keel_runtime::{ModelChoice, RuntimeOptions};
     let cwd = std::path::PathBuf::from(&record.cwd);
     let mut options = RuntimeOptions::new(
         cwd.clone(),

@@ -62,6 +62,8 @@ pub struct Shared {
     /// Re-reads the servers to run (for `/mcp reload`).
     load: Box<dyn Fn() -> (Vec<ServerSpec>, Vec<String>) + Send + Sync>,
     started: std::sync::Once,
+    /// The runtime keeps sessions only: no server is ever started.
+    sessions_only: std::sync::atomic::AtomicBool,
     initial: Mutex<Vec<ServerSpec>>,
     warnings: Mutex<Vec<String>>,
     turns: Mutex<std::collections::VecDeque<(TurnId, Arc<TurnLease>)>>,
@@ -96,6 +98,7 @@ impl Mcp {
             defaults,
             load,
             started: std::sync::Once::new(),
+            sessions_only: std::sync::atomic::AtomicBool::new(false),
             initial: Mutex::new(specs),
             warnings: Mutex::new(warnings),
             turns: Mutex::new(std::collections::VecDeque::new()),
@@ -120,7 +123,12 @@ fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
 impl Shared {
     /// Starts the configured servers once, from inside a tokio runtime.
     fn ensure_started(&self) {
-        if tokio::runtime::Handle::try_current().is_err() {
+        // A runtime that runs no turn (`keel sessions …`) never starts one.
+        if tokio::runtime::Handle::try_current().is_err()
+            || self
+                .sessions_only
+                .load(std::sync::atomic::Ordering::Relaxed)
+        {
             return;
         }
         self.started.call_once(|| {
@@ -431,6 +439,11 @@ impl Extension for Mcp {
     }
 
     fn init(&self, api: &ExtensionApi) -> Result<(), ExtensionError> {
+        self.shared.sessions_only.store(
+            api.host().sessions_only,
+            std::sync::atomic::Ordering::Relaxed,
+        );
+        // Started now, so they are ready by the first turn.
         self.shared.ensure_started();
         let shared = self.shared.clone();
         api.register_tool_factory(Arc::new(move |scope: &TurnScope| shared.lease(scope)))?;

@@ -29,6 +29,10 @@ pub enum ModelChoice {
         /// Send requests to this base URL instead of the provider's.
         base_url: Option<String>,
     },
+    /// No model: the runtime keeps sessions (lists, forks, rewinds, deletes and exports
+    /// them, telling every extension), opens none and runs no turn. It needs no API key,
+    /// and extensions start nothing for it (no MCP server).
+    None,
 }
 
 impl std::fmt::Debug for ModelChoice {
@@ -40,6 +44,7 @@ impl std::fmt::Debug for ModelChoice {
                 .field("model", model)
                 .field("base_url", base_url)
                 .finish(),
+            Self::None => f.write_str("None"),
         }
     }
 }
@@ -78,6 +83,7 @@ pub fn resolve_model(
             });
         }
         ModelChoice::Configured { model, base_url } => (requested.or(model.as_deref()), base_url),
+        ModelChoice::None => return Err(RuntimeError::NoModel),
     };
     let resolved = settings.loaded.resolve_model(cli_model)?;
     if let Some(warning) = &resolved.warning {

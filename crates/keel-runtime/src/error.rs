@@ -122,6 +122,12 @@ pub enum RuntimeError {
         /// This runtime's.
         here: String,
     },
+    /// The runtime keeps sessions only (no model): it opens none and runs no turn.
+    #[error(
+        "this runtime keeps sessions (list, fork, rewind, delete, export) and has no model: it \
+         cannot open a session or run a turn"
+    )]
+    NoModel,
     /// keel's own fault.
     #[error("internal error: {0}")]
     Internal(String),
@@ -164,6 +170,7 @@ impl RuntimeError {
             Self::Command { .. } => "command_failed",
             Self::HomeWorkspace(_) => "home_workspace",
             Self::OtherFolder { .. } => "session_in_other_folder",
+            Self::NoModel => "no_model",
             Self::Internal(_) => "internal_error",
         }
     }

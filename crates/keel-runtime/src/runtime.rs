@@ -109,7 +109,7 @@ pub struct Opened {
 pub struct Prepared {
     pub(crate) settings: Settings,
     pub(crate) options: RuntimeOptions,
-    pub(crate) model: ResolvedModel,
+    pub(crate) model: Option<ResolvedModel>,
     pub(crate) mode: Mode,
     pub(crate) sandbox: SandboxMode,
     pub(crate) env_mode: keel_tools::EnvMode,
@@ -133,9 +133,17 @@ impl Prepared {
         }
         let settings = Settings::load(&options.settings)?;
         let mut warnings = settings.warnings.clone();
-        let model = assembly::resolve_model(&settings, &options.model, None, &mut warnings)?;
-        if let Some(level) = options.thinking
-            && !crate::lifecycle::offers(&model, level)
+        let model = match options.model {
+            ModelChoice::None => None,
+            _ => Some(assembly::resolve_model(
+                &settings,
+                &options.model,
+                None,
+                &mut warnings,
+            )?),
+        };
+        if let (Some(level), Some(model)) = (options.thinking, &model)
+            && !crate::lifecycle::offers(model, level)
         {
             return Err(RuntimeError::Usage(format!(
                 "{} does not offer the thinking level `{level}`",
@@ -195,6 +203,7 @@ impl Prepared {
             trust_project: options.settings.trust_project,
             trust_project_mcp: options.trust_project_mcp,
             control: crate::control::HostControl::default(),
+            sessions_only: model.is_none(),
         };
         let registry = Registry::with_host(
             profile,
@@ -215,9 +224,9 @@ impl Prepared {
         })
     }
 
-    /// The model's `provider/model`.
+    /// The model's `provider/model`; empty for a runtime without one.
     pub fn model_name(&self) -> &str {
-        &self.model.name
+        self.model.as_ref().map_or("", |model| model.name.as_str())
     }
 
     /// The sandbox commands will run in.
@@ -281,7 +290,7 @@ pub async fn start(prepared: Prepared, store: OpenOptions) -> Result<Runtime, Ru
 pub(crate) struct Inner {
     pub(crate) settings: Settings,
     pub(crate) choice: ModelChoice,
-    pub(crate) model: ResolvedModel,
+    pub(crate) model: Option<ResolvedModel>,
     pub(crate) mode: Mode,
     pub(crate) sandbox: SandboxMode,
     pub(crate) env_mode: keel_tools::EnvMode,
@@ -412,7 +421,7 @@ impl std::fmt::Debug for Runtime {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Runtime")
             .field("cwd", &self.inner.settings.cwd)
-            .field("model", &self.inner.model.name)
+            .field("model", &self.model_name())
             .finish_non_exhaustive()
     }
 }
@@ -444,9 +453,17 @@ impl Runtime {
         self.inner.registry.host().control.clone()
     }
 
-    /// The default model's `provider/model`.
+    /// The default model's `provider/model`; empty for a runtime without one.
     pub fn model_name(&self) -> &str {
-        &self.inner.model.name
+        self.inner
+            .model
+            .as_ref()
+            .map_or("", |model| model.name.as_str())
+    }
+
+    /// The default model; a runtime that only keeps sessions has none.
+    pub(crate) fn model(&self) -> Result<&ResolvedModel, RuntimeError> {
+        self.inner.model.as_ref().ok_or(RuntimeError::NoModel)
     }
 
     /// The thinking level sessions start with (`None`: the model's own).
@@ -539,7 +556,7 @@ impl Runtime {
     async fn install(&self, record: SessionRecord) -> Result<Arc<Slot>, RuntimeError> {
         let queue = self.inner.store.queued_inputs(&record.id).await?;
         let id = record.id.clone();
-        let model = self.inner.model.clone();
+        let model = self.model()?.clone();
         let mode = self.inner.mode;
         // The slot is made first so the approver can point at it.
         let services = self.services(&id, None, &model, mode, None)?;
@@ -594,7 +611,7 @@ impl Runtime {
                     .create_session(NewSession {
                         title: title.unwrap_or_default(),
                         cwd,
-                        model: self.inner.model.name.clone(),
+                        model: self.model()?.name.clone(),
                         parent_id: None,
                     })
                     .await?;

@@ -229,6 +229,54 @@ fn fork_and_rewind_work_on_revisions() {
     assert_eq!(home.only_session(), id);
 }
 
+/// Fork, rewind and delete go through a runtime of the session's folder that keeps
+/// sessions only: it needs no model or API key, and still works once the folder is gone.
+/// (That it starts no MCP server is `a_runtime_that_runs_no_turn_starts_no_server`.)
+#[test]
+fn session_maintenance_needs_no_model_or_key() {
+    let home = Home::new();
+    home.exec(r#"[{"text": "one"}]"#, &["first"]);
+    let id = home.only_session();
+    // The configured model needs a key nobody set.
+    std::fs::write(
+        home.home.path().join("config.yaml"),
+        "model: openai/gpt-4o\n",
+    )
+    .unwrap();
+    let run = |args: &[&str]| {
+        home.keel()
+            .arg("sessions")
+            .args(args)
+            .env_remove("OPENAI_API_KEY")
+            .output()
+            .unwrap()
+    };
+    let forked = run(&["fork", &id, "--json"]);
+    assert!(forked.status.success(), "{}", stderr(&forked));
+    let fork: Value = serde_json::from_slice(&forked.stdout).unwrap();
+    let rewound = run(&["rewind", &id, "--to", "0", "--json"]);
+    assert!(rewound.status.success(), "{}", stderr(&rewound));
+    let rewound: Value = serde_json::from_slice(&rewound.stdout).unwrap();
+    assert_eq!(rewound["length"], 0);
+    // The folder is gone; its sessions can still be deleted.
+    let Home {
+        home: keel_home,
+        work,
+    } = home;
+    let work_path = work.path().to_path_buf();
+    drop(work);
+    assert!(!work_path.exists());
+    let deleted = Command::new(env!("CARGO_BIN_EXE_keel"))
+        .env("KEEL_HOME", keel_home.path())
+        .env_remove("KEEL_SESSIONS_DB")
+        .env_remove("OPENAI_API_KEY")
+        .current_dir(keel_home.path())
+        .args(["sessions", "delete", fork["id"].as_str().unwrap(), "--json"])
+        .output()
+        .unwrap();
+    assert!(deleted.status.success(), "{}", stderr(&deleted));
+}
+
 #[test]
 fn export_writes_markdown_and_json() {
     let home = Home::new();

@@ -42,6 +42,8 @@ pub struct Setup {
     pub stream: Option<Arc<dyn keel_llm::StreamFn>>,
     /// The permission mode sessions start in (default: auto).
     pub permission: Option<keel_tools::permission::Mode>,
+    /// A runtime without a model, which keeps sessions only (`keel sessions …`).
+    pub sessions_only: bool,
 }
 
 impl Setup {
@@ -54,6 +56,7 @@ impl Setup {
             interactive: false,
             stream: None,
             permission: None,
+            sessions_only: false,
         }
     }
 
@@ -80,9 +83,13 @@ impl Harness {
                 overrides: setup.overrides,
                 ..SettingsInput::default()
             },
-            model: ModelChoice::Fixed {
-                spec: setup.spec,
-                stream: setup.stream.unwrap_or_else(|| provider.clone()),
+            model: if setup.sessions_only {
+                ModelChoice::None
+            } else {
+                ModelChoice::Fixed {
+                    spec: setup.spec,
+                    stream: setup.stream.unwrap_or_else(|| provider.clone()),
+                }
             },
             permission: setup.permission,
             sandbox: None,

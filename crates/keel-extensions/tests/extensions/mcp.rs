@@ -92,3 +92,32 @@ async fn a_tool_list_changed_mid_turn_reaches_the_next_turn_only() {
         .collect();
     assert_eq!(answered, ["added later"], "{}", request_text(&requests[4]));
 }
+
+/// A runtime that keeps sessions only (`keel sessions fork/rewind/delete`) starts none of
+/// the configured servers, where a runtime that runs turns starts them at once.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_runtime_that_runs_no_turn_starts_no_server() {
+    let listed = |sessions_only: bool| async move {
+        let mut setup = Setup::new(Vec::new())
+            .set(&format!("mcp_servers.test.command={}", mcptest().display()));
+        setup.sessions_only = sessions_only;
+        let h = Harness::start(setup).await;
+        let record = h
+            .store
+            .create_session(keel_store::NewSession {
+                title: "kept".into(),
+                cwd: h.cwd.display().to_string(),
+                model: String::new(),
+                parent_id: None,
+            })
+            .await
+            .unwrap();
+        match h.runtime.run_command(&record.id, "mcp", "").await.unwrap() {
+            keel_runtime::CommandOutcome::Text(text) => text,
+            other => panic!("unexpected {other:?}"),
+        }
+    };
+    assert!(listed(false).await.contains("- test:"), "started at once");
+    let kept = listed(true).await;
+    assert!(!kept.contains("- test:"), "{kept}");
+}

@@ -137,6 +137,9 @@ pub struct HostInfo {
     pub trust_project_mcp: bool,
     /// The runtime, once it runs: extensions start turns and tasks through it.
     pub control: crate::control::HostControl,
+    /// The runtime only keeps sessions ([`crate::ModelChoice::None`]): it runs no turn, so
+    /// an extension starts nothing for it (no MCP server).
+    pub sessions_only: bool,
 }
 
 /// What running a slash command produced.
