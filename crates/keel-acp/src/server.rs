@@ -61,6 +61,8 @@ struct Server {
     relays: tokio::sync::OnceCell<Option<Arc<crate::terminal::Relays>>>,
     client: OnceLock<ClientCapabilities>,
     store: tokio::sync::OnceCell<Store>,
+    /// A runtime without a model that answers what belongs to no folder (the session list).
+    keeper: tokio::sync::OnceCell<Runtime>,
     folders: tokio::sync::Mutex<HashMap<PathBuf, Arc<Folder>>>,
     sessions: Mutex<HashMap<String, Arc<Session>>>,
 }
@@ -114,6 +116,21 @@ impl Server {
             .await
             .cloned()
             .map_err(|e| rpc_error(&e))
+    }
+
+    /// The runtime that keeps sessions only, started on first use.
+    async fn keeper(&self) -> Result<Runtime, Error> {
+        self.keeper
+            .get_or_try_init(|| async {
+                let mut options = self.options.base.clone();
+                options.model = keel_runtime::ModelChoice::None;
+                // It changes no file, wherever the editor started keel.
+                options.allow_home_workspace = true;
+                let prepared = (self.options.prepare)(options).map_err(|e| rpc_error(&e))?;
+                Ok(prepared.start(self.store().await?))
+            })
+            .await
+            .cloned()
     }
 
     /// The socket for terminal relays, made when the client first needs it.
@@ -380,6 +397,7 @@ pub async fn serve(options: ServeOptions) -> Result<(), AcpError> {
         client: OnceLock::new(),
         relays: tokio::sync::OnceCell::new(),
         store: tokio::sync::OnceCell::new(),
+        keeper: tokio::sync::OnceCell::new(),
         folders: tokio::sync::Mutex::new(HashMap::new()),
         sessions: Mutex::new(HashMap::new()),
     });
@@ -585,7 +603,6 @@ fn connection(
                                   responder,
                                   _cx| {
             answer(responder, async move {
-                let store = server.store().await?;
                 let cwd = request.cwd.as_ref().map(|c| c.display().to_string());
                 let start = match request.cursor.as_deref() {
                     Some(cursor) => cursor
@@ -593,10 +610,15 @@ fn connection(
                         .map_err(|_| invalid(format!("unknown cursor {cursor}")))?,
                     None => 0,
                 };
-                let records = store
-                    .list_sessions(cwd, start + LIST_PAGE + 1)
+                let records = server
+                    .keeper()
+                    .await?
+                    .request(ops::ListSessions {
+                        cwd,
+                        limit: start + LIST_PAGE + 1,
+                    })
                     .await
-                    .map_err(|e| rpc_error(&keel_runtime::RuntimeError::Store(e)))?;
+                    .map_err(|e| rpc_error(&e))?;
                 let more = records.len() > start + LIST_PAGE;
                 let sessions: Vec<SessionInfo> = records
                     .into_iter()
