@@ -65,7 +65,7 @@ impl TurnBudget {
                 .scope
                 .session_dir
                 .as_ref()
-                .map(|dir| dir.join(keel_runtime::assembly::ARTIFACTS_DIR)),
+                .map(|dir| dir.join(keel_runtime::services::ARTIFACTS_DIR)),
         }
     }
 

@@ -237,7 +237,7 @@ pub fn is_reserved(name: &str) -> bool {
 impl Runtime {
     /// The commands extensions offer now, by name; when two offer the same name, the
     /// extension mounted first keeps it.
-    pub fn commands(&self) -> Vec<CommandInfo> {
+    pub(crate) fn commands(&self) -> Vec<CommandInfo> {
         let mut seen = std::collections::HashSet::new();
         let mut all: Vec<CommandInfo> = self
             .inner
@@ -252,7 +252,7 @@ impl Runtime {
     }
 
     /// Runs `/name arguments` for `session`: a prompt starts a turn, a reply is returned.
-    pub async fn run_command(
+    pub(crate) async fn run_command(
         &self,
         session: &SessionId,
         name: &str,
@@ -285,7 +285,7 @@ impl Runtime {
     }
 
     /// Hands `value` (`kind`) to the extension that takes it for `session`.
-    pub async fn attach(
+    pub(crate) async fn attach(
         &self,
         session: &SessionId,
         kind: &str,

@@ -169,21 +169,9 @@ impl ConversationContract for Runtime {
 }
 
 impl Runtime {
-    /// Starts a turn with the user's input; refused while one runs.
-    pub async fn submit(
-        &self,
-        session: &SessionId,
-        text: String,
-        source: TurnSource,
-        options: TurnOptions,
-    ) -> Result<TurnHandle, RuntimeError> {
-        self.submit_with_images(session, text, Vec::new(), source, options)
-            .await
-    }
-
     /// Starts a turn with the user's input and images; refused while one runs, and when
     /// the session's model does not take images.
-    pub async fn submit_with_images(
+    pub(crate) async fn submit_with_images(
         &self,
         session: &SessionId,
         text: String,

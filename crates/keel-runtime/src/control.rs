@@ -1,42 +1,28 @@
-//! The runtime as an extension drives it: the conversation contract, bound once the runtime
-//! starts and held weakly, so an extension that keeps it never keeps the runtime alive.
+//! What [`HostControl`] does: it is declared with the extension interface, which must not
+//! name the runtime, and bound here to the runtime's state, held weakly so an extension
+//! that keeps it never keeps the runtime alive.
 
-use std::sync::{Arc, OnceLock, Weak};
+use std::any::Any;
+use std::sync::Arc;
 
 use keel_protocol::SessionId;
 
 use crate::contract::ContractExt;
 use crate::error::RuntimeError;
+use crate::extension::HostControl;
 use crate::reply::Operation;
 use crate::runtime::{Inner, Runtime};
 
-/// A handle on the running runtime for extensions (a goal's next turn, a task's child
-/// session). Cheap to clone; calls before the runtime starts or after it is gone fail with
-/// `contract_not_bound`.
-#[derive(Clone, Default)]
-pub struct HostControl {
-    cell: Arc<OnceLock<Weak<Inner>>>,
-}
-
-impl std::fmt::Debug for HostControl {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("HostControl")
-            .field("bound", &self.runtime().is_some())
-            .finish()
-    }
-}
-
 impl HostControl {
     pub(crate) fn bind(&self, inner: &Arc<Inner>) {
-        let _ = self.cell.set(Arc::downgrade(inner));
+        let erased: Arc<dyn Any + Send + Sync> = inner.clone();
+        self.bind_erased(Arc::downgrade(&erased));
     }
 
     /// The runtime, while it runs.
     pub fn runtime(&self) -> Option<Runtime> {
-        self.cell
-            .get()
-            .and_then(Weak::upgrade)
-            .map(|inner| Runtime { inner })
+        let inner = self.bound()?.downcast::<Inner>().ok()?;
+        Some(Runtime { inner })
     }
 
     fn live(&self) -> Result<Runtime, RuntimeError> {

@@ -19,6 +19,7 @@ mod queue;
 mod quiet;
 mod reply;
 mod runtime;
+pub mod services;
 pub mod sessions;
 pub mod settings;
 pub mod storage;
@@ -33,9 +34,9 @@ pub use assembly::{
 };
 pub use commands::{BUILTIN_COMMANDS, BuiltinCommand, Surface, builtin_command, is_reserved};
 pub use contract::{ContractExt, ConversationContract, DeferredContract};
-pub use control::HostControl;
 pub use error::RuntimeError;
 pub use events::{ChannelSink, SessionSink, Subscription, channel};
+pub use extension::HostControl;
 /// The stored records the contract's replies carry.
 pub use keel_store::{SessionRecord, StoredEntry};
 /// Bounded line reading, for front ends that read a protocol from a stream.

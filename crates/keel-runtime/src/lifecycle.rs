@@ -201,7 +201,7 @@ impl Runtime {
 
     /// Changes a session's title, model or permission mode. A running turn keeps what it
     /// started with; the next turn uses the change.
-    pub async fn update_session(
+    pub(crate) async fn update_session(
         &self,
         session: &SessionId,
         update: SessionUpdate,
@@ -277,7 +277,7 @@ impl Runtime {
     }
 
     /// Copies a session's history up to `revision` (default: the head) into a new session.
-    pub async fn fork_session(
+    pub(crate) async fn fork_session(
         &self,
         session: &SessionId,
         revision: Option<u64>,
@@ -287,7 +287,7 @@ impl Runtime {
     }
 
     /// Moves a session's history back to `revision` (refused while a turn runs).
-    pub async fn rewind_session(
+    pub(crate) async fn rewind_session(
         &self,
         session: &SessionId,
         revision: u64,
@@ -337,7 +337,7 @@ impl Runtime {
     }
 
     /// Goes back to just before the last typed message and asks it again as a new turn.
-    pub async fn retry(&self, session: &SessionId) -> Result<TurnHandle, RuntimeError> {
+    pub(crate) async fn retry(&self, session: &SessionId) -> Result<TurnHandle, RuntimeError> {
         let entries = self.inner.store.history(session).await?;
         let Some((_, text, before)) = Self::last_typed(&entries) else {
             return Err(RuntimeError::Usage("no message to ask again".into()));
@@ -355,7 +355,10 @@ impl Runtime {
 
     /// Takes back the last typed message when nothing answered it: its text, or `None` when
     /// it was answered (or there is none).
-    pub async fn take_back(&self, session: &SessionId) -> Result<Option<String>, RuntimeError> {
+    pub(crate) async fn take_back(
+        &self,
+        session: &SessionId,
+    ) -> Result<Option<String>, RuntimeError> {
         let entries = self.inner.store.history(session).await?;
         let Some((index, text, before)) = Self::last_typed(&entries) else {
             return Ok(None);
@@ -388,7 +391,7 @@ impl Runtime {
     }
 
     /// Deletes a session and its history (refused while a turn runs, here or elsewhere).
-    pub async fn delete_session(&self, session: &SessionId) -> Result<(), RuntimeError> {
+    pub(crate) async fn delete_session(&self, session: &SessionId) -> Result<(), RuntimeError> {
         if let Ok(slot) = self.slot(session) {
             refuse_if_running(&slot)?;
         }
@@ -407,7 +410,7 @@ impl Runtime {
     }
 
     /// Aborts the session's running turn; `false` when none runs.
-    pub fn abort(&self, session: &SessionId) -> Result<bool, RuntimeError> {
+    pub(crate) fn abort(&self, session: &SessionId) -> Result<bool, RuntimeError> {
         let slot = self.slot(session)?;
         Ok(match slot.running() {
             Some(turn) => {
@@ -429,7 +432,7 @@ impl Runtime {
 
     /// Compacts a session's history with the installed strategy, following `instructions`;
     /// returns the new revision, or `None` when the strategy found nothing to save.
-    pub async fn compact(
+    pub(crate) async fn compact(
         &self,
         session: &SessionId,
         instructions: Option<String>,
@@ -497,7 +500,7 @@ impl Runtime {
     /// request would carry, assembled as for a turn.
     /// What fills `session`'s context window: its next request measured by part, by the
     /// installed compaction strategy's measurer when there is one.
-    pub async fn context_report(
+    pub(crate) async fn context_report(
         &self,
         session: &SessionId,
     ) -> Result<keel_protocol::ContextReport, RuntimeError> {

@@ -124,7 +124,7 @@ impl Approver for SessionApprover {
 
 impl Runtime {
     /// Answers a pending permission request of the session's running turn.
-    pub fn answer_permission(
+    pub(crate) fn answer_permission(
         &self,
         session: &SessionId,
         request: &str,

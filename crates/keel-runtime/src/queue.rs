@@ -94,7 +94,7 @@ fn check_text(text: &str) -> Result<(), RuntimeError> {
 
 impl Runtime {
     /// Queues input. With no turn running, a turn starts from the queue now.
-    pub async fn enqueue(
+    pub(crate) async fn enqueue(
         &self,
         session: &SessionId,
         kind: InputKind,
@@ -126,13 +126,13 @@ impl Runtime {
     }
 
     /// The session's waiting inputs, in delivery order.
-    pub async fn queue(&self, session: &SessionId) -> Result<Vec<QueueEntry>, RuntimeError> {
+    pub(crate) async fn queue(&self, session: &SessionId) -> Result<Vec<QueueEntry>, RuntimeError> {
         let inputs = self.inner.store.queued_inputs(session).await?;
         Ok(inputs.iter().map(entry_of).collect())
     }
 
     /// Changes a waiting input's text.
-    pub async fn edit_queued(
+    pub(crate) async fn edit_queued(
         &self,
         session: &SessionId,
         input: &str,
@@ -149,7 +149,7 @@ impl Runtime {
     }
 
     /// Withdraws a waiting input.
-    pub async fn cancel_queued(
+    pub(crate) async fn cancel_queued(
         &self,
         session: &SessionId,
         input: &str,
@@ -160,7 +160,7 @@ impl Runtime {
     }
 
     /// Puts the waiting inputs in `order` (every waiting id exactly once).
-    pub async fn reorder_queue(
+    pub(crate) async fn reorder_queue(
         &self,
         session: &SessionId,
         order: &[String],
@@ -177,7 +177,7 @@ impl Runtime {
     }
 
     /// Starts a turn from the waiting inputs.
-    pub async fn dispatch(
+    pub(crate) async fn dispatch(
         &self,
         session: &SessionId,
         source: keel_protocol::TurnSource,

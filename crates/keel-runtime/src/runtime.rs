@@ -202,7 +202,7 @@ impl Prepared {
             keel_home: settings.keel_home.clone(),
             trust_project: options.settings.trust_project,
             trust_project_mcp: options.trust_project_mcp,
-            control: crate::control::HostControl::default(),
+            control: crate::extension::HostControl::default(),
             sessions_only: model.is_none(),
         };
         let registry = Registry::with_host(
@@ -602,7 +602,7 @@ impl Runtime {
     /// Opens a session: a new one, one by id or prefix, or the newest of the working folder.
     /// Opening reads; a resumed session's interrupted tool calls are closed at its first turn,
     /// once this process owns it, so another process's running turn is never touched.
-    pub async fn open_session(&self, target: SessionTarget) -> Result<Opened, RuntimeError> {
+    pub(crate) async fn open_session(&self, target: SessionTarget) -> Result<Opened, RuntimeError> {
         let store = &self.inner.store;
         let cwd = self.inner.settings.cwd.display().to_string();
         let (record, start) = match target {
@@ -661,7 +661,7 @@ impl Runtime {
 
     /// Closes a session in this runtime (its slot and subscriptions); a running turn is
     /// aborted first and its unconsumed inputs go back to the queue.
-    pub async fn close_session(&self, session: &SessionId) -> Result<(), RuntimeError> {
+    pub(crate) async fn close_session(&self, session: &SessionId) -> Result<(), RuntimeError> {
         let slot = self.slot(session)?;
         // Its tasks go with it: nothing would hear of their ends.
         self.tasks().stop_all(session).await;

@@ -18,7 +18,7 @@ use crate::world::{Entry, Snapshot, World};
 
 /// keel's plans folder in `world`.
 pub fn plans_dir(world: &World) -> PathBuf {
-    world.keel_home.join(keel_runtime::assembly::PLANS_DIR)
+    world.keel_home.join(keel_runtime::services::PLANS_DIR)
 }
 
 /// Makes a session with one run against the mock at `url`, which only answers, and

@@ -513,7 +513,7 @@ pub fn run_in(
         "sessions.db-wal",
         "sessions.db-shm",
         keel_runtime::storage::SESSIONS_DIR,
-        keel_runtime::assembly::PLANS_DIR,
+        keel_runtime::services::PLANS_DIR,
     ]
     .iter()
     .map(|name| world.keel_home.join(name))

@@ -64,7 +64,7 @@ impl PlanError {
 
 /// The plans folder as resolved paths show it: keel's home resolved, then `plans`.
 pub fn plans_dir(keel_home: &Path) -> PathBuf {
-    keel_tools::permission::real_path(keel_home).join(keel_runtime::assembly::PLANS_DIR)
+    keel_tools::permission::real_path(keel_home).join(keel_runtime::services::PLANS_DIR)
 }
 
 /// `session`'s plan file, resolved as [`plans_dir`] is.

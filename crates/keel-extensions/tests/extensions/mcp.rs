@@ -2,7 +2,8 @@
 //! change what the turn offers; the next turn sees the change.
 
 use keel_llm::scripted::ScriptedResponse;
-use keel_protocol::Message;
+use keel_protocol::{Message, ops};
+use keel_runtime::ContractExt as _;
 use serde_json::json;
 
 use crate::harness::{Harness, Setup, request_text, text_of};
@@ -51,7 +52,16 @@ async fn a_tool_list_changed_mid_turn_reaches_the_next_turn_only() {
     // background; wait until the manager holds it (`/mcp` counts the tools).
     let mut listed = String::new();
     for _ in 0..200 {
-        listed = match h.runtime.run_command(&session, "mcp", "").await.unwrap() {
+        listed = match h
+            .runtime
+            .request(ops::RunCommand {
+                session_id: session.clone(),
+                name: "mcp".into(),
+                arguments: String::new(),
+            })
+            .await
+            .unwrap()
+        {
             keel_runtime::CommandOutcome::Text(text) => text,
             other => panic!("unexpected {other:?}"),
         };
@@ -112,7 +122,16 @@ async fn a_runtime_that_runs_no_turn_starts_no_server() {
             })
             .await
             .unwrap();
-        match h.runtime.run_command(&record.id, "mcp", "").await.unwrap() {
+        match h
+            .runtime
+            .request(ops::RunCommand {
+                session_id: record.id.clone(),
+                name: "mcp".into(),
+                arguments: String::new(),
+            })
+            .await
+            .unwrap()
+        {
             keel_runtime::CommandOutcome::Text(text) => text,
             other => panic!("unexpected {other:?}"),
         }

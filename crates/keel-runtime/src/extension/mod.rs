@@ -18,7 +18,8 @@ pub mod reminders;
 mod scope;
 pub mod table;
 
-use std::sync::Arc;
+use std::any::Any;
+use std::sync::{Arc, OnceLock, Weak};
 
 use async_trait::async_trait;
 use keel_agent::HookError;
@@ -121,6 +122,35 @@ pub trait SessionChangeHook: Send + Sync {
     ) -> Result<(), HookError>;
 }
 
+/// A handle on the running runtime for extensions (a goal's next turn, a task's child
+/// session). Cheap to clone; calls before the runtime starts or after it is gone fail with
+/// `contract_not_bound`. What it can do is implemented by the runtime (`control.rs`): the
+/// interface holds it type-erased, so it names nothing above itself.
+#[derive(Clone, Default)]
+pub struct HostControl {
+    cell: Arc<OnceLock<Weak<dyn Any + Send + Sync>>>,
+}
+
+impl std::fmt::Debug for HostControl {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("HostControl")
+            .field("bound", &self.bound().is_some())
+            .finish()
+    }
+}
+
+impl HostControl {
+    /// Binds the runtime's state, once.
+    pub(crate) fn bind_erased(&self, state: Weak<dyn Any + Send + Sync>) {
+        let _ = self.cell.set(state);
+    }
+
+    /// The bound state, while the runtime runs.
+    pub(crate) fn bound(&self) -> Option<Arc<dyn Any + Send + Sync>> {
+        self.cell.get().and_then(Weak::upgrade)
+    }
+}
+
 /// Where a runtime works, for extensions that read files of the user or the project.
 #[derive(Debug, Clone, Default)]
 pub struct HostInfo {
@@ -136,7 +166,7 @@ pub struct HostInfo {
     /// The user trusts the project's MCP servers for this run (`--trust-project-mcp`).
     pub trust_project_mcp: bool,
     /// The runtime, once it runs: extensions start turns and tasks through it.
-    pub control: crate::control::HostControl,
+    pub control: HostControl,
     /// The runtime only keeps sessions ([`crate::ModelChoice::None`]): it runs no turn, so
     /// an extension starts nothing for it (no MCP server).
     pub sessions_only: bool,

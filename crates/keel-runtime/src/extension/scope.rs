@@ -136,7 +136,7 @@ pub struct TurnScope {
     pub cwd: PathBuf,
     /// The host's per-session services (tools environment, permission gate); `None` for a
     /// registry used without a runtime (tests, tools that need nothing of the host).
-    pub host: Option<Arc<crate::assembly::SessionServices>>,
+    pub host: Option<Arc<crate::services::SessionServices>>,
     /// The model's limits and capabilities.
     pub spec: Arc<ModelSpec>,
     /// The model's provider entry (base URL, compatibility switches), when it comes from

@@ -162,7 +162,9 @@ async fn an_abort_while_streaming_keeps_history_valid_and_the_queue_whole() {
     tokio::time::sleep(Duration::from_millis(50)).await;
     let queue: Vec<String> = h
         .runtime
-        .queue(&session)
+        .request(ops::ListQueue {
+            session_id: session.clone(),
+        })
         .await
         .unwrap()
         .into_iter()
@@ -212,7 +214,14 @@ async fn an_abort_during_a_tool_answers_the_call_and_requeues_undelivered_steeri
     let turn = h.submit(&session, "run the gate").await;
     gate.wait_started().await;
     enqueue(&h, &session, InputKind::Steer, "steer that never lands").await;
-    assert!(h.runtime.abort(&session).unwrap());
+    assert!(
+        h.runtime
+            .request(ops::Abort {
+                session_id: session.clone()
+            })
+            .await
+            .unwrap()
+    );
     let report = tokio::time::timeout(PATIENCE, turn.wait())
         .await
         .unwrap()
@@ -237,7 +246,9 @@ async fn an_abort_during_a_tool_answers_the_call_and_requeues_undelivered_steeri
         .count();
     let queue: Vec<(InputKind, String)> = h
         .runtime
-        .queue(&session)
+        .request(ops::ListQueue {
+            session_id: session.clone(),
+        })
         .await
         .unwrap()
         .into_iter()
@@ -288,20 +299,36 @@ async fn a_submit_while_a_turn_runs_is_refused_and_the_queue_can_be_edited() {
         queued.push(entry.id);
     }
     h.runtime
-        .edit_queued(&session, &queued[0], "one, edited")
+        .request(ops::EditQueued {
+            session_id: session.clone(),
+            input_id: queued[0].clone(),
+            text: "one, edited".into(),
+        })
         .await
         .unwrap();
-    h.runtime.cancel_queued(&session, &queued[1]).await.unwrap();
+    h.runtime
+        .request(ops::CancelQueued {
+            session_id: session.clone(),
+            input_id: queued[1].clone(),
+        })
+        .await
+        .unwrap();
     let reordered = h
         .runtime
-        .reorder_queue(&session, &[queued[2].clone(), queued[0].clone()])
+        .request(ops::ReorderQueue {
+            session_id: session.clone(),
+            order: vec![queued[2].clone(), queued[0].clone()],
+        })
         .await
         .unwrap();
     let texts: Vec<String> = reordered.into_iter().map(|e| e.text).collect();
     assert_eq!(texts, ["three", "one, edited"]);
     let incomplete = h
         .runtime
-        .reorder_queue(&session, &[queued[2].clone()])
+        .request(ops::ReorderQueue {
+            session_id: session.clone(),
+            order: vec![queued[2].clone()],
+        })
         .await
         .unwrap_err();
     assert!(matches!(incomplete, RuntimeError::Store(_)), "{incomplete}");

@@ -70,7 +70,12 @@ async fn an_allowed_request_runs_the_call() {
     // Answered once: a second answer is refused.
     let again = h
         .runtime
-        .answer_permission(&session, &request.id, PermissionAnswer::AllowOnce)
+        .request(ops::AnswerPermission {
+            session_id: session.clone(),
+            request_id: request.id.clone(),
+            answer: PermissionAnswer::AllowOnce,
+        })
+        .await
         .unwrap_err();
     assert_eq!(again.code(), "permission_not_pending");
 }
@@ -89,24 +94,26 @@ async fn a_denial_with_a_reason_reaches_the_model() {
     let request = request_of(&events.until(|b| request_of(b).is_some()).await.body).unwrap();
     let bad_scope = h
         .runtime
-        .answer_permission(
-            &session,
-            &request.id,
-            PermissionAnswer::AllowAlways { scope: 99 },
-        )
+        .request(ops::AnswerPermission {
+            session_id: session.clone(),
+            request_id: request.id.clone(),
+            answer: PermissionAnswer::AllowAlways { scope: 99 },
+        })
+        .await
         .unwrap_err();
     assert!(matches!(
         bad_scope,
         RuntimeError::NoSuchScope { scope: 99, .. }
     ));
     h.runtime
-        .answer_permission(
-            &session,
-            &request.id,
-            PermissionAnswer::Deny {
+        .request(ops::AnswerPermission {
+            session_id: session.clone(),
+            request_id: request.id.clone(),
+            answer: PermissionAnswer::Deny {
                 reason: Some("not on a Friday".into()),
             },
-        )
+        })
+        .await
         .unwrap();
     tokio::time::timeout(PATIENCE, turn.wait())
         .await
@@ -130,11 +137,23 @@ async fn an_answer_after_the_turn_was_cancelled_is_refused() {
     let mut events = h.watch(&session).await;
     let turn = h.submit(&session, "use the gate").await;
     let request = request_of(&events.until(|b| request_of(b).is_some()).await.body).unwrap();
-    assert!(h.runtime.abort(&session).unwrap());
+    assert!(
+        h.runtime
+            .request(ops::Abort {
+                session_id: session.clone()
+            })
+            .await
+            .unwrap()
+    );
     // Refused the moment the turn is cancelled, even before it has wound down.
     let refused = h
         .runtime
-        .answer_permission(&session, &request.id, PermissionAnswer::AllowOnce)
+        .request(ops::AnswerPermission {
+            session_id: session.clone(),
+            request_id: request.id.clone(),
+            answer: PermissionAnswer::AllowOnce,
+        })
+        .await
         .unwrap_err();
     assert_eq!(refused.code(), "permission_not_pending");
     let report = tokio::time::timeout(PATIENCE, turn.wait())

@@ -125,13 +125,13 @@ async fn lifecycle_operations_change_the_session_and_wait_for_a_running_turn() {
         .unwrap();
     // A turn is running: rewinding or deleting under it is refused.
     h.runtime
-        .update_session(
-            &session,
-            keel_runtime::SessionUpdate {
-                mode: Some(keel_protocol::PermissionMode::Auto),
-                ..Default::default()
-            },
-        )
+        .request(ops::UpdateSession {
+            session_id: session.clone(),
+            title: None,
+            model: None,
+            mode: Some(keel_protocol::PermissionMode::Auto),
+            thinking: None,
+        })
         .await
         .unwrap();
     let turn = h.submit(&session, "two").await;
@@ -154,7 +154,10 @@ async fn lifecycle_operations_change_the_session_and_wait_for_a_running_turn() {
     // Rewound to after the first turn, the next turn sees only that history.
     let first_turn_end = revisions[revisions.len() - 1];
     h.runtime
-        .rewind_session(&session, first_turn_end)
+        .request(ops::RewindSession {
+            session_id: session.clone(),
+            revision: first_turn_end,
+        })
         .await
         .unwrap();
     assert_eq!(h.history(&session).await.len(), 2);
