@@ -266,14 +266,15 @@ impl Runtime {
             return match result {
                 Ok(Expansion::Reply(text)) => Ok(CommandOutcome::Text(text)),
                 Ok(Expansion::Prompt(text)) => Ok(CommandOutcome::Turn(
-                    self.submit_with_images(
-                        session,
-                        text,
-                        Vec::new(),
-                        TurnSource::Api,
-                        TurnOptions::default(),
-                    )
-                    .await?,
+                    self.turns()
+                        .submit_with_images(
+                            session,
+                            text,
+                            Vec::new(),
+                            TurnSource::Api,
+                            TurnOptions::default(),
+                        )
+                        .await?,
                 )),
                 Err(reason) => Err(RuntimeError::Command {
                     name: name.to_owned(),

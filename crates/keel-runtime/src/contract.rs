@@ -5,7 +5,7 @@
 use std::sync::Arc;
 
 use async_trait::async_trait;
-use keel_protocol::{ImageBlock, Op, SessionId, TurnSource};
+use keel_protocol::{Op, SessionId};
 use tokio::sync::watch;
 
 use crate::error::RuntimeError;
@@ -14,7 +14,7 @@ use crate::lifecycle::SessionUpdate;
 use crate::reply::{Operation, Queued, Reply};
 use crate::runtime::Runtime;
 use crate::structured::OutputSchema;
-use crate::turn::{Start, TurnHandle, TurnOptions};
+use crate::turn::TurnOptions;
 
 /// The interface front ends use.
 #[async_trait]
@@ -62,8 +62,10 @@ impl ConversationContract for Runtime {
             Op::ListRevisions(o) => {
                 Reply::ListRevisions(store.commit_revisions(&o.session_id).await?)
             }
-            Op::ListQueue(o) => Reply::ListQueue(self.queue(&o.session_id).await?),
-            Op::ContextReport(o) => Reply::ContextReport(self.context_report(&o.session_id).await?),
+            Op::ListQueue(o) => Reply::ListQueue(self.turns().queue(&o.session_id).await?),
+            Op::ContextReport(o) => {
+                Reply::ContextReport(self.sessions().context_report(&o.session_id).await?)
+            }
             Op::ExportSession(o) => {
                 Reply::ExportSession(crate::sessions::export(store, &o.session_id, o.format).await?)
             }
@@ -78,33 +80,38 @@ impl ConversationContract for Runtime {
                 self.run_command(&o.session_id, &o.name, &o.arguments)
                     .await?,
             ),
-            Op::OpenSession(o) => Reply::OpenSession(self.open_session(o.target).await?),
+            Op::OpenSession(o) => Reply::OpenSession(self.sessions().open_session(o.target).await?),
             Op::UpdateSession(o) => Reply::UpdateSession(
-                self.update_session(
-                    &o.session_id,
-                    SessionUpdate {
-                        title: o.title,
-                        model: o.model,
-                        mode: o.mode,
-                        thinking: o.thinking,
-                    },
-                )
-                .await?,
+                self.sessions()
+                    .update_session(
+                        &o.session_id,
+                        SessionUpdate {
+                            title: o.title,
+                            model: o.model,
+                            mode: o.mode,
+                            thinking: o.thinking,
+                        },
+                    )
+                    .await?,
             ),
-            Op::ForkSession(o) => {
-                Reply::ForkSession(self.fork_session(&o.session_id, o.revision).await?)
-            }
-            Op::RewindSession(o) => {
-                Reply::RewindSession(self.rewind_session(&o.session_id, o.revision).await?)
-            }
-            Op::Retry(o) => Reply::Retry(self.retry(&o.session_id).await?),
-            Op::TakeBack(o) => Reply::TakeBack(self.take_back(&o.session_id).await?),
+            Op::ForkSession(o) => Reply::ForkSession(
+                self.sessions()
+                    .fork_session(&o.session_id, o.revision)
+                    .await?,
+            ),
+            Op::RewindSession(o) => Reply::RewindSession(
+                self.sessions()
+                    .rewind_session(&o.session_id, o.revision)
+                    .await?,
+            ),
+            Op::Retry(o) => Reply::Retry(self.sessions().retry(&o.session_id).await?),
+            Op::TakeBack(o) => Reply::TakeBack(self.sessions().take_back(&o.session_id).await?),
             Op::DeleteSession(o) => {
-                self.delete_session(&o.session_id).await?;
+                self.sessions().delete_session(&o.session_id).await?;
                 Reply::DeleteSession(())
             }
             Op::CloseSession(o) => {
-                self.close_session(&o.session_id).await?;
+                self.sessions().close_session(&o.session_id).await?;
                 Reply::CloseSession(())
             }
             Op::Submit(o) => {
@@ -120,35 +127,47 @@ impl ConversationContract for Runtime {
                     deadline,
                 };
                 Reply::Submit(
-                    self.submit_with_images(&o.session_id, o.text, o.images, o.source, options)
+                    self.turns()
+                        .submit_with_images(&o.session_id, o.text, o.images, o.source, options)
                         .await?,
                 )
             }
             Op::Enqueue(o) => {
                 let (entry, turn) = self
+                    .turns()
                     .enqueue(&o.session_id, o.kind, &o.text, o.source)
                     .await?;
                 Reply::Enqueue(Queued { entry, turn })
             }
             Op::EditQueued(o) => {
-                self.edit_queued(&o.session_id, &o.input_id, &o.text)
+                self.turns()
+                    .edit_queued(&o.session_id, &o.input_id, &o.text)
                     .await?;
-                Reply::EditQueued(self.queue(&o.session_id).await?)
+                Reply::EditQueued(self.turns().queue(&o.session_id).await?)
             }
             Op::CancelQueued(o) => {
-                self.cancel_queued(&o.session_id, &o.input_id).await?;
-                Reply::CancelQueued(self.queue(&o.session_id).await?)
+                self.turns()
+                    .cancel_queued(&o.session_id, &o.input_id)
+                    .await?;
+                Reply::CancelQueued(self.turns().queue(&o.session_id).await?)
             }
             Op::ReorderQueue(o) => {
-                Reply::ReorderQueue(self.reorder_queue(&o.session_id, &o.order).await?)
+                Reply::ReorderQueue(self.turns().reorder_queue(&o.session_id, &o.order).await?)
             }
-            Op::Abort(o) => Reply::Abort(self.abort(&o.session_id)?),
-            Op::Dispatch(o) => Reply::Dispatch(self.dispatch(&o.session_id, o.source).await?),
+            Op::Abort(o) => Reply::Abort(self.turns().abort(&o.session_id)?),
+            Op::Dispatch(o) => {
+                Reply::Dispatch(self.turns().dispatch(&o.session_id, o.source).await?)
+            }
             Op::AnswerPermission(o) => {
-                self.answer_permission(&o.session_id, &o.request_id, o.answer)?;
+                self.turns()
+                    .answer_permission(&o.session_id, &o.request_id, o.answer)?;
                 Reply::AnswerPermission(())
             }
-            Op::Compact(o) => Reply::Compact(self.compact(&o.session_id, o.instructions).await?),
+            Op::Compact(o) => Reply::Compact(
+                self.sessions()
+                    .compact(&o.session_id, o.instructions)
+                    .await?,
+            ),
             other => {
                 return Err(RuntimeError::Unsupported(format!(
                     "operation {:?} is not supported by this runtime",
@@ -165,36 +184,6 @@ impl ConversationContract for Runtime {
     ) -> Result<Subscription, RuntimeError> {
         let slot = self.slot_or_open(session).await?;
         Ok(slot.hub.subscribe(sink))
-    }
-}
-
-impl Runtime {
-    /// Starts a turn with the user's input and images; refused while one runs, and when
-    /// the session's model does not take images.
-    pub(crate) async fn submit_with_images(
-        &self,
-        session: &SessionId,
-        text: String,
-        images: Vec<ImageBlock>,
-        source: TurnSource,
-        options: TurnOptions,
-    ) -> Result<TurnHandle, RuntimeError> {
-        let slot = self.slot_or_open(session).await?;
-        if !images.is_empty() {
-            let model = slot.lock().model.clone();
-            if model
-                .entry
-                .as_ref()
-                .is_some_and(|entry| !entry.capabilities.images)
-            {
-                return Err(RuntimeError::Usage(format!(
-                    "{} does not take images; send text, or switch to a model that does",
-                    model.name
-                )));
-            }
-        }
-        self.start_turn(slot, Start::Input(text, images), source, options)
-            .await
     }
 }
 

@@ -7,6 +7,7 @@
 pub mod assembly;
 pub mod builtin;
 mod commands;
+mod compaction;
 mod contract;
 mod control;
 mod error;
@@ -27,12 +28,14 @@ pub mod structured;
 pub mod tags;
 pub mod tasks;
 mod turn;
+mod turns;
 pub mod view;
 
 pub use assembly::{
     EditorProvider, ModelChoice, ResolvedModel, SessionServices, plan_file, read_plan,
 };
 pub use commands::{BUILTIN_COMMANDS, BuiltinCommand, Surface, builtin_command, is_reserved};
+pub use compaction::{CompactRequest, Compactor, Sizes, context_report, rough_report};
 pub use contract::{ContractExt, ConversationContract, DeferredContract};
 pub use error::RuntimeError;
 pub use events::{ChannelSink, SessionSink, Subscription, channel};
@@ -41,9 +44,7 @@ pub use extension::HostControl;
 pub use keel_store::{SessionRecord, StoredEntry};
 /// Bounded line reading, for front ends that read a protocol from a stream.
 pub use keel_tools::lines;
-pub use lifecycle::{
-    CompactRequest, Compactor, SessionUpdate, Sizes, context_report, rough_report,
-};
+pub use lifecycle::SessionUpdate;
 pub use reply::{CommandOutcome, Operation, Queued, Reply};
 pub use runtime::{Opened, Prepared, Runtime, RuntimeOptions, SessionStart, start};
 pub use turn::{TurnHandle, TurnOptions, TurnReport};

@@ -14,7 +14,7 @@ use keel_tools::permission::{Approval, ApprovalRequest, Approver, Scope};
 use tokio::sync::oneshot;
 
 use crate::error::RuntimeError;
-use crate::runtime::{Runtime, Slot};
+use crate::runtime::Slot;
 
 /// A request waiting for the user.
 pub(crate) struct Pending {
@@ -122,7 +122,7 @@ impl Approver for SessionApprover {
     }
 }
 
-impl Runtime {
+impl crate::turns::Turns {
     /// Answers a pending permission request of the session's running turn.
     pub(crate) fn answer_permission(
         &self,
@@ -130,7 +130,7 @@ impl Runtime {
         request: &str,
         answer: PermissionAnswer,
     ) -> Result<(), RuntimeError> {
-        let slot = self.slot(session)?;
+        let slot = self.runtime.slot(session)?;
         let refused = |reason: &str| RuntimeError::PermissionRefused {
             request: request.to_owned(),
             reason: reason.to_owned(),

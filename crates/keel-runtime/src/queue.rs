@@ -10,8 +10,9 @@ use keel_store::{QueuedInput, Store};
 use serde_json::json;
 
 use crate::error::RuntimeError;
-use crate::runtime::{Admission, Runtime, Slot};
+use crate::runtime::{Admission, Slot};
 use crate::turn::{Start, TurnHandle, TurnOptions};
+use crate::turns::Turns;
 
 /// The text a queued input carries.
 fn text_of(input: &QueuedInput) -> String {
@@ -92,7 +93,7 @@ fn check_text(text: &str) -> Result<(), RuntimeError> {
     Ok(())
 }
 
-impl Runtime {
+impl Turns {
     /// Queues input. With no turn running, a turn starts from the queue now.
     pub(crate) async fn enqueue(
         &self,
@@ -102,8 +103,8 @@ impl Runtime {
         source: TurnSource,
     ) -> Result<(QueueEntry, Option<TurnHandle>), RuntimeError> {
         check_text(text)?;
-        let slot = self.slot_or_open(session).await?;
-        let store = &self.inner.store;
+        let slot = self.runtime.slot_or_open(session).await?;
+        let store = &self.runtime.inner.store;
         let input = store
             .enqueue_input(session, kind, payload(text, &source))
             .await?;
@@ -111,6 +112,7 @@ impl Runtime {
         let idle = matches!(slot.lock().admission, Admission::Idle);
         let turn = if idle {
             match self
+                .runtime
                 .start_turn(slot.clone(), Start::Queue, source, TurnOptions::default())
                 .await
             {
@@ -127,7 +129,7 @@ impl Runtime {
 
     /// The session's waiting inputs, in delivery order.
     pub(crate) async fn queue(&self, session: &SessionId) -> Result<Vec<QueueEntry>, RuntimeError> {
-        let inputs = self.inner.store.queued_inputs(session).await?;
+        let inputs = self.runtime.inner.store.queued_inputs(session).await?;
         Ok(inputs.iter().map(entry_of).collect())
     }
 
@@ -140,6 +142,7 @@ impl Runtime {
     ) -> Result<QueueEntry, RuntimeError> {
         check_text(text)?;
         let edited = self
+            .runtime
             .inner
             .store
             .edit_input(session, input, payload(text, &TurnSource::Api))
@@ -154,7 +157,11 @@ impl Runtime {
         session: &SessionId,
         input: &str,
     ) -> Result<(), RuntimeError> {
-        self.inner.store.cancel_input(session, input).await?;
+        self.runtime
+            .inner
+            .store
+            .cancel_input(session, input)
+            .await?;
         self.after_queue_change(session).await;
         Ok(())
     }
@@ -165,14 +172,19 @@ impl Runtime {
         session: &SessionId,
         order: &[String],
     ) -> Result<Vec<QueueEntry>, RuntimeError> {
-        let inputs = self.inner.store.reorder_inputs(session, order).await?;
+        let inputs = self
+            .runtime
+            .inner
+            .store
+            .reorder_inputs(session, order)
+            .await?;
         self.after_queue_change(session).await;
         Ok(inputs.iter().map(entry_of).collect())
     }
 
     async fn after_queue_change(&self, session: &SessionId) {
-        if let Ok(slot) = self.slot(session) {
-            refresh(&slot, &self.inner.store).await;
+        if let Ok(slot) = self.runtime.slot(session) {
+            refresh(&slot, &self.runtime.inner.store).await;
         }
     }
 
@@ -182,9 +194,10 @@ impl Runtime {
         session: &SessionId,
         source: keel_protocol::TurnSource,
     ) -> Result<TurnHandle, RuntimeError> {
-        let slot = self.slot_or_open(session).await?;
-        refresh(&slot, &self.inner.store).await;
-        self.start_turn(slot, Start::Queue, source, TurnOptions::default())
+        let slot = self.runtime.slot_or_open(session).await?;
+        refresh(&slot, &self.runtime.inner.store).await;
+        self.runtime
+            .start_turn(slot, Start::Queue, source, TurnOptions::default())
             .await
     }
 }

@@ -8,8 +8,8 @@ use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
 use keel_agent::runner::RunnerDefaults;
 use keel_llm::StreamSettings;
-use keel_protocol::{Message, QueueEntry, SessionEventBody, SessionId, SessionTarget};
-use keel_store::{NewSession, OpenOptions, SessionRecord, Store};
+use keel_protocol::{Message, QueueEntry, SessionEventBody, SessionId};
+use keel_store::{OpenOptions, SessionRecord, Store};
 use keel_tools::SandboxMode;
 use keel_tools::permission::Mode;
 
@@ -49,7 +49,7 @@ pub struct RuntimeOptions {
     /// report).
     pub host_extensions: Vec<Arc<dyn crate::extension::Extension>>,
     /// The strategy of the `compact` operation (keel's: a checkpoint summary).
-    pub compactor: Option<Arc<dyn crate::lifecycle::Compactor>>,
+    pub compactor: Option<Arc<dyn crate::compaction::Compactor>>,
     /// Lends sessions an editor that holds their files (ACP's `fs/*`).
     pub editor: Option<Arc<dyn crate::assembly::EditorProvider>>,
     /// The thinking level sessions start with; `None`: the model's own.
@@ -300,7 +300,7 @@ pub(crate) struct Inner {
     pub(crate) registry: Registry,
     pub(crate) store: Store,
     pub(crate) slots: Mutex<HashMap<SessionId, Arc<Slot>>>,
-    pub(crate) compactor: Mutex<Option<Arc<dyn crate::lifecycle::Compactor>>>,
+    pub(crate) compactor: Mutex<Option<Arc<dyn crate::compaction::Compactor>>>,
     pub(crate) editor: Option<Arc<dyn crate::assembly::EditorProvider>>,
     pub(crate) thinking: Option<keel_llm::ThinkingLevel>,
     pub(crate) tasks: crate::tasks::TaskTable,
@@ -597,88 +597,5 @@ impl Runtime {
             folder: record.cwd.clone(),
             here: here.display().to_string(),
         })
-    }
-
-    /// Opens a session: a new one, one by id or prefix, or the newest of the working folder.
-    /// Opening reads; a resumed session's interrupted tool calls are closed at its first turn,
-    /// once this process owns it, so another process's running turn is never touched.
-    pub(crate) async fn open_session(&self, target: SessionTarget) -> Result<Opened, RuntimeError> {
-        let store = &self.inner.store;
-        let cwd = self.inner.settings.cwd.display().to_string();
-        let (record, start) = match target {
-            SessionTarget::New { title } => {
-                let record = store
-                    .create_session(NewSession {
-                        title: title.unwrap_or_default(),
-                        cwd,
-                        model: self.model()?.name.clone(),
-                        parent_id: None,
-                    })
-                    .await?;
-                (record, SessionStart::New)
-            }
-            SessionTarget::Id { id } => {
-                let id = store.resolve_session(&id).await?;
-                (store.session(&id).await?, SessionStart::Resumed)
-            }
-            SessionTarget::Exact { id } => {
-                let record = store.session(&SessionId::from(id.as_str())).await?;
-                self.in_this_folder(&record)?;
-                (record, SessionStart::Resumed)
-            }
-            // A task's child session is resumed through its parent, never as "the latest".
-            SessionTarget::Latest => match store.latest_session(cwd.clone()).await? {
-                Some(record) => (record, SessionStart::Resumed),
-                None => return Err(RuntimeError::NoSessionIn(cwd)),
-            },
-        };
-        let known = self
-            .inner
-            .slots
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .contains_key(&record.id);
-        let slot = self.slot_or_open(&record.id).await?;
-        let record = slot.lock().record.clone();
-        if !known && start == SessionStart::Resumed {
-            // Tasks a stopped process left running are lost; the next turn is told.
-            self.settle_lost(&record.id).await;
-            if matches!(self.inner.store.tasks(&record.id).await, Ok(tasks) if !tasks.is_empty()) {
-                slot.lock().tasks_seen = true;
-            }
-        }
-        if !known {
-            self.session_changed(
-                &record.id,
-                crate::extension::SessionChange::Opened {
-                    resumed: start == SessionStart::Resumed,
-                },
-            )
-            .await;
-        }
-        Ok(Opened { record, start })
-    }
-
-    /// Closes a session in this runtime (its slot and subscriptions); a running turn is
-    /// aborted first and its unconsumed inputs go back to the queue.
-    pub(crate) async fn close_session(&self, session: &SessionId) -> Result<(), RuntimeError> {
-        let slot = self.slot(session)?;
-        // Its tasks go with it: nothing would hear of their ends.
-        self.tasks().stop_all(session).await;
-        if let Some(turn) = slot.running() {
-            turn.cancel.cancel();
-            turn.ended().await;
-        }
-        let removed = self
-            .inner
-            .slots
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .remove(session);
-        if removed.is_some() {
-            self.session_changed(session, crate::extension::SessionChange::Closed)
-                .await;
-        }
-        Ok(())
     }
 }

@@ -134,14 +134,15 @@ impl Runtime {
         session: &SessionId,
         text: String,
     ) -> Result<(), RuntimeError> {
-        self.enqueue(
-            session,
-            keel_protocol::InputKind::Steer,
-            &text,
-            keel_protocol::TurnSource::Api,
-        )
-        .await
-        .map(|_| ())
+        self.turns()
+            .enqueue(
+                session,
+                keel_protocol::InputKind::Steer,
+                &text,
+                keel_protocol::TurnSource::Api,
+            )
+            .await
+            .map(|_| ())
     }
 
     /// Settles the session's tasks no live executor runs as `lost`; the parent's next turn
