@@ -4,6 +4,7 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+mod events;
 mod harness;
 mod history_ops;
 mod ingress;
