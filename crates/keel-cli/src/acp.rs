@@ -27,12 +27,12 @@ pub fn run(args: AcpArgs) -> anyhow::Result<ExitCode> {
     let settings = keel_runtime::settings::Settings::load(&base.settings)
         .map_err(|e| crate::errors::runtime_error(e.into()))?;
     let durable = settings.loaded.config.durable.unwrap_or(false);
-    settings.loaded.config.acp.check().map_err(|reason| {
-        anyhow::Error::new(keel_runtime::settings::ConfigError::Model {
-            source_name: "acp".into(),
-            reason,
-        })
-    })?;
+    settings
+        .loaded
+        .config
+        .acp
+        .check()
+        .map_err(|e| anyhow::Error::new(keel_runtime::settings::ConfigError::from(e)))?;
     let options = keel_acp::ServeOptions {
         base,
         prepare: Arc::new(crate::assembly::prepare),

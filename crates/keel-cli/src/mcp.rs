@@ -165,7 +165,7 @@ fn servers(cwd: &Path) -> anyhow::Result<(Vec<Server>, Vec<String>)> {
     };
     let mut warnings = Vec::new();
     let defaults = Defaults::of(config).unwrap_or_else(|e| {
-        warnings.push(e);
+        warnings.push(e.to_string());
         Defaults::default()
     });
     let mut out = Vec::new();
@@ -187,11 +187,11 @@ fn servers(cwd: &Path) -> anyhow::Result<(Vec<Server>, Vec<String>)> {
                 .as_ref()
                 .ok()
                 .map(|s| (s.startup_timeout, s.call_timeout)),
-            problem: spec.err(),
+            problem: spec.err().map(|e| e.to_string()),
         });
     }
     let project_file = keel_mcp::config::project_file(&settings.project).unwrap_or_else(|why| {
-        warnings.push(why);
+        warnings.push(why.to_string());
         None
     });
     if let Some(file) = project_file {
@@ -205,7 +205,10 @@ fn servers(cwd: &Path) -> anyhow::Result<(Vec<Server>, Vec<String>)> {
         };
         let trusted = keel_mcp::untrusted_project(config, &host).is_none();
         let specs = std::fs::read_to_string(&file)
-            .map_err(|e| format!("cannot read {}: {e}", file.display()))
+            .map_err(|source| keel_mcp::ProjectFileError::Read {
+                path: file.clone(),
+                source,
+            })
             .and_then(|text| {
                 keel_mcp::config::from_project(&file, &text, defaults, &|v| std::env::var(v).ok())
             });
@@ -221,7 +224,7 @@ fn servers(cwd: &Path) -> anyhow::Result<(Vec<Server>, Vec<String>)> {
                 timeouts: Some((spec.startup_timeout, spec.call_timeout)),
                 problem: None,
             })),
-            Err(error) => warnings.push(error),
+            Err(error) => warnings.push(error.to_string()),
         }
     }
     Ok((out, warnings))

@@ -502,7 +502,7 @@ impl TurnContext {
         let replaced = writer
             .replace(&compacted.history, Replacement::Compaction)
             .await
-            .map_err(|e| fail(FailureCode::HistoryCommitFailed, e))?;
+            .map_err(|e| fail(FailureCode::HistoryCommitFailed, e.to_string()))?;
         self.bump_epoch(true);
         let mut details = finished(&compacted, reason);
         details.insert("revision_before".into(), json!(replaced.before));
@@ -536,7 +536,7 @@ impl BeforeLlmCallHook for TurnContext {
                 writer
                     .replace(&new, Replacement::Archive)
                     .await
-                    .map_err(HookError::new)?;
+                    .map_err(|e| HookError::new(e.to_string()))?;
                 self.bump_epoch(false);
                 let archived = new
                     .iter()

@@ -108,9 +108,81 @@ impl Default for Defaults {
     }
 }
 
+/// What is wrong with a configured server, naming its key.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum SpecError {
+    /// The name cannot name a server.
+    #[error(
+        "{key}: `{name}` cannot name an MCP server: use letters, digits, `_` and `-` (at most \
+         48, no `__`)"
+    )]
+    Name {
+        /// The server's key.
+        key: String,
+        /// The name.
+        name: String,
+    },
+    /// A time limit out of its range.
+    #[error("{key} must be a number of seconds between 0 and 86400, not {value}")]
+    Seconds {
+        /// The key.
+        key: String,
+        /// The value given.
+        value: f64,
+    },
+    /// An empty command.
+    #[error("{key}.command is empty")]
+    EmptyCommand {
+        /// The server's key.
+        key: String,
+    },
+    /// Settings of the other kind of server.
+    #[error("{key}: {fields} are for a `{kind}` server")]
+    Misplaced {
+        /// The server's key.
+        key: String,
+        /// The settings.
+        fields: &'static str,
+        /// The kind they belong to (`url`, `command`).
+        kind: &'static str,
+    },
+    /// The URL does not parse.
+    #[error("{key}.url: `{url}` is not a URL ({reason})")]
+    NotAUrl {
+        /// The server's key.
+        key: String,
+        /// The URL.
+        url: String,
+        /// The parser's reason.
+        reason: String,
+    },
+    /// A URL that is not http or https.
+    #[error("{key}.url: `{url}`: only http and https are supported, not {scheme}")]
+    Scheme {
+        /// The server's key.
+        key: String,
+        /// The URL.
+        url: String,
+        /// Its scheme.
+        scheme: String,
+    },
+    /// Both a command and a URL.
+    #[error("{key}: give either `command` or `url`, not both")]
+    Both {
+        /// The server's key.
+        key: String,
+    },
+    /// Neither a command nor a URL.
+    #[error("{key}: give a `command` (stdio) or a `url` (HTTP)")]
+    Neither {
+        /// The server's key.
+        key: String,
+    },
+}
+
 impl Defaults {
     /// The defaults of `mcp:` in `config`.
-    pub fn of(config: &Config) -> Result<Self, String> {
+    pub fn of(config: &Config) -> Result<Self, SpecError> {
         Ok(Self {
             startup: seconds(
                 config.mcp.startup_timeout_sec,
@@ -126,19 +198,20 @@ impl Defaults {
     }
 }
 
-fn seconds(value: Option<f64>, default: Duration, key: &str) -> Result<Duration, String> {
+fn seconds(value: Option<f64>, default: Duration, key: &str) -> Result<Duration, SpecError> {
     match value {
         None => Ok(default),
         Some(s) if s.is_finite() && s > 0.0 && s <= 86_400.0 => Ok(Duration::from_secs_f64(s)),
-        Some(s) => Err(format!(
-            "{key} must be a number of seconds between 0 and 86400, not {s}"
-        )),
+        Some(value) => Err(SpecError::Seconds {
+            key: key.to_owned(),
+            value,
+        }),
     }
 }
 
 /// Whether `name` may name a server: letters, digits, `_` and `-`, at most 48 characters,
 /// and no `__` (which separates the parts of a tool's name).
-pub fn check_name(name: &str) -> Result<(), String> {
+pub fn check_name(name: &str) -> Result<(), SpecError> {
     let fine = !name.is_empty()
         && name.len() <= 48
         && name
@@ -148,14 +221,15 @@ pub fn check_name(name: &str) -> Result<(), String> {
     if fine {
         Ok(())
     } else {
-        Err(format!(
-            "`{name}` cannot name an MCP server: use letters, digits, `_` and `-` (at most 48, no `__`)"
-        ))
+        Err(SpecError::Name {
+            key: format!("mcp_servers.{name}"),
+            name: name.to_owned(),
+        })
     }
 }
 
 /// The servers of `mcp_servers:` that are enabled, or the first problem, naming the key.
-pub fn from_config(config: &Config) -> Result<Vec<ServerSpec>, String> {
+pub fn from_config(config: &Config) -> Result<Vec<ServerSpec>, SpecError> {
     let defaults = Defaults::of(config)?;
     let mut specs = Vec::new();
     for (name, server) in &config.mcp_servers {
@@ -173,18 +247,20 @@ pub fn spec_of(
     server: &McpServerConfig,
     defaults: Defaults,
     origin: Origin,
-) -> Result<ServerSpec, String> {
+) -> Result<ServerSpec, SpecError> {
     let key = format!("mcp_servers.{name}");
-    check_name(name).map_err(|e| format!("{key}: {e}"))?;
+    check_name(name)?;
     let transport = match (&server.command, &server.url) {
         (Some(command), None) => {
             if command.trim().is_empty() {
-                return Err(format!("{key}.command is empty"));
+                return Err(SpecError::EmptyCommand { key });
             }
             if !server.headers.is_empty() || server.bearer_token_env_var.is_some() {
-                return Err(format!(
-                    "{key}: headers and bearer_token_env_var are for a `url` server"
-                ));
+                return Err(SpecError::Misplaced {
+                    key,
+                    fields: "headers and bearer_token_env_var",
+                    kind: "url",
+                });
             }
             Transport::Stdio {
                 command: command.clone(),
@@ -194,11 +270,13 @@ pub fn spec_of(
             }
         }
         (None, Some(url)) => {
-            check_url(url).map_err(|e| format!("{key}.url: {e}"))?;
+            check_url(&key, url)?;
             if !server.args.is_empty() || !server.env.is_empty() || server.cwd.is_some() {
-                return Err(format!(
-                    "{key}: args, env and cwd are for a `command` server"
-                ));
+                return Err(SpecError::Misplaced {
+                    key,
+                    fields: "args, env and cwd",
+                    kind: "command",
+                });
             }
             Transport::Http {
                 url: url.clone(),
@@ -207,9 +285,9 @@ pub fn spec_of(
             }
         }
         (Some(_), Some(_)) => {
-            return Err(format!("{key}: give either `command` or `url`, not both"));
+            return Err(SpecError::Both { key });
         }
-        (None, None) => return Err(format!("{key}: give a `command` (stdio) or a `url` (HTTP)")),
+        (None, None) => return Err(SpecError::Neither { key }),
     };
     Ok(ServerSpec {
         name: name.to_owned(),
@@ -228,20 +306,28 @@ pub fn spec_of(
     })
 }
 
-fn check_url(url: &str) -> Result<(), String> {
-    let parsed = reqwest::Url::parse(url).map_err(|e| format!("`{url}` is not a URL ({e})"))?;
+fn check_url(key: &str, url: &str) -> Result<(), SpecError> {
+    let parsed = reqwest::Url::parse(url).map_err(|e| SpecError::NotAUrl {
+        key: key.to_owned(),
+        url: url.to_owned(),
+        reason: e.to_string(),
+    })?;
     match parsed.scheme() {
         "http" | "https" => Ok(()),
-        other => Err(format!(
-            "`{url}`: only http and https are supported, not {other}"
-        )),
+        other => Err(SpecError::Scheme {
+            key: key.to_owned(),
+            url: url.to_owned(),
+            scheme: other.to_owned(),
+        }),
     }
 }
 
 /// The project's `.mcp.json`, at its root only (a `.mcp.json` in a folder above it, a
 /// shared `/tmp` say, is not the project's); `Err` says why one that is there is ignored
 /// (another user's: [`keel_runtime::settings::project`]).
-pub fn project_file(project: &keel_runtime::settings::Project) -> Result<Option<PathBuf>, String> {
+pub fn project_file(
+    project: &keel_runtime::settings::Project,
+) -> Result<Option<PathBuf>, keel_runtime::settings::RefusedFile> {
     let file = project.root.join(PROJECT_FILE);
     if !file.is_file() {
         return Ok(None);
@@ -273,6 +359,48 @@ struct ProjectServer {
     headers: BTreeMap<String, String>,
 }
 
+/// Why a project's `.mcp.json` gives no servers.
+#[derive(Debug, thiserror::Error)]
+pub enum ProjectFileError {
+    /// keel ignores the file (outside the project, another user's).
+    #[error(transparent)]
+    Refused(#[from] keel_runtime::settings::RefusedFile),
+    /// It cannot be read.
+    #[error("cannot read {}: {source}", path.display())]
+    Read {
+        /// The file.
+        path: PathBuf,
+        /// Why.
+        source: std::io::Error,
+    },
+    /// It is not an MCP server list.
+    #[error("{}: not an MCP server list ({source})", path.display())]
+    NotAList {
+        /// The file.
+        path: PathBuf,
+        /// The parser's reason.
+        source: serde_json::Error,
+    },
+    /// A server has a type keel does not speak.
+    #[error("{}: server `{name}` has type `{kind}` (expected stdio, http or sse)", path.display())]
+    Kind {
+        /// The file.
+        path: PathBuf,
+        /// The server.
+        name: String,
+        /// Its type.
+        kind: String,
+    },
+    /// A server is not valid (or `mcp:` holds a bad default).
+    #[error("{}: {source}", path.display())]
+    Spec {
+        /// The file.
+        path: PathBuf,
+        /// What is wrong.
+        source: SpecError,
+    },
+}
+
 /// The servers of a project's `.mcp.json` (`file`, holding `text`), with `${VAR}` and
 /// `${VAR:-default}` expanded from `vars` as Claude Code does.
 pub fn from_project(
@@ -280,9 +408,12 @@ pub fn from_project(
     text: &str,
     defaults: Defaults,
     vars: &dyn Fn(&str) -> Option<String>,
-) -> Result<Vec<ServerSpec>, String> {
-    let parsed: ProjectFile = serde_json::from_str(text)
-        .map_err(|e| format!("{}: not an MCP server list ({e})", file.display()))?;
+) -> Result<Vec<ServerSpec>, ProjectFileError> {
+    let parsed: ProjectFile =
+        serde_json::from_str(text).map_err(|source| ProjectFileError::NotAList {
+            path: file.to_path_buf(),
+            source,
+        })?;
     let mut specs = Vec::new();
     for (name, server) in parsed.mcp_servers {
         let expand = |s: &str| expand(s, vars);
@@ -314,10 +445,11 @@ pub fn from_project(
                 ..McpServerConfig::default()
             },
             other => {
-                return Err(format!(
-                    "{}: server `{name}` has type `{other}` (expected stdio, http or sse)",
-                    file.display()
-                ));
+                return Err(ProjectFileError::Kind {
+                    path: file.to_path_buf(),
+                    name,
+                    kind: other.to_owned(),
+                });
             }
         };
         let spec = spec_of(
@@ -326,7 +458,10 @@ pub fn from_project(
             defaults,
             Origin::Project(file.to_path_buf()),
         )
-        .map_err(|e| format!("{}: {e}", file.display()))?;
+        .map_err(|source| ProjectFileError::Spec {
+            path: file.to_path_buf(),
+            source,
+        })?;
         specs.push(spec);
     }
     Ok(specs)
@@ -404,7 +539,12 @@ mod tests {
     fn bad_definitions_name_their_key() {
         let bad = McpServerConfig::default();
         let error = spec_of("s", &bad, Defaults::default(), Origin::Config).unwrap_err();
-        assert!(error.contains("mcp_servers.s"), "{error}");
+        assert_eq!(
+            error,
+            SpecError::Neither {
+                key: "mcp_servers.s".into()
+            }
+        );
         let both = McpServerConfig {
             command: Some("a".into()),
             url: Some("http://x".into()),
@@ -422,7 +562,10 @@ mod tests {
             ..McpServerConfig::default()
         };
         let error = spec_of("s", &slow, Defaults::default(), Origin::Config).unwrap_err();
-        assert!(error.contains("tool_timeout_sec"), "{error}");
+        assert!(
+            matches!(&error, SpecError::Seconds { key, .. } if key == "mcp_servers.s.tool_timeout_sec"),
+            "{error}"
+        );
         for name in ["", "a__b", "a b", "ä", &"x".repeat(49)] {
             assert!(check_name(name).is_err(), "{name}");
         }

@@ -12,8 +12,8 @@ use keel_agent::HookError;
 use keel_agent::ToolRef;
 use keel_protocol::{CommandInfo, SessionId, TurnId};
 use keel_runtime::extension::{
-    CommandSource, Expansion, Extension, ExtensionApi, ExtensionError, Hook, TurnEndHook,
-    TurnScope, TurnStartHook,
+    CommandError, CommandSource, Expansion, Extension, ExtensionApi, ExtensionError, Hook,
+    TurnEndHook, TurnScope, TurnStartHook,
 };
 use keel_runtime::settings::extend::{DisclosureConfig, McpServerConfig};
 use serde_json::json;
@@ -162,7 +162,7 @@ impl Shared {
                         scope.emit(
                             ID,
                             "tool_skipped",
-                            json!({"server": offer.server, "reason": reason}),
+                            json!({"server": offer.server, "reason": reason.to_string()}),
                         );
                     }
                 }
@@ -531,7 +531,7 @@ impl CommandSource for Commands {
         session: &SessionId,
         name: &str,
         arguments: &str,
-    ) -> Option<Result<Expansion, String>> {
+    ) -> Option<Result<Expansion, CommandError>> {
         if name == "mcp" {
             return Some(match arguments.trim() {
                 "" => {
@@ -551,9 +551,9 @@ impl CommandSource for Commands {
                     }
                     Ok(Expansion::Reply(text))
                 }
-                other => Err(format!(
+                other => Err(CommandError::Usage(format!(
                     "unknown argument `{other}` (use /mcp or /mcp reload)"
-                )),
+                ))),
             });
         }
         let (server_name, prompt) = name.split_once(':')?;
@@ -582,7 +582,7 @@ impl CommandSource for Commands {
         session: &SessionId,
         kind: &str,
         value: &serde_json::Value,
-    ) -> Option<Result<(), String>> {
+    ) -> Option<Result<(), CommandError>> {
         if kind != "mcp_servers" {
             return None;
         }
@@ -591,17 +591,25 @@ impl CommandSource for Commands {
 }
 
 impl Commands {
-    fn attach_servers(&self, session: &SessionId, value: &serde_json::Value) -> Result<(), String> {
+    fn attach_servers(
+        &self,
+        session: &SessionId,
+        value: &serde_json::Value,
+    ) -> Result<(), CommandError> {
         let servers: std::collections::BTreeMap<String, McpServerConfig> =
-            serde_json::from_value(value.clone()).map_err(|e| e.to_string())?;
+            serde_json::from_value(value.clone())
+                .map_err(|e| CommandError::Usage(e.to_string()))?;
         let mut specs = Vec::new();
         for (name, server) in &servers {
-            specs.push(config::spec_of(
-                name,
-                server,
-                self.shared.defaults,
-                Origin::Client(session.to_string()),
-            )?);
+            specs.push(
+                config::spec_of(
+                    name,
+                    server,
+                    self.shared.defaults,
+                    Origin::Client(session.to_string()),
+                )
+                .map_err(|e| CommandError::Usage(e.to_string()))?,
+            );
         }
         self.shared.ensure_started();
         self.shared.manager.start(specs);

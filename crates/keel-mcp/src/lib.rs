@@ -24,7 +24,7 @@ use keel_runtime::extension::{Extension, ExtensionApi, ExtensionError, HostInfo}
 use keel_runtime::settings::Config;
 use keel_runtime::settings::trust::TrustStore;
 
-pub use config::{Origin, ServerSpec, Transport};
+pub use config::{Origin, ProjectFileError, ServerSpec, SpecError, Transport};
 pub use error::McpError;
 pub use manager::{Manager, Status};
 
@@ -48,7 +48,7 @@ pub fn servers(config: &Config, host: &HostInfo) -> (Vec<ServerSpec>, Vec<String
     let mut specs = match config::from_config(config) {
         Ok(specs) => specs,
         Err(error) => {
-            warnings.push(error);
+            warnings.push(error.to_string());
             Vec::new()
         }
     };
@@ -76,19 +76,27 @@ pub fn servers(config: &Config, host: &HostInfo) -> (Vec<ServerSpec>, Vec<String
             }
         }
         Ok(None) => {}
-        Err(error) => warnings.push(error),
+        Err(error) => warnings.push(error.to_string()),
     }
     (specs, warnings)
 }
 
 /// The project's servers and whether the user trusts them (`None`: no `.mcp.json`).
-fn project(config: &Config, host: &HostInfo) -> Result<Option<(Vec<ServerSpec>, bool)>, String> {
+fn project(
+    config: &Config,
+    host: &HostInfo,
+) -> Result<Option<(Vec<ServerSpec>, bool)>, ProjectFileError> {
     let Some(file) = config::project_file(&host.project)? else {
         return Ok(None);
     };
-    let text = std::fs::read_to_string(&file)
-        .map_err(|e| format!("cannot read {}: {e}", file.display()))?;
-    let defaults = config::Defaults::of(config)?;
+    let text = std::fs::read_to_string(&file).map_err(|source| ProjectFileError::Read {
+        path: file.clone(),
+        source,
+    })?;
+    let defaults = config::Defaults::of(config).map_err(|source| ProjectFileError::Spec {
+        path: file.clone(),
+        source,
+    })?;
     // `${VAR}` is expanded from what a server may see, so a project cannot send a
     // provider's key to a server of its choosing.
     let cleaned = server_env(config);

@@ -4,7 +4,7 @@
 use serde_json::{Map, Value};
 
 use crate::manager::Server;
-use keel_runtime::extension::Expansion;
+use keel_runtime::extension::{CommandError, Expansion};
 
 /// `<file> [focus]` from a prompt's declared arguments.
 pub fn hint(prompt: &Value) -> Option<String> {
@@ -61,7 +61,7 @@ pub fn words(text: &str) -> Vec<String> {
 }
 
 /// The arguments of `/<server>:<prompt> text` for a prompt declaring `declared`.
-pub fn arguments(declared: &Value, text: &str) -> Result<Map<String, Value>, String> {
+pub fn arguments(declared: &Value, text: &str) -> Result<Map<String, Value>, CommandError> {
     let names: Vec<(String, bool)> = declared
         .get("arguments")
         .and_then(Value::as_array)
@@ -104,7 +104,7 @@ pub fn arguments(declared: &Value, text: &str) -> Result<Map<String, Value>, Str
             }
         }
         if rest.next().is_some() || (names.is_empty() && !text.trim().is_empty()) {
-            return Err("too many arguments".to_owned());
+            return Err(CommandError::Usage("too many arguments".to_owned()));
         }
     }
     if let Some((missing, _)) = names
@@ -112,7 +112,9 @@ pub fn arguments(declared: &Value, text: &str) -> Result<Map<String, Value>, Str
         .find(|(n, required)| *required && !map.contains_key(n))
     {
         let hint = hint(declared).unwrap_or_default();
-        return Err(format!("missing argument `{missing}` (arguments: {hint})"));
+        return Err(CommandError::Usage(format!(
+            "missing argument `{missing}` (arguments: {hint})"
+        )));
     }
     Ok(map)
 }
@@ -123,12 +125,12 @@ pub async fn expand(
     name: &str,
     declared: &Value,
     text: &str,
-) -> Result<Expansion, String> {
+) -> Result<Expansion, CommandError> {
     let arguments = arguments(declared, text)?;
     let result = server
         .prompt(name, arguments)
         .await
-        .map_err(|e| e.to_string())?;
+        .map_err(CommandError::failed)?;
     let messages = result
         .get("messages")
         .and_then(Value::as_array)
@@ -156,7 +158,9 @@ pub async fn expand(
         }
     }
     if parts.is_empty() {
-        return Err(format!("the prompt `{name}` gave no text"));
+        return Err(CommandError::refused(format!(
+            "the prompt `{name}` gave no text"
+        )));
     }
     Ok(Expansion::Prompt(parts.join("\n\n")))
 }
@@ -185,7 +189,10 @@ mod tests {
         assert_eq!(map["file"], "a b.rs");
         assert_eq!(map["focus"], "speed");
         let error = arguments(&review(), "").unwrap_err();
-        assert!(error.contains("`file`"), "{error}");
+        assert!(
+            matches!(&error, CommandError::Usage(text) if text.contains("`file`")),
+            "{error}"
+        );
         assert!(arguments(&json!({"name": "x"}), "extra").is_err());
         assert!(arguments(&json!({"name": "x"}), "  ").unwrap().is_empty());
         assert_eq!(hint(&review()).unwrap(), "<file> [focus]");

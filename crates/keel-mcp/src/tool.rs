@@ -44,14 +44,36 @@ fn fnv(text: &str) -> u32 {
     })
 }
 
+/// Why a server's tool is not offered.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum UnusableTool {
+    /// It has no name.
+    #[error("a tool without a name")]
+    Nameless,
+    /// Its input schema is not a JSON object.
+    #[error("tool `{0}` has an input schema that is not an object")]
+    SchemaNotObject(String),
+    /// It takes something other than an object of arguments.
+    #[error("tool `{0}` does not take an object of arguments")]
+    ArgumentsNotObject(String),
+    /// Its input schema does not compile.
+    #[error("tool `{name}` has an input schema that does not compile: {reason}")]
+    SchemaInvalid {
+        /// The tool.
+        name: String,
+        /// The validator's reason.
+        reason: String,
+    },
+}
+
 /// A tool of the MCP schema (`name`, `description`, `inputSchema`) as keel's definition,
 /// or why it cannot be offered.
-pub fn definition(server: &str, tool: &Value) -> Result<(String, ToolDefinition), String> {
+pub fn definition(server: &str, tool: &Value) -> Result<(String, ToolDefinition), UnusableTool> {
     let name = tool
         .get("name")
         .and_then(Value::as_str)
         .filter(|n| !n.is_empty())
-        .ok_or("a tool without a name")?;
+        .ok_or(UnusableTool::Nameless)?;
     let mut description = tool
         .get("description")
         .and_then(Value::as_str)
@@ -71,22 +93,19 @@ pub fn definition(server: &str, tool: &Value) -> Result<(String, ToolDefinition)
         .cloned()
         .unwrap_or_else(|| json!({"type": "object"}));
     if !parameters.is_object() {
-        return Err(format!(
-            "tool `{name}` has an input schema that is not an object"
-        ));
+        return Err(UnusableTool::SchemaNotObject(name.to_owned()));
     }
     if parameters.get("type").is_none() {
         parameters["type"] = json!("object");
     }
     if parameters.get("type") != Some(&json!("object")) {
-        return Err(format!(
-            "tool `{name}` does not take an object of arguments"
-        ));
+        return Err(UnusableTool::ArgumentsNotObject(name.to_owned()));
     }
     if let Err(error) = jsonschema::validator_for(&parameters) {
-        return Err(format!(
-            "tool `{name}` has an input schema that does not compile: {error}"
-        ));
+        return Err(UnusableTool::SchemaInvalid {
+            name: name.to_owned(),
+            reason: error.to_string(),
+        });
     }
     Ok((
         name.to_owned(),
@@ -299,7 +318,10 @@ mod tests {
         assert_eq!(def.name, "mcp__s__echo");
         assert_eq!(def.parameters["type"], "object");
         assert!(def.description.contains("Echoes"));
-        assert!(definition("s", &json!({"description": "x"})).is_err());
+        assert_eq!(
+            definition("s", &json!({"description": "x"})),
+            Err(UnusableTool::Nameless)
+        );
         assert!(
             definition(
                 "s",

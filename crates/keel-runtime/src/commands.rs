@@ -296,7 +296,9 @@ impl Runtime {
             match source.attach(session, kind, value).await {
                 None => continue,
                 Some(Ok(())) => return Ok(()),
-                Some(Err(reason)) => return Err(RuntimeError::Usage(format!("{kind}: {reason}"))),
+                Some(Err(reason)) => {
+                    return Err(RuntimeError::Usage(format!("{kind}: {reason}")));
+                }
             }
         }
         Err(RuntimeError::Unsupported(format!(

@@ -101,7 +101,7 @@ pub enum RuntimeError {
         /// The command.
         name: String,
         /// Why.
-        reason: String,
+        reason: crate::extension::CommandError,
     },
     /// The working folder is `/`, the home folder or one above it, and the user did not say
     /// that it may be the workspace.
@@ -167,7 +167,7 @@ impl RuntimeError {
             Self::Resume(_) => "resume_failed",
             Self::Compaction { code, .. } => code.as_str(),
             Self::UnknownCommand(_) => "unknown_command",
-            Self::Command { .. } => "command_failed",
+            Self::Command { reason, .. } => reason.code(),
             Self::HomeWorkspace(_) => "home_workspace",
             Self::OtherFolder { .. } => "session_in_other_folder",
             Self::NoModel => "no_model",

@@ -161,24 +161,14 @@ impl Prepared {
             .config
             .output_budget
             .limits()
-            .map_err(|reason| {
-                RuntimeError::Config(crate::settings::ConfigError::Model {
-                    source_name: "output_budget".into(),
-                    reason,
-                })
-            })?;
+            .map_err(crate::settings::ConfigError::from)?;
         let config = &settings.loaded.config;
-        for (key, checked) in [
-            ("tasks", config.tasks.check()),
-            ("goals", config.goals.check()),
-            ("acp", config.acp.check()),
+        for checked in [
+            config.tasks.check(),
+            config.goals.check(),
+            config.acp.check(),
         ] {
-            checked.map_err(|reason| {
-                RuntimeError::Config(crate::settings::ConfigError::Model {
-                    source_name: key.into(),
-                    reason,
-                })
-            })?;
+            checked.map_err(crate::settings::ConfigError::from)?;
         }
         let profile = builtin::profile(
             &settings.loaded.config.extensions,

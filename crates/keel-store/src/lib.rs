@@ -33,5 +33,6 @@ pub use model::{
 };
 pub use replay::{REPLAY_MAX_BYTES, REPLAY_MAX_ENTRIES, ReplayRegistry, fingerprint};
 pub use schema::{BUSY_TIMEOUT, Durability, known_version as known_schema_version};
+pub use sql::Unreadable;
 pub use store::Store;
 pub use turns::outcome_status;

@@ -5,7 +5,7 @@ use keel_protocol::{SessionId, TurnId};
 
 use crate::error::Result;
 use crate::model::{SessionRecord, SessionReminder};
-use crate::sql;
+use crate::sql::{self, Unreadable};
 use crate::store::Store;
 
 impl Store {
@@ -44,7 +44,7 @@ impl Store {
         update: F,
     ) -> Result<serde_json::Value>
     where
-        F: FnOnce(Option<serde_json::Value>) -> std::result::Result<serde_json::Value, String>
+        F: FnOnce(Option<serde_json::Value>) -> std::result::Result<serde_json::Value, Unreadable>
             + Send
             + 'static,
     {
@@ -64,7 +64,7 @@ impl Store {
         update: F,
     ) -> Result<(serde_json::Value, Vec<SessionReminder>)>
     where
-        F: FnOnce(Option<serde_json::Value>) -> std::result::Result<serde_json::Value, String>
+        F: FnOnce(Option<serde_json::Value>) -> std::result::Result<serde_json::Value, Unreadable>
             + Send
             + 'static,
     {
@@ -83,7 +83,7 @@ impl Store {
                 Some(value) => value
                     .as_u64()
                     .map(|n| serde_json::json!(n.saturating_add(1)))
-                    .ok_or_else(|| format!("the counter is not a number: {value}")),
+                    .ok_or_else(|| format!("the counter is not a number: {value}").into()),
             })
             .await?;
         Ok(value.as_u64().unwrap_or_default())

@@ -212,7 +212,7 @@ fn name_part(name: &OsStr) -> Option<&str> {
 }
 
 /// The command `name` in the file at `path`, or why it cannot be loaded.
-fn load(path: &Path, name: String, scope: Scope) -> Result<Command, String> {
+fn load(path: &Path, name: String, scope: Scope) -> Result<Command, discovery::Defect> {
     let text = discovery::read_text(path)?;
     let split = frontmatter::split(&text)?;
     let fields = match split.header {

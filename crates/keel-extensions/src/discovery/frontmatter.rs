@@ -8,6 +8,8 @@
 
 use std::collections::BTreeMap;
 
+use super::defect::Defect;
+
 use yaml_serde::Value;
 
 /// A Markdown file cut at its frontmatter.
@@ -25,7 +27,7 @@ fn is_delimiter(line: &str) -> bool {
 }
 
 /// `text` cut into header and body; an error when a header is opened but never closed.
-pub(crate) fn split(text: &str) -> Result<Split<'_>, String> {
+pub(crate) fn split(text: &str) -> Result<Split<'_>, Defect> {
     let mut lines = text.split_inclusive('\n');
     let Some(first) = lines.next().filter(|line| is_delimiter(line)) else {
         return Ok(Split {
@@ -44,7 +46,7 @@ pub(crate) fn split(text: &str) -> Result<Split<'_>, String> {
         }
         offset += line.len();
     }
-    Err("starts a frontmatter with a `---` line but never closes it with another".to_owned())
+    Err(Defect::Unclosed)
 }
 
 /// What a reader wants from a key.
@@ -61,28 +63,25 @@ pub(crate) enum Want {
 pub(crate) type Fields = BTreeMap<&'static str, String>;
 
 /// The `wanted` keys of `header`, or why the header cannot be used.
-pub(crate) fn fields(header: &str, wanted: &[(&'static str, Want)]) -> Result<Fields, String> {
+pub(crate) fn fields(header: &str, wanted: &[(&'static str, Want)]) -> Result<Fields, Defect> {
     match yaml_serde::from_str::<Value>(header) {
         Ok(value) => from_value(&value, wanted),
-        Err(error) => {
-            fallback(header, wanted).ok_or_else(|| format!("has invalid YAML frontmatter: {error}"))
-        }
+        Err(error) => fallback(header, wanted).ok_or_else(|| Defect::Yaml(error.to_string())),
     }
 }
 
-fn from_value(value: &Value, wanted: &[(&'static str, Want)]) -> Result<Fields, String> {
+fn from_value(value: &Value, wanted: &[(&'static str, Want)]) -> Result<Fields, Defect> {
     let mut fields = Fields::new();
     let mapping = match value {
         Value::Null => return Ok(fields),
         Value::Mapping(mapping) => mapping,
-        _ => return Err("has frontmatter that is not a list of `key: value` lines".to_owned()),
+        _ => return Err(Defect::NotAMapping),
     };
     for &(key, want) in wanted {
         let Some(value) = mapping.get(key).filter(|value| !value.is_null()) else {
             continue;
         };
-        let text = text_of(value, want)
-            .map_err(|kind| format!("has a frontmatter `{key}` that is {kind}, not text"))?;
+        let text = text_of(value, want).map_err(|kind| Defect::NotText { key, kind })?;
         fields.insert(key, text);
     }
     Ok(fields)
@@ -267,17 +266,12 @@ mod tests {
     #[test]
     fn a_wanted_key_that_is_broken_refuses_the_header() {
         let error = fields("name: [unclosed\ndescription: x\n", SKILL).unwrap_err();
-        assert!(
-            error.starts_with("has invalid YAML frontmatter: "),
-            "{error}"
-        );
+        assert!(matches!(error, Defect::Yaml(_)), "{error}");
+        let mapping = fields("name:\n  first: a\ndescription: x\n", SKILL).unwrap_err();
         assert_eq!(
-            fields("name:\n  first: a\ndescription: x\n", SKILL),
-            Err("has a frontmatter `name` that is a mapping, not text".to_owned())
+            mapping.to_string(),
+            "has a frontmatter `name` that is a mapping, not text"
         );
-        assert_eq!(
-            fields("- a\n- b\n", SKILL),
-            Err("has frontmatter that is not a list of `key: value` lines".to_owned())
-        );
+        assert_eq!(fields("- a\n- b\n", SKILL), Err(Defect::NotAMapping));
     }
 }

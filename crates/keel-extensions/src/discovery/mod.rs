@@ -23,9 +23,11 @@ use std::path::{Path, PathBuf};
 
 use keel_runtime::settings::Project;
 
+mod defect;
 pub(crate) mod frontmatter;
 mod read;
 
+pub(crate) use defect::Defect;
 pub(crate) use read::read_text;
 
 /// Largest skill or command file read (256 KiB): far above any real one, small enough that
@@ -37,9 +39,6 @@ pub const MAX_FILE_BYTES: u64 = 256 * 1024;
 pub const MAX_ENTRIES: usize = 2_000;
 
 /// Why a link in a project root is not followed.
-const LINK_REFUSED: &str =
-    "is a symbolic link; links are not followed in a project's skill and command folders";
-
 /// Who put a root there, which decides how far its links are trusted.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Scope {
@@ -91,10 +90,10 @@ pub struct Problem {
 }
 
 impl Problem {
-    pub(crate) fn new(path: &Path, reason: impl Into<String>) -> Self {
+    pub(crate) fn new(path: &Path, reason: impl fmt::Display) -> Self {
         Self {
             path: path.to_owned(),
-            reason: reason.into(),
+            reason: reason.to_string(),
         }
     }
 }
@@ -192,7 +191,7 @@ pub(crate) enum Opened {
 pub(crate) fn open(root: &Root) -> Opened {
     let dir = match std::path::absolute(&root.dir) {
         Ok(dir) => dir,
-        Err(error) => return Opened::Broken(Problem::new(&root.dir, describe(&error))),
+        Err(error) => return Opened::Broken(Problem::new(&root.dir, Defect::from(&error))),
     };
     let links = match root.scope {
         Scope::User => Links::WithinRoot,
@@ -202,17 +201,17 @@ pub(crate) fn open(root: &Root) -> Opened {
         && std::fs::symlink_metadata(&dir).is_ok()
         && let Err(why) = project.admit(&dir)
     {
-        return Opened::Broken(Problem::new(&dir, why));
+        return Opened::Broken(Problem::new(&dir, why.to_string()));
     }
     if links == Links::Refuse {
         for path in [dir.parent(), Some(dir.as_path())].into_iter().flatten() {
             match fs::symlink_metadata(path) {
                 Ok(meta) if meta.is_symlink() => {
-                    return Opened::Broken(Problem::new(path, LINK_REFUSED));
+                    return Opened::Broken(Problem::new(path, Defect::Link));
                 }
                 Ok(_) => {}
                 Err(error) if error.kind() == io::ErrorKind::NotFound => return Opened::Missing,
-                Err(error) => return Opened::Broken(Problem::new(path, describe(&error))),
+                Err(error) => return Opened::Broken(Problem::new(path, Defect::from(&error))),
             }
         }
     }
@@ -221,7 +220,7 @@ pub(crate) fn open(root: &Root) -> Opened {
         Ok(meta) if meta.is_dir() => {}
         Ok(_) => return Opened::Broken(Problem::new(&dir, "is not a folder")),
         Err(error) if error.kind() == io::ErrorKind::NotFound => return Opened::Missing,
-        Err(error) => return Opened::Broken(Problem::new(&dir, describe(&error))),
+        Err(error) => return Opened::Broken(Problem::new(&dir, Defect::from(&error))),
     }
     match fs::canonicalize(&dir) {
         Ok(canonical) => Opened::Ready(OpenRoot {
@@ -231,7 +230,7 @@ pub(crate) fn open(root: &Root) -> Opened {
             links,
             project: root.project.clone(),
         }),
-        Err(error) => Opened::Broken(Problem::new(&dir, describe(&error))),
+        Err(error) => Opened::Broken(Problem::new(&dir, Defect::from(&error))),
     }
 }
 
@@ -269,21 +268,17 @@ impl OpenRoot {
     /// `path`, something under this root, with its link followed as far as the root's
     /// scope allows; `None` when nothing is there, an error (for the user) when it is a link
     /// that may not be followed or cannot be inspected.
-    pub(crate) fn follow(&self, path: &Path) -> Result<Option<Resolved>, String> {
+    pub(crate) fn follow(&self, path: &Path) -> Result<Option<Resolved>, Defect> {
         let meta = match fs::symlink_metadata(path) {
             Ok(meta) => meta,
             Err(error) if error.kind() == io::ErrorKind::NotFound => return Ok(None),
-            Err(error) => return Err(describe(&error)),
+            Err(error) => return Err(Defect::from(&error)),
         };
         if let Some(project) = &self.project
             && !project.folder_trusted
             && !keel_runtime::settings::project::owner_ok(&meta)
         {
-            return Err(
-                "belongs to another user; keel ignores a project's files of other users unless \
-                 the folder is trusted (`keel trust`)"
-                    .to_owned(),
-            );
+            return Err(Defect::Foreign);
         }
         if !meta.is_symlink() {
             return Ok(Some(Resolved {
@@ -292,23 +287,22 @@ impl OpenRoot {
             }));
         }
         match self.links {
-            Links::Refuse => Err(LINK_REFUSED.to_owned()),
+            Links::Refuse => Err(Defect::Link),
             Links::WithinRoot => {
                 let target = match fs::canonicalize(path) {
                     Ok(target) => target,
                     Err(error) if error.kind() == io::ErrorKind::NotFound => {
-                        return Err("is a link to nothing".to_owned());
+                        return Err(Defect::DanglingLink);
                     }
-                    Err(error) => return Err(describe(&error)),
+                    Err(error) => return Err(Defect::from(&error)),
                 };
                 if !target.starts_with(&self.canonical) {
-                    return Err(format!(
-                        "is a link to {}, outside {}; only links that stay inside it are followed",
-                        target.display(),
-                        self.dir.display()
-                    ));
+                    return Err(Defect::LinkOutside {
+                        target,
+                        root: self.dir.clone(),
+                    });
                 }
-                let meta = fs::metadata(&target).map_err(|error| describe(&error))?;
+                let meta = fs::metadata(&target).map_err(|error| Defect::from(&error))?;
                 Ok(Some(Resolved {
                     path: target,
                     kind: kind_of(meta.file_type()),
@@ -340,8 +334,8 @@ pub(crate) struct Listing {
 
 /// The entries of `dir`, at most [`MAX_ENTRIES`] read (hidden ones count, so a folder
 /// stuffed with hidden files cannot make a listing unbounded).
-pub(crate) fn list(dir: &Path) -> Result<Listing, String> {
-    let read = fs::read_dir(dir).map_err(|error| describe(&error))?;
+pub(crate) fn list(dir: &Path) -> Result<Listing, Defect> {
+    let read = fs::read_dir(dir).map_err(|error| Defect::from(&error))?;
     let mut entries = Vec::new();
     let mut truncated = false;
     for (index, entry) in read.enumerate() {
@@ -363,11 +357,6 @@ pub(crate) fn list(dir: &Path) -> Result<Listing, String> {
     }
     entries.sort_by(|a, b| a.name.cmp(&b.name));
     Ok(Listing { entries, truncated })
-}
-
-/// What a failed file-system call means for the user.
-pub(crate) fn describe(error: &io::Error) -> String {
-    format!("cannot be read: {error}")
 }
 
 /// The problem for a directory whose listing stopped at [`MAX_ENTRIES`].

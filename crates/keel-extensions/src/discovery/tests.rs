@@ -68,7 +68,7 @@ fn a_project_root_that_is_a_link_or_sits_in_one_is_refused() {
     symlink(tmp.path().join("elsewhere"), project.join(".keel")).unwrap();
     for dir in [".claude/skills", ".keel/skills"] {
         match open(&root(&project.join(dir), Scope::Project)) {
-            Opened::Broken(problem) => assert_eq!(problem.reason, LINK_REFUSED),
+            Opened::Broken(problem) => assert_eq!(problem.reason, Defect::Link.to_string()),
             other => panic!("{dir}: {other:?}"),
         }
     }
@@ -94,18 +94,15 @@ fn user_links_are_followed_only_inside_the_root() {
     assert_eq!(inside.kind, Kind::Dir);
     assert_eq!(inside.path, fs::canonicalize(dir.join("real")).unwrap());
     let escape = user.follow(&dir.join("escape")).unwrap_err();
-    assert!(escape.contains("outside"), "{escape}");
+    assert!(matches!(escape, Defect::LinkOutside { .. }), "{escape}");
     assert_eq!(
         user.follow(&dir.join("dangling")),
-        Err("is a link to nothing".to_owned())
+        Err(Defect::DanglingLink)
     );
     assert_eq!(user.follow(&dir.join("absent")), Ok(None));
 
     let project = ready(&root(&dir, Scope::Project));
-    assert_eq!(
-        project.follow(&dir.join("inside")),
-        Err(LINK_REFUSED.to_owned())
-    );
+    assert_eq!(project.follow(&dir.join("inside")), Err(Defect::Link));
     assert_eq!(
         project.follow(&dir.join("real")),
         Ok(Some(Resolved {
@@ -143,21 +140,15 @@ fn files_are_read_only_when_small_regular_utf8_and_not_links() {
 
     let limit = usize::try_from(MAX_FILE_BYTES).unwrap();
     fs::write(path("big.md"), "x".repeat(limit + 1)).unwrap();
-    assert_eq!(
-        read_text(&path("big.md")),
-        Err("is larger than 256 KiB, the most a skill or command file may be".to_owned())
-    );
+    assert_eq!(read_text(&path("big.md")), Err(Defect::TooBig));
     fs::write(path("edge.md"), "x".repeat(limit)).unwrap();
     assert!(read_text(&path("edge.md")).is_ok());
 
     fs::write(path("latin1.md"), b"caf\xe9").unwrap();
-    assert_eq!(
-        read_text(&path("latin1.md")),
-        Err("is not UTF-8 text (invalid byte at offset 3)".to_owned())
-    );
+    assert_eq!(read_text(&path("latin1.md")), Err(Defect::NotUtf8(3)));
 
     symlink(path("ok.md"), path("link.md")).unwrap();
-    assert_eq!(read_text(&path("link.md")), Err(LINK_REFUSED.to_owned()));
+    assert_eq!(read_text(&path("link.md")), Err(Defect::Link));
 
     // A FIFO would block a plain open until someone writes to it.
     let fifo = path("fifo.md");
@@ -166,7 +157,7 @@ fn files_are_read_only_when_small_regular_utf8_and_not_links() {
         .status()
         .unwrap();
     assert!(made.success());
-    assert_eq!(read_text(&fifo), Err("is not a regular file".to_owned()));
+    assert_eq!(read_text(&fifo), Err(Defect::NotAFile));
 }
 
 #[test]

@@ -122,7 +122,7 @@ fn project_files(
             Ok(Some(file)) => file,
             Ok(None) => continue,
             Err(why) => {
-                warnings.push(why);
+                warnings.push(why.to_string());
                 continue;
             }
         };

@@ -14,8 +14,8 @@ use async_trait::async_trait;
 use keel_agent::HookError;
 use keel_protocol::{CommandInfo, SessionId, TurnId};
 use keel_runtime::extension::{
-    CommandSource, Expansion, Extension, ExtensionApi, ExtensionError, Hook, TurnScope,
-    TurnStartHook,
+    CommandError, CommandSource, Expansion, Extension, ExtensionApi, ExtensionError, Hook,
+    TurnScope, TurnStartHook,
 };
 use serde_json::json;
 
@@ -172,7 +172,7 @@ impl CommandSource for SkillCommands {
         _session: &SessionId,
         name: &str,
         arguments: &str,
-    ) -> Option<Result<Expansion, String>> {
+    ) -> Option<Result<Expansion, CommandError>> {
         let found = self.catalog.discover();
         let skill = found.skills.iter().find(|s| s.name == name)?;
         Some(Ok(Expansion::Prompt(format!(
@@ -265,7 +265,7 @@ impl CommandSource for CommandFiles {
         _session: &SessionId,
         name: &str,
         arguments: &str,
-    ) -> Option<Result<Expansion, String>> {
+    ) -> Option<Result<Expansion, CommandError>> {
         let found = self.discover();
         let command = found.commands.iter().find(|c| c.name == name)?;
         Some(Ok(Expansion::Prompt(commands::expand(

@@ -127,7 +127,8 @@ impl Book {
         T: Send + 'static,
         F: FnOnce(Option<Goal>) -> Changed<T> + Send + 'static,
     {
-        // The store's closure speaks in strings; the typed outcome comes back beside it.
+        // The store keeps the error behind a trait object; the typed outcome comes back
+        // beside it.
         let outcome: Arc<Mutex<Option<Changed<T>>>> = Arc::default();
         let slot = outcome.clone();
         let written = self
@@ -136,7 +137,7 @@ impl Book {
                 let result = Goal::from_stored(stored).and_then(change);
                 let next = match &result {
                     Ok((goal, _)) => Ok(goal.as_ref().map_or(Value::Null, Goal::to_value)),
-                    Err(error) => Err(error.to_string()),
+                    Err(error) => Err(Box::new(error.clone()).into()),
                 };
                 *slot.lock().unwrap_or_else(PoisonError::into_inner) = Some(result);
                 next

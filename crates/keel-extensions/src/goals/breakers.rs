@@ -7,6 +7,7 @@
 //! is accepted at once only when it is about safety; any other must be reported again over
 //! three goal turns, so one bad step cannot end a goal the model could still reach.
 
+use super::GoalError;
 use super::state::{BlockerStreak, Goal, Status, Verdict};
 use crate::report::files::sha256_hex;
 
@@ -217,12 +218,9 @@ impl Goal {
     }
 
     /// Pauses an active goal for the user.
-    pub fn pause(&mut self) -> Result<(), String> {
+    pub fn pause(&mut self) -> Result<(), GoalError> {
         if !self.is_active() {
-            return Err(format!(
-                "the goal is {}, not active",
-                self.status.as_str().replace('_', " ")
-            ));
+            return Err(GoalError::NotActive(self.status));
         }
         self.settle(Status::Paused, "paused by the user");
         Ok(())
@@ -230,18 +228,14 @@ impl Goal {
 
     /// Makes a paused, blocked or budget-limited goal active again, with fresh breaker
     /// streaks; refused while a limit is still reached.
-    pub fn resume(&mut self) -> Result<(), String> {
+    pub fn resume(&mut self) -> Result<(), GoalError> {
         match self.status {
-            Status::Active => return Err("the goal is already active".into()),
-            Status::Complete => return Err("the goal is complete".into()),
-            Status::Cleared => return Err("the goal is cleared".into()),
+            Status::Active => return Err(GoalError::AlreadyActive),
+            Status::Complete | Status::Cleared => return Err(GoalError::Ended(self.status)),
             Status::Paused | Status::BudgetLimited | Status::Blocked => {}
         }
         if let Some(limit) = self.exceeded() {
-            return Err(format!(
-                "{}; raise the limit first (`/goal budget=…`)",
-                limit.reason(self)
-            ));
+            return Err(GoalError::LimitReached(limit.reason(self)));
         }
         let counters = &mut self.counters;
         counters.not_met_streak = 0;
@@ -255,9 +249,9 @@ impl Goal {
 
     /// Sets the token budget; a budget-limited goal under the new budget waits paused for
     /// `/goal resume`.
-    pub fn set_budget(&mut self, tokens: u64) -> Result<(), String> {
+    pub fn set_budget(&mut self, tokens: u64) -> Result<(), GoalError> {
         if tokens == 0 {
-            return Err("a budget of zero leaves no turn".into());
+            return Err(GoalError::ZeroBudget);
         }
         self.limits.token_budget = Some(tokens);
         if self.status == Status::BudgetLimited && self.exceeded().is_none() {
@@ -312,7 +306,12 @@ mod tests {
         assert_eq!(goal.counters.tokens_used, 300);
         assert_eq!(goal.counters.goal_turns, 3);
         assert_eq!(goal.counters.active_ms, 4_500);
-        assert!(goal.resume().unwrap_err().contains("token budget"));
+        assert!(
+            goal.resume()
+                .unwrap_err()
+                .to_string()
+                .contains("token budget")
+        );
         goal.set_budget(1_000).unwrap();
         assert_eq!(goal.status, Status::Paused);
         goal.resume().unwrap();

@@ -13,7 +13,7 @@ use std::sync::Arc;
 
 use async_trait::async_trait;
 use keel_protocol::{CommandInfo, SessionId};
-use keel_runtime::extension::{CommandSource, Expansion};
+use keel_runtime::extension::{CommandError, CommandSource, Expansion};
 
 use super::GoalError;
 use super::book::Book;
@@ -64,10 +64,25 @@ fn parse_seconds(text: &str) -> Option<u64> {
         .filter(|n| *n > 0)
 }
 
+/// An option `/goal` does not take as written.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("`{word}`: {hint}")]
+struct BadSetting {
+    /// The option as typed.
+    word: String,
+    /// What it takes.
+    hint: &'static str,
+}
+
 /// One `key=value` option, `None` when `word` is not one (it starts the objective).
-fn setting(word: &str) -> Option<Result<Setting, String>> {
+fn setting(word: &str) -> Option<Result<Setting, BadSetting>> {
     let (key, value) = word.split_once('=')?;
-    let bad = |what: &str| Err(format!("`{word}`: {what}"));
+    let bad = |hint: &'static str| {
+        Err(BadSetting {
+            word: word.to_owned(),
+            hint,
+        })
+    };
     Some(match key {
         "budget" => parse_tokens(value)
             .map(Setting::Budget)
@@ -88,7 +103,7 @@ fn setting(word: &str) -> Option<Result<Setting, String>> {
     })
 }
 
-fn parse(arguments: &str) -> Result<Request, String> {
+fn parse(arguments: &str) -> Result<Request, BadSetting> {
     let arguments = arguments.trim();
     match arguments {
         "" => return Ok(Request::Show),
@@ -113,7 +128,7 @@ fn parse(arguments: &str) -> Result<Request, String> {
     }
 }
 
-fn apply(goal: &mut Goal, settings: &[Setting]) -> Result<(), String> {
+fn apply(goal: &mut Goal, settings: &[Setting]) -> Result<(), GoalError> {
     for setting in settings {
         match *setting {
             Setting::Budget(tokens) => goal.set_budget(tokens)?,
@@ -146,7 +161,7 @@ impl CommandSource for GoalCommand {
         session: &SessionId,
         name: &str,
         arguments: &str,
-    ) -> Option<Result<Expansion, String>> {
+    ) -> Option<Result<Expansion, CommandError>> {
         if name != COMMAND {
             return None;
         }
@@ -155,9 +170,9 @@ impl CommandSource for GoalCommand {
 }
 
 impl GoalCommand {
-    async fn goal(&self, session: &SessionId, arguments: &str) -> Result<Expansion, String> {
-        let request = parse(arguments)?;
-        let text = |e: GoalError| e.to_string();
+    async fn goal(&self, session: &SessionId, arguments: &str) -> Result<Expansion, CommandError> {
+        let request = parse(arguments).map_err(|e| CommandError::Usage(e.to_string()))?;
+        let text = CommandError::failed;
         match request {
             Request::Show => Ok(Expansion::Reply(
                 match self.book.load(session).await.map_err(text)? {
@@ -180,20 +195,21 @@ impl GoalCommand {
                 }
             }
             Request::Pause => {
-                let goal = self.change(session, Goal::pause).await?;
+                let goal = self.change(session, Goal::pause).await.map_err(text)?;
                 Ok(Expansion::Reply(format!(
                     "Goal paused; `/goal resume` goes on.\n{}",
                     goal.describe()
                 )))
             }
             Request::Resume => {
-                let goal = self.change(session, Goal::resume).await?;
+                let goal = self.change(session, Goal::resume).await.map_err(text)?;
                 Ok(self.start(session, &goal, prompts::continuation(&goal)))
             }
             Request::Change(settings) => {
                 let goal = self
                     .change(session, move |goal| apply(goal, &settings))
-                    .await?;
+                    .await
+                    .map_err(text)?;
                 Ok(Expansion::Reply(goal.describe()))
             }
             Request::Create(settings, objective) => {
@@ -203,7 +219,7 @@ impl GoalCommand {
                     verification: None,
                 })
                 .map_err(text)?;
-                apply(&mut goal, &settings)?;
+                apply(&mut goal, &settings).map_err(text)?;
                 let new = goal.clone();
                 self.book
                     .update(session, move |_| Ok((Some(new), ())))
@@ -216,20 +232,19 @@ impl GoalCommand {
     }
 
     /// Changes the goal in force with `change` and tells front ends.
-    async fn change<F>(&self, session: &SessionId, change: F) -> Result<Goal, String>
+    async fn change<F>(&self, session: &SessionId, change: F) -> Result<Goal, GoalError>
     where
-        F: FnOnce(&mut Goal) -> Result<(), String> + Send + 'static,
+        F: FnOnce(&mut Goal) -> Result<(), GoalError> + Send + 'static,
     {
         let (goal, ()) = self
             .book
             .update(session, move |current| {
                 let mut goal = current.ok_or(GoalError::NoGoal)?;
-                change(&mut goal).map_err(GoalError::Invalid)?;
+                change(&mut goal)?;
                 Ok((Some(goal), ()))
             })
-            .await
-            .map_err(|e| e.to_string())?;
-        let goal = goal.ok_or_else(|| GoalError::NoGoal.to_string())?;
+            .await?;
+        let goal = goal.ok_or(GoalError::NoGoal)?;
         self.book.announce(session, None, &goal);
         Ok(goal)
     }
@@ -300,6 +315,7 @@ mod tests {
         assert!(
             parse("budget=lots fix it")
                 .unwrap_err()
+                .to_string()
                 .contains("budget=lots")
         );
         assert!(parse("verify=maybe").is_err());

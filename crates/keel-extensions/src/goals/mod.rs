@@ -73,6 +73,18 @@ pub enum GoalError {
         .0.as_str().replace('_', " ")
     )]
     InForce(Status),
+    /// The goal is active already.
+    #[error("the goal is already active")]
+    AlreadyActive,
+    /// The goal has ended (complete or cleared): it cannot go on.
+    #[error("the goal is {}", .0.as_str().replace('_', " "))]
+    Ended(Status),
+    /// A limit is still reached: the goal cannot go on until it is raised.
+    #[error("{0}; raise the limit first (`/goal budget=…`)")]
+    LimitReached(String),
+    /// A budget of zero tokens.
+    #[error("a budget of zero leaves no turn")]
+    ZeroBudget,
     /// The request was not a valid goal.
     #[error("{0}")]
     Invalid(String),
@@ -94,6 +106,10 @@ impl GoalError {
             Self::NoGoal => "goal_missing",
             Self::NotActive(_) => "goal_not_active",
             Self::InForce(_) => "goal_in_force",
+            Self::AlreadyActive => "goal_already_active",
+            Self::Ended(_) => "goal_ended",
+            Self::LimitReached(_) => "goal_limit_reached",
+            Self::ZeroBudget => "goal_zero_budget",
             Self::Invalid(_) => "goal_invalid",
             Self::Damaged(_) => "goal_damaged",
             Self::Store(_) => "goal_store_failed",

@@ -24,8 +24,8 @@ use async_trait::async_trait;
 use keel_protocol::{CommandInfo, SessionId, ops};
 use keel_runtime::HostControl;
 use keel_runtime::extension::{
-    CommandSource, Criticality, Expansion, Extension, ExtensionApi, ExtensionError, ReminderData,
-    ReminderProvider, TurnScope,
+    CommandError, CommandSource, Criticality, Expansion, Extension, ExtensionApi, ExtensionError,
+    ReminderData, ReminderProvider, TurnScope,
 };
 use keel_tools::permission::Mode;
 
@@ -124,30 +124,40 @@ struct Approve {
 }
 
 impl Approve {
-    async fn approve(&self, session: &SessionId, arguments: &str) -> Result<Expansion, String> {
+    async fn approve(
+        &self,
+        session: &SessionId,
+        arguments: &str,
+    ) -> Result<Expansion, CommandError> {
         let mode = match arguments.trim() {
             "" => Mode::Auto,
             other => match other.parse::<Mode>() {
                 Ok(Mode::Plan) => {
-                    return Err(
+                    return Err(CommandError::Usage(
                         "the plan is carried out in auto, ask or full mode; to keep planning, \
                          answer with feedback instead"
                             .into(),
-                    );
+                    ));
                 }
                 Ok(mode) => mode,
-                Err(_) => return Err(format!("unknown mode `{other}` (use auto, ask or full)")),
+                Err(_) => {
+                    return Err(CommandError::Usage(format!(
+                        "unknown mode `{other}` (use auto, ask or full)"
+                    )));
+                }
             },
         };
         if self.control.mode(session) != Some(Mode::Plan) {
-            return Err("the session is not in plan mode: there is no plan to approve".into());
+            return Err(CommandError::refused(
+                "the session is not in plan mode: there is no plan to approve",
+            ));
         }
         let Some((_, frozen)) = files::frozen(&self.keel_home, session).pop() else {
-            return Err(format!(
+            return Err(CommandError::refused(format!(
                 "no plan is ready for review yet: the model submits it with {EXIT_TOOL}"
-            ));
+            )));
         };
-        let text = files::read(&frozen).map_err(|e| e.to_string())?;
+        let text = files::read(&frozen).map_err(CommandError::failed)?;
         self.control
             .request(ops::UpdateSession {
                 session_id: session.clone(),
@@ -157,7 +167,7 @@ impl Approve {
                 thinking: None,
             })
             .await
-            .map_err(|e| e.to_string())?;
+            .map_err(CommandError::failed)?;
         Ok(Expansion::Prompt(format!(
             "I approve the plan frozen in {}; the permission mode is now `{mode}`. Carry the \
              plan out now, step by step, and verify the result as it says.\n\n<plan>\n{}\n</plan>",
@@ -185,7 +195,7 @@ impl CommandSource for Approve {
         session: &SessionId,
         name: &str,
         arguments: &str,
-    ) -> Option<Result<Expansion, String>> {
+    ) -> Option<Result<Expansion, CommandError>> {
         if name != APPROVE_COMMAND {
             return None;
         }

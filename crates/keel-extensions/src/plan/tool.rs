@@ -53,25 +53,27 @@ struct ExitPlanMode {
 
 impl ExitPlanMode {
     /// The plan's text and its frozen copy, or what the model must fix.
-    fn freeze(&self) -> Result<(String, PathBuf), String> {
+    fn freeze(&self) -> Result<(String, PathBuf), ToolError> {
         let shown = self.plan.display();
-        let text = files::read(&self.target).map_err(|error| match error {
-            PlanError::Missing(_) => format!(
-                "There is no plan file at {shown} yet. Write the plan there with `write` (its \
-                 first section `## Summary`), then call {EXIT_TOOL} again."
-            ),
-            other => {
-                format!("{other}. Rewrite the plan file {shown}, then call {EXIT_TOOL} again.")
-            }
+        let text = files::read(&self.target).map_err(|error| {
+            ToolError::new(match error {
+                PlanError::Missing(_) => format!(
+                    "There is no plan file at {shown} yet. Write the plan there with `write` \
+                     (its first section `## Summary`), then call {EXIT_TOOL} again."
+                ),
+                other => {
+                    format!("{other}. Rewrite the plan file {shown}, then call {EXIT_TOOL} again.")
+                }
+            })
         })?;
         if let Some(problem) = files::summary_problem(&text) {
-            return Err(format!(
+            return Err(ToolError::new(format!(
                 "The plan file {shown} does not start with a `## Summary` section: {problem}. \
                  Make `## Summary` its first section, then call {EXIT_TOOL} again."
-            ));
+            )));
         }
-        let frozen =
-            files::freeze(&self.keel_home, &self.session, &text).map_err(|e| e.to_string())?;
+        let frozen = files::freeze(&self.keel_home, &self.session, &text)
+            .map_err(|e| ToolError::new(e.to_string()))?;
         Ok((text, frozen))
     }
 }
@@ -87,7 +89,7 @@ impl AgentTool for ExitPlanMode {
         _arguments: serde_json::Value,
         _context: ToolCallContext,
     ) -> Result<ToolOutput, ToolError> {
-        let (text, frozen) = self.freeze().map_err(ToolError::new)?;
+        let (text, frozen) = self.freeze()?;
         let details = json!({"path": self.plan, "frozen_path": frozen, "text": text});
         self.events.plan_ready(keel_protocol::PlanInfo {
             text: text.clone(),

@@ -91,8 +91,19 @@ struct TurnReport {
     reported: Mutex<bool>,
 }
 
+/// Why a request could not be added to the session report.
+#[derive(Debug, thiserror::Error)]
+enum RecordError {
+    /// The envelope did not encode.
+    #[error("cannot encode the request: {0}")]
+    Encode(#[from] serde_json::Error),
+    /// A report file could not be written.
+    #[error("cannot write the report: {0}")]
+    Write(#[from] std::io::Error),
+}
+
 impl TurnReport {
-    fn record(&self, request: &LlmRequest, origin: &RequestOrigin) -> Result<(), String> {
+    fn record(&self, request: &LlmRequest, origin: &RequestOrigin) -> Result<(), RecordError> {
         let Some(dir) = self
             .scope
             .session_dir
@@ -141,13 +152,13 @@ impl TurnReport {
                 tools: Part::Whole(request.tools.to_vec()),
                 options: options.clone(),
             };
-            let (bytes, sha, complete) = files::encode(envelope).map_err(|e| e.to_string())?;
+            let (bytes, sha, complete) = files::encode(envelope)?;
             if written.sha.as_deref() != Some(sha.as_str()) {
                 let kept = dir.join(CALLS_DIR).join(format!("{sha}.json"));
                 if !kept.exists() {
-                    files::write_atomic(&kept, &bytes).map_err(|e| e.to_string())?;
+                    files::write_atomic(&kept, &bytes)?;
                 }
-                files::write_atomic(&dir.join(ENVELOPE_FILE), &bytes).map_err(|e| e.to_string())?;
+                files::write_atomic(&dir.join(ENVELOPE_FILE), &bytes)?;
                 if !complete {
                     self.scope.emit(
                         SESSION_REPORT,
@@ -178,17 +189,14 @@ impl TurnReport {
                 .map(|messages| messages.iter().map(|m| Message::clone(m)).collect()),
             at_ms: keel_protocol::now_ms(),
         };
-        let mut line = serde_json::to_vec(&record).map_err(|e| e.to_string())?;
+        let mut line = serde_json::to_vec(&record)?;
         line.push(b'\n');
         if written.log.is_none() {
-            written.log = Some(open_log(&dir).map_err(|e| e.to_string())?);
+            written.log = Some(open_log(&dir)?);
         }
         if let Some(log) = &mut written.log {
             // One write per line, so a crash leaves whole lines behind.
-            log.write_all(&line).map_err(|e| {
-                written.log = None;
-                e.to_string()
-            })?;
+            log.write_all(&line).inspect_err(|_| written.log = None)?;
         }
         written.steps = Some(step);
         Ok(())
@@ -249,8 +257,11 @@ impl LlmCallPreparedHook for TurnReport {
             let mut reported = self.reported.lock().unwrap_or_else(PoisonError::into_inner);
             if !*reported {
                 *reported = true;
-                self.scope
-                    .emit(SESSION_REPORT, "write_failed", json!({"error": error}));
+                self.scope.emit(
+                    SESSION_REPORT,
+                    "write_failed",
+                    json!({"error": error.to_string()}),
+                );
             }
         }
         Ok(())

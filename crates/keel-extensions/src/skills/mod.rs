@@ -171,19 +171,15 @@ fn load_folder(
     let listed_file = path.join(FILE_NAME);
     let file = match root.follow(&dir.join(FILE_NAME)) {
         Ok(Some(resolved)) if resolved.kind == Kind::File => resolved.path,
-        Ok(Some(_)) => return Err(Problem::new(&listed_file, "is not a regular file")),
+        Ok(Some(_)) => return Err(Problem::new(&listed_file, discovery::Defect::NotAFile)),
         Ok(None) => return Ok(None),
         Err(reason) => return Err(Problem::new(&listed_file, reason)),
     };
-    let problem = |reason: String| Problem::new(&listed_file, reason);
+    let problem = |reason: discovery::Defect| Problem::new(&listed_file, reason);
     let text = discovery::read_text(&file).map_err(problem)?;
     let split = frontmatter::split(&text).map_err(problem)?;
     let Some(header) = split.header else {
-        return Err(problem(
-            "has no frontmatter: it must start with a `---` line, then `name:` and \
-             `description:`, then another `---` line"
-                .to_owned(),
-        ));
+        return Err(problem(discovery::Defect::NoFrontmatter));
     };
     let fields = frontmatter::fields(header, &[("name", Want::Text), ("description", Want::Text)])
         .map_err(problem)?;
@@ -193,21 +189,16 @@ fn load_folder(
         None => folder_name.to_string_lossy().into_owned(),
     };
     if name.is_empty() {
-        return Err(problem("has an empty `name`".to_owned()));
+        return Err(problem(discovery::Defect::EmptyName));
     }
     if !valid_name(&name) {
-        return Err(problem(format!(
-            "has the name `{name}`; a skill name is 1 to {MAX_NAME_CHARS} lowercase letters, \
-             digits and hyphens"
-        )));
+        return Err(problem(discovery::Defect::SkillName(name)));
     }
     let description = match fields.get("description").map(|text| text.trim()) {
-        Some("") => return Err(problem("has an empty `description`".to_owned())),
+        Some("") => return Err(problem(discovery::Defect::EmptyDescription)),
         Some(text) => text.to_owned(),
         None => {
-            return Err(problem(
-                "has no `description`, which the model needs to know when to use it".to_owned(),
-            ));
+            return Err(problem(discovery::Defect::NoDescription));
         }
     };
     Ok(Some(Skill {

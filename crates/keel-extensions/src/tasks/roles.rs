@@ -239,7 +239,7 @@ fn keel_tool_name(name: &str) -> String {
     }
 }
 
-fn load(path: &Path, file_name: &OsStr) -> Result<Role, String> {
+fn load(path: &Path, file_name: &OsStr) -> Result<Role, discovery::Defect> {
     let text = discovery::read_text(path)?;
     let split = frontmatter::split(&text)?;
     let fields = match split.header {
@@ -260,13 +260,11 @@ fn load(path: &Path, file_name: &OsStr) -> Result<Role, String> {
         .unwrap_or_default();
     let name = fields.get("name").map_or(stem, |n| n.trim()).to_owned();
     if !valid_name(&name) {
-        return Err(format!(
-            "has the agent name `{name}`: use letters, digits, `_` and `-` (at most 64)"
-        ));
+        return Err(discovery::Defect::AgentName(name));
     }
     let instructions = discovery::trim_body(split.body);
     if instructions.is_empty() {
-        return Err("has no instructions after its frontmatter".into());
+        return Err(discovery::Defect::NoInstructions);
     }
     let description = fields
         .get("description")

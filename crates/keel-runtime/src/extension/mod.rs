@@ -38,7 +38,9 @@ pub use registry::{
     ExtensionState, Lease, Lifecycle, Overlay, Profile, ProfileEntry, Registry, TurnCapabilities,
 };
 pub use reminders::{Criticality, ReminderData, ReminderProvider};
-pub use scope::{ExtensionEvents, HistoryWriter, ReminderMode, Replaced, Replacement, TurnScope};
+pub use scope::{
+    ExtensionEvents, HistoryError, HistoryWriter, ReminderMode, Replaced, Replacement, TurnScope,
+};
 
 /// A module that contributes tools, prompt text, reminders and hooks to turns.
 pub trait Extension: Send + Sync {
@@ -181,6 +183,37 @@ pub enum Expansion {
     Reply(String),
 }
 
+/// Why a slash command, or something handed to an extension, was refused.
+#[derive(Debug, thiserror::Error)]
+pub enum CommandError {
+    /// The arguments are not what the command takes (`/goal budget=lots`).
+    #[error("{0}")]
+    Usage(String),
+    /// It cannot be done now (no goal to pause, no plan to approve, a server that refused).
+    #[error(transparent)]
+    Failed(Box<dyn std::error::Error + Send + Sync>),
+}
+
+impl CommandError {
+    /// A refusal for a typed reason.
+    pub fn failed(error: impl std::error::Error + Send + Sync + 'static) -> Self {
+        Self::Failed(Box::new(error))
+    }
+
+    /// A refusal said in words.
+    pub fn refused(reason: impl Into<String>) -> Self {
+        Self::Failed(reason.into().into())
+    }
+
+    /// The stable code: `command_usage` or `command_failed`.
+    pub fn code(&self) -> &'static str {
+        match self {
+            Self::Usage(_) => "command_usage",
+            Self::Failed(_) => "command_failed",
+        }
+    }
+}
+
 /// Slash commands an extension offers.
 #[async_trait]
 pub trait CommandSource: Send + Sync {
@@ -193,7 +226,7 @@ pub trait CommandSource: Send + Sync {
         session: &SessionId,
         name: &str,
         arguments: &str,
-    ) -> Option<Result<Expansion, String>>;
+    ) -> Option<Result<Expansion, CommandError>>;
     /// Takes something a front end hands over for one session (`kind` names it: an
     /// editor's `mcp_servers`); `None` when it is not this source's.
     async fn attach(
@@ -201,7 +234,7 @@ pub trait CommandSource: Send + Sync {
         _session: &SessionId,
         _kind: &str,
         _value: &serde_json::Value,
-    ) -> Option<Result<(), String>> {
+    ) -> Option<Result<(), CommandError>> {
         None
     }
 }

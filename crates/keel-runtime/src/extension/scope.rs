@@ -109,6 +109,17 @@ pub enum Replacement {
     Compaction,
 }
 
+/// A history commit the store refused.
+#[derive(Debug, thiserror::Error)]
+#[error("cannot {what}: {source}")]
+pub struct HistoryError {
+    /// What the commit was for.
+    pub what: String,
+    /// The store's reason.
+    #[source]
+    pub source: keel_store::StoreError,
+}
+
 /// Replaces the running turn's canonical history (context management, DESIGN §12–13).
 #[async_trait]
 pub trait HistoryWriter: Send + Sync {
@@ -118,7 +129,7 @@ pub trait HistoryWriter: Send + Sync {
         &self,
         messages: &[Arc<Message>],
         why: Replacement,
-    ) -> Result<Replaced, String>;
+    ) -> Result<Replaced, HistoryError>;
 }
 
 /// The turn a hook or factory is bound to, and what the host offers it.

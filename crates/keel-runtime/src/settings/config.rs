@@ -167,10 +167,33 @@ pub enum ConfigError {
         /// What is wrong.
         reason: String,
     },
+    /// A configured limit is out of its range.
+    #[error(transparent)]
+    Limit(#[from] LimitError),
     /// What keel builds in (its provider presets) is damaged: keel's fault, not the
     /// configuration's.
     #[error("{0}")]
     Internal(String),
+}
+
+/// A configured limit out of its range, named by its key.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{key}: {rule}")]
+pub struct LimitError {
+    /// The key (`tasks.max_concurrent`, `output_budget`).
+    pub key: &'static str,
+    /// What the value must be, and what it is.
+    pub rule: String,
+}
+
+impl LimitError {
+    /// `key` broke `rule`.
+    pub fn new(key: &'static str, rule: impl Into<String>) -> Self {
+        Self {
+            key,
+            rule: rule.into(),
+        }
+    }
 }
 
 impl ConfigError {
@@ -181,6 +204,7 @@ impl ConfigError {
             Self::Invalid { .. } => "config_invalid",
             Self::Override { .. } => "config_override",
             Self::Model { .. } => "config_model",
+            Self::Limit(_) => "config_limit",
             Self::Internal(_) => "internal_error",
         }
     }
@@ -207,7 +231,9 @@ pub fn keel_home() -> Option<PathBuf> {
 
 /// The project's `.keel/config.yaml`, at its root only; `Err` says why one that is there is
 /// ignored (another user's: [`super::project`]).
-pub fn project_file(project: &super::project::Project) -> Result<Option<PathBuf>, String> {
+pub fn project_file(
+    project: &super::project::Project,
+) -> Result<Option<PathBuf>, super::project::RefusedFile> {
     let path = project.root.join(".keel").join(FILE_NAME);
     if !path.is_file() {
         return Ok(None);

@@ -6,6 +6,8 @@ use std::collections::BTreeMap;
 
 use serde::Deserialize;
 
+use super::config::LimitError;
+
 /// One MCP server under `mcp_servers.NAME`: a command (stdio) or a `url` (streamable
 /// HTTP).
 #[derive(Debug, Clone, PartialEq, Default, Deserialize)]
@@ -163,11 +165,14 @@ pub const MAX_CONCURRENT_TASKS: u32 = 16;
 
 impl TasksConfig {
     /// Checks the limits; the reason names the key.
-    pub fn check(&self) -> Result<(), String> {
+    pub fn check(&self) -> Result<(), LimitError> {
         if self.max_concurrent == 0 || self.max_concurrent > MAX_CONCURRENT_TASKS {
-            return Err(format!(
-                "tasks.max_concurrent must be 1 to {MAX_CONCURRENT_TASKS}, not {}",
-                self.max_concurrent
+            return Err(LimitError::new(
+                "tasks.max_concurrent",
+                format!(
+                    "must be 1 to {MAX_CONCURRENT_TASKS}, not {}",
+                    self.max_concurrent
+                ),
             ));
         }
         Ok(())
@@ -207,12 +212,12 @@ fn default_goal_tokens() -> u64 {
 
 impl GoalsConfig {
     /// Checks the limits; the reason names the key.
-    pub fn check(&self) -> Result<(), String> {
+    pub fn check(&self) -> Result<(), LimitError> {
         if self.max_turns == 0 {
-            return Err("goals.max_turns must be above 0".into());
+            return Err(LimitError::new("goals.max_turns", "must be above 0"));
         }
         if self.max_tokens == 0 {
-            return Err("goals.max_tokens must be above 0".into());
+            return Err(LimitError::new("goals.max_tokens", "must be above 0"));
         }
         Ok(())
     }
@@ -254,13 +259,16 @@ pub const MAX_ACP_MIB: u32 = 1024;
 
 impl AcpConfig {
     /// Checks the limits; the reason names the key.
-    pub fn check(&self) -> Result<(), String> {
+    pub fn check(&self) -> Result<(), LimitError> {
         for (key, value) in [
             ("acp.max_line_mib", self.max_line_mib),
             ("acp.max_attachments_mib", self.max_attachments_mib),
         ] {
             if value == 0 || value > MAX_ACP_MIB {
-                return Err(format!("{key} must be 1 to {MAX_ACP_MIB}, not {value}"));
+                return Err(LimitError::new(
+                    key,
+                    format!("must be 1 to {MAX_ACP_MIB}, not {value}"),
+                ));
             }
         }
         Ok(())

@@ -6,6 +6,8 @@
 
 use serde::Deserialize;
 
+use super::config::LimitError;
+
 /// Reminder threshold of the runaway guard (DESIGN §7); a lower configured value is raised
 /// to it.
 pub const GUARD_MIN_THRESHOLD: u32 = 3;
@@ -99,7 +101,7 @@ fn artifacts_quota_mib() -> u32 {
 impl OutputBudgetConfig {
     /// The limits in bytes, checked: the preview must fit in the inline size, and none may
     /// be zero.
-    pub fn limits(&self) -> Result<keel_tools::OutputLimits, String> {
+    pub fn limits(&self) -> Result<keel_tools::OutputLimits, LimitError> {
         let kib = |v: u32| {
             usize::try_from(v)
                 .unwrap_or(usize::MAX)
@@ -113,16 +115,19 @@ impl OutputBudgetConfig {
             quota: u64::from(self.artifacts_quota_mib).saturating_mul(1024 * 1024),
         };
         if limits.inline == 0 || limits.max_artifact == 0 || limits.quota == 0 {
-            return Err(
-                "output_budget: inline_kib, artifact_max_mib and artifacts_quota_mib must be above 0"
-                    .into(),
-            );
+            return Err(LimitError::new(
+                "output_budget",
+                "inline_kib, artifact_max_mib and artifacts_quota_mib must be above 0",
+            ));
         }
         if limits.head.saturating_add(limits.tail) > limits.inline {
-            return Err(format!(
-                "output_budget: head_kib + tail_kib ({} KiB) must not exceed inline_kib ({} KiB)",
-                u64::from(self.head_kib) + u64::from(self.tail_kib),
-                self.inline_kib
+            return Err(LimitError::new(
+                "output_budget",
+                format!(
+                    "head_kib + tail_kib ({} KiB) must not exceed inline_kib ({} KiB)",
+                    u64::from(self.head_kib) + u64::from(self.tail_kib),
+                    self.inline_kib
+                ),
             ));
         }
         Ok(limits)
@@ -296,6 +301,7 @@ mod tests {
             too_big
                 .limits()
                 .unwrap_err()
+                .rule
                 .contains("head_kib + tail_kib")
         );
     }

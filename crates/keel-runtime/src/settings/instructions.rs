@@ -58,6 +58,7 @@ pub fn foreign(cwd: &Path, project: &Project) -> Vec<String> {
         .take_while(|dir| dir.starts_with(&project.root))
         .filter_map(file_in)
         .filter_map(|path| project.admit(&path).err())
+        .map(|why| why.to_string())
         .collect()
 }
 

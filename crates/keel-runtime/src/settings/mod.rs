@@ -12,9 +12,11 @@ use std::path::{Path, PathBuf};
 
 use keel_tools::permission::{Effect, RuleSet};
 
-pub use config::{Config, ConfigError, ConfigFile, ExtensionsConfig, FILE_NAME, Loaded, keel_home};
+pub use config::{
+    Config, ConfigError, ConfigFile, ExtensionsConfig, FILE_NAME, LimitError, Loaded, keel_home,
+};
 pub use harness::{ContextConfig, OutputBudgetConfig, RunawayGuardConfig, model_matches};
-pub use project::Project;
+pub use project::{Project, RefusedFile};
 
 /// What settings are loaded from.
 #[derive(Debug, Clone, Default)]
@@ -72,7 +74,7 @@ impl Settings {
                 });
             }
             Ok(_) => {}
-            Err(why) => notes.push(why),
+            Err(why) => notes.push(why.to_string()),
         }
         if let Some(explicit) = &input.config_file {
             files.push(ConfigFile::trusted(explicit.clone()));
@@ -122,7 +124,7 @@ fn permission_rules(
     // Another user's file is ignored; a link is never trusted, but its deny and ask rules
     // still tighten.
     if let Some((_, why)) = found.refused.iter().find(|(path, _)| *path == file) {
-        warnings.push(why.clone());
+        warnings.push(why.to_string());
         return Ok(rules);
     }
     let project_rules = RuleSet::load_file(&file, home.as_deref()).map_err(rules_error)?;

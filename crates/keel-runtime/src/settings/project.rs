@@ -18,6 +18,43 @@
 //! front end must not take as a workspace without the user saying so.
 
 use std::os::unix::fs::MetadataExt as _;
+
+/// Why keel ignores a project file; the text names the file and what to do.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum RefusedFile {
+    /// Something other than a regular file is there (a folder, a pipe).
+    #[error("{} is not a regular file; keel ignores it", path.display())]
+    NotAFile {
+        /// The file.
+        path: PathBuf,
+    },
+    /// It lies outside the project root.
+    #[error("{} lies outside the project {}; keel ignores it", path.display(), root.display())]
+    Outside {
+        /// The file.
+        path: PathBuf,
+        /// The project root.
+        root: PathBuf,
+    },
+    /// It, or a folder between the root and it, belongs to another user.
+    #[error(
+        "{} belongs to another user (uid {uid}), so keel ignores {}; `keel trust {}` trusts the \
+         folder's files whoever owns them",
+        owned.display(),
+        path.display(),
+        root.display()
+    )]
+    Foreign {
+        /// What another user owns.
+        owned: PathBuf,
+        /// Its owner.
+        uid: u32,
+        /// The file.
+        path: PathBuf,
+        /// The project root.
+        root: PathBuf,
+    },
+}
 use std::path::{Path, PathBuf};
 
 use super::trust::TrustStore;
@@ -74,16 +111,13 @@ impl Project {
     /// The file `name` (relative) of the project's root, if keel may use it: a regular file
     /// (a named pipe would hang whoever reads it), admitted by [`Self::admit`]. `Ok(None)`:
     /// there is none.
-    pub fn file(&self, name: &str) -> Result<Option<PathBuf>, String> {
+    pub fn file(&self, name: &str) -> Result<Option<PathBuf>, RefusedFile> {
         let path = self.root.join(name);
         let Ok(meta) = std::fs::metadata(&path) else {
             return Ok(None);
         };
         if !meta.is_file() {
-            return Err(format!(
-                "{} is not a regular file; keel ignores it",
-                path.display()
-            ));
+            return Err(RefusedFile::NotAFile { path });
         }
         self.admit(&path).map(|()| Some(path))
     }
@@ -91,13 +125,12 @@ impl Project {
     /// Whether keel may use `path`, a project file: it lies inside the root, and it and
     /// every folder between the root and it belong to the user or to root (or the folder
     /// is trusted). The reason names the file and what to do.
-    pub fn admit(&self, path: &Path) -> Result<(), String> {
+    pub fn admit(&self, path: &Path) -> Result<(), RefusedFile> {
         let Ok(rest) = path.strip_prefix(&self.root) else {
-            return Err(format!(
-                "{} lies outside the project {}; keel ignores it",
-                path.display(),
-                self.root.display()
-            ));
+            return Err(RefusedFile::Outside {
+                path: path.to_path_buf(),
+                root: self.root.clone(),
+            });
         };
         if self.folder_trusted {
             return Ok(());
@@ -106,13 +139,12 @@ impl Project {
         for part in rest.components() {
             at.push(part);
             if let Some(uid) = foreign_owner(&at) {
-                return Err(format!(
-                    "{} belongs to another user (uid {uid}), so keel ignores {}; `keel trust {}` \
-                     trusts the folder's files whoever owns them",
-                    at.display(),
-                    path.display(),
-                    self.root.display()
-                ));
+                return Err(RefusedFile::Foreign {
+                    owned: at,
+                    uid,
+                    path: path.to_path_buf(),
+                    root: self.root.clone(),
+                });
             }
         }
         Ok(())
@@ -178,7 +210,10 @@ mod tests {
         let project = Project::of(dir.path(), None);
         assert!(project.admit(&dir.path().join("AGENTS.md")).is_ok());
         let above = dir.path().parent().unwrap().join("AGENTS.md");
-        assert!(project.admit(&above).unwrap_err().contains("outside"));
+        assert!(matches!(
+            project.admit(&above),
+            Err(RefusedFile::Outside { .. })
+        ));
         std::fs::write(dir.path().join(".mcp.json"), "{}").unwrap();
         assert_eq!(
             project.file(".mcp.json"),
@@ -190,7 +225,7 @@ mod tests {
         let made = std::process::Command::new("mkfifo").arg(&fifo).status();
         if made.is_ok_and(|s| s.success()) {
             let why = project.file(".claude-settings").unwrap_err();
-            assert!(why.contains("not a regular file"), "{why}");
+            assert!(matches!(why, RefusedFile::NotAFile { .. }), "{why}");
         }
     }
 
@@ -222,7 +257,7 @@ mod tests {
             root: root.clone(),
             folder_trusted: false,
         };
-        let why = project.admit(&planted).unwrap_err();
+        let why = project.admit(&planted).unwrap_err().to_string();
         assert!(
             why.contains("another user") && why.contains("SKILL.md"),
             "{why}"

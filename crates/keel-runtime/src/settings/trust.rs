@@ -72,7 +72,7 @@ pub struct KeelFiles {
     /// Those of them that are links (or lie in a `.keel` that is one): never trusted.
     pub linked: Vec<PathBuf>,
     /// Those keel ignores because another user owns them, each with the reason.
-    pub refused: Vec<(PathBuf, String)>,
+    pub refused: Vec<(PathBuf, super::project::RefusedFile)>,
 }
 
 /// The keel files of `project`'s root (only there: a `.keel` above the root is not the

@@ -9,7 +9,7 @@ use keel_protocol::Message;
 use keel_store::{CommitRequest, Entry, HistoryOp, new_id};
 
 use super::running::RunningTurn;
-use crate::extension::{HistoryWriter, Replaced, Replacement, SessionChange};
+use crate::extension::{HistoryError, HistoryWriter, Replaced, Replacement, SessionChange};
 use crate::runtime::{Runtime, Slot};
 
 /// The [`HistoryWriter`] a turn's scope carries.
@@ -25,7 +25,7 @@ impl HistoryWriter for TurnHistory {
         &self,
         messages: &[Arc<Message>],
         why: Replacement,
-    ) -> Result<Replaced, String> {
+    ) -> Result<Replaced, HistoryError> {
         let store = &self.runtime.inner.store;
         let session = &self.slot.id;
         // The turn owns the session (no other process commits to it meanwhile), and its own

@@ -120,7 +120,7 @@ impl HistoryChangedHook for CommitHistory {
             .turn
             .commit(&self.store, request, "store history")
             .await
-            .map_err(HookError::new)?;
+            .map_err(|e| HookError::new(e.to_string()))?;
         self.turn.committed(messages);
         self.acknowledge(messages, receipt.revision).await;
         self.acknowledge_reminders(messages).await;

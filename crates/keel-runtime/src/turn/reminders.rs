@@ -25,9 +25,9 @@ struct RoundState {
     fired: BTreeMap<String, u64>,
 }
 
-fn read_state(value: Option<serde_json::Value>) -> Result<RoundState, String> {
+fn read_state(value: Option<serde_json::Value>) -> Result<RoundState, serde_json::Error> {
     value
-        .map(|v| serde_json::from_value(v).map_err(|e| e.to_string()))
+        .map(serde_json::from_value)
         .transpose()
         .map(Option::unwrap_or_default)
 }
@@ -66,7 +66,7 @@ impl Runtime {
             .reminder_round(session, STATE_KEY, |current| {
                 let mut state = read_state(current)?;
                 state.round += 1;
-                serde_json::to_value(&state).map_err(|e| e.to_string())
+                serde_json::to_value(&state).map_err(Into::into)
             })
             .await?;
         let RoundState { round, fired } = read_state(Some(state)).unwrap_or_default();
@@ -93,7 +93,7 @@ impl Runtime {
                     for key in remember {
                         state.fired.insert(key, round);
                     }
-                    serde_json::to_value(&state).map_err(|e| e.to_string())
+                    serde_json::to_value(&state).map_err(Into::into)
                 })
                 .await?;
         }

@@ -10,6 +10,7 @@ use tokio_util::sync::CancellationToken;
 
 use keel_store::{CommitReceipt, CommitRequest, Store};
 
+use crate::extension::HistoryError;
 use crate::permission;
 
 /// What a commit that never finished (timed out or dropped) leaves as the failure.
@@ -64,7 +65,7 @@ impl RunningTurn {
         store: &Store,
         request: CommitRequest,
         what: &str,
-    ) -> Result<CommitReceipt, String> {
+    ) -> Result<CommitReceipt, HistoryError> {
         let marked = {
             let mut failure = self.commit_failure();
             failure
@@ -81,12 +82,15 @@ impl RunningTurn {
                 }
                 Ok(receipt)
             }
-            Err(error) => {
-                let message = format!("cannot {what}: {error}");
+            Err(source) => {
+                let error = HistoryError {
+                    what: what.to_owned(),
+                    source,
+                };
                 if marked || failure.is_none() {
-                    *failure = Some(message.clone());
+                    *failure = Some(error.to_string());
                 }
-                Err(message)
+                Err(error)
             }
         }
     }

@@ -341,6 +341,9 @@ async fn history_that_cannot_be_stored_is_reported_as_a_failure() {
         unreachable!()
     };
     assert_eq!(turn_id, Some(report.turn_id.clone()));
-    assert_eq!(failure.code, keel_protocol::FailureCode::HistoryCommitFailed);
+    assert_eq!(
+        failure.code,
+        keel_protocol::FailureCode::HistoryCommitFailed
+    );
     assert!(failure.message.contains("the disk refused"), "{failure:?}");
 }

@@ -24,6 +24,7 @@ pub(crate) use sessions::{
     child_sessions, create_session, delete_session, get_session, latest_top_session, list_sessions,
     resolve_session, set_model, set_title,
 };
+pub use state::Unreadable;
 pub(crate) use state::{
     acknowledge_reminders, add_reminder, claim_reminders, get_state, release_reminders,
     reminder_round, session_reminders, set_state, update_state,

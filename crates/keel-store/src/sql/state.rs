@@ -54,10 +54,13 @@ pub(crate) fn set_state(
     Ok(())
 }
 
+/// Why a session value cannot be read (any error of the caller's).
+pub type Unreadable = Box<dyn std::error::Error + Send + Sync>;
+
 /// A rewrite of one session value: the current value (`None` when absent) in, the new one
 /// out, or why the current one cannot be read.
 pub(crate) type Update =
-    dyn FnOnce(Option<serde_json::Value>) -> std::result::Result<serde_json::Value, String>;
+    dyn FnOnce(Option<serde_json::Value>) -> std::result::Result<serde_json::Value, Unreadable>;
 
 /// Applies `update` to the session's value under `key` inside `tx`; returns the new value.
 fn rewrite(
