@@ -13,7 +13,7 @@ use agent_client_protocol::v1::schema::{ReadTextFileRequest, WriteTextFileReques
 use async_trait::async_trait;
 use keel_protocol::SessionId;
 use keel_runtime::EditorProvider;
-use keel_runtime::assembly::{Editor, EditorFiles};
+use keel_runtime::assembly::{Editor, EditorError, EditorFiles};
 
 /// How long the editor may take to read or write one file.
 const EDITOR_TIMEOUT: Duration = Duration::from_secs(60);
@@ -61,29 +61,23 @@ struct SessionFiles {
 
 #[async_trait]
 impl EditorFiles for SessionFiles {
-    async fn read_text(&self, path: &Path) -> Result<String, String> {
+    async fn read_text(&self, path: &Path) -> Result<String, EditorError> {
         let request = ReadTextFileRequest::new(self.session.clone(), path);
         let sent = self.connection.send_request(request).block_task();
         match tokio::time::timeout(EDITOR_TIMEOUT, sent).await {
             Ok(Ok(response)) => Ok(response.content),
-            Ok(Err(error)) => Err(error.message),
-            Err(_) => Err(format!(
-                "the editor did not answer within {} s",
-                EDITOR_TIMEOUT.as_secs()
-            )),
+            Ok(Err(error)) => Err(EditorError::Refused(error.message)),
+            Err(_) => Err(EditorError::Timeout(EDITOR_TIMEOUT.as_secs())),
         }
     }
 
-    async fn write_text(&self, path: &Path, content: &str) -> Result<(), String> {
+    async fn write_text(&self, path: &Path, content: &str) -> Result<(), EditorError> {
         let request = WriteTextFileRequest::new(self.session.clone(), path, content);
         let sent = self.connection.send_request(request).block_task();
         match tokio::time::timeout(EDITOR_TIMEOUT, sent).await {
             Ok(Ok(_)) => Ok(()),
-            Ok(Err(error)) => Err(error.message),
-            Err(_) => Err(format!(
-                "the editor did not answer within {} s",
-                EDITOR_TIMEOUT.as_secs()
-            )),
+            Ok(Err(error)) => Err(EditorError::Refused(error.message)),
+            Err(_) => Err(EditorError::Timeout(EDITOR_TIMEOUT.as_secs())),
         }
     }
 }

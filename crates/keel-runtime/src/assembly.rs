@@ -159,6 +159,6 @@ pub fn check_environment() -> Result<keel_tools::EnvMode, RuntimeError> {
 }
 
 pub use crate::services::{
-    EXTENSION_READ_ONLY_TOOLS, Editor, EditorFiles, EditorProvider, LiveFeed, LiveTerminal,
-    SessionServices, Terminal, ToolSetup, plan_file, read_plan,
+    EXTENSION_READ_ONLY_TOOLS, Editor, EditorError, EditorFiles, EditorProvider, LiveFeed,
+    LiveTerminal, SessionServices, Terminal, ToolSetup, plan_file, read_plan,
 };

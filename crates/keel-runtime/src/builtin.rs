@@ -33,17 +33,11 @@ fn session_tools(scope: &TurnScope, keep: impl Fn(&str) -> bool) -> Vec<ToolRef>
     let Some(host) = &scope.host else {
         return Vec::new();
     };
-    // The runtime builds a session's tools when it opens the session and refuses the
-    // session if they cannot be built, so an error cannot reach this point.
     host.builtin_tools()
-        .map(|tools| {
-            tools
-                .iter()
-                .filter(|t| keep(&t.definition().name))
-                .cloned()
-                .collect()
-        })
-        .unwrap_or_default()
+        .iter()
+        .filter(|t| keep(&t.definition().name))
+        .cloned()
+        .collect()
 }
 
 struct HostTools;

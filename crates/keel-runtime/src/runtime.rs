@@ -536,11 +536,11 @@ impl Runtime {
             )) as Arc<dyn keel_tools::permission::Approver>),
             _ => None,
         };
-        let services = SessionServices::new(setup, inner.settings.rules.clone(), approver);
-        services
-            .builtin_tools()
-            .map_err(|e| RuntimeError::Usage(format!("cannot set up the tools: {e}")))?;
-        Ok(Arc::new(services))
+        Ok(Arc::new(SessionServices::new(
+            setup,
+            inner.settings.rules.clone(),
+            approver,
+        )))
     }
 
     async fn install(&self, record: SessionRecord) -> Result<Arc<Slot>, RuntimeError> {

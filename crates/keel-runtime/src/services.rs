@@ -87,7 +87,7 @@ pub struct ToolSetup {
 
 /// What a front end implements to hold files (an editor's buffers) and show commands live.
 pub use keel_tools::bash::live::{LiveFeed, LiveTerminal, Terminal};
-pub use keel_tools::files::editor::{Editor, EditorFiles};
+pub use keel_tools::files::editor::{Editor, EditorError, EditorFiles};
 
 /// Lends a session an editor's files and terminals: ACP clients that offer `fs/*` and
 /// `terminal/*`.
@@ -174,7 +174,7 @@ pub struct SessionServices {
     pub gate: Arc<PermissionGate>,
     /// The gate as a `before_tool_call` hook (headless or asking the session's approver).
     pub permission: Arc<PermissionHook>,
-    tools: OnceLock<Result<Vec<ToolRef>, String>>,
+    tools: OnceLock<Vec<ToolRef>>,
 }
 
 impl std::fmt::Debug for SessionServices {
@@ -239,10 +239,8 @@ impl SessionServices {
     }
 
     /// Every built-in tool over this session's environment, built once.
-    pub fn builtin_tools(&self) -> Result<&[ToolRef], String> {
+    pub fn builtin_tools(&self) -> &[ToolRef] {
         self.tools
             .get_or_init(|| keel_tools::builtin_tools(self.env.clone()))
-            .as_deref()
-            .map_err(Clone::clone)
     }
 }

@@ -65,7 +65,7 @@ pub struct WebFetch {
     env: Arc<ToolEnv>,
     /// Built on first use: building a client reads the system's certificates, which would
     /// otherwise slow the start of every run that never fetches anything.
-    client: std::sync::OnceLock<Result<reqwest::Client, String>>,
+    client: std::sync::OnceLock<Result<reqwest::Client, Arc<reqwest::Error>>>,
 }
 
 impl WebFetch {
@@ -86,18 +86,18 @@ impl WebFetch {
                     .timeout(TIMEOUT)
                     .user_agent(concat!("keel/", env!("CARGO_PKG_VERSION")))
                     .build()
-                    .map_err(|e| e.to_string())
+                    .map_err(Arc::new)
             })
             .as_ref()
             .map_err(|e| ToolError::new(format!("cannot set up HTTP: {e}")))
     }
 
     /// A fetch tool (its HTTP client is built when first needed).
-    pub fn new(env: Arc<ToolEnv>) -> Result<Self, String> {
-        Ok(Self {
+    pub fn new(env: Arc<ToolEnv>) -> Self {
+        Self {
             env,
             client: std::sync::OnceLock::new(),
-        })
+        }
     }
 }
 

@@ -36,10 +36,22 @@ impl Default for OutputLimits {
     }
 }
 
+/// The session's saved outputs have used up their quota.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error(
+    "the session's saved outputs reached their quota of {} \
+     (output_budget.artifacts_quota_mib); nothing more is saved in this session",
+    human_bytes(*quota)
+)]
+pub struct QuotaSpent {
+    /// The quota, in bytes.
+    pub quota: u64,
+}
+
 impl OutputLimits {
     /// How much a new artifact in `dir` may keep: the cap on one artifact, or what the
     /// session's quota leaves, whichever is less; `Err` names the quota when it is spent.
-    pub fn room_in(&self, dir: &Path) -> Result<u64, String> {
+    pub fn room_in(&self, dir: &Path) -> Result<u64, QuotaSpent> {
         let used: u64 = std::fs::read_dir(dir)
             .map(|entries| {
                 entries
@@ -52,11 +64,7 @@ impl OutputLimits {
             .unwrap_or(0);
         let left = self.quota.saturating_sub(used);
         if left == 0 {
-            return Err(format!(
-                "the session's saved outputs reached their quota of {} \
-                 (output_budget.artifacts_quota_mib); nothing more is saved in this session",
-                human_bytes(self.quota)
-            ));
+            return Err(QuotaSpent { quota: self.quota });
         }
         Ok(self.max_artifact.min(left))
     }

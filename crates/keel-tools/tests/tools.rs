@@ -493,12 +493,12 @@ async fn web_fetch_converts_html_and_refuses_internal_addresses() {
         "<html><body><h1>Title</h1><p>Some <b>bold</b> text.</p></body></html>",
         "text/html",
     );
-    let strict = WebFetch::new(env(&dir)).unwrap();
+    let strict = WebFetch::new(env(&dir));
     let refused = run(&strict, json!({"url": url.clone()})).await.unwrap_err();
     assert!(refused.contains("internal address"), "{refused}");
     let mut open = (*env(&dir)).clone();
     open.fetch_allow_private = true;
-    let fetch = WebFetch::new(Arc::new(open)).unwrap();
+    let fetch = WebFetch::new(Arc::new(open));
     let page = text(&run(&fetch, json!({"url": url})).await.unwrap());
     assert!(
         page.contains("# Title") && page.contains("**bold**"),
@@ -599,7 +599,7 @@ async fn a_sandboxed_command_cannot_open_the_memory_of_any_keel_thread() {
 #[test]
 fn the_builtin_set_has_nine_tools_with_valid_schemas_and_modes() {
     let dir = tempfile::tempdir().unwrap();
-    let tools = keel_tools::builtin_tools(env(&dir)).unwrap();
+    let tools = keel_tools::builtin_tools(env(&dir));
     let mut names: Vec<String> = tools.iter().map(|t| t.definition().name.clone()).collect();
     names.sort();
     assert_eq!(

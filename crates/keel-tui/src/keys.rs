@@ -96,6 +96,62 @@ enum KeyCodeKey {
     F(u8),
 }
 
+/// Why a key or the key map is not taken.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum KeyError {
+    /// Nothing was given.
+    #[error("empty key `{0}`")]
+    Empty(String),
+    /// A modifier keel does not know.
+    #[error("unknown modifier `{modifier}` in `{key}`")]
+    Modifier {
+        /// The modifier.
+        modifier: String,
+        /// The key as written.
+        key: String,
+    },
+    /// A plain character with no ctrl or alt.
+    #[error("`{0}` is a plain character: bindings need ctrl or alt, or a named key")]
+    Plain(String),
+    /// A key name keel does not know.
+    #[error("unknown key `{name}` in `{key}`")]
+    Unknown {
+        /// The name.
+        name: String,
+        /// The key as written.
+        key: String,
+    },
+    /// The file is not a map.
+    #[error("not a map of action: key(s): {0}")]
+    NotAMap(String),
+    /// An action keel does not have.
+    #[error("unknown action `{name}` (known: {known})")]
+    Action {
+        /// The name.
+        name: String,
+        /// The actions there are.
+        known: String,
+    },
+    /// A key of an action is wrong.
+    #[error("{action}: {error}")]
+    In {
+        /// The action.
+        action: String,
+        /// What is wrong with its key.
+        error: Box<KeyError>,
+    },
+    /// One key for two actions.
+    #[error("{key} is bound to both {first} and {second}")]
+    Conflict {
+        /// The key.
+        key: String,
+        /// One action.
+        first: &'static str,
+        /// The other.
+        second: &'static str,
+    },
+}
+
 impl Key {
     /// The key of a terminal event, normalised (letters lower-case, Shift folded into the
     /// character where the terminal sends it that way).
@@ -136,7 +192,7 @@ impl Key {
     }
 
     /// Parses `ctrl+o`, `alt+enter`, `shift+tab`, `f2`.
-    pub fn parse(text: &str) -> Result<Self, String> {
+    pub fn parse(text: &str) -> Result<Self, KeyError> {
         let mut key = Key {
             code: KeyCodeKey::Enter,
             ctrl: false,
@@ -146,14 +202,19 @@ impl Key {
         let lower = text.trim().to_ascii_lowercase();
         let parts: Vec<&str> = lower.split('+').collect();
         let Some((last, mods)) = parts.split_last() else {
-            return Err(format!("empty key `{text}`"));
+            return Err(KeyError::Empty(text.to_owned()));
         };
         for m in mods {
             match *m {
                 "ctrl" | "control" | "c" => key.ctrl = true,
                 "alt" | "meta" | "option" | "m" => key.alt = true,
                 "shift" | "s" => key.shift = true,
-                other => return Err(format!("unknown modifier `{other}` in `{text}`")),
+                other => {
+                    return Err(KeyError::Modifier {
+                        modifier: other.to_owned(),
+                        key: text.to_owned(),
+                    });
+                }
             }
         }
         key.code = match *last {
@@ -170,13 +231,16 @@ impl Key {
             c if c.chars().count() == 1 => {
                 let ch = c.chars().next().unwrap_or(' ');
                 if !(key.ctrl || key.alt || ch == ' ') {
-                    return Err(format!(
-                        "`{text}` is a plain character: bindings need ctrl or alt, or a named key"
-                    ));
+                    return Err(KeyError::Plain(text.to_owned()));
                 }
                 KeyCodeKey::Char(ch)
             }
-            other => return Err(format!("unknown key `{other}` in `{text}`")),
+            other => {
+                return Err(KeyError::Unknown {
+                    name: other.to_owned(),
+                    key: text.to_owned(),
+                });
+            }
         };
         Ok(key)
     }
@@ -260,17 +324,21 @@ impl KeyMap {
 
     /// The defaults with the overrides of `text` applied: each action named in the file
     /// gets exactly the keys listed there.
-    pub fn parse(text: &str) -> Result<Self, String> {
+    pub fn parse(text: &str) -> Result<Self, KeyError> {
         if text.trim().is_empty() {
             return Ok(Self::default());
         }
         let raw: BTreeMap<String, OneOrMany> =
-            yaml_serde::from_str(text).map_err(|e| format!("not a map of action: key(s): {e}"))?;
+            yaml_serde::from_str(text).map_err(|e| KeyError::NotAMap(e.to_string()))?;
         let mut overrides: BTreeMap<Action, Vec<Key>> = BTreeMap::new();
         for (name, keys) in raw {
-            let action = Action::from_name(&name).ok_or_else(|| {
-                let known: Vec<&str> = ACTIONS.iter().map(|(_, n, _)| *n).collect();
-                format!("unknown action `{name}` (known: {})", known.join(", "))
+            let action = Action::from_name(&name).ok_or_else(|| KeyError::Action {
+                name: name.clone(),
+                known: ACTIONS
+                    .iter()
+                    .map(|(_, n, _)| *n)
+                    .collect::<Vec<_>>()
+                    .join(", "),
             })?;
             let keys = match keys {
                 OneOrMany::One(key) => vec![key],
@@ -278,7 +346,12 @@ impl KeyMap {
             };
             let parsed = keys
                 .iter()
-                .map(|key| Key::parse(key).map_err(|e| format!("{name}: {e}")))
+                .map(|key| {
+                    Key::parse(key).map_err(|e| KeyError::In {
+                        action: name.clone(),
+                        error: Box::new(e),
+                    })
+                })
                 .collect::<Result<Vec<_>, _>>()?;
             overrides.insert(action, parsed);
         }
@@ -296,11 +369,11 @@ impl KeyMap {
                 if let Some(other) = bindings.insert(key, action)
                     && other != action
                 {
-                    return Err(format!(
-                        "{key} is bound to both {} and {}",
-                        other.name(),
-                        action.name()
-                    ));
+                    return Err(KeyError::Conflict {
+                        key: key.to_string(),
+                        first: other.name(),
+                        second: action.name(),
+                    });
                 }
             }
         }
@@ -397,21 +470,24 @@ mod tests {
 
     #[test]
     fn conflicts_and_typos_reject_the_whole_file() {
-        let err = KeyMap::parse("todos: ctrl+r\n").unwrap_err();
+        let err = KeyMap::parse("todos: ctrl+r\n").unwrap_err().to_string();
         assert!(err.contains("ctrl+r is bound to both"), "{err}");
         assert!(
             KeyMap::parse("explode: ctrl+x")
                 .unwrap_err()
+                .to_string()
                 .contains("unknown action `explode`")
         );
         assert!(
             KeyMap::parse("todos: hyper+x")
                 .unwrap_err()
+                .to_string()
                 .contains("unknown modifier")
         );
         assert!(
             KeyMap::parse("todos: x")
                 .unwrap_err()
+                .to_string()
                 .contains("plain character")
         );
         let dir = tempfile::tempdir().unwrap();

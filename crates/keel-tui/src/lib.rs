@@ -13,6 +13,7 @@ pub mod highlight;
 pub mod keys;
 pub mod markdown;
 pub mod notices;
+pub mod outside;
 pub mod render;
 mod signal;
 pub mod slash;

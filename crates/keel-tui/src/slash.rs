@@ -118,11 +118,16 @@ impl Default for Catalog {
     }
 }
 
+/// A command of that name exists already.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("/{0} exists already")]
+pub struct NameTaken(pub String);
+
 impl Catalog {
     /// Adds a command (a later feature's `/tasks`, …); a name already taken is refused.
-    pub fn register(&mut self, command: Command) -> Result<(), String> {
+    pub fn register(&mut self, command: Command) -> Result<(), NameTaken> {
         if self.find(&command.name).is_some() {
-            return Err(format!("/{} exists already", command.name));
+            return Err(NameTaken(command.name.into_owned()));
         }
         self.commands.push(command);
         Ok(())

@@ -342,7 +342,8 @@ impl Loop {
                 Effect::Exit => self.app.quitting = true,
                 Effect::Suspend => self.suspend()?,
                 Effect::Editor(draft) => {
-                    let result = self.with_terminal_released(|| edit_in_editor(&draft))?;
+                    let result =
+                        self.with_terminal_released(|| crate::outside::edit_in_editor(&draft))?;
                     let _ = self.tx.send(UiEvent::Edited(result));
                 }
                 Effect::Copy(text) => {
@@ -373,13 +374,11 @@ impl Loop {
                     let tx = self.tx.clone();
                     let cwd = self.app.info.cwd.clone();
                     std::thread::spawn(move || {
-                        let _ = tx.send(UiEvent::GitDiff(git_diff(&cwd)));
+                        let _ = tx.send(UiEvent::GitDiff(crate::outside::git_diff(&cwd)));
                     });
                 }
                 Effect::Write(path, text) => {
-                    let result = write_file(&path, &text)
-                        .map(|()| path.clone())
-                        .map_err(|e| format!("cannot write {}: {e}", path.display()));
+                    let result = crate::outside::write_file(&path, &text).map(|()| path.clone());
                     let _ = self.tx.send(UiEvent::Written(result));
                 }
             }
@@ -571,7 +570,7 @@ fn spawn_ops(
             let contract = contract.clone();
             let tx = tx.clone();
             let call = async move {
-                let reply = contract.call(op).await.map_err(|e| e.to_string());
+                let reply = contract.call(op).await;
                 let _ = tx.send(UiEvent::Reply(tag, reply));
             };
             if beside {
@@ -589,57 +588,4 @@ fn spawn_signals(handle: &tokio::runtime::Handle, tx: Sender<UiEvent>) {
         crate::signal::hangup_or_terminate().await;
         let _ = tx.send(UiEvent::Quit);
     });
-}
-
-fn edit_in_editor(draft: &str) -> Result<String, String> {
-    let editor = std::env::var("VISUAL")
-        .ok()
-        .filter(|e| !e.trim().is_empty())
-        .or_else(|| {
-            std::env::var("EDITOR")
-                .ok()
-                .filter(|e| !e.trim().is_empty())
-        })
-        .unwrap_or_else(|| "vi".into());
-    // A private file of its own (0600, a name nobody can guess or pre-create).
-    let file = tempfile::Builder::new()
-        .prefix("keel-draft-")
-        .suffix(".md")
-        .tempfile()
-        .map_err(|e| format!("cannot create the draft file: {e}"))?;
-    std::fs::write(file.path(), draft).map_err(|e| format!("cannot write the draft: {e}"))?;
-    let mut words = editor.split_whitespace();
-    let program = words.next().unwrap_or("vi");
-    let status = std::process::Command::new(program)
-        .args(words)
-        .arg(file.path())
-        .status()
-        .map_err(|e| format!("cannot start `{editor}`: {e}"));
-    let text = std::fs::read_to_string(file.path())
-        .map_err(|e| format!("cannot read the draft back: {e}"));
-    match status? {
-        s if s.success() => text,
-        s => Err(format!(
-            "`{editor}` exited with {s}; the draft is unchanged"
-        )),
-    }
-}
-
-fn git_diff(cwd: &std::path::Path) -> Result<String, String> {
-    let output = std::process::Command::new("git")
-        .args(["--no-pager", "diff", "--no-color", "--no-ext-diff", "HEAD"])
-        .current_dir(cwd)
-        .output()
-        .map_err(|e| format!("cannot run git: {e}"))?;
-    if !output.status.success() {
-        return Err(String::from_utf8_lossy(&output.stderr).trim().to_owned());
-    }
-    Ok(String::from_utf8_lossy(&output.stdout).into_owned())
-}
-
-fn write_file(path: &std::path::Path, text: &str) -> std::io::Result<()> {
-    if let Some(parent) = path.parent() {
-        std::fs::create_dir_all(parent)?;
-    }
-    std::fs::write(path, text)
 }

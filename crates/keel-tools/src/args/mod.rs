@@ -52,8 +52,8 @@ pub(crate) fn schema<T: JsonSchema>() -> Value {
 
 /// Arguments parsed into `T`, read as strictly as its schema reads them (see [`Strict`]); the
 /// error is serde's, naming the field and what was expected.
-pub(crate) fn parse<T: DeserializeOwned>(arguments: Value) -> Result<T, String> {
-    T::deserialize(Strict(arguments)).map_err(|e| e.to_string())
+pub(crate) fn parse<T: DeserializeOwned>(arguments: Value) -> Result<T, serde_json::Error> {
+    T::deserialize(Strict(arguments))
 }
 
 /// For `#[serde(deserialize_with)]` on an optional field: a present value must be a `T`

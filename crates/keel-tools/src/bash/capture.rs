@@ -85,7 +85,7 @@ impl Collected {
                         Err(error) => self.failed = Some(error.to_string()),
                     }
                 }
-                Err(full) => self.failed = Some(full),
+                Err(full) => self.failed = Some(full.to_string()),
             }
             let split = self.limits.head.min(all.len());
             self.tail.extend(&all[split..]);

@@ -85,16 +85,14 @@ impl AgentTool for Edit {
     ) -> Result<ToolOutput, ToolError> {
         let args: Args = args::parse(arguments)
             .map_err(|e| ToolError::new(format!("Invalid arguments: {e}")))?;
-        let path = pinned::resolve(&self.env, &self.env.resolve(&args.path), true)
-            .map_err(ToolError::new)?;
+        let path = pinned::resolve(&self.env, &self.env.resolve(&args.path), true)?;
         // The plan file is keel's, in keel's home: always the disk, never an editor's buffer.
         if let Some(editor) = self.env.editor.clone()
             && !super::is_plan_file(&self.env, &path)
             && let Some(_hold) = crate::bash::quiet::editor_hold(&self.env).await
         {
             // Checked again now that no command can run until the editor is done.
-            let path = pinned::resolve(&self.env, &self.env.resolve(&args.path), true)
-                .map_err(ToolError::new)?;
+            let path = pinned::resolve(&self.env, &self.env.resolve(&args.path), true)?;
             return edit_in_editor(&editor, path, &args.edits).await;
         }
         tokio::task::spawn_blocking(move || edit(path, &args.edits))
@@ -115,7 +113,7 @@ fn edit(path: PathBuf, edits: &[EditSpec]) -> Result<ToolOutput, ToolError> {
                 path.display()
             )));
         }
-        Err(problem) => return Err(ToolError::new(problem)),
+        Err(problem) => return Err(problem.into()),
     }
     let bytes = read_pinned(&path).map_err(|e| ToolError::new(io_message("edit", &path, &e)))?;
     let original = String::from_utf8(bytes).map_err(|_| {
@@ -139,13 +137,13 @@ async fn edit_in_editor(
     edits: &[EditSpec],
 ) -> Result<ToolOutput, ToolError> {
     if let Err(problem) = ensure_regular(&path) {
-        return Err(ToolError::new(problem));
+        return Err(problem.into());
     }
-    let before = super::editor::identity(&path).map_err(ToolError::new)?;
+    let before = super::editor::identity(&path)?;
     let original = editor.0.read_text(&path).await.map_err(|e| {
         ToolError::new(format!("Cannot read {} in the editor: {e}", path.display()))
     })?;
-    super::editor::recheck(&path, before).map_err(ToolError::new)?;
+    super::editor::recheck(&path, before)?;
     let (text, output) = apply(&path, &original, edits)?;
     editor.0.write_text(&path, &text).await.map_err(|e| {
         ToolError::new(format!(
@@ -153,7 +151,7 @@ async fn edit_in_editor(
             path.display()
         ))
     })?;
-    super::editor::recheck(&path, None).map_err(ToolError::new)?;
+    super::editor::recheck(&path, None)?;
     Ok(output)
 }
 
@@ -278,7 +276,18 @@ fn normalize_line(line: &str) -> String {
 
 /// The fallback: find the one run of whole lines equal to `old`'s lines after
 /// normalisation and replace it with `new`.
-fn fuzzy_replace(text: &str, old: &str, new: &str) -> Result<String, String> {
+/// Why a whitespace-blind match did not replace anything; said after "was not found".
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+enum NoMatch {
+    /// Nothing matches.
+    #[error("")]
+    Missing,
+    /// More than one place matches.
+    #[error(" (ignoring whitespace and quote style it matches {0} places, so it is ambiguous)")]
+    Ambiguous(usize),
+}
+
+fn fuzzy_replace(text: &str, old: &str, new: &str) -> Result<String, NoMatch> {
     let wanted: Vec<String> = old
         .trim_end_matches(['\n', '\r'])
         .split('\n')
@@ -302,11 +311,8 @@ fn fuzzy_replace(text: &str, old: &str, new: &str) -> Result<String, String> {
             out.extend(lines[end..].iter().map(|l| (*l).to_owned()));
             Ok(out.join("\n"))
         }
-        [] => Err(String::new()),
-        several => Err(format!(
-            " (ignoring whitespace and quote style it matches {} places, so it is ambiguous)",
-            several.len()
-        )),
+        [] => Err(NoMatch::Missing),
+        several => Err(NoMatch::Ambiguous(several.len())),
     }
 }
 
@@ -319,10 +325,9 @@ mod tests {
         let text = "fn a() {\n\tsay(\u{201C}hi\u{201D});   \n}\n";
         let out = fuzzy_replace(text, "    say(\"hi\");\n", "    say(\"bye\");\n").unwrap();
         assert_eq!(out, "fn a() {\n    say(\"bye\");\n}\n");
-        assert!(
-            fuzzy_replace("a\nb\na\n", "a", "c")
-                .unwrap_err()
-                .contains("2 places")
+        assert_eq!(
+            fuzzy_replace("a\nb\na\n", "a", "c"),
+            Err(NoMatch::Ambiguous(2))
         );
     }
 }

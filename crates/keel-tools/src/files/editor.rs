@@ -20,13 +20,26 @@ use std::sync::Arc;
 
 use async_trait::async_trait;
 
+use super::refused::Refused;
+
+/// Why the editor did not read or write a file.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum EditorError {
+    /// The editor answered with an error (its message).
+    #[error("{0}")]
+    Refused(String),
+    /// The editor did not answer in time.
+    #[error("the editor did not answer within {0} s")]
+    Timeout(u64),
+}
+
 /// An editor that reads and writes text files for the file tools.
 #[async_trait]
 pub trait EditorFiles: Send + Sync {
     /// The file's text as the editor has it (unsaved changes included).
-    async fn read_text(&self, path: &Path) -> Result<String, String>;
+    async fn read_text(&self, path: &Path) -> Result<String, EditorError>;
     /// Replaces the file's text in the editor.
-    async fn write_text(&self, path: &Path, content: &str) -> Result<(), String>;
+    async fn write_text(&self, path: &Path, content: &str) -> Result<(), EditorError>;
 }
 
 /// A shared editor handle, as [`crate::ToolEnv`] carries it.
@@ -41,12 +54,15 @@ impl std::fmt::Debug for Editor {
 
 /// What a file is, looked at without following a link: its device and inode; `None` when
 /// nothing is there.
-pub(crate) fn identity(path: &Path) -> Result<Option<(u64, u64)>, String> {
+pub(crate) fn identity(path: &Path) -> Result<Option<(u64, u64)>, Refused> {
     use std::os::unix::fs::MetadataExt as _;
     match std::fs::symlink_metadata(path) {
         Ok(meta) => Ok(Some((meta.dev(), meta.ino()))),
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
-        Err(e) => Err(format!("cannot look at {}: {e}", path.display())),
+        Err(source) => Err(Refused::Look {
+            path: path.to_path_buf(),
+            source,
+        }),
     }
 }
 
@@ -54,14 +70,8 @@ pub(crate) fn identity(path: &Path) -> Result<Option<(u64, u64)>, String> {
 /// lead nowhere else (no link anywhere on the way), be a regular file, and, when `before` is
 /// given, be that very file. An editor may save by replacing the file, so a write checks
 /// only the first two.
-pub(crate) fn recheck(path: &Path, before: Option<(u64, u64)>) -> Result<(), String> {
-    let changed = || {
-        format!(
-            "{} changed while the editor had it (it is no longer the file keel checked); \
-             nothing the editor returned is used",
-            path.display()
-        )
-    };
+pub(crate) fn recheck(path: &Path, before: Option<(u64, u64)>) -> Result<(), Refused> {
+    let changed = || Refused::Changed(path.to_path_buf());
     if crate::permission::real_path(path) != path {
         return Err(changed());
     }

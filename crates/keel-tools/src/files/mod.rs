@@ -4,10 +4,13 @@ pub mod edit;
 pub mod editor;
 mod pinned;
 pub mod read;
+mod refused;
 pub mod write;
 
 use std::io::Write as _;
 use std::path::Path;
+
+use refused::Refused;
 
 /// UTF-8 byte order mark.
 pub(crate) const BOM: &str = "\u{feff}";
@@ -175,18 +178,13 @@ pub(crate) fn read_pinned(path: &Path) -> std::io::Result<Vec<u8>> {
 }
 
 /// Refuses anything that is not a regular file (FIFOs would block, devices never end).
-pub(crate) fn ensure_regular(path: &Path) -> Result<bool, String> {
+pub(crate) fn ensure_regular(path: &Path) -> Result<bool, Refused> {
     match std::fs::metadata(path) {
         Ok(meta) if meta.is_file() => Ok(true),
-        Ok(meta) if meta.is_dir() => {
-            Err(format!("{} is a folder; give a file path.", path.display()))
-        }
-        Ok(_) => Err(format!(
-            "{} is a device, FIFO or socket, not a regular file; it is refused.",
-            path.display()
-        )),
+        Ok(meta) if meta.is_dir() => Err(Refused::Folder(path.to_path_buf())),
+        Ok(_) => Err(Refused::Special(path.to_path_buf())),
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(false),
-        Err(e) => Err(io_message("open", path, &e)),
+        Err(e) => Err(Refused::Io(io_message("open", path, &e))),
     }
 }
 
@@ -219,17 +217,16 @@ pub fn read_regular(path: &Path) -> std::io::Result<String> {
 /// Refuses a write to a protected control file ([`crate::protect`]) while they are
 /// protected, judged on the real path at the moment of writing (the gate judged it
 /// earlier; a link could have been swapped since).
-pub(crate) fn refuse_control(env: &crate::ToolEnv, path: &Path) -> Result<(), String> {
+pub(crate) fn refuse_control(env: &crate::ToolEnv, path: &Path) -> Result<(), Refused> {
     if !env.protect_control {
         return Ok(());
     }
     let real = crate::permission::real_path(path);
     match crate::protect::Protection::of(env).control_file(&real) {
-        Some(what) => Err(format!(
-            "{} is a protected control file ({what}): the model may not change it short of full \
-             permission mode; ask the user to make this change",
-            path.display()
-        )),
+        Some(what) => Err(Refused::Control {
+            path: path.to_path_buf(),
+            what: what.to_string(),
+        }),
         None => Ok(()),
     }
 }

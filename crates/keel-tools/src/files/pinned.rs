@@ -19,9 +19,11 @@ use crate::env::{ToolEnv, normalize};
 use crate::permission::real_path;
 use crate::protect;
 
+use super::refused::Refused;
+
 /// The real path a tool may use for `lexical` (absolute, as the call named it), or why
 /// not. `write` adds the write checks (control files, leaving the workspace).
-pub(crate) fn resolve(env: &ToolEnv, lexical: &Path, write: bool) -> Result<PathBuf, String> {
+pub(crate) fn resolve(env: &ToolEnv, lexical: &Path, write: bool) -> Result<PathBuf, Refused> {
     let lexical = normalize(lexical);
     let real = real_path(&lexical);
     if real != lexical {
@@ -32,21 +34,19 @@ pub(crate) fn resolve(env: &ToolEnv, lexical: &Path, write: bool) -> Result<Path
         let reached = protect::credential(&real, &credentials).is_some()
             || protect::credential(&real, &real_credentials).is_some();
         if reached && !named {
-            return Err(format!(
-                "{} leads through a link into a credential location ({}); it is refused",
-                lexical.display(),
-                real.display()
-            ));
+            return Err(Refused::IntoCredentials {
+                path: lexical,
+                real,
+            });
         }
         if write {
             let roots: Vec<PathBuf> = env.roots.iter().map(|r| real_path(r)).collect();
             let inside = |p: &Path| roots.iter().any(|r| p.starts_with(r));
             if inside(&lexical) && !inside(&real) {
-                return Err(format!(
-                    "{} leads through a link out of the workspace ({}); name the real path if that is meant",
-                    lexical.display(),
-                    real.display()
-                ));
+                return Err(Refused::OutOfWorkspace {
+                    path: lexical,
+                    real,
+                });
             }
         }
     }
@@ -54,11 +54,10 @@ pub(crate) fn resolve(env: &ToolEnv, lexical: &Path, write: bool) -> Result<Path
         if let Some(plan) = env.plan_target() {
             // Plan mode: the gate lets nothing else through; this holds even if it did.
             if real != plan {
-                return Err(format!(
-                    "plan mode is read-only: only the plan file {} may be written, not {}",
-                    env.plan_file.as_deref().unwrap_or(&plan).display(),
-                    lexical.display()
-                ));
+                return Err(Refused::PlanOnly {
+                    plan: env.plan_file.clone().unwrap_or(plan),
+                    path: lexical,
+                });
             }
             return Ok(real);
         }

@@ -88,11 +88,11 @@ impl AgentTool for Read {
                 .await
                 .map_err(|e| ToolError::new(format!("read failed: {e}")))??;
             if let Some(path) = target {
-                let before = super::editor::identity(&path).map_err(ToolError::new)?;
+                let before = super::editor::identity(&path)?;
                 let text = editor.0.read_text(&path).await.map_err(|e| {
                     ToolError::new(format!("Cannot read {} in the editor: {e}", path.display()))
                 })?;
-                super::editor::recheck(&path, before).map_err(ToolError::new)?;
+                super::editor::recheck(&path, before)?;
                 drop(hold);
                 return text_page(&path, std::io::Cursor::new(text.into_bytes()), &args);
             }
@@ -106,7 +106,7 @@ impl AgentTool for Read {
 /// The path the editor is asked for, after the disk checks every read makes; `None` when
 /// the disk answers instead (keel's saved outputs, images).
 fn editor_target(env: &ToolEnv, wanted: &str) -> Result<Option<std::path::PathBuf>, ToolError> {
-    let path = super::pinned::resolve(env, &env.resolve(wanted), false).map_err(ToolError::new)?;
+    let path = super::pinned::resolve(env, &env.resolve(wanted), false)?;
     if env
         .artifacts_root()
         .is_some_and(|root| path.starts_with(root))
@@ -140,8 +140,7 @@ fn editor_target(env: &ToolEnv, wanted: &str) -> Result<Option<std::path::PathBu
 }
 
 fn read(env: &ToolEnv, args: &Args) -> Result<ToolOutput, ToolError> {
-    let path =
-        super::pinned::resolve(env, &env.resolve(&args.path), false).map_err(ToolError::new)?;
+    let path = super::pinned::resolve(env, &env.resolve(&args.path), false)?;
     let file = super::pinned::open_read(&path)
         .map_err(|e| ToolError::new(io_message("read", &path, &e)))?;
     let meta = file

@@ -66,16 +66,14 @@ impl AgentTool for Write {
     ) -> Result<ToolOutput, ToolError> {
         let args: Args = args::parse(arguments)
             .map_err(|e| ToolError::new(format!("Invalid arguments: {e}")))?;
-        let path = pinned::resolve(&self.env, &self.env.resolve(&args.path), true)
-            .map_err(ToolError::new)?;
+        let path = pinned::resolve(&self.env, &self.env.resolve(&args.path), true)?;
         // The plan file is keel's, in keel's home: always the disk, never an editor's buffer.
         if let Some(editor) = self.env.editor.clone()
             && !super::is_plan_file(&self.env, &path)
             && let Some(_hold) = crate::bash::quiet::editor_hold(&self.env).await
         {
             // Checked again now that no command can run until the editor is done.
-            let path = pinned::resolve(&self.env, &self.env.resolve(&args.path), true)
-                .map_err(ToolError::new)?;
+            let path = pinned::resolve(&self.env, &self.env.resolve(&args.path), true)?;
             return write_in_editor(&editor, path, &args.content).await;
         }
         let env = self.env.clone();
@@ -100,13 +98,13 @@ async fn write_in_editor(
     path: PathBuf,
     content: &str,
 ) -> Result<ToolOutput, ToolError> {
-    let exists = ensure_regular(&path).map_err(ToolError::new)?;
-    let before = super::editor::identity(&path).map_err(ToolError::new)?;
+    let exists = ensure_regular(&path)?;
+    let before = super::editor::identity(&path)?;
     let existing = if exists {
         let text = editor.0.read_text(&path).await.map_err(|e| {
             ToolError::new(format!("Cannot read {} in the editor: {e}", path.display()))
         })?;
-        super::editor::recheck(&path, before).map_err(ToolError::new)?;
+        super::editor::recheck(&path, before)?;
         Some(text)
     } else {
         None
@@ -122,7 +120,7 @@ async fn write_in_editor(
             path.display()
         ))
     })?;
-    super::editor::recheck(&path, None).map_err(ToolError::new)?;
+    super::editor::recheck(&path, None)?;
     Ok(written(&path, &text, !exists))
 }
 
@@ -143,7 +141,7 @@ fn written(path: &std::path::Path, text: &str, created: bool) -> ToolOutput {
 }
 
 fn write(env: &ToolEnv, path: PathBuf, content: &str) -> Result<ToolOutput, ToolError> {
-    let exists = ensure_regular(&path).map_err(ToolError::new)?;
+    let exists = ensure_regular(&path)?;
     let existing = match exists.then(|| read_pinned(&path)) {
         Some(Ok(bytes)) => Some(bytes),
         Some(Err(e)) if e.kind() == std::io::ErrorKind::NotFound => None,

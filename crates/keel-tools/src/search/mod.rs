@@ -151,7 +151,7 @@ impl From<SearchError> for ToolError {
 fn parse_args<T: serde::de::DeserializeOwned>(
     arguments: serde_json::Value,
 ) -> Result<T, SearchError> {
-    crate::args::parse(arguments).map_err(SearchError::InvalidArguments)
+    crate::args::parse(arguments).map_err(|e| SearchError::InvalidArguments(e.to_string()))
 }
 
 /// What a path given to a tool turned out to be.

@@ -21,8 +21,8 @@ use keel_protocol::{
     Op, PermissionMode, QueueEntry, SandboxMode, SessionEvent, SessionId, TaskInfo, ThinkingLevel,
     Usage,
 };
-use keel_runtime::Reply;
 use keel_runtime::SessionRecord;
+use keel_runtime::{Reply, RuntimeError};
 use ratatui::text::Line;
 
 use crate::cells::{Cell, Tone};
@@ -117,15 +117,15 @@ pub enum UiEvent {
     /// A terminal event.
     Term(crossterm::event::Event),
     /// An operation's reply.
-    Reply(Tag, Result<Reply, String>),
+    Reply(Tag, Result<Reply, RuntimeError>),
     /// The file list for `@` is ready.
     FilesReady,
     /// `$EDITOR` finished with this text (`None`: it failed, with the reason as a notice).
-    Edited(Result<String, String>),
+    Edited(Result<String, crate::outside::OutsideError>),
     /// `git diff`'s output.
-    GitDiff(Result<String, String>),
+    GitDiff(Result<String, crate::outside::OutsideError>),
     /// A file write finished.
-    Written(Result<PathBuf, String>),
+    Written(Result<PathBuf, crate::outside::OutsideError>),
     /// The terminal hung up or keel was told to stop: quit as Ctrl+D would.
     Quit,
 }
@@ -327,7 +327,7 @@ impl App {
             UiEvent::Written(Ok(path)) => {
                 self.notice(Tone::Info, format!("wrote {}", path.display()));
             }
-            UiEvent::Written(Err(error)) => self.notice(Tone::Error, error),
+            UiEvent::Written(Err(error)) => self.notice(Tone::Error, error.to_string()),
             UiEvent::Quit => self.quit(&mut effects),
         }
         if self.files_requested {
@@ -351,7 +351,7 @@ impl App {
         Effect::Call(Tag::Commands, Op::ListCommands(ops::ListCommands {}))
     }
 
-    fn reply(&mut self, tag: Tag, reply: Result<Reply, String>, effects: &mut Vec<Effect>) {
+    fn reply(&mut self, tag: Tag, reply: Result<Reply, RuntimeError>, effects: &mut Vec<Effect>) {
         let reply = match reply {
             Ok(reply) => reply,
             Err(error) => {
@@ -370,12 +370,13 @@ impl App {
                     }
                 }
                 if let Tag::Command { name, .. } = &tag {
-                    // The runtime's errors name the command mostly; the catalog may be out
-                    // of date (a command file removed), so it is listed again.
-                    let text = if error.contains(&format!("/{name}")) {
-                        error
-                    } else {
-                        format!("/{name}: {error}")
+                    // A command's own errors name it; the catalog may be out of date (a
+                    // command file removed), so it is listed again.
+                    let text = match &error {
+                        RuntimeError::Command { .. } | RuntimeError::UnknownCommand(_) => {
+                            error.to_string()
+                        }
+                        _ => format!("/{name}: {error}"),
                     };
                     self.notice(Tone::Error, text);
                     effects.push(Self::list_commands());

@@ -238,7 +238,10 @@ fn an_unknown_command_reply_shows_and_gives_the_line_back() {
     let Effect::Call(tag, _) = effects.into_iter().next().unwrap() else {
         unreachable!()
     };
-    let effects = app.update(UiEvent::Reply(tag, Err("unknown command `/review`".into())));
+    let effects = app.update(UiEvent::Reply(
+        tag,
+        Err(keel_runtime::RuntimeError::UnknownCommand("review".into())),
+    ));
     assert_eq!(
         effects,
         vec![Effect::Call(
@@ -264,13 +267,13 @@ fn an_unknown_command_reply_shows_and_gives_the_line_back() {
             typed: "/mcp".into(),
             expect: Expect::Answer,
         },
-        Err("the runtime is shutting down".into()),
+        Err(keel_runtime::RuntimeError::NotBound),
     ));
     assert_eq!(
         app.transcript.last(),
         Some(&Cell::Notice(
             Tone::Error,
-            "/mcp: the runtime is shutting down".into()
+            "/mcp: the conversation contract is not bound to a runtime".into()
         ))
     );
 }

@@ -6,7 +6,7 @@ use std::path::Path;
 
 use serde::Deserialize;
 
-use super::matcher::{CommandPattern, Matcher, PathPattern, ToolPattern};
+use super::matcher::{CommandPattern, Matcher, PathPattern, RuleProblem, ToolPattern};
 
 use super::{Action, Effect, PROJECT_DIR, RULES_FILE, Rule, RuleError, RuleOrigin, RuleSet};
 use crate::permission::shell::{Token, program_name, tokenize};
@@ -40,22 +40,24 @@ struct RawFile {
     deny: Vec<RawRule>,
 }
 
-fn command_words(text: &str, field: &str) -> Result<Vec<String>, String> {
+fn command_words(text: &str, field: &'static str) -> Result<Vec<String>, RuleProblem> {
     let mut words = Vec::new();
     for token in tokenize(text) {
         match token {
             Token::Word(word) => match word.literal() {
                 Some(text) if !word.glob || word.quoted => words.push(text),
                 _ => {
-                    return Err(format!(
-                        "{field} must be plain words (no variables, substitutions or globs; use command_glob for patterns): `{text}`"
-                    ));
+                    return Err(RuleProblem::NotPlain {
+                        field,
+                        text: text.to_owned(),
+                    });
                 }
             },
             _ => {
-                return Err(format!(
-                    "{field} must be one simple command without operators or redirections: `{text}`"
-                ));
+                return Err(RuleProblem::NotSimple {
+                    field,
+                    text: text.to_owned(),
+                });
             }
         }
     }
@@ -63,24 +65,24 @@ fn command_words(text: &str, field: &str) -> Result<Vec<String>, String> {
         *first = program_name(first).to_owned();
     }
     if words.is_empty() {
-        return Err(format!("{field} is empty"));
+        return Err(RuleProblem::Empty(field));
     }
     Ok(words)
 }
 
-fn compile(raw: RawRule, home: Option<&Path>) -> Result<Matcher, String> {
+fn compile(raw: RawRule, home: Option<&Path>) -> Result<Matcher, RuleProblem> {
     let commands = [&raw.command, &raw.command_prefix, &raw.command_glob]
         .iter()
         .filter(|c| c.is_some())
         .count();
     if commands > 1 {
-        return Err("use only one of command, command_prefix and command_glob".to_owned());
+        return Err(RuleProblem::SeveralCommands);
     }
     let actions = match raw.action {
         None => Vec::new(),
         Some(OneOrMany::One(action)) => vec![action],
         Some(OneOrMany::Many(actions)) if actions.is_empty() => {
-            return Err("action is an empty list".to_owned());
+            return Err(RuleProblem::NoActions);
         }
         Some(OneOrMany::Many(actions)) => actions,
     };
@@ -93,10 +95,14 @@ fn compile(raw: RawRule, home: Option<&Path>) -> Result<Matcher, String> {
         )?))
     } else if let Some(text) = &raw.command_glob {
         if text.trim().is_empty() {
-            return Err("command_glob is empty".to_owned());
+            return Err(RuleProblem::Empty("command_glob"));
         }
         let matcher = globset::Glob::new(text.trim())
-            .map_err(|e| format!("invalid command_glob `{text}`: {e}"))?
+            .map_err(|e| RuleProblem::Glob {
+                what: "command_glob",
+                pattern: text.to_owned(),
+                reason: e.to_string(),
+            })?
             .compile_matcher();
         Some(CommandPattern::Glob {
             raw: text.trim().to_owned(),
@@ -112,7 +118,7 @@ fn compile(raw: RawRule, home: Option<&Path>) -> Result<Matcher, String> {
         .map(|p| PathPattern::new(p, home))
         .transpose()?;
     if tool.is_none() && command.is_none() && path.is_none() && actions.is_empty() {
-        return Err("a rule needs at least one of tool, command, command_prefix, command_glob, path or action".to_owned());
+        return Err(RuleProblem::Nothing);
     }
     Ok(Matcher {
         tool,
@@ -145,11 +151,11 @@ impl RuleSet {
             (Effect::Deny, raw.deny),
         ] {
             for (at, raw_rule) in list.into_iter().enumerate() {
-                let matcher = compile(raw_rule, home).map_err(|message| RuleError::Invalid {
+                let matcher = compile(raw_rule, home).map_err(|problem| RuleError::Invalid {
                     path: source.to_path_buf(),
                     list: effect.name(),
                     number: at + 1,
-                    message,
+                    problem,
                 })?;
                 rules.push(Rule {
                     effect,

@@ -6,6 +6,57 @@
 use std::fmt;
 use std::path::{Path, PathBuf};
 
+/// What is wrong with one permission rule.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum RuleProblem {
+    /// A field is empty.
+    #[error("{0} is empty")]
+    Empty(&'static str),
+    /// A glob does not compile.
+    #[error("invalid {what} `{pattern}`: {reason}")]
+    Glob {
+        /// Which glob (`path glob`, `tool glob`, `command_glob`).
+        what: &'static str,
+        /// As written.
+        pattern: String,
+        /// The compiler's reason.
+        reason: String,
+    },
+    /// A path starts with `~` and the home folder is unknown.
+    #[error("path `{0}` uses `~` but the home folder is unknown")]
+    NoHome(String),
+    /// A command holds more than plain words.
+    #[error(
+        "{field} must be plain words (no variables, substitutions or globs; use command_glob for \
+         patterns): `{text}`"
+    )]
+    NotPlain {
+        /// `command` or `command_prefix`.
+        field: &'static str,
+        /// As written.
+        text: String,
+    },
+    /// A command is more than one simple command.
+    #[error("{field} must be one simple command without operators or redirections: `{text}`")]
+    NotSimple {
+        /// `command` or `command_prefix`.
+        field: &'static str,
+        /// As written.
+        text: String,
+    },
+    /// More than one command field.
+    #[error("use only one of command, command_prefix and command_glob")]
+    SeveralCommands,
+    /// `action: []`.
+    #[error("action is an empty list")]
+    NoActions,
+    /// Nothing to match.
+    #[error(
+        "a rule needs at least one of tool, command, command_prefix, command_glob, path or action"
+    )]
+    Nothing,
+}
+
 use globset::{GlobBuilder, GlobMatcher};
 
 use super::Action;
@@ -62,13 +113,17 @@ impl PartialEq for PathPattern {
     }
 }
 
-fn path_glob(pattern: &str) -> Result<GlobMatcher, String> {
+fn path_glob(pattern: &str) -> Result<GlobMatcher, RuleProblem> {
     GlobBuilder::new(pattern)
         .literal_separator(true)
         .backslash_escape(true)
         .build()
         .map(|g| g.compile_matcher())
-        .map_err(|e| format!("invalid path glob `{pattern}`: {e}"))
+        .map_err(|e| RuleProblem::Glob {
+            what: "path glob",
+            pattern: pattern.to_owned(),
+            reason: e.to_string(),
+        })
 }
 
 fn has_glob_meta(text: &str) -> bool {
@@ -78,18 +133,16 @@ fn has_glob_meta(text: &str) -> bool {
 impl PathPattern {
     /// Compiles `pattern`, expanding `~` with `home` and resolving symlinks in its literal
     /// leading folders (so it matches the real paths the gate judges).
-    pub fn new(pattern: &str, home: Option<&Path>) -> Result<Self, String> {
+    pub fn new(pattern: &str, home: Option<&Path>) -> Result<Self, RuleProblem> {
         if pattern.trim().is_empty() {
-            return Err("path is empty".to_owned());
+            return Err(RuleProblem::Empty("path"));
         }
         let expanded = match (pattern.strip_prefix('~'), home) {
             (Some(rest), Some(home)) if rest.is_empty() || rest.starts_with('/') => {
                 format!("{}{rest}", home.display())
             }
             (Some(_), None) => {
-                return Err(format!(
-                    "path `{pattern}` uses `~` but the home folder is unknown"
-                ));
+                return Err(RuleProblem::NoHome(pattern.to_owned()));
             }
             _ => pattern.to_owned(),
         };
@@ -195,14 +248,18 @@ impl ToolPattern {
     }
 
     /// Compiles a tool name or glob.
-    pub fn new(name: &str) -> Result<Self, String> {
+    pub fn new(name: &str) -> Result<Self, RuleProblem> {
         if name.trim().is_empty() {
-            return Err("tool is empty".to_owned());
+            return Err(RuleProblem::Empty("tool"));
         }
         let matcher = if has_glob_meta(name) {
             Some(
                 globset::Glob::new(name)
-                    .map_err(|e| format!("invalid tool glob `{name}`: {e}"))?
+                    .map_err(|e| RuleProblem::Glob {
+                        what: "tool glob",
+                        pattern: name.to_owned(),
+                        reason: e.to_string(),
+                    })?
                     .compile_matcher(),
             )
         } else {

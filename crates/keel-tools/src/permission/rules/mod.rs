@@ -34,7 +34,7 @@ use std::path::{Path, PathBuf};
 use serde::{Deserialize, Serialize};
 
 pub use file::{append_allow, append_rules};
-pub use matcher::{CommandPattern, Matcher, PathPattern, Subject, ToolPattern};
+pub use matcher::{CommandPattern, Matcher, PathPattern, RuleProblem, Subject, ToolPattern};
 
 /// Name of a rule file, in `$KEEL_HOME` and in a project's `.keel` folder.
 pub const RULES_FILE: &str = "permissions.yaml";
@@ -114,7 +114,7 @@ pub enum RuleError {
         message: String,
     },
     /// One rule is wrong.
-    #[error("{}: {list} rule #{number}: {message}", path.display())]
+    #[error("{}: {list} rule #{number}: {problem}", path.display())]
     Invalid {
         /// The file.
         path: PathBuf,
@@ -123,7 +123,7 @@ pub enum RuleError {
         /// Position in that list, from 1.
         number: usize,
         /// What is wrong.
-        message: String,
+        problem: RuleProblem,
     },
 }
 

@@ -1,0 +1,107 @@
+//! What the TUI runs outside the runtime for the user: `$EDITOR` on a draft, `git diff`
+//! for `/diff`, and the file `/export` writes.
+
+use std::path::{Path, PathBuf};
+use std::process::ExitStatus;
+
+/// Why one of them failed.
+#[derive(Debug, thiserror::Error)]
+pub enum OutsideError {
+    /// The draft file could not be made or written.
+    #[error("cannot prepare the draft file: {0}")]
+    Draft(#[source] std::io::Error),
+    /// The editor did not start.
+    #[error("cannot start `{editor}`: {source}")]
+    EditorStart {
+        /// The editor's command.
+        editor: String,
+        /// Why.
+        source: std::io::Error,
+    },
+    /// The editor failed; the draft stays as it was.
+    #[error("`{editor}` exited with {status}; the draft is unchanged")]
+    EditorFailed {
+        /// The editor's command.
+        editor: String,
+        /// How it ended.
+        status: ExitStatus,
+    },
+    /// The edited draft could not be read back.
+    #[error("cannot read the draft back: {0}")]
+    DraftBack(#[source] std::io::Error),
+    /// git did not run.
+    #[error("cannot run git: {0}")]
+    GitStart(#[source] std::io::Error),
+    /// git refused (its message).
+    #[error("{0}")]
+    Git(String),
+    /// A file could not be written.
+    #[error("cannot write {}: {source}", path.display())]
+    Write {
+        /// The file.
+        path: PathBuf,
+        /// Why.
+        source: std::io::Error,
+    },
+}
+
+/// `draft` after the user edited it in `$VISUAL`, else `$EDITOR`, else `vi`.
+pub fn edit_in_editor(draft: &str) -> Result<String, OutsideError> {
+    let editor = std::env::var("VISUAL")
+        .ok()
+        .filter(|e| !e.trim().is_empty())
+        .or_else(|| {
+            std::env::var("EDITOR")
+                .ok()
+                .filter(|e| !e.trim().is_empty())
+        })
+        .unwrap_or_else(|| "vi".into());
+    // A private file of its own (0600, a name nobody can guess or pre-create).
+    let file = tempfile::Builder::new()
+        .prefix("keel-draft-")
+        .suffix(".md")
+        .tempfile()
+        .map_err(OutsideError::Draft)?;
+    std::fs::write(file.path(), draft).map_err(OutsideError::Draft)?;
+    let mut words = editor.split_whitespace();
+    let program = words.next().unwrap_or("vi");
+    let status = std::process::Command::new(program)
+        .args(words)
+        .arg(file.path())
+        .status()
+        .map_err(|source| OutsideError::EditorStart {
+            editor: editor.clone(),
+            source,
+        })?;
+    if !status.success() {
+        return Err(OutsideError::EditorFailed { editor, status });
+    }
+    std::fs::read_to_string(file.path()).map_err(OutsideError::DraftBack)
+}
+
+/// The working tree's changes against `HEAD`.
+pub fn git_diff(cwd: &Path) -> Result<String, OutsideError> {
+    let output = std::process::Command::new("git")
+        .args(["--no-pager", "diff", "--no-color", "--no-ext-diff", "HEAD"])
+        .current_dir(cwd)
+        .output()
+        .map_err(OutsideError::GitStart)?;
+    if !output.status.success() {
+        return Err(OutsideError::Git(
+            String::from_utf8_lossy(&output.stderr).trim().to_owned(),
+        ));
+    }
+    Ok(String::from_utf8_lossy(&output.stdout).into_owned())
+}
+
+/// Writes `text` to `path`, making its folder.
+pub fn write_file(path: &Path, text: &str) -> Result<(), OutsideError> {
+    let written = match path.parent() {
+        Some(parent) => std::fs::create_dir_all(parent).and_then(|()| std::fs::write(path, text)),
+        None => std::fs::write(path, text),
+    };
+    written.map_err(|source| OutsideError::Write {
+        path: path.to_path_buf(),
+        source,
+    })
+}
