@@ -136,6 +136,16 @@ pub fn rough_report(request: &CompactRequest) -> keel_protocol::ContextReport {
 }
 
 impl Sessions {
+    /// The installed compaction strategy, if any.
+    fn compactor(&self) -> Option<Arc<dyn Compactor>> {
+        self.runtime
+            .inner
+            .compactor
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .clone()
+    }
+
     /// Compacts a session's history with the installed strategy, following `instructions`;
     /// returns the new revision, or `None` when the strategy found nothing to save.
     pub(crate) async fn compact(
@@ -143,16 +153,9 @@ impl Sessions {
         session: &SessionId,
         instructions: Option<String>,
     ) -> Result<Option<u64>, RuntimeError> {
-        let compactor = self
-            .runtime
-            .inner
-            .compactor
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
-            .clone()
-            .ok_or_else(|| {
-                RuntimeError::Unsupported("no compaction strategy is installed".into())
-            })?;
+        let compactor = self.compactor().ok_or_else(|| {
+            RuntimeError::Unsupported("no compaction strategy is installed".into())
+        })?;
         let slot = self.runtime.slot_or_open(session).await?;
         refuse_if_running(&slot)?;
         let store = &self.runtime.inner.store;
@@ -188,11 +191,7 @@ impl Sessions {
                 },
             })
             .await?;
-        {
-            let mut state = slot.lock();
-            state.history = None;
-            state.reconciled = false;
-        }
+        slot.history_changed();
         self.runtime
             .session_changed(
                 session,
@@ -224,13 +223,7 @@ impl Sessions {
             .map(|e| Arc::new(e.message))
             .collect();
         let request = self.compact_request(&slot, history, None)?;
-        let compactor = self
-            .runtime
-            .inner
-            .compactor
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
-            .clone();
+        let compactor = self.compactor();
         Ok(match compactor {
             Some(compactor) => compactor.measure(&request),
             None => rough_report(&request),

@@ -271,9 +271,7 @@ impl Sessions {
             .rewind(session, revision, new_id("op-"))
             .await?;
         if let Ok(slot) = self.runtime.slot(session) {
-            let mut state = slot.lock();
-            state.history = None;
-            state.reconciled = false;
+            slot.history_changed();
         }
         self.runtime
             .session_changed(

@@ -371,6 +371,14 @@ impl Slot {
         })
     }
 
+    /// The stored history changed outside the session's turns (a rewind, a compaction):
+    /// the cached copy is dropped, and the next turn reads and reconciles it again.
+    pub(crate) fn history_changed(&self) {
+        let mut state = self.lock();
+        state.history = None;
+        state.reconciled = false;
+    }
+
     pub(crate) fn lock(&self) -> MutexGuard<'_, SlotState> {
         self.state.lock().unwrap_or_else(PoisonError::into_inner)
     }
