@@ -4,14 +4,17 @@
 # ends. Everything before the last answer is the same scripted work; what differs between
 # builds is how fast the run sees the session at rest and exits. Interleaved runs of this
 # build and KEEL_PREV (a previous keel binary) report the wall time of the whole run.
-# Env: RUNS (20) KEEL_PREV (optional) DELAY_MS (300: the task's answer time)
+# Env: RUNS (20) KEEL_PREV (optional) KEEL_BIN (optional: this build's binary, copied
+# beside KEEL_PREV) DELAY_MS (300: the task's answer time)
 set -euo pipefail
 HERE=$(cd "$(dirname "$0")" && pwd)
 ROOT=$(cd "$HERE/../.." && pwd)
 RUNS=${RUNS:-20}; DELAY_MS=${DELAY_MS:-300}
 export CARGO_TARGET_DIR=${CARGO_TARGET_DIR:-$HOME/.cache/keel/target}
 (cd "$ROOT" && flock /tmp/keel-cargo.lock cargo build --release -q -p keel-cli) || exit 1
-KEEL=$CARGO_TARGET_DIR/release/keel
+# Both binaries should lie on the same file system: one run from the build folder and one
+# from /tmp differ by about a millisecond on their own. KEEL_BIN names a copy to use.
+KEEL=${KEEL_BIN:-$CARGO_TARGET_DIR/release/keel}
 OUT=$(mktemp -d "${TMPDIR:-/tmp}/keel-exec-tail.XXXXXX")
 mkdir -p "$OUT/work" "$OUT/home"
 cat >"$OUT/script.json" <<JSON
@@ -31,10 +34,14 @@ for bin in "$KEEL" ${KEEL_PREV:+"$KEEL_PREV"}; do
   rm -f "$OUT/check.db"*
 done
 # Interleaved: one run of each build in turn, so load on the machine falls on both alike.
+# The order flips every round: the first run of a pair is about 0.5-1 ms slower whichever
+# binary it is (an A/A run of one binary in both places showed it).
 bins=("$KEEL" ${KEEL_PREV:+"$KEEL_PREV"})
 names=(keel ${KEEL_PREV:+keel-prev})
 for ((i = 0; i < RUNS; i++)); do
-  for j in "${!bins[@]}"; do
+  order=("${!bins[@]}")
+  if ((i % 2 == 1)) && ((${#bins[@]} == 2)); then order=(1 0); fi
+  for j in "${order[@]}"; do
     start=$(date +%s%N)
     env HOME="$OUT/home" KEEL_SESSIONS_DB="$OUT/${names[$j]}.db" "${bins[$j]}" exec --cwd "$OUT/work" \
       --mock-script "$OUT/script.json" --permission auto go >/dev/null 2>&1

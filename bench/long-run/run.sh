@@ -3,6 +3,7 @@
 # Env: RUNS (3) STEPS (100) KIB (4) CHUNK (64) PEERS_DIR (~/.cache/keel/peers) ONLY ("keel keel-sandboxed codex pi")
 #      MOCK_ARGS (extra keel-mockllm flags, e.g. --close-connections for a connection per request)
 #      KEEL_PREV (a previous keel binary, built apart): adds keel-prev and keel-prev-sandboxed to ONLY
+#      KEEL_BIN (this build's binary, copied beside KEEL_PREV so both start from one file system)
 set -uo pipefail
 HERE=$(cd "$(dirname "$0")" && pwd)
 ROOT=$(cd "$HERE/../.." && pwd)
@@ -24,7 +25,9 @@ log() { echo "[bench] $*" >&2; }
 # ---- build keel -------------------------------------------------------------
 log "building keel (release) in $CARGO_TARGET_DIR"
 (cd "$ROOT" && flock /tmp/keel-cargo.lock cargo build --release -q -p keel-cli -p keel-mockllm) || { log "cargo build failed"; exit 1; }
-KEEL=$CARGO_TARGET_DIR/release/keel
+# KEEL_BIN: this build's binary copied beside KEEL_PREV; a binary run from the build folder
+# and one from /tmp start about half a millisecond apart on their own.
+KEEL=${KEEL_BIN:-$CARGO_TARGET_DIR/release/keel}
 MOCK=$CARGO_TARGET_DIR/release/keel-mockllm
 
 # ---- peers from npm ------------------------------------------------------------
