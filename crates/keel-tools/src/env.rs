@@ -1,6 +1,6 @@
 //! What every tool knows about where it runs.
 
-use std::path::{Component, Path, PathBuf};
+use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 /// Bash's default timeout (issue 4).
@@ -257,20 +257,7 @@ pub fn temp_base() -> PathBuf {
     }
 }
 
-/// `.` removed and `..` folded without touching the file system.
-pub fn normalize(path: &Path) -> PathBuf {
-    let mut out = PathBuf::new();
-    for component in path.components() {
-        match component {
-            Component::CurDir => {}
-            Component::ParentDir => {
-                out.pop();
-            }
-            other => out.push(other.as_os_str()),
-        }
-    }
-    out
-}
+pub use keel_shell::normalize;
 
 #[cfg(test)]
 mod tests {

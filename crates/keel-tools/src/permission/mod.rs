@@ -16,13 +16,13 @@
 //! lets a wrapper, a link or a substitution carry a call past a check.
 
 pub mod danger;
-mod effects;
-mod envvars;
 pub mod gate;
 pub mod hook;
 mod paths;
 pub mod rules;
-pub mod shell;
+
+/// The shell analyser and what commands do, from keel-shell.
+pub use keel_shell::{effects, envvars, shell};
 
 pub use effects::CommandClass;
 pub(crate) use effects::git_key_runs_program;

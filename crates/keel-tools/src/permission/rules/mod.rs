@@ -41,34 +41,7 @@ pub const RULES_FILE: &str = "permissions.yaml";
 /// The project folder holding [`RULES_FILE`].
 pub const PROJECT_DIR: &str = ".keel";
 
-/// What a call does to the world; rules and modes judge by it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Action {
-    /// Reads a file or lists a folder.
-    Read,
-    /// Creates or changes a file.
-    Write,
-    /// Removes a file or folder.
-    Delete,
-    /// Runs a program.
-    Execute,
-    /// Reaches the network.
-    Network,
-}
-
-impl Action {
-    /// The lowercase name.
-    pub fn name(self) -> &'static str {
-        match self {
-            Action::Read => "read",
-            Action::Write => "write",
-            Action::Delete => "delete",
-            Action::Execute => "execute",
-            Action::Network => "network",
-        }
-    }
-}
+pub use keel_shell::Action;
 
 /// What a rule decides. Ordered: deny beats ask beats allow.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]

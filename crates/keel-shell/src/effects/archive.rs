@@ -3,8 +3,8 @@
 
 use super::args::{has_flag, is_recursive, option_values, positional};
 use super::{FileEffect, LinkEffect};
-use crate::permission::rules::Action;
-use crate::permission::shell::Arg;
+use crate::Action;
+use crate::shell::Arg;
 
 fn effect(action: Action, path: &Arg, recursive: bool) -> FileEffect {
     FileEffect {

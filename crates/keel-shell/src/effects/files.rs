@@ -10,8 +10,8 @@ use super::args::{
 use super::links::{link_targets, ln_operands};
 use super::tables::{NO_FILES, READERS};
 use super::{FileEffect, archive, code, git};
-use crate::permission::rules::Action;
-use crate::permission::shell::Arg;
+use crate::Action;
+use crate::shell::Arg;
 
 pub(super) fn effect(action: Action, path: &Arg, recursive: bool) -> FileEffect {
     FileEffect {

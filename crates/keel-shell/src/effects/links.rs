@@ -6,8 +6,8 @@
 use super::args::{has_flag, is_recursive, option_values, positional, sources_and_target};
 use super::files::{COPY_VALUES, effect};
 use super::{FileEffect, LinkEffect, archive, git};
-use crate::permission::rules::Action;
-use crate::permission::shell::Arg;
+use crate::Action;
+use crate::shell::Arg;
 
 /// `ln`, `link`, `cp -s`, `cp -l`: a link is a way to write its target, so each target is a
 /// write; a relative symlink target is relative to the link's folder.

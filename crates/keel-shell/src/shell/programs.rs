@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 
 use super::invocation::Arg;
 use super::lexer::is_ident;
-use crate::env::normalize;
+use crate::normalize;
 
 /// Programs that run a script given as `-c STRING`, a file, or stdin.
 pub const SHELLS: &[&str] = &[

@@ -4,7 +4,7 @@
 
 use super::args::{has_flag, option_values, positional};
 use super::git::{GitLine, parse};
-use crate::permission::shell::Arg;
+use crate::shell::Arg;
 
 /// Whether setting `key` to `value` makes git run a program (or load configuration that can).
 pub fn runs_program(key: &str, value: &str) -> bool {

@@ -8,7 +8,7 @@
 //! program unreadable if it could print to a file or a pipe, run a command or read a file.
 
 use super::args::{has_flag, option_values};
-use crate::permission::shell::Arg;
+use crate::shell::Arg;
 
 /// The inline code an interpreter or text tool is given in its arguments.
 pub fn inline_code(program: &str, args: &[Arg]) -> Vec<String> {

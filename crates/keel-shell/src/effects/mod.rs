@@ -22,8 +22,8 @@ mod git_config;
 mod links;
 mod tables;
 
-use super::rules::Action;
-use super::shell::Arg;
+use crate::Action;
+use crate::shell::Arg;
 use args::{has_flag as flag, is_remote, option_values};
 use tables::{FILE_PROGRAMS, NETWORK, NO_FILES, READ_ONLY, READERS};
 

@@ -3,7 +3,7 @@
 //! Generic over CLIs that follow the usual GNU/POSIX layout; programs that do not are handled
 //! case by case in `files`.
 
-use crate::permission::shell::Arg;
+use crate::shell::Arg;
 
 /// Non-option arguments, with values of the listed options skipped. Short options taking a
 /// value are given as a string of letters, long ones by name.

@@ -12,8 +12,8 @@ use super::args::{has_flag, option_values, positional};
 use super::git_config::config_set;
 use super::tables::{GIT_KNOWN, GIT_NETWORK, GIT_READ_ONLY};
 use super::{CommandClass, FileEffect, LinkEffect};
-use crate::permission::rules::Action;
-use crate::permission::shell::Arg;
+use crate::Action;
+use crate::shell::Arg;
 
 /// git's global options that take a value as the next word.
 const VALUED_GLOBALS: &[&str] = &[

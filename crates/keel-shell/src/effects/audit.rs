@@ -4,7 +4,7 @@
 //! The result of auditing every program the read-only tables list.
 
 use super::args::{has_flag, option_values, positional};
-use crate::permission::shell::Arg;
+use crate::shell::Arg;
 
 /// ssh options that run a local command.
 const SSH_COMMAND_OPTIONS: &[&str] = &[

@@ -5,7 +5,7 @@
 use super::analyzer::{Analyzer, State};
 use super::invocation::Arg;
 use super::word::Piece;
-use crate::permission::envvars;
+use crate::envvars;
 
 /// Builtins whose `NAME=value` arguments are assignments, neither split nor globbed.
 pub(super) const DECLARATIONS: &[&str] = &["export", "declare", "typeset", "local", "readonly"];
