@@ -1,7 +1,7 @@
 //! keel's built-in tools, the permission gate, protected paths, shell environment cleaning
-//! and the sandbox (DESIGN §13, §16, §17).
-//! It imports only keel-protocol and keel-agent, and must not import keel-runtime, keel-context,
-//! keel-mcp, keel-extensions, keel-tui, keel-acp or keel-cli.
+//! and the sandbox (DESIGN §13, §16, §17). The gate reads commands with keel-shell.
+//! It imports only keel-protocol, keel-shell and keel-agent, and must not import keel-runtime,
+//! keel-context, keel-mcp, keel-extensions, keel-tui, keel-acp or keel-cli.
 
 mod args;
 pub mod bash;
