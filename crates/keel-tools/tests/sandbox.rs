@@ -37,8 +37,26 @@ struct Fixture {
     ws: PathBuf,
 }
 
+/// Where fixtures live: the build's temp folder, unless it lies in the system temp folder.
+/// A sandboxed command gets a private `/tmp`, and without namespaces keel refuses to hide
+/// credentials in a folder commands may write, so a fake home there would test neither; the
+/// fixtures then go to keel's cache folder in the real home.
+fn fixture_root() -> PathBuf {
+    let target = PathBuf::from(env!("CARGO_TARGET_TMPDIR"));
+    let target = target.canonicalize().unwrap_or(target);
+    let system = std::env::temp_dir();
+    let system = system.canonicalize().unwrap_or(system);
+    if !target.starts_with(&system) && !target.starts_with("/tmp") {
+        return target;
+    }
+    let home = PathBuf::from(std::env::var_os("HOME").expect("HOME is set"));
+    let root = home.join(".cache/keel/test-fixtures");
+    std::fs::create_dir_all(&root).unwrap();
+    root
+}
+
 fn fixture() -> Fixture {
-    let dir = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
+    let dir = tempfile::tempdir_in(fixture_root()).unwrap();
     let base = dir.path().canonicalize().unwrap();
     let home = base.join("home");
     let ws = base.join("ws");
@@ -502,7 +520,16 @@ async fn a_command_cannot_type_into_keels_terminal() {
 async fn run_the_typist() {
     let fx = fixture();
     let bash = tool(&fx, SandboxMode::WorkspaceWrite, |_| {});
+    // The command must see this test binary: a build in the system temp folder is behind the
+    // command's private `/tmp`, so a copy goes into the workspace.
     let exe = std::env::current_exe().unwrap();
+    let exe = if exe.starts_with(std::env::temp_dir()) || exe.starts_with("/tmp") {
+        let copy = fx.ws.join("typist");
+        std::fs::copy(&exe, &copy).unwrap();
+        copy
+    } else {
+        exe
+    };
     let out = sh(
         &bash,
         &format!(

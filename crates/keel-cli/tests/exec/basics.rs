@@ -375,7 +375,7 @@ fn the_sandbox_mode_comes_from_the_flag_or_the_config_and_a_bad_one_is_named() {
             .unwrap()
     };
     // Temp folders are always writable, so the workspace must live elsewhere.
-    let outside_temp = || tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
+    let outside_temp = crate::outside_temp;
     // read-only: the command may not write the workspace (or, where the kernel cannot
     // enforce Landlock, it does not run at all); either way nothing is made.
     let work = outside_temp();

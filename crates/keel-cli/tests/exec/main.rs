@@ -92,6 +92,26 @@ fn result_of(output: &std::process::Output) -> serde_json::Value {
     all.remove(0)
 }
 
+/// A folder outside the system temp folders, which sandboxed commands may write (so without
+/// namespaces keel could not hide a database there, and a read-only sandbox would not keep
+/// a workspace there from being written): the build's temp folder, or keel's cache folder in
+/// the real home when the build itself lies in the system temp folder.
+fn outside_temp() -> tempfile::TempDir {
+    let target = std::path::PathBuf::from(env!("CARGO_TARGET_TMPDIR"));
+    let target = target.canonicalize().unwrap_or(target);
+    let system = std::env::temp_dir();
+    let system = system.canonicalize().unwrap_or(system);
+    let root = if target.starts_with(&system) || target.starts_with("/tmp") {
+        let home = std::path::PathBuf::from(std::env::var_os("HOME").expect("HOME is set"));
+        let root = home.join(".cache/keel/test-fixtures");
+        std::fs::create_dir_all(&root).unwrap();
+        root
+    } else {
+        target
+    };
+    tempfile::tempdir_in(root).unwrap()
+}
+
 /// A runtime for `keel-mockllm` servers started in the test process.
 struct Mock(keel_mockllm::Background);
 

@@ -9,7 +9,7 @@ use pretty_assertions::assert_eq;
 use serde_json::json;
 
 use crate::sessions::{Home, stderr, wait_for_messages};
-use crate::{assert_exit, script};
+use crate::{assert_exit, outside_temp, script};
 
 fn mode(path: &Path) -> u32 {
     std::fs::metadata(path).unwrap().permissions().mode() & 0o777
@@ -250,12 +250,6 @@ fn a_corrupt_database_is_named_with_its_path() {
         )),
         "{text}"
     );
-}
-
-/// A folder outside the system temp folders (which sandboxed commands may write, so
-/// without namespaces keel could not hide a database there and would refuse the command).
-fn outside_temp() -> tempfile::TempDir {
-    tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap()
 }
 
 /// What a `bash` tool call printed in a `keel exec` run started in `start` with
