@@ -195,7 +195,8 @@ fn an_unknown_provider_lists_the_known_ones() {
 fn the_model_and_providers_come_from_config_files() {
     let mock = Mock::new();
     let server = mock.serve(r#"[{"text": "configured", "chunk_size": 4}]"#);
-    let home = temp_dir("config-home");
+    let home_dir = temp_dir("config-home");
+    let home = home_dir.path();
     std::fs::write(
         home.join("config.yaml"),
         format!(
@@ -206,7 +207,7 @@ fn the_model_and_providers_come_from_config_files() {
     .unwrap();
     let output = keel()
         .args(["exec", "hi"])
-        .env("KEEL_HOME", &home)
+        .env("KEEL_HOME", home)
         .env("MOCK_API_KEY", "k")
         .output()
         .unwrap();
@@ -217,7 +218,7 @@ fn the_model_and_providers_come_from_config_files() {
     std::fs::write(home.join("config.yaml"), "model: mock/x\nprovders: {}\n").unwrap();
     let output = keel()
         .args(["exec", "hi"])
-        .env("KEEL_HOME", &home)
+        .env("KEEL_HOME", home)
         .output()
         .unwrap();
     assert_eq!(output.status.code(), Some(3));
@@ -242,10 +243,11 @@ fn the_model_and_providers_come_from_config_files() {
 
 #[test]
 fn tools_run_behind_the_permission_gate() {
-    let work = temp_dir("tools-work");
-    let _ = std::fs::remove_file(work.join("out.txt"));
+    let work_dir = temp_dir("tools-work");
+    let work = work_dir.path();
+    let scripts = temp_dir("tools-script");
     let script_path = script(
-        &temp_dir("tools-script"),
+        scripts.path(),
         r#"[{"tool_calls": [{"id": "c1", "name": "bash", "arguments": {"command": "echo hello > out.txt && cat out.txt"}}]},
             {"text": "done"}]"#,
     );
@@ -259,7 +261,7 @@ fn tools_run_behind_the_permission_gate() {
                 mode,
                 "--cwd",
             ])
-            .arg(&work)
+            .arg(work)
             .arg("--mock-script")
             .arg(&script_path)
             .arg("write a file")
@@ -326,7 +328,8 @@ fn every_wire_api_runs_a_tool_step_end_to_end() {
             "openai-completions" | "openai-responses" => format!("{}/v1", server.url()),
             _ => server.url(),
         };
-        let home = temp_dir(&format!("api-{api}"));
+        let home_dir = temp_dir(&format!("api-{api}"));
+        let home = home_dir.path();
         std::fs::write(
             home.join("config.yaml"),
             format!(
@@ -339,7 +342,7 @@ fn every_wire_api_runs_a_tool_step_end_to_end() {
             .args(["exec", "--output-format", "json", "--cwd"])
             .arg(work.path())
             .arg("run it")
-            .env("KEEL_HOME", &home)
+            .env("KEEL_HOME", home)
             .output()
             .unwrap();
         let result = crate::result_of(&output);
@@ -357,8 +360,9 @@ fn every_wire_api_runs_a_tool_step_end_to_end() {
 
 #[test]
 fn the_sandbox_mode_comes_from_the_flag_or_the_config_and_a_bad_one_is_named() {
+    let scripts = temp_dir("sandbox-script");
     let script_path = script(
-        &temp_dir("sandbox-script"),
+        scripts.path(),
         r#"[{"tool_calls": [{"id": "c1", "name": "bash", "arguments": {"command": "touch made.txt"}}]},
             {"text": "done"}]"#,
     );

@@ -40,10 +40,11 @@ fn script(dir: &std::path::Path, json: &str) -> std::path::PathBuf {
     path
 }
 
-fn temp_dir(name: &str) -> std::path::PathBuf {
-    let dir = std::env::temp_dir().join(format!("keel-exec-{name}-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    dir
+fn temp_dir(name: &str) -> tempfile::TempDir {
+    tempfile::Builder::new()
+        .prefix(&format!("keel-exec-{name}-"))
+        .tempdir()
+        .unwrap()
 }
 
 /// Parses JSON lines.
