@@ -13,7 +13,7 @@ use agent_client_protocol::v1::schema::{ReadTextFileRequest, WriteTextFileReques
 use async_trait::async_trait;
 use keel_protocol::SessionId;
 use keel_runtime::EditorProvider;
-use keel_runtime::assembly::{Editor, EditorError, EditorFiles};
+use keel_runtime::services::{Editor, EditorError, EditorFiles};
 
 /// How long the editor may take to read or write one file.
 const EDITOR_TIMEOUT: Duration = Duration::from_secs(60);
@@ -41,9 +41,9 @@ impl EditorProvider for Lender {
         })
     }
 
-    fn terminal(&self, session: &SessionId) -> Option<keel_runtime::assembly::Terminal> {
+    fn terminal(&self, session: &SessionId) -> Option<keel_runtime::services::Terminal> {
         let relays = self.relays.clone()?;
-        Some(keel_runtime::assembly::Terminal(Arc::new(
+        Some(keel_runtime::services::Terminal(Arc::new(
             crate::terminal::SessionTerminals {
                 relays,
                 connection: self.connection.clone(),

@@ -20,7 +20,7 @@ use agent_client_protocol::v1::schema::{
     CreateTerminalRequest, ReleaseTerminalRequest, SessionUpdate, Terminal, ToolCallContent,
     ToolCallUpdate, ToolCallUpdateFields, WaitForTerminalExitRequest,
 };
-use keel_runtime::assembly::{LiveFeed, LiveTerminal};
+use keel_runtime::services::{LiveFeed, LiveTerminal};
 use tokio::io::{AsyncBufReadExt as _, AsyncReadExt as _, AsyncWriteExt as _, BufReader};
 use tokio::net::{UnixListener, UnixStream};
 use tokio::sync::{mpsc, oneshot};

@@ -157,8 +157,3 @@ pub fn check_environment() -> Result<keel_tools::EnvMode, RuntimeError> {
     })?;
     Ok(env_mode)
 }
-
-pub use crate::services::{
-    EXTENSION_READ_ONLY_TOOLS, Editor, EditorError, EditorFiles, EditorProvider, LiveFeed,
-    LiveTerminal, SessionServices, Terminal, ToolSetup, plan_file, read_plan,
-};

@@ -31,9 +31,7 @@ mod turn;
 mod turns;
 pub mod view;
 
-pub use assembly::{
-    EditorProvider, ModelChoice, ResolvedModel, SessionServices, plan_file, read_plan,
-};
+pub use assembly::{ModelChoice, ResolvedModel};
 pub use commands::{BUILTIN_COMMANDS, BuiltinCommand, Surface, builtin_command, is_reserved};
 pub use compaction::{CompactRequest, Compactor, Sizes, context_report, rough_report};
 pub use contract::{ContractExt, ConversationContract, DeferredContract};
@@ -44,7 +42,7 @@ pub use extension::HostControl;
 pub use keel_store::{SessionRecord, StoredEntry};
 /// Bounded line reading, for front ends that read a protocol from a stream.
 pub use keel_tools::lines;
-pub use lifecycle::SessionUpdate;
 pub use reply::{CommandOutcome, Operation, Queued, Reply};
 pub use runtime::{Opened, Prepared, Runtime, RuntimeOptions, SessionStart, start};
+pub use services::{EditorProvider, SessionServices, plan_file, read_plan};
 pub use turn::{TurnHandle, TurnOptions, TurnReport};

@@ -13,14 +13,13 @@ use keel_store::{OpenOptions, SessionRecord, Store};
 use keel_tools::SandboxMode;
 use keel_tools::permission::Mode;
 
-use crate::assembly::{
-    self, ModelChoice, ResolvedModel, SessionServices, ToolSetup, check_environment,
-};
+use crate::assembly::{self, ModelChoice, ResolvedModel, check_environment};
 use crate::builtin;
 use crate::error::RuntimeError;
 use crate::events::Hub;
 use crate::extension::{ProfileEntry, Registry};
 use crate::permission::SessionApprover;
+use crate::services::{SessionServices, ToolSetup};
 use crate::settings::{Settings, SettingsInput};
 use crate::turn::RunningTurn;
 
@@ -51,7 +50,7 @@ pub struct RuntimeOptions {
     /// The strategy of the `compact` operation (keel's: a checkpoint summary).
     pub compactor: Option<Arc<dyn crate::compaction::Compactor>>,
     /// Lends sessions an editor that holds their files (ACP's `fs/*`).
-    pub editor: Option<Arc<dyn crate::assembly::EditorProvider>>,
+    pub editor: Option<Arc<dyn crate::services::EditorProvider>>,
     /// The thinking level sessions start with; `None`: the model's own.
     pub thinking: Option<keel_llm::ThinkingLevel>,
     /// Start the servers of the project's `.mcp.json` (and run its hooks) without a trust
@@ -291,7 +290,7 @@ pub(crate) struct Inner {
     pub(crate) store: Store,
     pub(crate) slots: Mutex<HashMap<SessionId, Arc<Slot>>>,
     pub(crate) compactor: Mutex<Option<Arc<dyn crate::compaction::Compactor>>>,
-    pub(crate) editor: Option<Arc<dyn crate::assembly::EditorProvider>>,
+    pub(crate) editor: Option<Arc<dyn crate::services::EditorProvider>>,
     pub(crate) thinking: Option<keel_llm::ThinkingLevel>,
     pub(crate) tasks: crate::tasks::TaskTable,
 }
@@ -523,7 +522,7 @@ impl Runtime {
         setup.session_dir = Some(self.session_dir(session));
         setup.trusted_code = inner.registry.trusted_code();
         let keel_home = inner.settings.keel_home.as_deref();
-        setup.plan_file = keel_home.map(|home| assembly::plan_file(home, session));
+        setup.plan_file = keel_home.map(|home| crate::services::plan_file(home, session));
         setup.editor = inner.editor.as_ref().and_then(|lend| lend.editor(session));
         setup.terminal = inner
             .editor

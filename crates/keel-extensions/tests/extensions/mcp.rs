@@ -20,6 +20,23 @@ fn mcptest() -> std::path::PathBuf {
     path
 }
 
+/// What `/mcp` answers for `session`.
+async fn mcp_status(h: &Harness, session: &keel_protocol::SessionId) -> String {
+    match h
+        .runtime
+        .request(ops::RunCommand {
+            session_id: session.clone(),
+            name: "mcp".into(),
+            arguments: String::new(),
+        })
+        .await
+        .unwrap()
+    {
+        keel_runtime::CommandOutcome::Text(text) => text,
+        other => panic!("unexpected {other:?}"),
+    }
+}
+
 fn tool_names(request: &keel_llm::LlmRequest) -> Vec<String> {
     request.tools.iter().map(|t| t.name.clone()).collect()
 }
@@ -52,19 +69,7 @@ async fn a_tool_list_changed_mid_turn_reaches_the_next_turn_only() {
     // background; wait until the manager holds it (`/mcp` counts the tools).
     let mut listed = String::new();
     for _ in 0..200 {
-        listed = match h
-            .runtime
-            .request(ops::RunCommand {
-                session_id: session.clone(),
-                name: "mcp".into(),
-                arguments: String::new(),
-            })
-            .await
-            .unwrap()
-        {
-            keel_runtime::CommandOutcome::Text(text) => text,
-            other => panic!("unexpected {other:?}"),
-        };
+        listed = mcp_status(&h, &session).await;
         if listed.contains("12 tool(s)") {
             break;
         }
@@ -122,19 +127,7 @@ async fn a_runtime_that_runs_no_turn_starts_no_server() {
             })
             .await
             .unwrap();
-        match h
-            .runtime
-            .request(ops::RunCommand {
-                session_id: record.id.clone(),
-                name: "mcp".into(),
-                arguments: String::new(),
-            })
-            .await
-            .unwrap()
-        {
-            keel_runtime::CommandOutcome::Text(text) => text,
-            other => panic!("unexpected {other:?}"),
-        }
+        mcp_status(&h, &record.id).await
     };
     assert!(listed(false).await.contains("- test:"), "started at once");
     let kept = listed(true).await;

@@ -22,12 +22,13 @@ use keel_protocol::{
 use keel_store::{CommitRequest, HistoryOp, new_id};
 use tokio::sync::oneshot;
 
-use crate::assembly::{ResolvedModel, SessionServices};
+use crate::assembly::ResolvedModel;
 use crate::error::RuntimeError;
 use crate::extension::table::HostHooks;
 use crate::extension::{ExtensionEvents, Lease, ReminderMode, TurnScope};
 use crate::queue;
 use crate::runtime::{Admission, Runtime, Slot};
+use crate::services::SessionServices;
 use crate::sessions::{INTERRUPTED_CODE, close_interrupted};
 use crate::settings::model_matches;
 use crate::structured::OutputSchema;

@@ -18,7 +18,7 @@ use keel_runtime::{ContractExt, HostControl};
 use pretty_assertions::assert_eq;
 use serde_json::json;
 
-use crate::harness::{Echo, Harness, PATIENCE, Setup};
+use crate::harness::{Echo, Harness, Setup, ended};
 
 #[tokio::test]
 async fn a_turn_reports_its_status_and_each_answers_usage() {
@@ -98,10 +98,7 @@ async fn a_model_call_tried_again_is_reported_before_it_answers() {
     assert_eq!(turn_id, turn.turn_id);
     assert_eq!((attempt, delay_ms), (1, 5));
     assert!(failure.message.contains("busy"), "{failure:?}");
-    let report = tokio::time::timeout(PATIENCE, turn.wait())
-        .await
-        .unwrap()
-        .unwrap();
+    let report = ended(turn).await;
     assert_eq!(report.outcome, TurnOutcome::Completed);
     assert_eq!(report.final_text(), "answered on the second try");
 }
@@ -258,10 +255,10 @@ async fn a_task_reports_each_change_to_its_parent_session() {
     let session = h.session().await;
     let mut events = h.watch(&session).await;
     let turn = h.submit(&session, "delegate").await;
-    let ended = events
+    let finished = events
         .until(|b| matches!(b, SessionEventBody::Task { task } if task.status.is_terminal()))
         .await;
-    let SessionEventBody::Task { task } = ended.body else {
+    let SessionEventBody::Task { task } = finished.body else {
         unreachable!()
     };
     assert_eq!(task.status, TaskStatus::Succeeded, "{task:?}");
@@ -275,10 +272,7 @@ async fn a_task_reports_each_change_to_its_parent_session() {
         })
         .collect();
     assert!(seen.contains(&TaskStatus::Running), "{seen:?}");
-    tokio::time::timeout(PATIENCE, turn.wait())
-        .await
-        .unwrap()
-        .unwrap();
+    ended(turn).await;
     events.rest().await;
 }
 
@@ -329,10 +323,7 @@ async fn history_that_cannot_be_stored_is_reported_as_a_failure() {
         )
         .unwrap();
     gate.release.notify_one();
-    let report = tokio::time::timeout(PATIENCE, turn.wait())
-        .await
-        .unwrap()
-        .unwrap();
+    let report = ended(turn).await;
     assert!(report.commit_failure.is_some(), "{report:?}");
     let failed = events
         .until(|b| matches!(b, SessionEventBody::Failure { .. }))

@@ -248,6 +248,16 @@ impl Harness {
             .unwrap()
     }
 
+    /// Aborts the session's running turn through the contract; whether one was running.
+    pub async fn abort(&self, session: &SessionId) -> bool {
+        self.runtime
+            .request(ops::Abort {
+                session_id: session.clone(),
+            })
+            .await
+            .unwrap()
+    }
+
     /// Starts a turn with `text`.
     pub async fn submit(&self, session: &SessionId, text: &str) -> TurnHandle {
         self.runtime
@@ -296,6 +306,14 @@ pub fn describe(message: &Message) -> (String, String) {
         _ => String::new(),
     };
     (message.role().to_owned(), text)
+}
+
+/// `turn`'s report, waited for no longer than [`PATIENCE`].
+pub async fn ended(turn: TurnHandle) -> keel_runtime::TurnReport {
+    tokio::time::timeout(PATIENCE, turn.wait())
+        .await
+        .expect("the turn never ended")
+        .unwrap()
 }
 
 /// A session's events as they arrive.

@@ -9,7 +9,7 @@ use keel_protocol::ops;
 use keel_runtime::ContractExt;
 use pretty_assertions::assert_eq;
 
-use crate::harness::{Harness, PATIENCE, Setup};
+use crate::harness::{Harness, Setup, ended};
 
 fn owned(pairs: &[(&str, &str)]) -> Vec<(String, String)> {
     pairs
@@ -36,10 +36,7 @@ async fn retry_asks_the_last_typed_message_again_in_place_of_its_answer() {
         })
         .await
         .unwrap();
-    tokio::time::timeout(PATIENCE, turn.wait())
-        .await
-        .unwrap()
-        .unwrap();
+    ended(turn).await;
     assert_eq!(
         h.history(&session).await,
         owned(&[
@@ -82,16 +79,8 @@ async fn take_back_removes_only_a_message_nothing_answered() {
     assert_eq!(take_back().await, None, "an answered message stays");
     // Interrupted before a word came back: the message goes back to its sender.
     let turn = h.submit(&session, "oops, wrong").await;
-    h.runtime
-        .request(ops::Abort {
-            session_id: session.clone(),
-        })
-        .await
-        .unwrap();
-    tokio::time::timeout(PATIENCE, turn.wait())
-        .await
-        .unwrap()
-        .unwrap();
+    h.abort(&session).await;
+    ended(turn).await;
     assert_eq!(take_back().await.as_deref(), Some("oops, wrong"));
     assert_eq!(
         h.history(&session).await,

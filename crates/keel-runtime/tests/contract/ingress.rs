@@ -10,7 +10,7 @@ use keel_runtime::{ContractExt, Queued, RuntimeError};
 use pretty_assertions::assert_eq;
 use serde_json::json;
 
-use crate::harness::{Gate, Harness, PATIENCE, Setup, describe};
+use crate::harness::{Gate, Harness, Setup, describe, ended};
 
 fn owned(pairs: &[(&str, &str)]) -> Vec<(String, String)> {
     pairs
@@ -49,10 +49,7 @@ async fn a_steer_lands_before_the_next_request_and_a_follow_up_after_the_turn() 
     );
     enqueue(&h, &session, InputKind::FollowUp, "then write a summary").await;
     gate.release.notify_one();
-    let report = tokio::time::timeout(PATIENCE, turn.wait())
-        .await
-        .unwrap()
-        .unwrap();
+    let report = ended(turn).await;
     assert_eq!(report.outcome, TurnOutcome::Completed);
     // The steer reached the second request of the same turn, after the tool's result; the
     // follow-up did not.
@@ -140,18 +137,9 @@ async fn an_abort_while_streaming_keeps_history_valid_and_the_queue_whole() {
     let turn = h.submit(&session, "talk").await;
     events.streaming().await;
     enqueue(&h, &session, InputKind::FollowUp, "after the abort").await;
-    let aborted = h
-        .runtime
-        .request(ops::Abort {
-            session_id: session.clone(),
-        })
-        .await
-        .unwrap();
+    let aborted = h.abort(&session).await;
     assert!(aborted);
-    let report = tokio::time::timeout(PATIENCE, turn.wait())
-        .await
-        .unwrap()
-        .unwrap();
+    let report = ended(turn).await;
     assert!(
         matches!(report.outcome, TurnOutcome::Aborted { .. }),
         "{:?}",
@@ -214,18 +202,8 @@ async fn an_abort_during_a_tool_answers_the_call_and_requeues_undelivered_steeri
     let turn = h.submit(&session, "run the gate").await;
     gate.wait_started().await;
     enqueue(&h, &session, InputKind::Steer, "steer that never lands").await;
-    assert!(
-        h.runtime
-            .request(ops::Abort {
-                session_id: session.clone()
-            })
-            .await
-            .unwrap()
-    );
-    let report = tokio::time::timeout(PATIENCE, turn.wait())
-        .await
-        .unwrap()
-        .unwrap();
+    assert!(h.abort(&session).await);
+    let report = ended(turn).await;
     assert!(
         matches!(report.outcome, TurnOutcome::Aborted { .. }),
         "{:?}",
@@ -333,10 +311,7 @@ async fn a_submit_while_a_turn_runs_is_refused_and_the_queue_can_be_edited() {
         .unwrap_err();
     assert!(matches!(incomplete, RuntimeError::Store(_)), "{incomplete}");
     gate.release.notify_one();
-    tokio::time::timeout(PATIENCE, turn.wait())
-        .await
-        .unwrap()
-        .unwrap();
+    ended(turn).await;
     // The waiting inputs become the next turn, in the queue's order, as one prompt.
     while events.any_turn_end().await == first {}
     let request = provider.requests()[2].clone();
@@ -371,10 +346,7 @@ async fn a_follow_up_with_no_turn_running_starts_one_with_its_source() {
         } => turn,
         other => panic!("{other:?}"),
     };
-    let report = tokio::time::timeout(PATIENCE, turn.wait())
-        .await
-        .unwrap()
-        .unwrap();
+    let report = ended(turn).await;
     assert_eq!(report.final_text(), "on it");
     assert_eq!(
         h.history(&session).await,

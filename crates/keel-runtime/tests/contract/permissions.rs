@@ -11,7 +11,7 @@ use keel_tools::permission::Mode;
 use pretty_assertions::assert_eq;
 use serde_json::json;
 
-use crate::harness::{Gate, Harness, PATIENCE, Setup, describe};
+use crate::harness::{Gate, Harness, Setup, describe, ended};
 
 async fn asking(provider: &Arc<ScriptedProvider>, gate: &Arc<Gate>) -> Harness {
     let mut setup = Setup::gated(provider, gate);
@@ -55,10 +55,7 @@ async fn an_allowed_request_runs_the_call() {
         .unwrap();
     gate.wait_started().await;
     gate.release.notify_one();
-    let report = tokio::time::timeout(PATIENCE, turn.wait())
-        .await
-        .unwrap()
-        .unwrap();
+    let report = ended(turn).await;
     assert_eq!(report.outcome, TurnOutcome::Completed);
     let resolved = events
         .until(|b| matches!(b, SessionEventBody::PermissionResolved { .. }))
@@ -115,10 +112,7 @@ async fn a_denial_with_a_reason_reaches_the_model() {
         })
         .await
         .unwrap();
-    tokio::time::timeout(PATIENCE, turn.wait())
-        .await
-        .unwrap()
-        .unwrap();
+    ended(turn).await;
     let second = provider.requests()[1].clone();
     let (role, text) = describe(second.messages.last().unwrap());
     assert_eq!(role, "tool_result");
@@ -137,14 +131,7 @@ async fn an_answer_after_the_turn_was_cancelled_is_refused() {
     let mut events = h.watch(&session).await;
     let turn = h.submit(&session, "use the gate").await;
     let request = request_of(&events.until(|b| request_of(b).is_some()).await.body).unwrap();
-    assert!(
-        h.runtime
-            .request(ops::Abort {
-                session_id: session.clone()
-            })
-            .await
-            .unwrap()
-    );
+    assert!(h.abort(&session).await);
     // Refused the moment the turn is cancelled, even before it has wound down.
     let refused = h
         .runtime
@@ -156,10 +143,7 @@ async fn an_answer_after_the_turn_was_cancelled_is_refused() {
         .await
         .unwrap_err();
     assert_eq!(refused.code(), "permission_not_pending");
-    let report = tokio::time::timeout(PATIENCE, turn.wait())
-        .await
-        .unwrap()
-        .unwrap();
+    let report = ended(turn).await;
     assert!(
         matches!(report.outcome, TurnOutcome::Aborted { .. }),
         "{:?}",

@@ -10,7 +10,7 @@ use keel_runtime::{ContractExt, Operation, Queued};
 use pretty_assertions::assert_eq;
 use serde_json::json;
 
-use crate::harness::{Gate, Harness, PATIENCE, Setup};
+use crate::harness::{Gate, Harness, Setup, ended};
 
 async fn call<O: Operation + 'static>(h: &Harness, op: O) -> O::Reply {
     h.runtime.request(op).await.unwrap()
@@ -147,10 +147,7 @@ async fn the_queue_is_listed_edited_reordered_and_cancelled_through_operations()
         .await;
     assert!(refused.is_err(), "{refused:?}");
     gate.release.notify_one();
-    tokio::time::timeout(PATIENCE, turn.wait())
-        .await
-        .unwrap()
-        .unwrap();
+    ended(turn).await;
 }
 
 #[tokio::test]

@@ -10,7 +10,7 @@ use keel_runtime::{ContractExt, Queued};
 use pretty_assertions::assert_eq;
 use serde_json::json;
 
-use crate::harness::{Gate, Harness, PATIENCE, Setup, Watch};
+use crate::harness::{Gate, Harness, Setup, Watch, ended};
 
 async fn enqueue(h: &Harness, session: &SessionId, kind: InputKind, source: TurnSource) {
     let reply = h.enqueue_from(session, kind, "then this", source).await;
@@ -47,10 +47,7 @@ async fn a_follow_up_keeps_the_session_busy_and_starts_as_its_sender() {
     // A goal queues its next turn this way, before its turn ends.
     enqueue(&h, &session, InputKind::FollowUp, TurnSource::ThreadGoal).await;
     gate.release.notify_one();
-    tokio::time::timeout(PATIENCE, turn.wait())
-        .await
-        .unwrap()
-        .unwrap();
+    ended(turn).await;
     events.rest().await;
     events.drain();
     assert_eq!(
@@ -85,16 +82,8 @@ async fn an_aborted_turn_rests_with_its_waiting_input_counted() {
     let turn = h.submit(&session, "talk").await;
     events.streaming().await;
     enqueue(&h, &session, InputKind::FollowUp, TurnSource::Api).await;
-    h.runtime
-        .request(ops::Abort {
-            session_id: session.clone(),
-        })
-        .await
-        .unwrap();
-    tokio::time::timeout(PATIENCE, turn.wait())
-        .await
-        .unwrap()
-        .unwrap();
+    h.abort(&session).await;
+    ended(turn).await;
     events.rest().await;
     assert_eq!(story(&events), ["start api", "end", "rest 1"]);
     // Dispatch starts the waiting input, and the session rests again after it.
