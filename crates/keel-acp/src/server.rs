@@ -124,8 +124,6 @@ impl Server {
             .get_or_try_init(|| async {
                 let mut options = self.options.base.clone();
                 options.model = keel_runtime::ModelChoice::None;
-                // It changes no file, wherever the editor started keel.
-                options.allow_home_workspace = true;
                 let prepared = (self.options.prepare)(options).map_err(|e| rpc_error(&e))?;
                 Ok(prepared.start(self.store().await?))
             })

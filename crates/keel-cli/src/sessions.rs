@@ -545,11 +545,7 @@ async fn keeper(
 ) -> anyhow::Result<keel_runtime::Runtime> {
     use keel_runtime::{ModelChoice, RuntimeOptions};
     let record = store.session(session).await?;
-    let cwd = std::path::PathBuf::from(&record.cwd);
-    let mut options = RuntimeOptions::new(cwd.clone(), ModelChoice::None);
-    options.settings.cwd = cwd;
-    // It changes no file of the folder, whatever the folder is.
-    options.allow_home_workspace = true;
+    let options = RuntimeOptions::new(record.cwd.clone().into(), ModelChoice::None);
     let prepared = crate::assembly::prepare(options).map_err(runtime_error)?;
     for warning in &prepared.warnings {
         eprintln!("keel: warning: {warning}");

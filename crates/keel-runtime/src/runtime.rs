@@ -57,7 +57,8 @@ pub struct RuntimeOptions {
     /// record (`--trust-project-mcp`).
     pub trust_project_mcp: bool,
     /// The user said that `/`, the home folder or a folder above it may be the workspace
-    /// (`--allow-home-workspace`, or a yes in the TUI); otherwise such a folder is refused.
+    /// (`--allow-home-workspace`, or a yes in the TUI); otherwise such a folder is refused, but
+    /// for a runtime that runs no turn ([`ModelChoice::None`]), which changes no file.
     pub allow_home_workspace: bool,
 }
 
@@ -122,7 +123,10 @@ impl Prepared {
     /// Loads settings, resolves the model and the modes, and initialises the extensions:
     /// everything that can refuse a run, before anything starts.
     pub fn new(options: RuntimeOptions) -> Result<Self, RuntimeError> {
-        if !options.allow_home_workspace
+        // A runtime that runs no turn changes no file, whatever its folder.
+        let runs_turns = !matches!(options.model, ModelChoice::None);
+        if runs_turns
+            && !options.allow_home_workspace
             && let Some(what) = crate::settings::project::home_workspace(
                 &options.settings.cwd,
                 std::env::var_os("HOME").map(PathBuf::from).as_deref(),

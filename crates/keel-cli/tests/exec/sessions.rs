@@ -230,7 +230,8 @@ fn fork_and_rewind_work_on_revisions() {
 }
 
 /// Fork, rewind and delete go through a runtime of the session's folder that keeps
-/// sessions only: it needs no model or API key, and still works once the folder is gone.
+/// sessions only: it needs no model or API key, takes the home folder, and still works once
+/// the folder is gone.
 /// (That it starts no MCP server is `a_runtime_that_runs_no_turn_starts_no_server`.)
 #[test]
 fn session_maintenance_needs_no_model_or_key() {
@@ -243,10 +244,13 @@ fn session_maintenance_needs_no_model_or_key() {
         "model: openai/gpt-4o\n",
     )
     .unwrap();
+    // The session's folder is the home folder here, which a runtime that runs turns refuses
+    // as a workspace; one that only keeps sessions changes no file there.
     let run = |args: &[&str]| {
         home.keel()
             .arg("sessions")
             .args(args)
+            .env("HOME", home.work.path())
             .env_remove("OPENAI_API_KEY")
             .output()
             .unwrap()
