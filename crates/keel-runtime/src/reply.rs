@@ -58,7 +58,6 @@ macro_rules! replies {
             fn take(reply: Reply) -> Result<$reply, &'static str> {
                 match reply {
                     Reply::$name(value) => Ok(value),
-                    #[allow(unreachable_patterns)]
                     other => Err(other.operation()),
                 }
             }
