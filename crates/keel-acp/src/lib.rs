@@ -2,6 +2,7 @@
 //! submits operations through the conversation contract and turns session events into
 //! `session/update`s; it keeps no engine logic and no timers that guess state.
 //! It imports only keel-protocol and keel-runtime.
+#![forbid(unsafe_code)]
 
 mod commands;
 mod files;

@@ -2,6 +2,7 @@
 //! event bridge (DESIGN §1, §2). It knows models, not storage or tools' internals.
 //! It imports only keel-protocol and keel-llm, and must not import keel-store, keel-tools,
 //! keel-runtime, keel-context, keel-mcp, keel-extensions, keel-tui, keel-acp or keel-cli.
+#![forbid(unsafe_code)]
 
 mod agent;
 mod emit;

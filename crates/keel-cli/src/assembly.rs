@@ -35,7 +35,7 @@ pub fn mock_model(script: &Path) -> anyhow::Result<ModelChoice> {
 
 /// What this run's commands lacked, when they ran in a weaker sandbox than keel's full one.
 pub fn sandbox_note(mode: keel_protocol::SandboxMode) -> Option<String> {
-    keel_tools::bash::sandbox::probed().and_then(|support| support.degraded(mode))
+    keel_sandbox::probed().and_then(|support| support.degraded(mode))
 }
 
 /// Writes `text` to `path` whole or not at all.

@@ -5,6 +5,7 @@
 //! `keel debug`, `keel trust` and `keel mcp`. `exec` is a client of the in-process runtime
 //! (`keel-runtime`): it submits typed operations and renders the session's events; argument
 //! parsing, signals, output formats and exit codes are all it owns.
+#![forbid(unsafe_code)]
 
 mod acp;
 mod assembly;
@@ -68,7 +69,7 @@ enum Command {
 fn main() -> ExitCode {
     // Before anything else: no command keel starts may read keel's environment (API keys)
     // or memory through /proc.
-    keel_tools::bash::sandbox::make_undumpable();
+    keel_sandbox::make_undumpable();
     // clap exits 2 on a bad invocation (and 0 for --help and --version).
     let cli = Cli::parse();
     // Only when asked for (KEEL_LOG or --log-file): otherwise no subscriber, and keel's

@@ -2,6 +2,7 @@
 //! anchor, the tool-result archiver, checkpoint compaction and overflow recovery (`host.context`).
 //! It must not import keel-mcp (its sibling on the SPI), keel-extensions, keel-tui, keel-acp or
 //! keel-cli.
+#![forbid(unsafe_code)]
 
 pub mod anchor;
 pub mod archive;

@@ -2,6 +2,7 @@
 //! budget, session report, sources, goals, plan mode, task tools, feedback) and the user's
 //! (skills, commands, hooks, MCP); `with_harness` mounts them all for every front end.
 //! It must not import keel-tui, keel-acp or keel-cli.
+#![forbid(unsafe_code)]
 
 pub mod budget;
 pub mod commands;

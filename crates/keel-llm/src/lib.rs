@@ -2,6 +2,7 @@
 //! timeouts and retry, the provider registry, pricing, and the scripted test provider.
 //! It imports only keel-protocol, and must not import keel-agent, keel-store, keel-tools,
 //! keel-runtime, keel-context, keel-mcp, keel-extensions, keel-tui, keel-acp or keel-cli.
+#![forbid(unsafe_code)]
 
 pub mod api;
 mod assemble;

@@ -58,7 +58,7 @@ pub(crate) struct Connection {
 /// all it started) is killed when the connection goes.
 struct ServerInput {
     stdin: tokio::process::ChildStdin,
-    _process: tokio::process::Child,
+    _process: keel_sandbox::Child,
 }
 
 impl tokio::io::AsyncWrite for ServerInput {
@@ -111,28 +111,35 @@ pub(crate) async fn connect(
             env: extra,
             cwd: dir,
         } => {
-            let mut cmd = tokio::process::Command::new(command);
-            cmd.args(args)
-                .env_clear()
-                .envs(env.iter().map(|(k, v)| (k, v)))
-                .envs(extra)
-                .current_dir(dir.as_deref().map_or(cwd.to_path_buf(), |d| cwd.join(d)))
-                .stdin(std::process::Stdio::piped())
-                .stdout(std::process::Stdio::piped())
-                .stderr(std::process::Stdio::piped())
-                .kill_on_drop(true);
-            die_with_keel(&mut cmd, &spec.name);
-            let mut process = cmd.spawn().map_err(|e| McpError::Start {
+            use std::process::Stdio;
+            let mut vars = env.to_vec();
+            for (key, value) in extra {
+                vars.retain(|(k, _)| k != key);
+                vars.push((key.clone(), value.clone()));
+            }
+            let folder = dir.as_deref().map_or(cwd.to_path_buf(), |d| cwd.join(d));
+            let program = keel_sandbox::Program::new(command, folder)
+                .args(args)
+                .env(vars)
+                .streams(Stdio::piped(), Stdio::piped(), Stdio::piped());
+            // A server and everything it starts must not outlive keel: it runs contained
+            // where this system allows, else it only dies with keel (its own children may
+            // not). Its process group is its own, so the terminal's signals go to keel.
+            let mut process = keel_sandbox::spawn(program, &keel_sandbox::Confinement::Contained)
+                .map_err(|e| McpError::Start {
                 server: spec.name.clone(),
-                reason: format!("cannot run `{command}`: {e}"),
+                reason: e.to_string(),
             })?;
-            let (Some(stdin), Some(stdout)) = (process.stdin.take(), process.stdout.take()) else {
+            if let Some(why) = process.uncontained() {
+                tracing::warn!(server = %spec.name, %why, "an MCP server's own children may outlive keel");
+            }
+            let (Some(stdin), Some(stdout)) = (process.take_stdin(), process.take_stdout()) else {
                 return Err(McpError::Start {
                     server: spec.name.clone(),
                     reason: "its standard input and output are not pipes".into(),
                 });
             };
-            if let Some(stderr) = process.stderr.take() {
+            if let Some(stderr) = process.take_stderr() {
                 tokio::spawn(log_stderr(spec.name.clone(), stderr));
             }
             // Its answers reach rmcp through a bound (`oversize`).
@@ -206,17 +213,6 @@ fn env_value(env: &[(String, String)], name: &str) -> Option<String> {
         .find(|(k, _)| k == name)
         .map(|(_, v)| v.clone())
         .filter(|v| !v.is_empty())
-}
-
-/// A server and everything it starts must not outlive keel: it runs contained
-/// ([`keel_tools::bash::sandbox::contain`]) where this system allows, else it only dies
-/// with keel (its own children may not). Its process group is its own, so the terminal's
-/// signals go to keel, not to it.
-fn die_with_keel(cmd: &mut tokio::process::Command, server: &str) {
-    cmd.process_group(0);
-    if let Err(why) = keel_tools::bash::sandbox::contain(cmd) {
-        tracing::warn!(%server, %why, "an MCP server's own children may outlive keel");
-    }
 }
 
 /// Servers write banners and logs on stderr; they go to keel's log, never the terminal.

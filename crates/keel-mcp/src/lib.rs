@@ -2,6 +2,7 @@
 //! manager with revisions and restarts, server tools, resources, prompts and deferred disclosure.
 //! It must not import keel-context (its sibling on the SPI), keel-extensions, keel-tui, keel-acp
 //! or keel-cli.
+#![forbid(unsafe_code)]
 
 mod client;
 pub mod config;

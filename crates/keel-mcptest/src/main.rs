@@ -1,5 +1,6 @@
 //! `keel-mcptest`: an MCP server for the integration tests of keel's MCP client. It serves a
 //! fixed set of tools, resources and a prompt over stdio, or over streamable HTTP on loopback.
+#![forbid(unsafe_code)]
 
 mod catalog;
 mod handler;

@@ -1,6 +1,7 @@
 //! A scripted model server on loopback for tests and benchmarks: the four wire APIs, faults,
 //! request recording and the long benchmark workload.
 //! It imports no workspace crate, so no keel code sits between a test and the bytes on the wire.
+#![forbid(unsafe_code)]
 
 pub mod encode;
 pub mod script;

@@ -1,4 +1,5 @@
 //! The `keel-mockllm` binary: serve a script (or the benchmark workload) on loopback.
+#![forbid(unsafe_code)]
 
 use std::path::PathBuf;
 

@@ -1,6 +1,7 @@
 //! keel's plain data model: messages, content blocks, stream, loop, runtime and session events,
 //! operations, tasks and ids, as serde types with no I/O, async or engine logic.
 //! Every crate and front end speaks it, so it must not import any other workspace crate.
+#![forbid(unsafe_code)]
 
 pub mod canonical;
 mod content;

@@ -149,9 +149,9 @@ pub fn check_environment() -> Result<keel_tools::EnvMode, RuntimeError> {
             reason: e.to_string(),
         })
     })?;
-    keel_tools::bash::sandbox::namespaces_setting().map_err(|e| {
+    keel_sandbox::namespaces_setting().map_err(|e| {
         RuntimeError::Config(ConfigError::Model {
-            source_name: keel_tools::bash::sandbox::NAMESPACES_VARIABLE.into(),
+            source_name: keel_sandbox::NAMESPACES_VARIABLE.into(),
             reason: e.to_string(),
         })
     })?;

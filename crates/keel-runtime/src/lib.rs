@@ -3,6 +3,7 @@
 //! leases, background tasks, and quiescence. Front ends reach the engine only through it.
 //! It must not import keel-context, keel-mcp, keel-extensions, keel-tui, keel-acp or keel-cli:
 //! those plug into it, not the other way round.
+#![forbid(unsafe_code)]
 
 pub mod assembly;
 pub mod builtin;

@@ -4,6 +4,7 @@
 //! It knows nothing of tools, sessions or the gate that judges the result: a command line
 //! and an environment in, effects out. It must not import any keel crate but
 //! keel-protocol.
+#![forbid(unsafe_code)]
 
 pub mod effects;
 pub mod envvars;

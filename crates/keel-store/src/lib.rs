@@ -2,6 +2,7 @@
 //! the committed-history writer with its replay registry (DESIGN §5, §13).
 //! It imports only keel-protocol, and must not import keel-tools, keel-runtime, keel-context,
 //! keel-mcp, keel-extensions, keel-tui, keel-acp or keel-cli.
+#![forbid(unsafe_code)]
 
 mod error;
 mod execution;

@@ -201,12 +201,7 @@ impl ToolEnv {
     }
 }
 
-/// The user keel runs as: whose files keel's own folders and outputs must be.
-#[expect(unsafe_code, reason = "getuid has no safe wrapper in std")]
-pub fn own_uid() -> u32 {
-    // SAFETY: getuid takes no arguments and cannot fail.
-    unsafe { libc::getuid() }
-}
+pub use keel_sandbox::sys::own_uid;
 
 /// A per-user folder for saved command output, so users on one machine never share one:
 /// `keel-outputs-UID` in the temp folder when it is this user's private folder (or can be

@@ -2,6 +2,7 @@
 //! and the sandbox (DESIGN §13, §16, §17). The gate reads commands with keel-shell.
 //! It imports only keel-protocol, keel-shell and keel-agent, and must not import keel-runtime,
 //! keel-context, keel-mcp, keel-extensions, keel-tui, keel-acp or keel-cli.
+#![forbid(unsafe_code)]
 
 mod args;
 pub mod bash;

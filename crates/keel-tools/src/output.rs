@@ -209,21 +209,11 @@ pub(crate) fn private_folder(dir: &Path) -> std::io::Result<std::os::fd::OwnedFd
     Ok(std::os::fd::OwnedFd::from(folder))
 }
 
-#[expect(unsafe_code, reason = "openat has no safe wrapper in std")]
 fn create_in(dir: &std::os::fd::OwnedFd, name: &std::ffi::OsStr) -> std::io::Result<std::fs::File> {
-    use std::os::fd::{AsRawFd as _, FromRawFd as _};
-    use std::os::unix::ffi::OsStrExt as _;
-    let name = std::ffi::CString::new(name.as_bytes())
-        .map_err(|_| std::io::Error::other("a NUL byte in a file name"))?;
-    let flags = libc::O_WRONLY | libc::O_CREAT | libc::O_EXCL | libc::O_NOFOLLOW | libc::O_CLOEXEC;
-    // SAFETY: openat on a descriptor this function borrows and a valid C string; the new
-    // descriptor is owned by the returned file.
-    let fd = unsafe { libc::openat(dir.as_raw_fd(), name.as_ptr(), flags, 0o600 as libc::c_uint) };
-    if fd < 0 {
-        return Err(std::io::Error::last_os_error());
-    }
-    // SAFETY: `fd` was just opened and nothing else owns it.
-    Ok(unsafe { std::fs::File::from_raw_fd(fd) })
+    use rustix::fs::{Mode, OFlags};
+    let flags = OFlags::WRONLY | OFlags::CREATE | OFlags::EXCL | OFlags::NOFOLLOW | OFlags::CLOEXEC;
+    let fd = rustix::fs::openat(dir, name, flags, Mode::from_raw_mode(0o600))?;
+    Ok(std::fs::File::from(fd))
 }
 
 /// `text` on one line (runs of white space, newlines included, become one space) and cut to

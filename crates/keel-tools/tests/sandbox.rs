@@ -10,7 +10,8 @@ use std::sync::Arc;
 
 use keel_agent::{AgentTool, ToolCallContext, ToolUpdates};
 use keel_protocol::{ContentBlock, MessageId};
-use keel_tools::bash::{Bash, sandbox};
+use keel_sandbox as sandbox;
+use keel_tools::bash::Bash;
 use keel_tools::{EnvMode, SandboxMode, ToolEnv};
 use serde_json::json;
 use tokio_util::sync::CancellationToken;

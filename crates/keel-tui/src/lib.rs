@@ -2,6 +2,7 @@
 //! rendering, and the terminal loop. It submits operations through the conversation contract,
 //! renders session events, and keeps no engine logic and no timers that guess state.
 //! It imports only keel-protocol and keel-runtime.
+#![forbid(unsafe_code)]
 
 pub mod app;
 pub mod cells;

@@ -2,13 +2,11 @@
 
 /// Stops this process as a terminal's Ctrl+Z would (raw mode turns the key into input,
 /// so keel raises the signal itself); returns once the shell resumes it.
-#[allow(unsafe_code)]
 pub fn stop_self() {
-    // SAFETY: raise() only asks the kernel to deliver a signal to this thread; SIGTSTP's
-    // default action stops the process group and returns on SIGCONT. No memory is touched.
-    unsafe {
-        libc::raise(libc::SIGTSTP);
-    }
+    use rustix::process::{Signal, getpid, kill_process};
+    // SIGTSTP's default action stops the whole process; the call returns on SIGCONT. A
+    // process may always signal itself, so there is no failure to report.
+    let _ = kill_process(getpid(), Signal::TSTP);
 }
 
 /// Resolves when the terminal hangs up or keel is asked to terminate.

@@ -170,24 +170,6 @@ pub fn check_output_file(path: &Path) -> anyhow::Result<()> {
     }
 }
 
-/// Whether standard output is already closed: a pipe whose reader is gone, a hung-up
-/// terminal. Nothing keel writes could be read, so the turn must not start.
-#[expect(
-    unsafe_code,
-    reason = "poll(2) on descriptor 1 has no safe wrapper in std or tokio"
-)]
-pub fn stdout_is_closed() -> bool {
-    let mut stdout = libc::pollfd {
-        fd: libc::STDOUT_FILENO,
-        events: libc::POLLOUT,
-        revents: 0,
-    };
-    // SAFETY: one initialised pollfd and a count of one; a zero timeout never blocks, and
-    // poll only writes `revents`.
-    let ready = unsafe { libc::poll(&mut stdout, 1, 0) };
-    ready == 1 && stdout.revents & (libc::POLLERR | libc::POLLHUP | libc::POLLNVAL) != 0
-}
-
 /// The prompt size cap: `KEEL_MAX_PROMPT_BYTES`, else [`DEFAULT_MAX_PROMPT_BYTES`].
 pub fn prompt_cap() -> anyhow::Result<u64> {
     match std::env::var(MAX_PROMPT_ENV) {

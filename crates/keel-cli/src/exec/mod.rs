@@ -143,7 +143,8 @@ pub async fn run(args: ExecArgs) -> anyhow::Result<ExitCode> {
         args.output_format
     };
     // Nobody can read the answer: do not spend a model call on it.
-    if input::stdout_is_closed() {
+    // Nothing keel writes could be read, so the turn must not start.
+    if keel_sandbox::sys::stdout_is_closed() {
         eprintln!("keel: standard output is closed; the turn was not started");
         return Ok(report::exit(report::EXIT_STDOUT_CLOSED));
     }
@@ -460,22 +461,9 @@ async fn wait_for_signals(
 /// Notices a closed stdout while the turn is quiet (the pipe's write end reports an error
 /// once the reader is gone), so a run nobody reads stops now rather than at its next
 /// write. Stdout that cannot be polled (a regular file) is never closed under us.
-#[expect(
-    unsafe_code,
-    reason = "tokio offers no safe way to poll a borrowed descriptor such as stdout"
-)]
 async fn watch_stdout(stop: Arc<Stop>) {
-    use tokio::io::Interest;
-    use tokio::io::unix::AsyncFd;
-    // SAFETY: descriptor 1 stays open for the whole process (nothing in keel closes it)
-    // and `Stdout::as_raw_fd` always returns 1; the AsyncFd is dropped with this task.
-    let registered = unsafe { AsyncFd::register_with_interest(std::io::stdout(), Interest::ERROR) };
-    let Ok(stdout) = registered else {
-        return;
-    };
-    if stdout.ready(Interest::ERROR).await.is_ok() {
-        stop.trigger(Interrupt::StdoutClosed);
-    }
+    keel_sandbox::sys::stdout_closed().await;
+    stop.trigger(Interrupt::StdoutClosed);
 }
 
 /// A spawned task that ends with its owner.

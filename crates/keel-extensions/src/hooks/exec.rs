@@ -11,8 +11,8 @@ use std::path::{Path, PathBuf};
 use std::process::Stdio;
 use std::time::Duration;
 
+use keel_sandbox::{Confinement, Program, TreeGuard};
 use tokio::io::{AsyncRead, AsyncReadExt as _, AsyncWriteExt as _};
-use tokio::process::Command;
 
 /// The most of a hook's stdout and of its stderr kept; the rest is read and dropped.
 pub(super) const OUTPUT_CAP: usize = 1024 * 1024;
@@ -54,24 +54,6 @@ impl Finished {
     }
 }
 
-/// Kills a process group when dropped, unless disarmed; what makes a dropped run leave no
-/// process behind (tokio's `kill_on_drop` reaches only the group's leader).
-struct GroupKill(Option<i32>);
-
-impl GroupKill {
-    fn kill(&mut self) {
-        if let Some(pgid) = self.0.take() {
-            kill_group(pgid);
-        }
-    }
-}
-
-impl Drop for GroupKill {
-    fn drop(&mut self) {
-        self.kill();
-    }
-}
-
 /// Runs `command` in `cwd` with exactly the variables `env`, `input` on its stdin.
 pub(super) async fn execute(
     command: &str,
@@ -80,26 +62,20 @@ pub(super) async fn execute(
     cwd: &Path,
     env: &[(String, String)],
 ) -> Finished {
-    let mut cmd = Command::new(shell(env));
-    cmd.arg("-c")
-        .arg(command)
-        .current_dir(cwd)
-        .env_clear()
-        .envs(env.iter().map(|(k, v)| (k, v)))
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .process_group(0)
-        .kill_on_drop(true);
-    let mut child = match cmd.spawn() {
+    let program = Program::new(shell(env), cwd)
+        .args(["-c", command])
+        .env(env.to_vec())
+        .streams(Stdio::piped(), Stdio::piped(), Stdio::piped());
+    let mut child = match keel_sandbox::spawn(program, &Confinement::Group) {
         Ok(child) => child,
         Err(error) => return Finished::not_started(format!("cannot start: {error}")),
     };
-    // With `process_group(0)` the group's id is the leader's pid.
-    let mut group = GroupKill(child.id().and_then(|pid| i32::try_from(pid).ok()));
-    let stdin = child.stdin.take();
-    let stdout = child.stdout.take();
-    let stderr = child.stderr.take();
+    // Killed whole when the run is dropped (tokio's `kill_on_drop` reaches only the
+    // group's leader), unless it finished in time.
+    let mut group = TreeGuard::new(child.tree());
+    let stdin = child.take_stdin();
+    let stdout = child.take_stdout();
+    let stderr = child.take_stderr();
     let feed = async move {
         if let Some(mut stdin) = stdin {
             // A hook need not read its input: a closed pipe is not an error.
@@ -114,7 +90,7 @@ pub(super) async fn execute(
     match tokio::time::timeout(timeout, run).await {
         Ok(((stdout, cut_out), (stderr, cut_err), status)) => {
             // Finished in time: whatever it left running in the background is its own.
-            group.0 = None;
+            group.release();
             let status = match status {
                 Ok(status) => exit_status(status),
                 Err(error) => Status::NotStarted(format!("cannot wait for it: {error}")),
@@ -127,7 +103,7 @@ pub(super) async fn execute(
             }
         }
         Err(_) => {
-            group.kill();
+            drop(group);
             // Reaped here when possible; otherwise `kill_on_drop` hands it to tokio's reaper.
             let _ = tokio::time::timeout(REAP_WAIT, child.wait()).await;
             Finished {
@@ -175,17 +151,6 @@ async fn read_capped<R: AsyncRead + Unpin>(reader: Option<R>) -> (String, bool) 
 /// `/bin/sh`. An absolute path keeps the standard library's cheap `posix_spawn`.
 fn shell(env: &[(String, String)]) -> PathBuf {
     keel_tools::bash::find_bash(env).unwrap_or_else(|| PathBuf::from("/bin/sh"))
-}
-
-fn kill_group(pgid: i32) {
-    if pgid <= 0 {
-        return;
-    }
-    #[expect(unsafe_code, reason = "killpg has no safe wrapper in std")]
-    // SAFETY: killpg only sends a signal; a group that is gone at worst returns ESRCH.
-    unsafe {
-        libc::killpg(pgid, libc::SIGKILL);
-    }
 }
 
 #[cfg(test)]

@@ -6,7 +6,8 @@
 //! session's folder, named in the result with its true size. A non-zero
 //! exit is an error result, except a lone `grep`/`rg`/`git grep` exiting 1, which only means
 //! "no match". The environment is cleaned ([`envclean`]) and, unless full access was chosen,
-//! the command runs in the Landlock sandbox ([`sandbox`]).
+//! the command runs in the sandbox ([`keel_sandbox`]), which also starts it and kills its
+//! whole tree.
 
 mod capture;
 mod control;
@@ -14,7 +15,6 @@ pub mod envclean;
 pub mod live;
 pub mod quiet;
 mod restore;
-pub mod sandbox;
 
 use std::collections::HashMap;
 use std::io::Write as _;
@@ -37,6 +37,7 @@ use crate::args::{self, Int, present};
 use crate::env::{DEFAULT_BASH_TIMEOUT, MAX_BASH_TIMEOUT, SandboxMode, ToolEnv};
 use crate::protect::ControlSet;
 use capture::{Collected, private_file};
+use keel_sandbox::{self as sandbox, Confinement, Policy, Program, Tree, TreeGuard};
 /// Most of a background command's output kept in its file (the temp folder may be memory).
 const BACKGROUND_CAP: usize = 64 * 1024 * 1024;
 /// How long to keep reading after the command exited, for output its children still write.
@@ -81,7 +82,7 @@ static DEFINITION: LazyLock<ToolDefinition> = LazyLock::new(|| ToolDefinition {
 });
 
 struct Background {
-    pgid: i32,
+    tree: Tree,
     output: PathBuf,
     exit: Arc<Mutex<Option<i32>>>,
     /// Control files as they were when it started, checked while and after it runs.
@@ -92,10 +93,10 @@ struct Background {
 
 /// A command ready to start.
 struct Launch {
-    cmd: tokio::process::Command,
+    program: Program,
+    confinement: Confinement,
     reader: std::io::PipeReader,
     removed: Vec<String>,
-    diag: Option<OwnedFd>,
     control: Option<Arc<ControlSet>>,
     /// Control files kept to put back afterwards, when no mount protects them.
     saved: Option<restore::Saved>,
@@ -192,84 +193,52 @@ impl Bash {
             Some(set) if !mounted => Some(restore::save(set)),
             _ => None,
         };
-        let mut prepared = None;
+        let mut confinement = Confinement::Group;
         if sandboxed {
             let tmp = self.private_tmp()?.to_path_buf();
-            let told = sandbox::command_tmp(&self.env, &tmp);
+            let told = sandbox::command_tmp(self.env.sandbox, &self.env.roots, &tmp);
             vars.retain(|(k, _)| !matches!(k.as_str(), "TMPDIR" | "TMP" | "TEMP"));
             for key in ["TMPDIR", "TMP", "TEMP"] {
                 vars.push((key.to_owned(), told.to_string_lossy().into_owned()));
             }
-            let request = sandbox::Request {
-                program: &self.bash_for(&vars),
-                command,
-                tmp: &tmp,
-                roots: &self.env.roots,
-                cwd: &self.env.cwd,
-                control: control.as_deref(),
-                vars: &vars,
-            };
-            prepared =
-                sandbox::prepare(&self.env, &request).map_err(|e| ToolError::new(e.to_string()))?;
+            let (pinned, read_only) = control
+                .as_deref()
+                .map(|set| (set.pinned.clone(), set.read_only.clone()))
+                .unwrap_or_default();
+            confinement = Confinement::Sandbox(Policy {
+                mode: self.env.sandbox,
+                block_network: self.env.sandbox_blocks_network,
+                roots: self.env.roots.clone(),
+                tmp,
+                credentials: self.env.credentials(),
+                output_dir: self.env.output_dir.clone(),
+                pinned,
+                read_only,
+            });
         }
         let (reader, writer) =
             std::io::pipe().map_err(|e| ToolError::new(format!("cannot create a pipe: {e}")))?;
         let writer2 = writer
             .try_clone()
             .map_err(|e| ToolError::new(format!("cannot create a pipe: {e}")))?;
-        let mut cmd = tokio::process::Command::new(self.bash_for(&vars));
-        cmd.arg("-c")
-            .arg(command)
-            .current_dir(&self.env.cwd)
-            .env_clear()
-            .envs(vars)
-            .stdin(Stdio::null())
-            .stdout(writer)
-            .stderr(writer2)
-            .kill_on_drop(true);
-        // The sandbox is applied in the child between fork and exec, so it binds only the
-        // command. (Confining a keel thread that starts the commands instead would be
-        // faster, but a command could then reach keel's memory through that thread, which
-        // shares it.) A sandboxed command starts a session of its own there (its process
-        // group is its session); without a sandbox the standard library uses
-        // `posix_spawn`, which copies nothing, with a process group of its own.
-        let mut diag = None;
-        if prepared.is_none() {
-            cmd.process_group(0);
-        }
-        if let Some(mut prepared) = prepared {
-            diag = prepared.take_diagnostics();
-            #[expect(
-                unsafe_code,
-                reason = "the sandbox must be applied between fork and exec"
-            )]
-            // SAFETY: the closure only makes system calls on data built before the fork
-            // (namespaces, mounts, prctl, Landlock); it takes no lock another thread could
-            // hold.
-            unsafe {
-                cmd.pre_exec(move || prepared.apply());
-            }
-        }
+        let program = Program::new(self.bash_for(&vars), &self.env.cwd)
+            .args(["-c", command])
+            .env(vars)
+            .streams(Stdio::null(), writer.into(), writer2.into());
         Ok(Launch {
-            cmd,
+            program,
+            confinement,
             reader,
             removed,
-            diag,
             control,
             saved,
         })
     }
 
-    /// Starts a command and drops it, so the pipe's write ends it held are closed and the
-    /// reader sees the end of output once the command's processes are gone.
-    fn start(
-        cmd: tokio::process::Command,
-        diag: &mut Option<OwnedFd>,
-    ) -> Result<tokio::process::Child, ToolError> {
-        let mut cmd = cmd;
-        let spawned = cmd.spawn();
-        drop(cmd);
-        spawned.map_err(|e| ToolError::new(sandbox::explain_failure(diag.take(), &e)))
+    /// Starts a command; the pipe's write ends are keel's no more, so the reader sees the
+    /// end of output once the command's processes are gone.
+    fn start(program: Program, confinement: &Confinement) -> Result<sandbox::Child, ToolError> {
+        sandbox::spawn(program, confinement).map_err(|e| ToolError::new(e.to_string()))
     }
 
     /// The notes owed to the model once per session: weaker sandbox, removed variables.
@@ -319,10 +288,10 @@ impl Bash {
 
     async fn run_background(&self, command: &str) -> Result<ToolOutput, ToolError> {
         let Launch {
-            cmd,
+            program,
+            confinement,
             reader,
             removed,
-            diag,
             control,
             saved: kept,
         } = self.prepare(command)?;
@@ -339,14 +308,13 @@ impl Bash {
             .join(format!("bash-{}-{stamp}-{id}.log", std::process::id()));
         let file = private_file(&output)
             .map_err(|e| ToolError::new(format!("cannot create {}: {e}", output.display())))?;
-        let mut diag = diag;
         let alive = quiet::Running::start().await;
-        let mut child = Self::start(cmd, &mut diag)?;
-        let pgid = child
-            .id()
-            .and_then(|id| i32::try_from(id).ok())
-            .unwrap_or(0);
-        let guard = GroupGuard(pgid);
+        let mut child = Self::start(program, &confinement).inspect_err(|_| {
+            // Nothing ran: no log to leave behind.
+            let _ = std::fs::remove_file(&output);
+        })?;
+        let tree = child.tree();
+        let guard = TreeGuard::new(tree);
         let exit = Arc::new(Mutex::new(None));
         let mut pipe = receiver(reader)?;
         let recorded = exit.clone();
@@ -386,7 +354,7 @@ impl Bash {
             }
             let code = child.wait().await.ok().and_then(|s| s.code()).unwrap_or(-1);
             if code == 127
-                && let Some(failure) = sandbox::diagnostic(diag)
+                && let Some(failure) = child.sandbox_failure()
             {
                 let _ = writeln!(file, "\n[keel: {failure}]");
             }
@@ -407,13 +375,14 @@ impl Bash {
             .insert(
                 id.clone(),
                 Background {
-                    pgid,
+                    tree,
                     output: output.clone(),
                     exit,
                     control,
                     kept,
                 },
             );
+        let pgid = tree.id();
         let mut text = format!(
             "Started in the background as {id} (process group {pgid}). Its output is written to {}; read that file to follow it.",
             output.display()
@@ -443,7 +412,7 @@ impl Drop for Bash {
                 .unwrap_or_else(PoisonError::into_inner)
                 .is_none();
             if running {
-                kill_group(task.pgid);
+                task.tree.kill();
                 // It ends with keel: what it changed among the control files is undone now,
                 // as it would have been when it ended by itself.
                 let notes = task
@@ -501,28 +470,6 @@ fn remove_dead_session_folders(base: &std::path::Path) {
         {
             let _ = std::fs::remove_dir_all(entry.path());
         }
-    }
-}
-
-/// Kills a process group when dropped, so a dropped execution leaves nothing running.
-struct GroupGuard(i32);
-
-impl Drop for GroupGuard {
-    fn drop(&mut self) {
-        kill_group(self.0);
-    }
-}
-
-/// Kills a whole process group. A sandboxed command's group holds its keeper and its
-/// namespace's pid 1, whose death ends every process of the namespace.
-fn kill_group(pgid: i32) {
-    if pgid <= 0 {
-        return;
-    }
-    #[expect(unsafe_code, reason = "killpg has no safe wrapper in std")]
-    // SAFETY: killpg only sends a signal; a stale group id at worst returns ESRCH.
-    unsafe {
-        libc::killpg(pgid, libc::SIGKILL);
     }
 }
 
@@ -599,22 +546,18 @@ impl AgentTool for Bash {
             .map_or(DEFAULT_BASH_TIMEOUT, |ms| Duration::from_millis(ms.get()));
         let mut control_notes = self.check_background_control();
         let Launch {
-            cmd,
+            program,
+            confinement,
             reader,
             removed,
-            diag,
             control,
             saved: kept,
         } = self.prepare(&args.command)?;
         let started = Instant::now();
-        let mut diag = diag;
         let alive = quiet::Running::start().await;
-        let mut child = Self::start(cmd, &mut diag)?;
-        let pgid = child
-            .id()
-            .and_then(|id| i32::try_from(id).ok())
-            .unwrap_or(0);
-        let _guard = GroupGuard(pgid);
+        let mut child = Self::start(program, &confinement)?;
+        let tree = child.tree();
+        let _guard = TreeGuard::new(tree);
         let mut pipe = receiver(reader)?;
         let live = self.env.terminal.as_ref().and_then(|terminal| {
             terminal
@@ -658,7 +601,7 @@ impl AgentTool for Bash {
                 () = stopped.cancelled() => break Ended::Aborted,
             }
         };
-        kill_group(pgid);
+        tree.kill();
         drop(alive);
         if let Some(live) = &live {
             live.exit(match ended {
@@ -668,7 +611,7 @@ impl AgentTool for Bash {
         }
         let elapsed = started.elapsed();
         if matches!(ended, Ended::Exited(Some(127)))
-            && let Some(failure) = sandbox::diagnostic(diag.take())
+            && let Some(failure) = child.sandbox_failure()
         {
             return Err(ToolError::new(failure));
         }

@@ -94,7 +94,7 @@ mod tests {
     async fn a_running_command_keeps_the_editor_off_and_an_editor_hold_delays_commands() {
         let mut env = ToolEnv::new("/tmp");
         env.sandbox = SandboxMode::WorkspaceWrite;
-        if super::super::sandbox::support().namespaces.is_err() {
+        if keel_sandbox::support().namespaces.is_err() {
             assert!(editor_hold(&env).await.is_none());
             return;
         }

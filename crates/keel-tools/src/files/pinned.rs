@@ -9,11 +9,12 @@
 //! (`openat2` with `RESOLVE_NO_SYMLINKS`): if something was swapped in between, the open
 //! fails instead of landing elsewhere. Writes go through the folder's descriptor.
 
-use std::ffi::CString;
 use std::fs::File;
-use std::os::fd::{AsRawFd as _, FromRawFd as _, OwnedFd};
-use std::os::unix::ffi::OsStrExt as _;
+use std::os::fd::OwnedFd;
 use std::path::{Path, PathBuf};
+
+use rustix::fs::{self, AtFlags, Mode, OFlags, ResolveFlags};
+use rustix::io::Errno;
 
 use crate::env::{ToolEnv, normalize};
 use crate::permission::real_path;
@@ -66,66 +67,34 @@ pub(crate) fn resolve(env: &ToolEnv, lexical: &Path, write: bool) -> Result<Path
     Ok(real)
 }
 
-/// `open_how` for `openat2` (linux/openat2.h).
-#[repr(C)]
-struct OpenHow {
-    flags: u64,
-    mode: u64,
-    resolve: u64,
-}
-
-const RESOLVE_NO_SYMLINKS: u64 = 0x04;
-const RESOLVE_NO_MAGICLINKS: u64 = 0x02;
-
 /// Opens `path` with `flags` (and `mode` when creating), following no link anywhere in it.
-#[expect(unsafe_code, reason = "openat2 has no safe wrapper")]
-fn open_no_links(path: &Path, flags: i32, mode: u32) -> std::io::Result<OwnedFd> {
-    let c_path = CString::new(path.as_os_str().as_bytes())
-        .map_err(|_| std::io::Error::other("a NUL byte in the path"))?;
-    let how = OpenHow {
-        flags: u64::try_from(flags | libc::O_CLOEXEC).unwrap_or(0),
-        mode: u64::from(mode),
-        resolve: RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS,
-    };
-    // SAFETY: a valid C string and `open_how` of the size given; the new descriptor is
-    // owned by the returned value.
-    let fd = unsafe {
-        libc::syscall(
-            libc::SYS_openat2,
-            libc::AT_FDCWD,
-            c_path.as_ptr(),
-            &raw const how,
-            size_of::<OpenHow>(),
-        )
-    };
-    if fd < 0 {
-        let error = std::io::Error::last_os_error();
-        if error.raw_os_error() == Some(libc::ELOOP) {
-            return Err(std::io::Error::other(
-                "a link appeared in the path after it was checked; it is refused",
-            ));
-        }
-        return Err(error);
+fn open_no_links(path: &Path, flags: OFlags, mode: u32) -> std::io::Result<OwnedFd> {
+    let how = ResolveFlags::NO_SYMLINKS | ResolveFlags::NO_MAGICLINKS;
+    match fs::openat2(
+        fs::CWD,
+        path,
+        flags | OFlags::CLOEXEC,
+        Mode::from_raw_mode(mode),
+        how,
+    ) {
+        Ok(fd) => Ok(fd),
+        Err(Errno::LOOP) => Err(std::io::Error::other(
+            "a link appeared in the path after it was checked; it is refused",
+        )),
+        Err(error) => Err(error.into()),
     }
-    let fd = i32::try_from(fd).map_err(|_| std::io::Error::other("bad descriptor"))?;
-    // SAFETY: `fd` was just opened and nothing else owns it.
-    Ok(unsafe { OwnedFd::from_raw_fd(fd) })
 }
 
 /// Opens the resolved `path` for reading. Non-blocking, so a FIFO swapped in cannot hang
 /// the open; the caller checks the file's kind on the descriptor.
 pub(crate) fn open_read(path: &Path) -> std::io::Result<File> {
-    open_no_links(path, libc::O_RDONLY | libc::O_NOCTTY | libc::O_NONBLOCK, 0).map(File::from)
+    open_no_links(path, OFlags::RDONLY | OFlags::NOCTTY | OFlags::NONBLOCK, 0).map(File::from)
 }
 
 /// Writes `bytes` over the resolved `path` atomically: a temporary file created in the
 /// same folder (through the folder's descriptor, exclusively, with the final mode), then
 /// renamed over it. An existing file keeps its permissions and, where allowed, its owner; a
 /// new one gets `new_mode`.
-#[expect(
-    unsafe_code,
-    reason = "openat, fchown and renameat on a folder descriptor"
-)]
 pub(crate) fn write(path: &Path, bytes: &[u8], new_mode: u32) -> std::io::Result<()> {
     use std::io::Write as _;
     use std::os::unix::fs::{MetadataExt as _, PermissionsExt as _};
@@ -135,8 +104,8 @@ pub(crate) fn write(path: &Path, bytes: &[u8], new_mode: u32) -> std::io::Result
     let name = path
         .file_name()
         .ok_or_else(|| std::io::Error::other("the path names no file"))?;
-    let folder = open_no_links(dir, libc::O_PATH | libc::O_DIRECTORY, 0)?;
-    let existing = match open_no_links(path, libc::O_PATH | libc::O_NOFOLLOW, 0) {
+    let folder = open_no_links(dir, OFlags::PATH | OFlags::DIRECTORY, 0)?;
+    let existing = match open_no_links(path, OFlags::PATH | OFlags::NOFOLLOW, 0) {
         Ok(fd) => {
             let meta = File::from(fd).metadata()?;
             if !meta.is_file() {
@@ -159,18 +128,13 @@ pub(crate) fn write(path: &Path, bytes: &[u8], new_mode: u32) -> std::io::Result
         name.to_string_lossy(),
         std::process::id()
     );
-    let c_temp =
-        CString::new(temp_name.as_bytes()).map_err(|_| std::io::Error::other("a NUL byte"))?;
-    let c_name = CString::new(name.as_bytes()).map_err(|_| std::io::Error::other("a NUL byte"))?;
-    let flags = libc::O_WRONLY | libc::O_CREAT | libc::O_EXCL | libc::O_NOFOLLOW | libc::O_CLOEXEC;
-    // SAFETY: openat on the folder's descriptor with a valid name; the descriptor is owned
-    // by the file below.
-    let fd = unsafe { libc::openat(folder.as_raw_fd(), c_temp.as_ptr(), flags, mode) };
-    if fd < 0 {
-        return Err(std::io::Error::last_os_error());
-    }
-    // SAFETY: `fd` was just opened and nothing else owns it.
-    let mut file = unsafe { File::from_raw_fd(fd) };
+    let flags = OFlags::WRONLY | OFlags::CREATE | OFlags::EXCL | OFlags::NOFOLLOW | OFlags::CLOEXEC;
+    let mut file = File::from(fs::openat(
+        &folder,
+        temp_name.as_str(),
+        flags,
+        Mode::from_raw_mode(mode),
+    )?);
     let result = (|| {
         if let Some(meta) = &existing {
             // Keep the owner when we may (root, or the same user); otherwise keep ours.
@@ -179,25 +143,11 @@ pub(crate) fn write(path: &Path, bytes: &[u8], new_mode: u32) -> std::io::Result
         }
         file.write_all(bytes)?;
         file.sync_all()?;
-        // SAFETY: renameat within the folder's descriptor, with valid names.
-        let renamed = unsafe {
-            libc::renameat(
-                folder.as_raw_fd(),
-                c_temp.as_ptr(),
-                folder.as_raw_fd(),
-                c_name.as_ptr(),
-            )
-        };
-        if renamed != 0 {
-            return Err(std::io::Error::last_os_error());
-        }
+        fs::renameat(&folder, temp_name.as_str(), &folder, name)?;
         Ok(())
     })();
     if result.is_err() {
-        // SAFETY: unlinkat within the folder's descriptor.
-        unsafe {
-            libc::unlinkat(folder.as_raw_fd(), c_temp.as_ptr(), 0);
-        }
+        let _ = fs::unlinkat(&folder, temp_name.as_str(), AtFlags::empty());
     }
     result
 }

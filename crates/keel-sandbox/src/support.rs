@@ -5,10 +5,12 @@ use std::os::fd::OwnedFd;
 use std::path::Path;
 use std::sync::OnceLock;
 
-use super::child::{ChildPlan, ExecPlan, Namespaces, STACK_SIZE};
-use super::{NAMESPACES_VARIABLE, SandboxError, c_path, explain_failure, gid};
-use crate::env::SandboxMode;
-use crate::env::own_uid;
+use keel_protocol::SandboxMode;
+
+use crate::child::{ChildPlan, ExecPlan, Namespaces, STACK_SIZE};
+use crate::prepare::{c_path, explain_failure};
+use crate::sys::{own_gid, own_uid};
+use crate::{NAMESPACES_VARIABLE, SandboxError};
 
 /// What the namespace layer can do on this system.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -92,7 +94,7 @@ pub fn probed() -> Option<&'static Support> {
 /// What this system's sandbox can enforce (probed on first use).
 pub fn support() -> &'static Support {
     SUPPORT.get_or_init(|| {
-        let landlock = super::rules::probe();
+        let landlock = crate::rules::probe();
         let landlock_abi = landlock_abi();
         let namespaces = match namespaces_setting() {
             Ok(false) => Err(format!("{NAMESPACES_VARIABLE}=off")),
@@ -177,7 +179,7 @@ fn try_namespaces(support: NamespaceSupport) -> Result<(), (String, String)> {
     let path = |sub: &str| {
         c_path(&scratch.path().join(sub)).map_err(|e| ("probe".to_owned(), e.to_string()))
     };
-    let (uid, gid) = (own_uid(), gid());
+    let (uid, gid) = (own_uid(), own_gid());
     let (diag_read, diag_write) = std::io::pipe()
         .map(|(r, w)| (OwnedFd::from(r), OwnedFd::from(w)))
         .map_err(|e| ("create a pipe".to_owned(), e.to_string()))?;

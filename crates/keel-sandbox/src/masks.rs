@@ -9,11 +9,12 @@
 use std::os::unix::fs::FileTypeExt as _;
 use std::path::{Path, PathBuf};
 
-use super::child::{Namespaces, PrivateTmp};
-use super::support::NamespaceSupport;
-use super::{Request, SandboxError, c_path, gid};
-use crate::env::ToolEnv;
-use crate::env::own_uid;
+use crate::child::{Namespaces, PrivateTmp};
+use crate::prepare::c_path;
+use crate::process::Program;
+use crate::support::NamespaceSupport;
+use crate::sys::{own_gid, own_uid};
+use crate::{Policy, SandboxError};
 
 /// Places that hold the sockets of users' sessions as a whole (D-Bus, Wayland, agents,
 /// X servers), hidden whole; sockets elsewhere are found by [`sockets`].
@@ -106,7 +107,7 @@ const MAX_SOCKET_WALK: usize = 4096;
 
 /// The sockets under [`SOCKET_PLACES`], except the services' and those under `keep` (the
 /// workspace and the session's temp folder hold the command's own).
-pub(super) fn sockets(keep: &[&Path], tmp_is_private: bool) -> Vec<PathBuf> {
+pub(crate) fn sockets(keep: &[&Path], tmp_is_private: bool) -> Vec<PathBuf> {
     let mut found = Vec::new();
     let mut budget = MAX_SOCKET_WALK;
     for (place, depth) in SOCKET_PLACES {
@@ -160,13 +161,13 @@ fn walk_sockets(
 
 /// The credential locations that exist, as real paths (and as written, when a link leads
 /// elsewhere: a mount over the link's path hides its target).
-pub(super) fn existing_credentials(env: &ToolEnv) -> Vec<PathBuf> {
+pub(crate) fn existing_credentials(locations: &[PathBuf]) -> Vec<PathBuf> {
     let mut out: Vec<PathBuf> = Vec::new();
-    for location in env.credentials() {
-        let Ok(real) = std::fs::canonicalize(&location) else {
+    for location in locations {
+        let Ok(real) = std::fs::canonicalize(location) else {
             continue;
         };
-        for path in [real, location] {
+        for path in [real, location.clone()] {
             if !out.contains(&path) {
                 out.push(path);
             }
@@ -175,13 +176,13 @@ pub(super) fn existing_credentials(env: &ToolEnv) -> Vec<PathBuf> {
     out
 }
 
-pub(super) fn namespaces(
+pub(crate) fn namespaces(
     support: &NamespaceSupport,
     network: bool,
     credentials: &[PathBuf],
     writable: &[PathBuf],
-    outputs: &Path,
-    request: &Request<'_>,
+    policy: &Policy,
+    program: &Program,
 ) -> Result<Namespaces, SandboxError> {
     let mut mask_dirs = Vec::new();
     let mut mask_files = Vec::new();
@@ -206,28 +207,26 @@ pub(super) fn namespaces(
     for socket in SESSION_SOCKETS {
         hide(Path::new(socket))?;
     }
-    let mut keep: Vec<&Path> = request.roots.iter().map(PathBuf::as_path).collect();
-    keep.push(request.tmp);
-    let private = private_tmp(request, outputs)?;
+    let mut keep: Vec<&Path> = policy.roots.iter().map(PathBuf::as_path).collect();
+    keep.push(&policy.tmp);
+    let private = private_tmp(policy)?;
     for socket in sockets(&keep, private.is_some()) {
         hide(&socket)?;
     }
-    for socket in named_sockets(request.vars) {
+    for socket in named_sockets(&program.env) {
         if !keep.iter().any(|k| socket.starts_with(k)) {
             hide(&socket)?;
         }
     }
 
     let (mut pinned, mut read_only) = (Vec::new(), Vec::new());
-    if let Some(control) = request.control {
-        for path in &control.pinned {
-            pinned.push(c_path(path)?);
-        }
-        for path in &control.read_only {
-            read_only.push(c_path(path)?);
-        }
+    for path in &policy.pinned {
+        pinned.push(c_path(path)?);
     }
-    let gid = gid();
+    for path in &policy.read_only {
+        read_only.push(c_path(path)?);
+    }
+    let gid = own_gid();
     Ok(Namespaces {
         network,
         uid_map: format!("{uid} {uid} 1\n").into_bytes(),
@@ -238,7 +237,7 @@ pub(super) fn namespaces(
         read_only,
         private_proc: support.private_proc,
         private_pts: true,
-        cwd: c_path(request.cwd)?,
+        cwd: c_path(&program.cwd)?,
         private_tmp: private,
         writable: writable
             .iter()
@@ -257,31 +256,31 @@ pub(crate) fn tmp_can_be_private(roots: &[PathBuf]) -> bool {
 /// The session's private temp folder mounted over `/tmp` (so every socket and file other
 /// programs keep there is out of reach in one step), with the workspace roots and keel's
 /// saved outputs that lie under `/tmp` bound into it at their own paths first.
-fn private_tmp(request: &Request<'_>, outputs: &Path) -> Result<Option<PrivateTmp>, SandboxError> {
-    if !tmp_can_be_private(request.roots) || !request.tmp.starts_with("/tmp") {
+fn private_tmp(policy: &Policy) -> Result<Option<PrivateTmp>, SandboxError> {
+    if !tmp_can_be_private(&policy.roots) || !policy.tmp.starts_with("/tmp") {
         return Ok(None);
     }
     let mut keep = Vec::new();
-    let visible = request
+    let visible = policy
         .roots
         .iter()
         .map(PathBuf::as_path)
-        .chain(std::iter::once(outputs));
+        .chain(std::iter::once(policy.output_dir.as_path()));
     for source in visible {
         let Ok(rest) = source.strip_prefix("/tmp") else {
             continue;
         };
-        if source.starts_with(request.tmp) || !source.is_dir() {
+        if source.starts_with(&policy.tmp) || !source.is_dir() {
             continue;
         }
-        let inside = request.tmp.join(rest);
+        let inside = policy.tmp.join(rest);
         std::fs::create_dir_all(&inside).map_err(|e| {
             SandboxError::Rules(format!("cannot prepare {}: {e}", inside.display()))
         })?;
         keep.push((c_path(source)?, c_path(&inside)?));
     }
     Ok(Some(PrivateTmp {
-        folder: c_path(request.tmp)?,
+        folder: c_path(&policy.tmp)?,
         keep,
     }))
 }

@@ -31,7 +31,7 @@ use std::os::fd::{AsRawFd as _, OwnedFd};
 
 /// What the keeper sets up in the namespaces.
 #[derive(Debug)]
-pub(super) struct Namespaces {
+pub(crate) struct Namespaces {
     /// A new network namespace: no interface but a down loopback.
     pub network: bool,
     /// `/proc/self/uid_map` and `gid_map` contents (the same ids inside as outside).
@@ -63,7 +63,7 @@ pub(super) struct Namespaces {
 
 /// The session's private temp folder as the command's `/tmp`.
 #[derive(Debug)]
-pub(super) struct PrivateTmp {
+pub(crate) struct PrivateTmp {
     /// The folder.
     pub folder: CString,
     /// What must stay visible under `/tmp`, bound into the folder first: `(source, place
@@ -73,7 +73,7 @@ pub(super) struct PrivateTmp {
 
 /// Everything the child needs, built before the fork.
 #[derive(Debug)]
-pub(super) struct ChildPlan {
+pub(crate) struct ChildPlan {
     /// keel's pid: if the child's parent is no longer keel, keel is gone.
     pub parent: libc::pid_t,
     /// `None`: Landlock only, in the command's own process.
@@ -91,7 +91,7 @@ pub(super) struct ChildPlan {
 
 /// A program, its arguments and its environment as the `execve` call wants them.
 #[derive(Debug)]
-pub(super) struct ExecPlan {
+pub(crate) struct ExecPlan {
     program: CString,
     _strings: Vec<CString>,
     argv: Vec<*const libc::c_char>,
@@ -108,7 +108,7 @@ unsafe impl Sync for ExecPlan {}
 
 impl ExecPlan {
     /// `program` with `args` (the first is the program's name) and `vars`.
-    pub(super) fn new(
+    pub(crate) fn new(
         program: &[u8],
         args: &[&[u8]],
         vars: &[(String, String)],
@@ -142,7 +142,7 @@ impl ExecPlan {
     }
 
     /// Nothing to execute (Landlock only: the standard library executes the command).
-    pub(super) fn none() -> Self {
+    pub(crate) fn none() -> Self {
         Self {
             program: CString::default(),
             _strings: Vec::new(),
@@ -153,7 +153,7 @@ impl ExecPlan {
 }
 
 /// Size of pid 1's stack: its steps are a few system calls and Landlock's.
-pub(super) const STACK_SIZE: usize = 256 * 1024;
+pub(crate) const STACK_SIZE: usize = 256 * 1024;
 
 /// Mount attributes for `mount_setattr` (linux/mount.h).
 #[repr(C)]
@@ -169,7 +169,7 @@ const MOUNT_ATTR_RDONLY: u64 = 0x0000_0001;
 impl ChildPlan {
     /// Runs in the child after fork. Returns in the process that goes on to exec the
     /// command; the keeper never returns.
-    pub(super) fn run(&mut self) -> io::Result<()> {
+    pub(crate) fn run(&mut self) -> io::Result<()> {
         let diag = self.diag.as_ref().map_or(-1, |fd| fd.as_raw_fd());
         let ruleset = self.ruleset.as_ref().map_or(-1, |fd| fd.as_raw_fd());
         die_with_parent(self.parent, diag)?;
@@ -594,7 +594,7 @@ fn private_terminals(diag: i32) -> io::Result<()> {
 
 /// The keeper: waits for pid 1 and ends as it ended (the same exit code, or the same
 /// signal). Never returns. `alive` is the one descriptor it keeps (`-1`: none).
-pub(super) fn keep(pid: libc::pid_t, alive: i32) -> ! {
+pub(crate) fn keep(pid: libc::pid_t, alive: i32) -> ! {
     // Output, the exec-error pipe and the diagnostics pipe belong to the command: holding
     // them here would keep keel waiting for an end of output after the command ended. Only
     // the write end of the keeper-alive pipe stays.
@@ -654,7 +654,7 @@ fn close_all_but(keep: i32) {
     }
 }
 
-pub(super) fn errno() -> i32 {
+pub(crate) fn errno() -> i32 {
     io::Error::last_os_error()
         .raw_os_error()
         .unwrap_or(libc::EIO)
@@ -693,7 +693,7 @@ fn mount_raw(
 }
 
 /// Writes `bytes` to an existing file in one `write`.
-pub(super) fn write_file(path: &std::ffi::CStr, bytes: &[u8]) -> Result<(), i32> {
+pub(crate) fn write_file(path: &std::ffi::CStr, bytes: &[u8]) -> Result<(), i32> {
     // SAFETY: a valid C string; the descriptor is closed below.
     let fd = unsafe { libc::open(path.as_ptr(), libc::O_WRONLY | libc::O_CLOEXEC) };
     if fd < 0 {
@@ -752,7 +752,7 @@ fn fail(diag: i32, step: &[u8], errno: i32) -> io::Error {
 }
 
 /// Reads what a failed child wrote on the diagnostics pipe: the step and its errno.
-pub(super) fn read_diagnostic(bytes: &[u8]) -> Option<(String, io::Error)> {
+pub(crate) fn read_diagnostic(bytes: &[u8]) -> Option<(String, io::Error)> {
     let split = bytes.iter().position(|b| *b == 0)?;
     let step = String::from_utf8_lossy(bytes.get(..split)?).into_owned();
     let code: i32 = std::str::from_utf8(bytes.get(split + 1..)?)

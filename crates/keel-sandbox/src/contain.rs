@@ -14,16 +14,16 @@
 
 use std::io;
 
-use super::child::{keep, write_file};
+use crate::child::{keep, write_file};
 
 /// Makes `cmd` run contained, or says why this system does not allow it (it then only dies
 /// with keel: what it starts may not).
 pub fn contain(cmd: &mut tokio::process::Command) -> Result<(), String> {
-    if let Err(why) = &super::support().namespaces {
+    if let Err(why) = &crate::support().namespaces {
         return Err(format!("user namespaces are unavailable ({why})"));
     }
-    let uid = crate::env::own_uid();
-    let gid = super::gid();
+    let uid = crate::sys::own_uid();
+    let gid = crate::sys::own_gid();
     let uid_map = format!("{uid} {uid} 1\n").into_bytes();
     let gid_map = format!("{gid} {gid} 1\n").into_bytes();
     // SAFETY: the closure runs between fork and exec and only makes system calls on data
@@ -66,77 +66,5 @@ fn enter(uid_map: &[u8], gid_map: &[u8]) -> io::Result<()> {
         // The waiter holds no descriptor: the program's pipes, and spawn's own error pipe,
         // close when the program's side does.
         pid => keep(pid, -1),
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    #![allow(clippy::unwrap_used)]
-
-    use tokio::io::{AsyncBufReadExt as _, AsyncWriteExt as _};
-
-    use super::*;
-
-    /// The pids (outside any namespace) of processes whose command line is `args`.
-    fn pids_of(args: &[&str]) -> Vec<i32> {
-        let wanted: Vec<u8> = args
-            .iter()
-            .flat_map(|a| [a.as_bytes(), b"\0"].concat())
-            .collect();
-        std::fs::read_dir("/proc")
-            .unwrap()
-            .filter_map(|entry| entry.ok()?.file_name().to_str()?.parse::<i32>().ok())
-            .filter(|pid| {
-                std::fs::read(format!("/proc/{pid}/cmdline")).is_ok_and(|c| c == wanted)
-                    && !std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|s| {
-                        s.rsplit(')')
-                            .next()
-                            .is_some_and(|r| r.trim_start().starts_with('Z'))
-                    })
-            })
-            .collect()
-    }
-
-    #[tokio::test]
-    async fn a_contained_programs_daemon_ends_with_it() {
-        // A duration no other test sleeps, to find the daemon by.
-        let daemon = ["sleep", "301.25"];
-        let mut cmd = tokio::process::Command::new("sh");
-        cmd.args([
-            "-c",
-            "setsid sleep 301.25 & echo started; read line; echo got $line",
-        ])
-        .stdin(std::process::Stdio::piped())
-        .stdout(std::process::Stdio::piped())
-        .kill_on_drop(true);
-        if contain(&mut cmd).is_err() {
-            eprintln!("skipped: no user namespaces here");
-            return;
-        }
-        let mut child = cmd.spawn().unwrap();
-        let mut stdin = child.stdin.take().unwrap();
-        let mut out = tokio::io::BufReader::new(child.stdout.take().unwrap()).lines();
-        assert_eq!(out.next_line().await.unwrap().unwrap(), "started");
-        for _ in 0..100 {
-            if !pids_of(&daemon).is_empty() {
-                break;
-            }
-            tokio::time::sleep(std::time::Duration::from_millis(20)).await;
-        }
-        assert_eq!(pids_of(&daemon).len(), 1, "the daemon runs");
-        stdin.write_all(b"hello\n").await.unwrap();
-        assert_eq!(out.next_line().await.unwrap().unwrap(), "got hello");
-        let status = child.wait().await.unwrap();
-        assert!(status.success(), "{status:?}");
-        for _ in 0..100 {
-            if pids_of(&daemon).is_empty() {
-                return;
-            }
-            tokio::time::sleep(std::time::Duration::from_millis(20)).await;
-        }
-        panic!(
-            "the setsid daemon outlived its program: {:?}",
-            pids_of(&daemon)
-        );
     }
 }

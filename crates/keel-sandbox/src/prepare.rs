@@ -1,4 +1,4 @@
-//! The Linux sandbox for `bash`.
+//! The Linux sandbox for the model's commands, prepared before the fork.
 //!
 //! Two layers, both applied to the command and its descendants only:
 //! - **Namespaces** (where unprivileged user namespaces work): a new user, mount and pid
@@ -16,82 +16,16 @@
 //! processes in. Without Landlock a sandboxed command never runs. `danger-full-access`
 //! applies nothing.
 
-mod child;
-mod contain;
-mod masks;
-mod rules;
-mod support;
-
 use std::ffi::CString;
-use std::os::fd::OwnedFd;
+use std::os::fd::{AsFd as _, OwnedFd};
 use std::os::unix::ffi::OsStrExt as _;
 use std::path::{Path, PathBuf};
 
-pub use contain::contain;
-pub use rules::probe;
-pub use support::{
-    NamespaceSupport, Support, make_undumpable, namespaces_setting, probed, support,
-};
+use keel_protocol::SandboxMode;
 
-use crate::env::{SandboxMode, ToolEnv};
-use crate::protect::ControlSet;
-use child::{ChildPlan, ExecPlan, STACK_SIZE};
-
-/// The variable that turns the namespace layer off (`off`), for machines where it
-/// misbehaves; the default is `auto`. Turning it off never loosens `read-only`, which then
-/// refuses to run.
-pub const NAMESPACES_VARIABLE: &str = "KEEL_SANDBOX_NAMESPACES";
-
-/// Why a sandboxed command cannot run.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[non_exhaustive]
-pub enum SandboxError {
-    /// The kernel cannot enforce Landlock.
-    #[error(
-        "the {mode} sandbox cannot be enforced here (Landlock is not available in this kernel: {detail}); \
-         the command was not run. Choose sandbox mode danger-full-access to run commands unrestricted."
-    )]
-    Unavailable {
-        /// The mode asked for.
-        mode: &'static str,
-        /// What the kernel said.
-        detail: String,
-    },
-    /// The mode needs namespaces, which this system does not allow.
-    #[error(
-        "the {mode} sandbox cannot be enforced here: {detail}. Without namespaces a command could reach the \
-         network and outlive keel, so it was not run. Allow unprivileged user namespaces (on Ubuntu: \
-         sysctl kernel.apparmor_restrict_unprivileged_userns=0), or leave plan and read-only mode."
-    )]
-    NamespacesUnavailable {
-        /// The mode asked for.
-        mode: &'static str,
-        /// What is missing and why.
-        detail: String,
-    },
-    /// The working folder cannot be sandboxed as asked.
-    #[error("{0}; the command was not run")]
-    Workspace(String),
-    /// Building the rules failed.
-    #[error("cannot build the sandbox rules: {0}")]
-    Rules(String),
-    /// A configuration value is not understood.
-    #[error("{0}")]
-    Setting(String),
-}
-
-impl SandboxError {
-    /// Stable code.
-    pub fn code(&self) -> &'static str {
-        match self {
-            Self::Unavailable { .. } => "sandbox_unavailable",
-            Self::NamespacesUnavailable { .. } => "sandbox_namespaces_unavailable",
-            Self::Workspace(_) => "sandbox_workspace",
-            Self::Rules(_) => "sandbox_rules",
-            Self::Setting(_) => "sandbox_setting",
-        }
-    }
-}
+use crate::child::{ChildPlan, ExecPlan, STACK_SIZE};
+use crate::process::Program;
+use crate::{Policy, SandboxError, masks, rules, support};
 
 /// A command's sandbox, ready to apply in its process between fork and exec.
 pub(crate) struct Prepared {
@@ -113,7 +47,7 @@ impl Prepared {
 
 /// Explains a failed start from what the child wrote on the diagnostics pipe.
 pub(crate) fn explain_failure(diag: Option<OwnedFd>, error: &std::io::Error) -> String {
-    diagnostic(diag).unwrap_or_else(|| format!("cannot start bash: {error}"))
+    diagnostic(diag).unwrap_or_else(|| format!("cannot start the command: {error}"))
 }
 
 /// What a sandbox step that failed after the start wrote (pid 1 exits 127 then), if any.
@@ -123,7 +57,7 @@ pub(crate) fn diagnostic(diag: Option<OwnedFd>) -> Option<String> {
     if let Some(fd) = diag {
         // Without blocking: a keeper of another command started at the same moment may
         // hold a copy of the write end; what failed here was written before it exited.
-        let _ = set_nonblocking(&fd);
+        let _ = crate::sys::set_nonblocking(fd.as_fd());
         let mut file = std::fs::File::from(fd);
         let mut buf = [0u8; 512];
         while let Ok(n) = std::io::Read::read(&mut file, &mut buf) {
@@ -133,16 +67,16 @@ pub(crate) fn diagnostic(diag: Option<OwnedFd>) -> Option<String> {
             bytes.extend_from_slice(buf.get(..n).unwrap_or(&[]));
         }
     }
-    child::read_diagnostic(&bytes)
+    crate::child::read_diagnostic(&bytes)
         .map(|(step, cause)| format!("the sandbox could not {step}: {cause}"))
 }
 
 /// The temp folder a sandboxed command should be told of (`TMPDIR`): `/tmp` where the
 /// namespaces make it the session's own, else the private folder's own path.
-pub(crate) fn command_tmp(env: &ToolEnv, private: &Path) -> PathBuf {
-    let own_tmp = env.sandbox != SandboxMode::DangerFullAccess
+pub fn command_tmp(mode: SandboxMode, roots: &[PathBuf], private: &Path) -> PathBuf {
+    let own_tmp = mode != SandboxMode::DangerFullAccess
         && support().namespaces.is_ok()
-        && masks::tmp_can_be_private(&env.roots)
+        && masks::tmp_can_be_private(roots)
         && private.starts_with("/tmp");
     if own_tmp {
         PathBuf::from("/tmp")
@@ -151,30 +85,12 @@ pub(crate) fn command_tmp(env: &ToolEnv, private: &Path) -> PathBuf {
     }
 }
 
-/// What a command's sandbox needs to know beyond the tool environment.
-pub(crate) struct Request<'a> {
-    /// The shell that runs the command.
-    pub program: &'a Path,
-    /// The command line (`bash -c COMMAND`).
-    pub command: &'a str,
-    /// The session's private temp folder (`TMPDIR`).
-    pub tmp: &'a Path,
-    /// The workspace roots (their sockets are the command's own).
-    pub roots: &'a [PathBuf],
-    /// The command's working folder.
-    pub cwd: &'a Path,
-    /// The control files to protect, when they are protected.
-    pub control: Option<&'a ControlSet>,
-    /// The command's environment (for `SSH_AUTH_SOCK`).
-    pub vars: &'a [(String, String)],
-}
-
-/// The sandbox for a command in `env`; `None` for full access.
+/// The sandbox for `program` under `policy`; `None` for full access.
 pub(crate) fn prepare(
-    env: &ToolEnv,
-    request: &Request<'_>,
+    policy: &Policy,
+    program: &Program,
 ) -> Result<Option<Prepared>, SandboxError> {
-    let mode = env.sandbox;
+    let mode = policy.mode;
     if mode == SandboxMode::DangerFullAccess {
         return Ok(None);
     }
@@ -186,8 +102,8 @@ pub(crate) fn prepare(
             mode: mode.name(),
             detail,
         })?;
-    let block_network = mode == SandboxMode::ReadOnly || env.sandbox_blocks_network;
-    for root in &env.roots {
+    let block_network = policy.blocks_network();
+    for root in &policy.roots {
         // Inside `.git` (say) the read-only mounts of the root's control files would not
         // apply to what the command reaches relative to its folder.
         if let Some(folder) = root.ancestors().find(|dir| {
@@ -201,8 +117,8 @@ pub(crate) fn prepare(
             )));
         }
     }
-    let credentials = masks::existing_credentials(env);
-    for root in &env.roots {
+    let credentials = masks::existing_credentials(&policy.credentials);
+    for root in &policy.roots {
         if let Some(location) = credentials.iter().find(|c| root.starts_with(c)) {
             return Err(SandboxError::Workspace(format!(
                 "the working folder {} lies in the credential location {}, which commands may not read",
@@ -211,9 +127,9 @@ pub(crate) fn prepare(
             )));
         }
     }
-    let mut writable = vec![request.tmp.to_path_buf()];
+    let mut writable = vec![policy.tmp.clone()];
     if mode == SandboxMode::WorkspaceWrite {
-        writable.extend(env.roots.iter().cloned());
+        writable.extend(policy.roots.iter().cloned());
         writable.extend(rules::system_temp());
     }
     let namespaces = match &support.namespaces {
@@ -225,9 +141,9 @@ pub(crate) fn prepare(
                 });
             }
             let mut mounts_writable = writable.clone();
-            if masks::tmp_can_be_private(&env.roots) && request.tmp.starts_with("/tmp") {
+            if masks::tmp_can_be_private(&policy.roots) && policy.tmp.starts_with("/tmp") {
                 // Inside, the private folder is /tmp.
-                mounts_writable.retain(|w| w != request.tmp);
+                mounts_writable.retain(|w| *w != policy.tmp);
                 if !mounts_writable.iter().any(|w| w == Path::new("/tmp")) {
                     mounts_writable.push(PathBuf::from("/tmp"));
                 }
@@ -237,13 +153,13 @@ pub(crate) fn prepare(
                 block_network,
                 &credentials,
                 &mounts_writable,
-                &env.output_dir,
-                request,
+                policy,
+                program,
             )?;
             // keel writes saved outputs there; commands may read them but neither change nor
             // replace the folder.
-            if std::fs::symlink_metadata(&env.output_dir).is_ok_and(|m| m.is_dir()) {
-                planned.read_only.push(c_path(&env.output_dir)?);
+            if std::fs::symlink_metadata(&policy.output_dir).is_ok_and(|m| m.is_dir()) {
+                planned.read_only.push(c_path(&policy.output_dir)?);
             }
             Some(planned)
         }
@@ -290,13 +206,11 @@ pub(crate) fn prepare(
         .map(|(r, w)| (OwnedFd::from(r), OwnedFd::from(w)))
         .map_err(|e| SandboxError::Rules(format!("cannot create a pipe: {e}")))?;
     let (exec, stack) = if namespaces.is_some() {
-        let program = request.program.as_os_str().as_bytes();
-        let exec = ExecPlan::new(
-            program,
-            &[program, b"-c", request.command.as_bytes()],
-            request.vars,
-        )
-        .map_err(|e| SandboxError::Rules(e.to_string()))?;
+        let name = program.program.as_os_str().as_bytes();
+        let mut argv = vec![name];
+        argv.extend(program.args.iter().map(|a| a.as_bytes()));
+        let exec = ExecPlan::new(name, &argv, &program.env)
+            .map_err(|e| SandboxError::Rules(e.to_string()))?;
         (exec, vec![0u8; STACK_SIZE])
     } else {
         (ExecPlan::none(), Vec::new())
@@ -314,27 +228,7 @@ pub(crate) fn prepare(
     }))
 }
 
-fn c_path(path: &Path) -> Result<CString, SandboxError> {
+pub(crate) fn c_path(path: &Path) -> Result<CString, SandboxError> {
     CString::new(path.as_os_str().as_bytes())
         .map_err(|_| SandboxError::Rules(format!("a path holds a NUL byte: {}", path.display())))
-}
-
-#[expect(unsafe_code, reason = "fcntl has no safe wrapper in std")]
-fn set_nonblocking(fd: &OwnedFd) -> std::io::Result<()> {
-    use std::os::fd::AsRawFd as _;
-    // SAFETY: fcntl on a descriptor this function borrows.
-    let flags = unsafe { libc::fcntl(fd.as_raw_fd(), libc::F_GETFL) };
-    // SAFETY: as above.
-    if flags < 0
-        || unsafe { libc::fcntl(fd.as_raw_fd(), libc::F_SETFL, flags | libc::O_NONBLOCK) } < 0
-    {
-        return Err(std::io::Error::last_os_error());
-    }
-    Ok(())
-}
-
-#[expect(unsafe_code, reason = "getgid has no safe wrapper in std")]
-fn gid() -> u32 {
-    // SAFETY: getgid takes no arguments and cannot fail.
-    unsafe { libc::getgid() }
 }

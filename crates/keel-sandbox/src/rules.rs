@@ -16,7 +16,7 @@ use landlock::{
     RulesetCreated, RulesetCreatedAttr, RulesetStatus, Scope, path_beneath_rules,
 };
 
-use super::SandboxError;
+use crate::SandboxError;
 
 /// The newest Landlock ABI keel asks for; older kernels are handled best effort.
 const ABI_WANTED: ABI = ABI::V6;
@@ -59,7 +59,7 @@ pub fn probe() -> Result<(), String> {
 }
 
 /// What the rules allow.
-pub(super) struct Grants {
+pub(crate) struct Grants {
     /// The mode's name, for messages.
     pub mode: &'static str,
     /// Folders (and files) the command may change.
@@ -71,7 +71,7 @@ pub(super) struct Grants {
 }
 
 /// Builds the ruleset, ready to apply in the child.
-pub(super) fn ruleset(access: &Grants) -> Result<RulesetCreated, SandboxError> {
+pub(crate) fn ruleset(access: &Grants) -> Result<RulesetCreated, SandboxError> {
     let rules = |e: landlock::RulesetError| SandboxError::Rules(e.to_string());
     // Writes and truncation (ABI 3, Linux 6.2) must be enforced, and so must the network
     // block when asked for (ABI 4, Linux 6.7): a kernel that cannot is refused, not
@@ -120,7 +120,7 @@ pub(super) fn ruleset(access: &Grants) -> Result<RulesetCreated, SandboxError> {
 }
 
 /// The system temp folders a `workspace-write` command may write.
-pub(super) fn system_temp() -> Vec<PathBuf> {
+pub(crate) fn system_temp() -> Vec<PathBuf> {
     let mut out: Vec<PathBuf> = SYSTEM_TEMP.iter().map(PathBuf::from).collect();
     let temp = std::env::temp_dir();
     if !out.contains(&temp) {
@@ -132,7 +132,7 @@ pub(super) fn system_temp() -> Vec<PathBuf> {
 /// What may be read when credentials must be avoided: subtrees readable as a whole, and
 /// folders on the way to a credential location that may only be listed.
 #[derive(Debug, Default, PartialEq, Eq)]
-pub(super) struct Branches {
+pub(crate) struct Branches {
     /// Readable with everything below them.
     pub whole: Vec<PathBuf>,
     /// Listable only (their other entries appear in `whole`).
@@ -140,7 +140,7 @@ pub(super) struct Branches {
 }
 
 /// Splits the tree at `root` around the `hidden` locations (absolute, real paths).
-pub(super) fn readable_branches(root: &Path, hidden: &[PathBuf]) -> Result<Branches, SandboxError> {
+pub(crate) fn readable_branches(root: &Path, hidden: &[PathBuf]) -> Result<Branches, SandboxError> {
     let mut out = Branches::default();
     walk(root, hidden, &mut out)?;
     Ok(out)
