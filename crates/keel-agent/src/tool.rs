@@ -106,11 +106,63 @@ pub struct ToolCallContext {
     pub updates: ToolUpdates,
 }
 
+/// What a tool does beyond the session, declared by the tool itself and read by the
+/// permission gate, which never judges a tool by its name. The names inside say which
+/// argument of a call holds the path, URL or command the gate must weigh.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum ToolNature {
+    /// Changes nothing outside the session and reads nothing of the machine's for the
+    /// model (a todo list, a tool search, a task's status): runs in every mode.
+    SessionOnly,
+    /// Reads one file, named by argument `path`.
+    ReadsFile {
+        /// The argument naming the file.
+        path: &'static str,
+    },
+    /// Lists or searches the folder named by argument `path` (`.` without one).
+    SearchesFolder {
+        /// The argument naming the folder.
+        path: &'static str,
+        /// An argument holding a glob pattern whose fixed start narrows the folder.
+        pattern: Option<&'static str>,
+        /// It reaches every folder beneath, not only the one named.
+        recursive: bool,
+    },
+    /// Creates or changes one file, named by argument `path`.
+    WritesFile {
+        /// The argument naming the file.
+        path: &'static str,
+    },
+    /// Reaches the network at the URL in argument `url`.
+    Fetches {
+        /// The argument holding the URL.
+        url: &'static str,
+    },
+    /// Runs the command line in argument `command` as code (in the sandbox).
+    RunsCommand {
+        /// The argument holding the command line.
+        command: &'static str,
+    },
+    /// Starts work that goes on by itself in later turns (a goal): the user says yes to it
+    /// wherever the mode asks before acting.
+    StartsWork,
+    /// Acts outside keel in ways keel cannot read (an MCP server's tool): what a tool that
+    /// declares nothing is taken to be.
+    Opaque,
+}
+
 /// A tool the loop can run.
 #[async_trait]
 pub trait AgentTool: Send + Sync {
     /// What the model sees.
     fn definition(&self) -> &ToolDefinition;
+
+    /// What it does beyond the session, for the permission gate. A tool that does not
+    /// say is [`ToolNature::Opaque`]: asked about wherever the mode asks about the unknown.
+    fn nature(&self) -> ToolNature {
+        ToolNature::Opaque
+    }
 
     /// Whether it may run concurrently with other calls.
     fn execution_mode(&self) -> ExecutionMode {

@@ -4,7 +4,7 @@
 use std::sync::Arc;
 
 use async_trait::async_trait;
-use keel_agent::{AgentTool, ToolCallContext, ToolError, ToolOutput};
+use keel_agent::{AgentTool, ToolCallContext, ToolError, ToolNature, ToolOutput};
 use keel_protocol::ToolDefinition;
 use serde_json::{Value, json};
 
@@ -62,6 +62,11 @@ struct ListResources {
 
 #[async_trait]
 impl AgentTool for ListResources {
+    fn nature(&self) -> ToolNature {
+        // It lists what the servers announced; reading one is the server's to judge.
+        ToolNature::SessionOnly
+    }
+
     fn definition(&self) -> &ToolDefinition {
         &self.definition
     }

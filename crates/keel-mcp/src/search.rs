@@ -6,7 +6,9 @@ use std::collections::{BTreeSet, HashMap};
 use std::sync::{Arc, Mutex, PoisonError};
 
 use async_trait::async_trait;
-use keel_agent::{AgentTool, ToolAdditions, ToolCallContext, ToolError, ToolOutput, ToolRef};
+use keel_agent::{
+    AgentTool, ToolAdditions, ToolCallContext, ToolError, ToolNature, ToolOutput, ToolRef,
+};
 use keel_protocol::ToolDefinition;
 use serde_json::{Value, json};
 
@@ -244,6 +246,11 @@ impl ToolSearch {
 
 #[async_trait]
 impl AgentTool for ToolSearch {
+    fn nature(&self) -> ToolNature {
+        // It searches the names and descriptions keel already holds.
+        ToolNature::SessionOnly
+    }
+
     fn definition(&self) -> &ToolDefinition {
         &self.definition
     }

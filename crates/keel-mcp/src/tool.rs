@@ -4,7 +4,7 @@
 use std::sync::Arc;
 
 use async_trait::async_trait;
-use keel_agent::{AgentTool, ToolCallContext, ToolError, ToolOutput};
+use keel_agent::{AgentTool, ToolCallContext, ToolError, ToolNature, ToolOutput};
 use keel_protocol::ToolDefinition;
 use serde_json::{Value, json};
 
@@ -217,6 +217,12 @@ impl McpTool {
 
 #[async_trait]
 impl AgentTool for McpTool {
+    fn nature(&self) -> ToolNature {
+        // What a server's tool does cannot be read: its annotations are the server's word,
+        // and the server may be steered, so none widens what runs without asking.
+        ToolNature::Opaque
+    }
+
     fn definition(&self) -> &ToolDefinition {
         &self.definition
     }

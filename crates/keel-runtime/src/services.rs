@@ -11,28 +11,6 @@ use keel_tools::{SandboxMode, ToolEnv};
 
 use crate::settings::Settings;
 
-/// Tools of keel's own extensions that only read what keel already holds (skills, the MCP
-/// catalog, servers' resource lists) or keep keel's own records (`exit_plan_mode` freezes
-/// the plan file for review; `get_goal` reads the goal and `update_goal` only proposes its
-/// end, which the host verifies): no mode asks before they run. `create_goal` is not among
-/// them: a goal starts turns on its own, so in `ask` and `plan` modes the user says yes to it. The task tools act only through a child session that runs in the same mode
-/// under its own gate, never asking anyone, so each of its calls is judged there. A server's
-/// own tools, and `read_mcp_resource` (which sends a URI of the model's choosing to a
-/// server), are judged like any other tool.
-pub const EXTENSION_READ_ONLY_TOOLS: &[&str] = &[
-    "skill",
-    "tool_search",
-    "list_mcp_resources",
-    "exit_plan_mode",
-    "task",
-    "task_append",
-    "task_query",
-    "task_output",
-    "task_stop",
-    "get_goal",
-    "update_goal",
-];
-
 /// The folder of the sessions' plan files, in `$KEEL_HOME`.
 pub const PLANS_DIR: &str = "plans";
 
@@ -211,10 +189,7 @@ impl SessionServices {
         env.plan_file = setup.plan_file.clone().filter(|_| setup.mode == Mode::Plan);
         env.trusted_code.clone_from(&setup.trusted_code);
         let env = Arc::new(env);
-        let gate = Arc::new(
-            PermissionGate::new(&env, setup.mode, rules)
-                .with_read_only_tools(EXTENSION_READ_ONLY_TOOLS.iter().map(|t| (*t).to_owned())),
-        );
+        let gate = Arc::new(PermissionGate::new(&env, setup.mode, rules));
         let permission = Arc::new(match approver {
             Some(approver) => {
                 let hook = PermissionHook::interactive(gate.clone(), approver);

@@ -9,7 +9,7 @@ use std::sync::{Arc, LazyLock};
 use std::time::Duration;
 
 use async_trait::async_trait;
-use keel_agent::{AgentTool, ExecutionMode, ToolCallContext, ToolError, ToolOutput};
+use keel_agent::{AgentTool, ExecutionMode, ToolCallContext, ToolError, ToolNature, ToolOutput};
 use keel_protocol::{ContentBlock, ToolDefinition};
 use schemars::JsonSchema;
 use serde::Deserialize;
@@ -225,6 +225,10 @@ async fn check_target(url: &reqwest::Url, allow_private: bool) -> Result<(), Str
 
 #[async_trait]
 impl AgentTool for WebFetch {
+    fn nature(&self) -> ToolNature {
+        ToolNature::Fetches { url: "url" }
+    }
+
     fn definition(&self) -> &ToolDefinition {
         &DEFINITION
     }

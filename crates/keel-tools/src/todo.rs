@@ -3,7 +3,7 @@
 use std::sync::{Arc, LazyLock, Mutex, PoisonError};
 
 use async_trait::async_trait;
-use keel_agent::{AgentTool, ToolCallContext, ToolError, ToolOutput};
+use keel_agent::{AgentTool, ToolCallContext, ToolError, ToolNature, ToolOutput};
 use keel_protocol::{ContentBlock, ToolDefinition};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
@@ -113,6 +113,10 @@ impl TodoWrite {
 
 #[async_trait]
 impl AgentTool for TodoWrite {
+    fn nature(&self) -> ToolNature {
+        ToolNature::SessionOnly
+    }
+
     fn definition(&self) -> &ToolDefinition {
         &DEFINITION
     }

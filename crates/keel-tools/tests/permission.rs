@@ -140,7 +140,10 @@ impl World {
         ]);
         let mut env = self.env();
         change(&mut env);
-        PermissionGate::new(&env, mode, rules).with_vars(vars)
+        let gate = PermissionGate::new(&env, mode, rules).with_vars(vars);
+        // Judged as in a session: by what keel's own tools declare they do.
+        gate.declare_tools(&keel_tools::builtin_tools(Arc::new(env)));
+        gate
     }
 
     fn rules(&self, yaml: &str) -> RuleSet {

@@ -9,7 +9,9 @@
 use std::sync::{Arc, LazyLock};
 
 use async_trait::async_trait;
-use keel_agent::{AgentTool, ExecutionMode, ToolCallContext, ToolError, ToolOutput, ToolRef};
+use keel_agent::{
+    AgentTool, ExecutionMode, ToolCallContext, ToolError, ToolNature, ToolOutput, ToolRef,
+};
 use keel_protocol::ToolDefinition;
 use serde::Deserialize;
 use serde_json::{Value, json};
@@ -153,6 +155,15 @@ fn answer(text: String, goal: Option<&Goal>) -> ToolOutput {
 
 #[async_trait]
 impl AgentTool for GoalTool {
+    fn nature(&self) -> ToolNature {
+        match self.kind {
+            // A goal starts turns on its own: in ask and plan modes the user says yes to it.
+            Kind::Create => ToolNature::StartsWork,
+            // Reading the goal, and proposing its end (which the host verifies).
+            Kind::Get | Kind::Update => ToolNature::SessionOnly,
+        }
+    }
+
     fn definition(&self) -> &ToolDefinition {
         match self.kind {
             Kind::Create => &CREATE,

@@ -6,7 +6,7 @@ use std::path::PathBuf;
 use std::sync::{Arc, LazyLock};
 
 use async_trait::async_trait;
-use keel_agent::{AgentTool, ToolCallContext, ToolError, ToolOutput, ToolRef};
+use keel_agent::{AgentTool, ToolCallContext, ToolError, ToolNature, ToolOutput, ToolRef};
 use keel_protocol::{ContentBlock, SessionId, ToolDefinition};
 use keel_runtime::extension::{ExtensionEvents, TurnScope};
 use serde_json::json;
@@ -80,6 +80,11 @@ impl ExitPlanMode {
 
 #[async_trait]
 impl AgentTool for ExitPlanMode {
+    fn nature(&self) -> ToolNature {
+        // It asks the user to approve the plan; leaving plan mode is the user's answer.
+        ToolNature::SessionOnly
+    }
+
     fn definition(&self) -> &ToolDefinition {
         &DEFINITION
     }

@@ -5,7 +5,9 @@
 use std::sync::{Arc, LazyLock};
 
 use async_trait::async_trait;
-use keel_agent::{AgentTool, ExecutionMode, ToolCallContext, ToolError, ToolOutput, ToolRef};
+use keel_agent::{
+    AgentTool, ExecutionMode, ToolCallContext, ToolError, ToolNature, ToolOutput, ToolRef,
+};
 use keel_protocol::{ContentBlock, ToolDefinition};
 use serde_json::{Value, json};
 
@@ -50,6 +52,11 @@ struct SkillTool {
 
 #[async_trait]
 impl AgentTool for SkillTool {
+    fn nature(&self) -> ToolNature {
+        // It reads only the skills keel found for the session, never a path the model names.
+        ToolNature::SessionOnly
+    }
+
     fn definition(&self) -> &ToolDefinition {
         &DEFINITION
     }

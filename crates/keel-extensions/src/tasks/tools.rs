@@ -11,7 +11,9 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use async_trait::async_trait;
-use keel_agent::{AgentTool, ExecutionMode, ToolCallContext, ToolError, ToolOutput, ToolRef};
+use keel_agent::{
+    AgentTool, ExecutionMode, ToolCallContext, ToolError, ToolNature, ToolOutput, ToolRef,
+};
 use keel_protocol::{SessionId, TaskInfo, TaskStatus, ToolDefinition, TurnId};
 use keel_runtime::HostControl;
 use keel_runtime::tasks::{OutputRead, TaskSpec, Tasks};
@@ -237,6 +239,11 @@ struct TaskTool {
 
 #[async_trait]
 impl AgentTool for TaskTool {
+    fn nature(&self) -> ToolNature {
+        // The task's own calls pass its own gate; starting it reaches nothing.
+        ToolNature::SessionOnly
+    }
+
     fn definition(&self) -> &ToolDefinition {
         &self.definition
     }
@@ -328,6 +335,10 @@ struct AppendTool {
 
 #[async_trait]
 impl AgentTool for AppendTool {
+    fn nature(&self) -> ToolNature {
+        ToolNature::SessionOnly
+    }
+
     fn definition(&self) -> &ToolDefinition {
         &self.definition
     }
@@ -372,6 +383,10 @@ struct QueryTool {
 
 #[async_trait]
 impl AgentTool for QueryTool {
+    fn nature(&self) -> ToolNature {
+        ToolNature::SessionOnly
+    }
+
     fn definition(&self) -> &ToolDefinition {
         &self.definition
     }
@@ -452,6 +467,10 @@ fn render(read: &OutputRead) -> String {
 
 #[async_trait]
 impl AgentTool for OutputTool {
+    fn nature(&self) -> ToolNature {
+        ToolNature::SessionOnly
+    }
+
     fn definition(&self) -> &ToolDefinition {
         &self.definition
     }
@@ -493,6 +512,10 @@ struct StopTool {
 
 #[async_trait]
 impl AgentTool for StopTool {
+    fn nature(&self) -> ToolNature {
+        ToolNature::SessionOnly
+    }
+
     fn definition(&self) -> &ToolDefinition {
         &self.definition
     }

@@ -628,6 +628,10 @@ impl Lease {
         runner.before_llm_call = host_before_llm;
         // Highest priority first; equal priorities keep registration order (a stable sort).
         reminders.sort_by_key(|r| std::cmp::Reverse(r.priority));
+        // The gate judges each call by what its tool declares it does.
+        if let Some(host) = &scope.host {
+            host.gate.declare_tools(&tools);
+        }
         Ok(TurnCapabilities {
             revision: self.revision,
             tools,

@@ -26,7 +26,7 @@ use std::sync::{Arc, LazyLock, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
 use async_trait::async_trait;
-use keel_agent::{AgentTool, ToolCallContext, ToolError, ToolOutput};
+use keel_agent::{AgentTool, ToolCallContext, ToolError, ToolNature, ToolOutput};
 use keel_protocol::{ContentBlock, ToolDefinition};
 use schemars::JsonSchema;
 use serde::Deserialize;
@@ -524,6 +524,10 @@ enum Ended {
 
 #[async_trait]
 impl AgentTool for Bash {
+    fn nature(&self) -> ToolNature {
+        ToolNature::RunsCommand { command: "command" }
+    }
+
     fn definition(&self) -> &ToolDefinition {
         &DEFINITION
     }

@@ -9,7 +9,7 @@ use std::path::PathBuf;
 use std::sync::{Arc, LazyLock};
 
 use async_trait::async_trait;
-use keel_agent::{AgentTool, ToolCallContext, ToolError, ToolOutput};
+use keel_agent::{AgentTool, ToolCallContext, ToolError, ToolNature, ToolOutput};
 use keel_protocol::{ContentBlock, ToolDefinition};
 use schemars::JsonSchema;
 use serde::Deserialize;
@@ -67,6 +67,10 @@ impl Edit {
 
 #[async_trait]
 impl AgentTool for Edit {
+    fn nature(&self) -> ToolNature {
+        ToolNature::WritesFile { path: "path" }
+    }
+
     fn definition(&self) -> &ToolDefinition {
         &DEFINITION
     }

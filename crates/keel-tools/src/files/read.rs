@@ -5,7 +5,7 @@ use std::os::unix::fs::FileTypeExt as _;
 use std::sync::{Arc, LazyLock};
 
 use async_trait::async_trait;
-use keel_agent::{AgentTool, ExecutionMode, ToolCallContext, ToolError, ToolOutput};
+use keel_agent::{AgentTool, ExecutionMode, ToolCallContext, ToolError, ToolNature, ToolOutput};
 use keel_protocol::{ContentBlock, ImageBlock, ToolDefinition};
 use schemars::JsonSchema;
 use serde::Deserialize;
@@ -63,6 +63,10 @@ impl Read {
 
 #[async_trait]
 impl AgentTool for Read {
+    fn nature(&self) -> ToolNature {
+        ToolNature::ReadsFile { path: "path" }
+    }
+
     fn definition(&self) -> &ToolDefinition {
         &DEFINITION
     }

@@ -4,7 +4,7 @@ use std::path::PathBuf;
 use std::sync::{Arc, LazyLock};
 
 use async_trait::async_trait;
-use keel_agent::{AgentTool, ToolCallContext, ToolError, ToolOutput};
+use keel_agent::{AgentTool, ToolCallContext, ToolError, ToolNature, ToolOutput};
 use keel_protocol::ToolDefinition;
 use schemars::JsonSchema;
 use serde::Deserialize;
@@ -48,6 +48,10 @@ impl Write {
 
 #[async_trait]
 impl AgentTool for Write {
+    fn nature(&self) -> ToolNature {
+        ToolNature::WritesFile { path: "path" }
+    }
+
     fn definition(&self) -> &ToolDefinition {
         &DEFINITION
     }

@@ -14,7 +14,7 @@ use std::time::{Duration, SystemTime};
 use async_trait::async_trait;
 use ignore::overrides::OverrideBuilder;
 use ignore::{DirEntry, ParallelVisitor, ParallelVisitorBuilder, WalkState};
-use keel_agent::{AgentTool, ExecutionMode, ToolCallContext, ToolError, ToolOutput};
+use keel_agent::{AgentTool, ExecutionMode, ToolCallContext, ToolError, ToolNature, ToolOutput};
 use keel_protocol::{ContentBlock, ToolDefinition};
 use schemars::JsonSchema;
 use serde::Deserialize;
@@ -240,6 +240,14 @@ impl GlobTool {
 
 #[async_trait]
 impl AgentTool for GlobTool {
+    fn nature(&self) -> ToolNature {
+        ToolNature::SearchesFolder {
+            path: "path",
+            pattern: Some("pattern"),
+            recursive: false,
+        }
+    }
+
     fn definition(&self) -> &ToolDefinition {
         &DEFINITION
     }

@@ -11,7 +11,7 @@ use std::sync::{Arc, LazyLock};
 
 use async_trait::async_trait;
 use globset::{Glob, GlobSet, GlobSetBuilder};
-use keel_agent::{AgentTool, ExecutionMode, ToolCallContext, ToolError, ToolOutput};
+use keel_agent::{AgentTool, ExecutionMode, ToolCallContext, ToolError, ToolNature, ToolOutput};
 use keel_protocol::{ContentBlock, ToolDefinition};
 use schemars::JsonSchema;
 use serde::Deserialize;
@@ -98,6 +98,14 @@ impl LsTool {
 
 #[async_trait]
 impl AgentTool for LsTool {
+    fn nature(&self) -> ToolNature {
+        ToolNature::SearchesFolder {
+            path: "path",
+            pattern: None,
+            recursive: false,
+        }
+    }
+
     fn definition(&self) -> &ToolDefinition {
         &DEFINITION
     }

@@ -4,6 +4,7 @@
 use super::attacks::with_keel_home;
 use super::*;
 use keel_tools::env::SandboxMode;
+use pretty_assertions::assert_eq;
 
 /// Code the gate cannot read: `plan` denies it, `ask` asks, `auto` trusts the sandbox when it
 /// is on and asks when it is off, `full` runs it.
@@ -365,4 +366,79 @@ fn start_up_files_and_schedules_are_protected_short_of_full() {
             Deny,
         )],
     );
+}
+
+/// A tool that declares `nature` under `name`, for the gate to read.
+struct Declared(keel_protocol::ToolDefinition, keel_agent::ToolNature);
+
+#[async_trait]
+impl keel_agent::AgentTool for Declared {
+    fn definition(&self) -> &keel_protocol::ToolDefinition {
+        &self.0
+    }
+
+    fn nature(&self) -> keel_agent::ToolNature {
+        self.1
+    }
+
+    async fn execute(
+        &self,
+        _arguments: Value,
+        _context: keel_agent::ToolCallContext,
+    ) -> Result<keel_agent::ToolOutput, keel_agent::ToolError> {
+        Ok(keel_agent::ToolOutput::text("ran"))
+    }
+}
+
+fn declared(name: &str, nature: keel_agent::ToolNature) -> keel_agent::ToolRef {
+    Arc::new(Declared(
+        keel_protocol::ToolDefinition {
+            name: name.into(),
+            description: String::new(),
+            parameters: json!({"type": "object"}),
+        },
+        nature,
+    ))
+}
+
+#[test]
+fn the_gate_judges_a_tool_by_what_it_declares_not_by_its_name() {
+    use keel_agent::ToolNature;
+    let world = World::new();
+    let gate = world.gate(Mode::Plan, RuleSet::new());
+    // Never declared: unknown, so plan mode asks, whatever the name promises.
+    assert_eq!(gate.check("notes_lookup", &json!({})).kind(), Ask);
+    gate.declare_tools(&[
+        declared("notes_lookup", ToolNature::SessionOnly),
+        declared("start_job", ToolNature::StartsWork),
+        declared("peek", ToolNature::ReadsFile { path: "file" }),
+        declared("put", ToolNature::WritesFile { path: "target" }),
+        declared("mcp__srv__run", ToolNature::Opaque),
+    ]);
+    assert_eq!(gate.check("notes_lookup", &json!({})).kind(), Allow);
+    // Work that goes on by itself is the user's to start in plan and ask modes.
+    assert_eq!(gate.check("start_job", &json!({})).kind(), Ask);
+    // The declared argument names the file: a read anywhere in the workspace is fine in
+    // plan mode, a write is not.
+    assert_eq!(
+        gate.check("peek", &json!({"file": "src/a.rs"})).kind(),
+        Allow
+    );
+    assert_eq!(
+        gate.check("put", &json!({"target": "src/a.rs"})).kind(),
+        Deny
+    );
+    assert_eq!(gate.check("mcp__srv__run", &json!({})).kind(), Ask);
+    // A declared reader of a credential location is refused like the built-in read.
+    let home_key = world.home.join(".ssh/id_rsa");
+    assert_eq!(gate.check("peek", &json!({"file": home_key})).kind(), Deny);
+    gate.set_mode(Mode::Auto);
+    assert_eq!(gate.check("start_job", &json!({})).kind(), Allow);
+    assert_eq!(
+        gate.check("put", &json!({"target": "src/a.rs"})).kind(),
+        Allow
+    );
+    gate.set_mode(Mode::Ask);
+    assert_eq!(gate.check("start_job", &json!({})).kind(), Ask);
+    assert_eq!(gate.check("notes_lookup", &json!({})).kind(), Allow);
 }

@@ -17,10 +17,11 @@ mod decision;
 mod operations;
 mod verdict;
 
-use std::collections::{HashMap, HashSet};
+use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::{PoisonError, RwLock};
 
+use keel_agent::{ToolNature, ToolRef};
 use serde_json::Value;
 
 use super::danger::Credentials;
@@ -141,7 +142,9 @@ pub struct PermissionGate {
     cwd: PathBuf,
     home: Option<PathBuf>,
     shell: ShellEnv,
-    read_only_tools: HashSet<String>,
+    /// What each tool offered to the model says it does ([`AgentTool::nature`]); a name
+    /// not declared is [`ToolNature::Opaque`].
+    natures: RwLock<HashMap<String, ToolNature>>,
     credentials: Credentials,
     /// What is protected (control patterns, keel's home, the user's start-up files, what
     /// trusted commands run), and the workspace roots and home folders it resolved.
@@ -183,7 +186,7 @@ impl PermissionGate {
                 vars,
             },
             home,
-            read_only_tools: HashSet::new(),
+            natures: RwLock::new(HashMap::new()),
             credentials: match env.artifacts_root() {
                 Some(dir) => {
                     Credentials::new(&env.credentials(), env.home.as_deref()).readable_in(dir)
@@ -203,10 +206,22 @@ impl PermissionGate {
         self
     }
 
-    /// Declares extra tools (for example MCP tools) read-only: they run in every mode.
-    pub fn with_read_only_tools(mut self, names: impl IntoIterator<Item = String>) -> Self {
-        self.read_only_tools.extend(names);
-        self
+    /// Takes what `tools` declare they do; the gate judges their calls by that.
+    pub fn declare_tools(&self, tools: &[ToolRef]) {
+        let mut natures = self.natures.write().unwrap_or_else(PoisonError::into_inner);
+        for tool in tools {
+            natures.insert(tool.definition().name.clone(), tool.nature());
+        }
+    }
+
+    /// What tool `name` declared it does ([`ToolNature::Opaque`] for one that did not).
+    pub fn nature(&self, name: &str) -> ToolNature {
+        self.natures
+            .read()
+            .unwrap_or_else(PoisonError::into_inner)
+            .get(name)
+            .copied()
+            .unwrap_or(ToolNature::Opaque)
     }
 
     /// The current mode.
@@ -254,8 +269,9 @@ impl PermissionGate {
     /// Judges one call.
     pub fn check(&self, tool: &str, arguments: &Value) -> Decision {
         let mode = self.mode();
-        let judged = self.operations(mode, tool, arguments);
-        let decision = self.decide(mode, tool, judged);
+        let nature = self.nature(tool);
+        let judged = self.operations(mode, tool, nature, arguments);
+        let decision = self.decide(mode, tool, nature, judged);
         tracing::debug!(tool, mode = mode.name(), decision = ?decision.kind(), "permission decision");
         decision
     }

@@ -6,6 +6,7 @@
 use std::collections::HashSet;
 use std::path::Path;
 
+use keel_agent::ToolNature;
 use serde_json::Value;
 
 use super::{Links, Mode, Op, PermissionGate, Target, clip, has_glob_meta, verb, verbs};
@@ -40,7 +41,13 @@ pub(super) struct Judged {
 }
 
 impl PermissionGate {
-    pub(super) fn operations(&self, mode: Mode, tool: &str, arguments: &Value) -> Judged {
+    pub(super) fn operations(
+        &self,
+        mode: Mode,
+        tool: &str,
+        nature: ToolNature,
+        arguments: &Value,
+    ) -> Judged {
         let text = |key: &str| arguments.get(key).and_then(Value::as_str);
         let mut ops = vec![Op::call()];
         let mut dangers = Vec::new();
@@ -67,40 +74,43 @@ impl PermissionGate {
                 })
                 .collect()
         };
-        let summary = match tool {
-            "read" => {
-                ops.extend(self.plan_ops(mode, file_ops(Action::Read, "path", false)));
-                format!("read {}", clip(text("path").unwrap_or("")))
+        let summary = match nature {
+            ToolNature::ReadsFile { path } => {
+                ops.extend(self.plan_ops(mode, file_ops(Action::Read, path, false)));
+                format!("{tool} {}", clip(text(path).unwrap_or("")))
             }
-            "write" | "edit" => {
-                ops.extend(self.plan_ops(mode, file_ops(Action::Write, "path", false)));
-                format!("{tool} {}", clip(text("path").unwrap_or("")))
+            ToolNature::WritesFile { path } => {
+                ops.extend(self.plan_ops(mode, file_ops(Action::Write, path, false)));
+                format!("{tool} {}", clip(text(path).unwrap_or("")))
             }
-            "ls" | "grep" | "glob" => {
-                let base = text("path").unwrap_or(".");
-                let start = if tool == "glob" {
-                    glob_start(base, text("pattern").unwrap_or(""))
-                } else {
-                    base.to_owned()
-                };
+            ToolNature::SearchesFolder {
+                path,
+                pattern,
+                recursive,
+            } => {
+                let base = text(path).unwrap_or(".");
+                let pattern = pattern.and_then(text);
+                // A glob's fixed start narrows where it lists.
+                let start = pattern.map_or_else(|| base.to_owned(), |p| glob_start(base, p));
                 for folder in self.tool_targets(&start) {
                     let describe = format!("{tool} in {}", self.show_path(&start, &folder));
                     ops.push(Op {
                         action: Some(Action::Read),
                         target: folder,
-                        recursive: tool == "grep",
+                        recursive,
                         source: describe.clone(),
                         describe,
                         ..Op::call()
                     });
                 }
-                match text("pattern") {
+                // A search's own pattern (grep's expression) is shown too.
+                match pattern.or_else(|| text("pattern")) {
                     Some(pattern) => format!("{tool} {} in {}", clip(pattern), clip(base)),
                     None => format!("{tool} {}", clip(base)),
                 }
             }
-            "web_fetch" => {
-                let url = text("url").unwrap_or("");
+            ToolNature::Fetches { url } => {
+                let url = text(url).unwrap_or("");
                 ops.push(Op {
                     action: Some(Action::Network),
                     target: Target::Url(url.to_owned()),
@@ -110,13 +120,12 @@ impl PermissionGate {
                 });
                 format!("{} {}", text("method").unwrap_or("GET"), clip(url))
             }
-            "bash" => {
-                let command = text("command").unwrap_or("");
+            ToolNature::RunsCommand { command } => {
+                let command = text(command).unwrap_or("");
                 let analysis = shell::analyze(command, Some(&self.cwd), &self.shell);
                 self.shell_operations(&analysis, &mut ops, &mut dangers);
                 clip(command)
             }
-            "todowrite" => "update the todo list".to_owned(),
             _ => format!("{tool} {}", clip(&arguments.to_string())),
         };
         let mut protected = Vec::new();

@@ -4,6 +4,8 @@
 
 use std::sync::PoisonError;
 
+use keel_agent::ToolNature;
+
 use super::decision::{AskRequest, Decision, Denial, DenySource, Mode};
 use super::operations::{Judged, dedup};
 use super::{Op, PermissionGate, Target, clip, verb};
@@ -16,24 +18,12 @@ enum ModeVerdict {
     Deny(String),
 }
 
-/// Tools the gate knows the arguments of.
-const KNOWN_TOOLS: &[&str] = &[
-    "read",
-    "write",
-    "edit",
-    "bash",
-    "grep",
-    "glob",
-    "ls",
-    "todowrite",
-    "web_fetch",
-];
-
 impl PermissionGate {
-    fn mode_verdict(&self, mode: Mode, tool: &str, op: &Op) -> ModeVerdict {
+    fn mode_verdict(&self, mode: Mode, tool: &str, nature: ToolNature, op: &Op) -> ModeVerdict {
         let inside = op.path().is_some_and(|p| self.in_workspace(p));
         let Some(action) = op.action else {
-            let known = KNOWN_TOOLS.contains(&tool) || self.read_only_tools.contains(tool);
+            // The call itself: what a declared tool does is in its other operations.
+            let known = !matches!(nature, ToolNature::Opaque | ToolNature::StartsWork);
             return match mode {
                 _ if known => ModeVerdict::Allow,
                 Mode::Full | Mode::Auto => ModeVerdict::Allow,
@@ -45,6 +35,7 @@ impl PermissionGate {
                 }
             };
         };
+        let runs_commands = matches!(nature, ToolNature::RunsCommand { .. });
         let no_network = || {
             ModeVerdict::Deny(format!(
                 "commands have no network in plan mode: {}; ask for web_fetch instead",
@@ -72,7 +63,7 @@ impl PermissionGate {
                     op.describe
                 )),
             },
-            (Mode::Plan, Action::Network) if tool == "bash" => no_network(),
+            (Mode::Plan, Action::Network) if runs_commands => no_network(),
             (Mode::Plan, Action::Network) => {
                 ModeVerdict::Ask(format!("needs approval in plan mode: {}", op.describe))
             }
@@ -102,7 +93,13 @@ impl PermissionGate {
         }
     }
 
-    pub(super) fn decide(&self, mode: Mode, tool: &str, judged: Judged) -> Decision {
+    pub(super) fn decide(
+        &self,
+        mode: Mode,
+        tool: &str,
+        nature: ToolNature,
+        judged: Judged,
+    ) -> Decision {
         let Judged {
             ops,
             dangers,
@@ -120,7 +117,8 @@ impl PermissionGate {
         // keel, unsandboxed) never read them for the model, in any mode and without a
         // question: an "allow once" would hand the key to the model, and a steered model is
         // exactly what asks for it.
-        if self.sandboxed && tool != "bash" && !secrets.is_empty() {
+        let sandboxed = matches!(nature, ToolNature::RunsCommand { .. });
+        if self.sandboxed && !sandboxed && !secrets.is_empty() {
             return Decision::Deny(Denial {
                 source: DenySource::Protected,
                 reason: format!(
@@ -159,7 +157,7 @@ impl PermissionGate {
                     reason: format!("{what}: {rule}"),
                 });
             }
-            let verdict = self.mode_verdict(mode, tool, op);
+            let verdict = self.mode_verdict(mode, tool, nature, op);
             if let ModeVerdict::Deny(reason) = verdict {
                 return Decision::Deny(Denial {
                     source: DenySource::Mode,

@@ -20,7 +20,7 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 use grep_regex::{RegexMatcher, RegexMatcherBuilder};
-use keel_agent::{AgentTool, ExecutionMode, ToolCallContext, ToolError, ToolOutput};
+use keel_agent::{AgentTool, ExecutionMode, ToolCallContext, ToolError, ToolNature, ToolOutput};
 use keel_protocol::ToolDefinition;
 use schemars::JsonSchema;
 use serde::Deserialize;
@@ -188,6 +188,14 @@ impl GrepTool {
 
 #[async_trait]
 impl AgentTool for GrepTool {
+    fn nature(&self) -> ToolNature {
+        ToolNature::SearchesFolder {
+            path: "path",
+            pattern: None,
+            recursive: true,
+        }
+    }
+
     fn definition(&self) -> &ToolDefinition {
         &DEFINITION
     }
