@@ -6,6 +6,7 @@ use std::sync::Arc;
 use async_trait::async_trait;
 use keel_agent::{AgentTool, ToolCallContext, ToolError, ToolNature, ToolOutput};
 use keel_protocol::ToolDefinition;
+use keel_tools::args;
 use serde_json::{Value, json};
 
 use crate::manager::Server;
@@ -21,6 +22,28 @@ const MAX_LISTED: usize = 200;
 /// The servers with resources a session may read, as they are when a tool runs.
 pub type Servers = Arc<dyn Fn() -> Vec<Arc<Server>> + Send + Sync>;
 
+/// The arguments of `list_mcp_resources`.
+#[derive(serde::Deserialize, schemars::JsonSchema)]
+#[serde(deny_unknown_fields)]
+struct ListArgs {
+    /// Only this server's resources.
+    #[serde(default, deserialize_with = "args::present")]
+    server: Option<String>,
+}
+
+/// The arguments of `read_mcp_resource`.
+#[derive(serde::Deserialize, schemars::JsonSchema)]
+#[serde(deny_unknown_fields)]
+struct ReadArgs {
+    /// The MCP server.
+    server: String,
+    uri: String,
+}
+
+fn parse<T: serde::de::DeserializeOwned>(arguments: Value) -> Result<T, ToolError> {
+    args::parse(arguments).map_err(|e| ToolError::new(format!("Invalid arguments: {e}")))
+}
+
 /// The two resource tools.
 pub fn tools(servers: Servers) -> Vec<keel_agent::ToolRef> {
     vec![
@@ -29,11 +52,7 @@ pub fn tools(servers: Servers) -> Vec<keel_agent::ToolRef> {
             definition: ToolDefinition {
                 name: LIST.to_owned(),
                 description: "Lists the resources MCP servers offer (files, records, documents), with their URIs. Read one with read_mcp_resource.".to_owned(),
-                parameters: json!({
-                    "type": "object",
-                    "properties": {"server": {"type": "string", "description": "Only this server's resources."}},
-                    "additionalProperties": false
-                }),
+                parameters: args::schema::<ListArgs>(),
             },
         }),
         Arc::new(ReadResource {
@@ -41,15 +60,7 @@ pub fn tools(servers: Servers) -> Vec<keel_agent::ToolRef> {
             definition: ToolDefinition {
                 name: READ.to_owned(),
                 description: "Reads one resource of an MCP server by its URI.".to_owned(),
-                parameters: json!({
-                    "type": "object",
-                    "properties": {
-                        "server": {"type": "string", "description": "The MCP server."},
-                        "uri": {"type": "string"}
-                    },
-                    "required": ["server", "uri"],
-                    "additionalProperties": false
-                }),
+                parameters: args::schema::<ReadArgs>(),
             },
         }),
     ]
@@ -76,7 +87,8 @@ impl AgentTool for ListResources {
     }
 
     async fn execute(&self, arguments: Value, _: ToolCallContext) -> Result<ToolOutput, ToolError> {
-        let only = arguments.get("server").and_then(Value::as_str);
+        let ListArgs { server: only } = parse(arguments)?;
+        let only = only.as_deref();
         let mut text = String::new();
         for server in (self.servers)() {
             let name = &server.spec().name;
@@ -121,6 +133,11 @@ struct ReadResource {
 
 #[async_trait]
 impl AgentTool for ReadResource {
+    fn nature(&self) -> ToolNature {
+        // It sends a URI of the model's choosing to a server: judged like the server's tools.
+        ToolNature::Opaque
+    }
+
     fn definition(&self) -> &ToolDefinition {
         &self.definition
     }
@@ -130,8 +147,8 @@ impl AgentTool for ReadResource {
     }
 
     async fn execute(&self, arguments: Value, _: ToolCallContext) -> Result<ToolOutput, ToolError> {
-        let field = |k: &str| arguments.get(k).and_then(Value::as_str).unwrap_or_default();
-        let (name, uri) = (field("server"), field("uri"));
+        let ReadArgs { server: name, uri } = parse(arguments)?;
+        let (name, uri) = (name.as_str(), uri.as_str());
         let server = (self.servers)()
             .into_iter()
             .find(|s| s.spec().name == name)

@@ -10,6 +10,7 @@ use keel_agent::{
     AgentTool, ToolAdditions, ToolCallContext, ToolError, ToolNature, ToolOutput, ToolRef,
 };
 use keel_protocol::ToolDefinition;
+use keel_tools::args::{self, Int};
 use serde_json::{Value, json};
 
 /// The search tool's name.
@@ -212,6 +213,17 @@ impl Deferred {
     }
 }
 
+/// The arguments of `tool_search`; the doc comments are the descriptions the model reads.
+#[derive(serde::Deserialize, schemars::JsonSchema)]
+#[serde(deny_unknown_fields)]
+struct SearchArgs {
+    /// Words describing the capability, or select:NAME,NAME.
+    query: String,
+    /// Most tools to return (default 8).
+    #[serde(default, deserialize_with = "args::present")]
+    limit: Option<Int<1, 20>>,
+}
+
 /// The `tool_search` tool of one turn.
 pub struct ToolSearch {
     deferred: Arc<Deferred>,
@@ -227,15 +239,7 @@ impl ToolSearch {
                  Search with words about what you need (`query`), or name tools exactly with `select:NAME,NAME`. \
                  The tools found are described here and can be called from your next step on."
                 .to_owned(),
-            parameters: json!({
-                "type": "object",
-                "properties": {
-                    "query": {"type": "string", "description": "Words describing the capability, or select:NAME,NAME."},
-                    "limit": {"type": "integer", "minimum": 1, "maximum": 20, "description": "Most tools to return (default 8)."}
-                },
-                "required": ["query"],
-                "additionalProperties": false
-            }),
+            parameters: args::schema::<SearchArgs>(),
         };
         Self {
             deferred,
@@ -264,15 +268,10 @@ impl AgentTool for ToolSearch {
         arguments: Value,
         _context: ToolCallContext,
     ) -> Result<ToolOutput, ToolError> {
-        let query = arguments
-            .get("query")
-            .and_then(Value::as_str)
-            .unwrap_or_default()
-            .trim();
-        let limit = arguments
-            .get("limit")
-            .and_then(Value::as_u64)
-            .map(|n| usize::try_from(n).unwrap_or(usize::MAX));
+        let args: SearchArgs = args::parse(arguments)
+            .map_err(|e| ToolError::new(format!("Invalid arguments: {e}")))?;
+        let query = args.query.trim();
+        let limit = args.limit.map(Int::usize);
         let found: Vec<ToolRef> = match query.strip_prefix("select:") {
             Some(names) => names
                 .split(',')

@@ -4,7 +4,7 @@
 //! keel-context, keel-mcp, keel-extensions, keel-tui, keel-acp or keel-cli.
 #![forbid(unsafe_code)]
 
-mod args;
+pub mod args;
 pub mod bash;
 pub mod env;
 pub mod files;

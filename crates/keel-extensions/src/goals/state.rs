@@ -26,7 +26,9 @@ const BANNER_OBJECTIVE_CHARS: usize = 60;
 pub use keel_protocol::GoalStatus as Status;
 
 /// How the host checks a completion the model proposes.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize, schemars::JsonSchema,
+)]
 #[serde(rename_all = "snake_case")]
 pub enum Verification {
     /// The model's word is taken.

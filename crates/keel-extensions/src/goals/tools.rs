@@ -13,8 +13,10 @@ use keel_agent::{
     AgentTool, ExecutionMode, ToolCallContext, ToolError, ToolNature, ToolOutput, ToolRef,
 };
 use keel_protocol::ToolDefinition;
+use keel_tools::args::{self, Int};
+use schemars::JsonSchema;
 use serde::Deserialize;
-use serde_json::{Value, json};
+use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
 use super::book::Book;
@@ -37,18 +39,7 @@ static CREATE: LazyLock<ToolDefinition> = LazyLock::new(|| ToolDefinition {
         is active and under its limits, until you settle it with update_goal. Refused while \
         another goal is in force."
         .into(),
-    parameters: json!({
-        "type": "object",
-        "properties": {
-            "objective": {"type": "string", "description": "What must be true when the goal is met: concrete and checkable"},
-            "token_budget": {"type": "integer", "minimum": 1, "description": "Tokens the goal may spend over all its turns (optional; never above the user's limit)"},
-            "max_turns": {"type": "integer", "minimum": 1, "description": "Most turns toward the goal (optional; never above the user's limit)"},
-            "max_active_seconds": {"type": "integer", "minimum": 1, "description": "Most seconds its turns may run (optional)"},
-            "verification": {"type": "string", "enum": ["none", "evaluator", "subagent"], "description": "How the host checks a completion (default evaluator)"}
-        },
-        "required": ["objective"],
-        "additionalProperties": false
-    }),
+    parameters: args::schema::<CreateArgs>(),
 });
 
 static GET: LazyLock<ToolDefinition> = LazyLock::new(|| ToolDefinition {
@@ -56,7 +47,7 @@ static GET: LazyLock<ToolDefinition> = LazyLock::new(|| ToolDefinition {
     description: "Read this session's goal: objective, status, what it spent and its limits, \
         and the last verification's verdict."
         .into(),
-    parameters: json!({"type": "object", "properties": {}, "additionalProperties": false}),
+    parameters: args::schema::<NoArgs>(),
 });
 
 static UPDATE: LazyLock<ToolDefinition> = LazyLock::new(|| ToolDefinition {
@@ -66,17 +57,7 @@ static UPDATE: LazyLock<ToolDefinition> = LazyLock::new(|| ToolDefinition {
         status \"blocked\" with a reason: a safety blocker ends the goal at once; any other \
         must stay the same over 3 goal turns before the goal is blocked."
         .into(),
-    parameters: json!({
-        "type": "object",
-        "properties": {
-            "status": {"type": "string", "enum": ["complete", "blocked"]},
-            "evidence": {"type": "string", "description": "For complete: what proves the objective is met (commands run and their output, files changed)"},
-            "reason": {"type": "string", "description": "For blocked: what stops you"},
-            "safety": {"type": "boolean", "description": "For blocked: going on would be unsafe (default false)"}
-        },
-        "required": ["status"],
-        "additionalProperties": false
-    }),
+    parameters: args::schema::<UpdateArgs>(),
 });
 
 /// The goal tools for one turn.
@@ -104,41 +85,59 @@ struct GoalTool {
     tally: Arc<Tally>,
 }
 
-#[derive(Deserialize)]
+/// The arguments of `create_goal`; its doc comments are the descriptions the model reads.
+#[derive(Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 struct CreateArgs {
+    /// What must be true when the goal is met: concrete and checkable
     objective: String,
-    #[serde(default)]
-    token_budget: Option<u64>,
-    #[serde(default)]
-    max_turns: Option<u32>,
-    #[serde(default)]
-    max_active_seconds: Option<u64>,
-    #[serde(default)]
+    /// Tokens the goal may spend over all its turns (optional; never above the user's limit)
+    #[serde(default, deserialize_with = "args::present")]
+    token_budget: Option<Int<1, { args::UNBOUNDED }>>,
+    /// Most turns toward the goal (optional; never above the user's limit)
+    #[serde(default, deserialize_with = "args::present")]
+    max_turns: Option<Int<1, { u32::MAX as u64 }>>,
+    /// Most seconds its turns may run (optional)
+    #[serde(default, deserialize_with = "args::present")]
+    max_active_seconds: Option<Int<1, { args::UNBOUNDED }>>,
+    /// How the host checks a completion (default evaluator)
+    #[serde(default, deserialize_with = "args::present")]
+    #[schemars(with = "Verification")]
     verification: Option<Verification>,
 }
 
-#[derive(Deserialize)]
+/// `get_goal` takes nothing.
+#[derive(Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+struct NoArgs {}
+
+/// The end `update_goal` proposes.
+#[derive(Deserialize, JsonSchema)]
 #[serde(rename_all = "snake_case")]
 enum Proposed {
     Complete,
     Blocked,
 }
 
-#[derive(Deserialize)]
+/// The arguments of `update_goal`; its doc comments are the descriptions the model reads.
+#[derive(Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 struct UpdateArgs {
+    /// complete or blocked
     status: Proposed,
-    #[serde(default)]
+    /// For complete: what proves the objective is met (commands run and their output, files changed)
+    #[serde(default, deserialize_with = "args::present")]
     evidence: Option<String>,
-    #[serde(default)]
+    /// For blocked: what stops you
+    #[serde(default, deserialize_with = "args::present")]
     reason: Option<String>,
-    #[serde(default)]
+    /// For blocked: going on would be unsafe (default false)
+    #[serde(default, deserialize_with = "args::present")]
     safety: Option<bool>,
 }
 
-fn parse<T: for<'de> Deserialize<'de>>(arguments: Value) -> Result<T, ToolError> {
-    serde_json::from_value(arguments).map_err(|e| ToolError::new(format!("invalid arguments: {e}")))
+fn parse<T: serde::de::DeserializeOwned>(arguments: Value) -> Result<T, ToolError> {
+    args::parse(arguments).map_err(|e| ToolError::new(format!("Invalid arguments: {e}")))
 }
 
 fn failed(error: GoalError) -> ToolError {
@@ -187,6 +186,7 @@ impl AgentTool for GoalTool {
         match self.kind {
             Kind::Create => self.create(parse(arguments)?).await,
             Kind::Get => {
+                let NoArgs {} = parse(arguments)?;
                 let goal = self
                     .book
                     .load(&self.tally.scope.session_id)
@@ -223,9 +223,11 @@ impl GoalTool {
             objective: args.objective,
             // The model may only tighten what the user configured.
             limits: Limits {
-                token_budget: args.token_budget,
-                max_turns: args.max_turns,
-                max_active_seconds: args.max_active_seconds,
+                token_budget: args.token_budget.map(Int::get),
+                max_turns: args
+                    .max_turns
+                    .map(|n| u32::try_from(n.get()).unwrap_or(u32::MAX)),
+                max_active_seconds: args.max_active_seconds.map(Int::get),
             }
             .within(self.book.defaults()),
             verification: args.verification,
@@ -388,5 +390,61 @@ impl GoalTool {
             }
         };
         Ok(answer(text, Some(&goal)))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+
+    /// The schemas derived from the argument types are the hand-written ones they replaced.
+    #[test]
+    fn the_goal_tools_schemas_are_derived_from_their_argument_types() {
+        pretty_assertions::assert_eq!(
+            CREATE.parameters,
+            json!({
+                "type": "object",
+                "properties": {
+                    "objective": {"type": "string", "description": "What must be true when the goal is met: concrete and checkable"},
+                    "token_budget": {"type": "integer", "minimum": 1, "description": "Tokens the goal may spend over all its turns (optional; never above the user's limit)"},
+                    "max_turns": {"type": "integer", "minimum": 1, "maximum": u32::MAX, "description": "Most turns toward the goal (optional; never above the user's limit)"},
+                    "max_active_seconds": {"type": "integer", "minimum": 1, "description": "Most seconds its turns may run (optional)"},
+                    "verification": {"type": "string", "enum": ["none", "evaluator", "subagent"], "description": "How the host checks a completion (default evaluator)"}
+                },
+                "required": ["objective"],
+                "additionalProperties": false
+            })
+        );
+        pretty_assertions::assert_eq!(
+            GET.parameters,
+            json!({"type": "object", "properties": {}, "additionalProperties": false})
+        );
+        pretty_assertions::assert_eq!(
+            UPDATE.parameters,
+            json!({
+                "type": "object",
+                "properties": {
+                    "status": {"type": "string", "enum": ["complete", "blocked"], "description": "complete or blocked"},
+                    "evidence": {"type": "string", "description": "For complete: what proves the objective is met (commands run and their output, files changed)"},
+                    "reason": {"type": "string", "description": "For blocked: what stops you"},
+                    "safety": {"type": "boolean", "description": "For blocked: going on would be unsafe (default false)"}
+                },
+                "required": ["status"],
+                "additionalProperties": false
+            })
+        );
+    }
+
+    #[test]
+    fn a_goal_argument_out_of_its_bounds_is_refused_by_name() {
+        let error = parse::<CreateArgs>(json!({"objective": "x", "max_turns": 0}))
+            .err()
+            .map(|e| e.to_string())
+            .unwrap_or_default();
+        assert!(error.contains("1"), "{error}");
+        let error = parse::<UpdateArgs>(json!({"status": "done"})).err();
+        assert!(error.is_some_and(|e| e.to_string().contains("unknown variant `done`")));
     }
 }

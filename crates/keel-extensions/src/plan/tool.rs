@@ -9,6 +9,7 @@ use async_trait::async_trait;
 use keel_agent::{AgentTool, ToolCallContext, ToolError, ToolNature, ToolOutput, ToolRef};
 use keel_protocol::{ContentBlock, SessionId, ToolDefinition};
 use keel_runtime::extension::{ExtensionEvents, TurnScope};
+use keel_tools::args;
 use serde_json::json;
 
 use super::EXIT_TOOL;
@@ -21,8 +22,13 @@ static DEFINITION: LazyLock<ToolDefinition> = LazyLock::new(|| ToolDefinition {
                   ends your turn: the user approves it or answers with feedback. Call it on \
                   its own, not together with other tools."
         .into(),
-    parameters: json!({"type": "object", "properties": {}, "additionalProperties": false}),
+    parameters: args::schema::<NoArgs>(),
 });
+
+/// `exit_plan_mode` takes nothing: the plan is the plan file.
+#[derive(serde::Deserialize, schemars::JsonSchema)]
+#[serde(deny_unknown_fields)]
+struct NoArgs {}
 
 /// The tool for `scope`'s turn, whose plan file is `plan` (as the model names it).
 pub(super) fn exit_plan_mode(scope: &TurnScope, keel_home: PathBuf, plan: PathBuf) -> ToolRef {
@@ -91,9 +97,11 @@ impl AgentTool for ExitPlanMode {
 
     async fn execute(
         &self,
-        _arguments: serde_json::Value,
+        arguments: serde_json::Value,
         _context: ToolCallContext,
     ) -> Result<ToolOutput, ToolError> {
+        let NoArgs {} = args::parse(arguments)
+            .map_err(|e| ToolError::new(format!("Invalid arguments: {e}")))?;
         let (text, frozen) = self.freeze()?;
         let details = json!({"path": self.plan, "frozen_path": frozen, "text": text});
         self.events.plan_ready(keel_protocol::PlanInfo {

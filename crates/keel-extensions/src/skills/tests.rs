@@ -504,7 +504,7 @@ async fn the_tool_loads_a_known_skill_and_names_the_known_ones_otherwise() {
         "There is no skill `deplyo`. The skills are: deploy, review."
     );
     let error = tool.execute(json!({}), context()).await.unwrap_err();
-    assert_eq!(error.message, "`name` must be the name of a listed skill");
+    assert_eq!(error.message, "Invalid arguments: missing field `name`");
 
     let none = skill_tool(Arc::from(Vec::new()));
     let error = none

@@ -9,12 +9,26 @@ use keel_agent::{
     AgentTool, ExecutionMode, ToolCallContext, ToolError, ToolNature, ToolOutput, ToolRef,
 };
 use keel_protocol::{ContentBlock, ToolDefinition};
+use keel_tools::args;
+use schemars::JsonSchema;
+use serde::Deserialize;
 use serde_json::{Value, json};
 
 use super::{Skill, load_with_arguments};
 
 /// The tool's name, as the listing tells the model to call it.
 pub const TOOL_NAME: &str = "skill";
+
+/// The arguments of `skill`; its doc comments are the descriptions the model reads.
+#[derive(Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+struct Args {
+    /// The skill's name, as listed
+    name: String,
+    /// Text for the skill, as a user would type it after /name (optional)
+    #[serde(default, deserialize_with = "args::present")]
+    arguments: Option<String>,
+}
 
 /// Most names an unknown-skill error lists.
 const MAX_NAMES_SHOWN: usize = 100;
@@ -24,21 +38,7 @@ static DEFINITION: LazyLock<ToolDefinition> = LazyLock::new(|| ToolDefinition {
     description: "Load a skill by name: its instructions, its folder and the files in it. \
         Call it before doing a task a listed skill covers, then follow the instructions."
         .into(),
-    parameters: json!({
-        "type": "object",
-        "properties": {
-            "name": {
-                "type": "string",
-                "description": "The skill's name, as listed"
-            },
-            "arguments": {
-                "type": "string",
-                "description": "Text for the skill, as a user would type it after /name (optional)"
-            }
-        },
-        "required": ["name"],
-        "additionalProperties": false
-    }),
+    parameters: args::schema::<Args>(),
 });
 
 /// The `skill` tool over a snapshot of the discovered skills.
@@ -70,15 +70,9 @@ impl AgentTool for SkillTool {
         arguments: Value,
         _context: ToolCallContext,
     ) -> Result<ToolOutput, ToolError> {
-        let name = arguments
-            .get("name")
-            .and_then(Value::as_str)
-            .ok_or_else(|| ToolError::new("`name` must be the name of a listed skill"))?;
-        let extra = match arguments.get("arguments") {
-            None | Some(Value::Null) => "",
-            Some(Value::String(text)) => text,
-            Some(_) => return Err(ToolError::new("`arguments` must be a string")),
-        };
+        let Args { name, arguments } = args::parse(arguments)
+            .map_err(|e| ToolError::new(format!("Invalid arguments: {e}")))?;
+        let extra = arguments.as_deref().unwrap_or("");
         // A model that read about `/name` may pass the slash.
         let wanted = name.trim().trim_start_matches('/');
         let Some(skill) = self.skills.iter().find(|skill| skill.name == wanted) else {

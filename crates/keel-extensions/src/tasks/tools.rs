@@ -17,6 +17,9 @@ use keel_agent::{
 use keel_protocol::{SessionId, TaskInfo, TaskStatus, ToolDefinition, TurnId};
 use keel_runtime::HostControl;
 use keel_runtime::tasks::{OutputRead, TaskSpec, Tasks};
+use keel_tools::args::{self, Int};
+use schemars::JsonSchema;
+use serde::Deserialize;
 use serde_json::{Value, json};
 
 use super::roles::{self, Role};
@@ -60,11 +63,88 @@ impl Bound {
     }
 }
 
-fn text_arg<'a>(arguments: &'a Value, key: &str) -> Result<&'a str, ToolError> {
-    arguments
-        .get(key)
-        .and_then(Value::as_str)
-        .map(str::trim)
+/// The arguments of `task`; the doc comments are the descriptions the model reads.
+#[derive(Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+struct TaskArgs {
+    /// What it is for, in 3 to 8 words
+    description: String,
+    /// The whole task: goal, context, what to return
+    prompt: String,
+    /// The role
+    agent: String,
+    /// Another model as provider/model (optional)
+    #[serde(default, deserialize_with = "args::present")]
+    model: Option<String>,
+    /// Return at once and let it run (default false)
+    #[serde(default)]
+    background: bool,
+}
+
+/// The arguments of `task_append`.
+#[derive(Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+struct AppendArgs {
+    /// The task's id (task-…)
+    task_id: String,
+    /// What to tell it
+    message: String,
+}
+
+/// The arguments of `task_query`.
+#[derive(Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+struct QueryArgs {
+    /// The task's id (task-…)
+    #[serde(default, deserialize_with = "args::present")]
+    task_id: Option<String>,
+    /// Only tasks in this status
+    #[serde(default, deserialize_with = "args::present")]
+    status: Option<String>,
+}
+
+/// The arguments of `task_output`.
+#[derive(Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+struct OutputArgs {
+    /// The task's id (task-…)
+    task_id: String,
+    /// Byte offset to read from
+    #[serde(default, deserialize_with = "args::present")]
+    offset: Option<Int<0, { args::UNBOUNDED }>>,
+    /// How long to wait for news
+    #[serde(default, deserialize_with = "args::present")]
+    wait_ms: Option<Int<0, MAX_WAIT_MS>>,
+}
+
+/// The arguments of `task_stop`.
+#[derive(Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+struct StopArgs {
+    /// The task's id (task-…)
+    task_id: String,
+}
+
+/// `schema` with the string property `key` limited to `values`, known only at run time
+/// (the session's roles, the task statuses).
+fn with_enum(mut schema: Value, key: &str, values: &[&str]) -> Value {
+    if let Some(property) = schema
+        .get_mut("properties")
+        .and_then(|p| p.get_mut(key))
+        .and_then(Value::as_object_mut)
+    {
+        property.insert("enum".into(), json!(values));
+    }
+    schema
+}
+
+fn parse<T: serde::de::DeserializeOwned>(arguments: Value) -> Result<T, ToolError> {
+    args::parse(arguments).map_err(|e| ToolError::new(format!("Invalid arguments: {e}")))
+}
+
+/// `text` without surrounding blanks, which must leave something.
+fn nonblank<'a>(text: &'a str, key: &str) -> Result<&'a str, ToolError> {
+    Some(text.trim())
         .filter(|text| !text.is_empty())
         .ok_or_else(|| ToolError::new(format!("`{key}` must be a non-empty string")))
 }
@@ -137,7 +217,6 @@ pub(super) fn tools(bound: &Bound) -> Vec<ToolRef> {
         .map(|r| format!("\n- {}: {}", r.name, r.description))
         .collect();
     let statuses: Vec<&str> = TaskStatus::ALL.iter().map(|s| s.as_str()).collect();
-    let id = json!({"type": "string", "description": "The task's id (task-…)"});
     vec![
         Arc::new(TaskTool {
             bound: bound.clone(),
@@ -151,18 +230,7 @@ pub(super) fn tools(bound: &Bound) -> Vec<ToolRef> {
                      returns at once, you are told when the task ends, and task_output reads \
                      its result. Roles:{role_list}"
                 ),
-                json!({
-                    "type": "object",
-                    "properties": {
-                        "description": {"type": "string", "description": "What it is for, in 3 to 8 words"},
-                        "prompt": {"type": "string", "description": "The whole task: goal, context, what to return"},
-                        "agent": {"type": "string", "enum": role_names, "description": "The role"},
-                        "model": {"type": "string", "description": "Another model as provider/model (optional)"},
-                        "background": {"type": "boolean", "description": "Return at once and let it run (default false)"}
-                    },
-                    "required": ["description", "prompt", "agent"],
-                    "additionalProperties": false
-                }),
+                with_enum(args::schema::<TaskArgs>(), "agent", &role_names),
             ),
         }) as ToolRef,
         Arc::new(AppendTool {
@@ -173,12 +241,7 @@ pub(super) fn tools(bound: &Bound) -> Vec<ToolRef> {
                  step), or follow up an ended one: a new task in the same session, which \
                  keeps what it did."
                     .into(),
-                json!({
-                    "type": "object",
-                    "properties": {"task_id": id, "message": {"type": "string", "description": "What to tell it"}},
-                    "required": ["task_id", "message"],
-                    "additionalProperties": false
-                }),
+                args::schema::<AppendArgs>(),
             ),
         }),
         Arc::new(QueryTool {
@@ -186,14 +249,7 @@ pub(super) fn tools(bound: &Bound) -> Vec<ToolRef> {
             definition: definition(
                 "task_query",
                 "List this session's tasks with their status, or one task by id.".into(),
-                json!({
-                    "type": "object",
-                    "properties": {
-                        "task_id": id,
-                        "status": {"type": "string", "enum": statuses, "description": "Only tasks in this status"}
-                    },
-                    "additionalProperties": false
-                }),
+                with_enum(args::schema::<QueryArgs>(), "status", &statuses),
             ),
         }),
         Arc::new(OutputTool {
@@ -204,16 +260,7 @@ pub(super) fn tools(bound: &Bound) -> Vec<ToolRef> {
                  stopped), waiting up to wait_ms (at most 30000) for news while it runs. \
                  Once the task has ended, reading to the end returns its result."
                     .into(),
-                json!({
-                    "type": "object",
-                    "properties": {
-                        "task_id": id,
-                        "offset": {"type": "integer", "minimum": 0, "description": "Byte offset to read from"},
-                        "wait_ms": {"type": "integer", "minimum": 0, "maximum": MAX_WAIT_MS, "description": "How long to wait for news"}
-                    },
-                    "required": ["task_id"],
-                    "additionalProperties": false
-                }),
+                args::schema::<OutputArgs>(),
             ),
         }),
         Arc::new(StopTool {
@@ -221,12 +268,7 @@ pub(super) fn tools(bound: &Bound) -> Vec<ToolRef> {
             definition: definition(
                 "task_stop",
                 "Stop a running or queued task.".into(),
-                json!({
-                    "type": "object",
-                    "properties": {"task_id": id},
-                    "required": ["task_id"],
-                    "additionalProperties": false
-                }),
+                args::schema::<StopArgs>(),
             ),
         }),
     ]
@@ -259,9 +301,10 @@ impl AgentTool for TaskTool {
         arguments: Value,
         context: ToolCallContext,
     ) -> Result<ToolOutput, ToolError> {
-        let description = text_arg(&arguments, "description")?;
-        let prompt = text_arg(&arguments, "prompt")?;
-        let agent = text_arg(&arguments, "agent")?;
+        let args: TaskArgs = parse(arguments)?;
+        let description = nonblank(&args.description, "description")?;
+        let prompt = nonblank(&args.prompt, "prompt")?;
+        let agent = nonblank(&args.agent, "agent")?;
         let Some(role) = self.bound.roles.iter().find(|r| r.name == agent) else {
             let names: Vec<&str> = self.bound.roles.iter().map(|r| r.name.as_str()).collect();
             return Err(ToolError::new(format!(
@@ -269,18 +312,11 @@ impl AgentTool for TaskTool {
                 names.join(", ")
             )));
         };
-        let model = match arguments
-            .get("model")
-            .and_then(Value::as_str)
-            .map(str::trim)
-        {
+        let model = match args.model.as_deref().map(str::trim) {
             Some("") | Some("inherit") | None => role.model.clone(),
             Some(model) => Some(model.to_owned()),
         };
-        let background = arguments
-            .get("background")
-            .and_then(Value::as_bool)
-            .unwrap_or(false);
+        let background = args.background;
         let tasks = self.bound.tasks()?;
         let spec = TaskSpec {
             description: description.to_owned(),
@@ -348,8 +384,9 @@ impl AgentTool for AppendTool {
         arguments: Value,
         _context: ToolCallContext,
     ) -> Result<ToolOutput, ToolError> {
-        let id = text_arg(&arguments, "task_id")?;
-        let message = text_arg(&arguments, "message")?;
+        let args: AppendArgs = parse(arguments)?;
+        let id = nonblank(&args.task_id, "task_id")?;
+        let message = nonblank(&args.message, "message")?;
         let tasks = self.bound.tasks()?;
         let before = self.bound.own(&tasks, id).await?;
         let task = tasks
@@ -400,15 +437,16 @@ impl AgentTool for QueryTool {
         arguments: Value,
         _context: ToolCallContext,
     ) -> Result<ToolOutput, ToolError> {
+        let args: QueryArgs = parse(arguments)?;
         let tasks = self.bound.tasks()?;
-        if let Some(id) = arguments.get("task_id").and_then(Value::as_str) {
+        if let Some(id) = args.task_id.as_deref() {
             let task = self.bound.own(&tasks, id).await?;
             return Ok(ToolOutput {
                 details: details(&task),
                 ..ToolOutput::text(summary(&task))
             });
         }
-        let status = match arguments.get("status").and_then(Value::as_str) {
+        let status = match args.status.as_deref() {
             Some(text) => Some(TaskStatus::parse(text).ok_or_else(|| {
                 ToolError::new(format!("`status` must be a task status, not `{text}`"))
             })?),
@@ -484,13 +522,10 @@ impl AgentTool for OutputTool {
         arguments: Value,
         context: ToolCallContext,
     ) -> Result<ToolOutput, ToolError> {
-        let id = text_arg(&arguments, "task_id")?;
-        let offset = arguments.get("offset").and_then(Value::as_u64);
-        let wait = arguments
-            .get("wait_ms")
-            .and_then(Value::as_u64)
-            .unwrap_or(0)
-            .min(MAX_WAIT_MS);
+        let args: OutputArgs = parse(arguments)?;
+        let id = nonblank(&args.task_id, "task_id")?;
+        let offset = args.offset.map(Int::get);
+        let wait = args.wait_ms.map_or(0, Int::get);
         let tasks = self.bound.tasks()?;
         self.bound.own(&tasks, id).await?;
         let read = tokio::select! {
@@ -525,7 +560,8 @@ impl AgentTool for StopTool {
         arguments: Value,
         _context: ToolCallContext,
     ) -> Result<ToolOutput, ToolError> {
-        let id = text_arg(&arguments, "task_id")?;
+        let args: StopArgs = parse(arguments)?;
+        let id = nonblank(&args.task_id, "task_id")?;
         let tasks = self.bound.tasks()?;
         self.bound.own(&tasks, id).await?;
         let stopped = tasks
@@ -548,6 +584,92 @@ impl AgentTool for StopTool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The schemas derived from the argument types are the hand-written ones they replaced.
+    #[test]
+    fn the_task_tools_schemas_are_derived_from_their_argument_types() {
+        let id = json!({"type": "string", "description": "The task's id (task-…)"});
+        let cases = [
+            (
+                with_enum(
+                    args::schema::<TaskArgs>(),
+                    "agent",
+                    &["general", "verifier"],
+                ),
+                json!({
+                    "type": "object",
+                    "properties": {
+                        "description": {"type": "string", "description": "What it is for, in 3 to 8 words"},
+                        "prompt": {"type": "string", "description": "The whole task: goal, context, what to return"},
+                        "agent": {"type": "string", "enum": ["general", "verifier"], "description": "The role"},
+                        "model": {"type": "string", "description": "Another model as provider/model (optional)"},
+                        "background": {"type": "boolean", "description": "Return at once and let it run (default false)"}
+                    },
+                    "required": ["description", "prompt", "agent"],
+                    "additionalProperties": false
+                }),
+            ),
+            (
+                args::schema::<AppendArgs>(),
+                json!({
+                    "type": "object",
+                    "properties": {"task_id": id, "message": {"type": "string", "description": "What to tell it"}},
+                    "required": ["task_id", "message"],
+                    "additionalProperties": false
+                }),
+            ),
+            (
+                with_enum(
+                    args::schema::<QueryArgs>(),
+                    "status",
+                    &["queued", "running"],
+                ),
+                json!({
+                    "type": "object",
+                    "properties": {
+                        "task_id": id,
+                        "status": {"type": "string", "enum": ["queued", "running"], "description": "Only tasks in this status"}
+                    },
+                    "additionalProperties": false
+                }),
+            ),
+            (
+                args::schema::<OutputArgs>(),
+                json!({
+                    "type": "object",
+                    "properties": {
+                        "task_id": id,
+                        "offset": {"type": "integer", "minimum": 0, "description": "Byte offset to read from"},
+                        "wait_ms": {"type": "integer", "minimum": 0, "maximum": MAX_WAIT_MS, "description": "How long to wait for news"}
+                    },
+                    "required": ["task_id"],
+                    "additionalProperties": false
+                }),
+            ),
+            (
+                args::schema::<StopArgs>(),
+                json!({
+                    "type": "object",
+                    "properties": {"task_id": id},
+                    "required": ["task_id"],
+                    "additionalProperties": false
+                }),
+            ),
+        ];
+        for (derived, written) in cases {
+            pretty_assertions::assert_eq!(derived, written);
+        }
+    }
+
+    #[test]
+    fn task_arguments_are_read_as_strictly_as_their_schema() {
+        // The loop's schema check names the field first; the parser holds the same bound.
+        let error = parse::<OutputArgs>(json!({"task_id": "task-1", "wait_ms": 30_001})).err();
+        assert!(error.is_some_and(|e| e.to_string().contains("30000")));
+        let error = parse::<StopArgs>(json!({"task_id": "task-1", "extra": 1})).err();
+        assert!(error.is_some_and(|e| e.to_string().contains("extra")));
+        assert!(nonblank("  ", "task_id").is_err());
+    }
 
     #[test]
     fn a_result_defuses_its_closing_tag_and_carries_a_verifier_verdict() {

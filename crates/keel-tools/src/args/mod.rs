@@ -31,10 +31,10 @@ mod consistency_tests;
 mod schemas_tests;
 
 /// The `MAX` of an [`Int`] that has no upper bound.
-pub(crate) const UNBOUNDED: u64 = u64::MAX;
+pub const UNBOUNDED: u64 = u64::MAX;
 
 /// The arguments schema of `T`, trimmed to what every provider accepts.
-pub(crate) fn schema<T: JsonSchema>() -> Value {
+pub fn schema<T: JsonSchema>() -> Value {
     let generator = SchemaSettings::draft2020_12()
         .with(|settings| {
             settings.meta_schema = None;
@@ -45,6 +45,9 @@ pub(crate) fn schema<T: JsonSchema>() -> Value {
     if let Value::Object(root) = &mut value {
         // The tool's own description is what the model reads about the whole call.
         root.remove("description");
+        // A tool without arguments still lists none: some providers require the key.
+        root.entry("properties")
+            .or_insert_with(|| Value::Object(Map::new()));
     }
     tidy(&mut value);
     value
@@ -52,13 +55,13 @@ pub(crate) fn schema<T: JsonSchema>() -> Value {
 
 /// Arguments parsed into `T`, read as strictly as its schema reads them (see [`Strict`]); the
 /// error is serde's, naming the field and what was expected.
-pub(crate) fn parse<T: DeserializeOwned>(arguments: Value) -> Result<T, serde_json::Error> {
+pub fn parse<T: DeserializeOwned>(arguments: Value) -> Result<T, serde_json::Error> {
     T::deserialize(Strict(arguments))
 }
 
 /// For `#[serde(deserialize_with)]` on an optional field: a present value must be a `T`
 /// (never `null`); a missing one is `None` through `#[serde(default)]`.
-pub(crate) fn present<'de, D, T>(deserializer: D) -> Result<Option<T>, D::Error>
+pub fn present<'de, D, T>(deserializer: D) -> Result<Option<T>, D::Error>
 where
     D: Deserializer<'de>,
     T: Deserialize<'de>,
@@ -138,16 +141,16 @@ fn enum_from_consts(object: &mut Map<String, Value>) {
 /// An integer in `MIN..=MAX` (`MAX` = [`UNBOUNDED`] for none); its schema states the same
 /// range. A number with a zero fraction (`2.0`) counts, as JSON Schema's `integer` does.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) struct Int<const MIN: u64, const MAX: u64>(u64);
+pub struct Int<const MIN: u64, const MAX: u64>(u64);
 
 impl<const MIN: u64, const MAX: u64> Int<MIN, MAX> {
     /// The value.
-    pub(crate) fn get(self) -> u64 {
+    pub fn get(self) -> u64 {
         self.0
     }
 
     /// The value as a `usize`, saturating (only an unbounded value can exceed one).
-    pub(crate) fn usize(self) -> usize {
+    pub fn usize(self) -> usize {
         usize::try_from(self.0).unwrap_or(usize::MAX)
     }
 
@@ -223,7 +226,7 @@ impl<const MIN: u64, const MAX: u64> JsonSchema for Int<MIN, MAX> {
 }
 
 /// A value that may be empty in Rust but not in a tool's arguments.
-pub(crate) trait Emptiable {
+pub trait Emptiable {
     /// The JSON Schema keyword that bounds its length (`minLength`, `minItems`).
     const MIN_KEYWORD: &'static str;
     /// What a parse error says was expected.
@@ -250,11 +253,11 @@ impl<T> Emptiable for Vec<T> {
 
 /// A non-empty string or array; its schema states `minLength: 1` or `minItems: 1`.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) struct NonEmpty<T>(T);
+pub struct NonEmpty<T>(T);
 
 impl<T> NonEmpty<T> {
     /// The value.
-    pub(crate) fn into_inner(self) -> T {
+    pub fn into_inner(self) -> T {
         self.0
     }
 }
