@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# Long-run harness benchmark (issue 5): keel vs Codex CLI vs pi on the same keel-mockllm workload.
-# Env: RUNS (3) STEPS (100) KIB (4) CHUNK (64) PEERS_DIR (~/.cache/keel/peers) ONLY ("keel keel-sandboxed codex pi")
+# Long-run harness benchmark (issue 5): keel vs Codex CLI vs pi on the same keel-mockllm workload,
+# and the null harness (the least a harness can do) as the floor every ratio is read against.
+# Env: RUNS (3) STEPS (100) KIB (4) CHUNK (64) PEERS_DIR (~/.cache/keel/peers) ONLY ("null keel keel-sandboxed codex pi")
 #      MOCK_ARGS (extra keel-mockllm flags, e.g. --close-connections for a connection per request)
 #      KEEL_PREV (a previous keel binary, built apart): adds keel-prev and keel-prev-sandboxed to ONLY
 #      KEEL_BIN (this build's binary, copied beside KEEL_PREV so both start from one file system)
@@ -8,7 +9,7 @@ set -uo pipefail
 HERE=$(cd "$(dirname "$0")" && pwd)
 ROOT=$(cd "$HERE/../.." && pwd)
 RUNS=${RUNS:-3}; STEPS=${STEPS:-100}; KIB=${KIB:-4}; CHUNK=${CHUNK:-64}
-ONLY=${ONLY:-"keel keel-sandboxed codex pi"}
+ONLY=${ONLY:-"null keel keel-sandboxed codex pi"}
 if [[ -n ${KEEL_PREV:-} ]]; then
   [[ -x $KEEL_PREV ]] || { echo "[bench] KEEL_PREV=$KEEL_PREV is not an executable" >&2; exit 1; }
   [[ " $ONLY " == *" keel-prev "* ]] || ONLY="keel-prev keel-prev-sandboxed $ONLY"
@@ -25,6 +26,7 @@ log() { echo "[bench] $*" >&2; }
 # ---- build keel -------------------------------------------------------------
 log "building keel (release) in $CARGO_TARGET_DIR"
 (cd "$ROOT" && flock /tmp/keel-cargo.lock cargo build --release -q -p keel-cli -p keel-mockllm) || { log "cargo build failed"; exit 1; }
+NULL=$CARGO_TARGET_DIR/release/null-harness
 # KEEL_BIN: this build's binary copied beside KEEL_PREV; a binary run from the build folder
 # and one from /tmp start about half a millisecond apart on their own.
 KEEL=${KEEL_BIN:-$CARGO_TARGET_DIR/release/keel}
@@ -86,6 +88,9 @@ YAML
       local sandbox=danger-full-access; [[ $name == *-sandboxed ]] && sandbox=workspace-write
       # stream-json: events as they happen, like `codex exec --json` and `pi --mode json`.
       cmd=(env KEEL_HOME="$d/home" "$bin" exec --permission full --sandbox "$sandbox" --output-format stream-json "Run the long workload.");;
+    null)
+      # The floor: stream the answer, run each command with bash -c, send the output back.
+      cmd=("$NULL" "http://127.0.0.1:$port/v1" "Run the long workload.");;
     codex)
       cat >"$d/home/config.toml" <<TOML
 model = "mock-model"
@@ -165,19 +170,26 @@ import json, statistics, sys, os
 out, runs, steps, names = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), sys.argv[4:]
 child = json.load(open(f"{out}/child.json"))["median_s"]
 med = lambda xs: statistics.median(xs) if xs else float("nan")
-print(f"| harness | wall s | start-up ms | span s | tail ms | ms/step | client ms/step | beyond shell child ms/step | own CPU ms/step | CPU s | peak RSS MiB (tree) | procs seen | completed |")
-print(f"|---|---|---|---|---|---|---|---|---|---|---|---|---|")
+print(f"| harness | wall s | start-up ms | span s | tail ms | ms/step | × null time | client ms/step | beyond shell child ms/step | own CPU ms/step | CPU s | × null CPU | peak RSS MiB (tree) | procs seen | completed |")
+print(f"|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
 exact = []
+def runs_of(n):
+    return [json.load(open(f"{out}/{n}.{i}.json")) for i in range(1, runs + 1) if os.path.exists(f"{out}/{n}.{i}.json")]
+# The null harness is the floor: each harness's time per step and CPU as a multiple of its.
+floor = [r for r in runs_of("null") if r["completed"]] if "null" in names else []
+floor_step = med([r["span_s"] for r in floor]) if floor else None
+floor_cpu = med([r["cpu_s"] for r in floor]) if floor else None
+ratio = lambda value, base: f"{value / base:.2f}" if base else "–"
 for n in names:
-    rs = [json.load(open(f"{out}/{n}.{i}.json")) for i in range(1, runs + 1) if os.path.exists(f"{out}/{n}.{i}.json")]
+    rs = runs_of(n)
     if not rs:
-        print(f"| {n} | – | – | – | – | – | – | – | – | – | – | – | not run (see notes) |"); continue
+        print(f"| {n} | – | – | – | – | – | – | – | – | – | – | – | – | – | not run (see notes) |"); continue
     g = lambda k, f=1: med([r[k] * f for r in rs if r.get(k) is not None])
     ok = sum(r["completed"] for r in rs)
     reqs = "/".join(str(r["requests"]) for r in rs)
     print(f"| {n} | {g('wall_s'):.2f} | {g('startup_s',1e3):.1f} | {g('span_s'):.2f} | {g('tail_s',1e3):.1f} | "
-          f"{g('span_s',1e3)/steps:.1f} | {g('gap_median_s',1e3):.2f} | {g('gap_median_s',1e3) - child*1e3:.2f} | "
-          f"{g('main_cpu_s',1e3)/steps:.2f} | {g('cpu_s'):.2f} | {g('peak_rss_mib'):.1f} | {g('processes'):.0f} | {ok}/{len(rs)} (requests {reqs}) |")
+          f"{g('span_s',1e3)/steps:.2f} | {ratio(g('span_s'), floor_step)} | {g('gap_median_s',1e3):.2f} | {g('gap_median_s',1e3) - child*1e3:.2f} | "
+          f"{g('main_cpu_s',1e3)/steps:.2f} | {g('cpu_s'):.2f} | {ratio(g('cpu_s'), floor_cpu)} | {g('peak_rss_mib'):.1f} | {g('processes'):.0f} | {ok}/{len(rs)} (requests {reqs}) |")
     if any("harness_median_s" in r for r in rs):
         exact.append(f"{n}: per step, shell child {g('child_median_s',1e3):.2f} ms as keel timed it; harness beyond it "
                      f"{g('harness_median_s',1e3):.2f} ms median, {g('harness_mean_s',1e3):.2f} ms mean")
