@@ -9,6 +9,11 @@
 //! written as they happen, with no background writer, so nothing is lost when keel exits
 //! on its own terms; the cost is a blocking write per line, which only a run that asked
 //! for logs pays.
+//!
+//! `KEEL_TRACE=1` is start-up's timing dump: each phase on the way to the first model request
+//! (and the TUI's first frame) on stderr, with its time since logging was set up (just after
+//! the arguments were read) and how long it took. Its spans and marks have the target
+//! `keel_startup`, so `KEEL_LOG` can ask for them too.
 
 use std::fs::{File, OpenOptions};
 use std::io::IsTerminal as _;
@@ -21,6 +26,12 @@ use tracing_subscriber::fmt::format::FmtSpan;
 
 /// The variable holding the filter directive.
 pub const ENV: &str = "KEEL_LOG";
+
+/// The variable that asks for start-up's timing dump.
+pub const TRACE_ENV: &str = "KEEL_TRACE";
+
+/// The target of start-up's spans and marks.
+pub const STARTUP: &str = "keel_startup";
 
 /// The filter a log file gets when `KEEL_LOG` is unset: keel's crates in detail, the
 /// libraries under them (HTTP, TLS) only when something is wrong.
@@ -54,9 +65,14 @@ pub enum LogError {
 /// given; otherwise installs nothing.
 pub fn init(log_file: Option<&Path>) -> Result<(), LogError> {
     let directive = std::env::var(ENV).ok().filter(|d| !d.trim().is_empty());
+    let trace = std::env::var(TRACE_ENV).is_ok_and(|v| !matches!(v.trim(), "" | "0"));
+    let startup = format!("{STARTUP}=info");
     let filter = match (&directive, log_file) {
+        (None, None) if trace => return trace_startup(&startup),
         (None, None) => return Ok(()),
+        (Some(directive), _) if trace => filter(&format!("{directive},{startup}"))?,
         (Some(directive), _) => filter(directive)?,
+        (None, Some(_)) if trace => filter(&format!("{FILE_DEFAULT},{startup}"))?,
         (None, Some(_)) => filter(FILE_DEFAULT)?,
     };
     let builder = tracing_subscriber::fmt()
@@ -73,6 +89,20 @@ pub fn init(log_file: Option<&Path>) -> Result<(), LogError> {
             .with_writer(std::io::stderr)
             .try_init(),
     };
+    Ok(())
+}
+
+/// Start-up's timing dump alone: each phase when it ends, with its time since now.
+fn trace_startup(directive: &str) -> Result<(), LogError> {
+    let _ = tracing_subscriber::fmt()
+        .with_env_filter(filter(directive)?)
+        .with_span_events(FmtSpan::CLOSE)
+        .with_timer(tracing_subscriber::fmt::time::uptime())
+        .with_target(false)
+        .with_level(false)
+        .with_ansi(false)
+        .with_writer(std::io::stderr)
+        .try_init();
     Ok(())
 }
 

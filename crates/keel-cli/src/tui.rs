@@ -217,7 +217,9 @@ pub fn run(args: TuiArgs, pick_session: bool) -> anyhow::Result<ExitCode> {
     }
     // Extensions start their work (MCP servers) on the runtime as they initialise.
     let _entered = runtime.enter();
-    let prepared = crate::assembly::prepare(options).map_err(runtime_error)?;
+    let prepared = tracing::info_span!(target: crate::logging::STARTUP, "settings and assembly")
+        .in_scope(|| crate::assembly::prepare(options))
+        .map_err(runtime_error)?;
     let durable = prepared.settings().loaded.config.durable.unwrap_or(false);
     let info = keel_tui::Info {
         thinking: args.flags.thinking,
@@ -234,8 +236,8 @@ pub fn run(args: TuiArgs, pick_session: bool) -> anyhow::Result<ExitCode> {
         // The writer thread: a commit never blocks the thread that draws.
         execution: Execution::WriterThread,
     };
-    let started = runtime
-        .block_on(keel_runtime::start(prepared, store))
+    let started = tracing::info_span!(target: crate::logging::STARTUP, "runtime start")
+        .in_scope(|| runtime.block_on(keel_runtime::start(prepared, store)))
         .map_err(runtime_error)?;
     let target = match (&args.session, args.continue_latest) {
         (Some(id), _) => SessionTarget::Id { id: id.clone() },

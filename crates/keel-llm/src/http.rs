@@ -237,6 +237,11 @@ async fn connect(
         bytes = body.len(),
         "sending the model request"
     );
+    // Start-up's last mark (`KEEL_TRACE`): the first request this process sends.
+    static SENT: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+    if !SENT.swap(true, std::sync::atomic::Ordering::Relaxed) {
+        tracing::info!(target: "keel_startup", bytes = body.len(), "first model request sent");
+    }
     let mut builder = client.post(&wire.url).body(body);
     for (name, value) in &wire.headers {
         builder = builder.header(name.as_str(), value.as_str());

@@ -494,6 +494,11 @@ impl Loop {
             self.terminal
                 .draw(|frame| render::draw_panel(frame, app, frame.area()))?;
         }
+        // Start-up's last mark for the TUI (`KEEL_TRACE`, best sent to a file with `2>`).
+        static DRAWN: AtomicBool = AtomicBool::new(false);
+        if !DRAWN.swap(true, Ordering::Relaxed) {
+            tracing::info!(target: "keel_startup", "first frame drawn");
+        }
         Ok(())
     }
 

@@ -18,6 +18,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::Context as _;
+use tracing::Instrument as _;
 
 use keel_protocol::ops;
 use keel_protocol::{PermissionMode, RunId, SessionTarget, TurnOutcome, TurnSource};
@@ -29,6 +30,7 @@ use keel_runtime::{
 };
 
 use crate::errors::{InternalError, runtime_error};
+use crate::logging::STARTUP;
 pub use input::{
     check_config_file as check_config_file_arg, parse_base_url, parse_model as parse_model_arg,
     parse_override as parse_override_arg, working_folder as working_folder_arg,
@@ -178,7 +180,9 @@ pub async fn run(args: ExecArgs) -> anyhow::Result<ExitCode> {
         trust_project_mcp: args.trust_project_mcp,
         allow_home_workspace: args.allow_home_workspace,
     };
-    let prepared = crate::assembly::prepare(options).map_err(runtime_error)?;
+    let prepared = tracing::info_span!(target: STARTUP, "settings and assembly")
+        .in_scope(|| crate::assembly::prepare(options))
+        .map_err(runtime_error)?;
     for warning in &prepared.warnings {
         eprintln!("keel: warning: {warning}");
     }
@@ -211,6 +215,7 @@ pub async fn run(args: ExecArgs) -> anyhow::Result<ExitCode> {
         execution: Execution::InPlace,
     };
     let runtime = keel_runtime::start(prepared, store)
+        .instrument(tracing::info_span!(target: STARTUP, "runtime start"))
         .await
         .map_err(runtime_error)?;
     let target = match (&args.session, args.continue_latest) {
@@ -220,7 +225,11 @@ pub async fn run(args: ExecArgs) -> anyhow::Result<ExitCode> {
             title: Some(keel_runtime::sessions::title_of(&prompt)),
         },
     };
-    let opened = match runtime.request(ops::OpenSession { target }).await {
+    let opened = match runtime
+        .request(ops::OpenSession { target })
+        .instrument(tracing::info_span!(target: STARTUP, "session open"))
+        .await
+    {
         Ok(opened) => opened,
         Err(RuntimeError::NoSessionIn(cwd)) => anyhow::bail!(
             "no session to continue in {cwd}: run `keel exec` without --continue first"

@@ -39,7 +39,10 @@ fn split_url(base: &str) -> Result<(String, String), String> {
         .strip_prefix("http://")
         .ok_or_else(|| format!("{base}: only http:// URLs are served by the mock"))?;
     let (authority, path) = rest.split_once('/').unwrap_or((rest, ""));
-    Ok((authority.to_owned(), format!("/{}", path.trim_end_matches('/'))))
+    Ok((
+        authority.to_owned(),
+        format!("/{}", path.trim_end_matches('/')),
+    ))
 }
 
 fn run(base: &str, prompt: &str) -> Result<(), String> {
