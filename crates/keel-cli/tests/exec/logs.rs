@@ -41,9 +41,10 @@ fn keel_log_with_a_log_file_writes_the_turns_spans_there_and_nothing_to_stderr()
         assert!(text.contains(wanted), "{wanted:?} missing from:\n{text}");
     }
     assert!(
-        text.lines()
-            .all(|line| line.contains("turn{session=s-") || line.contains("keel_store::schema")),
-        "every line but the store's opening is inside the turn's span:\n{text}"
+        text.lines().all(|line| line.contains("turn{session=s-")
+            || line.contains("keel_store::schema")
+            || line.contains("keel_startup")),
+        "every line but start-up's (the store's opening among them) is inside the turn's span:\n{text}"
     );
     assert_eq!(
         std::fs::metadata(&log).unwrap().permissions().mode() & 0o777,
@@ -150,4 +151,34 @@ fn an_invalid_keel_log_or_log_file_is_a_usage_error_that_names_it() {
             .starts_with("keel: --log-file /nonexistent/keel.log: cannot open it for appending: "),
         "{stderr}"
     );
+}
+
+#[test]
+fn keel_trace_times_start_up_on_stderr_and_leaves_stdout_alone() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = script(dir.path(), ANSWER);
+    let output = keel()
+        .args(["exec", "--cwd"])
+        .arg(dir.path())
+        .arg("--mock-script")
+        .arg(&path)
+        .arg("hi")
+        .env("KEEL_TRACE", "1")
+        .output()
+        .unwrap();
+    assert_exit(&output, 0);
+    assert_eq!(String::from_utf8(output.stdout).unwrap(), "logged\n");
+    let trace = String::from_utf8(output.stderr).unwrap();
+    let phases: Vec<&str> = trace
+        .lines()
+        .filter_map(|line| line.split_once("s ")?.1.split_once(": close time.busy="))
+        .map(|(phase, _)| phase)
+        .collect();
+    assert_eq!(
+        phases,
+        ["settings and assembly", "runtime start", "session open"],
+        "{trace}"
+    );
+    // Nothing but start-up's phases: no other log line comes with it.
+    assert_eq!(trace.lines().count(), 3, "{trace}");
 }
