@@ -1,7 +1,9 @@
-//! The tools of a run: looked up by name, with their argument schemas compiled once.
+//! The tools of a run: looked up by name, with their argument schemas compiled once per
+//! process (a turn's tools are mostly the last turn's; compiling their schemas anew took
+//! more than the rest of a turn's set-up).
 
 use std::collections::HashMap;
-use std::sync::Arc;
+use std::sync::{Arc, LazyLock, Mutex, PoisonError};
 
 use keel_protocol::ToolDefinition;
 use serde_json::Value;
@@ -39,7 +41,7 @@ impl ToolAdditions {
 /// A tool with its compiled argument validator.
 pub(crate) struct ToolEntry {
     pub(crate) tool: ToolRef,
-    validator: jsonschema::Validator,
+    validator: Arc<jsonschema::Validator>,
 }
 
 /// Tools by name plus the definitions sent to the model.
@@ -56,10 +58,10 @@ impl ToolTable {
         let mut definitions = Vec::with_capacity(tools.len());
         for tool in tools {
             let definition = tool.definition();
-            let validator = jsonschema::validator_for(&definition.parameters).map_err(|e| {
+            let validator = compiled(&definition.parameters).map_err(|reason| {
                 AgentError::InvalidToolSchema {
                     tool: definition.name.clone(),
-                    reason: e.to_string(),
+                    reason,
                 }
             })?;
             let entry = Arc::new(ToolEntry {
@@ -90,7 +92,7 @@ impl ToolTable {
             if by_name.contains_key(&definition.name) {
                 continue;
             }
-            let validator = match jsonschema::validator_for(&definition.parameters) {
+            let validator = match compiled(&definition.parameters) {
                 Ok(validator) => validator,
                 Err(error) => {
                     tracing::warn!(tool = %definition.name, %error, "an added tool's schema does not compile; left out");
@@ -126,6 +128,34 @@ impl ToolTable {
         names.sort_unstable();
         names
     }
+}
+
+/// Most compiled schemas kept; past it the cache starts over (tools come and go with MCP
+/// servers, and a process must not keep every schema it ever saw).
+const MAX_COMPILED: usize = 512;
+
+/// Compiled schemas by their text, shared by every turn of the process.
+static COMPILED: LazyLock<Mutex<HashMap<String, Arc<jsonschema::Validator>>>> =
+    LazyLock::new(Mutex::default);
+
+/// The compiled validator of `schema`, from the cache or compiled now; the error is the
+/// compiler's.
+fn compiled(schema: &Value) -> Result<Arc<jsonschema::Validator>, String> {
+    let key = schema.to_string();
+    if let Some(found) = COMPILED
+        .lock()
+        .unwrap_or_else(PoisonError::into_inner)
+        .get(&key)
+    {
+        return Ok(found.clone());
+    }
+    let validator = Arc::new(jsonschema::validator_for(schema).map_err(|e| e.to_string())?);
+    let mut cache = COMPILED.lock().unwrap_or_else(PoisonError::into_inner);
+    if cache.len() >= MAX_COMPILED {
+        cache.clear();
+    }
+    cache.insert(key, validator.clone());
+    Ok(validator)
 }
 
 impl ToolEntry {
@@ -182,5 +212,28 @@ fn json_kind(value: &Value) -> &'static str {
         Value::String(_) => "a string",
         Value::Array(_) => "an array",
         Value::Object(_) => "an object",
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+
+    use serde_json::json;
+
+    use super::*;
+
+    #[test]
+    fn a_schema_is_compiled_once_for_every_table_that_has_it() {
+        let schema = json!({"type": "object", "properties": {"cached_once": {"type": "integer"}}});
+        let first = compiled(&schema).unwrap();
+        let again = compiled(&schema.clone()).unwrap();
+        assert!(Arc::ptr_eq(&first, &again));
+        assert!(again.is_valid(&json!({"cached_once": 3})));
+        assert!(!again.is_valid(&json!({"cached_once": "three"})));
+        // A schema that does not compile is an error every time, never a cached success.
+        let broken = json!({"type": "no-such-type"});
+        assert!(compiled(&broken).is_err());
+        assert!(compiled(&broken).is_err());
     }
 }

@@ -12,6 +12,7 @@ mod running;
 use std::panic::AssertUnwindSafe;
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Instant;
+use tracing::Instrument as _;
 
 use futures::FutureExt as _;
 use keel_agent::runner::{TurnInput, TurnResult, TurnRunner, TurnStart};
@@ -127,10 +128,12 @@ impl Runtime {
             armed: true,
         };
         let store = &self.inner.store;
+        let (begin_span, prepare_span) = startup_spans();
         // From here this process owns the session's running turn: another process stops at
         // this check (`session_busy`) before touching its history.
         let (closed, record) = store
             .begin_turn(&slot.id, source.clone(), abandoned())
+            .instrument(begin_span)
             .await?;
         let turn_id = record.id.clone();
         if !closed.is_empty()
@@ -147,6 +150,7 @@ impl Runtime {
         let running = Arc::new(RunningTurn::new(turn_id.clone()));
         let prepared = self
             .prepare_turn(&slot, &running, start, &source, options)
+            .instrument(prepare_span)
             .await;
         let prepared = match prepared {
             Ok(prepared) => prepared,
@@ -729,5 +733,19 @@ impl Runtime {
             None => self.check_quiet(&slot),
         }
         report
+    }
+}
+
+/// The spans of the process's first turn's admission and preparation, which start-up's
+/// timing dump shows (`KEEL_TRACE`); disabled spans for every later turn.
+fn startup_spans() -> (tracing::Span, tracing::Span) {
+    static FIRST: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(true);
+    if FIRST.swap(false, std::sync::atomic::Ordering::Relaxed) {
+        (
+            tracing::info_span!(target: "keel_startup", "turn admission"),
+            tracing::info_span!(target: "keel_startup", "turn preparation"),
+        )
+    } else {
+        (tracing::Span::none(), tracing::Span::none())
     }
 }
