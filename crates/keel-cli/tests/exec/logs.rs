@@ -176,9 +176,16 @@ fn keel_trace_times_start_up_on_stderr_and_leaves_stdout_alone() {
         .collect();
     assert_eq!(
         phases,
-        ["settings and assembly", "runtime start", "session open"],
+        [
+            "settings and assembly",
+            "runtime start",
+            "session open",
+            "turn admission",
+            "turn preparation"
+        ],
         "{trace}"
     );
-    // Nothing but start-up's phases: no other log line comes with it.
-    assert_eq!(trace.lines().count(), 3, "{trace}");
+    // Nothing but start-up's phases (a scripted model sends no request to mark): no other
+    // log line comes with it.
+    assert_eq!(trace.lines().count(), 5, "{trace}");
 }
