@@ -161,6 +161,16 @@ pub(crate) fn prepare(
             if std::fs::symlink_metadata(&policy.output_dir).is_ok_and(|m| m.is_dir()) {
                 planned.read_only.push(c_path(&policy.output_dir)?);
             }
+            // A root under /tmp is bound into the private /tmp, which is writable: outside
+            // workspace-write it is made read-only again (Landlock alone would let writes
+            // through, since the bind lies beneath the private folder it allows).
+            if mode != SandboxMode::WorkspaceWrite {
+                for root in policy.roots.iter().filter(|r| r.starts_with("/tmp")) {
+                    if root.is_dir() {
+                        planned.read_only.push(c_path(root)?);
+                    }
+                }
+            }
             Some(planned)
         }
         Err(why) if block_network => {

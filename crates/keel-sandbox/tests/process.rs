@@ -169,3 +169,59 @@ async fn a_contained_programs_daemon_ends_with_it() {
         pids_of(&daemon)
     );
 }
+
+/// A read-only command's policy over `ws`, with `tmp` its private temp folder.
+fn read_only_policy(ws: &std::path::Path, tmp: &std::path::Path) -> Policy {
+    Policy {
+        mode: SandboxMode::ReadOnly,
+        block_network: true,
+        roots: vec![ws.to_path_buf()],
+        tmp: tmp.to_path_buf(),
+        credentials: Vec::new(),
+        output_dir: tmp.join("no-outputs"),
+        pinned: Vec::new(),
+        read_only: Vec::new(),
+    }
+}
+
+#[tokio::test]
+async fn a_read_only_command_cannot_write_a_workspace_under_tmp() {
+    let support = keel_sandbox::support();
+    if support.landlock.is_err() || !support.namespaces.as_ref().is_ok_and(|ns| ns.network) {
+        eprintln!("skipped: this system cannot enforce the read-only sandbox");
+        return;
+    }
+    // Both under /tmp, as a project kept there is: the workspace is bound into the
+    // command's private /tmp, which it may write.
+    let base = tempfile::Builder::new()
+        .prefix("keel-ro-")
+        .tempdir_in("/tmp")
+        .unwrap();
+    let base_path = base.path().canonicalize().unwrap();
+    let (ws, tmp) = (base_path.join("ws"), base_path.join("private"));
+    std::fs::create_dir_all(&ws).unwrap();
+    std::fs::create_dir_all(&tmp).unwrap();
+    std::fs::write(ws.join("kept.txt"), "before").unwrap();
+    let script = "echo changed > kept.txt; echo new > made.txt; echo scratch > /tmp/scratch.txt && echo wrote-tmp";
+    let program = Program::new("/bin/sh", &ws)
+        .args(["-c", script])
+        .env(vec![("PATH".into(), "/usr/bin:/bin".into())])
+        .streams(Stdio::null(), Stdio::piped(), Stdio::null());
+    let mut child = spawn(program, &Confinement::Sandbox(read_only_policy(&ws, &tmp))).unwrap();
+    let mut out = String::new();
+    tokio::io::AsyncReadExt::read_to_string(&mut child.take_stdout().unwrap(), &mut out)
+        .await
+        .unwrap();
+    child.wait().await.unwrap();
+    assert_eq!(
+        std::fs::read_to_string(ws.join("kept.txt")).unwrap(),
+        "before"
+    );
+    assert!(
+        !ws.join("made.txt").exists(),
+        "a file was made in the workspace"
+    );
+    // Its own temp folder stays writable.
+    assert_eq!(out.trim(), "wrote-tmp");
+    assert!(tmp.join("scratch.txt").exists());
+}
