@@ -40,10 +40,6 @@ struct ReadArgs {
     uri: String,
 }
 
-fn parse<T: serde::de::DeserializeOwned>(arguments: Value) -> Result<T, ToolError> {
-    args::parse(arguments).map_err(|e| ToolError::new(format!("Invalid arguments: {e}")))
-}
-
 /// The two resource tools.
 pub fn tools(servers: Servers) -> Vec<keel_agent::ToolRef> {
     vec![
@@ -87,7 +83,7 @@ impl AgentTool for ListResources {
     }
 
     async fn execute(&self, arguments: Value, _: ToolCallContext) -> Result<ToolOutput, ToolError> {
-        let ListArgs { server: only } = parse(arguments)?;
+        let ListArgs { server: only } = args::arguments(arguments)?;
         let only = only.as_deref();
         let mut text = String::new();
         for server in (self.servers)() {
@@ -147,7 +143,7 @@ impl AgentTool for ReadResource {
     }
 
     async fn execute(&self, arguments: Value, _: ToolCallContext) -> Result<ToolOutput, ToolError> {
-        let ReadArgs { server: name, uri } = parse(arguments)?;
+        let ReadArgs { server: name, uri } = args::arguments(arguments)?;
         let (name, uri) = (name.as_str(), uri.as_str());
         let server = (self.servers)()
             .into_iter()

@@ -268,8 +268,7 @@ impl AgentTool for ToolSearch {
         arguments: Value,
         _context: ToolCallContext,
     ) -> Result<ToolOutput, ToolError> {
-        let args: SearchArgs = args::parse(arguments)
-            .map_err(|e| ToolError::new(format!("Invalid arguments: {e}")))?;
+        let args: SearchArgs = args::arguments(arguments)?;
         let query = args.query.trim();
         let limit = args.limit.map(Int::usize);
         let found: Vec<ToolRef> = match query.strip_prefix("select:") {

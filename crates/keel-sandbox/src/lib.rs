@@ -30,7 +30,6 @@ pub mod sys;
 pub use policy::{Policy, SandboxError};
 pub use prepare::command_tmp;
 pub use process::{Child, Confinement, Program, SpawnError, Tree, TreeGuard, spawn};
-pub use rules::probe;
 pub use support::{
     NamespaceSupport, Support, make_undumpable, namespaces_setting, probed, support,
 };

@@ -37,7 +37,7 @@ const MAX_READ_RULES: usize = 4096;
 
 /// Whether this kernel enforces Landlock, probed once on a throwaway thread (a restriction
 /// binds only the thread that makes it).
-pub fn probe() -> Result<(), String> {
+pub(crate) fn probe() -> Result<(), String> {
     static PROBE: OnceLock<Result<(), String>> = OnceLock::new();
     PROBE
         .get_or_init(|| {

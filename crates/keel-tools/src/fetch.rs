@@ -242,8 +242,7 @@ impl AgentTool for WebFetch {
         arguments: serde_json::Value,
         context: ToolCallContext,
     ) -> Result<ToolOutput, ToolError> {
-        let args: Args = args::parse(arguments)
-            .map_err(|e| ToolError::new(format!("Invalid arguments: {e}")))?;
+        let args: Args = args::arguments(arguments)?;
         let head = args.method == Some(Method::Head);
         let mut url = reqwest::Url::parse(&args.url)
             .map_err(|e| ToolError::new(format!("invalid URL {:?}: {e}", args.url)))?;

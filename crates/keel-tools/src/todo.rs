@@ -126,8 +126,7 @@ impl AgentTool for TodoWrite {
         arguments: serde_json::Value,
         _context: ToolCallContext,
     ) -> Result<ToolOutput, ToolError> {
-        let args: Args = args::parse(arguments)
-            .map_err(|e| ToolError::new(format!("Invalid arguments: {e}")))?;
+        let args: Args = args::arguments(arguments)?;
         let todos: Vec<Todo> = args
             .todos
             .into_iter()

@@ -136,10 +136,6 @@ struct UpdateArgs {
     safety: Option<bool>,
 }
 
-fn parse<T: serde::de::DeserializeOwned>(arguments: Value) -> Result<T, ToolError> {
-    args::parse(arguments).map_err(|e| ToolError::new(format!("Invalid arguments: {e}")))
-}
-
 fn failed(error: GoalError) -> ToolError {
     ToolError::new(error.to_string())
 }
@@ -184,9 +180,9 @@ impl AgentTool for GoalTool {
         context: ToolCallContext,
     ) -> Result<ToolOutput, ToolError> {
         match self.kind {
-            Kind::Create => self.create(parse(arguments)?).await,
+            Kind::Create => self.create(args::arguments(arguments)?).await,
             Kind::Get => {
-                let NoArgs {} = parse(arguments)?;
+                let NoArgs {} = args::arguments(arguments)?;
                 let goal = self
                     .book
                     .load(&self.tally.scope.session_id)
@@ -198,7 +194,7 @@ impl AgentTool for GoalTool {
                 })
             }
             Kind::Update => {
-                let args: UpdateArgs = parse(arguments)?;
+                let args: UpdateArgs = args::arguments(arguments)?;
                 match args.status {
                     Proposed::Complete => {
                         self.complete(args.evidence.unwrap_or_default(), context.cancel)
@@ -439,12 +435,12 @@ mod tests {
 
     #[test]
     fn a_goal_argument_out_of_its_bounds_is_refused_by_name() {
-        let error = parse::<CreateArgs>(json!({"objective": "x", "max_turns": 0}))
+        let error = args::arguments::<CreateArgs>(json!({"objective": "x", "max_turns": 0}))
             .err()
             .map(|e| e.to_string())
             .unwrap_or_default();
         assert!(error.contains("1"), "{error}");
-        let error = parse::<UpdateArgs>(json!({"status": "done"})).err();
+        let error = args::arguments::<UpdateArgs>(json!({"status": "done"})).err();
         assert!(error.is_some_and(|e| e.to_string().contains("unknown variant `done`")));
     }
 }

@@ -100,8 +100,7 @@ impl AgentTool for ExitPlanMode {
         arguments: serde_json::Value,
         _context: ToolCallContext,
     ) -> Result<ToolOutput, ToolError> {
-        let NoArgs {} = args::parse(arguments)
-            .map_err(|e| ToolError::new(format!("Invalid arguments: {e}")))?;
+        let NoArgs {} = args::arguments(arguments)?;
         let (text, frozen) = self.freeze()?;
         let details = json!({"path": self.plan, "frozen_path": frozen, "text": text});
         self.events.plan_ready(keel_protocol::PlanInfo {

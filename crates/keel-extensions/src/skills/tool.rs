@@ -70,8 +70,7 @@ impl AgentTool for SkillTool {
         arguments: Value,
         _context: ToolCallContext,
     ) -> Result<ToolOutput, ToolError> {
-        let Args { name, arguments } = args::parse(arguments)
-            .map_err(|e| ToolError::new(format!("Invalid arguments: {e}")))?;
+        let Args { name, arguments } = args::arguments(arguments)?;
         let extra = arguments.as_deref().unwrap_or("");
         // A model that read about `/name` may pass the slash.
         let wanted = name.trim().trim_start_matches('/');

@@ -138,10 +138,6 @@ fn with_enum(mut schema: Value, key: &str, values: &[&str]) -> Value {
     schema
 }
 
-fn parse<T: serde::de::DeserializeOwned>(arguments: Value) -> Result<T, ToolError> {
-    args::parse(arguments).map_err(|e| ToolError::new(format!("Invalid arguments: {e}")))
-}
-
 /// `text` without surrounding blanks, which must leave something.
 fn nonblank<'a>(text: &'a str, key: &str) -> Result<&'a str, ToolError> {
     Some(text.trim())
@@ -301,7 +297,7 @@ impl AgentTool for TaskTool {
         arguments: Value,
         context: ToolCallContext,
     ) -> Result<ToolOutput, ToolError> {
-        let args: TaskArgs = parse(arguments)?;
+        let args: TaskArgs = args::arguments(arguments)?;
         let description = nonblank(&args.description, "description")?;
         let prompt = nonblank(&args.prompt, "prompt")?;
         let agent = nonblank(&args.agent, "agent")?;
@@ -384,7 +380,7 @@ impl AgentTool for AppendTool {
         arguments: Value,
         _context: ToolCallContext,
     ) -> Result<ToolOutput, ToolError> {
-        let args: AppendArgs = parse(arguments)?;
+        let args: AppendArgs = args::arguments(arguments)?;
         let id = nonblank(&args.task_id, "task_id")?;
         let message = nonblank(&args.message, "message")?;
         let tasks = self.bound.tasks()?;
@@ -437,7 +433,7 @@ impl AgentTool for QueryTool {
         arguments: Value,
         _context: ToolCallContext,
     ) -> Result<ToolOutput, ToolError> {
-        let args: QueryArgs = parse(arguments)?;
+        let args: QueryArgs = args::arguments(arguments)?;
         let tasks = self.bound.tasks()?;
         if let Some(id) = args.task_id.as_deref() {
             let task = self.bound.own(&tasks, id).await?;
@@ -522,7 +518,7 @@ impl AgentTool for OutputTool {
         arguments: Value,
         context: ToolCallContext,
     ) -> Result<ToolOutput, ToolError> {
-        let args: OutputArgs = parse(arguments)?;
+        let args: OutputArgs = args::arguments(arguments)?;
         let id = nonblank(&args.task_id, "task_id")?;
         let offset = args.offset.map(Int::get);
         let wait = args.wait_ms.map_or(0, Int::get);
@@ -560,7 +556,7 @@ impl AgentTool for StopTool {
         arguments: Value,
         _context: ToolCallContext,
     ) -> Result<ToolOutput, ToolError> {
-        let args: StopArgs = parse(arguments)?;
+        let args: StopArgs = args::arguments(arguments)?;
         let id = nonblank(&args.task_id, "task_id")?;
         let tasks = self.bound.tasks()?;
         self.bound.own(&tasks, id).await?;
@@ -664,9 +660,10 @@ mod tests {
     #[test]
     fn task_arguments_are_read_as_strictly_as_their_schema() {
         // The loop's schema check names the field first; the parser holds the same bound.
-        let error = parse::<OutputArgs>(json!({"task_id": "task-1", "wait_ms": 30_001})).err();
+        let error =
+            args::arguments::<OutputArgs>(json!({"task_id": "task-1", "wait_ms": 30_001})).err();
         assert!(error.is_some_and(|e| e.to_string().contains("30000")));
-        let error = parse::<StopArgs>(json!({"task_id": "task-1", "extra": 1})).err();
+        let error = args::arguments::<StopArgs>(json!({"task_id": "task-1", "extra": 1})).err();
         assert!(error.is_some_and(|e| e.to_string().contains("extra")));
         assert!(nonblank("  ", "task_id").is_err());
     }

@@ -59,6 +59,11 @@ pub fn parse<T: DeserializeOwned>(arguments: Value) -> Result<T, serde_json::Err
     T::deserialize(Strict(arguments))
 }
 
+/// A call's arguments parsed into `T` ([`parse`]), or the tool error the model reads.
+pub fn arguments<T: DeserializeOwned>(arguments: Value) -> Result<T, keel_agent::ToolError> {
+    parse(arguments).map_err(|e| keel_agent::ToolError::new(format!("Invalid arguments: {e}")))
+}
+
 /// For `#[serde(deserialize_with)]` on an optional field: a present value must be a `T`
 /// (never `null`); a missing one is `None` through `#[serde(default)]`.
 pub fn present<'de, D, T>(deserializer: D) -> Result<Option<T>, D::Error>

@@ -537,8 +537,7 @@ impl AgentTool for Bash {
         arguments: serde_json::Value,
         context: ToolCallContext,
     ) -> Result<ToolOutput, ToolError> {
-        let args: Args = args::parse(arguments)
-            .map_err(|e| ToolError::new(format!("Invalid arguments: {e}")))?;
+        let args: Args = args::arguments(arguments)?;
         if args.command.trim().is_empty() {
             return Err(ToolError::new("The command is empty."));
         }

@@ -80,8 +80,7 @@ impl AgentTool for Read {
         arguments: serde_json::Value,
         _context: ToolCallContext,
     ) -> Result<ToolOutput, ToolError> {
-        let args: Args = args::parse(arguments)
-            .map_err(|e| ToolError::new(format!("Invalid arguments: {e}")))?;
+        let args: Args = args::arguments(arguments)?;
         let env = self.env.clone();
         if let Some(editor) = env.editor.clone()
             && let Some(hold) = crate::bash::quiet::editor_hold(&env).await

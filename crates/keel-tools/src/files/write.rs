@@ -68,8 +68,7 @@ impl AgentTool for Write {
         arguments: serde_json::Value,
         _context: ToolCallContext,
     ) -> Result<ToolOutput, ToolError> {
-        let args: Args = args::parse(arguments)
-            .map_err(|e| ToolError::new(format!("Invalid arguments: {e}")))?;
+        let args: Args = args::arguments(arguments)?;
         let path = pinned::resolve(&self.env, &self.env.resolve(&args.path), true)?;
         // The plan file is keel's, in keel's home: always the disk, never an editor's buffer.
         if let Some(editor) = self.env.editor.clone()

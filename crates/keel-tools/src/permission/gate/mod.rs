@@ -209,8 +209,12 @@ impl PermissionGate {
     /// Takes what `tools` declare they do; the gate judges their calls by that.
     pub fn declare_tools(&self, tools: &[ToolRef]) {
         let mut natures = self.natures.write().unwrap_or_else(PoisonError::into_inner);
+        // Each turn offers mostly the last turn's tools: only what changed is written.
         for tool in tools {
-            natures.insert(tool.definition().name.clone(), tool.nature());
+            let (name, nature) = (&tool.definition().name, tool.nature());
+            if natures.get(name) != Some(&nature) {
+                natures.insert(name.clone(), nature);
+            }
         }
     }
 
