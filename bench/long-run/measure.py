@@ -47,6 +47,11 @@ def main():
         try: return os.readlink(f"/proc/{pid}/exe")
         except OSError: return None
 
+    def comm(pid):
+        try:
+            with open(f"/proc/{pid}/comm") as f: return f.read().strip()
+        except OSError: return None
+
     def tree_rss():
         parent = {}; rss = {}
         for d in os.listdir("/proc"):
@@ -60,12 +65,15 @@ def main():
             q = p
             while q in parent and q != me and q > 1: q = parent[q]
             if q == me:
-                # A child caught between spawn and exec still runs its parent's program and
-                # shows the parent's pages (all of them after a vfork, the shared copy-on-write
-                # ones after a fork). Counting it would add the parent twice, so a child
-                # running the same program as its parent is left out, for every harness alike.
+                # A child caught between spawn and exec still runs its parent's program under
+                # its parent's name and shows the parent's pages (all of them after a vfork,
+                # the shared copy-on-write ones after a fork). Counting it would add the
+                # parent twice, so such a child is left out, for every harness alike. A
+                # helper that runs its parent's program under a name of its own (keel's
+                # sandbox spawner) is a process of the tree and counts.
                 up = parent.get(p)
-                if up in rss and exe(up) is not None and exe(up) == exe(p):
+                if up in rss and exe(up) is not None and exe(up) == exe(p) \
+                        and comm(up) == comm(p):
                     continue
                 total += rss[p]
                 if p not in seen:

@@ -67,6 +67,8 @@ enum Command {
 }
 
 fn main() -> ExitCode {
+    // First: when keel started this process as its sandbox's spawner, it serves there.
+    keel_sandbox::spawner_entry();
     // Before anything else: no command keel starts may read keel's environment (API keys)
     // or memory through /proc.
     keel_sandbox::make_undumpable();

@@ -111,7 +111,6 @@ pub(crate) async fn connect(
             env: extra,
             cwd: dir,
         } => {
-            use std::process::Stdio;
             let mut vars = env.to_vec();
             for (key, value) in extra {
                 vars.retain(|(k, _)| k != key);
@@ -121,7 +120,11 @@ pub(crate) async fn connect(
             let program = keel_sandbox::Program::new(command, folder)
                 .args(args)
                 .env(vars)
-                .streams(Stdio::piped(), Stdio::piped(), Stdio::piped());
+                .streams(
+                    keel_sandbox::Stream::Piped,
+                    keel_sandbox::Stream::Piped,
+                    keel_sandbox::Stream::Piped,
+                );
             // A server and everything it starts must not outlive keel: it runs contained
             // where this system allows, else it only dies with keel (its own children may
             // not). Its process group is its own, so the terminal's signals go to keel.

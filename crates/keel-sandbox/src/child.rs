@@ -1,105 +1,78 @@
-//! The sandbox's steps inside the command's own process, between fork and exec.
+//! The sandbox's steps inside a command's own process, between fork and exec.
 //!
-//! Everything here runs in a child forked from a multi-threaded keel, so it may only make
-//! system calls on data prepared before the fork: no allocation, no locks, no formatting.
-//! A failing step writes its name and errno to a diagnostics pipe (read by keel to say
-//! which step failed) and returns the errno, which the standard library hands back to
-//! `spawn`.
+//! These run in a child forked from a bigger program, so they only make system calls on
+//! data prepared before the fork: no allocation, no locks, no formatting. A failing step
+//! writes its name and errno to a diagnostics pipe (read to say which step failed) and
+//! returns the errno.
 //!
-//! With namespaces the process (the *keeper*) enters a new user, mount and pid namespace
-//! (and network namespace when the mode forbids network), masks credential locations,
-//! makes control files read-only, then starts the command as pid 1 of the new pid
-//! namespace and waits for it. When pid 1 ends, the kernel kills everything left in the
-//! namespace, so no process of the command outlives it; both the keeper and pid 1 die with
-//! their parent (`PR_SET_PDEATHSIG`), so nothing outlives keel either. Pid 1 mounts a
-//! private `/proc` (keel's pid and environment are not in it), applies Landlock last (which
-//! also forbids any further mount) and executes bash itself.
-//!
-//! Pid 1 is started the way `posix_spawn` starts a program: sharing the keeper's memory on
-//! a stack of its own while the keeper waits (`CLONE_VM | CLONE_VFORK`), so keel's page
-//! tables are not copied a second time. That is why it executes bash from an argument and
-//! environment list built before the fork ([`ExecPlan`]) instead of returning to the
-//! standard library.
+//! Two ways in:
+//! - With namespaces, the spawner (see [`crate::spawner`]) starts each command as pid 1 of
+//!   a new pid and mount namespace ([`start_command`]): the command lays its mounts, mounts
+//!   a `/proc` of its own, drops every capability, applies Landlock and executes.
+//! - Without them, keel's own forked child applies Landlock alone ([`ChildPlan`]) and the
+//!   standard library executes the command.
 #![expect(
     unsafe_code,
     reason = "namespaces, mounts and fork between fork and exec have no safe wrappers"
 )]
 
-use std::ffi::{CStr, CString};
+use std::ffi::CString;
 use std::io;
 use std::os::fd::{AsRawFd as _, OwnedFd};
 
-/// What the keeper sets up in the namespaces.
-#[derive(Debug)]
-pub(crate) struct Namespaces {
-    /// A new network namespace: no interface but a down loopback.
-    pub network: bool,
-    /// `/proc/self/uid_map` and `gid_map` contents (the same ids inside as outside).
-    pub uid_map: Vec<u8>,
-    /// See `uid_map`.
-    pub gid_map: Vec<u8>,
-    /// Existing folders hidden under an empty read-only tmpfs.
-    pub mask_dirs: Vec<CString>,
-    /// Existing files (and sockets) hidden behind `/dev/null`.
-    pub mask_files: Vec<CString>,
-    /// Folders bound onto themselves so they cannot be renamed or removed.
-    pub pinned: Vec<CString>,
-    /// Files and folders made read-only.
-    pub read_only: Vec<CString>,
-    /// The folders a command may write; everything else is mounted read-only, which also
-    /// stops what Landlock does not govern outside them (file modes, owners and times).
-    pub writable: Vec<CString>,
-    /// The command's folder, entered again once the mounts are made: the folder entered
-    /// before them is the one under them.
-    pub cwd: CString,
-    /// The session's private temp folder, mounted over `/tmp`.
-    pub private_tmp: Option<PrivateTmp>,
-    /// Mount a `/proc` of the new pid namespace.
-    pub private_proc: bool,
-    /// Mount a terminal file system of its own over `/dev/pts`, so the user's terminals
-    /// cannot be read (keystrokes) or written; the command can still make terminals.
-    pub private_pts: bool,
-}
+use crate::mounts::{Namespaces, lay, mount_proc};
 
-/// The session's private temp folder as the command's `/tmp`.
-#[derive(Debug)]
-pub(crate) struct PrivateTmp {
-    /// The folder.
-    pub folder: CString,
-    /// What must stay visible under `/tmp`, bound into the folder first: `(source, place
-    /// inside the folder)`.
-    pub keep: Vec<(CString, CString)>,
-}
-
-/// Everything the child needs, built before the fork.
+/// What keel's forked child does when namespaces are unavailable: Landlock alone.
 #[derive(Debug)]
 pub(crate) struct ChildPlan {
     /// keel's pid: if the child's parent is no longer keel, keel is gone.
     pub parent: libc::pid_t,
-    /// `None`: Landlock only, in the command's own process.
-    pub namespaces: Option<Namespaces>,
     /// The Landlock ruleset's descriptor, applied last (raw system calls: nothing of the
     /// landlock crate runs after the fork).
     pub ruleset: Option<OwnedFd>,
     /// Write end of the diagnostics pipe.
     pub diag: Option<OwnedFd>,
-    /// What pid 1 executes (with namespaces).
-    pub exec: ExecPlan,
-    /// The stack pid 1 starts on.
-    pub stack: Vec<u8>,
+}
+
+impl ChildPlan {
+    /// Runs in the child after fork, before the standard library executes the command.
+    pub(crate) fn run(&mut self) -> io::Result<()> {
+        let diag = self.diag.as_ref().map_or(-1, |fd| fd.as_raw_fd());
+        let ruleset = self.ruleset.as_ref().map_or(-1, |fd| fd.as_raw_fd());
+        die_with_parent(self.parent, diag)?;
+        own_session(diag)?;
+        // Without a user namespace a command of root's keeps root's capabilities in the real
+        // system, some of which reach past Landlock (modules, raw devices, mounts, opening
+        // files by handle, other users' files): none are kept.
+        drop_capabilities();
+        close_inherited();
+        restrict(ruleset, diag)
+    }
+}
+
+/// A session of its own: no controlling terminal, so no command can type into or read from
+/// the user's terminal (`/dev/tty`, `TIOCSTI`); the session's id is its process group,
+/// which keel kills whole.
+fn own_session(diag: i32) -> io::Result<()> {
+    // SAFETY: setsid takes no arguments.
+    if unsafe { libc::setsid() } < 0 {
+        return Err(fail(diag, b"start a session of its own", errno()));
+    }
+    Ok(())
 }
 
 /// A program, its arguments and its environment as the `execve` call wants them.
 #[derive(Debug)]
 pub(crate) struct ExecPlan {
     program: CString,
-    _strings: Vec<CString>,
+    args: Vec<CString>,
+    vars: Vec<CString>,
     argv: Vec<*const libc::c_char>,
     envp: Vec<*const libc::c_char>,
 }
 
-// SAFETY: the pointers point into `_strings`, whose heap buffers never move and live as
-// long as the plan; the plan is only read, by one process at a time.
+// SAFETY: the pointers point into `args` and `vars`, whose heap buffers never move and live
+// as long as the plan; the plan is only read, by one process at a time.
 #[expect(unsafe_code, reason = "raw pointer arrays for execve")]
 unsafe impl Send for ExecPlan {}
 // SAFETY: as above; nothing writes through the pointers.
@@ -107,148 +80,74 @@ unsafe impl Send for ExecPlan {}
 unsafe impl Sync for ExecPlan {}
 
 impl ExecPlan {
-    /// `program` with `args` (the first is the program's name) and `vars`.
-    pub(crate) fn new(
-        program: &[u8],
-        args: &[&[u8]],
-        vars: &[(String, String)],
-    ) -> io::Result<Self> {
-        let nul = |_| {
-            io::Error::new(
-                io::ErrorKind::InvalidInput,
-                "a NUL byte in the command or its environment",
-            )
+    /// `program` with `args` (the first is the program's name) and `vars` (`NAME=value`).
+    pub(crate) fn new(program: CString, args: Vec<CString>, vars: Vec<CString>) -> Self {
+        let pointers = |list: &[CString]| {
+            list.iter()
+                .map(|s| s.as_ptr())
+                .chain(std::iter::once(std::ptr::null()))
+                .collect::<Vec<_>>()
         };
-        let program = CString::new(program).map_err(nul)?;
-        let mut strings = Vec::with_capacity(args.len() + vars.len());
-        for arg in args {
-            strings.push(CString::new(*arg).map_err(nul)?);
-        }
-        for (key, value) in vars {
-            strings.push(CString::new(format!("{key}={value}")).map_err(nul)?);
-        }
-        let pointers: Vec<*const libc::c_char> = strings.iter().map(|s| s.as_ptr()).collect();
-        let (args_ptrs, vars_ptrs) = pointers.split_at(args.len());
-        let mut argv = args_ptrs.to_vec();
-        argv.push(std::ptr::null());
-        let mut envp = vars_ptrs.to_vec();
-        envp.push(std::ptr::null());
-        Ok(Self {
+        let argv = pointers(&args);
+        let envp = pointers(&vars);
+        Self {
             program,
-            _strings: strings,
+            args,
+            vars,
             argv,
             envp,
-        })
-    }
-
-    /// Nothing to execute (Landlock only: the standard library executes the command).
-    pub(crate) fn none() -> Self {
-        Self {
-            program: CString::default(),
-            _strings: Vec::new(),
-            argv: vec![std::ptr::null()],
-            envp: vec![std::ptr::null()],
         }
     }
-}
 
-/// Size of pid 1's stack: its steps are a few system calls and Landlock's.
-pub(crate) const STACK_SIZE: usize = 256 * 1024;
+    /// The program, its arguments and its variables.
+    pub(crate) fn parts(&self) -> (&CString, &[CString], &[CString]) {
+        (&self.program, &self.args, &self.vars)
+    }
 
-/// Mount attributes for `mount_setattr` (linux/mount.h).
-#[repr(C)]
-struct MountAttr {
-    attr_set: u64,
-    attr_clr: u64,
-    propagation: u64,
-    userns_fd: u64,
-}
-
-const MOUNT_ATTR_RDONLY: u64 = 0x0000_0001;
-
-impl ChildPlan {
-    /// Runs in the child after fork. Returns in the process that goes on to exec the
-    /// command; the keeper never returns.
-    pub(crate) fn run(&mut self) -> io::Result<()> {
-        let diag = self.diag.as_ref().map_or(-1, |fd| fd.as_raw_fd());
-        let ruleset = self.ruleset.as_ref().map_or(-1, |fd| fd.as_raw_fd());
-        die_with_parent(self.parent, diag)?;
-        // A session of its own: no controlling terminal, so no command can type into or
-        // read from the user's terminal (`/dev/tty`, `TIOCSTI`); the session's id is its
-        // process group, which keel kills whole.
-        // SAFETY: setsid takes no arguments.
-        if unsafe { libc::setsid() } < 0 {
-            return Err(fail(diag, b"start a session of its own", errno()));
+    /// Executes the plan; returns only when that failed.
+    fn exec(&self) {
+        // SAFETY: null-terminated arrays of C strings that live as long as the plan.
+        unsafe {
+            libc::execve(
+                self.program.as_ptr(),
+                self.argv.as_ptr(),
+                self.envp.as_ptr(),
+            );
         }
-        let Some(ns) = &self.namespaces else {
-            // Without a user namespace a command of root's keeps root's capabilities in
-            // the real system, some of which reach past Landlock (modules, raw devices,
-            // mounts, opening files by handle, other users' files): none are kept.
-            drop_capabilities();
-            close_inherited();
-            return restrict(ruleset, diag);
-        };
-        enter(ns, diag)?;
-        // The keeper holds the write end; pid 1 closes its copy and sees the pipe hang up
-        // if the keeper (and so keel) is already gone when it asks to die with it.
-        let mut alive = [-1i32; 2];
-        // SAFETY: pipe2 fills the two-element array.
-        if unsafe { libc::pipe2(alive.as_mut_ptr(), libc::O_CLOEXEC) } != 0 {
-            return Err(fail(diag, b"create a pipe", errno()));
-        }
-        let mut pid_one = PidOne {
-            diag,
-            private_proc: ns.private_proc,
-            ruleset,
-            exec: &self.exec,
-            alive,
-        };
-        let top = self.stack.as_mut_ptr_range().end;
-        // The stack grows down from a 16-byte aligned top.
-        let top = top.wrapping_sub(top as usize % 16);
-        // SAFETY: pid 1 runs `start_pid_one` on its own stack inside this process's memory
-        // while this process is suspended (CLONE_VFORK) until it executes bash or exits;
-        // `pid_one` and the stack outlive that.
-        let pid = unsafe {
-            libc::clone(
-                start_pid_one,
-                top.cast(),
-                libc::CLONE_VM | libc::CLONE_VFORK | libc::SIGCHLD,
-                (&raw mut pid_one).cast(),
-            )
-        };
-        if pid < 0 {
-            return Err(fail(diag, b"start the command", errno()));
-        }
-        keep(pid, alive[1])
     }
 }
 
-/// What pid 1 needs, in the keeper's memory.
-struct PidOne<'a> {
-    diag: i32,
-    private_proc: bool,
-    ruleset: i32,
-    exec: &'a ExecPlan,
-    /// The keeper-alive pipe: read end, write end.
-    alive: [i32; 2],
+/// What a sandboxed command's first process needs, in the spawner's memory (copied into
+/// the child by the clone).
+pub(crate) struct Start<'a> {
+    /// Its mounts.
+    pub ns: &'a Namespaces,
+    /// What it executes.
+    pub exec: &'a ExecPlan,
+    /// Descriptors for its standard input, output and error.
+    pub streams: [i32; 3],
+    /// The Landlock ruleset (`-1`: none).
+    pub ruleset: i32,
+    /// The spawner-alive pipe: read end, write end (the spawner holds the write end).
+    pub alive: [i32; 2],
+    /// Where a failed step is reported.
+    pub diag: i32,
 }
 
-/// Pid 1 of the new namespace: its own `/proc`, Landlock, then bash. Never returns on
-/// success; on failure the step is on the diagnostics pipe and the exit code is 127.
-extern "C" fn start_pid_one(arg: *mut libc::c_void) -> libc::c_int {
-    // SAFETY: `arg` is the keeper's `PidOne`, alive while the keeper waits for this exec.
-    let pid_one = unsafe { &mut *arg.cast::<PidOne<'_>>() };
-    let diag = pid_one.diag;
+/// Pid 1 of a command's new pid and mount namespace: its mounts, its own `/proc`, no
+/// capabilities, Landlock, then the command. Never returns: on failure the step is on
+/// the diagnostics pipe and the exit code is 127.
+pub(crate) fn start_command(start: &Start<'_>) -> ! {
+    let diag = start.diag;
     let ready = (|| {
-        // Its parent, the keeper, is outside the namespace, so `getppid` says 0: whether
-        // the keeper still lives is told by the pipe it holds open.
+        // Its parent, the spawner, is outside the namespace, so `getppid` says 0: whether
+        // the spawner still lives is told by the pipe it holds open.
         die_with_parent(0, diag)?;
         // SAFETY: closing this process's copy of the write end, then polling the read end.
         let gone = unsafe {
-            libc::close(pid_one.alive[1]);
+            libc::close(start.alive[1]);
             let mut poll = libc::pollfd {
-                fd: pid_one.alive[0],
+                fd: start.alive[0],
                 events: libc::POLLIN,
                 revents: 0,
             };
@@ -257,34 +156,75 @@ extern "C" fn start_pid_one(arg: *mut libc::c_void) -> libc::c_int {
         if gone {
             return Err(fail(diag, b"start: keel is gone", libc::ESRCH));
         }
-        if pid_one.private_proc {
-            let flags = libc::MS_NOSUID | libc::MS_NODEV | libc::MS_NOEXEC;
-            mount(c"proc", c"/proc", c"proc", flags, diag, b"mount /proc")?;
+        own_session(diag)?;
+        for (target, fd) in start.streams.iter().enumerate() {
+            let target = i32::try_from(target).unwrap_or(0);
+            // SAFETY: dup2 between descriptors this process holds.
+            if unsafe { libc::dup2(*fd, target) } < 0 {
+                return Err(fail(diag, b"connect the standard streams", errno()));
+            }
+        }
+        lay(start.ns, diag)?;
+        if start.ns.private_proc {
+            mount_proc(diag)?;
         }
         close_inherited();
         drop_capabilities();
-        restrict(pid_one.ruleset, diag)
+        restrict(start.ruleset, diag)
     })();
     if ready.is_ok() {
-        let exec = pid_one.exec;
-        // SAFETY: null-terminated arrays of C strings that live in the keeper's memory.
-        unsafe {
-            libc::execve(
-                exec.program.as_ptr(),
-                exec.argv.as_ptr(),
-                exec.envp.as_ptr(),
-            );
-        }
-        fail(diag, b"execute bash", errno());
+        start.exec.exec();
+        fail(diag, b"execute the command", errno());
     }
-    // SAFETY: ends this process without running anything of the keeper's.
+    // SAFETY: ends this process without running anything of the spawner's.
     unsafe { libc::_exit(127) }
+}
+
+/// The namespace probe's steps, in keel's forked child: every namespace and every kind
+/// of mount a command's sandbox makes, in one process (a `/proc` mounted after the pid
+/// namespace was made shows the namespace its children would start in).
+pub(crate) fn probe_steps(
+    parent: libc::pid_t,
+    maps: &(Vec<u8>, Vec<u8>),
+    ns: &Namespaces,
+    diag: i32,
+) -> io::Result<()> {
+    die_with_parent(parent, diag)?;
+    let mut others = libc::CLONE_NEWNS | libc::CLONE_NEWPID;
+    if ns.network {
+        others |= libc::CLONE_NEWNET;
+    }
+    crate::mounts::enter_user(others, &maps.0, &maps.1, diag)?;
+    lay(ns, diag)?;
+    if !ns.private_proc {
+        return Ok(());
+    }
+    // A `/proc` shows the pid namespace of the process that mounts it: pid 1 of the new
+    // one tries, as a command's pid 1 does.
+    // SAFETY: fork in this single-threaded child; the copy makes system calls and exits.
+    let pid = unsafe { libc::fork() };
+    if pid == 0 {
+        let code = if mount_proc(diag).is_ok() { 0 } else { 127 };
+        // SAFETY: ends the copy without running anything of keel's.
+        unsafe { libc::_exit(code) }
+    }
+    if pid < 0 {
+        return Err(fail(diag, b"start the command", errno()));
+    }
+    let mut status = 0;
+    // SAFETY: waiting for this process's own child.
+    while unsafe { libc::waitpid(pid, &raw mut status, 0) } < 0 && errno() == libc::EINTR {}
+    if libc::WIFEXITED(status) && libc::WEXITSTATUS(status) == 0 {
+        Ok(())
+    } else {
+        Err(io::Error::from_raw_os_error(libc::EPERM))
+    }
 }
 
 /// Applies the Landlock ruleset `fd` (with `no_new_privs`, which Landlock requires of an
 /// unprivileged caller and which keeps setuid programs from gaining anything). A plan
 /// without a ruleset is the namespace probe's; every command's plan has one.
-fn restrict(fd: i32, diag: i32) -> io::Result<()> {
+pub(crate) fn restrict(fd: i32, diag: i32) -> io::Result<()> {
     if fd < 0 {
         return Ok(());
     }
@@ -302,7 +242,7 @@ fn restrict(fd: i32, diag: i32) -> io::Result<()> {
 /// Marks every descriptor above stderr close-on-exec: descriptors keel inherited without
 /// that flag must not reach the command, and the diagnostics pipe must stay open until the
 /// exec succeeds.
-fn close_inherited() {
+pub(crate) fn close_inherited() {
     // SAFETY: close_range with flags only changes this process's descriptor table.
     let done = unsafe {
         libc::syscall(
@@ -339,7 +279,7 @@ fn open_limit() -> i32 {
 
 /// Dies with the parent; `expected` is the parent's pid as seen here (0 across a pid
 /// namespace, where the check is skipped).
-fn die_with_parent(expected: libc::pid_t, diag: i32) -> io::Result<()> {
+pub(crate) fn die_with_parent(expected: libc::pid_t, diag: i32) -> io::Result<()> {
     // SAFETY: prctl with integer arguments.
     if unsafe { libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL, 0, 0, 0) } != 0 {
         return Err(fail(diag, b"ask to die with keel", errno()));
@@ -362,7 +302,7 @@ const LAST_CAPABILITY: libc::c_ulong = 63;
 /// (`open_tree`), which Landlock does not stop; without one, root's capabilities reach past
 /// Landlock (modules, raw devices, other users' files). Steps refused for lack of the right
 /// (an ordinary user has none of these capabilities anyway) leave nothing to undo.
-fn drop_capabilities() {
+pub(crate) fn drop_capabilities() {
     let bits = libc::SECBIT_NOROOT
         | libc::SECBIT_NOROOT_LOCKED
         | libc::SECBIT_NO_SETUID_FIXUP
@@ -415,184 +355,6 @@ fn drop_capabilities() {
     }
 }
 
-/// Enters the namespaces and arranges the mounts.
-fn enter(ns: &Namespaces, diag: i32) -> io::Result<()> {
-    let mut flags = libc::CLONE_NEWUSER | libc::CLONE_NEWNS | libc::CLONE_NEWPID;
-    if ns.network {
-        flags |= libc::CLONE_NEWNET;
-    }
-    // SAFETY: unshare with flags only.
-    if unsafe { libc::unshare(flags) } != 0 {
-        return Err(fail(diag, b"create the namespaces", errno()));
-    }
-    // Without `deny`, an unprivileged process may not write its gid map.
-    match write_file(c"/proc/self/setgroups", b"deny") {
-        Ok(()) => {}
-        Err(e) if e == libc::ENOENT => {}
-        Err(e) => return Err(fail(diag, b"write /proc/self/setgroups", e)),
-    }
-    write_file(c"/proc/self/uid_map", &ns.uid_map)
-        .map_err(|e| fail(diag, b"write /proc/self/uid_map", e))?;
-    write_file(c"/proc/self/gid_map", &ns.gid_map)
-        .map_err(|e| fail(diag, b"write /proc/self/gid_map", e))?;
-    // Nothing mounted here may reach keel's own namespace.
-    mount_raw(None, c"/", None, libc::MS_REC | libc::MS_PRIVATE, None)
-        .map_err(|e| fail(diag, b"make the mounts private", e))?;
-    let hide = libc::MS_RDONLY | libc::MS_NOSUID | libc::MS_NODEV | libc::MS_NOEXEC;
-    for dir in &ns.mask_dirs {
-        match mount_raw(
-            Some(c"tmpfs"),
-            dir,
-            Some(c"tmpfs"),
-            hide,
-            Some(c"mode=0,size=4k"),
-        ) {
-            Ok(()) => {}
-            // Gone since it was listed: nothing left to hide.
-            Err(e) if e == libc::ENOENT => {}
-            Err(e) => return Err(fail(diag, b"hide a credential folder", e)),
-        }
-    }
-    for file in &ns.mask_files {
-        match mount_raw(Some(c"/dev/null"), file, None, libc::MS_BIND, None) {
-            Ok(()) => {}
-            Err(e) if e == libc::ENOENT => {}
-            Err(e) => return Err(fail(diag, b"hide a credential file", e)),
-        }
-    }
-    if let Some(PrivateTmp {
-        folder: private,
-        keep,
-    }) = &ns.private_tmp
-    {
-        for (source, inside) in keep {
-            mount_raw(
-                Some(source),
-                inside,
-                None,
-                libc::MS_BIND | libc::MS_REC,
-                None,
-            )
-            .map_err(|e| fail(diag, b"keep a folder visible in the private /tmp", e))?;
-        }
-        mount_raw(
-            Some(private),
-            c"/tmp",
-            None,
-            libc::MS_BIND | libc::MS_REC,
-            None,
-        )
-        .map_err(|e| fail(diag, b"mount the private /tmp", e))?;
-    }
-    read_only_elsewhere(&ns.writable, diag)?;
-    if ns.private_pts {
-        private_terminals(diag)?;
-    }
-    for dir in &ns.pinned {
-        match mount_raw(Some(dir), dir, None, libc::MS_BIND, None) {
-            Ok(()) => {}
-            Err(e) if e == libc::ENOENT => {}
-            Err(e) => return Err(fail(diag, b"pin a control folder", e)),
-        }
-    }
-    for path in &ns.read_only {
-        match mount_raw(Some(path), path, None, libc::MS_BIND | libc::MS_REC, None) {
-            Ok(()) => {}
-            Err(e) if e == libc::ENOENT => continue,
-            Err(e) => return Err(fail(diag, b"protect a control file", e)),
-        }
-        set_read_only(path, true).map_err(|e| fail(diag, b"make a control file read-only", e))?;
-    }
-    // SAFETY: chdir to a valid C string.
-    if unsafe { libc::chdir(ns.cwd.as_ptr()) } != 0 {
-        return Err(fail(diag, b"enter the working folder", errno()));
-    }
-    Ok(())
-}
-
-/// Makes every mount read-only but the `writable` folders (each bound onto itself first, so
-/// it is a mount of its own). Device nodes stay usable on a read-only mount.
-fn read_only_elsewhere(writable: &[CString], diag: i32) -> io::Result<()> {
-    for dir in writable {
-        match mount_raw(Some(dir), dir, None, libc::MS_BIND | libc::MS_REC, None) {
-            Ok(()) | Err(libc::ENOENT) => {}
-            Err(e) => return Err(fail(diag, b"bind a writable folder", e)),
-        }
-    }
-    set_read_only(c"/", true).map_err(|e| fail(diag, b"make the file system read-only", e))?;
-    for dir in writable {
-        match set_read_only(dir, false) {
-            Ok(()) | Err(libc::ENOENT) => {}
-            Err(e) => return Err(fail(diag, b"keep a writable folder writable", e)),
-        }
-    }
-    Ok(())
-}
-
-/// Sets (or clears) the read-only attribute of the mount at `path` and every mount below.
-fn set_read_only(path: &CStr, read_only: bool) -> Result<(), i32> {
-    let attr = MountAttr {
-        attr_set: if read_only { MOUNT_ATTR_RDONLY } else { 0 },
-        attr_clr: if read_only { 0 } else { MOUNT_ATTR_RDONLY },
-        propagation: 0,
-        userns_fd: 0,
-    };
-    // SAFETY: the path is a valid C string and the attribute struct outlives the call.
-    let done = unsafe {
-        libc::syscall(
-            libc::SYS_mount_setattr,
-            libc::AT_FDCWD,
-            path.as_ptr(),
-            libc::AT_RECURSIVE as libc::c_uint,
-            &raw const attr,
-            size_of::<MountAttr>(),
-        )
-    };
-    if done == 0 { Ok(()) } else { Err(errno()) }
-}
-
-/// A new instance of the terminal file system over `/dev/pts` with its own `ptmx`;
-/// where the kernel refuses one, an empty read-only folder instead.
-fn private_terminals(diag: i32) -> io::Result<()> {
-    let flags = libc::MS_NOSUID | libc::MS_NOEXEC;
-    let fresh = mount_raw(
-        Some(c"devpts"),
-        c"/dev/pts",
-        Some(c"devpts"),
-        flags,
-        Some(c"newinstance,ptmxmode=0666,mode=0620"),
-    );
-    match fresh {
-        Ok(()) => {
-            // Terminals opened through /dev/ptmx must come from the new instance.
-            match mount_raw(
-                Some(c"/dev/pts/ptmx"),
-                c"/dev/ptmx",
-                None,
-                libc::MS_BIND,
-                None,
-            ) {
-                Ok(()) | Err(libc::ENOENT) => Ok(()),
-                Err(e) => Err(fail(diag, b"bind the new /dev/ptmx", e)),
-            }
-        }
-        Err(_) => {
-            let hide = libc::MS_RDONLY | libc::MS_NOSUID | libc::MS_NODEV | libc::MS_NOEXEC;
-            match mount_raw(
-                Some(c"tmpfs"),
-                c"/dev/pts",
-                Some(c"tmpfs"),
-                hide,
-                Some(c"mode=0755,size=4k"),
-            ) {
-                Ok(()) | Err(libc::ENOENT) => Ok(()),
-                Err(e) => Err(fail(diag, b"hide the terminals", e)),
-            }
-        }
-    }
-}
-
-/// The keeper: waits for pid 1 and ends as it ended (the same exit code, or the same
 /// signal). Never returns. `alive` is the one descriptor it keeps (`-1`: none).
 pub(crate) fn keep(pid: libc::pid_t, alive: i32) -> ! {
     // Output, the exec-error pipe and the diagnostics pipe belong to the command: holding
@@ -630,7 +392,7 @@ pub(crate) fn keep(pid: libc::pid_t, alive: i32) -> ! {
 }
 
 /// Closes every descriptor but `keep`.
-fn close_all_but(keep: i32) {
+pub(crate) fn close_all_but(keep: i32) {
     let keep = u32::try_from(keep).unwrap_or(u32::MAX);
     let ranges: [(u32, u32); 2] = [
         (0, keep.saturating_sub(1)),
@@ -660,38 +422,6 @@ pub(crate) fn errno() -> i32 {
         .unwrap_or(libc::EIO)
 }
 
-fn mount(
-    source: &CStr,
-    target: &CStr,
-    fstype: &CStr,
-    flags: libc::c_ulong,
-    diag: i32,
-    step: &[u8],
-) -> io::Result<()> {
-    mount_raw(Some(source), target, Some(fstype), flags, None).map_err(|e| fail(diag, step, e))
-}
-
-fn mount_raw(
-    source: Option<&std::ffi::CStr>,
-    target: &std::ffi::CStr,
-    fstype: Option<&std::ffi::CStr>,
-    flags: libc::c_ulong,
-    data: Option<&std::ffi::CStr>,
-) -> Result<(), i32> {
-    let ptr = |s: Option<&std::ffi::CStr>| s.map_or(std::ptr::null(), std::ffi::CStr::as_ptr);
-    // SAFETY: every pointer is null or a valid C string that outlives the call.
-    let done = unsafe {
-        libc::mount(
-            ptr(source),
-            target.as_ptr(),
-            ptr(fstype),
-            flags,
-            ptr(data).cast(),
-        )
-    };
-    if done == 0 { Ok(()) } else { Err(errno()) }
-}
-
 /// Writes `bytes` to an existing file in one `write`.
 pub(crate) fn write_file(path: &std::ffi::CStr, bytes: &[u8]) -> Result<(), i32> {
     // SAFETY: a valid C string; the descriptor is closed below.
@@ -713,7 +443,7 @@ pub(crate) fn write_file(path: &std::ffi::CStr, bytes: &[u8]) -> Result<(), i32>
 
 /// Reports a failed step on the diagnostics pipe as `STEP\0ERRNO`, without allocating,
 /// and returns the error for `spawn`.
-fn fail(diag: i32, step: &[u8], errno: i32) -> io::Error {
+pub(crate) fn fail(diag: i32, step: &[u8], errno: i32) -> io::Error {
     if diag >= 0 {
         let mut buf = [0u8; 160];
         let step = step.get(..step.len().min(120)).unwrap_or(step);

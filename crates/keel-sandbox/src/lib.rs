@@ -20,16 +20,19 @@
 mod child;
 mod contain;
 mod masks;
+mod mounts;
 mod policy;
 mod prepare;
 mod process;
 mod rules;
+mod spawner;
 mod support;
 pub mod sys;
 
 pub use policy::{Policy, SandboxError};
 pub use prepare::command_tmp;
-pub use process::{Child, Confinement, Program, SpawnError, Tree, TreeGuard, spawn};
+pub use process::{Child, Confinement, Program, SpawnError, Stream, Tree, TreeGuard, spawn};
+pub use spawner::{spawner_entry, spawner_pid};
 pub use support::{
     NamespaceSupport, Support, make_undumpable, namespaces_setting, probed, support,
 };

@@ -9,11 +9,11 @@
 use std::os::unix::fs::FileTypeExt as _;
 use std::path::{Path, PathBuf};
 
-use crate::child::{Namespaces, PrivateTmp};
+use crate::mounts::{Namespaces, PrivateTmp};
 use crate::prepare::c_path;
 use crate::process::Program;
 use crate::support::NamespaceSupport;
-use crate::sys::{own_gid, own_uid};
+use crate::sys::own_uid;
 use crate::{Policy, SandboxError};
 
 /// Places that hold the sockets of users' sessions as a whole (D-Bus, Wayland, agents,
@@ -203,7 +203,6 @@ pub(crate) fn namespaces(
     for location in credentials {
         hide(location)?;
     }
-    let uid = own_uid();
     for socket in SESSION_SOCKETS {
         hide(Path::new(socket))?;
     }
@@ -226,11 +225,8 @@ pub(crate) fn namespaces(
     for path in &policy.read_only {
         read_only.push(c_path(path)?);
     }
-    let gid = own_gid();
     Ok(Namespaces {
         network,
-        uid_map: format!("{uid} {uid} 1\n").into_bytes(),
-        gid_map: format!("{gid} {gid} 1\n").into_bytes(),
         mask_dirs,
         mask_files,
         pinned,

@@ -23,26 +23,29 @@ use std::path::{Path, PathBuf};
 
 use keel_protocol::SandboxMode;
 
-use crate::child::{ChildPlan, ExecPlan, STACK_SIZE};
+use crate::child::{ChildPlan, ExecPlan};
+use crate::mounts::Namespaces;
 use crate::process::Program;
 use crate::{Policy, SandboxError, masks, rules, support};
 
-/// A command's sandbox, ready to apply in its process between fork and exec.
-pub(crate) struct Prepared {
-    plan: ChildPlan,
-    diag: Option<OwnedFd>,
-}
-
-impl Prepared {
-    /// Applies the sandbox in the child (between fork and exec).
-    pub(crate) fn apply(&mut self) -> std::io::Result<()> {
-        self.plan.run()
-    }
-
-    /// Takes the read end of the diagnostics pipe (keel keeps it to explain a failure).
-    pub(crate) fn take_diagnostics(&mut self) -> Option<OwnedFd> {
-        self.diag.take()
-    }
+/// A command's sandbox, ready to apply.
+pub(crate) enum Prepared {
+    /// Landlock alone, applied in keel's forked child between fork and exec.
+    Alone {
+        /// What the child does.
+        plan: ChildPlan,
+        /// The read end of its diagnostics pipe (keel keeps it to explain a failure).
+        diag: Option<OwnedFd>,
+    },
+    /// Namespaces and Landlock, laid by the command itself as the spawner starts it.
+    Spawned {
+        /// Its mounts.
+        ns: Box<Namespaces>,
+        /// What it executes.
+        exec: ExecPlan,
+        /// Its Landlock ruleset.
+        ruleset: OwnedFd,
+    },
 }
 
 /// Explains a failed start from what the child wrote on the diagnostics pipe.
@@ -50,13 +53,17 @@ pub(crate) fn explain_failure(diag: Option<OwnedFd>, error: &std::io::Error) -> 
     diagnostic(diag).unwrap_or_else(|| format!("cannot start the command: {error}"))
 }
 
-/// What a sandbox step that failed after the start wrote (pid 1 exits 127 then), if any.
-/// Call once the command ended: every write end is closed by then.
+/// What a sandbox step that failed wrote, if anything: `STEP\0ERRNO` in words.
+pub(crate) fn explain(bytes: &[u8]) -> Option<String> {
+    crate::child::read_diagnostic(bytes)
+        .map(|(step, cause)| format!("the sandbox could not {step}: {cause}"))
+}
+
+/// What a sandbox step that failed wrote on the diagnostics pipe, if anything. Call once
+/// the child is gone or executed: every write end is closed by then.
 pub(crate) fn diagnostic(diag: Option<OwnedFd>) -> Option<String> {
     let mut bytes = Vec::new();
     if let Some(fd) = diag {
-        // Without blocking: a keeper of another command started at the same moment may
-        // hold a copy of the write end; what failed here was written before it exited.
         let _ = crate::sys::set_nonblocking(fd.as_fd());
         let mut file = std::fs::File::from(fd);
         let mut buf = [0u8; 512];
@@ -67,8 +74,7 @@ pub(crate) fn diagnostic(diag: Option<OwnedFd>) -> Option<String> {
             bytes.extend_from_slice(buf.get(..n).unwrap_or(&[]));
         }
     }
-    crate::child::read_diagnostic(&bytes)
-        .map(|(step, cause)| format!("the sandbox could not {step}: {cause}"))
+    explain(&bytes)
 }
 
 /// The temp folder a sandboxed command should be told of (`TMPDIR`): `/tmp` where the
@@ -212,30 +218,41 @@ pub(crate) fn prepare(
         mode: mode.name(),
         detail: "the kernel created no Landlock ruleset".to_owned(),
     })?;
-    let (diag_read, diag_write) = std::io::pipe()
-        .map(|(r, w)| (OwnedFd::from(r), OwnedFd::from(w)))
-        .map_err(|e| SandboxError::Rules(format!("cannot create a pipe: {e}")))?;
-    let (exec, stack) = if namespaces.is_some() {
-        let name = program.program.as_os_str().as_bytes();
-        let mut argv = vec![name];
-        argv.extend(program.args.iter().map(|a| a.as_bytes()));
-        let exec = ExecPlan::new(name, &argv, &program.env)
-            .map_err(|e| SandboxError::Rules(e.to_string()))?;
-        (exec, vec![0u8; STACK_SIZE])
-    } else {
-        (ExecPlan::none(), Vec::new())
-    };
-    Ok(Some(Prepared {
-        plan: ChildPlan {
-            parent: std::process::id().try_into().unwrap_or(0),
-            namespaces,
-            ruleset: Some(ruleset_fd),
-            diag: Some(diag_write),
-            exec,
-            stack,
+    Ok(Some(match namespaces {
+        Some(ns) => Prepared::Spawned {
+            ns: Box::new(ns),
+            exec: exec_plan(program)?,
+            ruleset: ruleset_fd,
         },
-        diag: Some(diag_read),
+        None => {
+            let (diag_read, diag_write) = std::io::pipe()
+                .map(|(r, w)| (OwnedFd::from(r), OwnedFd::from(w)))
+                .map_err(|e| SandboxError::Rules(format!("cannot create a pipe: {e}")))?;
+            Prepared::Alone {
+                plan: ChildPlan {
+                    parent: std::process::id().try_into().unwrap_or(0),
+                    ruleset: Some(ruleset_fd),
+                    diag: Some(diag_write),
+                },
+                diag: Some(diag_read),
+            }
+        }
     }))
+}
+
+/// `program` as `execve` wants it: its path, its name and arguments, its environment.
+fn exec_plan(program: &Program) -> Result<ExecPlan, SandboxError> {
+    let nul = |_| SandboxError::Rules("a NUL byte in the command or its environment".to_owned());
+    let name = CString::new(program.program.as_os_str().as_bytes()).map_err(nul)?;
+    let mut args = vec![name.clone()];
+    for arg in &program.args {
+        args.push(CString::new(arg.as_bytes()).map_err(nul)?);
+    }
+    let mut vars = Vec::with_capacity(program.env.len());
+    for (key, value) in &program.env {
+        vars.push(CString::new(format!("{key}={value}")).map_err(nul)?);
+    }
+    Ok(ExecPlan::new(name, args, vars))
 }
 
 pub(crate) fn c_path(path: &Path) -> Result<CString, SandboxError> {

@@ -1,12 +1,58 @@
 //! Starting a program and holding it: the one way keel makes a child process.
 
 use std::ffi::OsString;
-use std::os::fd::OwnedFd;
+use std::os::fd::{AsRawFd as _, OwnedFd};
+use std::os::unix::process::ExitStatusExt as _;
 use std::path::PathBuf;
 use std::process::{ExitStatus, Stdio};
 
-use crate::prepare::{diagnostic, prepare};
-use crate::{Policy, SandboxError};
+use crate::prepare::{Prepared, diagnostic, prepare};
+use crate::{Policy, SandboxError, spawner};
+
+/// One of a child's standard streams.
+#[derive(Debug)]
+pub enum Stream {
+    /// The null device.
+    Null,
+    /// A pipe to keel (taken with [`Child::take_stdin`] and the like).
+    Piped,
+    /// A descriptor keel holds (a file, the write end of a pipe).
+    Fd(OwnedFd),
+}
+
+impl From<OwnedFd> for Stream {
+    fn from(fd: OwnedFd) -> Self {
+        Self::Fd(fd)
+    }
+}
+
+impl From<std::io::PipeWriter> for Stream {
+    fn from(pipe: std::io::PipeWriter) -> Self {
+        Self::Fd(pipe.into())
+    }
+}
+
+impl From<std::io::PipeReader> for Stream {
+    fn from(pipe: std::io::PipeReader) -> Self {
+        Self::Fd(pipe.into())
+    }
+}
+
+impl From<std::fs::File> for Stream {
+    fn from(file: std::fs::File) -> Self {
+        Self::Fd(file.into())
+    }
+}
+
+impl From<Stream> for Stdio {
+    fn from(stream: Stream) -> Self {
+        match stream {
+            Stream::Null => Stdio::null(),
+            Stream::Piped => Stdio::piped(),
+            Stream::Fd(fd) => Stdio::from(fd),
+        }
+    }
+}
 
 /// What to run: the program, its arguments, folder, exact environment and standard streams.
 #[derive(Debug)]
@@ -20,11 +66,11 @@ pub struct Program {
     /// Its whole environment: nothing of keel's own is inherited.
     pub env: Vec<(String, String)>,
     /// Standard input.
-    pub stdin: Stdio,
+    pub stdin: Stream,
     /// Standard output.
-    pub stdout: Stdio,
+    pub stdout: Stream,
     /// Standard error.
-    pub stderr: Stdio,
+    pub stderr: Stream,
 }
 
 impl Program {
@@ -35,9 +81,9 @@ impl Program {
             args: Vec::new(),
             cwd: cwd.into(),
             env: Vec::new(),
-            stdin: Stdio::null(),
-            stdout: Stdio::null(),
-            stderr: Stdio::null(),
+            stdin: Stream::Null,
+            stdout: Stream::Null,
+            stderr: Stream::Null,
         }
     }
 
@@ -61,7 +107,7 @@ impl Program {
 
     /// Sets the three standard streams.
     #[must_use]
-    pub fn streams(mut self, stdin: Stdio, stdout: Stdio, stderr: Stdio) -> Self {
+    pub fn streams(mut self, stdin: Stream, stdout: Stream, stderr: Stream) -> Self {
         self.stdin = stdin;
         self.stdout = stdout;
         self.stderr = stderr;
@@ -109,10 +155,13 @@ impl SpawnError {
 /// Starts `program` held in as `confinement` asks. The child is killed when its handle is
 /// dropped; [`Child::tree`] reaches everything it started.
 pub fn spawn(program: Program, confinement: &Confinement) -> Result<Child, SpawnError> {
-    let mut prepared = match confinement {
+    let prepared = match confinement {
         Confinement::Sandbox(policy) => prepare(policy, &program)?,
         Confinement::Group | Confinement::Contained => None,
     };
+    if let Some(Prepared::Spawned { ns, exec, ruleset }) = prepared {
+        return spawned(&ns, &exec, ruleset, program);
+    }
     let Program {
         program,
         args,
@@ -133,27 +182,27 @@ pub fn spawn(program: Program, confinement: &Confinement) -> Result<Child, Spawn
         .kill_on_drop(true);
     let mut uncontained = None;
     let mut diag = None;
-    match prepared.take() {
-        // The sandbox is applied in the child between fork and exec, so it binds only the
-        // command. (Confining a keel thread that starts the commands instead would be
-        // faster, but a command could then reach keel's memory through that thread, which
-        // shares it.) A sandboxed command starts a session of its own there: its process
-        // group is its session.
-        Some(mut prepared) => {
-            diag = prepared.take_diagnostics();
+    match prepared {
+        // Landlock alone is applied in the child between fork and exec, so it binds only
+        // the command, which starts a session of its own there: its process group is its
+        // session.
+        Some(Prepared::Alone {
+            mut plan,
+            diag: read,
+        }) => {
+            diag = read;
             #[expect(
                 unsafe_code,
                 reason = "the sandbox must be applied between fork and exec"
             )]
             // SAFETY: the closure only makes system calls on data built before the fork
-            // (namespaces, mounts, prctl, Landlock); it takes no lock another thread could
-            // hold.
+            // (prctl, Landlock); it takes no lock another thread could hold.
             unsafe {
-                cmd.pre_exec(move || prepared.apply());
+                cmd.pre_exec(move || plan.run());
             }
         }
         // Without a sandbox the standard library uses `posix_spawn`, which copies nothing.
-        None => {
+        _ => {
             cmd.process_group(0);
             if *confinement == Confinement::Contained
                 && let Err(why) = crate::contain::contain(&mut cmd)
@@ -179,27 +228,209 @@ pub fn spawn(program: Program, confinement: &Confinement) -> Result<Child, Spawn
             .unwrap_or(0),
     );
     Ok(Child {
-        inner,
+        inner: Inner::Process(inner),
         tree,
-        diag,
         uncontained,
     })
+}
+
+/// Has the spawner start a command in its namespaces.
+fn spawned(
+    ns: &crate::mounts::Namespaces,
+    exec: &crate::child::ExecPlan,
+    ruleset: OwnedFd,
+    program: Program,
+) -> Result<Child, SpawnError> {
+    let io = |what: &str, e: std::io::Error| SpawnError::Start(format!("cannot {what}: {e}"));
+    let (status_read, status_write) = std::io::pipe().map_err(|e| io("create a pipe", e))?;
+    let mut ends = Ends::default();
+    let stdin = ends
+        .child_end(0, program.stdin)
+        .map_err(|e| io("create a pipe", e))?;
+    let stdout = ends
+        .child_end(1, program.stdout)
+        .map_err(|e| io("create a pipe", e))?;
+    let stderr = ends
+        .child_end(2, program.stderr)
+        .map_err(|e| io("create a pipe", e))?;
+    let request = spawner::encode(ns, exec, true);
+    let status_write = OwnedFd::from(status_write);
+    let fds = [
+        status_write.as_raw_fd(),
+        stdin.as_raw_fd(),
+        stdout.as_raw_fd(),
+        stderr.as_raw_fd(),
+        ruleset.as_raw_fd(),
+    ];
+    let started = spawner::start(&request, &fds).map_err(SpawnError::Start)?;
+    // keel's copies of the command's ends close here, so a reader sees the end of output
+    // once the command's processes are gone.
+    drop((status_write, stdin, stdout, stderr, ruleset));
+    let [stdin, stdout, stderr] = ends.0;
+    let tokio_side =
+        |e: std::io::Error| SpawnError::Start(format!("cannot watch the command: {e}"));
+    Ok(Child {
+        inner: Inner::Spawned(Spawned {
+            pid: started.pid,
+            pidfd: started.pidfd,
+            status: Some(status_read.into()),
+            pipe: None,
+            raw: [0; 4],
+            got: 0,
+            exited: None,
+            stdin: stdin
+                .map(|fd| tokio::process::ChildStdin::from_std(std::process::ChildStdin::from(fd)))
+                .transpose()
+                .map_err(tokio_side)?,
+            stdout: stdout
+                .map(|fd| {
+                    tokio::process::ChildStdout::from_std(std::process::ChildStdout::from(fd))
+                })
+                .transpose()
+                .map_err(tokio_side)?,
+            stderr: stderr
+                .map(|fd| {
+                    tokio::process::ChildStderr::from_std(std::process::ChildStderr::from(fd))
+                })
+                .transpose()
+                .map_err(tokio_side)?,
+        }),
+        tree: Tree(started.pid),
+        uncontained: None,
+    })
+}
+
+/// keel's ends of the pipes a spawned command's streams are (stdin, stdout, stderr).
+#[derive(Default)]
+struct Ends([Option<OwnedFd>; 3]);
+
+impl Ends {
+    /// The command's end of its stream `index` (0: input), keeping keel's end of a pipe.
+    fn child_end(&mut self, index: usize, stream: Stream) -> std::io::Result<OwnedFd> {
+        match stream {
+            Stream::Fd(fd) => Ok(fd),
+            Stream::Null => Ok(std::fs::OpenOptions::new()
+                .read(true)
+                .write(true)
+                .open("/dev/null")?
+                .into()),
+            Stream::Piped => {
+                let (read, write) = std::io::pipe()?;
+                let (ours, theirs): (OwnedFd, OwnedFd) = if index == 0 {
+                    (write.into(), read.into())
+                } else {
+                    (read.into(), write.into())
+                };
+                if let Some(place) = self.0.get_mut(index) {
+                    *place = Some(ours);
+                }
+                Ok(theirs)
+            }
+        }
+    }
 }
 
 /// A started child. Dropping it kills the child (not the rest of its tree: hold a
 /// [`TreeGuard`] for that).
 #[derive(Debug)]
 pub struct Child {
-    inner: tokio::process::Child,
+    inner: Inner,
     tree: Tree,
-    diag: Option<OwnedFd>,
     uncontained: Option<String>,
+}
+
+#[derive(Debug)]
+enum Inner {
+    /// A child of keel's.
+    Process(tokio::process::Child),
+    /// A command the spawner started.
+    Spawned(Spawned),
+}
+
+/// A command the spawner started: keel learns its end from the status pipe.
+#[derive(Debug)]
+struct Spawned {
+    pid: i32,
+    pidfd: OwnedFd,
+    /// The status pipe, until the first wait makes it `pipe`.
+    status: Option<OwnedFd>,
+    pipe: Option<tokio::net::unix::pipe::Receiver>,
+    /// The wait status's bytes read so far.
+    raw: [u8; 4],
+    got: usize,
+    exited: Option<ExitStatus>,
+    stdin: Option<tokio::process::ChildStdin>,
+    stdout: Option<tokio::process::ChildStdout>,
+    stderr: Option<tokio::process::ChildStderr>,
+}
+
+impl Spawned {
+    /// Cancel-safe: what was read stays here when the future is dropped.
+    async fn wait(&mut self) -> std::io::Result<ExitStatus> {
+        if let Some(status) = self.exited {
+            return Ok(status);
+        }
+        if let Some(fd) = self.status.take() {
+            self.pipe = Some(tokio::net::unix::pipe::Receiver::from_owned_fd(fd)?);
+        }
+        if let Some(pipe) = &mut self.pipe {
+            while self.got < self.raw.len() {
+                let n = tokio::io::AsyncReadExt::read(
+                    pipe,
+                    self.raw.get_mut(self.got..).unwrap_or(&mut []),
+                )
+                .await?;
+                if n == 0 {
+                    break;
+                }
+                self.got += n;
+            }
+        }
+        // No status: the spawner died, and the command with it.
+        let status = if self.got == self.raw.len() {
+            ExitStatus::from_raw(i32::from_le_bytes(self.raw))
+        } else {
+            ExitStatus::from_raw(libc::SIGKILL)
+        };
+        self.exited = Some(status);
+        self.pipe = None;
+        Ok(status)
+    }
+
+    #[expect(unsafe_code, reason = "pidfd_send_signal has no wrapper in std")]
+    fn kill(&self) {
+        // SAFETY: signalling through a pidfd this process owns; one that ended is ESRCH.
+        unsafe {
+            libc::syscall(
+                libc::SYS_pidfd_send_signal,
+                self.pidfd.as_raw_fd(),
+                libc::SIGKILL,
+                std::ptr::null::<libc::siginfo_t>(),
+                0u32,
+            );
+        }
+    }
+}
+
+impl Drop for Spawned {
+    fn drop(&mut self) {
+        if self.exited.is_none() {
+            self.kill();
+        }
+    }
 }
 
 impl Child {
     /// The child's pid, until it is reaped.
     pub fn id(&self) -> Option<u32> {
-        self.inner.id()
+        match &self.inner {
+            Inner::Process(child) => child.id(),
+            Inner::Spawned(s) => s
+                .exited
+                .is_none()
+                .then(|| u32::try_from(s.pid).ok())
+                .flatten(),
+        }
     }
 
     /// The child's whole process tree.
@@ -209,28 +440,34 @@ impl Child {
 
     /// Takes the child's standard input, when it is a pipe.
     pub fn take_stdin(&mut self) -> Option<tokio::process::ChildStdin> {
-        self.inner.stdin.take()
+        match &mut self.inner {
+            Inner::Process(child) => child.stdin.take(),
+            Inner::Spawned(s) => s.stdin.take(),
+        }
     }
 
     /// Takes the child's standard output, when it is a pipe.
     pub fn take_stdout(&mut self) -> Option<tokio::process::ChildStdout> {
-        self.inner.stdout.take()
+        match &mut self.inner {
+            Inner::Process(child) => child.stdout.take(),
+            Inner::Spawned(s) => s.stdout.take(),
+        }
     }
 
     /// Takes the child's standard error, when it is a pipe.
     pub fn take_stderr(&mut self) -> Option<tokio::process::ChildStderr> {
-        self.inner.stderr.take()
+        match &mut self.inner {
+            Inner::Process(child) => child.stderr.take(),
+            Inner::Spawned(s) => s.stderr.take(),
+        }
     }
 
     /// Waits for the child to end.
     pub async fn wait(&mut self) -> std::io::Result<ExitStatus> {
-        self.inner.wait().await
-    }
-
-    /// Which sandbox step failed, for a sandboxed child that ended with 127 (the code its
-    /// pid 1 exits with when a step after the start fails); `None` otherwise. Asks once.
-    pub fn sandbox_failure(&mut self) -> Option<String> {
-        diagnostic(self.diag.take())
+        match &mut self.inner {
+            Inner::Process(child) => child.wait().await,
+            Inner::Spawned(s) => s.wait().await,
+        }
     }
 
     /// Why a [`Confinement::Contained`] child could not be contained (it then only dies
@@ -240,8 +477,8 @@ impl Child {
     }
 }
 
-/// A child's process tree: its process group, which for a sandboxed command also holds
-/// the keeper and its namespace's pid 1, whose death ends every process of the namespace.
+/// A child's process tree: its process group; for a sandboxed command, that of its
+/// namespace's pid 1, whose death ends every process of the namespace.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Tree(i32);
 

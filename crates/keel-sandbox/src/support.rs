@@ -7,9 +7,9 @@ use std::sync::OnceLock;
 
 use keel_protocol::SandboxMode;
 
-use crate::child::{ChildPlan, ExecPlan, Namespaces, STACK_SIZE};
+use crate::child::probe_steps;
+use crate::mounts::{Namespaces, id_maps};
 use crate::prepare::{c_path, explain_failure};
-use crate::sys::{own_gid, own_uid};
 use crate::{NAMESPACES_VARIABLE, SandboxError};
 
 /// What the namespace layer can do on this system.
@@ -179,32 +179,23 @@ fn try_namespaces(support: NamespaceSupport) -> Result<(), (String, String)> {
     let path = |sub: &str| {
         c_path(&scratch.path().join(sub)).map_err(|e| ("probe".to_owned(), e.to_string()))
     };
-    let (uid, gid) = (own_uid(), own_gid());
     let (diag_read, diag_write) = std::io::pipe()
         .map(|(r, w)| (OwnedFd::from(r), OwnedFd::from(w)))
         .map_err(|e| ("create a pipe".to_owned(), e.to_string()))?;
-    let mut plan = ChildPlan {
-        parent: std::process::id().try_into().unwrap_or(0),
-        namespaces: Some(Namespaces {
-            network: support.network,
-            uid_map: format!("{uid} {uid} 1\n").into_bytes(),
-            gid_map: format!("{gid} {gid} 1\n").into_bytes(),
-            mask_dirs: vec![path("masked")?],
-            mask_files: Vec::new(),
-            pinned: vec![path("pinned")?],
-            read_only: vec![path("pinned/read-only")?],
-            writable: vec![path("pinned")?],
-            cwd: path("pinned")?,
-            private_tmp: None,
-            private_proc: support.private_proc,
-            private_pts: true,
-        }),
-        ruleset: None,
-        diag: Some(diag_write),
-        exec: ExecPlan::new(program.as_bytes(), &[program.as_bytes()], &[])
-            .map_err(|e| ("probe".to_owned(), e.to_string()))?,
-        stack: vec![0u8; STACK_SIZE],
+    let ns = Namespaces {
+        network: support.network,
+        mask_dirs: vec![path("masked")?],
+        mask_files: Vec::new(),
+        pinned: vec![path("pinned")?],
+        read_only: vec![path("pinned/read-only")?],
+        writable: vec![path("pinned")?],
+        cwd: path("pinned")?,
+        private_tmp: None,
+        private_proc: support.private_proc,
+        private_pts: true,
     };
+    let maps = id_maps();
+    let parent = std::process::id().try_into().unwrap_or(0);
     let mut command = std::process::Command::new(program);
     command
         .stdin(std::process::Stdio::null())
@@ -214,9 +205,16 @@ fn try_namespaces(support: NamespaceSupport) -> Result<(), (String, String)> {
         unsafe_code,
         reason = "the probe runs the sandbox's own pre-exec steps"
     )]
-    // SAFETY: the plan only makes system calls on data built before the fork.
+    // SAFETY: the steps only make system calls on data built before the fork.
     unsafe {
-        std::os::unix::process::CommandExt::pre_exec(&mut command, move || plan.run());
+        std::os::unix::process::CommandExt::pre_exec(&mut command, move || {
+            probe_steps(
+                parent,
+                &maps,
+                &ns,
+                std::os::fd::AsRawFd::as_raw_fd(&diag_write),
+            )
+        });
     }
     let outcome = command.status();
     drop(command);

@@ -2,11 +2,10 @@
 //! killed whole, a contained program's daemons end with it, and full access is a group.
 #![allow(clippy::unwrap_used, clippy::expect_used, missing_docs)]
 
-use std::process::Stdio;
 use std::time::Duration;
 
 use keel_protocol::SandboxMode;
-use keel_sandbox::{Confinement, Policy, Program, SpawnError, TreeGuard, spawn};
+use keel_sandbox::{Confinement, Policy, Program, SpawnError, Stream, TreeGuard, spawn};
 use tokio::io::{AsyncBufReadExt as _, AsyncWriteExt as _};
 
 /// The pids (outside any namespace) of live processes whose command line is `args`.
@@ -44,7 +43,7 @@ fn sh(script: &str) -> Program {
     Program::new("/bin/sh", "/")
         .args(["-c", script])
         .env(vec![("PATH".into(), "/usr/bin:/bin".into())])
-        .streams(Stdio::piped(), Stdio::piped(), Stdio::null())
+        .streams(Stream::Piped, Stream::Piped, Stream::Null)
 }
 
 #[tokio::test]
@@ -63,7 +62,7 @@ async fn a_program_that_cannot_start_is_named() {
 async fn the_environment_is_exactly_the_one_given() {
     let program = Program::new("/usr/bin/env", "/")
         .env(vec![("ONLY".into(), "this".into())])
-        .streams(Stdio::null(), Stdio::piped(), Stdio::null());
+        .streams(Stream::Null, Stream::Piped, Stream::Null);
     let mut child = spawn(program, &Confinement::Group).unwrap();
     let mut out = String::new();
     tokio::io::AsyncReadExt::read_to_string(&mut child.take_stdout().unwrap(), &mut out)
@@ -206,7 +205,7 @@ async fn a_read_only_command_cannot_write_a_workspace_under_tmp() {
     let program = Program::new("/bin/sh", &ws)
         .args(["-c", script])
         .env(vec![("PATH".into(), "/usr/bin:/bin".into())])
-        .streams(Stdio::null(), Stdio::piped(), Stdio::null());
+        .streams(Stream::Null, Stream::Piped, Stream::Null);
     let mut child = spawn(program, &Confinement::Sandbox(read_only_policy(&ws, &tmp))).unwrap();
     let mut out = String::new();
     tokio::io::AsyncReadExt::read_to_string(&mut child.take_stdout().unwrap(), &mut out)
@@ -224,4 +223,32 @@ async fn a_read_only_command_cannot_write_a_workspace_under_tmp() {
     // Its own temp folder stays writable.
     assert_eq!(out.trim(), "wrote-tmp");
     assert!(tmp.join("scratch.txt").exists());
+}
+
+#[tokio::test]
+async fn a_sandboxed_command_ends_with_its_own_code_and_sees_only_its_processes() {
+    let support = keel_sandbox::support();
+    if support.landlock.is_err() || support.namespaces.is_err() {
+        eprintln!("skipped: this system cannot enforce the sandbox");
+        return;
+    }
+    let base = tempfile::tempdir().unwrap();
+    let ws = base.path().canonicalize().unwrap();
+    let mut policy = read_only_policy(&ws, &ws.join("private"));
+    policy.mode = SandboxMode::WorkspaceWrite;
+    std::fs::create_dir_all(&policy.tmp).unwrap();
+    let program = Program::new("/bin/sh", &ws)
+        .args(["-c", "ls /proc | grep -c '^[0-9]'; exit 3"])
+        .env(vec![("PATH".into(), "/usr/bin:/bin".into())])
+        .streams(Stream::Null, Stream::Piped, Stream::Null);
+    let mut child = spawn(program, &Confinement::Sandbox(policy)).unwrap();
+    let mut out = String::new();
+    tokio::io::AsyncReadExt::read_to_string(&mut child.take_stdout().unwrap(), &mut out)
+        .await
+        .unwrap();
+    assert_eq!(child.wait().await.unwrap().code(), Some(3), "{out}");
+    if support.namespaces.as_ref().is_ok_and(|ns| ns.private_proc) {
+        let seen: usize = out.trim().parse().unwrap();
+        assert!(seen < 5, "the command sees {seen} processes");
+    }
 }

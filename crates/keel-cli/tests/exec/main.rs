@@ -15,6 +15,7 @@ mod plan;
 mod redaction;
 mod runtime;
 mod sessions;
+mod spawner;
 mod storage;
 mod stored;
 mod tasks;

@@ -8,10 +8,9 @@
 //! scripts use it to start servers); only a timed-out or abandoned hook loses them.
 
 use std::path::{Path, PathBuf};
-use std::process::Stdio;
 use std::time::Duration;
 
-use keel_sandbox::{Confinement, Program, TreeGuard};
+use keel_sandbox::{Confinement, Program, Stream, TreeGuard};
 use tokio::io::{AsyncRead, AsyncReadExt as _, AsyncWriteExt as _};
 
 /// The most of a hook's stdout and of its stderr kept; the rest is read and dropped.
@@ -65,7 +64,7 @@ pub(super) async fn execute(
     let program = Program::new(shell(env), cwd)
         .args(["-c", command])
         .env(env.to_vec())
-        .streams(Stdio::piped(), Stdio::piped(), Stdio::piped());
+        .streams(Stream::Piped, Stream::Piped, Stream::Piped);
     let mut child = match keel_sandbox::spawn(program, &Confinement::Group) {
         Ok(child) => child,
         Err(error) => return Finished::not_started(format!("cannot start: {error}")),

@@ -20,7 +20,6 @@ use std::collections::HashMap;
 use std::io::Write as _;
 use std::os::fd::OwnedFd;
 use std::path::PathBuf;
-use std::process::Stdio;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, LazyLock, Mutex, PoisonError};
 use std::time::{Duration, Instant};
@@ -37,7 +36,7 @@ use crate::args::{self, Int, present};
 use crate::env::{DEFAULT_BASH_TIMEOUT, MAX_BASH_TIMEOUT, SandboxMode, ToolEnv};
 use crate::protect::ControlSet;
 use capture::{Collected, private_file};
-use keel_sandbox::{self as sandbox, Confinement, Policy, Program, Tree, TreeGuard};
+use keel_sandbox::{self as sandbox, Confinement, Policy, Program, Stream, Tree, TreeGuard};
 /// Most of a background command's output kept in its file (the temp folder may be memory).
 const BACKGROUND_CAP: usize = 64 * 1024 * 1024;
 /// How long to keep reading after the command exited, for output its children still write.
@@ -224,7 +223,7 @@ impl Bash {
         let program = Program::new(self.bash_for(&vars), &self.env.cwd)
             .args(["-c", command])
             .env(vars)
-            .streams(Stdio::null(), writer.into(), writer2.into());
+            .streams(Stream::Null, writer.into(), writer2.into());
         Ok(Launch {
             program,
             confinement,
@@ -353,11 +352,6 @@ impl Bash {
                 }
             }
             let code = child.wait().await.ok().and_then(|s| s.code()).unwrap_or(-1);
-            if code == 127
-                && let Some(failure) = child.sandbox_failure()
-            {
-                let _ = writeln!(file, "\n[keel: {failure}]");
-            }
             let notes = kept
                 .as_deref()
                 .and_then(restore::restore)
@@ -613,11 +607,6 @@ impl AgentTool for Bash {
             });
         }
         let elapsed = started.elapsed();
-        if matches!(ended, Ended::Exited(Some(127)))
-            && let Some(failure) = child.sandbox_failure()
-        {
-            return Err(ToolError::new(failure));
-        }
         let (mut text, artifact) = collected.finish();
         if text.is_empty() {
             text.push_str("(no output)");

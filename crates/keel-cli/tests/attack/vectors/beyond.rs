@@ -142,6 +142,38 @@ EOF
         steps: &[&[Call::Sh("python3 link.py")], &[Call::Sh("true")]],
         ..Vector::BASE
     },
+    Vector {
+        // The spawner that starts every command holds the user namespace: a command that
+        // signals everything it can, traces every pid there is and reads every memory and
+        // environment in its /proc must reach none of keel's processes, and the next
+        // command must still run.
+        id: "spawner-signal-trace-read",
+        setup: Some(
+            r#"cat > reach.py <<'EOF'
+import ctypes, os, signal
+libc = ctypes.CDLL(None, use_errno=True)
+traced = [p for p in range(2, 65536) if libc.ptrace(16, p, 0, 0) == 0]
+print("traced", traced)
+for entry in os.listdir("/proc"):
+    if entry.isdigit():
+        for name in ("environ", "mem"):
+            try:
+                print(entry, name, open("/proc/%s/%s" % (entry, name), "rb").read(4096))
+            except OSError as e:
+                print(entry, name, e)
+try:
+    os.kill(-1, signal.SIGKILL)
+except OSError as e:
+    print("kill", e)
+EOF
+"#,
+        ),
+        steps: &[
+            &[Call::Sh("python3 reach.py")],
+            &[Call::Sh("echo the next command runs")],
+        ],
+        ..Vector::BASE
+    },
 ];
 
 /// `KEEL_SANDBOX_NAMESPACES=off`: Landlock alone. Credentials, keel's environment and

@@ -1,0 +1,305 @@
+//! keel's side of the spawner: one small process per keel, started with the first
+//! sandboxed command, that makes every sandboxed command.
+//!
+//! Building a command's sandbox from keel itself meant copying keel (tens of megabytes of
+//! page tables) and creating a user namespace for every command. The spawner holds the
+//! user namespace once; each command is a clone of a process of a few hundred kilobytes
+//! into a pid and mount namespace of its own, where it lays its own mounts from the plan
+//! keel sends with it, so everything that appeared since (a socket, a control file) is
+//! covered and a policy change takes effect from the next command.
+//!
+//! The spawner is keel's own program started again under the name `keel-spawner` when
+//! the program called [`spawner_entry`] first thing in `main` (a fresh, small process);
+//! any other program (a test) forks itself into one. It shares nothing with commands:
+//! they cannot see its pid (their `/proc` is their own), it cannot be dumped or traced,
+//! and its socket is keel's alone. It ends when keel does, and a spawner that died (killed
+//! from outside, out of memory) is replaced at the next command.
+#![expect(
+    unsafe_code,
+    reason = "socketpair, fork and the descriptor handover to the spawner have no safe wrappers"
+)]
+
+mod serve;
+mod wire;
+
+use std::io;
+use std::os::fd::{AsRawFd as _, FromRawFd as _, OwnedFd, RawFd};
+use std::os::unix::process::CommandExt as _;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Mutex, PoisonError};
+use std::time::Duration;
+
+pub(crate) use wire::encode;
+
+/// The name the spawner is started under (its `argv[0]`).
+const NAME: &str = "keel-spawner";
+/// The variable that names the spawner's socket descriptor.
+const SOCKET_VARIABLE: &str = "KEEL_SPAWNER_SOCKET";
+/// How long keel waits for the spawner to answer before it counts it as dead.
+const ANSWER_LIMIT: Duration = Duration::from_secs(20);
+
+/// Whether this program serves as the spawner when started as one ([`spawner_entry`]).
+static CAN_EXEC: AtomicBool = AtomicBool::new(false);
+/// The spawner of this process, once started.
+static SPAWNER: Mutex<Option<Spawner>> = Mutex::new(None);
+
+/// Call first thing in `main`: when keel started this process as its spawner, it serves
+/// and never returns; otherwise it notes that this program can be one (so keel starts
+/// its spawner as a fresh process of this program rather than a copy of itself).
+pub fn spawner_entry() {
+    if std::env::args_os().next().is_some_and(|name| name == NAME)
+        && let Some(fd) = std::env::var(SOCKET_VARIABLE)
+            .ok()
+            .and_then(|v| v.parse::<RawFd>().ok())
+            .filter(|fd| *fd > 2)
+    {
+        serve::serve(fd)
+    }
+    CAN_EXEC.store(true, Ordering::Relaxed);
+}
+
+/// A command the spawner started.
+pub(crate) struct Started {
+    /// Its pid (pid 1 of its namespace, in keel's).
+    pub pid: i32,
+    /// A pidfd of it, to signal it without a pid reused.
+    pub pidfd: OwnedFd,
+}
+
+/// Asks the spawner to start the command `request` describes (see [`encode`]) with
+/// `fds` (its status pipe, its standard streams, its ruleset). A dead spawner is replaced
+/// and asked again; a command that could not start is `Err` with what failed.
+pub(crate) fn start(request: &[u8], fds: &[RawFd]) -> Result<Started, String> {
+    let mut slot = SPAWNER.lock().unwrap_or_else(PoisonError::into_inner);
+    let mut last = String::new();
+    for _ in 0..2 {
+        if slot.is_none() {
+            *slot = Some(Spawner::start()?);
+        }
+        let Some(spawner) = slot.as_ref() else {
+            continue;
+        };
+        match spawner.ask(request, fds) {
+            Ok(answer) => return answer,
+            Err(error) => {
+                tracing::warn!(%error, "the sandbox's spawner is gone; starting another");
+                last = error.to_string();
+                if let Some(dead) = slot.take() {
+                    dead.end();
+                }
+            }
+        }
+    }
+    Err(format!("the sandbox's spawner does not answer: {last}"))
+}
+
+/// The pid of this process's spawner, if one runs (for tests and diagnostics).
+pub fn spawner_pid() -> Option<i32> {
+    SPAWNER
+        .lock()
+        .unwrap_or_else(PoisonError::into_inner)
+        .as_ref()
+        .map(|s| s.pid)
+}
+
+/// A running spawner: keel's end of its socket and how to reap it.
+struct Spawner {
+    sock: OwnedFd,
+    pid: i32,
+    /// The exec'd spawner's handle (a forked one is reaped by pid).
+    process: Option<std::process::Child>,
+}
+
+impl Spawner {
+    /// Starts a spawner and waits until it holds its namespace.
+    fn start() -> Result<Self, String> {
+        let (ours, theirs) =
+            socket_pair().map_err(|e| format!("cannot create the spawner's socket: {e}"))?;
+        let (pid, process) = if CAN_EXEC.load(Ordering::Relaxed) {
+            let child = exec_spawner(&theirs)
+                .map_err(|e| format!("cannot start the sandbox's spawner: {e}"))?;
+            let pid = i32::try_from(child.id()).unwrap_or(0);
+            (pid, Some(child))
+        } else {
+            (fork_spawner(&ours, theirs.as_raw_fd())?, None)
+        };
+        drop(theirs);
+        let mut spawner = Self {
+            sock: ours,
+            pid,
+            process,
+        };
+        set_answer_limit(&spawner.sock);
+        match spawner.answer() {
+            Ok((0, _, _)) => Ok(spawner),
+            Ok((_, _, diag)) => {
+                spawner.end_in_place();
+                Err(crate::prepare::explain(&diag.0)
+                    .unwrap_or_else(|| "the sandbox's spawner could not start".to_owned()))
+            }
+            Err(error) => {
+                spawner.end_in_place();
+                Err(format!("the sandbox's spawner did not start: {error}"))
+            }
+        }
+    }
+
+    /// Sends a request and reads its answer. `Err`: the spawner is gone.
+    fn ask(&self, request: &[u8], fds: &[RawFd]) -> io::Result<Result<Started, String>> {
+        wire::send(self.sock.as_raw_fd(), request, fds)?;
+        let (code, pid, (diag, mut received)) = self.answer()?;
+        if code != 0 {
+            return Ok(Err(crate::prepare::explain(&diag).unwrap_or_else(|| {
+                format!(
+                    "the sandbox could not start the command: {}",
+                    io::Error::from_raw_os_error(code)
+                )
+            })));
+        }
+        let pidfd = received
+            .pop()
+            .ok_or_else(|| io::Error::other("the spawner sent no pidfd"))?;
+        Ok(Ok(Started { pid, pidfd }))
+    }
+
+    /// Reads one answer: errno, pid, the failed step's bytes and the descriptors.
+    #[expect(clippy::type_complexity, reason = "one private reader")]
+    fn answer(&self) -> io::Result<(i32, i32, (Vec<u8>, Vec<OwnedFd>))> {
+        let mut fds = Vec::new();
+        let mut head = [0u8; wire::REPLY_HEAD];
+        self.fill(&mut head, &mut fds)?;
+        let (code, pid, len) = wire::reply_head(&head)
+            .ok_or_else(|| io::Error::other("the spawner's answer is malformed"))?;
+        let mut diag = vec![0u8; len];
+        self.fill(&mut diag, &mut fds)?;
+        Ok((code, pid, (diag, fds)))
+    }
+
+    fn fill(&self, buf: &mut [u8], fds: &mut Vec<OwnedFd>) -> io::Result<()> {
+        let mut got = 0;
+        while got < buf.len() {
+            let n = wire::recv(
+                self.sock.as_raw_fd(),
+                buf.get_mut(got..).unwrap_or(&mut []),
+                fds,
+            )?;
+            if n == 0 {
+                return Err(io::Error::from(io::ErrorKind::UnexpectedEof));
+            }
+            got += n;
+        }
+        Ok(())
+    }
+
+    /// Kills and reaps the spawner (its commands die with it).
+    fn end(mut self) {
+        self.end_in_place();
+    }
+
+    fn end_in_place(&mut self) {
+        if let Some(mut child) = self.process.take() {
+            let _ = child.kill();
+            let _ = child.wait();
+        } else if self.pid > 0 {
+            // SAFETY: killing and reaping keel's own forked child.
+            unsafe {
+                libc::kill(self.pid, libc::SIGKILL);
+                let mut status = 0;
+                libc::waitpid(self.pid, &raw mut status, 0);
+            }
+        }
+        self.pid = 0;
+    }
+}
+
+impl std::fmt::Debug for Spawner {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Spawner").field("pid", &self.pid).finish()
+    }
+}
+
+/// A connected pair of stream sockets, both close-on-exec.
+fn socket_pair() -> io::Result<(OwnedFd, OwnedFd)> {
+    let mut pair = [-1; 2];
+    // SAFETY: socketpair fills the two-element array.
+    let done = unsafe {
+        libc::socketpair(
+            libc::AF_UNIX,
+            libc::SOCK_STREAM | libc::SOCK_CLOEXEC,
+            0,
+            pair.as_mut_ptr(),
+        )
+    };
+    if done != 0 {
+        return Err(io::Error::last_os_error());
+    }
+    // SAFETY: the kernel just created both descriptors for this process.
+    Ok(unsafe { (OwnedFd::from_raw_fd(pair[0]), OwnedFd::from_raw_fd(pair[1])) })
+}
+
+/// A limit on how long a read of the spawner's answer waits.
+fn set_answer_limit(sock: &OwnedFd) {
+    let limit = libc::timeval {
+        tv_sec: libc::time_t::try_from(ANSWER_LIMIT.as_secs()).unwrap_or(20),
+        tv_usec: 0,
+    };
+    // SAFETY: setsockopt with a timeval that outlives the call.
+    unsafe {
+        libc::setsockopt(
+            sock.as_raw_fd(),
+            libc::SOL_SOCKET,
+            libc::SO_RCVTIMEO,
+            (&raw const limit).cast(),
+            u32::try_from(size_of::<libc::timeval>()).unwrap_or(0),
+        );
+    }
+}
+
+/// Starts this program again as the spawner, its socket on descriptor 3 and nothing of
+/// keel's environment.
+fn exec_spawner(theirs: &OwnedFd) -> io::Result<std::process::Child> {
+    let fd = theirs.as_raw_fd();
+    let mut command = std::process::Command::new("/proc/self/exe");
+    command
+        .arg0(NAME)
+        .env_clear()
+        .env(SOCKET_VARIABLE, "3")
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null());
+    // SAFETY: dup2 and fcntl only, on a descriptor that stays open until the exec.
+    unsafe {
+        command.pre_exec(move || {
+            if fd == 3 {
+                if libc::fcntl(3, libc::F_SETFD, 0) != 0 {
+                    return Err(io::Error::last_os_error());
+                }
+            } else if libc::dup2(fd, 3) != 3 {
+                return Err(io::Error::last_os_error());
+            }
+            Ok(())
+        });
+    }
+    command.spawn()
+}
+
+/// Forks this process into the spawner (for programs that did not call
+/// [`spawner_entry`]): the copy serves on `theirs` and never returns.
+fn fork_spawner(ours: &OwnedFd, theirs: RawFd) -> Result<i32, String> {
+    let ours = ours.as_raw_fd();
+    // SAFETY: the child only closes descriptors and runs `serve`, which makes system calls
+    // and allocates through the C allocator (made safe to use after fork by its own fork
+    // handlers); it never returns into this program.
+    match unsafe { libc::fork() } {
+        pid if pid < 0 => Err(format!(
+            "cannot start the sandbox's spawner: {}",
+            io::Error::last_os_error()
+        )),
+        0 => {
+            // SAFETY: this copy's descriptor of keel's end.
+            unsafe { libc::close(ours) };
+            serve::serve(theirs)
+        }
+        pid => Ok(pid),
+    }
+}

@@ -1,0 +1,341 @@
+//! The spawner process: it holds a user namespace and starts each command keel asks for
+//! as pid 1 of a new pid and mount namespace within it.
+//!
+//! It is single-threaded and small, so each command is a cheap clone of it, not of keel.
+//! It reads requests from its socket, starts the command (waiting, like `vfork`, until the
+//! command executed or failed), replies, and writes each command's wait status to the
+//! pipe keel gave with it when the command ends. When keel's end of the socket closes
+//! (keel is gone) it kills its commands and exits; each command also dies with it
+//! (`PR_SET_PDEATHSIG`), so nothing it started outlives keel.
+#![expect(
+    unsafe_code,
+    reason = "clone with new namespaces, poll, waitpid and pidfd_open have no safe wrappers"
+)]
+
+use std::io;
+use std::os::fd::{AsRawFd as _, FromRawFd as _, OwnedFd, RawFd};
+
+use crate::child::{Start, close_all_but, errno, start_command};
+use crate::mounts::{enter_user, id_maps};
+use crate::spawner::wire;
+
+/// A command that runs: its pid, a pidfd to watch it, the pipe its status goes to.
+struct Running {
+    pid: libc::pid_t,
+    pidfd: OwnedFd,
+    status: OwnedFd,
+}
+
+/// Serves requests on the socket `sock` until keel is gone; never returns. Call in a
+/// process of its own (exec'd or forked), with no other thread.
+pub(crate) fn serve(sock: RawFd) -> ! {
+    // Nothing of the program it was started from stays open, and its standard streams
+    // are the null device (a command's come with each request).
+    close_all_but(sock);
+    null_streams();
+    // SAFETY: prctl with a NUL-terminated name; chdir to a valid C string (the spawner
+    // keeps no folder of the user's busy; commands enter theirs).
+    unsafe {
+        libc::prctl(libc::PR_SET_NAME, c"keel-spawner".as_ptr(), 0, 0, 0);
+        libc::chdir(c"/".as_ptr());
+    }
+    let ready = prepare();
+    let alive = match ready {
+        Ok(alive) => {
+            let _ = wire::send(sock, &wire::reply(0, own_pid(), &[]), &[]);
+            alive
+        }
+        Err((code, diag)) => {
+            let _ = wire::send(sock, &wire::reply(code, 0, &diag), &[]);
+            exit(1)
+        }
+    };
+    let mut running: Vec<Running> = Vec::new();
+    loop {
+        let mut polled = Vec::with_capacity(running.len() + 1);
+        polled.push(libc::pollfd {
+            fd: sock,
+            events: libc::POLLIN,
+            revents: 0,
+        });
+        polled.extend(running.iter().map(|r| libc::pollfd {
+            fd: r.pidfd.as_raw_fd(),
+            events: libc::POLLIN,
+            revents: 0,
+        }));
+        let count = libc::nfds_t::try_from(polled.len()).unwrap_or(0);
+        // SAFETY: polling descriptors this process holds, in a live array.
+        if unsafe { libc::poll(polled.as_mut_ptr(), count, -1) } < 0 {
+            if errno() == libc::EINTR {
+                continue;
+            }
+            shut_down(&running);
+        }
+        let ended: Vec<usize> = polled
+            .iter()
+            .skip(1)
+            .enumerate()
+            .filter(|(_, p)| p.revents != 0)
+            .map(|(i, _)| i)
+            .collect();
+        for i in ended.into_iter().rev() {
+            if reap(running.get(i)) {
+                running.swap_remove(i);
+            }
+        }
+        if polled.first().is_some_and(|p| p.revents != 0) {
+            match read_request(sock) {
+                Ok(Some((body, fds))) => {
+                    if let Some(command) = start(&body, fds, alive, sock) {
+                        running.push(command);
+                    }
+                }
+                // keel is gone (or said something no keel says): so are its commands.
+                Ok(None) | Err(_) => shut_down(&running),
+            }
+        }
+    }
+}
+
+/// Enters the user namespace and makes the spawner unreachable; returns the
+/// spawner-alive pipe.
+fn prepare() -> Result<[RawFd; 2], (i32, Vec<u8>)> {
+    let (maps, diag) = (id_maps(), Diagnostics::new());
+    let Some(mut diag) = diag else {
+        return Err((errno(), b"create a pipe\x00".to_vec()));
+    };
+    enter_user(0, &maps.0, &maps.1, diag.write_end())
+        .map_err(|e| (e.raw_os_error().unwrap_or(libc::EIO), diag.read()))?;
+    // Only now: a process that cannot be dumped may not write its own id maps. From here
+    // no process of the user's may `ptrace` it or read its memory, commands included.
+    // SAFETY: prctl with integer arguments.
+    unsafe {
+        libc::prctl(libc::PR_SET_DUMPABLE, 0, 0, 0, 0);
+    }
+    // Commands hold its read end: they see it hang up when the spawner is gone.
+    let mut alive = [-1i32; 2];
+    // SAFETY: pipe2 fills the two-element array.
+    if unsafe { libc::pipe2(alive.as_mut_ptr(), libc::O_CLOEXEC) } != 0 {
+        return Err((errno(), b"create a pipe\x00".to_vec()));
+    }
+    Ok(alive)
+}
+
+/// Reads one request: its body and the descriptors that came with it. `None`: the end.
+fn read_request(sock: RawFd) -> io::Result<Option<(Vec<u8>, Vec<OwnedFd>)>> {
+    let mut fds = Vec::new();
+    let mut head = [0u8; 4];
+    let mut got = 0;
+    while got < head.len() {
+        let n = wire::recv(sock, head.get_mut(got..).unwrap_or(&mut []), &mut fds)?;
+        if n == 0 {
+            return Ok(None);
+        }
+        got += n;
+    }
+    let len = usize::try_from(u32::from_le_bytes(head)).unwrap_or(usize::MAX);
+    if len > wire::MAX_REQUEST {
+        return Ok(None);
+    }
+    let mut body = vec![0u8; len];
+    let mut got = 0;
+    while got < len {
+        let n = wire::recv(sock, body.get_mut(got..).unwrap_or(&mut []), &mut fds)?;
+        if n == 0 {
+            return Ok(None);
+        }
+        got += n;
+    }
+    Ok(Some((body, fds)))
+}
+
+/// Starts the command a request asks for and replies; what runs is returned.
+fn start(body: &[u8], fds: Vec<OwnedFd>, alive: [RawFd; 2], sock: RawFd) -> Option<Running> {
+    let refuse = |code: i32, diag: &[u8]| {
+        let _ = wire::send(sock, &wire::reply(code, 0, diag), &[]);
+        None
+    };
+    let Some((ns, exec, has_ruleset)) = wire::decode(body) else {
+        return refuse(libc::EINVAL, b"read the request\x0022");
+    };
+    let mut fds = fds.into_iter();
+    let (Some(status), Some(stdin), Some(stdout), Some(stderr)) =
+        (fds.next(), fds.next(), fds.next(), fds.next())
+    else {
+        return refuse(libc::EINVAL, b"read the request\x0022");
+    };
+    let ruleset = if has_ruleset { fds.next() } else { None };
+    if has_ruleset && ruleset.is_none() {
+        return refuse(libc::EINVAL, b"read the request\x0022");
+    }
+    let Some(mut diag) = Diagnostics::new() else {
+        return refuse(errno(), b"create a pipe\x00");
+    };
+    let plan = Start {
+        ns: &ns,
+        exec: &exec,
+        streams: [stdin.as_raw_fd(), stdout.as_raw_fd(), stderr.as_raw_fd()],
+        ruleset: ruleset.as_ref().map_or(-1, |fd| fd.as_raw_fd()),
+        alive,
+        diag: diag.write_end(),
+    };
+    let mut flags = libc::CLONE_NEWNS | libc::CLONE_NEWPID | libc::CLONE_VFORK;
+    if ns.network {
+        flags |= libc::CLONE_NEWNET;
+    }
+    // SAFETY: a fork-like clone (no new stack, no shared memory) of this single-threaded
+    // process; the child only runs `start_command`, which makes system calls on the plan
+    // copied with it and executes or exits. The spawner waits (CLONE_VFORK) until it did.
+    let pid = unsafe {
+        libc::syscall(
+            libc::SYS_clone,
+            libc::c_long::from(flags) | libc::c_long::from(libc::SIGCHLD),
+            0usize,
+            0usize,
+            0usize,
+            0usize,
+        )
+    };
+    if pid == 0 {
+        start_command(&plan)
+    }
+    let code = errno();
+    diag.close_write_end();
+    let pid = libc::pid_t::try_from(pid).unwrap_or(-1);
+    if pid < 0 {
+        return refuse(code, b"create the namespaces\x00");
+    }
+    let failed = diag.read();
+    if !failed.is_empty() {
+        wait_for(pid);
+        return refuse(libc::EIO, &failed);
+    }
+    // SAFETY: pidfd_open on the spawner's own child, which is not reaped yet.
+    let pidfd = unsafe { libc::syscall(libc::SYS_pidfd_open, pid, 0u32) };
+    let Ok(pidfd) = RawFd::try_from(pidfd) else {
+        return refuse(errno(), b"watch the command\x00");
+    };
+    if pidfd < 0 {
+        let code = errno();
+        // SAFETY: killing and reaping the spawner's own child.
+        unsafe { libc::kill(pid, libc::SIGKILL) };
+        wait_for(pid);
+        return refuse(code, b"watch the command\x00");
+    }
+    // SAFETY: the kernel just created this descriptor for this process.
+    let pidfd = unsafe { OwnedFd::from_raw_fd(pidfd) };
+    let _ = crate::sys::set_nonblocking(std::os::fd::AsFd::as_fd(&status));
+    let _ = wire::send(sock, &wire::reply(0, pid, &[]), &[pidfd.as_raw_fd()]);
+    Some(Running { pid, pidfd, status })
+}
+
+/// Reaps a command that ended and tells keel its wait status; whether it was reaped.
+fn reap(command: Option<&Running>) -> bool {
+    let Some(command) = command else {
+        return false;
+    };
+    let mut status = 0;
+    // SAFETY: waitpid on the spawner's own child with a valid status pointer.
+    let got = unsafe { libc::waitpid(command.pid, &raw mut status, libc::WNOHANG) };
+    if got != command.pid {
+        return got < 0 && errno() == libc::ECHILD;
+    }
+    let bytes = status.to_le_bytes();
+    // SAFETY: writing a stack buffer to the pipe keel reads (room for it: nothing else is
+    // ever written there).
+    unsafe {
+        libc::write(
+            command.status.as_raw_fd(),
+            bytes.as_ptr().cast(),
+            bytes.len(),
+        );
+    }
+    true
+}
+
+/// Waits for the spawner's child `pid` to end.
+fn wait_for(pid: libc::pid_t) {
+    let mut status = 0;
+    // SAFETY: waitpid on the spawner's own child.
+    while unsafe { libc::waitpid(pid, &raw mut status, 0) } < 0 && errno() == libc::EINTR {}
+}
+
+/// keel is gone: every command goes too, then the spawner.
+fn shut_down(running: &[Running]) -> ! {
+    for command in running {
+        // SAFETY: its own children, not reaped yet, so the pids are theirs.
+        unsafe { libc::kill(command.pid, libc::SIGKILL) };
+    }
+    exit(0)
+}
+
+fn exit(code: i32) -> ! {
+    // SAFETY: ends the process without unwinding into whatever started it.
+    unsafe { libc::_exit(code) }
+}
+
+fn own_pid() -> i32 {
+    // SAFETY: getpid takes no arguments.
+    unsafe { libc::getpid() }
+}
+
+/// Standard input, output and error on the null device.
+fn null_streams() {
+    // SAFETY: opening the null device and moving it onto the three standard descriptors.
+    unsafe {
+        let null = libc::open(c"/dev/null".as_ptr(), libc::O_RDWR);
+        if null >= 0 {
+            for target in 0..3 {
+                if null != target {
+                    libc::dup2(null, target);
+                }
+            }
+            if null > 2 {
+                libc::close(null);
+            }
+        }
+    }
+}
+
+/// A pipe a failing step writes `STEP\0ERRNO` to.
+struct Diagnostics {
+    read: OwnedFd,
+    write: Option<OwnedFd>,
+}
+
+impl Diagnostics {
+    fn new() -> Option<Self> {
+        let (read, write) = std::io::pipe().ok()?;
+        Some(Self {
+            read: read.into(),
+            write: Some(write.into()),
+        })
+    }
+
+    fn write_end(&self) -> RawFd {
+        self.write.as_ref().map_or(-1, |fd| fd.as_raw_fd())
+    }
+
+    fn close_write_end(&mut self) {
+        self.write = None;
+    }
+
+    /// What was written (the write end is closed first, so this ends).
+    fn read(&mut self) -> Vec<u8> {
+        self.close_write_end();
+        let mut bytes = Vec::new();
+        let mut buf = [0u8; 256];
+        while bytes.len() < 4096 {
+            // SAFETY: reading into a stack buffer from a descriptor this process holds.
+            let n =
+                unsafe { libc::read(self.read.as_raw_fd(), buf.as_mut_ptr().cast(), buf.len()) };
+            match usize::try_from(n) {
+                Ok(0) => break,
+                Ok(n) => bytes.extend_from_slice(buf.get(..n).unwrap_or(&[])),
+                Err(_) if errno() == libc::EINTR => {}
+                Err(_) => break,
+            }
+        }
+        bytes
+    }
+}

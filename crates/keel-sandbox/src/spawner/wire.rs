@@ -1,0 +1,361 @@
+//! What keel and the spawner say to each other over their socket.
+//!
+//! A request is a command's whole plan: its mounts ([`Namespaces`]) and what it executes
+//! ([`ExecPlan`]), framed by its length, with the command's descriptors attached (the pipe
+//! its exit status goes to, its three standard streams, its Landlock ruleset). A reply is
+//! the command's pid with a pidfd attached, or the errno and the step that failed.
+
+use std::ffi::CString;
+use std::io;
+use std::os::fd::{FromRawFd as _, OwnedFd, RawFd};
+
+use crate::child::ExecPlan;
+use crate::mounts::{Namespaces, PrivateTmp};
+
+/// Bumped whenever the layout changes (keel and its spawner are always the same build,
+/// but a spawner exec'd from a binary replaced on disk may not be).
+const VERSION: u32 = 1;
+/// The most a request may hold (arguments and environment included).
+pub(crate) const MAX_REQUEST: usize = 16 << 20;
+/// The most descriptors a message carries.
+pub(crate) const MAX_FDS: usize = 8;
+
+const NETWORK: u32 = 1;
+const PRIVATE_PROC: u32 = 2;
+const PRIVATE_PTS: u32 = 4;
+const PRIVATE_TMP: u32 = 8;
+const RULESET: u32 = 16;
+
+/// A command's plan as one framed message (the length first).
+pub(crate) fn encode(ns: &Namespaces, exec: &ExecPlan, ruleset: bool) -> Vec<u8> {
+    let mut out = Writer(vec![0; 4]);
+    let mut flags = 0;
+    for (on, bit) in [
+        (ns.network, NETWORK),
+        (ns.private_proc, PRIVATE_PROC),
+        (ns.private_pts, PRIVATE_PTS),
+        (ns.private_tmp.is_some(), PRIVATE_TMP),
+        (ruleset, RULESET),
+    ] {
+        if on {
+            flags |= bit;
+        }
+    }
+    out.u32(VERSION);
+    out.u32(flags);
+    for list in [
+        &ns.mask_dirs,
+        &ns.mask_files,
+        &ns.pinned,
+        &ns.read_only,
+        &ns.writable,
+    ] {
+        out.list(list);
+    }
+    out.bytes(ns.cwd.as_bytes());
+    if let Some(tmp) = &ns.private_tmp {
+        out.bytes(tmp.folder.as_bytes());
+        out.u32(u32::try_from(tmp.keep.len()).unwrap_or(u32::MAX));
+        for (source, inside) in &tmp.keep {
+            out.bytes(source.as_bytes());
+            out.bytes(inside.as_bytes());
+        }
+    }
+    let (program, args, vars) = exec.parts();
+    out.bytes(program.as_bytes());
+    out.list(args);
+    out.list(vars);
+    let body = u32::try_from(out.0.len() - 4).unwrap_or(u32::MAX);
+    if let Some(head) = out.0.get_mut(..4) {
+        head.copy_from_slice(&body.to_le_bytes());
+    }
+    out.0
+}
+
+/// A request's body back as a plan; `None` when it is malformed. The flag says whether a
+/// ruleset is attached.
+pub(crate) fn decode(body: &[u8]) -> Option<(Namespaces, ExecPlan, bool)> {
+    let mut r = Reader(body);
+    if r.u32()? != VERSION {
+        return None;
+    }
+    let flags = r.u32()?;
+    let mask_dirs = r.list()?;
+    let mask_files = r.list()?;
+    let pinned = r.list()?;
+    let read_only = r.list()?;
+    let writable = r.list()?;
+    let cwd = r.string()?;
+    let private_tmp = if flags & PRIVATE_TMP != 0 {
+        let folder = r.string()?;
+        let count = r.u32()?;
+        let mut keep = Vec::new();
+        for _ in 0..count {
+            keep.push((r.string()?, r.string()?));
+        }
+        Some(PrivateTmp { folder, keep })
+    } else {
+        None
+    };
+    let program = r.string()?;
+    let args = r.list()?;
+    let vars = r.list()?;
+    if !r.0.is_empty() {
+        return None;
+    }
+    let ns = Namespaces {
+        network: flags & NETWORK != 0,
+        mask_dirs,
+        mask_files,
+        pinned,
+        read_only,
+        writable,
+        cwd,
+        private_tmp,
+        private_proc: flags & PRIVATE_PROC != 0,
+        private_pts: flags & PRIVATE_PTS != 0,
+    };
+    Some((ns, ExecPlan::new(program, args, vars), flags & RULESET != 0))
+}
+
+/// A reply: `errno` 0 and the pid (a pidfd attached), or the errno and the failed step as
+/// the diagnostics pipe spells it.
+pub(crate) fn reply(errno: i32, pid: i32, diag: &[u8]) -> Vec<u8> {
+    let mut out = Vec::with_capacity(12 + diag.len());
+    out.extend_from_slice(&errno.to_le_bytes());
+    out.extend_from_slice(&pid.to_le_bytes());
+    out.extend_from_slice(&u32::try_from(diag.len()).unwrap_or(0).to_le_bytes());
+    out.extend_from_slice(diag);
+    out
+}
+
+/// The size of a reply's fixed part.
+pub(crate) const REPLY_HEAD: usize = 12;
+
+/// A reply's fixed part: errno, pid, and how many diagnostic bytes follow.
+pub(crate) fn reply_head(head: &[u8]) -> Option<(i32, i32, usize)> {
+    let mut r = Reader(head);
+    let errno = i32::from_le_bytes(r.take(4)?.try_into().ok()?);
+    let pid = i32::from_le_bytes(r.take(4)?.try_into().ok()?);
+    let len = usize::try_from(r.u32()?).ok()?;
+    (len <= 4096).then_some((errno, pid, len))
+}
+
+struct Writer(Vec<u8>);
+
+impl Writer {
+    fn u32(&mut self, value: u32) {
+        self.0.extend_from_slice(&value.to_le_bytes());
+    }
+
+    fn bytes(&mut self, bytes: &[u8]) {
+        self.u32(u32::try_from(bytes.len()).unwrap_or(u32::MAX));
+        self.0.extend_from_slice(bytes);
+    }
+
+    fn list(&mut self, list: &[CString]) {
+        self.u32(u32::try_from(list.len()).unwrap_or(u32::MAX));
+        for item in list {
+            self.bytes(item.as_bytes());
+        }
+    }
+}
+
+struct Reader<'a>(&'a [u8]);
+
+impl<'a> Reader<'a> {
+    fn take(&mut self, n: usize) -> Option<&'a [u8]> {
+        if self.0.len() < n {
+            return None;
+        }
+        let (head, rest) = self.0.split_at(n);
+        self.0 = rest;
+        Some(head)
+    }
+
+    fn u32(&mut self) -> Option<u32> {
+        Some(u32::from_le_bytes(self.take(4)?.try_into().ok()?))
+    }
+
+    fn string(&mut self) -> Option<CString> {
+        let len = usize::try_from(self.u32()?).ok()?;
+        CString::new(self.take(len)?).ok()
+    }
+
+    fn list(&mut self) -> Option<Vec<CString>> {
+        let count = usize::try_from(self.u32()?).ok()?;
+        // Each item takes at least its length: a count past the bytes left is malformed.
+        if count > self.0.len() / 4 {
+            return None;
+        }
+        (0..count).map(|_| self.string()).collect()
+    }
+}
+
+/// Sends `bytes` on the socket `sock`, with `fds` attached to the first part.
+#[expect(
+    unsafe_code,
+    reason = "sendmsg with SCM_RIGHTS has no safe wrapper in std"
+)]
+pub(crate) fn send(sock: RawFd, bytes: &[u8], fds: &[RawFd]) -> io::Result<()> {
+    let mut sent = 0usize;
+    while sent < bytes.len() {
+        let rest = bytes.get(sent..).unwrap_or(&[]);
+        let mut iov = libc::iovec {
+            iov_base: rest.as_ptr().cast_mut().cast(),
+            iov_len: rest.len(),
+        };
+        let fd_bytes = u32::try_from(std::mem::size_of_val(fds)).unwrap_or(0);
+        // u64 words keep the control buffer aligned for `cmsghdr`.
+        // SAFETY: CMSG_SPACE is arithmetic.
+        let space = unsafe { libc::CMSG_SPACE(fd_bytes) } as usize;
+        let mut control = vec![0u64; space.div_ceil(8)];
+        // SAFETY: a zeroed msghdr is valid; every pointer set below outlives the call.
+        let mut msg: libc::msghdr = unsafe { std::mem::zeroed() };
+        msg.msg_iov = &raw mut iov;
+        msg.msg_iovlen = 1;
+        if sent == 0 && !fds.is_empty() {
+            msg.msg_control = control.as_mut_ptr().cast();
+            msg.msg_controllen = space as _;
+            // SAFETY: the control buffer has room for one header and `fds`.
+            unsafe {
+                let cmsg = libc::CMSG_FIRSTHDR(&raw const msg);
+                (*cmsg).cmsg_level = libc::SOL_SOCKET;
+                (*cmsg).cmsg_type = libc::SCM_RIGHTS;
+                (*cmsg).cmsg_len = libc::CMSG_LEN(fd_bytes) as _;
+                std::ptr::copy_nonoverlapping(
+                    fds.as_ptr(),
+                    libc::CMSG_DATA(cmsg).cast::<RawFd>(),
+                    fds.len(),
+                );
+            }
+        }
+        // SAFETY: the message points at live buffers.
+        let n = unsafe { libc::sendmsg(sock, &raw const msg, libc::MSG_NOSIGNAL) };
+        if n < 0 {
+            let error = io::Error::last_os_error();
+            if error.kind() == io::ErrorKind::Interrupted {
+                continue;
+            }
+            return Err(error);
+        }
+        sent += usize::try_from(n).unwrap_or(0);
+    }
+    Ok(())
+}
+
+/// Reads what is there (at most `buf.len()` bytes) from the socket `sock`, keeping the
+/// descriptors that came with it (close-on-exec) in `fds`; 0 is the end.
+#[expect(
+    unsafe_code,
+    reason = "recvmsg with SCM_RIGHTS has no safe wrapper in std"
+)]
+pub(crate) fn recv(sock: RawFd, buf: &mut [u8], fds: &mut Vec<OwnedFd>) -> io::Result<usize> {
+    let fd_bytes = u32::try_from(MAX_FDS * size_of::<RawFd>()).unwrap_or(0);
+    // SAFETY: CMSG_SPACE is arithmetic.
+    let space = unsafe { libc::CMSG_SPACE(fd_bytes) } as usize;
+    let mut control = vec![0u64; space.div_ceil(8)];
+    loop {
+        let mut iov = libc::iovec {
+            iov_base: buf.as_mut_ptr().cast(),
+            iov_len: buf.len(),
+        };
+        // SAFETY: a zeroed msghdr is valid; every pointer set below outlives the call.
+        let mut msg: libc::msghdr = unsafe { std::mem::zeroed() };
+        msg.msg_iov = &raw mut iov;
+        msg.msg_iovlen = 1;
+        msg.msg_control = control.as_mut_ptr().cast();
+        msg.msg_controllen = space as _;
+        // SAFETY: the message points at live buffers of the sizes given.
+        let n = unsafe { libc::recvmsg(sock, &raw mut msg, libc::MSG_CMSG_CLOEXEC) };
+        if n < 0 {
+            let error = io::Error::last_os_error();
+            if error.kind() == io::ErrorKind::Interrupted {
+                continue;
+            }
+            return Err(error);
+        }
+        // SAFETY: walking the control messages the kernel wrote into `control`; each
+        // SCM_RIGHTS payload holds descriptors now owned by this process.
+        unsafe {
+            let mut cmsg = libc::CMSG_FIRSTHDR(&raw const msg);
+            while !cmsg.is_null() {
+                if (*cmsg).cmsg_level == libc::SOL_SOCKET && (*cmsg).cmsg_type == libc::SCM_RIGHTS {
+                    let data = libc::CMSG_DATA(cmsg).cast::<RawFd>();
+                    let header = libc::CMSG_LEN(0) as usize;
+                    let count =
+                        ((*cmsg).cmsg_len as usize).saturating_sub(header) / size_of::<RawFd>();
+                    for i in 0..count {
+                        fds.push(OwnedFd::from_raw_fd(data.add(i).read_unaligned()));
+                    }
+                }
+                cmsg = libc::CMSG_NXTHDR(&raw const msg, cmsg);
+            }
+        }
+        return Ok(usize::try_from(n).unwrap_or(0));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn c(s: &str) -> CString {
+        CString::new(s).unwrap()
+    }
+
+    fn plan() -> (Namespaces, ExecPlan) {
+        let ns = Namespaces {
+            network: true,
+            mask_dirs: vec![c("/root/.ssh")],
+            mask_files: vec![c("/tmp/sock"), c("/root/.npmrc")],
+            pinned: vec![c("/w/.git")],
+            read_only: vec![c("/w/.keel/config.toml")],
+            writable: vec![c("/w"), c("/tmp")],
+            cwd: c("/w"),
+            private_tmp: Some(PrivateTmp {
+                folder: c("/tmp/keel-session-1"),
+                keep: vec![(c("/tmp/ws"), c("/tmp/keel-session-1/ws"))],
+            }),
+            private_proc: true,
+            private_pts: false,
+        };
+        let exec = ExecPlan::new(
+            c("/usr/bin/bash"),
+            vec![c("/usr/bin/bash"), c("-c"), c("echo hi")],
+            vec![c("PATH=/usr/bin"), c("TMPDIR=/tmp")],
+        );
+        (ns, exec)
+    }
+
+    #[test]
+    fn a_plan_reads_back_as_it_was_written() {
+        let (ns, exec) = plan();
+        let message = encode(&ns, &exec, true);
+        let len = u32::from_le_bytes(message[..4].try_into().unwrap()) as usize;
+        assert_eq!(len, message.len() - 4);
+        let (back, exec_back, ruleset) = decode(&message[4..]).unwrap();
+        assert_eq!(back, ns);
+        assert_eq!(exec_back.parts(), exec.parts());
+        assert!(ruleset);
+    }
+
+    #[test]
+    fn a_cut_or_padded_request_is_refused() {
+        let (ns, exec) = plan();
+        let message = encode(&ns, &exec, false);
+        for end in 4..message.len() {
+            assert!(decode(&message[4..end]).is_none(), "cut at {end}");
+        }
+        let mut padded = message[4..].to_vec();
+        padded.push(0);
+        assert!(decode(&padded).is_none());
+    }
+
+    #[test]
+    fn a_reply_reads_back() {
+        let bytes = reply(13, 42, b"mount /proc\x0013");
+        let (errno, pid, len) = reply_head(&bytes[..REPLY_HEAD]).unwrap();
+        assert_eq!((errno, pid, len), (13, 42, 14));
+    }
+}
