@@ -133,7 +133,7 @@ pub fn sandbox_mode(
     requested: Option<SandboxMode>,
     mode: Mode,
 ) -> SandboxMode {
-    match (requested, settings.loaded.config.sandbox) {
+    match (requested, settings.loaded.config.sandbox.mode) {
         (Some(chosen), _) | (None, Some(chosen)) => chosen,
         (None, None) if mode == Mode::Plan => SandboxMode::ReadOnly,
         (None, None) => SandboxMode::WorkspaceWrite,

@@ -46,6 +46,8 @@ pub struct ToolSetup {
     pub secret_env_names: Vec<String>,
     /// Credential locations beyond the built-in list.
     pub extra_credentials: Vec<PathBuf>,
+    /// The hosts commands may reach through keel's proxy.
+    pub network: keel_tools::netproxy::NetworkRules,
     /// `$KEEL_HOME`.
     pub keel_home: Option<PathBuf>,
     /// The session's folder; outputs past the budget go to its `artifacts/`.
@@ -126,6 +128,7 @@ impl ToolSetup {
             env_mode,
             secret_env_names: key_env.into_iter().collect(),
             extra_credentials,
+            network: settings.loaded.config.sandbox.network.rules(),
             keel_home: settings.keel_home.clone(),
             session_dir: None,
             output: settings
@@ -178,6 +181,7 @@ impl SessionServices {
         env.keel_home.clone_from(&setup.keel_home);
         env.secret_env_names.clone_from(&setup.secret_env_names);
         env.extra_credentials.clone_from(&setup.extra_credentials);
+        env.network = setup.network.clone();
         env.artifacts = setup
             .session_dir
             .as_ref()

@@ -126,6 +126,8 @@ pub(crate) struct Start<'a> {
     pub exec: &'a ExecPlan,
     /// Descriptors for its standard input, output and error.
     pub streams: [i32; 3],
+    /// The session's network namespace to enter (`-1`: none).
+    pub network: i32,
     /// The Landlock ruleset (`-1`: none).
     pub ruleset: i32,
     /// The spawner-alive pipe: read end, write end (the spawner holds the write end).
@@ -157,6 +159,10 @@ pub(crate) fn start_command(start: &Start<'_>) -> ! {
             return Err(fail(diag, b"start: keel is gone", libc::ESRCH));
         }
         own_session(diag)?;
+        // SAFETY: setns with a namespace descriptor this process holds.
+        if start.network >= 0 && unsafe { libc::setns(start.network, libc::CLONE_NEWNET) } != 0 {
+            return Err(fail(diag, b"enter the session's network", errno()));
+        }
         for (target, fd) in start.streams.iter().enumerate() {
             let target = i32::try_from(target).unwrap_or(0);
             // SAFETY: dup2 between descriptors this process holds.

@@ -29,10 +29,10 @@ mod spawner;
 mod support;
 pub mod sys;
 
-pub use policy::{Policy, SandboxError};
+pub use policy::{NetworkNamespace, Policy, SandboxError};
 pub use prepare::command_tmp;
 pub use process::{Child, Confinement, Program, SpawnError, Stream, Tree, TreeGuard, spawn};
-pub use spawner::{spawner_entry, spawner_pid};
+pub use spawner::{private_network, spawner_entry, spawner_pid};
 pub use support::{
     NamespaceSupport, Support, make_undumpable, namespaces_setting, probed, support,
 };

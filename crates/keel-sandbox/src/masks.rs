@@ -227,6 +227,7 @@ pub(crate) fn namespaces(
     }
     Ok(Namespaces {
         network,
+        join_network: policy.private_network.is_some() && !network,
         mask_dirs,
         mask_files,
         pinned,

@@ -19,6 +19,8 @@ use crate::child::{errno, fail, write_file};
 pub(crate) struct Namespaces {
     /// A new network namespace: no interface but a down loopback.
     pub network: bool,
+    /// Enter the session's own network namespace (its descriptor comes with the request).
+    pub join_network: bool,
     /// Existing folders hidden under an empty read-only tmpfs.
     pub mask_dirs: Vec<CString>,
     /// Existing files (and sockets) hidden behind `/dev/null`.

@@ -1,6 +1,8 @@
 //! What a sandboxed command may do, as plain data the caller fills in.
 
+use std::os::fd::{AsRawFd as _, OwnedFd};
 use std::path::PathBuf;
+use std::sync::Arc;
 
 use keel_protocol::SandboxMode;
 
@@ -23,7 +25,23 @@ pub struct Policy {
     pub pinned: Vec<PathBuf>,
     /// Files and folders made read-only (keel's control files).
     pub read_only: Vec<PathBuf>,
+    /// The session's own network namespace ([`crate::private_network`]), which commands
+    /// join in a mode that allows network: its only way out is keel's proxy. `None`: the
+    /// host's network (where the mode allows any).
+    pub private_network: Option<NetworkNamespace>,
 }
+
+/// A network namespace keel holds for a session's commands.
+#[derive(Debug, Clone)]
+pub struct NetworkNamespace(pub(crate) Arc<OwnedFd>);
+
+impl PartialEq for NetworkNamespace {
+    fn eq(&self, other: &Self) -> bool {
+        self.0.as_raw_fd() == other.0.as_raw_fd()
+    }
+}
+
+impl Eq for NetworkNamespace {}
 
 impl Policy {
     /// Whether the network is refused under this policy.

@@ -45,6 +45,8 @@ pub(crate) enum Prepared {
         exec: ExecPlan,
         /// Its Landlock ruleset.
         ruleset: OwnedFd,
+        /// The network namespace it joins.
+        network: Option<crate::NetworkNamespace>,
     },
 }
 
@@ -220,6 +222,7 @@ pub(crate) fn prepare(
     })?;
     Ok(Some(match namespaces {
         Some(ns) => Prepared::Spawned {
+            network: policy.private_network.clone().filter(|_| ns.join_network),
             ns: Box::new(ns),
             exec: exec_plan(program)?,
             ruleset: ruleset_fd,

@@ -159,8 +159,14 @@ pub fn spawn(program: Program, confinement: &Confinement) -> Result<Child, Spawn
         Confinement::Sandbox(policy) => prepare(policy, &program)?,
         Confinement::Group | Confinement::Contained => None,
     };
-    if let Some(Prepared::Spawned { ns, exec, ruleset }) = prepared {
-        return spawned(&ns, &exec, ruleset, program);
+    if let Some(Prepared::Spawned {
+        ns,
+        exec,
+        ruleset,
+        network,
+    }) = prepared
+    {
+        return spawned(&ns, &exec, ruleset, network.as_ref(), program);
     }
     let Program {
         program,
@@ -239,6 +245,7 @@ fn spawned(
     ns: &crate::mounts::Namespaces,
     exec: &crate::child::ExecPlan,
     ruleset: OwnedFd,
+    network: Option<&crate::NetworkNamespace>,
     program: Program,
 ) -> Result<Child, SpawnError> {
     let io = |what: &str, e: std::io::Error| SpawnError::Start(format!("cannot {what}: {e}"));
@@ -255,13 +262,14 @@ fn spawned(
         .map_err(|e| io("create a pipe", e))?;
     let request = spawner::encode(ns, exec, true);
     let status_write = OwnedFd::from(status_write);
-    let fds = [
+    let mut fds = vec![
         status_write.as_raw_fd(),
         stdin.as_raw_fd(),
         stdout.as_raw_fd(),
         stderr.as_raw_fd(),
         ruleset.as_raw_fd(),
     ];
+    fds.extend(network.map(|n| n.0.as_raw_fd()));
     let started = spawner::start(&request, &fds).map_err(SpawnError::Start)?;
     // keel's copies of the command's ends close here, so a reader sees the end of output
     // once the command's processes are gone.

@@ -184,6 +184,7 @@ fn try_namespaces(support: NamespaceSupport) -> Result<(), (String, String)> {
         .map_err(|e| ("create a pipe".to_owned(), e.to_string()))?;
     let ns = Namespaces {
         network: support.network,
+        join_network: false,
         mask_dirs: vec![path("masked")?],
         mask_files: Vec::new(),
         pinned: vec![path("pinned")?],

@@ -115,6 +115,7 @@ async fn full_access_is_a_process_group_of_its_own() {
         output_dir: std::env::temp_dir(),
         pinned: Vec::new(),
         read_only: Vec::new(),
+        private_network: None,
     };
     let mut child = spawn(sh("ps -o pgid= -p $$"), &Confinement::Sandbox(policy)).unwrap();
     let mut out = tokio::io::BufReader::new(child.take_stdout().unwrap()).lines();
@@ -180,6 +181,7 @@ fn read_only_policy(ws: &std::path::Path, tmp: &std::path::Path) -> Policy {
         output_dir: tmp.join("no-outputs"),
         pinned: Vec::new(),
         read_only: Vec::new(),
+        private_network: None,
     }
 }
 

@@ -53,6 +53,7 @@ impl Session {
             output_dir: self.tmp.join("no-outputs"),
             pinned: Vec::new(),
             read_only: Vec::new(),
+            private_network: None,
         }
     }
 

@@ -46,6 +46,8 @@ pub struct ToolEnv {
     pub sandbox: SandboxMode,
     /// Block network access from bash (only with a sandbox mode other than full access).
     pub sandbox_blocks_network: bool,
+    /// The hosts sandboxed commands may reach through keel's proxy (`sandbox.network`).
+    pub network: crate::netproxy::NetworkRules,
     /// web_fetch may reach loopback and private addresses.
     pub fetch_allow_private: bool,
     /// The environment commands start from; `None` inherits this process's.
@@ -120,6 +122,7 @@ impl ToolEnv {
             env_mode: None,
             sandbox: SandboxMode::WorkspaceWrite,
             sandbox_blocks_network: false,
+            network: crate::netproxy::NetworkRules::default(),
             fetch_allow_private: false,
             base_env: None,
             keel_home: crate::permission::keel_home(

@@ -10,6 +10,7 @@ pub mod env;
 pub mod files;
 pub mod gitlinks;
 pub mod lines;
+pub mod netproxy;
 pub mod output;
 pub mod permission;
 pub mod protect;

@@ -36,9 +36,10 @@ pub struct Config {
     /// Sync every history commit to disk before acknowledging it.
     #[serde(default)]
     pub durable: Option<bool>,
-    /// Where `bash` may write: read-only, workspace-write or danger-full-access.
+    /// Where `bash` may write (read-only, workspace-write or danger-full-access), and which
+    /// hosts its commands may reach (`sandbox: {mode, network: {allow, deny}}`).
     #[serde(default)]
-    pub sandbox: Option<keel_tools::SandboxMode>,
+    pub sandbox: super::sandbox::SandboxSetting,
     /// More credential locations commands may not read (added to the built-in list,
     /// which cannot be shortened); `~/` is the home folder.
     #[serde(default)]
@@ -353,13 +354,23 @@ fn tighten(config: &mut Config, project: Config, keys: &[String]) -> Vec<String>
     } else {
         keel_tools::SandboxMode::WorkspaceWrite
     };
-    let effective = config.sandbox.unwrap_or(default_sandbox);
-    match project.sandbox {
+    let effective = config.sandbox.mode.unwrap_or(default_sandbox);
+    match project.sandbox.mode {
         Some(mode) if sandbox_strictness(mode) > sandbox_strictness(effective) => {
-            config.sandbox = Some(mode);
+            config.sandbox.mode = Some(mode);
         }
         Some(mode) if sandbox_strictness(mode) < sandbox_strictness(effective) => skip("sandbox"),
         _ => {}
+    }
+    // A project may deny hosts, never allow more: a cloned repository must not open the
+    // network its commands reach.
+    config
+        .sandbox
+        .network
+        .deny
+        .extend(project.sandbox.network.deny);
+    if !project.sandbox.network.allow.is_empty() || !project.sandbox.network.defaults {
+        ignored.push("sandbox.network.allow".to_owned());
     }
     if project.durable == Some(true) {
         config.durable = Some(true);
@@ -763,7 +774,7 @@ mod tests {
         ];
         let loaded = load(&files, &[]).unwrap();
         assert_eq!(loaded.config.permission, Some(PermissionMode::Ask));
-        assert_eq!(loaded.config.sandbox, None);
+        assert_eq!(loaded.config.sandbox.mode, None);
         assert_eq!(loaded.config.model.as_deref(), Some("a/b"));
         assert!(loaded.config.providers.is_empty());
         assert_eq!(
@@ -794,7 +805,7 @@ mod tests {
         .unwrap();
         assert_eq!(loaded.config.permission, Some(PermissionMode::Plan));
         // Plan already implies the read-only sandbox.
-        assert_eq!(loaded.config.sandbox, None);
+        assert_eq!(loaded.config.sandbox.mode, None);
         assert!(loaded.ignored.is_empty(), "{:?}", loaded.ignored);
 
         // Trusted, the same file counts in full.

@@ -6,6 +6,7 @@ pub mod extend;
 pub mod harness;
 pub mod instructions;
 pub mod project;
+pub mod sandbox;
 pub mod trust;
 
 use std::path::{Path, PathBuf};

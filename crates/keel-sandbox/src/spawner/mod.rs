@@ -67,9 +67,41 @@ pub(crate) struct Started {
 }
 
 /// Asks the spawner to start the command `request` describes (see [`encode`]) with
-/// `fds` (its status pipe, its standard streams, its ruleset). A dead spawner is replaced
-/// and asked again; a command that could not start is `Err` with what failed.
+/// `fds` (its status pipe, its standard streams, its ruleset, its network). A dead spawner
+/// is replaced and asked again; a command that could not start is `Err` with what failed.
 pub(crate) fn start(request: &[u8], fds: &[RawFd]) -> Result<Started, String> {
+    let (pid, mut received) = ask(request, fds)?;
+    let pidfd = received
+        .pop()
+        .ok_or_else(|| "the sandbox's spawner sent no pidfd".to_owned())?;
+    Ok(Started { pid, pidfd })
+}
+
+/// A network namespace of its own for a session's commands, with only a loopback (up),
+/// and a socket listening on `127.0.0.1:port` inside it: keel's proxy serves it, and is
+/// the commands' one way out. Commands join it through [`crate::Policy::private_network`].
+pub fn private_network(
+    port: u16,
+) -> Result<(crate::NetworkNamespace, std::net::TcpListener), crate::SpawnError> {
+    let fail =
+        |why: String| crate::SpawnError::Start(format!("cannot make the commands' network: {why}"));
+    if let Err(why) = &crate::support().namespaces {
+        return Err(fail(format!("user namespaces are unavailable ({why})")));
+    }
+    let (_, received) = ask(&wire::encode_network(port), &[]).map_err(fail)?;
+    let mut received = received.into_iter();
+    let (Some(listener), Some(namespace)) = (received.next(), received.next()) else {
+        return Err(fail("the spawner sent no socket".to_owned()));
+    };
+    Ok((
+        crate::NetworkNamespace(std::sync::Arc::new(namespace)),
+        std::net::TcpListener::from(listener),
+    ))
+}
+
+/// Sends a request to the spawner (starting or replacing it as needed) and returns its
+/// answer: the pid and descriptors it sent, or what failed.
+fn ask(request: &[u8], fds: &[RawFd]) -> Result<(i32, Vec<OwnedFd>), String> {
     let mut slot = SPAWNER.lock().unwrap_or_else(PoisonError::into_inner);
     let mut last = String::new();
     for _ in 0..2 {
@@ -145,9 +177,13 @@ impl Spawner {
     }
 
     /// Sends a request and reads its answer. `Err`: the spawner is gone.
-    fn ask(&self, request: &[u8], fds: &[RawFd]) -> io::Result<Result<Started, String>> {
+    fn ask(
+        &self,
+        request: &[u8],
+        fds: &[RawFd],
+    ) -> io::Result<Result<(i32, Vec<OwnedFd>), String>> {
         wire::send(self.sock.as_raw_fd(), request, fds)?;
-        let (code, pid, (diag, mut received)) = self.answer()?;
+        let (code, pid, (diag, received)) = self.answer()?;
         if code != 0 {
             return Ok(Err(crate::prepare::explain(&diag).unwrap_or_else(|| {
                 format!(
@@ -156,10 +192,7 @@ impl Spawner {
                 )
             })));
         }
-        let pidfd = received
-            .pop()
-            .ok_or_else(|| io::Error::other("the spawner sent no pidfd"))?;
-        Ok(Ok(Started { pid, pidfd }))
+        Ok(Ok((pid, received)))
     }
 
     /// Reads one answer: errno, pid, the failed step's bytes and the descriptors.

@@ -15,8 +15,8 @@
 use std::io;
 use std::os::fd::{AsRawFd as _, FromRawFd as _, OwnedFd, RawFd};
 
-use crate::child::{Start, close_all_but, errno, start_command};
-use crate::mounts::{enter_user, id_maps};
+use crate::child::{ExecPlan, Start, close_all_but, errno, start_command};
+use crate::mounts::{Namespaces, enter_user, id_maps};
 use crate::spawner::wire;
 
 /// A command that runs: its pid, a pidfd to watch it, the pipe its status goes to.
@@ -85,11 +85,21 @@ pub(crate) fn serve(sock: RawFd) -> ! {
         }
         if polled.first().is_some_and(|p| p.revents != 0) {
             match read_request(sock) {
-                Ok(Some((body, fds))) => {
-                    if let Some(command) = start(&body, fds, alive, sock) {
-                        running.push(command);
+                Ok(Some((body, fds))) => match wire::decode(&body) {
+                    Some(wire::Request::Spawn(ns, exec, ruleset)) => {
+                        if let Some(command) = start(&ns, &exec, ruleset, fds, alive, sock) {
+                            running.push(command);
+                        }
                     }
-                }
+                    Some(wire::Request::Network(port)) => network(port, sock),
+                    None => {
+                        let _ = wire::send(
+                            sock,
+                            &wire::reply(libc::EINVAL, 0, b"read the request\x0022"),
+                            &[],
+                        );
+                    }
+                },
                 // keel is gone (or said something no keel says): so are its commands.
                 Ok(None) | Err(_) => shut_down(&running),
             }
@@ -150,13 +160,17 @@ fn read_request(sock: RawFd) -> io::Result<Option<(Vec<u8>, Vec<OwnedFd>)>> {
 }
 
 /// Starts the command a request asks for and replies; what runs is returned.
-fn start(body: &[u8], fds: Vec<OwnedFd>, alive: [RawFd; 2], sock: RawFd) -> Option<Running> {
+fn start(
+    ns: &Namespaces,
+    exec: &ExecPlan,
+    has_ruleset: bool,
+    fds: Vec<OwnedFd>,
+    alive: [RawFd; 2],
+    sock: RawFd,
+) -> Option<Running> {
     let refuse = |code: i32, diag: &[u8]| {
         let _ = wire::send(sock, &wire::reply(code, 0, diag), &[]);
         None
-    };
-    let Some((ns, exec, has_ruleset)) = wire::decode(body) else {
-        return refuse(libc::EINVAL, b"read the request\x0022");
     };
     let mut fds = fds.into_iter();
     let (Some(status), Some(stdin), Some(stdout), Some(stderr)) =
@@ -165,15 +179,17 @@ fn start(body: &[u8], fds: Vec<OwnedFd>, alive: [RawFd; 2], sock: RawFd) -> Opti
         return refuse(libc::EINVAL, b"read the request\x0022");
     };
     let ruleset = if has_ruleset { fds.next() } else { None };
-    if has_ruleset && ruleset.is_none() {
+    let network = if ns.join_network { fds.next() } else { None };
+    if (has_ruleset && ruleset.is_none()) || (ns.join_network && network.is_none()) {
         return refuse(libc::EINVAL, b"read the request\x0022");
     }
     let Some(mut diag) = Diagnostics::new() else {
         return refuse(errno(), b"create a pipe\x00");
     };
     let plan = Start {
-        ns: &ns,
-        exec: &exec,
+        ns,
+        exec,
+        network: network.as_ref().map_or(-1, |fd| fd.as_raw_fd()),
         streams: [stdin.as_raw_fd(), stdout.as_raw_fd(), stderr.as_raw_fd()],
         ruleset: ruleset.as_ref().map_or(-1, |fd| fd.as_raw_fd()),
         alive,
@@ -227,6 +243,120 @@ fn start(body: &[u8], fds: Vec<OwnedFd>, alive: [RawFd; 2], sock: RawFd) -> Opti
     let _ = crate::sys::set_nonblocking(std::os::fd::AsFd::as_fd(&status));
     let _ = wire::send(sock, &wire::reply(0, pid, &[]), &[pidfd.as_raw_fd()]);
     Some(Running { pid, pidfd, status })
+}
+
+/// Makes a network namespace (in a short-lived copy of the spawner: a process cannot leave
+/// one it entered) with loopback up and a socket listening on `127.0.0.1:port`, and sends
+/// keel the socket and the namespace.
+fn network(port: u16, sock: RawFd) {
+    let refuse = |code: i32, step: &[u8]| {
+        let _ = wire::send(sock, &wire::reply(code, 0, step), &[]);
+    };
+    let (ours, theirs) = match std::os::unix::net::UnixStream::pair() {
+        Ok(pair) => pair,
+        Err(e) => {
+            return refuse(
+                e.raw_os_error().unwrap_or(libc::EIO),
+                b"create a socket\x00",
+            );
+        }
+    };
+    // SAFETY: fork of this single-threaded process; the copy makes the namespace, sends
+    // two descriptors and exits.
+    let pid = unsafe { libc::fork() };
+    if pid == 0 {
+        let code = match make_network(port) {
+            Ok((listener, namespace)) => {
+                let fds = [listener.as_raw_fd(), namespace.as_raw_fd()];
+                let sent = wire::send(theirs.as_raw_fd(), &wire::reply(0, 0, &[]), &fds);
+                i32::from(sent.is_err())
+            }
+            Err((code, step)) => {
+                let _ = wire::send(theirs.as_raw_fd(), &wire::reply(code, 0, step), &[]);
+                1
+            }
+        };
+        exit(code)
+    }
+    drop(theirs);
+    if pid < 0 {
+        return refuse(errno(), b"create the network namespace\x00");
+    }
+    let mut fds = Vec::new();
+    let mut head = [0u8; wire::REPLY_HEAD];
+    let mut got = 0;
+    while got < head.len() {
+        match wire::recv(
+            ours.as_raw_fd(),
+            head.get_mut(got..).unwrap_or(&mut []),
+            &mut fds,
+        ) {
+            Ok(0) | Err(_) => break,
+            Ok(n) => got += n,
+        }
+    }
+    wait_for(pid);
+    let answer = wire::reply_head(&head).filter(|_| got == head.len());
+    match answer {
+        Some((0, _, _)) if fds.len() == 2 => {
+            let raw: Vec<RawFd> = fds.iter().map(|fd| fd.as_raw_fd()).collect();
+            let _ = wire::send(sock, &wire::reply(0, 0, &[]), &raw);
+        }
+        Some((code, _, len)) if code != 0 => {
+            let mut step = vec![0u8; len];
+            let _ = std::io::Read::read_exact(&mut &ours, &mut step);
+            refuse(code, &step);
+        }
+        _ => refuse(libc::EIO, b"create the network namespace\x005"),
+    }
+}
+
+/// In the copy: a new network namespace, loopback up, the listening socket.
+fn make_network(port: u16) -> Result<(OwnedFd, OwnedFd), (i32, &'static [u8])> {
+    // SAFETY: unshare with a flag only.
+    if unsafe { libc::unshare(libc::CLONE_NEWNET) } != 0 {
+        return Err((errno(), b"create the network namespace\x00"));
+    }
+    loopback_up().map_err(|code| (code, b"bring the loopback up\x00".as_slice()))?;
+    let listener =
+        std::net::TcpListener::bind((std::net::Ipv4Addr::LOCALHOST, port)).map_err(|e| {
+            (
+                e.raw_os_error().unwrap_or(libc::EIO),
+                b"listen for the proxy\x00".as_slice(),
+            )
+        })?;
+    let namespace = std::fs::File::open("/proc/self/ns/net").map_err(|e| {
+        (
+            e.raw_os_error().unwrap_or(libc::EIO),
+            b"open the network namespace\x00".as_slice(),
+        )
+    })?;
+    Ok((listener.into(), namespace.into()))
+}
+
+/// Sets the `lo` interface up.
+fn loopback_up() -> Result<(), i32> {
+    // SAFETY: a datagram socket for the interface ioctls, closed below; the request
+    // struct is zeroed and named "lo".
+    unsafe {
+        let fd = libc::socket(libc::AF_INET, libc::SOCK_DGRAM | libc::SOCK_CLOEXEC, 0);
+        if fd < 0 {
+            return Err(errno());
+        }
+        let fd = OwnedFd::from_raw_fd(fd);
+        let mut request: libc::ifreq = std::mem::zeroed();
+        for (slot, byte) in request.ifr_name.iter_mut().zip(b"lo") {
+            *slot = *byte as libc::c_char;
+        }
+        if libc::ioctl(fd.as_raw_fd(), libc::SIOCGIFFLAGS, &raw mut request) < 0 {
+            return Err(errno());
+        }
+        request.ifr_ifru.ifru_flags |= libc::IFF_UP as libc::c_short;
+        if libc::ioctl(fd.as_raw_fd(), libc::SIOCSIFFLAGS, &raw const request) < 0 {
+            return Err(errno());
+        }
+    }
+    Ok(())
 }
 
 /// Reaps a command that ended and tells keel its wait status; whether it was reaped.

@@ -14,34 +14,60 @@ use crate::mounts::{Namespaces, PrivateTmp};
 
 /// Bumped whenever the layout changes (keel and its spawner are always the same build,
 /// but a spawner exec'd from a binary replaced on disk may not be).
-const VERSION: u32 = 1;
+const VERSION: u32 = 2;
 /// The most a request may hold (arguments and environment included).
 pub(crate) const MAX_REQUEST: usize = 16 << 20;
 /// The most descriptors a message carries.
 pub(crate) const MAX_FDS: usize = 8;
 
-const NETWORK: u32 = 1;
+const NEW_NETWORK: u32 = 1;
 const PRIVATE_PROC: u32 = 2;
 const PRIVATE_PTS: u32 = 4;
 const PRIVATE_TMP: u32 = 8;
 const RULESET: u32 = 16;
+const JOIN_NETWORK: u32 = 32;
+
+/// A request to start a command.
+const SPAWN: u32 = 1;
+/// A request to make a network namespace with a listening proxy socket in it.
+const NETWORK: u32 = 2;
+
+/// What keel asks the spawner for.
+pub(crate) enum Request {
+    /// Start a command: its mounts, what it executes, whether a ruleset is attached.
+    Spawn(Box<Namespaces>, ExecPlan, bool),
+    /// Make a network namespace with loopback up and a socket listening on this port of
+    /// `127.0.0.1`.
+    Network(u16),
+}
+
+/// A request for a network namespace, framed.
+pub(crate) fn encode_network(port: u16) -> Vec<u8> {
+    let mut out = Writer(vec![0; 4]);
+    out.u32(VERSION);
+    out.u32(NETWORK);
+    out.u32(u32::from(port));
+    out.framed()
+}
 
 /// A command's plan as one framed message (the length first).
 pub(crate) fn encode(ns: &Namespaces, exec: &ExecPlan, ruleset: bool) -> Vec<u8> {
     let mut out = Writer(vec![0; 4]);
     let mut flags = 0;
     for (on, bit) in [
-        (ns.network, NETWORK),
+        (ns.network, NEW_NETWORK),
         (ns.private_proc, PRIVATE_PROC),
         (ns.private_pts, PRIVATE_PTS),
         (ns.private_tmp.is_some(), PRIVATE_TMP),
         (ruleset, RULESET),
+        (ns.join_network, JOIN_NETWORK),
     ] {
         if on {
             flags |= bit;
         }
     }
     out.u32(VERSION);
+    out.u32(SPAWN);
     out.u32(flags);
     for list in [
         &ns.mask_dirs,
@@ -65,20 +91,26 @@ pub(crate) fn encode(ns: &Namespaces, exec: &ExecPlan, ruleset: bool) -> Vec<u8>
     out.bytes(program.as_bytes());
     out.list(args);
     out.list(vars);
-    let body = u32::try_from(out.0.len() - 4).unwrap_or(u32::MAX);
-    if let Some(head) = out.0.get_mut(..4) {
-        head.copy_from_slice(&body.to_le_bytes());
-    }
-    out.0
+    out.framed()
 }
 
-/// A request's body back as a plan; `None` when it is malformed. The flag says whether a
-/// ruleset is attached.
-pub(crate) fn decode(body: &[u8]) -> Option<(Namespaces, ExecPlan, bool)> {
+/// A request's body back; `None` when it is malformed.
+pub(crate) fn decode(body: &[u8]) -> Option<Request> {
     let mut r = Reader(body);
     if r.u32()? != VERSION {
         return None;
     }
+    match r.u32()? {
+        SPAWN => decode_spawn(r),
+        NETWORK => {
+            let port = u16::try_from(r.u32()?).ok()?;
+            r.0.is_empty().then_some(Request::Network(port))
+        }
+        _ => None,
+    }
+}
+
+fn decode_spawn(mut r: Reader<'_>) -> Option<Request> {
     let flags = r.u32()?;
     let mask_dirs = r.list()?;
     let mask_files = r.list()?;
@@ -104,7 +136,8 @@ pub(crate) fn decode(body: &[u8]) -> Option<(Namespaces, ExecPlan, bool)> {
         return None;
     }
     let ns = Namespaces {
-        network: flags & NETWORK != 0,
+        network: flags & NEW_NETWORK != 0,
+        join_network: flags & JOIN_NETWORK != 0,
         mask_dirs,
         mask_files,
         pinned,
@@ -115,7 +148,11 @@ pub(crate) fn decode(body: &[u8]) -> Option<(Namespaces, ExecPlan, bool)> {
         private_proc: flags & PRIVATE_PROC != 0,
         private_pts: flags & PRIVATE_PTS != 0,
     };
-    Some((ns, ExecPlan::new(program, args, vars), flags & RULESET != 0))
+    Some(Request::Spawn(
+        Box::new(ns),
+        ExecPlan::new(program, args, vars),
+        flags & RULESET != 0,
+    ))
 }
 
 /// A reply: `errno` 0 and the pid (a pidfd attached), or the errno and the failed step as
@@ -144,6 +181,15 @@ pub(crate) fn reply_head(head: &[u8]) -> Option<(i32, i32, usize)> {
 struct Writer(Vec<u8>);
 
 impl Writer {
+    /// The message with its length in front.
+    fn framed(mut self) -> Vec<u8> {
+        let body = u32::try_from(self.0.len() - 4).unwrap_or(u32::MAX);
+        if let Some(head) = self.0.get_mut(..4) {
+            head.copy_from_slice(&body.to_le_bytes());
+        }
+        self.0
+    }
+
     fn u32(&mut self, value: u32) {
         self.0.extend_from_slice(&value.to_le_bytes());
     }
@@ -307,6 +353,7 @@ mod tests {
     fn plan() -> (Namespaces, ExecPlan) {
         let ns = Namespaces {
             network: true,
+            join_network: false,
             mask_dirs: vec![c("/root/.ssh")],
             mask_files: vec![c("/tmp/sock"), c("/root/.npmrc")],
             pinned: vec![c("/w/.git")],
@@ -334,8 +381,10 @@ mod tests {
         let message = encode(&ns, &exec, true);
         let len = u32::from_le_bytes(message[..4].try_into().unwrap()) as usize;
         assert_eq!(len, message.len() - 4);
-        let (back, exec_back, ruleset) = decode(&message[4..]).unwrap();
-        assert_eq!(back, ns);
+        let Some(Request::Spawn(back, exec_back, ruleset)) = decode(&message[4..]) else {
+            panic!("not a spawn request");
+        };
+        assert_eq!(*back, ns);
         assert_eq!(exec_back.parts(), exec.parts());
         assert!(ruleset);
     }
@@ -350,6 +399,16 @@ mod tests {
         let mut padded = message[4..].to_vec();
         padded.push(0);
         assert!(decode(&padded).is_none());
+    }
+
+    #[test]
+    fn a_network_request_reads_back() {
+        let message = encode_network(3128);
+        assert!(matches!(
+            decode(&message[4..]),
+            Some(Request::Network(3128))
+        ));
+        assert!(decode(&message[4..message.len() - 1]).is_none());
     }
 
     #[test]

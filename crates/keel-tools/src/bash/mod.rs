@@ -13,6 +13,7 @@ mod capture;
 mod control;
 pub mod envclean;
 pub mod live;
+mod network;
 pub mod quiet;
 mod restore;
 
@@ -99,6 +100,8 @@ struct Launch {
     control: Option<Arc<ControlSet>>,
     /// Control files kept to put back afterwards, when no mount protects them.
     saved: Option<restore::Saved>,
+    /// The session's proxy and its refusals' mark at the start, when the command uses it.
+    proxy: Option<(Arc<crate::netproxy::Proxy>, u64)>,
 }
 
 /// The `bash` tool.
@@ -115,6 +118,9 @@ pub struct Bash {
     reported_degraded: AtomicBool,
     /// What is protected from commands, resolved on first use.
     protection: std::sync::OnceLock<crate::protect::Protection>,
+    /// The session's network namespace and proxy, made on first use (`None`: they could
+    /// not be made, and commands get no network).
+    network: std::sync::OnceLock<Option<network::SessionNetwork>>,
 }
 
 impl Bash {
@@ -129,6 +135,7 @@ impl Bash {
             tmp: std::sync::OnceLock::new(),
             reported_degraded: AtomicBool::new(false),
             protection: std::sync::OnceLock::new(),
+            network: std::sync::OnceLock::new(),
         }
     }
 
@@ -193,7 +200,17 @@ impl Bash {
             _ => None,
         };
         let mut confinement = Confinement::Group;
+        let mut proxy = None;
         if sandboxed {
+            let (block_network, private_network) = match network::access(&self.env, &self.network) {
+                network::Access::Host => (false, None),
+                network::Access::Blocked => (true, None),
+                network::Access::Proxied(session) => {
+                    network::use_proxy(&mut vars);
+                    proxy = Some((session.proxy.clone(), session.proxy.mark()));
+                    (false, Some(session.namespace.clone()))
+                }
+            };
             let tmp = self.private_tmp()?.to_path_buf();
             let told = sandbox::command_tmp(self.env.sandbox, &self.env.roots, &tmp);
             vars.retain(|(k, _)| !matches!(k.as_str(), "TMPDIR" | "TMP" | "TEMP"));
@@ -206,13 +223,14 @@ impl Bash {
                 .unwrap_or_default();
             confinement = Confinement::Sandbox(Policy {
                 mode: self.env.sandbox,
-                block_network: self.env.sandbox_blocks_network,
+                block_network,
                 roots: self.env.roots.clone(),
                 tmp,
                 credentials: self.env.credentials(),
                 output_dir: self.env.output_dir.clone(),
                 pinned,
                 read_only,
+                private_network,
             });
         }
         let (reader, writer) =
@@ -231,6 +249,7 @@ impl Bash {
             removed,
             control,
             saved,
+            proxy,
         })
     }
 
@@ -293,6 +312,7 @@ impl Bash {
             removed,
             control,
             saved: kept,
+            proxy,
         } = self.prepare(command)?;
         let kept = kept.map(Arc::new);
         let n = self.next_background.fetch_add(1, Ordering::SeqCst);
@@ -352,11 +372,15 @@ impl Bash {
                 }
             }
             let code = child.wait().await.ok().and_then(|s| s.code()).unwrap_or(-1);
+            let refused = proxy.and_then(|(proxy, mark)| {
+                crate::netproxy::refusal_note(&proxy.refused_since(mark))
+            });
             let notes = kept
                 .as_deref()
                 .and_then(restore::restore)
                 .into_iter()
-                .chain(watched.as_deref().and_then(control::quarantine_new));
+                .chain(watched.as_deref().and_then(control::quarantine_new))
+                .chain(refused);
             for note in notes {
                 tracing::warn!(%note, "a background command changed control files");
                 let _ = writeln!(file, "\n{note}");
@@ -549,6 +573,7 @@ impl AgentTool for Bash {
             removed,
             control,
             saved: kept,
+            proxy,
         } = self.prepare(&args.command)?;
         let started = Instant::now();
         let alive = quiet::Running::start().await;
@@ -641,6 +666,11 @@ impl AgentTool for Bash {
             control_notes.push(note);
         }
         if let Some(note) = control.as_deref().and_then(control::quarantine_new) {
+            control_notes.push(note);
+        }
+        if let Some(note) = proxy
+            .and_then(|(proxy, mark)| crate::netproxy::refusal_note(&proxy.refused_since(mark)))
+        {
             control_notes.push(note);
         }
         for note in control_notes.iter().chain(&self.notes(&removed)) {
