@@ -59,8 +59,9 @@ impl Support {
                 "keel's sandbox is running on Landlock alone here ({why}). Credential locations stay \
                  unreadable and writes stay in the workspace, but: keel's control files are guarded only \
                  by the permission gate and a check after each command; a process that leaves the \
-                 command's process group can outlive keel; and commands can see other processes and \
-                 reach the local sockets of your session."
+                 command's process group can outlive keel; commands can see other processes and \
+                 reach the local sockets of your session; and they reach any host, not only the \
+                 allowed ones."
             )),
             Ok(ns) if !ns.private_proc => Some(
                 "this system does not let keel mount a private /proc for commands, so they can list \
@@ -70,6 +71,15 @@ impl Support {
             Ok(_) => None,
         };
         notes.extend(namespaces);
+        if mode == SandboxMode::WorkspaceWrite
+            && self.namespaces.as_ref().is_ok_and(|ns| !ns.network)
+        {
+            notes.push(
+                "this system does not let keel give commands a network of their own, so they reach \
+                 any host, not only the allowed ones."
+                    .to_owned(),
+            );
+        }
         (!notes.is_empty()).then(|| notes.join(" "))
     }
 }

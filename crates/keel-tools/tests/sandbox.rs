@@ -251,8 +251,11 @@ async fn read_only_writes_only_its_private_temp_folder_and_has_no_network() {
     listener.set_nonblocking(true).unwrap();
     assert!(listener.accept().is_err(), "a connection got through");
 
-    // workspace-write keeps the network.
-    let open = tool(&fx, SandboxMode::WorkspaceWrite, |_| {});
+    // workspace-write reaches the machine's network only where every host is allowed
+    // (tests/network.rs holds the proxy's own rows).
+    let open = tool(&fx, SandboxMode::WorkspaceWrite, |env| {
+        env.network = keel_tools::netproxy::NetworkRules::new(["*".to_owned()], []);
+    });
     let out = sh(
         &open,
         &format!("(exec 3<>/dev/tcp/127.0.0.1/{port}) && echo CONNECTED"),

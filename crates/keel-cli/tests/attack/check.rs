@@ -4,7 +4,7 @@
 use serde_json::Value;
 
 use crate::keel::{Exit, WATCHDOG};
-use crate::run::{Mode, Observed, Vector};
+use crate::run::{Call, Mode, Observed, Vector};
 use crate::world::World;
 
 /// The strings of a JSON value, one per line, so text split by JSON escapes is whole again.
@@ -149,11 +149,22 @@ pub fn check(world: &World, vector: &Vector, mode: Mode, observed: &Observed) ->
             }
         }
     }
-    if (mode.read_only() || vector.quiet)
+    // Commands alone (no tool of keel's, no trusted hook or server that runs outside the
+    // sandbox) behind the proxy reach nothing on the loopback: it is not an allowed host.
+    let commands_only = !vector.trust
+        && vector
+            .steps
+            .iter()
+            .flat_map(|step| step.iter())
+            .all(|call| matches!(call, Call::Sh(_) | Call::Bg(_) | Call::Wait(_)));
+    let proxied = mode.proxied() && commands_only;
+    if (mode.read_only() || vector.quiet || proxied)
         && (observed.listener.connections > 0 || observed.listener.datagrams > 0)
     {
         let who = if vector.quiet {
             "the vector"
+        } else if proxied {
+            "a command behind the proxy"
         } else {
             "plan mode"
         };

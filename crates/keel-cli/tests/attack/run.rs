@@ -77,6 +77,16 @@ impl Mode {
     pub fn landlock_only(self) -> bool {
         matches!(self, Self::AutoLandlock | Self::PlanLandlock)
     }
+
+    /// Whether commands run in `workspace-write` behind keel's proxy, which lets through no
+    /// loopback address (where this system can give them a network of their own).
+    pub fn proxied(self) -> bool {
+        matches!(self, Self::Ask | Self::Auto | Self::Full | Self::Configured)
+            && keel_sandbox::support()
+                .namespaces
+                .as_ref()
+                .is_ok_and(|ns| ns.network)
+    }
 }
 
 /// One scripted tool call; text fields hold placeholders (see [`fill`]).
