@@ -182,6 +182,11 @@ impl SessionServices {
         env.secret_env_names.clone_from(&setup.secret_env_names);
         env.extra_credentials.clone_from(&setup.extra_credentials);
         env.network = setup.network.clone();
+        // In ask mode a host off the list is the user's to allow; otherwise it is refused.
+        env.network_asker = approver
+            .clone()
+            .filter(|_| setup.mode == Mode::Ask)
+            .map(keel_tools::netproxy::Asker);
         env.artifacts = setup
             .session_dir
             .as_ref()

@@ -48,6 +48,9 @@ pub struct ToolEnv {
     pub sandbox_blocks_network: bool,
     /// The hosts sandboxed commands may reach through keel's proxy (`sandbox.network`).
     pub network: crate::netproxy::NetworkRules,
+    /// Who is asked about a host `network` does not allow (`ask` mode with a person
+    /// there); `None`: such a host is refused and the model told.
+    pub network_asker: Option<crate::netproxy::Asker>,
     /// web_fetch may reach loopback and private addresses.
     pub fetch_allow_private: bool,
     /// The environment commands start from; `None` inherits this process's.
@@ -123,6 +126,7 @@ impl ToolEnv {
             sandbox: SandboxMode::WorkspaceWrite,
             sandbox_blocks_network: false,
             network: crate::netproxy::NetworkRules::default(),
+            network_asker: None,
             fetch_allow_private: false,
             base_env: None,
             keel_home: crate::permission::keel_home(

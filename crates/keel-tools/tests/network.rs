@@ -283,3 +283,81 @@ async fn every_host_allowed_gives_the_hosts_network_and_full_access_is_unchanged
     let out = run(&full, &format!("curl -sS -m 5 http://127.0.0.1:{p}/")).await;
     assert!(out.contains(ANSWER), "{out}");
 }
+
+/// Answers questions from a list, keeping each question.
+struct Answers {
+    answers: std::sync::Mutex<Vec<keel_tools::permission::Approval>>,
+    asked: std::sync::Mutex<Vec<keel_tools::permission::ApprovalRequest>>,
+}
+
+#[async_trait::async_trait]
+impl keel_tools::permission::Approver for Answers {
+    async fn approve(
+        &self,
+        request: keel_tools::permission::ApprovalRequest,
+    ) -> keel_tools::permission::Approval {
+        self.asked.lock().unwrap().push(request);
+        let mut answers = self.answers.lock().unwrap();
+        if answers.is_empty() {
+            keel_tools::permission::Approval::Deny(None)
+        } else {
+            answers.remove(0)
+        }
+    }
+}
+
+#[tokio::test]
+async fn in_ask_mode_a_host_off_the_list_is_the_users_to_allow() {
+    use keel_tools::permission::{Approval, Scope};
+    if !proxied_here() {
+        return;
+    }
+    let host = HostListener::start();
+    let ws = tempfile::tempdir().unwrap();
+    let answers = Arc::new(Answers {
+        answers: std::sync::Mutex::new(vec![
+            Approval::AllowOnce,
+            Approval::Deny(None),
+            Approval::AllowAlways(Scope {
+                label: "for the session".into(),
+                matchers: Vec::new(),
+            }),
+        ]),
+        asked: std::sync::Mutex::new(Vec::new()),
+    });
+    let mut env = ToolEnv::new(ws.path().to_path_buf());
+    env.sandbox = SandboxMode::WorkspaceWrite;
+    env.env_mode = Some(EnvMode::Scrub);
+    env.network_asker = Some(keel_tools::netproxy::Asker(answers.clone()));
+    let bash = Bash::new(Arc::new(env));
+    let fetch = format!(
+        "curl -sS -m 20 -x http://127.0.0.1:3128 --noproxy '' http://localhost:{}/",
+        host.port
+    );
+    // Allowed once: it answers, and the question named the host and the call.
+    let out = run(&bash, &fetch).await;
+    assert!(out.contains(ANSWER), "{out}");
+    {
+        let asked = answers.asked.lock().unwrap();
+        assert_eq!(asked.len(), 1);
+        assert_eq!(
+            asked[0].summary,
+            format!("connect to localhost:{}", host.port)
+        );
+        assert_eq!(asked[0].tool_call_id.as_str(), "c1");
+        assert!(
+            asked[0].scopes[0].label.contains("localhost"),
+            "{:?}",
+            asked[0].scopes
+        );
+    }
+    // Once means once: asked again, refused this time, and the model told.
+    let out = run(&bash, &fetch).await;
+    assert!(!out.contains(ANSWER), "{out}");
+    assert!(out.contains("refused network access to localhost"), "{out}");
+    // For the session: asked a third time, then never again.
+    assert!(run(&bash, &fetch).await.contains(ANSWER));
+    assert!(run(&bash, &fetch).await.contains(ANSWER));
+    assert_eq!(answers.asked.lock().unwrap().len(), 3);
+    assert_eq!(host.connections.load(Ordering::SeqCst), 3);
+}

@@ -575,6 +575,9 @@ impl AgentTool for Bash {
             saved: kept,
             proxy,
         } = self.prepare(&args.command)?;
+        if let Some((proxy, _)) = &proxy {
+            proxy.command_started(context.tool_call_id.clone());
+        }
         let started = Instant::now();
         let alive = quiet::Running::start().await;
         let mut child = Self::start(program, &confinement)?;

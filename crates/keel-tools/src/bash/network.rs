@@ -50,7 +50,7 @@ pub(super) fn access<'a>(env: &ToolEnv, slot: &'a OnceLock<Option<SessionNetwork
                 return None;
             }
         };
-        match Proxy::start(listener, env.network.clone()) {
+        match Proxy::start(listener, env.network.clone(), env.network_asker.clone()) {
             Ok(proxy) => Some(SessionNetwork { namespace, proxy }),
             Err(error) => {
                 tracing::warn!(%error, "the sandbox's proxy did not start; commands get no network");

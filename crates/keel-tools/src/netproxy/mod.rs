@@ -16,12 +16,15 @@ mod http;
 mod rules;
 mod socks;
 
-use std::collections::VecDeque;
+use std::collections::{HashSet, VecDeque};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
+use keel_protocol::ToolCallId;
 use tokio::io::{AsyncRead, AsyncWrite};
 use tokio::net::TcpStream;
+
+use crate::permission::{Approval, ApprovalRequest, Approver, Scope};
 
 pub use rules::{DEFAULT_ALLOW, NetworkRules};
 
@@ -34,10 +37,44 @@ const CONNECT_LIMIT: Duration = Duration::from_secs(30);
 const KEPT_REFUSALS: usize = 64;
 
 /// A running proxy for one session's commands.
-#[derive(Debug)]
 pub struct Proxy {
     rules: NetworkRules,
     refusals: Mutex<Refusals>,
+    /// Who is asked about a host the rules do not allow (`ask` mode with a person there);
+    /// `None`: such a host is refused.
+    asker: Option<Arc<dyn Approver>>,
+    /// The bash call whose command is running, to attach a question to.
+    call: Mutex<Option<ToolCallId>>,
+    /// Hosts the user allowed, or refused, for the rest of the session.
+    answered: Mutex<Answered>,
+    /// One question at a time: a second connection to the same host waits for the first
+    /// answer instead of asking again.
+    asking: tokio::sync::Mutex<()>,
+}
+
+/// Who the proxy asks about a host off the list: the session's approver.
+#[derive(Clone)]
+pub struct Asker(pub Arc<dyn Approver>);
+
+impl std::fmt::Debug for Asker {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Asker")
+    }
+}
+
+#[derive(Debug, Default)]
+struct Answered {
+    allowed: HashSet<String>,
+    refused: HashSet<String>,
+}
+
+impl std::fmt::Debug for Proxy {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Proxy")
+            .field("rules", &self.rules)
+            .field("asks", &self.asker.is_some())
+            .finish_non_exhaustive()
+    }
 }
 
 #[derive(Debug, Default)]
@@ -49,15 +86,21 @@ struct Refusals {
 impl Proxy {
     /// Serves `listener` (a listening socket in the commands' namespace) on the current
     /// tokio runtime, letting through what `rules` allow.
+    /// `asker`, when given, is asked about a host the rules do not allow.
     pub fn start(
         listener: std::net::TcpListener,
         rules: NetworkRules,
+        asker: Option<Asker>,
     ) -> std::io::Result<Arc<Self>> {
         listener.set_nonblocking(true)?;
         let listener = tokio::net::TcpListener::from_std(listener)?;
         let proxy = Arc::new(Self {
             rules,
             refusals: Mutex::new(Refusals::default()),
+            asker: asker.map(|a| a.0),
+            call: Mutex::new(None),
+            answered: Mutex::new(Answered::default()),
+            asking: tokio::sync::Mutex::new(()),
         });
         let weak = Arc::downgrade(&proxy);
         tokio::spawn(async move {
@@ -78,6 +121,12 @@ impl Proxy {
     /// The rules in force.
     pub fn rules(&self) -> &NetworkRules {
         &self.rules
+    }
+
+    /// Notes the bash call whose command starts now: a question about a host is attached to
+    /// it.
+    pub fn command_started(&self, call: ToolCallId) {
+        *self.call.lock().unwrap_or_else(PoisonError::into_inner) = Some(call);
     }
 
     /// A mark to pass to [`Proxy::refused_since`].
@@ -124,10 +173,10 @@ impl Proxy {
         }
     }
 
-    /// Opens a connection to `host:port` if the rules allow it; `None` (and the refusal
-    /// kept) if not.
+    /// Opens a connection to `host:port` if the rules, or the user, allow it; `None` (and
+    /// the refusal kept) if not.
     async fn open(&self, host: &str, port: u16) -> Option<std::io::Result<TcpStream>> {
-        if !self.rules.allows(host) {
+        if !self.rules.allows(host) && !self.ask(host, port).await {
             self.refuse(host, port);
             return None;
         }
@@ -138,6 +187,63 @@ impl Proxy {
                 Err(_) => Err(std::io::Error::from(std::io::ErrorKind::TimedOut)),
             },
         )
+    }
+}
+
+impl Proxy {
+    /// Asks the user whether a command may reach `host`, once per host at a time; whether
+    /// it may. Without someone to ask, or a command to attach the question to, no.
+    async fn ask(&self, host: &str, port: u16) -> bool {
+        let Some(asker) = &self.asker else {
+            return false;
+        };
+        let host = host.to_ascii_lowercase();
+        let _one = self.asking.lock().await;
+        {
+            let answered = self.answered.lock().unwrap_or_else(PoisonError::into_inner);
+            if answered.allowed.contains(&host) {
+                return true;
+            }
+            if answered.refused.contains(&host) {
+                return false;
+            }
+        }
+        let Some(call) = self
+            .call
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone()
+        else {
+            return false;
+        };
+        let request = ApprovalRequest {
+            tool_call_id: call,
+            tool: "bash".into(),
+            summary: format!("connect to {host}:{port}"),
+            reasons: vec![format!(
+                "a command wants to reach {host}, which is not in sandbox.network.allow"
+            )],
+            safety: false,
+            scopes: vec![Scope {
+                label: format!("connections to {host} for this session"),
+                matchers: Vec::new(),
+            }],
+            arguments: serde_json::json!({"host": host, "port": port}),
+        };
+        let answer = asker.approve(request).await;
+        let mut answered = self.answered.lock().unwrap_or_else(PoisonError::into_inner);
+        match answer {
+            Approval::AllowOnce => true,
+            Approval::AllowAlways(_) => {
+                answered.allowed.insert(host);
+                true
+            }
+            Approval::Deny(_) => false,
+            Approval::DenyAlways(_) => {
+                answered.refused.insert(host);
+                false
+            }
+        }
     }
 }
 
