@@ -289,6 +289,8 @@ pub fn load(files: &[ConfigFile], overrides: &[String]) -> Result<Loaded, Config
                 .unwrap_or_default();
             loaded.model_source = Some(format!("{}{line}", path.display()));
         }
+        let mut value = value;
+        sandbox_as_map(&mut value);
         merge(&mut merged, value);
     }
     for spec in overrides {
@@ -307,6 +309,12 @@ pub fn load(files: &[ConfigFile], overrides: &[String]) -> Result<Loaded, Config
             spec: spec.clone(),
             reason: strip_location(&e.to_string()),
         })?;
+        // `-c sandbox=MODE` sets the mode and keeps the network.
+        let key = if key == "sandbox" && value.is_string() {
+            "sandbox.mode"
+        } else {
+            key
+        };
         set_path(&mut merged, key, value);
         if key == "model" {
             loaded.model_source = Some(format!("-c {spec}"));
@@ -495,6 +503,22 @@ fn strip_location(message: &str) -> String {
     }
 }
 
+/// `sandbox: MODE` read as `sandbox: {mode: MODE}`, so that a later file or override that
+/// sets only `sandbox.network` keeps the mode, and one that sets only the mode keeps the
+/// network.
+fn sandbox_as_map(root: &mut Value) {
+    let Value::Mapping(map) = root else {
+        return;
+    };
+    if let Some(sandbox) = map.get_mut("sandbox")
+        && let Value::String(mode) = sandbox
+    {
+        let mut inner = Mapping::new();
+        inner.insert(Value::String("mode".into()), Value::String(mode.clone()));
+        *sandbox = Value::Mapping(inner);
+    }
+}
+
 fn merge(base: &mut Value, overlay: Value) {
     match (base, overlay) {
         (Value::Mapping(base), Value::Mapping(overlay)) => {
@@ -540,6 +564,41 @@ mod tests {
         let path = dir.join(name);
         std::fs::write(&path, text).unwrap();
         path
+    }
+
+    #[test]
+    fn a_sandbox_mode_and_network_set_in_different_places_both_hold() {
+        let dir = tempfile::tempdir().unwrap();
+        let home = dir.path().join("home.yaml");
+        std::fs::write(&home, "sandbox: read-only\n").unwrap();
+        let extra = dir.path().join("extra.yaml");
+        std::fs::write(&extra, "sandbox:\n  network:\n    allow: [example.com]\n").unwrap();
+        let loaded = load(
+            &[
+                ConfigFile::trusted(home.clone()),
+                ConfigFile::trusted(extra),
+            ],
+            &[],
+        )
+        .unwrap();
+        assert_eq!(
+            loaded.config.sandbox.mode,
+            Some(keel_tools::SandboxMode::ReadOnly)
+        );
+        assert!(loaded.config.sandbox.network.rules().allows("example.com"));
+        let loaded = load(
+            &[ConfigFile::trusted(home)],
+            &[
+                "sandbox.network.deny=[crates.io]".to_owned(),
+                "sandbox=workspace-write".to_owned(),
+            ],
+        )
+        .unwrap();
+        assert_eq!(
+            loaded.config.sandbox.mode,
+            Some(keel_tools::SandboxMode::WorkspaceWrite)
+        );
+        assert!(!loaded.config.sandbox.network.rules().allows("crates.io"));
     }
 
     #[test]
