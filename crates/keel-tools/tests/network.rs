@@ -361,3 +361,51 @@ async fn in_ask_mode_a_host_off_the_list_is_the_users_to_allow() {
     assert_eq!(answers.asked.lock().unwrap().len(), 3);
     assert_eq!(host.connections.load(Ordering::SeqCst), 3);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_flood_of_connections_cannot_use_up_keels_descriptors() {
+    if !proxied_here() || !has("python3") {
+        return;
+    }
+    let host = HostListener::start();
+    let ws = tempfile::tempdir().unwrap();
+    let bash = Arc::new(tool(
+        ws.path(),
+        NetworkRules::default().allowing(["localhost".to_owned()]),
+    ));
+    let open_fds = || std::fs::read_dir("/proc/self/fd").unwrap().count();
+    let before = open_fds();
+    let flood = {
+        let bash = bash.clone();
+        tokio::spawn(async move {
+            run(
+                &bash,
+                "python3 -c \"import socket, time\nheld = []\nfor _ in range(400):\n    try:\n        held.append(socket.create_connection(('127.0.0.1', 3128), timeout=2))\n    except OSError:\n        break\nprint('opened', len(held))\ntime.sleep(1)\"",
+            )
+            .await
+        })
+    };
+    let mut most = 0;
+    for _ in 0..30 {
+        tokio::time::sleep(Duration::from_millis(50)).await;
+        most = most.max(open_fds().saturating_sub(before));
+    }
+    let out = flood.await.unwrap();
+    assert!(out.contains("opened"), "{out}");
+    // At most 256 held connections (one descriptor each while they say nothing), plus the
+    // command's own pipes.
+    assert!(
+        most < 300,
+        "keel held {most} more descriptors during the flood"
+    );
+    // And the proxy serves on.
+    let out = run(
+        &bash,
+        &format!(
+            "curl -sS -m 10 -x http://127.0.0.1:3128 --noproxy '' http://localhost:{}/",
+            host.port
+        ),
+    )
+    .await;
+    assert!(out.contains(ANSWER), "{out}");
+}

@@ -20,7 +20,11 @@ pub(super) async fn serve(proxy: &Proxy, mut client: TcpStream) -> std::io::Resu
             return answer(&mut client, "431 Request Header Fields Too Large", "").await;
         }
         let mut chunk = [0u8; 4096];
-        let n = client.read(&mut chunk).await?;
+        let Ok(read) = tokio::time::timeout(super::REQUEST_LIMIT, client.read(&mut chunk)).await
+        else {
+            return answer(&mut client, "408 Request Timeout", "").await;
+        };
+        let n = read?;
         if n == 0 {
             return Ok(());
         }

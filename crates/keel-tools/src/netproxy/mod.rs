@@ -35,6 +35,11 @@ pub const PORT: u16 = 3128;
 const CONNECT_LIMIT: Duration = Duration::from_secs(30);
 /// Refusals kept for the messages (the oldest go first).
 const KEPT_REFUSALS: usize = 64;
+/// Most connections through the proxy at once: each holds two of keel's descriptors, and a
+/// command must not be able to use up keel's.
+const MAX_CONNECTIONS: usize = 256;
+/// How long a client may take to say where it wants to go.
+const REQUEST_LIMIT: Duration = Duration::from_secs(30);
 
 /// A running proxy for one session's commands.
 pub struct Proxy {
@@ -103,12 +108,19 @@ impl Proxy {
             asking: tokio::sync::Mutex::new(()),
         });
         let weak = Arc::downgrade(&proxy);
+        let slots = Arc::new(tokio::sync::Semaphore::new(MAX_CONNECTIONS));
         tokio::spawn(async move {
             while let Ok((stream, _)) = listener.accept().await {
                 let Some(proxy) = weak.upgrade() else {
                     break;
                 };
+                // Past the limit a connection is closed at once.
+                let Ok(slot) = slots.clone().try_acquire_owned() else {
+                    drop(stream);
+                    continue;
+                };
                 tokio::spawn(async move {
+                    let _slot = slot;
                     if let Err(error) = proxy.serve(stream).await {
                         tracing::debug!(%error, "a proxied connection ended in an error");
                     }
@@ -163,7 +175,8 @@ impl Proxy {
     /// One client connection: SOCKS5 when it opens with version 5, HTTP otherwise.
     async fn serve(&self, client: TcpStream) -> std::io::Result<()> {
         let mut first = [0u8; 1];
-        if client.peek(&mut first).await? == 0 {
+        let peeked = tokio::time::timeout(REQUEST_LIMIT, client.peek(&mut first)).await;
+        if !matches!(peeked, Ok(Ok(n)) if n > 0) {
             return Ok(());
         }
         if first[0] == socks::VERSION {

@@ -19,17 +19,47 @@ const COMMAND_NOT_SUPPORTED: u8 = 7;
 const ADDRESS_NOT_SUPPORTED: u8 = 8;
 
 pub(super) async fn serve(proxy: &Proxy, mut client: TcpStream) -> std::io::Result<()> {
+    let asked = tokio::time::timeout(super::REQUEST_LIMIT, request(&mut client)).await;
+    let Ok(asked) = asked else {
+        return Ok(());
+    };
+    let (host, port) = match asked? {
+        Asked::Connect(host, port) => (host, port),
+        Asked::Refused(code) => return reply(&mut client, code).await,
+        Asked::NoMethod => return Ok(()),
+    };
+    let mut upstream = match proxy.open(&host, port).await {
+        None => return reply(&mut client, NOT_ALLOWED).await,
+        Some(Err(_)) => return reply(&mut client, HOST_UNREACHABLE).await,
+        Some(Ok(stream)) => stream,
+    };
+    reply(&mut client, SUCCEEDED).await?;
+    relay(&mut client, &mut upstream).await
+}
+
+/// What the client asked for.
+enum Asked {
+    Connect(String, u16),
+    /// Something this proxy does not do: the reply code.
+    Refused(u8),
+    /// No method this proxy offers (answered already).
+    NoMethod,
+}
+
+/// The greeting and the request, up to the address.
+async fn request(client: &mut TcpStream) -> std::io::Result<Asked> {
     let mut greeting = [0u8; 2];
     client.read_exact(&mut greeting).await?;
     let mut methods = vec![0u8; usize::from(greeting[1])];
     client.read_exact(&mut methods).await?;
     if !methods.contains(&NO_AUTHENTICATION) {
-        return client.write_all(&[VERSION, NO_ACCEPTABLE_METHOD]).await;
+        client.write_all(&[VERSION, NO_ACCEPTABLE_METHOD]).await?;
+        return Ok(Asked::NoMethod);
     }
     client.write_all(&[VERSION, NO_AUTHENTICATION]).await?;
-    let mut request = [0u8; 4];
-    client.read_exact(&mut request).await?;
-    let [_, command, _, kind] = request;
+    let mut head = [0u8; 4];
+    client.read_exact(&mut head).await?;
+    let [_, command, _, kind] = head;
     let host = match kind {
         1 => {
             let mut ip = [0u8; 4];
@@ -48,21 +78,14 @@ pub(super) async fn serve(proxy: &Proxy, mut client: TcpStream) -> std::io::Resu
             client.read_exact(&mut ip).await?;
             std::net::Ipv6Addr::from(ip).to_string()
         }
-        _ => return reply(&mut client, ADDRESS_NOT_SUPPORTED).await,
+        _ => return Ok(Asked::Refused(ADDRESS_NOT_SUPPORTED)),
     };
     let mut port = [0u8; 2];
     client.read_exact(&mut port).await?;
-    let port = u16::from_be_bytes(port);
     if command != CONNECT {
-        return reply(&mut client, COMMAND_NOT_SUPPORTED).await;
+        return Ok(Asked::Refused(COMMAND_NOT_SUPPORTED));
     }
-    let mut upstream = match proxy.open(&host, port).await {
-        None => return reply(&mut client, NOT_ALLOWED).await,
-        Some(Err(_)) => return reply(&mut client, HOST_UNREACHABLE).await,
-        Some(Ok(stream)) => stream,
-    };
-    reply(&mut client, SUCCEEDED).await?;
-    relay(&mut client, &mut upstream).await
+    Ok(Asked::Connect(host, u16::from_be_bytes(port)))
 }
 
 /// A reply with an empty bound address.
