@@ -528,3 +528,53 @@ async fn images_in_a_prompt_reach_a_model_that_takes_them() {
     })
     .await;
 }
+
+/// The sandbox's proxy asks the editor about a host off the list, attached to the running
+/// command's call, and a refusal reaches the model with the host named.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_host_off_the_list_is_a_question_in_ask_mode() {
+    let support = keel_sandbox::support();
+    if support.landlock.is_err() || !support.namespaces.as_ref().is_ok_and(|ns| ns.network) {
+        eprintln!("skipped: this system cannot give commands a network of their own");
+        return;
+    }
+    let server = mock(json!([
+        {"shell": "curl -sS -m 20 http://example.org/x; echo curl-ended"},
+        {"text": "done"}
+    ]))
+    .await;
+    let world = World::new();
+    let work = world.work();
+    let state = Arc::new(EditorState::default());
+    state
+        .answers
+        .lock()
+        .unwrap()
+        .extend([Answer::Pick("allow_once"), Answer::Pick("reject_once")]);
+    let mut keel = world.spawn(&server, &["--permission", "ask"]);
+    let st = state.clone();
+    connect(&mut keel, state.clone(), async |cx| {
+        initialize(&cx, capabilities(false)).await?;
+        let session = new_session(&cx, &work).await?;
+        assert_eq!(
+            prompt(&cx, &session, "fetch it").await?,
+            StopReason::EndTurn
+        );
+        let asked = st.asked.lock().unwrap().clone();
+        assert_eq!(asked.len(), 2, "{asked:?}");
+        let command = serde_json::to_value(&asked[0].tool_call).unwrap();
+        let network = serde_json::to_value(&asked[1].tool_call).unwrap();
+        assert_eq!(network["toolCallId"], command["toolCallId"], "{network}");
+        assert_eq!(network["rawInput"]["host"], "example.org", "{network}");
+        assert_eq!(network["rawInput"]["port"], 80, "{network}");
+        Ok(())
+    })
+    .await;
+    let sent = request_text(&server, 1);
+    assert!(
+        sent.contains("refused network access to example.org:80"),
+        "{sent}"
+    );
+    assert!(sent.contains("curl-ended"), "{sent}");
+    keel.kill().await.unwrap();
+}
