@@ -361,12 +361,12 @@ pub(crate) fn drop_capabilities() {
     }
 }
 
-/// signal). Never returns. `alive` is the one descriptor it keeps (`-1`: none).
-pub(crate) fn keep(pid: libc::pid_t, alive: i32) -> ! {
-    // Output, the exec-error pipe and the diagnostics pipe belong to the command: holding
-    // them here would keep keel waiting for an end of output after the command ended. Only
-    // the write end of the keeper-alive pipe stays.
-    close_all_but(alive);
+/// The waiter of a contained program: waits for its pid 1 and ends as it ended (the same
+/// exit code, or the same signal). Never returns.
+pub(crate) fn keep(pid: libc::pid_t) -> ! {
+    // The program's pipes and spawn's error pipe belong to it: holding them here would keep
+    // keel waiting for an end of output after it ended.
+    close_all_but(-1);
     let mut status = 0;
     loop {
         // SAFETY: waitpid on our own child with a valid status pointer.

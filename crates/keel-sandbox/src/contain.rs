@@ -65,6 +65,6 @@ fn enter(uid_map: &[u8], gid_map: &[u8]) -> io::Result<()> {
         0 => die_with_parent(),
         // The waiter holds no descriptor: the program's pipes, and spawn's own error pipe,
         // close when the program's side does.
-        pid => keep(pid, -1),
+        pid => keep(pid),
     }
 }
