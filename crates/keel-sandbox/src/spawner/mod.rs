@@ -147,13 +147,21 @@ impl Spawner {
     fn start() -> Result<Self, String> {
         let (ours, theirs) =
             socket_pair().map_err(|e| format!("cannot create the spawner's socket: {e}"))?;
-        let (pid, process) = if CAN_EXEC.load(Ordering::Relaxed) {
-            let child = exec_spawner(&theirs)
-                .map_err(|e| format!("cannot start the sandbox's spawner: {e}"))?;
-            let pid = i32::try_from(child.id()).unwrap_or(0);
-            (pid, Some(child))
-        } else {
-            (fork_spawner(&ours, theirs.as_raw_fd())?, None)
+        let exec = CAN_EXEC
+            .load(Ordering::Relaxed)
+            .then(|| exec_spawner(&theirs))
+            .and_then(|started| {
+                // keel's program cannot be started again (no /proc, say): a copy of keel
+                // serves instead, bigger but the same.
+                started
+                    .inspect_err(|error| {
+                        tracing::warn!(%error, "cannot start the sandbox's spawner afresh; forking");
+                    })
+                    .ok()
+            });
+        let (pid, process) = match exec {
+            Some(child) => (i32::try_from(child.id()).unwrap_or(0), Some(child)),
+            None => (fork_spawner(&ours, theirs.as_raw_fd())?, None),
         };
         drop(theirs);
         let mut spawner = Self {
