@@ -45,6 +45,10 @@ fn proxied_here() -> bool {
     if !ok {
         eprintln!("skipped: this system cannot give commands a network of their own");
     }
+    if !has("curl") {
+        eprintln!("skipped: no curl here");
+        return false;
+    }
     ok
 }
 

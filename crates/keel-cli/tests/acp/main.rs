@@ -534,8 +534,15 @@ async fn images_in_a_prompt_reach_a_model_that_takes_them() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_host_off_the_list_is_a_question_in_ask_mode() {
     let support = keel_sandbox::support();
-    if support.landlock.is_err() || !support.namespaces.as_ref().is_ok_and(|ns| ns.network) {
-        eprintln!("skipped: this system cannot give commands a network of their own");
+    let curl = std::process::Command::new("curl")
+        .arg("--version")
+        .output()
+        .is_ok_and(|o| o.status.success());
+    if support.landlock.is_err() || !support.namespaces.as_ref().is_ok_and(|ns| ns.network) || !curl
+    {
+        eprintln!(
+            "skipped: this system cannot give commands a network of their own, or has no curl"
+        );
         return;
     }
     let server = mock(json!([
