@@ -29,7 +29,7 @@ pub(crate) struct ChildPlan {
     pub parent: libc::pid_t,
     /// The Landlock ruleset's descriptor, applied last (raw system calls: nothing of the
     /// landlock crate runs after the fork).
-    pub ruleset: Option<OwnedFd>,
+    pub ruleset: OwnedFd,
     /// Write end of the diagnostics pipe.
     pub diag: Option<OwnedFd>,
 }
@@ -38,7 +38,7 @@ impl ChildPlan {
     /// Runs in the child after fork, before the standard library executes the command.
     pub(crate) fn run(&mut self) -> io::Result<()> {
         let diag = self.diag.as_ref().map_or(-1, |fd| fd.as_raw_fd());
-        let ruleset = self.ruleset.as_ref().map_or(-1, |fd| fd.as_raw_fd());
+        let ruleset = self.ruleset.as_raw_fd();
         die_with_parent(self.parent, diag)?;
         own_session(diag)?;
         // Without a user namespace a command of root's keeps root's capabilities in the real
@@ -128,7 +128,7 @@ pub(crate) struct Start<'a> {
     pub streams: [i32; 3],
     /// The session's network namespace to enter (`-1`: none).
     pub network: i32,
-    /// The Landlock ruleset (`-1`: none).
+    /// The Landlock ruleset.
     pub ruleset: i32,
     /// The spawner-alive pipe: read end, write end (the spawner holds the write end).
     pub alive: [i32; 2],
@@ -228,12 +228,8 @@ pub(crate) fn probe_steps(
 }
 
 /// Applies the Landlock ruleset `fd` (with `no_new_privs`, which Landlock requires of an
-/// unprivileged caller and which keeps setuid programs from gaining anything). A plan
-/// without a ruleset is the namespace probe's; every command's plan has one.
+/// unprivileged caller and which keeps setuid programs from gaining anything).
 pub(crate) fn restrict(fd: i32, diag: i32) -> io::Result<()> {
-    if fd < 0 {
-        return Ok(());
-    }
     // SAFETY: prctl with integer arguments.
     if unsafe { libc::prctl(libc::PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) } != 0 {
         return Err(fail(diag, b"set no_new_privs", errno()));

@@ -234,7 +234,7 @@ pub(crate) fn prepare(
             Prepared::Alone {
                 plan: ChildPlan {
                     parent: std::process::id().try_into().unwrap_or(0),
-                    ruleset: Some(ruleset_fd),
+                    ruleset: ruleset_fd,
                     diag: Some(diag_write),
                 },
                 diag: Some(diag_read),

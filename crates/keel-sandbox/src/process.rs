@@ -32,18 +32,6 @@ impl From<std::io::PipeWriter> for Stream {
     }
 }
 
-impl From<std::io::PipeReader> for Stream {
-    fn from(pipe: std::io::PipeReader) -> Self {
-        Self::Fd(pipe.into())
-    }
-}
-
-impl From<std::fs::File> for Stream {
-    fn from(file: std::fs::File) -> Self {
-        Self::Fd(file.into())
-    }
-}
-
 impl From<Stream> for Stdio {
     fn from(stream: Stream) -> Self {
         match stream {
@@ -250,6 +238,8 @@ fn spawned(
 ) -> Result<Child, SpawnError> {
     let io = |what: &str, e: std::io::Error| SpawnError::Start(format!("cannot {what}: {e}"));
     let (status_read, status_write) = std::io::pipe().map_err(|e| io("create a pipe", e))?;
+    let status = tokio::net::unix::pipe::Receiver::from_owned_fd(status_read.into())
+        .map_err(|e| io("watch the command", e))?;
     let mut ends = Ends::default();
     let stdin = ends
         .child_end(0, program.stdin)
@@ -260,7 +250,7 @@ fn spawned(
     let stderr = ends
         .child_end(2, program.stderr)
         .map_err(|e| io("create a pipe", e))?;
-    let request = spawner::encode(ns, exec, true);
+    let request = spawner::encode(ns, exec);
     let status_write = OwnedFd::from(status_write);
     let mut fds = vec![
         status_write.as_raw_fd(),
@@ -281,8 +271,7 @@ fn spawned(
         inner: Inner::Spawned(Spawned {
             pid: started.pid,
             pidfd: started.pidfd,
-            status: Some(status_read.into()),
-            pipe: None,
+            status: Some(status),
             raw: [0; 4],
             got: 0,
             exited: None,
@@ -360,9 +349,8 @@ enum Inner {
 struct Spawned {
     pid: i32,
     pidfd: OwnedFd,
-    /// The status pipe, until the first wait makes it `pipe`.
-    status: Option<OwnedFd>,
-    pipe: Option<tokio::net::unix::pipe::Receiver>,
+    /// The status pipe, until the command ended.
+    status: Option<tokio::net::unix::pipe::Receiver>,
     /// The wait status's bytes read so far.
     raw: [u8; 4],
     got: usize,
@@ -378,10 +366,7 @@ impl Spawned {
         if let Some(status) = self.exited {
             return Ok(status);
         }
-        if let Some(fd) = self.status.take() {
-            self.pipe = Some(tokio::net::unix::pipe::Receiver::from_owned_fd(fd)?);
-        }
-        if let Some(pipe) = &mut self.pipe {
+        if let Some(pipe) = &mut self.status {
             while self.got < self.raw.len() {
                 let n = tokio::io::AsyncReadExt::read(
                     pipe,
@@ -401,7 +386,7 @@ impl Spawned {
             ExitStatus::from_raw(libc::SIGKILL)
         };
         self.exited = Some(status);
-        self.pipe = None;
+        self.status = None;
         Ok(status)
     }
 

@@ -10,27 +10,16 @@
 //! empty folder.
 #![allow(missing_docs, clippy::unwrap_used, clippy::expect_used)]
 
+#[path = "../tests/common/mod.rs"]
+mod common;
+
 use std::sync::Arc;
 use std::time::Instant;
 
-use keel_agent::{AgentTool, ToolCallContext, ToolUpdates};
-use keel_protocol::MessageId;
+use keel_agent::AgentTool;
 use keel_tools::bash::Bash;
 use keel_tools::{EnvMode, SandboxMode, ToolEnv};
 use serde_json::json;
-use tokio_util::sync::CancellationToken;
-
-fn context() -> ToolCallContext {
-    let (tx, rx) = tokio::sync::mpsc::channel(8);
-    std::mem::forget(rx);
-    ToolCallContext {
-        tool_call_id: "c1".into(),
-        assistant_message_id: MessageId::new("m1"),
-        turn: None,
-        cancel: CancellationToken::new(),
-        updates: ToolUpdates::new(0, tx),
-    }
-}
 
 fn tool(dir: &std::path::Path, sandbox: SandboxMode) -> Bash {
     let mut env = ToolEnv::new(dir.to_path_buf());
@@ -76,7 +65,9 @@ fn main() {
         for round in 0..runs + 20 {
             for (i, tool) in tools.iter().enumerate() {
                 let start = Instant::now();
-                let out = tool.execute(json!({"command": "true"}), context()).await;
+                let out = tool
+                    .execute(json!({"command": "true"}), common::context())
+                    .await;
                 let ms = start.elapsed().as_secs_f64() * 1e3;
                 match out {
                     Ok(out) if !out.is_error => {

@@ -9,34 +9,23 @@
 //! some of these commands before the kernel is tried).
 #![allow(clippy::unwrap_used, clippy::expect_used, missing_docs)]
 
+mod common;
+
 use std::io::{Read as _, Write as _};
 use std::net::{TcpListener, UdpSocket};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
-use keel_agent::{AgentTool, ToolCallContext, ToolUpdates};
-use keel_protocol::{ContentBlock, MessageId};
+use keel_agent::AgentTool;
+use keel_protocol::ContentBlock;
 use keel_tools::bash::Bash;
 use keel_tools::netproxy::NetworkRules;
 use keel_tools::{EnvMode, SandboxMode, ToolEnv};
 use serde_json::json;
-use tokio_util::sync::CancellationToken;
 
 /// The answer the host's listener gives, so a test can tell it was reached.
 const ANSWER: &str = "KEELNET-host-listener-answer";
-
-fn context() -> ToolCallContext {
-    let (tx, rx) = tokio::sync::mpsc::channel(64);
-    std::mem::forget(rx);
-    ToolCallContext {
-        tool_call_id: "c1".into(),
-        assistant_message_id: MessageId::new("m1"),
-        turn: None,
-        cancel: CancellationToken::new(),
-        updates: ToolUpdates::new(0, tx),
-    }
-}
 
 /// Whether commands here get a private network (namespaces with network, and Landlock).
 fn proxied_here() -> bool {
@@ -109,7 +98,10 @@ fn tool(ws: &std::path::Path, rules: NetworkRules) -> Bash {
 
 async fn run(bash: &Bash, command: &str) -> String {
     let out = bash
-        .execute(json!({"command": command, "timeout": 60000}), context())
+        .execute(
+            json!({"command": command, "timeout": 60000}),
+            common::context(),
+        )
         .await
         .map_or_else(
             |e| e.to_string(),
@@ -123,6 +115,12 @@ async fn run(bash: &Bash, command: &str) -> String {
         );
     println!("$ {command}\n{out}\n");
     out
+}
+
+/// curl to `localhost:port` through the proxy by name (`localhost` is direct by default:
+/// the command's own loopback).
+fn through_proxy(port: u16) -> String {
+    format!("curl -sS -m 20 -x http://127.0.0.1:3128 --noproxy '' http://localhost:{port}/")
 }
 
 fn has(program: &str) -> bool {
@@ -207,17 +205,9 @@ async fn an_allowed_host_answers_through_the_proxy_and_a_refused_one_is_named() 
     }
     let host = HostListener::start();
     let ws = tempfile::tempdir().unwrap();
-    let bash = tool(
-        ws.path(),
-        NetworkRules::default().allowing(["localhost".to_owned()]),
-    );
+    let bash = tool(ws.path(), NetworkRules::new(["localhost".to_owned()], []));
     let p = host.port;
-    // `localhost` is direct by default (the command's own loopback): name the proxy.
-    let out = run(
-        &bash,
-        &format!("curl -sS -m 10 -x http://127.0.0.1:3128 --noproxy '' http://localhost:{p}/"),
-    )
-    .await;
+    let out = run(&bash, &through_proxy(p)).await;
     assert!(out.contains(ANSWER), "{out}");
     let out = run(
         &bash,
@@ -257,7 +247,7 @@ async fn the_commands_own_loopback_is_theirs() {
     let started = bash
         .execute(
             json!({"command": "exec python3 -m http.server 18766 --bind 127.0.0.1", "run_in_background": true}),
-            context(),
+            common::context(),
         )
         .await;
     assert!(started.is_ok(), "{:?}", started.err());
@@ -334,10 +324,7 @@ async fn in_ask_mode_a_host_off_the_list_is_the_users_to_allow() {
     env.env_mode = Some(EnvMode::Scrub);
     env.network_asker = Some(keel_tools::netproxy::Asker(answers.clone()));
     let bash = Bash::new(Arc::new(env));
-    let fetch = format!(
-        "curl -sS -m 20 -x http://127.0.0.1:3128 --noproxy '' http://localhost:{}/",
-        host.port
-    );
+    let fetch = through_proxy(host.port);
     // Allowed once: it answers, and the question named the host and the call.
     let out = run(&bash, &fetch).await;
     assert!(out.contains(ANSWER), "{out}");
@@ -375,7 +362,7 @@ async fn a_flood_of_connections_cannot_use_up_keels_descriptors() {
     let ws = tempfile::tempdir().unwrap();
     let bash = Arc::new(tool(
         ws.path(),
-        NetworkRules::default().allowing(["localhost".to_owned()]),
+        NetworkRules::new(["localhost".to_owned()], []),
     ));
     let open_fds = || std::fs::read_dir("/proc/self/fd").unwrap().count();
     let before = open_fds();
@@ -403,13 +390,6 @@ async fn a_flood_of_connections_cannot_use_up_keels_descriptors() {
         "keel held {most} more descriptors during the flood"
     );
     // And the proxy serves on.
-    let out = run(
-        &bash,
-        &format!(
-            "curl -sS -m 10 -x http://127.0.0.1:3128 --noproxy '' http://localhost:{}/",
-            host.port
-        ),
-    )
-    .await;
+    let out = run(&bash, &through_proxy(host.port)).await;
     assert!(out.contains(ANSWER), "{out}");
 }

@@ -5,30 +5,19 @@
 //! environment before the sandbox's one-time probe.
 #![allow(clippy::unwrap_used, clippy::expect_used, missing_docs)]
 
+mod common;
+
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use keel_agent::{AgentTool, ToolCallContext, ToolUpdates};
-use keel_protocol::{ContentBlock, MessageId};
+use keel_agent::AgentTool;
+use keel_protocol::ContentBlock;
 use keel_sandbox as sandbox;
 use keel_tools::bash::Bash;
 use keel_tools::{EnvMode, SandboxMode, ToolEnv};
 use serde_json::json;
-use tokio_util::sync::CancellationToken;
 
 const CANARY: &str = "KEELCANARY-sandbox-7f3a";
-
-fn context() -> ToolCallContext {
-    let (tx, rx) = tokio::sync::mpsc::channel(8);
-    std::mem::forget(rx);
-    ToolCallContext {
-        tool_call_id: "c1".into(),
-        assistant_message_id: MessageId::new("m1"),
-        turn: None,
-        cancel: CancellationToken::new(),
-        updates: ToolUpdates::new(0, tx),
-    }
-}
 
 /// A fake home with canary credentials and a workspace beside it, outside the system temp
 /// folders (which `workspace-write` may write, and so read).
@@ -96,7 +85,10 @@ fn tool(fx: &Fixture, mode: SandboxMode, adjust: impl FnOnce(&mut ToolEnv)) -> B
 
 /// What the model would read: the output, or the error that stopped the command.
 async fn sh(bash: &Bash, command: &str) -> String {
-    match bash.execute(json!({"command": command}), context()).await {
+    match bash
+        .execute(json!({"command": command}), common::context())
+        .await
+    {
         Ok(out) => out
             .content
             .iter()
@@ -135,7 +127,9 @@ async fn landlock() -> bool {
     let mut env = ToolEnv::new(dir.path().canonicalize().unwrap());
     env.sandbox = SandboxMode::WorkspaceWrite;
     let bash = Bash::new(Arc::new(env));
-    let refused = bash.execute(json!({"command": "true"}), context()).await;
+    let refused = bash
+        .execute(json!({"command": "true"}), common::context())
+        .await;
     let message = refused.err().map(|e| e.message).unwrap_or_default();
     assert!(message.contains("cannot be enforced here"), "{message}");
     false

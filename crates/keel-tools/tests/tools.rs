@@ -1,11 +1,13 @@
 //! The file, shell, todo and fetch tools on good and bad input.
 #![allow(clippy::unwrap_used, clippy::expect_used, missing_docs)]
 
+mod common;
+
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use keel_agent::{AgentTool, ToolCallContext, ToolOutput, ToolUpdates};
-use keel_protocol::{ContentBlock, MessageId};
+use keel_agent::{AgentTool, ToolCallContext, ToolOutput};
+use keel_protocol::ContentBlock;
 use keel_tools::bash::Bash;
 use keel_tools::fetch::WebFetch;
 use keel_tools::files::{edit::Edit, read::Read, write::Write};
@@ -19,16 +21,7 @@ mod plan_file;
 
 fn context() -> (ToolCallContext, CancellationToken) {
     let cancel = CancellationToken::new();
-    let (tx, _rx) = tokio::sync::mpsc::channel(8);
-    std::mem::forget(_rx);
-    let context = ToolCallContext {
-        tool_call_id: "c1".into(),
-        assistant_message_id: MessageId::new("m1"),
-        turn: None,
-        cancel: cancel.clone(),
-        updates: ToolUpdates::new(0, tx),
-    };
-    (context, cancel)
+    (common::context_with(cancel.clone()), cancel)
 }
 
 fn env(dir: &tempfile::TempDir) -> Arc<ToolEnv> {

@@ -23,7 +23,8 @@ mod serve;
 mod wire;
 
 use std::io;
-use std::os::fd::{AsRawFd as _, FromRawFd as _, OwnedFd, RawFd};
+use std::os::fd::{AsRawFd as _, OwnedFd, RawFd};
+use std::os::unix::net::UnixStream;
 use std::os::unix::process::CommandExt as _;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Mutex, PoisonError};
@@ -136,7 +137,7 @@ pub fn spawner_pid() -> Option<i32> {
 
 /// A running spawner: keel's end of its socket and how to reap it.
 struct Spawner {
-    sock: OwnedFd,
+    sock: UnixStream,
     pid: i32,
     /// The exec'd spawner's handle (a forked one is reaped by pid).
     process: Option<std::process::Child>,
@@ -146,7 +147,7 @@ impl Spawner {
     /// Starts a spawner and waits until it holds its namespace.
     fn start() -> Result<Self, String> {
         let (ours, theirs) =
-            socket_pair().map_err(|e| format!("cannot create the spawner's socket: {e}"))?;
+            UnixStream::pair().map_err(|e| format!("cannot create the spawner's socket: {e}"))?;
         let exec = CAN_EXEC
             .load(Ordering::Relaxed)
             .then(|| exec_spawner(&theirs))
@@ -169,12 +170,13 @@ impl Spawner {
             pid,
             process,
         };
-        set_answer_limit(&spawner.sock);
-        match spawner.answer() {
-            Ok((0, _, _)) => Ok(spawner),
-            Ok((_, _, diag)) => {
+        // A spawner that does not answer (stopped, stuck) counts as dead.
+        let _ = spawner.sock.set_read_timeout(Some(ANSWER_LIMIT));
+        match wire::read_reply(spawner.sock.as_raw_fd()) {
+            Ok(reply) if reply.errno == 0 => Ok(spawner),
+            Ok(reply) => {
                 spawner.end_in_place();
-                Err(crate::prepare::explain(&diag.0)
+                Err(crate::prepare::explain(&reply.diag)
                     .unwrap_or_else(|| "the sandbox's spawner could not start".to_owned()))
             }
             Err(error) => {
@@ -191,45 +193,18 @@ impl Spawner {
         fds: &[RawFd],
     ) -> io::Result<Result<(i32, Vec<OwnedFd>), String>> {
         wire::send(self.sock.as_raw_fd(), request, fds)?;
-        let (code, pid, (diag, received)) = self.answer()?;
-        if code != 0 {
-            return Ok(Err(crate::prepare::explain(&diag).unwrap_or_else(|| {
-                format!(
-                    "the sandbox could not start the command: {}",
-                    io::Error::from_raw_os_error(code)
-                )
-            })));
+        let reply = wire::read_reply(self.sock.as_raw_fd())?;
+        if reply.errno != 0 {
+            return Ok(Err(crate::prepare::explain(&reply.diag).unwrap_or_else(
+                || {
+                    format!(
+                        "the sandbox could not start the command: {}",
+                        io::Error::from_raw_os_error(reply.errno)
+                    )
+                },
+            )));
         }
-        Ok(Ok((pid, received)))
-    }
-
-    /// Reads one answer: errno, pid, the failed step's bytes and the descriptors.
-    #[expect(clippy::type_complexity, reason = "one private reader")]
-    fn answer(&self) -> io::Result<(i32, i32, (Vec<u8>, Vec<OwnedFd>))> {
-        let mut fds = Vec::new();
-        let mut head = [0u8; wire::REPLY_HEAD];
-        self.fill(&mut head, &mut fds)?;
-        let (code, pid, len) = wire::reply_head(&head)
-            .ok_or_else(|| io::Error::other("the spawner's answer is malformed"))?;
-        let mut diag = vec![0u8; len];
-        self.fill(&mut diag, &mut fds)?;
-        Ok((code, pid, (diag, fds)))
-    }
-
-    fn fill(&self, buf: &mut [u8], fds: &mut Vec<OwnedFd>) -> io::Result<()> {
-        let mut got = 0;
-        while got < buf.len() {
-            let n = wire::recv(
-                self.sock.as_raw_fd(),
-                buf.get_mut(got..).unwrap_or(&mut []),
-                fds,
-            )?;
-            if n == 0 {
-                return Err(io::Error::from(io::ErrorKind::UnexpectedEof));
-            }
-            got += n;
-        }
-        Ok(())
+        Ok(Ok((reply.pid, reply.fds)))
     }
 
     /// Kills and reaps the spawner (its commands die with it).
@@ -259,46 +234,9 @@ impl std::fmt::Debug for Spawner {
     }
 }
 
-/// A connected pair of stream sockets, both close-on-exec.
-fn socket_pair() -> io::Result<(OwnedFd, OwnedFd)> {
-    let mut pair = [-1; 2];
-    // SAFETY: socketpair fills the two-element array.
-    let done = unsafe {
-        libc::socketpair(
-            libc::AF_UNIX,
-            libc::SOCK_STREAM | libc::SOCK_CLOEXEC,
-            0,
-            pair.as_mut_ptr(),
-        )
-    };
-    if done != 0 {
-        return Err(io::Error::last_os_error());
-    }
-    // SAFETY: the kernel just created both descriptors for this process.
-    Ok(unsafe { (OwnedFd::from_raw_fd(pair[0]), OwnedFd::from_raw_fd(pair[1])) })
-}
-
-/// A limit on how long a read of the spawner's answer waits.
-fn set_answer_limit(sock: &OwnedFd) {
-    let limit = libc::timeval {
-        tv_sec: libc::time_t::try_from(ANSWER_LIMIT.as_secs()).unwrap_or(20),
-        tv_usec: 0,
-    };
-    // SAFETY: setsockopt with a timeval that outlives the call.
-    unsafe {
-        libc::setsockopt(
-            sock.as_raw_fd(),
-            libc::SOL_SOCKET,
-            libc::SO_RCVTIMEO,
-            (&raw const limit).cast(),
-            u32::try_from(size_of::<libc::timeval>()).unwrap_or(0),
-        );
-    }
-}
-
 /// Starts this program again as the spawner, its socket on descriptor 3 and nothing of
 /// keel's environment.
-fn exec_spawner(theirs: &OwnedFd) -> io::Result<std::process::Child> {
+fn exec_spawner(theirs: &UnixStream) -> io::Result<std::process::Child> {
     let fd = theirs.as_raw_fd();
     let mut command = std::process::Command::new("/proc/self/exe");
     command
@@ -326,7 +264,7 @@ fn exec_spawner(theirs: &OwnedFd) -> io::Result<std::process::Child> {
 
 /// Forks this process into the spawner (for programs that did not call
 /// [`spawner_entry`]): the copy serves on `theirs` and never returns.
-fn fork_spawner(ours: &OwnedFd, theirs: RawFd) -> Result<i32, String> {
+fn fork_spawner(ours: &UnixStream, theirs: RawFd) -> Result<i32, String> {
     let ours = ours.as_raw_fd();
     // SAFETY: the child only closes descriptors and runs `serve`, which makes system calls
     // and allocates through the C allocator (made safe to use after fork by its own fork

@@ -46,7 +46,7 @@ pub(crate) fn serve(sock: RawFd) -> ! {
             alive
         }
         Err((code, diag)) => {
-            let _ = wire::send(sock, &wire::reply(code, 0, &diag), &[]);
+            refuse(sock, code, &diag);
             exit(1)
         }
     };
@@ -79,26 +79,20 @@ pub(crate) fn serve(sock: RawFd) -> ! {
             .map(|(i, _)| i)
             .collect();
         for i in ended.into_iter().rev() {
-            if reap(running.get(i)) {
+            if running.get(i).is_some_and(reap) {
                 running.swap_remove(i);
             }
         }
         if polled.first().is_some_and(|p| p.revents != 0) {
             match read_request(sock) {
                 Ok(Some((body, fds))) => match wire::decode(&body) {
-                    Some(wire::Request::Spawn(ns, exec, ruleset)) => {
-                        if let Some(command) = start(&ns, &exec, ruleset, fds, alive, sock) {
+                    Some(wire::Request::Spawn(ns, exec)) => {
+                        if let Some(command) = start(&ns, &exec, fds, alive, sock) {
                             running.push(command);
                         }
                     }
                     Some(wire::Request::Network(port)) => network(port, sock),
-                    None => {
-                        let _ = wire::send(
-                            sock,
-                            &wire::reply(libc::EINVAL, 0, b"read the request\x0022"),
-                            &[],
-                        );
-                    }
+                    None => refuse(sock, libc::EINVAL, MALFORMED),
                 },
                 // keel is gone (or said something no keel says): so are its commands.
                 Ok(None) | Err(_) => shut_down(&running),
@@ -135,53 +129,52 @@ fn prepare() -> Result<[RawFd; 2], (i32, Vec<u8>)> {
 fn read_request(sock: RawFd) -> io::Result<Option<(Vec<u8>, Vec<OwnedFd>)>> {
     let mut fds = Vec::new();
     let mut head = [0u8; 4];
-    let mut got = 0;
-    while got < head.len() {
-        let n = wire::recv(sock, head.get_mut(got..).unwrap_or(&mut []), &mut fds)?;
-        if n == 0 {
-            return Ok(None);
-        }
-        got += n;
+    let at_end = |e: &io::Error| e.kind() == io::ErrorKind::UnexpectedEof;
+    match wire::fill(sock, &mut head, &mut fds) {
+        Err(e) if at_end(&e) => return Ok(None),
+        other => other?,
     }
     let len = usize::try_from(u32::from_le_bytes(head)).unwrap_or(usize::MAX);
     if len > wire::MAX_REQUEST {
         return Ok(None);
     }
     let mut body = vec![0u8; len];
-    let mut got = 0;
-    while got < len {
-        let n = wire::recv(sock, body.get_mut(got..).unwrap_or(&mut []), &mut fds)?;
-        if n == 0 {
-            return Ok(None);
-        }
-        got += n;
+    match wire::fill(sock, &mut body, &mut fds) {
+        Err(e) if at_end(&e) => return Ok(None),
+        other => other?,
     }
     Ok(Some((body, fds)))
+}
+
+/// What the spawner answers to a request no keel sends: the step and `EINVAL`.
+const MALFORMED: &[u8] = b"read the request\x0022";
+
+/// Answers a request with the errno and the failed step.
+fn refuse(sock: RawFd, code: i32, step: &[u8]) {
+    let _ = wire::send(sock, &wire::reply(code, 0, step), &[]);
 }
 
 /// Starts the command a request asks for and replies; what runs is returned.
 fn start(
     ns: &Namespaces,
     exec: &ExecPlan,
-    has_ruleset: bool,
     fds: Vec<OwnedFd>,
     alive: [RawFd; 2],
     sock: RawFd,
 ) -> Option<Running> {
-    let refuse = |code: i32, diag: &[u8]| {
-        let _ = wire::send(sock, &wire::reply(code, 0, diag), &[]);
+    let refuse = |code: i32, step: &[u8]| {
+        refuse(sock, code, step);
         None
     };
     let mut fds = fds.into_iter();
-    let (Some(status), Some(stdin), Some(stdout), Some(stderr)) =
-        (fds.next(), fds.next(), fds.next(), fds.next())
+    let (Some(status), Some(stdin), Some(stdout), Some(stderr), Some(ruleset)) =
+        (fds.next(), fds.next(), fds.next(), fds.next(), fds.next())
     else {
-        return refuse(libc::EINVAL, b"read the request\x0022");
+        return refuse(libc::EINVAL, MALFORMED);
     };
-    let ruleset = if has_ruleset { fds.next() } else { None };
     let network = if ns.join_network { fds.next() } else { None };
-    if (has_ruleset && ruleset.is_none()) || (ns.join_network && network.is_none()) {
-        return refuse(libc::EINVAL, b"read the request\x0022");
+    if ns.join_network && network.is_none() {
+        return refuse(libc::EINVAL, MALFORMED);
     }
     let Some(mut diag) = Diagnostics::new() else {
         return refuse(errno(), b"create a pipe\x00");
@@ -191,7 +184,7 @@ fn start(
         exec,
         network: network.as_ref().map_or(-1, |fd| fd.as_raw_fd()),
         streams: [stdin.as_raw_fd(), stdout.as_raw_fd(), stderr.as_raw_fd()],
-        ruleset: ruleset.as_ref().map_or(-1, |fd| fd.as_raw_fd()),
+        ruleset: ruleset.as_raw_fd(),
         alive,
         diag: diag.write_end(),
     };
@@ -249,16 +242,11 @@ fn start(
 /// one it entered) with loopback up and a socket listening on `127.0.0.1:port`, and sends
 /// keel the socket and the namespace.
 fn network(port: u16, sock: RawFd) {
-    let refuse = |code: i32, step: &[u8]| {
-        let _ = wire::send(sock, &wire::reply(code, 0, step), &[]);
-    };
     let (ours, theirs) = match std::os::unix::net::UnixStream::pair() {
         Ok(pair) => pair,
         Err(e) => {
-            return refuse(
-                e.raw_os_error().unwrap_or(libc::EIO),
-                b"create a socket\x00",
-            );
+            let code = e.raw_os_error().unwrap_or(libc::EIO);
+            return refuse(sock, code, b"create a socket\x00");
         }
     };
     // SAFETY: fork of this single-threaded process; the copy makes the namespace, sends
@@ -272,7 +260,7 @@ fn network(port: u16, sock: RawFd) {
                 i32::from(sent.is_err())
             }
             Err((code, step)) => {
-                let _ = wire::send(theirs.as_raw_fd(), &wire::reply(code, 0, step), &[]);
+                refuse(theirs.as_raw_fd(), code, step);
                 1
             }
         };
@@ -280,34 +268,17 @@ fn network(port: u16, sock: RawFd) {
     }
     drop(theirs);
     if pid < 0 {
-        return refuse(errno(), b"create the network namespace\x00");
+        return refuse(sock, errno(), b"create the network namespace\x00");
     }
-    let mut fds = Vec::new();
-    let mut head = [0u8; wire::REPLY_HEAD];
-    let mut got = 0;
-    while got < head.len() {
-        match wire::recv(
-            ours.as_raw_fd(),
-            head.get_mut(got..).unwrap_or(&mut []),
-            &mut fds,
-        ) {
-            Ok(0) | Err(_) => break,
-            Ok(n) => got += n,
-        }
-    }
+    let answer = wire::read_reply(ours.as_raw_fd());
     wait_for(pid);
-    let answer = wire::reply_head(&head).filter(|_| got == head.len());
     match answer {
-        Some((0, _, _)) if fds.len() == 2 => {
-            let raw: Vec<RawFd> = fds.iter().map(|fd| fd.as_raw_fd()).collect();
+        Ok(reply) if reply.errno == 0 && reply.fds.len() == 2 => {
+            let raw: Vec<RawFd> = reply.fds.iter().map(|fd| fd.as_raw_fd()).collect();
             let _ = wire::send(sock, &wire::reply(0, 0, &[]), &raw);
         }
-        Some((code, _, len)) if code != 0 => {
-            let mut step = vec![0u8; len];
-            let _ = std::io::Read::read_exact(&mut &ours, &mut step);
-            refuse(code, &step);
-        }
-        _ => refuse(libc::EIO, b"create the network namespace\x005"),
+        Ok(reply) if reply.errno != 0 => refuse(sock, reply.errno, &reply.diag),
+        _ => refuse(sock, libc::EIO, b"create the network namespace\x005"),
     }
 }
 
@@ -360,10 +331,7 @@ fn loopback_up() -> Result<(), i32> {
 }
 
 /// Reaps a command that ended and tells keel its wait status; whether it was reaped.
-fn reap(command: Option<&Running>) -> bool {
-    let Some(command) = command else {
-        return false;
-    };
+fn reap(command: &Running) -> bool {
     let mut status = 0;
     // SAFETY: waitpid on the spawner's own child with a valid status pointer.
     let got = unsafe { libc::waitpid(command.pid, &raw mut status, libc::WNOHANG) };
@@ -429,16 +397,16 @@ fn null_streams() {
 
 /// A pipe a failing step writes `STEP\0ERRNO` to.
 struct Diagnostics {
-    read: OwnedFd,
-    write: Option<OwnedFd>,
+    read: std::io::PipeReader,
+    write: Option<std::io::PipeWriter>,
 }
 
 impl Diagnostics {
     fn new() -> Option<Self> {
         let (read, write) = std::io::pipe().ok()?;
         Some(Self {
-            read: read.into(),
-            write: Some(write.into()),
+            read,
+            write: Some(write),
         })
     }
 
@@ -454,18 +422,7 @@ impl Diagnostics {
     fn read(&mut self) -> Vec<u8> {
         self.close_write_end();
         let mut bytes = Vec::new();
-        let mut buf = [0u8; 256];
-        while bytes.len() < 4096 {
-            // SAFETY: reading into a stack buffer from a descriptor this process holds.
-            let n =
-                unsafe { libc::read(self.read.as_raw_fd(), buf.as_mut_ptr().cast(), buf.len()) };
-            match usize::try_from(n) {
-                Ok(0) => break,
-                Ok(n) => bytes.extend_from_slice(buf.get(..n).unwrap_or(&[])),
-                Err(_) if errno() == libc::EINTR => {}
-                Err(_) => break,
-            }
-        }
+        let _ = io::Read::read_to_end(&mut io::Read::take(&self.read, 4096), &mut bytes);
         bytes
     }
 }

@@ -24,8 +24,7 @@ const NEW_NETWORK: u32 = 1;
 const PRIVATE_PROC: u32 = 2;
 const PRIVATE_PTS: u32 = 4;
 const PRIVATE_TMP: u32 = 8;
-const RULESET: u32 = 16;
-const JOIN_NETWORK: u32 = 32;
+const JOIN_NETWORK: u32 = 16;
 
 /// A request to start a command.
 const SPAWN: u32 = 1;
@@ -34,8 +33,8 @@ const NETWORK: u32 = 2;
 
 /// What keel asks the spawner for.
 pub(crate) enum Request {
-    /// Start a command: its mounts, what it executes, whether a ruleset is attached.
-    Spawn(Box<Namespaces>, ExecPlan, bool),
+    /// Start a command: its mounts and what it executes.
+    Spawn(Box<Namespaces>, ExecPlan),
     /// Make a network namespace with loopback up and a socket listening on this port of
     /// `127.0.0.1`.
     Network(u16),
@@ -51,7 +50,7 @@ pub(crate) fn encode_network(port: u16) -> Vec<u8> {
 }
 
 /// A command's plan as one framed message (the length first).
-pub(crate) fn encode(ns: &Namespaces, exec: &ExecPlan, ruleset: bool) -> Vec<u8> {
+pub(crate) fn encode(ns: &Namespaces, exec: &ExecPlan) -> Vec<u8> {
     let mut out = Writer(vec![0; 4]);
     let mut flags = 0;
     for (on, bit) in [
@@ -59,7 +58,6 @@ pub(crate) fn encode(ns: &Namespaces, exec: &ExecPlan, ruleset: bool) -> Vec<u8>
         (ns.private_proc, PRIVATE_PROC),
         (ns.private_pts, PRIVATE_PTS),
         (ns.private_tmp.is_some(), PRIVATE_TMP),
-        (ruleset, RULESET),
         (ns.join_network, JOIN_NETWORK),
     ] {
         if on {
@@ -151,7 +149,6 @@ fn decode_spawn(mut r: Reader<'_>) -> Option<Request> {
     Some(Request::Spawn(
         Box::new(ns),
         ExecPlan::new(program, args, vars),
-        flags & RULESET != 0,
     ))
 }
 
@@ -167,15 +164,61 @@ pub(crate) fn reply(errno: i32, pid: i32, diag: &[u8]) -> Vec<u8> {
 }
 
 /// The size of a reply's fixed part.
-pub(crate) const REPLY_HEAD: usize = 12;
+const REPLY_HEAD: usize = 12;
 
-/// A reply's fixed part: errno, pid, and how many diagnostic bytes follow.
-pub(crate) fn reply_head(head: &[u8]) -> Option<(i32, i32, usize)> {
-    let mut r = Reader(head);
-    let errno = i32::from_le_bytes(r.take(4)?.try_into().ok()?);
-    let pid = i32::from_le_bytes(r.take(4)?.try_into().ok()?);
-    let len = usize::try_from(r.u32()?).ok()?;
-    (len <= 4096).then_some((errno, pid, len))
+/// A reply as read: the errno (0: done), the pid, the failed step's `STEP\0ERRNO` bytes
+/// and the descriptors that came with it.
+pub(crate) struct Reply {
+    pub errno: i32,
+    pub pid: i32,
+    pub diag: Vec<u8>,
+    pub fds: Vec<OwnedFd>,
+}
+
+/// Reads one reply from the socket `sock`.
+pub(crate) fn read_reply(sock: RawFd) -> io::Result<Reply> {
+    let mut fds = Vec::new();
+    let mut head = [0u8; REPLY_HEAD];
+    fill(sock, &mut head, &mut fds)?;
+    let mut r = Reader(&head);
+    let malformed = || io::Error::other("the spawner's answer is malformed");
+    let errno = i32::from_le_bytes(
+        r.take(4)
+            .and_then(|b| b.try_into().ok())
+            .ok_or_else(malformed)?,
+    );
+    let pid = i32::from_le_bytes(
+        r.take(4)
+            .and_then(|b| b.try_into().ok())
+            .ok_or_else(malformed)?,
+    );
+    let len = r
+        .u32()
+        .and_then(|n| usize::try_from(n).ok())
+        .filter(|n| *n <= 4096)
+        .ok_or_else(malformed)?;
+    let mut diag = vec![0u8; len];
+    fill(sock, &mut diag, &mut fds)?;
+    Ok(Reply {
+        errno,
+        pid,
+        diag,
+        fds,
+    })
+}
+
+/// Reads exactly `buf.len()` bytes from the socket `sock`, keeping the descriptors that
+/// come with them; the end of the stream first is `UnexpectedEof`.
+pub(crate) fn fill(sock: RawFd, buf: &mut [u8], fds: &mut Vec<OwnedFd>) -> io::Result<()> {
+    let mut got = 0;
+    while got < buf.len() {
+        let n = recv(sock, buf.get_mut(got..).unwrap_or(&mut []), fds)?;
+        if n == 0 {
+            return Err(io::Error::from(io::ErrorKind::UnexpectedEof));
+        }
+        got += n;
+    }
+    Ok(())
 }
 
 struct Writer(Vec<u8>);
@@ -344,6 +387,8 @@ pub(crate) fn recv(sock: RawFd, buf: &mut [u8], fds: &mut Vec<OwnedFd>) -> io::R
 
 #[cfg(test)]
 mod tests {
+    use std::os::fd::AsRawFd as _;
+
     use super::*;
 
     fn c(s: &str) -> CString {
@@ -378,21 +423,20 @@ mod tests {
     #[test]
     fn a_plan_reads_back_as_it_was_written() {
         let (ns, exec) = plan();
-        let message = encode(&ns, &exec, true);
+        let message = encode(&ns, &exec);
         let len = u32::from_le_bytes(message[..4].try_into().unwrap()) as usize;
         assert_eq!(len, message.len() - 4);
-        let Some(Request::Spawn(back, exec_back, ruleset)) = decode(&message[4..]) else {
+        let Some(Request::Spawn(back, exec_back)) = decode(&message[4..]) else {
             panic!("not a spawn request");
         };
         assert_eq!(*back, ns);
         assert_eq!(exec_back.parts(), exec.parts());
-        assert!(ruleset);
     }
 
     #[test]
     fn a_cut_or_padded_request_is_refused() {
         let (ns, exec) = plan();
-        let message = encode(&ns, &exec, false);
+        let message = encode(&ns, &exec);
         for end in 4..message.len() {
             assert!(decode(&message[4..end]).is_none(), "cut at {end}");
         }
@@ -412,9 +456,19 @@ mod tests {
     }
 
     #[test]
-    fn a_reply_reads_back() {
+    fn a_reply_reads_back_with_its_descriptor() {
+        let (ours, theirs) = std::os::unix::net::UnixStream::pair().unwrap();
+        let (pipe, _) = std::io::pipe().unwrap();
         let bytes = reply(13, 42, b"mount /proc\x0013");
-        let (errno, pid, len) = reply_head(&bytes[..REPLY_HEAD]).unwrap();
-        assert_eq!((errno, pid, len), (13, 42, 14));
+        send(theirs.as_raw_fd(), &bytes, &[pipe.as_raw_fd()]).unwrap();
+        let back = read_reply(ours.as_raw_fd()).unwrap();
+        assert_eq!((back.errno, back.pid), (13, 42));
+        assert_eq!(back.diag, b"mount /proc\x0013");
+        assert_eq!(back.fds.len(), 1);
+        drop(theirs);
+        assert_eq!(
+            read_reply(ours.as_raw_fd()).err().map(|e| e.kind()),
+            Some(io::ErrorKind::UnexpectedEof)
+        );
     }
 }

@@ -40,75 +40,77 @@ pub(super) async fn serve(proxy: &Proxy, mut client: TcpStream) -> std::io::Resu
         parts.next().unwrap_or_default(),
         parts.next().unwrap_or("HTTP/1.1"),
     );
-    if method.eq_ignore_ascii_case("CONNECT") {
-        let Some((host, port)) = split_host_port(target, None) else {
-            return answer(
-                &mut client,
-                "400 Bad Request",
-                "keel: CONNECT needs host:port\n",
-            )
-            .await;
+    // Where to connect, what the client hears once connected, what goes upstream first.
+    let (host, port, established, first): (String, u16, &[u8], Vec<u8>) =
+        if method.eq_ignore_ascii_case("CONNECT") {
+            let Some((host, port)) = split_host_port(target, None) else {
+                return answer(
+                    &mut client,
+                    "400 Bad Request",
+                    "keel: CONNECT needs host:port\n",
+                )
+                .await;
+            };
+            let established: &[u8] = b"HTTP/1.1 200 Connection established\r\n\r\n";
+            (host, port, established, rest.to_vec())
+        } else {
+            let Some(after) = target.strip_prefix("http://") else {
+                return answer(
+                    &mut client,
+                    "400 Bad Request",
+                    "keel: this proxy takes CONNECT, or plain http:// requests in absolute form\n",
+                )
+                .await;
+            };
+            let (authority, path) = after.split_at(after.find('/').unwrap_or(after.len()));
+            let Some((host, port)) = split_host_port(authority, Some(80)) else {
+                return answer(
+                    &mut client,
+                    "400 Bad Request",
+                    "keel: no host in the request\n",
+                )
+                .await;
+            };
+            let path = if path.is_empty() { "/" } else { path };
+            let mut first = origin_form(method, path, version, lines).into_bytes();
+            first.extend_from_slice(rest);
+            (host, port, &[], first)
         };
-        let mut upstream = match proxy.open(&host, port).await {
-            None => return refused(&mut client, &host).await,
-            Some(Err(error)) => return unreachable(&mut client, &host, &error).await,
-            Some(Ok(stream)) => stream,
-        };
-        client
-            .write_all(b"HTTP/1.1 200 Connection established\r\n\r\n")
-            .await?;
-        if !rest.is_empty() {
-            upstream.write_all(rest).await?;
-        }
-        return relay(&mut client, &mut upstream).await;
-    }
-    let Some(after) = target.strip_prefix("http://") else {
-        return answer(
-            &mut client,
-            "400 Bad Request",
-            "keel: this proxy takes CONNECT, or plain http:// requests in absolute form\n",
-        )
-        .await;
-    };
-    let (authority, path) = after.split_at(after.find('/').unwrap_or(after.len()));
-    let path = if path.is_empty() { "/" } else { path };
-    let Some((host, port)) = split_host_port(authority, Some(80)) else {
-        return answer(
-            &mut client,
-            "400 Bad Request",
-            "keel: no host in the request\n",
-        )
-        .await;
-    };
     let mut upstream = match proxy.open(&host, port).await {
         None => return refused(&mut client, &host).await,
         Some(Err(error)) => return unreachable(&mut client, &host, &error).await,
         Some(Ok(stream)) => stream,
     };
+    client.write_all(established).await?;
+    upstream.write_all(&first).await?;
+    relay(&mut client, &mut upstream).await
+}
+
+/// A request in absolute form as its host wants it: the path alone, the proxy's headers
+/// left out, and one request per connection (a second one on it could name another host).
+fn origin_form<'a>(
+    method: &str,
+    path: &str,
+    version: &str,
+    headers: impl Iterator<Item = &'a str>,
+) -> String {
     let mut out = format!("{method} {path} {version}\r\n");
-    for line in lines.filter(|l| !l.is_empty()) {
+    for line in headers.filter(|l| !l.is_empty()) {
         let name = line.split(':').next().unwrap_or_default().trim();
-        if [
+        let hop = [
             "proxy-connection",
             "proxy-authorization",
             "connection",
             "keep-alive",
-        ]
-        .iter()
-        .any(|n| name.eq_ignore_ascii_case(n))
-        {
+        ];
+        if hop.iter().any(|n| name.eq_ignore_ascii_case(n)) {
             continue;
         }
         out.push_str(line);
         out.push_str("\r\n");
     }
-    // One request per connection: a second one on it could name another host.
     out.push_str("Connection: close\r\n\r\n");
-    upstream.write_all(out.as_bytes()).await?;
-    if !rest.is_empty() {
-        upstream.write_all(rest).await?;
-    }
-    relay(&mut client, &mut upstream).await
+    out
 }
 
 /// Where the head ends (after its blank line).
@@ -189,6 +191,22 @@ mod tests {
         );
         assert_eq!(split_host_port("example.com", None), None);
         assert_eq!(split_host_port(":443", None), None);
+        assert_eq!(
+            origin_form(
+                "GET",
+                "/x",
+                "HTTP/1.1",
+                [
+                    "Host: a.example",
+                    "Proxy-Connection: keep-alive",
+                    "Connection: keep-alive",
+                    "Accept: */*",
+                    ""
+                ]
+                .into_iter(),
+            ),
+            "GET /x HTTP/1.1\r\nHost: a.example\r\nAccept: */*\r\nConnection: close\r\n\r\n"
+        );
         assert_eq!(split_host_port("host:notaport", None), None);
     }
 }

@@ -130,11 +130,6 @@ impl Proxy {
         Ok(proxy)
     }
 
-    /// The rules in force.
-    pub fn rules(&self) -> &NetworkRules {
-        &self.rules
-    }
-
     /// Notes the bash call whose command starts now: a question about a host is attached to
     /// it.
     pub fn command_started(&self, call: ToolCallId) {

@@ -72,16 +72,6 @@ impl NetworkRules {
         Self { allow, deny }
     }
 
-    /// These rules with more hosts allowed.
-    #[must_use]
-    pub fn allowing(mut self, more: impl IntoIterator<Item = String>) -> Self {
-        self.allow.extend(more.into_iter().map(|s| normalise(&s)));
-        self.allow.retain(|s| !s.is_empty());
-        self.allow.sort();
-        self.allow.dedup();
-        self
-    }
-
     /// Whether `host` (a name or an address literal) may be reached.
     pub fn allows(&self, host: &str) -> bool {
         let host = normalise(host);
@@ -94,16 +84,6 @@ impl NetworkRules {
     /// network and no proxy stands between.
     pub fn allows_everything(&self) -> bool {
         self.deny.is_empty() && self.allow.iter().any(|p| p == "*")
-    }
-
-    /// The allow patterns, for `keel doctor` and messages.
-    pub fn allowed(&self) -> &[String] {
-        &self.allow
-    }
-
-    /// The deny patterns.
-    pub fn denied(&self) -> &[String] {
-        &self.deny
     }
 }
 
