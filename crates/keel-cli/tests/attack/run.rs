@@ -245,6 +245,7 @@ impl Vars {
                 ("{WS}", show(&world.work)),
                 ("{U}", world.unique.clone()),
                 ("{MARK}", world.mark.clone()),
+                ("{KEEL}", crate::keel::keel_bin().display().to_string()),
                 ("{HOST}", "127.0.0.1".into()),
                 ("{PORT}", port.to_string()),
                 ("{ADDR}", format!("127.0.0.1:{port}")),

@@ -174,6 +174,39 @@ EOF
         ],
         ..Vector::BASE
     },
+    Vector {
+        // keel's program serves as a spawner when started under that name with a socket:
+        // a command that starts one, on a socket of its own, and asks it for a network
+        // namespace and a command gets nothing its own sandbox does not already allow, and
+        // what it started ends with it.
+        id: "spawner-started-by-a-command",
+        setup: Some(
+            r#"cat > spawner.py <<'EOF'
+import os, socket, struct, subprocess
+ours, theirs = socket.socketpair()
+fd = theirs.fileno()
+os.set_inheritable(fd, True)
+proc = subprocess.Popen(["keel-spawner"], executable="{KEEL}", pass_fds=[fd],
+                        env={"KEEL_SPAWNER_SOCKET": str(fd)})
+theirs.close()
+ours.settimeout(5)
+try:
+    print("ready", ours.recv(64))
+    # A network namespace with a listener on the loopback port the suite listens on.
+    ours.sendall(struct.pack("<IIII", 12, 2, 2, {PORT}))
+    print("network", ours.recv(64))
+except OSError as e:
+    print("spawner:", e)
+open("{OUT}/p", "w").write("x")
+EOF
+"#,
+        ),
+        steps: &[
+            &[Call::Sh("python3 spawner.py; curl -s -m 5 -d probe {URL}/")],
+            &[Call::Sh("echo the next command runs")],
+        ],
+        ..Vector::BASE
+    },
 ];
 
 /// `KEEL_SANDBOX_NAMESPACES=off`: Landlock alone. Credentials, keel's environment and
