@@ -347,16 +347,25 @@ fn permission_lines(
             }
         }
         Stage::Confirm(scope) => {
+            let label = r.scopes.get(*scope).cloned().unwrap_or_default();
+            let rules = r.rules.get(*scope).cloned().unwrap_or_default();
+            // A scope with no rule (a host for the sandbox's proxy, say) lasts the session
+            // and is written nowhere.
+            if rules.trim().is_empty() {
+                out.push(Line::styled(
+                    "Allowed for the rest of this session (not saved):",
+                    bold,
+                ));
+                out.push(Line::from(format!("  {label}")));
+                out.push(Line::styled("  enter: allow · esc: back", DIM));
+                return out;
+            }
             out.push(Line::styled(
                 "This rule is saved to $KEEL_HOME/permissions.yaml:",
                 bold,
             ));
-            out.push(Line::from(format!(
-                "  {}",
-                r.scopes.get(*scope).cloned().unwrap_or_default()
-            )));
+            out.push(Line::from(format!("  {label}")));
             out.push(Line::styled("  allow:", Style::new().fg(Color::Green)));
-            let rules = r.rules.get(*scope).cloned().unwrap_or_default();
             for rule in rules.lines() {
                 out.extend(wrap_line(
                     &Line::styled(format!("    - {rule}"), Style::new().fg(Color::Green)),

@@ -412,6 +412,31 @@ fn the_permission_prompt_and_its_always_confirmation() {
 }
 
 #[test]
+fn an_always_with_no_rule_says_it_lasts_the_session_and_is_not_saved() {
+    let mut app = app(80);
+    app.live.begin(Some("fetch".into()));
+    ask(
+        &mut app,
+        "connect to example.org:80".to_owned(),
+        vec!["a command wants to reach example.org, which is not in sandbox.network.allow".into()],
+        vec!["connections to example.org for this session".into()],
+        vec![String::new()],
+    );
+    key(&mut app, KeyCode::Char('2'), KeyModifiers::NONE);
+    let mut confirm = screen(&mut app);
+    if !confirm.contains("enter:") {
+        key(&mut app, KeyCode::Char('1'), KeyModifiers::NONE);
+        confirm = screen(&mut app);
+    }
+    assert!(
+        confirm.contains("Allowed for the rest of this session (not saved):")
+            && confirm.contains("connections to example.org for this session"),
+        "{confirm}"
+    );
+    assert!(!confirm.contains("permissions.yaml"), "{confirm}");
+}
+
+#[test]
 fn the_footer_while_a_turn_runs_with_queued_messages() {
     let mut app = app(100);
     app.live.begin(Some("go".into()));
