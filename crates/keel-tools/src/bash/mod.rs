@@ -382,7 +382,7 @@ impl Bash {
                 .chain(watched.as_deref().and_then(control::quarantine_new))
                 .chain(refused);
             for note in notes {
-                tracing::warn!(%note, "a background command changed control files");
+                tracing::warn!(%note, "a note on a background command that ended");
                 let _ = writeln!(file, "\n{note}");
             }
             *recorded.lock().unwrap_or_else(PoisonError::into_inner) = Some(code);
@@ -440,7 +440,7 @@ impl Drop for Bash {
                     .into_iter()
                     .chain(task.control.as_deref().and_then(control::quarantine_new));
                 for note in notes {
-                    tracing::warn!(%note, "a background command changed control files");
+                    tracing::warn!(%note, "a note on a background command that ended");
                 }
             }
             tracing::debug!(output = %task.output.display(), "background command ended with the tool");

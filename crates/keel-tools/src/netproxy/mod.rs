@@ -43,6 +43,8 @@ const REQUEST_LIMIT: Duration = Duration::from_secs(30);
 
 /// A running proxy for one session's commands.
 pub struct Proxy {
+    /// Stops the accept loop when the proxy is dropped.
+    _stop: tokio_util::sync::DropGuard,
     rules: NetworkRules,
     refusals: Mutex<Refusals>,
     /// Who is asked about a host the rules do not allow (`ask` mode with a person there);
@@ -99,7 +101,10 @@ impl Proxy {
     ) -> std::io::Result<Arc<Self>> {
         listener.set_nonblocking(true)?;
         let listener = tokio::net::TcpListener::from_std(listener)?;
+        let stop = tokio_util::sync::CancellationToken::new();
+        let stopped = stop.clone();
         let proxy = Arc::new(Self {
+            _stop: stop.drop_guard(),
             rules,
             refusals: Mutex::new(Refusals::default()),
             asker: asker.map(|a| a.0),
@@ -109,8 +114,17 @@ impl Proxy {
         });
         let weak = Arc::downgrade(&proxy);
         let slots = Arc::new(tokio::sync::Semaphore::new(MAX_CONNECTIONS));
+        // The loop, and with it the listening socket (and the network namespace it holds),
+        // ends when the proxy is dropped (its session's tools were rebuilt or closed).
         tokio::spawn(async move {
-            while let Ok((stream, _)) = listener.accept().await {
+            loop {
+                let accepted = tokio::select! {
+                    accepted = listener.accept() => accepted,
+                    () = stopped.cancelled() => break,
+                };
+                let Ok((stream, _)) = accepted else {
+                    break;
+                };
                 let Some(proxy) = weak.upgrade() else {
                     break;
                 };
@@ -275,4 +289,39 @@ where
     B: AsyncRead + AsyncWrite + Unpin,
 {
     tokio::io::copy_bidirectional(a, b).await.map(|_| ())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Whether a socket listens on `127.0.0.1:port` in this network namespace.
+    fn listening(port: u16) -> bool {
+        let wanted = format!("0100007F:{port:04X}");
+        std::fs::read_to_string("/proc/net/tcp").is_ok_and(|table| {
+            table.lines().skip(1).any(|line| {
+                let mut fields = line.split_whitespace().skip(1);
+                fields.next() == Some(wanted.as_str()) && fields.nth(1) == Some("0A")
+            })
+        })
+    }
+
+    #[tokio::test]
+    async fn a_dropped_proxy_stops_listening() {
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let port = listener.local_addr().unwrap().port();
+        let proxy = Proxy::start(listener, NetworkRules::default(), None).unwrap();
+        assert!(listening(port));
+        drop(proxy);
+        // No connection is made: the socket must close by itself.
+        let mut closed = false;
+        for _ in 0..200 {
+            tokio::time::sleep(Duration::from_millis(10)).await;
+            if !listening(port) {
+                closed = true;
+                break;
+            }
+        }
+        assert!(closed, "the listener outlived its proxy");
+    }
 }
