@@ -8,7 +8,8 @@
 //! Two ways in:
 //! - With namespaces, the spawner (see [`crate::spawner`]) starts each command as pid 1 of
 //!   a new pid and mount namespace ([`start_command`]): the command lays its mounts, mounts
-//!   a `/proc` of its own, drops every capability, applies Landlock and executes.
+//!   a `/proc` of its own, drops every capability (the spawner locked the rest for all of
+//!   them), applies Landlock and executes.
 //! - Without them, keel's own forked child applies Landlock alone ([`ChildPlan`]) and the
 //!   standard library executes the command.
 #![expect(
@@ -175,7 +176,8 @@ pub(crate) fn start_command(start: &Start<'_>) -> ! {
             mount_proc(diag)?;
         }
         close_inherited();
-        drop_capabilities();
+        // The rest was taken once by the spawner, and inherited.
+        clear_capabilities();
         restrict(start.ruleset, diag)
     })();
     if ready.is_ok() {
@@ -305,6 +307,15 @@ const LAST_CAPABILITY: libc::c_ulong = 63;
 /// Landlock (modules, raw devices, other users' files). Steps refused for lack of the right
 /// (an ordinary user has none of these capabilities anyway) leave nothing to undo.
 pub(crate) fn drop_capabilities() {
+    lock_capabilities();
+    clear_capabilities();
+}
+
+/// The part of [`drop_capabilities`] that only matters at exec and is inherited: the
+/// secure bits, no ambient capabilities, an empty bounding set. The spawner takes it once
+/// (it never executes anything, and it keeps the capabilities it has to lay mounts), so
+/// each command it starts inherits it and only clears its own set.
+pub(crate) fn lock_capabilities() {
     let bits = libc::SECBIT_NOROOT
         | libc::SECBIT_NOROOT_LOCKED
         | libc::SECBIT_NO_SETUID_FIXUP
@@ -312,8 +323,7 @@ pub(crate) fn drop_capabilities() {
         | libc::SECBIT_NO_CAP_AMBIENT_RAISE
         | libc::SECBIT_NO_CAP_AMBIENT_RAISE_LOCKED
         | libc::SECBIT_KEEP_CAPS_LOCKED;
-    // SAFETY: prctl and capset with integer arguments and a header and data this function
-    // owns.
+    // SAFETY: prctl with integer arguments.
     unsafe {
         libc::prctl(libc::PR_SET_SECUREBITS, bits as libc::c_ulong, 0, 0, 0);
         libc::prctl(
@@ -326,33 +336,35 @@ pub(crate) fn drop_capabilities() {
         for cap in 0..=LAST_CAPABILITY {
             libc::prctl(libc::PR_CAPBSET_DROP, cap, 0, 0, 0);
         }
-        #[repr(C)]
-        struct Header {
-            version: u32,
-            pid: i32,
-        }
-        #[repr(C)]
-        struct Data {
-            effective: u32,
-            permitted: u32,
-            inheritable: u32,
-        }
-        let mut header = Header {
-            version: 0x2008_0522,
-            pid: 0,
-        };
-        let data = [
-            Data {
-                effective: 0,
-                permitted: 0,
-                inheritable: 0,
-            },
-            Data {
-                effective: 0,
-                permitted: 0,
-                inheritable: 0,
-            },
-        ];
+    }
+}
+
+/// Empties this process's effective, permitted and inheritable capabilities.
+pub(crate) fn clear_capabilities() {
+    #[repr(C)]
+    struct Header {
+        version: u32,
+        pid: i32,
+    }
+    #[repr(C)]
+    #[derive(Clone, Copy)]
+    struct Data {
+        effective: u32,
+        permitted: u32,
+        inheritable: u32,
+    }
+    let mut header = Header {
+        version: 0x2008_0522,
+        pid: 0,
+    };
+    let none = Data {
+        effective: 0,
+        permitted: 0,
+        inheritable: 0,
+    };
+    let data = [none, none];
+    // SAFETY: capset with a header and data this function owns.
+    unsafe {
         libc::syscall(libc::SYS_capset, &raw mut header, data.as_ptr());
     }
 }

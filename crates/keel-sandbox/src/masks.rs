@@ -3,11 +3,15 @@
 //! user's terminals; and which control files they make read-only.
 //!
 //! Sockets are found by a bounded walk of the usual places (`/tmp`, `/run`, `/dev/shm`)
-//! each time, so one created after keel started (a new tmux server) is hidden too; a few
-//! read-only services (name resolution, the journal) stay reachable.
+//! each time, so one created after keel started (a new tmux server) is hidden too (a
+//! folder whose times did not change is not read again); a few read-only services (name
+//! resolution, the journal) stay reachable.
 
-use std::os::unix::fs::FileTypeExt as _;
+use std::collections::HashMap;
+use std::os::unix::fs::{FileTypeExt as _, MetadataExt as _};
 use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use crate::mounts::{Namespaces, PrivateTmp};
 use crate::prepare::c_path;
@@ -134,29 +138,117 @@ fn walk_sockets(
     if depth == 0 || keep.iter().any(|k| dir.starts_with(k)) {
         return;
     }
-    let Ok(entries) = std::fs::read_dir(dir) else {
+    let Some(listing) = listing(dir) else {
         return;
     };
-    for entry in entries.flatten() {
+    for (path, kind) in listing.iter() {
         if *budget == 0 {
             return;
         }
         *budget -= 1;
+        match kind {
+            Kind::Socket => {
+                let service = SERVICE_SOCKETS
+                    .iter()
+                    .any(|s| path.to_string_lossy().starts_with(s));
+                if !service && !keep.iter().any(|k| path.starts_with(k)) {
+                    found.push(path.clone());
+                }
+            }
+            Kind::Dir => walk_sockets(path, depth - 1, keep, budget, found),
+        }
+    }
+}
+
+/// What a walk for sockets wants of a folder's entry.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Kind {
+    Socket,
+    Dir,
+}
+
+/// A folder's sockets and subfolders as last read, and the folder's state then.
+#[derive(Debug)]
+struct Listing {
+    /// Device, inode, change time and modification time (seconds, nanoseconds).
+    stamp: (u64, u64, i64, i64, i64, i64),
+    entries: Arc<Vec<(PathBuf, Kind)>>,
+}
+
+/// Folders read by earlier walks: each command looks at every folder again, but rereads
+/// only those that changed (adding, removing or renaming an entry changes the folder's
+/// times, and its change time cannot be set back by a program).
+static LISTINGS: Mutex<Option<HashMap<PathBuf, Listing>>> = Mutex::new(None);
+
+/// Most folders remembered.
+const MAX_LISTINGS: usize = 1024;
+
+/// A listing younger than this may miss a change made in the same clock tick as the read
+/// (file times are coarse): it is read again until it is older.
+const SETTLED: Duration = Duration::from_secs(2);
+
+/// The sockets and subfolders of `dir`, from memory when the folder has not changed.
+fn listing(dir: &Path) -> Option<Arc<Vec<(PathBuf, Kind)>>> {
+    let meta = std::fs::metadata(dir).ok()?;
+    if !meta.is_dir() {
+        return None;
+    }
+    let stamp = (
+        meta.dev(),
+        meta.ino(),
+        meta.ctime(),
+        meta.ctime_nsec(),
+        meta.mtime(),
+        meta.mtime_nsec(),
+    );
+    let mut memory = LISTINGS
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
+    let memory = memory.get_or_insert_with(HashMap::new);
+    if let Some(known) = memory.get(dir)
+        && known.stamp == stamp
+    {
+        return Some(Arc::clone(&known.entries));
+    }
+    let read_at = SystemTime::now();
+    let mut entries = Vec::new();
+    for entry in std::fs::read_dir(dir).ok()?.flatten() {
         let Ok(kind) = entry.file_type() else {
             continue;
         };
-        let path = entry.path();
         if kind.is_socket() {
-            let service = SERVICE_SOCKETS
-                .iter()
-                .any(|s| path.to_string_lossy().starts_with(s));
-            if !service && !keep.iter().any(|k| path.starts_with(k)) {
-                found.push(path);
-            }
+            entries.push((entry.path(), Kind::Socket));
         } else if kind.is_dir() {
-            walk_sockets(&path, depth - 1, keep, budget, found);
+            entries.push((entry.path(), Kind::Dir));
         }
     }
+    let entries = Arc::new(entries);
+    let time = |secs: i64, nanos: i64| {
+        UNIX_EPOCH
+            + Duration::new(
+                u64::try_from(secs).unwrap_or(0),
+                u32::try_from(nanos).unwrap_or(0),
+            )
+    };
+    let changed = time(meta.ctime(), meta.ctime_nsec()).max(time(meta.mtime(), meta.mtime_nsec()));
+    let settled = read_at
+        .duration_since(changed)
+        .is_ok_and(|age| age >= SETTLED);
+    if settled {
+        if memory.len() >= MAX_LISTINGS {
+            memory.clear();
+        }
+        memory.insert(
+            dir.to_path_buf(),
+            Listing {
+                stamp,
+                entries: Arc::clone(&entries),
+            },
+        );
+    } else {
+        memory.remove(dir);
+    }
+    Some(entries)
 }
 
 /// The credential locations that exist, as real paths (and as written, when a link leads
@@ -164,6 +256,11 @@ fn walk_sockets(
 pub(crate) fn existing_credentials(locations: &[PathBuf]) -> Vec<PathBuf> {
     let mut out: Vec<PathBuf> = Vec::new();
     for location in locations {
+        // Most locations do not exist: one look says so, where resolving the path would
+        // read every link on the way.
+        if std::fs::symlink_metadata(location).is_err() {
+            continue;
+        }
         let Ok(real) = std::fs::canonicalize(location) else {
             continue;
         };
@@ -285,6 +382,38 @@ fn private_tmp(policy: &Policy) -> Result<Option<PrivateTmp>, SandboxError> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn remembered(dir: &Path) -> bool {
+        LISTINGS
+            .lock()
+            .unwrap()
+            .as_ref()
+            .is_some_and(|m| m.contains_key(dir))
+    }
+
+    #[test]
+    fn a_folder_is_read_again_when_it_changes_and_only_remembered_once_settled() {
+        let base = tempfile::tempdir().unwrap();
+        let dir = base.path().join("sockets");
+        std::fs::create_dir(&dir).unwrap();
+        std::fs::create_dir(dir.join("sub")).unwrap();
+        // Just changed: read, not remembered (a change in the same tick would be missed).
+        assert_eq!(listing(&dir).unwrap().len(), 1);
+        assert!(!remembered(&dir));
+        std::thread::sleep(SETTLED + Duration::from_millis(100));
+        assert_eq!(listing(&dir).unwrap().len(), 1);
+        assert!(remembered(&dir));
+        // A socket made since: the folder's times changed, so it is read again.
+        let _socket = std::os::unix::net::UnixListener::bind(dir.join("late.sock")).unwrap();
+        let entries = listing(&dir).unwrap();
+        assert!(
+            entries
+                .iter()
+                .any(|(p, k)| p.ends_with("late.sock") && *k == Kind::Socket),
+            "{entries:?}"
+        );
+        assert!(!remembered(&dir));
+    }
 
     #[test]
     fn session_variables_name_their_sockets() {

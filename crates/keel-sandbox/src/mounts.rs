@@ -107,20 +107,33 @@ pub(crate) fn lay(ns: &Namespaces, diag: i32) -> io::Result<()> {
     mount_raw(None, c"/", None, libc::MS_REC | libc::MS_PRIVATE, None)
         .map_err(|e| fail(diag, b"make the mounts private", e))?;
     let hide = libc::MS_RDONLY | libc::MS_NOSUID | libc::MS_NODEV | libc::MS_NOEXEC;
+    // One empty file system hides the first folder; the others get a copy of that mount
+    // (a new file system costs several times what a copy does). The copy is made from a
+    // descriptor: its path may be covered by a later mask.
+    let mut empty: Option<Descriptor> = None;
     for dir in &ns.mask_dirs {
-        match mount_raw(
-            Some(c"tmpfs"),
-            dir,
-            Some(c"tmpfs"),
-            hide,
-            Some(c"mode=0,size=4k"),
-        ) {
+        let laid = match &empty {
+            Some(first) => copy_mount(first.0, dir),
+            None => mount_raw(
+                Some(c"tmpfs"),
+                dir,
+                Some(c"tmpfs"),
+                hide,
+                Some(c"mode=0,size=4k"),
+            )
+            .and_then(|()| {
+                empty = Some(Descriptor::open_path(dir)?);
+                Ok(())
+            }),
+        };
+        match laid {
             Ok(()) => {}
             // Gone since it was listed: nothing left to hide.
             Err(e) if e == libc::ENOENT => {}
             Err(e) => return Err(fail(diag, b"hide a credential folder", e)),
         }
     }
+    drop(empty);
     for file in &ns.mask_files {
         match mount_raw(Some(c"/dev/null"), file, None, libc::MS_BIND, None) {
             Ok(()) => {}
@@ -176,6 +189,48 @@ pub(crate) fn lay(ns: &Namespaces, diag: i32) -> io::Result<()> {
         return Err(fail(diag, b"enter the working folder", errno()));
     }
     Ok(())
+}
+
+/// A descriptor this process opened between fork and exec, closed when dropped.
+struct Descriptor(i32);
+
+impl Descriptor {
+    /// Opens `path` for reference only (`O_PATH`), close-on-exec.
+    fn open_path(path: &CStr) -> Result<Self, i32> {
+        // SAFETY: open with a valid C string.
+        let fd = unsafe { libc::open(path.as_ptr(), libc::O_PATH | libc::O_CLOEXEC) };
+        if fd < 0 { Err(errno()) } else { Ok(Self(fd)) }
+    }
+}
+
+impl Drop for Descriptor {
+    fn drop(&mut self) {
+        // SAFETY: closing the descriptor this value opened.
+        unsafe { libc::close(self.0) };
+    }
+}
+
+/// Mounts a copy of the mount `source` (a descriptor of its root) on `target`.
+fn copy_mount(source: i32, target: &CStr) -> Result<(), i32> {
+    let clone = libc::OPEN_TREE_CLONE | libc::OPEN_TREE_CLOEXEC | libc::AT_EMPTY_PATH as u32;
+    // SAFETY: open_tree on a descriptor this process holds, with an empty path.
+    let tree = unsafe { libc::syscall(libc::SYS_open_tree, source, c"".as_ptr(), clone) };
+    let tree = Descriptor(i32::try_from(tree).map_err(|_| libc::EBADF)?);
+    if tree.0 < 0 {
+        return Err(errno());
+    }
+    // SAFETY: move_mount of the detached copy onto a valid C string path.
+    let moved = unsafe {
+        libc::syscall(
+            libc::SYS_move_mount,
+            tree.0,
+            c"".as_ptr(),
+            libc::AT_FDCWD,
+            target.as_ptr(),
+            libc::MOVE_MOUNT_F_EMPTY_PATH,
+        )
+    };
+    if moved != 0 { Err(errno()) } else { Ok(()) }
 }
 
 /// Makes every mount read-only but the `writable` folders (each bound onto itself first, so

@@ -159,6 +159,36 @@ async fn a_socket_and_a_control_file_made_after_the_spawner_started_are_covered(
 }
 
 #[tokio::test]
+async fn every_credential_folder_is_hidden_whatever_their_order_and_nesting() {
+    if !spawned_here() {
+        return;
+    }
+    let session = Session::new();
+    // The first folder hidden is the source of the others' copies: here it lies inside the
+    // second, which covers its path before the third is hidden.
+    // (In the workspace: the command's /tmp is the session's own.)
+    let home = session.ws.join("home");
+    let folders = [
+        home.join(".config/gh"),
+        home.join(".config"),
+        home.join(".aws"),
+    ];
+    for folder in &folders {
+        std::fs::create_dir_all(folder).unwrap();
+        std::fs::write(folder.join("secret"), "token\n").unwrap();
+    }
+    let mut policy = session.policy();
+    policy.credentials = folders.to_vec();
+    let script = folders
+        .iter()
+        .map(|f| format!("cat {}/secret 2>/dev/null || echo hidden", f.display()))
+        .collect::<Vec<_>>()
+        .join("\n");
+    let (out, _) = session.run(policy, &script).await;
+    assert_eq!(out, "hidden\nhidden\nhidden\n");
+}
+
+#[tokio::test]
 async fn two_sessions_commands_do_not_see_each_others_temp_folder() {
     if !spawned_here() {
         return;

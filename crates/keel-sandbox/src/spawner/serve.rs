@@ -1,7 +1,8 @@
 //! The spawner process: it holds a user namespace and starts each command keel asks for
 //! as pid 1 of a new pid and mount namespace within it.
 //!
-//! It is single-threaded and small, so each command is a cheap clone of it, not of keel.
+//! It is single-threaded and small, and each command starts as a clone of it that shares
+//! its memory until it executes (like `vfork`), so nothing is copied.
 //! It reads requests from its socket, starts the command (waiting, like `vfork`, until the
 //! command executed or failed), replies, and writes each command's wait status to the
 //! pipe keel gave with it when the command ends. When keel's end of the socket closes
@@ -51,6 +52,7 @@ pub(crate) fn serve(sock: RawFd) -> ! {
         }
     };
     let mut running: Vec<Running> = Vec::new();
+    let mut stack = Stack::default();
     loop {
         let mut polled = Vec::with_capacity(running.len() + 1);
         polled.push(libc::pollfd {
@@ -87,7 +89,7 @@ pub(crate) fn serve(sock: RawFd) -> ! {
             match read_request(sock) {
                 Ok(Some((body, fds))) => match wire::decode(&body) {
                     Some(wire::Request::Spawn(ns, exec)) => {
-                        if let Some(command) = start(&ns, &exec, fds, alive, sock) {
+                        if let Some(command) = start(&ns, &exec, fds, alive, &mut stack, sock) {
                             running.push(command);
                         }
                     }
@@ -116,6 +118,8 @@ fn prepare() -> Result<[RawFd; 2], (i32, Vec<u8>)> {
     unsafe {
         libc::prctl(libc::PR_SET_DUMPABLE, 0, 0, 0, 0);
     }
+    // What each command would drop at exec, dropped once for all of them: they inherit it.
+    crate::child::lock_capabilities();
     // Commands hold its read end: they see it hang up when the spawner is gone.
     let mut alive = [-1i32; 2];
     // SAFETY: pipe2 fills the two-element array.
@@ -160,6 +164,7 @@ fn start(
     exec: &ExecPlan,
     fds: Vec<OwnedFd>,
     alive: [RawFd; 2],
+    stack: &mut Stack,
     sock: RawFd,
 ) -> Option<Running> {
     let refuse = |code: i32, step: &[u8]| {
@@ -192,22 +197,22 @@ fn start(
     if ns.network {
         flags |= libc::CLONE_NEWNET;
     }
-    // SAFETY: a fork-like clone (no new stack, no shared memory) of this single-threaded
-    // process; the child only runs `start_command`, which makes system calls on the plan
-    // copied with it and executes or exits. The spawner waits (CLONE_VFORK) until it did.
+    let Some(stack) = stack.top() else {
+        return refuse(libc::ENOMEM, b"make the command's stack\x00");
+    };
+    // SAFETY: the child shares the spawner's memory (nothing is copied) but runs on a
+    // stack of its own, and the spawner, single-threaded, sleeps (CLONE_VFORK) until the
+    // child executed or exited, so nothing else runs in that memory meanwhile. The child
+    // only runs `start_command`, which makes system calls on the plan and writes nothing
+    // but its own stack; `plan` outlives the call.
     let pid = unsafe {
-        libc::syscall(
-            libc::SYS_clone,
-            libc::c_long::from(flags) | libc::c_long::from(libc::SIGCHLD),
-            0usize,
-            0usize,
-            0usize,
-            0usize,
+        libc::clone(
+            enter_command,
+            stack,
+            flags | libc::CLONE_VM | libc::SIGCHLD,
+            (&raw const plan).cast_mut().cast(),
         )
     };
-    if pid == 0 {
-        start_command(&plan)
-    }
     let code = errno();
     diag.close_write_end();
     let pid = libc::pid_t::try_from(pid).unwrap_or(-1);
@@ -236,6 +241,58 @@ fn start(
     let _ = crate::sys::set_nonblocking(std::os::fd::AsFd::as_fd(&status));
     let _ = wire::send(sock, &wire::reply(0, pid, &[]), &[pidfd.as_raw_fd()]);
     Some(Running { pid, pidfd, status })
+}
+
+/// Where a command's first process starts, on its own stack in the spawner's memory.
+extern "C" fn enter_command(plan: *mut libc::c_void) -> libc::c_int {
+    // SAFETY: `start` passes a pointer to a `Start` that lives until the child executed
+    // or exited (the spawner sleeps until then).
+    let plan = unsafe { &*plan.cast::<Start<'_>>() };
+    start_command(plan)
+}
+
+/// The stack a command's first process runs on until it executes, made once and used by
+/// one command at a time (the spawner waits for each to execute before the next).
+#[derive(Default)]
+struct Stack {
+    base: Option<std::ptr::NonNull<libc::c_void>>,
+}
+
+impl Stack {
+    /// Its size; the steps before exec need a few KiB.
+    const SIZE: usize = 256 * 1024;
+    /// Its lowest page, left unmapped so an overflow faults instead of writing the heap.
+    const GUARD: usize = 4096;
+
+    /// The top of the stack (stacks grow down), mapped at the first call.
+    fn top(&mut self) -> Option<*mut libc::c_void> {
+        if self.base.is_none() {
+            // SAFETY: a new private anonymous mapping; nothing else refers to it.
+            let base = unsafe {
+                libc::mmap(
+                    std::ptr::null_mut(),
+                    Self::SIZE,
+                    libc::PROT_READ | libc::PROT_WRITE,
+                    libc::MAP_PRIVATE | libc::MAP_ANONYMOUS | libc::MAP_STACK,
+                    -1,
+                    0,
+                )
+            };
+            if base == libc::MAP_FAILED {
+                return None;
+            }
+            // SAFETY: the lowest page of the mapping just made.
+            if unsafe { libc::mprotect(base, Self::GUARD, libc::PROT_NONE) } != 0 {
+                // SAFETY: unmapping the mapping just made.
+                unsafe { libc::munmap(base, Self::SIZE) };
+                return None;
+            }
+            self.base = std::ptr::NonNull::new(base);
+        }
+        let base = self.base?.as_ptr().cast::<u8>();
+        // SAFETY: one past the end of the mapping, which is where a stack starts.
+        Some(unsafe { base.add(Self::SIZE) }.cast())
+    }
 }
 
 /// Makes a network namespace (in a short-lived copy of the spawner: a process cannot leave
