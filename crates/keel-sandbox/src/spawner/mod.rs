@@ -19,6 +19,7 @@
     reason = "socketpair, fork and the descriptor handover to the spawner have no safe wrappers"
 )]
 
+mod pages;
 mod serve;
 mod wire;
 

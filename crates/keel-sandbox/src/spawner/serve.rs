@@ -44,6 +44,7 @@ pub(crate) fn serve(sock: RawFd) -> ! {
     let alive = match ready {
         Ok(alive) => {
             let _ = wire::send(sock, &wire::reply(0, own_pid(), &[]), &[]);
+            super::pages::release();
             alive
         }
         Err((code, diag)) => {
