@@ -13,6 +13,9 @@
 //!   credentials, sockets and keel itself, read-only control files, a private `/tmp`, and
 //!   Landlock for writes and the network.
 //!
+//! It also gives a process's start-up pages back once it is under way
+//! ([`release_clean_pages`]).
+//!
 //! This is the one crate of keel with `unsafe` code (every other crate forbids it, and
 //! `scripts/check-doors` checks that they do): system calls std has no safe wrapper for, and the steps a child takes
 //! between fork and exec.
@@ -21,6 +24,7 @@ mod child;
 mod contain;
 mod masks;
 mod mounts;
+mod pages;
 mod policy;
 mod prepare;
 mod process;
@@ -29,6 +33,7 @@ mod spawner;
 mod support;
 pub mod sys;
 
+pub use pages::release_clean_pages;
 pub use policy::{NetworkNamespace, Policy, SandboxError};
 pub use prepare::command_tmp;
 pub use process::{Child, Confinement, Program, SpawnError, Stream, Tree, TreeGuard, spawn};

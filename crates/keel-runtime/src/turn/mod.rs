@@ -737,10 +737,16 @@ impl Runtime {
 }
 
 /// The spans of the process's first turn's admission and preparation, which start-up's
-/// timing dump shows (`KEEL_TRACE`); disabled spans for every later turn.
+/// timing dump shows (`KEEL_TRACE`); disabled spans for every later turn. The first turn
+/// also gives start-up's pages back.
 fn startup_spans() -> (tracing::Span, tracing::Span) {
     static FIRST: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(true);
     if FIRST.swap(false, std::sync::atomic::Ordering::Relaxed) {
+        // Start-up is over: the code and data only it used stop counting in keel's
+        // resident size (beside the turn, on a thread of its own).
+        if let Ok(handle) = tokio::runtime::Handle::try_current() {
+            drop(handle.spawn_blocking(keel_sandbox::release_clean_pages));
+        }
         (
             tracing::info_span!(target: "keel_startup", "turn admission"),
             tracing::info_span!(target: "keel_startup", "turn preparation"),

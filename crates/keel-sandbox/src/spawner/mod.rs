@@ -19,7 +19,6 @@
     reason = "socketpair, fork and the descriptor handover to the spawner have no safe wrappers"
 )]
 
-mod pages;
 mod serve;
 mod wire;
 

@@ -44,7 +44,7 @@ pub(crate) fn serve(sock: RawFd) -> ! {
     let alive = match ready {
         Ok(alive) => {
             let _ = wire::send(sock, &wire::reply(0, own_pid(), &[]), &[]);
-            super::pages::release();
+            crate::pages::release_clean_pages();
             alive
         }
         Err((code, diag)) => {

@@ -1,11 +1,11 @@
-//! The spawner's start-up pages, given back once it is ready.
+//! Start-up's pages, given back once a process is under way.
 //!
-//! The spawner is keel's own program started again, and starting it touches code and
-//! constant data of keel's and the C library's it never runs again (argument parsing,
-//! the dynamic loader's work). Those pages count in its resident size for as long as it
-//! lives. Its loop and a command's first steps use a few dozen pages, so once ready it
-//! drops every clean page of its program files from its own page tables: what it uses
-//! again comes back from the page cache on first touch, the rest stops counting.
+//! Starting keel touches code and constant data it never runs again (argument parsing,
+//! configuration, the dynamic loader's work), and those pages count in its resident size
+//! for as long as it lives. The spawner, keel's own program started again, is the same
+//! with less to do after. Once under way, each drops every clean page of its program
+//! files from its own page tables: what it uses again comes back from the page cache on
+//! first touch (a minor fault), the rest stops counting.
 #![expect(unsafe_code, reason = "madvise has no safe wrapper")]
 
 /// A range of this process's address space: start and length in bytes.
@@ -13,15 +13,16 @@ type Range = (usize, usize);
 
 /// Drops the resident pages of every mapping of a file that holds only the file's own
 /// contents (read-only, nothing written into it), so they fault back in when touched.
-pub(crate) fn release() {
+/// Safe with other threads running: a page they touch meanwhile faults back in unchanged.
+pub fn release_clean_pages() {
     let Ok(smaps) = std::fs::read_to_string("/proc/self/smaps") else {
         return;
     };
     for (start, len) in droppable(&smaps) {
         // SAFETY: the range is a mapping of this process that maps a file read-only and
         // holds no page of its own (`Anonymous: 0 kB`): dropping its pages loses nothing,
-        // since each comes back from the file unchanged. The spawner is single-threaded,
-        // so nothing writes to it meanwhile.
+        // since each comes back from the file unchanged. Nothing in keel writes to a
+        // mapping it made read-only, so none gains a page of its own meanwhile.
         unsafe {
             libc::madvise(start as *mut libc::c_void, len, libc::MADV_DONTNEED);
         }
