@@ -10,7 +10,7 @@
 use std::collections::HashMap;
 use std::os::unix::fs::{FileTypeExt as _, MetadataExt as _};
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, LazyLock, Mutex};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use crate::mounts::{Namespaces, PrivateTmp};
@@ -178,7 +178,7 @@ struct Listing {
 /// Folders read by earlier walks: each command looks at every folder again, but rereads
 /// only those that changed (adding, removing or renaming an entry changes the folder's
 /// times, and its change time cannot be set back by a program).
-static LISTINGS: Mutex<Option<HashMap<PathBuf, Listing>>> = Mutex::new(None);
+static LISTINGS: LazyLock<Mutex<HashMap<PathBuf, Listing>>> = LazyLock::new(Mutex::default);
 
 /// Most folders remembered.
 const MAX_LISTINGS: usize = 1024;
@@ -204,7 +204,6 @@ fn listing(dir: &Path) -> Option<Arc<Vec<(PathBuf, Kind)>>> {
     let mut memory = LISTINGS
         .lock()
         .unwrap_or_else(std::sync::PoisonError::into_inner);
-    let memory = memory.get_or_insert_with(HashMap::new);
     if let Some(known) = memory.get(dir)
         && known.stamp == stamp
     {
@@ -384,11 +383,7 @@ mod tests {
     use super::*;
 
     fn remembered(dir: &Path) -> bool {
-        LISTINGS
-            .lock()
-            .unwrap()
-            .as_ref()
-            .is_some_and(|m| m.contains_key(dir))
+        LISTINGS.lock().unwrap().contains_key(dir)
     }
 
     #[test]

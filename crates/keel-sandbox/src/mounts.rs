@@ -11,6 +11,7 @@
 
 use std::ffi::{CStr, CString};
 use std::io;
+use std::os::fd::{AsRawFd as _, FromRawFd as _, OwnedFd};
 
 use crate::child::{errno, fail, write_file};
 
@@ -110,10 +111,10 @@ pub(crate) fn lay(ns: &Namespaces, diag: i32) -> io::Result<()> {
     // One empty file system hides the first folder; the others get a copy of that mount
     // (a new file system costs several times what a copy does). The copy is made from a
     // descriptor: its path may be covered by a later mask.
-    let mut empty: Option<Descriptor> = None;
+    let mut empty: Option<OwnedFd> = None;
     for dir in &ns.mask_dirs {
         let laid = match &empty {
-            Some(first) => copy_mount(first.0, dir),
+            Some(first) => copy_mount(first, dir),
             None => mount_raw(
                 Some(c"tmpfs"),
                 dir,
@@ -122,7 +123,7 @@ pub(crate) fn lay(ns: &Namespaces, diag: i32) -> io::Result<()> {
                 Some(c"mode=0,size=4k"),
             )
             .and_then(|()| {
-                empty = Some(Descriptor::open_path(dir)?);
+                empty = Some(open_path(dir)?);
                 Ok(())
             }),
         };
@@ -191,39 +192,34 @@ pub(crate) fn lay(ns: &Namespaces, diag: i32) -> io::Result<()> {
     Ok(())
 }
 
-/// A descriptor this process opened between fork and exec, closed when dropped.
-struct Descriptor(i32);
-
-impl Descriptor {
-    /// Opens `path` for reference only (`O_PATH`), close-on-exec.
-    fn open_path(path: &CStr) -> Result<Self, i32> {
-        // SAFETY: open with a valid C string.
-        let fd = unsafe { libc::open(path.as_ptr(), libc::O_PATH | libc::O_CLOEXEC) };
-        if fd < 0 { Err(errno()) } else { Ok(Self(fd)) }
-    }
+/// Opens `path` for reference only (`O_PATH`), close-on-exec.
+fn open_path(path: &CStr) -> Result<OwnedFd, i32> {
+    // SAFETY: open with a valid C string.
+    let fd = unsafe { libc::open(path.as_ptr(), libc::O_PATH | libc::O_CLOEXEC) };
+    owned(fd.into())
 }
 
-impl Drop for Descriptor {
-    fn drop(&mut self) {
-        // SAFETY: closing the descriptor this value opened.
-        unsafe { libc::close(self.0) };
+/// The descriptor a system call returned, or its errno.
+fn owned(fd: libc::c_long) -> Result<OwnedFd, i32> {
+    match i32::try_from(fd) {
+        // SAFETY: the kernel just created this descriptor for this process.
+        Ok(fd) if fd >= 0 => Ok(unsafe { OwnedFd::from_raw_fd(fd) }),
+        _ => Err(errno()),
     }
 }
 
 /// Mounts a copy of the mount `source` (a descriptor of its root) on `target`.
-fn copy_mount(source: i32, target: &CStr) -> Result<(), i32> {
+fn copy_mount(source: &OwnedFd, target: &CStr) -> Result<(), i32> {
     let clone = libc::OPEN_TREE_CLONE | libc::OPEN_TREE_CLOEXEC | libc::AT_EMPTY_PATH as u32;
     // SAFETY: open_tree on a descriptor this process holds, with an empty path.
-    let tree = unsafe { libc::syscall(libc::SYS_open_tree, source, c"".as_ptr(), clone) };
-    let tree = Descriptor(i32::try_from(tree).map_err(|_| libc::EBADF)?);
-    if tree.0 < 0 {
-        return Err(errno());
-    }
+    let tree = owned(unsafe {
+        libc::syscall(libc::SYS_open_tree, source.as_raw_fd(), c"".as_ptr(), clone)
+    })?;
     // SAFETY: move_mount of the detached copy onto a valid C string path.
     let moved = unsafe {
         libc::syscall(
             libc::SYS_move_mount,
-            tree.0,
+            tree.as_raw_fd(),
             c"".as_ptr(),
             libc::AT_FDCWD,
             target.as_ptr(),

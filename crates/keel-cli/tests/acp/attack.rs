@@ -71,13 +71,8 @@ async fn control_files_are_refused_before_the_editor_is_asked() {
         {"text": "done"}
     ]))
     .await;
-    let state = Arc::new(EditorState::default());
     // Even an editor that allows everything asked.
-    state
-        .answers
-        .lock()
-        .unwrap()
-        .extend([Answer::Pick("allow_once"); 3]);
+    let state = EditorState::answering([Answer::Pick("allow_once"); 3]);
     let st = state.clone();
     let stop = run_once(
         &world,
@@ -108,12 +103,8 @@ async fn an_option_never_offered_runs_nothing() {
         {"text": "done"}
     ]))
     .await;
-    let state = Arc::new(EditorState::default());
-    state
-        .answers
-        .lock()
-        .unwrap()
-        .extend([Answer::Forge("allow_always:9"), Answer::Forge("yes please")]);
+    let state =
+        EditorState::answering([Answer::Forge("allow_always:9"), Answer::Forge("yes please")]);
     let stop = run_once(
         &world,
         &server,

@@ -135,6 +135,13 @@ impl EditorState {
         state
     }
 
+    /// An editor that gives `answers` to the next questions, in order.
+    pub fn answering(answers: impl IntoIterator<Item = Answer>) -> Arc<Self> {
+        let state = Arc::new(Self::default());
+        state.answers.lock().unwrap().extend(answers);
+        state
+    }
+
     /// The kinds of update so far (`agent_message_chunk`, `tool_call`, …).
     pub fn kinds(&self) -> Vec<String> {
         self.updates

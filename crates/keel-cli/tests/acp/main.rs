@@ -34,12 +34,7 @@ async fn a_conversation_streams_asks_cancels_and_loads_again() {
     .await;
     let world = World::new();
     let work = world.work();
-    let state = Arc::new(EditorState::default());
-    state
-        .answers
-        .lock()
-        .unwrap()
-        .extend([Answer::Pick("allow_once"), Answer::Pick("reject_once")]);
+    let state = EditorState::answering([Answer::Pick("allow_once"), Answer::Pick("reject_once")]);
     let mut keel = world.spawn(&server, &["--permission", "ask"]);
     let st = state.clone();
     let session = connect(&mut keel, state.clone(), async |cx| {
@@ -552,12 +547,7 @@ async fn a_host_off_the_list_is_a_question_in_ask_mode() {
     .await;
     let world = World::new();
     let work = world.work();
-    let state = Arc::new(EditorState::default());
-    state
-        .answers
-        .lock()
-        .unwrap()
-        .extend([Answer::Pick("allow_once"), Answer::Pick("reject_once")]);
+    let state = EditorState::answering([Answer::Pick("allow_once"), Answer::Pick("reject_once")]);
     let mut keel = world.spawn(&server, &["--permission", "ask"]);
     let st = state.clone();
     connect(&mut keel, state.clone(), async |cx| {

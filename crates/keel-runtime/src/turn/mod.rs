@@ -128,7 +128,11 @@ impl Runtime {
             armed: true,
         };
         let store = &self.inner.store;
-        let (begin_span, prepare_span) = startup_spans();
+        let first = first_turn();
+        if first {
+            start_up_is_over();
+        }
+        let (begin_span, prepare_span) = startup_spans(first);
         // From here this process owns the session's running turn: another process stops at
         // this check (`session_busy`) before touching its history.
         let (closed, record) = store
@@ -736,22 +740,29 @@ impl Runtime {
     }
 }
 
-/// The spans of the process's first turn's admission and preparation, which start-up's
-/// timing dump shows (`KEEL_TRACE`); disabled spans for every later turn. The first turn
-/// also gives start-up's pages back.
-fn startup_spans() -> (tracing::Span, tracing::Span) {
+/// Whether this is the process's first turn (true once).
+fn first_turn() -> bool {
     static FIRST: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(true);
-    if FIRST.swap(false, std::sync::atomic::Ordering::Relaxed) {
-        // Start-up is over: the code and data only it used stop counting in keel's
-        // resident size (beside the turn, on a thread of its own).
-        if let Ok(handle) = tokio::runtime::Handle::try_current() {
-            drop(handle.spawn_blocking(keel_sandbox::release_clean_pages));
-        }
+    FIRST.swap(false, std::sync::atomic::Ordering::Relaxed)
+}
+
+/// The spans of a turn's admission and preparation: for the process's first turn, spans
+/// start-up's timing dump shows (`KEEL_TRACE`); disabled spans for every later turn.
+fn startup_spans(first: bool) -> (tracing::Span, tracing::Span) {
+    if first {
         (
             tracing::info_span!(target: "keel_startup", "turn admission"),
             tracing::info_span!(target: "keel_startup", "turn preparation"),
         )
     } else {
         (tracing::Span::none(), tracing::Span::none())
+    }
+}
+
+/// At the process's first turn: the code and data only start-up used stop counting in
+/// keel's resident size (given back beside the turn, on a thread of its own).
+fn start_up_is_over() {
+    if let Ok(handle) = tokio::runtime::Handle::try_current() {
+        drop(handle.spawn_blocking(keel_sandbox::release_clean_pages));
     }
 }
