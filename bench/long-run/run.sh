@@ -31,6 +31,8 @@ NULL=$CARGO_TARGET_DIR/release/null-harness
 # and one from /tmp start about half a millisecond apart on their own.
 KEEL=${KEEL_BIN:-$CARGO_TARGET_DIR/release/keel}
 MOCK=$CARGO_TARGET_DIR/release/keel-mockllm
+# shellcheck source=mock.sh
+. "$HERE/mock.sh"
 
 # ---- peers from npm ------------------------------------------------------------
 CODEX=$PEERS_DIR/codex/node_modules/@openai/codex-linux-x64/vendor/x86_64-unknown-linux-musl/bin/codex
@@ -66,23 +68,14 @@ run_one() {
   local name=$1 i=$2 d=$OUT/$1.$2
   mkdir -p "$d/work" "$d/home"
   # shellcheck disable=SC2086  # MOCK_ARGS is a list of flags
-  "$MOCK" --workload "steps=$STEPS,kib=$KIB,chunk=$CHUNK" --timings "$d/timings.jsonl" ${MOCK_ARGS:-} >"$d/mock.out" 2>&1 &
-  local mpid=$! port=""
-  for _ in $(seq 200); do port=$(grep -o '127\.0\.0\.1:[0-9]*' "$d/mock.out" 2>/dev/null | cut -d: -f2); [[ -n $port ]] && break; sleep 0.01; done
-  [[ -n $port ]] || { log "mock did not start"; kill "$mpid"; return 1; }
+  start_mock "$d" "steps=$STEPS,kib=$KIB,chunk=$CHUNK" --timings "$d/timings.jsonl" ${MOCK_ARGS:-} \
+    || { log "mock did not start"; return 1; }
+  local mpid=$MOCK_PID port=$MOCK_PORT
   local -a cmd
   case $name in
     keel|keel-sandboxed|keel-prev|keel-prev-sandboxed)
       local bin=$KEEL; [[ $name == keel-prev* ]] && bin=$KEEL_PREV
-      cat >"$d/home/config.yaml" <<YAML
-model: mock/mock-model
-providers:
-  mock:
-    api: openai-completions
-    base_url: http://127.0.0.1:$port/v1
-    models:
-      mock-model: {context_window: 1000000, max_output: 16384}
-YAML
+      keel_config "$d/home" "$port"
       # Codex runs with danger-full-access and pi has no sandbox; `keel` matches them, and
       # `keel-sandboxed` keeps keel's default Landlock workspace-write sandbox on every command.
       local sandbox=danger-full-access; [[ $name == *-sandboxed ]] && sandbox=workspace-write
