@@ -70,14 +70,27 @@ pub fn tool_call(request: &PermissionRequest) -> ToolCallUpdate {
         None if request.arguments.is_null() => request.summary.clone(),
         None => serde_json::to_string_pretty(&request.arguments).unwrap_or_default(),
     };
-    text.push_str(&format!("\n```\n{}\n```\n", whole.replace("```", "` ` `")));
+    let mut content = Vec::new();
+    let mut locations = Vec::new();
+    // A change shows as the change, its arguments' JSON would only repeat it.
+    match &request.preview {
+        Some(preview) => (content, locations) = tools::preview(preview),
+        None => text.push_str(&format!("\n```\n{}\n```\n", whole.replace("```", "` ` `"))),
+    }
+    if !text.is_empty() {
+        content.insert(
+            0,
+            ToolCallContent::from(ContentBlock::Text(TextContent::new(text))),
+        );
+    }
     let mut fields = ToolCallUpdateFields::new()
         .title(title)
         .kind(tools::kind(&request.tool))
         .status(ToolCallStatus::Pending)
-        .content(vec![ToolCallContent::from(ContentBlock::Text(
-            TextContent::new(text),
-        ))]);
+        .content(content);
+    if !locations.is_empty() {
+        fields = fields.locations(locations);
+    }
     if !request.arguments.is_null() {
         fields = fields.raw_input(request.arguments.clone());
     }
@@ -131,6 +144,7 @@ mod tests {
             scopes: vec!["`cargo test`".into(), "`cargo`".into()],
             rules: vec!["bash: cargo test".into(), "bash: cargo *".into()],
             arguments: serde_json::Value::Null,
+            preview: None,
         }
     }
 

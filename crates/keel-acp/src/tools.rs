@@ -96,6 +96,43 @@ fn absolute(path: &str, cwd: &Path) -> PathBuf {
     }
 }
 
+/// What a call would change, from its preview: the editor's own diff when the whole texts
+/// came with it, else the unified diff as text; and where it changes.
+pub fn preview(
+    preview: &keel_protocol::ToolPreview,
+) -> (Vec<ToolCallContent>, Vec<ToolCallLocation>) {
+    let keel_protocol::ToolPreview::File {
+        path,
+        created,
+        diff,
+        truncated,
+        old_text,
+        new_text,
+    } = preview;
+    let content = match (old_text, new_text) {
+        (Some(old), Some(new)) => {
+            let diff = Diff::new(PathBuf::from(path), new.clone());
+            let diff = if *created {
+                diff
+            } else {
+                diff.old_text(old.clone())
+            };
+            ToolCallContent::Diff(diff)
+        }
+        _ => {
+            let cut = if *truncated { "\n… (cut)" } else { "" };
+            ToolCallContent::from(ContentBlock::Text(TextContent::new(format!(
+                "```diff\n{}{cut}\n```",
+                diff.replace("```", "` ` `")
+            ))))
+        }
+    };
+    (
+        vec![content],
+        vec![ToolCallLocation::new(PathBuf::from(path))],
+    )
+}
+
 /// What an ended call shows: the edit's changes as diffs, a created or rewritten file as a
 /// diff, anything else as its result text.
 pub fn content(

@@ -224,7 +224,7 @@ impl Translator {
         let id = request.tool_call_id.to_string();
         self.asked.insert(request.id.clone(), id.clone());
         if self.announced.insert(id.clone()) {
-            let call = if request.arguments.is_null() {
+            let mut call = if request.arguments.is_null() {
                 ToolCall::new(id, request.summary.clone())
             } else {
                 ToolCall::new(id, tools::title(&request.tool, &request.arguments))
@@ -235,6 +235,10 @@ impl Translator {
                     ))
                     .raw_input(request.arguments.clone())
             };
+            if let Some(preview) = &request.preview {
+                let (content, locations) = tools::preview(preview);
+                call = call.content(content).locations(locations);
+            }
             return Some(SessionUpdate::ToolCall(
                 call.kind(tools::kind(&request.tool))
                     .status(AcpStatus::Pending),
@@ -418,6 +422,7 @@ mod tests {
                 scopes: vec![],
                 rules: vec![],
                 arguments,
+                preview: None,
             },
         }
     }

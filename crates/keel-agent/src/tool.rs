@@ -4,7 +4,7 @@ use std::path::{Component, Path, PathBuf};
 use std::sync::Arc;
 
 use async_trait::async_trait;
-use keel_protocol::{ContentBlock, MessageId, ToolCallId, ToolDefinition};
+use keel_protocol::{ContentBlock, MessageId, ToolCallId, ToolDefinition, ToolPreview};
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
@@ -172,6 +172,17 @@ pub trait AgentTool: Send + Sync {
     /// The file a call with these arguments would change. Two calls that change the same
     /// file never overlap, even in a parallel batch.
     fn mutated_path(&self, _arguments: &serde_json::Value) -> Option<PathBuf> {
+        None
+    }
+
+    /// What call `call` would change, for the person asked to approve it, computed without
+    /// changing anything. A tool that shows one must refuse to run that call once its
+    /// target changed since: the approval was for what was shown.
+    async fn preview(
+        &self,
+        _call: &ToolCallId,
+        _arguments: &serde_json::Value,
+    ) -> Option<ToolPreview> {
         None
     }
 

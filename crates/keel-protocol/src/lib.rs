@@ -46,7 +46,7 @@ pub use runtime::{
 };
 pub use session_event::{
     ExtensionNotice, InputKind, NoticeLevel, PermissionAnswer, PermissionRequest, QueueEntry,
-    SessionEvent, SessionEventBody,
+    SessionEvent, SessionEventBody, ToolPreview,
 };
 pub use source::TurnSource;
 pub use stream::{ResponseMeta, StreamEvent, StreamNotice};

@@ -224,6 +224,34 @@ pub struct PermissionRequest {
     /// all of what it would run.
     #[serde(default, skip_serializing_if = "serde_json::Value::is_null")]
     pub arguments: serde_json::Value,
+    /// What the call would change, computed by its tool without changing anything; the
+    /// approval holds only while that stays true.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub preview: Option<ToolPreview>,
+}
+
+/// What a call would change, shown before it is approved.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum ToolPreview {
+    /// A file the call creates or changes.
+    File {
+        /// The file, as the tool resolved it.
+        path: String,
+        /// The file does not exist yet.
+        created: bool,
+        /// Unified diff from the file's text to the new text.
+        diff: String,
+        /// The diff was cut at its bound.
+        #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+        truncated: bool,
+        /// The whole text before (empty for a new file), when small enough to carry.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        old_text: Option<String>,
+        /// The whole text after, when small enough to carry.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        new_text: Option<String>,
+    },
 }
 
 /// The user's answer to a permission request.

@@ -88,6 +88,7 @@ impl Approver for SessionApprover {
                 summary: request.summary.clone(),
                 reasons: request.reasons.clone(),
                 arguments: request.arguments.clone(),
+                preview: request.preview.clone(),
                 safety: request.safety,
                 scopes: request.scopes.iter().map(|s| s.label.clone()).collect(),
                 rules: request

@@ -1082,6 +1082,49 @@ impl Approver for AlwaysWithScope {
     }
 }
 
+/// Keeps the questions it was asked, and allows once.
+#[derive(Default)]
+struct Keeps(Mutex<Vec<ApprovalRequest>>);
+
+#[async_trait]
+impl Approver for Keeps {
+    async fn approve(&self, request: ApprovalRequest) -> Approval {
+        self.0.lock().unwrap().push(request);
+        Approval::AllowOnce
+    }
+}
+
+#[tokio::test]
+async fn a_question_about_a_file_change_shows_the_change() {
+    let world = World::new();
+    std::fs::write(world.ws.join("calc.py"), "x = 1\n").unwrap();
+    let gate = Arc::new(world.gate(Mode::Ask, RuleSet::new()));
+    let approver = Arc::new(Keeps::default());
+    let hook = PermissionHook::interactive(gate, approver.clone());
+    let edit = call(
+        "edit",
+        json!({"path": world.ws.join("calc.py"), "edits": [{"old_string": "x = 1", "new_string": "x = 2"}]}),
+    );
+    assert_eq!(hook.judge(&edit).await, ToolGate::Allow);
+    let bash = call("bash", json!({"command": "cargo test"}));
+    assert_eq!(hook.judge(&bash).await, ToolGate::Allow);
+    let asked = approver.0.lock().unwrap();
+    match &asked[0].preview {
+        Some(keel_protocol::ToolPreview::File { diff, created, .. }) => {
+            assert!(!created);
+            assert!(diff.contains("-x = 1\n+x = 2\n"), "{diff}");
+        }
+        other => panic!("expected the edit's diff, got {other:?}"),
+    }
+    // A command has nothing to preview beyond its text, which the question holds.
+    assert_eq!(asked[1].preview, None);
+    assert_eq!(
+        std::fs::read_to_string(world.ws.join("calc.py")).unwrap(),
+        "x = 1\n",
+        "asking changes nothing"
+    );
+}
+
 fn dummy_scope() -> keel_tools::permission::Scope {
     keel_tools::permission::Scope {
         label: "every `bash` call".into(),

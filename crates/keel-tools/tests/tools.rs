@@ -18,6 +18,8 @@ use tokio_util::sync::CancellationToken;
 
 #[path = "tools/plan_file.rs"]
 mod plan_file;
+#[path = "tools/previews.rs"]
+mod previews;
 
 fn context() -> (ToolCallContext, CancellationToken) {
     let cancel = CancellationToken::new();

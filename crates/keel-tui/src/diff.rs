@@ -88,7 +88,8 @@ pub fn render(diff: &str, path: &str, width: usize, limit: Option<usize>) -> Vec
             Span::styled(sign.to_string(), style),
         ];
         let room = width.saturating_sub(digits + 2);
-        let body = truncate(&body.replace('\t', "    "), room);
+        // A file's escapes and bidi overrides are shown, never run by the terminal.
+        let body = truncate(&crate::visible::visible(body).replace('\t', "    "), room);
         if sign == ' ' {
             spans.extend(highlighter.line(&body, Style::new().add_modifier(Modifier::DIM)));
         } else {

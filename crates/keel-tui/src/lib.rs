@@ -19,6 +19,7 @@ pub mod render;
 mod signal;
 pub mod slash;
 pub mod term;
+pub mod visible;
 pub mod wrap;
 
 pub use app::{App, Info};

@@ -2,7 +2,7 @@
 //! popup or permission prompt, the composer and the footer.
 
 use keel_protocol::InputKind;
-use keel_protocol::PermissionMode;
+use keel_protocol::{PermissionMode, ToolPreview};
 use ratatui::Frame;
 use ratatui::layout::Rect;
 use ratatui::style::{Color, Modifier, Style};
@@ -12,6 +12,7 @@ use ratatui::widgets::{Clear, Paragraph};
 use crate::app::popup::{POPUP_ROWS, Stage};
 use crate::app::{App, Popup};
 use crate::cells::{elapsed_words, todo_lines};
+use crate::visible::visible;
 use crate::wrap::{truncate, wrap_line, wrap_lines};
 
 const SPINNER: [&str; 10] = ["⠋", "⠙", "⠹", "⠸", "⠼", "⠴", "⠦", "⠧", "⠇", "⠏"];
@@ -20,6 +21,16 @@ const SELECTED: Style = Style::new().fg(Color::Cyan).add_modifier(Modifier::BOLD
 
 /// The panel's lines and where the cursor goes (row, column), if it shows.
 pub fn panel(app: &App, width: u16) -> (Vec<Line<'static>>, Option<(u16, u16)>) {
+    panel_within(app, width, u16::MAX)
+}
+
+/// [`panel`] for an area `height` rows tall: a permission prompt's preview takes only the
+/// rows its question leaves (the panel is drawn from its end, so the question's head stays).
+pub fn panel_within(
+    app: &App,
+    width: u16,
+    height: u16,
+) -> (Vec<Line<'static>>, Option<(u16, u16)>) {
     let width = width as usize;
     let mut top: Vec<Line<'static>> = app.live.lines(width, app.expanded);
     if let Some(started) = app.live.started {
@@ -68,7 +79,11 @@ pub fn panel(app: &App, width: u16) -> (Vec<Line<'static>>, Option<(u16, u16)>) 
     let mut bottom: Vec<Line<'static>> = Vec::new();
     let mut cursor = None;
     match &app.popup {
-        Some(Popup::Permission(prompt)) => bottom.extend(permission_lines(prompt, width)),
+        Some(Popup::Permission(prompt)) => {
+            // The footer takes the last row.
+            let room = usize::from(height).saturating_sub(1);
+            bottom.extend(permission_lines(prompt, width, app.expanded, room));
+        }
         popup => {
             let rule = Line::styled("─".repeat(width), DIM);
             bottom.push(rule);
@@ -95,7 +110,7 @@ pub fn panel(app: &App, width: u16) -> (Vec<Line<'static>>, Option<(u16, u16)>) 
 
 /// Draws the panel into `area`: the end of it when it is taller than the area.
 pub fn draw_panel(frame: &mut Frame<'_>, app: &App, area: Rect) {
-    let (lines, cursor) = panel(app, area.width);
+    let (lines, cursor) = panel_within(app, area.width, area.height);
     let height = area.height as usize;
     let skip = lines.len().saturating_sub(height);
     let shown: Vec<Line<'static>> = lines.into_iter().skip(skip).collect();
@@ -280,11 +295,65 @@ fn task_lines(task: &keel_protocol::TaskInfo, width: usize) -> Vec<Line<'static>
     out
 }
 
+/// Lines of a change's preview the permission prompt shows at once, when the area has them
+/// (PageUp and PageDown scroll, Ctrl+O gives it all the room there is).
+pub const PREVIEW_LINES: usize = 16;
+/// Lines PageUp and PageDown move a preview by.
+pub const PREVIEW_STEP: isize = 8;
+/// Lines of a command or of a call's arguments shown before Ctrl+O.
+const QUESTION_LINES: usize = 12;
+
+/// `mcp__server__tool` as "server · tool"; other tools by their name.
+fn tool_title(tool: &str) -> String {
+    match tool
+        .strip_prefix("mcp__")
+        .and_then(|rest| rest.split_once("__"))
+    {
+        Some((server, name)) => format!("{server} · {name}"),
+        None => tool.to_owned(),
+    }
+}
+
+/// What the question shows of the call: a command whole, an MCP tool's arguments whole
+/// (its title names server and tool), anything else its summary (a change's diff follows).
+fn question_text(r: &keel_protocol::PermissionRequest) -> String {
+    if let Some(command) = r.arguments.get("command").and_then(|c| c.as_str()) {
+        return command.to_owned();
+    }
+    if r.tool.starts_with("mcp__") && r.arguments.is_object() {
+        return serde_json::to_string_pretty(&r.arguments).unwrap_or_default();
+    }
+    r.summary.clone()
+}
+
 fn permission_lines(
     prompt: &crate::app::popup::PermissionPrompt,
     width: usize,
+    expanded: bool,
+    room: usize,
 ) -> Vec<Line<'static>> {
-    let r = &prompt.request;
+    let mut out = question_lines(&prompt.request, width, expanded);
+    let mut answers = answer_lines(prompt, width, false);
+    // In a short area (the inline viewport is a third of the window) the answers take one
+    // line, so the change itself has rows to show.
+    if prompt.request.preview.is_some() && out.len() + answers.len() + 2 + PREVIEW_LINES > room {
+        answers = answer_lines(prompt, width, true);
+    }
+    if let Some(preview) = &prompt.request.preview {
+        // What the question and its answers leave, less the preview's own two lines.
+        let fit = room.saturating_sub(out.len() + answers.len() + 2);
+        out.extend(preview_lines(preview, prompt.scroll, width, expanded, fit));
+    }
+    out.extend(answers);
+    out
+}
+
+/// The question: the tool, what the call does, and why keel asks.
+fn question_lines(
+    r: &keel_protocol::PermissionRequest,
+    width: usize,
+    expanded: bool,
+) -> Vec<Line<'static>> {
     let bold = Style::new().add_modifier(Modifier::BOLD);
     let mut out = vec![Line::styled(
         "─".repeat(width),
@@ -292,23 +361,47 @@ fn permission_lines(
     )];
     out.push(Line::from(vec![
         Span::styled("Allow ", bold),
-        Span::styled(r.tool.clone(), bold.fg(Color::Yellow)),
+        Span::styled(
+            visible(&tool_title(&r.tool)).into_owned(),
+            bold.fg(Color::Yellow),
+        ),
         Span::styled("?", bold),
     ]));
-    for line in r.summary.lines().take(12) {
+    let shown = question_text(r);
+    let limit = if expanded { usize::MAX } else { QUESTION_LINES };
+    let total = shown.lines().count();
+    for line in visible(&shown).lines().take(limit) {
         out.extend(wrap_line(
             &Line::from(format!("  {line}")),
             width,
             &Line::from("    "),
         ));
     }
+    if total > limit {
+        out.push(Line::styled(
+            format!("  … {} more lines (ctrl+o to show all)", total - limit),
+            DIM,
+        ));
+    }
     for reason in &r.reasons {
         out.extend(wrap_line(
-            &Line::styled(format!("  because {reason}"), DIM),
+            &Line::styled(format!("  because {}", visible(reason)), DIM),
             width,
             &Line::from("    "),
         ));
     }
+    out
+}
+
+/// The answers offered at the prompt's stage; `compact`, the first choice's on one line.
+fn answer_lines(
+    prompt: &crate::app::popup::PermissionPrompt,
+    width: usize,
+    compact: bool,
+) -> Vec<Line<'static>> {
+    let r = &prompt.request;
+    let bold = Style::new().add_modifier(Modifier::BOLD);
+    let mut out = Vec::new();
     let can_always = !r.safety && !r.scopes.is_empty();
     let option = |n: usize, selected: bool, text: String, enabled: bool| {
         let style = match (selected, enabled) {
@@ -322,20 +415,42 @@ fn permission_lines(
         )
     };
     match &prompt.stage {
+        Stage::Choose(selected) if compact => {
+            let choice = |n: usize, text: &str, enabled: bool| {
+                let style = match (*selected == n - 1, enabled) {
+                    (_, false) => DIM,
+                    (true, _) => SELECTED,
+                    _ => Style::new(),
+                };
+                let mark = if *selected == n - 1 { "›" } else { " " };
+                Span::styled(format!("{mark} {n}. {text} "), style)
+            };
+            let line = Line::from(vec![
+                choice(1, "Yes, once (y)", true),
+                choice(2, "Always… (a)", can_always),
+                choice(3, "No (n)", true),
+            ]);
+            out.extend(wrap_line(&line, width, &Line::from("  ")));
+        }
         Stage::Choose(selected) => {
-            out.push(option(1, *selected == 0, "Yes, once (y)".into(), true));
             let always = if r.safety {
                 "Always — not offered for a dangerous call".to_owned()
             } else {
                 "Yes, and always for…".to_owned()
             };
-            out.push(option(2, *selected == 1, always, can_always));
-            out.push(option(
-                3,
-                *selected == 2,
-                "No, and tell keel why (n: no reason)".into(),
-                true,
-            ));
+            let options = [
+                option(1, *selected == 0, "Yes, once (y)".into(), true),
+                option(2, *selected == 1, always, can_always),
+                option(
+                    3,
+                    *selected == 2,
+                    "No, and tell keel why (n: no reason)".into(),
+                    true,
+                ),
+            ];
+            for line in &options {
+                out.extend(wrap_line(line, width, &Line::from("     ")));
+            }
         }
         Stage::Scope(selected) => {
             out.push(Line::styled(
@@ -382,6 +497,72 @@ fn permission_lines(
             ));
             out.push(Line::from(format!("  {}", reason.text())));
         }
+    }
+    out
+}
+
+/// A change's preview in the permission prompt: what it touches, then a window of its diff.
+fn preview_lines(
+    preview: &ToolPreview,
+    scroll: isize,
+    width: usize,
+    expanded: bool,
+    fit: usize,
+) -> Vec<Line<'static>> {
+    let ToolPreview::File {
+        path,
+        created,
+        diff,
+        truncated,
+        ..
+    } = preview;
+    let (added, removed) = crate::diff::counts(diff);
+    let verb = if *created { "create" } else { "change" };
+    let mut out = wrap_line(
+        &Line::from(vec![
+            Span::styled(
+                format!("  {verb} {}", visible(path)),
+                Style::new().add_modifier(Modifier::BOLD),
+            ),
+            Span::styled(format!("  +{added} -{removed}"), DIM),
+        ]),
+        width,
+        &Line::from("    "),
+    );
+    let body = crate::diff::render(diff, path, width, None);
+    // Ctrl+O gives the diff every row the area has; one row shows in any case.
+    let wanted = if expanded { body.len() } else { PREVIEW_LINES };
+    let window = wanted.min(fit).max(1);
+    // The window opens one line above the first change, so a small one shows the change.
+    let first_change = body
+        .iter()
+        .position(|line| {
+            line.spans
+                .get(1)
+                .is_some_and(|sign| sign.content == "+" || sign.content == "-")
+        })
+        .unwrap_or(0);
+    let anchor = first_change.saturating_sub(1) as isize;
+    let last_start = body.len().saturating_sub(window) as isize;
+    let start = (anchor + scroll).clamp(0, last_start) as usize;
+    let end = (start + window).min(body.len());
+    out.extend(body[start..end].iter().cloned());
+    if start > 0 || end < body.len() {
+        out.push(Line::styled(
+            format!(
+                "  lines {}–{end} of {} · pgup/pgdn scroll · ctrl+o {}",
+                start + 1,
+                body.len(),
+                if expanded { "less" } else { "more" }
+            ),
+            DIM,
+        ));
+    }
+    if *truncated {
+        out.push(Line::styled(
+            "  … the change is longer than a preview carries",
+            DIM,
+        ));
     }
     out
 }

@@ -57,6 +57,60 @@ async fn credentials_never_reach_the_editor_or_the_model() {
     }
 }
 
+/// A change aimed at a key, by its path, through `~` or through a link, is refused before
+/// any question: no preview reads it, nothing of it reaches the editor, and the editor is not
+/// asked for the file. (A preview never reads a credential location in any case.)
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_change_to_a_credential_is_refused_before_any_question() {
+    let world = World::new();
+    let work = world.work();
+    let key = world.user.path().join(".ssh/id_rsa");
+    std::os::unix::fs::symlink(&key, work.join("key-link")).unwrap();
+    let server = mock(json!([
+        {"tool_calls": [{"name": "edit", "arguments": {"path": key, "edits": [{"old_string": "CANARY", "new_string": "X"}]}}]},
+        {"tool_calls": [{"name": "edit", "arguments": {"path": "~/.ssh/id_rsa", "edits": [{"old_string": "CANARY", "new_string": "X"}]}}]},
+        {"tool_calls": [{"name": "write", "arguments": {"path": "key-link", "content": "replaced"}}]},
+        {"text": "left it"}
+    ]))
+    .await;
+    let state = EditorState::answering([
+        Answer::Pick("reject_once"),
+        Answer::Pick("reject_once"),
+        Answer::Pick("reject_once"),
+    ]);
+    let st = state.clone();
+    let stop = run_once(
+        &world,
+        &server,
+        &["--permission", "ask"],
+        capabilities(true),
+        state,
+        "rotate the key",
+    )
+    .await;
+    assert_eq!(stop, StopReason::EndTurn);
+    let asked = st.asked.lock().unwrap().clone();
+    assert!(asked.is_empty(), "{asked:?}");
+    for question in &asked {
+        let shown = serde_json::to_string(&question.tool_call).unwrap();
+        assert!(!shown.contains("CANARY-SSH-KEY"), "{shown}");
+        assert!(!shown.contains("\"diff\""), "{shown}");
+    }
+    for update in st.json() {
+        assert!(!update.to_string().contains("CANARY-SSH-KEY"), "{update}");
+    }
+    assert!(
+        st.fs_calls.lock().unwrap().is_empty(),
+        "{:?}",
+        st.fs_calls.lock().unwrap()
+    );
+    assert!(
+        std::fs::read_to_string(&key)
+            .unwrap()
+            .contains("CANARY-SSH-KEY")
+    );
+}
+
 /// keel's control files are refused before the editor is asked to write them.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn control_files_are_refused_before_the_editor_is_asked() {

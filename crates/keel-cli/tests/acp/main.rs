@@ -258,6 +258,54 @@ async fn editor_files_are_used_when_offered() {
     assert_eq!(diff["newText"], "edited");
 }
 
+/// The question about an edit holds the edit: the editor can show the diff and where it
+/// lands before anyone says yes.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_question_about_an_edit_carries_its_diff() {
+    let world = World::new();
+    let work = world.work();
+    std::fs::write(work.join("calc.py"), "x = 1\ny = 2\n").unwrap();
+    let server = mock(json!([
+        {"tool_calls": [{"name": "edit", "arguments": {"path": "calc.py", "edits": [{"old_string": "y = 2", "new_string": "y = 3"}]}}]},
+        {"text": "done"}
+    ]))
+    .await;
+    let state = EditorState::answering([Answer::Pick("allow_once")]);
+    let st = state.clone();
+    let stop = run_once(
+        &world,
+        &server,
+        &["--permission", "ask"],
+        capabilities(false),
+        state,
+        "change y",
+    )
+    .await;
+    assert_eq!(stop, StopReason::EndTurn);
+    let asked = st.asked.lock().unwrap().clone();
+    assert_eq!(asked.len(), 1);
+    let question = serde_json::to_value(&asked[0].tool_call).unwrap();
+    let diff = question["content"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .find(|c| c["type"] == "diff")
+        .unwrap_or_else(|| panic!("no diff in the question: {question}"));
+    assert_eq!(diff["oldText"], "x = 1\ny = 2\n", "{question}");
+    assert_eq!(diff["newText"], "x = 1\ny = 3\n", "{question}");
+    let calc = work.join("calc.py").canonicalize().unwrap();
+    assert_eq!(diff["path"], calc.to_str().unwrap(), "{question}");
+    assert_eq!(
+        question["locations"][0]["path"],
+        calc.to_str().unwrap(),
+        "{question}"
+    );
+    assert_eq!(
+        std::fs::read_to_string(work.join("calc.py")).unwrap(),
+        "x = 1\ny = 3\n"
+    );
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn editor_files_are_not_used_when_not_offered() {
     let world = World::new();

@@ -10,11 +10,12 @@ use std::sync::{Arc, LazyLock};
 
 use async_trait::async_trait;
 use keel_agent::{AgentTool, ToolCallContext, ToolError, ToolNature, ToolOutput};
-use keel_protocol::{ContentBlock, ToolDefinition};
+use keel_protocol::{ContentBlock, ToolCallId, ToolDefinition, ToolPreview};
 use schemars::JsonSchema;
 use serde::Deserialize;
 use serde_json::json;
 
+use super::preview::{self, Held, Shown};
 use super::{BOM, TextStyle, ensure_regular, io_message, pinned, plain, read_pinned};
 use crate::args::{self, NonEmpty};
 use crate::env::ToolEnv;
@@ -56,12 +57,16 @@ static DEFINITION: LazyLock<ToolDefinition> = LazyLock::new(|| ToolDefinition {
 /// The `edit` tool.
 pub struct Edit {
     env: Arc<ToolEnv>,
+    shown: Arc<Shown>,
 }
 
 impl Edit {
     /// An edit tool over `env`.
     pub fn new(env: Arc<ToolEnv>) -> Self {
-        Self { env }
+        Self {
+            env,
+            shown: Arc::default(),
+        }
     }
 }
 
@@ -82,23 +87,42 @@ impl AgentTool for Edit {
             .map(|p| self.env.resolve(p))
     }
 
+    async fn preview(
+        &self,
+        call: &ToolCallId,
+        arguments: &serde_json::Value,
+    ) -> Option<ToolPreview> {
+        let args: Args = serde_json::from_value(arguments.clone()).ok()?;
+        // A missing file cannot be edited: the call fails when run.
+        let (path, original) = preview::starting_text(&self.env, &args.path).await?;
+        let original = original?;
+        // An edit that cannot apply fails when run; its question shows the call alone.
+        let text = std::str::from_utf8(&original).ok()?;
+        let (after, _) = apply(&path, text, &args.edits).ok()?;
+        self.shown.remember(call, Some(&original));
+        Some(preview::file(&path, Some(text), &after))
+    }
+
     async fn execute(
         &self,
         arguments: serde_json::Value,
-        _context: ToolCallContext,
+        context: ToolCallContext,
     ) -> Result<ToolOutput, ToolError> {
         let args: Args = args::arguments(arguments)?;
         let path = pinned::resolve(&self.env, &self.env.resolve(&args.path), true)?;
+        let held = Held {
+            shown: self.shown.clone(),
+            call: context.tool_call_id,
+        };
         // The plan file is keel's, in keel's home: always the disk, never an editor's buffer.
-        if let Some(editor) = self.env.editor.clone()
-            && !super::is_plan_file(&self.env, &path)
+        if let Some(editor) = super::in_editor(&self.env, &path)
             && let Some(_hold) = crate::bash::quiet::editor_hold(&self.env).await
         {
             // Checked again now that no command can run until the editor is done.
             let path = pinned::resolve(&self.env, &self.env.resolve(&args.path), true)?;
-            return edit_in_editor(&editor, path, &args.edits).await;
+            return edit_in_editor(&editor, path, &args.edits, &held).await;
         }
-        tokio::task::spawn_blocking(move || edit(path, &args.edits))
+        tokio::task::spawn_blocking(move || edit(path, &args.edits, &held))
             .await
             .map_err(|e| ToolError::new(format!("edit failed: {e}")))?
     }
@@ -107,7 +131,7 @@ impl AgentTool for Edit {
 /// Largest diff shown to the model; the full diff stays in the details.
 const MAX_DIFF: usize = 32 * 1024;
 
-fn edit(path: PathBuf, edits: &[EditSpec]) -> Result<ToolOutput, ToolError> {
+fn edit(path: PathBuf, edits: &[EditSpec], held: &Held) -> Result<ToolOutput, ToolError> {
     match ensure_regular(&path) {
         Ok(true) => {}
         Ok(false) => {
@@ -119,6 +143,7 @@ fn edit(path: PathBuf, edits: &[EditSpec]) -> Result<ToolOutput, ToolError> {
         Err(problem) => return Err(problem.into()),
     }
     let bytes = read_pinned(&path).map_err(|e| ToolError::new(io_message("edit", &path, &e)))?;
+    held.check(&path, Some(&bytes))?;
     let original = String::from_utf8(bytes).map_err(|_| {
         ToolError::new(format!(
             "{} is not valid UTF-8 text; it cannot be edited as text.",
@@ -138,6 +163,7 @@ async fn edit_in_editor(
     editor: &super::editor::Editor,
     path: PathBuf,
     edits: &[EditSpec],
+    held: &Held,
 ) -> Result<ToolOutput, ToolError> {
     if let Err(problem) = ensure_regular(&path) {
         return Err(problem.into());
@@ -147,6 +173,7 @@ async fn edit_in_editor(
         ToolError::new(format!("Cannot read {} in the editor: {e}", path.display()))
     })?;
     super::editor::recheck(&path, before)?;
+    held.check(&path, Some(original.as_bytes()))?;
     let (text, output) = apply(&path, &original, edits)?;
     editor.0.write_text(&path, &text).await.map_err(|e| {
         ToolError::new(format!(

@@ -3,6 +3,7 @@
 pub mod edit;
 pub mod editor;
 mod pinned;
+mod preview;
 pub mod read;
 mod refused;
 pub mod write;
@@ -55,6 +56,12 @@ impl TextStyle {
 }
 
 /// `text` with the BOM removed and CRLF turned into LF.
+/// The editor, when it is the one to read and write `path`: never for the plan file, which
+/// is keel's, in keel's home.
+pub(crate) fn in_editor(env: &crate::env::ToolEnv, path: &Path) -> Option<editor::Editor> {
+    env.editor.clone().filter(|_| !is_plan_file(env, path))
+}
+
 pub(crate) fn plain(text: &str) -> String {
     text.strip_prefix(BOM).unwrap_or(text).replace("\r\n", "\n")
 }

@@ -5,11 +5,12 @@ use std::sync::{Arc, LazyLock};
 
 use async_trait::async_trait;
 use keel_agent::{AgentTool, ToolCallContext, ToolError, ToolNature, ToolOutput};
-use keel_protocol::ToolDefinition;
+use keel_protocol::{ToolCallId, ToolDefinition, ToolPreview};
 use schemars::JsonSchema;
 use serde::Deserialize;
 use serde_json::json;
 
+use super::preview::{self, Held, Shown};
 use super::{TextStyle, ensure_regular, io_message, make_parent, pinned, plain, read_pinned};
 use crate::args;
 use crate::env::ToolEnv;
@@ -37,12 +38,16 @@ static DEFINITION: LazyLock<ToolDefinition> = LazyLock::new(|| ToolDefinition {
 /// The `write` tool.
 pub struct Write {
     env: Arc<ToolEnv>,
+    shown: Arc<Shown>,
 }
 
 impl Write {
     /// A write tool over `env`.
     pub fn new(env: Arc<ToolEnv>) -> Self {
-        Self { env }
+        Self {
+            env,
+            shown: Arc::default(),
+        }
     }
 }
 
@@ -63,24 +68,40 @@ impl AgentTool for Write {
             .map(|p| self.env.resolve(p))
     }
 
+    async fn preview(
+        &self,
+        call: &ToolCallId,
+        arguments: &serde_json::Value,
+    ) -> Option<ToolPreview> {
+        let args: Args = serde_json::from_value(arguments.clone()).ok()?;
+        let (path, existing) = preview::starting_text(&self.env, &args.path).await?;
+        let text = styled(existing.as_deref(), &args.content);
+        let before = existing.as_deref().map(String::from_utf8_lossy);
+        self.shown.remember(call, existing.as_deref());
+        Some(preview::file(&path, before.as_deref(), &text))
+    }
+
     async fn execute(
         &self,
         arguments: serde_json::Value,
-        _context: ToolCallContext,
+        context: ToolCallContext,
     ) -> Result<ToolOutput, ToolError> {
         let args: Args = args::arguments(arguments)?;
         let path = pinned::resolve(&self.env, &self.env.resolve(&args.path), true)?;
+        let held = Held {
+            shown: self.shown.clone(),
+            call: context.tool_call_id,
+        };
         // The plan file is keel's, in keel's home: always the disk, never an editor's buffer.
-        if let Some(editor) = self.env.editor.clone()
-            && !super::is_plan_file(&self.env, &path)
+        if let Some(editor) = super::in_editor(&self.env, &path)
             && let Some(_hold) = crate::bash::quiet::editor_hold(&self.env).await
         {
             // Checked again now that no command can run until the editor is done.
             let path = pinned::resolve(&self.env, &self.env.resolve(&args.path), true)?;
-            return write_in_editor(&editor, path, &args.content).await;
+            return write_in_editor(&editor, path, &args.content, &held).await;
         }
         let env = self.env.clone();
-        tokio::task::spawn_blocking(move || write(&env, path, &args.content))
+        tokio::task::spawn_blocking(move || write(&env, path, &args.content, &held))
             .await
             .map_err(|e| ToolError::new(format!("write failed: {e}")))?
     }
@@ -100,6 +121,7 @@ async fn write_in_editor(
     editor: &super::editor::Editor,
     path: PathBuf,
     content: &str,
+    held: &Held,
 ) -> Result<ToolOutput, ToolError> {
     let exists = ensure_regular(&path)?;
     let before = super::editor::identity(&path)?;
@@ -112,6 +134,7 @@ async fn write_in_editor(
     } else {
         None
     };
+    held.check(&path, existing.as_deref().map(str::as_bytes))?;
     let text = styled(existing.as_deref().map(str::as_bytes), content);
     if let Some(parent) = path.parent() {
         std::fs::create_dir_all(parent)
@@ -143,7 +166,12 @@ fn written(path: &std::path::Path, text: &str, created: bool) -> ToolOutput {
     }
 }
 
-fn write(env: &ToolEnv, path: PathBuf, content: &str) -> Result<ToolOutput, ToolError> {
+fn write(
+    env: &ToolEnv,
+    path: PathBuf,
+    content: &str,
+    held: &Held,
+) -> Result<ToolOutput, ToolError> {
     let exists = ensure_regular(&path)?;
     let existing = match exists.then(|| read_pinned(&path)) {
         Some(Ok(bytes)) => Some(bytes),
@@ -151,6 +179,7 @@ fn write(env: &ToolEnv, path: PathBuf, content: &str) -> Result<ToolOutput, Tool
         Some(Err(e)) => return Err(ToolError::new(io_message("read", &path, &e))),
         None => None,
     };
+    held.check(&path, existing.as_deref())?;
     let text = styled(existing.as_deref(), content);
     let mode = make_parent(env, &path).map_err(|e| {
         ToolError::new(io_message(

@@ -251,6 +251,7 @@ impl Proxy {
                 matchers: Vec::new(),
             }],
             arguments: serde_json::json!({"host": host, "port": port}),
+            preview: None,
         };
         let answer = asker.approve(request).await;
         let mut answered = self.answered.lock().unwrap_or_else(PoisonError::into_inner);

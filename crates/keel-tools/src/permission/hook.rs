@@ -52,6 +52,8 @@ pub struct ApprovalRequest {
     pub scopes: Vec<Scope>,
     /// The call's arguments, whole (the summary is cut to a line).
     pub arguments: serde_json::Value,
+    /// What the call would change, as its tool computed it.
+    pub preview: Option<keel_protocol::ToolPreview>,
 }
 
 /// Asks a person; implemented by interactive front ends.
@@ -179,7 +181,12 @@ impl PermissionHook {
             safety,
             scopes,
         } = request;
+        let preview = match self.gate.tool(&call.name) {
+            Some(tool) => tool.preview(&call.id, &call.arguments).await,
+            None => None,
+        };
         let question = ApprovalRequest {
+            preview,
             arguments: call.arguments.clone(),
             tool_call_id: call.id.clone(),
             tool,

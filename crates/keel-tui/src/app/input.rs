@@ -544,6 +544,28 @@ impl App {
         let Some(session_id) = self.session_id() else {
             return;
         };
+        // The change's preview scrolls and expands whatever the stage.
+        match key.code {
+            KeyCode::PageDown => prompt.scroll += crate::render::PREVIEW_STEP,
+            KeyCode::PageUp => prompt.scroll -= crate::render::PREVIEW_STEP,
+            _ if self.keys.action(&key) == Some(Action::ToggleExpand) => {
+                self.expanded = !self.expanded;
+            }
+            _ => {
+                return self.permission_answer(prompt, key, effects, session_id);
+            }
+        }
+        self.popup = Some(Popup::Permission(prompt));
+    }
+
+    /// A key that answers or moves through the permission prompt's stages.
+    fn permission_answer(
+        &mut self,
+        mut prompt: super::popup::PermissionPrompt,
+        key: KeyEvent,
+        effects: &mut Vec<Effect>,
+        session_id: keel_protocol::SessionId,
+    ) {
         let request_id = prompt.request.id.clone();
         let answer = |answer: PermissionAnswer| {
             Effect::Call(

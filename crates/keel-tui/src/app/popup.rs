@@ -139,6 +139,9 @@ pub struct PermissionPrompt {
     pub request: PermissionRequest,
     /// Where it is.
     pub stage: Stage,
+    /// Where the change's preview window is, in lines from where it opens (at the first
+    /// changed line): PageUp and PageDown move it.
+    pub scroll: isize,
 }
 
 /// The popup shown.
@@ -169,6 +172,7 @@ impl Popup {
         Popup::Permission(PermissionPrompt {
             request,
             stage: Stage::Choose(0),
+            scroll: 0,
         })
     }
 

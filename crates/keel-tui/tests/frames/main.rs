@@ -3,6 +3,7 @@
 //! terminal emulator (vt100), so the snapshot is what a terminal would show.
 #![allow(clippy::unwrap_used, clippy::expect_used, missing_docs)]
 
+mod approvals;
 mod tasks;
 
 use std::sync::Arc;
@@ -92,6 +93,7 @@ fn ask(
                 scopes,
                 rules,
                 arguments: serde_json::Value::Null,
+                preview: None,
             },
         },
     );

@@ -19,7 +19,7 @@ mod verdict;
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
-use std::sync::{PoisonError, RwLock};
+use std::sync::{Arc, PoisonError, RwLock};
 
 use keel_agent::{ToolNature, ToolRef};
 use serde_json::Value;
@@ -145,6 +145,8 @@ pub struct PermissionGate {
     /// What each tool offered to the model says it does ([`AgentTool::nature`]); a name
     /// not declared is [`ToolNature::Opaque`].
     natures: RwLock<HashMap<String, ToolNature>>,
+    /// The tools themselves, for the previews of calls the user is asked about.
+    tools: Offered,
     credentials: Credentials,
     /// What is protected (control patterns, keel's home, the user's start-up files, what
     /// trusted commands run), and the workspace roots and home folders it resolved.
@@ -157,6 +159,17 @@ pub struct PermissionGate {
     /// The bash sandbox bounds what commands can reach ([`ToolEnv::sandbox`] is not full
     /// access), so `auto` may run code the gate cannot read.
     sandboxed: bool,
+}
+
+/// The tools offered by name (their previews answer the gate's questions).
+#[derive(Default)]
+struct Offered(RwLock<HashMap<String, ToolRef>>);
+
+impl std::fmt::Debug for Offered {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let tools = self.0.read().unwrap_or_else(PoisonError::into_inner);
+        f.debug_set().entries(tools.keys()).finish()
+    }
 }
 
 impl PermissionGate {
@@ -187,6 +200,7 @@ impl PermissionGate {
             },
             home,
             natures: RwLock::new(HashMap::new()),
+            tools: Offered::default(),
             credentials: match env.artifacts_root() {
                 Some(dir) => {
                     Credentials::new(&env.credentials(), env.home.as_deref()).readable_in(dir)
@@ -209,13 +223,27 @@ impl PermissionGate {
     /// Takes what `tools` declare they do; the gate judges their calls by that.
     pub fn declare_tools(&self, tools: &[ToolRef]) {
         let mut natures = self.natures.write().unwrap_or_else(PoisonError::into_inner);
+        let mut known = self.tools.0.write().unwrap_or_else(PoisonError::into_inner);
         // Each turn offers mostly the last turn's tools: only what changed is written.
         for tool in tools {
             let (name, nature) = (&tool.definition().name, tool.nature());
             if natures.get(name) != Some(&nature) {
                 natures.insert(name.clone(), nature);
             }
+            if !known.get(name).is_some_and(|held| Arc::ptr_eq(held, tool)) {
+                known.insert(name.clone(), tool.clone());
+            }
         }
+    }
+
+    /// The tool offered as `name`, for a preview of its call.
+    pub fn tool(&self, name: &str) -> Option<ToolRef> {
+        self.tools
+            .0
+            .read()
+            .unwrap_or_else(PoisonError::into_inner)
+            .get(name)
+            .cloned()
     }
 
     /// What tool `name` declared it does ([`ToolNature::Opaque`] for one that did not).
