@@ -4,8 +4,10 @@
 Three groups, each one block of code once linked:
 1. the spawner's loop and the code each command runs before exec (the spawner's whole life
    after start-up is a few pages);
-2. what keel runs during turns, most expensive first;
+2. what keel runs during turns;
 3. what only start-up runs (keel gives those pages back at its first turn).
+Within a group the order is by name: which functions are in it is what saves memory, and a
+stable order keeps a regenerated list's diff to the functions that came or went.
 """
 import collections
 import glob
@@ -69,18 +71,16 @@ for path in glob.glob(os.path.join(work, "cg.*")):
     (start if path.endswith(".1") else turn).update(callgrind(path))
 for path in glob.glob(os.path.join(work, "perf.*.txt")):
     t, s, sp = perf(path)
-    # Samples and instruction counts are different units: scale samples so that perf's
-    # functions sort among callgrind's by their share of each run.
-    turn.update({k: v * 1000 for k, v in t.items()})
-    start.update({k: v * 1000 for k, v in s.items()})
+    turn.update(t)
+    start.update(s)
     spawner.update(sp)
 
-# The spawner's own code is small: all of it goes first, sampled functions leading.
+# The spawner's own code is small: all of it goes first.
 spawner_code = re.compile(r"keel_sandbox(5child|7spawner|6mounts)")
 groups = [
-    [s for s, _ in spawner.most_common()] + sorted(s for s in defined if spawner_code.search(s)),
-    [s for s, _ in turn.most_common()],
-    [s for s, _ in start.most_common()],
+    sorted(set(spawner) | {s for s in defined if spawner_code.search(s)}),
+    sorted(turn),
+    sorted(start),
 ]
 seen = set()
 for group in groups:
