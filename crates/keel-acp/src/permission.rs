@@ -1,6 +1,6 @@
-//! The permission gate's question as `session/request_permission`: allow once, allow
-//! always (one option per rule scope, narrowest first, as the TUI offers them), reject
-//! once, reject always. An option the question never offered is a denial.
+//! The permission gate's question as `session/request_permission`: allow once, always allow
+//! (the narrowest scope, in words), reject once, always reject: four options at most. An
+//! option the question never offered is a denial.
 
 use agent_client_protocol::v1::schema::{
     ContentBlock, PermissionOption, PermissionOptionKind, RequestPermissionOutcome, TextContent,
@@ -22,19 +22,17 @@ pub fn options(request: &PermissionRequest) -> Vec<PermissionOption> {
         "Allow once",
         PermissionOptionKind::AllowOnce,
     )];
-    // A call the danger list flagged is never allowed for good.
-    if !request.safety {
-        for (index, scope) in request.scopes.iter().enumerate() {
-            let name = match request.rules.get(index) {
-                Some(rule) if !rule.is_empty() => format!("Always allow {scope} ({rule})"),
-                _ => format!("Always allow {scope}"),
-            };
-            options.push(PermissionOption::new(
-                format!("{ALLOW_ALWAYS}{index}"),
-                name,
-                PermissionOptionKind::AllowAlways,
-            ));
-        }
+    // A call the danger list flagged is never allowed for good. Otherwise "always" is one
+    // option, for the narrowest scope in words: ACP has no second step to pick another,
+    // and a list of rules is not a question a person can answer at a glance.
+    if !request.safety
+        && let Some(scope) = request.scopes.first()
+    {
+        options.push(PermissionOption::new(
+            format!("{ALLOW_ALWAYS}0"),
+            format!("Always allow {scope}"),
+            PermissionOptionKind::AllowAlways,
+        ));
     }
     options.push(PermissionOption::new(
         REJECT_ONCE,
@@ -162,9 +160,19 @@ mod tests {
             vec![
                 PermissionOptionKind::AllowOnce,
                 PermissionOptionKind::AllowAlways,
-                PermissionOptionKind::AllowAlways,
                 PermissionOptionKind::RejectOnce,
                 PermissionOptionKind::RejectAlways
+            ]
+        );
+        // In words, without the rule's text.
+        let names: Vec<String> = options(&request).into_iter().map(|o| o.name).collect();
+        assert_eq!(
+            names,
+            vec![
+                "Allow once",
+                "Always allow `cargo test`",
+                "Reject",
+                "Always reject `cargo test`"
             ]
         );
         assert_eq!(
@@ -172,9 +180,14 @@ mod tests {
             PermissionAnswer::AllowOnce
         );
         assert_eq!(
-            answer(&request, &pick("allow_always:1")),
-            PermissionAnswer::AllowAlways { scope: 1 }
+            answer(&request, &pick("allow_always:0")),
+            PermissionAnswer::AllowAlways { scope: 0 }
         );
+        // A wider scope is not offered here, so an editor cannot pick it.
+        assert!(matches!(
+            answer(&request, &pick("allow_always:1")),
+            PermissionAnswer::Deny { reason: Some(_) }
+        ));
         assert_eq!(
             answer(&request, &pick("reject_always")),
             PermissionAnswer::DenyAlways { scope: 0 }

@@ -425,18 +425,22 @@ fn answer_lines(
                 let mark = if *selected == n - 1 { "›" } else { " " };
                 Span::styled(format!("{mark} {n}. {text} "), style)
             };
-            let line = Line::from(vec![
+            let mut spans = vec![
                 choice(1, "Yes, once (y)", true),
-                choice(2, "Always… (a)", can_always),
+                choice(2, "Always (a)", can_always),
                 choice(3, "No (n)", true),
-            ]);
+            ];
+            if can_always && r.scopes.len() > 1 {
+                spans.push(Span::styled("· s: wider", DIM));
+            }
+            let line = Line::from(spans);
             out.extend(wrap_line(&line, width, &Line::from("  ")));
         }
         Stage::Choose(selected) => {
-            let always = if r.safety {
-                "Always — not offered for a dangerous call".to_owned()
-            } else {
-                "Yes, and always for…".to_owned()
+            let always = match r.scopes.first() {
+                _ if r.safety => "Always — not offered for a dangerous call".to_owned(),
+                Some(scope) => format!("Yes, and always allow {} (a)", visible(scope)),
+                None => "Always — nothing here to allow for good".to_owned(),
             };
             let options = [
                 option(1, *selected == 0, "Yes, once (y)".into(), true),
@@ -450,6 +454,13 @@ fn answer_lines(
             ];
             for line in &options {
                 out.extend(wrap_line(line, width, &Line::from("     ")));
+            }
+            if can_always && r.scopes.len() > 1 {
+                out.extend(wrap_line(
+                    &Line::styled("  s: always, for a wider scope", DIM),
+                    width,
+                    &Line::from("     "),
+                ));
             }
         }
         Stage::Scope(selected) => {

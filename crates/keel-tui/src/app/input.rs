@@ -585,6 +585,11 @@ impl App {
                     KeyCode::Char('1') | KeyCode::Char('y') => Some(0),
                     KeyCode::Char('2') | KeyCode::Char('a') if can_always => Some(1),
                     KeyCode::Char('3') => Some(2),
+                    // The other scopes, one key away (with the rule each saves).
+                    KeyCode::Char('s') if can_always => {
+                        prompt.stage = Stage::Scope(0);
+                        None
+                    }
                     KeyCode::Char('n') => {
                         effects.push(answer(PermissionAnswer::Deny { reason: None }));
                         return;
@@ -618,12 +623,10 @@ impl App {
                         effects.push(answer(PermissionAnswer::AllowOnce));
                         return;
                     }
+                    // "Always" in one step: the narrowest scope, which the option names.
                     Some(1) => {
-                        prompt.stage = if scopes == 1 {
-                            Stage::Confirm(0)
-                        } else {
-                            Stage::Scope(0)
-                        }
+                        effects.push(answer(PermissionAnswer::AllowAlways { scope: 0 }));
+                        return;
                     }
                     Some(_) => prompt.stage = Stage::Reason(crate::composer::Composer::new()),
                     None => {}

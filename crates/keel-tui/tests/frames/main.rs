@@ -406,7 +406,7 @@ fn the_permission_prompt_and_its_always_confirmation() {
         ],
     );
     let ask = screen(&mut app);
-    key(&mut app, KeyCode::Char('2'), KeyModifiers::NONE);
+    key(&mut app, KeyCode::Char('s'), KeyModifiers::NONE);
     let scopes = screen(&mut app);
     key(&mut app, KeyCode::Char('1'), KeyModifiers::NONE);
     let confirm = screen(&mut app);
@@ -424,7 +424,7 @@ fn an_always_with_no_rule_says_it_lasts_the_session_and_is_not_saved() {
         vec!["connections to example.org for this session".into()],
         vec![String::new()],
     );
-    key(&mut app, KeyCode::Char('2'), KeyModifiers::NONE);
+    key(&mut app, KeyCode::Char('s'), KeyModifiers::NONE);
     let mut confirm = screen(&mut app);
     if !confirm.contains("enter:") {
         key(&mut app, KeyCode::Char('1'), KeyModifiers::NONE);
