@@ -1099,6 +1099,9 @@ async fn a_question_about_a_file_change_shows_the_change() {
     let world = World::new();
     std::fs::write(world.ws.join("calc.py"), "x = 1\n").unwrap();
     let gate = Arc::new(world.gate(Mode::Ask, RuleSet::new()));
+    // A session holds its tools; the gate only refers to them.
+    let tools = keel_tools::builtin_tools(Arc::new(world.env()));
+    gate.declare_tools(&tools);
     let approver = Arc::new(Keeps::default());
     let hook = PermissionHook::interactive(gate, approver.clone());
     let edit = call(
@@ -1123,6 +1126,22 @@ async fn a_question_about_a_file_change_shows_the_change() {
         "x = 1\n",
         "asking changes nothing"
     );
+}
+
+/// The gate never keeps a tool alive: the bash tool's end (killing its background commands,
+/// undoing what they did to control files) runs when its session lets it go.
+#[test]
+fn the_gate_never_outlives_its_tools() {
+    let world = World::new();
+    let gate = world.gate(Mode::Ask, RuleSet::new());
+    let tools = keel_tools::builtin_tools(Arc::new(world.env()));
+    gate.declare_tools(&tools);
+    assert!(gate.tool("edit").is_some());
+    let held: Vec<std::sync::Weak<dyn keel_agent::AgentTool>> =
+        tools.iter().map(Arc::downgrade).collect();
+    drop(tools);
+    assert!(held.iter().all(|tool| tool.upgrade().is_none()));
+    assert!(gate.tool("edit").is_none());
 }
 
 fn dummy_scope() -> keel_tools::permission::Scope {

@@ -19,9 +19,9 @@ mod verdict;
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, PoisonError, RwLock};
+use std::sync::{Arc, PoisonError, RwLock, Weak};
 
-use keel_agent::{ToolNature, ToolRef};
+use keel_agent::{AgentTool, ToolNature, ToolRef};
 use serde_json::Value;
 
 use super::danger::Credentials;
@@ -161,9 +161,11 @@ pub struct PermissionGate {
     sandboxed: bool,
 }
 
-/// The tools offered by name (their previews answer the gate's questions).
+/// The tools offered by name, for the previews of the gate's questions. Held weakly: a tool
+/// ends with its session (the bash tool's end kills its background commands and undoes
+/// what they did to control files), never with the gate.
 #[derive(Default)]
-struct Offered(RwLock<HashMap<String, ToolRef>>);
+struct Offered(RwLock<HashMap<String, Weak<dyn AgentTool>>>);
 
 impl std::fmt::Debug for Offered {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -230,8 +232,11 @@ impl PermissionGate {
             if natures.get(name) != Some(&nature) {
                 natures.insert(name.clone(), nature);
             }
-            if !known.get(name).is_some_and(|held| Arc::ptr_eq(held, tool)) {
-                known.insert(name.clone(), tool.clone());
+            if !known
+                .get(name)
+                .is_some_and(|held| std::ptr::addr_eq(held.as_ptr(), Arc::as_ptr(tool)))
+            {
+                known.insert(name.clone(), Arc::downgrade(tool));
             }
         }
     }
@@ -243,7 +248,7 @@ impl PermissionGate {
             .read()
             .unwrap_or_else(PoisonError::into_inner)
             .get(name)
-            .cloned()
+            .and_then(Weak::upgrade)
     }
 
     /// What tool `name` declared it does ([`ToolNature::Opaque`] for one that did not).
