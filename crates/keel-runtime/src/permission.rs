@@ -91,10 +91,15 @@ impl Approver for SessionApprover {
                 preview: request.preview.clone(),
                 safety: request.safety,
                 scopes: request.scopes.iter().map(|s| s.label.clone()).collect(),
+                // A scope that is not saved shows no rule: the front ends say it lasts the
+                // session and is written nowhere.
                 rules: request
                     .scopes
                     .iter()
                     .map(|s| {
+                        if !s.saved {
+                            return String::new();
+                        }
                         s.matchers
                             .iter()
                             .map(keel_tools::permission::rules::Matcher::to_rule_text)

@@ -315,6 +315,7 @@ async fn in_ask_mode_a_host_off_the_list_is_the_users_to_allow() {
             Approval::AllowAlways(Scope {
                 label: "for the session".into(),
                 matchers: Vec::new(),
+                saved: false,
             }),
         ]),
         asked: std::sync::Mutex::new(Vec::new()),

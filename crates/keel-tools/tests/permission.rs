@@ -924,13 +924,29 @@ fn always_allow_scopes_go_from_narrowest_to_widest() {
     );
     let ws = world.ws.display();
     let write = gate.check("write", &json!({"path": "src/new.rs", "content": ""}));
+    // A file change is allowed for good first for this session only, unsaved; the saved
+    // rules follow.
     assert_eq!(
         labels(&write),
         vec![
+            format!("write {ws}/src/new.rs for this session"),
             format!("write {ws}/src/new.rs"),
             format!("write anything in {ws}/src"),
             format!("write anything in the workspace {ws}"),
         ]
+    );
+    let Decision::Ask(asked) = &write else {
+        panic!()
+    };
+    let saved: Vec<bool> = asked.scopes.iter().map(|s| s.saved).collect();
+    assert_eq!(saved, vec![false, true, true, true]);
+    assert_eq!(asked.scopes[0].matchers, asked.scopes[1].matchers);
+    let Decision::Ask(asked) = &command else {
+        panic!()
+    };
+    assert!(
+        asked.scopes.iter().all(|s| s.saved),
+        "commands keep saved scopes"
     );
     let fetch = gate.check("web_fetch", &json!({"url": "https://example.com"}));
     assert_eq!(labels(&fetch), vec!["every `web_fetch` call"]);
@@ -1128,6 +1144,41 @@ async fn a_question_about_a_file_change_shows_the_change() {
     );
 }
 
+/// Answers every question "always", for the scope offered first.
+struct FirstScope(AtomicUsize);
+
+#[async_trait]
+impl Approver for FirstScope {
+    async fn approve(&self, request: ApprovalRequest) -> Approval {
+        self.0.fetch_add(1, Ordering::SeqCst);
+        Approval::AllowAlways(request.scopes[0].clone())
+    }
+}
+
+#[tokio::test]
+async fn always_for_a_file_lasts_the_session_and_for_a_command_is_saved() {
+    let world = World::new();
+    let rules = world.base.join("rules.yaml");
+    let gate = Arc::new(world.gate(Mode::Ask, RuleSet::new()));
+    let approver = Arc::new(FirstScope(AtomicUsize::new(0)));
+    let hook = PermissionHook::interactive(gate.clone(), approver.clone())
+        .with_rules_file(rules.clone(), Some(world.home.clone()));
+    let write = call("write", json!({"path": "notes.md", "content": "x"}));
+    assert_eq!(hook.judge(&write).await, ToolGate::Allow);
+    assert_eq!(hook.judge(&write).await, ToolGate::Allow);
+    assert_eq!(
+        approver.0.load(Ordering::SeqCst),
+        1,
+        "asked once for the session"
+    );
+    assert!(!rules.exists(), "nothing saved for a file");
+    let command = call("bash", json!({"command": "make docs"}));
+    assert_eq!(hook.judge(&command).await, ToolGate::Allow);
+    let saved = std::fs::read_to_string(&rules).unwrap();
+    assert!(saved.contains("make docs"), "{saved}");
+    assert!(!saved.contains("notes.md"), "{saved}");
+}
+
 /// The gate never keeps a tool alive: the bash tool's end (killing its background commands,
 /// undoing what they did to control files) runs when its session lets it go.
 #[test]
@@ -1148,6 +1199,7 @@ fn dummy_scope() -> keel_tools::permission::Scope {
     keel_tools::permission::Scope {
         label: "every `bash` call".into(),
         matchers: vec![keel_tools::permission::Matcher::tool("bash")],
+        saved: true,
     }
 }
 

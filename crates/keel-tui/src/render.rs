@@ -425,9 +425,14 @@ fn answer_lines(
                 let mark = if *selected == n - 1 { "›" } else { " " };
                 Span::styled(format!("{mark} {n}. {text} "), style)
             };
+            // "Always" says for what even here: it is one key.
+            let always = match r.scopes.first() {
+                Some(scope) if can_always => format!("Always allow {} (a)", visible(scope)),
+                _ => "Always (a)".to_owned(),
+            };
             let mut spans = vec![
                 choice(1, "Yes, once (y)", true),
-                choice(2, "Always (a)", can_always),
+                choice(2, &always, can_always),
                 choice(3, "No (n)", true),
             ];
             if can_always && r.scopes.len() > 1 {

@@ -249,6 +249,7 @@ impl Proxy {
             scopes: vec![Scope {
                 label: format!("connections to {host} for this session"),
                 matchers: Vec::new(),
+                saved: false,
             }],
             arguments: serde_json::json!({"host": host, "port": port}),
             preview: None,

@@ -200,7 +200,8 @@ impl PermissionHook {
             Ok(Approval::AllowAlways(scope)) => {
                 if !safety {
                     self.gate.allow_scope(&scope);
-                    if let Some((path, home)) = &self.rules_file
+                    if scope.saved
+                        && let Some((path, home)) = &self.rules_file
                         && let Err(error) =
                             super::rules::append_allow(path, &scope.matchers, home.as_deref())
                     {
@@ -212,7 +213,8 @@ impl PermissionHook {
             }
             Ok(Approval::DenyAlways(scope)) => {
                 self.gate.deny_scope(&scope);
-                if let Some((path, home)) = &self.rules_file
+                if scope.saved
+                    && let Some((path, home)) = &self.rules_file
                     && let Err(error) = super::rules::append_rules(
                         path,
                         super::rules::Effect::Deny,

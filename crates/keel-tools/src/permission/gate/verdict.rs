@@ -244,7 +244,22 @@ impl PermissionGate {
             scopes.push(Scope {
                 label: labels.join("; "),
                 matchers,
+                saved: true,
             });
+        }
+        // A change to files is allowed for good, by default, only for this session: the
+        // narrowest scope first again, unsaved (a file named once is rarely worth a rule in
+        // every later session, and the saved one stays one step away).
+        let files_only = ops
+            .iter()
+            .all(|op| op.command.is_none() && matches!(op.target, Target::Path { .. }));
+        if files_only && let Some(narrowest) = scopes.first() {
+            let session = Scope {
+                label: format!("{} for this session", narrowest.label),
+                matchers: narrowest.matchers.clone(),
+                saved: false,
+            };
+            scopes.insert(0, session);
         }
         scopes
     }

@@ -175,6 +175,9 @@ pub struct Scope {
     pub label: String,
     /// The allow rules it adds to the session.
     pub matchers: Vec<Matcher>,
+    /// Whether its rules are also saved for later sessions (`permissions.yaml`); a scope
+    /// that is not lasts this session only.
+    pub saved: bool,
 }
 
 /// `$KEEL_HOME`, else `~/.keel`.
