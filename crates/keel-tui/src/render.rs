@@ -82,7 +82,13 @@ pub fn panel_within(
         Some(Popup::Permission(prompt)) => {
             // The footer takes the last row.
             let room = usize::from(height).saturating_sub(1);
-            bottom.extend(permission_lines(prompt, width, app.expanded, room));
+            let view = PromptView {
+                width,
+                expanded: app.expanded,
+                room,
+                cwd: &app.info.cwd,
+            };
+            bottom.extend(permission_lines(prompt, &view));
         }
         popup => {
             let rule = Line::styled("─".repeat(width), DIM);
@@ -326,12 +332,22 @@ fn question_text(r: &keel_protocol::PermissionRequest) -> String {
     r.summary.clone()
 }
 
+/// Where the permission prompt is drawn.
+struct PromptView<'a> {
+    width: usize,
+    /// Ctrl+O is on.
+    expanded: bool,
+    /// Rows the prompt may take.
+    room: usize,
+    /// The working folder: a changed file inside it is named from there.
+    cwd: &'a std::path::Path,
+}
+
 fn permission_lines(
     prompt: &crate::app::popup::PermissionPrompt,
-    width: usize,
-    expanded: bool,
-    room: usize,
+    view: &PromptView<'_>,
 ) -> Vec<Line<'static>> {
+    let (width, expanded, room) = (view.width, view.expanded, view.room);
     let mut out = question_lines(&prompt.request, width, expanded);
     let mut answers = answer_lines(prompt, width, false);
     // In a short area (the inline viewport is a third of the window) the answers take one
@@ -342,7 +358,7 @@ fn permission_lines(
     if let Some(preview) = &prompt.request.preview {
         // What the question and its answers leave, less the preview's own two lines.
         let fit = room.saturating_sub(out.len() + answers.len() + 2);
-        out.extend(preview_lines(preview, prompt.scroll, width, expanded, fit));
+        out.extend(preview_lines(preview, prompt.scroll, view, fit));
     }
     out.extend(answers);
     out
@@ -521,10 +537,10 @@ fn answer_lines(
 fn preview_lines(
     preview: &ToolPreview,
     scroll: isize,
-    width: usize,
-    expanded: bool,
+    view: &PromptView<'_>,
     fit: usize,
 ) -> Vec<Line<'static>> {
+    let (width, expanded) = (view.width, view.expanded);
     let ToolPreview::File {
         path,
         created,
@@ -532,12 +548,17 @@ fn preview_lines(
         truncated,
         ..
     } = preview;
+    let named = std::path::Path::new(path)
+        .strip_prefix(view.cwd)
+        .ok()
+        .filter(|inside| !inside.as_os_str().is_empty())
+        .map_or_else(|| path.clone(), |inside| inside.display().to_string());
     let (added, removed) = crate::diff::counts(diff);
     let verb = if *created { "create" } else { "change" };
     let mut out = wrap_line(
         &Line::from(vec![
             Span::styled(
-                format!("  {verb} {}", visible(path)),
+                format!("  {verb} {}", visible(&named)),
                 Style::new().add_modifier(Modifier::BOLD),
             ),
             Span::styled(format!("  +{added} -{removed}"), DIM),
