@@ -490,12 +490,14 @@ fn answer_lines(
                 bold,
             ));
             for (i, scope) in r.scopes.iter().enumerate() {
-                out.push(option(i + 1, i == *selected, scope.clone(), true));
+                let line = option(i + 1, i == *selected, visible(scope).into_owned(), true);
+                out.extend(wrap_line(&line, width, &Line::from("     ")));
             }
         }
         Stage::Confirm(scope) => {
-            let label = r.scopes.get(*scope).cloned().unwrap_or_default();
-            let rules = r.rules.get(*scope).cloned().unwrap_or_default();
+            // Scopes and rules quote the command the model wrote: shown, never run.
+            let label = visible(r.scopes.get(*scope).map_or("", String::as_str)).into_owned();
+            let rules = visible(r.rules.get(*scope).map_or("", String::as_str)).into_owned();
             // A scope with no rule (a host for the sandbox's proxy, say) lasts the session
             // and is written nowhere.
             if rules.trim().is_empty() {

@@ -155,3 +155,37 @@ fn a_long_preview_scrolls_and_expands() {
     // Scrolling and expanding answered nothing: the question is still there.
     assert!(all.contains("Yes, once"), "{all}");
 }
+
+#[test]
+fn the_scopes_of_a_command_quote_it_visibly() {
+    let mut ask = request(
+        "bash",
+        "run it",
+        json!({"command": "echo \u{202E}txt.exe \u{1b}[8m"}),
+    );
+    ask.scopes = vec![
+        "the command `echo \u{202E}txt.exe \u{1b}[8m`".into(),
+        "any `echo` command".into(),
+    ];
+    ask.rules = vec![
+        "bash: echo \u{202E}txt.exe \u{1b}[8m".into(),
+        "bash: echo *".into(),
+    ];
+    let mut app = app(100);
+    app.live.begin(Some("go".into()));
+    event(
+        &mut app,
+        SessionEventBody::PermissionRequested {
+            turn_id: TurnId::from("t-1"),
+            request: ask,
+        },
+    );
+    let question = screen(&mut app);
+    key(&mut app, KeyCode::Char('s'), KeyModifiers::NONE);
+    let scopes = screen(&mut app);
+    key(&mut app, KeyCode::Char('1'), KeyModifiers::NONE);
+    let confirm = screen(&mut app);
+    for shown in [&question, &scopes, &confirm] {
+        assert!(shown.contains("⟨U+202E⟩txt.exe ␛[8m"), "{shown}");
+    }
+}
