@@ -420,36 +420,23 @@ fn answer_lines(
     let mut out = Vec::new();
     let can_always = !r.safety && !r.scopes.is_empty();
     let option = |n: usize, selected: bool, text: String, enabled: bool| {
-        let style = match (selected, enabled) {
-            (_, false) => DIM,
-            (true, _) => SELECTED,
-            _ => Style::new(),
-        };
-        Line::styled(
-            format!("{} {n}. {text}", if selected { "›" } else { " " }),
-            style,
-        )
+        Line::from(choice(n, selected, &text, enabled))
     };
     match &prompt.stage {
         Stage::Choose(selected) if compact => {
-            let choice = |n: usize, text: &str, enabled: bool| {
-                let style = match (*selected == n - 1, enabled) {
-                    (_, false) => DIM,
-                    (true, _) => SELECTED,
-                    _ => Style::new(),
-                };
-                let mark = if *selected == n - 1 { "›" } else { " " };
-                Span::styled(format!("{mark} {n}. {text} "), style)
-            };
             // "Always" says for what even here: it is one key.
             let always = match r.scopes.first() {
                 Some(scope) if can_always => format!("Always allow {} (a)", visible(scope)),
                 _ => "Always (a)".to_owned(),
             };
+            let gap = Span::raw(" ");
             let mut spans = vec![
-                choice(1, "Yes, once (y)", true),
-                choice(2, &always, can_always),
-                choice(3, "No (n)", true),
+                choice(1, *selected == 0, "Yes, once (y)", true),
+                gap.clone(),
+                choice(2, *selected == 1, &always, can_always),
+                gap.clone(),
+                choice(3, *selected == 2, "No (n)", true),
+                gap,
             ];
             if can_always && r.scopes.len() > 1 {
                 spans.push(Span::styled("· s: wider", DIM));
@@ -533,6 +520,17 @@ fn answer_lines(
         }
     }
     out
+}
+
+/// Answer `n` of the permission prompt, marked when selected, dim when not offered.
+fn choice(n: usize, selected: bool, text: &str, enabled: bool) -> Span<'static> {
+    let style = match (selected, enabled) {
+        (_, false) => DIM,
+        (true, _) => SELECTED,
+        _ => Style::new(),
+    };
+    let mark = if selected { "›" } else { " " };
+    Span::styled(format!("{mark} {n}. {text}"), style)
 }
 
 /// A change's preview in the permission prompt: what it touches, then a window of its diff.

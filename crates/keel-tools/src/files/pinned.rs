@@ -22,18 +22,36 @@ use crate::protect;
 
 use super::refused::Refused;
 
+/// The credential locations, as configured and as their links resolve.
+pub(crate) struct CredentialLocations {
+    named: Vec<PathBuf>,
+    real: Vec<PathBuf>,
+}
+
+impl CredentialLocations {
+    /// Those of `env`.
+    pub(crate) fn of(env: &ToolEnv) -> Self {
+        let named = env.credentials();
+        let real = named.iter().map(|c| real_path(c)).collect();
+        Self { named, real }
+    }
+
+    /// Whether `path` lies in one of them, by either spelling.
+    pub(crate) fn hold(&self, path: &Path) -> bool {
+        protect::credential(path, &self.named).is_some()
+            || protect::credential(path, &self.real).is_some()
+    }
+}
+
 /// The real path a tool may use for `lexical` (absolute, as the call named it), or why
 /// not. `write` adds the write checks (control files, leaving the workspace).
 pub(crate) fn resolve(env: &ToolEnv, lexical: &Path, write: bool) -> Result<PathBuf, Refused> {
     let lexical = normalize(lexical);
     let real = real_path(&lexical);
     if real != lexical {
-        let credentials = env.credentials();
-        let real_credentials: Vec<PathBuf> = credentials.iter().map(|c| real_path(c)).collect();
-        let named = protect::credential(&lexical, &credentials).is_some()
-            || protect::credential(&lexical, &real_credentials).is_some();
-        let reached = protect::credential(&real, &credentials).is_some()
-            || protect::credential(&real, &real_credentials).is_some();
+        let credentials = CredentialLocations::of(env);
+        let named = credentials.hold(&lexical);
+        let reached = credentials.hold(&real);
         if reached && !named {
             return Err(Refused::IntoCredentials {
                 path: lexical,

@@ -135,15 +135,8 @@ pub(crate) async fn starting_text(
 /// Whether `lexical` (as the call named it) or `real` (as resolved) is a credential
 /// location: a preview never reads one, since the question goes to every front end.
 pub(crate) fn is_credential(env: &ToolEnv, lexical: &Path, real: &Path) -> bool {
-    let credentials = env.credentials();
-    let real_credentials: Vec<PathBuf> = credentials
-        .iter()
-        .map(|c| crate::permission::real_path(c))
-        .collect();
-    [lexical, real].iter().any(|path| {
-        crate::protect::credential(path, &credentials).is_some()
-            || crate::protect::credential(path, &real_credentials).is_some()
-    })
+    let credentials = pinned::CredentialLocations::of(env);
+    credentials.hold(lexical) || credentials.hold(real)
 }
 
 /// The file at `path` if it is a regular file no larger than a preview reads; `Ok(None)`

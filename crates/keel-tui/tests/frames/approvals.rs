@@ -33,19 +33,25 @@ fn change(path: &str, created: bool, diff: &str) -> ToolPreview {
     }
 }
 
+/// An app `width` columns wide whose running turn asks `request`.
+fn asked(width: u16, request: PermissionRequest) -> keel_tui::app::App {
+    let mut app = app(width);
+    app.live.begin(Some("go".into()));
+    event(
+        &mut app,
+        SessionEventBody::PermissionRequested {
+            turn_id: TurnId::from("t-1"),
+            request,
+        },
+    );
+    app
+}
+
 /// The question for `request` at widths 100 and 40, one above the other.
 fn both_widths(request: &PermissionRequest) -> String {
     let mut shown = Vec::new();
     for width in [100, 40] {
-        let mut app = app(width);
-        app.live.begin(Some("go".into()));
-        event(
-            &mut app,
-            SessionEventBody::PermissionRequested {
-                turn_id: TurnId::from("t-1"),
-                request: request.clone(),
-            },
-        );
+        let mut app = asked(width, request.clone());
         shown.push(screen(&mut app));
     }
     shown.join("\n=====\n")
@@ -127,15 +133,7 @@ fn a_long_preview_scrolls_and_expands() {
         true,
         &format!("--- /dev/null\n+++ /work/project/long.txt\n@@ -0,0 +1,40 @@\n{body}"),
     ));
-    let mut app = app(100);
-    app.live.begin(Some("go".into()));
-    event(
-        &mut app,
-        SessionEventBody::PermissionRequested {
-            turn_id: TurnId::from("t-1"),
-            request: ask,
-        },
-    );
+    let mut app = asked(100, ask);
     let first = screen(&mut app);
     assert!(
         first.contains("line 16") && !first.contains("line 17"),
@@ -171,15 +169,7 @@ fn the_scopes_of_a_command_quote_it_visibly() {
         "bash: echo \u{202E}txt.exe \u{1b}[8m".into(),
         "bash: echo *".into(),
     ];
-    let mut app = app(100);
-    app.live.begin(Some("go".into()));
-    event(
-        &mut app,
-        SessionEventBody::PermissionRequested {
-            turn_id: TurnId::from("t-1"),
-            request: ask,
-        },
-    );
+    let mut app = asked(100, ask);
     let question = screen(&mut app);
     key(&mut app, KeyCode::Char('s'), KeyModifiers::NONE);
     let scopes = screen(&mut app);
