@@ -4,7 +4,7 @@
 //! start and end among them, `tasks.rs`). Pure state over events, so it is tested without a
 //! connection.
 
-use std::collections::{HashMap, HashSet};
+use std::collections::HashMap;
 use std::path::PathBuf;
 use std::sync::Arc;
 
@@ -29,12 +29,11 @@ pub struct Translator {
     notices: bool,
     /// Bytes of each open text item already sent (this turn's items).
     sent: HashMap<Arc<str>, usize>,
-    /// Tool calls the editor already has a `tool_call` for.
-    announced: HashSet<String>,
-    /// Open permission questions: the call each is about, by request id.
-    asked: HashMap<String, String>,
-    /// Tool calls whose execution started (their item began).
-    started: HashSet<String>,
+    /// Tool calls the editor already has a `tool_call` for, with the status it was told
+    /// last: a status only moves forward.
+    calls: HashMap<String, AcpStatus>,
+    /// The call each of this turn's tool call items is about, by item id.
+    items: HashMap<Arc<str>, String>,
     /// What the session cost so far, in US dollars.
     cost: f64,
     /// The session's tasks, as announced.
@@ -52,6 +51,7 @@ fn chunk(text: impl Into<String>) -> ContentChunk {
 fn acp_status(status: ToolCallStatus) -> AcpStatus {
     match status {
         ToolCallStatus::Completed => AcpStatus::Completed,
+        ToolCallStatus::Pending => AcpStatus::Pending,
         ToolCallStatus::InProgress => AcpStatus::InProgress,
         _ => AcpStatus::Failed,
     }
@@ -65,9 +65,8 @@ impl Translator {
             cwd,
             notices,
             sent: HashMap::new(),
-            announced: HashSet::new(),
-            asked: HashMap::new(),
-            started: HashSet::new(),
+            calls: HashMap::new(),
+            items: HashMap::new(),
             cost: 0.0,
             tasks: TaskNotices::default(),
             title: None,
@@ -131,22 +130,12 @@ impl Translator {
         match body {
             SessionEventBody::TurnStarted { .. } => {
                 self.sent.clear();
-                self.announced.clear();
-                self.asked.clear();
-                self.started.clear();
+                self.calls.clear();
+                self.items.clear();
             }
             SessionEventBody::Item { event, .. } => self.item(event, &mut out),
             SessionEventBody::PermissionRequested { request, .. } => {
                 if let Some(update) = self.pending_call(request) {
-                    out.push(update);
-                }
-            }
-            SessionEventBody::PermissionResolved {
-                request_id,
-                allowed,
-                ..
-            } => {
-                if let Some(update) = self.approved(request_id, *allowed) {
                     out.push(update);
                 }
             }
@@ -217,13 +206,37 @@ impl Translator {
         out
     }
 
-    /// The call a permission question is about goes to `pending` (ACP's "awaiting
-    /// approval"): a new `tool_call`, or an update when the editor has it already (the
-    /// question and the call's start reach the runtime by different paths, in either order).
+    /// Whether the editor has a `tool_call` for `id`.
+    fn announced(&self, id: &str) -> bool {
+        self.calls.contains_key(id)
+    }
+
+    /// `status`, if it moves the call forward (pending, in progress, then an end); the
+    /// editor is never told a call went back.
+    fn forward(&mut self, id: &str, status: AcpStatus) -> Option<AcpStatus> {
+        let rank = |s: AcpStatus| match s {
+            AcpStatus::Pending => 0,
+            AcpStatus::InProgress => 1,
+            _ => 2,
+        };
+        let told = self
+            .calls
+            .entry(id.to_owned())
+            .or_insert(AcpStatus::Pending);
+        (rank(status) > rank(*told)).then(|| {
+            *told = status;
+            status
+        })
+    }
+
+    /// The call a permission question is about is `pending` (ACP's "awaiting approval"):
+    /// the question shows what the call would change. The runtime reports a call's
+    /// admission only after its question, so the call moves on only from there.
     fn pending_call(&mut self, request: &PermissionRequest) -> Option<SessionUpdate> {
         let id = request.tool_call_id.to_string();
-        self.asked.insert(request.id.clone(), id.clone());
-        if self.announced.insert(id.clone()) {
+        let preview = request.preview.as_ref().map(tools::preview);
+        if !self.announced(&id) {
+            self.calls.insert(id.clone(), AcpStatus::Pending);
             let mut call = if request.arguments.is_null() {
                 ToolCall::new(id, request.summary.clone())
             } else {
@@ -235,8 +248,7 @@ impl Translator {
                     ))
                     .raw_input(request.arguments.clone())
             };
-            if let Some(preview) = &request.preview {
-                let (content, locations) = tools::preview(preview);
+            if let Some((content, locations)) = preview {
                 call = call.content(content).locations(locations);
             }
             return Some(SessionUpdate::ToolCall(
@@ -244,22 +256,13 @@ impl Translator {
                     .status(AcpStatus::Pending),
             ));
         }
+        let (content, locations) = preview?;
         Some(SessionUpdate::ToolCallUpdate(ToolCallUpdate::new(
             id,
-            ToolCallUpdateFields::new().status(AcpStatus::Pending),
+            ToolCallUpdateFields::new()
+                .content(content)
+                .locations(locations),
         )))
-    }
-
-    /// An approved call runs: back to `in_progress` when its start was already shown (else
-    /// its start says so); a declined one ends `failed` with its result.
-    fn approved(&mut self, request_id: &str, allowed: bool) -> Option<SessionUpdate> {
-        let id = self.asked.remove(request_id)?;
-        (allowed && self.started.contains(&id)).then(|| {
-            SessionUpdate::ToolCallUpdate(ToolCallUpdate::new(
-                id,
-                ToolCallUpdateFields::new().status(AcpStatus::InProgress),
-            ))
-        })
     }
 
     fn text(&mut self, item: &Item, kind: ItemKind, full: &str, out: &mut Vec<SessionUpdate>) {
@@ -298,71 +301,33 @@ impl Translator {
                         details,
                     } => {
                         let id = call_id.to_string();
-                        let title = tools::title(tool_name, arguments);
-                        let locations = tools::locations(tool_name, arguments, &self.cwd);
-                        if !completed {
-                            self.started.insert(id.clone());
-                        }
+                        self.items.insert(item.id.clone(), id.clone());
                         if completed {
-                            let failed = *status != ToolCallStatus::Completed;
-                            let result = result.as_deref().unwrap_or_default();
-                            if self.announced.insert(id.clone()) {
-                                // Ended without having started (blocked before it ran).
-                                out.push(SessionUpdate::ToolCall(tools::ended_call(
-                                    &id,
-                                    tool_name,
-                                    arguments,
-                                    result,
-                                    details.as_ref(),
-                                    failed,
-                                    &self.cwd,
-                                )));
-                            } else {
-                                let fields = ToolCallUpdateFields::new()
-                                    .status(acp_status(*status))
-                                    .title(title)
-                                    .content(tools::content(
-                                        tool_name, arguments, result, failed, &self.cwd,
-                                    ))
-                                    .raw_output(tools::raw_output(result, details.as_ref()));
-                                out.push(SessionUpdate::ToolCallUpdate(ToolCallUpdate::new(
-                                    id, fields,
-                                )));
-                            }
-                            if tool_name == "todowrite"
-                                && !failed
-                                && let Some(entries) = tools::plan(details.as_ref(), arguments)
-                            {
-                                out.push(SessionUpdate::Plan(Plan::new(entries)));
-                            }
-                        } else if self.announced.insert(id.clone()) {
-                            out.push(SessionUpdate::ToolCall(
-                                ToolCall::new(id, title)
-                                    .kind(tools::kind(tool_name))
-                                    .status(AcpStatus::InProgress)
-                                    .locations(locations)
-                                    .raw_input(arguments.clone()),
-                            ));
-                        } else {
-                            // Still `pending` while its question is open: the approval moves
-                            // it on.
-                            let status = if self.asked.values().any(|call| *call == id) {
-                                AcpStatus::Pending
-                            } else {
-                                AcpStatus::InProgress
-                            };
-                            out.push(SessionUpdate::ToolCallUpdate(ToolCallUpdate::new(
+                            self.ended_call(
                                 id,
-                                ToolCallUpdateFields::new()
-                                    .status(status)
-                                    .title(title)
-                                    .kind(tools::kind(tool_name))
-                                    .locations(locations)
-                                    .raw_input(arguments.clone()),
-                            )));
+                                tool_name,
+                                arguments,
+                                result.as_deref().unwrap_or_default(),
+                                *status,
+                                details.as_ref(),
+                                out,
+                            );
+                        } else {
+                            self.started_call(id, tool_name, arguments, *status, out);
                         }
                     }
                     _ => {}
+                }
+            }
+            ItemEvent::Status { item_id, status } => {
+                // The item's id is not the call's: find the call by the item it started.
+                if let Some(id) = self.items.get(item_id).cloned()
+                    && let Some(status) = self.forward(&id, acp_status(*status))
+                {
+                    out.push(SessionUpdate::ToolCallUpdate(ToolCallUpdate::new(
+                        id,
+                        ToolCallUpdateFields::new().status(status),
+                    )));
                 }
             }
             ItemEvent::Updated {
@@ -377,6 +342,85 @@ impl Translator {
                 out.push(text_update(*kind, delta));
             }
             _ => {}
+        }
+    }
+}
+
+impl Translator {
+    /// A call's item began: pending (proposed, maybe about to be asked about) or already
+    /// running.
+    fn started_call(
+        &mut self,
+        id: String,
+        tool_name: &str,
+        arguments: &serde_json::Value,
+        status: ToolCallStatus,
+        out: &mut Vec<SessionUpdate>,
+    ) {
+        let title = tools::title(tool_name, arguments);
+        let locations = tools::locations(tool_name, arguments, &self.cwd);
+        let status = acp_status(status);
+        if !self.announced(&id) {
+            self.calls.insert(id.clone(), status);
+            out.push(SessionUpdate::ToolCall(
+                ToolCall::new(id, title)
+                    .kind(tools::kind(tool_name))
+                    .status(status)
+                    .locations(locations)
+                    .raw_input(arguments.clone()),
+            ));
+            return;
+        }
+        // Its question came first: the call's own fields, and its status if that moves on.
+        let mut fields = ToolCallUpdateFields::new()
+            .title(title)
+            .kind(tools::kind(tool_name))
+            .locations(locations)
+            .raw_input(arguments.clone());
+        if let Some(status) = self.forward(&id, status) {
+            fields = fields.status(status);
+        }
+        out.push(SessionUpdate::ToolCallUpdate(ToolCallUpdate::new(
+            id, fields,
+        )));
+    }
+
+    /// A call ended (ran, failed, or was refused before it ran).
+    #[allow(clippy::too_many_arguments)]
+    fn ended_call(
+        &mut self,
+        id: String,
+        tool_name: &str,
+        arguments: &serde_json::Value,
+        result: &str,
+        status: ToolCallStatus,
+        details: Option<&serde_json::Value>,
+        out: &mut Vec<SessionUpdate>,
+    ) {
+        let failed = status != ToolCallStatus::Completed;
+        if !self.announced(&id) {
+            // Ended without having been shown (blocked before it ran).
+            self.calls.insert(id.clone(), acp_status(status));
+            out.push(SessionUpdate::ToolCall(tools::ended_call(
+                &id, tool_name, arguments, result, details, failed, &self.cwd,
+            )));
+        } else if self.forward(&id, acp_status(status)).is_some() {
+            let fields = ToolCallUpdateFields::new()
+                .status(acp_status(status))
+                .title(tools::title(tool_name, arguments))
+                .content(tools::content(
+                    tool_name, arguments, result, failed, &self.cwd,
+                ))
+                .raw_output(tools::raw_output(result, details));
+            out.push(SessionUpdate::ToolCallUpdate(ToolCallUpdate::new(
+                id, fields,
+            )));
+        }
+        if tool_name == "todowrite"
+            && !failed
+            && let Some(entries) = tools::plan(details, arguments)
+        {
+            out.push(SessionUpdate::Plan(Plan::new(entries)));
         }
     }
 }
@@ -505,43 +549,78 @@ mod tests {
         assert_eq!(value["rawOutput"], json!({"output": "gone"}));
     }
 
+    fn status_of(updates: &[SessionUpdate]) -> Vec<String> {
+        updates
+            .iter()
+            .map(|u| {
+                serde_json::to_value(u).unwrap()["status"]
+                    .as_str()
+                    // ACP leaves out the default status, pending.
+                    .unwrap_or("pending")
+                    .to_owned()
+            })
+            .collect()
+    }
+
     #[test]
-    fn a_running_call_asked_about_goes_pending_then_back() {
+    fn a_call_moves_from_pending_through_its_question_to_its_end_and_never_back() {
         let mut t = Translator::new("/w".into(), true);
-        let started = t.apply(&item_event(ItemEvent::Started {
+        let body = |result: Option<String>, status| ItemBody::ToolCall {
+            call_id: ToolCallId::from("c-9"),
+            tool_name: "bash".into(),
+            arguments: json!({"command": "make"}),
+            result,
+            status,
+            details: None,
+        };
+        let mut out = t.apply(&item_event(ItemEvent::Started {
             item: Item {
                 id: Arc::from("item_0"),
-                body: ItemBody::ToolCall {
-                    call_id: ToolCallId::from("c-9"),
-                    tool_name: "bash".into(),
-                    arguments: json!({"command": "make"}),
-                    result: None,
-                    status: ToolCallStatus::InProgress,
-                    details: None,
-                },
+                body: body(None, ToolCallStatus::Pending),
             },
         }));
-        assert_eq!(kinds(&started), vec!["tool_call"]);
-        let asked = t.apply(&asked("p-9", "c-9", serde_json::Value::Null));
-        assert_eq!(
-            serde_json::to_value(&asked[0]).unwrap(),
-            json!({"sessionUpdate": "tool_call_update", "toolCallId": "c-9", "status": "pending"})
+        assert_eq!(kinds(&out), vec!["tool_call"]);
+        // The question adds nothing for a command (no preview) and does not move it.
+        assert!(
+            t.apply(&asked("p-9", "c-9", json!({"command": "make"})))
+                .is_empty()
         );
-        let resolved = t.apply(&SessionEventBody::PermissionResolved {
-            turn_id: turn(),
-            request_id: "p-9".into(),
-            allowed: true,
-        });
-        assert_eq!(
-            serde_json::to_value(&resolved[0]).unwrap(),
-            json!({"sessionUpdate": "tool_call_update", "toolCallId": "c-9", "status": "in_progress"})
+        assert!(
+            t.apply(&SessionEventBody::PermissionResolved {
+                turn_id: turn(),
+                request_id: "p-9".into(),
+                allowed: true,
+            })
+            .is_empty()
         );
+        out.extend(t.apply(&item_event(ItemEvent::Status {
+            item_id: Arc::from("item_0"),
+            status: ToolCallStatus::InProgress,
+        })));
+        out.extend(t.apply(&item_event(ItemEvent::Completed {
+            item: Item {
+                id: Arc::from("item_0"),
+                body: body(Some("built".into()), ToolCallStatus::Completed),
+            },
+        })));
+        // Anything late (a repeated admission, a stray question) cannot move it back.
+        out.extend(t.apply(&item_event(ItemEvent::Status {
+            item_id: Arc::from("item_0"),
+            status: ToolCallStatus::InProgress,
+        })));
+        out.extend(t.apply(&asked("p-10", "c-9", serde_json::Value::Null)));
+        assert_eq!(status_of(&out), vec!["pending", "in_progress", "completed"]);
     }
 
     #[test]
     fn a_call_asked_before_it_started_goes_in_progress_once() {
         let mut t = Translator::new("/w".into(), true);
         let mut out = t.apply(&asked("p-3", "c-3", json!({"command": "make"})));
+        out.extend(t.apply(&SessionEventBody::PermissionResolved {
+            turn_id: turn(),
+            request_id: "p-3".into(),
+            allowed: true,
+        }));
         out.extend(t.apply(&item_event(ItemEvent::Started {
             item: Item {
                 id: Arc::from("item_0"),
@@ -555,21 +634,7 @@ mod tests {
                 },
             },
         })));
-        out.extend(t.apply(&SessionEventBody::PermissionResolved {
-            turn_id: turn(),
-            request_id: "p-3".into(),
-            allowed: true,
-        }));
-        let statuses: Vec<String> = out
-            .iter()
-            .map(|u| {
-                serde_json::to_value(u).unwrap()["status"]
-                    .as_str()
-                    .unwrap_or("pending")
-                    .to_owned()
-            })
-            .collect();
-        assert_eq!(statuses, vec!["pending", "pending", "in_progress"]);
+        assert_eq!(status_of(&out), vec!["pending", "in_progress"]);
     }
 
     #[test]

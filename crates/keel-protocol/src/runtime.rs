@@ -46,6 +46,15 @@ pub enum RuntimeEventBody {
         /// The message.
         message: Arc<Message>,
     },
+    /// A response that holds tool calls finished streaming: its text and reasoning are
+    /// final, and its calls are about to be judged and run, in call order.
+    /// `MessageCompleted` follows once they all ended.
+    ResponseEnded {
+        /// Host-assigned id.
+        message_id: MessageId,
+        /// The message.
+        message: Arc<Message>,
+    },
     /// A notice about the model request (a retry scheduled, a recovery), as typed data.
     Notice {
         /// Id of the message the request answers.

@@ -93,6 +93,9 @@ impl ItemKind {
 #[serde(rename_all = "snake_case")]
 #[non_exhaustive]
 pub enum ToolCallStatus {
+    /// Proposed by the model, waiting to be admitted (the gate, the user's answer, or a
+    /// call before it in a sequential batch).
+    Pending,
     /// Admitted and running.
     InProgress,
     /// Ended with a result.
@@ -119,6 +122,14 @@ pub enum ItemEvent {
         kind: ItemKind,
         /// The new text.
         delta: String,
+    },
+    /// A tool call's status moved forward (it was admitted and runs). Statuses only move
+    /// forward: pending, in progress, then completed or failed (the `Completed` event).
+    Status {
+        /// The item's id.
+        item_id: Arc<str>,
+        /// The new status.
+        status: ToolCallStatus,
     },
     /// The item is final.
     Completed {

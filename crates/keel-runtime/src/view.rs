@@ -3,7 +3,7 @@
 //! stream-json, the TUI and ACP all render what this produces, so they cannot disagree
 //! about what happened in a turn.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 
 use keel_protocol::{
@@ -21,6 +21,8 @@ pub struct TurnView {
     texts: HashMap<(MessageId, ItemKind), OpenText>,
     call_index: HashMap<(MessageId, usize), ToolCallId>,
     calls: HashMap<ToolCallId, CallItem>,
+    /// Responses whose text was completed when they ended streaming (`ResponseEnded`).
+    ended: HashSet<MessageId>,
     context_window: u32,
 }
 
@@ -37,12 +39,19 @@ struct CallItem {
     item_id: Option<Arc<str>>,
     name: String,
     raw_arguments: String,
+    /// The arguments of the complete response, once it ended.
+    arguments: Option<Value>,
+    /// Where the call's item stands (meaningful once it has one).
+    status: ToolCallStatus,
     done: bool,
 }
 
 impl CallItem {
     /// The streamed arguments as JSON, or the raw text when they do not parse.
     fn arguments(&self) -> Value {
+        if let Some(arguments) = &self.arguments {
+            return arguments.clone();
+        }
         if self.raw_arguments.trim().is_empty() {
             return Value::Object(serde_json::Map::new());
         }
@@ -63,6 +72,7 @@ impl TurnView {
             texts: HashMap::new(),
             call_index: HashMap::new(),
             calls: HashMap::new(),
+            ended: HashSet::new(),
             context_window,
         }
     }
@@ -77,10 +87,19 @@ impl TurnView {
             RuntimeEventBody::ResponseChunk { message_id, chunk } => {
                 self.chunk(message_id, chunk, emit);
             }
+            RuntimeEventBody::ResponseEnded {
+                message_id,
+                message,
+            } => {
+                if let Message::Assistant(assistant) = &*message {
+                    self.response_ended(&message_id, assistant, emit);
+                }
+            }
             RuntimeEventBody::MessageCompleted {
                 message_id,
                 message,
             } => match &*message {
+                Message::Assistant(_) if self.ended.remove(&message_id) => {}
                 Message::Assistant(assistant) => {
                     self.complete_text(
                         &message_id,
@@ -149,6 +168,8 @@ impl TurnView {
                     item_id: None,
                     name,
                     raw_arguments: String::new(),
+                    arguments: None,
+                    status: ToolCallStatus::Pending,
                     done: false,
                 });
             }
@@ -173,6 +194,9 @@ impl TurnView {
                     _ => Some(ToolCallStatus::Completed),
                 };
                 self.start_call(&tool_call_id, &tool_name, emit);
+                if ended.is_none() {
+                    self.admit(&tool_call_id, emit);
+                }
                 if let Some(status) = ended {
                     let ended = result.as_deref().and_then(Message::as_tool_result);
                     let text = ended
@@ -306,6 +330,8 @@ impl TurnView {
                 item_id: None,
                 name: tool_name.to_owned(),
                 raw_arguments: String::new(),
+                arguments: None,
+                status: ToolCallStatus::InProgress,
                 done: false,
             });
         if call.item_id.is_some() {
@@ -314,11 +340,69 @@ impl TurnView {
         let item_id: Arc<str> = Arc::from(format!("item_{number}"));
         call.item_id = Some(item_id.clone());
         call.number = number;
-        let body = Self::call_body(call, call_id, None, ToolCallStatus::InProgress, None);
+        let body = Self::call_body(call, call_id, None, call.status, None);
         self.next += 1;
         emit(self.item_event(ItemEvent::Started {
             item: Item { id: item_id, body },
         }));
+    }
+
+    /// A pending call was admitted: its item moves on to in progress.
+    fn admit(&mut self, call_id: &ToolCallId, emit: &mut dyn FnMut(SessionEventBody)) {
+        let Some(call) = self.calls.get_mut(call_id) else {
+            return;
+        };
+        if call.done || call.status != ToolCallStatus::Pending {
+            return;
+        }
+        call.status = ToolCallStatus::InProgress;
+        if let Some(item_id) = call.item_id.clone() {
+            emit(self.item_event(ItemEvent::Status {
+                item_id,
+                status: ToolCallStatus::InProgress,
+            }));
+        }
+    }
+
+    /// A response with tool calls stopped streaming: its reasoning and text complete now
+    /// (before any of its calls runs or asks), then each call shows as pending, in the
+    /// model's order, so the calls keep that order whatever order they end in.
+    fn response_ended(
+        &mut self,
+        message_id: &MessageId,
+        assistant: &keel_protocol::AssistantMessage,
+        emit: &mut dyn FnMut(SessionEventBody),
+    ) {
+        self.ended.insert(message_id.clone());
+        self.complete_text(message_id, ItemKind::Reasoning, assistant.thinking(), emit);
+        self.complete_text(message_id, ItemKind::AgentMessage, assistant.text(), emit);
+        emit(SessionEventBody::Usage {
+            turn_id: self.turn_id.clone(),
+            usage: assistant.usage,
+            context_window: self.context_window,
+        });
+        for call in assistant.tool_calls() {
+            let number = self.next;
+            let entry = self
+                .calls
+                .entry(call.id.clone())
+                .or_insert_with(|| CallItem {
+                    number,
+                    item_id: None,
+                    name: call.name.clone(),
+                    raw_arguments: String::new(),
+                    arguments: None,
+                    status: ToolCallStatus::Pending,
+                    done: false,
+                });
+            if entry.item_id.is_some() {
+                continue;
+            }
+            // The final arguments: the streamed text may have been cut or repaired.
+            entry.arguments = Some(call.arguments.clone());
+            entry.status = ToolCallStatus::Pending;
+            self.start_call(&call.id, &call.name, emit);
+        }
     }
 
     fn end_call(
@@ -336,6 +420,7 @@ impl TurnView {
             return;
         };
         call.done = true;
+        call.status = status;
         let body = Self::call_body(call, call_id, Some(result), status, details);
         let event = self.item_event(ItemEvent::Completed {
             item: Item { id: item_id, body },
@@ -372,5 +457,129 @@ impl TurnView {
                 emit,
             );
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+
+    use super::*;
+    use keel_protocol::{AssistantMessage, ContentBlock, ToolCall, ToolResultMessage};
+    use serde_json::json;
+
+    fn call(id: &str) -> ToolCall {
+        ToolCall {
+            id: ToolCallId::from(id),
+            name: "read".into(),
+            arguments: json!({"path": format!("{id}.rs")}),
+        }
+    }
+
+    /// What the view says, one short line per event.
+    fn said(events: &[SessionEventBody]) -> Vec<String> {
+        events
+            .iter()
+            .filter_map(|body| match body {
+                SessionEventBody::Item { event, .. } => Some(match event {
+                    ItemEvent::Started { item } => format!("start {} {:?}", item.id, status(item)),
+                    ItemEvent::Updated { item_id, .. } => format!("delta {item_id}"),
+                    ItemEvent::Status { item_id, status } => format!("status {item_id} {status:?}"),
+                    ItemEvent::Completed { item } => format!("end {} {:?}", item.id, status(item)),
+                    _ => "other".into(),
+                }),
+                SessionEventBody::Usage { .. } => Some("usage".into()),
+                _ => None,
+            })
+            .collect()
+    }
+
+    fn status(item: &Item) -> Option<ToolCallStatus> {
+        match &item.body {
+            ItemBody::ToolCall { status, .. } => Some(*status),
+            _ => None,
+        }
+    }
+
+    fn result(id: &str) -> Arc<Message> {
+        Arc::new(Message::ToolResult(ToolResultMessage {
+            tool_call_id: ToolCallId::from(id),
+            tool_name: "read".into(),
+            content: vec![ContentBlock::text(format!("{id} read"))],
+            details: None,
+            is_error: false,
+            timestamp: 0,
+        }))
+    }
+
+    fn execution(id: &str, phase: ToolPhase) -> RuntimeEventBody {
+        RuntimeEventBody::ResponseChunk {
+            message_id: MessageId::new("m-1"),
+            chunk: ResponseChunk::ToolExecution {
+                tool_call_id: ToolCallId::from(id),
+                tool_name: "read".into(),
+                phase,
+                result: (phase != ToolPhase::Started).then(|| result(id)),
+            },
+        }
+    }
+
+    #[test]
+    fn text_ends_before_the_calls_which_keep_the_model_s_order() {
+        let mut view = TurnView::new(TurnId::from("t-1"), 1000);
+        let mut out = Vec::new();
+        let message = Arc::new(Message::Assistant(AssistantMessage {
+            content: vec![
+                ContentBlock::text("Reading both."),
+                ContentBlock::ToolCall(call("c1")),
+                ContentBlock::ToolCall(call("c2")),
+            ],
+            ..AssistantMessage::default()
+        }));
+        let id = MessageId::new("m-1");
+        let mut feed = |view: &mut TurnView, body| view.apply(body, &mut |e| out.push(e));
+        feed(
+            &mut view,
+            RuntimeEventBody::ResponseChunk {
+                message_id: id.clone(),
+                chunk: ResponseChunk::Text {
+                    index: 0,
+                    delta: "Reading both.".into(),
+                },
+            },
+        );
+        feed(
+            &mut view,
+            RuntimeEventBody::ResponseEnded {
+                message_id: id.clone(),
+                message: message.clone(),
+            },
+        );
+        feed(&mut view, execution("c1", ToolPhase::Started));
+        feed(&mut view, execution("c2", ToolPhase::Started));
+        feed(&mut view, execution("c2", ToolPhase::Succeeded));
+        feed(&mut view, execution("c1", ToolPhase::Succeeded));
+        feed(
+            &mut view,
+            RuntimeEventBody::MessageCompleted {
+                message_id: id,
+                message,
+            },
+        );
+        assert_eq!(
+            said(&out),
+            vec![
+                "start item_0 None",
+                "delta item_0",
+                "end item_0 None",
+                "usage",
+                "start item_1 Some(Pending)",
+                "start item_2 Some(Pending)",
+                "status item_1 InProgress",
+                "status item_2 InProgress",
+                "end item_2 Some(Completed)",
+                "end item_1 Some(Completed)",
+            ]
+        );
     }
 }

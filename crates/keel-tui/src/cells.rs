@@ -129,6 +129,7 @@ impl ToolCell {
     fn header(&self, width: usize, running_for: Option<Duration>) -> Line<'static> {
         let (verb, target) = self.title();
         let (bullet_style, suffix) = match self.status {
+            ToolCallStatus::Pending => (DIM, Some("  (waiting)".to_owned())),
             ToolCallStatus::InProgress => (
                 Style::new().fg(Color::Yellow),
                 running_for.map(|d| format!("  ({})", elapsed_words(d))),

@@ -3,7 +3,10 @@
 //! `message_*` and `tool_execution_*` become streamed response chunks; loop and step
 //! lifecycle and tool progress become debug traces. A complete assistant message that
 //! holds tool calls is reported only after every one of its executions ended, so a
-//! persisted tool state can never stay "started" forever.
+//! persisted tool state can never stay "started" forever; its end of streaming is reported
+//! at once (`ResponseEnded`), so front ends can close its text before its calls run. A
+//! call's `Started` phase means admitted: the runner reports it once the call passed its
+//! gate (and any question), not when the loop began judging it.
 //!
 //! Message ids come from the host, and the loop awaits the id before it emits a message's
 //! start event, so no delta can reach the bridge ahead of the id it belongs to: the
@@ -98,6 +101,10 @@ impl EventBridge {
                         message,
                     });
                 } else {
+                    out.push(RuntimeEventBody::ResponseEnded {
+                        message_id: message_id.clone(),
+                        message: message.clone(),
+                    });
                     self.held.push(Held {
                         message_id,
                         message,
@@ -110,16 +117,11 @@ impl EventBridge {
                 tool_name,
                 ..
             } => {
-                let message_id = self.owner(&tool_call_id);
-                out.push(RuntimeEventBody::ResponseChunk {
-                    message_id,
-                    chunk: ResponseChunk::ToolExecution {
-                        tool_call_id,
-                        tool_name,
-                        phase: ToolPhase::Started,
-                        result: None,
-                    },
-                });
+                // The call is being judged; it is reported as started once admitted.
+                out.push(trace(
+                    "tool_execution_start",
+                    json!({"tool_call_id": tool_call_id, "tool_name": tool_name}),
+                ));
             }
             AgentEvent::ToolExecutionUpdate {
                 tool_call_id,
@@ -167,6 +169,25 @@ impl EventBridge {
             }
             _ => {}
         }
+    }
+
+    /// A call passed its gate and runs now.
+    pub(crate) fn admitted(
+        &mut self,
+        tool_call_id: ToolCallId,
+        tool_name: String,
+        out: &mut Vec<RuntimeEventBody>,
+    ) {
+        let message_id = self.owner(&tool_call_id);
+        out.push(RuntimeEventBody::ResponseChunk {
+            message_id,
+            chunk: ResponseChunk::ToolExecution {
+                tool_call_id,
+                tool_name,
+                phase: ToolPhase::Started,
+                result: None,
+            },
+        });
     }
 
     /// Reports whatever is still held (only possible if a run crashed mid-batch).

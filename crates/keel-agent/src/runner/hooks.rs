@@ -287,6 +287,10 @@ fn replace_history(
 /// The runner's implementation of the loop's seams.
 pub(crate) struct TurnLoopHooks {
     pub(crate) shared: Arc<TurnShared>,
+    /// The event bridge: admissions go through it, in order with the loop's events. Weak:
+    /// the bridge ends when the runner drops its own sender, whoever still holds these
+    /// hooks.
+    pub(crate) events: tokio::sync::mpsc::WeakSender<super::BridgeInput>,
 }
 
 #[async_trait]
@@ -427,6 +431,19 @@ impl LoopHooks for TurnLoopHooks {
     }
 
     async fn before_tool_call(&self, call: &ToolCall) -> Result<ToolGate, HookError> {
+        // Everything the step streamed (its reasoning, its text, its calls) reaches front
+        // ends before a gate can ask the user about one of its calls.
+        if let Some(events) = self.events.upgrade() {
+            let (reply, delivered) = tokio::sync::oneshot::channel();
+            if events
+                .send(super::BridgeInput::Barrier(reply))
+                .await
+                .is_ok()
+            {
+                drop(events);
+                let _ = delivered.await;
+            }
+        }
         // A rewrite is judged by every later hook (the permission gate last) as the call
         // that will run.
         let mut rewritten: Option<ToolCall> = None;
@@ -455,6 +472,14 @@ impl LoopHooks for TurnLoopHooks {
     }
 
     async fn on_tool_execution_start(&self, call: &ToolCall) {
+        if let Some(events) = self.events.upgrade() {
+            let _ = events
+                .send(super::BridgeInput::Admitted(
+                    call.id.clone(),
+                    call.name.clone(),
+                ))
+                .await;
+        }
         for hook in &self.shared.hooks.on_tool_execution_start {
             let observed = hook.on_tool_execution_start(&self.shared.turn, call);
             if let Err(error) = self

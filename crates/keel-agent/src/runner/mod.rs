@@ -28,7 +28,7 @@ use keel_llm::{
 };
 use keel_protocol::{
     AgentEvent, AssistantMessage, ContentBlock, Message, MessageId, RuntimeEvent, SessionId,
-    StopReason, TurnId, TurnOutcome, Usage,
+    StopReason, ToolCallId, TurnId, TurnOutcome, Usage,
 };
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
@@ -163,6 +163,11 @@ pub struct TurnRunner {
 enum BridgeInput {
     Agent(AgentEvent),
     Status(keel_protocol::SessionStatus),
+    /// A call passed its gate and is about to run.
+    Admitted(ToolCallId, String),
+    /// Answered once everything sent before it was handed to the host, so what happens
+    /// next (a permission question) reaches front ends after it.
+    Barrier(tokio::sync::oneshot::Sender<()>),
 }
 
 impl TurnRunner {
@@ -223,6 +228,7 @@ impl TurnRunner {
             .messages(input.history)
             .hooks(Arc::new(hooks::TurnLoopHooks {
                 shared: shared.clone(),
+                events: events_tx.downgrade(),
             }));
         options.request_options = input.request_options;
         options.tool_additions = input.tool_additions;
@@ -461,6 +467,7 @@ async fn bridge_loop(
     let mut out = Vec::new();
     let mut next = events.recv().await;
     while let Some(input) = next {
+        let mut barrier = None;
         let status = match input {
             BridgeInput::Agent(event) => {
                 bridge.translate(event, &mut out);
@@ -469,6 +476,14 @@ async fn bridge_loop(
             BridgeInput::Status(status) => {
                 bridge.flush_held(&mut out);
                 Some(status)
+            }
+            BridgeInput::Admitted(call, name) => {
+                bridge.admitted(call, name, &mut out);
+                None
+            }
+            BridgeInput::Barrier(reply) => {
+                barrier = Some(reply);
+                None
             }
         };
         let mut numbered: Vec<RuntimeEvent> =
@@ -488,6 +503,9 @@ async fn bridge_loop(
             {
                 tracing::warn!(%problem, "runtime event sink failed");
             }
+        }
+        if let Some(reply) = barrier {
+            let _ = reply.send(());
         }
         next = match events.try_recv() {
             Ok(input) => Some(input),

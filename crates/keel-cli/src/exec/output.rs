@@ -608,6 +608,12 @@ impl Emitter {
                 let _ = serde_json::to_writer(&mut *line, kind.as_str());
                 line.push(b'}');
             }),
+            // A tool call was admitted: the item's new status, without a delta.
+            ItemEvent::Status { item_id, status } => self.emit(
+                stop,
+                "item.updated",
+                json!({"item": {"id": &**item_id, "type": "tool_call", "status": status}}),
+            ),
             ItemEvent::Completed { item } => self.emit_with(stop, "item.completed", |line| {
                 line.extend_from_slice(b",\"item\":");
                 let _ = serde_json::to_writer(&mut *line, item);

@@ -45,6 +45,8 @@ pub struct EditorState {
     pub answers: Mutex<VecDeque<Answer>>,
     /// Every question asked.
     pub asked: Mutex<Vec<RequestPermissionRequest>>,
+    /// The kinds of update that had arrived when each question came.
+    pub before_question: Mutex<Vec<Vec<String>>>,
     /// Questions held open.
     pub held: Mutex<Vec<Responder<RequestPermissionResponse>>>,
     /// Open buffers: what `fs/read_text_file` answers and `fs/write_text_file` changes.
@@ -318,6 +320,8 @@ pub async fn connect<R: Send + 'static>(
         .on_receive_request(
             async move |request: RequestPermissionRequest, responder, _cx| {
                 s2.asked.lock().unwrap().push(request.clone());
+                let seen = s2.kinds();
+                s2.before_question.lock().unwrap().push(seen);
                 let answer = s2
                     .answers
                     .lock()

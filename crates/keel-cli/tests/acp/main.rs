@@ -307,6 +307,50 @@ async fn a_question_about_an_edit_carries_its_diff() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_step_s_thinking_and_call_come_before_its_question_and_statuses_only_move_on() {
+    let world = World::new();
+    let work = world.work();
+    std::fs::write(work.join("calc.py"), "y = 2\n").unwrap();
+    let server = mock(json!([
+        {"thinking": "y should be 3", "tool_calls": [{"id": "c-1", "name": "edit", "arguments": {"path": "calc.py", "edits": [{"old_string": "y = 2", "new_string": "y = 3"}]}}]},
+        {"text": "done"}
+    ]))
+    .await;
+    let state = EditorState::answering([Answer::Pick("allow_once")]);
+    let st = state.clone();
+    let stop = run_once(
+        &world,
+        &server,
+        &["--permission", "ask"],
+        capabilities(false),
+        state,
+        "change y",
+    )
+    .await;
+    assert_eq!(stop, StopReason::EndTurn);
+    let seen = st.before_question.lock().unwrap().clone();
+    assert_eq!(seen.len(), 1);
+    let thought = seen[0].iter().position(|k| k == "agent_thought_chunk");
+    let call = seen[0].iter().position(|k| k == "tool_call");
+    assert!(
+        thought.is_some() && call.is_some() && thought < call,
+        "before the question: {:?}",
+        seen[0]
+    );
+    // The call's statuses, in the order the editor got them: forward only.
+    let statuses: Vec<String> = st
+        .json()
+        .iter()
+        .filter(|u| u["toolCallId"] == "c-1")
+        .filter_map(|u| match (u["sessionUpdate"].as_str(), u["status"].as_str()) {
+            (Some("tool_call"), None) => Some("pending".to_owned()),
+            (_, status) => status.map(str::to_owned),
+        })
+        .collect();
+    assert_eq!(statuses, vec!["pending", "in_progress", "completed"]);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn editor_files_are_not_used_when_not_offered() {
     let world = World::new();
     let work = world.work();

@@ -313,6 +313,36 @@ fn a_permission_prompt_answered_with_2_is_remembered() {
 }
 
 #[test]
+fn the_text_before_calls_shows_before_them_and_calls_keep_their_order() {
+    let mock = Mock::new();
+    let server = mock.serve(&serde_json::json!([
+        {"text": "Let me check two things.", "chunk_size": 3, "delay_ms": 5, "tool_calls": [
+            {"name": "bash", "arguments": {"command": "sleep 1; echo first-output"}},
+            {"name": "read", "arguments": {"path": "notes.txt"}}
+        ]},
+        {"text": "all done"}
+    ]));
+    let tui = Tui::new();
+    std::fs::write(tui.work().join("notes.txt"), "second-output\n").unwrap();
+    tui.start(&server, &["--permission", "full", "check"]);
+    // While the slow first call runs, the text is already above it.
+    let screen = tui.wait_for("Bash sleep 1");
+    let text = screen.find("Let me check two things.");
+    let bash = screen.find("Bash sleep 1");
+    assert!(text.is_some() && text < bash, "{screen}");
+    let screen = tui.wait_for("all done");
+    let at = |needle: &str| {
+        screen
+            .find(needle)
+            .unwrap_or_else(|| panic!("{needle:?} missing:\n{screen}"))
+    };
+    assert!(at("Let me check two things.") < at("Bash sleep 1"), "{screen}");
+    assert!(at("Bash sleep 1") < at("first-output"), "{screen}");
+    assert!(at("first-output") < at("Read notes.txt"), "{screen}");
+    assert!(at("Read notes.txt") < at("all done"), "{screen}");
+}
+
+#[test]
 fn continue_resumes_the_latest_session() {
     let mock = Mock::new();
     let server = mock.serve(&serde_json::json!([

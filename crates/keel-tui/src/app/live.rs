@@ -32,14 +32,22 @@ pub enum LiveItem {
         /// The text so far.
         text: String,
     },
-    /// A tool call running.
+    /// A tool call waiting to be admitted or running.
     Tool {
         /// Item id.
         id: Arc<str>,
         /// The call.
         cell: ToolCell,
-        /// When it started.
-        started: Instant,
+        /// When it started running (`None` while it waits).
+        started: Option<Instant>,
+    },
+    /// An item that ended while an item before it is still open: it waits, finished, so
+    /// the transcript keeps the order items started in.
+    Done {
+        /// Item id.
+        id: Arc<str>,
+        /// What goes to the transcript.
+        cell: Cell,
     },
 }
 
@@ -48,7 +56,8 @@ impl LiveItem {
         match self {
             LiveItem::Answer { id, .. }
             | LiveItem::Reasoning { id, .. }
-            | LiveItem::Tool { id, .. } => id,
+            | LiveItem::Tool { id, .. }
+            | LiveItem::Done { id, .. } => id,
         }
     }
 }
@@ -66,7 +75,7 @@ pub struct Live {
     pub items: Vec<LiveItem>,
     /// An interrupt was asked for and the turn has not ended yet.
     pub interrupting: bool,
-    /// Reasoning items already moved to the transcript (an answer began after them).
+    /// Reasoning items already finished (an answer or a call began after them).
     sealed: Vec<Arc<str>>,
 }
 
@@ -105,8 +114,9 @@ impl Live {
                     out.extend(reasoning_lines(text, width, expanded));
                 }
                 LiveItem::Tool { cell, started, .. } => {
-                    out.extend(cell.lines(width, expanded, Some(started.elapsed())));
+                    out.extend(cell.lines(width, expanded, started.map(|s| s.elapsed())));
                 }
+                LiveItem::Done { cell, .. } => out.extend(cell.lines(width, expanded)),
             }
         }
         out
@@ -250,11 +260,10 @@ impl App {
 
     fn item(&mut self, event: ItemEvent) {
         self.live.answered = true;
-        let width = self.width as usize;
         match event {
             ItemEvent::Started { item } => match item.body {
                 ItemBody::AgentMessage { .. } => {
-                    // Reasoning ends where the answer begins: it goes out first.
+                    // Reasoning ends where the answer begins.
                     self.seal_reasoning();
                     self.live.items.push(LiveItem::Answer {
                         id: item.id,
@@ -283,116 +292,159 @@ impl App {
                             status,
                             elapsed: None,
                         },
-                        started: Instant::now(),
+                        started: (status != ToolCallStatus::Pending).then(Instant::now),
                     });
                 }
                 _ => {}
             },
+            ItemEvent::Status { item_id, status } => {
+                if let Some(LiveItem::Tool { cell, started, .. }) =
+                    self.live.items.iter_mut().find(|i| *i.id() == item_id)
+                {
+                    cell.status = status;
+                    started.get_or_insert_with(Instant::now);
+                }
+            }
             ItemEvent::Updated { item_id, delta, .. } => {
+                let width = self.width as usize;
                 let mut committed = Vec::new();
-                if let Some(item) = self.live.items.iter_mut().find(|i| *i.id() == item_id) {
-                    match item {
+                let index = self.live.items.iter().position(|i| *i.id() == item_id);
+                if let Some(index) = index {
+                    match &mut self.live.items[index] {
                         LiveItem::Answer { stream, shown, .. } => {
                             stream.push(&delta);
-                            let lines = stream.take_complete(width.saturating_sub(2));
-                            if !lines.is_empty() {
-                                committed = answer_lines(lines, !*shown);
-                                *shown = true;
+                            // Only the first open item writes to the transcript: what
+                            // started before it goes out first.
+                            if index == 0 {
+                                let lines = stream.take_complete(width.saturating_sub(2));
+                                if !lines.is_empty() {
+                                    committed = answer_lines(lines, !*shown);
+                                    *shown = true;
+                                }
                             }
                         }
                         LiveItem::Reasoning { text, .. } => text.push_str(&delta),
-                        LiveItem::Tool { .. } => {}
+                        LiveItem::Tool { .. } | LiveItem::Done { .. } => {}
                     }
                 }
                 self.push_lines(committed);
             }
             ItemEvent::Completed { item } => {
-                let index = self.live.items.iter().position(|i| *i.id() == item.id);
-                let open = index.map(|i| self.live.items.remove(i));
-                match (item.body, open) {
-                    (
-                        ItemBody::AgentMessage { text },
-                        Some(LiveItem::Answer {
-                            mut stream, shown, ..
-                        }),
-                    ) => {
-                        // The completed text is the authority; deltas missed are added.
-                        if let Some(rest) = text.strip_prefix(stream.source()) {
-                            stream.push(rest);
-                        }
-                        let mut lines =
-                            answer_lines(stream.finish(width.saturating_sub(2)), !shown);
-                        lines.push(Line::default());
-                        self.push_lines(lines);
-                        self.transcript.push(Cell::Answer(text));
-                    }
-                    (ItemBody::AgentMessage { text }, _) if !text.trim().is_empty() => {
-                        self.push(Cell::Answer(text));
-                    }
-                    (ItemBody::Reasoning { .. }, None) if self.live.sealed.contains(&item.id) => {}
-                    (ItemBody::Reasoning { text }, _) if !text.trim().is_empty() => {
-                        self.push(Cell::Reasoning(text));
-                    }
-                    (
-                        ItemBody::ToolCall {
-                            tool_name,
-                            arguments,
-                            result,
-                            status,
-                            details,
-                            ..
-                        },
-                        open,
-                    ) => {
-                        let elapsed = match open {
-                            Some(LiveItem::Tool { started, .. }) => Some(started.elapsed()),
-                            _ => None,
-                        };
-                        if tool_name == "todowrite"
-                            && status != ToolCallStatus::Failed
-                            && let Some(todos) = arguments.get("todos").and_then(|t| t.as_array())
-                        {
-                            self.todos = todos.clone();
-                        }
-                        self.push(Cell::Tool(ToolCell {
-                            name: tool_name,
-                            arguments,
-                            result,
-                            details,
-                            status,
-                            elapsed,
-                        }));
-                    }
-                    _ => {}
-                }
+                self.completed(item);
+                self.flush_done();
             }
             _ => {}
         }
     }
 
-    /// Moves open reasoning to the transcript.
-    fn seal_reasoning(&mut self) {
-        let mut sealed = Vec::new();
-        let mut ids = Vec::new();
-        self.live.items.retain_mut(|item| match item {
-            LiveItem::Reasoning { text, id } => {
-                sealed.push(std::mem::take(text));
-                ids.push(id.clone());
-                false
+    /// An item ended: it waits in place, as a finished cell, for the items before it.
+    fn completed(&mut self, item: keel_protocol::Item) {
+        let index = self.live.items.iter().position(|i| *i.id() == item.id);
+        let id = item.id.clone();
+        let open = index.map(|i| self.live.items.remove(i));
+        let cell = match (item.body, open) {
+            (
+                ItemBody::AgentMessage { text },
+                Some(LiveItem::Answer {
+                    mut stream, shown, ..
+                }),
+            ) if index == Some(0) => {
+                // The completed text is the authority; deltas missed are added.
+                if let Some(rest) = text.strip_prefix(stream.source()) {
+                    stream.push(rest);
+                }
+                let width = self.width as usize;
+                let mut lines = answer_lines(stream.finish(width.saturating_sub(2)), !shown);
+                lines.push(Line::default());
+                self.push_lines(lines);
+                self.transcript.push(Cell::Answer(text));
+                return;
             }
-            _ => true,
-        });
-        self.live.sealed.extend(ids);
-        for text in sealed {
-            if !text.trim().is_empty() {
-                self.push(Cell::Reasoning(text));
+            (ItemBody::AgentMessage { text }, _) if !text.trim().is_empty() => Cell::Answer(text),
+            (ItemBody::Reasoning { .. }, None) if self.live.sealed.contains(&item.id) => return,
+            (ItemBody::Reasoning { text }, _) if !text.trim().is_empty() => Cell::Reasoning(text),
+            (
+                ItemBody::ToolCall {
+                    tool_name,
+                    arguments,
+                    result,
+                    status,
+                    details,
+                    ..
+                },
+                open,
+            ) => {
+                let elapsed = match open {
+                    Some(LiveItem::Tool {
+                        started: Some(started),
+                        ..
+                    }) => Some(started.elapsed()),
+                    _ => None,
+                };
+                if tool_name == "todowrite"
+                    && status != ToolCallStatus::Failed
+                    && let Some(todos) = arguments.get("todos").and_then(|t| t.as_array())
+                {
+                    self.todos = todos.clone();
+                }
+                Cell::Tool(ToolCell {
+                    name: tool_name,
+                    arguments,
+                    result,
+                    details,
+                    status,
+                    elapsed,
+                })
+            }
+            _ => return,
+        };
+        let done = LiveItem::Done { id, cell };
+        match index {
+            Some(index) => self.live.items.insert(index, done),
+            None => self.live.items.push(done),
+        }
+    }
+
+    /// Moves the finished items at the front to the transcript, in the order they started.
+    fn flush_done(&mut self) {
+        while matches!(self.live.items.first(), Some(LiveItem::Done { .. })) {
+            if let LiveItem::Done { cell, .. } = self.live.items.remove(0) {
+                self.push(cell);
+            }
+        }
+        // An answer that is now first writes what it finished meanwhile.
+        let width = self.width as usize;
+        if let Some(LiveItem::Answer { stream, shown, .. }) = self.live.items.first_mut() {
+            let lines = stream.take_complete(width.saturating_sub(2));
+            if !lines.is_empty() {
+                let lines = answer_lines(lines, !*shown);
+                *shown = true;
+                self.push_lines(lines);
             }
         }
     }
 
-    /// Moves everything still open to the transcript (the turn ended).
+    /// Open reasoning is finished (an answer or a call began after it).
+    fn seal_reasoning(&mut self) {
+        for item in &mut self.live.items {
+            if let LiveItem::Reasoning { text, id } = item {
+                let id = id.clone();
+                self.live.sealed.push(id.clone());
+                let text = std::mem::take(text);
+                *item = LiveItem::Done {
+                    id,
+                    cell: Cell::Reasoning(text),
+                };
+            }
+        }
+        self.live.items.retain(
+            |item| !matches!(item, LiveItem::Done { cell: Cell::Reasoning(text), .. } if text.trim().is_empty()),
+        );
+        self.flush_done();
+    }
+
+    /// Moves everything still open to the transcript (the turn ended), in order.
     fn seal_all(&mut self) {
-        self.seal_reasoning();
         let width = self.width as usize;
         for item in std::mem::take(&mut self.live.items) {
             match item {
@@ -410,7 +462,12 @@ impl App {
                     cell.result.get_or_insert_with(|| "interrupted".into());
                     self.push(Cell::Tool(cell));
                 }
-                LiveItem::Reasoning { .. } => {}
+                LiveItem::Reasoning { text, .. } => {
+                    if !text.trim().is_empty() {
+                        self.push(Cell::Reasoning(text));
+                    }
+                }
+                LiveItem::Done { cell, .. } => self.push(cell),
             }
         }
     }

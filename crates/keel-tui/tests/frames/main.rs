@@ -678,3 +678,106 @@ fn the_goal_banner_above_the_composer_and_its_status_changes() {
     let cleared = screen(&mut app);
     insta::assert_snapshot!(format!("{active}\n=====\n{paused}\n=====\n{cleared}"));
 }
+
+/// A tool call item begins, waiting to be admitted.
+fn proposed(app: &mut App, id: &str, name: &str, arguments: serde_json::Value) {
+    item(
+        app,
+        ItemEvent::Started {
+            item: Item {
+                id: Arc::from(id),
+                body: ItemBody::ToolCall {
+                    call_id: format!("call-{id}").as_str().into(),
+                    tool_name: name.into(),
+                    arguments,
+                    result: None,
+                    status: ToolCallStatus::Pending,
+                    details: None,
+                },
+            },
+        },
+    );
+}
+
+#[test]
+fn text_then_calls_in_call_order_whatever_order_they_end_in() {
+    let mut app = app(80);
+    started(&mut app, "a", keel_protocol::ItemKind::AgentMessage);
+    delta(
+        &mut app,
+        "a",
+        keel_protocol::ItemKind::AgentMessage,
+        "Let me look at both files.\nThen I decide",
+    );
+    proposed(&mut app, "c1", "read", json!({"path": "slow.rs"}));
+    proposed(&mut app, "c2", "read", json!({"path": "fast.rs"}));
+    for id in ["c1", "c2"] {
+        item(
+            &mut app,
+            ItemEvent::Status {
+                item_id: Arc::from(id),
+                status: ToolCallStatus::InProgress,
+            },
+        );
+    }
+    // The second call ends first, then the first, then the text is final.
+    for (id, path) in [("c2", "fast.rs"), ("c1", "slow.rs")] {
+        item(
+            &mut app,
+            ItemEvent::Completed {
+                item: Item {
+                    id: Arc::from(id),
+                    body: ItemBody::ToolCall {
+                        call_id: format!("call-{id}").as_str().into(),
+                        tool_name: "read".into(),
+                        arguments: json!({"path": path}),
+                        result: Some(format!("contents of {path}")),
+                        status: ToolCallStatus::Completed,
+                        details: None,
+                    },
+                },
+            },
+        );
+        // Nothing of a call goes to the transcript before the text above it.
+        let finished = app.take_pending();
+        let text: String = finished.iter().map(|l| l.to_string() + "\n").collect();
+        assert!(!text.contains("Read"), "{text}");
+        app.push_lines(finished);
+    }
+    item(
+        &mut app,
+        ItemEvent::Completed {
+            item: Item {
+                id: Arc::from("a"),
+                body: ItemBody::AgentMessage {
+                    text: "Let me look at both files.\nThen I decide.".into(),
+                },
+            },
+        },
+    );
+    let screen = screen(&mut app);
+    let at = |needle: &str| {
+        screen
+            .find(needle)
+            .unwrap_or_else(|| panic!("{needle:?} missing:\n{screen}"))
+    };
+    assert!(at("Then I decide.") < at("Read slow.rs"), "{screen}");
+    assert!(at("Read slow.rs") < at("Read fast.rs"), "{screen}");
+    // Ctrl+O's transcript holds the same order.
+    let order: Vec<String> = app
+        .transcript
+        .iter()
+        .map(|cell| format!("{cell:?}"))
+        .collect();
+    let find = |needle: &str| order.iter().position(|c| c.contains(needle)).unwrap();
+    assert!(find("Then I decide") < find("slow.rs"));
+    assert!(find("slow.rs") < find("fast.rs"));
+}
+
+#[test]
+fn a_waiting_call_shows_it_waits() {
+    let mut app = app(80);
+    proposed(&mut app, "c1", "bash", json!({"command": "make"}));
+    let screen = screen(&mut app);
+    assert!(screen.contains("Bash make  (waiting)"), "{screen}");
+}
