@@ -204,6 +204,7 @@ impl Server {
             .await
             .map_err(|e| rpc_error(&e))?;
         let record = opened.record;
+        let fresh = opened.start == keel_runtime::SessionStart::New;
         let key = record.id.to_string();
         if let Some(open) = self.lock_sessions().get(&key) {
             return Ok((open.clone(), record));
@@ -217,6 +218,11 @@ impl Server {
             folder.models.clone(),
             self.notices(),
         );
+        if fresh {
+            session
+                .untitled
+                .store(true, std::sync::atomic::Ordering::SeqCst);
+        }
         session.subscribe(connection.clone()).await?;
         let session = self.lock_sessions().entry(key).or_insert(session).clone();
         Ok((session, record))

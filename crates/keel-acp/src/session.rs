@@ -86,6 +86,9 @@ pub struct Session {
     /// Prompts received, and the last one a cancel was meant for.
     received: AtomicU64,
     cancelled: AtomicU64,
+    /// Made by `session/new` and no turn of it completed yet: when one does, the model is
+    /// asked for a title.
+    pub untitled: std::sync::atomic::AtomicBool,
 }
 
 impl State {
@@ -160,6 +163,7 @@ impl Session {
             prompting: tokio::sync::Mutex::new(()),
             received: AtomicU64::new(0),
             cancelled: AtomicU64::new(0),
+            untitled: std::sync::atomic::AtomicBool::new(false),
         })
     }
 
@@ -305,6 +309,15 @@ impl Session {
         let report = handle.wait().await.map_err(|e| rpc_error(&e))?;
         match &report.outcome {
             TurnOutcome::Completed => {
+                if self.untitled.swap(false, Ordering::SeqCst) {
+                    // Off the turn's path: the title comes as a `session_info_update`.
+                    let _ = self
+                        .runtime
+                        .request(ops::TitleSession {
+                            session_id: self.id.clone(),
+                        })
+                        .await;
+                }
                 let cut = report
                     .messages
                     .iter()

@@ -130,6 +130,10 @@ struct Feed {
     /// Bytes sent to the writer and not yet written to the relay.
     pending: Arc<AtomicUsize>,
     cut: AtomicBool,
+    /// Fires once the editor was told the call's terminal, or will not be.
+    shown: CancellationToken,
+    /// The command ended before its terminal could be told: it is not told after.
+    late: Arc<Mutex<bool>>,
 }
 
 impl LiveFeed for Feed {
@@ -152,6 +156,14 @@ impl LiveFeed for Feed {
 
     fn killed(&self) -> CancellationToken {
         self.killed.clone()
+    }
+
+    fn shown(&self) -> CancellationToken {
+        self.shown.clone()
+    }
+
+    fn too_late(&self) {
+        *self.late.lock().unwrap_or_else(PoisonError::into_inner) = true;
     }
 }
 
@@ -187,7 +199,12 @@ impl LiveTerminal for SessionTerminals {
         let shown = command.to_owned();
         let cwd = cwd.to_path_buf();
         let stop = killed.clone();
+        let announced = CancellationToken::new();
+        let late = Arc::new(Mutex::new(false));
+        let (told, too_late) = (announced.clone(), late.clone());
         tokio::spawn(async move {
+            // However this ends, the command's end stops waiting for the terminal.
+            let _told = told.clone().drop_guard();
             let sid = session.id.to_string();
             let create =
                 CreateTerminalRequest::new(sid.clone(), relays.program.display().to_string())
@@ -213,16 +230,23 @@ impl LiveTerminal for SessionTerminals {
                     return;
                 }
             };
-            session.show_terminal(&call_id, terminal.0.to_string());
-            session.send(
-                &connection,
-                SessionUpdate::ToolCallUpdate(ToolCallUpdate::new(
-                    call_id.clone(),
-                    ToolCallUpdateFields::new().content(vec![ToolCallContent::Terminal(
-                        Terminal::new(terminal.clone()),
-                    )]),
-                )),
-            );
+            {
+                // Told before the call's end, or not at all.
+                let late = too_late.lock().unwrap_or_else(PoisonError::into_inner);
+                if !*late {
+                    session.show_terminal(&call_id, terminal.0.to_string());
+                    session.send(
+                        &connection,
+                        SessionUpdate::ToolCallUpdate(ToolCallUpdate::new(
+                            call_id.clone(),
+                            ToolCallUpdateFields::new().content(vec![ToolCallContent::Terminal(
+                                Terminal::new(terminal.clone()),
+                            )]),
+                        )),
+                    );
+                }
+            }
+            told.cancel();
             if let Ok(Ok(stream)) = tokio::time::timeout(START_TIMEOUT, relay).await {
                 let (mut gone, mut stream) = stream.into_split();
                 let mut probe = [0u8; 1];
@@ -292,6 +316,8 @@ impl LiveTerminal for SessionTerminals {
             killed,
             pending,
             cut: AtomicBool::new(false),
+            shown: announced,
+            late,
         }))
     }
 }

@@ -347,6 +347,15 @@ fn redaction_note(count: usize, kinds: &std::collections::BTreeMap<String, usize
     )
 }
 
+/// A session's title for a list, or what stands for a missing one.
+fn shown_title(s: &SessionRecord) -> &str {
+    if s.title.is_empty() {
+        "(untitled)"
+    } else {
+        &s.title
+    }
+}
+
 /// What `list --json` and `show --json` show of a session.
 fn summary(s: &SessionRecord) -> serde_json::Value {
     json!({
@@ -355,6 +364,7 @@ fn summary(s: &SessionRecord) -> serde_json::Value {
         "cwd": s.cwd,
         "model": s.model,
         "updated": s.updated_ms,
+        "messages": s.length,
         "parent_id": s.parent_id,
     })
 }
@@ -380,7 +390,7 @@ async fn list_tree(
 ) -> anyhow::Result<Vec<Listed>> {
     let mut fetch = limit.max(1);
     let top = loop {
-        let page = store.list_sessions(cwd.clone(), fetch).await?;
+        let page = store.list_conversations(cwd.clone(), fetch).await?;
         let exhausted = page.len() < fetch;
         let top: Vec<SessionRecord> = page
             .into_iter()
@@ -468,13 +478,23 @@ fn listed_text(listed: &Listed, depth: usize, out: &mut String) {
     let indent = "  ".repeat(depth);
     match (&listed.task, depth) {
         (_, 0) => out.push_str(&format!(
-            "{}  {}  {}  ({}, {})\n",
-            s.id, s.updated_ms, s.title, s.cwd, s.model
+            "{}  {}  {}  ({}, {} messages, {})\n",
+            s.id,
+            keel_runtime::sessions::age(s.updated_ms),
+            shown_title(s),
+            s.cwd,
+            s.length,
+            s.model
         )),
         (Some(task), _) => {
             let mut line = format!(
                 "{indent}└ {}  {}  {}  ({} {}: {}",
-                s.id, s.updated_ms, s.title, task.agent, task.id, task.status
+                s.id,
+                keel_runtime::sessions::age(s.updated_ms),
+                shown_title(s),
+                task.agent,
+                task.id,
+                task.status
             );
             if let Some(error) = &task.error {
                 let error: Vec<&str> = error.split_whitespace().collect();
@@ -485,7 +505,10 @@ fn listed_text(listed: &Listed, depth: usize, out: &mut String) {
         }
         (None, _) => out.push_str(&format!(
             "{indent}└ {}  {}  {}  ({})\n",
-            s.id, s.updated_ms, s.title, s.model
+            s.id,
+            keel_runtime::sessions::age(s.updated_ms),
+            shown_title(s),
+            s.model
         )),
     }
     for child in &listed.children {

@@ -249,7 +249,8 @@ pub fn run(args: TuiArgs, pick_session: bool) -> anyhow::Result<ExitCode> {
     // --continue in a folder without sessions: say so before taking over the terminal.
     if matches!(target, SessionTarget::Latest) {
         let cwd = info.cwd.to_string_lossy().into_owned();
-        let sessions = runtime.block_on(started.store().list_sessions(Some(cwd.clone()), 1))?;
+        let sessions =
+            runtime.block_on(started.store().list_conversations(Some(cwd.clone()), 1))?;
         if sessions.is_empty() {
             anyhow::bail!("no session to continue in {cwd}: run `keel` without --continue first");
         }
@@ -265,12 +266,31 @@ pub fn run(args: TuiArgs, pick_session: bool) -> anyhow::Result<ExitCode> {
         pick_session,
     };
     let ended = keel_tui::run(launch);
+    // The session ends with the TUI (a user's SessionEnd hooks run); one nobody wrote in
+    // is deleted, so quitting at once leaves nothing.
+    let mut kept = None;
+    if let Ok(keel_tui::Ended {
+        session_id: Some(id),
+    }) = &ended
+    {
+        let session_id = keel_protocol::SessionId::from(id.as_str());
+        use keel_runtime::ContractExt as _;
+        let _ = runtime.block_on(started.request(keel_protocol::ops::CloseSession {
+            session_id: session_id.clone(),
+        }));
+        if runtime
+            .block_on(started.store().session(&session_id))
+            .is_ok()
+        {
+            kept = Some(id.clone());
+        }
+    }
     if let Err(failure) = runtime.block_on(started.sync()) {
         eprintln!("keel: warning: cannot flush the session log to disk: {failure}");
     }
     runtime.shutdown_timeout(std::time::Duration::from_millis(500));
-    let ended = ended?;
-    if let Some(id) = ended.session_id {
+    ended?;
+    if let Some(id) = kept {
         println!("keel --session {id}   resumes this session");
     }
     Ok(ExitCode::SUCCESS)

@@ -8,7 +8,9 @@ pub mod script;
 mod server;
 
 pub use script::{Fault, Response, Script, ToolCall, Usage, workload};
-pub use server::{MockServer, RecordedRequest, RequestTiming, ServerOptions};
+pub use server::{
+    MockServer, RecordedRequest, RequestTiming, ServerOptions, TITLE_ANSWER, TITLE_REQUEST,
+};
 
 /// Mock servers for synchronous tests: a one-worker runtime of its own serves them, so a
 /// test can start a server and then run a blocking client (a `keel` process) against it.

@@ -76,9 +76,15 @@ pub struct RequestTiming {
     pub done_ms: f64,
 }
 
+/// What marks a request for a session title (the opening of keel's title instructions).
+pub const TITLE_REQUEST: &str = "You name conversations between a programmer";
+/// What the mock answers a title request with.
+pub const TITLE_ANSWER: &str = "Mock session title";
+
 struct State {
     responses: Mutex<VecDeque<Response>>,
     requests: Mutex<Vec<RecordedRequest>>,
+    titles: Mutex<Vec<RecordedRequest>>,
     record: Option<Mutex<std::fs::File>>,
     timings: Option<Mutex<std::fs::File>>,
     next: AtomicUsize,
@@ -102,6 +108,7 @@ impl MockServer {
         let state = Arc::new(State {
             responses: Mutex::new(script.responses.into()),
             requests: Mutex::new(Vec::new()),
+            titles: Mutex::new(Vec::new()),
             record,
             timings,
             next: AtomicUsize::new(0),
@@ -144,7 +151,16 @@ impl MockServer {
         self.addr
     }
 
-    /// Requests received so far.
+    /// The session-title requests received so far.
+    pub fn title_requests(&self) -> Vec<RecordedRequest> {
+        self.state
+            .titles
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone()
+    }
+
+    /// Every request received so far, in order (title requests apart).
     pub fn requests(&self) -> Vec<RecordedRequest> {
         self.state
             .requests
@@ -251,6 +267,9 @@ async fn respond(
 ) -> std::io::Result<After> {
     let keep_open = keep_alive && !state.close_connections;
     let json: Value = serde_json::from_slice(&body).unwrap_or(Value::Null);
+    // A client's request for a session title is a side call: answered at once, kept apart
+    // from the scripted conversation.
+    let title = String::from_utf8_lossy(&body).contains(TITLE_REQUEST);
     let recorded = RecordedRequest {
         index,
         method,
@@ -265,9 +284,12 @@ async fn respond(
         let mut file = file.lock().unwrap_or_else(PoisonError::into_inner);
         let _ = writeln!(file, "{line}");
     }
-    state
-        .requests
-        .lock()
+    let list = if title {
+        &state.titles
+    } else {
+        &state.requests
+    };
+    list.lock()
         .unwrap_or_else(PoisonError::into_inner)
         .push(recorded);
     let Some(api) = WireApi::from_path(&path) else {
@@ -290,7 +312,12 @@ async fn respond(
         )
         .await;
     }
-    let response = {
+    let response = if title {
+        Some(Response {
+            text: Some(TITLE_ANSWER.to_owned()),
+            ..Response::default()
+        })
+    } else {
         let mut responses = state
             .responses
             .lock()

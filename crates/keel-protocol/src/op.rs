@@ -69,6 +69,8 @@ pub enum Op {
     Retry(ops::Retry),
     /// See [`ops::TakeBack`].
     TakeBack(ops::TakeBack),
+    /// See [`ops::TitleSession`].
+    TitleSession(ops::TitleSession),
     /// See [`ops::DeleteSession`].
     DeleteSession(ops::DeleteSession),
     /// See [`ops::CloseSession`].
@@ -122,6 +124,7 @@ impl Op {
             | Self::RewindSession(_)
             | Self::DeleteSession(_)
             | Self::TakeBack(_)
+            | Self::TitleSession(_)
             | Self::CloseSession(_)
             | Self::Attach(_) => OpGroup::Lifecycle,
             Self::Submit(_)

@@ -8,7 +8,8 @@ use crate::{
     SessionTarget, ThinkingChoice, TurnSource,
 };
 
-/// Sessions, newest first; only those of `cwd` when given.
+/// Sessions that have a conversation, newest first; only those of `cwd` when given. A
+/// session nobody wrote in yet is not listed.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ListSessions {
     /// Working folder filter.
@@ -139,6 +140,15 @@ pub struct Retry {
 /// text for the composer. Changes nothing when it was answered.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct TakeBack {
+    /// The session.
+    pub session_id: SessionId,
+}
+
+/// Asks the session's model, once and off any turn's path, for a short title of the
+/// conversation so far; the title changes (`session_updated`) when the answer comes. A
+/// title the user chose, a failed call or no conversation leave the title as it is.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct TitleSession {
     /// The session.
     pub session_id: SessionId,
 }
@@ -322,6 +332,7 @@ into_op!(
     RewindSession,
     Retry,
     TakeBack,
+    TitleSession,
     DeleteSession,
     CloseSession,
     Submit,

@@ -53,7 +53,9 @@ impl ConversationContract for Runtime {
     async fn call(&self, op: Op) -> Result<Reply, RuntimeError> {
         let store = &self.inner.store;
         Ok(match op {
-            Op::ListSessions(o) => Reply::ListSessions(store.list_sessions(o.cwd, o.limit).await?),
+            Op::ListSessions(o) => {
+                Reply::ListSessions(store.list_conversations(o.cwd, o.limit).await?)
+            }
             Op::GetSession(o) => Reply::GetSession(store.session(&o.session_id).await?),
             Op::GetMessages(o) => Reply::GetMessages(match o.revision {
                 Some(revision) => store.history_at(&o.session_id, revision).await?,
@@ -106,6 +108,9 @@ impl ConversationContract for Runtime {
             ),
             Op::Retry(o) => Reply::Retry(self.sessions().retry(&o.session_id).await?),
             Op::TakeBack(o) => Reply::TakeBack(self.sessions().take_back(&o.session_id).await?),
+            Op::TitleSession(o) => {
+                Reply::TitleSession(self.sessions().title_by_model(&o.session_id)?)
+            }
             Op::DeleteSession(o) => {
                 self.sessions().delete_session(&o.session_id).await?;
                 Reply::DeleteSession(())

@@ -28,6 +28,7 @@ pub mod storage;
 pub mod structured;
 pub mod tags;
 pub mod tasks;
+mod titles;
 mod turn;
 mod turns;
 pub mod view;

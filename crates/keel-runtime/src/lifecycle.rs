@@ -153,6 +153,7 @@ impl Sessions {
             self.runtime
                 .session_changed(session, crate::extension::SessionChange::Closed)
                 .await;
+            self.forget_if_empty(session).await;
         }
         Ok(())
     }
@@ -239,20 +240,62 @@ impl Sessions {
         Ok(record)
     }
 
-    /// Copies a session's history up to `revision` (default: the head) into a new session.
+    /// Copies a session's history up to `revision` (default: the head) into a new session,
+    /// titled "Fork of <title>".
     pub(crate) async fn fork_session(
         &self,
         session: &SessionId,
         revision: Option<u64>,
     ) -> Result<SessionRecord, RuntimeError> {
-        self.runtime
-            .in_this_folder(&self.runtime.inner.store.session(session).await?)?;
-        Ok(self
-            .runtime
-            .inner
-            .store
-            .fork(session, revision, None)
-            .await?)
+        let store = &self.runtime.inner.store;
+        let source = store.session(session).await?;
+        self.runtime.in_this_folder(&source)?;
+        let mut forked = store.fork(session, revision, None).await?;
+        let title = if source.title.is_empty() {
+            "Fork".to_owned()
+        } else {
+            format!("Fork of {}", source.title)
+        };
+        store.set_title(&forked.id, title.clone()).await?;
+        forked.title = title;
+        Ok(forked)
+    }
+
+    /// A session without a title takes one from the first prompt it is sent, at once (a
+    /// model-written one may replace it when its first turn ends).
+    pub(crate) async fn title_from_prompt(&self, slot: &Arc<Slot>, prompt: &str) {
+        if !slot.lock().record.title.is_empty() {
+            return;
+        }
+        let title = crate::sessions::title_of(prompt);
+        if title.is_empty() {
+            return;
+        }
+        let update = SessionUpdate {
+            title: Some(title),
+            ..SessionUpdate::default()
+        };
+        if let Err(error) = self.update_session(&slot.id, update).await {
+            tracing::warn!(session = %slot.id, %error, "cannot title the session");
+        }
+    }
+
+    /// Deletes a session nobody wrote in (no history, no turn, nothing queued, no task):
+    /// opening one and leaving it leaves nothing behind.
+    pub(crate) async fn forget_if_empty(&self, session: &SessionId) {
+        let store = &self.runtime.inner.store;
+        let Ok(record) = store.session(session).await else {
+            return;
+        };
+        if record.length > 0 || record.parent_id.is_some() {
+            return;
+        }
+        let untouched = matches!(store.turns(session).await, Ok(t) if t.is_empty())
+            && matches!(store.queued_inputs(session).await, Ok(q) if q.is_empty())
+            && matches!(store.tasks(session).await, Ok(t) if t.is_empty());
+        if untouched && let Err(error) = store.delete_session(session).await {
+            tracing::warn!(%session, %error, "cannot delete an empty session");
+        }
     }
 
     /// Moves a session's history back to `revision` (refused while a turn runs).

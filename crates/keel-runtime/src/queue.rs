@@ -104,6 +104,7 @@ impl Turns {
     ) -> Result<(QueueEntry, Option<TurnHandle>), RuntimeError> {
         check_text(text)?;
         let slot = self.runtime.slot_or_open(session).await?;
+        self.runtime.sessions().title_from_prompt(&slot, text).await;
         let store = &self.runtime.inner.store;
         let input = store
             .enqueue_input(session, kind, payload(text, &source))

@@ -96,6 +96,8 @@ replies! {
     Retry => TurnHandle,
     /// The text taken back; `None` when there was nothing to take back.
     TakeBack => Option<String>,
+    /// Asked (the title changes when the answer comes).
+    TitleSession => (),
     /// Deleted.
     DeleteSession => (),
     /// Closed.

@@ -56,6 +56,18 @@ pub async fn export(
     })
 }
 
+/// How long ago `ms` (Unix milliseconds) was, in words: "just now", "5 min ago", "3 h ago",
+/// "2 d ago".
+pub fn age(ms: i64) -> String {
+    let secs = (keel_protocol::now_ms() - ms).max(0) / 1000;
+    match secs {
+        0..60 => "just now".into(),
+        60..3600 => format!("{} min ago", secs / 60),
+        3600..86400 => format!("{} h ago", secs / 3600),
+        _ => format!("{} d ago", secs / 86400),
+    }
+}
+
 /// The session's title: the prompt's first non-empty line, shortened.
 pub fn title_of(prompt: &str) -> String {
     let line = prompt

@@ -49,6 +49,10 @@ impl Turns {
             }
         }
         self.runtime
+            .sessions()
+            .title_from_prompt(&slot, &text)
+            .await;
+        self.runtime
             .start_turn(slot, Start::Input(text, images), source, options)
             .await
     }

@@ -158,7 +158,8 @@ impl Store {
             .await
     }
 
-    /// The most recently updated session of `cwd` that is not a task's child session.
+    /// The most recently updated session of `cwd` that has a conversation and is not a
+    /// task's child session.
     pub async fn latest_session(&self, cwd: String) -> Result<Option<SessionRecord>> {
         self.call(move |conn| sql::latest_top_session(conn, &cwd))
             .await
@@ -170,7 +171,18 @@ impl Store {
         cwd: Option<String>,
         limit: usize,
     ) -> Result<Vec<SessionRecord>> {
-        self.call(move |conn| sql::list_sessions(conn, cwd.as_deref(), limit))
+        self.call(move |conn| sql::list_sessions(conn, cwd.as_deref(), limit, false))
+            .await
+    }
+
+    /// Sessions that have a conversation (history), newest first; only those in `cwd` when
+    /// given: what people pick from to resume.
+    pub async fn list_conversations(
+        &self,
+        cwd: Option<String>,
+        limit: usize,
+    ) -> Result<Vec<SessionRecord>> {
+        self.call(move |conn| sql::list_sessions(conn, cwd.as_deref(), limit, true))
             .await
     }
 

@@ -342,10 +342,12 @@ async fn a_step_s_thinking_and_call_come_before_its_question_and_statuses_only_m
         .json()
         .iter()
         .filter(|u| u["toolCallId"] == "c-1")
-        .filter_map(|u| match (u["sessionUpdate"].as_str(), u["status"].as_str()) {
-            (Some("tool_call"), None) => Some("pending".to_owned()),
-            (_, status) => status.map(str::to_owned),
-        })
+        .filter_map(
+            |u| match (u["sessionUpdate"].as_str(), u["status"].as_str()) {
+                (Some("tool_call"), None) => Some("pending".to_owned()),
+                (_, status) => status.map(str::to_owned),
+            },
+        )
         .collect();
     assert_eq!(statuses, vec!["pending", "in_progress", "completed"]);
 }

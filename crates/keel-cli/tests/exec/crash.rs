@@ -367,6 +367,19 @@ fn kill_and_resume(runtime: &tokio::runtime::Runtime, delay: Duration) -> Outcom
         .exec("resume.json", &["--continue", RESUME_PROMPT])
         .output()
         .unwrap();
+    if found.history.is_empty() && found.turns == 0 && !output.status.success() {
+        // Killed after the session was made and before anything was written in it: it
+        // has no conversation, so there is nothing to continue.
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert!(
+            stderr.contains("no session to continue"),
+            "{context}: {stderr}"
+        );
+        return Outcome {
+            killed,
+            ..Outcome::default()
+        };
+    }
     assert!(
         output.status.success(),
         "{context}: resume failed: {}",

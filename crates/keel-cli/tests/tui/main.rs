@@ -336,7 +336,10 @@ fn the_text_before_calls_shows_before_them_and_calls_keep_their_order() {
             .find(needle)
             .unwrap_or_else(|| panic!("{needle:?} missing:\n{screen}"))
     };
-    assert!(at("Let me check two things.") < at("Bash sleep 1"), "{screen}");
+    assert!(
+        at("Let me check two things.") < at("Bash sleep 1"),
+        "{screen}"
+    );
     assert!(at("Bash sleep 1") < at("first-output"), "{screen}");
     assert!(at("first-output") < at("Read notes.txt"), "{screen}");
     assert!(at("Read notes.txt") < at("all done"), "{screen}");
@@ -352,10 +355,28 @@ fn continue_resumes_the_latest_session() {
     let tui = Tui::new();
     tui.start(&server, &["pick a number"]);
     tui.wait_for("remember the number 42");
+    // The first turn of a new session asks the model for a title, off the turn's path.
+    tui.wait_until("the title request", |_| server.title_requests().len() == 1);
     tui.keys(&["C-d"]);
     tui.wait_for("KEEL-EXITED-0");
     let _ = tui.tmux().arg("kill-server").status();
     assert!(tui.db().exists() || tui.home.path().exists());
+    // A launch that is left at once leaves no session behind, and says nothing of one.
+    tui.start(&server, &[]);
+    tui.wait_for("ask keel to do something");
+    tui.keys(&["C-d"]);
+    let screen = tui.wait_for("KEEL-EXITED-0");
+    assert!(!screen.contains("resumes this session"), "{screen}");
+    let _ = tui.tmux().arg("kill-server").status();
+    let listed = Command::new(env!("CARGO_BIN_EXE_keel"))
+        .current_dir(tui.work())
+        .env("KEEL_HOME", tui.home.path())
+        .args(["sessions", "list", "--json"])
+        .output()
+        .unwrap();
+    let listed = String::from_utf8_lossy(&listed.stdout).into_owned();
+    assert_eq!(listed.matches("\"id\"").count(), 1, "{listed}");
+    assert!(listed.contains(keel_mockllm::TITLE_ANSWER), "{listed}");
     tui.start(&server, &["--continue"]);
     let screen = tui.wait_for("resumed session");
     assert!(

@@ -366,13 +366,17 @@ async fn a_panicking_turn_handler_fails_only_its_turn_and_the_session_goes_on() 
 /// another working folder is neither opened nor forked here.
 #[tokio::test]
 async fn an_exact_target_takes_no_prefix_and_no_other_folders_session() {
-    let provider = Arc::new(ScriptedProvider::with_responses([]));
+    let provider = Arc::new(ScriptedProvider::with_responses([ScriptedResponse::text(
+        "hello",
+    )]));
     let h = Harness::start(Setup::scripted(&provider)).await;
     let open = |target: SessionTarget| h.runtime.request(ops::OpenSession { target });
     let here = open(SessionTarget::New { title: None })
         .await
         .unwrap()
         .record;
+    // Written in, so closing keeps it.
+    h.submit(&here.id, "hi").await.wait().await.unwrap();
     h.runtime
         .request(ops::CloseSession {
             session_id: here.id.clone(),
@@ -411,4 +415,81 @@ async fn an_exact_target_takes_no_prefix_and_no_other_folders_session() {
         .await
         .unwrap_err();
     assert_eq!(fork.code(), "session_in_other_folder");
+}
+
+/// A session nobody wrote in leaves nothing when closed; a session takes its title from its
+/// first prompt at once, the model may write a better one, and a fork says whose it is.
+#[tokio::test]
+async fn empty_sessions_vanish_and_titles_come_from_the_prompt_then_the_model() {
+    use keel_runtime::ContractExt as _;
+    let provider = Arc::new(keel_llm::scripted::ScriptedProvider::with_responses([
+        keel_llm::scripted::ScriptedResponse::text("the parser now accepts tabs"),
+        keel_llm::scripted::ScriptedResponse::text("\"Parser tab support.\""),
+    ]));
+    let h = crate::harness::Harness::start(crate::harness::Setup::scripted(&provider)).await;
+    let empty = h.session().await;
+    h.runtime
+        .request(keel_protocol::ops::CloseSession {
+            session_id: empty.clone(),
+        })
+        .await
+        .unwrap();
+    assert!(
+        h.runtime
+            .request(keel_protocol::ops::GetSession { session_id: empty })
+            .await
+            .is_err(),
+        "an empty session is deleted when closed"
+    );
+    let session = h.session().await;
+    let mut watch = h.watch(&session).await;
+    crate::harness::ended(
+        h.submit(&session, "\n  Fix the parser: it rejects tabs\nthanks")
+            .await,
+    )
+    .await;
+    let titled = watch
+        .until(|b| matches!(b, keel_protocol::SessionEventBody::SessionUpdated { .. }))
+        .await;
+    let keel_protocol::SessionEventBody::SessionUpdated { title, .. } = titled.body else {
+        unreachable!()
+    };
+    assert_eq!(title, "Fix the parser: it rejects tabs");
+    h.runtime
+        .request(keel_protocol::ops::TitleSession {
+            session_id: session.clone(),
+        })
+        .await
+        .unwrap();
+    let written = watch
+        .until(|b| matches!(b, keel_protocol::SessionEventBody::SessionUpdated { title, .. } if title != "Fix the parser: it rejects tabs"))
+        .await;
+    let keel_protocol::SessionEventBody::SessionUpdated { title, .. } = written.body else {
+        unreachable!()
+    };
+    assert_eq!(title, "Parser tab support");
+    let forked = h
+        .runtime
+        .request(keel_protocol::ops::ForkSession {
+            session_id: session.clone(),
+            revision: None,
+        })
+        .await
+        .unwrap();
+    assert_eq!(forked.title, "Fork of Parser tab support");
+    // A session with a conversation stays when closed.
+    h.runtime
+        .request(keel_protocol::ops::CloseSession {
+            session_id: session.clone(),
+        })
+        .await
+        .unwrap();
+    assert!(
+        h.runtime
+            .request(keel_protocol::ops::GetSession {
+                session_id: session
+            })
+            .await
+            .is_ok()
+    );
 }

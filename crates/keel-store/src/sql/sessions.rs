@@ -112,17 +112,26 @@ pub(crate) fn resolve_session(conn: &Connection, typed: &str) -> Result<SessionI
     }
 }
 
-/// Sessions, most recently updated first; only those in `cwd` when given.
+/// A session someone wrote in: it has history, a turn, or input waiting (a prompt whose turn
+/// a stopped process never ran). The rest were opened and left.
+const SPOKEN: &str = " AND (length > 0 \
+     OR EXISTS (SELECT 1 FROM turns WHERE turns.session_id = sessions.id) \
+     OR EXISTS (SELECT 1 FROM inputs WHERE inputs.session_id = sessions.id))";
+
+/// Sessions, most recently updated first; only those in `cwd` when given, and only those
+/// with a conversation (history) when `conversations`.
 pub(crate) fn list_sessions(
     conn: &Connection,
     cwd: Option<&str>,
     limit: usize,
+    conversations: bool,
 ) -> Result<Vec<SessionRecord>> {
     let limit = int(limit as u64);
+    let talked = if conversations { SPOKEN } else { "" };
     let rows = match cwd {
         Some(cwd) => {
             let mut statement = conn.prepare(&format!(
-                "SELECT {SESSION_COLUMNS} FROM sessions WHERE cwd = ?1 \
+                "SELECT {SESSION_COLUMNS} FROM sessions WHERE cwd = ?1{talked} \
                  ORDER BY updated_ms DESC, rowid DESC LIMIT ?2"
             ))?;
             statement
@@ -131,7 +140,8 @@ pub(crate) fn list_sessions(
         }
         None => {
             let mut statement = conn.prepare(&format!(
-                "SELECT {SESSION_COLUMNS} FROM sessions ORDER BY updated_ms DESC, rowid DESC LIMIT ?1"
+                "SELECT {SESSION_COLUMNS} FROM sessions WHERE 1{talked} \
+                 ORDER BY updated_ms DESC, rowid DESC LIMIT ?1"
             ))?;
             statement
                 .query_map([limit], session_from_row)?
@@ -141,11 +151,12 @@ pub(crate) fn list_sessions(
     Ok(rows)
 }
 
-/// The most recently updated session of `cwd` that is not a task's child session.
+/// The most recently updated session of `cwd` that has a conversation and is not a task's
+/// child session.
 pub(crate) fn latest_top_session(conn: &Connection, cwd: &str) -> Result<Option<SessionRecord>> {
     Ok(conn
         .prepare_cached(&format!(
-            "SELECT {SESSION_COLUMNS} FROM sessions WHERE cwd = ?1 AND parent_id IS NULL \
+            "SELECT {SESSION_COLUMNS} FROM sessions WHERE cwd = ?1 AND parent_id IS NULL{SPOKEN} \
              ORDER BY updated_ms DESC, rowid DESC LIMIT 1"
         ))?
         .query_row([cwd], session_from_row)

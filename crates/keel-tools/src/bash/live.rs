@@ -25,6 +25,11 @@ pub trait LiveFeed: Send + Sync {
     fn exit(&self, code: Option<i32>);
     /// Fires when the user stopped the command from the terminal.
     fn killed(&self) -> CancellationToken;
+    /// Fires once the front end shows this view, or never will. The command's end waits
+    /// for it (bounded), so no front end hears that the call ended before it got the view.
+    fn shown(&self) -> CancellationToken;
+    /// The command ended and the view was not shown in time: it is not shown after.
+    fn too_late(&self);
 }
 
 /// A shared terminal handle, as [`crate::ToolEnv`] carries it.

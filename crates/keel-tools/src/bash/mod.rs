@@ -534,6 +534,10 @@ fn is_lone_search(command: &str) -> bool {
     }
 }
 
+/// How long a finished command waits for the front end to show its live view, so the
+/// view never arrives after the call's end.
+const LIVE_SHOW_WAIT: Duration = Duration::from_secs(3);
+
 enum Ended {
     Exited(Option<i32>),
     TimedOut,
@@ -633,6 +637,13 @@ impl AgentTool for Bash {
                 Ended::Exited(code) => code,
                 Ended::TimedOut | Ended::Aborted => None,
             });
+            let shown = live.shown();
+            if tokio::time::timeout(LIVE_SHOW_WAIT, shown.cancelled())
+                .await
+                .is_err()
+            {
+                live.too_late();
+            }
         }
         let elapsed = started.elapsed();
         let (mut text, artifact) = collected.finish();

@@ -620,6 +620,7 @@ impl App {
                     format!("{what} session {} · {}", record.id, self.info.cwd.display()),
                 ));
                 let id = record.id.clone();
+                self.untitled = !resumed && record.length == 0;
                 self.session = Some(record);
                 if resumed {
                     effects.push(Effect::Call(
@@ -645,7 +646,12 @@ impl App {
                 let items = sessions
                     .into_iter()
                     .map(|s| PickItem {
-                        detail: format!("{} · {} messages · {}", s.id, s.length, age(s.updated_ms)),
+                        detail: format!(
+                            "{} · {} messages · {}",
+                            s.id,
+                            s.length,
+                            keel_runtime::sessions::age(s.updated_ms)
+                        ),
                         label: s.title,
                         value: s.id.to_string(),
                         revision: None,
@@ -667,7 +673,7 @@ impl App {
                         let text = user_text(&e.message)?;
                         Some(PickItem {
                             label: super::input::first_line(&text),
-                            detail: age(e.created_ms),
+                            detail: keel_runtime::sessions::age(e.created_ms),
                             value: text,
                             revision: Some(revision_before(&entries, i)),
                         })
@@ -821,19 +827,5 @@ impl App {
             )));
         }
         self.push(Cell::Info(lines));
-    }
-}
-
-/// "5 min ago", "3 h ago", "2 d ago".
-fn age(ms: i64) -> String {
-    let now = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| d.as_millis() as i64);
-    let secs = (now - ms).max(0) / 1000;
-    match secs {
-        0..60 => "just now".into(),
-        60..3600 => format!("{} min ago", secs / 60),
-        3600..86400 => format!("{} h ago", secs / 3600),
-        _ => format!("{} d ago", secs / 86400),
     }
 }

@@ -246,6 +246,17 @@ impl App {
                 self.notice(Tone::Error, format!("turn failed ({code}): {text}"));
             }
             _ => {
+                // The first turn of a new session: a short title, written by the model.
+                if std::mem::take(&mut self.untitled)
+                    && let Some(session_id) = self.session_id()
+                {
+                    effects.push(Effect::Call(
+                        Tag::Plain("cannot title the session"),
+                        keel_protocol::Op::TitleSession(keel_protocol::ops::TitleSession {
+                            session_id,
+                        }),
+                    ));
+                }
                 if let Some(elapsed) = elapsed
                     && elapsed.as_secs() >= 60
                 {

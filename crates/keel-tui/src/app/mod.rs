@@ -175,6 +175,9 @@ pub struct App {
     pub queue: Vec<QueueEntry>,
     /// The tasks the session started, as last told (oldest first).
     pub tasks: Vec<TaskInfo>,
+    /// The session opened new and its first turn has not completed: when it does, the
+    /// model is asked for a title.
+    pub untitled: bool,
     /// Tokens and cost of the session in this process and its stored history.
     pub usage: Usage,
     /// The last request's size and the model's window.
@@ -238,6 +241,7 @@ impl App {
             expanded: false,
             queue: Vec::new(),
             tasks: Vec::new(),
+            untitled: false,
             usage: Usage::default(),
             context: None,
             history: Vec::new(),
