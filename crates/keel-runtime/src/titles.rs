@@ -22,8 +22,9 @@ const TITLE_CHARS: usize = 60;
 /// How much of the prompt and of the answer the call is shown, in characters.
 const SHOWN_CHARS: usize = 2_000;
 
-/// The title call's instructions. Its opening marks the call for keel's mock model server
-/// (`keel_mockllm::TITLE_REQUEST`), which answers it apart from a test's script.
+/// The title call's instructions. Its opening marks the call for the scripted provider
+/// (`keel_llm::scripted::TITLE_REQUEST`) and keel's mock model server
+/// (`keel_mockllm::TITLE_REQUEST`), which answer it apart from a test's script.
 const SYSTEM: &str = "You name conversations between a programmer and a coding assistant. \
 Reply with a title of at most six words that says what the programmer wants done, in the \
 language they wrote in. No quotes, no ending punctuation, nothing but the title.";
@@ -147,6 +148,11 @@ fn clean(answer: &str) -> Option<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_instructions_open_as_the_test_models_expect() {
+        assert!(SYSTEM.starts_with(keel_llm::scripted::TITLE_REQUEST));
+    }
 
     #[test]
     fn a_written_title_is_one_clean_line() {

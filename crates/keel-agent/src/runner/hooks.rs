@@ -441,7 +441,9 @@ impl LoopHooks for TurnLoopHooks {
                 .is_ok()
             {
                 drop(events);
-                let _ = delivered.await;
+                // Bounded: a sink that hangs costs the order of what is shown, never the
+                // call (the seam's own limit has room for one hook time more).
+                let _ = tokio::time::timeout(self.shared.hook_timeout, delivered).await;
             }
         }
         // A rewrite is judged by every later hook (the permission gate last) as the call

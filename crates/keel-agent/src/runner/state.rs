@@ -29,7 +29,7 @@ pub(crate) struct TurnShared {
     pub(crate) host: Arc<dyn TurnHost>,
     pub(crate) agent: OnceLock<WeakAgent>,
     turn_messages: Mutex<Vec<Arc<Message>>>,
-    hook_timeout: Duration,
+    pub(crate) hook_timeout: Duration,
     failure: Mutex<Option<Failure>>,
     degradations: AtomicU32,
     calls_made: AtomicUsize,

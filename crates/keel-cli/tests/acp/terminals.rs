@@ -51,6 +51,29 @@ async fn commands_show_in_the_editors_terminal_and_stay_sandboxed() {
         Ok(())
     })
     .await;
+    // Each call's terminal reaches the editor before the call's end does, fast as the
+    // command is.
+    let updates = st.json();
+    for call in updates
+        .iter()
+        .filter(|u| u["sessionUpdate"] == "tool_call")
+        .filter_map(|u| u["toolCallId"].as_str())
+    {
+        let of_call = |u: &&serde_json::Value| u["toolCallId"] == call;
+        let terminal = updates.iter().position(|u| {
+            of_call(&u)
+                && u["content"]
+                    .as_array()
+                    .is_some_and(|c| c.iter().any(|c| c["type"] == "terminal"))
+        });
+        let ended = updates.iter().position(|u| {
+            of_call(&u) && matches!(u["status"].as_str(), Some("completed" | "failed"))
+        });
+        assert!(
+            terminal.is_some() && terminal < ended,
+            "call {call}: terminal at {terminal:?}, end at {ended:?}: {updates:#?}"
+        );
+    }
     let created = st.created.lock().unwrap().clone();
     assert_eq!(created.len(), 2, "{created:?}");
     // The editor ran the relay, not the command.

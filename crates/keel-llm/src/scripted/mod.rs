@@ -363,8 +363,24 @@ impl ScriptedProvider {
     }
 }
 
+/// What opens the instructions of a request for a session title (keel's front ends ask for
+/// one after a session's first turn). The scripted provider answers such a request with
+/// [`TITLE_ANSWER`] apart from its script, so a script is the conversation only.
+pub const TITLE_REQUEST: &str = "You name conversations between a programmer";
+/// The scripted provider's answer to a title request.
+pub const TITLE_ANSWER: &str = "Scripted session title";
+
 impl StreamFn for ScriptedProvider {
     fn stream(&self, request: LlmRequest, cancel: CancellationToken) -> EventStream {
+        if request.system_prompt.starts_with(TITLE_REQUEST) {
+            let meta = ResponseMeta {
+                provider: request.model.provider.clone(),
+                api: request.model.api.clone(),
+                model: request.model.id.clone(),
+                response_id: Some("scripted-title".into()),
+            };
+            return play(ScriptedResponse::text(TITLE_ANSWER), meta, cancel);
+        }
         let (call, check) = {
             let mut state = self.lock();
             let call = state.calls;
