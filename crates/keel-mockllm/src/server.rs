@@ -78,7 +78,8 @@ pub struct RequestTiming {
 
 /// What marks a request for a session title (the opening of keel's title instructions).
 pub const TITLE_REQUEST: &str = "You name conversations between a programmer";
-/// What the mock answers a title request with.
+/// What the mock answers a title request with, unless the script has a response `when`
+/// the request (such as one `when` [`TITLE_REQUEST`]).
 pub const TITLE_ANSWER: &str = "Mock session title";
 
 struct State {
@@ -313,10 +314,20 @@ async fn respond(
         .await;
     }
     let response = if title {
-        Some(Response {
+        // A script may answer it itself, with a response `when` the title request.
+        let mut responses = state
+            .responses
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
+        let text = String::from_utf8_lossy(&body);
+        let scripted = responses
+            .iter()
+            .position(|r| r.when.as_deref().is_some_and(|w| text.contains(w)))
+            .and_then(|at| responses.remove(at));
+        Some(scripted.unwrap_or_else(|| Response {
             text: Some(TITLE_ANSWER.to_owned()),
             ..Response::default()
-        })
+        }))
     } else {
         let mut responses = state
             .responses

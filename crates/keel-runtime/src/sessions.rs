@@ -68,13 +68,25 @@ pub fn age(ms: i64) -> String {
     }
 }
 
-/// The session's title: the prompt's first non-empty line, shortened.
+/// Whether `c` may stand in a title: titles are printed as they are (`keel sessions
+/// list`) and shown by every front end, so no control character, escape or bidirectional
+/// override gets in, whoever wrote the title.
+pub fn titled(c: char) -> bool {
+    !c.is_control()
+        && !matches!(c, '\u{200B}'..='\u{200F}' | '\u{202A}'..='\u{202E}' | '\u{2066}'..='\u{2069}' | '\u{FEFF}')
+}
+
+/// The session's title: the prompt's first non-empty line, shortened, with only characters
+/// a title may hold.
 pub fn title_of(prompt: &str) -> String {
-    let line = prompt
+    let line: String = prompt
         .lines()
         .map(str::trim)
         .find(|l| !l.is_empty())
-        .unwrap_or_default();
+        .unwrap_or_default()
+        .chars()
+        .filter(|c| titled(*c))
+        .collect();
     let mut title: String = line.chars().take(TITLE_MAX_CHARS).collect();
     if line.chars().count() > TITLE_MAX_CHARS {
         title.push('…');
@@ -234,5 +246,6 @@ mod tests {
         assert_eq!(title_of("\n  Fix it  \nmore"), "Fix it");
         let long = "x".repeat(TITLE_MAX_CHARS + 5);
         assert_eq!(title_of(&long).chars().count(), TITLE_MAX_CHARS + 1);
+        assert_eq!(title_of("a\u{1b}[2Jb\u{202E}c\u{7}"), "a[2Jbc");
     }
 }

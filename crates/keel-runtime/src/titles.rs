@@ -46,9 +46,8 @@ impl Sessions {
             let Ok(history) = sessions.runtime.inner.store.history(&session).await else {
                 return;
             };
-            let messages: Vec<Arc<Message>> =
-                history.into_iter().map(|e| Arc::new(e.message)).collect();
-            let Some((prompt, answer)) = first_exchange(&messages) else {
+            let messages = history.iter().map(|e| &e.message);
+            let Some((prompt, answer)) = first_exchange(messages) else {
                 return;
             };
             // A title the user chose (or one already written) stays.
@@ -101,21 +100,19 @@ impl Sessions {
 }
 
 /// The first prompt the user typed and the first answer to it.
-fn first_exchange(messages: &[Arc<Message>]) -> Option<(String, String)> {
-    let prompt = messages.iter().find_map(|m| match &**m {
-        Message::User(user) if !user.hidden => Some(
-            user.content
-                .iter()
-                .filter_map(keel_protocol::ContentBlock::as_text)
-                .collect::<String>(),
-        ),
+fn first_exchange<'a>(
+    mut messages: impl Iterator<Item = &'a Message> + Clone,
+) -> Option<(String, String)> {
+    let prompt = messages.clone().find_map(|m| match m {
+        Message::User(user) if !user.hidden => Some(user.joined_text()),
         _ => None,
     })?;
     let answer = messages
-        .iter()
-        .filter_map(|m| m.as_assistant())
-        .map(keel_protocol::AssistantMessage::text)
-        .find(|t| !t.trim().is_empty())
+        .find_map(|m| {
+            m.as_assistant()
+                .map(keel_protocol::AssistantMessage::text)
+                .filter(|t| !t.trim().is_empty())
+        })
         .unwrap_or_default();
     Some((prompt, answer))
 }
@@ -140,7 +137,10 @@ fn clean(answer: &str) -> Option<String> {
         .trim_matches(['"', '\'', '`', '*', '“', '”'])
         .trim_end_matches(['.', '!', ' '])
         .trim();
-    let visible: String = line.chars().filter(|c| !c.is_control()).collect();
+    let visible: String = line
+        .chars()
+        .filter(|c| crate::sessions::titled(*c))
+        .collect();
     let title: String = visible.chars().take(TITLE_CHARS).collect();
     (!title.trim().is_empty()).then(|| title.trim().to_owned())
 }
@@ -165,7 +165,7 @@ mod tests {
             Some("Add CSV export")
         );
         assert_eq!(clean("  \n\"\"\n").as_deref(), None);
-        assert_eq!(clean("a\u{1b}[31mb").as_deref(), Some("a[31mb"));
+        assert_eq!(clean("a\u{1b}[31mb\u{202E}c").as_deref(), Some("a[31mbc"));
         assert_eq!(
             clean(&"x".repeat(200)).map(|t| t.chars().count()),
             Some(TITLE_CHARS)

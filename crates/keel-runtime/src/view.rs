@@ -43,10 +43,29 @@ struct CallItem {
     arguments: Option<Value>,
     /// Where the call's item stands (meaningful once it has one).
     status: ToolCallStatus,
-    done: bool,
 }
 
 impl CallItem {
+    /// A call the view has not shown yet.
+    fn new(number: u64, name: String, status: ToolCallStatus) -> Self {
+        Self {
+            number,
+            item_id: None,
+            name,
+            raw_arguments: String::new(),
+            arguments: None,
+            status,
+        }
+    }
+
+    /// Whether it ended (completed or failed).
+    fn ended(&self) -> bool {
+        matches!(
+            self.status,
+            ToolCallStatus::Completed | ToolCallStatus::Failed
+        )
+    }
+
     /// The streamed arguments as JSON, or the raw text when they do not parse.
     fn arguments(&self) -> Value {
         if let Some(arguments) = &self.arguments {
@@ -163,15 +182,9 @@ impl TurnView {
             ResponseChunk::ToolCallStart { index, id, name } => {
                 self.call_index.insert((message_id, index), id.clone());
                 let number = self.next;
-                self.calls.entry(id).or_insert_with(|| CallItem {
-                    number,
-                    item_id: None,
-                    name,
-                    raw_arguments: String::new(),
-                    arguments: None,
-                    status: ToolCallStatus::Pending,
-                    done: false,
-                });
+                self.calls
+                    .entry(id)
+                    .or_insert_with(|| CallItem::new(number, name, ToolCallStatus::Pending));
             }
             ResponseChunk::ToolCallDelta { index, delta } => {
                 if let Some(call) = self
@@ -322,18 +335,9 @@ impl TurnView {
         emit: &mut dyn FnMut(SessionEventBody),
     ) {
         let number = self.next;
-        let call = self
-            .calls
-            .entry(call_id.clone())
-            .or_insert_with(|| CallItem {
-                number,
-                item_id: None,
-                name: tool_name.to_owned(),
-                raw_arguments: String::new(),
-                arguments: None,
-                status: ToolCallStatus::InProgress,
-                done: false,
-            });
+        let call = self.calls.entry(call_id.clone()).or_insert_with(|| {
+            CallItem::new(number, tool_name.to_owned(), ToolCallStatus::InProgress)
+        });
         if call.item_id.is_some() {
             return;
         }
@@ -352,7 +356,7 @@ impl TurnView {
         let Some(call) = self.calls.get_mut(call_id) else {
             return;
         };
-        if call.done || call.status != ToolCallStatus::Pending {
+        if call.status != ToolCallStatus::Pending {
             return;
         }
         call.status = ToolCallStatus::InProgress;
@@ -383,24 +387,14 @@ impl TurnView {
         });
         for call in assistant.tool_calls() {
             let number = self.next;
-            let entry = self
-                .calls
-                .entry(call.id.clone())
-                .or_insert_with(|| CallItem {
-                    number,
-                    item_id: None,
-                    name: call.name.clone(),
-                    raw_arguments: String::new(),
-                    arguments: None,
-                    status: ToolCallStatus::Pending,
-                    done: false,
-                });
+            let entry = self.calls.entry(call.id.clone()).or_insert_with(|| {
+                CallItem::new(number, call.name.clone(), ToolCallStatus::Pending)
+            });
             if entry.item_id.is_some() {
                 continue;
             }
             // The final arguments: the streamed text may have been cut or repaired.
             entry.arguments = Some(call.arguments.clone());
-            entry.status = ToolCallStatus::Pending;
             self.start_call(&call.id, &call.name, emit);
         }
     }
@@ -416,10 +410,9 @@ impl TurnView {
         let Some(call) = self.calls.get_mut(call_id) else {
             return;
         };
-        let Some(item_id) = call.item_id.clone().filter(|_| !call.done) else {
+        let Some(item_id) = call.item_id.clone().filter(|_| !call.ended()) else {
             return;
         };
-        call.done = true;
         call.status = status;
         let body = Self::call_body(call, call_id, Some(result), status, details);
         let event = self.item_event(ItemEvent::Completed {
@@ -436,7 +429,7 @@ impl TurnView {
         let mut calls: Vec<(u64, ToolCallId)> = self
             .calls
             .iter()
-            .filter(|(_, c)| c.item_id.is_some() && !c.done)
+            .filter(|(_, c)| c.item_id.is_some() && !c.ended())
             .map(|(id, c)| (c.number, id.clone()))
             .collect();
         calls.sort();

@@ -7,7 +7,7 @@ use serde_json::json;
 
 use crate::harness::{
     Answer, EditorState, World, capabilities, connect, initialize, mock, new_session, option_kinds,
-    prompt, request_text, run_once,
+    prompt, request_text, run_once, wait_until,
 };
 
 /// A credential read is asked about as dangerous ("always" is never offered); declined, the
@@ -185,6 +185,68 @@ async fn model_text_cannot_forge_protocol_messages() {
     let stop = run_once(&world, &server, &[], capabilities(false), state, "say it").await;
     assert_eq!(stop, StopReason::EndTurn);
     assert_eq!(st.message_text(), forged);
+}
+
+/// A title the model writes cannot drive the editor's or a terminal's display: no escape,
+/// control character or bidirectional override reaches the session's title, here or in
+/// `keel sessions list`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_model_written_title_carries_no_escapes() {
+    let world = World::new();
+    let work = world.work();
+    let server = mock(json!([
+        {"text": "done"},
+        {"when": keel_mockllm::TITLE_REQUEST, "text": "\u{1b}]0;owned\u{7}Fix\u{202e}gnirts \u{1b}[2Jparser"}
+    ]))
+    .await;
+    let state = Arc::new(EditorState::default());
+    let st = state.clone();
+    let mut keel = world.spawn(&server, &[]);
+    connect(&mut keel, state, async |cx| {
+        initialize(&cx, capabilities(false)).await?;
+        let session = new_session(&cx, &work).await?;
+        assert_eq!(
+            prompt(&cx, &session, "fix the parser").await?,
+            StopReason::EndTurn
+        );
+        wait_until("the written title", || {
+            st.json().iter().any(|u| {
+                u["title"]
+                    .as_str()
+                    .is_some_and(|t| t.contains("parser") && t != "fix the parser")
+            })
+        })
+        .await;
+        Ok(())
+    })
+    .await;
+    let titles: Vec<String> = st
+        .json()
+        .iter()
+        .filter_map(|u| u["title"].as_str().map(str::to_owned))
+        .filter(|t| t.contains("owned") || t.contains("Fix"))
+        .collect();
+    assert!(!titles.is_empty(), "{:?}", st.json());
+    for title in &titles {
+        assert!(
+            !title.chars().any(|c| c.is_control() || c == '\u{202e}'),
+            "{title:?}"
+        );
+    }
+    let listed = std::process::Command::new(env!("CARGO_BIN_EXE_keel"))
+        .args(["sessions", "list"])
+        .current_dir(&work)
+        .env("KEEL_HOME", world.home.path())
+        .output()
+        .unwrap();
+    let listed = String::from_utf8_lossy(&listed.stdout).into_owned();
+    assert!(listed.contains("parser"), "{listed:?}");
+    assert!(
+        !listed
+            .chars()
+            .any(|c| c == '\u{1b}' || c == '\u{7}' || c == '\u{202e}'),
+        "{listed:?}"
+    );
 }
 
 /// A command cannot reach the socket the editor's terminal relays call back on: it lies in
