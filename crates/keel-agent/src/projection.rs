@@ -130,8 +130,10 @@ impl State<'_> {
                     ContentBlock::Image(image) => image.data.len() < self.min_image_bytes,
                     _ => false,
                 };
-                let needs_copy =
-                    user.batch_id.is_some() || user.hidden || user.content.iter().any(too_small);
+                let needs_copy = user.batch_id.is_some()
+                    || user.hidden
+                    || user.shell.is_some()
+                    || user.content.iter().any(too_small);
                 let mergeable = batch.is_some() && batch == *self.last_batch;
                 if !needs_copy {
                     out.push(message.clone());
@@ -155,6 +157,7 @@ impl State<'_> {
                         stripped.content = content;
                         stripped.batch_id = None;
                         stripped.hidden = false;
+                        stripped.shell = None;
                         out.push(Arc::new(Message::User(stripped)));
                     }
                 }

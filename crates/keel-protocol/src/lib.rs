@@ -33,7 +33,8 @@ pub use failure::{Failure, FailureCode};
 pub use goal::{GOAL_OBJECTIVE_MAX_BYTES, GoalInfo, GoalStatus, PlanInfo};
 pub use ids::{MessageId, RunId, SessionId, ToolCallId, TurnId};
 pub use message::{
-    AssistantMessage, HostMessage, Message, StopReason, ToolResultMessage, UserMessage, now_ms,
+    AssistantMessage, HostMessage, Message, ShellRun, StopReason, ToolResultMessage, UserMessage,
+    now_ms,
 };
 pub use modes::{PermissionMode, SandboxMode, ThinkingChoice, ThinkingLevel, UnknownWord};
 pub use op::{

@@ -84,6 +84,19 @@ pub struct UserMessage {
     /// Kept in history and sent to the model, but not shown as something the user typed.
     #[serde(default, skip_serializing_if = "is_false")]
     pub hidden: bool,
+    /// A command the user ran with `!`: the message's last text block is its output.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub shell: Option<ShellRun>,
+}
+
+/// A command the user ran themselves (`!command`), kept as context for the model.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ShellRun {
+    /// The command as typed, without the `!`.
+    pub command: String,
+    /// Its exit code; `None` when it was killed, timed out or never ran.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub exit_code: Option<i32>,
 }
 
 impl UserMessage {
@@ -102,7 +115,14 @@ impl UserMessage {
             timestamp: crate::now_ms(),
             batch_id: None,
             hidden: false,
+            shell: None,
         }
+    }
+
+    /// The output of a `!` command (its last text block); `None` for other messages.
+    pub fn shell_output(&self) -> Option<&str> {
+        self.shell.as_ref()?;
+        self.content.iter().rev().find_map(ContentBlock::as_text)
     }
 
     /// A hidden user message (reminders, hook injections) with one text block.
@@ -272,6 +292,7 @@ mod tests {
             timestamp: 1,
             batch_id: None,
             hidden: false,
+            shell: None,
         });
         assert_eq!(
             serde_json::to_value(&message).unwrap(),

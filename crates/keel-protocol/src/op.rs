@@ -79,6 +79,8 @@ pub enum Op {
     // Ingress.
     /// See [`ops::Submit`].
     Submit(ops::Submit),
+    /// See [`ops::RunShell`].
+    RunShell(ops::RunShell),
     /// See [`ops::RunCommand`].
     RunCommand(ops::RunCommand),
     /// See [`ops::Attach`].
@@ -129,6 +131,7 @@ impl Op {
             | Self::Attach(_) => OpGroup::Lifecycle,
             Self::Submit(_)
             | Self::Retry(_)
+            | Self::RunShell(_)
             | Self::RunCommand(_)
             | Self::Enqueue(_)
             | Self::EditQueued(_)

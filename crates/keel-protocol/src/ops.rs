@@ -190,6 +190,21 @@ pub struct Submit {
     pub time_budget_ms: Option<u64>,
 }
 
+/// Runs a command the user typed (`!command`) in the session's shell, under its sandbox and
+/// the gate's denials (typing it is the approval: nothing is asked), as a turn of one call
+/// and no model request. With `remember`, the command and its output join history as
+/// context for the next prompt. Refused while a turn runs. Only text a person typed may
+/// become this operation: never a command's, a skill's or an MCP prompt's expansion.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RunShell {
+    /// The session.
+    pub session_id: SessionId,
+    /// The command, without the `!`.
+    pub command: String,
+    /// Whether the command and its output join the conversation (`!`) or not (`!!`).
+    pub remember: bool,
+}
+
 /// Runs an extension's slash command: a prompt command starts a turn with its
 /// expansion (refused while a turn runs); other commands answer with text.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -336,6 +351,7 @@ into_op!(
     DeleteSession,
     CloseSession,
     Submit,
+    RunShell,
     RunCommand,
     Attach,
     Enqueue,

@@ -137,6 +137,11 @@ impl ConversationContract for Runtime {
                         .await?,
                 )
             }
+            Op::RunShell(o) => Reply::RunShell(
+                self.turns()
+                    .run_shell(&o.session_id, &o.command, o.remember)
+                    .await?,
+            ),
             Op::Enqueue(o) => {
                 let (entry, turn) = self
                     .turns()

@@ -328,7 +328,7 @@ impl Sessions {
         Ok(receipt.revision)
     }
 
-    /// The last message the user typed (not a hidden host prompt), its index in `entries`
+    /// The last message the user typed (not a hidden host prompt nor a `!` command), its index in `entries`
     /// and the revision history had just before it.
     fn last_typed(entries: &[StoredEntry]) -> Option<(usize, String, u64)> {
         let (index, text) =
@@ -337,7 +337,9 @@ impl Sessions {
                 .enumerate()
                 .rev()
                 .find_map(|(i, e)| match &e.message {
-                    Message::User(user) if !user.hidden => Some((i, user.joined_text())),
+                    Message::User(user) if !user.hidden && user.shell.is_none() => {
+                        Some((i, user.joined_text()))
+                    }
                     _ => None,
                 })?;
         let before = entries[..index]

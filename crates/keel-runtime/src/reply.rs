@@ -104,6 +104,8 @@ replies! {
     CloseSession => (),
     /// The started turn.
     Submit => TurnHandle,
+    /// The started turn.
+    RunShell => TurnHandle,
     /// A turn or an answer.
     RunCommand => CommandOutcome,
     /// Handed over.

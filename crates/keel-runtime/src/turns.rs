@@ -57,6 +57,31 @@ impl Turns {
             .await
     }
 
+    /// Runs a command the user typed (`!command`) as a turn of one call; refused while a
+    /// turn runs.
+    pub(crate) async fn run_shell(
+        &self,
+        session: &SessionId,
+        command: &str,
+        remember: bool,
+    ) -> Result<TurnHandle, RuntimeError> {
+        let command = command.trim();
+        if command.is_empty() {
+            return Err(RuntimeError::Usage(
+                "no command after `!`: type one, as in `!git status`".into(),
+            ));
+        }
+        let slot = self.runtime.slot_or_open(session).await?;
+        self.runtime
+            .start_turn(
+                slot,
+                Start::Shell(command.to_owned(), remember),
+                TurnSource::Api,
+                TurnOptions::default(),
+            )
+            .await
+    }
+
     /// Aborts the session's running turn; `false` when none runs.
     pub(crate) fn abort(&self, session: &SessionId) -> Result<bool, RuntimeError> {
         let slot = self.runtime.slot(session)?;

@@ -351,6 +351,37 @@ impl TurnView {
         }));
     }
 
+    /// A call the host runs itself (a `!` command) starts: its item shows in progress with
+    /// these arguments at once, with no response before it.
+    pub fn host_call_started(
+        &mut self,
+        call_id: &ToolCallId,
+        tool_name: &str,
+        arguments: Value,
+        emit: &mut dyn FnMut(SessionEventBody),
+    ) {
+        let number = self.next;
+        let mut call = CallItem::new(number, tool_name.to_owned(), ToolCallStatus::InProgress);
+        call.arguments = Some(arguments);
+        self.calls.insert(call_id.clone(), call);
+        self.start_call(call_id, tool_name, emit);
+    }
+
+    /// A call the host runs itself ended with `result`.
+    pub fn host_call_ended(
+        &mut self,
+        call_id: &ToolCallId,
+        result: &keel_protocol::ToolResultMessage,
+        emit: &mut dyn FnMut(SessionEventBody),
+    ) {
+        let status = if result.is_error {
+            ToolCallStatus::Failed
+        } else {
+            ToolCallStatus::Completed
+        };
+        self.end_call(call_id, status, result.text(), result.details.clone(), emit);
+    }
+
     /// A pending call was admitted: its item moves on to in progress.
     fn admit(&mut self, call_id: &ToolCallId, emit: &mut dyn FnMut(SessionEventBody)) {
         let Some(call) = self.calls.get_mut(call_id) else {

@@ -90,6 +90,7 @@ fn history() -> Vec<Arc<Message>> {
             timestamp: 0,
             batch_id: None,
             hidden: false,
+            shell: None,
         }),
         result("c3", "picture", true),
         Message::User(UserMessage::hidden_text("a reminder")),
@@ -200,6 +201,7 @@ mod random {
                 timestamp: 0,
                 batch_id: None,
                 hidden: false,
+                shell: None,
             }),
             2 => {
                 let mut answer = AssistantMessage::from_text(text);

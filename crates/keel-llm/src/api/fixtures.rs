@@ -48,6 +48,7 @@ pub(super) fn image_tool_step(
             timestamp: 0,
             batch_id: None,
             hidden: false,
+            shell: None,
         }),
         Message::Assistant(AssistantMessage {
             content: answer,

@@ -709,6 +709,7 @@ fn conversation() -> Vec<Message> {
             timestamp: 1,
             batch_id: None,
             hidden: false,
+            shell: None,
         }),
         Message::Assistant(AssistantMessage {
             content: vec![

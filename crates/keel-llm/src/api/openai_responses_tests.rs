@@ -772,6 +772,7 @@ fn encodes_the_whole_body() {
             timestamp: 1,
             batch_id: None,
             hidden: false,
+            shell: None,
         }),
         Message::Assistant(AssistantMessage {
             content: vec![

@@ -8,6 +8,7 @@ mod host;
 mod reminders;
 mod report;
 mod running;
+mod shell;
 
 use std::panic::AssertUnwindSafe;
 use std::sync::{Arc, Mutex, PoisonError};
@@ -46,6 +47,14 @@ pub(crate) enum Start {
     Input(String, Vec<keel_protocol::ImageBlock>),
     /// The session's waiting inputs.
     Queue,
+    /// A command the user typed (`!command`), and whether it joins history.
+    Shell(String, bool),
+}
+
+/// What an admitted turn runs: the model's loop, or one command the user typed.
+enum Work {
+    Model(Box<PreparedTurn>),
+    Shell(String, bool),
 }
 
 /// An admitted turn, assembled and ready to run.
@@ -152,10 +161,14 @@ impl Runtime {
             tracing::warn!(%turn_id, %error, "cannot leave a reminder of the interruption");
         }
         let running = Arc::new(RunningTurn::new(turn_id.clone()));
-        let prepared = self
-            .prepare_turn(&slot, &running, start, &source, options)
-            .instrument(prepare_span)
-            .await;
+        let prepared = match start {
+            Start::Shell(command, remember) => Ok(Work::Shell(command, remember)),
+            start => self
+                .prepare_turn(&slot, &running, start, &source, options)
+                .instrument(prepare_span)
+                .await
+                .map(|prepared| Work::Model(Box::new(prepared))),
+        };
         let prepared = match prepared {
             Ok(prepared) => prepared,
             Err(error) => {
@@ -182,8 +195,25 @@ impl Runtime {
         let runtime = self.clone();
         let task_slot = slot.clone();
         tokio::spawn(async move {
-            let run =
-                runtime.run_turn(task_slot.clone(), running.clone(), prepared, source.clone());
+            let run = async {
+                match prepared {
+                    Work::Model(prepared) => {
+                        runtime
+                            .run_turn(
+                                task_slot.clone(),
+                                running.clone(),
+                                *prepared,
+                                source.clone(),
+                            )
+                            .await
+                    }
+                    Work::Shell(command, remember) => {
+                        runtime
+                            .run_shell(&task_slot, &running, command, remember, source.clone())
+                            .await
+                    }
+                }
+            };
             let report = match AssertUnwindSafe(run).catch_unwind().await {
                 Ok(report) => report,
                 // keel's own bug: the turn still ends, recorded as failed, and the session
@@ -291,7 +321,7 @@ impl Runtime {
         }));
         scope.prompt = match &start {
             Start::Input(text, _) => Some(text.clone()),
-            Start::Queue => None,
+            Start::Queue | Start::Shell(..) => None,
         };
         let mut caps = self.inner.registry.assemble_turn(&scope)?;
         // A task's child gets no more than its role allows.
@@ -308,6 +338,11 @@ impl Runtime {
                     .content
                     .extend(images.into_iter().map(keel_protocol::ContentBlock::Image));
                 vec![Message::User(message)]
+            }
+            Start::Shell(..) => {
+                return Err(RuntimeError::Internal(
+                    "a shell command is not a model turn".into(),
+                ));
             }
             Start::Queue => {
                 let kinds = [InputKind::Steer, InputKind::FollowUp];
@@ -687,9 +722,30 @@ impl Runtime {
             failure,
         });
         slot.hub.drained();
+        let history = report.commit_failure.is_none().then_some(history_before);
+        self.settle(
+            &slot,
+            &running,
+            history,
+            report.outcome == TurnOutcome::Completed,
+        );
+        report
+    }
+
+    /// Frees the session after a turn ended: its history as the turn left it (`None`: read
+    /// again from the store), then waiting input (follow-ups, steering that came as the answer
+    /// ended, a goal's next turn) becomes the next turn, started by whoever queued the first
+    /// of it, when the turn completed.
+    fn settle(
+        &self,
+        slot: &Arc<Slot>,
+        running: &Arc<RunningTurn>,
+        history_before: Option<Vec<Arc<Message>>>,
+        completed: bool,
+    ) {
         let follow_up = {
             let mut state = slot.lock();
-            state.history = if report.commit_failure.is_none() {
+            state.history = history_before.map(|history_before| {
                 let base = running
                     .base
                     .lock()
@@ -703,14 +759,10 @@ impl Runtime {
                         .unwrap_or_else(PoisonError::into_inner)
                         .drain(..),
                 );
-                Some(history)
-            } else {
-                None
-            };
+                history
+            });
             state.admission = Admission::Idle;
-            // Waiting input (follow-ups, steering that came as the answer ended, a goal's
-            // next turn) becomes the next turn, started by whoever queued the first of it.
-            let follow_up = (report.outcome == TurnOutcome::Completed)
+            let follow_up = completed
                 .then(|| state.queue.first().map(|first| first.source.clone()))
                 .flatten();
             if follow_up.is_some() {
@@ -734,9 +786,8 @@ impl Runtime {
                     }
                 });
             }
-            None => self.check_quiet(&slot),
+            None => self.check_quiet(slot),
         }
-        report
     }
 }
 

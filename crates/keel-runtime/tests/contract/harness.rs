@@ -125,6 +125,8 @@ pub struct Setup {
     pub tools: Vec<keel_agent::ToolRef>,
     pub extensions: Vec<Arc<dyn keel_runtime::extension::Extension>>,
     pub host_extensions: Vec<Arc<dyn keel_runtime::extension::Extension>>,
+    /// `$KEEL_HOME/permissions.yaml`, when given.
+    pub rules: Option<&'static str>,
 }
 
 impl Setup {
@@ -144,6 +146,7 @@ impl Setup {
             tools: Vec::new(),
             extensions: Vec::new(),
             host_extensions: Vec::new(),
+            rules: None,
         }
     }
 }
@@ -155,6 +158,9 @@ impl Harness {
         let home = dir.path().join("keel-home");
         std::fs::create_dir_all(&cwd).unwrap();
         std::fs::create_dir_all(&home).unwrap();
+        if let Some(rules) = setup.rules {
+            std::fs::write(home.join("permissions.yaml"), rules).unwrap();
+        }
         let cwd = cwd.canonicalize().unwrap();
         let mut extensions = Vec::new();
         if !setup.tools.is_empty() {

@@ -12,3 +12,4 @@ mod permissions;
 mod queries;
 mod quiet;
 mod sessions;
+mod shell;

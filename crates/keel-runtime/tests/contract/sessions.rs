@@ -22,6 +22,7 @@ async fn two_sessions_run_at_once_without_cross_talk() {
         tools: Vec::new(),
         extensions: Vec::new(),
         host_extensions: Vec::new(),
+        rules: None,
     })
     .await;
     let a = h.session().await;
