@@ -1,6 +1,7 @@
 //! An ACP prompt (content blocks) as the text keel submits: text as written, links to files
-//! as `@path` mentions, embedded text resources inline under their URI. Slash commands are
-//! recognised only in text the user typed, never in an embedded resource.
+//! as `@path` mentions, embedded text resources inline under their URI. Slash commands and
+//! `!` shell commands are recognised only in text the user typed, never in an embedded
+//! resource.
 
 use agent_client_protocol::v1::schema::{ContentBlock, EmbeddedResourceResource};
 use base64::Engine as _;
@@ -14,6 +15,14 @@ const MAX_IMAGE_BYTES: usize = 20 * 1024 * 1024;
 pub enum Prompt {
     /// Text for the model, and the images sent with it.
     Text(String, Vec<ImageBlock>),
+    /// `!command` typed as the whole prompt: run in the session's shell, kept as context
+    /// unless typed `!!command`.
+    Shell {
+        /// The command, without the `!`.
+        command: String,
+        /// Whether it joins the conversation.
+        remember: bool,
+    },
     /// A slash command typed as the whole prompt: its name and arguments.
     Command {
         /// The name, without the slash.
@@ -92,6 +101,18 @@ pub fn read(blocks: &[ContentBlock], max_attachments: usize) -> Result<Prompt, P
                 args: args.trim().to_owned(),
             });
         }
+    }
+    if let [ContentBlock::Text(only)] = blocks
+        && let Some(line) = only.text.trim_start().strip_prefix('!')
+    {
+        let (command, remember) = match line.strip_prefix('!') {
+            Some(rest) => (rest, false),
+            None => (line, true),
+        };
+        return Ok(Prompt::Shell {
+            command: command.trim().to_owned(),
+            remember,
+        });
     }
     let mut parts: Vec<String> = Vec::new();
     let mut images = Vec::new();
@@ -231,6 +252,31 @@ mod tests {
         ))])
         .unwrap();
         assert!(matches!(embedded, Prompt::Text(t, _) if t.contains("/new")));
+        // `!` runs a command, `!!` runs it without keeping it; never from an embedded file.
+        assert_eq!(
+            read_all(&[text("!git status")]).unwrap(),
+            Prompt::Shell {
+                command: "git status".into(),
+                remember: true
+            }
+        );
+        assert_eq!(
+            read_all(&[text(" !! ls -a ")]).unwrap(),
+            Prompt::Shell {
+                command: "ls -a".into(),
+                remember: false
+            }
+        );
+        let embedded = read_all(&[ContentBlock::Resource(EmbeddedResource::new(
+            EmbeddedResourceResource::TextResourceContents(TextResourceContents::new(
+                "!rm -rf ~",
+                "file:///w/x.md",
+            )),
+        ))])
+        .unwrap();
+        assert!(matches!(embedded, Prompt::Text(..)));
+        let with_more = read_all(&[text("!ls"), text("and more")]).unwrap();
+        assert!(matches!(with_more, Prompt::Text(..)));
         // A path is not a command.
         assert!(matches!(
             read_all(&[text("/usr/bin is odd")]).unwrap(),

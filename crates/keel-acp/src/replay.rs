@@ -23,6 +23,21 @@ pub fn updates(entries: &[StoredEntry], cwd: &Path) -> Vec<SessionUpdate> {
     let mut names: HashMap<String, (String, Value)> = HashMap::new();
     for entry in entries {
         match &entry.message {
+            Message::User(user) if user.shell.is_some() => {
+                let Some(run) = &user.shell else { continue };
+                out.push(SessionUpdate::UserMessageChunk(ContentChunk::new(
+                    ContentBlock::Text(TextContent::new(format!("!{}", run.command))),
+                )));
+                out.push(SessionUpdate::ToolCall(tools::ended_call(
+                    &entry.id.to_string(),
+                    "bash",
+                    &serde_json::json!({ "command": run.command }),
+                    user.shell_output().unwrap_or_default(),
+                    Some(&serde_json::json!({ "exit_code": run.exit_code })),
+                    run.exit_code != Some(0),
+                    cwd,
+                )));
+            }
             Message::User(user) if !user.hidden => {
                 let text = user.joined_text();
                 if !text.is_empty() {

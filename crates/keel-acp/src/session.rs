@@ -259,6 +259,7 @@ impl Session {
         if self.cancelled.load(Ordering::SeqCst) >= number {
             return Ok(StopReason::Cancelled);
         }
+        let shell = matches!(prompt, Prompt::Shell { .. });
         let started = match prompt {
             Prompt::Text(text, images) => self
                 .runtime
@@ -269,6 +270,15 @@ impl Session {
                     source: TurnSource::Api,
                     output_schema: None,
                     time_budget_ms: None,
+                })
+                .await
+                .map(CommandOutcome::Turn),
+            Prompt::Shell { command, remember } => self
+                .runtime
+                .request(ops::RunShell {
+                    session_id: self.id.clone(),
+                    command,
+                    remember,
                 })
                 .await
                 .map(CommandOutcome::Turn),
@@ -309,7 +319,8 @@ impl Session {
         let report = handle.wait().await.map_err(|e| rpc_error(&e))?;
         match &report.outcome {
             TurnOutcome::Completed => {
-                if self.untitled.swap(false, Ordering::SeqCst) {
+                // A `!` command asks no model, and leaves the title to the first prompt.
+                if !shell && self.untitled.swap(false, Ordering::SeqCst) {
                     // Off the turn's path: the title comes as a `session_info_update`.
                     let _ = self
                         .runtime

@@ -523,8 +523,14 @@ fn show_text(record: &SessionRecord, history: &[StoredEntry]) -> String {
     );
     for entry in history {
         let line = match &entry.message {
+            Message::User(user) if let Some(run) = &user.shell => format!(
+                "user ran: !{}\n{}",
+                run.command,
+                user.shell_output().unwrap_or_default()
+            ),
             Message::User(user) => format!(
-                "user: {}",
+                "{}: {}",
+                if user.hidden { "keel's note" } else { "user" },
                 user.content
                     .iter()
                     .filter_map(|b| match b {

@@ -101,6 +101,25 @@ pub fn to_markdown(record: &SessionRecord, history: &[StoredEntry]) -> String {
     );
     for entry in history {
         match &entry.message {
+            Message::User(user) if user.shell.is_some() => {
+                let command = user.shell.as_ref().map_or("", |run| run.command.as_str());
+                let code = user
+                    .shell
+                    .as_ref()
+                    .and_then(|run| run.exit_code)
+                    .map_or_else(|| "no exit code".to_owned(), |c| format!("exit {c}"));
+                let _ = writeln!(out, "## User ran `!` ({code})\n");
+                let text = format!(
+                    "$ {command}\n{}",
+                    user.shell_output().unwrap_or_default().trim_end()
+                );
+                let fence = fence(&text);
+                let _ = writeln!(out, "{fence}\n{text}\n{fence}\n");
+            }
+            Message::User(user) if user.hidden => {
+                out.push_str("## keel's note to the model\n\n");
+                blocks(&mut out, &user.content);
+            }
             Message::User(user) => {
                 out.push_str("## User\n\n");
                 blocks(&mut out, &user.content);

@@ -123,6 +123,11 @@ pub struct ExecArgs {
     /// Resume the latest session of the working folder.
     #[arg(long = "continue")]
     continue_latest: bool,
+    /// A prompt starting with `!` runs as a command in the session's shell (under the
+    /// sandbox and the permission rules) instead of going to the model; `!!` runs it without
+    /// keeping it in the session. Off by default: piped input may come from anyone.
+    #[arg(long)]
+    allow_shell_escape: bool,
     /// Trust the project's own keel files (.keel/config.yaml, .keel/permissions.yaml) for
     /// this run as they are now, without recording it (see `keel trust`).
     #[arg(long)]
@@ -263,9 +268,19 @@ pub async fn run(args: ExecArgs) -> anyhow::Result<ExitCode> {
     // `--goal` is `/goal`; `/name args` runs an extension's command (a skill, a custom
     // command, an MCP prompt, `/mcp`) when one of that name exists; anything else is the
     // model's prompt.
-    let command = match &args.goal {
-        Some(_) => Some(goal_command(&prompt, args.goal_budget, args.goal_turns)),
-        None => extension_command(&prompt),
+    let shell = match prompt.trim_start().strip_prefix('!') {
+        Some(line) if args.allow_shell_escape && args.goal.is_none() => {
+            Some(match line.strip_prefix('!') {
+                Some(rest) => (rest.to_owned(), false),
+                None => (line.to_owned(), true),
+            })
+        }
+        _ => None,
+    };
+    let command = match (&args.goal, &shell) {
+        (_, Some(_)) => None,
+        (Some(_), None) => Some(goal_command(&prompt, args.goal_budget, args.goal_turns)),
+        (None, None) => extension_command(&prompt),
     };
     let command = match command {
         Some((name, arguments)) => Some(
@@ -279,9 +294,17 @@ pub async fn run(args: ExecArgs) -> anyhow::Result<ExitCode> {
         ),
         None => None,
     };
-    let submitted = match command {
-        Some(reply) => reply,
-        None => runtime
+    let submitted = match (command, shell) {
+        (Some(reply), _) => reply,
+        (None, Some((command, remember))) => runtime
+            .request(ops::RunShell {
+                session_id: session_id.clone(),
+                command,
+                remember,
+            })
+            .await
+            .map(CommandOutcome::Turn),
+        (None, None) => runtime
             .request(ops::Submit {
                 session_id: session_id.clone(),
                 text: prompt,

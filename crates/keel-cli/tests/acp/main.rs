@@ -353,6 +353,37 @@ async fn a_step_s_thinking_and_call_come_before_its_question_and_statuses_only_m
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_bang_prompt_runs_in_the_shell_as_a_call_with_no_model_request() {
+    let world = World::new();
+    let server = mock(json!([{"text": "unused"}])).await;
+    let state = Arc::new(EditorState::default());
+    let st = state.clone();
+    let stop = run_once(
+        &world,
+        &server,
+        &["--permission", "ask"],
+        capabilities(false),
+        state,
+        "!echo acp-$((40+2))",
+    )
+    .await;
+    assert_eq!(stop, StopReason::EndTurn);
+    assert!(server.requests().is_empty(), "no model request for `!`");
+    let updates = st.json();
+    let ended = updates
+        .iter()
+        .find(|u| u["status"] == "completed")
+        .unwrap_or_else(|| panic!("no completed call in {updates:?}"));
+    assert!(ended.to_string().contains("acp-42"), "{ended}");
+    assert!(
+        !updates
+            .iter()
+            .any(|u| u["sessionUpdate"] == "session_info_update"),
+        "a `!` command asks no model for a title"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn editor_files_are_not_used_when_not_offered() {
     let world = World::new();
     let work = world.work();

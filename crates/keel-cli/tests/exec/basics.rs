@@ -408,3 +408,25 @@ fn the_sandbox_mode_comes_from_the_flag_or_the_config_and_a_bad_one_is_named() {
         "{stderr}"
     );
 }
+
+#[test]
+fn a_bang_prompt_runs_in_the_shell_only_with_the_flag() {
+    let (_dir, output) = exec_script(
+        r#"[{"text": "the model got it"}]"#,
+        &["--allow-shell-escape", "!echo shell-$((6*7))"],
+    );
+    assert_exit(&output, 0);
+    let stdout = String::from_utf8(output.stdout).unwrap();
+    assert!(stdout.contains("shell-42"), "{stdout}");
+    assert!(!stdout.contains("the model got it"), "{stdout}");
+    // Without the flag, piped or passed text is the model's prompt, never a command.
+    let (_dir, output) = exec_script(
+        r#"[{"text": "the model got it"}]"#,
+        &["!echo shell-$((6*7))"],
+    );
+    assert_exit(&output, 0);
+    assert_eq!(
+        String::from_utf8(output.stdout).unwrap(),
+        "the model got it\n"
+    );
+}

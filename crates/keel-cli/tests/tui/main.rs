@@ -346,6 +346,34 @@ fn the_text_before_calls_shows_before_them_and_calls_keep_their_order() {
 }
 
 #[test]
+fn a_bang_command_runs_in_the_shell_with_no_model_request_and_bang_bang_is_not_kept() {
+    let mock = Mock::new();
+    let server = mock.serve(&serde_json::json!([{"text": "I see what it printed"}]));
+    let tui = Tui::new();
+    tui.start(&server, &[]);
+    tui.wait_for("ask keel to do something");
+    // The shell expands it: the command ran, it was not echoed back.
+    tui.type_text("!echo bang-$((6*7))");
+    tui.keys(&["Enter"]);
+    let screen = tui.wait_for("bang-42");
+    assert!(screen.contains("!echo bang-$((6*7))"), "{screen}");
+    tui.type_text("!!echo quiet-$((2+3))");
+    tui.keys(&["Enter"]);
+    tui.wait_for("quiet-5");
+    assert!(server.requests().is_empty(), "no model request for `!`");
+    tui.type_text("what did it print?");
+    tui.keys(&["Enter"]);
+    tui.wait_for("I see what it printed");
+    let requests = server.requests();
+    let sent = requests[0].body.to_string();
+    assert!(sent.contains("bang-42"), "{sent}");
+    assert!(!sent.contains("quiet-5"), "`!!` is not kept: {sent}");
+    // Up recalls the command as typed.
+    tui.keys(&["Up", "Up"]);
+    tui.wait_for("› !!echo quiet");
+}
+
+#[test]
 fn continue_resumes_the_latest_session() {
     let mock = Mock::new();
     let server = mock.serve(&serde_json::json!([

@@ -47,11 +47,15 @@ pub struct TurnReport {
 impl TurnReport {
     /// The last assistant message's text.
     pub fn final_text(&self) -> String {
+        if let Some(answer) = self.messages.iter().rev().find_map(|m| m.as_assistant()) {
+            return answer.text();
+        }
+        // A turn with no answer at all ran a `!` command: its output is what it says.
         self.messages
             .iter()
             .rev()
-            .find_map(|m| m.as_assistant())
-            .map(keel_protocol::AssistantMessage::text)
+            .find_map(|m| m.as_tool_result())
+            .map(keel_protocol::ToolResultMessage::text)
             .unwrap_or_default()
     }
 }

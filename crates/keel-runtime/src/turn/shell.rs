@@ -174,7 +174,7 @@ impl Runtime {
             source,
             outcome: outcome.clone(),
             recorded: outcome,
-            messages: Vec::new(),
+            messages: vec![Arc::new(Message::ToolResult(result))],
             usage: Usage::default(),
             structured_output: None,
             output_failure: None,

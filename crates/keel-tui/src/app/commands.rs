@@ -23,9 +23,29 @@ pub const INIT_PROMPT: &str = "Look through this repository (its layout, build a
 
 fn user_text(message: &Message) -> Option<String> {
     match message {
-        Message::User(user) if !user.hidden => Some(user.joined_text()),
+        Message::User(user) if !user.hidden => Some(match &user.shell {
+            Some(run) => format!("!{}", run.command),
+            None => user.joined_text(),
+        }),
         _ => None,
     }
+}
+
+/// A `!` command kept in history, as the cell that showed it ran.
+fn shell_cell(user: &keel_protocol::UserMessage) -> Option<Cell> {
+    let run = user.shell.as_ref()?;
+    Some(Cell::Tool(ToolCell {
+        name: "bash".into(),
+        arguments: serde_json::json!({ "command": run.command }),
+        result: user.shell_output().map(str::to_owned),
+        details: Some(serde_json::json!({ "exit_code": run.exit_code })),
+        status: if run.exit_code == Some(0) {
+            ToolCallStatus::Completed
+        } else {
+            ToolCallStatus::Failed
+        },
+        elapsed: None,
+    }))
 }
 
 /// The revision history had just before `index` (0 when nothing came before).
@@ -722,10 +742,13 @@ impl App {
         let mut calls: HashMap<String, (String, serde_json::Value)> = HashMap::new();
         for entry in entries {
             match &entry.message {
-                Message::User(_) => {
+                Message::User(user) => {
                     if let Some(text) = user_text(&entry.message) {
                         self.history.push(text.clone());
                         self.push(Cell::User(text));
+                    }
+                    if let Some(cell) = shell_cell(user) {
+                        self.push(cell);
                     }
                 }
                 Message::Assistant(a) => {

@@ -174,6 +174,10 @@ impl App {
         let Some(session_id) = self.session_id() else {
             return;
         };
+        if text.starts_with('!') && self.editing_queued.is_none() {
+            self.run_shell(session_id, effects);
+            return;
+        }
         let text = self.composer.take();
         self.history_at = None;
         if self.history.last() != Some(&text) {
@@ -211,6 +215,44 @@ impl App {
             return;
         }
         self.start_turn(text, effects);
+    }
+
+    /// `!command` typed in the composer: runs it in the session's shell, its output kept
+    /// as context (`!!command`: not kept). Only what the user typed gets here, never a
+    /// command's or a skill's expansion. Waits for no turn: refused while one runs.
+    fn run_shell(&mut self, session_id: keel_protocol::SessionId, effects: &mut Vec<Effect>) {
+        if self.busy() {
+            self.notice(
+                Tone::Info,
+                "a `!` command runs between turns: wait for this one, or press Esc to stop it",
+            );
+            return;
+        }
+        let typed = self.composer.take();
+        let (command, remember) = match typed.strip_prefix("!!") {
+            Some(rest) => (rest.trim().to_owned(), false),
+            None => (typed[1..].trim().to_owned(), true),
+        };
+        if command.is_empty() {
+            self.composer.set(&typed);
+            self.notice(Tone::Info, "type a command after `!`, as in `!git status`");
+            return;
+        }
+        self.history_at = None;
+        if self.history.last() != Some(&typed) {
+            self.history.push(typed.clone());
+        }
+        self.push(Cell::User(typed.clone()));
+        self.live.begin(None);
+        self.live.shell = true;
+        effects.push(Effect::Call(
+            Tag::Shell(typed),
+            Op::RunShell(ops::RunShell {
+                session_id,
+                command,
+                remember,
+            }),
+        ));
     }
 
     /// Shows the message and starts a turn with it.

@@ -69,6 +69,8 @@ pub struct Live {
     pub started: Option<Instant>,
     /// The prompt that started it (to put back if it is interrupted before any reply).
     pub prompt: Option<String>,
+    /// The turn runs a `!` command the user typed (no model, so no title to ask for).
+    pub shell: bool,
     /// Whether anything came back yet.
     pub answered: bool,
     /// Open items, in the order they started.
@@ -89,6 +91,7 @@ impl Live {
     pub fn begin(&mut self, prompt: Option<String>) {
         self.started = Some(Instant::now());
         self.prompt = prompt;
+        self.shell = false;
         self.answered = false;
         self.interrupting = false;
     }
@@ -247,7 +250,8 @@ impl App {
             }
             _ => {
                 // The first turn of a new session: a short title, written by the model.
-                if std::mem::take(&mut self.untitled)
+                if !self.live.shell
+                    && std::mem::take(&mut self.untitled)
                     && let Some(session_id) = self.session_id()
                 {
                     effects.push(Effect::Call(

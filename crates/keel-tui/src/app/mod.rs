@@ -67,6 +67,8 @@ pub enum Tag {
     Open,
     /// A submitted prompt.
     Submit(String),
+    /// A `!` command, as typed.
+    Shell(String),
     /// A steer or follow-up.
     Enqueue,
     /// Stored history to show after opening a session.
@@ -360,7 +362,9 @@ impl App {
             Ok(reply) => reply,
             Err(error) => {
                 let unsent = match &tag {
-                    Tag::Submit(text) | Tag::Retry(text) => Some((text, Expect::Turn)),
+                    Tag::Submit(text) | Tag::Retry(text) | Tag::Shell(text) => {
+                        Some((text, Expect::Turn))
+                    }
                     Tag::Command { typed, expect, .. } => Some((typed, *expect)),
                     _ => None,
                 };
@@ -390,6 +394,7 @@ impl App {
                     Tag::Plain(what) => what,
                     Tag::Open => "cannot open the session",
                     Tag::Submit(_) => "cannot start the turn",
+                    Tag::Shell(_) => "cannot run the command",
                     Tag::Enqueue => "cannot queue the message",
                     Tag::Sessions => "cannot list sessions",
                     Tag::Fork(_) => "cannot fork",
