@@ -102,6 +102,11 @@ pub fn panel_within(
             let start = bottom.len() as u16;
             bottom.extend(rows);
             cursor = Some((start + row, col));
+            if popup.is_none()
+                && let Some(hint) = shell_hint(&app.composer.text())
+            {
+                bottom.push(Line::styled(clip_line(hint, width), DIM));
+            }
             if let Some(popup) = popup {
                 bottom.extend(popup_lines(app, popup, width));
             }
@@ -133,6 +138,22 @@ pub fn draw_panel(frame: &mut Frame<'_>, app: &App, area: Rect) {
             ));
         }
     }
+}
+
+/// What Enter does with a `!` line, said while it is typed.
+fn shell_hint(text: &str) -> Option<&'static str> {
+    if text.starts_with("!!") {
+        Some("  !! runs this in the shell; the output stays out of the conversation")
+    } else if text.starts_with('!') {
+        Some("  ! runs this in the shell (sandboxed); the output joins the conversation · !! keeps it out")
+    } else {
+        None
+    }
+}
+
+/// `text` cut to `width` columns.
+fn clip_line(text: &str, width: usize) -> String {
+    text.chars().take(width).collect()
 }
 
 fn footer(app: &App, width: usize) -> Line<'static> {
