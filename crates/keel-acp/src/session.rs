@@ -376,6 +376,19 @@ impl Session {
                 let terminal = lock(&self.terminals)
                     .get(call.tool_call_id.0.as_ref())
                     .cloned();
+                // Live output is the terminal's to show: an update that carries only that
+                // is not sent.
+                let live_output = call.fields.status.is_none()
+                    && call.fields.raw_output.is_none()
+                    && call.fields.title.is_none()
+                    && call.fields.content.as_ref().is_some_and(|content| {
+                        !content
+                            .iter()
+                            .any(|c| matches!(c, ToolCallContent::Terminal(_)))
+                    });
+                if terminal.is_some() && live_output {
+                    return;
+                }
                 if let Some(terminal) = terminal
                     && call.fields.content.is_some()
                 {

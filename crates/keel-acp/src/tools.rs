@@ -184,6 +184,25 @@ pub fn content(
     )))]
 }
 
+/// How much of a running call's newest output its content shows.
+const LIVE_OUTPUT_LINES: usize = 40;
+const LIVE_OUTPUT_BYTES: usize = 8 * 1024;
+
+/// The newest part of a running call's output an editor shows: its last
+/// [`LIVE_OUTPUT_LINES`] lines, at most [`LIVE_OUTPUT_BYTES`].
+pub fn output_tail(output: &str) -> &str {
+    let mut start = output.len().saturating_sub(LIVE_OUTPUT_BYTES);
+    while !output.is_char_boundary(start) {
+        start += 1;
+    }
+    let recent = &output[start..];
+    let body = recent.trim_end_matches('\n');
+    match body.rmatch_indices('\n').nth(LIVE_OUTPUT_LINES - 1) {
+        Some((at, _)) => &recent[at + 1..],
+        None => recent,
+    }
+}
+
 /// What an ended call reported, for `rawOutput`: its text and its details.
 pub fn raw_output(result: &str, details: Option<&Value>) -> Value {
     match details {

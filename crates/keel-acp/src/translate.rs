@@ -10,8 +10,8 @@ use std::sync::Arc;
 
 use agent_client_protocol::v1::schema::{
     ContentBlock, ContentChunk, Cost, CurrentModeUpdate, Notice, NoticeSeverity, Plan,
-    SessionInfoUpdate, SessionUpdate, TextContent, ToolCall, ToolCallStatus as AcpStatus,
-    ToolCallUpdate, ToolCallUpdateFields, UsageUpdate,
+    SessionInfoUpdate, SessionUpdate, TextContent, ToolCall, ToolCallContent,
+    ToolCallStatus as AcpStatus, ToolCallUpdate, ToolCallUpdateFields, UsageUpdate,
 };
 use keel_protocol::{
     Item, ItemBody, ItemEvent, ItemKind, PermissionRequest, SessionEventBody, ToolCallStatus,
@@ -34,6 +34,8 @@ pub struct Translator {
     calls: HashMap<String, AcpStatus>,
     /// The call each of this turn's tool call items is about, by item id.
     items: HashMap<Arc<str>, String>,
+    /// The newest output of each running call, shown as its content while it runs.
+    outputs: HashMap<String, String>,
     /// What the session cost so far, in US dollars.
     cost: f64,
     /// The session's tasks, as announced.
@@ -67,6 +69,7 @@ impl Translator {
             sent: HashMap::new(),
             calls: HashMap::new(),
             items: HashMap::new(),
+            outputs: HashMap::new(),
             cost: 0.0,
             tasks: TaskNotices::default(),
             title: None,
@@ -332,6 +335,34 @@ impl Translator {
             }
             ItemEvent::Updated {
                 item_id,
+                kind: ItemKind::ToolCall,
+                delta,
+            } => {
+                // A running call's output: its content shows the last of it, replaced as
+                // more comes (an editor terminal, where there is one, shows it instead).
+                if let Some(id) = self.items.get(item_id).cloned()
+                    && self
+                        .calls
+                        .get(&id)
+                        .is_some_and(|status| *status == AcpStatus::InProgress)
+                {
+                    let output = self.outputs.entry(id.clone()).or_default();
+                    output.push_str(delta);
+                    let tail = tools::output_tail(output);
+                    let shown = tail.to_owned();
+                    if tail.len() < output.len() {
+                        output.drain(..output.len() - tail.len());
+                    }
+                    out.push(SessionUpdate::ToolCallUpdate(ToolCallUpdate::new(
+                        id,
+                        ToolCallUpdateFields::new().content(vec![ToolCallContent::from(
+                            ContentBlock::Text(TextContent::new(shown)),
+                        )]),
+                    )));
+                }
+            }
+            ItemEvent::Updated {
+                item_id,
                 kind,
                 delta,
             } => {
@@ -398,6 +429,7 @@ impl Translator {
         out: &mut Vec<SessionUpdate>,
     ) {
         let failed = status != ToolCallStatus::Completed;
+        self.outputs.remove(&id);
         if !self.announced(&id) {
             // Ended without having been shown (blocked before it ran).
             self.calls.insert(id.clone(), acp_status(status));

@@ -31,8 +31,8 @@ pub use options::{
 pub use projection::{DEFAULT_MIN_IMAGE_BYTES, project_all};
 pub use run::STOPPED_BY_HOOK;
 pub use tool::{
-    AgentTool, ExecutionMode, ToolCallContext, ToolError, ToolNature, ToolOutput, ToolRef,
-    ToolUpdates,
+    AgentTool, ExecutionMode, OUTPUT_UPDATE, ToolCallContext, ToolError, ToolNature, ToolOutput,
+    ToolRef, ToolUpdates,
 };
 pub use tools_table::ToolAdditions;
 pub use turn_context::TurnContext;

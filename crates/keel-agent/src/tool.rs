@@ -70,6 +70,9 @@ impl ToolError {
     }
 }
 
+/// The member of a progress update that carries a running call's new output.
+pub const OUTPUT_UPDATE: &str = "output";
+
 /// Progress reporter handed to a running tool. Progress is lossy by design: when the
 /// loop is slow to forward it, the newest updates are dropped instead of queueing without
 /// bound.
@@ -88,6 +91,13 @@ impl ToolUpdates {
     /// Reports progress; returns whether it was accepted.
     pub fn send(&self, update: serde_json::Value) -> bool {
         self.sender.try_send((self.index, update)).is_ok()
+    }
+
+    /// Reports output the running call printed since its last report, which front ends
+    /// show live; returns whether it was accepted (when not, send it again with what
+    /// follows).
+    pub fn output(&self, delta: &str) -> bool {
+        self.send(serde_json::json!({ OUTPUT_UPDATE: delta }))
     }
 }
 

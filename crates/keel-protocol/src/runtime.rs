@@ -104,6 +104,13 @@ pub enum ResponseChunk {
         /// Fragment.
         delta: String,
     },
+    /// A running tool call printed more output (a command's, as it runs).
+    ToolOutput {
+        /// The call.
+        tool_call_id: ToolCallId,
+        /// The new output.
+        delta: String,
+    },
     /// A tool execution changed phase.
     ToolExecution {
         /// The call.

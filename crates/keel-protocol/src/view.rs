@@ -114,7 +114,7 @@ pub enum ItemEvent {
         /// The item.
         item: Item,
     },
-    /// Streamed text was added to a text item.
+    /// Streamed text was added to a text item, or output to a running tool call's.
     Updated {
         /// The item's id.
         item_id: Arc<str>,

@@ -195,6 +195,10 @@ impl TurnView {
                     call.raw_arguments.push_str(&delta);
                 }
             }
+            ResponseChunk::ToolOutput {
+                tool_call_id,
+                delta,
+            } => self.call_output(&tool_call_id, delta, emit),
             ResponseChunk::ToolExecution {
                 tool_call_id,
                 tool_name,
@@ -365,6 +369,29 @@ impl TurnView {
         call.arguments = Some(arguments);
         self.calls.insert(call_id.clone(), call);
         self.start_call(call_id, tool_name, emit);
+    }
+
+    /// A running call printed `delta`: its item gets it, until the call ends.
+    pub fn call_output(
+        &mut self,
+        call_id: &ToolCallId,
+        delta: String,
+        emit: &mut dyn FnMut(SessionEventBody),
+    ) {
+        let Some(call) = self.calls.get(call_id) else {
+            return;
+        };
+        let Some(item_id) = call.item_id.clone().filter(|_| !call.ended()) else {
+            return;
+        };
+        if delta.is_empty() {
+            return;
+        }
+        emit(self.item_event(ItemEvent::Updated {
+            item_id,
+            kind: ItemKind::ToolCall,
+            delta,
+        }));
     }
 
     /// A call the host runs itself ended with `result`.

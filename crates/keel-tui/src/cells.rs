@@ -20,7 +20,7 @@ pub const PREVIEW_DIFF_LINES: usize = 24;
 /// Reasoning lines shown collapsed.
 pub const PREVIEW_REASONING_LINES: usize = 3;
 
-const DIM: Style = Style::new().fg(Color::DarkGray);
+pub(crate) const DIM: Style = Style::new().fg(Color::DarkGray);
 const BULLET: &str = "● ";
 
 /// How a notice looks.

@@ -103,7 +103,7 @@ pub fn panel_within(
             bottom.extend(rows);
             cursor = Some((start + row, col));
             if popup.is_none()
-                && let Some(hint) = shell_hint(&app.composer.text())
+                && let Some(hint) = shell_hint(app.composer.text())
             {
                 bottom.push(Line::styled(clip_line(hint, width), DIM));
             }
@@ -145,7 +145,9 @@ fn shell_hint(text: &str) -> Option<&'static str> {
     if text.starts_with("!!") {
         Some("  !! runs this in the shell; the output stays out of the conversation")
     } else if text.starts_with('!') {
-        Some("  ! runs this in the shell (sandboxed); the output joins the conversation · !! keeps it out")
+        Some(
+            "  ! runs this in the shell (sandboxed); the output joins the conversation · !! keeps it out",
+        )
     } else {
         None
     }

@@ -125,6 +125,31 @@ impl EventBridge {
             }
             AgentEvent::ToolExecutionUpdate {
                 tool_call_id,
+                update,
+                ..
+            } if update
+                .get(crate::tool::OUTPUT_UPDATE)
+                .is_some_and(serde_json::Value::is_string) =>
+            {
+                let delta = match update {
+                    serde_json::Value::Object(mut fields) => {
+                        match fields.remove(crate::tool::OUTPUT_UPDATE) {
+                            Some(serde_json::Value::String(delta)) => delta,
+                            _ => String::new(),
+                        }
+                    }
+                    _ => String::new(),
+                };
+                out.push(RuntimeEventBody::ResponseChunk {
+                    message_id: self.owner(&tool_call_id),
+                    chunk: ResponseChunk::ToolOutput {
+                        tool_call_id,
+                        delta,
+                    },
+                });
+            }
+            AgentEvent::ToolExecutionUpdate {
+                tool_call_id,
                 tool_name,
                 update,
             } => {

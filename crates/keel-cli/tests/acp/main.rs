@@ -384,6 +384,47 @@ async fn a_bang_prompt_runs_in_the_shell_as_a_call_with_no_model_request() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_command_s_output_arrives_as_updates_while_it_runs() {
+    let world = World::new();
+    let server = mock(json!([
+        {"tool_calls": [{"id": "c-1", "name": "bash", "arguments": {"command": "echo tick-$((1)); sleep 1; echo tock-$((2))"}}]},
+        {"text": "done"}
+    ]))
+    .await;
+    let state = Arc::new(EditorState::default());
+    let st = state.clone();
+    let stop = run_once(
+        &world,
+        &server,
+        &["--permission", "full"],
+        capabilities(false),
+        state,
+        "count",
+    )
+    .await;
+    assert_eq!(stop, StopReason::EndTurn);
+    let updates: Vec<serde_json::Value> = st
+        .json()
+        .into_iter()
+        .filter(|u| u["toolCallId"] == "c-1")
+        .collect();
+    let live = updates
+        .iter()
+        .position(|u| u["status"].is_null() && u.to_string().contains("tick-1"))
+        .unwrap_or_else(|| panic!("no live output in {updates:?}"));
+    assert!(
+        !updates[live].to_string().contains("tock-2"),
+        "{}",
+        updates[live]
+    );
+    let ended = updates
+        .iter()
+        .position(|u| u["status"] == "completed")
+        .unwrap();
+    assert!(live < ended, "{updates:?}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn editor_files_are_not_used_when_not_offered() {
     let world = World::new();
     let work = world.work();

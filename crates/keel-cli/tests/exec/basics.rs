@@ -430,3 +430,37 @@ fn a_bang_prompt_runs_in_the_shell_only_with_the_flag() {
         "the model got it\n"
     );
 }
+
+#[test]
+fn stream_json_carries_a_command_s_output_while_it_runs() {
+    let (_dir, output) = exec_script(
+        r#"[{"tool_calls": [{"id": "c1", "name": "bash", "arguments": {"command": "echo tick-$((1)); sleep 0.3; echo tock-$((2))"}}]}, {"text": "done"}]"#,
+        &[
+            "--permission",
+            "full",
+            "--output-format",
+            "stream-json",
+            "count",
+        ],
+    );
+    assert_exit(&output, 0);
+    let events = crate::lines(&output.stdout);
+    let live: Vec<&serde_json::Value> = events
+        .iter()
+        .filter(|e| e["type"] == "item.updated" && e["item"]["type"] == "tool_call")
+        .filter(|e| e["delta"].is_string())
+        .collect();
+    let first = live
+        .first()
+        .unwrap_or_else(|| panic!("no live output in {events:?}"));
+    assert!(
+        first["delta"].as_str().unwrap().contains("tick-1"),
+        "{first}"
+    );
+    let at = |e: &serde_json::Value| events.iter().position(|x| x == e).unwrap();
+    let ended = events
+        .iter()
+        .position(|e| e["type"] == "item.completed" && e["item"]["type"] == "tool_call")
+        .unwrap();
+    assert!(at(first) < ended);
+}

@@ -374,6 +374,23 @@ fn a_bang_command_runs_in_the_shell_with_no_model_request_and_bang_bang_is_not_k
 }
 
 #[test]
+fn a_command_s_output_shows_while_it_runs() {
+    let mock = Mock::new();
+    let server = mock.serve(&serde_json::json!([
+        {"tool_calls": [{"name": "bash", "arguments": {"command": "echo tick-$((1)); sleep 3; echo tock-$((2))"}}]},
+        {"text": "both ticks seen"}
+    ]));
+    let tui = Tui::new();
+    tui.start(&server, &["--permission", "full", "count"]);
+    // The first line is on screen while the command still runs.
+    let screen = tui.wait_for("tick-1");
+    assert!(!screen.contains("tock-2"), "{screen}");
+    assert!(!screen.contains("both ticks seen"), "{screen}");
+    let screen = tui.wait_for("both ticks seen");
+    assert!(screen.contains("tock-2"), "{screen}");
+}
+
+#[test]
 fn continue_resumes_the_latest_session() {
     let mock = Mock::new();
     let server = mock.serve(&serde_json::json!([

@@ -64,6 +64,7 @@ impl Runtime {
             json!({ "command": command }),
             &mut |body| slot.emit(body),
         );
+        slot.hub.drained();
         let arguments = json!({ "command": command, "timeout": SHELL_TIMEOUT_MS });
         let tool = services
             .builtin_tools()
@@ -82,7 +83,7 @@ impl Runtime {
             }
             // Typing the command was the approval.
             (Decision::Allow | Decision::Ask(_), Some(tool)) => {
-                let (updates, _progress) = tokio::sync::mpsc::channel(16);
+                let (updates, mut progress) = tokio::sync::mpsc::channel(16);
                 let context = ToolCallContext {
                     tool_call_id: call_id.clone(),
                     assistant_message_id: MessageId::generate(),
@@ -90,9 +91,26 @@ impl Runtime {
                     cancel: running.cancel.clone(),
                     updates: ToolUpdates::new(0, updates),
                 };
-                tool.execute(arguments, context)
-                    .await
-                    .unwrap_or_else(|error| keel_agent::ToolOutput::error(error.message))
+                let run = tool.execute(arguments, context);
+                tokio::pin!(run);
+                // The output shows as it comes, as a model's command's does.
+                let ended = loop {
+                    tokio::select! {
+                        ended = &mut run => break ended,
+                        Some((_, update)) = progress.recv() => {
+                            if let Some(delta) = update
+                                .get(keel_agent::OUTPUT_UPDATE)
+                                .and_then(serde_json::Value::as_str)
+                            {
+                                view.call_output(&call_id, delta.to_owned(), &mut |body| {
+                                    slot.emit(body);
+                                });
+                                slot.hub.drained();
+                            }
+                        }
+                    }
+                };
+                ended.unwrap_or_else(|error| keel_agent::ToolOutput::error(error.message))
             }
         };
         let exit_code = output

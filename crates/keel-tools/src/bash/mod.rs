@@ -16,6 +16,7 @@ pub mod live;
 mod network;
 pub mod quiet;
 mod restore;
+mod stream;
 
 use std::collections::HashMap;
 use std::io::Write as _;
@@ -534,6 +535,14 @@ fn is_lone_search(command: &str) -> bool {
     }
 }
 
+/// Sleeps until `due`; forever when nothing is due.
+async fn sleep_until_due(due: Option<tokio::time::Instant>) {
+    match due {
+        Some(due) => tokio::time::sleep_until(due).await,
+        None => std::future::pending().await,
+    }
+}
+
 /// How long a finished command waits for the front end to show its live view, so the
 /// view never arrives after the call's end.
 const LIVE_SHOW_WAIT: Duration = Duration::from_secs(3);
@@ -597,6 +606,7 @@ impl AgentTool for Bash {
             .as_ref()
             .map_or_else(tokio_util::sync::CancellationToken::new, |l| l.killed());
         let mut collected = Collected::new(self.env.artifact_dir().to_path_buf(), self.env.output);
+        let mut stream = stream::Stream::new(context.updates.clone());
         let mut buf = vec![0u8; 32 * 1024];
         let deadline = tokio::time::sleep(timeout);
         tokio::pin!(deadline);
@@ -611,6 +621,7 @@ impl AgentTool for Bash {
                     Ok(0) | Err(_) => eof = true,
                     Ok(n) => {
                         collected.push(&buf[..n]);
+                        stream.push(&buf[..n]);
                         if let Some(live) = &live {
                             live.output(&buf[..n]);
                         }
@@ -625,6 +636,7 @@ impl AgentTool for Bash {
                     Some(code) => break Ended::Exited(code),
                     None => break Ended::TimedOut,
                 },
+                () = sleep_until_due(stream.due()) => stream.flush(),
                 () = context.cancel.cancelled() => break Ended::Aborted,
                 // The user stopped it from the editor's terminal.
                 () = stopped.cancelled() => break Ended::Aborted,

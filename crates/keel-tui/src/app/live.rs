@@ -40,6 +40,9 @@ pub enum LiveItem {
         cell: ToolCell,
         /// When it started running (`None` while it waits).
         started: Option<Instant>,
+        /// The newest output it printed while running (a command's), at most
+        /// [`LIVE_OUTPUT_BYTES`].
+        output: String,
     },
     /// An item that ended while an item before it is still open: it waits, finished, so
     /// the transcript keeps the order items started in.
@@ -60,6 +63,48 @@ impl LiveItem {
             | LiveItem::Done { id, .. } => id,
         }
     }
+}
+
+/// The most output a running call keeps for its live lines.
+const LIVE_OUTPUT_BYTES: usize = 16 * 1024;
+
+/// How many of a running call's last output lines show under it.
+const LIVE_OUTPUT_LINES: usize = 5;
+
+/// Adds `delta` to `output`, keeping only its newest [`LIVE_OUTPUT_BYTES`].
+fn keep_tail(output: &mut String, delta: &str) {
+    output.push_str(delta);
+    if output.len() > LIVE_OUTPUT_BYTES {
+        let mut cut = output.len() - LIVE_OUTPUT_BYTES;
+        while !output.is_char_boundary(cut) {
+            cut += 1;
+        }
+        output.drain(..cut);
+    }
+}
+
+/// The last lines a running call printed, dimmed under its header: shown as text, never
+/// acted on by the terminal, one row each, so the live area keeps its height.
+fn output_tail(output: &str, width: usize) -> Vec<Line<'static>> {
+    let text = output.trim_end_matches(['\n', '\r']);
+    if text.is_empty() {
+        return Vec::new();
+    }
+    let lines: Vec<&str> = text.lines().collect();
+    let start = lines.len().saturating_sub(LIVE_OUTPUT_LINES);
+    let room = width.saturating_sub(4);
+    lines[start..]
+        .iter()
+        .enumerate()
+        .map(|(i, line)| {
+            // A progress bar redraws its line with carriage returns: its last state shows.
+            let line = line.rsplit('\r').next().unwrap_or(line);
+            let shown =
+                crate::wrap::truncate(&crate::visible::visible(line).replace('\t', "    "), room);
+            let lead = if i == 0 { "  ⎿ " } else { "    " };
+            Line::styled(format!("{lead}{shown}"), crate::cells::DIM)
+        })
+        .collect()
 }
 
 /// The running turn's state.
@@ -116,8 +161,14 @@ impl Live {
                 LiveItem::Reasoning { text, .. } => {
                     out.extend(reasoning_lines(text, width, expanded));
                 }
-                LiveItem::Tool { cell, started, .. } => {
+                LiveItem::Tool {
+                    cell,
+                    started,
+                    output,
+                    ..
+                } => {
                     out.extend(cell.lines(width, expanded, started.map(|s| s.elapsed())));
+                    out.extend(output_tail(output, width));
                 }
                 LiveItem::Done { cell, .. } => out.extend(cell.lines(width, expanded)),
             }
@@ -308,6 +359,7 @@ impl App {
                             elapsed: None,
                         },
                         started: (status != ToolCallStatus::Pending).then(Instant::now),
+                        output: String::new(),
                     });
                 }
                 _ => {}
@@ -339,7 +391,8 @@ impl App {
                             }
                         }
                         LiveItem::Reasoning { text, .. } => text.push_str(&delta),
-                        LiveItem::Tool { .. } | LiveItem::Done { .. } => {}
+                        LiveItem::Tool { output, .. } => keep_tail(output, &delta),
+                        LiveItem::Done { .. } => {}
                     }
                 }
                 self.push_lines(committed);
