@@ -7,6 +7,7 @@
 #   idle CPU         CPU seconds used over 10 s with nothing happening
 #   streaming CPU    CPU used while an answer streams at about 1,000 tokens/s for 10 s
 #   peak RSS         VmHWM after resuming a session of 1,000 messages
+#   flood keystroke  send-keys → screen while a command prints 10 MB live
 # Usage: bench/tui/run.sh [path/to/keel]   (default: the release build)
 #        CODEX=path/to/codex bench/tui/run.sh   also measures Codex's TUI the same way (first
 #        frame, idle CPU, RSS at rest), against a provider it never reaches: nothing is sent.
@@ -103,7 +104,34 @@ sleep 1
 echo "keel at rest: $(awk '/VmHWM/ {print $2, $3}' /proc/$(pid_of)/status) peak RSS after resuming"
 $T kill-server; sleep 0.2
 
-# 6. Codex's TUI, measured the same way.
+# 6. Keystroke to frame while a command prints 10 MB (in 100 bursts of 100 KiB lines over
+#    about 5 s), drawn live under its call: input must not stall behind the output.
+python3 - "$WORK/flood.json" <<'PY'
+import json, sys
+command = "for i in $(seq 1 100); do head -c 102400 /dev/zero | tr '\\0' x | fold -w 99; sleep 0.05; done; echo flood-done"
+json.dump([{"tool_calls": [{"id": "f1", "name": "bash", "arguments": {"command": command}}]},
+           {"text": "flooded"}], open(sys.argv[1], "w"))
+PY
+$T new-session -d -s b -x 120 -y 40 "cd $WORK && exec $KEEL --permission full --mock-script $WORK/flood.json 2>>$WORK/err"
+wait_screen "workspace-write" 5000
+PID=$(pid_of)
+$T send-keys -t b "go" Enter
+wait_screen "xxxxxxxx" 10000
+before=$(cpu_ticks "$PID"); start_all=$(now_ms)
+keys=(); typed=""
+for c in q w e r t y u i o p; do
+  start=$(now_ms)
+  $T send-keys -t b "$c"
+  wait_screen "› $typed$c" 3000
+  keys+=($(( $(now_ms) - start )))
+  typed="$typed$c"
+done
+wait_screen "flooded" 60000
+after=$(cpu_ticks "$PID")
+echo "keystroke ms while 10 MB prints: $(printf '%s\n' "${keys[@]}" | sort -n | awk '{a[NR]=$1} END {print "median", a[int((NR+1)/2)], "max", a[NR]}'); keel CPU $(( (after - before) * 10 )) ms over $(( $(now_ms) - start_all )) ms"
+$T kill-server; sleep 0.2
+
+# 7. Codex's TUI, measured the same way.
 if [ -n "${CODEX:-}" ]; then
   mkdir -p "$WORK/codex-home" "$WORK/codex-work"
   cat > "$WORK/codex-home/config.toml" <<TOML

@@ -70,7 +70,7 @@ pub fn title(tool: &str, arguments: &Value) -> String {
             None => "Fetch a page".into(),
         },
         ("todowrite", _) => "Update the plan".into(),
-        (other, _) => other.to_owned(),
+        (other, _) => keel_runtime::notice::tool_title(other),
     }
 }
 

@@ -99,7 +99,7 @@ impl Translator {
             GoalStatus::Paused | GoalStatus::BudgetLimited => Severity::Warn,
             _ => Severity::Info,
         };
-        Some(self.notice(severity, text))
+        self.notice(severity, text)
     }
 
     /// Starts the cost count from what stored history already cost.
@@ -113,8 +113,18 @@ impl Translator {
         self.mode = Some(mode);
     }
 
-    /// A notice, as the client can show it.
-    pub fn notice(&self, severity: Severity, text: String) -> SessionUpdate {
+    /// A notice, as the client can show it; `None` for news (an info notice) a client
+    /// without notices has no place for.
+    pub fn notice(&self, severity: Severity, text: String) -> Option<SessionUpdate> {
+        if !self.notices && severity == Severity::Info {
+            return None;
+        }
+        Some(self.told(severity, text))
+    }
+
+    /// A notice the user must see whatever the client shows: a `notice` update, else a
+    /// line of the answer marked as keel's (never the model's thinking).
+    pub fn told(&self, severity: Severity, text: String) -> SessionUpdate {
         if self.notices {
             let severity = match severity {
                 Severity::Info => NoticeSeverity::Info,
@@ -123,7 +133,8 @@ impl Translator {
             };
             SessionUpdate::Notice(Notice::new(severity, text))
         } else {
-            SessionUpdate::AgentThoughtChunk(chunk(format!("\n[keel] {text}\n")))
+            // Never as the model's thinking: said in the answer, marked as keel's.
+            SessionUpdate::AgentMessageChunk(chunk(format!("\n\n> keel: {text}\n\n")))
         }
     }
 
@@ -148,7 +159,8 @@ impl Translator {
                 delay_ms,
                 failure,
                 ..
-            } => out.push(self.notice(
+            // A retry is news of the moment: it has no place in the answer.
+            } if self.notices => out.extend(self.notice(
                 Severity::Warn,
                 notice::retry(&failure.message, *attempt, *max_retries, *delay_ms),
             )),
@@ -160,18 +172,19 @@ impl Translator {
                     "\n\n{}\n",
                     plan.text.trim_end()
                 ))));
-                out.push(self.notice(Severity::Info, notice::PLAN_READY.to_owned()));
+                out.push(self.told(Severity::Info, notice::PLAN_READY.to_owned()));
             }
             SessionEventBody::Extension {
                 notice: Some(notice),
                 ..
-            } => out.push(self.notice(notice.level, notice.text.clone())),
+            } => out.extend(self.notice(notice.level, notice.text.clone())),
             SessionEventBody::Task { task } => {
                 if let Some((severity, text)) = self.tasks.changed(task) {
-                    out.push(self.notice(severity, text));
+                    // A task outlives the prompt that started it: always told.
+                    out.push(self.told(severity, text));
                 }
             }
-            SessionEventBody::Failure { failure, .. } => out.push(self.notice(
+            SessionEventBody::Failure { failure, .. } => out.push(self.told(
                 Severity::Error,
                 format!("{} ({})", failure.message, failure.code),
             )),
@@ -670,7 +683,7 @@ mod tests {
     }
 
     #[test]
-    fn todos_make_a_plan_and_notices_fall_back_to_thoughts() {
+    fn todos_make_a_plan_and_notices_never_pass_for_thinking() {
         let mut t = Translator::new("/w".into(), false);
         let done = t.apply(&item_event(ItemEvent::Completed {
             item: Item {
@@ -695,8 +708,8 @@ mod tests {
         });
         assert_eq!(
             notice,
-            vec![SessionUpdate::AgentThoughtChunk(chunk(
-                "\n[keel] runaway guard: repeated action\n"
+            vec![SessionUpdate::AgentMessageChunk(chunk(
+                "\n\n> keel: runaway guard: repeated action\n\n"
             ))]
         );
     }
@@ -734,17 +747,13 @@ mod tests {
                 },
             };
         use keel_protocol::GoalStatus::{Active, Paused};
-        assert_eq!(
-            t.apply(&goal(Active, None)),
-            vec![SessionUpdate::AgentThoughtChunk(chunk(
-                "\n[keel] goal active: ship it · 1.0k tokens · turn 1\n"
-            ))]
-        );
+        // News (a goal at work) has no place in a client without notices; a pause does.
+        assert_eq!(t.apply(&goal(Active, None)), vec![]);
         assert_eq!(t.apply(&goal(Active, None)), vec![]);
         assert_eq!(
             t.apply(&goal(Paused, Some("3 identical replies"))),
-            vec![SessionUpdate::AgentThoughtChunk(chunk(
-                "\n[keel] goal paused: ship it · 1.0k tokens · turn 1 — 3 identical replies\n"
+            vec![SessionUpdate::AgentMessageChunk(chunk(
+                "\n\n> keel: goal paused: ship it · 1.0k tokens · turn 1 — 3 identical replies\n\n"
             ))]
         );
     }

@@ -74,10 +74,7 @@ pub async fn run(args: FeedbackArgs) -> anyhow::Result<()> {
             .context("cannot write to standard output")?;
     }
     if let Some(path) = &args.output {
-        let mut value = serde_json::to_value(&bundle)?;
-        keel_tools::redact::redact_json(&mut value, &secrets);
-        let json = serde_json::to_vec_pretty(&value)?;
-        write_private(path, &json)
+        keel_extensions::feedback::write(&bundle, path)
             .with_context(|| format!("cannot write the bundle to {}", path.display()))?;
         eprintln!(
             "keel: wrote the feedback bundle to {} ({} sessions)",
@@ -86,18 +83,4 @@ pub async fn run(args: FeedbackArgs) -> anyhow::Result<()> {
         );
     }
     Ok(())
-}
-
-/// Writes `bytes` to `path`, created 0600, never through a link.
-fn write_private(path: &std::path::Path, bytes: &[u8]) -> std::io::Result<()> {
-    use std::os::unix::fs::OpenOptionsExt as _;
-    let mut file = std::fs::OpenOptions::new()
-        .write(true)
-        .create(true)
-        .truncate(true)
-        .mode(0o600)
-        .custom_flags(libc::O_NOFOLLOW)
-        .open(path)?;
-    file.write_all(bytes)?;
-    file.sync_all()
 }

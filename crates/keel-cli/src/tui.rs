@@ -223,6 +223,7 @@ pub fn run(args: TuiArgs, pick_session: bool) -> anyhow::Result<ExitCode> {
     let durable = prepared.settings().loaded.config.durable.unwrap_or(false);
     let info = keel_tui::Info {
         thinking: args.flags.thinking,
+        notifications: prepared.settings().loaded.config.tui.notifications,
         cwd,
         model: prepared.model_name().to_owned(),
         mode: prepared.mode(),

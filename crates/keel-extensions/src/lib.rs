@@ -55,6 +55,7 @@ pub fn catalog() -> Vec<ProfileEntry> {
         ProfileEntry::on(Arc::new(plan::PlanMode)),
         ProfileEntry::on(Arc::new(keel_mcp::McpExtension::default())),
         ProfileEntry::on(Arc::new(tasks::TasksExtension)),
+        ProfileEntry::on(Arc::new(feedback::FeedbackCommand)),
     ]
 }
 

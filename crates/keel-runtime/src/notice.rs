@@ -260,6 +260,20 @@ pub fn describe(extension: &str, kind: &str, details: &Value) -> Option<(Severit
     })
 }
 
+/// A tool's name as people read it: an MCP server's tool (`mcp__server__tool`) as
+/// "server · tool", any other by its own name.
+pub fn tool_title(name: &str) -> String {
+    match name
+        .strip_prefix("mcp__")
+        .and_then(|rest| rest.split_once("__"))
+    {
+        Some((server, tool)) if !server.is_empty() && !tool.is_empty() => {
+            format!("{server} · {tool}")
+        }
+        _ => name.to_owned(),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     #![allow(clippy::unwrap_used)]

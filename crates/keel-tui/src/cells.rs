@@ -120,7 +120,7 @@ impl ToolCell {
                     Value::Object(map) if map.is_empty() => String::new(),
                     other => other.to_string(),
                 };
-                return (other.to_owned(), text);
+                return (keel_runtime::notice::tool_title(other), text);
             }
         };
         (verb.to_owned(), target)

@@ -15,6 +15,7 @@ pub mod keys;
 pub mod markdown;
 pub mod notices;
 pub mod outside;
+pub mod prompts;
 pub mod render;
 mod signal;
 pub mod slash;

@@ -105,3 +105,31 @@ pub fn write_file(path: &Path, text: &str) -> Result<(), OutsideError> {
         source,
     })
 }
+
+/// The bytes that tell the user keel needs them: OSC 9 (a desktop notification in
+/// iTerm2, WezTerm, Ghostty, kitty and others) or the bell. The text is keel's own words
+/// with controls removed, so it cannot end the sequence early.
+pub fn notification(how: keel_runtime::settings::extend::Notifications, text: &str) -> Vec<u8> {
+    use keel_runtime::settings::extend::Notifications;
+    let osc9 = match how {
+        Notifications::Off => return Vec::new(),
+        Notifications::Bell => false,
+        Notifications::Osc9 => true,
+        Notifications::Auto => shows_osc9(),
+    };
+    if !osc9 {
+        return b"\x07".to_vec();
+    }
+    let clean: String = text.chars().filter(|c| !c.is_control()).take(200).collect();
+    format!("\x1b]9;{clean}\x07").into_bytes()
+}
+
+/// Whether the terminal is one known to show OSC 9 as a notification (others may print
+/// it or ignore it: they get the bell).
+fn shows_osc9() -> bool {
+    let program = std::env::var("TERM_PROGRAM").unwrap_or_default();
+    let term = std::env::var("TERM").unwrap_or_default();
+    matches!(program.as_str(), "iTerm.app" | "WezTerm" | "ghostty")
+        || term.contains("kitty")
+        || term.contains("ghostty")
+}

@@ -112,7 +112,7 @@ pub fn panel_within(
             }
         }
     }
-    bottom.push(footer(app, width));
+    bottom.extend(footer(app, width));
     let mut lines = top;
     let offset = lines.len() as u16;
     lines.extend(bottom);
@@ -158,31 +158,37 @@ fn clip_line(text: &str, width: usize) -> String {
     text.chars().take(width).collect()
 }
 
-fn footer(app: &App, width: usize) -> Line<'static> {
+/// The footer's fields on as many rows as they need: a field that does not fit the rest
+/// of a row starts the next, so the cost is never cut off.
+fn footer(app: &App, width: usize) -> Vec<Line<'static>> {
     // The modes that change what may happen stand out.
     let mode_style = match app.info.mode {
         PermissionMode::Full => Style::new().fg(Color::Red).add_modifier(Modifier::BOLD),
         PermissionMode::Plan => Style::new().fg(Color::Blue).add_modifier(Modifier::BOLD),
         _ => DIM,
     };
-    let mut spans = Vec::new();
-    let mut room = width;
+    let mut rows: Vec<Line<'static>> = Vec::new();
+    let mut spans: Vec<Span<'static>> = Vec::new();
+    let mut used = 0;
     for (i, part) in app.footer().into_iter().enumerate() {
-        let (sep, sep_width) = if i == 0 { ("", 0) } else { (" · ", 3) };
-        if room <= sep_width + 1 {
-            if room > 0 {
-                spans.push(Span::styled("…", DIM));
-            }
-            break;
+        let shown = truncate(&part, width);
+        let part_width = unicode_width::UnicodeWidthStr::width(shown.as_str());
+        if !spans.is_empty() && used + 3 + part_width > width {
+            rows.push(Line::from(std::mem::take(&mut spans)));
+            used = 0;
         }
-        spans.push(Span::styled(sep, DIM));
-        room -= sep_width;
-        let shown = truncate(&part, room);
-        room = room.saturating_sub(unicode_width::UnicodeWidthStr::width(shown.as_str()));
+        if !spans.is_empty() {
+            spans.push(Span::styled(" · ", DIM));
+            used += 3;
+        }
+        used += part_width;
         // The footer's second part is the permission mode.
         spans.push(Span::styled(shown, if i == 1 { mode_style } else { DIM }));
     }
-    Line::from(spans)
+    if !spans.is_empty() {
+        rows.push(Line::from(spans));
+    }
+    rows
 }
 
 fn popup_lines(app: &App, popup: &Popup, width: usize) -> Vec<Line<'static>> {
@@ -334,13 +340,7 @@ const QUESTION_LINES: usize = 12;
 
 /// `mcp__server__tool` as "server · tool"; other tools by their name.
 fn tool_title(tool: &str) -> String {
-    match tool
-        .strip_prefix("mcp__")
-        .and_then(|rest| rest.split_once("__"))
-    {
-        Some((server, name)) => format!("{server} · {name}"),
-        None => tool.to_owned(),
-    }
+    keel_runtime::notice::tool_title(tool)
 }
 
 /// What the question shows of the call: a command whole, an MCP tool's arguments whole

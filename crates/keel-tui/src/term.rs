@@ -98,6 +98,7 @@ pub fn restore() {
     let _ = crossterm::execute!(
         out,
         DisableBracketedPaste,
+        crossterm::event::DisableFocusChange,
         LeaveAlternateScreen,
         crossterm::cursor::Show
     );
@@ -107,7 +108,11 @@ pub fn restore() {
 fn enter(fullscreen: bool) -> std::io::Result<()> {
     enable_raw_mode()?;
     let mut out = std::io::stdout();
-    crossterm::execute!(out, EnableBracketedPaste)?;
+    crossterm::execute!(
+        out,
+        EnableBracketedPaste,
+        crossterm::event::EnableFocusChange
+    )?;
     if fullscreen {
         crossterm::execute!(out, EnterAlternateScreen)?;
     }
@@ -376,6 +381,21 @@ impl Loop {
                     std::thread::spawn(move || {
                         let _ = tx.send(UiEvent::GitDiff(crate::outside::git_diff(&cwd)));
                     });
+                }
+                Effect::Notify(text) => {
+                    let mut out = std::io::stdout();
+                    out.write_all(&crate::outside::notification(
+                        self.app.info.notifications,
+                        &text,
+                    ))?;
+                    out.flush()?;
+                }
+                Effect::Remember(text) => {
+                    if let Some(home) = &self.app.info.keel_home
+                        && let Err(error) = crate::prompts::append(home, &self.app.info.cwd, &text)
+                    {
+                        tracing::warn!(%error, "cannot keep the prompt in the history file");
+                    }
                 }
                 Effect::Write(path, text) => {
                     let result = crate::outside::write_file(&path, &text).map(|()| path.clone());

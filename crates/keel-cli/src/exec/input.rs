@@ -98,6 +98,41 @@ pub fn working_folder(flag: Option<&Path>) -> anyhow::Result<PathBuf> {
     }
 }
 
+/// The largest image `--image` sends.
+const MAX_IMAGE_BYTES: u64 = 20 * 1024 * 1024;
+
+/// `--image FILE`: a PNG, JPEG, GIF or WebP file (known by its bytes, not its name) of at
+/// most 20 MiB, sent with the prompt.
+pub fn read_image(path: &Path) -> anyhow::Result<keel_protocol::ImageBlock> {
+    let meta = match std::fs::metadata(path) {
+        Ok(meta) if meta.is_file() => meta,
+        Ok(_) => bail!("--image {} is not a file", path.display()),
+        Err(error) if error.kind() == std::io::ErrorKind::NotFound => {
+            bail!("--image {}: no such file", path.display())
+        }
+        Err(error) => bail!("--image {}: {error}", path.display()),
+    };
+    if meta.len() > MAX_IMAGE_BYTES {
+        bail!(
+            "--image {} is {} MiB, more than the 20 MiB keel sends",
+            path.display(),
+            meta.len() / (1024 * 1024)
+        );
+    }
+    let data =
+        std::fs::read(path).map_err(|error| anyhow!("--image {}: {error}", path.display()))?;
+    let Some(mime_type) = keel_protocol::image_type(&data) else {
+        bail!(
+            "--image {} is not a PNG, JPEG, GIF or WebP image",
+            path.display()
+        );
+    };
+    Ok(keel_protocol::ImageBlock {
+        data,
+        mime_type: mime_type.to_owned(),
+    })
+}
+
 /// `--config FILE` must name a readable file; what is in it is the configuration's business
 /// (exit 3), a path that leads nowhere is the flag's (exit 2).
 pub fn check_config_file(path: &Path) -> anyhow::Result<()> {

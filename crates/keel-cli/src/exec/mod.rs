@@ -123,6 +123,10 @@ pub struct ExecArgs {
     /// Resume the latest session of the working folder.
     #[arg(long = "continue")]
     continue_latest: bool,
+    /// Send this image (PNG, JPEG, GIF or WebP) with the prompt; repeat for more. The model
+    /// must take images.
+    #[arg(long = "image", value_name = "FILE", conflicts_with = "goal")]
+    images: Vec<PathBuf>,
     /// A prompt starting with `!` runs as a command in the session's shell (under the
     /// sandbox and the permission rules) instead of going to the model; `!!` runs it without
     /// keeping it in the session. Off by default: piped input may come from anyone.
@@ -192,6 +196,11 @@ pub async fn run(args: ExecArgs) -> anyhow::Result<ExitCode> {
         eprintln!("keel: warning: {warning}");
     }
     let schema = load_schema(&args)?;
+    let images = args
+        .images
+        .iter()
+        .map(|path| input::read_image(path))
+        .collect::<anyhow::Result<Vec<_>>>()?;
     let prompt = match &args.goal {
         Some(goal) => input::check_goal(goal)?,
         None => input::read_prompt(args.prompt.as_deref()).await?,
@@ -308,7 +317,7 @@ pub async fn run(args: ExecArgs) -> anyhow::Result<ExitCode> {
             .request(ops::Submit {
                 session_id: session_id.clone(),
                 text: prompt,
-                images: Vec::new(),
+                images,
                 source: TurnSource::Api,
                 output_schema: schema,
                 time_budget_ms: args

@@ -41,10 +41,12 @@ async fn a_background_task_is_told_as_it_starts_and_ends_and_its_notice_turn_str
         Ok(())
     })
     .await;
-    let thoughts = state.thought_text();
+    // Told in the answer as keel's lines (this editor shows no notices), never as thinking.
+    assert!(!state.thought_text().contains("task-"));
+    let thoughts = state.message_text();
     let told: Vec<&str> = thoughts
         .lines()
-        .filter_map(|l| l.strip_prefix("[keel] ⧉ task-"))
+        .filter_map(|l| l.strip_prefix("> keel: ⧉ task-"))
         .map(|l| l.split_once(' ').unwrap().1)
         .collect();
     assert_eq!(

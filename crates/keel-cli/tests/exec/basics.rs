@@ -464,3 +464,41 @@ fn stream_json_carries_a_command_s_output_while_it_runs() {
         .unwrap();
     assert!(at(first) < ended);
 }
+
+#[test]
+fn an_image_goes_with_the_prompt_and_a_file_that_is_none_is_refused() {
+    let dir = temp_dir("image");
+    let png = dir.path().join("shot.png");
+    let mut bytes = b"\x89PNG\r\n\x1a\n".to_vec();
+    bytes.resize(64, 7);
+    std::fs::write(&png, &bytes).unwrap();
+    let fake = dir.path().join("fake.png");
+    std::fs::write(&fake, "<svg/>").unwrap();
+    let mock = Mock::new();
+    let server = mock.serve(r#"[{"text": "a tiny image"}]"#);
+    let run = |image: &std::path::Path| {
+        keel()
+            .args([
+                "exec",
+                "--model",
+                "anthropic/claude-sonnet-4-5",
+                "--base-url",
+            ])
+            .arg(server.url())
+            .arg("--image")
+            .arg(image)
+            .arg("what is this?")
+            .env("ANTHROPIC_API_KEY", "test-key")
+            .output()
+            .unwrap()
+    };
+    let refused = run(&fake);
+    assert_eq!(refused.status.code(), Some(2));
+    let stderr = String::from_utf8(refused.stderr).unwrap();
+    assert!(stderr.contains("not a PNG, JPEG, GIF or WebP"), "{stderr}");
+    assert!(server.requests().is_empty());
+    let output = run(&png);
+    assert_exit(&output, 0);
+    let body = server.requests()[0].body.to_string();
+    assert!(body.contains("image/png"), "{body}");
+}

@@ -391,6 +391,23 @@ fn a_command_s_output_shows_while_it_runs() {
 }
 
 #[test]
+fn sent_prompts_come_back_with_up_in_a_later_session_of_the_folder() {
+    let mock = Mock::new();
+    let server = mock.serve(&serde_json::json!([{"text": "noted"}]));
+    let tui = Tui::new();
+    tui.start(&server, &["remember the tabs fix"]);
+    tui.wait_for("noted");
+    tui.keys(&["C-d"]);
+    tui.wait_for("KEEL-EXITED-0");
+    let _ = tui.tmux().arg("kill-server").status();
+    // A new session of the same folder: Up recalls the earlier prompt.
+    tui.start(&server, &[]);
+    tui.wait_for("ask keel to do something");
+    tui.keys(&["Up"]);
+    tui.wait_for("› remember the tabs fix");
+}
+
+#[test]
 fn continue_resumes_the_latest_session() {
     let mock = Mock::new();
     let server = mock.serve(&serde_json::json!([

@@ -84,6 +84,9 @@ pub struct Config {
     /// `keel acp`: bounds on what an editor may send.
     #[serde(default)]
     pub acp: super::extend::AcpConfig,
+    /// The interactive front end (`tui: {notifications: auto|bell|osc9|off}`).
+    #[serde(default)]
+    pub tui: super::extend::TuiConfig,
 }
 
 /// `extensions: {enabled: [...], disabled: [...]}`.
@@ -410,14 +413,22 @@ fn tighten(config: &mut Config, project: Config, keys: &[String]) -> Vec<String>
 }
 
 impl Loaded {
-    /// Every model the registry knows, the configured providers included, as
-    /// provider/model, sorted (empty when the providers do not load).
+    /// Every model the registry knows whose provider has its key in the environment (or
+    /// needs none), the configured providers included, as provider/model, sorted (empty
+    /// when the providers do not load).
     pub fn model_names(&self) -> Vec<String> {
         let Ok(registry) = self.registry() else {
             return Vec::new();
         };
+        // A model whose provider has no key here cannot answer: it is not offered.
+        let keyed = |p: &keel_llm::registry::Provider| {
+            p.api_key_env
+                .as_deref()
+                .is_none_or(|name| std::env::var_os(name).is_some_and(|v| !v.is_empty()))
+        };
         let mut names: Vec<String> = registry
             .providers()
+            .filter(|(_, p)| keyed(p))
             .flat_map(|(provider, p)| p.models.keys().map(move |m| format!("{provider}/{m}")))
             .collect();
         names.sort();

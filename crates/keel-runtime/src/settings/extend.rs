@@ -223,6 +223,32 @@ impl GoalsConfig {
     }
 }
 
+/// `tui:`: the interactive front end's choices.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct TuiConfig {
+    /// How the terminal is told that a turn ended or waits for an answer while it is not
+    /// in focus.
+    #[serde(default)]
+    pub notifications: Notifications,
+}
+
+/// `tui.notifications`: how a terminal out of focus hears that keel needs the user.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Notifications {
+    /// A desktop notification (OSC 9) where the terminal is known to show one, else the
+    /// bell.
+    #[default]
+    Auto,
+    /// The bell.
+    Bell,
+    /// A desktop notification (OSC 9), whatever the terminal.
+    Osc9,
+    /// Nothing.
+    Off,
+}
+
 /// `acp:`: bounds on what an editor may send.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
 #[serde(deny_unknown_fields)]

@@ -5,6 +5,7 @@
 
 mod history;
 mod host;
+mod mentions;
 mod reminders;
 mod report;
 mod running;
@@ -323,6 +324,11 @@ impl Runtime {
             Start::Input(text, _) => Some(text.clone()),
             Start::Queue | Start::Shell(..) => None,
         };
+        // Files the typed prompt names with `@` go with it.
+        let attached = match (&start, &scope.host) {
+            (Start::Input(text, _), Some(services)) => mentions::attachments(services, text).await,
+            _ => Vec::new(),
+        };
         let mut caps = self.inner.registry.assemble_turn(&scope)?;
         // A task's child gets no more than its role allows.
         if let Some(profile) = &slot.profile {
@@ -390,6 +396,7 @@ impl Runtime {
             .chain(reminders.blocks)
             .chain(Some(reminders.host_block).filter(|block| !block.is_empty()))
             .chain(unread_tasks)
+            .chain(attached)
             .collect();
         if !extra.is_empty() {
             // Extension prefixes and reminders come first, in a hidden message of the same

@@ -8,6 +8,7 @@ mod events;
 mod harness;
 mod history_ops;
 mod ingress;
+mod mentions;
 mod permissions;
 mod queries;
 mod quiet;

@@ -207,7 +207,14 @@ impl App {
                     ));
                 }
             }
-            "status" => self.status(),
+            // The session's record as it stands now, not as it was opened.
+            "status" => match session_id.clone() {
+                Some(session_id) => effects.push(Effect::Call(
+                    Tag::Status,
+                    Op::GetSession(ops::GetSession { session_id }),
+                )),
+                None => self.status(),
+            },
             "usage" => {
                 let u = &self.usage;
                 let lines = vec![
@@ -382,10 +389,7 @@ impl App {
 
     /// A command's prompt as the user's message of a starting turn.
     fn show_prompt(&mut self, typed: &str) {
-        self.history_at = None;
-        if self.history.last().map(String::as_str) != Some(typed) {
-            self.history.push(typed.to_owned());
-        }
+        self.sent(typed);
         self.push(Cell::User(typed.to_owned()));
         if !self.live.running() {
             self.live.begin(Some(typed.to_owned()));
@@ -658,6 +662,7 @@ impl App {
                     effects.extend(self.list_tasks(false));
                 }
                 if let Some(text) = self.initial_prompt.take() {
+                    self.sent(&text);
                     self.start_turn(text, effects);
                 }
             }
@@ -733,6 +738,12 @@ impl App {
                 effects.push(Effect::Write(path, export.text));
             }
             (Tag::Context, Reply::ContextReport(report)) => self.context_report(&report),
+            (Tag::Status, Reply::GetSession(record)) => {
+                if self.session.as_ref().is_some_and(|s| s.id == record.id) {
+                    self.session = Some(record);
+                }
+                self.status();
+            }
             _ => {}
         }
     }
@@ -744,7 +755,11 @@ impl App {
             match &entry.message {
                 Message::User(user) => {
                     if let Some(text) = user_text(&entry.message) {
-                        self.history.push(text.clone());
+                        // Up recalls the session's prompts; those the folder's history
+                        // holds already are not repeated.
+                        if !self.history.contains(&text) {
+                            self.history.push(text.clone());
+                        }
                         self.push(Cell::User(text));
                     }
                     if let Some(cell) = shell_cell(user) {

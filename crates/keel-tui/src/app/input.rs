@@ -27,7 +27,18 @@ impl App {
                 self.refresh_popup();
             }
             Event::Resize(width, _) => self.width = width,
+            Event::FocusGained => self.focused = true,
+            Event::FocusLost => self.focused = false,
             _ => {}
+        }
+    }
+
+    /// Tells a terminal out of focus that keel needs the user (`tui.notifications`).
+    pub(super) fn attention(&mut self, text: String, effects: &mut Vec<Effect>) {
+        if !self.focused
+            && self.info.notifications != keel_runtime::settings::extend::Notifications::Off
+        {
+            effects.push(Effect::Notify(text));
         }
     }
 
@@ -179,10 +190,7 @@ impl App {
             return;
         }
         let text = self.composer.take();
-        self.history_at = None;
-        if self.history.last() != Some(&text) {
-            self.history.push(text.clone());
-        }
+        self.sent(&text);
         if let Some(input_id) = self.editing_queued.take() {
             effects.push(Effect::Call(
                 Tag::Plain("cannot edit the queued message"),
@@ -238,10 +246,7 @@ impl App {
             self.notice(Tone::Info, "type a command after `!`, as in `!git status`");
             return;
         }
-        self.history_at = None;
-        if self.history.last() != Some(&typed) {
-            self.history.push(typed.clone());
-        }
+        self.sent(&typed);
         self.push(Cell::User(typed.clone()));
         self.live.begin(None);
         self.live.shell = true;
@@ -253,6 +258,17 @@ impl App {
                 remember,
             }),
         ));
+    }
+
+    /// `text` was sent: Up recalls it, here and in later sessions of the folder.
+    pub(super) fn sent(&mut self, text: &str) {
+        self.history_at = None;
+        if self.history.last().map(String::as_str) != Some(text) {
+            self.history.push(text.to_owned());
+            if self.info.keel_home.is_some() {
+                self.to_remember.push(text.to_owned());
+            }
+        }
     }
 
     /// Shows the message and starts a turn with it.

@@ -202,6 +202,7 @@ impl App {
                 reason: failure.message,
             }),
             SessionEventBody::PermissionRequested { request, .. } => {
+                self.attention(format!("keel asks: {}", request.summary), effects);
                 self.popup = Some(super::Popup::permission(request));
             }
             SessionEventBody::PermissionResolved { request_id, .. } => {
@@ -214,7 +215,10 @@ impl App {
             SessionEventBody::Task { task } => self.task_event(task),
             SessionEventBody::TurnEnded {
                 outcome, failure, ..
-            } => self.turn_ended(outcome, failure, effects),
+            } => {
+                self.attention("keel finished the turn".to_owned(), effects);
+                self.turn_ended(outcome, failure, effects);
+            }
             SessionEventBody::Failure { failure, .. } => {
                 self.notice(
                     Tone::Error,
@@ -238,7 +242,11 @@ impl App {
                 ..
             } => {
                 let used = usage.input + usage.cache_read + usage.cache_write + usage.output;
-                self.context = Some((used, context_window));
+                // A response cut before the provider counted anything (an interrupt) says
+                // nothing of how full the window is.
+                if used > 0 {
+                    self.context = Some((used, context_window));
+                }
                 self.usage += usage;
             }
             SessionEventBody::SessionUpdated {

@@ -58,6 +58,10 @@ pub enum Effect {
     GitDiff,
     /// Write this file; the outcome comes back as a notice.
     Write(PathBuf, String),
+    /// Keep this sent prompt for Up and Ctrl+R in later sessions of the folder.
+    Remember(String),
+    /// Tell the user, out of the terminal's focus, that keel needs them.
+    Notify(String),
 }
 
 /// Which request an operation's reply answers.
@@ -100,6 +104,8 @@ pub enum Tag {
     Export(PathBuf),
     /// History for `/context`.
     Context,
+    /// The session's record for `/status`.
+    Status,
     /// The session's tasks; `open`: show them in the `/tasks` picker.
     Tasks {
         /// Whether the picker opens with them.
@@ -151,6 +157,8 @@ pub struct Info {
     pub warnings: Vec<String>,
     /// The thinking level sessions start with (`None`: the model's own).
     pub thinking: Option<ThinkingLevel>,
+    /// How a terminal out of focus is told keel needs the user.
+    pub notifications: keel_runtime::settings::extend::Notifications,
 }
 
 /// The whole TUI state.
@@ -188,6 +196,10 @@ pub struct App {
     pub history: Vec<String>,
     /// Where Up/Down is in `history`.
     pub history_at: Option<usize>,
+    /// Sent prompts not yet written to the folder's history file.
+    to_remember: Vec<String>,
+    /// Whether the terminal has focus (as far as it reports focus changes).
+    pub focused: bool,
     /// The last todo list the model wrote.
     pub todos: Vec<serde_json::Value>,
     /// The session's goal, while one is set.
@@ -231,6 +243,7 @@ impl App {
     pub fn new(info: Info, width: u16) -> Self {
         let thinking = info.thinking;
         let (keys, warning) = KeyMap::load(info.keel_home.as_deref());
+        let history = crate::prompts::load(info.keel_home.as_deref(), &info.cwd);
         let mut app = Self {
             info,
             session: None,
@@ -246,8 +259,10 @@ impl App {
             untitled: false,
             usage: Usage::default(),
             context: None,
-            history: Vec::new(),
+            history,
             history_at: None,
+            to_remember: Vec::new(),
+            focused: true,
             todos: Vec::new(),
             goal: None,
             catalog: Catalog::default(),
@@ -344,6 +359,7 @@ impl App {
             self.commands_requested = false;
             effects.push(Self::list_commands());
         }
+        effects.extend(self.to_remember.drain(..).map(Effect::Remember));
         effects
     }
 

@@ -24,6 +24,7 @@ pub(super) fn app() -> App {
         keel_home: None,
         warnings: Vec::new(),
         thinking: None,
+        notifications: Default::default(),
     };
     let mut app = App::new(info, 80);
     app.session = Some(keel_runtime::SessionRecord {
@@ -330,4 +331,69 @@ fn picking_a_command_that_needs_arguments_completes_it() {
     let effects = key(&mut app, KeyCode::Enter);
     assert_eq!(effects, Vec::new());
     assert_eq!(app.composer.text(), "/review ");
+}
+
+#[test]
+fn a_bang_line_runs_in_the_shell_and_a_double_bang_is_not_kept() {
+    let mut app = app();
+    let shell = |typed: &str, command: &str, remember: bool| {
+        Effect::Call(
+            Tag::Shell(typed.into()),
+            Op::RunShell(ops::RunShell {
+                session_id: SESSION.into(),
+                command: command.into(),
+                remember,
+            }),
+        )
+    };
+    assert_eq!(
+        enter(&mut app, "!git status"),
+        vec![shell("!git status", "git status", true)]
+    );
+    app.live.finish();
+    assert_eq!(
+        enter(&mut app, "!! ls -a"),
+        vec![shell("!! ls -a", "ls -a", false)]
+    );
+    app.live.finish();
+    // Nothing after the `!`: nothing runs, the line stays to be finished.
+    assert!(enter(&mut app, "!").is_empty());
+    assert_eq!(app.composer.text(), "!");
+    app.composer.clear();
+    // While a turn runs, a command waits for the user, not in a queue.
+    app.live.begin(None);
+    assert!(enter(&mut app, "!make").is_empty());
+    assert_eq!(app.composer.text(), "!make");
+    assert!(matches!(
+        app.transcript.last(),
+        Some(Cell::Notice(Tone::Info, text)) if text.contains("between turns")
+    ));
+}
+
+#[test]
+fn a_terminal_out_of_focus_hears_when_the_turn_ends() {
+    let mut app = app();
+    let ended = || {
+        UiEvent::Session(keel_protocol::SessionEvent {
+            session_id: SESSION.into(),
+            seq: 1,
+            body: keel_protocol::SessionEventBody::TurnEnded {
+                turn_id: "t-1".into(),
+                outcome: keel_protocol::TurnOutcome::Completed,
+                usage: keel_protocol::Usage::default(),
+                failure: None,
+            },
+        })
+    };
+    let notified = |effects: &[Effect]| effects.iter().any(|e| matches!(e, Effect::Notify(_)));
+    app.live.begin(None);
+    assert!(!notified(&app.update(ended())), "in focus: nothing");
+    app.update(UiEvent::Term(Event::FocusLost));
+    app.live.begin(None);
+    assert!(notified(&app.update(ended())));
+    app.info.notifications = keel_runtime::settings::extend::Notifications::Off;
+    app.live.begin(None);
+    assert!(!notified(&app.update(ended())), "switched off");
+    app.update(UiEvent::Term(Event::FocusGained));
+    assert!(app.focused);
 }

@@ -25,6 +25,7 @@ use serde_json::json;
 fn info() -> Info {
     Info {
         thinking: None,
+        notifications: Default::default(),
         cwd: "/work/project".into(),
         model: "anthropic/claude-sonnet-4-5".into(),
         mode: keel_protocol::PermissionMode::Auto,
@@ -456,6 +457,79 @@ fn the_footer_while_a_turn_runs_with_queued_messages() {
     );
     app.info.mode = keel_protocol::PermissionMode::Plan;
     insta::assert_snapshot!(screen(&mut app));
+}
+
+#[test]
+fn a_narrow_footer_wraps_and_keeps_the_cost() {
+    let mut app = app(40);
+    event(
+        &mut app,
+        SessionEventBody::Usage {
+            turn_id: "t-1".into(),
+            usage: keel_protocol::Usage {
+                input: 120_000,
+                output: 3_000,
+                cost: keel_protocol::Cost {
+                    total: 1.25,
+                    ..keel_protocol::Cost::default()
+                },
+                ..keel_protocol::Usage::default()
+            },
+            context_window: 200_000,
+        },
+    );
+    let shown = screen(&mut app);
+    assert!(shown.contains("$1.25"), "{shown}");
+    assert!(shown.lines().all(|l| l.chars().count() <= 40), "{shown}");
+    insta::assert_snapshot!(shown);
+}
+
+#[test]
+fn a_running_command_shows_its_last_lines() {
+    let mut app = app(60);
+    app.live.begin(Some("go".into()));
+    item(
+        &mut app,
+        ItemEvent::Started {
+            item: keel_protocol::Item {
+                id: "item_0".into(),
+                body: keel_protocol::ItemBody::ToolCall {
+                    call_id: "c-1".into(),
+                    tool_name: "bash".into(),
+                    arguments: json!({"command": "cargo test"}),
+                    result: None,
+                    status: ToolCallStatus::InProgress,
+                    details: None,
+                },
+            },
+        },
+    );
+    let output: String = (1..=9).map(|i| format!("line {i}\n")).collect();
+    delta(
+        &mut app,
+        "item_0",
+        keel_protocol::ItemKind::ToolCall,
+        output,
+    );
+    // An escape a command prints is shown, never acted on.
+    delta(
+        &mut app,
+        "item_0",
+        keel_protocol::ItemKind::ToolCall,
+        "\u{1b}[2Jcleared?\n",
+    );
+    // The header's running time depends on the clock.
+    let shown: String = screen(&mut app)
+        .lines()
+        .map(|l| l.split("  (").next().unwrap_or(l))
+        .collect::<Vec<_>>()
+        .join("\n");
+    assert!(!shown.contains("line 4"), "only the last lines: {shown}");
+    assert!(
+        shown.contains("line 9") && shown.contains("␛[2Jcleared?"),
+        "{shown}"
+    );
+    insta::assert_snapshot!(shown);
 }
 
 #[test]

@@ -17,6 +17,31 @@ use keel_protocol::{Message, SessionId, Usage};
 use keel_store::{SessionRecord, Store, StoredEntry, TurnRecord};
 use serde::Serialize;
 
+mod command;
+
+pub use command::FeedbackCommand;
+
+/// Writes `bundle` as JSON to `path`, created 0600 and never through a link, with every
+/// secret this process knows masked (the bundle keeps counts and ids only; what leaves
+/// still goes through redaction, so a secret can never ride out in a name or a code).
+pub fn write(bundle: &Bundle, path: &Path) -> std::io::Result<()> {
+    use std::io::Write as _;
+    use std::os::unix::fs::OpenOptionsExt as _;
+    let secrets = keel_tools::redact::process_secrets();
+    let mut value = serde_json::to_value(bundle).map_err(std::io::Error::other)?;
+    keel_tools::redact::redact_json(&mut value, &secrets);
+    let json = serde_json::to_vec_pretty(&value).map_err(std::io::Error::other)?;
+    let mut file = std::fs::OpenOptions::new()
+        .write(true)
+        .create(true)
+        .truncate(true)
+        .mode(0o600)
+        .custom_flags(libc::O_NOFOLLOW)
+        .open(path)?;
+    file.write_all(&json)?;
+    file.sync_all()
+}
+
 /// What the preview and the bundle say about their content.
 pub const NOTICE: &str = "This bundle holds counts and states only: no message text, no tool \
 arguments or output, no file contents and no file or folder names (files and sessions appear \

@@ -1,0 +1,123 @@
+//! `@path` in a prompt: each file it names goes with the prompt, read by the session's own
+//! `read` tool (so bounded, numbered and refused as the model's reads are), but only where
+//! the gate would let the model read it without asking. A mention the gate would ask about
+//! or refuse stays a mention: the model can still read it, and then it is asked.
+
+use std::sync::Arc;
+
+use keel_agent::{ToolCallContext, ToolUpdates};
+use keel_protocol::{ContentBlock, MessageId, ToolCallId};
+use keel_tools::permission::Decision;
+use serde_json::json;
+
+use crate::services::SessionServices;
+
+/// The most files one prompt attaches.
+const MOST_FILES: usize = 8;
+
+/// The paths a prompt mentions (`@src/main.rs`, `@"a b.txt"`), in order, each once.
+pub(super) fn mentioned(prompt: &str) -> Vec<String> {
+    let mut out: Vec<String> = Vec::new();
+    let mut rest = prompt;
+    let mut at_word_start = true;
+    while let Some(c) = rest.chars().next() {
+        if c == '@' && at_word_start {
+            let after = &rest[1..];
+            let (path, used) = if let Some(quoted) = after.strip_prefix('"') {
+                match quoted.find('"') {
+                    Some(end) => (&quoted[..end], end + 2),
+                    None => ("", 0),
+                }
+            } else {
+                let end = after.find(char::is_whitespace).unwrap_or(after.len());
+                let word = after[..end].trim_end_matches(|c: char| ",.;:!?)]}'\"`".contains(c));
+                (word, end)
+            };
+            if !path.is_empty() && !out.iter().any(|p| p == path) {
+                out.push(path.to_owned());
+            }
+            rest = &after[used..];
+            at_word_start = false;
+            continue;
+        }
+        at_word_start = c.is_whitespace() || "([{\"'`".contains(c);
+        rest = &rest[c.len_utf8()..];
+    }
+    out
+}
+
+/// The files `prompt` mentions that the model could read without a question, each as a
+/// `<file>` block of what `read` returns for it.
+pub(super) async fn attachments(services: &Arc<SessionServices>, prompt: &str) -> Vec<String> {
+    if !prompt.contains('@') {
+        return Vec::new();
+    }
+    let Some(read) = services
+        .builtin_tools()
+        .iter()
+        .find(|tool| tool.definition().name == "read")
+        .cloned()
+    else {
+        return Vec::new();
+    };
+    services.gate.declare_tools(std::slice::from_ref(&read));
+    let mut out = Vec::new();
+    for path in mentioned(prompt).into_iter().take(MOST_FILES) {
+        let arguments = json!({ "path": path });
+        if !matches!(services.gate.check("read", &arguments), Decision::Allow) {
+            continue;
+        }
+        if !std::fs::metadata(services.env.resolve(&path)).is_ok_and(|m| m.is_file()) {
+            continue;
+        }
+        let (updates, _) = tokio::sync::mpsc::channel(1);
+        let context = ToolCallContext {
+            tool_call_id: ToolCallId::from(keel_store::new_id("mention-").as_str()),
+            assistant_message_id: MessageId::generate(),
+            turn: None,
+            cancel: tokio_util::sync::CancellationToken::new(),
+            updates: ToolUpdates::new(0, updates),
+        };
+        let Ok(output) = read.execute(arguments, context).await else {
+            continue;
+        };
+        if output.is_error {
+            continue;
+        }
+        let text: String = output
+            .content
+            .iter()
+            .filter_map(ContentBlock::as_text)
+            .collect();
+        out.push(format!(
+            "<file path=\"{}\">\n{}\n</file>",
+            path.replace('"', "%22"),
+            text.replace("</file>", "</ file>")
+        ));
+    }
+    if !out.is_empty() {
+        out.insert(
+            0,
+            "The user attached these files to their message with `@` (the file's lines, as \
+             `read` shows them):"
+                .to_owned(),
+        );
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn mentions_are_words_that_start_with_an_at_sign() {
+        assert_eq!(
+            mentioned("look at @src/main.rs, and @\"docs/a b.md\" (and @src/main.rs)."),
+            vec!["src/main.rs", "docs/a b.md"]
+        );
+        assert!(mentioned("mail me at me@example.com").is_empty());
+        assert_eq!(mentioned("(@x.rs)"), vec!["x.rs"]);
+        assert!(mentioned("@ alone").is_empty());
+    }
+}
