@@ -15,6 +15,15 @@ use crate::highlight::Highlighter;
 use crate::wrap::{truncate, wrap_line};
 
 const CODE_GUTTER: &str = "  ";
+
+/// What a wrapped code line's continuation starts with: the gutter and the line's own
+/// indentation (and four more columns, so it reads as a continuation), so wrapped code keeps
+/// its shape.
+fn code_indent(line: &str) -> String {
+    let own = line.len() - line.trim_start_matches([' ', '\t']).len();
+    let own: usize = line[..own].chars().map(|c| if c == '\t' { 4 } else { 1 }).sum();
+    format!("{CODE_GUTTER}{}", " ".repeat(own + 4))
+}
 const INLINE_CODE: Style = Style::new().fg(Color::Cyan);
 const LINK: Style = Style::new()
     .fg(Color::Blue)
@@ -305,8 +314,13 @@ impl Renderer<'_> {
                         let mut spans = rest.spans.clone();
                         spans.push(Span::raw(CODE_GUTTER));
                         spans.extend(highlighter.line(line, Style::new()));
-                        self.out
-                            .extend(wrap_line(&Line::from(spans), self.width, &rest));
+                        let mut indent = rest.spans.clone();
+                        indent.push(Span::raw(code_indent(line)));
+                        self.out.extend(wrap_line(
+                            &Line::from(spans),
+                            self.width,
+                            &Line::from(indent),
+                        ));
                     }
                 }
                 if self.prefixes.is_empty() {
@@ -510,7 +524,7 @@ impl MarkdownStream {
                     out.extend(wrap_line(
                         &Line::from(spans),
                         width,
-                        &Line::from(CODE_GUTTER),
+                        &Line::from(code_indent(&line)),
                     ));
                 }
                 self.committed = end;
@@ -584,11 +598,13 @@ impl MarkdownStream {
                 .flat_map(|l| {
                     let mut spans = vec![Span::raw(CODE_GUTTER)];
                     spans.extend(highlighter.line(l, Style::new()));
-                    wrap_line(&Line::from(spans), width, &Line::from(CODE_GUTTER))
+                    wrap_line(&Line::from(spans), width, &Line::from(code_indent(l)))
                 })
                 .collect();
         }
-        let mut gap = false;
+        // A block ended just before: the open one starts after the same blank line it
+        // will have once committed.
+        let mut gap = self.gap;
         let mut out = Vec::new();
         render_into(rest, width, &mut gap, &mut out);
         out
