@@ -366,6 +366,7 @@ fn summary(s: &SessionRecord) -> serde_json::Value {
         "updated": s.updated_ms,
         "messages": s.length,
         "parent_id": s.parent_id,
+        "first_prompt": s.first_prompt,
     })
 }
 
@@ -477,15 +478,20 @@ fn listed_text(listed: &Listed, depth: usize, out: &mut String) {
     let s = &listed.record;
     let indent = "  ".repeat(depth);
     match (&listed.task, depth) {
-        (_, 0) => out.push_str(&format!(
-            "{}  {}  {}  ({}, {} messages, {})\n",
-            s.id,
-            keel_runtime::sessions::age(s.updated_ms),
-            shown_title(s),
-            s.cwd,
-            s.length,
-            s.model
-        )),
+        (_, 0) => {
+            out.push_str(&format!(
+                "{}  {}  {}  ({}, {} messages, {})\n",
+                s.id,
+                keel_runtime::sessions::age(s.updated_ms),
+                shown_title(s),
+                s.cwd,
+                s.length,
+                s.model
+            ));
+            if let Some(first) = keel_runtime::sessions::first_prompt_line(s) {
+                out.push_str(&format!("    › {first}\n"));
+            }
+        }
         (Some(task), _) => {
             let mut line = format!(
                 "{indent}└ {}  {}  {}  ({} {}: {}",

@@ -68,6 +68,14 @@ pub fn age(ms: i64) -> String {
     }
 }
 
+/// What a listing shows of a session's first prompt: its first line, cleaned as a title is,
+/// when it says more than the title (the model renamed the session, or the user did);
+/// `None` when it is the title or there is none.
+pub fn first_prompt_line(record: &keel_store::SessionRecord) -> Option<String> {
+    let line = title_of(record.first_prompt.as_deref()?);
+    (!line.is_empty() && line != record.title).then_some(line)
+}
+
 /// Whether `c` may stand in a title: titles are printed as they are (`keel sessions
 /// list`) and shown by every front end, so no control character, escape or bidirectional
 /// override gets in, whoever wrote the title.

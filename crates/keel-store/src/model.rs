@@ -51,6 +51,10 @@ pub struct SessionRecord {
     pub epoch: u64,
     /// Messages in canonical history at the head revision.
     pub length: u64,
+    /// The first message the user typed, its first 200 characters (filled by listings;
+    /// `None` elsewhere, or when there is none).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub first_prompt: Option<String>,
 }
 
 pub use keel_protocol::{InputKind, TurnSource};

@@ -21,7 +21,10 @@ const CODE_GUTTER: &str = "  ";
 /// its shape.
 fn code_indent(line: &str) -> String {
     let own = line.len() - line.trim_start_matches([' ', '\t']).len();
-    let own: usize = line[..own].chars().map(|c| if c == '\t' { 4 } else { 1 }).sum();
+    let own: usize = line[..own]
+        .chars()
+        .map(|c| if c == '\t' { 4 } else { 1 })
+        .sum();
     format!("{CODE_GUTTER}{}", " ".repeat(own + 4))
 }
 const INLINE_CODE: Style = Style::new().fg(Color::Cyan);
@@ -608,6 +611,13 @@ impl MarkdownStream {
         let mut out = Vec::new();
         render_into(rest, width, &mut gap, &mut out);
         out
+    }
+
+    /// The lines committed so far, rendered again at `width` (after a resize).
+    pub fn committed_lines(&self, width: usize) -> Vec<Line<'static>> {
+        let mut fresh = Self::default();
+        fresh.push(&self.source[..self.committed]);
+        fresh.finish(width)
     }
 
     /// Commits everything left (the answer ended).

@@ -173,7 +173,21 @@ struct Loop {
     transcript: Vec<Line<'static>>,
     scroll: usize,
     pager: Option<(Vec<Line<'static>>, usize)>,
+    /// When the scrollback is written again at the terminal's new width (inline mode, after
+    /// a resize settles).
+    reflow_at: Option<Instant>,
 }
+
+/// How long a resize must settle before the scrollback is written again: a window being
+/// dragged sends many.
+const REFLOW_WAIT: Duration = Duration::from_millis(75);
+
+/// The most lines of history written again after a resize.
+const REFLOW_LINES: usize = 5_000;
+
+/// Resets the scroll region and style, clears the screen and the terminal's scrollback, and
+/// homes the cursor: what was wrapped at the old width (the panel's old frames among it) goes.
+const CLEAR_ALL: &[u8] = b"\x1b[r\x1b[0m\x1b[H\x1b[2J\x1b[3J\x1b[H";
 
 impl Loop {
     fn new(launch: Launch) -> Result<Self, TuiError> {
@@ -198,6 +212,7 @@ impl Loop {
             transcript: Vec::new(),
             scroll: 0,
             pager: None,
+            reflow_at: None,
         })
     }
 
@@ -222,6 +237,13 @@ impl Loop {
                 (None, true, _) => Some(FRAME.saturating_sub(last_frame.elapsed())),
                 (None, false, true) => Some(TICK.saturating_sub(last_frame.elapsed())),
                 (None, false, false) => None,
+            };
+            let wait = match (wait, self.reflow_at) {
+                (wait, Some(at)) => {
+                    let until = at.saturating_duration_since(Instant::now());
+                    Some(wait.map_or(until, |wait| wait.min(until)))
+                }
+                (wait, None) => wait,
             };
             let first = match wait {
                 Some(wait) => match self.rx.recv_timeout(wait) {
@@ -263,6 +285,12 @@ impl Loop {
                     break;
                 }
             }
+            if self.reflow_at.is_some_and(|at| Instant::now() >= at) {
+                self.reflow()?;
+                last_frame = Instant::now();
+                dirty = false;
+                continue;
+            }
             let due = last_frame.elapsed() >= FRAME;
             let ticking = self.app.busy() && last_frame.elapsed() >= TICK;
             if (dirty && (keyed || due)) || ticking {
@@ -277,8 +305,14 @@ impl Loop {
         })
     }
 
-    /// Keys the loop itself handles: the pager, full-screen scrolling.
+    /// Keys the loop itself handles: the pager, full-screen scrolling; and a resize, after
+    /// which the inline scrollback is written again at the new width.
     fn intercept(&mut self, event: &Event) -> Result<bool, TuiError> {
+        if let Event::Resize(..) = event
+            && !self.launch.fullscreen
+        {
+            self.reflow_at = Some(Instant::now() + REFLOW_WAIT);
+        }
         if let Some((lines, offset)) = &mut self.pager {
             if let Event::Key(key) = event
                 && key.kind != KeyEventKind::Release
@@ -519,6 +553,40 @@ impl Loop {
         if !DRAWN.swap(true, Ordering::Relaxed) {
             tracing::info!(target: "keel_startup", "first frame drawn");
         }
+        Ok(())
+    }
+
+    /// After a resize (inline mode): the terminal wrapped what it held at the old width,
+    /// the panel's old frames among it, so the screen and its scrollback are cleared and the
+    /// session's history is written again at the new width, then the panel drawn, in one
+    /// synchronized update so the screen is never seen blank.
+    fn reflow(&mut self) -> Result<(), TuiError> {
+        self.reflow_at = None;
+        if self.launch.fullscreen || self.pager.is_some() {
+            return Ok(());
+        }
+        let (width, rows) = crossterm::terminal::size()?;
+        self.app.width = width;
+        // What was waiting to be written is part of the history written now.
+        drop(self.app.take_pending());
+        let lines = self.app.replay_lines();
+        let skip = lines.len().saturating_sub(REFLOW_LINES);
+        let mut out = std::io::stdout();
+        crossterm::execute!(out, crossterm::terminal::BeginSynchronizedUpdate)?;
+        out.write_all(CLEAR_ALL)?;
+        out.flush()?;
+        self.terminal = new_terminal(false)?;
+        for chunk in lines[skip..].chunks(usize::from(rows.max(1))) {
+            let lines = chunk.to_vec();
+            let height = lines.len() as u16;
+            self.terminal.insert_before(height, |buf| {
+                Paragraph::new(lines).render(buf.area, buf);
+            })?;
+        }
+        let app = &self.app;
+        self.terminal
+            .draw(|frame| render::draw_panel(frame, app, frame.area()))?;
+        crossterm::execute!(out, crossterm::terminal::EndSynchronizedUpdate)?;
         Ok(())
     }
 

@@ -408,6 +408,50 @@ fn sent_prompts_come_back_with_up_in_a_later_session_of_the_folder() {
 }
 
 #[test]
+fn a_resize_mid_stream_leaves_no_stale_frame() {
+    let text: Vec<String> = (0..30)
+        .map(|i| format!("Paragraph {i}: {}", "lorem ipsum dolor sit amet ".repeat(6)))
+        .collect();
+    let mock = Mock::new();
+    let server = mock.serve(&serde_json::json!([
+        {"text": text.join("\n\n"), "chunk_size": 20, "delay_ms": 10}
+    ]));
+    let tui = Tui::new();
+    tui.start(&server, &["go"]);
+    tui.wait_for("Paragraph 3:");
+    let resize = |width: &str| {
+        let status = tui
+            .tmux()
+            .args(["resize-window", "-t", "t", "-x", width, "-y", "40"])
+            .status()
+            .unwrap();
+        assert!(status.success());
+    };
+    resize("60");
+    tui.wait_for("Paragraph 12:");
+    resize("120");
+    let screen = tui.wait_until("the whole answer and the idle composer", |s| {
+        s.contains("Paragraph 29:") && s.contains("ask keel to do something")
+    });
+    // Every paragraph once, in order, and no old frame of the panel in the scrollback.
+    let mut last = None;
+    for i in 0..30 {
+        let needle = format!("Paragraph {i}:");
+        assert_eq!(screen.matches(&needle).count(), 1, "{needle}\n{screen}");
+        let at = screen.find(&needle);
+        assert!(at > last, "{needle} out of order\n{screen}");
+        last = at;
+    }
+    assert!(!screen.contains("esc to interrupt"), "{screen}");
+    assert!(!screen.contains("steer the turn"), "{screen}");
+    assert_eq!(
+        screen.matches("ask keel to do something").count(),
+        1,
+        "{screen}"
+    );
+}
+
+#[test]
 fn continue_resumes_the_latest_session() {
     let mock = Mock::new();
     let server = mock.serve(&serde_json::json!([

@@ -47,7 +47,25 @@ fn session_from_row(row: &Row<'_>) -> rusqlite::Result<SessionRecord> {
         revision: uint(row.get(9)?),
         epoch: uint(row.get(10)?),
         length: uint(row.get(11)?),
+        first_prompt: None,
     })
+}
+
+/// The first message a person typed in the session (not keel's hidden notes, not a `!`
+/// command), its first 200 characters: what a listing shows beside the title.
+const FIRST_PROMPT: &str = "(SELECT substr(json_extract(h.message, '$.content[0].text'), 1, 200) \
+     FROM history h WHERE h.session_id = sessions.id AND h.to_rev IS NULL \
+     AND json_extract(h.message, '$.role') = 'user' \
+     AND json_extract(h.message, '$.hidden') IS NULL \
+     AND json_extract(h.message, '$.shell') IS NULL \
+     AND json_extract(h.message, '$.content[0].type') = 'text' \
+     ORDER BY h.seq LIMIT 1)";
+
+/// A listed session: its record and its first prompt.
+fn listed_from_row(row: &Row<'_>) -> rusqlite::Result<SessionRecord> {
+    let mut record = session_from_row(row)?;
+    record.first_prompt = row.get(12)?;
+    Ok(record)
 }
 
 /// Creates a session with a fresh id.
@@ -131,20 +149,20 @@ pub(crate) fn list_sessions(
     let rows = match cwd {
         Some(cwd) => {
             let mut statement = conn.prepare(&format!(
-                "SELECT {SESSION_COLUMNS} FROM sessions WHERE cwd = ?1{talked} \
+                "SELECT {SESSION_COLUMNS}, {FIRST_PROMPT} FROM sessions WHERE cwd = ?1{talked} \
                  ORDER BY updated_ms DESC, rowid DESC LIMIT ?2"
             ))?;
             statement
-                .query_map(params![cwd, limit], session_from_row)?
+                .query_map(params![cwd, limit], listed_from_row)?
                 .collect::<rusqlite::Result<Vec<_>>>()?
         }
         None => {
             let mut statement = conn.prepare(&format!(
-                "SELECT {SESSION_COLUMNS} FROM sessions WHERE 1{talked} \
+                "SELECT {SESSION_COLUMNS}, {FIRST_PROMPT} FROM sessions WHERE 1{talked} \
                  ORDER BY updated_ms DESC, rowid DESC LIMIT ?1"
             ))?;
             statement
-                .query_map([limit], session_from_row)?
+                .query_map([limit], listed_from_row)?
                 .collect::<rusqlite::Result<Vec<_>>>()?
         }
     };

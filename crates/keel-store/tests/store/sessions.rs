@@ -410,3 +410,42 @@ async fn opening_waits_for_a_writer_of_a_new_database() {
     let store = store.unwrap();
     assert_eq!(store.list_sessions(None, 10).await.unwrap(), vec![]);
 }
+
+/// A listing carries each session's first typed prompt (never keel's hidden notes or a `!`
+/// command), so a renamed session can still be told by what was asked.
+#[tokio::test]
+async fn a_listing_carries_the_first_prompt_typed() {
+    let (_dir, store) = temp_store().await;
+    let s = session(&store).await;
+    let hidden = keel_store::Entry::new(keel_protocol::Message::User(
+        keel_protocol::UserMessage::hidden_text("<system-reminder>note</system-reminder>"),
+    ));
+    let mut shell = keel_protocol::UserMessage::text("ran it");
+    shell.shell = Some(keel_protocol::ShellRun {
+        command: "ls".into(),
+        exit_code: Some(0),
+    });
+    let shell = keel_store::Entry::new(keel_protocol::Message::User(shell));
+    store
+        .append(&s.id, "op-1", vec![hidden, shell])
+        .await
+        .unwrap();
+    store
+        .append(
+            &s.id,
+            "op-2",
+            vec![
+                entry("why does the parser reject tabs?"),
+                entry("and spaces?"),
+            ],
+        )
+        .await
+        .unwrap();
+    let listed = store.list_conversations(None, 10).await.unwrap();
+    assert_eq!(
+        listed[0].first_prompt.as_deref(),
+        Some("why does the parser reject tabs?")
+    );
+    // Reading one session does not look for it.
+    assert_eq!(store.session(&s.id).await.unwrap().first_prompt, None);
+}

@@ -671,12 +671,19 @@ impl App {
                 let items = sessions
                     .into_iter()
                     .map(|s| PickItem {
-                        detail: format!(
-                            "{} · {} messages · {}",
-                            s.id,
-                            s.length,
-                            keel_runtime::sessions::age(s.updated_ms)
-                        ),
+                        detail: match keel_runtime::sessions::first_prompt_line(&s) {
+                            Some(first) => format!(
+                                "{} · {} messages · › {first}",
+                                keel_runtime::sessions::age(s.updated_ms),
+                                s.length,
+                            ),
+                            None => format!(
+                                "{} · {} messages · {}",
+                                keel_runtime::sessions::age(s.updated_ms),
+                                s.length,
+                                s.id,
+                            ),
+                        },
                         label: s.title,
                         value: s.id.to_string(),
                         revision: None,
@@ -684,7 +691,10 @@ impl App {
                     .collect();
                 let mut picker = Picker::new(
                     PickerKind::Sessions,
-                    "Sessions (enter: resume, ctrl+r: rename, ctrl+d twice: delete)",
+                    format!(
+                        "Sessions in {} (enter: resume, ctrl+r: rename, ctrl+d twice: delete)",
+                        self.info.cwd.display()
+                    ),
                     items,
                 );
                 picker.filter = std::mem::take(&mut self.sessions_filter);

@@ -500,6 +500,31 @@ impl App {
         }
     }
 
+    /// Everything written to the scrollback so far, rendered again at the current width:
+    /// the transcript's cells, then what a streaming answer committed (after a resize).
+    pub fn replay_lines(&self) -> Vec<Line<'static>> {
+        let width = self.width as usize;
+        let mut out: Vec<Line<'static>> = self
+            .transcript
+            .iter()
+            .flat_map(|cell| cell.lines(width, self.expanded))
+            .collect();
+        for item in &self.live.items {
+            if let LiveItem::Answer {
+                stream,
+                shown: true,
+                ..
+            } = item
+            {
+                out.extend(answer_lines(
+                    stream.committed_lines(width.saturating_sub(2)),
+                    true,
+                ));
+            }
+        }
+        out
+    }
+
     /// Open reasoning is finished (an answer or a call began after it).
     fn seal_reasoning(&mut self) {
         for item in &mut self.live.items {

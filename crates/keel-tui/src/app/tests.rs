@@ -39,6 +39,7 @@ pub(super) fn app() -> App {
         revision: 0,
         epoch: 0,
         length: 0,
+        first_prompt: None,
     });
     app
 }

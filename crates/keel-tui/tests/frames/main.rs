@@ -50,6 +50,7 @@ fn app(width: u16) -> App {
         revision: 0,
         epoch: 0,
         length: 0,
+        first_prompt: None,
     });
     app
 }
