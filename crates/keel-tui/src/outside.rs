@@ -133,3 +133,43 @@ fn shows_osc9() -> bool {
         || term.contains("kitty")
         || term.contains("ghostty")
 }
+
+/// The largest image a paste attaches.
+const MAX_PASTED_IMAGE: u64 = 20 * 1024 * 1024;
+
+/// A pasted path (as terminals paste a dropped file: plain, quoted, with escaped spaces or
+/// as a `file://` URL) to a PNG, JPEG, GIF or WebP image of at most 20 MiB, known by its
+/// bytes: the image and its file name. `None` for any other paste.
+pub fn pasted_image(
+    text: &str,
+    cwd: &std::path::Path,
+) -> Option<(keel_protocol::ImageBlock, String)> {
+    let text = text.trim();
+    if text.is_empty() || text.contains('\n') {
+        return None;
+    }
+    let unquoted = text
+        .strip_prefix('\'')
+        .and_then(|t| t.strip_suffix('\''))
+        .or_else(|| text.strip_prefix('"').and_then(|t| t.strip_suffix('"')))
+        .unwrap_or(text);
+    let unescaped = unquoted.replace("\\ ", " ");
+    let path = unescaped.strip_prefix("file://").unwrap_or(&unescaped);
+    let path = cwd.join(path);
+    let meta = std::fs::metadata(&path).ok()?;
+    if !meta.is_file() || meta.len() > MAX_PASTED_IMAGE {
+        return None;
+    }
+    let data = std::fs::read(&path).ok()?;
+    let mime_type = keel_protocol::image_type(&data)?;
+    let name = path
+        .file_name()
+        .map_or_else(|| "image".to_owned(), |n| n.to_string_lossy().into_owned());
+    Some((
+        keel_protocol::ImageBlock {
+            data,
+            mime_type: mime_type.to_owned(),
+        },
+        name,
+    ))
+}

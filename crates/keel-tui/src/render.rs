@@ -36,10 +36,10 @@ pub fn panel_within(
     if let Some(started) = app.live.started {
         let elapsed = started.elapsed();
         let frame = (elapsed.as_millis() / 80) as usize % SPINNER.len();
-        let what = if app.live.interrupting {
-            "Interrupting"
+        let what = if matches!(app.popup, Some(Popup::Permission(_))) {
+            "Waiting for your answer"
         } else {
-            "Working"
+            app.live.activity()
         };
         top.push(Line::from(vec![
             Span::styled(format!("{} ", SPINNER[frame]), Style::new().fg(Color::Cyan)),

@@ -748,6 +748,8 @@ impl App {
                 effects.push(Effect::Write(path, export.text));
             }
             (Tag::Context, Reply::ContextReport(report)) => self.context_report(&report),
+            // The images went with the message.
+            (Tag::Submit(_), Reply::Submit(_)) => self.images.clear(),
             (Tag::Status, Reply::GetSession(record)) => {
                 if self.session.as_ref().is_some_and(|s| s.id == record.id) {
                     self.session = Some(record);

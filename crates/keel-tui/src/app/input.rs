@@ -23,6 +23,14 @@ impl App {
                     reason.paste(&text);
                     return;
                 }
+                // A dropped or pasted image file goes with the message as an image.
+                if let Some((image, name)) = crate::outside::pasted_image(&text, &self.info.cwd) {
+                    self.images.push(image);
+                    self.composer
+                        .insert(&format!("[image {}: {name}] ", self.images.len()));
+                    self.refresh_popup();
+                    return;
+                }
                 self.composer.paste(&text);
                 self.refresh_popup();
             }
@@ -64,6 +72,7 @@ impl App {
             Some(Action::Clear) => {
                 if !self.composer.is_empty() {
                     self.composer.clear();
+                    self.images.clear();
                     self.editing_queued = None;
                     self.last_ctrl_c = Some(Instant::now());
                 } else if self.last_ctrl_c.is_some_and(|t| t.elapsed() < DOUBLE_PRESS) {
@@ -271,19 +280,21 @@ impl App {
         }
     }
 
-    /// Shows the message and starts a turn with it.
+    /// Shows the message and starts a turn with it (and the images pasted for it).
     pub(super) fn start_turn(&mut self, text: String, effects: &mut Vec<Effect>) {
         let Some(session_id) = self.session_id() else {
             return;
         };
         self.push(Cell::User(text.clone()));
         self.live.begin(Some(text.clone()));
+        // Kept until the turn starts: a refused message comes back whole.
+        let images = self.images.clone();
         effects.push(Effect::Call(
             Tag::Submit(text.clone()),
             Op::Submit(ops::Submit {
                 session_id,
                 text,
-                images: Vec::new(),
+                images,
                 source: keel_protocol::TurnSource::Api,
                 output_schema: None,
                 time_budget_ms: None,

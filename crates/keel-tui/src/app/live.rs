@@ -116,6 +116,8 @@ pub struct Live {
     pub prompt: Option<String>,
     /// The turn runs a `!` command the user typed (no model, so no title to ask for).
     pub shell: bool,
+    /// The conversation is being compacted.
+    pub compacting: bool,
     /// Whether anything came back yet.
     pub answered: bool,
     /// Open items, in the order they started.
@@ -127,6 +129,26 @@ pub struct Live {
 }
 
 impl Live {
+    /// What the spinner says the turn is doing: the long work it waits on, where known.
+    pub fn activity(&self) -> &'static str {
+        if self.interrupting {
+            "Interrupting"
+        } else if self.compacting {
+            "Compacting the conversation"
+        } else if self.shell {
+            "Running your command"
+        } else if !self.answered {
+            "Waiting for the model"
+        } else if self.items.iter().any(|item| {
+            matches!(item, LiveItem::Tool { started: Some(_), cell, .. }
+                if cell.status == keel_protocol::ToolCallStatus::InProgress)
+        }) {
+            "Running tools"
+        } else {
+            "Working"
+        }
+    }
+
     /// Whether a turn runs.
     pub fn running(&self) -> bool {
         self.started.is_some()
@@ -137,6 +159,7 @@ impl Live {
         self.started = Some(Instant::now());
         self.prompt = prompt;
         self.shell = false;
+        self.compacting = false;
         self.answered = false;
         self.interrupting = false;
     }
@@ -233,9 +256,25 @@ impl App {
             }
             SessionEventBody::PlanReady { plan, .. } => self.plan_ready(&plan),
             SessionEventBody::Extension {
-                notice: Some(notice),
+                extension,
+                kind,
+                notice,
                 ..
-            } => self.notice(crate::notices::tone(notice.level), notice.text),
+            } => {
+                // Long work the spinner names while it lasts.
+                if extension == "host.context" {
+                    match kind.as_str() {
+                        "compaction_started" => self.live.compacting = true,
+                        "compaction_finished" | "compaction_failed" => {
+                            self.live.compacting = false;
+                        }
+                        _ => {}
+                    }
+                }
+                if let Some(notice) = notice {
+                    self.notice(crate::notices::tone(notice.level), notice.text);
+                }
+            }
             SessionEventBody::Usage {
                 usage,
                 context_window,

@@ -200,6 +200,8 @@ pub struct App {
     to_remember: Vec<String>,
     /// Whether the terminal has focus (as far as it reports focus changes).
     pub focused: bool,
+    /// Images pasted for the next message.
+    pub images: Vec<keel_protocol::ImageBlock>,
     /// The last todo list the model wrote.
     pub todos: Vec<serde_json::Value>,
     /// The session's goal, while one is set.
@@ -263,6 +265,7 @@ impl App {
             history_at: None,
             to_remember: Vec::new(),
             focused: true,
+            images: Vec::new(),
             todos: Vec::new(),
             goal: None,
             catalog: Catalog::default(),

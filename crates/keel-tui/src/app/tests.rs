@@ -398,3 +398,27 @@ fn a_terminal_out_of_focus_hears_when_the_turn_ends() {
     app.update(UiEvent::Term(Event::FocusGained));
     assert!(app.focused);
 }
+
+#[test]
+fn a_pasted_image_path_goes_with_the_next_message() {
+    let dir = tempfile::tempdir().unwrap();
+    let png = dir.path().join("shot one.png");
+    let mut bytes = b"\x89PNG\r\n\x1a\n".to_vec();
+    bytes.resize(64, 1);
+    std::fs::write(&png, &bytes).unwrap();
+    std::fs::write(dir.path().join("notes.txt"), "text").unwrap();
+    let mut app = app();
+    app.info.cwd = dir.path().to_path_buf();
+    // As a terminal pastes a dropped file: quoted, or with escaped spaces.
+    app.update(UiEvent::Term(Event::Paste(format!("'{}'", png.display()))));
+    assert_eq!(app.composer.text(), "[image 1: shot one.png] ");
+    // Another file is text.
+    app.update(UiEvent::Term(Event::Paste("notes.txt".into())));
+    assert_eq!(app.composer.text(), "[image 1: shot one.png] notes.txt");
+    let effects = enter(&mut app, " what is this?");
+    let Some(Effect::Call(_, Op::Submit(submit))) = effects.first() else {
+        panic!("a submit: {effects:?}")
+    };
+    assert_eq!(submit.images.len(), 1);
+    assert_eq!(submit.images[0].mime_type, "image/png");
+}

@@ -178,7 +178,7 @@ fn screen(app: &mut App) -> String {
     // The spinner's frame and elapsed time depend on the clock.
     text.lines()
         .map(|l| {
-            if l.contains("esc to interrupt") {
+            if l.contains("esc to interrupt") || l.contains("· esc to") {
                 "<spinner>"
             } else {
                 l.trim_end()
