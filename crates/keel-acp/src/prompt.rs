@@ -102,17 +102,22 @@ pub fn read(blocks: &[ContentBlock], max_attachments: usize) -> Result<Prompt, P
             });
         }
     }
+    // One typed line only: a multi-line prompt, a Markdown image (`![…]`) or a row of
+    // `!!!` is text for the model.
     if let [ContentBlock::Text(only)] = blocks
-        && let Some(line) = only.text.trim_start().strip_prefix('!')
+        && !only.text.trim_end().contains('\n')
+        && let Some(line) = only.text.strip_prefix('!')
     {
         let (command, remember) = match line.strip_prefix('!') {
             Some(rest) => (rest, false),
             None => (line, true),
         };
-        return Ok(Prompt::Shell {
-            command: command.trim().to_owned(),
-            remember,
-        });
+        if !command.starts_with(['!', '[']) {
+            return Ok(Prompt::Shell {
+                command: command.trim().to_owned(),
+                remember,
+            });
+        }
     }
     let mut parts: Vec<String> = Vec::new();
     let mut images = Vec::new();
@@ -261,12 +266,23 @@ mod tests {
             }
         );
         assert_eq!(
-            read_all(&[text(" !! ls -a ")]).unwrap(),
+            read_all(&[text("!! ls -a ")]).unwrap(),
             Prompt::Shell {
                 command: "ls -a".into(),
                 remember: false
             }
         );
+        for not_a_command in [
+            "![diagram](x.png) explain this",
+            "!!! urgent: the build is red",
+            "!ls\nand then tell me what you see",
+            " !ls",
+        ] {
+            assert!(
+                matches!(read_all(&[text(not_a_command)]).unwrap(), Prompt::Text(..)),
+                "{not_a_command:?}"
+            );
+        }
         let embedded = read_all(&[ContentBlock::Resource(EmbeddedResource::new(
             EmbeddedResourceResource::TextResourceContents(TextResourceContents::new(
                 "!rm -rf ~",

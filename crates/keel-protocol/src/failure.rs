@@ -82,13 +82,15 @@ pub enum FailureCode {
     QueueFailed,
     /// A turn was asked to continue a history that has nothing left to answer.
     NothingToContinue,
+    /// A command the user ran with `!` failed (exited non-zero, was killed or refused).
+    CommandFailed,
     /// keel failed inside (a bug).
     InternalError,
 }
 
 impl FailureCode {
     /// Every code, in the order the README's table lists them.
-    pub const ALL: [Self; 38] = [
+    pub const ALL: [Self; 39] = [
         Self::ModelAuth,
         Self::ModelRateLimit,
         Self::ModelOverloaded,
@@ -126,6 +128,7 @@ impl FailureCode {
         Self::ExtensionFailed,
         Self::QueueFailed,
         Self::NothingToContinue,
+        Self::CommandFailed,
         Self::InternalError,
     ];
 
@@ -169,6 +172,7 @@ impl FailureCode {
             Self::ExtensionFailed => "extension_failed",
             Self::QueueFailed => "queue_failed",
             Self::NothingToContinue => "nothing_to_continue",
+            Self::CommandFailed => "command_failed",
             Self::InternalError => "internal_error",
         }
     }

@@ -130,6 +130,7 @@ impl ConversationContract for Runtime {
                 let options = TurnOptions {
                     output_schema,
                     deadline,
+                    typed: true,
                 };
                 Reply::Submit(
                     self.turns()

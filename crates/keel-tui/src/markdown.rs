@@ -19,13 +19,15 @@ const CODE_GUTTER: &str = "  ";
 /// What a wrapped code line's continuation starts with: the gutter and the line's own
 /// indentation (and four more columns, so it reads as a continuation), so wrapped code keeps
 /// its shape.
-fn code_indent(line: &str) -> String {
+/// At most half of `width`, so a deeply indented line still has room.
+fn code_indent(line: &str, width: usize) -> String {
     let own = line.len() - line.trim_start_matches([' ', '\t']).len();
     let own: usize = line[..own]
         .chars()
         .map(|c| if c == '\t' { 4 } else { 1 })
         .sum();
-    format!("{CODE_GUTTER}{}", " ".repeat(own + 4))
+    let room = (width / 2).saturating_sub(CODE_GUTTER.len());
+    format!("{CODE_GUTTER}{}", " ".repeat((own + 4).min(room)))
 }
 const INLINE_CODE: Style = Style::new().fg(Color::Cyan);
 const LINK: Style = Style::new()
@@ -318,7 +320,7 @@ impl Renderer<'_> {
                         spans.push(Span::raw(CODE_GUTTER));
                         spans.extend(highlighter.line(line, Style::new()));
                         let mut indent = rest.spans.clone();
-                        indent.push(Span::raw(code_indent(line)));
+                        indent.push(Span::raw(code_indent(line, self.width)));
                         self.out.extend(wrap_line(
                             &Line::from(spans),
                             self.width,
@@ -527,7 +529,7 @@ impl MarkdownStream {
                     out.extend(wrap_line(
                         &Line::from(spans),
                         width,
-                        &Line::from(code_indent(&line)),
+                        &Line::from(code_indent(&line, width)),
                     ));
                 }
                 self.committed = end;
@@ -601,7 +603,11 @@ impl MarkdownStream {
                 .flat_map(|l| {
                     let mut spans = vec![Span::raw(CODE_GUTTER)];
                     spans.extend(highlighter.line(l, Style::new()));
-                    wrap_line(&Line::from(spans), width, &Line::from(code_indent(l)))
+                    wrap_line(
+                        &Line::from(spans),
+                        width,
+                        &Line::from(code_indent(l, width)),
+                    )
                 })
                 .collect();
         }

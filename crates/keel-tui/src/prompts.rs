@@ -35,9 +35,11 @@ pub fn load(keel_home: Option<&Path>, cwd: &Path) -> Vec<String> {
     let Some(home) = keel_home else {
         return Vec::new();
     };
-    let Ok(text) = std::fs::read_to_string(path(home)) else {
+    // A damaged line costs that line, never the whole history.
+    let Ok(bytes) = std::fs::read(path(home)) else {
         return Vec::new();
     };
+    let text = String::from_utf8_lossy(&bytes);
     let cwd = cwd.to_string_lossy();
     let mut out: Vec<String> = Vec::new();
     for line in text.lines() {

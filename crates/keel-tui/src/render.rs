@@ -103,6 +103,7 @@ pub fn panel_within(
             bottom.extend(rows);
             cursor = Some((start + row, col));
             if popup.is_none()
+                && crate::composer::shell_line(&app.composer)
                 && let Some(hint) = shell_hint(app.composer.text())
             {
                 bottom.push(Line::styled(clip_line(hint, width), DIM));
@@ -145,9 +146,7 @@ fn shell_hint(text: &str) -> Option<&'static str> {
     if text.starts_with("!!") {
         Some("  !! runs this in the shell; the output stays out of the conversation")
     } else if text.starts_with('!') {
-        Some(
-            "  ! runs this in the shell (sandboxed); the output joins the conversation · !! keeps it out",
-        )
+        Some("  ! runs this in the shell; the output joins the conversation · !! keeps it out")
     } else {
         None
     }

@@ -176,6 +176,8 @@ struct Loop {
     /// When the scrollback is written again at the terminal's new width (inline mode, after
     /// a resize settles).
     reflow_at: Option<Instant>,
+    /// The width the scrollback was last written at.
+    reflowed_width: u16,
 }
 
 /// How long a resize must settle before the scrollback is written again: a window being
@@ -213,6 +215,7 @@ impl Loop {
             scroll: 0,
             pager: None,
             reflow_at: None,
+            reflowed_width: width,
         })
     }
 
@@ -308,8 +311,10 @@ impl Loop {
     /// Keys the loop itself handles: the pager, full-screen scrolling; and a resize, after
     /// which the inline scrollback is written again at the new width.
     fn intercept(&mut self, event: &Event) -> Result<bool, TuiError> {
-        if let Event::Resize(..) = event
+        // Only a new width rewraps what the terminal holds.
+        if let Event::Resize(width, _) = event
             && !self.launch.fullscreen
+            && *width != self.reflowed_width
         {
             self.reflow_at = Some(Instant::now() + REFLOW_WAIT);
         }
@@ -562,11 +567,17 @@ impl Loop {
     /// synchronized update so the screen is never seen blank.
     fn reflow(&mut self) -> Result<(), TuiError> {
         self.reflow_at = None;
-        if self.launch.fullscreen || self.pager.is_some() {
+        if self.launch.fullscreen {
+            return Ok(());
+        }
+        // The pager holds the screen: the history is written again once it is closed.
+        if self.pager.is_some() {
+            self.reflow_at = Some(Instant::now() + REFLOW_WAIT * 4);
             return Ok(());
         }
         let (width, rows) = crossterm::terminal::size()?;
         self.app.width = width;
+        self.reflowed_width = width;
         // What was waiting to be written is part of the history written now.
         drop(self.app.take_pending());
         let lines = self.app.replay_lines();

@@ -120,12 +120,31 @@ fn finish_row(rows: &mut Vec<Line<'static>>, row: &mut Vec<Span<'static>>, style
     rows.push(Line::from(std::mem::take(row)).style(style));
 }
 
+/// Starts a continuation row with `indent`, cut to `width` columns (the indent may be wider
+/// than the room a row leaves for it).
 fn start_row(row: &mut Vec<Span<'static>>, used: &mut usize, indent: &Line<'static>, width: usize) {
     *used = 0;
-    if width > 0 {
-        row.extend(indent.spans.iter().cloned());
-        *used = width;
+    if width == 0 {
+        return;
     }
+    let mut left = width;
+    for span in &indent.spans {
+        if left == 0 {
+            break;
+        }
+        let mut text = String::new();
+        for ch in span.content.chars() {
+            let w = ch.width().unwrap_or(0);
+            if w > left {
+                left = 0;
+                break;
+            }
+            left -= w;
+            text.push(ch);
+        }
+        row.push(Span::styled(text, span.style));
+    }
+    *used = width - left;
 }
 
 /// `text` as plain rows of at most `width` columns, its runs of white space made one space,

@@ -277,15 +277,18 @@ pub async fn run(args: ExecArgs) -> anyhow::Result<ExitCode> {
     // `--goal` is `/goal`; `/name args` runs an extension's command (a skill, a custom
     // command, an MCP prompt, `/mcp`) when one of that name exists; anything else is the
     // model's prompt.
+    // A Markdown image (`![…]`) or a row of `!!!` is text for the model.
     let shell = match prompt.trim_start().strip_prefix('!') {
         Some(line) if args.allow_shell_escape && args.goal.is_none() => {
-            Some(match line.strip_prefix('!') {
-                Some(rest) => (rest.to_owned(), false),
-                None => (line.to_owned(), true),
-            })
+            let (command, remember) = match line.strip_prefix('!') {
+                Some(rest) => (rest, false),
+                None => (line, true),
+            };
+            (!command.starts_with(['!', '['])).then(|| (command.to_owned(), remember))
         }
         _ => None,
     };
+    let shell_run = shell.is_some();
     let command = match (&args.goal, &shell) {
         (_, Some(_)) => None,
         (Some(_), None) => Some(goal_command(&prompt, args.goal_budget, args.goal_turns)),
@@ -353,6 +356,20 @@ pub async fn run(args: ExecArgs) -> anyhow::Result<ExitCode> {
         }))
     };
     let first = handle.wait().await.map_err(runtime_error)?;
+    // A `!` command that failed fails the run, in every output format.
+    let command_failure = first
+        .messages
+        .iter()
+        .find_map(|m| m.as_tool_result())
+        .filter(|result| shell_run && result.is_error)
+        .map(|result| {
+            let text = result.text();
+            let last = text.lines().last().unwrap_or_default().trim();
+            keel_protocol::Failure::new(
+                keel_protocol::FailureCode::CommandFailed,
+                format!("the command failed: {last}"),
+            )
+        });
     // The run goes on while its tasks run and their notices start turns; the last turn is
     // the one reported.
     let followed = follow::follow(&runtime, &session_id, &watch, &stop, first.into()).await;
@@ -370,6 +387,12 @@ pub async fn run(args: ExecArgs) -> anyhow::Result<ExitCode> {
         interrupt,
         args.timeout,
     );
+    if let Some(failure) = command_failure
+        && status == ExecStatus::Succeeded
+    {
+        status = ExecStatus::Failed;
+        error = Some(failure);
+    }
     if followed.halted && status == ExecStatus::Succeeded {
         // The turn completed, but tasks (or a turn their notices started) were cut short.
         let aborted = TurnOutcome::Aborted {

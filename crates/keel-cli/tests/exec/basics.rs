@@ -502,3 +502,20 @@ fn an_image_goes_with_the_prompt_and_a_file_that_is_none_is_refused() {
     let body = server.requests()[0].body.to_string();
     assert!(body.contains("image/png"), "{body}");
 }
+
+#[test]
+fn a_failing_bang_command_fails_the_run_in_every_format() {
+    for format in ["text", "json"] {
+        let (_dir, output) = exec_script(
+            r#"[{"text": "unused"}]"#,
+            &["--allow-shell-escape", "--output-format", format, "!exit 3"],
+        );
+        assert_eq!(output.status.code(), Some(4), "{format}");
+        let all = format!(
+            "{}{}",
+            String::from_utf8_lossy(&output.stdout),
+            String::from_utf8_lossy(&output.stderr)
+        );
+        assert!(all.contains("command_failed"), "{format}: {all}");
+    }
+}

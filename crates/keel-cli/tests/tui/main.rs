@@ -271,7 +271,7 @@ fn model_compact_and_sessions_commands_work() {
     tui.wait_for("conversation compacted");
     tui.type_text("/sessions");
     tui.keys(&["Enter"]);
-    let screen = tui.wait_for("Sessions (enter: resume");
+    let screen = tui.wait_for("(enter: resume");
     assert!(
         screen.contains("hello"),
         "the session is listed by its title: {screen}"

@@ -424,7 +424,7 @@ impl Loaded {
         let keyed = |p: &keel_llm::registry::Provider| {
             p.api_key_env
                 .as_deref()
-                .is_none_or(|name| std::env::var_os(name).is_some_and(|v| !v.is_empty()))
+                .is_none_or(|name| std::env::var(name).is_ok_and(|v| !v.trim().is_empty()))
         };
         let mut names: Vec<String> = registry
             .providers()

@@ -6,7 +6,9 @@
 use std::sync::Arc;
 
 use keel_agent::{ToolCallContext, ToolUpdates};
-use keel_protocol::{ContentBlock, MessageId, ToolCallId};
+use keel_protocol::{
+    ContentBlock, ExtensionNotice, MessageId, NoticeLevel, SessionEventBody, ToolCallId, TurnId,
+};
 use keel_tools::permission::Decision;
 use serde_json::json;
 
@@ -46,11 +48,29 @@ pub(super) fn mentioned(prompt: &str) -> Vec<String> {
     out
 }
 
+/// What tells front ends which files went with the prompt (the model's copy is hidden).
+pub(super) fn attached_event(turn: &TurnId, files: &[String]) -> SessionEventBody {
+    SessionEventBody::Extension {
+        turn_id: Some(turn.clone()),
+        extension: "host.mentions".into(),
+        kind: "attached".into(),
+        details: json!({ "files": files }),
+        notice: Some(ExtensionNotice {
+            source: "mentions".into(),
+            level: NoticeLevel::Info,
+            text: format!("attached {}", files.join(", ")),
+        }),
+    }
+}
+
 /// The files `prompt` mentions that the model could read without a question, each as a
-/// `<file>` block of what `read` returns for it.
-pub(super) async fn attachments(services: &Arc<SessionServices>, prompt: &str) -> Vec<String> {
+/// `<file>` block of what `read` returns for it, and their paths.
+pub(super) async fn attachments(
+    services: &Arc<SessionServices>,
+    prompt: &str,
+) -> (Vec<String>, Vec<String>) {
     if !prompt.contains('@') {
-        return Vec::new();
+        return (Vec::new(), Vec::new());
     }
     let Some(read) = services
         .builtin_tools()
@@ -58,10 +78,11 @@ pub(super) async fn attachments(services: &Arc<SessionServices>, prompt: &str) -
         .find(|tool| tool.definition().name == "read")
         .cloned()
     else {
-        return Vec::new();
+        return (Vec::new(), Vec::new());
     };
     services.gate.declare_tools(std::slice::from_ref(&read));
     let mut out = Vec::new();
+    let mut files = Vec::new();
     for path in mentioned(prompt).into_iter().take(MOST_FILES) {
         let arguments = json!({ "path": path });
         if !matches!(services.gate.check("read", &arguments), Decision::Allow) {
@@ -94,6 +115,7 @@ pub(super) async fn attachments(services: &Arc<SessionServices>, prompt: &str) -
             path.replace('"', "%22"),
             text.replace("</file>", "</ file>")
         ));
+        files.push(path);
     }
     if !out.is_empty() {
         out.insert(
@@ -103,7 +125,7 @@ pub(super) async fn attachments(services: &Arc<SessionServices>, prompt: &str) -
                 .to_owned(),
         );
     }
-    out
+    (out, files)
 }
 
 #[cfg(test)]

@@ -324,9 +324,16 @@ impl Runtime {
             Start::Input(text, _) => Some(text.clone()),
             Start::Queue | Start::Shell(..) => None,
         };
-        // Files the typed prompt names with `@` go with it.
+        // Files a prompt a person sent names with `@` go with it, where the session may read.
+        let may_read = slot.profile.as_ref().is_none_or(|p| p.allows("read"));
         let attached = match (&start, &scope.host) {
-            (Start::Input(text, _), Some(services)) => mentions::attachments(services, text).await,
+            (Start::Input(text, _), Some(services)) if options.typed && may_read => {
+                let (blocks, files) = mentions::attachments(services, text).await;
+                if !files.is_empty() {
+                    slot.emit(mentions::attached_event(&turn_id, &files));
+                }
+                blocks
+            }
             _ => Vec::new(),
         };
         let mut caps = self.inner.registry.assemble_turn(&scope)?;

@@ -15,6 +15,9 @@ pub struct TurnOptions {
     pub output_schema: Option<OutputSchema>,
     /// When the turn must be done (`--timeout`); extensions tell the model what is left.
     pub deadline: Option<std::time::Instant>,
+    /// The input is what a person sent (`Submit`): the files it names with `@` go with it.
+    /// Never set for a command's, a skill's or a task's prompt.
+    pub typed: bool,
 }
 
 /// How a turn went, for the front end that started it.

@@ -37,7 +37,11 @@ impl Stream {
     pub fn push(&mut self, bytes: &[u8]) {
         self.pending.extend_from_slice(bytes);
         if self.pending.len() > MOST {
-            let cut = self.pending.len() - MOST;
+            // What is skipped goes up to a line's end, so no line reads half of another.
+            let mut cut = self.pending.len() - MOST;
+            if let Some(end) = self.pending[cut..].iter().position(|b| *b == b'\n') {
+                cut += end + 1;
+            }
             self.pending.drain(..cut);
         }
         if self.next.is_none_or(|next| Instant::now() >= next) {
@@ -116,6 +120,13 @@ mod tests {
         stream.push(&vec![b'x'; 3 * MOST]);
         let sent = reports(&mut rx);
         assert_eq!(sent[0].len(), MOST);
+        // Lines: the skipped part ends at a line's end.
+        tokio::time::advance(EVERY).await;
+        let lines: String = (0..5000).map(|i| format!("line {i:05}\n")).collect();
+        stream.push(lines.as_bytes());
+        let sent = reports(&mut rx);
+        assert!(sent[0].starts_with("line "), "{}", &sent[0][..20]);
+        assert!(sent[0].len() <= MOST);
         assert!(stream.due().is_none());
     }
 

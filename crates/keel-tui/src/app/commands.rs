@@ -195,8 +195,8 @@ impl App {
                 other => self.notice(Tone::Error, format!("/plan takes on or off, not `{other}`")),
             },
             "compact" => {
+                // The runtime tells when the compaction starts and ends (its notices).
                 if let Some(session_id) = session_id {
-                    self.notice(Tone::Info, "compacting the conversation…");
                     let instructions = (!args.is_empty()).then(|| args.to_owned());
                     effects.push(Effect::Call(
                         Tag::Compact,
@@ -739,17 +739,14 @@ impl App {
                     self.composer.set(&text);
                 }
             }
-            (Tag::Compact, Reply::Compact(revision)) => match revision {
-                Some(_) => self.notice(Tone::Info, "conversation compacted"),
-                None => self.notice(Tone::Info, "nothing to compact"),
-            },
+            (Tag::Compact, Reply::Compact(None)) => self.notice(Tone::Info, "nothing to compact"),
             // The file lands in the workspace: the runtime masked its secrets.
             (Tag::Export(path), Reply::ExportSession(export)) => {
                 effects.push(Effect::Write(path, export.text));
             }
             (Tag::Context, Reply::ContextReport(report)) => self.context_report(&report),
             // The images went with the message.
-            (Tag::Submit(_), Reply::Submit(_)) => self.images.clear(),
+            (Tag::Submit(_), Reply::Submit(_)) => self.unsent_images.clear(),
             (Tag::Status, Reply::GetSession(record)) => {
                 if self.session.as_ref().is_some_and(|s| s.id == record.id) {
                     self.session = Some(record);

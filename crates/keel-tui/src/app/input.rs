@@ -194,7 +194,7 @@ impl App {
         let Some(session_id) = self.session_id() else {
             return;
         };
-        if text.starts_with('!') && self.editing_queued.is_none() {
+        if self.editing_queued.is_none() && crate::composer::shell_line(&self.composer) {
             self.run_shell(session_id, effects);
             return;
         }
@@ -212,6 +212,13 @@ impl App {
             return;
         }
         if self.busy() {
+            if !self.images.is_empty() {
+                self.images.clear();
+                self.notice(
+                    Tone::Info,
+                    "pasted images go only with a message that starts a turn: paste them again after this one",
+                );
+            }
             if kind == InputKind::Steer {
                 self.push(Cell::Steer(text.clone()));
             } else {
@@ -287,8 +294,15 @@ impl App {
         };
         self.push(Cell::User(text.clone()));
         self.live.begin(Some(text.clone()));
-        // Kept until the turn starts: a refused message comes back whole.
-        let images = self.images.clone();
+        // Only images whose placeholder is still in the message go with it; kept until the
+        // turn starts, so a refused message comes back whole.
+        let images: Vec<keel_protocol::ImageBlock> = std::mem::take(&mut self.images)
+            .into_iter()
+            .enumerate()
+            .filter(|(i, _)| text.contains(&format!("[image {}:", i + 1)))
+            .map(|(_, image)| image)
+            .collect();
+        self.unsent_images.clone_from(&images);
         effects.push(Effect::Call(
             Tag::Submit(text.clone()),
             Op::Submit(ops::Submit {

@@ -99,8 +99,9 @@ fn output_tail(output: &str, width: usize) -> Vec<Line<'static>> {
         .map(|(i, line)| {
             // A progress bar redraws its line with carriage returns: its last state shows.
             let line = line.rsplit('\r').next().unwrap_or(line);
+            let line = crate::visible::without_escapes(line);
             let shown =
-                crate::wrap::truncate(&crate::visible::visible(line).replace('\t', "    "), room);
+                crate::wrap::truncate(&crate::visible::visible(&line).replace('\t', "    "), room);
             let lead = if i == 0 { "  ⎿ " } else { "    " };
             Line::styled(format!("{lead}{shown}"), crate::cells::DIM)
         })

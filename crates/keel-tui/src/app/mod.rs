@@ -202,6 +202,8 @@ pub struct App {
     pub focused: bool,
     /// Images pasted for the next message.
     pub images: Vec<keel_protocol::ImageBlock>,
+    /// Images sent with a message whose turn has not started yet (back on a refusal).
+    unsent_images: Vec<keel_protocol::ImageBlock>,
     /// The last todo list the model wrote.
     pub todos: Vec<serde_json::Value>,
     /// The session's goal, while one is set.
@@ -266,6 +268,7 @@ impl App {
             to_remember: Vec::new(),
             focused: true,
             images: Vec::new(),
+            unsent_images: Vec::new(),
             todos: Vec::new(),
             goal: None,
             catalog: Catalog::default(),
@@ -391,6 +394,9 @@ impl App {
                     // The turn did not start: nothing may be lost.
                     if expect == Expect::Turn {
                         self.live.finish();
+                    }
+                    if matches!(tag, Tag::Submit(_)) {
+                        self.images = std::mem::take(&mut self.unsent_images);
                     }
                     if self.composer.is_empty() {
                         self.composer.set(text);

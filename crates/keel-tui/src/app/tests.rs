@@ -357,6 +357,25 @@ fn a_bang_line_runs_in_the_shell_and_a_double_bang_is_not_kept() {
         vec![shell("!! ls -a", "ls -a", false)]
     );
     app.live.finish();
+    // A Markdown image, a row of `!!!` or a long paste is a message for the model.
+    for text in ["![diagram](x.png) explain", "!!! the build is red"] {
+        let effects = enter(&mut app, text);
+        assert!(
+            matches!(effects.first(), Some(Effect::Call(_, Op::Submit(_)))),
+            "{text}: {effects:?}"
+        );
+        app.live.finish();
+    }
+    app.update(UiEvent::Term(Event::Paste(format!(
+        "!{}",
+        "x ".repeat(600)
+    ))));
+    let effects = key(&mut app, KeyCode::Enter);
+    assert!(
+        matches!(effects.first(), Some(Effect::Call(_, Op::Submit(_)))),
+        "{effects:?}"
+    );
+    app.live.finish();
     // Nothing after the `!`: nothing runs, the line stays to be finished.
     assert!(enter(&mut app, "!").is_empty());
     assert_eq!(app.composer.text(), "!");

@@ -512,12 +512,12 @@ fn a_running_command_shows_its_last_lines() {
         keel_protocol::ItemKind::ToolCall,
         output,
     );
-    // An escape a command prints is shown, never acted on.
+    // A command's colours and escapes are dropped, never acted on.
     delta(
         &mut app,
         "item_0",
         keel_protocol::ItemKind::ToolCall,
-        "\u{1b}[2Jcleared?\n",
+        "\u{1b}[2J\u{1b}]0;title\u{7}\u{1b}[32mcleared?\u{1b}[0m\n",
     );
     // The header's running time depends on the clock.
     let shown: String = screen(&mut app)
@@ -527,9 +527,10 @@ fn a_running_command_shows_its_last_lines() {
         .join("\n");
     assert!(!shown.contains("line 4"), "only the last lines: {shown}");
     assert!(
-        shown.contains("line 9") && shown.contains("␛[2Jcleared?"),
+        shown.contains("line 9") && shown.contains("  cleared?"),
         "{shown}"
     );
+    assert!(!shown.contains('␛') && !shown.contains("title"), "{shown}");
     insta::assert_snapshot!(shown);
 }
 
