@@ -10,6 +10,7 @@
 mod acp;
 mod assembly;
 mod debug;
+mod doctor;
 mod errors;
 mod exec;
 mod feedback;
@@ -23,7 +24,7 @@ mod tui;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use clap::{Parser, Subcommand};
+use clap::{CommandFactory as _, Parser, Subcommand};
 
 /// keel, a coding agent for the terminal.
 #[derive(Debug, Parser)]
@@ -49,6 +50,9 @@ enum Command {
     /// Write a bundle about a session for a maintainer: counts and states only, no text and
     /// no file names.
     Feedback(feedback::FeedbackArgs),
+    /// Check what keel needs (configuration, model and key with a test call, sandbox,
+    /// MCP, trust, terminal) and say what to fix first.
+    Doctor(doctor::DoctorArgs),
     /// Look inside what keel did (replay the runaway guard over a stored session).
     Debug(debug::DebugArgs),
     /// Trust this project's keel files (.keel/config.yaml, .keel/permissions.yaml) as they
@@ -73,7 +77,12 @@ fn main() -> ExitCode {
     // or memory through /proc.
     keel_sandbox::make_undumpable();
     // clap exits 2 on a bad invocation (and 0 for --help and --version).
-    let cli = Cli::parse();
+    let args = print_is_exec(std::env::args_os().collect());
+    let cli = Cli::parse_from(&args);
+    if let Some(word) = unknown_command(&cli, &args) {
+        eprintln!("{word}");
+        return ExitCode::from(exec::EXIT_USAGE);
+    }
     // Only when asked for (KEEL_LOG or --log-file): otherwise no subscriber, and keel's
     // output is exactly what it is without logging.
     if let Err(error) = logging::init(cli.log_file.as_deref()) {
@@ -107,12 +116,92 @@ fn main() -> ExitCode {
             Command::Mcp(args) => mcp::run(args).map(|()| ExitCode::SUCCESS),
             Command::Feedback(args) => feedback::run(args).await.map(|()| ExitCode::SUCCESS),
             Command::Debug(args) => debug::run(args).await.map(|()| ExitCode::SUCCESS),
+            Command::Doctor(args) => doctor::run(args).await,
             Command::Resume(_) | Command::Acp(_) | Command::AcpRelay(_) => Ok(ExitCode::SUCCESS),
         }
     });
     // Tools may leave work behind after an abort; do not wait for it.
     runtime.shutdown_background();
     finish(result)
+}
+
+/// `keel -p …` / `keel --print …` (Claude Code's headless mode) is `keel exec …`.
+fn print_is_exec(mut args: Vec<std::ffi::OsString>) -> Vec<std::ffi::OsString> {
+    let print = args
+        .iter()
+        .skip(1)
+        .take_while(|a| *a != "--")
+        .position(|a| a == "-p" || a == "--print");
+    let subcommand = args
+        .iter()
+        .skip(1)
+        .find(|a| !a.to_string_lossy().starts_with('-'));
+    let is_command = subcommand.is_some_and(|word| {
+        Cli::command()
+            .get_subcommands()
+            .any(|c| c.get_name() == word.to_string_lossy())
+    });
+    if let Some(at) = print
+        && !is_command
+    {
+        args.remove(at + 1);
+        args.insert(1, "exec".into());
+    }
+    args
+}
+
+/// One bare word that is no command (`keel doctr`) is a mistyped command, not a prompt:
+/// the message saying so, with the nearest command. `keel -- WORD` sends the word.
+fn unknown_command(cli: &Cli, args: &[std::ffi::OsString]) -> Option<String> {
+    if cli.command.is_some() || args.iter().any(|a| a == "--") {
+        return None;
+    }
+    let [word] = cli.tui.prompt.as_slice() else {
+        return None;
+    };
+    if word.is_empty()
+        || word.chars().any(char::is_whitespace)
+        || !word
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_')
+    {
+        return None;
+    }
+    let names: Vec<String> = Cli::command()
+        .get_subcommands()
+        .filter(|c| !c.is_hide_set())
+        .map(|c| c.get_name().to_owned())
+        .collect();
+    let nearest = names
+        .iter()
+        .map(|name| (edit_distance(word, name), name))
+        .filter(|(distance, _)| *distance <= 2)
+        .min();
+    let hint = match nearest {
+        Some((_, name)) => format!(" Did you mean `keel {name}`?"),
+        None => format!(" The commands are: {}.", names.join(", ")),
+    };
+    Some(format!(
+        "keel: `{word}` is not a command.{hint} To send it to the model as a prompt: keel -- {word}"
+    ))
+}
+
+/// The Levenshtein distance between `a` and `b`.
+fn edit_distance(a: &str, b: &str) -> usize {
+    let b: Vec<char> = b.chars().collect();
+    let mut row: Vec<usize> = (0..=b.len()).collect();
+    for (i, ca) in a.chars().enumerate() {
+        let mut diagonal = row[0];
+        row[0] = i + 1;
+        for (j, cb) in b.iter().enumerate() {
+            let above = row[j + 1];
+            row[j + 1] = (above + 1)
+                .min(row[j] + 1)
+                .min(diagonal + usize::from(ca != *cb));
+            diagonal = above;
+        }
+    }
+    row[b.len()]
 }
 
 /// Prints a failure and maps it onto the exit code table.

@@ -18,20 +18,26 @@ use crate::question;
 /// The interactive mode's flags (they sit on `keel` itself).
 #[derive(Debug, Default, clap::Args)]
 pub struct TuiArgs {
-    /// A first message to send when the session opens.
-    pub prompt: Option<String>,
+    /// A first message to send when the session opens (several words are one message; a
+    /// single word that is no command needs `keel -- WORD`).
+    #[arg(value_name = "PROMPT", trailing_var_arg = true)]
+    pub prompt: Vec<String>,
     /// Resume the latest session of the working folder.
-    #[arg(long = "continue", conflicts_with = "session")]
+    #[arg(long = "continue", conflicts_with_all = ["session", "resume"])]
     pub continue_latest: bool,
     /// Resume this session (its id or a unique prefix of at least 4 characters).
-    #[arg(long, value_name = "ID")]
+    #[arg(long, value_name = "ID", conflicts_with = "resume")]
     pub session: Option<String>,
+    /// Resume a session: this one (id or prefix), or pick one of the folder's without an ID
+    /// (the same as `keel resume`).
+    #[arg(short = 'r', long, value_name = "ID", num_args = 0..=1, default_missing_value = "")]
+    pub resume: Option<String>,
     /// Use the whole screen (the alternate screen) instead of writing above the shell's
     /// scrollback.
     #[arg(long)]
     pub fullscreen: bool,
     /// Work in this folder instead of the current one.
-    #[arg(long, value_name = "DIR")]
+    #[arg(short = 'C', long, visible_alias = "cd", value_name = "DIR")]
     pub cwd: Option<PathBuf>,
     /// The model, permission, sandbox and configuration.
     #[command(flatten)]
@@ -42,8 +48,9 @@ pub struct TuiArgs {
 /// permission mode, the sandbox and the configuration.
 #[derive(Debug, Default, clap::Args)]
 pub struct Flags {
-    /// The model as provider/model (default: `model` in config).
-    #[arg(long, value_name = "PROVIDER/MODEL", value_parser = exec::parse_model_arg)]
+    /// The model as provider/model (default: `model` in config, else the provider whose
+    /// key is in the environment).
+    #[arg(short = 'm', long, value_name = "PROVIDER/MODEL", value_parser = exec::parse_model_arg)]
     pub model: Option<String>,
     /// Send requests to this base URL instead of the provider's.
     #[arg(long, value_name = "URL", value_parser = parse_base_url)]
@@ -78,6 +85,11 @@ pub struct Flags {
     /// `keel acp` refuses such a folder without this).
     #[arg(long)]
     pub allow_home_workspace: bool,
+    /// Full access and no sandbox (`--permission full --sandbox danger-full-access`): every
+    /// call runs unasked and commands can change anything you can. Only where nothing
+    /// matters.
+    #[arg(long, conflicts_with_all = ["permission", "sandbox"])]
+    pub yolo: bool,
 }
 
 impl Flags {
@@ -103,8 +115,16 @@ impl Flags {
                 keel_home: None,
             },
             model,
-            permission: self.permission,
-            sandbox: self.sandbox,
+            permission: if self.yolo {
+                Some(keel_protocol::PermissionMode::Full)
+            } else {
+                self.permission
+            },
+            sandbox: if self.yolo {
+                Some(keel_protocol::SandboxMode::DangerFullAccess)
+            } else {
+                self.sandbox
+            },
             system_prompt: None,
             max_steps: None,
             // Questions go to the user (the TUI's prompt, the editor).
@@ -119,6 +139,11 @@ impl Flags {
         })
     }
 }
+
+/// What `--yolo` says before anything runs.
+pub const YOLO_WARNING: &str = "keel: warning: --yolo: full access and no sandbox. Every call \
+    runs without a question and commands can change anything you can, outside this folder \
+    too.";
 
 /// Asks, before the TUI takes the terminal, whether to trust the project's files that
 /// would run code (`.mcp.json`, hooks); a yes is recorded for the files as they are now.
@@ -183,7 +208,16 @@ fn ask_home_workspace(cwd: &std::path::Path) -> anyhow::Result<Option<bool>> {
 }
 
 /// Runs the TUI; `pick_session` opens the session picker first (`keel resume`).
-pub fn run(args: TuiArgs, pick_session: bool) -> anyhow::Result<ExitCode> {
+pub fn run(mut args: TuiArgs, mut pick_session: bool) -> anyhow::Result<ExitCode> {
+    match args.resume.take() {
+        Some(id) if id.is_empty() => pick_session = true,
+        Some(id) => args.session = Some(id),
+        None => {}
+    }
+    let prompt = (!args.prompt.is_empty()).then(|| args.prompt.join(" "));
+    if args.flags.yolo {
+        eprintln!("{YOLO_WARNING}");
+    }
     // Refuse before anything starts: the runtime would be built for nobody.
     use std::io::IsTerminal as _;
     if !std::io::stdin().is_terminal() || !std::io::stdout().is_terminal() {
@@ -244,7 +278,7 @@ pub fn run(args: TuiArgs, pick_session: bool) -> anyhow::Result<ExitCode> {
         (Some(id), _) => SessionTarget::Id { id: id.clone() },
         (None, true) => SessionTarget::Latest,
         (None, false) => SessionTarget::New {
-            title: args.prompt.as_deref().map(keel_runtime::sessions::title_of),
+            title: prompt.as_deref().map(keel_runtime::sessions::title_of),
         },
     };
     // --continue in a folder without sessions: say so before taking over the terminal.
@@ -262,7 +296,7 @@ pub fn run(args: TuiArgs, pick_session: bool) -> anyhow::Result<ExitCode> {
         handle: runtime.handle().clone(),
         info,
         target,
-        prompt: args.prompt,
+        prompt,
         fullscreen: args.fullscreen,
         pick_session,
     };

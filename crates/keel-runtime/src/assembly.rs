@@ -84,13 +84,24 @@ pub fn resolve_model(
         ModelChoice::None => return Err(RuntimeError::NoModel),
     };
     let resolved = settings.loaded.resolve_model(cli_model)?;
+    let chosen_for_you = cli_model.is_none() && settings.loaded.config.model.is_none();
     if let Some(warning) = &resolved.warning {
-        warnings.push(warning.clone());
+        // The model the environment chose is said once per model, not at every start.
+        let said =
+            chosen_for_you && !first_time(settings.keel_home.as_deref(), "chosen-model", warning);
+        if !said {
+            warnings.push(warning.clone());
+        }
     }
     let provider = resolved.entry.provider.clone();
     let mut entry = resolved.entry;
-    if let Some(url) = base_url {
-        entry.base_url.clone_from(url);
+    match base_url {
+        Some(url) => entry.base_url.clone_from(url),
+        None => {
+            if let Some(url) = settings.loaded.environment_base_url(&provider) {
+                entry.base_url = url;
+            }
+        }
     }
     let key = match &resolved.api_key_env {
         Some(var) => match std::env::var(var) {
@@ -115,6 +126,22 @@ pub fn resolve_model(
         stream: Arc::new(HttpProvider::new(client, entry, key)),
         key_env: resolved.api_key_env.clone(),
     })
+}
+
+/// Whether `text` is new under `name` in `$KEEL_HOME` (then it is recorded): what keel says
+/// once, not at every start. Without a home, everything is new.
+fn first_time(keel_home: Option<&std::path::Path>, name: &str, text: &str) -> bool {
+    let Some(home) = keel_home else {
+        return true;
+    };
+    let path = home.join(format!(".said-{name}"));
+    if std::fs::read_to_string(&path).is_ok_and(|said| said == text) {
+        return false;
+    }
+    if std::fs::create_dir_all(home).is_ok() {
+        let _ = std::fs::write(&path, text);
+    }
+    true
 }
 
 /// The permission mode: the caller's, else the configuration's, else `auto`.

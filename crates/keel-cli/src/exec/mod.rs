@@ -67,8 +67,9 @@ pub struct ExecArgs {
     #[arg(long)]
     durable: bool,
     /// The model as provider/model, for example anthropic/claude-sonnet-4-5 or
-    /// minimax/MiniMax-M2.7 (default: `model` in config).
-    #[arg(long, value_name = "PROVIDER/MODEL", value_parser = input::parse_model)]
+    /// minimax/MiniMax-M2.7 (default: `model` in config, else the provider whose key is in
+    /// the environment).
+    #[arg(short = 'm', long, value_name = "PROVIDER/MODEL", value_parser = input::parse_model)]
     model: Option<String>,
     /// Send requests to this base URL instead of the provider's.
     #[arg(long, value_name = "URL", value_parser = input::parse_base_url)]
@@ -90,7 +91,7 @@ pub struct ExecArgs {
     #[arg(long, value_name = "MODE", value_parser = str::parse::<keel_protocol::SandboxMode>)]
     sandbox: Option<keel_protocol::SandboxMode>,
     /// Work in this folder instead of the current one.
-    #[arg(long, value_name = "DIR")]
+    #[arg(short = 'C', long, visible_alias = "cd", value_name = "DIR")]
     cwd: Option<PathBuf>,
     /// Override one configuration key, for example `-c permission=plan`.
     #[arg(short = 'c', value_name = "KEY=VALUE", value_parser = input::parse_override)]
@@ -100,8 +101,12 @@ pub struct ExecArgs {
     #[arg(long, value_enum, default_value = "text")]
     output_format: Format,
     /// Same as `--output-format stream-json`.
-    #[arg(long, hide = true, conflicts_with = "output_format")]
+    #[arg(long, conflicts_with = "output_format")]
     json: bool,
+    /// Full access and no sandbox (`--permission full --sandbox danger-full-access`): every
+    /// call runs and commands can change anything you can. Only where nothing matters.
+    #[arg(long, conflicts_with_all = ["permission", "sandbox"])]
+    yolo: bool,
     /// Also write the last assistant message to FILE (atomically).
     #[arg(short = 'o', long = "output-last-message", value_name = "FILE")]
     output_file: Option<PathBuf>,
@@ -148,6 +153,9 @@ pub struct ExecArgs {
 
 /// Runs `keel exec` and returns its exit code (see `report` for the table).
 pub async fn run(args: ExecArgs) -> anyhow::Result<ExitCode> {
+    if args.yolo {
+        eprintln!("{}", crate::tui::YOLO_WARNING);
+    }
     let format = if args.json {
         Format::StreamJson
     } else {
@@ -175,8 +183,16 @@ pub async fn run(args: ExecArgs) -> anyhow::Result<ExitCode> {
             keel_home: None,
         },
         model: model_choice(&args)?,
-        permission: args.permission,
-        sandbox: args.sandbox,
+        permission: if args.yolo {
+            Some(PermissionMode::Full)
+        } else {
+            args.permission
+        },
+        sandbox: if args.yolo {
+            Some(keel_protocol::SandboxMode::DangerFullAccess)
+        } else {
+            args.sandbox
+        },
         system_prompt: args.system_prompt.clone(),
         thinking: args.thinking,
         max_steps: args.max_steps,

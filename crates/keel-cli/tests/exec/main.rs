@@ -8,6 +8,7 @@ mod context;
 mod crash;
 mod exits;
 mod extensions;
+mod first_run;
 mod formats;
 mod goals;
 mod logs;

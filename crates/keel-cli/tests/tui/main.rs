@@ -255,7 +255,7 @@ fn model_compact_and_sessions_commands_work() {
         {"text": keel_context::checkpoint::sample_summary("the user said hello")}
     ]));
     let tui = Tui::new();
-    tui.start(&server, &["hello"]);
+    tui.start(&server, &["say hello"]);
     tui.wait_for("an answer to compact");
     tui.type_text("/model openai/gpt-5-mini");
     tui.keys(&["Enter"]);
@@ -324,7 +324,7 @@ fn the_text_before_calls_shows_before_them_and_calls_keep_their_order() {
     ]));
     let tui = Tui::new();
     std::fs::write(tui.work().join("notes.txt"), "second-output\n").unwrap();
-    tui.start(&server, &["--permission", "full", "check"]);
+    tui.start(&server, &["--permission", "full", "check both"]);
     // While the slow first call runs, the text is already above it.
     let screen = tui.wait_for("Bash sleep 1");
     let text = screen.find("Let me check two things.");
@@ -381,7 +381,7 @@ fn a_command_s_output_shows_while_it_runs() {
         {"text": "both ticks seen"}
     ]));
     let tui = Tui::new();
-    tui.start(&server, &["--permission", "full", "count"]);
+    tui.start(&server, &["--permission", "full", "count the ticks"]);
     // The first line is on screen while the command still runs.
     let screen = tui.wait_for("tick-1");
     assert!(!screen.contains("tock-2"), "{screen}");
@@ -417,7 +417,7 @@ fn a_resize_mid_stream_leaves_no_stale_frame() {
         {"text": text.join("\n\n"), "chunk_size": 20, "delay_ms": 10}
     ]));
     let tui = Tui::new();
-    tui.start(&server, &["go"]);
+    tui.start(&server, &["--", "go"]);
     tui.wait_for("Paragraph 3:");
     let resize = |width: &str| {
         let status = tui
@@ -532,7 +532,7 @@ fn the_trust_question_names_what_the_project_runs() {
         r#"{"mcpServers": {"dev": {"command": "npm", "args": ["run", "mcp"]}}}"#,
     )
     .unwrap();
-    tui.start(&server, &["hello"]);
+    tui.start(&server, &["say hello"]);
     let screen = tui.wait_for("Trust these files as they are now?");
     // The question is wrapped to the window: read it as one line.
     let flat = screen.split_whitespace().collect::<Vec<_>>().join(" ");
@@ -573,7 +573,7 @@ fn the_home_folder_as_workspace_is_asked_about() {
 
     let tui = Tui::new();
     let home = format!("HOME={}", shell_quote(&tui.work().to_string_lossy()));
-    tui.start_with(&server, &["hello"], &home);
+    tui.start_with(&server, &["say hello"], &home);
     tui.wait_for("Work here anyway? [y/N]");
     tui.type_text("y");
     tui.keys(&["Enter"]);

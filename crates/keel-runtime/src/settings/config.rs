@@ -478,12 +478,7 @@ impl Loaded {
                     model.clone(),
                     self.model_source.clone().unwrap_or_else(|| "config".into()),
                 ),
-                None => {
-                    return Err(ConfigError::Model {
-                        source_name: "config".into(),
-                        reason: "no model is configured: pass --model provider/model or set `model:` in config.yaml".into(),
-                    });
-                }
+                None => return self.model_from_environment(),
             },
         };
         let Some((provider, model)) = spec
@@ -503,6 +498,80 @@ impl Loaded {
                 source_name: source,
                 reason: e.to_string(),
             })
+    }
+}
+
+/// The providers a key in the environment chooses when nothing names a model, in this
+/// order when several keys are set, each with the model it starts with.
+pub const ENVIRONMENT_PROVIDERS: &[(&str, &str)] = &[
+    ("anthropic", "claude-sonnet-4-5"),
+    ("openai", "gpt-5"),
+    ("google", "gemini-2.5-pro"),
+    ("openrouter", "anthropic/claude-sonnet-4.5"),
+    ("minimax", "MiniMax-M2.7"),
+    ("deepseek", "deepseek-chat"),
+    ("mistral", "devstral-medium-latest"),
+];
+
+/// Whether the variable `name` holds a value.
+fn is_set(name: &str) -> bool {
+    std::env::var(name).is_ok_and(|v| !v.trim().is_empty())
+}
+
+impl Loaded {
+    /// With no model named anywhere: the first provider of [`ENVIRONMENT_PROVIDERS`] whose
+    /// key is in the environment, with its starting model, and a warning saying so and how
+    /// to choose another.
+    fn model_from_environment(&self) -> Result<Resolved, ConfigError> {
+        let registry = self.registry()?;
+        let found = ENVIRONMENT_PROVIDERS.iter().find_map(|(provider, model)| {
+            let resolved = registry.resolve(provider, model).ok()?;
+            let variable = resolved.api_key_env.clone()?;
+            is_set(&variable).then_some((resolved, variable, provider, model))
+        });
+        let Some((mut resolved, variable, provider, model)) = found else {
+            let variables: Vec<String> = ENVIRONMENT_PROVIDERS
+                .iter()
+                .filter_map(|(provider, model)| registry.resolve(provider, model).ok()?.api_key_env)
+                .collect();
+            return Err(ConfigError::Model {
+                source_name: "config".into(),
+                reason: format!(
+                    "no model is configured and no provider key is set: export one of {} (or \
+                     run a local model: --model ollama/NAME), or pass --model provider/model, or \
+                     set `model:` in ~/.keel/config.yaml",
+                    variables.join(", ")
+                ),
+            });
+        };
+        resolved.warning = Some(format!(
+            "no model is configured: using {provider}/{model} because {variable} is set \
+             (choose another with --model provider/model or `model:` in ~/.keel/config.yaml)"
+        ));
+        Ok(resolved)
+    }
+
+    /// The base URL the environment gives `provider` (`ANTHROPIC_BASE_URL`,
+    /// `OPENAI_BASE_URL`, as the providers' own SDKs read them), unless the configuration
+    /// sets the provider's `base_url` itself.
+    pub fn environment_base_url(&self, provider: &str) -> Option<String> {
+        let variable = match provider {
+            "anthropic" => "ANTHROPIC_BASE_URL",
+            "openai" => "OPENAI_BASE_URL",
+            _ => return None,
+        };
+        let configured = self
+            .config
+            .providers
+            .get(provider)
+            .is_some_and(|o| o.base_url.is_some());
+        if configured {
+            return None;
+        }
+        std::env::var(variable)
+            .ok()
+            .map(|v| v.trim().to_owned())
+            .filter(|v| !v.is_empty())
     }
 }
 

@@ -1,0 +1,183 @@
+//! A fresh machine: no configuration, only a provider's key (and its base URL) in the
+//! environment. keel picks the provider, says so once, and answers.
+
+use std::process::Command;
+
+use crate::{Mock, assert_exit};
+
+/// `keel` with a clean `HOME` and `KEEL_HOME`, no provider variables but `vars`.
+fn fresh(home: &std::path::Path, vars: &[(&str, &str)]) -> Command {
+    let mut command = Command::new(env!("CARGO_BIN_EXE_keel"));
+    command.env_clear();
+    command
+        .env("PATH", std::env::var("PATH").unwrap_or_default())
+        .env("HOME", home)
+        .env("KEEL_HOME", home.join(".keel"))
+        .current_dir(home.join("work"));
+    for (name, value) in vars {
+        command.env(name, value);
+    }
+    command
+}
+
+#[test]
+fn a_key_in_the_environment_is_enough_and_the_choice_is_said_once() {
+    let home = tempfile::tempdir().unwrap();
+    std::fs::create_dir_all(home.path().join("work")).unwrap();
+    let mock = Mock::new();
+    let server = mock.serve(r#"[{"text": "hello from a fresh machine"}, {"text": "again"}]"#);
+    let url = server.url();
+    let vars = [
+        ("ANTHROPIC_API_KEY", "test-key"),
+        ("ANTHROPIC_BASE_URL", url.as_str()),
+        ("OPENAI_API_KEY", "also-set"),
+    ];
+    let output = fresh(home.path(), &vars)
+        .args(["exec", "hi"])
+        .output()
+        .unwrap();
+    assert_exit(&output, 0);
+    assert_eq!(
+        String::from_utf8(output.stdout).unwrap(),
+        "hello from a fresh machine\n"
+    );
+    let stderr = String::from_utf8(output.stderr).unwrap();
+    assert!(
+        stderr.contains("using anthropic/claude-sonnet-4-5 because ANTHROPIC_API_KEY is set"),
+        "{stderr}"
+    );
+    let requests = server.requests();
+    assert_eq!(requests[0].path, "/v1/messages");
+    assert_eq!(requests[0].headers["x-api-key"], "test-key");
+    // Said once: the second run is quiet about it.
+    let output = fresh(home.path(), &vars)
+        .args(["exec", "hi again"])
+        .output()
+        .unwrap();
+    assert_exit(&output, 0);
+    let stderr = String::from_utf8(output.stderr).unwrap();
+    assert!(!stderr.contains("no model is configured"), "{stderr}");
+}
+
+#[test]
+fn no_key_at_all_is_one_sentence_naming_the_variables() {
+    let home = tempfile::tempdir().unwrap();
+    std::fs::create_dir_all(home.path().join("work")).unwrap();
+    let output = fresh(home.path(), &[])
+        .args(["exec", "hi"])
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(3));
+    let stderr = String::from_utf8(output.stderr).unwrap();
+    assert!(
+        stderr.contains("ANTHROPIC_API_KEY, OPENAI_API_KEY"),
+        "{stderr}"
+    );
+    assert!(stderr.contains("--model"), "{stderr}");
+}
+
+#[test]
+fn doctor_checks_the_key_with_a_test_call_and_says_what_to_fix() {
+    let home = tempfile::tempdir().unwrap();
+    std::fs::create_dir_all(home.path().join("work")).unwrap();
+    let mock = Mock::new();
+    let server = mock.serve(r#"[{"text": "OK"}]"#);
+    let url = server.url();
+    let vars = [
+        ("ANTHROPIC_API_KEY", "sk-ant-test-0123456789-abcd"),
+        ("ANTHROPIC_BASE_URL", url.as_str()),
+    ];
+    let output = fresh(home.path(), &vars).arg("doctor").output().unwrap();
+    let stdout = String::from_utf8(output.stdout).unwrap();
+    assert_eq!(output.status.code(), Some(0), "{stdout}");
+    assert!(stdout.contains("anthropic/claude-sonnet-4-5"), "{stdout}");
+    assert!(
+        stdout.contains("sk-ant…abcd"),
+        "the key is masked: {stdout}"
+    );
+    assert!(!stdout.contains("0123456789"), "{stdout}");
+    assert!(
+        stdout.contains("test call") && stdout.contains("answered in"),
+        "{stdout}"
+    );
+    assert!(stdout.contains("sandbox"), "{stdout}");
+    assert_eq!(server.requests().len(), 1);
+    // A broken configuration: exit 1, naming the file.
+    std::fs::create_dir_all(home.path().join(".keel")).unwrap();
+    std::fs::write(home.path().join(".keel/config.yaml"), "model: [unclosed\n").unwrap();
+    let output = fresh(home.path(), &vars).arg("doctor").output().unwrap();
+    let stdout = String::from_utf8(output.stdout).unwrap();
+    assert_eq!(output.status.code(), Some(1), "{stdout}");
+    assert!(stdout.contains("config.yaml"), "{stdout}");
+    assert!(stdout.contains("Fix this first"), "{stdout}");
+}
+
+#[test]
+fn a_bare_word_is_no_prompt_and_print_is_exec() {
+    let home = tempfile::tempdir().unwrap();
+    std::fs::create_dir_all(home.path().join("work")).unwrap();
+    let output = fresh(home.path(), &[]).arg("doctr").output().unwrap();
+    assert_eq!(output.status.code(), Some(2));
+    let stderr = String::from_utf8(output.stderr).unwrap();
+    assert!(stderr.contains("Did you mean `keel doctor`?"), "{stderr}");
+    assert!(stderr.contains("keel -- doctr"), "{stderr}");
+    // `-p` is Claude Code's headless mode: `keel exec`.
+    let dir = tempfile::tempdir().unwrap();
+    let script = crate::script(dir.path(), r#"[{"text": "printed"}]"#);
+    let output = fresh(home.path(), &[])
+        .arg("-p")
+        .arg("--mock-script")
+        .arg(&script)
+        .arg("say it")
+        .output()
+        .unwrap();
+    assert_exit(&output, 0);
+    assert_eq!(String::from_utf8(output.stdout).unwrap(), "printed\n");
+}
+
+#[test]
+fn the_flags_other_agents_use_work_here() {
+    let home = tempfile::tempdir().unwrap();
+    let work = home.path().join("work");
+    std::fs::create_dir_all(work.join("sub")).unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let script = crate::script(
+        dir.path(),
+        r#"[{"tool_calls": [{"id": "c1", "name": "bash", "arguments": {"command": "pwd"}}]}, {"text": "done"}]"#,
+    );
+    // -C (--cd) is --cwd; --yolo is full access without the sandbox, and says so.
+    let output = fresh(home.path(), &[])
+        .args([
+            "exec",
+            "--yolo",
+            "-C",
+            "sub",
+            "--output-format",
+            "json",
+            "--mock-script",
+        ])
+        .arg(&script)
+        .arg("where am I")
+        .output()
+        .unwrap();
+    assert_exit(&output, 0);
+    let stderr = String::from_utf8(output.stderr).unwrap();
+    assert!(
+        stderr.contains("--yolo: full access and no sandbox"),
+        "{stderr}"
+    );
+    // --yolo cannot be weakened or strengthened in the same breath.
+    let output = fresh(home.path(), &[])
+        .args(["exec", "--yolo", "--permission", "ask", "hi"])
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(2));
+    // -m is --model.
+    let output = fresh(home.path(), &[])
+        .args(["exec", "-m", "nonsense", "hi"])
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(2));
+    let stderr = String::from_utf8(output.stderr).unwrap();
+    assert!(stderr.contains("provider/model"), "{stderr}");
+}
