@@ -65,6 +65,15 @@ enum Command {
     /// Serve the Agent Client Protocol on stdin and stdout, for editors (Zed, JetBrains,
     /// Neovim, VS Code clients).
     Acp(Box<acp::AcpArgs>),
+    /// Print the shell completion script for bash, zsh, fish, elvish or powershell (for
+    /// example `keel completion bash > ~/.local/share/bash-completion/completions/keel`).
+    Completion {
+        /// The shell.
+        #[arg(value_enum)]
+        shell: clap_complete::Shell,
+    },
+    /// Print keel's manual page (roff), for example `keel man | man -l -`.
+    Man,
     /// Used by `keel acp`: shows one command's output in an editor's terminal.
     #[command(hide = true)]
     AcpRelay(acp::RelayArgs),
@@ -91,6 +100,19 @@ fn main() -> ExitCode {
     }
     // The TUI brings its own multi-threaded runtime: drawing must never wait for a turn.
     let command = match cli.command {
+        Some(Command::Completion { shell }) => {
+            clap_complete::generate(shell, &mut Cli::command(), "keel", &mut std::io::stdout());
+            return ExitCode::SUCCESS;
+        }
+        Some(Command::Man) => {
+            return match clap_mangen::Man::new(Cli::command()).render(&mut std::io::stdout()) {
+                Ok(()) => ExitCode::SUCCESS,
+                Err(error) => {
+                    eprintln!("keel: cannot write the manual page: {error}");
+                    ExitCode::from(exec::EXIT_FAILED)
+                }
+            };
+        }
         None => return finish(tui::run(cli.tui, false)),
         Some(Command::Resume(args)) => return finish(tui::run(*args, true)),
         // ACP brings its own multi-threaded runtime: a turn never holds up the connection.
@@ -117,7 +139,11 @@ fn main() -> ExitCode {
             Command::Feedback(args) => feedback::run(args).await.map(|()| ExitCode::SUCCESS),
             Command::Debug(args) => debug::run(args).await.map(|()| ExitCode::SUCCESS),
             Command::Doctor(args) => doctor::run(args).await,
-            Command::Resume(_) | Command::Acp(_) | Command::AcpRelay(_) => Ok(ExitCode::SUCCESS),
+            Command::Resume(_)
+            | Command::Acp(_)
+            | Command::AcpRelay(_)
+            | Command::Completion { .. }
+            | Command::Man => Ok(ExitCode::SUCCESS),
         }
     });
     // Tools may leave work behind after an abort; do not wait for it.

@@ -181,3 +181,36 @@ fn the_flags_other_agents_use_work_here() {
     let stderr = String::from_utf8(output.stderr).unwrap();
     assert!(stderr.contains("provider/model"), "{stderr}");
 }
+
+#[test]
+fn completion_scripts_and_the_manual_page_are_printed() {
+    let home = tempfile::tempdir().unwrap();
+    std::fs::create_dir_all(home.path().join("work")).unwrap();
+    for (shell, mark) in [
+        ("bash", "complete -F"),
+        ("zsh", "#compdef keel"),
+        ("fish", "complete -c keel"),
+        ("elvish", "edit:completion"),
+        ("powershell", "Register-ArgumentCompleter"),
+    ] {
+        let output = fresh(home.path(), &[])
+            .args(["completion", shell])
+            .output()
+            .unwrap();
+        assert_exit(&output, 0);
+        let script = String::from_utf8(output.stdout).unwrap();
+        assert!(
+            script.contains(mark),
+            "{shell}: {}",
+            &script[..200.min(script.len())]
+        );
+        assert!(script.contains("doctor"), "{shell} completes the commands");
+    }
+    let output = fresh(home.path(), &[]).arg("man").output().unwrap();
+    assert_exit(&output, 0);
+    let page = String::from_utf8(output.stdout).unwrap();
+    assert!(
+        page.contains(".TH keel 1") && page.contains("coding agent"),
+        "{page}"
+    );
+}
