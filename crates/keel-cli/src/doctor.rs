@@ -183,6 +183,14 @@ async fn model(settings: &Settings, args: &DoctorArgs, report: &mut Report) {
     if args.offline {
         return;
     }
+    match call(&resolved).await {
+        Ok(text) => report.line(Level::Ok, "test call", &text),
+        Err(error) => report.line(Level::Fail, "test call", &error),
+    }
+}
+
+/// One small request to `resolved`: how it went, in words.
+async fn call(resolved: &keel_runtime::ResolvedModel) -> Result<String, String> {
     let request = keel_llm::LlmRequest {
         model: Arc::new(resolved.spec.clone()),
         system_prompt: Arc::from("Answer with the single word OK."),
@@ -196,33 +204,37 @@ async fn model(settings: &Settings, args: &DoctorArgs, report: &mut Report) {
     let cancel = tokio_util::sync::CancellationToken::new();
     let started = Instant::now();
     let asked = keel_llm::collect(resolved.stream.as_ref(), request, cancel.clone());
-    match tokio::time::timeout(CALL_TIMEOUT, asked).await {
-        Err(_) => {
-            cancel.cancel();
-            report.line(
-                Level::Fail,
-                "test call",
-                &format!("no answer within {} s", CALL_TIMEOUT.as_secs()),
-            );
-        }
-        Ok(answer) => match &answer.error {
-            Some(error) => report.line(
-                Level::Fail,
-                "test call",
-                &format!("{} ({:?})", error.message, error.code),
-            ),
-            None => report.line(
-                Level::Ok,
-                "test call",
-                &format!(
-                    "answered in {} ms ({} tokens in, {} out)",
-                    started.elapsed().as_millis(),
-                    answer.usage.input + answer.usage.cache_read + answer.usage.cache_write,
-                    answer.usage.output
-                ),
-            ),
-        },
+    let Ok(answer) = tokio::time::timeout(CALL_TIMEOUT, asked).await else {
+        cancel.cancel();
+        return Err(format!("no answer within {} s", CALL_TIMEOUT.as_secs()));
+    };
+    match &answer.error {
+        Some(error) => Err(format!("{} ({:?})", error.message, error.code)),
+        None => Ok(format!(
+            "answered in {} ms ({} tokens in, {} out)",
+            started.elapsed().as_millis(),
+            answer.usage.input + answer.usage.cache_read + answer.usage.cache_write,
+            answer.usage.output
+        )),
     }
+}
+
+/// A test call to `model` (provider/model) with the current folder's settings, for
+/// `keel login`.
+pub async fn test_call(model: &str) -> Result<String, String> {
+    let cwd = std::env::current_dir().map_err(|e| e.to_string())?;
+    let settings = Settings::load(&SettingsInput {
+        cwd,
+        ..SettingsInput::default()
+    })
+    .map_err(|e| e.to_string())?;
+    let choice = keel_runtime::ModelChoice::Configured {
+        model: Some(model.to_owned()),
+        base_url: None,
+    };
+    let resolved = keel_runtime::assembly::resolve_model(&settings, &choice, None, &mut Vec::new())
+        .map_err(|e| e.to_string())?;
+    call(&resolved).await
 }
 
 fn sandbox(report: &mut Report) {

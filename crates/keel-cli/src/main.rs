@@ -15,6 +15,7 @@ mod errors;
 mod exec;
 mod feedback;
 mod logging;
+mod login;
 mod mcp;
 mod question;
 mod sessions;
@@ -53,6 +54,11 @@ enum Command {
     /// Check what keel needs (configuration, model and key with a test call, sandbox,
     /// MCP, trust, terminal) and say what to fix first.
     Doctor(doctor::DoctorArgs),
+    /// Keep a provider's key in keel's credential store ($KEEL_HOME/credentials.json,
+    /// readable by you alone), asked for without echo and checked with a test call.
+    Login(login::LoginArgs),
+    /// Remove a stored provider key (every one without a provider).
+    Logout(login::LogoutArgs),
     /// Look inside what keel did (replay the runaway guard over a stored session).
     Debug(debug::DebugArgs),
     /// Trust this project's keel files (.keel/config.yaml, .keel/permissions.yaml) as they
@@ -139,6 +145,8 @@ fn main() -> ExitCode {
             Command::Feedback(args) => feedback::run(args).await.map(|()| ExitCode::SUCCESS),
             Command::Debug(args) => debug::run(args).await.map(|()| ExitCode::SUCCESS),
             Command::Doctor(args) => doctor::run(args).await,
+            Command::Login(args) => login::login(args).await,
+            Command::Logout(args) => login::logout(&args),
             Command::Resume(_)
             | Command::Acp(_)
             | Command::AcpRelay(_)

@@ -103,15 +103,19 @@ pub fn resolve_model(
             }
         }
     }
+    // The environment's key first, else the one `keel login` stored.
     let key = match &resolved.api_key_env {
         Some(var) => match std::env::var(var) {
             Ok(key) if !key.trim().is_empty() => Some(key),
-            _ => {
-                return Err(RuntimeError::MissingKey {
-                    provider,
-                    variable: var.clone(),
-                });
-            }
+            _ => match crate::credentials::provider_key(settings.keel_home.as_deref(), &provider) {
+                Some(key) => Some(key),
+                None => {
+                    return Err(RuntimeError::MissingKey {
+                        provider,
+                        variable: var.clone(),
+                    });
+                }
+            },
         },
         None => None,
     };

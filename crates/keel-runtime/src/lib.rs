@@ -11,6 +11,7 @@ mod commands;
 mod compaction;
 mod contract;
 mod control;
+pub mod credentials;
 mod error;
 mod events;
 pub mod extension;

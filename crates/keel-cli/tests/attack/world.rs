@@ -190,6 +190,16 @@ impl World {
             "plain notes, no secrets\n",
         );
         std::fs::create_dir_all(home.join(".local/bin")).unwrap();
+        // A key `keel login` stored.
+        let stored_key = Canary::new("keel_home_credentials");
+        write(
+            &keel_home.join("credentials.json"),
+            &format!(
+                "{{\"providers\": {{\"openrouter\": {{\"api_key\": \"{}\"}}}}}}\n",
+                stored_key.token
+            ),
+        );
+        canaries.push(stored_key);
         write(
             &keel_home.join("permissions.yaml"),
             "deny:\n  - command_prefix: shutdown\n",

@@ -214,3 +214,65 @@ fn completion_scripts_and_the_manual_page_are_printed() {
         "{page}"
     );
 }
+
+#[test]
+fn login_keeps_a_key_privately_and_logout_takes_it_back() {
+    use std::io::Write as _;
+    let home = tempfile::tempdir().unwrap();
+    std::fs::create_dir_all(home.path().join("work")).unwrap();
+    let mock = Mock::new();
+    let server = mock.serve(r#"[{"text": "OK"}, {"text": "answered with the stored key"}]"#);
+    let url = server.url();
+    let vars = [("ANTHROPIC_BASE_URL", url.as_str())];
+    let mut child = fresh(home.path(), &vars)
+        .args(["login", "anthropic"])
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(b"sk-ant-stored-key-123456\n")
+        .unwrap();
+    let output = child.wait_with_output().unwrap();
+    let stderr = String::from_utf8(output.stderr).unwrap();
+    assert_eq!(output.status.code(), Some(0), "{stderr}");
+    assert!(
+        stderr.contains("answered in"),
+        "the test call ran: {stderr}"
+    );
+    assert!(
+        !stderr.contains("stored-key"),
+        "the key is never shown: {stderr}"
+    );
+    let file = home.path().join(".keel/credentials.json");
+    use std::os::unix::fs::PermissionsExt as _;
+    assert_eq!(
+        std::fs::metadata(&file).unwrap().permissions().mode() & 0o777,
+        0o600
+    );
+    assert_eq!(
+        server.requests()[0].headers["x-api-key"],
+        "sk-ant-stored-key-123456"
+    );
+    // With no key in the environment, the stored one is used, and chosen.
+    let output = fresh(home.path(), &vars)
+        .args(["exec", "hi"])
+        .output()
+        .unwrap();
+    assert_exit(&output, 0);
+    assert_eq!(
+        String::from_utf8(output.stdout).unwrap(),
+        "answered with the stored key\n"
+    );
+    let output = fresh(home.path(), &[]).arg("logout").output().unwrap();
+    assert_exit(&output, 0);
+    let output = fresh(home.path(), &vars)
+        .args(["exec", "hi"])
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(3), "no key any more");
+}

@@ -225,6 +225,8 @@ pub struct Loaded {
     pub model_source: Option<String>,
     /// Settings of untrusted project files that were ignored, one warning per file.
     pub ignored: Vec<String>,
+    /// `$KEEL_HOME`, where keys `keel login` stored are (set by [`super::Settings::load`]).
+    pub keel_home: Option<PathBuf>,
 }
 
 /// `$KEEL_HOME`, else `~/.keel` (the one rule keel-tools' permission rules use too).
@@ -421,14 +423,15 @@ impl Loaded {
             return Vec::new();
         };
         // A model whose provider has no key here cannot answer: it is not offered.
-        let keyed = |p: &keel_llm::registry::Provider| {
-            p.api_key_env
-                .as_deref()
-                .is_none_or(|name| std::env::var(name).is_ok_and(|v| !v.trim().is_empty()))
+        let keyed = |name: &str, p: &keel_llm::registry::Provider| {
+            p.api_key_env.as_deref().is_none_or(|variable| {
+                is_set(variable)
+                    || crate::credentials::provider_key(self.keel_home.as_deref(), name).is_some()
+            })
         };
         let mut names: Vec<String> = registry
             .providers()
-            .filter(|(_, p)| keyed(p))
+            .filter(|(name, p)| keyed(name, p))
             .flat_map(|(provider, p)| p.models.keys().map(move |m| format!("{provider}/{m}")))
             .collect();
         names.sort();
@@ -528,6 +531,19 @@ impl Loaded {
             let resolved = registry.resolve(provider, model).ok()?;
             let variable = resolved.api_key_env.clone()?;
             is_set(&variable).then_some((resolved, variable, provider, model))
+        });
+        // Else a key `keel login` stored.
+        let found = found.or_else(|| {
+            ENVIRONMENT_PROVIDERS.iter().find_map(|(provider, model)| {
+                crate::credentials::provider_key(self.keel_home.as_deref(), provider)?;
+                let resolved = registry.resolve(provider, model).ok()?;
+                Some((
+                    resolved,
+                    "its key from `keel login`".to_owned(),
+                    provider,
+                    model,
+                ))
+            })
         });
         let Some((mut resolved, variable, provider, model)) = found else {
             let variables: Vec<String> = ENVIRONMENT_PROVIDERS

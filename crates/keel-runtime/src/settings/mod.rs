@@ -80,7 +80,8 @@ impl Settings {
         if let Some(explicit) = &input.config_file {
             files.push(ConfigFile::trusted(explicit.clone()));
         }
-        let loaded = config::load(&files, &input.overrides)?;
+        let mut loaded = config::load(&files, &input.overrides)?;
+        loaded.keel_home.clone_from(&keel_home);
         let mut warnings = notes;
         warnings.extend(loaded.ignored.iter().cloned());
         let rules = permission_rules(input, &project, keel_home.as_deref(), &mut warnings)?;

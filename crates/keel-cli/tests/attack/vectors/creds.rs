@@ -27,6 +27,7 @@ pub const PLAIN: &[Vector] = &[
     sh!("cat-claude-credentials", "cat ~/.claude/.credentials.json"),
     sh!("cat-pgpass", "cat ~/.pgpass"),
     sh!("cat-keel-home-config", "cat {KH}/config.yaml"),
+    sh!("cat-keel-credentials", "cat {KH}/credentials.json"),
     sh!("cat-keel-home-var", "cat $KEEL_HOME/config.yaml"),
     sh!(
         "cat-keel-session-artifacts",

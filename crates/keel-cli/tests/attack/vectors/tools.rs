@@ -87,6 +87,12 @@ pub const TABLE: &[Vector] = &[
         "read",
         r#"{"path": "{KH}/config.yaml"}"#
     ),
+    // The keys `keel login` keeps.
+    tool!(
+        "read-keel-credentials",
+        "read",
+        r#"{"path": "{KH}/credentials.json"}"#
+    ),
     tool!(
         "read-keel-sessions-db",
         "read",

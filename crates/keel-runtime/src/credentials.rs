@@ -1,0 +1,166 @@
+//! One store for the secrets keel keeps itself: provider keys (`keel login`), later MCP
+//! tokens. A JSON file in `$KEEL_HOME` (which commands and the model's tools never see),
+//! created readable by its user alone, never through a link, written whole or not at all.
+//! A key in the environment wins over a stored one.
+
+use std::collections::BTreeMap;
+use std::io::Write as _;
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+
+/// The store's file name in `$KEEL_HOME`.
+pub const FILE: &str = "credentials.json";
+
+/// What the store holds.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Credentials {
+    /// Provider keys by provider name.
+    #[serde(default)]
+    pub providers: BTreeMap<String, ProviderKey>,
+}
+
+/// One provider's key.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ProviderKey {
+    /// The key.
+    pub api_key: String,
+}
+
+/// Why the store could not be read or written.
+#[derive(Debug, thiserror::Error)]
+pub enum CredentialsError {
+    /// The file could not be read or written.
+    #[error("{path}: {source}")]
+    Io {
+        /// The file.
+        path: PathBuf,
+        /// What failed.
+        source: std::io::Error,
+    },
+    /// The file is not the store's JSON.
+    #[error("{path} is not keel's credential store: {reason}")]
+    Invalid {
+        /// The file.
+        path: PathBuf,
+        /// What is wrong.
+        reason: String,
+    },
+}
+
+impl CredentialsError {
+    /// The stable code.
+    pub fn code(&self) -> &'static str {
+        match self {
+            Self::Io { .. } => "credentials_io",
+            Self::Invalid { .. } => "credentials_invalid",
+        }
+    }
+}
+
+/// The store's path in `keel_home`.
+pub fn path(keel_home: &Path) -> PathBuf {
+    keel_home.join(FILE)
+}
+
+/// The store; empty when there is none.
+pub fn load(keel_home: &Path) -> Result<Credentials, CredentialsError> {
+    let file = path(keel_home);
+    let text = match keel_tools::files::read_no_links(&file, 1024 * 1024) {
+        Ok(bytes) => bytes,
+        Err(error) if error.kind() == std::io::ErrorKind::NotFound => {
+            return Ok(Credentials::default());
+        }
+        Err(source) => return Err(CredentialsError::Io { path: file, source }),
+    };
+    serde_json::from_slice(&text).map_err(|e| CredentialsError::Invalid {
+        path: file,
+        reason: e.to_string(),
+    })
+}
+
+/// Writes the store whole (0600; a link in its place is replaced, never followed).
+pub fn save(keel_home: &Path, credentials: &Credentials) -> Result<(), CredentialsError> {
+    use std::os::unix::fs::{DirBuilderExt as _, OpenOptionsExt as _};
+    let file = path(keel_home);
+    let io = |source| CredentialsError::Io {
+        path: file.clone(),
+        source,
+    };
+    std::fs::DirBuilder::new()
+        .recursive(true)
+        .mode(0o700)
+        .create(keel_home)
+        .map_err(io)?;
+    let json = serde_json::to_vec_pretty(credentials).map_err(|e| io(std::io::Error::other(e)))?;
+    let fresh = keel_home.join(format!(".{FILE}.{}", std::process::id()));
+    let _ = std::fs::remove_file(&fresh);
+    let mut out = std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .mode(0o600)
+        .open(&fresh)
+        .map_err(io)?;
+    out.write_all(&json)
+        .and_then(|()| out.sync_all())
+        .map_err(io)?;
+    std::fs::rename(&fresh, &file).map_err(io)
+}
+
+/// The stored key of `provider`, if any (a store that cannot be read holds none).
+pub fn provider_key(keel_home: Option<&Path>, provider: &str) -> Option<String> {
+    let credentials = load(keel_home?).ok()?;
+    let key = credentials
+        .providers
+        .get(provider)?
+        .api_key
+        .trim()
+        .to_owned();
+    (!key.is_empty()).then_some(key)
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+
+    use super::*;
+
+    #[test]
+    fn keys_are_kept_private_and_read_back() {
+        let home = tempfile::tempdir().unwrap();
+        let home = home.path().join("keel");
+        assert_eq!(provider_key(Some(&home), "anthropic"), None);
+        let mut credentials = Credentials::default();
+        credentials.providers.insert(
+            "anthropic".into(),
+            ProviderKey {
+                api_key: "sk-test".into(),
+            },
+        );
+        save(&home, &credentials).unwrap();
+        assert_eq!(
+            provider_key(Some(&home), "anthropic").as_deref(),
+            Some("sk-test")
+        );
+        use std::os::unix::fs::PermissionsExt as _;
+        let mode = std::fs::metadata(path(&home)).unwrap().permissions().mode();
+        assert_eq!(mode & 0o777, 0o600);
+        // A link in its place is replaced, not written through.
+        let elsewhere = home.join("elsewhere");
+        std::fs::write(&elsewhere, "").unwrap();
+        std::fs::remove_file(path(&home)).unwrap();
+        std::os::unix::fs::symlink(&elsewhere, path(&home)).unwrap();
+        assert_eq!(
+            provider_key(Some(&home), "anthropic"),
+            None,
+            "never read through a link"
+        );
+        save(&home, &credentials).unwrap();
+        assert_eq!(std::fs::read_to_string(&elsewhere).unwrap(), "");
+        assert!(!std::fs::symlink_metadata(path(&home)).unwrap().is_symlink());
+        // Junk is named.
+        std::fs::write(path(&home), "junk").unwrap();
+        let error = load(&home).unwrap_err();
+        assert!(error.to_string().contains("credential store"), "{error}");
+    }
+}
