@@ -39,13 +39,16 @@ enum SessionsCommand {
         #[arg(long)]
         json: bool,
     },
-    /// A session's messages.
+    /// A session's messages, each after the revision that added it.
     Show {
         /// Session id or unique prefix.
         id: String,
         /// Print the session and its messages as JSON.
         #[arg(long)]
         json: bool,
+        /// Also show the notes keel added for the model (reminders, attached files).
+        #[arg(long)]
+        raw: bool,
     },
     /// Copy a session's history (at a revision, default the latest) into a new session.
     Fork {
@@ -155,7 +158,7 @@ pub async fn run(args: SessionsArgs) -> anyhow::Result<()> {
                 }
             }
         }
-        SessionsCommand::Show { id, json } => {
+        SessionsCommand::Show { id, json, raw } => {
             let id = store.resolve_session(&id).await?;
             let record = store.session(&id).await?;
             let history = store.history(&id).await?;
@@ -165,7 +168,7 @@ pub async fn run(args: SessionsArgs) -> anyhow::Result<()> {
                             "messages": history}),
                 )?;
             } else {
-                out = show_text(&record, &history);
+                out = show_text(&record, &history, raw);
             }
         }
         SessionsCommand::Fork { id, at, json } => {
@@ -522,12 +525,20 @@ fn listed_text(listed: &Listed, depth: usize, out: &mut String) {
     }
 }
 
-fn show_text(record: &SessionRecord, history: &[StoredEntry]) -> String {
+/// A session for people: each message after the revision that added it (what `rewind
+/// --to` and `fork --at` take); keel's hidden notes to the model only with `raw`.
+fn show_text(record: &SessionRecord, history: &[StoredEntry], raw: bool) -> String {
     let mut out = format!(
         "{}  {}\n{} · {} · revision {}\n\n",
         record.id, record.title, record.cwd, record.model, record.revision
     );
+    let mut hidden = 0;
     for entry in history {
+        if !raw && matches!(&entry.message, Message::User(user) if user.hidden) {
+            hidden += 1;
+            continue;
+        }
+        out.push_str(&format!("r{:<4} ", entry.revision));
         let line = match &entry.message {
             Message::User(user) if let Some(run) = &user.shell => format!(
                 "user ran: !{}\n{}",
@@ -566,6 +577,12 @@ fn show_text(record: &SessionRecord, history: &[StoredEntry]) -> String {
         };
         out.push_str(&line);
         out.push('\n');
+    }
+    if hidden > 0 {
+        out.push_str(&format!(
+            "\n({hidden} note{} keel added for the model not shown: --raw shows them)\n",
+            if hidden == 1 { "" } else { "s" }
+        ));
     }
     out
 }

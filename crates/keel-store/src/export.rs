@@ -116,10 +116,9 @@ pub fn to_markdown(record: &SessionRecord, history: &[StoredEntry]) -> String {
                 let fence = fence(&text);
                 let _ = writeln!(out, "{fence}\n{text}\n{fence}\n");
             }
-            Message::User(user) if user.hidden => {
-                out.push_str("## keel's note to the model\n\n");
-                blocks(&mut out, &user.content);
-            }
+            // keel's own notes to the model (reminders, attached files) are not the
+            // conversation: `sessions show --raw` and the JSON export hold them.
+            Message::User(user) if user.hidden => {}
             Message::User(user) => {
                 out.push_str("## User\n\n");
                 blocks(&mut out, &user.content);

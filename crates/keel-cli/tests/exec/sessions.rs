@@ -488,3 +488,43 @@ fn a_bad_setting_is_refused_before_a_session_or_turn_is_started() {
     let list = home.sessions_json(&["list", "--json"]);
     assert_eq!(list, serde_json::json!([]), "nothing was started");
 }
+
+/// `show` numbers each message with the revision that added it (what `rewind --to` and
+/// `fork --at` take) and leaves keel's notes to the model out unless asked; so does the
+/// Markdown export.
+#[test]
+fn show_prints_revisions_and_hides_keel_s_notes_unless_raw() {
+    let home = Home::new();
+    home.exec(r#"[{"text": "an answer"}]"#, &["explain the code"]);
+    let id = home.only_session();
+    let show = |extra: &[&str]| {
+        let output = home
+            .keel()
+            .args(["sessions", "show", &id])
+            .args(extra)
+            .output()
+            .unwrap();
+        assert!(output.status.success(), "{}", stderr(&output));
+        String::from_utf8(output.stdout).unwrap()
+    };
+    let plain = show(&[]);
+    assert!(!plain.contains("system-reminder"), "{plain}");
+    assert!(plain.contains("user: explain the code"), "{plain}");
+    assert!(
+        plain
+            .lines()
+            .any(|l| l.starts_with('r') && l.contains("assistant: an answer")),
+        "{plain}"
+    );
+    assert!(plain.contains("--raw shows them"), "{plain}");
+    let raw = show(&["--raw"]);
+    assert!(raw.contains("system-reminder"), "{raw}");
+    let output = home
+        .keel()
+        .args(["sessions", "export", &id])
+        .output()
+        .unwrap();
+    let markdown = String::from_utf8(output.stdout).unwrap();
+    assert!(!markdown.contains("system-reminder"), "{markdown}");
+    assert!(markdown.contains("explain the code"), "{markdown}");
+}
