@@ -125,6 +125,46 @@ pub struct ExecSink {
     /// The goal's banner as text last printed it: a goal is announced at each turn's start
     /// and end, and an unchanged line is not printed twice.
     banner: Mutex<Option<String>>,
+    /// Text mode's account of the run: each call's title by item, and the counts the last
+    /// line sums up.
+    tally: Mutex<Tally>,
+}
+
+/// What `text` tells of the tools as they run, and counts for its last line.
+#[derive(Default)]
+struct Tally {
+    titles: std::collections::HashMap<Arc<str>, String>,
+    calls: usize,
+    failed: usize,
+    turns: usize,
+}
+
+/// A call as one line: the tool and what it acts on (a command whole, on one line).
+fn call_title(tool: &str, arguments: &Value) -> String {
+    let text = |key: &str| arguments.get(key).and_then(Value::as_str);
+    let one_line = |s: &str| s.split_whitespace().collect::<Vec<_>>().join(" ");
+    let name = keel_runtime::notice::tool_title(tool);
+    match (text("command"), text("path"), text("pattern"), text("url")) {
+        (Some(command), ..) => format!("{name} `{}`", one_line(command)),
+        (None, Some(path), ..) => format!("{name} {path}"),
+        (None, None, Some(pattern), _) => format!("{name} `{}`", one_line(pattern)),
+        (None, None, None, Some(url)) => format!("{name} {url}"),
+        _ => name,
+    }
+}
+
+/// Why a call failed, in one line, with the way round a refusal `exec` cannot ask about.
+fn failure_line(result: &str) -> String {
+    let first = result
+        .lines()
+        .map(str::trim)
+        .find(|l| !l.is_empty())
+        .unwrap_or("failed");
+    let mut line: String = first.chars().take(200).collect();
+    if first.contains("needs approval") || first.contains("Blocked by permissions") {
+        line.push_str(" — nobody can answer in exec: pass --permission auto (or full)");
+    }
+    line
 }
 
 impl ExecSink {
@@ -145,6 +185,7 @@ impl ExecSink {
             ids,
             mode: Mutex::new(None),
             banner: Mutex::new(None),
+            tally: Mutex::new(Tally::default()),
             opening: Opening {
                 model: model.to_owned(),
                 cwd: cwd.to_path_buf(),
@@ -270,6 +311,10 @@ impl ExecSink {
                 Err(error) => eprintln!("keel: cannot encode the result: {error}"),
             },
             Format::Text => {
+                // For a person watching: a script's standard error stays as it was.
+                if std::io::IsTerminal::is_terminal(&std::io::stderr()) {
+                    eprintln!("{}", self.summary(result));
+                }
                 if let Some(error) = &result.error {
                     eprintln!(
                         "keel: {} ({}): {}",
@@ -336,6 +381,12 @@ impl SessionSink for ExecSink {
                 },
                 Format::StreamJson,
             ) => self.ended(turn_id.as_str(), outcome, *usage),
+            (SessionEventBody::TurnEnded { .. }, Format::Text) => {
+                self.tally
+                    .lock()
+                    .unwrap_or_else(PoisonError::into_inner)
+                    .turns += 1;
+            }
             (SessionEventBody::Failure { failure, .. }, Format::StreamJson)
                 if failure.code == keel_protocol::FailureCode::HistoryCommitFailed =>
             {
@@ -345,7 +396,7 @@ impl SessionSink for ExecSink {
             (SessionEventBody::Item { event, .. }, Format::StreamJson) => {
                 self.emitter().item(&self.stop, event);
             }
-            (SessionEventBody::Item { event, .. }, Format::Text) => progress(event),
+            (SessionEventBody::Item { event, .. }, Format::Text) => self.progress(event),
             (
                 SessionEventBody::Retry {
                     attempt,
@@ -452,24 +503,93 @@ impl SessionSink for ExecSink {
     }
 }
 
-/// Progress for `text`: tool activity on stderr.
-fn progress(event: &ItemEvent) {
-    let (item, state) = match event {
-        ItemEvent::Started { item } => (item, "started"),
-        ItemEvent::Completed { item } => {
-            let state = match &item.body {
-                ItemBody::ToolCall {
-                    status: ToolCallStatus::Failed,
+impl ExecSink {
+    /// Progress for `text`, on stderr: each call when it runs (a command shows its text), and
+    /// why one failed.
+    fn progress(&self, event: &ItemEvent) {
+        let mut tally = self.tally.lock().unwrap_or_else(PoisonError::into_inner);
+        match event {
+            ItemEvent::Started { item } => {
+                if let ItemBody::ToolCall {
+                    tool_name,
+                    arguments,
+                    status,
                     ..
-                } => "failed",
-                _ => "done",
-            };
-            (item, state)
+                } = &item.body
+                {
+                    let title = call_title(tool_name, arguments);
+                    if *status == ToolCallStatus::InProgress {
+                        eprintln!("[{title}]");
+                    }
+                    tally.titles.insert(item.id.clone(), title);
+                }
+            }
+            ItemEvent::Status {
+                item_id,
+                status: ToolCallStatus::InProgress,
+            } => {
+                if let Some(title) = tally.titles.get(item_id) {
+                    eprintln!("[{title}]");
+                }
+            }
+            ItemEvent::Completed { item } => {
+                if let ItemBody::ToolCall {
+                    tool_name,
+                    arguments,
+                    status,
+                    result,
+                    ..
+                } = &item.body
+                {
+                    tally.calls += 1;
+                    if *status == ToolCallStatus::Failed {
+                        tally.failed += 1;
+                        let title = tally
+                            .titles
+                            .remove(&item.id)
+                            .unwrap_or_else(|| call_title(tool_name, arguments));
+                        eprintln!(
+                            "[{title}: {}]",
+                            failure_line(result.as_deref().unwrap_or_default())
+                        );
+                    } else {
+                        tally.titles.remove(&item.id);
+                    }
+                }
+            }
+            _ => {}
         }
-        _ => return,
-    };
-    if let ItemBody::ToolCall { tool_name, .. } = &item.body {
-        eprintln!("[tool {tool_name}: {state}]");
+    }
+
+    /// The last line of `text`: turns, calls, tokens, cost and time.
+    fn summary(&self, result: &ExecResult) -> String {
+        let tally = self.tally.lock().unwrap_or_else(PoisonError::into_inner);
+        let usage = &result.usage;
+        let tokens = usage.input + usage.cache_read + usage.cache_write + usage.output;
+        let plural = |n: usize, one: &str, many: &str| {
+            if n == 1 {
+                format!("{n} {one}")
+            } else {
+                format!("{n} {many}")
+            }
+        };
+        let mut line = format!(
+            "[{}, {}",
+            plural(tally.turns.max(1), "turn", "turns"),
+            plural(tally.calls, "tool call", "tool calls")
+        );
+        if tally.failed > 0 {
+            line.push_str(&format!(" ({} failed)", tally.failed));
+        }
+        line.push_str(&format!(
+            ", {} tokens",
+            keel_runtime::notice::short_count(tokens)
+        ));
+        if usage.cost.total > 0.0 {
+            line.push_str(&format!(", ${:.4}", usage.cost.total));
+        }
+        line.push_str(&format!(", {:.1} s]", result.duration_ms as f64 / 1000.0));
+        line
     }
 }
 

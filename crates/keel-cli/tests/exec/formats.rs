@@ -125,10 +125,20 @@ fn text_prints_only_the_final_answer_and_progress_goes_to_stderr() {
     assert_eq!(output.status.code(), Some(0));
     assert_eq!(String::from_utf8(output.stdout).unwrap(), "the answer\n");
     let stderr = String::from_utf8(output.stderr).unwrap();
-    assert!(
-        stderr.contains("[tool bash: started]") && stderr.contains("[tool bash: done]"),
-        "{stderr}"
+    // A command shows its text as it runs.
+    assert!(stderr.contains("[bash `echo hi`]"), "{stderr}");
+}
+
+#[test]
+fn text_says_why_a_call_failed_and_how_to_let_it_run() {
+    let (_dir, output) = exec_script(
+        r#"[{"tool_calls": [{"id": "c1", "name": "write", "arguments": {"path": "notes.txt", "content": "x"}}]}, {"text": "done"}]"#,
+        &["--permission", "ask", "go"],
     );
+    assert_eq!(output.status.code(), Some(0));
+    let stderr = String::from_utf8(output.stderr).unwrap();
+    assert!(stderr.contains("[write notes.txt: "), "{stderr}");
+    assert!(stderr.contains("pass --permission auto"), "{stderr}");
 }
 
 #[test]
