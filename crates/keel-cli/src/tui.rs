@@ -20,7 +20,7 @@ use crate::question;
 pub struct TuiArgs {
     /// A first message to send when the session opens (several words are one message; a
     /// single word that is no command needs `keel -- WORD`).
-    #[arg(value_name = "PROMPT", trailing_var_arg = true)]
+    #[arg(value_name = "PROMPT")]
     pub prompt: Vec<String>,
     /// Resume the latest session of the working folder.
     #[arg(long = "continue", conflicts_with_all = ["session", "resume"])]

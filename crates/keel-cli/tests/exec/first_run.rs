@@ -121,6 +121,21 @@ fn a_bare_word_is_no_prompt_and_print_is_exec() {
     let stderr = String::from_utf8(output.stderr).unwrap();
     assert!(stderr.contains("Did you mean `keel doctor`?"), "{stderr}");
     assert!(stderr.contains("keel -- doctr"), "{stderr}");
+    // Several words are one prompt, and flags may follow them (here the TUI then wants a
+    // terminal: the arguments were understood).
+    let output = fresh(home.path(), &[])
+        .args([
+            "fix",
+            "the",
+            "tests",
+            "--model",
+            "anthropic/claude-sonnet-4-5",
+        ])
+        .stdin(std::process::Stdio::null())
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8(output.stderr).unwrap();
+    assert!(stderr.contains("needs a terminal"), "{stderr}");
     // `-p` is Claude Code's headless mode: `keel exec`.
     let dir = tempfile::tempdir().unwrap();
     let script = crate::script(dir.path(), r#"[{"text": "printed"}]"#);
