@@ -93,7 +93,16 @@ fn main() -> ExitCode {
     keel_sandbox::make_undumpable();
     // clap exits 2 on a bad invocation (and 0 for --help and --version).
     let args = print_is_exec(std::env::args_os().collect());
-    let cli = Cli::parse_from(&args);
+    let cli = match Cli::try_parse_from(&args) {
+        Ok(cli) => cli,
+        Err(error) => {
+            if let Some(text) = dash_prompt(&error, &args) {
+                eprintln!("{text}");
+                return ExitCode::from(exec::EXIT_USAGE);
+            }
+            error.exit()
+        }
+    };
     if let Some(word) = unknown_command(&cli, &args) {
         eprintln!("{word}");
         return ExitCode::from(exec::EXIT_USAGE);
@@ -182,6 +191,34 @@ fn print_is_exec(mut args: Vec<std::ffi::OsString>) -> Vec<std::ffi::OsString> {
         args.insert(1, "exec".into());
     }
     args
+}
+
+/// A prompt that starts with `-` (`keel exec "-5 is odd"`) reads as an option; clap's tip
+/// would put `--` before its first word only. The message for it, naming the whole argument.
+fn dash_prompt(error: &clap::Error, args: &[std::ffi::OsString]) -> Option<String> {
+    use clap::error::{ContextKind, ContextValue, ErrorKind};
+    if error.kind() != ErrorKind::UnknownArgument {
+        return None;
+    }
+    let Some(ContextValue::String(word)) = error.get(ContextKind::InvalidArg) else {
+        return None;
+    };
+    let whole = args
+        .iter()
+        .map(|a| a.to_string_lossy())
+        .find(|a| a.starts_with(word.as_str()) && a.chars().any(char::is_whitespace))?;
+    let before: Vec<String> = args
+        .iter()
+        .skip(1)
+        .map(|a| a.to_string_lossy().into_owned())
+        .take_while(|a| *a != whole)
+        .collect();
+    let quoted = format!("'{}'", whole.replace('\'', "'\\''"));
+    Some(format!(
+        "keel: `{whole}` starts with `-`, so it reads as an option. To send it as the prompt, \
+         put `--` before it: keel {} -- {quoted}",
+        before.join(" ")
+    ))
 }
 
 /// One bare word that is no command (`keel doctr`) is a mistyped command, not a prompt:

@@ -291,3 +291,19 @@ fn login_keeps_a_key_privately_and_logout_takes_it_back() {
         .unwrap();
     assert_eq!(output.status.code(), Some(3), "no key any more");
 }
+
+#[test]
+fn a_prompt_that_starts_with_a_dash_is_shown_how_to_send_it() {
+    let home = tempfile::tempdir().unwrap();
+    std::fs::create_dir_all(home.path().join("work")).unwrap();
+    let output = fresh(home.path(), &[])
+        .args(["exec", "--permission", "ask", "-5 is odd, why?"])
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(2));
+    let stderr = String::from_utf8(output.stderr).unwrap();
+    assert!(
+        stderr.contains("keel exec --permission ask -- '-5 is odd, why?'"),
+        "{stderr}"
+    );
+}
