@@ -38,27 +38,7 @@ pub enum Prompt {
 pub struct PromptError(pub String);
 
 fn file_path(uri: &str) -> Option<String> {
-    let rest = uri.strip_prefix("file://")?;
-    // file:///abs/path or file://localhost/abs/path; percent escapes decoded.
-    let rest = rest.strip_prefix("localhost").unwrap_or(rest);
-    decode_percent(rest)
-}
-
-fn decode_percent(text: &str) -> Option<String> {
-    let bytes = text.as_bytes();
-    let mut out = Vec::with_capacity(bytes.len());
-    let mut i = 0;
-    while i < bytes.len() {
-        if bytes[i] == b'%' {
-            let hex = text.get(i + 1..i + 3)?;
-            out.push(u8::from_str_radix(hex, 16).ok()?);
-            i += 3;
-        } else {
-            out.push(bytes[i]);
-            i += 1;
-        }
-    }
-    String::from_utf8(out).ok()
+    keel_protocol::file_url_path(uri)
 }
 
 fn mention(path: &str) -> String {
@@ -106,18 +86,9 @@ pub fn read(blocks: &[ContentBlock], max_attachments: usize) -> Result<Prompt, P
     // `!!!` is text for the model.
     if let [ContentBlock::Text(only)] = blocks
         && !only.text.trim_end().contains('\n')
-        && let Some(line) = only.text.strip_prefix('!')
+        && let Some((command, remember)) = keel_protocol::ops::RunShell::typed(&only.text)
     {
-        let (command, remember) = match line.strip_prefix('!') {
-            Some(rest) => (rest, false),
-            None => (line, true),
-        };
-        if !command.starts_with(['!', '[']) {
-            return Ok(Prompt::Shell {
-                command: command.trim().to_owned(),
-                remember,
-            });
-        }
+        return Ok(Prompt::Shell { command, remember });
     }
     let mut parts: Vec<String> = Vec::new();
     let mut images = Vec::new();

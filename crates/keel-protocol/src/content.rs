@@ -119,6 +119,27 @@ fn from_base64<'de, D: Deserializer<'de>>(deserializer: D) -> Result<Vec<u8>, D:
         .map_err(serde::de::Error::custom)
 }
 
+/// The path of a `file://` URL (`file:///abs` or `file://localhost/abs`), its `%XX` escapes
+/// decoded; `None` for another scheme, a broken escape or a path that is not UTF-8.
+pub fn file_url_path(uri: &str) -> Option<String> {
+    let rest = uri.strip_prefix("file://")?;
+    let text = rest.strip_prefix("localhost").unwrap_or(rest);
+    let bytes = text.as_bytes();
+    let mut out = Vec::with_capacity(bytes.len());
+    let mut i = 0;
+    while i < bytes.len() {
+        if bytes[i] == b'%' {
+            let hex = text.get(i + 1..i + 3)?;
+            out.push(u8::from_str_radix(hex, 16).ok()?);
+            i += 3;
+        } else {
+            out.push(bytes[i]);
+            i += 1;
+        }
+    }
+    String::from_utf8(out).ok()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

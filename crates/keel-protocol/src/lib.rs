@@ -25,7 +25,8 @@ mod usage;
 mod view;
 
 pub use content::{
-    ContentBlock, IMAGE_TYPES, ImageBlock, TextBlock, ThinkingBlock, ToolCall, image_type,
+    ContentBlock, IMAGE_TYPES, ImageBlock, TextBlock, ThinkingBlock, ToolCall, file_url_path,
+    image_type,
 };
 pub use error::{ErrorCode, ErrorInfo};
 pub use event::AgentEvent;

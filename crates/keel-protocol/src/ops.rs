@@ -205,6 +205,20 @@ pub struct RunShell {
     pub remember: bool,
 }
 
+impl RunShell {
+    /// Text a person typed as a `!` command: the command (trimmed; maybe empty) and whether it
+    /// is kept (`!`) or not (`!!`). A Markdown image (`![…]`) and a row of `!!!` are not
+    /// commands. The one rule every front end applies.
+    pub fn typed(text: &str) -> Option<(String, bool)> {
+        let rest = text.strip_prefix('!')?;
+        let (command, remember) = match rest.strip_prefix('!') {
+            Some(rest) => (rest, false),
+            None => (rest, true),
+        };
+        (!command.starts_with(['!', '['])).then(|| (command.trim().to_owned(), remember))
+    }
+}
+
 /// Runs an extension's slash command: a prompt command starts a turn with its
 /// expansion (refused while a turn runs); other commands answer with text.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

@@ -389,16 +389,7 @@ fn widest(text: &str) -> usize {
 /// `!!`), with no pasted chip in it (a long paste is text for the model, whatever it starts
 /// with), and not a Markdown image (`![…]`) nor a row of `!!!`.
 pub fn shell_line(composer: &Composer) -> bool {
-    composer.chips.is_empty() && is_shell_text(composer.text())
-}
-
-/// Whether `text` reads as a `!` command (see [`shell_line`]).
-pub fn is_shell_text(text: &str) -> bool {
-    let Some(rest) = text.strip_prefix('!') else {
-        return false;
-    };
-    let rest = rest.strip_prefix('!').unwrap_or(rest);
-    !rest.starts_with(['!', '[']) && !rest.trim().is_empty() || rest.trim().is_empty()
+    composer.chips.is_empty() && keel_protocol::ops::RunShell::typed(composer.text()).is_some()
 }
 
 #[cfg(test)]

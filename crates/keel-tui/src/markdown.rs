@@ -19,15 +19,14 @@ const CODE_GUTTER: &str = "  ";
 /// What a wrapped code line's continuation starts with: the gutter and the line's own
 /// indentation (and four more columns, so it reads as a continuation), so wrapped code keeps
 /// its shape.
-/// At most half of `width`, so a deeply indented line still has room.
-fn code_indent(line: &str, width: usize) -> String {
+/// (`wrap_line` cuts it to half the row, so a deeply indented line still has room.)
+fn code_indent(line: &str) -> String {
     let own = line.len() - line.trim_start_matches([' ', '\t']).len();
     let own: usize = line[..own]
         .chars()
         .map(|c| if c == '\t' { 4 } else { 1 })
         .sum();
-    let room = (width / 2).saturating_sub(CODE_GUTTER.len());
-    format!("{CODE_GUTTER}{}", " ".repeat((own + 4).min(room)))
+    format!("{CODE_GUTTER}{}", " ".repeat(own + 4))
 }
 const INLINE_CODE: Style = Style::new().fg(Color::Cyan);
 const LINK: Style = Style::new()
@@ -320,7 +319,7 @@ impl Renderer<'_> {
                         spans.push(Span::raw(CODE_GUTTER));
                         spans.extend(highlighter.line(line, Style::new()));
                         let mut indent = rest.spans.clone();
-                        indent.push(Span::raw(code_indent(line, self.width)));
+                        indent.push(Span::raw(code_indent(line)));
                         self.out.extend(wrap_line(
                             &Line::from(spans),
                             self.width,
@@ -529,7 +528,7 @@ impl MarkdownStream {
                     out.extend(wrap_line(
                         &Line::from(spans),
                         width,
-                        &Line::from(code_indent(&line, width)),
+                        &Line::from(code_indent(&line)),
                     ));
                 }
                 self.committed = end;
@@ -603,11 +602,7 @@ impl MarkdownStream {
                 .flat_map(|l| {
                     let mut spans = vec![Span::raw(CODE_GUTTER)];
                     spans.extend(highlighter.line(l, Style::new()));
-                    wrap_line(
-                        &Line::from(spans),
-                        width,
-                        &Line::from(code_indent(l, width)),
-                    )
+                    wrap_line(&Line::from(spans), width, &Line::from(code_indent(l)))
                 })
                 .collect();
         }

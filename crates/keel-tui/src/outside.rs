@@ -154,9 +154,10 @@ pub fn pasted_image(
         .or_else(|| text.strip_prefix('"').and_then(|t| t.strip_suffix('"')))
         .unwrap_or(text);
     let unescaped = unquoted.replace("\\ ", " ");
-    let path = match unescaped.strip_prefix("file://") {
-        Some(url) => percent_decoded(url.strip_prefix("localhost").unwrap_or(url))?,
-        None => unescaped,
+    let path = if unescaped.starts_with("file://") {
+        keel_protocol::file_url_path(&unescaped)?
+    } else {
+        unescaped
     };
     let path = cwd.join(path);
     let meta = std::fs::metadata(&path).ok()?;
@@ -182,23 +183,4 @@ pub fn pasted_image(
         },
         name,
     ))
-}
-
-/// `text` with its `%XX` escapes decoded (a `file://` URL's path); `None` when one is
-/// broken or the result is not UTF-8.
-fn percent_decoded(text: &str) -> Option<String> {
-    let bytes = text.as_bytes();
-    let mut out = Vec::with_capacity(bytes.len());
-    let mut i = 0;
-    while i < bytes.len() {
-        if bytes[i] == b'%' {
-            let hex = text.get(i + 1..i + 3)?;
-            out.push(u8::from_str_radix(hex, 16).ok()?);
-            i += 3;
-        } else {
-            out.push(bytes[i]);
-            i += 1;
-        }
-    }
-    String::from_utf8(out).ok()
 }

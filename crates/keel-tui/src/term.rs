@@ -539,16 +539,7 @@ impl Loop {
                 render::draw_panel(frame, app, bottom);
             })?;
         } else {
-            if !pending.is_empty() {
-                let rows = self.terminal.size()?.height.max(1) as usize;
-                for chunk in pending.chunks(rows) {
-                    let lines = chunk.to_vec();
-                    let height = lines.len() as u16;
-                    self.terminal.insert_before(height, |buf| {
-                        Paragraph::new(lines).render(buf.area, buf);
-                    })?;
-                }
-            }
+            write_history(&mut self.terminal, &pending)?;
             let app = &self.app;
             self.terminal
                 .draw(|frame| render::draw_panel(frame, app, frame.area()))?;
@@ -575,7 +566,7 @@ impl Loop {
             self.reflow_at = Some(Instant::now() + REFLOW_WAIT * 4);
             return Ok(());
         }
-        let (width, rows) = crossterm::terminal::size()?;
+        let (width, _) = crossterm::terminal::size()?;
         self.app.width = width;
         self.reflowed_width = width;
         // What was waiting to be written is part of the history written now.
@@ -587,13 +578,7 @@ impl Loop {
         out.write_all(CLEAR_ALL)?;
         out.flush()?;
         self.terminal = new_terminal(false)?;
-        for chunk in lines[skip..].chunks(usize::from(rows.max(1))) {
-            let lines = chunk.to_vec();
-            let height = lines.len() as u16;
-            self.terminal.insert_before(height, |buf| {
-                Paragraph::new(lines).render(buf.area, buf);
-            })?;
-        }
+        write_history(&mut self.terminal, &lines[skip..])?;
         let app = &self.app;
         self.terminal
             .draw(|frame| render::draw_panel(frame, app, frame.area()))?;
@@ -606,13 +591,7 @@ impl Loop {
         self.pager = None;
         let pending = self.app.take_pending();
         if !self.launch.fullscreen {
-            for chunk in pending.chunks(self.terminal.size()?.height.max(1) as usize) {
-                let lines = chunk.to_vec();
-                let height = lines.len() as u16;
-                self.terminal.insert_before(height, |buf| {
-                    Paragraph::new(lines).render(buf.area, buf);
-                })?;
-            }
+            write_history(&mut self.terminal, &pending)?;
             self.terminal.clear()?;
             let area = self.terminal.get_frame().area();
             crossterm::execute!(std::io::stdout(), crossterm::cursor::MoveTo(0, area.y))?;
@@ -620,6 +599,20 @@ impl Loop {
         self.subscription = None;
         Ok(())
     }
+}
+
+/// Writes finished `lines` into the terminal's scrollback above the inline view, a screen
+/// at a time.
+fn write_history(terminal: &mut Term, lines: &[Line<'static>]) -> Result<(), TuiError> {
+    let rows = usize::from(terminal.size()?.height.max(1));
+    for chunk in lines.chunks(rows) {
+        let chunk = chunk.to_vec();
+        let height = chunk.len() as u16;
+        terminal.insert_before(height, |buf| {
+            Paragraph::new(chunk).render(buf.area, buf);
+        })?;
+    }
+    Ok(())
 }
 
 fn spawn_input(tx: Sender<UiEvent>, paused: Arc<AtomicBool>) {

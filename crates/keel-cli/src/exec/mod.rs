@@ -293,17 +293,9 @@ pub async fn run(args: ExecArgs) -> anyhow::Result<ExitCode> {
     // `--goal` is `/goal`; `/name args` runs an extension's command (a skill, a custom
     // command, an MCP prompt, `/mcp`) when one of that name exists; anything else is the
     // model's prompt.
-    // A Markdown image (`![…]`) or a row of `!!!` is text for the model.
-    let shell = match prompt.trim_start().strip_prefix('!') {
-        Some(line) if args.allow_shell_escape && args.goal.is_none() => {
-            let (command, remember) = match line.strip_prefix('!') {
-                Some(rest) => (rest, false),
-                None => (line, true),
-            };
-            (!command.starts_with(['!', '['])).then(|| (command.to_owned(), remember))
-        }
-        _ => None,
-    };
+    let shell = (args.allow_shell_escape && args.goal.is_none())
+        .then(|| ops::RunShell::typed(prompt.trim_start()))
+        .flatten();
     let shell_run = shell.is_some();
     let command = match (&args.goal, &shell) {
         (_, Some(_)) => None,

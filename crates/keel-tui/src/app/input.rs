@@ -253,9 +253,8 @@ impl App {
             return;
         }
         let typed = self.composer.take();
-        let (command, remember) = match typed.strip_prefix("!!") {
-            Some(rest) => (rest.trim().to_owned(), false),
-            None => (typed[1..].trim().to_owned(), true),
+        let Some((command, remember)) = ops::RunShell::typed(&typed) else {
+            return;
         };
         if command.is_empty() {
             self.composer.set(&typed);
