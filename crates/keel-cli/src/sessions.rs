@@ -27,11 +27,15 @@ pub struct SessionsArgs {
 
 #[derive(Debug, clap::Subcommand)]
 enum SessionsCommand {
-    /// Stored sessions, newest first, each with its tasks' sessions under it.
+    /// Stored sessions of this folder (or every folder with `--all`), newest first, each
+    /// with its tasks' sessions under it.
     List {
-        /// Only sessions of this working folder.
-        #[arg(long, value_name = "DIR")]
+        /// Sessions of this working folder instead of the current one.
+        #[arg(long, value_name = "DIR", conflicts_with = "all")]
         cwd: Option<std::path::PathBuf>,
+        /// Sessions of every folder.
+        #[arg(long)]
+        all: bool,
         /// At most this many sessions (not counting their tasks' sessions).
         #[arg(long, value_name = "N", default_value_t = DEFAULT_LIST_LIMIT)]
         limit: usize,
@@ -138,24 +142,32 @@ pub async fn run(args: SessionsArgs) -> anyhow::Result<()> {
     .map_err(runtime_error)?;
     let mut out = String::new();
     match args.command {
-        SessionsCommand::List { cwd, limit, json } => {
-            let cwd = match cwd {
-                Some(dir) => Some(
+        SessionsCommand::List {
+            cwd,
+            all,
+            limit,
+            json,
+        } => {
+            let folder = if all {
+                None
+            } else {
+                let dir = match cwd {
+                    Some(dir) => dir,
+                    None => std::env::current_dir().context("cannot read the current folder")?,
+                };
+                Some(
                     dir.canonicalize()
                         .with_context(|| format!("cannot use --cwd {}", dir.display()))?
                         .display()
                         .to_string(),
-                ),
-                None => None,
+                )
             };
-            let sessions = list_tree(&store, cwd, limit).await?;
+            let sessions = list_tree(&store, folder.clone(), limit).await?;
             if json {
                 let rows: Vec<_> = sessions.iter().map(listed_json).collect();
                 out = serde_json::to_string_pretty(&rows)?;
             } else {
-                for listed in &sessions {
-                    listed_text(listed, 0, &mut out);
-                }
+                out = list_text(&sessions, folder.as_deref(), limit);
             }
         }
         SessionsCommand::Show { id, json, raw } => {
@@ -476,23 +488,81 @@ fn listed_json(listed: &Listed) -> serde_json::Value {
     row
 }
 
+/// Width of the UPDATED column ("59 min ago").
+const UPDATED_WIDTH: usize = 10;
+/// Width of the MESSAGES column.
+const MESSAGES_WIDTH: usize = 8;
+
+/// `list` for people: what is listed and how to see more, a header, then each session.
+fn list_text(sessions: &[Listed], folder: Option<&str>, limit: usize) -> String {
+    let mut out = String::new();
+    let more = if sessions.len() >= limit {
+        format!("; --limit {} shows more", limit.saturating_mul(2))
+    } else {
+        String::new()
+    };
+    match folder {
+        Some(folder) if sessions.is_empty() => {
+            out.push_str(&format!(
+                "No sessions in {folder}. `keel sessions list --all` lists every folder's.\n"
+            ));
+            return out;
+        }
+        None if sessions.is_empty() => {
+            out.push_str("No sessions yet.\n");
+            return out;
+        }
+        Some(folder) => out.push_str(&format!(
+            "Sessions in {folder}, newest first (--all lists every folder's{more}):\n"
+        )),
+        None => out.push_str(&format!("Sessions of every folder, newest first{more}:\n")),
+    }
+    let id_width = sessions
+        .iter()
+        .map(|l| l.record.id.as_str().chars().count())
+        .max()
+        .unwrap_or(0)
+        .max("SESSION".len());
+    out.push_str(&format!(
+        "{:<UPDATED_WIDTH$} {:>MESSAGES_WIDTH$}  {:<id_width$}  TITLE\n",
+        "UPDATED", "MESSAGES", "SESSION"
+    ));
+    for listed in sessions {
+        listed_text(listed, 0, id_width, folder.is_none(), &mut out);
+    }
+    out
+}
+
 /// A listed session's line, its children indented under it.
-fn listed_text(listed: &Listed, depth: usize, out: &mut String) {
+fn listed_text(
+    listed: &Listed,
+    depth: usize,
+    id_width: usize,
+    every_folder: bool,
+    out: &mut String,
+) {
     let s = &listed.record;
-    let indent = "  ".repeat(depth);
+    // A task's session sits under its parent's SESSION column.
+    let indent = format!(
+        "{}{}",
+        " ".repeat(UPDATED_WIDTH + MESSAGES_WIDTH + 3),
+        "  ".repeat(depth.saturating_sub(1))
+    );
     match (&listed.task, depth) {
         (_, 0) => {
             out.push_str(&format!(
-                "{}  {}  {}  ({}, {} messages, {})\n",
-                s.id,
+                "{:<UPDATED_WIDTH$} {:>MESSAGES_WIDTH$}  {:<id_width$}  {}\n",
                 keel_runtime::sessions::age(s.updated_ms),
-                shown_title(s),
-                s.cwd,
                 s.length,
-                s.model
+                s.id.as_str(),
+                shown_title(s),
             ));
+            let pad = " ".repeat(UPDATED_WIDTH + MESSAGES_WIDTH + 3);
             if let Some(first) = keel_runtime::sessions::first_prompt_line(s) {
-                out.push_str(&format!("    › {first}\n"));
+                out.push_str(&format!("{pad}› {first}\n"));
+            }
+            if every_folder {
+                out.push_str(&format!("{pad}in {}, {}\n", s.cwd, s.model));
             }
         }
         (Some(task), _) => {
@@ -521,7 +591,7 @@ fn listed_text(listed: &Listed, depth: usize, out: &mut String) {
         )),
     }
     for child in &listed.children {
-        listed_text(child, depth + 1, out);
+        listed_text(child, depth + 1, id_width, every_folder, out);
     }
 }
 

@@ -307,7 +307,7 @@ fn a_durable_run_stores_its_session_too() {
     assert_eq!(result["final_text"], "synced");
     let session = result["session_id"].as_str().unwrap().to_owned();
     let listed = keel()
-        .args(["sessions", "list", "--json"])
+        .args(["sessions", "list", "--all", "--json"])
         .output()
         .unwrap();
     assert!(String::from_utf8_lossy(&listed.stdout).contains(&session));

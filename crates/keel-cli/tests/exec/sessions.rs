@@ -108,6 +108,63 @@ fn pairs(list: &[(&str, &str)]) -> Vec<(String, String)> {
 }
 
 #[test]
+fn list_shows_this_folders_sessions_under_a_header_and_all_of_them_with_all() {
+    let home = Home::new();
+    home.exec(r#"[{"text": "done"}]"#, &["Fix the parser"]);
+    let text = |dir: &std::path::Path, args: &[&str]| {
+        let output = home
+            .keel()
+            .current_dir(dir)
+            .args(["sessions", "list"])
+            .args(args)
+            .output()
+            .unwrap();
+        assert!(output.status.success(), "{}", stderr(&output));
+        String::from_utf8(output.stdout).unwrap()
+    };
+    let here = text(home.work.path(), &[]);
+    let lines: Vec<&str> = here.lines().collect();
+    assert!(lines[0].starts_with("Sessions in "), "{here}");
+    assert!(lines[0].contains("--all"), "{here}");
+    assert!(
+        lines[1].starts_with("UPDATED ") && lines[1].ends_with("TITLE"),
+        "{here}"
+    );
+    assert!(
+        lines[2].starts_with("just now") && lines[2].ends_with("Fix the parser"),
+        "{here}"
+    );
+    let elsewhere = tempfile::tempdir().unwrap();
+    let there = text(elsewhere.path(), &[]);
+    assert!(there.starts_with("No sessions in "), "{there}");
+    assert!(there.contains("keel sessions list --all"), "{there}");
+    let json = home
+        .keel()
+        .current_dir(elsewhere.path())
+        .args(["sessions", "list", "--json"])
+        .output()
+        .unwrap();
+    assert_eq!(String::from_utf8_lossy(&json.stdout).trim(), "[]");
+    let all = text(elsewhere.path(), &["--all"]);
+    assert!(all.starts_with("Sessions of every folder"), "{all}");
+    assert!(
+        all.contains(&format!("in {}", home.cwd().display())),
+        "the folder is named: {all}"
+    );
+    let named = text(
+        elsewhere.path(),
+        &["--cwd", home.work.path().to_str().unwrap()],
+    );
+    assert!(named.contains("Fix the parser"), "{named}");
+    let both = home
+        .keel()
+        .args(["sessions", "list", "--all", "--cwd", "."])
+        .output()
+        .unwrap();
+    assert_eq!(both.status.code(), Some(2), "--all and --cwd conflict");
+}
+
+#[test]
 fn a_session_is_stored_and_listed() {
     let home = Home::new();
     let output = home.exec(

@@ -251,13 +251,17 @@ fn text_notes_a_task_start_and_end_and_prints_the_last_answer() {
     let text = home.keel().args(["sessions", "list"]).output().unwrap();
     let listing = String::from_utf8_lossy(&text.stdout).into_owned();
     let lines: Vec<&str> = listing.lines().collect();
-    assert_eq!(lines.len(), 2, "{listing}");
-    assert!(lines[0].starts_with("s-"), "{listing}");
+    assert_eq!(lines.len(), 4, "{listing}");
+    assert!(lines[0].starts_with("Sessions in "), "{listing}");
+    assert!(lines[1].starts_with("UPDATED "), "{listing}");
+    assert!(lines[2].contains(" s-"), "{listing}");
+    let child = lines[3].trim_start();
     assert!(
-        lines[1].starts_with("  └ s-")
-            && lines[1].contains("map the parser")
-            && lines[1].contains("(explore task-")
-            && lines[1].ends_with(": succeeded)"),
+        lines[3].len() - child.len() == lines[2].find(" s-").unwrap() + 1
+            && child.starts_with("└ s-")
+            && child.contains("map the parser")
+            && child.contains("(explore task-")
+            && child.ends_with(": succeeded)"),
         "{listing}"
     );
 }
