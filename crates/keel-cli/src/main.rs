@@ -9,6 +9,7 @@
 
 mod acp;
 mod assembly;
+mod config;
 mod debug;
 mod doctor;
 mod errors;
@@ -66,6 +67,9 @@ enum Command {
     Trust(trust::TrustArgs),
     /// List, show, add or remove MCP servers.
     Mcp(mcp::McpArgs),
+    /// Show the configuration in effect and where each value came from, edit your
+    /// config.yaml, or print its JSON Schema.
+    Config(config::ConfigArgs),
     /// Pick a stored session of this folder and continue it in the TUI.
     Resume(Box<tui::TuiArgs>),
     /// Serve the Agent Client Protocol on stdin and stdout, for editors (Zed, JetBrains,
@@ -151,6 +155,7 @@ fn main() -> ExitCode {
             Command::Sessions(args) => sessions::run(args).await.map(|()| ExitCode::SUCCESS),
             Command::Trust(args) => trust::run(&args).map(|()| ExitCode::SUCCESS),
             Command::Mcp(args) => mcp::run(args).map(|()| ExitCode::SUCCESS),
+            Command::Config(args) => config::run(args),
             Command::Feedback(args) => feedback::run(args).await.map(|()| ExitCode::SUCCESS),
             Command::Debug(args) => debug::run(args).await.map(|()| ExitCode::SUCCESS),
             Command::Doctor(args) => doctor::run(args).await,
@@ -243,36 +248,14 @@ fn unknown_command(cli: &Cli, args: &[std::ffi::OsString]) -> Option<String> {
         .filter(|c| !c.is_hide_set())
         .map(|c| c.get_name().to_owned())
         .collect();
-    let nearest = names
-        .iter()
-        .map(|name| (edit_distance(word, name), name))
-        .filter(|(distance, _)| *distance <= 2)
-        .min();
+    let nearest = keel_protocol::spelling::nearest(word, names.iter().map(String::as_str));
     let hint = match nearest {
-        Some((_, name)) => format!(" Did you mean `keel {name}`?"),
+        Some(name) => format!(" Did you mean `keel {name}`?"),
         None => format!(" The commands are: {}.", names.join(", ")),
     };
     Some(format!(
         "keel: `{word}` is not a command.{hint} To send it to the model as a prompt: keel -- {word}"
     ))
-}
-
-/// The Levenshtein distance between `a` and `b`.
-fn edit_distance(a: &str, b: &str) -> usize {
-    let b: Vec<char> = b.chars().collect();
-    let mut row: Vec<usize> = (0..=b.len()).collect();
-    for (i, ca) in a.chars().enumerate() {
-        let mut diagonal = row[0];
-        row[0] = i + 1;
-        for (j, cb) in b.iter().enumerate() {
-            let above = row[j + 1];
-            row[j + 1] = (above + 1)
-                .min(row[j] + 1)
-                .min(diagonal + usize::from(ca != *cb));
-            diagonal = above;
-        }
-    }
-    row[b.len()]
 }
 
 /// Prints a failure and maps it onto the exit code table.

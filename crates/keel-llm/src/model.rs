@@ -5,7 +5,7 @@ use serde::{Deserialize, Serialize};
 use crate::request::{ModelSpec, ThinkingLevel};
 
 /// The four wire APIs keel speaks.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, schemars::JsonSchema)]
 #[non_exhaustive]
 pub enum Api {
     /// Anthropic Messages (also MiniMax's and others' Anthropic-compatible endpoints).
@@ -35,7 +35,7 @@ impl Api {
 }
 
 /// Prices in US dollars per million tokens.
-#[derive(Debug, Clone, Copy, PartialEq, Default, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Default, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct Prices {
     /// Uncached input.
@@ -53,7 +53,7 @@ pub struct Prices {
 }
 
 /// What a model can do.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct Capabilities {
     /// Accepts tool definitions.
@@ -67,7 +67,14 @@ pub struct Capabilities {
     pub reasoning: bool,
     /// Reasoning efforts the model accepts.
     #[serde(default)]
+    #[schemars(schema_with = "thinking_levels")]
     pub thinking_levels: Vec<ThinkingLevel>,
+}
+
+/// `thinking_levels`: the level names (the protocol's enum carries no schema).
+fn thinking_levels(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+    let names: Vec<&str> = ThinkingLevel::ALL.iter().map(|l| l.name()).collect();
+    schemars::json_schema!({"type": "array", "items": {"type": "string", "enum": names}})
 }
 
 impl Default for Capabilities {
@@ -86,7 +93,7 @@ fn yes() -> bool {
 }
 
 /// Quirks of OpenAI-compatible servers (ignored by the other APIs).
-#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct Compat {
     /// Send `max_completion_tokens` instead of `max_tokens`.

@@ -44,7 +44,7 @@ pub struct Provider {
 }
 
 /// What the registry knows about one model.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ModelInfo {
     /// Context window.
@@ -70,7 +70,7 @@ pub struct RegistryConfig {
 }
 
 /// Changes to one provider.
-#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ProviderOverride {
     /// Wire API (required for a new provider).

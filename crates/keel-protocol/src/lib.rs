@@ -17,6 +17,7 @@ pub mod ops;
 mod runtime;
 mod session_event;
 mod source;
+pub mod spelling;
 mod stream;
 mod task;
 pub mod time;

@@ -239,18 +239,18 @@ pub fn exit(code: u8) -> ExitCode {
 mod tests {
     use super::*;
 
-    /// The README's table of codes is the contract scripts read: every code is in it.
+    /// docs/exec.md's table of codes is the contract scripts read: every code is in it.
     #[test]
-    fn the_readme_lists_every_failure_code() {
-        let readme = include_str!("../../../../README.md");
-        let table = readme
+    fn the_exec_reference_lists_every_failure_code() {
+        let reference = include_str!("../../../../docs/exec.md");
+        let table = reference
             .split("| code | what failed | exit |")
             .nth(1)
-            .expect("the README has the code table");
+            .expect("docs/exec.md has the code table");
         for code in FailureCode::ALL {
             assert!(
                 table.contains(&format!("`{code}`")),
-                "the README's code table lacks `{code}`"
+                "docs/exec.md's code table lacks `{code}`"
             );
         }
     }

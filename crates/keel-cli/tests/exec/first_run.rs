@@ -307,3 +307,68 @@ fn a_prompt_that_starts_with_a_dash_is_shown_how_to_send_it() {
         "{stderr}"
     );
 }
+
+/// The README's `sh runnable` blocks, line by line, on a fresh machine against the mock:
+/// what a new user copies works.
+#[test]
+fn the_readmes_runnable_commands_work_on_a_fresh_machine() {
+    let readme = std::fs::read_to_string(
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../README.md"),
+    )
+    .unwrap();
+    let mut commands = Vec::new();
+    let mut inside = false;
+    for line in readme.lines() {
+        if inside && line.trim_start().starts_with("```") {
+            inside = false;
+        } else if inside {
+            let command = line.trim();
+            if !command.is_empty() && !command.starts_with('#') {
+                commands.push(command.to_owned());
+            }
+        } else if line.trim() == "```sh runnable" {
+            inside = true;
+        }
+    }
+    assert!(
+        commands.len() >= 4,
+        "too few runnable commands: {commands:?}"
+    );
+    assert!(
+        commands.iter().any(|c| c.starts_with("keel exec")),
+        "{commands:?}"
+    );
+    let home = tempfile::tempdir().unwrap();
+    std::fs::create_dir_all(home.path().join("work")).unwrap();
+    let mock = Mock::new();
+    let server = mock.serve(&format!("[{}]", vec![r#"{"text": "OK"}"#; 20].join(",")));
+    let url = server.url();
+    let bin = std::path::Path::new(env!("CARGO_BIN_EXE_keel"))
+        .parent()
+        .unwrap()
+        .display()
+        .to_string();
+    let path = format!("{bin}:{}", std::env::var("PATH").unwrap_or_default());
+    for command in &commands {
+        let output = std::process::Command::new("sh")
+            .arg("-c")
+            .arg(command)
+            .env_clear()
+            .env("PATH", &path)
+            .env("HOME", home.path())
+            .env("ANTHROPIC_API_KEY", "sk-ant-readme-0123456789")
+            .env("ANTHROPIC_BASE_URL", &url)
+            .current_dir(home.path().join("work"))
+            .stdin(std::process::Stdio::null())
+            .output()
+            .unwrap();
+        assert!(
+            output.status.success(),
+            "`{command}` failed ({}):\n{}{}",
+            output.status,
+            String::from_utf8_lossy(&output.stdout),
+            String::from_utf8_lossy(&output.stderr)
+        );
+    }
+    assert!(!server.requests().is_empty(), "the model was asked");
+}

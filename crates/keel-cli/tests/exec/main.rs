@@ -4,6 +4,7 @@
 
 mod basics;
 mod checks;
+mod config;
 mod context;
 mod crash;
 mod exits;

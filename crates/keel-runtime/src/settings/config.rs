@@ -21,7 +21,7 @@ use yaml_serde::{Mapping, Value};
 pub const FILE_NAME: &str = "config.yaml";
 
 /// What keel can be configured with.
-#[derive(Debug, Clone, PartialEq, Default, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Default, Deserialize, serde::Serialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct Config {
     /// Default model as `provider/model`.
@@ -29,6 +29,7 @@ pub struct Config {
     pub model: Option<String>,
     /// Permission mode: ask, auto, full or plan.
     #[serde(default)]
+    #[schemars(schema_with = "super::schema::permission_mode")]
     pub permission: Option<PermissionMode>,
     /// Providers and models to add or override.
     #[serde(default)]
@@ -90,7 +91,9 @@ pub struct Config {
 }
 
 /// `extensions: {enabled: [...], disabled: [...]}`.
-#[derive(Debug, Clone, PartialEq, Eq, Default, Deserialize)]
+#[derive(
+    Debug, Clone, PartialEq, Eq, Default, Deserialize, serde::Serialize, schemars::JsonSchema,
+)]
 #[serde(deny_unknown_fields)]
 pub struct ExtensionsConfig {
     /// Ids to switch on.
@@ -214,6 +217,25 @@ impl ConfigError {
     }
 }
 
+/// `reason` with the nearest valid name appended when it is serde's "unknown field" or
+/// "unknown variant" message, whose list of expected names is long and easy to misread.
+fn with_suggestion(reason: &str) -> String {
+    let Some(at) = reason
+        .find("unknown field `")
+        .or_else(|| reason.find("unknown variant `"))
+    else {
+        return reason.to_owned();
+    };
+    let mut quoted = reason[at..].split('`').skip(1).step_by(2);
+    let Some(word) = quoted.next() else {
+        return reason.to_owned();
+    };
+    match keel_protocol::spelling::nearest(word, quoted) {
+        Some(name) => format!("{reason}; did you mean `{name}`?"),
+        None => reason.to_owned(),
+    }
+}
+
 /// The merged configuration and where its model came from.
 #[derive(Debug, Clone, Default)]
 pub struct Loaded {
@@ -227,6 +249,32 @@ pub struct Loaded {
     pub ignored: Vec<String>,
     /// `$KEEL_HOME`, where keys `keel login` stored are (set by [`super::Settings::load`]).
     pub keel_home: Option<PathBuf>,
+    /// What each file and override set, in the order applied (for `keel config show`).
+    pub layers: Vec<Layer>,
+}
+
+/// What one file or one `-c` override set.
+#[derive(Debug, Clone)]
+pub struct Layer {
+    /// The file's path, or `-c key=value`.
+    pub source: String,
+    /// The file's text, to find the line a key is on.
+    pub text: Option<String>,
+    /// The values it set (the sandbox always as a map).
+    pub value: serde_json::Value,
+    /// Whether its values count in full (an untrusted project file may only tighten).
+    pub trusted: bool,
+}
+
+impl Layer {
+    fn new(source: String, text: Option<String>, value: &Value, trusted: bool) -> Self {
+        Self {
+            source,
+            text,
+            value: serde_json::to_value(value).unwrap_or_default(),
+            trusted,
+        }
+    }
 }
 
 /// `$KEEL_HOME`, else `~/.keel` (the one rule keel-tools' permission rules use too).
@@ -266,15 +314,22 @@ pub fn load(files: &[ConfigFile], overrides: &[String]) -> Result<Loaded, Config
                 .location()
                 .map(|l| format!(":{}", l.line()))
                 .unwrap_or_default(),
-            reason: strip_location(&error.to_string()),
+            reason: with_suggestion(&strip_location(&error.to_string())),
         };
         if text.trim().is_empty() {
             loaded.files.push(path.clone());
             continue;
         }
         let checked: Config = yaml_serde::from_str(&text).map_err(invalid)?;
-        let value: Value = yaml_serde::from_str(&text).map_err(invalid)?;
+        let mut value: Value = yaml_serde::from_str(&text).map_err(invalid)?;
         loaded.files.push(path.clone());
+        sandbox_as_map(&mut value);
+        loaded.layers.push(Layer::new(
+            path.display().to_string(),
+            Some(text.clone()),
+            &value,
+            file.trusted,
+        ));
         if !file.trusted {
             let keys = match &value {
                 Value::Mapping(map) => map
@@ -294,8 +349,6 @@ pub fn load(files: &[ConfigFile], overrides: &[String]) -> Result<Loaded, Config
                 .unwrap_or_default();
             loaded.model_source = Some(format!("{}{line}", path.display()));
         }
-        let mut value = value;
-        sandbox_as_map(&mut value);
         merge(&mut merged, value);
     }
     for spec in overrides {
@@ -320,13 +373,19 @@ pub fn load(files: &[ConfigFile], overrides: &[String]) -> Result<Loaded, Config
         } else {
             key
         };
+        let mut set = Value::Mapping(Mapping::new());
+        set_path(&mut set, key, value.clone());
+        sandbox_as_map(&mut set);
+        loaded
+            .layers
+            .push(Layer::new(format!("-c {spec}"), None, &set, true));
         set_path(&mut merged, key, value);
         if key == "model" {
             loaded.model_source = Some(format!("-c {spec}"));
         }
         yaml_serde::from_value::<Config>(merged.clone()).map_err(|e| ConfigError::Override {
             spec: spec.clone(),
-            reason: strip_location(&e.to_string()),
+            reason: with_suggestion(&strip_location(&e.to_string())),
         })?;
     }
     loaded.config = yaml_serde::from_value(merged).map_err(|e| ConfigError::Override {
@@ -660,6 +719,39 @@ mod tests {
         let path = dir.join(name);
         std::fs::write(&path, text).unwrap();
         path
+    }
+
+    #[test]
+    fn a_misspelt_key_or_value_names_the_nearest_valid_one() {
+        let dir = tempfile::tempdir().unwrap();
+        for (text, line, hint) in [
+            (
+                "durable: true\nmodle: a/b\n",
+                ":2:",
+                "did you mean `model`?",
+            ),
+            (
+                "sandbox:\n  mdoe: read-only\n",
+                ":2:",
+                "did you mean `mode`?",
+            ),
+            ("permission: akk\n", ":1:", "did you mean `ask`?"),
+        ] {
+            let path = file(dir.path(), "config.yaml", text);
+            let error = load(&[ConfigFile::trusted(path)], &[])
+                .unwrap_err()
+                .to_string();
+            assert!(error.contains(line) && error.ends_with(hint), "{error}");
+        }
+        let path = file(dir.path(), "config.yaml", "colourful: true\n");
+        let error = load(&[ConfigFile::trusted(path)], &[])
+            .unwrap_err()
+            .to_string();
+        assert!(!error.contains("did you mean"), "{error}");
+        let error = load(&[], &["permision=ask".to_owned()])
+            .unwrap_err()
+            .to_string();
+        assert!(error.ends_with("did you mean `permission`?"), "{error}");
     }
 
     #[test]

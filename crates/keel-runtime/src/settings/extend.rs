@@ -10,7 +10,7 @@ use super::config::LimitError;
 
 /// One MCP server under `mcp_servers.NAME`: a command (stdio) or a `url` (streamable
 /// HTTP).
-#[derive(Debug, Clone, PartialEq, Default, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Default, Deserialize, serde::Serialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct McpServerConfig {
     /// The program to start (stdio).
@@ -46,7 +46,7 @@ pub struct McpServerConfig {
 }
 
 /// `mcp:`: defaults for every server and the disclosure policy.
-#[derive(Debug, Clone, PartialEq, Default, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Default, Deserialize, serde::Serialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct McpConfig {
     /// Seconds to wait for a server to start (default 30).
@@ -65,7 +65,7 @@ pub struct McpConfig {
 }
 
 /// `mcp.disclosure:`.
-#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Deserialize, serde::Serialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct DisclosureConfig {
     /// Whether MCP tools may move behind `tool_search` at all.
@@ -114,7 +114,7 @@ fn default_top() -> usize {
 }
 
 /// `skills:`.
-#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Deserialize, serde::Serialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct SkillsConfig {
     /// Whether skills are listed and loadable.
@@ -139,7 +139,7 @@ fn default_listing_budget() -> usize {
 }
 
 /// `tasks:` (SPEC §14).
-#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize, serde::Serialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct TasksConfig {
     /// Most tasks running at once in one runtime; more wait `queued` (1 to 16).
@@ -180,7 +180,9 @@ impl TasksConfig {
 }
 
 /// `goals:` (DESIGN §14a): what a goal may spend when neither the user nor the goal says.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, Deserialize, serde::Serialize, schemars::JsonSchema,
+)]
 #[serde(deny_unknown_fields)]
 pub struct GoalsConfig {
     /// Most turns toward one goal.
@@ -224,7 +226,9 @@ impl GoalsConfig {
 }
 
 /// `tui:`: the interactive front end's choices.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize)]
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize, serde::Serialize, schemars::JsonSchema,
+)]
 #[serde(deny_unknown_fields)]
 pub struct TuiConfig {
     /// How the terminal is told that a turn ended or waits for an answer while it is not
@@ -234,7 +238,9 @@ pub struct TuiConfig {
 }
 
 /// `tui.notifications`: how a terminal out of focus hears that keel needs the user.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize)]
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize, serde::Serialize, schemars::JsonSchema,
+)]
 #[serde(rename_all = "kebab-case")]
 pub enum Notifications {
     /// A desktop notification (OSC 9) where the terminal is known to show one, else the
@@ -250,7 +256,9 @@ pub enum Notifications {
 }
 
 /// `acp:`: bounds on what an editor may send.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, Deserialize, serde::Serialize, schemars::JsonSchema,
+)]
 #[serde(deny_unknown_fields)]
 pub struct AcpConfig {
     /// Longest message line read (MiB); a longer one is answered with a parse error and

@@ -13,7 +13,9 @@ use super::config::LimitError;
 pub const GUARD_MIN_THRESHOLD: u32 = 3;
 
 /// `runaway_guard: {enabled, threshold}`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, Deserialize, serde::Serialize, schemars::JsonSchema,
+)]
 #[serde(deny_unknown_fields)]
 pub struct RunawayGuardConfig {
     /// Whether the guard watches turns at all.
@@ -49,7 +51,9 @@ fn min_threshold() -> u32 {
 }
 
 /// `output_budget: {inline_kib, head_kib, tail_kib, artifact_max_mib, artifacts_quota_mib}`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, Deserialize, serde::Serialize, schemars::JsonSchema,
+)]
 #[serde(deny_unknown_fields)]
 pub struct OutputBudgetConfig {
     /// A tool result larger than this is archived (KiB).
@@ -135,7 +139,9 @@ impl OutputBudgetConfig {
 }
 
 /// `context: {…}`: context management (DESIGN §12).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, Deserialize, serde::Serialize, schemars::JsonSchema,
+)]
 #[serde(deny_unknown_fields)]
 pub struct ContextConfig {
     /// Whether keel archives and compacts on its own (manual compaction always works).

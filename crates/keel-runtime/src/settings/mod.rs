@@ -6,7 +6,9 @@ pub mod extend;
 pub mod harness;
 pub mod instructions;
 pub mod project;
+pub mod provenance;
 pub mod sandbox;
+pub mod schema;
 pub mod trust;
 
 use std::path::{Path, PathBuf};
@@ -14,7 +16,8 @@ use std::path::{Path, PathBuf};
 use keel_tools::permission::{Effect, RuleSet};
 
 pub use config::{
-    Config, ConfigError, ConfigFile, ExtensionsConfig, FILE_NAME, LimitError, Loaded, keel_home,
+    Config, ConfigError, ConfigFile, ExtensionsConfig, FILE_NAME, Layer, LimitError, Loaded,
+    keel_home,
 };
 pub use harness::{ContextConfig, OutputBudgetConfig, RunawayGuardConfig, model_matches};
 pub use project::{Project, RefusedFile};

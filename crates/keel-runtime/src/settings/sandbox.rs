@@ -17,7 +17,7 @@ pub struct SandboxSetting {
 }
 
 /// `sandbox.network`.
-#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize, serde::Serialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct NetworkSetting {
     /// Hosts added to the default list (`*.example.com` for every name under it; `*` for
@@ -63,6 +63,17 @@ impl NetworkSetting {
 impl<'de> Deserialize<'de> for SandboxSetting {
     fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
         deserializer.deserialize_any(SettingVisitor)
+    }
+}
+
+/// Always the map form, so `keel config show` names `sandbox.mode` and `sandbox.network`.
+impl serde::Serialize for SandboxSetting {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap as _;
+        let mut map = serializer.serialize_map(Some(2))?;
+        map.serialize_entry("mode", &self.mode)?;
+        map.serialize_entry("network", &self.network)?;
+        map.end()
     }
 }
 
