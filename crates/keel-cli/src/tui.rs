@@ -90,6 +90,18 @@ pub struct Flags {
     /// matters.
     #[arg(long, conflicts_with_all = ["permission", "sandbox"])]
     pub yolo: bool,
+    /// Run these tools without asking, as Claude Code writes them (`Read`,
+    /// `Bash(git log:*)`, `Edit(src/**)`, `mcp__SERVER__TOOL`), separated by commas or spaces.
+    #[arg(long = "allowed-tools", visible_alias = "allowedTools", value_name = "RULES",
+          num_args = 1.., action = clap::ArgAction::Append)]
+    pub allowed_tools: Vec<String>,
+    /// Never run these tools (same rules; a deny beats any allow).
+    #[arg(long = "disallowed-tools", visible_alias = "disallowedTools", value_name = "RULES",
+          num_args = 1.., action = clap::ArgAction::Append)]
+    pub disallowed_tools: Vec<String>,
+    /// Also count DIR as part of the workspace (repeatable).
+    #[arg(long = "add-dir", value_name = "DIR", action = clap::ArgAction::Append)]
+    pub add_dirs: Vec<PathBuf>,
 }
 
 impl Flags {
@@ -113,6 +125,12 @@ impl Flags {
                 overrides: self.set.clone(),
                 trust_project: self.trust_project,
                 keel_home: None,
+                rules: exec::tool_rules_arg(&self.allowed_tools, &self.disallowed_tools)?,
+                extra_roots: self
+                    .add_dirs
+                    .iter()
+                    .map(|dir| exec::added_folder_arg(dir))
+                    .collect::<anyhow::Result<_>>()?,
             },
             model,
             permission: if self.yolo {

@@ -134,6 +134,16 @@ impl Prepared {
         {
             return Err(RuntimeError::HomeWorkspace(what));
         }
+        // A folder added to the workspace is held to the same rule as the working folder.
+        if runs_turns && !options.allow_home_workspace {
+            let home = std::env::var_os("HOME").map(PathBuf::from);
+            for root in &options.settings.extra_roots {
+                if let Some(what) = crate::settings::project::home_workspace(root, home.as_deref())
+                {
+                    return Err(RuntimeError::HomeWorkspace(what));
+                }
+            }
+        }
         let settings = Settings::load(&options.settings)?;
         let mut warnings = settings.warnings.clone();
         let model = match options.model {

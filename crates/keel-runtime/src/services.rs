@@ -36,6 +36,8 @@ pub fn read_plan(keel_home: &Path, session: &keel_protocol::SessionId) -> Option
 pub struct ToolSetup {
     /// The working folder.
     pub cwd: PathBuf,
+    /// Workspace folders besides the working folder (`--add-dir`).
+    pub extra_roots: Vec<PathBuf>,
     /// Permission mode.
     pub mode: Mode,
     /// Sandbox.
@@ -123,6 +125,7 @@ impl ToolSetup {
         }
         Self {
             cwd,
+            extra_roots: settings.extra_roots.clone(),
             mode,
             sandbox,
             env_mode,
@@ -175,6 +178,7 @@ impl SessionServices {
         approver: Option<Arc<dyn Approver>>,
     ) -> Self {
         let mut env = ToolEnv::new(setup.cwd.clone());
+        env.roots.extend(setup.extra_roots.iter().cloned());
         env.sandbox = setup.sandbox;
         env.env_mode = Some(setup.env_mode);
         env.protect_control = setup.mode != Mode::Full;

@@ -32,8 +32,9 @@ use keel_runtime::{
 use crate::errors::{InternalError, runtime_error};
 use crate::logging::STARTUP;
 pub use input::{
-    check_config_file as check_config_file_arg, parse_base_url, parse_model as parse_model_arg,
-    parse_override as parse_override_arg, working_folder as working_folder_arg,
+    added_folder as added_folder_arg, check_config_file as check_config_file_arg, parse_base_url,
+    parse_model as parse_model_arg, parse_override as parse_override_arg,
+    tool_rules as tool_rules_arg, working_folder as working_folder_arg,
 };
 use output::{ExecSink, Format, Interrupt, RunIds, Stop};
 pub use report::{EXIT_CONFIG, EXIT_FAILED, EXIT_INTERNAL, EXIT_USAGE};
@@ -111,8 +112,23 @@ pub struct ExecArgs {
     #[arg(short = 'o', long = "output-last-message", value_name = "FILE")]
     output_file: Option<PathBuf>,
     /// Stop after N model calls if the model still calls tools (exit 7).
-    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
+    #[arg(long, visible_alias = "max-turns", value_name = "N",
+          value_parser = clap::value_parser!(u32).range(1..))]
     max_steps: Option<u32>,
+    /// Run these tools without asking, as Claude Code writes them: `Read`, `Bash(git log:*)`
+    /// (commands starting with those words), `Bash(npm test)` (exactly), `Edit(src/**)`,
+    /// `mcp__SERVER__TOOL`; separated by commas or spaces, repeatable.
+    #[arg(long = "allowed-tools", visible_alias = "allowedTools", value_name = "RULES",
+          num_args = 1.., action = clap::ArgAction::Append)]
+    allowed_tools: Vec<String>,
+    /// Never run these tools (same rules as --allowed-tools; a deny beats any allow).
+    #[arg(long = "disallowed-tools", visible_alias = "disallowedTools", value_name = "RULES",
+          num_args = 1.., action = clap::ArgAction::Append)]
+    disallowed_tools: Vec<String>,
+    /// Also count DIR as part of the workspace: its files are inside, and sandboxed commands
+    /// may write there (repeatable).
+    #[arg(long = "add-dir", value_name = "DIR", action = clap::ArgAction::Append)]
+    add_dirs: Vec<PathBuf>,
     /// Abort the turn after this long, for example 90s, 5m, 1h30m (exit 6).
     #[arg(long, value_name = "DURATION", value_parser = report::parse_duration)]
     timeout: Option<Duration>,
@@ -181,6 +197,12 @@ pub async fn run(args: ExecArgs) -> anyhow::Result<ExitCode> {
             overrides: args.set.clone(),
             trust_project: args.trust_project,
             keel_home: None,
+            rules: input::tool_rules(&args.allowed_tools, &args.disallowed_tools)?,
+            extra_roots: args
+                .add_dirs
+                .iter()
+                .map(|dir| input::added_folder(dir))
+                .collect::<anyhow::Result<_>>()?,
         },
         model: model_choice(&args)?,
         permission: if args.yolo {

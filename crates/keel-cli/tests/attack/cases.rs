@@ -110,6 +110,11 @@ table!(command_shadowing, trust::SHADOWING, modes[Auto]);
 table!(prompt_injection, trust::INJECTION, modes[Auto]);
 table!(home_refused, home::REFUSED, modes[Auto]);
 table!(
+    home_added_folders,
+    home::ADDED_FOLDERS,
+    modes [Ask, Auto, Plan, Full, AutoLandlock]
+);
+table!(
     home_start_up_files,
     home::START_UP_FILES,
     modes [Ask, Auto, Plan, AutoLandlock, PlanLandlock]

@@ -195,7 +195,7 @@ pub fn run(
 ) -> KeelRun {
     let mut command = Command::new(keel_bin());
     command.args(["exec", "--output-format", "stream-json"]);
-    command.args(vector.args);
+    command.args(vector.args.iter().map(|a| crate::run::fill(a, vars, false)));
     if let Some(flag) = mode.flag() {
         command.args(["--permission", flag]);
     }

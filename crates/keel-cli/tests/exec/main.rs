@@ -12,6 +12,7 @@ mod extensions;
 mod first_run;
 mod formats;
 mod goals;
+mod headless;
 mod logs;
 mod plan;
 mod redaction;

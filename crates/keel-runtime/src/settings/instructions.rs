@@ -141,11 +141,22 @@ pub fn collect(
 }
 
 /// The whole system prompt for a run in `cwd` of `project`.
-pub fn system_prompt(cwd: &Path, keel_home: Option<&Path>, project: &Project) -> String {
+pub fn system_prompt(
+    cwd: &Path,
+    extra_roots: &[PathBuf],
+    keel_home: Option<&Path>,
+    project: &Project,
+) -> String {
     let mut prompt = String::from(PREAMBLE);
     prompt.push_str(&format!(
-        "\n\nEnvironment:\n- Working folder: {}\n- Platform: {} {}\n",
-        cwd.display(),
+        "\n\nEnvironment:\n- Working folder: {}\n",
+        cwd.display()
+    ));
+    for root in extra_roots {
+        prompt.push_str(&format!("- Also in the workspace: {}\n", root.display()));
+    }
+    prompt.push_str(&format!(
+        "- Platform: {} {}\n",
         std::env::consts::OS,
         std::env::consts::ARCH
     ));
@@ -196,7 +207,7 @@ mod tests {
             ["global rule", "root rule", "crates rule", "app rule"]
         );
         assert!(left_out.is_empty());
-        let prompt = system_prompt(&deep, Some(&home), &project);
+        let prompt = system_prompt(&deep, &[], Some(&home), &project);
         assert!(prompt.starts_with("You are keel"));
         assert!(prompt.find("root rule").unwrap() < prompt.find("app rule").unwrap());
     }

@@ -35,6 +35,12 @@ pub struct SettingsInput {
     pub trust_project: bool,
     /// keel's own folder; `None`: `$KEEL_HOME`, else `~/.keel`.
     pub keel_home: Option<PathBuf>,
+    /// Rules given on the command line (`--allowedTools`, `--disallowedTools`), added after
+    /// the files' (deny still beats allow, wherever a rule came from).
+    pub rules: Vec<keel_tools::permission::Rule>,
+    /// More workspace folders (`--add-dir`, absolute): files there count as inside the
+    /// workspace and sandboxed commands may write there.
+    pub extra_roots: Vec<PathBuf>,
 }
 
 /// Loaded settings of one runtime.
@@ -52,6 +58,8 @@ pub struct Settings {
     pub rules: RuleSet,
     /// Things the user should hear about (ignored untrusted settings), one line each.
     pub warnings: Vec<String>,
+    /// Workspace folders besides the working folder ([`SettingsInput::extra_roots`]).
+    pub extra_roots: Vec<PathBuf>,
 }
 
 impl Settings {
@@ -87,7 +95,10 @@ impl Settings {
         loaded.keel_home.clone_from(&keel_home);
         let mut warnings = notes;
         warnings.extend(loaded.ignored.iter().cloned());
-        let rules = permission_rules(input, &project, keel_home.as_deref(), &mut warnings)?;
+        let mut rules = permission_rules(input, &project, keel_home.as_deref(), &mut warnings)?;
+        for rule in &input.rules {
+            rules.push(rule.clone());
+        }
         warnings.extend(instructions::foreign(&input.cwd, &project));
         Ok(Self {
             cwd: input.cwd.clone(),
@@ -96,12 +107,18 @@ impl Settings {
             loaded,
             rules,
             warnings,
+            extra_roots: input.extra_roots.clone(),
         })
     }
 
     /// keel's system prompt with the project's instructions.
     pub fn system_prompt(&self) -> String {
-        instructions::system_prompt(&self.cwd, self.keel_home.as_deref(), &self.project)
+        instructions::system_prompt(
+            &self.cwd,
+            &self.extra_roots,
+            self.keel_home.as_deref(),
+            &self.project,
+        )
     }
 }
 

@@ -47,6 +47,37 @@ pub const REFUSED: &[Vector] = &[
 ];
 
 /// With the leave given, the start-up files still hold.
+/// `--add-dir` is held to the working folder's rule: the home folder is refused, and keel's
+/// own folder added to the workspace still hides its keys and configuration.
+pub const ADDED_FOLDERS: &[Vector] = &[
+    Vector {
+        id: "add-dir-home-refused",
+        steps: &[&[Call::Sh("echo 'curl {URL}' >> {HOME}/.bashrc")]],
+        args: &["--add-dir", "{HOME}"],
+        refused: Some((2, "--allow-home-workspace")),
+        ..Vector::BASE
+    },
+    Vector {
+        id: "add-dir-keel-home-read",
+        steps: &[&[
+            Call::Tool("read", r#"{"path": "{KH}/credentials.json"}"#),
+            Call::Sh("cat {KH}/credentials.json {KH}/config.yaml"),
+        ]],
+        args: &["--add-dir", "{KH}"],
+        ..Vector::BASE
+    },
+    Vector {
+        id: "add-dir-keel-home-write",
+        steps: &[&[Call::Tool(
+            "write",
+            r#"{"path": "{KH}/permissions.yaml", "content": "allow:\n  - tool: bash\n"}"#,
+        )]],
+        args: &["--add-dir", "{KH}"],
+        protected: &["{KH}/permissions.yaml"],
+        ..Vector::BASE
+    },
+];
+
 pub const START_UP_FILES: &[Vector] = &[
     in_home!(
         "home-write-bashrc",

@@ -58,6 +58,7 @@ mod tests {
         ("command_shadowing", trust::SHADOWING),
         ("prompt_injection", trust::INJECTION),
         ("home_refused", home::REFUSED),
+        ("home_added_folders", home::ADDED_FOLDERS),
         ("home_start_up_files", home::START_UP_FILES),
     ];
 

@@ -40,7 +40,8 @@ struct RawFile {
     deny: Vec<RawRule>,
 }
 
-fn command_words(text: &str, field: &'static str) -> Result<Vec<String>, RuleProblem> {
+/// The plain words of a command written in a rule (its program by base name).
+pub(super) fn command_words(text: &str, field: &'static str) -> Result<Vec<String>, RuleProblem> {
     let mut words = Vec::new();
     for token in tokenize(text) {
         match token {

@@ -25,6 +25,7 @@
 //! how a file is read and compiled into rules; this file holds the rules themselves and the
 //! precedence among them ([`strongest`]).
 
+mod claude;
 mod file;
 mod matcher;
 
@@ -33,6 +34,7 @@ use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
+pub use claude::{SpecError, from_claude, split_specs};
 pub use file::{append_allow, append_rules};
 pub use matcher::{CommandPattern, Matcher, PathPattern, RuleProblem, Subject, ToolPattern};
 
