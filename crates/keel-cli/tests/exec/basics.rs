@@ -269,14 +269,7 @@ fn tools_run_behind_the_permission_gate() {
             .output()
             .unwrap()
     };
-    let tool_result = |output: &std::process::Output| -> String {
-        String::from_utf8_lossy(&output.stdout)
-            .lines()
-            .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
-            .find(|e| e["type"] == "item.completed" && e["item"]["type"] == "tool_call")
-            .map(|e| e["item"]["result"].as_str().unwrap_or_default().to_owned())
-            .unwrap_or_default()
-    };
+    let tool_result = crate::first_tool_result;
     let denied = run("plan");
     assert_exit(&denied, 0);
     assert!(

@@ -4,7 +4,7 @@
 use std::path::Path;
 use std::process::Output;
 
-use crate::{assert_exit, keel, script};
+use crate::{assert_exit, first_tool_result as tool_result, keel, script};
 
 /// `keel exec` in `work` answering from `responses` (stream-json), with `extra` flags.
 fn run(work: &Path, responses: &str, extra: &[&str]) -> Output {
@@ -19,16 +19,6 @@ fn run(work: &Path, responses: &str, extra: &[&str]) -> Output {
         .env("KEEL_HOME", work.join(".keel-home"))
         .output()
         .unwrap()
-}
-
-/// The result of the run's first tool call.
-fn tool_result(output: &Output) -> String {
-    String::from_utf8_lossy(&output.stdout)
-        .lines()
-        .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
-        .find(|e| e["type"] == "item.completed" && e["item"]["type"] == "tool_call")
-        .map(|e| e["item"]["result"].as_str().unwrap_or_default().to_owned())
-        .unwrap_or_default()
 }
 
 /// A command that writes, so ask mode asks before it.

@@ -85,6 +85,15 @@ fn assert_exit(output: &std::process::Output, code: i32) {
     );
 }
 
+/// The result of a `stream-json` run's first completed tool call (empty when none).
+fn first_tool_result(output: &std::process::Output) -> String {
+    lines(&output.stdout)
+        .into_iter()
+        .find(|e| e["type"] == "item.completed" && e["item"]["type"] == "tool_call")
+        .map(|e| e["item"]["result"].as_str().unwrap_or_default().to_owned())
+        .unwrap_or_default()
+}
+
 /// The one `exec.result` object of a `--output-format json` run.
 fn result_of(output: &std::process::Output) -> serde_json::Value {
     let mut all = lines(&output.stdout);
