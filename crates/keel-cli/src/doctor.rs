@@ -93,7 +93,8 @@ pub async fn run(args: DoctorArgs) -> anyhow::Result<ExitCode> {
     model(&settings, &args, &mut report).await;
     sandbox(&mut report);
     keel_home(settings.keel_home.as_deref(), &mut report);
-    extensions(&settings, &cwd, &mut report);
+    mcp_servers(&settings, &cwd, &mut report).await;
+    extensions(&settings, &mut report);
     terminal(&mut report);
     Ok(finish(&report))
 }
@@ -298,35 +299,108 @@ fn keel_home(home: Option<&Path>, report: &mut Report) {
     }
 }
 
-fn extensions(settings: &Settings, cwd: &Path, report: &mut Report) {
-    let servers = settings.loaded.config.mcp_servers.len();
-    let project_mcp = keel_mcp::config::project_file(&settings.project)
-        .ok()
-        .flatten();
-    let mut text = format!("{servers} configured");
-    if let Some(file) = &project_mcp {
-        let host = keel_runtime::extension::HostInfo {
-            cwd: cwd.to_path_buf(),
-            project: settings.project.clone(),
-            keel_home: settings.keel_home.clone(),
-            ..Default::default()
-        };
-        let trusted = keel_mcp::untrusted_project(&settings.loaded.config, &host).is_none();
-        text.push_str(&format!(
-            "; the project's {} is {}",
-            file.display(),
-            if trusted {
-                "trusted"
-            } else {
-                "not trusted (never started until `keel trust`)"
-            }
-        ));
+/// How long doctor waits for all MCP servers to start and list their tools.
+const MCP_WAIT: Duration = Duration::from_secs(20);
+
+/// The MCP servers a run here would start, each started and asked for its tools, with the
+/// time it took; a project's servers that are not trusted are named and never started.
+async fn mcp_servers(settings: &Settings, cwd: &Path, report: &mut Report) {
+    let host = keel_runtime::extension::HostInfo {
+        cwd: cwd.to_path_buf(),
+        project: settings.project.clone(),
+        keel_home: settings.keel_home.clone(),
+        ..Default::default()
+    };
+    let (specs, warnings) = keel_mcp::servers(&settings.loaded.config, &host);
+    for warning in &warnings {
+        report.line(Level::Warn, "MCP", warning);
     }
+    if specs.is_empty() {
+        report.line(Level::Ok, "MCP", "no servers to start");
+        return;
+    }
+    let manager = keel_mcp::Manager::new(
+        cwd.to_path_buf(),
+        keel_mcp::server_env(&settings.loaded.config),
+    );
+    let started = Instant::now();
+    manager.start(specs);
+    let servers = manager.all();
+    // One waiter each, so every server's time is its own.
+    let waits: Vec<_> = servers
+        .iter()
+        .map(|server| {
+            let server = server.clone();
+            tokio::spawn(async move {
+                server
+                    .settled(server.spec().startup_timeout.min(MCP_WAIT))
+                    .await;
+                started.elapsed()
+            })
+        })
+        .collect();
+    let mut times = Vec::with_capacity(waits.len());
+    for wait in waits {
+        times.push(wait.await.unwrap_or(MCP_WAIT));
+    }
+    for (server, took) in servers.iter().zip(times) {
+        let name = format!("MCP {}", server.spec().name);
+        let ms = took.as_millis();
+        match (server.status(), server.offer()) {
+            (keel_mcp::Status::Ready, Some(offer)) => report.line(
+                Level::Ok,
+                &name,
+                &format!(
+                    "started and listed {} tool(s){} in {ms} ms",
+                    offer.tools.len(),
+                    if offer.prompts.is_empty() {
+                        String::new()
+                    } else {
+                        format!(" and {} prompt(s)", offer.prompts.len())
+                    }
+                ),
+            ),
+            (status, _) => report.line(
+                Level::Warn,
+                &name,
+                &format!(
+                    "{} after {ms} ms; its tools will be missing (`keel mcp list` shows its command)",
+                    status.describe()
+                ),
+            ),
+        }
+    }
+    manager.restart_all(Vec::new());
+}
+
+fn extensions(settings: &Settings, report: &mut Report) {
+    use keel_extensions::{commands, skills};
+    let home = settings.keel_home.as_deref();
+    let found = skills::discover(&skills::roots(home, Some(&settings.project)));
+    let names: Vec<&str> = found.skills.iter().map(|s| s.name.as_str()).collect();
     report.line(
         Level::Ok,
-        "MCP",
-        &format!("{text} (`keel mcp list` shows them)"),
+        "skills",
+        &format!("{} found{}", names.len(), listed(&names)),
     );
+    let found_commands = commands::discover(&commands::roots(home, Some(&settings.project)));
+    let names: Vec<String> = found_commands
+        .commands
+        .iter()
+        .map(|c| format!("/{}", c.name))
+        .collect();
+    let names: Vec<&str> = names.iter().map(String::as_str).collect();
+    report.line(
+        Level::Ok,
+        "commands",
+        &format!("{} custom command(s){}", names.len(), listed(&names)),
+    );
+    for problem in found.problems.iter().chain(&found_commands.problems) {
+        report.line(Level::Warn, "extensions", &problem.to_string());
+    }
+    for note in found.notes.iter().chain(&found_commands.notes) {
+        report.line(Level::Warn, "extensions", &note.to_string());
+    }
     let hooks = settings
         .loaded
         .config
@@ -349,6 +423,20 @@ fn extensions(settings: &Settings, cwd: &Path, report: &mut Report) {
         "project",
         &format!("{} ({trusted})", settings.project.root.display()),
     );
+}
+
+/// `: a, b, c` (at most eight names, then how many more), or nothing.
+fn listed(names: &[&str]) -> String {
+    if names.is_empty() {
+        return String::new();
+    }
+    let shown: Vec<&str> = names.iter().take(8).copied().collect();
+    let more = names.len().saturating_sub(shown.len());
+    if more > 0 {
+        format!(": {} and {more} more", shown.join(", "))
+    } else {
+        format!(": {}", shown.join(", "))
+    }
 }
 
 fn terminal(report: &mut Report) {

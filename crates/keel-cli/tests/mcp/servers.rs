@@ -381,3 +381,54 @@ fn a_project_cannot_pass_keels_secrets_to_its_servers() {
     assert!(env.contains("LEAKED=k="), "{env}");
     assert!(!env.contains("sk-canary-project"), "{env}");
 }
+
+/// `keel doctor` starts the servers a run would start and times each, says which project
+/// servers it did not start, and counts skills and commands.
+#[test]
+fn doctor_starts_each_server_and_lists_its_tools_with_the_time() {
+    let world = World::new(&stdio_config(&[], ""));
+    std::fs::write(
+        world.work.join(".mcp.json"),
+        format!(
+            r#"{{"mcpServers": {{"proj": {{"command": "{}", "args": []}}}}}}"#,
+            mcptest().display()
+        ),
+    )
+    .unwrap();
+    let skill = world.home.join("skills/tidy");
+    std::fs::create_dir_all(&skill).unwrap();
+    std::fs::write(
+        skill.join("SKILL.md"),
+        "---\nname: tidy\ndescription: Tidy up.\n---\nTidy.\n",
+    )
+    .unwrap();
+    let output = world
+        .command()
+        .current_dir(&world.work)
+        .args(["doctor", "--offline", "-m", "anthropic/claude-sonnet-4-5"])
+        .env("ANTHROPIC_API_KEY", "sk-ant-doctor-0123456789")
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    let line = |what: &str| {
+        stdout
+            .lines()
+            .find(|l| l.contains(what))
+            .unwrap_or_else(|| panic!("no `{what}` line: {stdout}"))
+            .to_owned()
+    };
+    let test = line("MCP test");
+    assert!(test.starts_with("ok"), "{test}");
+    assert!(test.contains("tool(s)") && test.ends_with(" ms"), "{test}");
+    let project = line("did not start");
+    assert!(
+        project.contains("proj") && project.starts_with("warn"),
+        "{project}"
+    );
+    assert!(
+        !stdout.contains("MCP proj"),
+        "an untrusted server never starts: {stdout}"
+    );
+    assert!(line("skills").contains("1 found: tidy"), "{stdout}");
+    assert_eq!(output.status.code(), Some(0), "{stdout}");
+}
