@@ -63,13 +63,19 @@ pub struct Discovered {
     pub notes: Vec<Note>,
 }
 
-/// The command roots in override order: `$KEEL_HOME/commands/` (user), then the project's
-/// `.claude/commands/` and `.keel/commands/`.
+/// The command roots in override order: the project's `.claude/commands/` and
+/// `.keel/commands/`, then the user's `~/.claude/commands/` and `$KEEL_HOME/commands/` (the
+/// user's win).
 pub fn roots(
     keel_home: Option<&Path>,
     project: Option<&keel_runtime::settings::Project>,
 ) -> Vec<Root> {
-    discovery::roots_in(keel_home, project, "commands")
+    discovery::roots_in(
+        keel_home,
+        discovery::claude_home().as_deref(),
+        project,
+        "commands",
+    )
 }
 
 /// The commands under `roots`; a later root's command replaces an earlier one of the same
@@ -98,10 +104,12 @@ pub fn discover(roots: &[Root]) -> Discovered {
             if let Some(earlier) = found.get(&command.name) {
                 out.notes.push(Note {
                     path: command.path.clone(),
-                    message: format!(
-                        "command `/{}` replaces the one in {}",
-                        command.name,
-                        earlier.path.display()
+                    message: discovery::replaced(
+                        "command",
+                        &format!("/{}", command.name),
+                        command.scope,
+                        &earlier.path,
+                        earlier.scope,
                     ),
                 });
             }

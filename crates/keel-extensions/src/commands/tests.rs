@@ -40,16 +40,18 @@ fn problems(found: &Discovered) -> Vec<(PathBuf, String)> {
 }
 
 #[test]
-fn roots_are_user_then_claude_then_keel() {
+fn roots_are_the_projects_then_the_users() {
     assert_eq!(
-        crate::discovery::shape(roots(
+        crate::discovery::shape(crate::discovery::roots_in(
             Some(Path::new("/h")),
-            Some(&crate::discovery::at("/p"))
+            None,
+            Some(&crate::discovery::at("/p")),
+            "commands"
         )),
         vec![
-            root(Path::new("/h/commands"), Scope::User),
             root(Path::new("/p/.claude/commands"), Scope::Project),
             root(Path::new("/p/.keel/commands"), Scope::Project),
+            root(Path::new("/h/commands"), Scope::User),
         ]
     );
 }
@@ -110,7 +112,7 @@ fn files_become_commands_and_subfolders_namespaces() {
 }
 
 #[test]
-fn later_roots_replace_earlier_ones_with_a_note() {
+fn the_users_commands_win_over_the_projects_with_a_note() {
     let tmp = tempfile::tempdir().unwrap();
     let (home, claude, keel) = (
         tmp.path().join("home/commands"),
@@ -122,30 +124,35 @@ fn later_roots_replace_earlier_ones_with_a_note() {
     let claude_fix = write(&claude, "fix.md", "Claude fix");
     write(&claude, "git/commit.md", "Commit");
     let keel_commit = write(&keel, "git/commit.md", "keel commit");
-    let found = discover(&roots(
+    let found = discover(&crate::discovery::roots_in(
         Some(&tmp.path().join("home")),
+        None,
         Some(&keel_runtime::settings::Project::of(
             &tmp.path().join("p"),
             None,
         )),
+        "commands",
     ));
     assert_eq!(names(&found), ["fix", "git:commit", "mine"]);
-    assert_eq!(found.commands[0].description, "Claude fix");
-    assert_eq!(found.commands[0].scope, Scope::Project);
+    assert_eq!(found.commands[0].description, "User fix");
+    assert_eq!(found.commands[0].scope, Scope::User);
     assert_eq!(found.commands[1].description, "keel commit");
     assert_eq!(found.commands[2].scope, Scope::User);
     assert_eq!(
         found.notes,
         vec![
             Note {
-                path: claude_fix,
-                message: format!("command `/fix` replaces the one in {}", user_fix.display()),
-            },
-            Note {
                 path: keel_commit,
                 message: format!(
                     "command `/git:commit` replaces the one in {}",
                     claude.join("git/commit.md").display()
+                ),
+            },
+            Note {
+                path: user_fix,
+                message: format!(
+                    "your command `/fix` is used; the project's of that name in {} is not",
+                    claude_fix.display()
                 ),
             },
         ]

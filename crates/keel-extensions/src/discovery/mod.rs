@@ -120,27 +120,32 @@ impl fmt::Display for Note {
     }
 }
 
-/// The roots for `leaf` (`skills`, `commands`), in override order: the user's under
-/// `keel_home`, then the project's `.claude/` (Claude Code's, so existing files work
-/// unchanged), then the project's `.keel/`. A project root that is the user root (keel run
-/// in the home folder) is left out, so nothing overrides itself.
+/// The roots for `leaf` (`skills`, `commands`, `agents`), in override order (a later root's
+/// file of a name replaces an earlier one's): the project's `.claude/` (Claude Code's, so
+/// existing files work unchanged), the project's `.keel/`, then the user's: Claude Code's
+/// `~/.claude/` and keel's `keel_home`. The user's win because the model can write the
+/// project's files: a project never takes the name of a user's command, skill or agent. A
+/// project root that is a user root (keel run in the home folder) counts as the user's.
 pub(crate) fn roots_in(
     keel_home: Option<&Path>,
+    claude_home: Option<&Path>,
     project: Option<&Project>,
     leaf: &str,
 ) -> Vec<Root> {
-    let mut roots = Vec::new();
-    if let Some(home) = keel_home {
-        roots.push(Root {
-            dir: home.join(leaf),
+    let user: Vec<Root> = [claude_home, keel_home]
+        .into_iter()
+        .flatten()
+        .map(|dir| Root {
+            dir: dir.join(leaf),
             scope: Scope::User,
             project: None,
-        });
-    }
+        })
+        .collect();
+    let mut roots = Vec::new();
     if let Some(project) = project {
         for dot in [".claude", ".keel"] {
             let dir = project.root.join(dot).join(leaf);
-            if !roots.iter().any(|root| root.dir == dir) {
+            if !user.iter().any(|root| root.dir == dir) {
                 roots.push(Root {
                     dir,
                     scope: Scope::Project,
@@ -149,7 +154,31 @@ pub(crate) fn roots_in(
             }
         }
     }
+    for root in user {
+        if !roots.iter().any(|r: &Root| r.dir == root.dir) {
+            roots.push(root);
+        }
+    }
     roots
+}
+
+/// Claude Code's folder of the user (`~/.claude`), whose commands, skills, agents and
+/// `CLAUDE.md` keel reads as the user's own.
+pub fn claude_home() -> Option<PathBuf> {
+    std::env::var_os("HOME")
+        .filter(|h| !h.is_empty())
+        .map(|home| PathBuf::from(home).join(".claude"))
+}
+
+/// What a [`Note`] says when `name` of `this` replaces `earlier`'s.
+pub(crate) fn replaced(what: &str, name: &str, this: Scope, earlier: &Path, earlier_scope: Scope) -> String {
+    match (this, earlier_scope) {
+        (Scope::User, Scope::Project) => format!(
+            "your {what} `{name}` is used; the project's of that name in {} is not",
+            earlier.display()
+        ),
+        _ => format!("{what} `{name}` replaces the one in {}", earlier.display()),
+    }
 }
 
 /// How far links under a root are followed.

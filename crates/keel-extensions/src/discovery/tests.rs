@@ -22,24 +22,26 @@ fn ready(root: &Root) -> OpenRoot {
 }
 
 #[test]
-fn roots_come_user_first_then_claude_then_keel() {
+fn roots_come_project_first_then_the_users_which_win() {
     let home = Path::new("/home/u/.keel");
+    let claude = Path::new("/home/u/.claude");
     let project = at("/work/p");
     assert_eq!(
-        shape(roots_in(Some(home), Some(&project), "skills")),
+        shape(roots_in(Some(home), Some(claude), Some(&project), "skills")),
         vec![
-            root(Path::new("/home/u/.keel/skills"), Scope::User),
             root(Path::new("/work/p/.claude/skills"), Scope::Project),
             root(Path::new("/work/p/.keel/skills"), Scope::Project),
+            root(Path::new("/home/u/.claude/skills"), Scope::User),
+            root(Path::new("/home/u/.keel/skills"), Scope::User),
         ]
     );
-    assert_eq!(roots_in(None, None, "commands"), vec![]);
-    // keel run in the home folder: the project's `.keel` is the user's.
+    assert_eq!(roots_in(None, None, None, "commands"), vec![]);
+    // keel run in the home folder: the project's `.keel` and `.claude` are the user's.
     assert_eq!(
-        shape(roots_in(Some(home), Some(&at("/home/u")), "commands")),
+        shape(roots_in(Some(home), Some(claude), Some(&at("/home/u")), "commands")),
         vec![
+            root(Path::new("/home/u/.claude/commands"), Scope::User),
             root(Path::new("/home/u/.keel/commands"), Scope::User),
-            root(Path::new("/home/u/.claude/commands"), Scope::Project),
         ]
     );
 }

@@ -67,13 +67,18 @@ pub struct Discovered {
     pub notes: Vec<Note>,
 }
 
-/// The skill roots in override order: `$KEEL_HOME/skills/` (user), then the project's
-/// `.claude/skills/` and `.keel/skills/`.
+/// The skill roots in override order: the project's `.claude/skills/` and `.keel/skills/`,
+/// then the user's `~/.claude/skills/` and `$KEEL_HOME/skills/` (the user's win).
 pub fn roots(
     keel_home: Option<&Path>,
     project: Option<&keel_runtime::settings::Project>,
 ) -> Vec<Root> {
-    discovery::roots_in(keel_home, project, "skills")
+    discovery::roots_in(
+        keel_home,
+        discovery::claude_home().as_deref(),
+        project,
+        "skills",
+    )
 }
 
 /// The skills under `roots`; a later root's skill replaces an earlier one of the same name
@@ -142,10 +147,12 @@ pub fn discover(roots: &[Root]) -> Discovered {
             if let Some(earlier) = found.get(&skill.name) {
                 out.notes.push(Note {
                     path: skill.file.clone(),
-                    message: format!(
-                        "skill `{}` replaces the one in {}",
-                        skill.name,
-                        earlier.file.display()
+                    message: discovery::replaced(
+                        "skill",
+                        &skill.name,
+                        skill.scope,
+                        &earlier.file,
+                        earlier.scope,
                     ),
                 });
             }

@@ -68,16 +68,19 @@ fn skill(name: &str, description: &str) -> Skill {
 }
 
 #[test]
-fn roots_are_user_then_claude_then_keel() {
+fn roots_are_the_projects_then_the_users() {
     assert_eq!(
-        crate::discovery::shape(roots(
-            Some(Path::new("/h")),
-            Some(&crate::discovery::at("/p"))
+        crate::discovery::shape(crate::discovery::roots_in(
+            Some(Path::new("/h/.keel")),
+            Some(Path::new("/h/.claude")),
+            Some(&crate::discovery::at("/p")),
+            "skills"
         )),
         vec![
-            user(Path::new("/h/skills")),
             project(Path::new("/p/.claude/skills")),
             project(Path::new("/p/.keel/skills")),
+            user(Path::new("/h/.claude/skills")),
+            user(Path::new("/h/.keel/skills")),
         ]
     );
 }

@@ -16,7 +16,7 @@ use std::path::{Path, PathBuf};
 use keel_runtime::tasks::{Ceiling, TASK_TOOLS};
 
 use crate::discovery::frontmatter::{self, Want};
-use crate::discovery::{self, Kind, Opened, Problem, Root};
+use crate::discovery::{self, Kind, Opened, Problem, Root, Scope};
 
 /// Tools that only read (what `explore` and `verifier` get).
 const READ_ONLY_TOOLS: &[&str] = &["read", "grep", "glob", "ls", "bash"];
@@ -131,12 +131,18 @@ pub fn verdict(answer: &str) -> &'static str {
     }
 }
 
-/// The agent roots in override order: the user's, then the project's.
+/// The agent roots in override order: the project's, then the user's (`~/.claude/agents/`,
+/// `$KEEL_HOME/agents/`), which win.
 pub fn roots(
     keel_home: Option<&Path>,
     project: Option<&keel_runtime::settings::Project>,
 ) -> Vec<Root> {
-    discovery::roots_in(keel_home, project, "agents")
+    discovery::roots_in(
+        keel_home,
+        discovery::claude_home().as_deref(),
+        project,
+        "agents",
+    )
 }
 
 /// What agent discovery found.
@@ -156,6 +162,8 @@ pub fn discover(roots: &[Root]) -> Agents {
         problems: Vec::new(),
     };
     let mut custom: BTreeMap<String, Role> = BTreeMap::new();
+    // Where each custom agent came from, to report a user's agent shadowing a project's.
+    let mut from: BTreeMap<String, (PathBuf, Scope)> = BTreeMap::new();
     let mut read = 0usize;
     for root in roots {
         let open = match discovery::open(root) {
@@ -204,6 +212,15 @@ pub fn discover(roots: &[Root]) -> Agents {
                     ));
                 }
                 Ok(role) => {
+                    if let Some((earlier, scope)) = from.get(&role.name)
+                        && (*scope, root.scope) == (Scope::Project, Scope::User)
+                    {
+                        out.problems.push(Problem::new(
+                            &resolved.path,
+                            discovery::replaced("agent", &role.name, root.scope, earlier, *scope),
+                        ));
+                    }
+                    from.insert(role.name.clone(), (resolved.path.clone(), root.scope));
                     custom.insert(role.name.clone(), role);
                 }
                 Err(reason) => out.problems.push(Problem::new(&entry.path, reason)),
@@ -309,7 +326,6 @@ mod tests {
     #![allow(clippy::unwrap_used)]
 
     use super::*;
-    use crate::discovery::Scope;
 
     #[test]
     fn verdicts_are_read_from_the_last_line_only() {

@@ -1,7 +1,7 @@
 //! The system prompt: keel's own instructions plus the user's project instructions.
 //!
 //! Project instructions are `AGENTS.md` files (a folder without one may have `CLAUDE.md`
-//! instead) from `$KEEL_HOME`, the project root (the git root, else the working folder:
+//! instead) from Claude Code's `~/.claude/` and `$KEEL_HOME` (the user's own), the project root (the git root, else the working folder:
 //! [`super::project`]) and every folder from the root down to the working folder; a file
 //! of another user's is left out with a warning. Together they are capped at 32 KiB; when
 //! they do not all fit, the most specific ones (nearest the working folder) are kept and the
@@ -78,6 +78,10 @@ pub fn collect(
 ) -> (Vec<Instructions>, Vec<PathBuf>) {
     let root = &project.root;
     let mut folders: Vec<PathBuf> = Vec::new();
+    // The user's own, general first: Claude Code's `~/.claude/CLAUDE.md`, then keel's.
+    if let Some(home) = std::env::var_os("HOME").filter(|h| !h.is_empty()) {
+        folders.push(PathBuf::from(home).join(".claude"));
+    }
     if let Some(home) = keel_home {
         folders.push(home.to_path_buf());
     }
