@@ -7,6 +7,7 @@
 //! `add` refuses exactly what a session would.
 
 mod edit;
+mod import;
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -50,6 +51,9 @@ enum McpCommand {
     /// Add a server to $KEEL_HOME/config.yaml: `--url URL` (HTTP) or `-- COMMAND ARGS...`
     /// (stdio).
     Add(Box<AddArgs>),
+    /// Bring your MCP servers over from Claude Code (~/.claude.json) and Codex
+    /// (~/.codex/config.toml): shown first, added to $KEEL_HOME/config.yaml when you say yes.
+    Import(import::ImportArgs),
     /// Remove a server from $KEEL_HOME/config.yaml.
     Remove {
         /// The server's name.
@@ -121,6 +125,7 @@ pub fn run(args: McpArgs) -> anyhow::Result<()> {
         McpCommand::Get { name, json } => get(&cwd, &name, json),
         McpCommand::Add(args) => add(&cwd, &args),
         McpCommand::Remove { name, json } => remove(&cwd, &name, json),
+        McpCommand::Import(args) => import::run(&args, &home_file()?),
     }
 }
 

@@ -346,3 +346,47 @@ fn a_missing_home_is_created_private() {
     world.ok(&["remove", "s"]);
     assert_eq!(mode(&world.config()), 0o640);
 }
+
+#[test]
+fn import_shows_claude_and_codex_servers_and_adds_them_only_when_told() {
+    let world = World::new();
+    std::fs::write(
+        world.dir.path().join(".claude.json"),
+        r#"{"mcpServers": {"fs": {"type": "stdio", "command": "npx", "args": ["-y", "server-fs"], "env": {"TOKEN": "secret-value"}},
+                          "old": {"type": "sse", "url": "https://old.example.com/sse"}}}"#,
+    )
+    .unwrap();
+    std::fs::create_dir_all(world.dir.path().join(".codex")).unwrap();
+    std::fs::write(
+        world.dir.path().join(".codex/config.toml"),
+        "[mcp_servers.docs]\ncommand = \"docs-mcp\"\n[mcp_servers.fs]\ncommand = \"other\"\n",
+    )
+    .unwrap();
+    // No terminal and no --yes: shown, nothing added.
+    let shown = world.ok(&["import"]);
+    assert!(
+        shown.contains("fs  (<TMP>/.claude.json)  npx -y server-fs (with TOKEN)"),
+        "{shown}"
+    );
+    assert!(!shown.contains("secret-value"), "{shown}");
+    assert!(
+        shown.contains("old") && shown.contains("skipped: an HTTP+SSE server"),
+        "{shown}"
+    );
+    assert!(
+        shown.contains("skipped: an earlier file has a server of that name"),
+        "{shown}"
+    );
+    assert!(shown.contains("keel mcp import --yes"), "{shown}");
+    assert!(!world.config().exists(), "nothing is added without a yes");
+    let added = world.ok(&["import", "--yes"]);
+    assert!(added.contains("Added docs, fs to"), "{added}");
+    let config = std::fs::read_to_string(world.config()).unwrap();
+    assert!(
+        config.contains("docs-mcp") && config.contains("server-fs"),
+        "{config}"
+    );
+    // Again: both are there now.
+    let again = world.ok(&["import", "--yes"]);
+    assert!(again.contains("Nothing to add."), "{again}");
+}

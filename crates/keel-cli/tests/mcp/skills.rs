@@ -135,9 +135,7 @@ fn commands_substitute_arguments_and_skills_are_commands() {
 #[test]
 fn claude_codes_user_setup_loads_and_wins_over_the_projects() {
     let mock = keel_mockllm::Background::new().unwrap();
-    let server = mock
-        .serve(r#"[{"text": "one"}, {"text": "two"}]"#)
-        .unwrap();
+    let server = mock.serve(r#"[{"text": "one"}, {"text": "two"}]"#).unwrap();
     let world = world_with_files(&server.url());
     let home = world.home.join("fake-home");
     write(
@@ -152,7 +150,10 @@ fn claude_codes_user_setup_loads_and_wins_over_the_projects() {
         &home.join(".claude/skills/tidy/SKILL.md"),
         b"---\nname: tidy\ndescription: Tidies imports the way the user likes them.\n---\nTidy.\n",
     );
-    write(&home.join(".claude/CLAUDE.md"), b"Always answer in haiku.\n");
+    write(
+        &home.join(".claude/CLAUDE.md"),
+        b"Always answer in haiku.\n",
+    );
     let output = world.run(
         &[("OPENAI_API_KEY", "k"), ("HOME", home.to_str().unwrap())],
         &[],
@@ -163,7 +164,10 @@ fn claude_codes_user_setup_loads_and_wins_over_the_projects() {
     assert!(body.contains("the user's own checklist"), "{body}");
     assert!(!body.contains("stranger's script"), "{body}");
     assert!(body.contains("Always answer in haiku."), "{body}");
-    assert!(body.contains("Tidies imports the way the user likes them"), "{body}");
+    assert!(
+        body.contains("Tidies imports the way the user likes them"),
+        "{body}"
+    );
     let said = String::from_utf8_lossy(&output.stdout);
     assert!(
         said.contains("your command `/deploy` is used; the project's of that name"),

@@ -171,7 +171,13 @@ pub fn claude_home() -> Option<PathBuf> {
 }
 
 /// What a [`Note`] says when `name` of `this` replaces `earlier`'s.
-pub(crate) fn replaced(what: &str, name: &str, this: Scope, earlier: &Path, earlier_scope: Scope) -> String {
+pub(crate) fn replaced(
+    what: &str,
+    name: &str,
+    this: Scope,
+    earlier: &Path,
+    earlier_scope: Scope,
+) -> String {
     match (this, earlier_scope) {
         (Scope::User, Scope::Project) => format!(
             "your {what} `{name}` is used; the project's of that name in {} is not",

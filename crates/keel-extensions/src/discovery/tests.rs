@@ -38,7 +38,12 @@ fn roots_come_project_first_then_the_users_which_win() {
     assert_eq!(roots_in(None, None, None, "commands"), vec![]);
     // keel run in the home folder: the project's `.keel` and `.claude` are the user's.
     assert_eq!(
-        shape(roots_in(Some(home), Some(claude), Some(&at("/home/u")), "commands")),
+        shape(roots_in(
+            Some(home),
+            Some(claude),
+            Some(&at("/home/u")),
+            "commands"
+        )),
         vec![
             root(Path::new("/home/u/.claude/commands"), Scope::User),
             root(Path::new("/home/u/.keel/commands"), Scope::User),
