@@ -8,6 +8,7 @@ pub mod api;
 mod assemble;
 pub mod errors;
 mod http;
+pub mod local;
 mod model;
 pub mod prepare;
 pub mod registry;

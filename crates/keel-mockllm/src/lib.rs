@@ -9,7 +9,8 @@ mod server;
 
 pub use script::{Fault, Response, Script, ToolCall, Usage, workload};
 pub use server::{
-    MockServer, RecordedRequest, RequestTiming, ServerOptions, TITLE_ANSWER, TITLE_REQUEST,
+    LOCAL_MODEL, LOCAL_WINDOW, MockServer, RecordedRequest, RequestTiming, ServerOptions,
+    TITLE_ANSWER, TITLE_REQUEST,
 };
 
 /// Mock servers for synchronous tests: a one-worker runtime of its own serves them, so a

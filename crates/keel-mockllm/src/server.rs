@@ -82,6 +82,12 @@ pub const TITLE_REQUEST: &str = "You name conversations between a programmer";
 /// the request (such as one `when` [`TITLE_REQUEST`]).
 pub const TITLE_ANSWER: &str = "Mock session title";
 
+/// The model the mock lists as a local server would (Ollama's `/api/tags`).
+pub const LOCAL_MODEL: &str = "mock-local:8b";
+
+/// The window the mock says its local model gets (`num_ctx` in Ollama's `/api/show`).
+pub const LOCAL_WINDOW: u32 = 65_536;
+
 struct State {
     responses: Mutex<VecDeque<Response>>,
     requests: Mutex<Vec<RecordedRequest>>,
@@ -267,6 +273,26 @@ async fn respond(
     }: Request,
 ) -> std::io::Result<After> {
     let keep_open = keep_alive && !state.close_connections;
+    // Ollama's model listing, for clients that look for a local server: not part of the
+    // scripted conversation, so not recorded.
+    let local = match path.as_str() {
+        "/api/tags" => Some(json!({"models": [{"name": LOCAL_MODEL}]})),
+        "/api/show" => {
+            Some(json!({"parameters": format!("temperature 0.7\nnum_ctx {LOCAL_WINDOW}")}))
+        }
+        _ => None,
+    };
+    if let Some(answer) = local {
+        let body = answer.to_string();
+        let head = format!(
+            "HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: {}\r\nconnection: close\r\n\r\n",
+            body.len()
+        );
+        stream.write_all(head.as_bytes()).await?;
+        stream.write_all(body.as_bytes()).await?;
+        stream.shutdown().await?;
+        return Ok(After::Closed);
+    }
     let json: Value = serde_json::from_slice(&body).unwrap_or(Value::Null);
     // A client's request for a session title is a side call: answered at once, kept apart
     // from the scripted conversation.

@@ -372,3 +372,73 @@ fn the_readmes_runnable_commands_work_on_a_fresh_machine() {
     }
     assert!(!server.requests().is_empty(), "the model was asked");
 }
+
+/// No key at all, but a model server on this machine: keel finds it, takes its first model
+/// with the window the server applies (not the assumed default), and says so; a local model
+/// named by hand gets its real window too.
+#[test]
+fn with_no_key_a_local_server_is_found_with_its_real_window() {
+    let home = tempfile::tempdir().unwrap();
+    std::fs::create_dir_all(home.path().join("work")).unwrap();
+    std::fs::create_dir_all(home.path().join(".keel")).unwrap();
+    let mock = Mock::new();
+    let server = mock.serve(r#"[{"text": "local hello"}, {"text": "again"}]"#);
+    // Ollama is the mock here, which lists one model as Ollama would; nothing listens where
+    // LM Studio is said to be.
+    std::fs::write(
+        home.path().join(".keel/config.yaml"),
+        format!(
+            "providers:\n  ollama:\n    base_url: {}/v1\n  lmstudio:\n    base_url: http://127.0.0.1:9/v1\n",
+            server.url()
+        ),
+    )
+    .unwrap();
+    let output = fresh(home.path(), &[])
+        .args(["exec", "--output-format", "stream-json", "hi"])
+        .output()
+        .unwrap();
+    assert_exit(&output, 0);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    let expected = format!(
+        "using ollama/{} from the server at",
+        keel_mockllm::LOCAL_MODEL
+    );
+    assert!(stderr.contains(&expected), "{stderr}");
+    assert!(
+        stderr.contains(&format!(
+            "its window is {} tokens",
+            keel_mockllm::LOCAL_WINDOW
+        )),
+        "{stderr}"
+    );
+    let events = crate::lines(&output.stdout);
+    let usage = events.iter().find(|e| e["type"] == "model.usage").unwrap();
+    assert_eq!(
+        usage["context_window"],
+        keel_mockllm::LOCAL_WINDOW,
+        "{usage}"
+    );
+    assert_eq!(server.requests()[0].path, "/v1/chat/completions");
+    // Named by hand, an unlisted local model gets the server's window, not 200,000 tokens.
+    let output = fresh(home.path(), &[])
+        .args([
+            "exec",
+            "--output-format",
+            "stream-json",
+            "-m",
+            "ollama/other:3b",
+            "hi",
+        ])
+        .output()
+        .unwrap();
+    assert_exit(&output, 0);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(!stderr.contains("not in the registry"), "{stderr}");
+    let events = crate::lines(&output.stdout);
+    let usage = events.iter().find(|e| e["type"] == "model.usage").unwrap();
+    assert_eq!(
+        usage["context_window"],
+        keel_mockllm::LOCAL_WINDOW,
+        "{usage}"
+    );
+}

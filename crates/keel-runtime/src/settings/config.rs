@@ -554,12 +554,15 @@ impl Loaded {
                 ),
             });
         };
-        self.registry()?
-            .resolve(provider, model)
-            .map_err(|e| ConfigError::Model {
-                source_name: source,
-                reason: e.to_string(),
-            })
+        let mut resolved =
+            self.registry()?
+                .resolve(provider, model)
+                .map_err(|e| ConfigError::Model {
+                    source_name: source,
+                    reason: e.to_string(),
+                })?;
+        super::local::apply_window(&mut resolved);
+        Ok(resolved)
     }
 }
 
@@ -605,6 +608,15 @@ impl Loaded {
             })
         });
         let Some((mut resolved, variable, provider, model)) = found else {
+            // No key anywhere: a model server on this machine will do.
+            if let Some((mut resolved, what)) = super::local::find(&registry) {
+                resolved.warning = Some(format!(
+                    "no model is configured and no provider key is set: using {what} \
+                     (choose another with --model provider/model or `model:` in \
+                     ~/.keel/config.yaml)"
+                ));
+                return Ok(resolved);
+            }
             let variables: Vec<String> = ENVIRONMENT_PROVIDERS
                 .iter()
                 .filter_map(|(provider, model)| registry.resolve(provider, model).ok()?.api_key_env)

@@ -5,6 +5,7 @@ pub mod config;
 pub mod extend;
 pub mod harness;
 pub mod instructions;
+mod local;
 pub mod project;
 pub mod provenance;
 pub mod sandbox;
