@@ -8,16 +8,17 @@ use std::sync::{Arc, Mutex, OnceLock, PoisonError};
 
 use agent_client_protocol::schema::ProtocolVersion;
 use agent_client_protocol::v1::schema::{
-    AgentCapabilities, AuthMethod, AuthMethodAgent, AuthenticateRequest, AuthenticateResponse,
-    CancelNotification, ClientCapabilities, CloseSessionRequest, CloseSessionResponse,
-    DeleteSessionRequest, DeleteSessionResponse, ForkSessionRequest, ForkSessionResponse,
-    Implementation, InitializeRequest, InitializeResponse, ListSessionsRequest,
-    ListSessionsResponse, LoadSessionRequest, LoadSessionResponse, McpCapabilities, McpServer,
-    NewSessionRequest, NewSessionResponse, PromptCapabilities, PromptRequest, PromptResponse,
-    ResumeSessionRequest, ResumeSessionResponse, SessionCapabilities, SessionCloseCapabilities,
-    SessionDeleteCapabilities, SessionForkCapabilities, SessionInfo, SessionListCapabilities,
-    SessionResumeCapabilities, SetSessionConfigOptionRequest, SetSessionConfigOptionResponse,
-    SetSessionModeRequest, SetSessionModeResponse,
+    AgentCapabilities, AuthMethod, AuthMethodAgent, AuthMethodTerminal, AuthenticateRequest,
+    AuthenticateResponse, CancelNotification, ClientCapabilities, CloseSessionRequest,
+    CloseSessionResponse, DeleteSessionRequest, DeleteSessionResponse, ForkSessionRequest,
+    ForkSessionResponse, Implementation, InitializeRequest, InitializeResponse,
+    ListSessionsRequest, ListSessionsResponse, LoadSessionRequest, LoadSessionResponse,
+    McpCapabilities, McpServer, NewSessionRequest, NewSessionResponse, PromptCapabilities,
+    PromptRequest, PromptResponse, ResumeSessionRequest, ResumeSessionResponse,
+    SessionCapabilities, SessionCloseCapabilities, SessionDeleteCapabilities,
+    SessionForkCapabilities, SessionInfo, SessionListCapabilities, SessionResumeCapabilities,
+    SetSessionConfigOptionRequest, SetSessionConfigOptionResponse, SetSessionModeRequest,
+    SetSessionModeResponse,
 };
 use agent_client_protocol::v1::{ConnectionTo, Responder};
 use agent_client_protocol::{Agent, ByteStreams, Client, Error, ErrorCode};
@@ -35,6 +36,8 @@ use crate::{AcpError, ServeOptions, commands, files, mcp, modes, replay};
 
 /// Sessions listed per page of `session/list`.
 const LIST_PAGE: usize = 50;
+/// The auth method that has the editor run `keel login` in a terminal.
+const LOGIN_METHOD: &str = "keel-login";
 /// How long shutting down waits for running turns to stop and commit.
 const SHUTDOWN_WAIT: std::time::Duration = std::time::Duration::from_secs(5);
 
@@ -303,28 +306,68 @@ impl Server {
         session.know(&record.title, usage.cost.total, usage);
     }
 
-    /// The key the launch folder's model needs and lacks, as an auth method. Only the
-    /// registry is read (no HTTP client is made), so `initialize` stays quick.
-    fn missing_key(&self) -> Option<AuthMethod> {
+    /// What the editor can do when the launch folder's model lacks its key, or no model can
+    /// be chosen at all (a first run): log in through `keel login` in a terminal the editor
+    /// opens, or set the key's variable. Only the registry and the credential store are read
+    /// (no HTTP client is made), so `initialize` stays quick.
+    fn missing_key(&self) -> Vec<AuthMethod> {
         let keel_runtime::ModelChoice::Configured { model, .. } = &self.options.base.model else {
-            return None;
+            return Vec::new();
         };
         let mut input = self.options.base.settings.clone();
         input.cwd = self.options.launch_cwd.clone();
-        let settings = keel_runtime::settings::Settings::load(&input).ok()?;
-        let resolved = settings.loaded.resolve_model(model.as_deref()).ok()?;
-        let variable = resolved.api_key_env?;
-        if std::env::var(&variable).is_ok_and(|key| !key.trim().is_empty()) {
-            return None;
-        }
-        let provider = resolved.entry.provider;
-        Some(AuthMethod::Agent(
-            AuthMethodAgent::new(format!("env:{variable}"), format!("Set {variable}")).description(
-                format!(
-                    "keel's model provider `{provider}` reads its API key from {variable}: set it in the environment the editor starts keel with, then restart the agent"
-                ),
+        let Ok(settings) = keel_runtime::settings::Settings::load(&input) else {
+            return Vec::new();
+        };
+        let login = |provider: Option<&str>| {
+            let mut args = vec!["login".to_owned()];
+            args.extend(provider.map(str::to_owned));
+            AuthMethod::Terminal(
+                AuthMethodTerminal::new(LOGIN_METHOD, "Log in with keel")
+                    .description(
+                        "Run `keel login` in a terminal: pick a provider, paste its key (kept \
+                         in keel's credential store, readable by you alone), pick a model"
+                            .to_owned(),
+                    )
+                    .args(args),
+            )
+        };
+        let (provider, variable) = match settings.loaded.resolve_model(model.as_deref()) {
+            Ok(resolved) => {
+                let Some(variable) = resolved.api_key_env else {
+                    return Vec::new();
+                };
+                let provider = resolved.entry.provider;
+                if std::env::var(&variable).is_ok_and(|key| !key.trim().is_empty())
+                    || keel_runtime::credentials::provider_key(
+                        settings.keel_home.as_deref(),
+                        &provider,
+                    )
+                    .is_some()
+                {
+                    return Vec::new();
+                }
+                (Some(provider), variable)
+            }
+            Err(keel_runtime::settings::ConfigError::NoKey { .. }) => {
+                (None, "ANTHROPIC_API_KEY".to_owned())
+            }
+            Err(_) => return Vec::new(),
+        };
+        let about = provider.as_deref().map_or_else(
+            || "keel reads a provider's key from the environment".to_owned(),
+            |p| format!("keel's model provider `{p}` reads its API key from {variable}"),
+        );
+        vec![
+            login(provider.as_deref()),
+            AuthMethod::Agent(
+                AuthMethodAgent::new(format!("env:{variable}"), format!("Set {variable}"))
+                    .description(format!(
+                        "{about}: set it in the environment the editor starts keel with, then \
+                         restart the agent"
+                    )),
             ),
-        ))
+        ]
     }
 
     /// Ends every session: running turns are aborted and committed before keel exits.
@@ -449,7 +492,7 @@ fn connection(
                                   responder,
                                   _cx| {
             let _ = server.client.set(request.client_capabilities.clone());
-            let auth = server.missing_key().into_iter().collect::<Vec<_>>();
+            let auth = server.missing_key();
             let capabilities = AgentCapabilities::new()
                 .load_session(true)
                 .prompt_capabilities(PromptCapabilities::new().embedded_context(true).image(true))
@@ -488,6 +531,17 @@ fn connection(
                         "{variable} is still not set in keel's environment: set it where the editor starts keel, then restart the agent"
                     ),
                 )),
+                // The editor ran `keel login` in a terminal: done when a model resolves now.
+                None if id == LOGIN_METHOD => {
+                    if server.missing_key().is_empty() {
+                        Ok(AuthenticateResponse::new())
+                    } else {
+                        Err(Error::new(
+                            ErrorCode::AUTH_REQUIRED,
+                            "no provider key is stored or set yet: run `keel login` in a terminal",
+                        ))
+                    }
+                }
                 None => Err(invalid(format!("unknown auth method {id}"))),
             };
             match result {

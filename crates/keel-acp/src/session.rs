@@ -109,7 +109,10 @@ fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
 /// A runtime error as the JSON-RPC error the editor gets, with keel's code as data.
 pub fn rpc_error(error: &RuntimeError) -> Error {
     let code = match error {
-        RuntimeError::MissingKey { .. } => ErrorCode::AUTH_REQUIRED,
+        RuntimeError::MissingKey { .. }
+        | RuntimeError::Config(keel_runtime::settings::ConfigError::NoKey { .. }) => {
+            ErrorCode::AUTH_REQUIRED
+        }
         RuntimeError::Store(store) if keel_runtime::storage::is_usage_error(store) => {
             ErrorCode::RESOURCE_NOT_FOUND
         }

@@ -220,22 +220,38 @@ async fn call(resolved: &keel_runtime::ResolvedModel) -> Result<String, String> 
     }
 }
 
-/// A test call to `model` (provider/model) with the current folder's settings, for
-/// `keel login`.
-pub async fn test_call(model: &str) -> Result<String, String> {
+/// A test call to `model` (provider/model) with `key`, before the key is kept anywhere
+/// (`keel login` and the first-run picker): the current folder's settings give the
+/// provider's address (its base-URL variable honoured).
+pub async fn test_key(model: &str, key: &str) -> Result<String, String> {
     let cwd = std::env::current_dir().map_err(|e| e.to_string())?;
     let settings = Settings::load(&SettingsInput {
         cwd,
         ..SettingsInput::default()
     })
     .map_err(|e| e.to_string())?;
-    let choice = keel_runtime::ModelChoice::Configured {
-        model: Some(model.to_owned()),
-        base_url: None,
-    };
-    let resolved = keel_runtime::assembly::resolve_model(&settings, &choice, None, &mut Vec::new())
+    let resolved = settings
+        .loaded
+        .resolve_model(Some(model))
         .map_err(|e| e.to_string())?;
-    call(&resolved).await
+    let mut entry = resolved.entry;
+    if let Some(url) = settings.loaded.environment_base_url(&entry.provider) {
+        entry.base_url = url;
+    }
+    let client = keel_llm::http_client_for(&entry.base_url).map_err(|e| e.to_string())?;
+    let spec = entry.spec();
+    let model = keel_runtime::ResolvedModel {
+        name: format!("{}/{}", spec.provider, spec.id),
+        spec,
+        stream: Arc::new(keel_llm::HttpProvider::new(
+            client,
+            entry.clone(),
+            Some(key.to_owned()),
+        )),
+        key_env: resolved.api_key_env,
+        entry: Some(Arc::new(entry)),
+    };
+    call(&model).await
 }
 
 fn sandbox(report: &mut Report) {

@@ -58,66 +58,194 @@ fn hidden_line() -> anyhow::Result<String> {
 
 /// Runs `keel login`.
 pub async fn login(args: LoginArgs) -> anyhow::Result<ExitCode> {
+    Ok(if set_up(args.provider, false).await? {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::from(1)
+    })
+}
+
+/// The first-run picker, before the TUI starts when no model can be chosen: the same steps
+/// as `keel login`. `false` when nothing usable was set up.
+pub async fn first_run() -> anyhow::Result<bool> {
+    say(
+        "Welcome to keel. No model is set up yet: no provider key is in the environment or \
+         stored, and no local model server (Ollama, LM Studio) answered.",
+    )?;
+    set_up(None, true).await
+}
+
+/// Says `text` on standard error, wrapped at the terminal's width.
+fn say(text: &str) -> anyhow::Result<()> {
+    crate::question::say(&mut std::io::stderr(), text)?;
+    Ok(())
+}
+
+/// Asks a question on the terminal and reads one line.
+fn ask(question: &str) -> anyhow::Result<String> {
+    eprint!("{question}");
+    std::io::stderr().flush()?;
+    let mut answer = String::new();
+    std::io::stdin().read_line(&mut answer)?;
+    Ok(answer.trim().to_owned())
+}
+
+/// Provider, then key (hidden; or the environment's), then model, then a test call; the key
+/// and the model are kept only when the call answers (or the user says to keep them).
+async fn set_up(provider: Option<String>, first_run: bool) -> anyhow::Result<bool> {
     let Some(home) = keel_runtime::settings::keel_home() else {
         anyhow::bail!("keel has no home folder: set KEEL_HOME or HOME");
     };
+    let settings =
+        keel_runtime::settings::Settings::load(&keel_runtime::settings::SettingsInput {
+            cwd: std::env::current_dir()?,
+            ..Default::default()
+        })?;
+    let loaded = &settings.loaded;
+    let variable_of = |provider: &str, model: &str| {
+        loaded
+            .registry()
+            .ok()
+            .and_then(|r| r.resolve(provider, model).ok()?.api_key_env)
+    };
     let names: Vec<&str> = ENVIRONMENT_PROVIDERS.iter().map(|(p, _)| *p).collect();
-    let provider = match args.provider {
+    let provider = match provider {
         Some(provider) => provider,
         None => {
             eprintln!("Which provider?");
-            for (i, name) in names.iter().enumerate() {
-                eprintln!("  {}. {name}", i + 1);
+            for (i, (name, model)) in ENVIRONMENT_PROVIDERS.iter().enumerate() {
+                let variable = variable_of(name, model).unwrap_or_default();
+                eprintln!("  {}. {name:<11} ({variable})", i + 1);
             }
-            eprint!("Number: ");
-            std::io::stderr().flush()?;
-            let mut answer = String::new();
-            std::io::stdin().read_line(&mut answer)?;
+            let answer = ask("Number: ")?;
             let picked = answer
-                .trim()
                 .parse::<usize>()
                 .ok()
                 .and_then(|n| names.get(n.wrapping_sub(1)));
             match picked {
                 Some(name) => (*name).to_owned(),
-                None => anyhow::bail!("`{}` is not one of the numbers", answer.trim()),
+                None => anyhow::bail!("`{answer}` is not one of the numbers; nothing was saved"),
             }
         }
     };
-    let Some((_, model)) = ENVIRONMENT_PROVIDERS.iter().find(|(p, _)| *p == provider) else {
+    let Some((_, recommended)) = ENVIRONMENT_PROVIDERS.iter().find(|(p, _)| *p == provider) else {
         anyhow::bail!(
             "unknown provider `{provider}`: use one of {} (a local server such as ollama needs no key)",
             names.join(", ")
         );
     };
-    eprint!("Paste the {provider} key (it is not shown): ");
+    let variable = variable_of(&provider, recommended).unwrap_or_default();
+    say(&format!(
+        "Paste your {provider} key; it is not shown. Enter alone uses {variable} from the \
+         environment."
+    ))?;
+    eprint!("Key: ");
     std::io::stderr().flush()?;
-    let key = hidden_line()?;
-    if key.is_empty() {
-        anyhow::bail!("no key was given; nothing was saved");
-    }
-    let mut stored = credentials::load(&home)?;
-    stored
-        .providers
-        .insert(provider.clone(), ProviderKey { api_key: key });
-    credentials::save(&home, &stored)?;
-    eprintln!(
-        "Saved to {} (readable by you alone). A key in the environment still wins.",
-        credentials::path(&home).display()
-    );
-    let check = crate::doctor::test_call(&format!("{provider}/{model}")).await;
-    match check {
+    let typed = hidden_line()?;
+    let from_environment = typed.is_empty();
+    let key = if from_environment {
+        match std::env::var(&variable) {
+            Ok(key) if !key.trim().is_empty() => key,
+            _ => {
+                say(&format!(
+                    "{variable} is not set. Set it in your shell (export {variable}=…) and start \
+                     keel again, or paste the key here. Nothing was saved."
+                ))?;
+                return Ok(false);
+            }
+        }
+    } else {
+        typed
+    };
+    let model = pick_model(&provider, recommended, &loaded.provider_models(&provider))?;
+    let name = format!("{provider}/{model}");
+    eprintln!("Testing {name} with one short request…");
+    let keep = match crate::doctor::test_key(&name, &key).await {
         Ok(text) => {
-            eprintln!("Test call to {provider}/{model}: {text}.");
-            Ok(ExitCode::SUCCESS)
+            eprintln!("{name} {text}.");
+            true
         }
         Err(error) => {
-            eprintln!(
-                "Test call to {provider}/{model} failed: {error}. The key is saved; check it, or run `keel logout {provider}`."
-            );
-            Ok(ExitCode::from(1))
+            say(&format!("The test call failed: {error}"))?;
+            let answer = ask("Keep this set-up anyway? [y/N] ")?;
+            matches!(answer.as_str(), "y" | "Y" | "yes")
         }
+    };
+    if !keep {
+        eprintln!("Nothing was saved.");
+        return Ok(false);
     }
+    if !from_environment {
+        let mut stored = credentials::load(&home)?;
+        stored
+            .providers
+            .insert(provider.clone(), ProviderKey { api_key: key });
+        credentials::save(&home, &stored)?;
+        say(&format!(
+            "Saved the key to {} (readable by you alone). A key in the environment still wins.",
+            credentials::path(&home).display()
+        ))?;
+    }
+    match &loaded.config.model {
+        Some(configured) if configured != &name => say(&format!(
+            "Your configuration names {configured}; pass -m {name} to use this one, or change \
+             `model:` (`keel config edit`)."
+        ))?,
+        Some(_) => {}
+        None if first_run || model != *recommended => {
+            let file = home.join(keel_runtime::settings::FILE_NAME);
+            set_model(&file, &name)?;
+            say(&format!("Wrote `model: {name}` to {}.", file.display()))?;
+        }
+        None => {}
+    }
+    Ok(true)
+}
+
+/// The model: the provider's recommended one on Enter, else one of the registry's by number.
+fn pick_model(provider: &str, recommended: &str, known: &[String]) -> anyhow::Result<String> {
+    let mut models: Vec<&str> = vec![recommended];
+    models.extend(
+        known
+            .iter()
+            .map(String::as_str)
+            .filter(|m| *m != recommended),
+    );
+    if models.len() == 1 {
+        return Ok(recommended.to_owned());
+    }
+    eprintln!("Which {provider} model?");
+    for (i, model) in models.iter().enumerate() {
+        let note = if i == 0 { "  (recommended)" } else { "" };
+        eprintln!("  {}. {model}{note}", i + 1);
+    }
+    let answer = ask("Number (Enter: 1): ")?;
+    if answer.is_empty() {
+        return Ok(recommended.to_owned());
+    }
+    match answer
+        .parse::<usize>()
+        .ok()
+        .and_then(|n| models.get(n.wrapping_sub(1)))
+    {
+        Some(model) => Ok((*model).to_owned()),
+        None => anyhow::bail!("`{answer}` is not one of the numbers; nothing was saved"),
+    }
+}
+
+/// Puts `model: NAME` at the top of the configuration file `file` (made when missing), which
+/// names no model yet; the rest of the file stays as it is.
+fn set_model(file: &std::path::Path, name: &str) -> anyhow::Result<()> {
+    let old = match std::fs::read_to_string(file) {
+        Ok(text) => text,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => String::new(),
+        Err(e) => anyhow::bail!("cannot read {}: {e}", file.display()),
+    };
+    if let Some(dir) = file.parent() {
+        std::fs::create_dir_all(dir)?;
+    }
+    keel_tools::files::write_atomic(file, format!("model: {name}\n{old}").as_bytes())
+        .map_err(|e| anyhow::anyhow!("cannot write {}: {e}", file.display()))
 }
 
 /// Runs `keel logout`.

@@ -266,6 +266,12 @@ fn finish(result: anyhow::Result<ExitCode>) -> ExitCode {
             if let Some(keel_runtime::settings::ConfigError::Internal(_)) = error.downcast_ref() {
                 eprintln!("keel: internal error: {error:#}");
                 ExitCode::from(exec::EXIT_INTERNAL)
+            } else if let Some(keel_runtime::settings::ConfigError::NoKey { .. }) =
+                error.downcast_ref()
+            {
+                // A first run: one sentence with the fixes, no code to decode.
+                eprintln!("keel: {error:#}");
+                ExitCode::from(exec::EXIT_CONFIG)
             } else if let Some(config_error) =
                 error.downcast_ref::<keel_runtime::settings::ConfigError>()
             {

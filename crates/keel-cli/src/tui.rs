@@ -269,9 +269,23 @@ pub fn run(mut args: TuiArgs, mut pick_session: bool) -> anyhow::Result<ExitCode
     }
     // Extensions start their work (MCP servers) on the runtime as they initialise.
     let _entered = runtime.enter();
-    let prepared = tracing::info_span!(target: crate::logging::STARTUP, "settings and assembly")
-        .in_scope(|| crate::assembly::prepare(options))
-        .map_err(runtime_error)?;
+    let prepare = |options: RuntimeOptions| {
+        tracing::info_span!(target: crate::logging::STARTUP, "settings and assembly")
+            .in_scope(|| crate::assembly::prepare(options))
+    };
+    let prepared = match prepare(options.clone()) {
+        // A first run: set a provider up here, then start.
+        Err(keel_runtime::RuntimeError::Config(keel_runtime::settings::ConfigError::NoKey {
+            ..
+        })) => {
+            if !runtime.block_on(crate::login::first_run())? {
+                return Ok(ExitCode::from(1));
+            }
+            prepare(options)
+        }
+        other => other,
+    }
+    .map_err(runtime_error)?;
     let durable = prepared.settings().loaded.config.durable.unwrap_or(false);
     let info = keel_tui::Info {
         thinking: args.flags.thinking,

@@ -165,8 +165,12 @@ async fn a_missing_key_is_an_auth_method_and_a_clear_error() {
     let work = world.work();
     let mut raw = Raw::new(world.spawn_env(&server, &[], &[]));
     let init = raw.initialize().await;
+    // The editor may run `keel login` in a terminal it opens, or set the variable.
+    let login = &init["result"]["authMethods"][0];
+    assert_eq!(login["type"], "terminal", "{init}");
+    assert_eq!(login["args"], json!(["login", "anthropic"]), "{init}");
     assert_eq!(
-        init["result"]["authMethods"][0]["id"], "env:ANTHROPIC_API_KEY",
+        init["result"]["authMethods"][1]["id"], "env:ANTHROPIC_API_KEY",
         "{init}"
     );
     let created = raw
@@ -187,6 +191,10 @@ async fn a_missing_key_is_an_auth_method_and_a_clear_error() {
         )
         .await;
     assert_eq!(code(&auth), -32000);
+    let login = raw
+        .call(4, "authenticate", json!({"methodId": "keel-login"}))
+        .await;
+    assert_eq!(code(&login), -32000, "nothing is stored yet: {login}");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

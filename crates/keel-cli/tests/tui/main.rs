@@ -91,6 +91,28 @@ impl Tui {
         panic!("tmux cannot start a session");
     }
 
+    /// Starts the shell command `line` (keel's own environment and arguments) in a 100×40
+    /// window, kept open after keel exits.
+    fn start_line(&self, line: &str) {
+        let line = format!("{line}; echo KEEL-EXITED-$?; sleep 600");
+        let status = self
+            .tmux()
+            .args([
+                "new-session",
+                "-d",
+                "-s",
+                "t",
+                "-x",
+                "100",
+                "-y",
+                "40",
+                &line,
+            ])
+            .status()
+            .expect("tmux must be installed (CI installs it)");
+        assert!(status.success(), "tmux cannot start a session");
+    }
+
     fn screen(&self) -> String {
         let out = self
             .tmux()
@@ -578,4 +600,47 @@ fn the_home_folder_as_workspace_is_asked_about() {
     tui.type_text("y");
     tui.keys(&["Enter"]);
     tui.wait_for("in home");
+}
+
+/// Issue 33: a first run with no key anywhere opens the picker: provider, the key typed
+/// without echo, model, a test call; the key lands 0600 and never shows; the TUI starts.
+#[test]
+fn a_first_run_sets_up_a_provider_with_the_key_never_on_screen() {
+    let mock = Mock::new();
+    let server = mock.serve(&serde_json::json!([{"text": "OK"}, {"text": "hello at last"}]));
+    let tui = Tui::new();
+    let home = tui.home.path();
+    let key = "sk-ant-first-run-0123456789-secret";
+    tui.start_line(&format!(
+        "cd {} && env -i PATH=\"$PATH\" HOME={} TERM=xterm-256color ANTHROPIC_BASE_URL={} {}",
+        shell_quote(&tui.work().to_string_lossy()),
+        shell_quote(&home.to_string_lossy()),
+        server.url(),
+        shell_quote(env!("CARGO_BIN_EXE_keel")),
+    ));
+    tui.wait_for("Which provider?");
+    tui.type_text("1");
+    tui.keys(&["Enter"]);
+    tui.wait_for("Key:");
+    tui.type_text(key);
+    tui.keys(&["Enter"]);
+    tui.wait_for("Which anthropic model?");
+    tui.keys(&["Enter"]);
+    let screen = tui.wait_for("ask keel to do something");
+    assert!(
+        screen.contains("answered in"),
+        "the test call ran: {screen}"
+    );
+    assert!(!screen.contains("secret"), "the key was shown: {screen}");
+    let stored = home.join(".keel/credentials.json");
+    let mode =
+        std::os::unix::fs::PermissionsExt::mode(&std::fs::metadata(&stored).unwrap().permissions());
+    assert_eq!(mode & 0o777, 0o600);
+    assert!(std::fs::read_to_string(&stored).unwrap().contains(key));
+    assert_eq!(server.requests()[0].headers["x-api-key"], key);
+    let config = std::fs::read_to_string(home.join(".keel/config.yaml")).unwrap();
+    assert_eq!(config, "model: anthropic/claude-sonnet-4-5\n");
+    tui.type_text("hi");
+    tui.keys(&["Enter"]);
+    tui.wait_for("hello at last");
 }

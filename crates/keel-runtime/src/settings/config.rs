@@ -174,6 +174,17 @@ pub enum ConfigError {
         /// What is wrong.
         reason: String,
     },
+    /// No model is named and no provider key (nor a local model server) is there to choose
+    /// one: a first run.
+    #[error(
+        "no model is configured and no provider key is set: export one of {variables}, or run \
+         `keel login`, or run a local model (Ollama or LM Studio; or --model ollama/NAME), or \
+         pass --model provider/model, or set `model:` in ~/.keel/config.yaml"
+    )]
+    NoKey {
+        /// The variables that would choose a provider, in order.
+        variables: String,
+    },
     /// A configured limit is out of its range.
     #[error(transparent)]
     Limit(#[from] LimitError),
@@ -211,6 +222,7 @@ impl ConfigError {
             Self::Invalid { .. } => "config_invalid",
             Self::Override { .. } => "config_override",
             Self::Model { .. } => "config_model",
+            Self::NoKey { .. } => "no_provider_key",
             Self::Limit(_) => "config_limit",
             Self::Internal(_) => "internal_error",
         }
@@ -474,6 +486,18 @@ fn tighten(config: &mut Config, project: Config, keys: &[String]) -> Vec<String>
 }
 
 impl Loaded {
+    /// The model ids the registry lists for `provider` (empty for an unknown provider).
+    pub fn provider_models(&self, provider: &str) -> Vec<String> {
+        let Ok(registry) = self.registry() else {
+            return Vec::new();
+        };
+        registry
+            .providers()
+            .find(|(name, _)| *name == provider)
+            .map(|(_, p)| p.models.keys().cloned().collect())
+            .unwrap_or_default()
+    }
+
     /// Every model the registry knows whose provider has its key in the environment (or
     /// needs none), the configured providers included, as provider/model, sorted (empty
     /// when the providers do not load).
@@ -621,14 +645,8 @@ impl Loaded {
                 .iter()
                 .filter_map(|(provider, model)| registry.resolve(provider, model).ok()?.api_key_env)
                 .collect();
-            return Err(ConfigError::Model {
-                source_name: "config".into(),
-                reason: format!(
-                    "no model is configured and no provider key is set: export one of {} (or \
-                     run a local model: --model ollama/NAME), or pass --model provider/model, or \
-                     set `model:` in ~/.keel/config.yaml",
-                    variables.join(", ")
-                ),
+            return Err(ConfigError::NoKey {
+                variables: variables.join(", "),
             });
         };
         resolved.warning = Some(format!(
