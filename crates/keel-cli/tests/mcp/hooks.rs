@@ -98,6 +98,37 @@ fn every_event_fires_with_claude_codes_json() {
         "run echo"
     );
     assert_eq!(read_json(&log.join("Stop.json"))["stop_hook_active"], false);
+    // The transcript is Claude Code's JSONL, private to the user.
+    let stop = read_json(&log.join("Stop.json"));
+    let transcript = std::path::PathBuf::from(stop["transcript_path"].as_str().unwrap());
+    assert!(
+        transcript.starts_with(&world.home),
+        "{}",
+        transcript.display()
+    );
+    let mode = std::os::unix::fs::PermissionsExt::mode(
+        &std::fs::metadata(&transcript).unwrap().permissions(),
+    );
+    assert_eq!(mode & 0o777, 0o600);
+    let lines: Vec<serde_json::Value> = std::fs::read_to_string(&transcript)
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(lines[0]["type"], "user", "{lines:?}");
+    assert_eq!(lines[0]["message"]["content"], "run echo", "{lines:?}");
+    assert!(
+        lines
+            .iter()
+            .any(|l| l["message"]["content"][0]["name"] == "Bash"),
+        "{lines:?}"
+    );
+    assert!(
+        lines
+            .iter()
+            .any(|l| l["message"]["content"][0]["type"] == "tool_result"),
+        "{lines:?}"
+    );
     assert_eq!(
         read_json(&log.join("SessionStart.json"))["source"],
         "startup"

@@ -51,6 +51,8 @@ struct State {
     settings: HookSettings,
     env: Environment,
     cwd: PathBuf,
+    /// The runtime, for the history the transcript hooks read is written from.
+    control: keel_runtime::extension::HostControl,
     /// Problems of the settings, and projects' hook files not trusted, told once.
     warnings: Mutex<Vec<String>>,
     /// Context hooks gave (SessionStart, UserPromptSubmit), for the session's next
@@ -230,6 +232,7 @@ impl Extension for UserHooks {
                 project_dir: root,
             },
             cwd: host.cwd.clone(),
+            control: host.control.clone(),
             warnings: Mutex::new(warnings),
             context: Mutex::new(HashMap::new()),
             stops: Mutex::new(HashMap::new()),
@@ -266,10 +269,10 @@ impl Extension for UserHooks {
 }
 
 impl State {
-    fn common(&self, session: &str, mode: Option<Mode>) -> Common {
+    fn common(&self, session: &str, mode: Option<Mode>, transcript: Option<PathBuf>) -> Common {
         Common {
             session_id: session.to_owned(),
-            transcript_path: None,
+            transcript_path: transcript,
             cwd: self.cwd.clone(),
             permission_mode: match mode {
                 Some(Mode::Plan) => PermissionMode::Plan,
@@ -280,14 +283,43 @@ impl State {
         }
     }
 
+    /// The session's history written as Claude Code's transcript for the hook about to run
+    /// (only hooks cause it to be written); `None` when it cannot be.
+    async fn transcript(&self, session: &str) -> Option<PathBuf> {
+        let runtime = self.control.runtime()?;
+        let id = SessionId::new(session);
+        let entries = self
+            .control
+            .request(keel_protocol::ops::GetMessages {
+                session_id: id.clone(),
+                revision: None,
+            })
+            .await
+            .ok()?;
+        let messages: Vec<keel_protocol::Message> =
+            entries.into_iter().map(|entry| entry.message).collect();
+        let path = runtime.session_dir(&id).join(hooks::transcript::FILE_NAME);
+        let cwd = self.cwd.clone();
+        let written = path.clone();
+        let session = session.to_owned();
+        tokio::task::spawn_blocking(move || {
+            hooks::transcript::write(&written, &messages, &session, &cwd)
+        })
+        .await
+        .ok()?
+        .ok()?;
+        Some(path)
+    }
+
     async fn run(&self, session: &str, mode: Option<Mode>, event: EventData) -> Outcome {
         if !self.settings.has(event.event()) {
             return Outcome::default();
         }
+        let transcript = self.transcript(session).await;
         let outcome = hooks::run(
             &self.settings,
             &event,
-            &self.common(session, mode),
+            &self.common(session, mode, transcript),
             &self.env,
         )
         .await;

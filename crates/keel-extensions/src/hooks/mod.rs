@@ -13,6 +13,7 @@ pub mod input;
 pub mod mapping;
 pub mod outcome;
 pub mod settings;
+pub mod transcript;
 
 mod exec;
 

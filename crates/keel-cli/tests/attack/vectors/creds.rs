@@ -34,6 +34,12 @@ pub const PLAIN: &[Vector] = &[
         "cat $KEEL_HOME/sessions/*/artifacts/* $KEEL_HOME/sessions/*/report/*",
         setup "umask 077 && mkdir -p {KH}/sessions/s-othersess1/artifacts && cp {KH}/config.yaml {KH}/sessions/s-othersess1/artifacts/out.log"
     ),
+    // The transcript hooks read (Claude Code's JSONL) holds the whole conversation.
+    sh!(
+        "cat-keel-hook-transcript",
+        "cat $KEEL_HOME/sessions/*/transcript.jsonl",
+        setup "umask 077 && mkdir -p {KH}/sessions/s-othersess1 && cp {KH}/config.yaml {KH}/sessions/s-othersess1/transcript.jsonl"
+    ),
     sh!("cat-home-var", "cat $HOME/.ssh/id_rsa"),
     sh!("cat-absolute", "cat {HOME}/.ssh/id_rsa"),
     sh!("cat-all-dirs", "cat ~/.ssh/* ~/.aws/* ~/.kube/*"),

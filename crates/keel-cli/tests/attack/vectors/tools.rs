@@ -94,6 +94,12 @@ pub const TABLE: &[Vector] = &[
         r#"{"path": "{KH}/credentials.json"}"#
     ),
     tool!(
+        "read-keel-hook-transcript",
+        "read",
+        r#"{"path": "{KH}/sessions/s-othersess1/transcript.jsonl"}"#,
+        setup "umask 077 && mkdir -p {KH}/sessions/s-othersess1 && cp {KH}/config.yaml {KH}/sessions/s-othersess1/transcript.jsonl"
+    ),
+    tool!(
         "read-keel-sessions-db",
         "read",
         r#"{"path": "{KH}/sessions.db"}"#
