@@ -108,7 +108,7 @@ fn doctor_checks_the_key_with_a_test_call_and_says_what_to_fix() {
     let output = fresh(home.path(), &vars).arg("doctor").output().unwrap();
     let stdout = String::from_utf8(output.stdout).unwrap();
     assert_eq!(output.status.code(), Some(1), "{stdout}");
-    assert!(stdout.contains("config.yaml"), "{stdout}");
+    assert!(stdout.contains("config.yaml:1"), "the file and line: {stdout}");
     assert!(stdout.contains("Fix this first"), "{stdout}");
 }
 
