@@ -42,3 +42,25 @@ pub fn sandbox_note(mode: keel_protocol::SandboxMode) -> Option<String> {
 pub fn write_atomic(path: &Path, text: &str) -> std::io::Result<()> {
     keel_tools::files::write_atomic(path, text.as_bytes())
 }
+
+/// The rules of `--allowed-tools` (allow) and `--disallowed-tools` (deny), each list in
+/// Claude Code's syntax; a rule keel cannot read is a usage error naming it.
+pub fn tool_rules(
+    allowed: &[String],
+    disallowed: &[String],
+) -> anyhow::Result<Vec<keel_tools::permission::Rule>> {
+    use keel_tools::permission::rules::{Effect, Rule, from_claude, split_specs};
+    let home = std::env::var_os("HOME").map(PathBuf::from);
+    let mut rules = Vec::new();
+    for (effect, lists, flag) in [
+        (Effect::Allow, allowed, "--allowed-tools"),
+        (Effect::Deny, disallowed, "--disallowed-tools"),
+    ] {
+        for spec in lists.iter().flat_map(|list| split_specs(list)) {
+            let matcher =
+                from_claude(&spec, home.as_deref()).map_err(|e| anyhow::anyhow!("{flag} {e}"))?;
+            rules.push(Rule::session(effect, matcher));
+        }
+    }
+    Ok(rules)
+}

@@ -125,7 +125,7 @@ impl Flags {
                 overrides: self.set.clone(),
                 trust_project: self.trust_project,
                 keel_home: None,
-                rules: exec::tool_rules_arg(&self.allowed_tools, &self.disallowed_tools)?,
+                rules: crate::assembly::tool_rules(&self.allowed_tools, &self.disallowed_tools)?,
                 extra_roots: self
                     .add_dirs
                     .iter()

@@ -122,6 +122,8 @@ pub enum Fault {
     Overloaded,
     /// HTTP 400 (a request the provider rejects).
     BadRequest,
+    /// HTTP 401 (the key is refused).
+    Unauthorized,
     /// HTTP 400 saying the request does not fit the context window, in the words of the
     /// request's API (OpenAI's `context_length_exceeded`, Anthropic's "prompt is too
     /// long", Gemini's token count).

@@ -438,6 +438,16 @@ async fn respond(
             )
             .await;
         }
+        Some(Fault::Unauthorized) => {
+            return status(
+                stream,
+                401,
+                "authentication_error",
+                "invalid x-api-key",
+                &[],
+            )
+            .await;
+        }
         _ => {}
     }
     let model = json
@@ -604,6 +614,7 @@ async fn status(
 ) -> std::io::Result<After> {
     let reason = match code {
         400 => "Bad Request",
+        401 => "Unauthorized",
         404 => "Not Found",
         429 => "Too Many Requests",
         529 => "Overloaded",

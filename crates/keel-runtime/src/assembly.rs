@@ -104,11 +104,22 @@ pub fn resolve_model(
         }
     }
     // The environment's key first, else the one `keel login` stored.
+    let mut key_source = None;
     let key = match &resolved.api_key_env {
         Some(var) => match std::env::var(var) {
-            Ok(key) if !key.trim().is_empty() => Some(key),
+            Ok(key) if !key.trim().is_empty() => {
+                key_source = Some(format!(
+                    "the key in {var}: set a valid one there, or unset it and run `keel login {provider}`"
+                ));
+                Some(key)
+            }
             _ => match crate::credentials::provider_key(settings.keel_home.as_deref(), &provider) {
-                Some(key) => Some(key),
+                Some(key) => {
+                    key_source = Some(format!(
+                        "the key `keel login` stored: run `keel login {provider}` again, or set {var}"
+                    ));
+                    Some(key)
+                }
                 None => {
                     return Err(RuntimeError::MissingKey {
                         provider,
@@ -127,9 +138,65 @@ pub fn resolve_model(
         name: format!("{}/{}", spec.provider, spec.id),
         spec,
         entry: Some(Arc::new(entry.clone())),
-        stream: Arc::new(HttpProvider::new(client, entry, key)),
+        stream: key_refused(
+            Arc::new(HttpProvider::new(client, entry, key)),
+            &provider,
+            key_source,
+        ),
         key_env: resolved.api_key_env.clone(),
     })
+}
+
+/// `stream` whose refused-key failures say which key was refused and how to fix it, in one
+/// sentence, instead of the provider's words alone.
+fn key_refused(
+    stream: Arc<dyn StreamFn>,
+    provider: &str,
+    source: Option<String>,
+) -> Arc<dyn StreamFn> {
+    match source {
+        Some(source) => Arc::new(KeyHint {
+            inner: stream,
+            hint: Arc::from(format!("{provider} refused {source}")),
+        }),
+        None => stream,
+    }
+}
+
+/// See [`key_refused`].
+struct KeyHint {
+    inner: Arc<dyn StreamFn>,
+    hint: Arc<str>,
+}
+
+impl StreamFn for KeyHint {
+    fn stream(
+        &self,
+        request: keel_llm::LlmRequest,
+        cancel: tokio_util::sync::CancellationToken,
+    ) -> keel_llm::EventStream {
+        use futures::StreamExt as _;
+        let hint = self.hint.clone();
+        Box::pin(
+            self.inner
+                .stream(request, cancel)
+                .map(move |event| match event {
+                    keel_protocol::StreamEvent::Error {
+                        stop_reason,
+                        mut error,
+                        usage,
+                    } if error.code == keel_protocol::ErrorCode::Auth => {
+                        error.message = format!("{hint} ({})", error.message);
+                        keel_protocol::StreamEvent::Error {
+                            stop_reason,
+                            error,
+                            usage,
+                        }
+                    }
+                    other => other,
+                }),
+        )
+    }
 }
 
 /// Whether `text` is new under `name` in `$KEEL_HOME` (then it is recorded): what keel says

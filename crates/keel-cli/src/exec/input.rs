@@ -11,7 +11,6 @@ use std::io::IsTerminal as _;
 use std::path::{Path, PathBuf};
 
 use anyhow::{Context as _, anyhow, bail};
-use keel_tools::permission::rules::{Effect, Rule, from_claude, split_specs};
 use tokio::io::AsyncReadExt as _;
 
 /// Largest prompt accepted when `KEEL_MAX_PROMPT_BYTES` does not say otherwise (16 MiB):
@@ -80,23 +79,6 @@ pub fn check_goal(text: &str) -> anyhow::Result<String> {
         bail!("the goal is {} bytes, over the limit of {max}", text.len());
     }
     Ok(text.trim().to_owned())
-}
-
-/// The rules of `--allowed-tools` (allow) and `--disallowed-tools` (deny), each list in
-/// Claude Code's syntax; a rule keel cannot read is a usage error naming it.
-pub fn tool_rules(allowed: &[String], disallowed: &[String]) -> anyhow::Result<Vec<Rule>> {
-    let home = std::env::var_os("HOME").map(PathBuf::from);
-    let mut rules = Vec::new();
-    for (effect, lists, flag) in [
-        (Effect::Allow, allowed, "--allowed-tools"),
-        (Effect::Deny, disallowed, "--disallowed-tools"),
-    ] {
-        for spec in lists.iter().flat_map(|list| split_specs(list)) {
-            let matcher = from_claude(&spec, home.as_deref()).map_err(|e| anyhow!("{flag} {e}"))?;
-            rules.push(Rule::session(effect, matcher));
-        }
-    }
-    Ok(rules)
 }
 
 /// An `--add-dir` folder: it must exist; absolute and resolved.

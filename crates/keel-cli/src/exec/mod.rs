@@ -197,7 +197,7 @@ pub async fn run(args: ExecArgs) -> anyhow::Result<ExitCode> {
             overrides: args.set.clone(),
             trust_project: args.trust_project,
             keel_home: None,
-            rules: input::tool_rules(&args.allowed_tools, &args.disallowed_tools)?,
+            rules: crate::assembly::tool_rules(&args.allowed_tools, &args.disallowed_tools)?,
             extra_roots: args
                 .add_dirs
                 .iter()

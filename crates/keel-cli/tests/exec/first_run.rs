@@ -108,7 +108,10 @@ fn doctor_checks_the_key_with_a_test_call_and_says_what_to_fix() {
     let output = fresh(home.path(), &vars).arg("doctor").output().unwrap();
     let stdout = String::from_utf8(output.stdout).unwrap();
     assert_eq!(output.status.code(), Some(1), "{stdout}");
-    assert!(stdout.contains("config.yaml:1"), "the file and line: {stdout}");
+    assert!(
+        stdout.contains("config.yaml:1"),
+        "the file and line: {stdout}"
+    );
     assert!(stdout.contains("Fix this first"), "{stdout}");
 }
 
@@ -441,4 +444,32 @@ fn with_no_key_a_local_server_is_found_with_its_real_window() {
         keel_mockllm::LOCAL_WINDOW,
         "{usage}"
     );
+}
+
+/// A refused key is one sentence naming where the key came from and the fix.
+#[test]
+fn a_wrong_key_names_its_variable_and_the_fix() {
+    let home = tempfile::tempdir().unwrap();
+    std::fs::create_dir_all(home.path().join("work")).unwrap();
+    let mock = Mock::new();
+    let server = mock.serve(r#"[{"fault": {"kind": "unauthorized"}}]"#);
+    let url = server.url();
+    let vars = [
+        ("ANTHROPIC_API_KEY", "sk-ant-wrong"),
+        ("ANTHROPIC_BASE_URL", url.as_str()),
+    ];
+    let output = fresh(home.path(), &vars)
+        .args(["exec", "hi"])
+        .output()
+        .unwrap();
+    assert_exit(&output, 4);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        stderr.contains(
+            "anthropic refused the key in ANTHROPIC_API_KEY: set a valid one there, or unset it \
+             and run `keel login anthropic`"
+        ),
+        "{stderr}"
+    );
+    assert!(!stderr.contains("sk-ant-wrong"), "{stderr}");
 }
