@@ -308,8 +308,9 @@ impl Server {
 
     /// What the editor can do when the launch folder's model lacks its key, or no model can
     /// be chosen at all (a first run): log in through `keel login` in a terminal the editor
-    /// opens, or set the key's variable. Only the registry and the credential store are read
-    /// (no HTTP client is made), so `initialize` stays quick.
+    /// opens, or set the key's variable. The registry and the credential store are read, and
+    /// with no key at all a local model server is looked for on loopback (short, blocking
+    /// calls: run off the async workers, [`Self::missing_key_off_thread`]).
     fn missing_key(&self) -> Vec<AuthMethod> {
         let keel_runtime::ModelChoice::Configured { model, .. } = &self.options.base.model else {
             return Vec::new();
@@ -368,6 +369,16 @@ impl Server {
                     )),
             ),
         ]
+    }
+
+    /// [`Self::missing_key`] without holding up an async worker.
+    fn missing_key_off_thread(&self) -> Vec<AuthMethod> {
+        match tokio::runtime::Handle::try_current().map(|h| h.runtime_flavor()) {
+            Ok(tokio::runtime::RuntimeFlavor::MultiThread) => {
+                tokio::task::block_in_place(|| self.missing_key())
+            }
+            _ => self.missing_key(),
+        }
     }
 
     /// Ends every session: running turns are aborted and committed before keel exits.
@@ -492,7 +503,7 @@ fn connection(
                                   responder,
                                   _cx| {
             let _ = server.client.set(request.client_capabilities.clone());
-            let auth = server.missing_key();
+            let auth = server.missing_key_off_thread();
             let capabilities = AgentCapabilities::new()
                 .load_session(true)
                 .prompt_capabilities(PromptCapabilities::new().embedded_context(true).image(true))
@@ -533,7 +544,7 @@ fn connection(
                 )),
                 // The editor ran `keel login` in a terminal: done when a model resolves now.
                 None if id == LOGIN_METHOD => {
-                    if server.missing_key().is_empty() {
+                    if server.missing_key_off_thread().is_empty() {
                         Ok(AuthenticateResponse::new())
                     } else {
                         Err(Error::new(

@@ -3,7 +3,7 @@
 //! module of keel-cli that names crates behind the runtime; the front ends (`exec`, and
 //! `keel-tui` and `keel-acp` through it) use the runtime's contract only.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use anyhow::Context as _;

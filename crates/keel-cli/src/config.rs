@@ -199,7 +199,17 @@ fn edit() -> anyhow::Result<ExitCode> {
              `keel config show` lists every key and its value in effect.\n"
         )
     });
-    write_private(&draft, &start)?;
+    // An edit an earlier run could not keep is where this one starts.
+    match std::fs::read_to_string(&draft) {
+        Ok(earlier) => {
+            eprintln!(
+                "Going on with the edit kept in {} (it was not valid then).",
+                draft.display()
+            );
+            write_private(&draft, &earlier)?;
+        }
+        Err(_) => write_private(&draft, &start)?,
+    }
     loop {
         run_editor(&draft)?;
         let edited = std::fs::read_to_string(&draft)
@@ -209,8 +219,11 @@ fn edit() -> anyhow::Result<ExitCode> {
             eprintln!("No change to {}.", file.display());
             return Ok(ExitCode::SUCCESS);
         }
-        match keel_runtime::settings::config::load(&[ConfigFile::trusted(draft.clone())], &[]) {
-            Ok(_) => {
+        let checked =
+            keel_runtime::settings::config::load(&[ConfigFile::trusted(draft.clone())], &[])
+                .and_then(|loaded| loaded.check());
+        match checked {
+            Ok(()) => {
                 keel_tools::files::write_atomic(&file, edited.as_bytes())
                     .with_context(|| format!("cannot write {}", file.display()))?;
                 let _ = std::fs::remove_file(&draft);

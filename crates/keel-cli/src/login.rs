@@ -233,18 +233,46 @@ fn pick_model(provider: &str, recommended: &str, known: &[String]) -> anyhow::Re
     }
 }
 
-/// Puts `model: NAME` at the top of the configuration file `file` (made when missing), which
-/// names no model yet; the rest of the file stays as it is.
+/// Sets `model: NAME` in the configuration file `file` (made when missing). Put on the first
+/// line when that reads back as the same configuration with the model set (comments kept);
+/// else the file's mapping is rewritten with the key set.
 fn set_model(file: &std::path::Path, name: &str) -> anyhow::Result<()> {
+    use yaml_serde::{Mapping, Value};
     let old = match std::fs::read_to_string(file) {
         Ok(text) => text,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => String::new(),
         Err(e) => anyhow::bail!("cannot read {}: {e}", file.display()),
     };
+    let reads_as = |text: &str| {
+        yaml_serde::from_str::<keel_runtime::settings::Config>(text)
+            .is_ok_and(|config| config.model.as_deref() == Some(name))
+    };
+    let prepended = format!("model: {name}\n{old}");
+    let text = if reads_as(&prepended) {
+        prepended
+    } else {
+        let mut map = match yaml_serde::from_str::<Value>(&old) {
+            Ok(Value::Mapping(map)) => map,
+            Ok(Value::Null) => Mapping::new(),
+            _ => anyhow::bail!(
+                "cannot add `model: {name}` to {}: it is not a configuration mapping; add the line yourself",
+                file.display()
+            ),
+        };
+        map.insert(Value::String("model".into()), Value::String(name.into()));
+        let text = yaml_serde::to_string(&Value::Mapping(map))?;
+        if !reads_as(&text) {
+            anyhow::bail!(
+                "cannot add `model: {name}` to {}; add the line yourself",
+                file.display()
+            );
+        }
+        text
+    };
     if let Some(dir) = file.parent() {
         std::fs::create_dir_all(dir)?;
     }
-    keel_tools::files::write_atomic(file, format!("model: {name}\n{old}").as_bytes())
+    keel_tools::files::write_atomic(file, text.as_bytes())
         .map_err(|e| anyhow::anyhow!("cannot write {}: {e}", file.display()))
 }
 
@@ -265,4 +293,35 @@ pub fn logout(args: &LogoutArgs) -> anyhow::Result<ExitCode> {
         credentials::path(&home).display()
     );
     Ok(ExitCode::SUCCESS)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_model_is_set_without_breaking_the_file() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("config.yaml");
+        let read = || std::fs::read_to_string(&file).unwrap();
+        set_model(&file, "anthropic/claude-sonnet-4-5").unwrap();
+        assert_eq!(read(), "model: anthropic/claude-sonnet-4-5\n");
+        for old in [
+            "# mine\ndurable: true\n",
+            "---\ndurable: true\n",
+            "model: null\ndurable: true\n",
+            "{durable: true}\n",
+        ] {
+            std::fs::write(&file, old).unwrap();
+            set_model(&file, "openai/gpt-5").unwrap();
+            let config: keel_runtime::settings::Config = yaml_serde::from_str(&read()).unwrap();
+            assert_eq!(config.model.as_deref(), Some("openai/gpt-5"), "{old}");
+            assert_eq!(config.durable, Some(true), "{old}");
+        }
+        std::fs::write(&file, "# mine\ndurable: true\n").unwrap();
+        set_model(&file, "openai/gpt-5").unwrap();
+        assert!(read().contains("# mine"), "comments stay where they can");
+        std::fs::write(&file, "- a list\n").unwrap();
+        assert!(set_model(&file, "openai/gpt-5").is_err());
+    }
 }

@@ -109,6 +109,15 @@ pub fn models(kind: Kind, address: SocketAddr) -> Option<Vec<LocalModel>> {
 pub fn window(kind: Kind, address: SocketAddr, id: &str) -> Option<u32> {
     match kind {
         Kind::Ollama => {
+            // A loaded model's window is what the server runs it with (its
+            // OLLAMA_CONTEXT_LENGTH included); else the model's own `num_ctx`; else Ollama's
+            // default.
+            if let Some(window) = get(address, "GET", "/api/ps", None)
+                .as_ref()
+                .and_then(|running| ollama_running_window(running, id))
+            {
+                return Some(window);
+            }
             let body = serde_json::json!({ "model": id }).to_string();
             let shown = get(address, "POST", "/api/show", Some(&body))?;
             Some(ollama_window(&shown).unwrap_or(OLLAMA_DEFAULT_WINDOW))
@@ -118,6 +127,23 @@ pub fn window(kind: Kind, address: SocketAddr, id: &str) -> Option<u32> {
             lm_studio_window(&shown)
         }
     }
+}
+
+/// The `context_length` Ollama's `/api/ps` gives the loaded model `id`.
+fn ollama_running_window(running: &Value, id: &str) -> Option<u32> {
+    running
+        .get("models")?
+        .as_array()?
+        .iter()
+        .find(|m| {
+            [m.get("name"), m.get("model")]
+                .into_iter()
+                .flatten()
+                .any(|name| name.as_str() == Some(id))
+        })?
+        .get("context_length")?
+        .as_u64()
+        .and_then(|n| u32::try_from(n).ok())
 }
 
 /// `num_ctx` from the parameters Ollama's `/api/show` lists (`"num_ctx 8192\n…"`).
@@ -149,8 +175,38 @@ fn get(address: SocketAddr, method: &str, path: &str, body: Option<&str>) -> Opt
         body.len()
     );
     stream.write_all(request.as_bytes()).ok()?;
+    // Until the answer's `Content-Length` is read (a server may keep the connection open),
+    // else until the server closes it.
     let mut answer = Vec::new();
-    stream.take(MAX_ANSWER).read_to_end(&mut answer).ok()?;
+    let mut chunk = [0u8; 8192];
+    let mut wanted: Option<usize> = None;
+    loop {
+        if let Some(total) = wanted
+            && answer.len() >= total
+        {
+            break;
+        }
+        let read = match stream.read(&mut chunk) {
+            Ok(0) => break,
+            Ok(n) => n,
+            Err(_) if wanted.is_some() || !answer.is_empty() => break,
+            Err(_) => return None,
+        };
+        answer.extend_from_slice(&chunk[..read]);
+        if answer.len() as u64 > MAX_ANSWER {
+            return None;
+        }
+        if wanted.is_none()
+            && let Some(end) = find(&answer, b"\r\n\r\n")
+        {
+            let head = String::from_utf8_lossy(&answer[..end]).to_ascii_lowercase();
+            wanted = head
+                .lines()
+                .find_map(|line| line.strip_prefix("content-length:"))
+                .and_then(|n| n.trim().parse::<usize>().ok())
+                .map(|n| end + 4 + n);
+        }
+    }
     let text = String::from_utf8_lossy(&answer);
     let (head, body) = text.split_once("\r\n\r\n")?;
     let status: u16 = head.split_whitespace().nth(1)?.parse().ok()?;
@@ -158,6 +214,11 @@ fn get(address: SocketAddr, method: &str, path: &str, body: Option<&str>) -> Opt
         return None;
     }
     serde_json::from_str(body).ok()
+}
+
+/// Where `needle` first starts in `haystack`.
+fn find(haystack: &[u8], needle: &[u8]) -> Option<usize> {
+    haystack.windows(needle.len()).position(|w| w == needle)
 }
 
 #[cfg(test)]
@@ -179,10 +240,18 @@ mod tests {
                 let answer = routes
                     .iter()
                     .find(|(route, _)| first.starts_with(route))
-                    .map_or("HTTP/1.0 404 Not Found\r\n\r\n".to_owned(), |(_, body)| {
-                        format!("HTTP/1.0 200 OK\r\nContent-Type: application/json\r\n\r\n{body}")
+                    .map_or("HTTP/1.1 404 Not Found\r\nContent-Length: 0\r\n\r\n".to_owned(), |(_, body)| {
+                        format!(
+                            "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: {}\r\n\r\n{body}",
+                            body.len()
+                        )
                     });
                 stream.write_all(answer.as_bytes()).unwrap();
+                // Kept open a while, as a keep-alive server would: the length ends the read.
+                std::thread::spawn(move || {
+                    std::thread::sleep(std::time::Duration::from_secs(5));
+                    drop(stream);
+                });
             }
         });
         address
@@ -203,6 +272,16 @@ mod tests {
         let models = models(Kind::Ollama, address).unwrap();
         assert_eq!(models[0].id, "qwen3:8b");
         assert_eq!(window(Kind::Ollama, address, "qwen3:8b"), Some(16384));
+        // A loaded model: the window the server runs it with.
+        let loaded = serve(vec![
+            (
+                "GET /api/ps",
+                r#"{"models": [{"name": "qwen3:8b", "model": "qwen3:8b", "context_length": 32768}]}"#,
+            ),
+            ("POST /api/show", r#"{"parameters": "num_ctx 16384"}"#),
+        ]);
+        assert_eq!(window(Kind::Ollama, loaded, "qwen3:8b"), Some(32768));
+        assert_eq!(window(Kind::Ollama, loaded, "other:1b"), Some(16384));
         assert_eq!(
             ollama_window(&serde_json::json!({"parameters": "stop x"})),
             None

@@ -169,20 +169,7 @@ impl Prepared {
         let stream = StreamSettings::default()
             .from_env()
             .map_err(|e| RuntimeError::Usage(e.to_string()))?;
-        settings
-            .loaded
-            .config
-            .output_budget
-            .limits()
-            .map_err(crate::settings::ConfigError::from)?;
-        let config = &settings.loaded.config;
-        for checked in [
-            config.tasks.check(),
-            config.goals.check(),
-            config.acp.check(),
-        ] {
-            checked.map_err(crate::settings::ConfigError::from)?;
-        }
+        settings.loaded.check()?;
         let profile = builtin::profile(
             &settings.loaded.config.extensions,
             options.extensions.clone(),

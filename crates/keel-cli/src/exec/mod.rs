@@ -34,7 +34,7 @@ use crate::logging::STARTUP;
 pub use input::{
     added_folder as added_folder_arg, check_config_file as check_config_file_arg, parse_base_url,
     parse_model as parse_model_arg, parse_override as parse_override_arg,
-    tool_rules as tool_rules_arg, working_folder as working_folder_arg,
+    working_folder as working_folder_arg,
 };
 use output::{ExecSink, Format, Interrupt, RunIds, Stop};
 pub use report::{EXIT_CONFIG, EXIT_FAILED, EXIT_INTERNAL, EXIT_USAGE};

@@ -115,7 +115,8 @@ fn confirm(count: usize, file: &Path) -> anyhow::Result<bool> {
     Ok(matches!(answer.trim(), "y" | "Y" | "yes"))
 }
 
-/// The server in words: its command or URL, with secrets' values left out.
+/// The server in words: its command or URL, with secrets' values left out (variables and
+/// headers by name only, a URL's query cut, anything that looks like a key redacted).
 fn describe(definition: &McpServerConfig) -> String {
     let mut text = match (&definition.command, &definition.url) {
         (Some(command), _) => {
@@ -123,9 +124,13 @@ fn describe(definition: &McpServerConfig) -> String {
             words.extend(definition.args.iter().cloned());
             words.join(" ")
         }
-        (None, Some(url)) => url.clone(),
+        (None, Some(url)) => match url.split_once('?') {
+            Some((base, _)) => format!("{base}?…"),
+            None => url.clone(),
+        },
         (None, None) => String::new(),
     };
+    text = keel_tools::redact::redact(&text, &[]).text;
     let names: Vec<&str> = definition
         .env
         .keys()
@@ -243,6 +248,22 @@ pub fn from_codex(file: &Path) -> anyhow::Result<Vec<Found>> {
 }
 
 fn codex_server(server: &toml::Value) -> Result<McpServerConfig, String> {
+    // What keel's configuration cannot say would be dropped silently: a tool limit the user
+    // set, or where the server's credentials come from. Such a server is left for `keel mcp
+    // add`, with the reason.
+    for key in [
+        "enabled_tools",
+        "disabled_tools",
+        "env_vars",
+        "env_http_headers",
+    ] {
+        if server.get(key).is_some() {
+            return Err(format!(
+                "it uses Codex's `{key}`, which keel's configuration cannot express; add it with \
+                 `keel mcp add`"
+            ));
+        }
+    }
     let text = |key: &str| {
         server
             .get(key)
@@ -329,7 +350,7 @@ mod tests {
         let codex = dir.path().join("config.toml");
         std::fs::write(
             &codex,
-            "model = \"o3\"\n[mcp_servers.docs]\ncommand = \"docs-mcp\"\nargs = [\"--stdio\"]\nstartup_timeout_sec = 20\n[mcp_servers.docs.env]\nKEY = \"v\"\n[mcp_servers.remote]\nurl = \"https://r.example.com/mcp\"\nbearer_token_env_var = \"R_TOKEN\"\n[mcp_servers.broken]\nargs = []\n",
+            "model = \"o3\"\n[mcp_servers.limited]\ncommand = \"x\"\ndisabled_tools = [\"rm\"]\n[mcp_servers.docs]\ncommand = \"docs-mcp\"\nargs = [\"--stdio\"]\nstartup_timeout_sec = 20\n[mcp_servers.docs.env]\nKEY = \"v\"\n[mcp_servers.remote]\nurl = \"https://r.example.com/mcp\"\nbearer_token_env_var = \"R_TOKEN\"\n[mcp_servers.broken]\nargs = []\n",
         )
         .unwrap();
         let found = from_codex(&codex).unwrap();

@@ -486,6 +486,17 @@ fn tighten(config: &mut Config, project: Config, keys: &[String]) -> Vec<String>
 }
 
 impl Loaded {
+    /// Checks what reading alone cannot: every limit in its range and the providers'
+    /// definitions, so a configuration that loads is one a run accepts.
+    pub fn check(&self) -> Result<(), ConfigError> {
+        self.config.output_budget.limits()?;
+        self.config.tasks.check()?;
+        self.config.goals.check()?;
+        self.config.acp.check()?;
+        self.registry()?;
+        Ok(())
+    }
+
     /// The model ids the registry lists for `provider` (empty for an unknown provider).
     pub fn provider_models(&self, provider: &str) -> Vec<String> {
         let Ok(registry) = self.registry() else {

@@ -28,12 +28,12 @@ pub fn explain(loaded: &Loaded) -> Vec<Explained> {
                 .layers
                 .iter()
                 .rev()
-                .find(|layer| at(&layer.value, &path) == Some(&value))
+                .find(|layer| at(&layer.value, &path).is_some_and(|set| same(set, &value)))
                 .map_or_else(|| "default".to_owned(), |layer| where_set(layer, &path));
             let value = if path.iter().any(|p| p == "env" || p == "headers") {
                 masked(&value)
             } else {
-                value
+                redacted(value)
             };
             Explained {
                 key: path.join("."),
@@ -56,6 +56,15 @@ fn flatten(value: &Value, path: &mut Vec<String>, out: &mut Vec<(Vec<String>, Va
             }
         }
         _ => out.push((path.clone(), value.clone())),
+    }
+}
+
+/// Whether a file's value is the one in effect: numbers by value (`20` in a file is `20.0`
+/// once read as seconds).
+fn same(set: &Value, effective: &Value) -> bool {
+    match (set, effective) {
+        (Value::Number(a), Value::Number(b)) => a.as_f64() == b.as_f64(),
+        _ => set == effective,
     }
 }
 
@@ -91,6 +100,10 @@ fn line_of(text: &str, path: &[String]) -> Option<usize> {
             {
                 return Some(Err(()));
             }
+            // A top-level key is at the left edge.
+            if indent.is_none() && depth > 0 {
+                return None;
+            }
             let key = trimmed
                 .strip_prefix(segment.as_str())
                 .or_else(|| trimmed.strip_prefix(&format!("\"{segment}\"")))
@@ -108,6 +121,21 @@ fn line_of(text: &str, path: &[String]) -> Option<usize> {
         found = Some(n + 1);
     }
     found
+}
+
+/// Anything that looks like a key (in a server's arguments, a URL's query) redacted.
+fn redacted(value: Value) -> Value {
+    match value {
+        Value::String(text) => {
+            let text = match text.split_once('?') {
+                Some((base, _)) if text.starts_with("http") => format!("{base}?…"),
+                _ => text,
+            };
+            Value::String(keel_tools::redact::redact(&text, &[]).text)
+        }
+        Value::Array(items) => Value::Array(items.into_iter().map(redacted).collect()),
+        other => other,
+    }
 }
 
 /// A secret's value shown by its ends only.
@@ -153,7 +181,11 @@ mod tests {
         )
         .unwrap();
         let extra = dir.path().join("extra.yaml");
-        std::fs::write(&extra, "permission: auto\nsandbox: read-only\n").unwrap();
+        std::fs::write(
+            &extra,
+            "permission: auto\nsandbox: read-only\nmcp_servers:\n  gh:\n    startup_timeout_sec: 20\n",
+        )
+        .unwrap();
         let loaded = load(
             &[
                 ConfigFile::trusted(home.clone()),
@@ -178,6 +210,11 @@ mod tests {
         );
         assert_eq!(find(&explained, "durable").source, "default");
         assert_eq!(
+            find(&explained, "mcp_servers.gh.startup_timeout_sec").source,
+            format!("{extra}:5"),
+            "a whole number is the float it is read as"
+        );
+        assert_eq!(
             find(&explained, "mcp_servers.gh.command").source,
             format!("{home}:8")
         );
@@ -193,5 +230,6 @@ mod tests {
         assert_eq!(line_of(text, &["a".into(), "x".into()]), Some(2));
         assert_eq!(line_of(text, &["a".into(), "y".into()]), None);
         assert_eq!(line_of("a: {x: 1}\n", &["a".into(), "x".into()]), None);
+        assert_eq!(line_of("b:\n  a: 1\na: 2\n", &["a".into()]), Some(3));
     }
 }

@@ -55,6 +55,31 @@ pub const HOME_CONTROL: &[(&str, &str)] = &[
         ".config/git",
         "git's configuration, which names programs git runs",
     ),
+    (
+        ".claude/CLAUDE.md",
+        "instructions keel gives the model in every project",
+    ),
+    (
+        ".claude/AGENTS.md",
+        "instructions keel gives the model in every project",
+    ),
+    (
+        ".claude/commands",
+        "commands keel runs as the user's in every project",
+    ),
+    (
+        ".claude/skills",
+        "skills keel loads as the user's in every project",
+    ),
+    (
+        ".claude/agents",
+        "agents keel runs as the user's in every project",
+    ),
+    (".claude.json", "MCP servers `keel mcp import` brings over"),
+    (
+        ".codex/config.toml",
+        "MCP servers `keel mcp import` brings over",
+    ),
     (".local/bin", "programs on the user's PATH"),
     ("bin", "programs on the user's PATH"),
     (".cargo/bin", "programs on the user's PATH"),

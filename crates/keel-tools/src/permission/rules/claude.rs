@@ -79,6 +79,13 @@ pub fn from_claude(spec: &str, home: Option<&Path>) -> Result<Matcher, SpecError
         )));
     }
     let Some(pattern) = pattern.filter(|p| !p.is_empty() && *p != "*") else {
+        // `mcp__server` is every tool of the server, as in Claude Code.
+        let tool = match tool.strip_prefix("mcp__") {
+            Some(server) if !server.contains("__") && !server.contains('*') => {
+                format!("mcp__{server}__*")
+            }
+            _ => tool,
+        };
         let tool = ToolPattern::new(&tool).map_err(problem)?;
         return Ok(Matcher {
             tool: Some(tool),
@@ -112,13 +119,18 @@ pub fn from_claude(spec: &str, home: Option<&Path>) -> Result<Matcher, SpecError
             } else {
                 Action::Read
             };
+            // Anchored as Claude Code anchors them: `//` absolute, `~/` home, anything else
+            // (`**/*.rs` too) under the workspace, never the whole machine.
             let path = match pattern.strip_prefix("//") {
                 Some(absolute) => format!("/{absolute}"),
-                None => pattern
-                    .strip_prefix("./")
-                    .or_else(|| pattern.strip_prefix('/'))
-                    .unwrap_or(pattern)
-                    .to_owned(),
+                None if pattern.starts_with('~') => pattern.to_owned(),
+                None => {
+                    let relative = pattern
+                        .strip_prefix("./")
+                        .or_else(|| pattern.strip_prefix('/'))
+                        .unwrap_or(pattern);
+                    format!("./{relative}")
+                }
             };
             Ok(Matcher {
                 path: Some(PathPattern::new(&path, home).map_err(problem)?),
@@ -204,6 +216,11 @@ mod tests {
         assert_eq!(matcher("Read").tool.unwrap().as_str(), "read");
         assert_eq!(matcher("WebFetch").tool.unwrap().as_str(), "web_fetch");
         assert_eq!(matcher("mcp__gh__*").tool.unwrap().as_str(), "mcp__gh__*");
+        assert_eq!(matcher("mcp__gh").tool.unwrap().as_str(), "mcp__gh__*");
+        assert_eq!(
+            matcher("mcp__gh__issue").tool.unwrap().as_str(),
+            "mcp__gh__issue"
+        );
         assert_eq!(matcher("Bash(*)").tool.unwrap().as_str(), "bash");
         let prefix = matcher("Bash(npm run test:*)");
         assert_eq!(
@@ -236,6 +253,11 @@ mod tests {
                 .unwrap()
                 .matches(Path::new("/ws/docs/a.md"), &roots)
         );
+        // A pattern that starts with `**` stays inside the workspace.
+        let anywhere = matcher("Edit(**/*.rs)");
+        let path = anywhere.path.unwrap();
+        assert!(path.matches(Path::new("/ws/src/deep/a.rs"), &roots));
+        assert!(!path.matches(Path::new("/home/u/.cargo/registry/x/build.rs"), &roots));
         let absolute = matcher("Read(//etc/**)");
         assert!(
             absolute
