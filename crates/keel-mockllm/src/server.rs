@@ -277,6 +277,8 @@ async fn respond(
     // scripted conversation, so not recorded.
     let local = match path.as_str() {
         "/api/tags" => Some(json!({"models": [{"name": LOCAL_MODEL}]})),
+        // Nothing loaded yet: the window comes from the model's `num_ctx`.
+        "/api/ps" => Some(json!({"models": []})),
         "/api/show" => {
             Some(json!({"parameters": format!("temperature 0.7\nnum_ctx {LOCAL_WINDOW}")}))
         }

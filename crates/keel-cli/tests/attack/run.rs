@@ -687,6 +687,8 @@ fn session_folders(root: &Path) -> (String, Vec<String>) {
                     [_, "report", "llm-call.json" | "llm-calls.jsonl"] => true,
                     [_, "report", "calls", name] => name.len() == 69 && name.ends_with(".json"),
                     [_, "artifacts", name] => !name.starts_with('.'),
+                    // The transcript hooks read (only while hooks are configured).
+                    [_, "transcript.jsonl"] => true,
                     _ => false,
                 };
                 if !known {

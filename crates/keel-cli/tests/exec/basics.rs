@@ -73,8 +73,11 @@ fn without_a_provider_exec_says_what_to_do() {
         .unwrap();
     assert_eq!(output.status.code(), Some(3));
     let stderr = String::from_utf8(output.stderr).unwrap();
+    // One sentence with every fix, no code to decode.
     assert!(
-        stderr.contains("--model provider/model") && stderr.contains("config_model"),
+        stderr.contains("--model provider/model")
+            && stderr.contains("keel login")
+            && !stderr.contains("configuration error ("),
         "{stderr}"
     );
 }

@@ -644,3 +644,39 @@ fn a_first_run_sets_up_a_provider_with_the_key_never_on_screen() {
     tui.keys(&["Enter"]);
     tui.wait_for("hello at last");
 }
+
+/// Issue 33: `keel login PROVIDER` from the shell: the key typed without echo, the model
+/// picked, the test call made through the provider's base-URL variable, the key kept 0600.
+#[test]
+fn keel_login_keeps_a_key_it_checked_and_never_shows_it() {
+    let mock = Mock::new();
+    let server = mock.serve(&serde_json::json!([{"text": "OK"}]));
+    let tui = Tui::new();
+    let home = tui.home.path();
+    let key = "sk-openai-login-0123456789-secret";
+    tui.start_line(&format!(
+        "cd {} && env -i PATH=\"$PATH\" HOME={} TERM=xterm-256color OPENAI_BASE_URL={}/v1 {} login openai",
+        shell_quote(&tui.work().to_string_lossy()),
+        shell_quote(&home.to_string_lossy()),
+        server.url(),
+        shell_quote(env!("CARGO_BIN_EXE_keel")),
+    ));
+    tui.wait_for("Key:");
+    tui.type_text(key);
+    tui.keys(&["Enter"]);
+    tui.wait_for("Which openai model?");
+    tui.keys(&["Enter"]);
+    let screen = tui.wait_for("KEEL-EXITED-");
+    assert!(screen.contains("KEEL-EXITED-0"), "{screen}");
+    assert!(screen.contains("answered in"), "{screen}");
+    assert!(!screen.contains("secret"), "the key was shown: {screen}");
+    let stored = std::fs::read_to_string(home.join(".keel/credentials.json")).unwrap();
+    assert!(
+        stored.contains(key) && stored.contains("openai"),
+        "{stored}"
+    );
+    let request = &server.requests()[0];
+    assert_eq!(request.headers["authorization"], format!("Bearer {key}"));
+    // The recommended model needs no `model:`: the key alone chooses it.
+    assert!(!home.join(".keel/config.yaml").exists());
+}
