@@ -63,7 +63,7 @@ impl Settings {
 
     /// The budget of `spec`'s model.
     pub fn budget(&self, spec: &keel_llm::ModelSpec) -> Budget {
-        Budget::with(
+        Budget::configured(
             u64::from(spec.context_window),
             u64::from(spec.max_output),
             self.config.reserve_tokens,

@@ -298,3 +298,44 @@ fn a_tool_output_cannot_pose_as_the_user_in_the_summary_request() {
         "{asked}"
     );
 }
+
+/// Issue 34: an 8,192-token window runs a turn with a tool call. With the seed's fixed
+/// reserve its input limit was 1 token and no request could be sent.
+#[test]
+fn an_8k_window_answers_with_a_tool_call() {
+    let mock = Mock::new();
+    let server = mock.serve(
+        r#"[{"tool_calls": [{"id": "c1", "name": "bash", "arguments": {"command": "echo small"}}]}, {"text": "it printed small"}]"#,
+    );
+    let home = tempfile::tempdir().unwrap();
+    let work = tempfile::tempdir().unwrap();
+    std::fs::write(
+        home.path().join("config.yaml"),
+        format!(
+            "model: small/m\nproviders:\n  small:\n    api: openai-completions\n    base_url: {}/v1\n    models:\n      m: {{context_window: 8192, max_output: 4096}}\n",
+            server.url()
+        ),
+    )
+    .unwrap();
+    let output = keel()
+        .env("KEEL_HOME", home.path())
+        .args(["exec", "--json", "--permission", "auto", "--cwd"])
+        .arg(work.path())
+        .arg("run echo small")
+        .output()
+        .unwrap();
+    assert_exit(&output, 0);
+    let events = lines(&output.stdout);
+    let last = events.last().unwrap();
+    assert_eq!(last["result"]["final_text"], "it printed small", "{last}");
+    let requests = server.requests();
+    assert_eq!(requests.len(), 2);
+    for request in &requests {
+        // The answer may take at most a quarter of the window here.
+        let max = request.body["max_tokens"]
+            .as_u64()
+            .or_else(|| request.body["max_completion_tokens"].as_u64())
+            .unwrap();
+        assert!(max <= 4_096, "{max}");
+    }
+}

@@ -3,24 +3,34 @@
 use keel_context::Budget;
 use keel_context::budget::{RESERVE, SAFETY};
 
-/// The formula as the design states it, written out independently of the crate's.
-fn expected(c: u64, o: u64) -> (u64, u64, u64) {
-    let o_eff = if c as i128 - o as i128 - SAFETY as i128 >= RESERVE as i128 {
+/// The formula as the design states it, written out independently of the crate's: R and S
+/// scaled below 131,072 tokens (an eighth and a sixty-fourth of the window, at least 512
+/// and 128), and there O_eff held to max(R, C/4); from 131,072 up, the design's numbers.
+fn expected(c: u64, o: u64) -> (u64, u64, u64, u64) {
+    let (r, s) = if c >= 131_072 {
+        (RESERVE, SAFETY)
+    } else {
+        ((c / 8).clamp(512, RESERVE), (c / 64).clamp(128, SAFETY))
+    };
+    let mut o_eff = if c as i128 - o as i128 - s as i128 >= r as i128 {
         o
     } else {
-        o.min(RESERVE)
+        o.min(r)
     };
+    if c < 131_072 {
+        o_eff = o_eff.min(r.max(c / 4));
+    }
     let l = [
         (c as f64 * 0.95).floor() as i128,
-        c as i128 - RESERVE as i128,
-        c as i128 - o_eff as i128 - SAFETY as i128,
+        c as i128 - r as i128,
+        c as i128 - o_eff as i128 - s as i128,
     ]
     .into_iter()
     .min()
     .unwrap()
     .max(1) as u64;
-    let t = (c as i128 - (2 * RESERVE).min(c / 4) as i128).max(1) as u64;
-    (o_eff, l, t.min(l))
+    let t = (c as i128 - (2 * r).min(c / 4) as i128).max(1) as u64;
+    (o_eff, l, t.min(l), r)
 }
 
 #[test]
@@ -35,7 +45,7 @@ fn the_formula_holds_from_8k_to_1m_with_outputs_around_the_reserve() {
     for c in windows {
         for o in outputs {
             let budget = Budget::new(c, o);
-            let (o_eff, l, t) = expected(c, o);
+            let (o_eff, l, t, r) = expected(c, o);
             assert_eq!(budget.output_effective, o_eff, "O_eff for C={c} O={o}");
             assert_eq!(budget.input_limit, l, "L for C={c} O={o}");
             assert_eq!(budget.compact_at, t, "T for C={c} O={o}");
@@ -44,7 +54,7 @@ fn the_formula_holds_from_8k_to_1m_with_outputs_around_the_reserve() {
             for input in [0, l / 2, l, c] {
                 let max = budget.max_tokens(input);
                 assert!(
-                    max >= o.min(RESERVE) && max <= o,
+                    max >= o.min(r) && max <= o,
                     "max_tokens C={c} O={o} in={input}"
                 );
             }
@@ -59,9 +69,10 @@ fn rows_checked_by_hand() {
         (131_072, 16_384, 112_640, 98_304),
         (200_000, 64_000, 133_952, 133_952),
         (1_000_000, 32_000, 950_000, 950_000),
-        (65_536, 8_192, 49_152, 49_152),
-        (8_192, 4_096, 1, 1),
-        (32_768, 16_384, 14_336, 14_336),
+        (65_536, 8_192, 56_320, 49_152),
+        // An 8k window works now (it left an input limit of 1 with the fixed reserve).
+        (8_192, 4_096, 6_016, 6_016),
+        (32_768, 16_384, 24_064, 24_064),
     ];
     for (c, o, l, t) in rows {
         let budget = Budget::new(c, o);

@@ -229,13 +229,14 @@ async fn after_fifteen_answers_without_a_todo_write_the_cadence_reminds_once() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_reminder_that_would_pass_the_input_limit_is_dropped() {
-    // A small window: L = min(0.95·C, C − R, C − O − S) = 3,616 tokens.
+    // A small window: R = 1,024 and S = 128 scaled to it, so
+    // L = min(0.95·C, C − R, C − O − S) = 6,064 tokens, which the output passes.
     let spec = ModelSpec {
-        context_window: 20_000,
-        max_output: 4_000,
+        context_window: 8_192,
+        max_output: 2_000,
         ..ModelSpec::scripted()
     };
-    let responses = vec![bash("c1", "seq 1 4000"), ScriptedResponse::text("done")];
+    let responses = vec![bash("c1", "seq 1 6000"), ScriptedResponse::text("done")];
     // Context management would compact first; this is about the reminder's own admission.
     let mut setup = Setup::new(responses).set("context.auto_compact=false");
     setup.spec = spec;
@@ -261,7 +262,7 @@ async fn a_reminder_that_would_pass_the_input_limit_is_dropped() {
         .collect();
     assert_eq!(dropped.len(), 1);
     assert_eq!(dropped[0].2["reminder"], "execution_budget");
-    assert_eq!(dropped[0].2["input_limit"], 3_616);
+    assert_eq!(dropped[0].2["input_limit"], 6_064);
 }
 
 /// Regression guard: text the model wrote (a todo item) must not be able to close the

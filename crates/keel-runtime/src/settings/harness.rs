@@ -147,12 +147,13 @@ pub struct ContextConfig {
     /// Whether keel archives and compacts on its own (manual compaction always works).
     #[serde(default = "yes")]
     pub auto_compact: bool,
-    /// Reserve R of the budget (tokens).
-    #[serde(default = "reserve")]
-    pub reserve_tokens: u64,
-    /// Safety margin S of the budget (tokens).
-    #[serde(default = "safety")]
-    pub safety_tokens: u64,
+    /// Reserve R of the budget (tokens); unset: an eighth of the window, at most 16,384.
+    #[serde(default)]
+    pub reserve_tokens: Option<u64>,
+    /// Safety margin S of the budget (tokens); unset: a sixty-fourth of the window, at most
+    /// 2,048.
+    #[serde(default)]
+    pub safety_tokens: Option<u64>,
     /// Largest request body in bytes; default the provider API's documented limit.
     #[serde(default)]
     pub max_request_bytes: Option<u64>,
@@ -180,8 +181,8 @@ impl Default for ContextConfig {
     fn default() -> Self {
         Self {
             auto_compact: true,
-            reserve_tokens: reserve(),
-            safety_tokens: safety(),
+            reserve_tokens: None,
+            safety_tokens: None,
             max_request_bytes: None,
             user_message_tokens: user_tokens(),
             archive_inline_kib: archive_inline(),
@@ -191,14 +192,6 @@ impl Default for ContextConfig {
             protected_rounds: protected_rounds(),
         }
     }
-}
-
-fn reserve() -> u64 {
-    16_384
-}
-
-fn safety() -> u64 {
-    2_048
 }
 
 fn user_tokens() -> u64 {
