@@ -46,6 +46,12 @@ fn a_key_in_the_environment_is_enough_and_the_choice_is_said_once() {
         stderr.contains("using anthropic/claude-sonnet-4-5 because ANTHROPIC_API_KEY is set"),
         "{stderr}"
     );
+    // It names the user's file where it is ($KEEL_HOME here), not a fixed ~/.keel.
+    let file = home.path().join(".keel/config.yaml");
+    assert!(
+        stderr.contains(&format!("`model:` in {}", file.display())),
+        "{stderr}"
+    );
     let requests = server.requests();
     assert_eq!(requests[0].path, "/v1/messages");
     assert_eq!(requests[0].headers["x-api-key"], "test-key");

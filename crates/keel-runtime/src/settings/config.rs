@@ -642,13 +642,17 @@ impl Loaded {
                 ))
             })
         });
+        // The user's own file, named as it is here (`$KEEL_HOME` may be elsewhere).
+        let file = self.keel_home.as_ref().map_or_else(
+            || "~/.keel/config.yaml".to_owned(),
+            |home| home.join(FILE_NAME).display().to_string(),
+        );
         let Some((mut resolved, variable, provider, model)) = found else {
             // No key anywhere: a model server on this machine will do.
             if let Some((mut resolved, what)) = super::local::find(&registry) {
                 resolved.warning = Some(format!(
                     "no model is configured and no provider key is set: using {what} \
-                     (choose another with --model provider/model or `model:` in \
-                     ~/.keel/config.yaml)"
+                     (choose another with --model provider/model or `model:` in {file})"
                 ));
                 return Ok(resolved);
             }
@@ -662,7 +666,7 @@ impl Loaded {
         };
         resolved.warning = Some(format!(
             "no model is configured: using {provider}/{model} because {variable} is set \
-             (choose another with --model provider/model or `model:` in ~/.keel/config.yaml)"
+             (choose another with --model provider/model or `model:` in {file})"
         ));
         Ok(resolved)
     }
