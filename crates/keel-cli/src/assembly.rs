@@ -38,6 +38,15 @@ pub fn sandbox_note(mode: keel_protocol::SandboxMode) -> Option<String> {
     keel_sandbox::probed().and_then(|support| support.degraded(mode))
 }
 
+/// The text of `path`, `None` when there is no such file (any other failure names it).
+pub fn read_if_present(path: &Path) -> anyhow::Result<Option<String>> {
+    match std::fs::read_to_string(path) {
+        Ok(text) => Ok(Some(text)),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
+        Err(e) => anyhow::bail!("cannot read {}: {e}", path.display()),
+    }
+}
+
 /// Writes `text` to `path` whole or not at all.
 pub fn write_atomic(path: &Path, text: &str) -> std::io::Result<()> {
     keel_tools::files::write_atomic(path, text.as_bytes())

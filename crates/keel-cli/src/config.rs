@@ -187,11 +187,7 @@ fn edit() -> anyhow::Result<ExitCode> {
     keel_tools::files::write_atomic(&home.join(SCHEMA_FILE), format!("{schema}\n").as_bytes())
         .with_context(|| format!("cannot write {}", home.join(SCHEMA_FILE).display()))?;
     let file = home.join(FILE_NAME);
-    let original = match std::fs::read_to_string(&file) {
-        Ok(text) => Some(text),
-        Err(error) if error.kind() == std::io::ErrorKind::NotFound => None,
-        Err(error) => bail!("cannot read {}: {error}", file.display()),
-    };
+    let original = crate::assembly::read_if_present(&file)?;
     let draft = home.join(format!(".{FILE_NAME}.edit.yaml"));
     let start = original.clone().unwrap_or_else(|| {
         format!(

@@ -221,15 +221,9 @@ async fn call(resolved: &keel_runtime::ResolvedModel) -> Result<String, String> 
 }
 
 /// A test call to `model` (provider/model) with `key`, before the key is kept anywhere
-/// (`keel login` and the first-run picker): the current folder's settings give the
-/// provider's address (its base-URL variable honoured).
-pub async fn test_key(model: &str, key: &str) -> Result<String, String> {
-    let cwd = std::env::current_dir().map_err(|e| e.to_string())?;
-    let settings = Settings::load(&SettingsInput {
-        cwd,
-        ..SettingsInput::default()
-    })
-    .map_err(|e| e.to_string())?;
+/// (`keel login` and the first-run picker): `settings` give the provider's address (its
+/// base-URL variable honoured).
+pub async fn test_key(settings: &Settings, model: &str, key: &str) -> Result<String, String> {
     let resolved = settings
         .loaded
         .resolve_model(Some(model))

@@ -160,15 +160,14 @@ async fn set_up(provider: Option<String>, first_run: bool) -> anyhow::Result<boo
     let model = pick_model(&provider, recommended, &loaded.provider_models(&provider))?;
     let name = format!("{provider}/{model}");
     eprintln!("Testing {name} with one short request…");
-    let keep = match crate::doctor::test_key(&name, &key).await {
+    let keep = match crate::doctor::test_key(&settings, &name, &key).await {
         Ok(text) => {
             eprintln!("{name} {text}.");
             true
         }
         Err(error) => {
             say(&format!("The test call failed: {error}"))?;
-            let answer = ask("Keep this set-up anyway? [y/N] ")?;
-            matches!(answer.as_str(), "y" | "Y" | "yes")
+            crate::question::yes(&mut std::io::stderr(), "Keep this set-up anyway?")?
         }
     };
     if !keep {
@@ -238,11 +237,7 @@ fn pick_model(provider: &str, recommended: &str, known: &[String]) -> anyhow::Re
 /// else the file's mapping is rewritten with the key set.
 fn set_model(file: &std::path::Path, name: &str) -> anyhow::Result<()> {
     use yaml_serde::{Mapping, Value};
-    let old = match std::fs::read_to_string(file) {
-        Ok(text) => text,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => String::new(),
-        Err(e) => anyhow::bail!("cannot read {}: {e}", file.display()),
-    };
+    let old = crate::assembly::read_if_present(file)?.unwrap_or_default();
     let reads_as = |text: &str| {
         yaml_serde::from_str::<keel_runtime::settings::Config>(text)
             .is_ok_and(|config| config.model.as_deref() == Some(name))

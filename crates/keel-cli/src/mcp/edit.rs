@@ -55,11 +55,7 @@ pub fn apply(file: &Path, change: &Change<'_>) -> anyhow::Result<()> {
         Ok(real) => real,
         Err(_) => file.to_path_buf(),
     };
-    let old_text = match std::fs::read_to_string(&file) {
-        Ok(text) => text,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => String::new(),
-        Err(e) => bail!("cannot read {}: {e}", file.display()),
-    };
+    let old_text = crate::assembly::read_if_present(&file)?.unwrap_or_default();
     let old_value = parse_value(&old_text).map_err(|e| {
         anyhow!(
             "{} does not parse as YAML ({e}); fix it first",

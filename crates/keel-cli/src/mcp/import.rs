@@ -4,7 +4,7 @@
 //! the user's.
 
 use std::collections::BTreeMap;
-use std::io::{BufRead as _, IsTerminal as _};
+use std::io::IsTerminal as _;
 use std::path::{Path, PathBuf};
 
 use anyhow::{Context as _, bail};
@@ -106,13 +106,13 @@ fn confirm(count: usize, file: &Path) -> anyhow::Result<bool> {
         println!("Run `keel mcp import --yes` to add them (no terminal to ask on).");
         return Ok(false);
     }
-    eprint!(
-        "Add these {count} server(s) to {}? They will run in every session. [y/N] ",
-        file.display()
-    );
-    let mut answer = String::new();
-    std::io::stdin().lock().read_line(&mut answer)?;
-    Ok(matches!(answer.trim(), "y" | "Y" | "yes"))
+    Ok(crate::question::yes(
+        &mut std::io::stderr(),
+        &format!(
+            "Add these {count} server(s) to {}? They will run in every session.",
+            file.display()
+        ),
+    )?)
 }
 
 /// The server in words: its command or URL, with secrets' values left out (variables and
@@ -169,10 +169,8 @@ fn checked(name: &str, definition: McpServerConfig) -> Result<McpServerConfig, S
 /// The user-scope servers of Claude Code's `~/.claude.json` (`mcpServers`); a project's own
 /// entries there are the project's, not the user's.
 pub fn from_claude(file: &Path) -> anyhow::Result<Vec<Found>> {
-    let text = match std::fs::read_to_string(file) {
-        Ok(text) => text,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
-        Err(e) => bail!("cannot read {}: {e}", file.display()),
+    let Some(text) = crate::assembly::read_if_present(file)? else {
+        return Ok(Vec::new());
     };
     let json: Json =
         serde_json::from_str(&text).with_context(|| format!("{} is not JSON", file.display()))?;
@@ -227,10 +225,8 @@ fn claude_server(server: &Json) -> Result<McpServerConfig, String> {
 
 /// The servers of Codex's `config.toml` (`[mcp_servers.NAME]`).
 pub fn from_codex(file: &Path) -> anyhow::Result<Vec<Found>> {
-    let text = match std::fs::read_to_string(file) {
-        Ok(text) => text,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
-        Err(e) => bail!("cannot read {}: {e}", file.display()),
+    let Some(text) = crate::assembly::read_if_present(file)? else {
+        return Ok(Vec::new());
     };
     let value: toml::Table =
         toml::from_str(&text).with_context(|| format!("{} is not TOML", file.display()))?;

@@ -64,8 +64,13 @@ impl Tui {
             line.push(' ');
             line.push_str(&shell_quote(arg));
         }
-        // Keep the window after keel exits so its last screen can be read.
-        line.push_str("; echo KEEL-EXITED-$?; sleep 600");
+        self.start_line(&line);
+    }
+
+    /// Starts the shell command `line` (keel's own environment and arguments) in a 100×40
+    /// window, kept open after keel exits so its last screen can be read.
+    fn start_line(&self, line: &str) {
+        let line = format!("{line}; echo KEEL-EXITED-$?; sleep 600");
         // A server killed a moment ago may still hold its socket: try again briefly.
         for _ in 0..40 {
             let status = self
@@ -89,28 +94,6 @@ impl Tui {
             std::thread::sleep(Duration::from_millis(50));
         }
         panic!("tmux cannot start a session");
-    }
-
-    /// Starts the shell command `line` (keel's own environment and arguments) in a 100×40
-    /// window, kept open after keel exits.
-    fn start_line(&self, line: &str) {
-        let line = format!("{line}; echo KEEL-EXITED-$?; sleep 600");
-        let status = self
-            .tmux()
-            .args([
-                "new-session",
-                "-d",
-                "-s",
-                "t",
-                "-x",
-                "100",
-                "-y",
-                "40",
-                &line,
-            ])
-            .status()
-            .expect("tmux must be installed (CI installs it)");
-        assert!(status.success(), "tmux cannot start a session");
     }
 
     fn screen(&self) -> String {
