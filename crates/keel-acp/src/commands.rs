@@ -237,6 +237,14 @@ pub async fn run(
             for part in report.parts.iter().filter(|part| part.tokens > 0) {
                 text.push_str(&format!("\n- {}: {}", part.label, short_count(part.tokens)));
             }
+            text.push_str(&format!("\nWindow: {} tokens", short_count(window)));
+            if let Some(at) = report.compact_at {
+                text.push_str(&format!("; compaction starts at {}", short_count(at)));
+            }
+            if let Some(limit) = report.limit {
+                text.push_str(&format!("; input limit {}", short_count(limit)));
+            }
+            text.push('.');
             text
         }
         "compact" => {

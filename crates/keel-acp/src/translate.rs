@@ -191,11 +191,19 @@ impl Translator {
             SessionEventBody::Usage {
                 usage,
                 context_window,
+                input_limit,
+                compact_at,
                 ..
             } => {
                 self.cost += usage.cost.total;
                 let used = usage.input + usage.cache_read + usage.cache_write + usage.output;
                 let mut update = UsageUpdate::new(used, u64::from(*context_window));
+                // ACP's usage has the window only; the budget in use rides in `_meta`.
+                if let serde_json::Value::Object(meta) = serde_json::json!({
+                    "keel": {"inputLimit": input_limit, "compactAt": compact_at}
+                }) {
+                    update = update.meta(meta);
+                }
                 if self.cost > 0.0 {
                     update = update.cost(Cost::new(self.cost, "USD"));
                 }

@@ -49,6 +49,10 @@ pub struct ArchiveConfig {
     pub min_candidate: u64,
     /// Most recent rounds (an answer with tool calls and its results) never touched.
     pub protected_rounds: usize,
+    /// Most tokens those rounds may hold: past it the older ones lose their protection, so
+    /// a small window's room is not all spent on recent output (the newest round always
+    /// keeps it).
+    pub protected_tokens: u64,
 }
 
 impl Default for ArchiveConfig {
@@ -59,6 +63,7 @@ impl Default for ArchiveConfig {
             min_saving: 256 * 1024,
             min_candidate: 2 * 1024,
             protected_rounds: 5,
+            protected_tokens: u64::MAX,
         }
     }
 }
@@ -126,6 +131,35 @@ pub fn protected_from(history: &[Arc<Message>], rounds: usize) -> usize {
     0
 }
 
+/// Where the protected rounds start: the configured number of newest rounds, fewer when
+/// they hold more than `protected_tokens`, never fewer than one.
+pub fn protected_start(
+    history: &[Arc<Message>],
+    cache: &MeasureCache,
+    config: &ArchiveConfig,
+) -> usize {
+    let end = protected_from(history, config.protected_rounds);
+    if config.protected_rounds == 0 || config.protected_tokens == u64::MAX {
+        return end;
+    }
+    let newest = protected_from(history, 1);
+    let mut start = newest;
+    let mut held: u64 = history[newest..].iter().map(|m| cache.size(m).tokens).sum();
+    for i in (end..newest).rev() {
+        held += cache.size(&history[i]).tokens;
+        if held > config.protected_tokens {
+            break;
+        }
+        if history[i]
+            .as_assistant()
+            .is_some_and(|a| a.has_tool_calls())
+        {
+            start = i;
+        }
+    }
+    start
+}
+
 /// Plans archiving for `history` (nothing changes).
 pub fn plan(
     history: &[Arc<Message>],
@@ -133,7 +167,7 @@ pub fn plan(
     config: &ArchiveConfig,
     goal: Goal,
 ) -> Plan {
-    let end = protected_from(history, config.protected_rounds);
+    let end = protected_start(history, cache, config);
     let candidates: Vec<(usize, u64)> = history[..end]
         .iter()
         .enumerate()

@@ -45,6 +45,9 @@ pub struct CompactInput<'a> {
     pub frame: Size,
     /// What the next request must fit (tokens and bytes).
     pub limit: Size,
+    /// Tokens the result should stay under, so that several steps fit before the next
+    /// compaction (the compaction start T).
+    pub target: u64,
     /// The user's instructions for the summary.
     pub instructions: Option<&'a str>,
     /// Tokens of genuine user messages kept verbatim.
@@ -122,13 +125,23 @@ pub async fn compact(
             ),
         ));
     }
-    let kept_budget = input.user_message_tokens.min(limit.tokens / 4);
+    // The room the result leaves for the steps after it: the summary and the kept user
+    // messages may each take at most a quarter of it.
+    let room = input
+        .target
+        .min(limit.tokens)
+        .saturating_sub(input.frame.tokens);
+    let kept_budget = input
+        .user_message_tokens
+        .min(limit.tokens / 4)
+        .min(room / 4);
     let kept = checkpoint::kept_user_messages(input.history, input.cache, kept_budget);
     let kept_size: Size = kept.iter().map(|m| input.cache.size(m)).sum();
     // What the summary may take: a fifth of what the next request may carry, within what
     // the model can write.
     let summary_budget = (limit.tokens / 5)
         .clamp(512, 12_000)
+        .min((room / 4).max(512))
         .min(u64::from(model.spec.max_output.max(512)));
     // The summary request must itself fit what the next request may carry (at most L, half
     // the rejected size after an overflow), less its system prompt and the wording around

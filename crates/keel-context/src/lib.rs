@@ -6,11 +6,13 @@
 
 pub mod anchor;
 pub mod archive;
-pub mod budget;
 pub mod checkpoint;
 pub mod compact;
 pub mod manager;
-pub mod measure;
+
+/// The measurer and the budget live with the model's limits, below the runtime, so the
+/// turn view and the lean request use the same numbers as the manager.
+pub use keel_llm::{budget, measure};
 
 /// Id of the context manager (host-owned).
 pub const CONTEXT: &str = "host.context";

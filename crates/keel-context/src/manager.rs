@@ -57,6 +57,7 @@ impl Settings {
                 min_saving: kib(config.archive_min_saving_kib),
                 min_candidate: kib(config.archive_min_candidate_kib),
                 protected_rounds: config.protected_rounds,
+                protected_tokens: u64::MAX,
             },
         }
     }
@@ -378,7 +379,14 @@ impl TurnContext {
         limit: Size,
     ) -> Option<(Vec<Arc<Message>>, Size)> {
         let cache = &self.state.cache;
-        let plan = archive::plan(view.messages, cache, &self.settings.archive, goal);
+        // The protected rounds may hold a third of the room between the system prompt and
+        // tools and the compaction start: in a small window, five rounds of large output
+        // would otherwise leave archiving nothing to take and force a summary.
+        let config = ArchiveConfig {
+            protected_tokens: budget.compact_at.saturating_sub(frame.tokens) / 3,
+            ..self.settings.archive
+        };
+        let plan = archive::plan(view.messages, cache, &config, goal);
         if plan.is_empty() {
             return None;
         }
@@ -473,6 +481,7 @@ impl TurnContext {
     async fn compact(
         &self,
         view: &LlmCallView<'_>,
+        budget: &Budget,
         frame: Size,
         limit: Size,
         reason: Reason,
@@ -492,6 +501,7 @@ impl TurnContext {
             history: view.messages,
             frame,
             limit,
+            target: budget.compact_at,
             instructions: None,
             user_message_tokens: self.settings.config.user_message_tokens,
             cache: &self.state.cache,
@@ -553,7 +563,7 @@ impl BeforeLlmCallHook for TurnContext {
                 cache.prune();
             }
             Action::Compact { limit, reason } => {
-                match self.compact(view, frame.size, limit, reason).await {
+                match self.compact(view, &budget, frame.size, limit, reason).await {
                     Ok(new) => {
                         size = frame.size + cache.total(&new);
                         history = Some(new);
@@ -595,7 +605,6 @@ pub struct ContextCompactor;
 #[async_trait]
 impl Compactor for ContextCompactor {
     fn measure(&self, request: &CompactRequest) -> keel_protocol::ContextReport {
-        let budget = Settings::from(request.context).budget(&request.scope.spec);
         let block = |block: &keel_protocol::ContentBlock| block_size(block).tokens;
         keel_runtime::context_report(
             request,
@@ -604,7 +613,6 @@ impl Compactor for ContextCompactor {
                 tools: tools_size(&request.tools).tokens,
                 block: &block,
                 framing: MESSAGE_TOKENS,
-                limit: Some(budget.input_limit),
                 measured: true,
             },
         )
@@ -626,6 +634,7 @@ impl Compactor for ContextCompactor {
             history: &request.history,
             frame: system_size(&request.system_prompt) + tools_size(&request.tools),
             limit: Size::new(budget.input_limit, budget.byte_limit.unwrap_or(u64::MAX)),
+            target: budget.compact_at,
             instructions: request.instructions.as_deref(),
             user_message_tokens: settings.config.user_message_tokens,
             cache: &cache,

@@ -6,9 +6,11 @@
 
 pub mod api;
 mod assemble;
+pub mod budget;
 pub mod errors;
 mod http;
 pub mod local;
+pub mod measure;
 mod model;
 pub mod prepare;
 pub mod registry;

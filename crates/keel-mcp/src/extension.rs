@@ -21,8 +21,8 @@ use serde_json::json;
 use crate::config::{self, Defaults, Origin, ServerSpec};
 use crate::disclosure::{self, Decision};
 use crate::manager::{Manager, Server};
-use crate::search::{Deferred, ToolSearch};
 use crate::tool::{self, McpTool, definition, read_only};
+use keel_runtime::deferred::Deferred;
 
 /// The extension's id.
 pub const ID: &str = "mcp";
@@ -43,7 +43,8 @@ struct TurnLease {
     /// Every MCP tool of the turn, offered or held back (what disclosure weighs).
     tools: Mutex<Vec<ToolRef>>,
     /// The held-back tools, once the turn holds any.
-    deferred: Mutex<Option<Arc<Deferred>>>,
+    /// The turn's held-back tools (shared with the built-ins a small window holds back).
+    deferred: Arc<Deferred>,
     additions: keel_agent::ToolAdditions,
     /// The names of the turn's MCP tools and where each comes from.
     mounted: Mutex<BTreeMap<String, tool::Origin>>,
@@ -191,7 +192,7 @@ impl Shared {
             window: scope.spec.context_window,
             servers: Mutex::new(servers.iter().map(|s| s.spec().key()).collect()),
             tools: Mutex::new(Vec::new()),
-            deferred: Mutex::new(None),
+            deferred: scope.deferred.clone(),
             additions: scope.tools.clone(),
             mounted: Mutex::new(mounted),
             pending: Mutex::new(clashes),
@@ -241,26 +242,18 @@ impl Shared {
         if held.is_empty() {
             return (direct, None);
         }
-        let mut deferred = lock(&lease.deferred);
-        if let Some(existing) = deferred.as_ref() {
-            existing.extend(held);
-            return (direct, None);
-        }
         let found = self.found.clone();
         let session = lease.session.clone();
-        let made = Arc::new(Deferred::new(
+        let search = lease.deferred.hold(
             held,
-            self.disclosure.top,
-            lease.additions.clone(),
             Arc::new(move |name: &str| {
                 lock(&found)
                     .entry(session.clone())
                     .or_default()
                     .insert(name.to_owned());
             }),
-        ));
-        *deferred = Some(made.clone());
-        (direct, Some(Arc::new(ToolSearch::new(made))))
+        );
+        (direct, search)
     }
 
     /// Reports the disclosure decision when it changed for the session.

@@ -15,7 +15,6 @@ pub mod manager;
 mod oversize;
 pub mod prompts;
 pub mod resources;
-pub mod search;
 pub mod tool;
 
 use std::path::{Path, PathBuf};

@@ -72,6 +72,23 @@ pub struct Response {
     /// it may have.
     #[serde(default)]
     pub when: Option<String>,
+    /// Served only to a request whose body does not hold this text (a turn's step, not
+    /// the summary call that a compaction makes between its steps).
+    #[serde(default)]
+    pub unless: Option<String>,
+}
+
+impl Response {
+    /// Whether this response may answer a request whose body is `text`.
+    pub fn admits(&self, text: &str) -> bool {
+        self.when.as_deref().is_none_or(|w| text.contains(w))
+            && self.unless.as_deref().is_none_or(|u| !text.contains(u))
+    }
+
+    /// Whether this response answers only some requests.
+    pub fn is_conditional(&self) -> bool {
+        self.when.is_some() || self.unless.is_some()
+    }
 }
 
 /// A scripted tool call.

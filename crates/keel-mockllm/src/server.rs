@@ -361,11 +361,11 @@ async fn respond(
             .responses
             .lock()
             .unwrap_or_else(PoisonError::into_inner);
-        if responses.front().is_some_and(|r| r.when.is_some()) {
+        if responses.front().is_some_and(Response::is_conditional) {
             let text = String::from_utf8_lossy(&body);
             responses
                 .iter()
-                .position(|r| r.when.as_deref().is_none_or(|w| text.contains(w)))
+                .position(|r| r.admits(&text))
                 .and_then(|at| responses.remove(at))
         } else {
             responses.pop_front()

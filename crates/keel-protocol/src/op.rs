@@ -176,6 +176,9 @@ pub struct ContextReport {
     /// The input limit compaction keeps requests under, when one is set.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub limit: Option<u64>,
+    /// Where compaction starts (T), in tokens, when known.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub compact_at: Option<u64>,
     /// What the next request would carry, part by part (system prompt, tools, your messages,
     /// answers, reasoning, tool calls, tool results), in tokens.
     pub parts: Vec<ContextPart>,

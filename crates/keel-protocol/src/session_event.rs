@@ -144,6 +144,12 @@ pub enum SessionEventBody {
         usage: Usage,
         /// The model's context window, in tokens.
         context_window: u32,
+        /// The input limit L requests are kept under (0 when unknown).
+        #[serde(default)]
+        input_limit: u64,
+        /// Where compaction starts, T (0 when unknown).
+        #[serde(default)]
+        compact_at: u64,
     },
     /// A task this session started changed (made, started, ended, stopped, consumed).
     Task {

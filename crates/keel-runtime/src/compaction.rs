@@ -54,8 +54,6 @@ pub struct Sizes<'a> {
     pub block: &'a dyn Fn(&keel_protocol::ContentBlock) -> u64,
     /// What each sent message costs beyond its blocks.
     pub framing: u64,
-    /// The input limit compaction keeps requests under, when one is set.
-    pub limit: Option<u64>,
     /// Whether these are a calibrated measurer's (`false`: a rough estimate).
     pub measured: bool,
 }
@@ -92,9 +90,16 @@ pub fn context_report(request: &CompactRequest, sizes: &Sizes<'_>) -> keel_proto
             parts[part].1 += (sizes.block)(block);
         }
     }
+    let budget = keel_llm::budget::Budget::configured(
+        u64::from(request.scope.spec.context_window),
+        u64::from(request.scope.spec.max_output),
+        request.context.reserve_tokens,
+        request.context.safety_tokens,
+    );
     keel_protocol::ContextReport {
         window: request.scope.spec.context_window,
-        limit: sizes.limit,
+        limit: Some(budget.input_limit),
+        compact_at: Some(budget.compact_at),
         parts: parts
             .into_iter()
             .map(|(label, tokens)| keel_protocol::ContextPart {
@@ -129,7 +134,6 @@ pub fn rough_report(request: &CompactRequest) -> keel_protocol::ContextReport {
             tools: tokens(tools),
             block: &block,
             framing: 0,
-            limit: None,
             measured: false,
         },
     )
@@ -252,7 +256,14 @@ impl Sessions {
         scope.events = ExtensionEvents::new(slot.hub.clone(), None);
         let caps = self.runtime.inner.registry.assemble_turn(&scope)?;
         let system_prompt = self.runtime.system_prompt(&caps.system_prompt);
-        let tools = caps.tools.iter().map(|t| t.definition().clone()).collect();
+        // What a turn would offer: in a small window, the lean set.
+        let tools = self
+            .runtime
+            .lean_tools(&scope, &system_prompt, caps.tools, slot, &model, false)?
+            .0
+            .iter()
+            .map(|t| t.definition().clone())
+            .collect();
         Ok(CompactRequest {
             session_id: slot.id.clone(),
             history,

@@ -128,6 +128,9 @@ pub enum RuntimeError {
          cannot open a session or run a turn"
     )]
     NoModel,
+    /// The model's window cannot hold even the lean request.
+    #[error(transparent)]
+    WindowTooSmall(#[from] crate::lean::TooSmall),
     /// keel's own fault.
     #[error("internal error: {0}")]
     Internal(String),
@@ -138,7 +141,7 @@ impl RuntimeError {
     pub fn failure_code(&self) -> keel_protocol::FailureCode {
         use keel_protocol::FailureCode;
         match self {
-            Self::Config(_) => FailureCode::ConfigInvalid,
+            Self::Config(_) | Self::WindowTooSmall(_) => FailureCode::ConfigInvalid,
             Self::MissingKey { .. } => FailureCode::MissingApiKey,
             Self::Store(error) | Self::StoreAt { source: error, .. } => error.failure_code(),
             Self::Extension(_) | Self::Command { .. } => FailureCode::ExtensionFailed,
@@ -171,6 +174,7 @@ impl RuntimeError {
             Self::HomeWorkspace(_) => "home_workspace",
             Self::OtherFolder { .. } => "session_in_other_folder",
             Self::NoModel => "no_model",
+            Self::WindowTooSmall(_) => "window_too_small",
             Self::Internal(_) => "internal_error",
         }
     }

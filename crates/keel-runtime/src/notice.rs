@@ -203,6 +203,28 @@ pub fn describe(extension: &str, kind: &str, details: &Value) -> Option<(Severit
         ),
         ("hooks", "warning") => (Severity::Warn, format!("hook: {}", text(details, "text"))),
         ("hooks", "report") => (Severity::Info, format!("hook: {}", text(details, "text"))),
+        ("host.lean", "lean_request") => {
+            let count = |key| details.get(key).and_then(Value::as_u64).unwrap_or(0);
+            let held = details
+                .get("held")
+                .and_then(Value::as_array)
+                .map(|names| names.iter().filter_map(Value::as_str).collect::<Vec<_>>())
+                .unwrap_or_default();
+            let mut line = format!(
+                "the {}-token window leaves {} tokens for the system prompt and tools: \
+                 descriptions are shortened",
+                short_count(count("window")),
+                short_count(count("fixed_limit"))
+            );
+            if !held.is_empty() {
+                line.push_str(&format!(
+                    "; {} held behind tool_search ({})",
+                    held.len(),
+                    held.join(", ")
+                ));
+            }
+            (Severity::Info, line)
+        }
         ("host.context", "archived") => {
             let outputs = details.get("outputs").and_then(Value::as_u64).unwrap_or(0);
             (

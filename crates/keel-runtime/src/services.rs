@@ -159,6 +159,10 @@ pub struct SessionServices {
     /// The gate as a `before_tool_call` hook (headless or asking the session's approver).
     pub permission: Arc<PermissionHook>,
     tools: OnceLock<Vec<ToolRef>>,
+    /// Tools a small window held back that the model found: later turns offer them.
+    pub(crate) found: Arc<std::sync::Mutex<std::collections::BTreeSet<String>>>,
+    /// What the last lean report said, so a change is told once.
+    pub(crate) lean_told: std::sync::Mutex<Option<serde_json::Value>>,
 }
 
 impl std::fmt::Debug for SessionServices {
@@ -223,6 +227,8 @@ impl SessionServices {
             gate,
             permission,
             tools: OnceLock::new(),
+            found: Arc::default(),
+            lean_told: std::sync::Mutex::new(None),
         }
     }
 

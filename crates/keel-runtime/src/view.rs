@@ -23,7 +23,45 @@ pub struct TurnView {
     calls: HashMap<ToolCallId, CallItem>,
     /// Responses whose text was completed when they ended streaming (`ResponseEnded`).
     ended: HashSet<MessageId>,
-    context_window: u32,
+    limits: WindowLimits,
+}
+
+/// The window a turn's requests count against, and the budget's limits in it.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct WindowLimits {
+    /// The model's context window C.
+    pub window: u32,
+    /// The input limit L.
+    pub input_limit: u64,
+    /// Where compaction starts, T.
+    pub compact_at: u64,
+}
+
+impl WindowLimits {
+    /// The limits of `spec`'s model under `context`'s reserve and safety settings.
+    pub fn of(spec: &keel_llm::ModelSpec, context: &crate::settings::ContextConfig) -> Self {
+        let budget = keel_llm::budget::Budget::configured(
+            u64::from(spec.context_window),
+            u64::from(spec.max_output),
+            context.reserve_tokens,
+            context.safety_tokens,
+        );
+        Self {
+            window: spec.context_window,
+            input_limit: budget.input_limit,
+            compact_at: budget.compact_at,
+        }
+    }
+
+    fn usage(self, turn_id: TurnId, usage: keel_protocol::Usage) -> SessionEventBody {
+        SessionEventBody::Usage {
+            turn_id,
+            usage,
+            context_window: self.window,
+            input_limit: self.input_limit,
+            compact_at: self.compact_at,
+        }
+    }
 }
 
 #[derive(Debug)]
@@ -83,8 +121,8 @@ impl CallItem {
 pub const INTERRUPTED_ITEM: &str = "interrupted";
 
 impl TurnView {
-    /// An empty view of `turn_id`, whose model has a window of `context_window` tokens.
-    pub fn new(turn_id: TurnId, context_window: u32) -> Self {
+    /// An empty view of `turn_id`, whose requests count against `limits`.
+    pub fn new(turn_id: TurnId, limits: WindowLimits) -> Self {
         Self {
             turn_id,
             next: 0,
@@ -92,7 +130,7 @@ impl TurnView {
             call_index: HashMap::new(),
             calls: HashMap::new(),
             ended: HashSet::new(),
-            context_window,
+            limits,
         }
     }
 
@@ -127,11 +165,7 @@ impl TurnView {
                         emit,
                     );
                     self.complete_text(&message_id, ItemKind::AgentMessage, assistant.text(), emit);
-                    emit(SessionEventBody::Usage {
-                        turn_id: self.turn_id.clone(),
-                        usage: assistant.usage,
-                        context_window: self.context_window,
-                    });
+                    emit(self.limits.usage(self.turn_id.clone(), assistant.usage));
                 }
                 Message::ToolResult(result) => {
                     // Calls answered without running (blocked, aborted) end here.
@@ -438,11 +472,7 @@ impl TurnView {
         self.ended.insert(message_id.clone());
         self.complete_text(message_id, ItemKind::Reasoning, assistant.thinking(), emit);
         self.complete_text(message_id, ItemKind::AgentMessage, assistant.text(), emit);
-        emit(SessionEventBody::Usage {
-            turn_id: self.turn_id.clone(),
-            usage: assistant.usage,
-            context_window: self.context_window,
-        });
+        emit(self.limits.usage(self.turn_id.clone(), assistant.usage));
         for call in assistant.tool_calls() {
             let number = self.next;
             let entry = self.calls.entry(call.id.clone()).or_insert_with(|| {
@@ -577,7 +607,14 @@ mod tests {
 
     #[test]
     fn text_ends_before_the_calls_which_keep_the_model_s_order() {
-        let mut view = TurnView::new(TurnId::from("t-1"), 1000);
+        let mut view = TurnView::new(
+            TurnId::from("t-1"),
+            WindowLimits {
+                window: 1000,
+                input_limit: 900,
+                compact_at: 800,
+            },
+        );
         let mut out = Vec::new();
         let message = Arc::new(Message::Assistant(AssistantMessage {
             content: vec![

@@ -486,13 +486,16 @@ impl SessionSink for ExecSink {
                 SessionEventBody::Usage {
                     usage,
                     context_window,
+                    input_limit,
+                    compact_at,
                     ..
                 },
                 Format::StreamJson,
             ) => self.emitter().emit(
                 &self.stop,
                 "model.usage",
-                json!({"usage": usage, "context_window": context_window}),
+                json!({"usage": usage, "context_window": context_window,
+                       "input_limit": input_limit, "compact_at": compact_at}),
             ),
             _ => {}
         }

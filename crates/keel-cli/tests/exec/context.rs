@@ -211,13 +211,27 @@ fn common_prefix(previous: &[u8], next: &[u8]) -> usize {
         .count()
 }
 
-/// DESIGN §12's stable prefix on the long-run workload: each request begins with the bytes
-/// of the one before (system prompt, tools, earlier messages), so a provider's prompt cache
-/// can serve all of it.
-#[test]
-fn requests_of_the_long_run_workload_repeat_the_previous_requests_bytes() {
+/// The long-run workload (`steps` answers of 4 KiB with a short command each) in a
+/// `window`-token window: the requests as the mock received them, summary calls apart, and
+/// the number of summary calls.
+fn long_run(steps: usize, window: u64) -> (Vec<keel_mockllm::RecordedRequest>, usize) {
     let mock = Mock::new();
-    let script = keel_mockllm::workload(100, 4, 64);
+    let mut script = keel_mockllm::workload(steps, 4, 64);
+    for response in &mut script.responses {
+        response.unless = Some(SUMMARY_REQUEST.into());
+        // The workload's usage grows with the step whatever the request holds; a small
+        // window needs what a provider reports, the request's own size.
+        response.usage = None;
+    }
+    for _ in 0..steps {
+        script.responses.push(keel_mockllm::Response {
+            text: Some(keel_context::checkpoint::sample_summary(
+                "The workload streamed its answers and ran its commands.",
+            )),
+            when: Some(SUMMARY_REQUEST.into()),
+            ..keel_mockllm::Response::default()
+        });
+    }
     let server = mock
         .0
         .start(script, keel_mockllm::ServerOptions::default())
@@ -229,7 +243,7 @@ fn requests_of_the_long_run_workload_repeat_the_previous_requests_bytes() {
         home.join("config.yaml"),
         format!(
             "model: mock/mock-model\nproviders:\n  mock:\n    api: openai-completions\n    \
-             base_url: {}/v1\n    models:\n      mock-model: {{context_window: 1000000, \
+             base_url: {}/v1\n    models:\n      mock-model: {{context_window: {window}, \
              max_output: 16384}}\n",
             server.url()
         ),
@@ -245,17 +259,58 @@ fn requests_of_the_long_run_workload_repeat_the_previous_requests_bytes() {
         .output()
         .unwrap();
     assert_exit(&output, 0);
-    let requests = server.requests();
-    assert_eq!(requests.len(), 101);
+    let (summaries, steps): (Vec<_>, Vec<_>) = server
+        .requests()
+        .into_iter()
+        .partition(|r| String::from_utf8_lossy(&r.raw_body).contains(SUMMARY_REQUEST));
+    (steps, summaries.len())
+}
+
+/// The share of each request's bytes that repeat the start of the one before.
+fn stability(requests: &[keel_mockllm::RecordedRequest]) -> f64 {
     let (mut shared, mut total) = (0usize, 0usize);
     for pair in requests.windows(2) {
         shared += common_prefix(&pair[0].raw_body, &pair[1].raw_body);
         total += pair[1].raw_body.len();
     }
-    let stability = shared as f64 / total as f64;
-    eprintln!("prefix stability {stability:.4}");
-    assert!(stability >= 0.97, "prefix stability {stability:.4}");
+    shared as f64 / total as f64
 }
+
+/// DESIGN §12's stable prefix on the long-run workload: each request begins with the bytes
+/// of the one before (system prompt, tools, earlier messages), so a provider's prompt cache
+/// can serve all of it. In every window, from 8k (where the request is lean) to 1M, only a
+/// compaction breaks it; in the 1M window, where none is needed, 97% of all bytes sent
+/// repeat the request before.
+#[test]
+fn requests_of_the_long_run_workload_repeat_the_previous_requests_bytes() {
+    for window in [8_192, 16_384, 32_768, 65_536, 1_000_000] {
+        let (requests, summaries) = long_run(100, window);
+        assert_eq!(requests.len(), 101);
+        let breaks = requests
+            .windows(2)
+            .filter(|pair| {
+                !pair[1]
+                    .raw_body
+                    .starts_with(&pair[0].raw_body[..pair[0].raw_body.len() - TAIL])
+            })
+            .count();
+        let stability = stability(&requests);
+        eprintln!(
+            "window {window}: prefix stability {stability:.4}, {breaks} breaks, {summaries} compactions"
+        );
+        assert!(
+            breaks <= summaries,
+            "window {window}: {breaks} breaks, {summaries} compactions"
+        );
+        if window == 1_000_000 {
+            assert!(stability >= 0.97, "prefix stability {stability:.4}");
+        }
+    }
+}
+
+/// Bytes at the end of a request that the next one may change: the JSON closing the
+/// message list and the request options after it.
+const TAIL: usize = 200;
 
 /// A hostile tool output cannot pose as the user, or end the transcript, in the summary
 /// request a compaction sends.
@@ -299,24 +354,46 @@ fn a_tool_output_cannot_pose_as_the_user_in_the_summary_request() {
     );
 }
 
-/// Issue 34: an 8,192-token window runs a turn with a tool call. With the seed's fixed
-/// reserve its input limit was 1 token and no request could be sent.
+/// A fresh KEEL_HOME whose model `small/m` has `window` tokens and `output` of output, on
+/// `server`.
+fn small_model(server: &str, window: u64, output: u64) -> tempfile::TempDir {
+    let home = tempfile::tempdir().unwrap();
+    std::fs::write(
+        home.path().join("config.yaml"),
+        format!(
+            "model: small/m\nproviders:\n  small:\n    api: openai-completions\n    base_url: {server}/v1\n    models:\n      m: {{context_window: {window}, max_output: {output}}}\n"
+        ),
+    )
+    .unwrap();
+    home
+}
+
+/// The names of the tools a recorded request offered.
+fn offered(request: &keel_mockllm::RecordedRequest) -> Vec<String> {
+    request.body["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["function"]["name"].as_str().unwrap().to_owned())
+        .collect()
+}
+
+/// Issue 34: an 8,192-token window runs a turn with tool calls. With the seed's fixed
+/// reserve its input limit was 1 token and no request could be sent. The request is lean:
+/// the system prompt and tools take at most a quarter of the window, the largest tools
+/// wait behind `tool_search`, and one found there can be called.
 #[test]
 fn an_8k_window_answers_with_a_tool_call() {
     let mock = Mock::new();
     let server = mock.serve(
-        r#"[{"tool_calls": [{"id": "c1", "name": "bash", "arguments": {"command": "echo small"}}]}, {"text": "it printed small"}]"#,
+        r#"[{"tool_calls": [{"id": "c1", "name": "bash", "arguments": {"command": "echo small"}}]},
+            {"tool_calls": [{"id": "c2", "name": "tool_search", "arguments": {"query": "select:grep"}}]},
+            {"tool_calls": [{"id": "c3", "name": "grep", "arguments": {"pattern": "needle"}}]},
+            {"text": "it printed small"}]"#,
     );
-    let home = tempfile::tempdir().unwrap();
+    let home = small_model(&server.url(), 8_192, 4_096);
     let work = tempfile::tempdir().unwrap();
-    std::fs::write(
-        home.path().join("config.yaml"),
-        format!(
-            "model: small/m\nproviders:\n  small:\n    api: openai-completions\n    base_url: {}/v1\n    models:\n      m: {{context_window: 8192, max_output: 4096}}\n",
-            server.url()
-        ),
-    )
-    .unwrap();
+    std::fs::write(work.path().join("hay.txt"), "a needle here\n").unwrap();
     let output = keel()
         .env("KEEL_HOME", home.path())
         .args(["exec", "--json", "--permission", "auto", "--cwd"])
@@ -328,14 +405,210 @@ fn an_8k_window_answers_with_a_tool_call() {
     let events = lines(&output.stdout);
     let last = events.last().unwrap();
     assert_eq!(last["result"]["final_text"], "it printed small", "{last}");
+    let lean = events
+        .iter()
+        .find(|e| e["extension"] == "host.lean")
+        .expect("the lean request is told");
+    assert_eq!(lean["details"]["window"], 8_192, "{lean}");
+    assert!(
+        lean["notice"]["text"]
+            .as_str()
+            .unwrap()
+            .contains("tool_search"),
+        "{lean}"
+    );
+    let usage = events.iter().find(|e| e["type"] == "model.usage").unwrap();
+    let budget = keel_context::budget::Budget::new(8_192, 4_096);
+    assert_eq!(usage["context_window"], 8_192, "{usage}");
+    assert_eq!(usage["input_limit"], budget.input_limit, "{usage}");
+    assert_eq!(usage["compact_at"], budget.compact_at, "{usage}");
+    let results: Vec<&serde_json::Value> = events
+        .iter()
+        .filter(|e| e["type"] == "item.completed" && e["item"]["type"] == "tool_call")
+        .collect();
+    assert_eq!(results.len(), 3, "{results:?}");
+    assert!(
+        results[2]["item"]["result"]
+            .as_str()
+            .unwrap()
+            .contains("hay.txt"),
+        "{:?}",
+        results[2]
+    );
     let requests = server.requests();
-    assert_eq!(requests.len(), 2);
+    assert_eq!(requests.len(), 4);
+    let first = offered(&requests[0]);
+    for core in ["read", "edit", "write", "bash", "tool_search"] {
+        assert!(first.contains(&core.to_owned()), "{first:?}");
+    }
+    assert!(!first.contains(&"grep".to_owned()), "{first:?}");
+    // The fixed part: at most a quarter of the window.
+    let system = requests[0].body["messages"][0]["content"].as_str().unwrap();
+    let definitions: Vec<keel_protocol::ToolDefinition> = requests[0].body["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| serde_json::from_value(t["function"].clone()).unwrap())
+        .collect();
+    let fixed = keel_context::measure::system_size(system).tokens
+        + keel_context::measure::tools_size(&definitions).tokens;
+    assert!(fixed <= 2_048, "the fixed part is {fixed} tokens");
+    // Found, `grep` joins the tools at the end: what was sent before stays a prefix.
+    assert!(
+        offered(&requests[2]).ends_with(&["grep".to_owned()]),
+        "{:?}",
+        offered(&requests[2])
+    );
     for request in &requests {
-        // The answer may take at most a quarter of the window here.
         let max = request.body["max_tokens"]
             .as_u64()
             .or_else(|| request.body["max_completion_tokens"].as_u64())
             .unwrap();
+        // The answer may take at most a quarter of the window here.
         assert!(max <= 4_096, "{max}");
+    }
+}
+
+/// Issue 34: a window too small even for the lean request is refused before any request,
+/// naming the smallest window that works.
+#[test]
+fn a_window_too_small_for_the_lean_request_is_refused_before_any_request() {
+    let mock = Mock::new();
+    let server = mock.serve(r#"[{"text": "never"}]"#);
+    let home = small_model(&server.url(), 4_096, 4_096);
+    let work = tempfile::tempdir().unwrap();
+    let output = keel()
+        .env("KEEL_HOME", home.path())
+        .args(["exec", "--json", "--cwd"])
+        .arg(work.path())
+        .arg("hello")
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(4), "{stderr}");
+    assert!(
+        stderr.contains("4096-token window is too small"),
+        "{stderr}"
+    );
+    assert!(stderr.contains("at least"), "{stderr}");
+    assert!(stderr.contains("window_too_small"), "{stderr}");
+    assert!(server.requests().is_empty(), "nothing was sent");
+}
+
+/// Words only the checkpoint summary request carries.
+const SUMMARY_REQUEST: &str = "You write checkpoint summaries";
+
+/// The pinned constraint of the long small-window run.
+const PINNED: &str = "never edit files under vendor/ and keep the flag ZETA-42";
+
+/// Issue 34: 120 steps of 8 KiB of tool output in a 32,768-token window. Compaction may
+/// run at most once every five steps, the user's constraint reaches every request and no
+/// request passes the window.
+#[test]
+fn a_32k_window_runs_120_steps_of_8_kib_with_few_summaries() {
+    const STEPS: usize = 120;
+    let mut responses = Vec::new();
+    for step in 0..STEPS {
+        responses.push(serde_json::json!({
+            "text": format!("Step {step}: reading the next part."),
+            "shell": format!("cat part.txt; echo step {step}"),
+            "unless": SUMMARY_REQUEST,
+        }));
+    }
+    responses.push(serde_json::json!({"text": "All steps are done.", "unless": SUMMARY_REQUEST}));
+    // A summary of about 2,000 tokens, as a real model writes for such a run.
+    let body = format!("The user said: {PINNED}.\n")
+        + &(0..12)
+            .map(|i| format!("- step {i} read part.txt and printed its lines; nothing failed.\n"))
+            .collect::<String>();
+    for _ in 0..60 {
+        responses.push(serde_json::json!({
+            "text": keel_context::checkpoint::sample_summary(&body),
+            "when": SUMMARY_REQUEST,
+        }));
+    }
+    let mock = Mock::new();
+    let server = mock.serve(&serde_json::to_string(&responses).unwrap());
+    let home = tempfile::tempdir().unwrap();
+    let work = tempfile::tempdir().unwrap();
+    let part: String = (0..)
+        .map(|i| format!("line {i:04} of the part: fn item_{i}() -> u32 {{ {i} }}\n"))
+        .scan(0, |len, line: String| {
+            *len += line.len();
+            (*len <= 8 * 1024).then_some(line)
+        })
+        .collect();
+    std::fs::write(work.path().join("part.txt"), part).unwrap();
+    std::fs::write(
+        home.path().join("config.yaml"),
+        format!(
+            "model: small/m\nproviders:\n  small:\n    api: openai-completions\n    base_url: {}/v1\n    models:\n      m: {{context_window: 32768, max_output: 8192}}\n",
+            server.url()
+        ),
+    )
+    .unwrap();
+    let started = std::time::Instant::now();
+    let output = keel()
+        .env("KEEL_HOME", home.path())
+        .args([
+            "exec",
+            "--json",
+            "--permission",
+            "auto",
+            "--max-steps",
+            "200",
+            "--cwd",
+        ])
+        .arg(work.path())
+        .arg(format!("Run the steps; {PINNED}."))
+        .output()
+        .unwrap();
+    let events = lines(&output.stdout);
+    assert_eq!(output.status.code(), Some(0), "{:?}", events.last());
+    let last = events.last().unwrap();
+    assert_eq!(
+        last["result"]["final_text"], "All steps are done.",
+        "{last}"
+    );
+    let finished: Vec<&serde_json::Value> = events
+        .iter()
+        .filter(|e| e["kind"] == "compaction_finished")
+        .collect();
+    let summary_tokens: u64 = finished
+        .iter()
+        .map(|e| e["details"]["summary_tokens"].as_u64().unwrap())
+        .sum();
+    eprintln!(
+        "{} summaries ({summary_tokens} tokens) in {STEPS} steps, {} archives, {:.1} s",
+        finished.len(),
+        events.iter().filter(|e| e["kind"] == "archived").count(),
+        started.elapsed().as_secs_f64()
+    );
+    assert!(finished.len() <= STEPS / 6, "{} summaries", finished.len());
+    let budget = keel_context::budget::Budget::new(32_768, 8_192);
+    for e in &finished {
+        let after = e["details"]["after"]["tokens"].as_u64().unwrap();
+        assert!(
+            after < budget.compact_at,
+            "a compaction left {after} tokens: {e}"
+        );
+    }
+    let requests = server.requests();
+    let steps: Vec<_> = requests
+        .iter()
+        .filter(|r| !r.body.to_string().contains(SUMMARY_REQUEST))
+        .collect();
+    assert_eq!(steps.len(), STEPS + 1);
+    let (mut shared, mut total) = (0usize, 0usize);
+    for pair in steps.windows(2) {
+        shared += common_prefix(&pair[0].raw_body, &pair[1].raw_body);
+        total += pair[1].raw_body.len();
+    }
+    eprintln!("prefix stability {:.4}", shared as f64 / total as f64);
+    for request in steps {
+        let body = request.body.to_string();
+        assert!(body.contains(PINNED), "the constraint was lost");
+        let tokens = keel_context::measure::text_size(&body).tokens;
+        assert!(tokens <= 32_768, "a request of about {tokens} tokens");
     }
 }

@@ -172,11 +172,14 @@ pub struct TurnScope {
     pub prompt: Option<String>,
     /// Tools that join this turn at its next model call (never replacing one it has).
     pub tools: keel_agent::ToolAdditions,
+    /// The tools this turn holds back behind its one `tool_search`.
+    pub deferred: Arc<crate::deferred::Deferred>,
 }
 
 impl TurnScope {
     /// A scope for `session`'s `turn` with no host: the scripted model, nothing else.
     pub fn detached(session: SessionId, turn: TurnId) -> Self {
+        let tools = keel_agent::ToolAdditions::default();
         Self {
             session_id: session,
             turn_id: turn,
@@ -193,7 +196,11 @@ impl TurnScope {
             stream: None,
             history: None,
             prompt: None,
-            tools: keel_agent::ToolAdditions::default(),
+            deferred: Arc::new(crate::deferred::Deferred::new(
+                crate::settings::extend::DisclosureConfig::default().top,
+                tools.clone(),
+            )),
+            tools,
         }
     }
 

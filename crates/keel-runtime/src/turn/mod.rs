@@ -66,6 +66,8 @@ struct PreparedTurn {
     schema: Option<OutputSchema>,
     scope: TurnScope,
     lease: Lease,
+    /// What the lean request holds back, when that changed: told once the turn started.
+    lean: Option<serde_json::Value>,
 }
 
 /// Resets a slot's admission unless the turn got running.
@@ -442,6 +444,8 @@ impl Runtime {
         if let Some(schema) = &options.output_schema {
             system_prompt.push_str(&schema.instruction());
         }
+        let (tools, lean) =
+            self.lean_tools(&scope, &system_prompt, caps.tools, slot, &model, true)?;
         let mut hooks = caps.hooks;
         // Persistence first: extensions observe history that is already stored.
         hooks.on_history_changed.insert(
@@ -456,7 +460,13 @@ impl Runtime {
             slot: slot.clone(),
             turn: running.clone(),
             store: store.clone(),
-            view: Mutex::new(TurnView::new(turn_id.clone(), model.spec.context_window)),
+            view: Mutex::new(TurnView::new(
+                turn_id.clone(),
+                crate::view::WindowLimits::of(
+                    &model.spec,
+                    &self.inner.settings.loaded.config.context,
+                ),
+            )),
         });
         let input = TurnInput {
             session_id: slot.id.clone(),
@@ -464,7 +474,7 @@ impl Runtime {
             model: model.spec.clone(),
             stream_fn: model.stream.clone(),
             system_prompt,
-            tools: caps.tools,
+            tools,
             // Late tools (MCP servers') join only where the ceiling is "all but".
             tool_additions: match slot.profile.as_ref().map(|p| &p.ceiling) {
                 Some(crate::tasks::Ceiling::Only(_)) => None,
@@ -491,6 +501,7 @@ impl Runtime {
             schema: options.output_schema,
             scope,
             lease: caps.lease,
+            lean,
         })
     }
 
@@ -512,6 +523,7 @@ impl Runtime {
             .loaded
             .config
             .disable_system_reminder_models;
+        let tools = keel_agent::ToolAdditions::default();
         TurnScope {
             session_id: slot.id.clone(),
             turn_id: turn_id.clone(),
@@ -537,8 +549,77 @@ impl Runtime {
             )),
             history: None,
             prompt: None,
-            tools: keel_agent::ToolAdditions::default(),
+            deferred: Arc::new(crate::deferred::Deferred::new(
+                self.inner.settings.loaded.config.mcp.disclosure.top,
+                tools.clone(),
+            )),
+            tools,
         }
+    }
+
+    /// The turn's tools fitted beside `system_prompt` into a quarter of the model's window
+    /// (see [`crate::lean`]), and, for a turn (`turn`), what to tell of it when that
+    /// changed for the session.
+    pub(crate) fn lean_tools(
+        &self,
+        scope: &TurnScope,
+        system_prompt: &str,
+        tools: Vec<keel_agent::ToolRef>,
+        slot: &Arc<Slot>,
+        model: &ResolvedModel,
+        turn: bool,
+    ) -> Result<(Vec<keel_agent::ToolRef>, Option<serde_json::Value>), RuntimeError> {
+        let found = scope
+            .host
+            .as_ref()
+            .map(|h| h.found.clone())
+            .unwrap_or_default();
+        let known = found.lock().unwrap_or_else(PoisonError::into_inner).clone();
+        // A task limited to a fixed list cannot take tools in later.
+        let growable = !matches!(
+            slot.profile.as_ref().map(|p| &p.ceiling),
+            Some(crate::tasks::Ceiling::Only(_))
+        );
+        let window = u64::from(model.spec.context_window);
+        let fitted = crate::lean::fit(
+            system_prompt,
+            tools,
+            window,
+            u64::from(model.spec.max_output),
+            growable.then_some(&scope.deferred),
+            &known,
+            Arc::new(move |name: &str| {
+                found
+                    .lock()
+                    .unwrap_or_else(PoisonError::into_inner)
+                    .insert(name.to_owned());
+            }),
+        )?;
+        let now = fitted.shortened.then(|| {
+            serde_json::json!({
+                "window": window,
+                "fixed_tokens": fitted.fixed,
+                "fixed_limit": crate::lean::fixed_limit(window),
+                "held": fitted.held,
+            })
+        });
+        let mut tell = None;
+        if let Some(host) = scope.host.as_ref().filter(|_| turn) {
+            let mut last = host
+                .lean_told
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner);
+            let changed = match (&*last, &now) {
+                (Some(a), Some(b)) => a["held"] != b["held"],
+                (None, None) => false,
+                _ => true,
+            };
+            if changed {
+                tell.clone_from(&now);
+                *last = now;
+            }
+        }
+        Ok((fitted.tools, tell))
     }
 
     /// keel's system prompt followed by the extensions' `parts`.
@@ -602,7 +683,11 @@ impl Runtime {
             schema,
             scope,
             lease,
+            lean,
         } = prepared;
+        if let Some(details) = lean {
+            scope.emit(crate::lean::LEAN, "lean_request", details);
+        }
         let started = Instant::now();
         let store = self.inner.store.clone();
         let turn_id = running.turn_id.clone();

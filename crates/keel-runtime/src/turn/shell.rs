@@ -53,7 +53,10 @@ impl Runtime {
             let state = slot.lock();
             (
                 state.services.clone(),
-                state.model.spec.context_window,
+                crate::view::WindowLimits::of(
+                    &state.model.spec,
+                    &self.inner.settings.loaded.config.context,
+                ),
                 state.history.clone(),
             )
         };

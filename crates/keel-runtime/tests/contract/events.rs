@@ -42,6 +42,8 @@ async fn a_turn_reports_its_status_and_each_answers_usage() {
         turn_id,
         usage: seen,
         context_window,
+        input_limit,
+        compact_at,
     } = reported.body
     else {
         unreachable!()
@@ -49,6 +51,15 @@ async fn a_turn_reports_its_status_and_each_answers_usage() {
     assert_eq!(turn_id, turn.turn_id);
     assert_eq!((seen.input, seen.output), (120, 7));
     assert_eq!(context_window, 200_000, "the model's window");
+    // The budget in use comes with it, as the context manager computes it.
+    let budget = keel_llm::budget::Budget::new(
+        200_000,
+        u64::from(keel_llm::ModelSpec::scripted().max_output),
+    );
+    assert_eq!(
+        (input_limit, compact_at),
+        (budget.input_limit, budget.compact_at)
+    );
     events.turn_end(&turn.turn_id).await;
     let statuses: Vec<SessionStatus> = events
         .seen

@@ -630,6 +630,7 @@ impl App {
                     self.live.finish();
                     self.usage = Default::default();
                     self.context = None;
+                    self.compact_at = 0;
                     self.todos.clear();
                     self.queue.clear();
                     self.goal = None;
@@ -861,11 +862,17 @@ impl App {
             "  next request  {about}{} tokens{}{}",
             short_count(total),
             percent(total),
-            report
-                .limit
-                .map(|limit| format!("; compaction starts at {}", short_count(limit)))
-                .unwrap_or_default()
+            String::new()
         )));
+        // The budget in use: where compaction starts, and the most a request may carry.
+        let mut budget = format!("  window        {} tokens", short_count(window));
+        if let Some(at) = report.compact_at {
+            budget.push_str(&format!("; compaction starts at {}", short_count(at)));
+        }
+        if let Some(limit) = report.limit {
+            budget.push_str(&format!("; input limit {}", short_count(limit)));
+        }
+        lines.push(Line::from(budget));
         for part in report.parts.iter().filter(|part| part.tokens > 0) {
             lines.push(Line::from(format!(
                 "    {:<22} {about}{}",

@@ -279,6 +279,7 @@ impl App {
             SessionEventBody::Usage {
                 usage,
                 context_window,
+                compact_at,
                 ..
             } => {
                 let used = usage.input + usage.cache_read + usage.cache_write + usage.output;
@@ -287,6 +288,7 @@ impl App {
                 if used > 0 {
                     self.context = Some((used, context_window));
                 }
+                self.compact_at = compact_at;
                 self.usage += usage;
             }
             SessionEventBody::SessionUpdated {

@@ -35,6 +35,10 @@ pub use live::Live;
 pub use popup::{PickerKind, Popup};
 pub use tasks::is_active;
 
+/// Below this window (tokens) the footer always shows the window and where compaction
+/// starts: there, compaction comes within a few steps.
+const SMALL_WINDOW: u32 = 131_072;
+
 /// What the app asks the event loop to do.
 #[derive(Debug, PartialEq)]
 pub enum Effect {
@@ -192,6 +196,8 @@ pub struct App {
     pub usage: Usage,
     /// The last request's size and the model's window.
     pub context: Option<(u64, u32)>,
+    /// Where compaction starts in that window (0 until a response reports it).
+    pub compact_at: u64,
     /// Prompts sent, oldest first.
     pub history: Vec<String>,
     /// Where Up/Down is in `history`.
@@ -263,6 +269,7 @@ impl App {
             untitled: false,
             usage: Usage::default(),
             context: None,
+            compact_at: 0,
             history,
             history_at: None,
             to_remember: Vec::new(),
@@ -448,7 +455,17 @@ impl App {
             && window > 0
         {
             let percent = (used as f64 * 100.0 / f64::from(window)).round() as u64;
-            parts.push(format!("ctx {percent}%"));
+            let mut part = format!("ctx {percent}%");
+            // The window and where compaction starts, where they matter: a small window, or
+            // a context past half of its compaction start.
+            if self.compact_at > 0 && (window < SMALL_WINDOW || used * 2 >= self.compact_at) {
+                part.push_str(&format!(
+                    " of {}, compacts at {}",
+                    short_count(u64::from(window)),
+                    short_count(self.compact_at)
+                ));
+            }
+            parts.push(part);
         }
         let tokens = self.usage.total_tokens();
         if tokens > 0 {

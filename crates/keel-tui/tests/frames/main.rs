@@ -320,6 +320,8 @@ fn a_turn(app: &mut App) {
                 ..Usage::default()
             },
             context_window: 200_000,
+            input_limit: 165_952,
+            compact_at: 165_952,
         },
     );
 }
@@ -477,6 +479,8 @@ fn a_narrow_footer_wraps_and_keeps_the_cost() {
                 ..keel_protocol::Usage::default()
             },
             context_window: 200_000,
+            input_limit: 165_952,
+            compact_at: 165_952,
         },
     );
     let shown = screen(&mut app);

@@ -1,6 +1,7 @@
-//! Deferred disclosure's discovery step (DESIGN §11): a BM25 index over the deferred tools'
+//! Deferred disclosure's discovery step (DESIGN §11): a BM25 index over the held-back tools'
 //! names and descriptions, and the `tool_search` tool, which makes what it finds callable
-//! from the turn's next model call.
+//! from the turn's next model call. MCP servers' tools and a small window's built-in tools
+//! share one index a turn.
 
 use std::collections::{BTreeSet, HashMap};
 use std::sync::{Arc, Mutex, PoisonError};
@@ -46,6 +47,7 @@ pub fn words(text: &str) -> Vec<String> {
 }
 
 /// A BM25 index over documents.
+#[derive(Default)]
 pub struct Index {
     documents: Vec<HashMap<String, usize>>,
     lengths: Vec<usize>,
@@ -117,25 +119,32 @@ impl Index {
     }
 }
 
-/// The tools a turn holds back, and what the model has found of them.
+/// Called with the name of each held-back tool the model finds.
+pub type Remember = Arc<dyn Fn(&str) + Send + Sync>;
+
+/// The tools a turn holds back, from every source (MCP servers past the disclosure
+/// threshold, built-in tools a small window has no room for), and what the model has found
+/// of them. One per turn, so the turn offers one `tool_search`.
 pub struct Deferred {
     held: Mutex<Held>,
     top: usize,
     found: Mutex<BTreeSet<String>>,
     additions: ToolAdditions,
-    remember: Arc<dyn Fn(&str) + Send + Sync>,
+    /// Whether the search tool was handed out (to whoever first held tools back).
+    offered: std::sync::atomic::AtomicBool,
 }
 
+#[derive(Default)]
 struct Held {
-    tools: Vec<ToolRef>,
+    tools: Vec<(ToolRef, Remember)>,
     index: Index,
 }
 
 impl Held {
-    fn new(tools: Vec<ToolRef>) -> Self {
+    fn new(tools: Vec<(ToolRef, Remember)>) -> Self {
         let texts: Vec<String> = tools
             .iter()
-            .map(|t| {
+            .map(|(t, _)| {
                 let d = t.definition();
                 // The name counts twice: a word of the name says more than one of prose.
                 format!("{} {} {}", d.name, d.name, d.description)
@@ -149,20 +158,14 @@ impl Held {
 }
 
 impl Deferred {
-    /// Holds `tools` back; what a search finds joins `additions` and is passed to
-    /// `remember` (so later turns of the session offer it directly).
-    pub fn new(
-        tools: Vec<ToolRef>,
-        top: usize,
-        additions: ToolAdditions,
-        remember: Arc<dyn Fn(&str) + Send + Sync>,
-    ) -> Self {
+    /// Nothing held yet; what a search finds joins `additions`, at most `top` a search.
+    pub fn new(top: usize, additions: ToolAdditions) -> Self {
         Self {
-            held: Mutex::new(Held::new(tools)),
+            held: Mutex::new(Held::default()),
             top: top.max(1),
             found: Mutex::new(BTreeSet::new()),
             additions,
-            remember,
+            offered: std::sync::atomic::AtomicBool::new(false),
         }
     }
 
@@ -170,12 +173,30 @@ impl Deferred {
         self.held.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
-    /// Holds back more tools (a server that came up during the turn).
-    pub fn extend(&self, tools: Vec<ToolRef>) {
-        let mut held = self.held();
-        let mut all = std::mem::take(&mut held.tools);
-        all.extend(tools);
-        *held = Held::new(all);
+    /// Holds `tools` back; each one found is passed to `remember` (so later turns of the
+    /// session can offer it directly). Returns the `tool_search` tool the first time
+    /// anything is held back this turn: the caller offers it.
+    pub fn hold(self: &Arc<Self>, tools: Vec<ToolRef>, remember: Remember) -> Option<ToolRef> {
+        if tools.is_empty() {
+            return None;
+        }
+        {
+            let mut held = self.held();
+            let mut all = std::mem::take(&mut held.tools);
+            all.extend(tools.into_iter().map(|t| (t, remember.clone())));
+            *held = Held::new(all);
+        }
+        let first = !self.offered.swap(true, std::sync::atomic::Ordering::SeqCst);
+        first.then(|| Arc::new(ToolSearch::new(self.clone())) as ToolRef)
+    }
+
+    /// Names of the tools held back.
+    pub fn names(&self) -> Vec<String> {
+        self.held()
+            .tools
+            .iter()
+            .map(|(t, _)| t.definition().name.clone())
+            .collect()
     }
 
     /// The held-back tools best matching `query`, at most `limit` (default: the
@@ -186,7 +207,7 @@ impl Deferred {
         held.index
             .search(query, top)
             .into_iter()
-            .map(|(i, _)| held.tools[i].clone())
+            .map(|(i, _)| held.tools[i].0.clone())
             .collect()
     }
 
@@ -194,8 +215,8 @@ impl Deferred {
         self.held()
             .tools
             .iter()
-            .find(|t| t.definition().name == name)
-            .cloned()
+            .find(|(t, _)| t.definition().name == name)
+            .map(|(t, _)| t.clone())
     }
 
     fn unlock(&self, tools: &[ToolRef]) {
@@ -206,9 +227,18 @@ impl Deferred {
             .cloned()
             .collect();
         drop(found);
+        let held = self.held();
         for tool in &new {
-            (self.remember)(&tool.definition().name);
+            let name = &tool.definition().name;
+            if let Some((_, remember)) = held
+                .tools
+                .iter()
+                .find(|(t, _)| &t.definition().name == name)
+            {
+                remember(name);
+            }
         }
+        drop(held);
         self.additions.add(new);
     }
 }
@@ -235,7 +265,7 @@ impl ToolSearch {
     pub fn new(deferred: Arc<Deferred>) -> Self {
         let definition = ToolDefinition {
             name: TOOL_SEARCH.to_owned(),
-            description: "Finds tools of MCP servers that are not listed yet (they are held back to save context). \
+            description: "Finds tools that are not listed yet (held back to save context). \
                  Search with words about what you need (`query`), or name tools exactly with `select:NAME,NAME`. \
                  The tools found are described here and can be called from your next step on."
                 .to_owned(),
