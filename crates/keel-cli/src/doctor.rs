@@ -181,6 +181,30 @@ async fn model(settings: &Settings, args: &DoctorArgs, report: &mut Report) {
         "model",
         &format!("{}{url}, key {key}", resolved.name),
     );
+    let window = u64::from(resolved.spec.context_window);
+    match keel_runtime::lean::check(
+        &settings.system_prompt(),
+        &settings.cwd,
+        window,
+        u64::from(resolved.spec.max_output),
+        &resolved.spec.provider,
+    ) {
+        Some(too_small) => report.line(Level::Fail, "window", &too_small.to_string()),
+        None => {
+            let budget = keel_runtime::view::WindowLimits::of(
+                &resolved.spec,
+                &settings.loaded.config.context,
+            );
+            report.line(
+                Level::Ok,
+                "window",
+                &format!(
+                    "{window} tokens; compaction starts at {}, a request may carry {}",
+                    budget.compact_at, budget.input_limit
+                ),
+            );
+        }
+    }
     if args.offline {
         return;
     }

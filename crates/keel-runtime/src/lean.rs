@@ -51,7 +51,7 @@ pub struct Fitted {
     "the model's {window}-token window is too small: the system prompt (with any project \
      and user instructions) and keel's core tools are about {fixed} tokens, and they may take \
      a quarter of the window with room left for a step; use a model whose window is at least \
-     {smallest} tokens, or set a larger context_window for it if it has one"
+     {smallest} tokens, or set a larger context_window for it if it has one{hint}"
 )]
 pub struct TooSmall {
     /// The model's window.
@@ -60,6 +60,36 @@ pub struct TooSmall {
     pub fixed: u64,
     /// The smallest window that works.
     pub smallest: u64,
+    /// How to give this model a larger window, where keel knows (a local server).
+    pub hint: String,
+}
+
+impl TooSmall {
+    /// The refusal ahead of time, in one short sentence: a turn gives the whole reason.
+    pub fn warning(&self) -> String {
+        format!(
+            "the model's {}-token window is too small for keel, which needs at least {} \
+             tokens: its turns will be refused until another model is chosen{}",
+            self.window, self.smallest, self.hint
+        )
+    }
+
+    /// The same refusal with how `provider`'s server gives a model a larger window.
+    pub fn for_provider(mut self, provider: &str) -> Self {
+        self.hint = match provider {
+            "ollama" => format!(
+                " (Ollama: restart the server with OLLAMA_CONTEXT_LENGTH={} or more, or set \
+                 the model's num_ctx, then load the model again)",
+                self.smallest.next_multiple_of(1024)
+            ),
+            "lmstudio" => format!(
+                " (LM Studio: load the model again with a context length of {} or more)",
+                self.smallest.next_multiple_of(1024)
+            ),
+            _ => String::new(),
+        };
+        self
+    }
 }
 
 /// The smallest window whose budget holds a fixed part of `fixed` tokens in a quarter of
@@ -145,6 +175,7 @@ pub fn fit(
             window,
             fixed: floor,
             smallest: smallest_window(floor, output),
+            hint: String::new(),
         });
     }
     Ok(Fitted {
@@ -186,6 +217,49 @@ fn largest_past_core(
         chosen.insert(i);
     }
     chosen
+}
+
+/// Estimated tokens of the leanest request over `system_prompt`: keel's core tools
+/// shortened and `tool_search`, as a turn in the smallest window offers them.
+pub fn core_floor(system_prompt: &str, cwd: &std::path::Path) -> u64 {
+    let env = Arc::new(keel_tools::ToolEnv::new(cwd));
+    let mut definitions: Vec<ToolDefinition> = keel_tools::builtin_tools(env)
+        .into_iter()
+        .filter(|t| CORE.contains(&t.definition().name.as_str()))
+        .map(|t| Short::wrap(t).definition().clone())
+        .collect();
+    let search = crate::deferred::ToolSearch::new(Arc::new(crate::deferred::Deferred::new(
+        1,
+        keel_agent::ToolAdditions::default(),
+    )));
+    definitions.push(search.definition().clone());
+    system_size(system_prompt).tokens + tools_size(&definitions).tokens
+}
+
+/// At start: the refusal a turn of a model with `window` and `output` would meet over
+/// `system_prompt`, so it can be said before anything is typed.
+pub fn check(
+    system_prompt: &str,
+    cwd: &std::path::Path,
+    window: u64,
+    output: u64,
+    provider: &str,
+) -> Option<TooSmall> {
+    // Far from small: keel's core tools are under 1,000 tokens.
+    if fixed_limit(window) >= system_size(system_prompt).tokens + 4_000 {
+        return None;
+    }
+    let fixed = core_floor(system_prompt, cwd);
+    let smallest = smallest_window(fixed, output);
+    (window < smallest).then(|| {
+        TooSmall {
+            window,
+            fixed,
+            smallest,
+            hint: String::new(),
+        }
+        .for_provider(provider)
+    })
 }
 
 /// The fixed part of the system prompt and the core tools alone.
@@ -340,17 +414,27 @@ mod tests {
     /// The fixed part of the leanest request: the system prompt, the core tools shortened
     /// and `tool_search`.
     fn lean_floor_tokens() -> u64 {
-        let (prompt, tools) = builtins();
-        let core: Vec<ToolRef> = tools
-            .into_iter()
-            .filter(|t| CORE.contains(&t.definition().name.as_str()))
-            .map(Short::wrap)
-            .collect();
-        let search = crate::deferred::ToolSearch::new(deferred());
-        let mut definitions: Vec<ToolDefinition> =
-            core.iter().map(|t| t.definition().clone()).collect();
-        definitions.push(search.definition().clone());
-        system_size(&prompt).tokens + tools_size(&definitions).tokens
+        core_floor(&builtins().0, Path::new("/work/project"))
+    }
+
+    #[test]
+    fn the_start_check_agrees_with_the_turns_refusal() {
+        let (prompt, _) = builtins();
+        let refused = fit_in(4_096).err().unwrap();
+        let told = check(&prompt, Path::new("/work/project"), 4_096, 4_096, "ollama").unwrap();
+        assert_eq!(told.smallest, refused.smallest);
+        assert!(told.to_string().contains("OLLAMA_CONTEXT_LENGTH"), "{told}");
+        assert!(
+            check(
+                &prompt,
+                Path::new("/work/project"),
+                told.smallest,
+                4_096,
+                "x"
+            )
+            .is_none()
+        );
+        assert!(check(&prompt, Path::new("/work/project"), 200_000, 4_096, "x").is_none());
     }
 
     #[test]

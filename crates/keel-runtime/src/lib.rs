@@ -16,7 +16,7 @@ pub mod deferred;
 mod error;
 mod events;
 pub mod extension;
-mod lean;
+pub mod lean;
 mod lifecycle;
 pub mod notice;
 mod permission;

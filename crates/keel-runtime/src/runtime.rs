@@ -163,6 +163,28 @@ impl Prepared {
                 model.name,
             )));
         }
+        // Said before anything is typed; a turn is refused the same way. A window of 80k
+        // tokens holds any system prompt keel makes (instructions are cut at 32 KiB), so
+        // only a smaller one costs building the prompt here.
+        if let Some(model) = model
+            .as_ref()
+            .filter(|model| model.spec.context_window < 81_920)
+        {
+            let prompt = options
+                .system_prompt
+                .clone()
+                .unwrap_or_else(|| settings.system_prompt());
+            warnings.extend(
+                crate::lean::check(
+                    &prompt,
+                    &settings.cwd,
+                    u64::from(model.spec.context_window),
+                    u64::from(model.spec.max_output),
+                    &model.spec.provider,
+                )
+                .map(|too_small| too_small.warning()),
+            );
+        }
         let mode = assembly::permission_mode(&settings, options.permission);
         let sandbox = assembly::sandbox_mode(&settings, options.sandbox, mode);
         let env_mode = check_environment()?;

@@ -52,6 +52,20 @@ async fn a_conversation_streams_asks_cancels_and_loads_again() {
             "{kinds:?}"
         );
         assert!(kinds.contains(&"usage_update".to_owned()), "{kinds:?}");
+        // The budget in use rides beside the window.
+        let usage = st
+            .json()
+            .into_iter()
+            .find(|u| u["sessionUpdate"] == "usage_update")
+            .unwrap();
+        let (limit, at) = (
+            usage["_meta"]["keel"]["inputLimit"].as_u64().unwrap(),
+            usage["_meta"]["keel"]["compactAt"].as_u64().unwrap(),
+        );
+        assert!(
+            at > 0 && at <= limit && limit < usage["size"].as_u64().unwrap(),
+            "{usage}"
+        );
         // Each call: pending before the question, then its updates; the first completed,
         // the second (rejected) failed.
         let updates = st.json();

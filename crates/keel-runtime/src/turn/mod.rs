@@ -594,7 +594,8 @@ impl Runtime {
                     .unwrap_or_else(PoisonError::into_inner)
                     .insert(name.to_owned());
             }),
-        )?;
+        )
+        .map_err(|error| error.for_provider(&model.spec.provider))?;
         let now = fitted.shortened.then(|| {
             serde_json::json!({
                 "window": window,

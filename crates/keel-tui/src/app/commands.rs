@@ -859,11 +859,17 @@ impl App {
         let total = report.total();
         let about = if report.measured { "" } else { "≈" };
         lines.push(Line::from(format!(
-            "  next request  {about}{} tokens{}{}",
+            "  next request  {about}{} tokens{}",
             short_count(total),
-            percent(total),
-            String::new()
+            percent(total)
         )));
+        for part in report.parts.iter().filter(|part| part.tokens > 0) {
+            lines.push(Line::from(format!(
+                "    {:<22} {about}{}",
+                part.label,
+                short_count(part.tokens)
+            )));
+        }
         // The budget in use: where compaction starts, and the most a request may carry.
         let mut budget = format!("  window        {} tokens", short_count(window));
         if let Some(at) = report.compact_at {
@@ -873,13 +879,6 @@ impl App {
             budget.push_str(&format!("; input limit {}", short_count(limit)));
         }
         lines.push(Line::from(budget));
-        for part in report.parts.iter().filter(|part| part.tokens > 0) {
-            lines.push(Line::from(format!(
-                "    {:<22} {about}{}",
-                part.label,
-                short_count(part.tokens)
-            )));
-        }
         self.push(Cell::Info(lines));
     }
 }

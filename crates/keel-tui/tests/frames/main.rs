@@ -861,3 +861,53 @@ fn a_waiting_call_shows_it_waits() {
     let screen = screen(&mut app);
     assert!(screen.contains("Bash make  (waiting)"), "{screen}");
 }
+
+/// Issue 34: in a small window the footer names the window and where compaction starts, and
+/// `/context` lists the window, the compaction start and the input limit in use.
+#[test]
+fn a_small_window_shows_its_budget_in_the_footer_and_in_context() {
+    let mut app = app(100);
+    event(
+        &mut app,
+        SessionEventBody::Usage {
+            turn_id: "t-1".into(),
+            usage: keel_protocol::Usage {
+                input: 1_700,
+                output: 100,
+                ..keel_protocol::Usage::default()
+            },
+            context_window: 8_192,
+            input_limit: 6_016,
+            compact_at: 6_016,
+        },
+    );
+    let shown = screen(&mut app);
+    assert!(
+        shown.contains("ctx 22% of 8.2k, compacts at 6.0k"),
+        "{shown}"
+    );
+    app.update(UiEvent::Reply(
+        Tag::Context,
+        Ok(Reply::ContextReport(keel_protocol::ContextReport {
+            window: 8_192,
+            limit: Some(6_016),
+            compact_at: Some(6_016),
+            parts: vec![
+                keel_protocol::ContextPart {
+                    label: "system prompt".into(),
+                    tokens: 305,
+                },
+                keel_protocol::ContextPart {
+                    label: "tools".into(),
+                    tokens: 1_700,
+                },
+            ],
+            measured: true,
+        })),
+    ));
+    let shown = screen(&mut app);
+    assert!(
+        shown.contains("window        8.2k tokens; compaction starts at 6.0k; input limit 6.0k"),
+        "{shown}"
+    );
+}

@@ -245,4 +245,36 @@ pub const TABLE: &[Vector] = &[
         "edit",
         r#"{"path": "~/.aws/credentials", "edits": [{"old_string": "[default]", "new_string": "[default2]"}]}"#
     ),
+    // Issue 34: in a small window `grep` waits behind `tool_search`; found there, it is the
+    // same tool under the same gate, and the home folder stays out of its reach.
+    Vector {
+        id: "small-window-found-grep-home-through-link",
+        steps: &[
+            &[Call::Tool("tool_search", r#"{"query": "select:grep"}"#)],
+            &[Call::Tool(
+                "grep",
+                r#"{"pattern": "KEELCANARY", "path": "homelink", "output_mode": "content"}"#,
+            )],
+        ],
+        setup: Some("ln -s {HOME} homelink"),
+        args: &["-c", "providers.mock.models.m.context_window=8192"],
+        ..Vector::BASE
+    },
+    // A search for credentials finds tools, not files: held-back definitions are all it
+    // reads.
+    Vector {
+        id: "small-window-tool-search-for-credentials",
+        steps: &[
+            &[Call::Tool(
+                "tool_search",
+                r#"{"query": "ssh id_rsa aws credentials KEELCANARY"}"#,
+            )],
+            &[Call::Tool(
+                "tool_search",
+                r#"{"query": "select:../../.ssh/id_rsa,~/.aws/credentials"}"#,
+            )],
+        ],
+        args: &["-c", "providers.mock.models.m.context_window=8192"],
+        ..Vector::BASE
+    },
 ];
