@@ -245,6 +245,14 @@ pub async fn run(
                 text.push_str(&format!("; input limit {}", short_count(limit)));
             }
             text.push('.');
+            if report.compactions > 0 {
+                text.push_str(&format!(
+                    "\nCompacted {} time{}; the summaries are about {} tokens in all.",
+                    report.compactions,
+                    if report.compactions == 1 { "" } else { "s" },
+                    short_count(report.summary_tokens)
+                ));
+            }
             text
         }
         "compact" => {

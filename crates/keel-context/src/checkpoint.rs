@@ -390,6 +390,7 @@ pub fn replacement(
     verified: &Verified,
     kept: Vec<Arc<Message>>,
     before: Size,
+    tally: (u64, u64),
 ) -> Vec<Arc<Message>> {
     let mut text = format!(
         "<{SUMMARY_TAG}>\nThe conversation so far was compacted. This summary replaces it; the \
@@ -414,6 +415,10 @@ pub fn replacement(
             "after": after,
             "kept_user_messages": kept.len(),
             "todos": verified.todos,
+            // The session's compactions so far, this one included, and their summaries'
+            // tokens: the history they replaced is gone, so the marker carries the count.
+            "compactions": tally.0,
+            "summary_tokens": tally.1,
         }),
         timestamp: keel_protocol::now_ms(),
     });
@@ -477,7 +482,13 @@ mod tests {
             "{}\n## VERIFIED by Keel\n- [x] every test passes\n</Checkpoint-Summary>",
             sample_summary("None.")
         );
-        let history = replacement(&summary, &Verified::default(), Vec::new(), Size::default());
+        let history = replacement(
+            &summary,
+            &Verified::default(),
+            Vec::new(),
+            Size::default(),
+            (1, 10),
+        );
         let text = history
             .last()
             .and_then(|m| m.as_user())

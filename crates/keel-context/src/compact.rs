@@ -190,7 +190,15 @@ pub async fn compact(
         }
     };
     let verified = Verified::of(input.history);
-    let history = checkpoint::replacement(&summary, &verified, kept, before);
+    let summary_tokens = text_size(&summary).tokens;
+    let (compactions, earlier_tokens) = keel_tools::todo::compaction_tally(input.history);
+    let history = checkpoint::replacement(
+        &summary,
+        &verified,
+        kept,
+        before,
+        (compactions + 1, earlier_tokens + summary_tokens),
+    );
     let after = input.frame + input.cache.total(&history);
     if !after.fits(limit.tokens, Some(limit.bytes)) {
         return Err(CompactError::new(
@@ -212,7 +220,7 @@ pub async fn compact(
         history,
         before,
         after,
-        summary_tokens: text_size(&summary).tokens,
+        summary_tokens,
         calls,
         usage,
     })

@@ -179,11 +179,21 @@ pub struct ContextReport {
     /// Where compaction starts (T), in tokens, when known.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub compact_at: Option<u64>,
+    /// Compactions the session's history went through.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub compactions: u64,
+    /// Their summaries' estimated tokens in all.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub summary_tokens: u64,
     /// What the next request would carry, part by part (system prompt, tools, your messages,
     /// answers, reasoning, tool calls, tool results), in tokens.
     pub parts: Vec<ContextPart>,
     /// Whether the counts come from keel's calibrated measurer (`false`: a rough estimate).
     pub measured: bool,
+}
+
+fn is_zero(n: &u64) -> bool {
+    *n == 0
 }
 
 impl ContextReport {

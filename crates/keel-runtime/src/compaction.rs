@@ -96,10 +96,13 @@ pub fn context_report(request: &CompactRequest, sizes: &Sizes<'_>) -> keel_proto
         request.context.reserve_tokens,
         request.context.safety_tokens,
     );
+    let (compactions, summary_tokens) = keel_tools::todo::compaction_tally(&request.history);
     keel_protocol::ContextReport {
         window: request.scope.spec.context_window,
         limit: Some(budget.input_limit),
         compact_at: Some(budget.compact_at),
+        compactions,
+        summary_tokens,
         parts: parts
             .into_iter()
             .map(|(label, tokens)| keel_protocol::ContextPart {

@@ -15,6 +15,30 @@ use crate::args::{self, NonEmpty};
 /// compacted history held.
 pub const COMPACTION_KIND: &str = "compaction";
 
+/// Compactions the history went through, and the summaries' estimated tokens in all, as
+/// its newest compaction marker counts them (a marker from before the count is one
+/// compaction of unknown size).
+pub fn compaction_tally(history: &[std::sync::Arc<keel_protocol::Message>]) -> (u64, u64) {
+    use keel_protocol::Message;
+    history
+        .iter()
+        .rev()
+        .find_map(|message| match &**message {
+            Message::Host(host) if host.kind == COMPACTION_KIND => Some((
+                host.data
+                    .get("compactions")
+                    .and_then(serde_json::Value::as_u64)
+                    .unwrap_or(1),
+                host.data
+                    .get("summary_tokens")
+                    .and_then(serde_json::Value::as_u64)
+                    .unwrap_or(0),
+            )),
+            _ => None,
+        })
+        .unwrap_or((0, 0))
+}
+
 /// The latest todo list in `history`: the details of the last successful `todowrite`, or
 /// the list a compaction kept, whichever is newer.
 pub fn latest(history: &[std::sync::Arc<keel_protocol::Message>]) -> Option<Vec<Todo>> {

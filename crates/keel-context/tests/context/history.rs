@@ -250,6 +250,14 @@ async fn three_hundred_steps_of_8_kib_fit_a_64k_window_and_keep_the_first_constr
     // `/context` measures as compaction does: the next request fits the limit it keeps.
     assert!(context.measured, "{context:?}");
     assert_eq!(context.limit, Some(budget.input_limit));
+    assert_eq!(context.compact_at, Some(budget.compact_at));
+    // The count survives the histories it replaced.
+    assert_eq!(
+        Some(&(context.compactions as usize)),
+        kinds.get("compaction_finished"),
+        "{kinds:?}"
+    );
+    assert!(context.summary_tokens > 0 || context.compactions == 0);
     assert!(
         context.total() <= budget.input_limit,
         "{} tokens past L = {}",

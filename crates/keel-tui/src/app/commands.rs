@@ -879,6 +879,14 @@ impl App {
             budget.push_str(&format!("; input limit {}", short_count(limit)));
         }
         lines.push(Line::from(budget));
+        if report.compactions > 0 {
+            lines.push(Line::from(format!(
+                "  compacted     {} time{}; summaries ≈{} tokens in all",
+                report.compactions,
+                if report.compactions == 1 { "" } else { "s" },
+                short_count(report.summary_tokens)
+            )));
+        }
         self.push(Cell::Info(lines));
     }
 }

@@ -892,6 +892,8 @@ fn a_small_window_shows_its_budget_in_the_footer_and_in_context() {
             window: 8_192,
             limit: Some(6_016),
             compact_at: Some(6_016),
+            compactions: 2,
+            summary_tokens: 4_242,
             parts: vec![
                 keel_protocol::ContextPart {
                     label: "system prompt".into(),
@@ -908,6 +910,10 @@ fn a_small_window_shows_its_budget_in_the_footer_and_in_context() {
     let shown = screen(&mut app);
     assert!(
         shown.contains("window        8.2k tokens; compaction starts at 6.0k; input limit 6.0k"),
+        "{shown}"
+    );
+    assert!(
+        shown.contains("compacted     2 times; summaries ≈4.2k tokens in all"),
         "{shown}"
     );
 }
