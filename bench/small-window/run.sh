@@ -18,7 +18,7 @@ MOCK=$CARGO_TARGET_DIR/release/keel-mockllm
 OUT=$(mktemp -d "${TMPDIR:-/tmp}/keel-small-window.XXXXXX")
 trap 'rm -rf "$OUT"' EXIT
 
-python3 "$HERE/script.py" "$STEPS" > "$OUT/script.json"
+python3 "$HERE/script.py" "$STEPS" "$WINDOW" > "$OUT/script.json"
 
 run_one() { # NAME BINARY
   local name=$1 bin=$2 dir
