@@ -186,7 +186,11 @@ async fn model(settings: &Settings, args: &DoctorArgs, report: &mut Report) {
         &settings.system_prompt(),
         &settings.cwd,
         window,
-        u64::from(resolved.spec.max_output),
+        keel_runtime::lean::Limits {
+            output: u64::from(resolved.spec.max_output),
+            reserve: settings.loaded.config.context.reserve_tokens,
+            safety: settings.loaded.config.context.safety_tokens,
+        },
         &resolved.spec.provider,
     ) {
         Some(too_small) => report.line(Level::Fail, "window", &too_small.to_string()),

@@ -42,9 +42,10 @@ struct TurnLease {
     servers: Mutex<BTreeSet<String>>,
     /// Every MCP tool of the turn, offered or held back (what disclosure weighs).
     tools: Mutex<Vec<ToolRef>>,
-    /// The held-back tools, once the turn holds any.
     /// The turn's held-back tools (shared with the built-ins a small window holds back).
     deferred: Arc<Deferred>,
+    /// The session's services, which remember what the model found for the lean request.
+    services: Option<Arc<keel_runtime::services::SessionServices>>,
     additions: keel_agent::ToolAdditions,
     /// The names of the turn's MCP tools and where each comes from.
     mounted: Mutex<BTreeMap<String, tool::Origin>>,
@@ -193,6 +194,7 @@ impl Shared {
             servers: Mutex::new(servers.iter().map(|s| s.spec().key()).collect()),
             tools: Mutex::new(Vec::new()),
             deferred: scope.deferred.clone(),
+            services: scope.host.clone(),
             additions: scope.tools.clone(),
             mounted: Mutex::new(mounted),
             pending: Mutex::new(clashes),
@@ -242,18 +244,25 @@ impl Shared {
         if held.is_empty() {
             return (direct, None);
         }
+        let search = lease.deferred.hold(held, self.remember(lease));
+        (direct, search)
+    }
+
+    /// What records a find of the lease's session: MCP's own set, which disclosure reads,
+    /// and the session's, which the lean request reads.
+    fn remember(&self, lease: &TurnLease) -> keel_runtime::deferred::Remember {
         let found = self.found.clone();
         let session = lease.session.clone();
-        let search = lease.deferred.hold(
-            held,
-            Arc::new(move |name: &str| {
-                lock(&found)
-                    .entry(session.clone())
-                    .or_default()
-                    .insert(name.to_owned());
-            }),
-        );
-        (direct, search)
+        let services = lease.services.clone();
+        Arc::new(move |name: &str| {
+            lock(&found)
+                .entry(session.clone())
+                .or_default()
+                .insert(name.to_owned());
+            if let Some(services) = &services {
+                services.remember_found(name);
+            }
+        })
     }
 
     /// Reports the disclosure decision when it changed for the session.
@@ -297,7 +306,13 @@ impl Shared {
         lock(&lease.pending).extend(clashes);
         if !tools.is_empty() {
             let (direct, search) = self.disclose(lease, tools);
-            lease.additions.add(direct.into_iter().chain(search));
+            if lease.deferred.is_lean() {
+                // A small window's request has no room for them: they wait with the rest.
+                let more = lease.deferred.hold(direct, self.remember(lease));
+                lease.additions.add(search.into_iter().chain(more));
+            } else {
+                lease.additions.add(direct.into_iter().chain(search));
+            }
         }
         let resources = self
             .visible(&lease.session)

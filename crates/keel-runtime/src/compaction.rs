@@ -258,15 +258,25 @@ impl Sessions {
         );
         scope.events = ExtensionEvents::new(slot.hub.clone(), None);
         let caps = self.runtime.inner.registry.assemble_turn(&scope)?;
-        let system_prompt = self.runtime.system_prompt(&caps.system_prompt);
-        // What a turn would offer: in a small window, the lean set.
-        let tools = self
-            .runtime
-            .lean_tools(&scope, &system_prompt, caps.tools, slot, &model, false)?
-            .0
-            .iter()
-            .map(|t| t.definition().clone())
-            .collect();
+        let mut system_prompt = self.runtime.system_prompt(&caps.system_prompt);
+        // What a turn would offer: in a small window, the lean set. A window too small for
+        // it is measured with the tools as they are, so `/context` still says how full it is.
+        let all: Vec<ToolDefinition> = caps.tools.iter().map(|t| t.definition().clone()).collect();
+        let tools =
+            match self
+                .runtime
+                .lean_tools(&scope, &system_prompt, caps.tools, slot, &model, false)
+            {
+                Ok(lean) => {
+                    if let Some(note) = lean.note {
+                        system_prompt.push_str("\n\n");
+                        system_prompt.push_str(&note);
+                    }
+                    lean.tools.iter().map(|t| t.definition().clone()).collect()
+                }
+                Err(RuntimeError::WindowTooSmall(_)) => all,
+                Err(other) => return Err(other),
+            };
         Ok(CompactRequest {
             session_id: slot.id.clone(),
             history,

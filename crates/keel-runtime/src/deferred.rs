@@ -132,6 +132,9 @@ pub struct Deferred {
     additions: ToolAdditions,
     /// Whether the search tool was handed out (to whoever first held tools back).
     offered: std::sync::atomic::AtomicBool,
+    /// Whether the turn's request is lean (a small window): tools that join later wait
+    /// here too instead of growing the request.
+    lean: std::sync::atomic::AtomicBool,
 }
 
 #[derive(Default)]
@@ -166,7 +169,18 @@ impl Deferred {
             found: Mutex::new(BTreeSet::new()),
             additions,
             offered: std::sync::atomic::AtomicBool::new(false),
+            lean: std::sync::atomic::AtomicBool::new(false),
         }
+    }
+
+    /// Marks the turn's request lean (see `lean`).
+    pub fn set_lean(&self) {
+        self.lean.store(true, std::sync::atomic::Ordering::SeqCst);
+    }
+
+    /// Whether the turn's request is lean: a tool that joins later should be held back.
+    pub fn is_lean(&self) -> bool {
+        self.lean.load(std::sync::atomic::Ordering::SeqCst)
     }
 
     fn held(&self) -> std::sync::MutexGuard<'_, Held> {
@@ -260,20 +274,24 @@ pub struct ToolSearch {
     definition: ToolDefinition,
 }
 
+/// `tool_search`'s definition, the same for every turn.
+pub fn search_definition() -> ToolDefinition {
+    ToolDefinition {
+        name: TOOL_SEARCH.to_owned(),
+        description: "Finds tools that are not listed yet (held back to save context). \
+             Search with words about what you need (`query`), or name tools exactly with `select:NAME,NAME`. \
+             The tools found are described here and can be called from your next step on."
+            .to_owned(),
+        parameters: args::schema::<SearchArgs>(),
+    }
+}
+
 impl ToolSearch {
     /// Searches `deferred`.
     pub fn new(deferred: Arc<Deferred>) -> Self {
-        let definition = ToolDefinition {
-            name: TOOL_SEARCH.to_owned(),
-            description: "Finds tools that are not listed yet (held back to save context). \
-                 Search with words about what you need (`query`), or name tools exactly with `select:NAME,NAME`. \
-                 The tools found are described here and can be called from your next step on."
-                .to_owned(),
-            parameters: args::schema::<SearchArgs>(),
-        };
         Self {
             deferred,
-            definition,
+            definition: search_definition(),
         }
     }
 }

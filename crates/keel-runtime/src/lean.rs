@@ -41,8 +41,47 @@ pub struct Fitted {
     pub shortened: bool,
     /// Tools held back behind `tool_search`, largest first.
     pub held: Vec<String>,
-    /// Estimated tokens of the system prompt and offered tools.
+    /// A line for the end of the system prompt naming what is held back, so the model can
+    /// ask for it by name (the prompt and reminders name `todowrite`, for one).
+    pub note: Option<String>,
+    /// Estimated tokens of the system prompt (with the note) and the offered tools.
     pub fixed: u64,
+}
+
+/// The model's limits and the configured reserve and safety margin: what its budget is
+/// made from, for any window.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Limits {
+    /// The output limit O.
+    pub output: u64,
+    /// `context.reserve_tokens`, when set.
+    pub reserve: Option<u64>,
+    /// `context.safety_tokens`, when set.
+    pub safety: Option<u64>,
+}
+
+impl Limits {
+    /// Output limit `output`, reserve and safety scaled to the window.
+    pub fn scaled(output: u64) -> Self {
+        Self {
+            output,
+            reserve: None,
+            safety: None,
+        }
+    }
+
+    /// The budget of a `window`-token window.
+    pub fn budget(self, window: u64) -> Budget {
+        Budget::configured(window, self.output, self.reserve, self.safety)
+    }
+
+    /// Whether a fixed part of `fixed` tokens fits a quarter of `window` and leaves a step
+    /// of room under its input limit.
+    pub fn holds(self, fixed: u64, window: u64) -> bool {
+        window > 0
+            && fixed <= fixed_limit(window)
+            && fixed + STEP_TOKENS <= self.budget(window).input_limit
+    }
 }
 
 /// A window too small for the lean request.
@@ -92,57 +131,95 @@ impl TooSmall {
     }
 }
 
-/// The smallest window whose budget holds a fixed part of `fixed` tokens in a quarter of
-/// it and leaves a step of room under the input limit, for output limit `output`.
-pub fn smallest_window(fixed: u64, output: u64) -> u64 {
-    let works = |c: u64| {
-        fixed <= fixed_limit(c) && fixed + STEP_TOKENS <= Budget::new(c, output).input_limit
-    };
-    let mut c = (fixed.saturating_mul(4)).max(1_024).next_multiple_of(256);
-    while !works(c) && c < (1 << 24) {
+/// The smallest window, in steps of 256 tokens, that holds a fixed part of `fixed` tokens
+/// (see [`Limits::holds`]).
+pub fn smallest_window(fixed: u64, limits: Limits) -> u64 {
+    let mut c = fixed.saturating_mul(4).max(1_024).next_multiple_of(256);
+    while !limits.holds(fixed, c) && c < (1 << 24) {
         c += 256;
     }
     c
 }
 
-/// Fits `tools` beside `system_prompt` into a quarter of `window`. `deferred` holds what
-/// waits behind `tool_search` (`None` where the turn's tools cannot grow, such as a task
-/// limited to a fixed list); `found` names tools the session already found and
-/// `remember` records a new find.
+/// What the turn must keep and may hold back.
+pub struct Room<'a> {
+    /// Where held-back tools wait (`None` where the turn's tools cannot grow, such as a task
+    /// limited to a fixed list).
+    pub deferred: Option<&'a Arc<crate::deferred::Deferred>>,
+    /// Tools to keep offered while anything else can be held: the session found them, or
+    /// the user asked for them to stay (`mcp.disclosure.always_expose`).
+    pub keep: &'a BTreeSet<String>,
+    /// Called with the name of each held tool the model finds.
+    pub remember: crate::deferred::Remember,
+}
+
+/// The line naming what `held` holds back.
+fn note(held: &[String]) -> String {
+    format!(
+        "To save context, these tools are not listed; call tool_search with \
+         `select:NAME` to use one: {}.",
+        held.join(", ")
+    )
+}
+
+/// Fits `tools` beside `system_prompt` into a quarter of `window`.
 pub fn fit(
     system_prompt: &str,
     tools: Vec<ToolRef>,
     window: u64,
-    output: u64,
-    deferred: Option<&Arc<crate::deferred::Deferred>>,
-    found: &BTreeSet<String>,
-    remember: crate::deferred::Remember,
+    limits: Limits,
+    room: Room<'_>,
 ) -> Result<Fitted, TooSmall> {
     let system = system_size(system_prompt).tokens;
-    let measure = |tools: &[ToolRef]| {
-        let definitions: Vec<ToolDefinition> =
-            tools.iter().map(|t| t.definition().clone()).collect();
-        system + tools_size(&definitions).tokens
-    };
+    let size = |t: &ToolRef| tools_size(std::slice::from_ref(t.definition())).tokens;
     let limit = fixed_limit(window);
-    let fixed = measure(&tools);
+    let fixed = system + tools.iter().map(size).sum::<u64>();
+    // An unknown window (0) is not judged.
     if window == 0 || fixed <= limit {
         return Ok(Fitted {
             tools,
             shortened: false,
             held: Vec::new(),
+            note: None,
             fixed,
         });
     }
     let mut tools: Vec<ToolRef> = tools.into_iter().map(Short::wrap).collect();
-    let mut fixed = measure(&tools);
-    let mut held = Vec::new();
-    if let Some(deferred) = deferred.filter(|_| fixed > limit) {
-        // The search tool is part of what is offered once anything is held back.
-        let over = (fixed + SEARCH_TOKENS).saturating_sub(limit);
-        let chosen = largest_past_core(&tools, found, over, |t| {
-            measure(std::slice::from_ref(t)) - system
-        });
+    // What the smallest window would hold back: everything past the core.
+    let past_core: Vec<String> = tools
+        .iter()
+        .map(|t| t.definition().name.clone())
+        .filter(|name| !CORE.contains(&name.as_str()))
+        .collect();
+    let mut held: Vec<String> = Vec::new();
+    let mut fixed = system + tools.iter().map(size).sum::<u64>();
+    if let Some(deferred) = room.deferred.filter(|_| fixed > limit) {
+        let already = tools.iter().any(|t| t.definition().name == TOOL_SEARCH);
+        let search = if already {
+            0
+        } else {
+            tools_size(&[crate::deferred::search_definition()]).tokens
+        };
+        // Past the core, the largest first; what the session found or the user keeps, only
+        // when nothing else is left.
+        let mut order: Vec<(bool, u64, usize)> = tools
+            .iter()
+            .enumerate()
+            .filter(|(_, t)| !CORE.contains(&t.definition().name.as_str()))
+            .map(|(i, t)| (room.keep.contains(&t.definition().name), size(t), i))
+            .collect();
+        order.sort_by(|a, b| a.0.cmp(&b.0).then(b.1.cmp(&a.1)).then(a.2.cmp(&b.2)));
+        let mut chosen = BTreeSet::new();
+        let mut left = fixed;
+        for (_, tokens, i) in order {
+            left -= tokens;
+            chosen.insert(i);
+            held.push(tools[i].definition().name.clone());
+            let with_note = left + search + system_size(&note(&held)).tokens;
+            if with_note <= limit {
+                break;
+            }
+        }
         let mut wait = Vec::new();
         tools = tools
             .into_iter()
@@ -156,120 +233,98 @@ pub fn fit(
                 }
             })
             .collect();
-        held = wait.iter().map(|t| t.definition().name.clone()).collect();
-        let already = tools.iter().any(|t| t.definition().name == TOOL_SEARCH);
-        let search = deferred.hold(wait, remember);
-        if !already {
-            tools.extend(search);
+        if !wait.is_empty() {
+            deferred.set_lean();
+            let search = deferred.hold(wait, room.remember);
+            if !already {
+                tools.extend(search);
+            }
         }
-        fixed = measure(&tools);
+        fixed = system + tools.iter().map(size).sum::<u64>();
+        if !held.is_empty() {
+            fixed += system_size(&note(&held)).tokens;
+        }
     }
-    if fixed > limit || fixed + STEP_TOKENS > Budget::new(window, output).input_limit {
-        // The window that works offers the core tools alone (and `tool_search` when there
-        // is anything to hold back).
-        let floor = match deferred {
-            Some(_) => lean_floor(&tools, system),
+    if !limits.holds(fixed, window) {
+        // The window that works offers the core tools alone, with `tool_search` when there
+        // is anything to hold back.
+        let floor = match room.deferred {
+            Some(_) => lean_floor(&tools, system, &past_core),
             None => fixed,
         };
         return Err(TooSmall {
             window,
             fixed: floor,
-            smallest: smallest_window(floor, output),
+            smallest: smallest_window(floor, limits),
             hint: String::new(),
         });
     }
+    let note = (!held.is_empty()).then(|| note(&held));
     Ok(Fitted {
         tools,
         shortened: true,
         held,
+        note,
         fixed,
     })
-}
-
-/// About what `tool_search`'s own definition costs, once anything is held back.
-const SEARCH_TOKENS: u64 = 200;
-
-/// Indexes of the tools to hold back to save `over` tokens: the largest first (by `size`),
-/// never a core tool or one the session found.
-fn largest_past_core(
-    tools: &[ToolRef],
-    found: &BTreeSet<String>,
-    over: u64,
-    size: impl Fn(&ToolRef) -> u64,
-) -> BTreeSet<usize> {
-    let mut candidates: Vec<(u64, usize)> = tools
-        .iter()
-        .enumerate()
-        .filter(|(_, t)| {
-            let name = &t.definition().name;
-            !CORE.contains(&name.as_str()) && !found.contains(name)
-        })
-        .map(|(i, t)| (size(t), i))
-        .collect();
-    candidates.sort_by(|a, b| b.0.cmp(&a.0).then(a.1.cmp(&b.1)));
-    let mut left = over;
-    let mut chosen = BTreeSet::new();
-    for (tokens, i) in candidates {
-        if left == 0 {
-            break;
-        }
-        left = left.saturating_sub(tokens);
-        chosen.insert(i);
-    }
-    chosen
 }
 
 /// Estimated tokens of the leanest request over `system_prompt`: keel's core tools
 /// shortened and `tool_search`, as a turn in the smallest window offers them.
 pub fn core_floor(system_prompt: &str, cwd: &std::path::Path) -> u64 {
     let env = Arc::new(keel_tools::ToolEnv::new(cwd));
-    let mut definitions: Vec<ToolDefinition> = keel_tools::builtin_tools(env)
+    let tools: Vec<ToolRef> = keel_tools::builtin_tools(env)
         .into_iter()
-        .filter(|t| CORE.contains(&t.definition().name.as_str()))
-        .map(|t| Short::wrap(t).definition().clone())
+        .map(Short::wrap)
         .collect();
-    let search = crate::deferred::ToolSearch::new(Arc::new(crate::deferred::Deferred::new(
-        1,
-        keel_agent::ToolAdditions::default(),
-    )));
-    definitions.push(search.definition().clone());
-    system_size(system_prompt).tokens + tools_size(&definitions).tokens
+    let past_core: Vec<String> = tools
+        .iter()
+        .map(|t| t.definition().name.clone())
+        .filter(|name| !CORE.contains(&name.as_str()))
+        .collect();
+    lean_floor(&tools, system_size(system_prompt).tokens, &past_core)
 }
 
-/// At start: the refusal a turn of a model with `window` and `output` would meet over
+/// At start: the refusal a turn of a model with `window` and `limits` would meet over
 /// `system_prompt`, so it can be said before anything is typed.
 pub fn check(
     system_prompt: &str,
     cwd: &std::path::Path,
     window: u64,
-    output: u64,
+    limits: Limits,
     provider: &str,
 ) -> Option<TooSmall> {
-    // Far from small: keel's core tools are under 1,000 tokens.
-    if fixed_limit(window) >= system_size(system_prompt).tokens + 4_000 {
+    // Unknown (0), or far from small: keel's core tools are under 1,000 tokens.
+    if window == 0 || fixed_limit(window) >= system_size(system_prompt).tokens + 4_000 {
         return None;
     }
     let fixed = core_floor(system_prompt, cwd);
-    let smallest = smallest_window(fixed, output);
-    (window < smallest).then(|| {
+    (!limits.holds(fixed, window)).then(|| {
         TooSmall {
             window,
             fixed,
-            smallest,
+            smallest: smallest_window(fixed, limits),
             hint: String::new(),
         }
         .for_provider(provider)
     })
 }
 
-/// The fixed part of the system prompt and the core tools alone.
-fn lean_floor(tools: &[ToolRef], system: u64) -> u64 {
-    let core: Vec<ToolDefinition> = tools
+/// The fixed part of the system prompt and the core tools alone, with `tool_search` and the
+/// line naming the rest (`past_core`) when there is any.
+fn lean_floor(tools: &[ToolRef], system: u64, past_core: &[String]) -> u64 {
+    let mut core: Vec<ToolDefinition> = tools
         .iter()
         .filter(|t| CORE.contains(&t.definition().name.as_str()))
         .map(|t| t.definition().clone())
         .collect();
-    system + tools_size(&core).tokens
+    if past_core.is_empty() {
+        return system + tools_size(&core).tokens;
+    }
+    if !core.iter().any(|d| d.name == TOOL_SEARCH) {
+        core.push(crate::deferred::search_definition());
+    }
+    system + tools_size(&core).tokens + system_size(&note(past_core)).tokens
 }
 
 /// `text` up to the end of its first sentence.
@@ -394,16 +449,26 @@ mod tests {
         ))
     }
 
+    fn room<'a>(
+        deferred: Option<&'a Arc<crate::deferred::Deferred>>,
+        keep: &'a BTreeSet<String>,
+    ) -> Room<'a> {
+        Room {
+            deferred,
+            keep,
+            remember: Arc::new(|_: &str| {}),
+        }
+    }
+
     fn fit_in(window: u64) -> Result<Fitted, TooSmall> {
         let (prompt, tools) = builtins();
+        let deferred = deferred();
         fit(
             &prompt,
             tools,
             window,
-            4_096,
-            Some(&deferred()),
-            &BTreeSet::new(),
-            Arc::new(|_: &str| {}),
+            Limits::scaled(4_096),
+            room(Some(&deferred), &BTreeSet::new()),
         )
     }
 
@@ -421,20 +486,21 @@ mod tests {
     fn the_start_check_agrees_with_the_turns_refusal() {
         let (prompt, _) = builtins();
         let refused = fit_in(4_096).err().unwrap();
-        let told = check(&prompt, Path::new("/work/project"), 4_096, 4_096, "ollama").unwrap();
+        let limits = Limits::scaled(4_096);
+        let here = Path::new("/work/project");
+        let told = check(&prompt, here, 4_096, limits, "ollama").unwrap();
         assert_eq!(told.smallest, refused.smallest);
         assert!(told.to_string().contains("OLLAMA_CONTEXT_LENGTH"), "{told}");
-        assert!(
-            check(
-                &prompt,
-                Path::new("/work/project"),
-                told.smallest,
-                4_096,
-                "x"
-            )
-            .is_none()
-        );
-        assert!(check(&prompt, Path::new("/work/project"), 200_000, 4_096, "x").is_none());
+        // Every window a turn accepts, the start check accepts, and no other.
+        for window in (4_096..told.smallest + 512).step_by(64) {
+            assert_eq!(
+                check(&prompt, here, window, limits, "x").is_none(),
+                fit_in(window).is_ok(),
+                "window {window}"
+            );
+        }
+        assert!(check(&prompt, here, 200_000, limits, "x").is_none());
+        assert!(check(&prompt, here, 0, limits, "x").is_none());
     }
 
     #[test]
@@ -457,14 +523,13 @@ mod tests {
     #[test]
     fn a_large_window_gets_the_tools_as_they_are() {
         let (prompt, tools) = builtins();
+        let deferred = deferred();
         let fitted = fit(
             &prompt,
             tools.clone(),
             200_000,
-            4_096,
-            Some(&deferred()),
-            &BTreeSet::new(),
-            Arc::new(|_: &str| {}),
+            Limits::scaled(4_096),
+            room(Some(&deferred), &BTreeSet::new()),
         )
         .unwrap();
         assert!(!fitted.shortened);
@@ -501,18 +566,33 @@ mod tests {
     fn a_tool_the_session_found_stays_offered() {
         let (prompt, tools) = builtins();
         let found: BTreeSet<String> = ["grep".to_owned()].into();
+        let first = deferred();
         let fitted = fit(
             &prompt,
-            tools,
+            tools.clone(),
             8_192,
-            4_096,
-            Some(&deferred()),
-            &found,
-            Arc::new(|_: &str| {}),
+            Limits::scaled(4_096),
+            room(Some(&first), &found),
         )
         .unwrap();
         assert!(names(&fitted.tools).contains(&"grep".to_owned()));
         assert!(!fitted.held.contains(&"grep".to_owned()));
+        // Near the floor it is held after all rather than the window refused.
+        let smallest = fit_in(4_096).err().unwrap().smallest;
+        let second = deferred();
+        let fitted = fit(
+            &prompt,
+            tools,
+            smallest,
+            Limits::scaled(4_096),
+            room(Some(&second), &found),
+        )
+        .unwrap();
+        assert!(
+            fitted.held.contains(&"grep".to_owned()),
+            "{:?}",
+            fitted.held
+        );
     }
 
     #[test]
@@ -536,10 +616,8 @@ mod tests {
             &prompt,
             tools,
             8_192,
-            4_096,
-            None,
-            &BTreeSet::new(),
-            Arc::new(|_: &str| {}),
+            Limits::scaled(4_096),
+            room(None, &BTreeSet::new()),
         )
         .err()
         .unwrap();
@@ -555,7 +633,7 @@ mod tests {
             output in 1u64..1_000_000,
         ) {
             let floor = lean_floor_tokens();
-            let window = smallest_window(floor, output) + extra;
+            let window = smallest_window(floor, Limits::scaled(output)) + extra;
             let budget = Budget::new(window, output);
             prop_assert!(budget.input_limit >= floor + STEP_TOKENS, "{budget:?}");
             prop_assert!(budget.compact_at <= budget.input_limit, "{budget:?}");

@@ -179,7 +179,11 @@ impl Prepared {
                     &prompt,
                     &settings.cwd,
                     u64::from(model.spec.context_window),
-                    u64::from(model.spec.max_output),
+                    crate::lean::Limits {
+                        output: u64::from(model.spec.max_output),
+                        reserve: settings.loaded.config.context.reserve_tokens,
+                        safety: settings.loaded.config.context.safety_tokens,
+                    },
                     &model.spec.provider,
                 )
                 .map(|too_small| too_small.warning()),

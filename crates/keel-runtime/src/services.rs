@@ -232,6 +232,15 @@ impl SessionServices {
         }
     }
 
+    /// Records that the model found `name` behind `tool_search`: the session's later turns
+    /// keep it offered while anything else can wait.
+    pub fn remember_found(&self, name: &str) {
+        self.found
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .insert(name.to_owned());
+    }
+
     /// Every built-in tool over this session's environment, built once.
     pub fn builtin_tools(&self) -> &[ToolRef] {
         self.tools

@@ -444,6 +444,11 @@ fn an_8k_window_answers_with_a_tool_call() {
     assert!(!first.contains(&"grep".to_owned()), "{first:?}");
     // The fixed part: at most a quarter of the window.
     let system = requests[0].body["messages"][0]["content"].as_str().unwrap();
+    // What waits is named, so the prompt's `todowrite` can be asked for.
+    assert!(
+        system.contains("tool_search") && system.contains("todowrite"),
+        "{system}"
+    );
     let definitions: Vec<keel_protocol::ToolDefinition> = requests[0].body["tools"]
         .as_array()
         .unwrap()

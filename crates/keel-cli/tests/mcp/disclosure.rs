@@ -73,3 +73,47 @@ fn a_small_catalog_stays_exposed() {
         .expect("the decision is reported");
     assert_eq!(decision["details"]["deferred"], false, "{decision}");
 }
+
+/// Issue 34: in an 8k window MCP's held tools and keel's own share one `tool_search`; a
+/// found MCP tool is callable, and what waits is named in the system prompt.
+#[test]
+fn a_small_window_holds_mcp_and_built_in_tools_behind_one_search() {
+    let mock = keel_mockllm::Background::new().unwrap();
+    let server = mock
+        .serve(
+            r#"[{"tool_calls": [{"id": "s1", "name": "tool_search", "arguments": {"query": "select:mcp__test__echo,grep"}}]},
+                {"tool_calls": [{"id": "c1", "name": "mcp__test__echo", "arguments": {"message": "heron"}}]},
+                {"text": "found it"}]"#,
+        )
+        .unwrap();
+    let model = mock_model(&server.url(), "").replace("64000", "8192");
+    let world = World::new(&stdio_config(&[], &model));
+    let output = world.run(
+        &[("OPENAI_API_KEY", "k")],
+        &["--permission", "auto"],
+        "echo x",
+    );
+    assert_ok(&output);
+    let requests = server.requests();
+    assert_eq!(requests.len(), 3);
+    let first = tool_names(&requests[0].body);
+    assert_eq!(
+        first.iter().filter(|n| *n == "tool_search").count(),
+        1,
+        "{first:?}"
+    );
+    assert!(!first.contains(&"grep".to_owned()), "{first:?}");
+    let system = requests[0].body["messages"][0]["content"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    assert!(
+        system.contains("tool_search") && system.contains("grep"),
+        "{system}"
+    );
+    let second = tool_names(&requests[1].body);
+    assert!(second.contains(&"mcp__test__echo".to_owned()), "{second:?}");
+    assert!(second.contains(&"grep".to_owned()), "{second:?}");
+    let results = results(&output);
+    assert_eq!(results["c1"].0, "heron", "{:?}", results["c1"]);
+}

@@ -70,6 +70,16 @@ struct PreparedTurn {
     lean: Option<serde_json::Value>,
 }
 
+/// A turn's tools after [`crate::lean::fit`].
+pub(crate) struct Lean {
+    /// The tools to offer.
+    pub(crate) tools: Vec<keel_agent::ToolRef>,
+    /// A line for the end of the system prompt naming what is held back.
+    pub(crate) note: Option<String>,
+    /// What to tell of the lean request, when that changed for the session.
+    pub(crate) tell: Option<serde_json::Value>,
+}
+
 /// Resets a slot's admission unless the turn got running.
 struct AdmissionGuard<'a> {
     slot: &'a Slot,
@@ -444,8 +454,15 @@ impl Runtime {
         if let Some(schema) = &options.output_schema {
             system_prompt.push_str(&schema.instruction());
         }
-        let (tools, lean) =
-            self.lean_tools(&scope, &system_prompt, caps.tools, slot, &model, true)?;
+        let Lean {
+            tools,
+            note,
+            tell: lean,
+        } = self.lean_tools(&scope, &system_prompt, caps.tools, slot, &model, true)?;
+        if let Some(note) = note {
+            system_prompt.push_str("\n\n");
+            system_prompt.push_str(&note);
+        }
         let mut hooks = caps.hooks;
         // Persistence first: extensions observe history that is already stored.
         hooks.on_history_changed.insert(
@@ -558,8 +575,9 @@ impl Runtime {
     }
 
     /// The turn's tools fitted beside `system_prompt` into a quarter of the model's window
-    /// (see [`crate::lean`]), and, for a turn (`turn`), what to tell of it when that
-    /// changed for the session.
+    /// (see [`crate::lean`]): the tools, a line to end the system prompt with when tools are
+    /// held back, and, for a turn (`turn`), what to tell of it when that changed for the
+    /// session.
     pub(crate) fn lean_tools(
         &self,
         scope: &TurnScope,
@@ -568,13 +586,17 @@ impl Runtime {
         slot: &Arc<Slot>,
         model: &ResolvedModel,
         turn: bool,
-    ) -> Result<(Vec<keel_agent::ToolRef>, Option<serde_json::Value>), RuntimeError> {
+    ) -> Result<Lean, RuntimeError> {
         let found = scope
             .host
             .as_ref()
             .map(|h| h.found.clone())
             .unwrap_or_default();
-        let known = found.lock().unwrap_or_else(PoisonError::into_inner).clone();
+        let config = &self.inner.settings.loaded.config;
+        // What the session found (of MCP's too) and what the user keeps exposed stay
+        // offered while anything else can wait.
+        let mut keep = found.lock().unwrap_or_else(PoisonError::into_inner).clone();
+        keep.extend(config.mcp.disclosure.always_expose.iter().cloned());
         // A task limited to a fixed list cannot take tools in later.
         let growable = !matches!(
             slot.profile.as_ref().map(|p| &p.ceiling),
@@ -585,15 +607,21 @@ impl Runtime {
             system_prompt,
             tools,
             window,
-            u64::from(model.spec.max_output),
-            growable.then_some(&scope.deferred),
-            &known,
-            Arc::new(move |name: &str| {
-                found
-                    .lock()
-                    .unwrap_or_else(PoisonError::into_inner)
-                    .insert(name.to_owned());
-            }),
+            crate::lean::Limits {
+                output: u64::from(model.spec.max_output),
+                reserve: config.context.reserve_tokens,
+                safety: config.context.safety_tokens,
+            },
+            crate::lean::Room {
+                deferred: growable.then_some(&scope.deferred),
+                keep: &keep,
+                remember: Arc::new(move |name: &str| {
+                    found
+                        .lock()
+                        .unwrap_or_else(PoisonError::into_inner)
+                        .insert(name.to_owned());
+                }),
+            },
         )
         .map_err(|error| error.for_provider(&model.spec.provider))?;
         let now = fitted.shortened.then(|| {
@@ -620,7 +648,11 @@ impl Runtime {
                 *last = now;
             }
         }
-        Ok((fitted.tools, tell))
+        Ok(Lean {
+            tools: fitted.tools,
+            note: fitted.note,
+            tell,
+        })
     }
 
     /// keel's system prompt followed by the extensions' `parts`.
