@@ -23,12 +23,55 @@ pub(crate) enum Signal {
     ListChanged,
 }
 
-/// rmcp's client side: forwards list changes.
+/// rmcp's client side: says who keel is, offers the workspace as its root, and forwards
+/// list changes.
+// Roots belong to 2025-11-25, the version keel asks for; rmcp marks them deprecated because
+// a later version (SEP-2577) drops them.
+#[allow(deprecated)]
 pub(crate) struct Handler {
     signals: mpsc::UnboundedSender<Signal>,
+    /// The workspace folder, as a `file://` root.
+    root: rmcp::model::Root,
 }
 
+/// `path` as a `file://` URI: every byte but unreserved ones and `/` percent-encoded.
+fn file_uri(path: &Path) -> String {
+    use std::os::unix::ffi::OsStrExt as _;
+    let mut uri = String::from("file://");
+    for &byte in path.as_os_str().as_bytes() {
+        if byte.is_ascii_alphanumeric() || b"-._~/".contains(&byte) {
+            uri.push(char::from(byte));
+        } else {
+            uri.push_str(&format!("%{byte:02X}"));
+        }
+    }
+    uri
+}
+
+#[allow(deprecated)]
 impl ClientHandler for Handler {
+    fn get_info(&self) -> rmcp::model::ClientConfig {
+        // The newest version that still has the `initialize` handshake keel speaks; the
+        // server answers with the one it takes.
+        let mut capabilities = rmcp::model::ClientCapabilities::default();
+        capabilities.roots = Some(rmcp::model::RootsCapabilities::default());
+        rmcp::model::InitializeRequestParams::new(
+            capabilities,
+            rmcp::model::Implementation::new("keel", env!("CARGO_PKG_VERSION")),
+        )
+        .with_protocol_version(rmcp::model::ProtocolVersion::LATEST_WITH_INITIALIZE)
+    }
+
+    fn list_roots(
+        &self,
+        _context: rmcp::service::RequestContext<RoleClient>,
+    ) -> impl Future<Output = Result<rmcp::model::ListRootsResult, rmcp::ErrorData>> + Send + '_
+    {
+        std::future::ready(Ok(rmcp::model::ListRootsResult::new(vec![
+            self.root.clone(),
+        ])))
+    }
+
     fn on_tool_list_changed(
         &self,
         _context: NotificationContext<RoleClient>,
@@ -103,7 +146,15 @@ pub(crate) async fn connect(
     cwd: &Path,
     signals: mpsc::UnboundedSender<Signal>,
 ) -> Result<Connection, McpError> {
-    let handler = Handler { signals };
+    let name = cwd.file_name().map_or_else(
+        || cwd.display().to_string(),
+        |n| n.to_string_lossy().into_owned(),
+    );
+    #[allow(deprecated)]
+    let handler = Handler {
+        signals,
+        root: rmcp::model::Root::new(file_uri(cwd)).with_name(name),
+    };
     let service = match &spec.transport {
         Transport::Stdio {
             command,
@@ -303,4 +354,17 @@ pub(crate) async fn read(peer: &Peer<RoleClient>, uri: &str) -> Result<Value, rm
         .read_resource(ReadResourceRequestParams::new(uri.to_owned()))
         .await?;
     Ok(serde_json::to_value(result).unwrap_or(Value::Null))
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+
+    #[test]
+    fn a_folder_becomes_a_file_uri() {
+        assert_eq!(
+            super::file_uri(std::path::Path::new("/work/my project/ü")),
+            "file:///work/my%20project/%C3%BC"
+        );
+    }
 }

@@ -50,7 +50,37 @@ impl ServerHandler for McpTest {
     ) -> Result<InitializeResult, ErrorData> {
         tokio::time::sleep(self.shared.slow_start).await;
         context.peer.set_peer_info(request.clone());
+        // What the client asked with, for tests to read.
+        if let Some(dir) = &self.shared.state_dir
+            && let Ok(json) = serde_json::to_vec(&request)
+        {
+            let _ = std::fs::write(dir.join("client.json"), json);
+        }
         self.negotiate_initialize(&request)
+    }
+
+    // Roots belong to 2025-11-25; rmcp marks them deprecated for a later version.
+    #[allow(deprecated)]
+    async fn on_initialized(&self, context: rmcp::service::NotificationContext<RoleServer>) {
+        // The client's roots, asked as a server would, for tests to read.
+        let Some(dir) = self.shared.state_dir.clone() else {
+            return;
+        };
+        let offers_roots = context
+            .peer
+            .peer_info()
+            .is_some_and(|info| info.capabilities.roots.is_some());
+        if !offers_roots {
+            return;
+        }
+        let peer = context.peer.clone();
+        tokio::spawn(async move {
+            if let Ok(roots) = peer.list_roots().await
+                && let Ok(json) = serde_json::to_vec(&roots)
+            {
+                let _ = std::fs::write(dir.join("roots.json"), json);
+            }
+        });
     }
 
     async fn list_tools(

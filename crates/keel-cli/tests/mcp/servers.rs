@@ -432,3 +432,35 @@ fn doctor_starts_each_server_and_lists_its_tools_with_the_time() {
     assert!(line("skills").contains("1 found: tidy"), "{stdout}");
     assert_eq!(output.status.code(), Some(0), "{stdout}");
 }
+
+/// Issue 35: `initialize` names 2025-11-25, the newest version with that handshake (not
+/// 2026-07-28, which has none), keel says who it is, and the workspace is offered as the
+/// client's root when the server asks.
+#[test]
+fn the_handshake_names_a_version_with_initialize_and_offers_the_workspace_root() {
+    let state = tempfile::tempdir().unwrap();
+    let state_dir = state.path().to_str().unwrap().to_owned();
+    let world = World::new(&stdio_config(&["--state-dir", &state_dir], ""));
+    let output = world.exec(
+        r#"[{"tool_calls": [{"id": "e", "name": "mcp__test__echo", "arguments": {"message": "hi"}}]},
+            {"text": "done"}]"#,
+        &[],
+        "echo hi",
+    );
+    assert_ok(&output);
+    let client: Value =
+        serde_json::from_slice(&std::fs::read(state.path().join("client.json")).unwrap()).unwrap();
+    assert_eq!(client["protocolVersion"], "2025-11-25", "{client}");
+    assert_eq!(client["clientInfo"]["name"], "keel", "{client}");
+    assert!(client["capabilities"]["roots"].is_object(), "{client}");
+    // Asked after the handshake; the server writes the answer when it comes.
+    let roots_file = state.path().join("roots.json");
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    while !roots_file.exists() && std::time::Instant::now() < deadline {
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    let roots: Value = serde_json::from_slice(&std::fs::read(&roots_file).unwrap()).unwrap();
+    let uri = roots["roots"][0]["uri"].as_str().unwrap();
+    let work = world.work.canonicalize().unwrap();
+    assert_eq!(uri, format!("file://{}", work.display()), "{roots}");
+}
