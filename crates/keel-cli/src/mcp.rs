@@ -49,7 +49,8 @@ enum McpCommand {
         json: bool,
     },
     /// Add a server to $KEEL_HOME/config.yaml: `--url URL` (HTTP) or `-- COMMAND ARGS...`
-    /// (stdio).
+    /// (stdio); Claude Code's `--transport http NAME URL` and `--transport stdio NAME --
+    /// COMMAND ARGS...` work too.
     Add(Box<AddArgs>),
     /// Bring your MCP servers over from Claude Code (~/.claude.json) and Codex
     /// (~/.codex/config.toml): shown first, added to $KEEL_HOME/config.yaml when you say yes.
@@ -70,11 +71,15 @@ struct AddArgs {
     /// The server's name: letters, digits, `_` and `-`.
     name: String,
     /// A variable set for a stdio server, as KEY=VALUE (repeatable).
-    #[arg(long = "env", value_name = "KEY=VALUE", value_parser = parse_env)]
+    #[arg(short = 'e', long = "env", value_name = "KEY=VALUE", value_parser = parse_env)]
     env: Vec<(String, String)>,
     /// A header sent to an HTTP server, as NAME=VALUE or "NAME: VALUE" (repeatable).
-    #[arg(long = "header", value_name = "NAME=VALUE", value_parser = parse_header)]
+    #[arg(short = 'H', long = "header", value_name = "NAME=VALUE", value_parser = parse_header)]
     headers: Vec<(String, String)>,
+    /// How keel reaches the server, as Claude Code's `mcp add` says it: `http` takes the
+    /// URL after the name, `stdio` the command.
+    #[arg(short = 't', long, value_enum, value_name = "TRANSPORT")]
+    transport: Option<TransportArg>,
     /// The variable holding a bearer token for an HTTP server.
     #[arg(long, value_name = "VAR")]
     bearer_token_env_var: Option<String>,
@@ -90,9 +95,41 @@ struct AddArgs {
     /// Print `{"added": NAME}`.
     #[arg(long)]
     json: bool,
-    /// The program to start (stdio) and its arguments, after `--`.
-    #[arg(last = true, value_name = "COMMAND")]
+    /// The program to start (stdio) and its arguments, after `--` when any starts with `-`;
+    /// with `--transport http`, the server's URL.
+    #[arg(value_name = "COMMAND")]
     command: Vec<String>,
+}
+
+/// `--transport`: Claude Code's names for the two kinds keel runs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+enum TransportArg {
+    /// A program keel starts, speaking on its standard input and output.
+    Stdio,
+    /// A streamable HTTP endpoint.
+    Http,
+}
+
+impl AddArgs {
+    /// The arguments in keel's own form: with `--transport http`, the URL moves from the
+    /// words after the name to `--url`.
+    fn normalised(&self) -> anyhow::Result<(Vec<String>, Option<String>)> {
+        match self.transport {
+            Some(TransportArg::Http) => match (self.command.as_slice(), &self.url) {
+                ([url], None) => Ok((Vec::new(), Some(url.clone()))),
+                ([], Some(url)) => Ok((Vec::new(), Some(url.clone()))),
+                ([], None) => bail!("`--transport http` needs the server's URL after its name"),
+                _ => bail!(
+                    "`--transport http` takes one URL after the name, and no command: \
+                     `keel mcp add --transport http NAME URL`"
+                ),
+            },
+            Some(TransportArg::Stdio) if self.url.is_some() => {
+                bail!("`--transport stdio` starts a command; `--url` is for `--transport http`")
+            }
+            _ => Ok((self.command.clone(), self.url.clone())),
+        }
+    }
 }
 
 fn parse_env(text: &str) -> Result<(String, String), String> {
@@ -474,6 +511,7 @@ fn home_file() -> anyhow::Result<PathBuf> {
 
 /// The new server's entry, holding only what was given.
 fn entry_of(args: &AddArgs) -> anyhow::Result<Mapping> {
+    let (command, url) = args.normalised()?;
     let mut entry = Mapping::new();
     let mut put = |key: &str, value: Value| {
         entry.insert(Value::String(key.to_owned()), value);
@@ -486,7 +524,7 @@ fn entry_of(args: &AddArgs) -> anyhow::Result<Mapping> {
                 .collect(),
         )
     };
-    if let Some((command, rest)) = args.command.split_first() {
+    if let Some((command, rest)) = command.split_first() {
         put("command", Value::String(command.clone()));
         if !rest.is_empty() {
             put("args", yaml_serde::to_value(rest)?);
@@ -495,8 +533,8 @@ fn entry_of(args: &AddArgs) -> anyhow::Result<Mapping> {
     if !args.env.is_empty() {
         put("env", strings(&args.env));
     }
-    if let Some(url) = &args.url {
-        put("url", Value::String(url.clone()));
+    if let Some(url) = url {
+        put("url", Value::String(url));
     }
     if !args.headers.is_empty() {
         put("headers", strings(&args.headers));
@@ -519,6 +557,8 @@ fn add(cwd: &Path, args: &AddArgs) -> anyhow::Result<()> {
     keel_mcp::config::spec_of(&args.name, &definition, Defaults::default(), Origin::Config)
         .map_err(|e| anyhow!(e))?;
     let file = home_file()?;
+    // Two `add`s at once would each write the file as they read it: the second one waits.
+    let _lock = edit::lock(&file)?;
     if edit::servers_in(&file)?.contains_key(&args.name) {
         bail!(
             "an MCP server named `{}` is already in {}: run `keel mcp remove {}` first",
@@ -569,6 +609,7 @@ fn project_names(cwd: &Path) -> Vec<String> {
 
 fn remove(cwd: &Path, name: &str, json: bool) -> anyhow::Result<()> {
     let file = home_file()?;
+    let _lock = edit::lock(&file)?;
     if !edit::servers_in(&file)?.contains_key(name) {
         if project_names(cwd).iter().any(|n| n == name) {
             let project = keel_mcp::config::project_file(&project_of(cwd))

@@ -390,3 +390,82 @@ fn import_shows_claude_and_codex_servers_and_adds_them_only_when_told() {
     let again = world.ok(&["import", "--yes"]);
     assert!(again.contains("Nothing to add."), "{again}");
 }
+
+/// Issue 35: Claude Code's `mcp add` forms, `--transport http NAME URL` and `--transport
+/// stdio NAME COMMAND ARGS` with `-e`/`-H`, add what keel's own forms add.
+#[test]
+fn claude_codes_add_forms_work_too() {
+    let world = World::new();
+    world.ok(&[
+        "add",
+        "--transport",
+        "http",
+        "remote",
+        "https://mcp.example.com/mcp",
+        "-H",
+        "X-Team: core",
+    ]);
+    world.ok(&[
+        "add",
+        "-t",
+        "stdio",
+        "-e",
+        "MODE=fast",
+        "local",
+        "--",
+        "npx",
+        "-y",
+        "some-server",
+    ]);
+    let text = std::fs::read_to_string(world.config()).unwrap();
+    let config: serde_json::Value = yaml_serde::from_str(&text).unwrap();
+    let servers = &config["mcp_servers"];
+    assert_eq!(
+        servers["remote"]["url"], "https://mcp.example.com/mcp",
+        "{text}"
+    );
+    assert_eq!(servers["remote"]["headers"]["X-Team"], "core", "{text}");
+    assert_eq!(servers["local"]["command"], "npx", "{text}");
+    assert_eq!(
+        servers["local"]["args"],
+        json!(["-y", "some-server"]),
+        "{text}"
+    );
+    assert_eq!(servers["local"]["env"]["MODE"], "fast", "{text}");
+    let stderr = world.refused(&["add", "--transport", "http", "w"]);
+    assert!(stderr.contains("needs the server's URL"), "{stderr}");
+    let stderr = world.refused(&["add", "--transport", "http", "w", "https://a", "b"]);
+    assert!(stderr.contains("one URL"), "{stderr}");
+}
+
+/// Issue 35: `add`s at once take turns on the file: every one of them is there after.
+#[test]
+fn concurrent_adds_are_all_kept() {
+    let world = World::new();
+    let children: Vec<std::process::Child> = (0..8)
+        .map(|i| {
+            Command::new(env!("CARGO_BIN_EXE_keel"))
+                .args([
+                    "mcp",
+                    "add",
+                    &format!("s{i}"),
+                    "--",
+                    "server",
+                    &i.to_string(),
+                ])
+                .current_dir(world.project())
+                .env("KEEL_HOME", world.home())
+                .env("HOME", world.dir.path())
+                .stdout(std::process::Stdio::null())
+                .spawn()
+                .unwrap()
+        })
+        .collect();
+    for mut child in children {
+        assert!(child.wait().unwrap().success());
+    }
+    let text = std::fs::read_to_string(world.config()).unwrap();
+    for i in 0..8 {
+        assert!(text.contains(&format!("s{i}:")), "s{i} is missing:\n{text}");
+    }
+}

@@ -37,6 +37,31 @@ pub enum Change<'a> {
     },
 }
 
+/// Holds `file`'s edit lock (`FILE.lock` beside it, 0600) until dropped, so edits of the
+/// file by several keel processes take turns.
+pub fn lock(file: &Path) -> anyhow::Result<std::fs::File> {
+    if let Some(dir) = file.parent() {
+        std::fs::DirBuilder::new()
+            .recursive(true)
+            .mode(0o700)
+            .create(dir)
+            .with_context(|| format!("cannot create {}", dir.display()))?;
+    }
+    let mut name = file.as_os_str().to_owned();
+    name.push(".lock");
+    let path = std::path::PathBuf::from(name);
+    let lock = std::fs::OpenOptions::new()
+        .create(true)
+        .truncate(false)
+        .write(true)
+        .mode(0o600)
+        .open(&path)
+        .with_context(|| format!("cannot open {}", path.display()))?;
+    lock.lock()
+        .with_context(|| format!("cannot lock {}", path.display()))?;
+    Ok(lock)
+}
+
 /// The servers `file` defines now (none when it does not exist).
 pub fn servers_in(
     file: &Path,

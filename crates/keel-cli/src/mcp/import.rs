@@ -89,6 +89,16 @@ pub fn run(args: &ImportArgs, home_file: &Path) -> anyhow::Result<()> {
         println!("Nothing was added.");
         return Ok(());
     }
+    // Written under the file's lock; a server someone added meanwhile is left as it is.
+    let _lock = super::edit::lock(home_file)?;
+    let now = super::edit::servers_in(home_file)?;
+    adding.retain(|name, _| {
+        let fresh = !now.contains_key(name);
+        if !fresh {
+            eprintln!("keel: `{name}` was added meanwhile; it is left as it is.");
+        }
+        fresh
+    });
     for (name, (entry, _)) in &adding {
         super::edit::apply(home_file, &super::edit::Change::Add { name, entry })?;
     }
