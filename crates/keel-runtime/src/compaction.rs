@@ -262,21 +262,22 @@ impl Sessions {
         // What a turn would offer: in a small window, the lean set. A window too small for
         // it is measured with the tools as they are, so `/context` still says how full it is.
         let all: Vec<ToolDefinition> = caps.tools.iter().map(|t| t.definition().clone()).collect();
-        let tools =
-            match self
-                .runtime
-                .lean_tools(&scope, &system_prompt, caps.tools, slot, &model, false)
-            {
-                Ok(lean) => {
-                    if let Some(note) = lean.note {
-                        system_prompt.push_str("\n\n");
-                        system_prompt.push_str(&note);
-                    }
-                    lean.tools.iter().map(|t| t.definition().clone()).collect()
+        let fixed = crate::turn::Fixed {
+            system_prompt: &system_prompt,
+            tools: caps.tools,
+            history: &history,
+        };
+        let tools = match self.runtime.lean_tools(&scope, fixed, slot, &model, false) {
+            Ok(lean) => {
+                if let Some(note) = lean.note {
+                    system_prompt.push_str("\n\n");
+                    system_prompt.push_str(&note);
                 }
-                Err(RuntimeError::WindowTooSmall(_)) => all,
-                Err(other) => return Err(other),
-            };
+                lean.tools.iter().map(|t| t.definition().clone()).collect()
+            }
+            Err(RuntimeError::WindowTooSmall(_)) => all,
+            Err(other) => return Err(other),
+        };
         Ok(CompactRequest {
             session_id: slot.id.clone(),
             history,

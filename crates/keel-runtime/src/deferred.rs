@@ -119,6 +119,18 @@ impl Index {
     }
 }
 
+/// The tools `tool_search` found in `history` (its results name them in their details).
+pub fn found_in(history: &[Arc<keel_protocol::Message>]) -> Vec<String> {
+    history
+        .iter()
+        .filter_map(|message| message.as_tool_result())
+        .filter(|result| result.tool_name == TOOL_SEARCH && !result.is_error)
+        .filter_map(|result| result.details.as_ref()?.get("found")?.as_array())
+        .flatten()
+        .filter_map(|name| name.as_str().map(str::to_owned))
+        .collect()
+}
+
 /// Called with the name of each held-back tool the model finds.
 pub type Remember = Arc<dyn Fn(&str) + Send + Sync>;
 

@@ -617,3 +617,48 @@ fn a_32k_window_runs_120_steps_of_8_kib_with_few_summaries() {
         assert!(tokens <= 32_768, "a request of about {tokens} tokens");
     }
 }
+
+/// Issue 34: a tool found in one turn of a small window is offered in the next, even by
+/// another process (the history's `tool_search` result names it), at the end of the list.
+#[test]
+fn a_found_tool_is_offered_in_the_next_turn_even_by_another_process() {
+    let mock = Mock::new();
+    let server = mock.serve(
+        r#"[{"tool_calls": [{"id": "s1", "name": "tool_search", "arguments": {"query": "select:grep"}}]},
+            {"text": "found"},
+            {"text": "again"}]"#,
+    );
+    let home = small_model(&server.url(), 8_192, 4_096);
+    let work = tempfile::tempdir().unwrap();
+    let db = work.path().join("s.db");
+    for (prompt, extra) in [("find grep", None), ("and again", Some("--continue"))] {
+        let mut command = keel();
+        command
+            .env("KEEL_HOME", home.path())
+            .env("KEEL_SESSIONS_DB", &db)
+            .args(["exec", "--permission", "auto", "--cwd"])
+            .arg(work.path());
+        if let Some(flag) = extra {
+            command.arg(flag);
+        }
+        let output = command.arg(prompt).output().unwrap();
+        assert_exit(&output, 0);
+    }
+    let requests: Vec<_> = server
+        .requests()
+        .into_iter()
+        .filter(|r| r.body["tools"].is_array())
+        .collect();
+    assert_eq!(requests.len(), 3);
+    let (found_turn, next_turn) = (offered(&requests[1]), offered(&requests[2]));
+    assert_eq!(
+        found_turn.last().map(String::as_str),
+        Some("grep"),
+        "{found_turn:?}"
+    );
+    assert_eq!(
+        next_turn.last().map(String::as_str),
+        Some("grep"),
+        "{next_turn:?}"
+    );
+}

@@ -70,6 +70,17 @@ struct PreparedTurn {
     lean: Option<serde_json::Value>,
 }
 
+/// What a turn's requests start with, before [`crate::lean::fit`], and the history that
+/// says what the session found behind `tool_search`.
+pub(crate) struct Fixed<'a> {
+    /// The system prompt.
+    pub(crate) system_prompt: &'a str,
+    /// The assembled tools.
+    pub(crate) tools: Vec<keel_agent::ToolRef>,
+    /// The session's history.
+    pub(crate) history: &'a [Arc<Message>],
+}
+
 /// A turn's tools after [`crate::lean::fit`].
 pub(crate) struct Lean {
     /// The tools to offer.
@@ -458,7 +469,17 @@ impl Runtime {
             tools,
             note,
             tell: lean,
-        } = self.lean_tools(&scope, &system_prompt, caps.tools, slot, &model, true)?;
+        } = self.lean_tools(
+            &scope,
+            Fixed {
+                system_prompt: &system_prompt,
+                tools: caps.tools,
+                history: &history,
+            },
+            slot,
+            &model,
+            true,
+        )?;
         if let Some(note) = note {
             system_prompt.push_str("\n\n");
             system_prompt.push_str(&note);
@@ -581,12 +602,16 @@ impl Runtime {
     pub(crate) fn lean_tools(
         &self,
         scope: &TurnScope,
-        system_prompt: &str,
-        tools: Vec<keel_agent::ToolRef>,
+        fixed: Fixed<'_>,
         slot: &Arc<Slot>,
         model: &ResolvedModel,
         turn: bool,
     ) -> Result<Lean, RuntimeError> {
+        let Fixed {
+            system_prompt,
+            tools,
+            history,
+        } = fixed;
         let found = scope
             .host
             .as_ref()
@@ -595,7 +620,11 @@ impl Runtime {
         let config = &self.inner.settings.loaded.config;
         // What the session found (of MCP's too) and what the user keeps exposed stay
         // offered while anything else can wait.
-        let mut keep = found.lock().unwrap_or_else(PoisonError::into_inner).clone();
+        // Found in this process, or by a `tool_search` the history still holds (a session
+        // resumed by another process).
+        let mut known = found.lock().unwrap_or_else(PoisonError::into_inner).clone();
+        known.extend(crate::deferred::found_in(history));
+        let mut keep = known.clone();
         keep.extend(config.mcp.disclosure.always_expose.iter().cloned());
         // A task limited to a fixed list cannot take tools in later.
         let growable = !matches!(
@@ -648,8 +677,17 @@ impl Runtime {
                 *last = now;
             }
         }
+        let mut tools = fitted.tools;
+        if fitted.shortened {
+            // A tool found behind `tool_search` joined the end of the list in the turn that
+            // found it; keeping found tools last keeps that turn's prefix for the next.
+            let (rest, found): (Vec<_>, Vec<_>) = tools
+                .into_iter()
+                .partition(|t| !known.contains(&t.definition().name));
+            tools = rest.into_iter().chain(found).collect();
+        }
         Ok(Lean {
-            tools: fitted.tools,
+            tools,
             note: fitted.note,
             tell,
         })
