@@ -186,11 +186,7 @@ async fn model(settings: &Settings, args: &DoctorArgs, report: &mut Report) {
         &settings.system_prompt(),
         &settings.cwd,
         window,
-        keel_runtime::lean::Limits {
-            output: u64::from(resolved.spec.max_output),
-            reserve: settings.loaded.config.context.reserve_tokens,
-            safety: settings.loaded.config.context.safety_tokens,
-        },
+        keel_runtime::lean::Limits::of(&resolved.spec, &settings.loaded.config.context),
         &resolved.spec.provider,
     ) {
         Some(too_small) => report.line(Level::Fail, "window", &too_small.to_string()),

@@ -64,18 +64,14 @@ impl Settings {
 
     /// The budget of `spec`'s model.
     pub fn budget(&self, spec: &keel_llm::ModelSpec) -> Budget {
-        Budget::configured(
-            u64::from(spec.context_window),
-            u64::from(spec.max_output),
-            self.config.reserve_tokens,
-            self.config.safety_tokens,
-        )
-        .bytes(
-            self.config
-                .max_request_bytes
-                .filter(|bytes| *bytes > 0)
-                .or_else(|| api_byte_limit(&spec.api)),
-        )
+        keel_runtime::lean::Limits::of(spec, &self.config)
+            .budget(u64::from(spec.context_window))
+            .bytes(
+                self.config
+                    .max_request_bytes
+                    .filter(|bytes| *bytes > 0)
+                    .or_else(|| api_byte_limit(&spec.api)),
+            )
     }
 }
 

@@ -90,12 +90,9 @@ pub fn context_report(request: &CompactRequest, sizes: &Sizes<'_>) -> keel_proto
             parts[part].1 += (sizes.block)(block);
         }
     }
-    let budget = keel_llm::budget::Budget::configured(
-        u64::from(request.scope.spec.context_window),
-        u64::from(request.scope.spec.max_output),
-        request.context.reserve_tokens,
-        request.context.safety_tokens,
-    );
+    let spec = &request.scope.spec;
+    let budget =
+        crate::lean::Limits::of(spec, &request.context).budget(u64::from(spec.context_window));
     let (compactions, summary_tokens) = keel_tools::todo::compaction_tally(&request.history);
     keel_protocol::ContextReport {
         window: request.scope.spec.context_window,
@@ -261,7 +258,7 @@ impl Sessions {
         let mut system_prompt = self.runtime.system_prompt(&caps.system_prompt);
         // What a turn would offer: in a small window, the lean set. A window too small for
         // it is measured with the tools as they are, so `/context` still says how full it is.
-        let all: Vec<ToolDefinition> = caps.tools.iter().map(|t| t.definition().clone()).collect();
+        let all = caps.tools.clone();
         let fixed = crate::turn::Fixed {
             system_prompt: &system_prompt,
             tools: caps.tools,
@@ -275,7 +272,9 @@ impl Sessions {
                 }
                 lean.tools.iter().map(|t| t.definition().clone()).collect()
             }
-            Err(RuntimeError::WindowTooSmall(_)) => all,
+            Err(RuntimeError::WindowTooSmall(_)) => {
+                all.iter().map(|t| t.definition().clone()).collect()
+            }
             Err(other) => return Err(other),
         };
         Ok(CompactRequest {

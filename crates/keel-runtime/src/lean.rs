@@ -70,6 +70,17 @@ impl Limits {
         }
     }
 
+    /// The limits of `spec`'s model with the reserve and safety margin of `context`: the
+    /// one place a model's budget is made from, for the manager, the view and the lean
+    /// request alike.
+    pub fn of(spec: &keel_llm::ModelSpec, context: &crate::settings::ContextConfig) -> Self {
+        Self {
+            output: u64::from(spec.max_output),
+            reserve: context.reserve_tokens,
+            safety: context.safety_tokens,
+        }
+    }
+
     /// The budget of a `window`-token window.
     pub fn budget(self, window: u64) -> Budget {
         Budget::configured(window, self.output, self.reserve, self.safety)
@@ -147,8 +158,9 @@ pub struct Room<'a> {
     /// limited to a fixed list).
     pub deferred: Option<&'a Arc<crate::deferred::Deferred>>,
     /// Tools to keep offered while anything else can be held: the session found them, or
-    /// the user asked for them to stay (`mcp.disclosure.always_expose`).
-    pub keep: &'a BTreeSet<String>,
+    /// the user asked for them to stay (`mcp.disclosure.always_expose`). Asked for only
+    /// when something must be held back.
+    pub keep: &'a dyn Fn() -> BTreeSet<String>,
     /// Called with the name of each held tool the model finds.
     pub remember: crate::deferred::Remember,
 }
@@ -202,11 +214,12 @@ pub fn fit(
         };
         // Past the core, the largest first; what the session found or the user keeps, only
         // when nothing else is left.
+        let keep = (room.keep)();
         let mut order: Vec<(bool, u64, usize)> = tools
             .iter()
             .enumerate()
             .filter(|(_, t)| !CORE.contains(&t.definition().name.as_str()))
-            .map(|(i, t)| (room.keep.contains(&t.definition().name), size(t), i))
+            .map(|(i, t)| (keep.contains(&t.definition().name), size(t), i))
             .collect();
         order.sort_by(|a, b| a.0.cmp(&b.0).then(b.1.cmp(&a.1)).then(a.2.cmp(&b.2)));
         let mut chosen = BTreeSet::new();
@@ -451,7 +464,7 @@ mod tests {
 
     fn room<'a>(
         deferred: Option<&'a Arc<crate::deferred::Deferred>>,
-        keep: &'a BTreeSet<String>,
+        keep: &'a dyn Fn() -> BTreeSet<String>,
     ) -> Room<'a> {
         Room {
             deferred,
@@ -468,7 +481,7 @@ mod tests {
             tools,
             window,
             Limits::scaled(4_096),
-            room(Some(&deferred), &BTreeSet::new()),
+            room(Some(&deferred), &BTreeSet::new),
         )
     }
 
@@ -529,7 +542,7 @@ mod tests {
             tools.clone(),
             200_000,
             Limits::scaled(4_096),
-            room(Some(&deferred), &BTreeSet::new()),
+            room(Some(&deferred), &BTreeSet::new),
         )
         .unwrap();
         assert!(!fitted.shortened);
@@ -572,7 +585,7 @@ mod tests {
             tools.clone(),
             8_192,
             Limits::scaled(4_096),
-            room(Some(&first), &found),
+            room(Some(&first), &|| found.clone()),
         )
         .unwrap();
         assert!(names(&fitted.tools).contains(&"grep".to_owned()));
@@ -585,7 +598,7 @@ mod tests {
             tools,
             smallest,
             Limits::scaled(4_096),
-            room(Some(&second), &found),
+            room(Some(&second), &|| found.clone()),
         )
         .unwrap();
         assert!(
@@ -617,7 +630,7 @@ mod tests {
             tools,
             8_192,
             Limits::scaled(4_096),
-            room(None, &BTreeSet::new()),
+            room(None, &BTreeSet::new),
         )
         .err()
         .unwrap();

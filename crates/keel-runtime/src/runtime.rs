@@ -179,11 +179,7 @@ impl Prepared {
                     &prompt,
                     &settings.cwd,
                     u64::from(model.spec.context_window),
-                    crate::lean::Limits {
-                        output: u64::from(model.spec.max_output),
-                        reserve: settings.loaded.config.context.reserve_tokens,
-                        safety: settings.loaded.config.context.safety_tokens,
-                    },
+                    crate::lean::Limits::of(&model.spec, &settings.loaded.config.context),
                     &model.spec.provider,
                 )
                 .map(|too_small| too_small.warning()),

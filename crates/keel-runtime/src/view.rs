@@ -26,6 +26,9 @@ pub struct TurnView {
     limits: WindowLimits,
 }
 
+/// From this window (tokens) up the budget is the design's, unscaled (see `lean`).
+pub use keel_llm::budget::LARGE_WINDOW;
+
 /// The window a turn's requests count against, and the budget's limits in it.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct WindowLimits {
@@ -40,12 +43,7 @@ pub struct WindowLimits {
 impl WindowLimits {
     /// The limits of `spec`'s model under `context`'s reserve and safety settings.
     pub fn of(spec: &keel_llm::ModelSpec, context: &crate::settings::ContextConfig) -> Self {
-        let budget = keel_llm::budget::Budget::configured(
-            u64::from(spec.context_window),
-            u64::from(spec.max_output),
-            context.reserve_tokens,
-            context.safety_tokens,
-        );
+        let budget = crate::lean::Limits::of(spec, context).budget(u64::from(spec.context_window));
         Self {
             window: spec.context_window,
             input_limit: budget.input_limit,

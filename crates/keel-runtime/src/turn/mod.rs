@@ -618,14 +618,22 @@ impl Runtime {
             .map(|h| h.found.clone())
             .unwrap_or_default();
         let config = &self.inner.settings.loaded.config;
-        // What the session found (of MCP's too) and what the user keeps exposed stay
-        // offered while anything else can wait.
-        // Found in this process, or by a `tool_search` the history still holds (a session
-        // resumed by another process).
-        let mut known = found.lock().unwrap_or_else(PoisonError::into_inner).clone();
-        known.extend(crate::deferred::found_in(history));
-        let mut keep = known.clone();
-        keep.extend(config.mcp.disclosure.always_expose.iter().cloned());
+        // What the session found, in this process (MCP's finds too) or by a `tool_search`
+        // the history still holds (a session resumed by another process). Read only in a
+        // small window: a large one never holds anything back.
+        let known = || {
+            let mut known = found.lock().unwrap_or_else(PoisonError::into_inner).clone();
+            known.extend(crate::deferred::found_in(history));
+            known
+        };
+        // What was found and what the user keeps exposed stay offered while anything else
+        // can wait.
+        let keep = || {
+            let mut keep = known();
+            keep.extend(config.mcp.disclosure.always_expose.iter().cloned());
+            keep
+        };
+        let remember_in = found.clone();
         // A task limited to a fixed list cannot take tools in later.
         let growable = !matches!(
             slot.profile.as_ref().map(|p| &p.ceiling),
@@ -636,16 +644,12 @@ impl Runtime {
             system_prompt,
             tools,
             window,
-            crate::lean::Limits {
-                output: u64::from(model.spec.max_output),
-                reserve: config.context.reserve_tokens,
-                safety: config.context.safety_tokens,
-            },
+            crate::lean::Limits::of(&model.spec, &config.context),
             crate::lean::Room {
                 deferred: growable.then_some(&scope.deferred),
                 keep: &keep,
                 remember: Arc::new(move |name: &str| {
-                    found
+                    remember_in
                         .lock()
                         .unwrap_or_else(PoisonError::into_inner)
                         .insert(name.to_owned());
@@ -681,6 +685,7 @@ impl Runtime {
         if fitted.shortened {
             // A tool found behind `tool_search` joined the end of the list in the turn that
             // found it; keeping found tools last keeps that turn's prefix for the next.
+            let known = known();
             let (rest, found): (Vec<_>, Vec<_>) = tools
                 .into_iter()
                 .partition(|t| !known.contains(&t.definition().name));

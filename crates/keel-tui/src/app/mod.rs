@@ -35,10 +35,6 @@ pub use live::Live;
 pub use popup::{PickerKind, Popup};
 pub use tasks::is_active;
 
-/// Below this window (tokens) the footer always shows the window and where compaction
-/// starts: there, compaction comes within a few steps.
-const SMALL_WINDOW: u32 = 131_072;
-
 /// What the app asks the event loop to do.
 #[derive(Debug, PartialEq)]
 pub enum Effect {
@@ -456,9 +452,13 @@ impl App {
         {
             let percent = (used as f64 * 100.0 / f64::from(window)).round() as u64;
             let mut part = format!("ctx {percent}%");
-            // The window and where compaction starts, where they matter: a small window, or
-            // a context past half of its compaction start.
-            if self.compact_at > 0 && (window < SMALL_WINDOW || used * 2 >= self.compact_at) {
+            // The window and where compaction starts, where they matter: a window below the
+            // budget's large ones (compaction comes within a few steps there), or a context
+            // past half of its compaction start.
+            if self.compact_at > 0
+                && (u64::from(window) < keel_runtime::view::LARGE_WINDOW
+                    || used * 2 >= self.compact_at)
+            {
                 part.push_str(&format!(
                     " of {}, compacts at {}",
                     short_count(u64::from(window)),
