@@ -356,6 +356,7 @@ async fn mcp_servers(settings: &Settings, cwd: &Path, report: &mut Report) {
     let manager = keel_mcp::Manager::new(
         cwd.to_path_buf(),
         keel_mcp::server_env(&settings.loaded.config),
+        settings.keel_home.clone(),
     );
     let started = Instant::now();
     manager.start(specs);

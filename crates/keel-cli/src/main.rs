@@ -154,7 +154,7 @@ fn main() -> ExitCode {
             Command::Exec(args) => exec::run(*args).await,
             Command::Sessions(args) => sessions::run(args).await.map(|()| ExitCode::SUCCESS),
             Command::Trust(args) => trust::run(&args).map(|()| ExitCode::SUCCESS),
-            Command::Mcp(args) => mcp::run(args).map(|()| ExitCode::SUCCESS),
+            Command::Mcp(args) => mcp::run(args).await.map(|()| ExitCode::SUCCESS),
             Command::Config(args) => config::run(args),
             Command::Feedback(args) => feedback::run(args).await.map(|()| ExitCode::SUCCESS),
             Command::Debug(args) => debug::run(args).await.map(|()| ExitCode::SUCCESS),

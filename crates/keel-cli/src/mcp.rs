@@ -8,6 +8,7 @@
 
 mod edit;
 mod import;
+mod live;
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -47,6 +48,12 @@ enum McpCommand {
         /// Print a JSON object.
         #[arg(long)]
         json: bool,
+        /// Start it and list its tools, timing the start (its health).
+        #[arg(long)]
+        check: bool,
+        /// With `--check`: log in (opening your browser) when the server asks.
+        #[arg(long, requires = "check")]
+        login: bool,
     },
     /// Add a server to $KEEL_HOME/config.yaml: `--url URL` (HTTP) or `-- COMMAND ARGS...`
     /// (stdio); Claude Code's `--transport http NAME URL` and `--transport stdio NAME --
@@ -55,6 +62,38 @@ enum McpCommand {
     /// Bring your MCP servers over from Claude Code (~/.claude.json) and Codex
     /// (~/.codex/config.toml): shown first, added to $KEEL_HOME/config.yaml when you say yes.
     Import(import::ImportArgs),
+    /// Log in to an HTTP server that asks for OAuth: opens your browser ($BROWSER, else
+    /// the system's) at its authorization server and keeps the tokens in
+    /// $KEEL_HOME/credentials.json.
+    Login {
+        /// The server's name.
+        name: String,
+        /// Print a JSON object.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Delete a server's stored OAuth tokens.
+    Logout {
+        /// The server's name.
+        name: String,
+        /// Print a JSON object.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Start a server and call one of its tools, printing the result (to try a server
+    /// outside a session).
+    Call {
+        /// The server's name.
+        name: String,
+        /// The tool.
+        tool: String,
+        /// Its arguments, a JSON object.
+        #[arg(default_value = "{}")]
+        arguments: String,
+        /// Log in (opening your browser) when the server asks.
+        #[arg(long)]
+        login: bool,
+    },
     /// Remove a server from $KEEL_HOME/config.yaml.
     Remove {
         /// The server's name.
@@ -155,11 +194,44 @@ fn parse_header(text: &str) -> Result<(String, String), String> {
 }
 
 /// Runs `keel mcp`.
-pub fn run(args: McpArgs) -> anyhow::Result<()> {
+pub async fn run(args: McpArgs) -> anyhow::Result<()> {
     let cwd = std::env::current_dir()?;
     match args.command {
         McpCommand::List { json } => list(&cwd, json),
-        McpCommand::Get { name, json } => get(&cwd, &name, json),
+        McpCommand::Get {
+            name,
+            json,
+            check,
+            login,
+        } => {
+            let health = if check {
+                Some(health(&cwd, &name, login).await)
+            } else {
+                None
+            };
+            get(&cwd, &name, json, health)
+        }
+        McpCommand::Login { name, json } => live::login(&live::Target::of(&cwd, &name)?, json).await,
+        McpCommand::Logout { name, json } => live::logout(&live::Target::of(&cwd, &name)?, json),
+        McpCommand::Call {
+            name,
+            tool,
+            arguments,
+            login,
+        } => {
+            let arguments: serde_json::Value = serde_json::from_str(&arguments)
+                .map_err(|e| anyhow!("the arguments are not JSON: {e}"))?;
+            if !arguments.is_object() {
+                bail!("the arguments must be a JSON object, like '{{\"path\": \"a.txt\"}}'");
+            }
+            let target = live::Target::of(&cwd, &name)?;
+            let result = live::call(&target, &tool, arguments, login).await?;
+            println!("{result}");
+            if result["isError"] == serde_json::Value::Bool(true) {
+                bail!("the tool `{tool}` of `{name}` reported an error");
+            }
+            Ok(())
+        }
         McpCommand::Add(args) => add(&cwd, &args),
         McpCommand::Remove { name, json } => remove(&cwd, &name, json),
         McpCommand::Import(args) => import::run(&args, &home_file()?),
@@ -189,6 +261,54 @@ struct Server {
     timeouts: Option<(Duration, Duration)>,
     /// Why a session would not start it, when the definition is not valid.
     problem: Option<String>,
+    /// How it authenticates, for an HTTP server (the login's state).
+    auth: Option<String>,
+}
+
+/// How the HTTP server `name` of `definition` authenticates, for people.
+fn auth_text(keel_home: Option<&Path>, name: &str, definition: &McpServerConfig) -> Option<String> {
+    let url = definition.url.as_ref()?;
+    if let Some(var) = &definition.bearer_token_env_var {
+        return Some(format!("bearer token from ${var}"));
+    }
+    Some(match keel_home {
+        Some(home) => keel_mcp::auth::state(home, name, url).describe(),
+        None => keel_mcp::auth::AuthState::None.describe(),
+    })
+}
+
+/// The health of a server, started now: what `get --check` shows.
+struct Health {
+    /// What it is doing (`ready`, `failed: …`).
+    status: String,
+    /// Its tools' names.
+    tools: Vec<String>,
+    /// How long the start took.
+    started_in: Duration,
+}
+
+async fn health(cwd: &Path, name: &str, login: bool) -> Result<Health, String> {
+    let target = live::Target::of(cwd, name).map_err(|e| e.to_string())?;
+    let mut logins = 0;
+    let running = live::start(&target, login, &mut logins)
+        .await
+        .map_err(|e| e.to_string())?;
+    let tools = running
+        .server
+        .offer()
+        .map(|offer| {
+            offer
+                .tools
+                .iter()
+                .filter_map(|t| t["name"].as_str().map(str::to_owned))
+                .collect()
+        })
+        .unwrap_or_default();
+    Ok(Health {
+        status: running.server.status().describe(),
+        tools,
+        started_in: running.started_in,
+    })
 }
 
 /// Every server the configuration and the project's `.mcp.json` define, configured ones
@@ -221,6 +341,7 @@ fn servers(cwd: &Path) -> anyhow::Result<(Vec<Server>, Vec<String>)> {
         };
         let spec = keel_mcp::config::spec_of(name, definition, defaults, Origin::Config);
         out.push(Server {
+            auth: auth_text(settings.keel_home.as_deref(), name, definition),
             name: name.clone(),
             source: Source::Config(file.unwrap_or_default()),
             enabled: definition.enabled != Some(false),
@@ -256,6 +377,7 @@ fn servers(cwd: &Path) -> anyhow::Result<(Vec<Server>, Vec<String>)> {
             });
         match specs {
             Ok(specs) => out.extend(specs.into_iter().map(|spec| Server {
+                auth: auth_text(settings.keel_home.as_deref(), &spec.name, &definition_of(&spec)),
                 name: spec.name.clone(),
                 source: Source::Project {
                     file: file.clone(),
@@ -291,10 +413,12 @@ fn definition_of(spec: &ServerSpec) -> McpServerConfig {
             url,
             headers,
             bearer_env,
+            oauth,
         } => McpServerConfig {
             url: Some(url.clone()),
             headers: headers.clone(),
             bearer_token_env_var: bearer_env.clone(),
+            oauth: oauth.clone(),
             ..McpServerConfig::default()
         },
     }
@@ -322,6 +446,7 @@ fn list(cwd: &Path, json: bool) -> anyhow::Result<()> {
         "TRANSPORT".to_owned(),
         "SOURCE".to_owned(),
         "ENABLED".to_owned(),
+        "AUTH".to_owned(),
     ]];
     for server in &servers {
         if let Some(problem) = &server.problem {
@@ -332,6 +457,7 @@ fn list(cwd: &Path, json: bool) -> anyhow::Result<()> {
             transport_text(&server.definition),
             source_text(&server.source),
             yes_no(server.enabled).to_owned(),
+            server.auth.clone().unwrap_or_else(|| "-".to_owned()),
         ]);
     }
     print!("{}", table(&rows));
@@ -352,8 +478,8 @@ fn list(cwd: &Path, json: bool) -> anyhow::Result<()> {
 }
 
 /// Rows as columns padded to their widest cell (the last one unpadded).
-fn table(rows: &[[String; 4]]) -> String {
-    let mut widths = [0; 4];
+fn table(rows: &[[String; 5]]) -> String {
+    let mut widths = [0; 5];
     for row in rows {
         for (width, cell) in widths.iter_mut().zip(row) {
             *width = (*width).max(cell.chars().count());
@@ -419,6 +545,7 @@ fn summary(server: &Server) -> serde_json::Value {
         "file": file,
         "trusted": trusted,
         "enabled": server.enabled,
+        "auth": server.auth,
     });
     if let (Some(problem), Some(object)) = (&server.problem, value.as_object_mut()) {
         object.insert("problem".into(), json!(problem));
@@ -431,7 +558,12 @@ fn masked(map: &BTreeMap<String, String>) -> BTreeMap<&str, &str> {
     map.keys().map(|k| (k.as_str(), MASK)).collect()
 }
 
-fn get(cwd: &Path, name: &str, json: bool) -> anyhow::Result<()> {
+fn get(
+    cwd: &Path,
+    name: &str,
+    json: bool,
+    health: Option<Result<Health, String>>,
+) -> anyhow::Result<()> {
     let (servers, _) = servers(cwd)?;
     // The configured one first: it is the one a session runs.
     let Some(server) = servers.iter().find(|s| s.name == name) else {
@@ -450,6 +582,19 @@ fn get(cwd: &Path, name: &str, json: bool) -> anyhow::Result<()> {
             object.insert("bearer_token_env_var".into(), json!(d.bearer_token_env_var));
             object.insert("startup_timeout_sec".into(), json!(timeouts.map(|t| t.0)));
             object.insert("tool_timeout_sec".into(), json!(timeouts.map(|t| t.1)));
+            if let Some(health) = &health {
+                object.insert(
+                    "health".into(),
+                    match health {
+                        Ok(h) => json!({
+                            "status": h.status,
+                            "tools": h.tools,
+                            "started_ms": h.started_in.as_millis(),
+                        }),
+                        Err(problem) => json!({"status": problem}),
+                    },
+                );
+            }
         }
         println!("{value}");
         return Ok(());
@@ -473,6 +618,8 @@ fn get(cwd: &Path, name: &str, json: bool) -> anyhow::Result<()> {
         }
         if let Some(var) = &d.bearer_token_env_var {
             lines.push(("bearer token from", format!("${var}")));
+        } else if let Some(auth) = &server.auth {
+            lines.push(("auth", auth.clone()));
         }
     } else {
         lines.push(("transport", "stdio".to_owned()));
@@ -494,6 +641,17 @@ fn get(cwd: &Path, name: &str, json: bool) -> anyhow::Result<()> {
     }
     if let Some(problem) = &server.problem {
         lines.push(("problem", problem.clone()));
+    }
+    match &health {
+        Some(Ok(h)) => {
+            lines.push((
+                "health",
+                format!("{} (started in {} ms)", h.status, h.started_in.as_millis()),
+            ));
+            lines.push(("tools", format!("{}: {}", h.tools.len(), h.tools.join(", "))));
+        }
+        Some(Err(problem)) => lines.push(("health", problem.clone())),
+        None => {}
     }
     let width = lines.iter().map(|(k, _)| k.len()).max().unwrap_or(0) + 1;
     for (key, value) in lines {

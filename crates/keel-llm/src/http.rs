@@ -50,13 +50,22 @@ pub fn http_client_for(base_url: &str) -> Result<reqwest::Client, ClientError> {
 }
 
 fn build_client(tls_roots: bool) -> Result<reqwest::Client, ClientError> {
+    client_builder(tls_roots)
+        .build()
+        .map_err(|e| ClientError(e.to_string()))
+}
+
+/// A client builder with rustls on the ring provider (`tls_roots: false` for plain-HTTP
+/// use only), for callers that need more settings (redirects, pinned addresses).
+pub fn client_builder(tls_roots: bool) -> reqwest::ClientBuilder {
     // Installing twice is harmless (the second call reports the first provider back).
     let _ = rustls::crypto::ring::default_provider().install_default();
-    let mut builder = reqwest::Client::builder().connect_timeout(Duration::from_secs(30));
-    if !tls_roots {
-        builder = builder.tls_certs_only(std::iter::empty());
+    let builder = reqwest::Client::builder().connect_timeout(Duration::from_secs(30));
+    if tls_roots {
+        builder
+    } else {
+        builder.tls_certs_only(std::iter::empty())
     }
-    builder.build().map_err(|e| ClientError(e.to_string()))
 }
 
 /// A model reached over HTTP.

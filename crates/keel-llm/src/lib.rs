@@ -23,7 +23,7 @@ mod usage;
 mod wrappers;
 
 pub use assemble::{AssembleError, AssistantBuilder};
-pub use http::{ClientError, HttpProvider, http_client, http_client_for};
+pub use http::{ClientError, HttpProvider, client_builder, http_client, http_client_for};
 pub use model::{Api, Capabilities, Compat, ModelEntry, Prices};
 pub use request::{CacheRetention, LlmRequest, ModelSpec, RequestOptions, ThinkingLevel};
 pub use stream_fn::{EventStream, StreamFn, collect, error_stream, message_stream};

@@ -4,6 +4,7 @@
 
 use std::collections::HashMap;
 use std::path::Path;
+use std::sync::Arc;
 
 use rmcp::model::{CallToolRequestParams, GetPromptRequestParams, ReadResourceRequestParams};
 use rmcp::service::{NotificationContext, RunningService};
@@ -145,6 +146,7 @@ pub(crate) async fn connect(
     env: &[(String, String)],
     cwd: &Path,
     signals: mpsc::UnboundedSender<Signal>,
+    auth: Option<Arc<crate::auth::TokenSource>>,
 ) -> Result<Connection, McpError> {
     let name = cwd.file_name().map_or_else(
         || cwd.display().to_string(),
@@ -215,6 +217,7 @@ pub(crate) async fn connect(
             url,
             headers,
             bearer_env,
+            ..
         } => {
             let mut config = StreamableHttpClientTransportConfig::with_uri(url.as_str());
             if let Some(variable) = bearer_env {
@@ -245,15 +248,23 @@ pub(crate) async fn connect(
                 server: spec.name.clone(),
                 reason: e.to_string(),
             })?;
-            let transport =
-                StreamableHttpClientTransport::with_client(crate::http::Bounded(client), config);
-            handler
-                .serve(transport)
-                .await
-                .map_err(|e| McpError::Start {
-                    server: spec.name.clone(),
-                    reason: e.to_string(),
-                })?
+            let bounded = crate::http::Bounded {
+                client,
+                auth: auth.clone(),
+            };
+            let transport = StreamableHttpClientTransport::with_client(bounded, config);
+            handler.serve(transport).await.map_err(|e| {
+                match auth.as_ref().and_then(|a| a.take_denied()) {
+                    Some(denied) => McpError::AuthRequired {
+                        server: spec.name.clone(),
+                        advice: denied.advice(&spec.name),
+                    },
+                    None => McpError::Start {
+                        server: spec.name.clone(),
+                        reason: e.to_string(),
+                    },
+                }
+            })?
         }
     };
     Ok(Connection {

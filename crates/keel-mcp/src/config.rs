@@ -39,6 +39,8 @@ pub enum Transport {
         headers: BTreeMap<String, String>,
         /// The variable holding a bearer token.
         bearer_env: Option<String>,
+        /// How to log in when it asks for OAuth.
+        oauth: Option<keel_runtime::settings::extend::McpOAuthConfig>,
     },
 }
 
@@ -255,10 +257,13 @@ pub fn spec_of(
             if command.trim().is_empty() {
                 return Err(SpecError::EmptyCommand { key });
             }
-            if !server.headers.is_empty() || server.bearer_token_env_var.is_some() {
+            if !server.headers.is_empty()
+                || server.bearer_token_env_var.is_some()
+                || server.oauth.is_some()
+            {
                 return Err(SpecError::Misplaced {
                     key,
-                    fields: "headers and bearer_token_env_var",
+                    fields: "headers, bearer_token_env_var and oauth",
                     kind: "url",
                 });
             }
@@ -282,6 +287,7 @@ pub fn spec_of(
                 url: url.clone(),
                 headers: server.headers.clone(),
                 bearer_env: server.bearer_token_env_var.clone(),
+                oauth: server.oauth.clone(),
             }
         }
         (Some(_), Some(_)) => {

@@ -30,6 +30,14 @@ pub enum McpError {
         /// The limit.
         seconds: u64,
     },
+    /// The server wants a login (or more access) before it answers.
+    #[error("{advice}")]
+    AuthRequired {
+        /// The server.
+        server: String,
+        /// What to do, naming the command.
+        advice: String,
+    },
     /// The server answered with an error, or the connection ended during the request.
     #[error("MCP server `{server}`: {reason}")]
     Request {
@@ -48,6 +56,7 @@ impl McpError {
             Self::NotRunning { .. } => "mcp_not_running",
             Self::Timeout { .. } => "mcp_timeout",
             Self::Request { .. } => "mcp_request_failed",
+            Self::AuthRequired { .. } => "mcp_auth_required",
         }
     }
 }

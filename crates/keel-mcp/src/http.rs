@@ -7,6 +7,7 @@
 use std::collections::HashMap;
 use std::sync::Arc;
 
+use crate::auth::TokenSource;
 use crate::oversize::too_large;
 use futures::StreamExt as _;
 use reqwest::header::{HeaderName, HeaderValue};
@@ -19,9 +20,52 @@ use rmcp::transport::streamable_http_client::{
 /// A stream of server-sent events, as rmcp's clients return them.
 type Events = futures::stream::BoxStream<'static, Result<sse_stream::Sse, SseError>>;
 
-/// rmcp's reqwest client, saying "too large" where it would close the stream.
+/// rmcp's reqwest client, saying "too large" where it would close the stream, and sending
+/// the OAuth token of the server's login when it has one ([`TokenSource`]): refreshed once
+/// after a 401, a refusal kept for the front end.
 #[derive(Clone)]
-pub(crate) struct Bounded(pub(crate) reqwest::Client);
+pub(crate) struct Bounded {
+    pub(crate) client: reqwest::Client,
+    pub(crate) auth: Option<Arc<TokenSource>>,
+}
+
+impl Bounded {
+    /// The header to send: the login's token, else the configured one.
+    async fn header(&self, configured: Option<String>) -> Option<String> {
+        match &self.auth {
+            Some(source) => source.bearer().await.or(configured),
+            None => configured,
+        }
+    }
+
+    /// After a refusal (`status`, its challenge): a renewed token to try once more (401
+    /// only), the refusal kept.
+    async fn after(&self, refused: Option<(u16, String)>, sent: Option<&str>) -> Option<String> {
+        let source = self.auth.as_ref()?;
+        let (status, challenge) = refused?;
+        if status == 401
+            && sent.is_some()
+            && let Some(token) = source.renew(sent).await
+        {
+            return Some(token);
+        }
+        source.deny(status, &challenge);
+        None
+    }
+}
+
+/// The status and challenge of a 401 or 403.
+fn refusal<T>(answer: &Result<T, StreamableHttpError<reqwest::Error>>) -> Option<(u16, String)> {
+    match answer {
+        Err(StreamableHttpError::AuthRequired(error)) => {
+            Some((401, error.www_authenticate_header.clone()))
+        }
+        Err(StreamableHttpError::InsufficientScope(error)) => {
+            Some((403, error.www_authenticate_header.clone()))
+        }
+        _ => None,
+    }
+}
 
 /// Whether `error` is the event-size bound rmcp applies (its error type is private to rmcp,
 /// so only its message tells).
@@ -65,17 +109,34 @@ impl StreamableHttpClient for Bounded {
             ClientJsonRpcMessage::Request(request) => serde_json::to_value(&request.id).ok(),
             _ => None,
         };
-        let answer = self
-            .0
+        let header = self.header(auth_header).await;
+        let mut answer = self
+            .client
             .post_message_with_response_limits(
-                uri,
-                message,
-                session_id,
-                auth_header,
-                custom_headers,
+                uri.clone(),
+                message.clone(),
+                session_id.clone(),
+                header.clone(),
+                custom_headers.clone(),
                 limits,
             )
             .await;
+        let refused = refusal(&answer);
+        if let Some(renewed) = self.after(refused, header.as_deref()).await {
+            answer = self
+                .client
+                .post_message_with_response_limits(
+                    uri,
+                    message,
+                    session_id,
+                    Some(renewed.clone()),
+                    custom_headers,
+                    limits,
+                )
+                .await;
+            let refused = refusal(&answer);
+            self.after(refused, Some(&renewed)).await;
+        }
         let Some(id) = id else {
             return answer;
         };
@@ -115,8 +176,12 @@ impl StreamableHttpClient for Bounded {
         auth_header: Option<String>,
         custom_headers: HashMap<HeaderName, HeaderValue>,
     ) -> impl Future<Output = Result<(), StreamableHttpError<Self::Error>>> + Send + '_ {
-        self.0
-            .delete_session(uri, session_id, auth_header, custom_headers)
+        async move {
+            let header = self.header(auth_header).await;
+            self.client
+                .delete_session(uri, session_id, header, custom_headers)
+                .await
+        }
     }
 
     fn get_stream(
@@ -127,8 +192,12 @@ impl StreamableHttpClient for Bounded {
         auth_header: Option<String>,
         custom_headers: HashMap<HeaderName, HeaderValue>,
     ) -> impl Future<Output = Result<Events, StreamableHttpError<Self::Error>>> + Send + '_ {
-        self.0
-            .get_stream(uri, session_id, last_event_id, auth_header, custom_headers)
+        async move {
+            let header = self.header(auth_header).await;
+            self.client
+                .get_stream(uri, session_id, last_event_id, header, custom_headers)
+                .await
+        }
     }
 
     fn get_stream_with_max_sse_event_size(
@@ -140,13 +209,18 @@ impl StreamableHttpClient for Bounded {
         custom_headers: HashMap<HeaderName, HeaderValue>,
         max_sse_event_size: usize,
     ) -> impl Future<Output = Result<Events, StreamableHttpError<Self::Error>>> + Send + '_ {
-        self.0.get_stream_with_max_sse_event_size(
-            uri,
-            session_id,
-            last_event_id,
-            auth_header,
-            custom_headers,
-            max_sse_event_size,
-        )
+        async move {
+            let header = self.header(auth_header).await;
+            self.client
+                .get_stream_with_max_sse_event_size(
+                    uri,
+                    session_id,
+                    last_event_id,
+                    header,
+                    custom_headers,
+                    max_sse_event_size,
+                )
+                .await
+        }
     }
 }

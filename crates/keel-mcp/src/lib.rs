@@ -4,6 +4,7 @@
 //! or keel-cli.
 #![forbid(unsafe_code)]
 
+pub mod auth;
 mod client;
 pub mod config;
 pub mod content;
@@ -239,7 +240,11 @@ impl Extension for McpExtension {
             // What the servers run stays out of the model's reach while they are trusted.
             let _ = self.trusted.set(reach(&specs, &host).0);
             let defaults = config::Defaults::of(&config).unwrap_or_default();
-            let manager = Manager::new(host.cwd.clone(), server_env(&config));
+            let manager = Manager::new(
+                host.cwd.clone(),
+                server_env(&config),
+                host.keel_home.clone(),
+            );
             let reload_config = config.clone();
             let reload_host = host.clone();
             Arc::new(extension::Mcp::new(

@@ -13,8 +13,9 @@ use serde_json::Value;
 use tokio::sync::{mpsc, watch};
 use tokio_util::sync::CancellationToken;
 
+use crate::auth::{Login, TokenSource};
 use crate::client::{self, Listing, Signal};
-use crate::config::ServerSpec;
+use crate::config::{ServerSpec, Transport};
 use crate::error::McpError;
 
 /// The first wait before a dead server is started again; it doubles up to [`MAX_BACKOFF`].
@@ -39,6 +40,8 @@ pub enum Status {
     Failed(String),
     /// Stopped by keel.
     Stopped,
+    /// Waiting for the user to log in (or grant more access): what to do.
+    NeedsAuth(String),
 }
 
 impl Status {
@@ -50,6 +53,7 @@ impl Status {
             Self::Restarting(n) => format!("restarting (attempt {n})"),
             Self::Failed(reason) => format!("failed: {reason}"),
             Self::Stopped => "stopped".to_owned(),
+            Self::NeedsAuth(advice) => format!("needs login: {advice}"),
         }
     }
 }
@@ -82,6 +86,10 @@ struct ServerState {
 /// One server and its state.
 pub struct Server {
     spec: ServerSpec,
+    /// The OAuth token its HTTP connections send, when it can have one.
+    auth: Option<Arc<TokenSource>>,
+    /// Why its `oauth:` settings cannot be used.
+    auth_problem: Option<String>,
     state: Mutex<ServerState>,
     /// Tells waiters the server left `Starting`.
     settled: watch::Sender<bool>,
@@ -101,6 +109,11 @@ impl Server {
     /// What it is doing.
     pub fn status(&self) -> Status {
         self.lock().status.clone()
+    }
+
+    /// The server's last refusal for want of a login or scope, if it can log in at all.
+    pub fn last_denied(&self) -> Option<crate::auth::Denied> {
+        self.auth.as_ref().and_then(|a| a.last_denied())
     }
 
     /// What it offers, while it runs.
@@ -187,10 +200,18 @@ impl Server {
                 server: self.spec.name.clone(),
                 reason: format!("the server stopped during {what}; keel is restarting it"),
             }),
-            Ok(Err(error)) => Err(McpError::Request {
-                server: self.spec.name.clone(),
-                reason: error.to_string(),
-            }),
+            Ok(Err(error)) => Err(
+                match self.auth.as_ref().and_then(|a| a.take_denied()) {
+                    Some(denied) => McpError::AuthRequired {
+                        server: self.spec.name.clone(),
+                        advice: denied.advice(&self.spec.name),
+                    },
+                    None => McpError::Request {
+                        server: self.spec.name.clone(),
+                        reason: error.to_string(),
+                    },
+                },
+            ),
             Err(_) => Err(McpError::Timeout {
                 server: self.spec.name.clone(),
                 what: what.to_owned(),
@@ -215,6 +236,8 @@ struct Inner {
     revision: watch::Sender<u64>,
     env: Vec<(String, String)>,
     cwd: PathBuf,
+    /// Where logins are stored (`None`: no logins).
+    keel_home: Option<PathBuf>,
     notices: Mutex<Vec<Notice>>,
     /// Told of every new revision (the extension adds servers that came up to running
     /// turns).
@@ -239,14 +262,16 @@ impl std::fmt::Debug for Manager {
 }
 
 impl Manager {
-    /// A manager that starts servers in `cwd` with the cleaned environment `env`.
-    pub fn new(cwd: PathBuf, env: Vec<(String, String)>) -> Self {
+    /// A manager that starts servers in `cwd` with the cleaned environment `env`, their
+    /// logins kept in `keel_home`.
+    pub fn new(cwd: PathBuf, env: Vec<(String, String)>, keel_home: Option<PathBuf>) -> Self {
         Self {
             inner: Arc::new(Inner {
                 servers: Mutex::new(BTreeMap::new()),
                 revision: watch::Sender::new(0),
                 env,
                 cwd,
+                keel_home,
                 notices: Mutex::new(Vec::new()),
                 listener: Mutex::new(None),
             }),
@@ -345,7 +370,13 @@ impl Manager {
     /// running is stopped first. Needs a tokio runtime.
     pub fn start(&self, specs: Vec<ServerSpec>) {
         for spec in specs {
+            let (auth, auth_problem) = match self.token_source(&spec) {
+                Ok(auth) => (auth, None),
+                Err(problem) => (None, Some(problem)),
+            };
             let server = Arc::new(Server {
+                auth,
+                auth_problem,
                 state: Mutex::new(ServerState {
                     status: Status::Starting,
                     live: None,
@@ -360,6 +391,29 @@ impl Manager {
             let manager = self.clone();
             tokio::spawn(async move { manager.keep(server).await });
         }
+    }
+
+    /// The token source of an HTTP server that does not bring its own bearer token.
+    fn token_source(&self, spec: &ServerSpec) -> Result<Option<Arc<TokenSource>>, String> {
+        let (Transport::Http {
+            url,
+            bearer_env: None,
+            oauth,
+            ..
+        }, Some(home)) = (&spec.transport, &self.inner.keel_home)
+        else {
+            return Ok(None);
+        };
+        let env = |name: &str| {
+            self.inner
+                .env
+                .iter()
+                .find(|(k, _)| k == name)
+                .map(|(_, v)| v.clone())
+        };
+        Login::new(&spec.name, url, oauth.as_ref(), home, &env)
+            .map(|login| Some(Arc::new(TokenSource::new(login))))
+            .map_err(|e| e.to_string())
     }
 
     /// Stops every server and starts `specs` (a reload).
@@ -415,6 +469,13 @@ impl Manager {
                     }
                     self.serve(&server, service, &mut signals).await
                 }
+                Ok(Err(McpError::AuthRequired { advice, .. })) => {
+                    // Only the user can log in: no restarts until they have.
+                    server.lock().status = Status::NeedsAuth(advice.clone());
+                    server.settled.send_replace(true);
+                    self.notice(&name, advice);
+                    return;
+                }
                 Ok(Err(error)) => Err(error.to_string()),
                 Err(_) => Err(format!(
                     "MCP server `{name}` did not start within {} s",
@@ -465,14 +526,32 @@ impl Manager {
         ),
         McpError,
     > {
-        let connection =
-            client::connect(&server.spec, &self.inner.env, &self.inner.cwd, signals).await?;
-        let listing = client::list(&connection.peer)
-            .await
-            .map_err(|e| McpError::Start {
+        if let Some(problem) = &server.auth_problem {
+            return Err(McpError::Start {
                 server: server.spec.name.clone(),
-                reason: format!("cannot list its tools: {e}"),
-            })?;
+                reason: problem.clone(),
+            });
+        }
+        let connection = client::connect(
+            &server.spec,
+            &self.inner.env,
+            &self.inner.cwd,
+            signals,
+            server.auth.clone(),
+        )
+        .await?;
+        let listing = client::list(&connection.peer).await.map_err(|e| {
+            match server.auth.as_ref().and_then(|a| a.take_denied()) {
+                Some(denied) => McpError::AuthRequired {
+                    server: server.spec.name.clone(),
+                    advice: denied.advice(&server.spec.name),
+                },
+                None => McpError::Start {
+                    server: server.spec.name.clone(),
+                    reason: format!("cannot list its tools: {e}"),
+                },
+            }
+        })?;
         Ok((connection.service, self.offer_of(server, listing)))
     }
 

@@ -13,18 +13,87 @@ use serde::{Deserialize, Serialize};
 pub const FILE: &str = "credentials.json";
 
 /// What the store holds.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Credentials {
     /// Provider keys by provider name.
     #[serde(default)]
     pub providers: BTreeMap<String, ProviderKey>,
+    /// MCP servers' OAuth logins by server name.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub mcp: BTreeMap<String, McpLogin>,
+}
+
+/// One MCP server's OAuth login: the tokens, and what they may be sent to.
+#[derive(Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+pub struct McpLogin {
+    /// The protected resource the tokens are for (RFC 8707); a server whose URL no longer
+    /// belongs to it gets none of them.
+    pub resource: String,
+    /// The authorization server's issuer.
+    pub issuer: String,
+    /// The token endpoint recorded at login: refreshes go there and nowhere else.
+    pub token_endpoint: String,
+    /// The client id (registered, configured or a metadata document's URL).
+    pub client_id: String,
+    /// A secret the authorization server issued at registration.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub client_secret: Option<String>,
+    /// How the token endpoint authenticates keel: `client_secret_basic`,
+    /// `client_secret_post`, `private_key_jwt` or `none`.
+    pub auth_method: String,
+    /// The grant logged in with: `authorization_code` or `client_credentials`.
+    #[serde(default)]
+    pub grant: String,
+    /// The access token.
+    pub access_token: String,
+    /// The refresh token, when one was issued.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub refresh_token: Option<String>,
+    /// When the access token expires, in seconds since the epoch.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub expires_at: Option<u64>,
+    /// The scopes granted.
+    #[serde(default)]
+    pub scopes: Vec<String>,
+    /// Scopes a server asked for since (403 `insufficient_scope`), asked for at the next
+    /// login together with the granted ones.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub wanted: Vec<String>,
+}
+
+impl std::fmt::Debug for McpLogin {
+    // Tokens and secrets never reach a log.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("McpLogin")
+            .field("resource", &self.resource)
+            .field("issuer", &self.issuer)
+            .field("client_id", &self.client_id)
+            .field("scopes", &self.scopes)
+            .field("expires_at", &self.expires_at)
+            .finish_non_exhaustive()
+    }
+}
+
+impl std::fmt::Debug for Credentials {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Credentials")
+            .field("providers", &self.providers.keys().collect::<Vec<_>>())
+            .field("mcp", &self.mcp)
+            .finish()
+    }
 }
 
 /// One provider's key.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ProviderKey {
     /// The key.
     pub api_key: String,
+}
+
+impl std::fmt::Debug for ProviderKey {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("ProviderKey(***)")
+    }
 }
 
 /// Why the store could not be read or written.
@@ -105,6 +174,53 @@ pub fn save(keel_home: &Path, credentials: &Credentials) -> Result<(), Credentia
         .and_then(|()| out.sync_all())
         .map_err(io)?;
     std::fs::rename(&fresh, &file).map_err(io)
+}
+
+/// Loads the store, lets `change` edit it and writes it back, holding a lock beside it so
+/// two keel processes (a refresh in one, a login in another) do not lose each other's
+/// writes. `change` returning `false` writes nothing.
+pub fn update<T>(
+    keel_home: &Path,
+    change: impl FnOnce(&mut Credentials) -> (bool, T),
+) -> Result<T, CredentialsError> {
+    use std::os::unix::fs::{DirBuilderExt as _, OpenOptionsExt as _};
+    let lock_path = keel_home.join(format!("{FILE}.lock"));
+    let io = |source| CredentialsError::Io {
+        path: lock_path.clone(),
+        source,
+    };
+    std::fs::DirBuilder::new()
+        .recursive(true)
+        .mode(0o700)
+        .create(keel_home)
+        .map_err(io)?;
+    let lock = std::fs::OpenOptions::new()
+        .write(true)
+        .create(true)
+        .truncate(false)
+        .mode(0o600)
+        .custom_flags(libc_no_follow())
+        .open(&lock_path)
+        .map_err(io)?;
+    lock.lock().map_err(io)?;
+    let mut credentials = load(keel_home)?;
+    let (changed, out) = change(&mut credentials);
+    if changed {
+        save(keel_home, &credentials)?;
+    }
+    Ok(out)
+}
+
+/// `O_NOFOLLOW`: the lock file is never opened through a link.
+const fn libc_no_follow() -> i32 {
+    #[cfg(target_os = "linux")]
+    {
+        0o400000
+    }
+    #[cfg(not(target_os = "linux"))]
+    {
+        0x0100
+    }
 }
 
 /// The stored key of `provider`, if any (a store that cannot be read holds none).

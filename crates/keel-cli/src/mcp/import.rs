@@ -311,6 +311,7 @@ fn codex_server(server: &toml::Value) -> Result<McpServerConfig, String> {
         startup_timeout_sec: seconds("startup_timeout_sec"),
         tool_timeout_sec: seconds("tool_timeout_sec"),
         enabled: server.get("enabled").and_then(toml::Value::as_bool),
+        oauth: None,
     })
 }
 

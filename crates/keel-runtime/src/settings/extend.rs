@@ -43,6 +43,66 @@ pub struct McpServerConfig {
     /// `false` keeps the server configured but stopped.
     #[serde(default)]
     pub enabled: Option<bool>,
+    /// How keel logs in to an HTTP server that asks for OAuth (all optional).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub oauth: Option<McpOAuthConfig>,
+}
+
+/// `mcp_servers.NAME.oauth:`.
+#[derive(
+    Debug, Clone, PartialEq, Eq, Default, Deserialize, serde::Serialize, schemars::JsonSchema,
+)]
+#[serde(deny_unknown_fields)]
+pub struct McpOAuthConfig {
+    /// A client id registered with the authorization server beforehand.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub client_id: Option<String>,
+    /// The variable holding that client's secret.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub client_secret_env: Option<String>,
+    /// A PEM private key (PKCS#8, P-256 or RSA) signing `private_key_jwt` assertions.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub private_key_file: Option<String>,
+    /// `authorization_code` (a person logs in through a browser, the default) or
+    /// `client_credentials` (machine to machine, no browser).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub grant: Option<OAuthGrant>,
+    /// The scopes to ask for, instead of the ones the server names.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub scopes: Vec<String>,
+    /// The URL of a Client ID Metadata Document describing keel, used as the client id
+    /// where the authorization server supports them.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub client_metadata_url: Option<String>,
+    /// The loopback port the login's redirect comes back to (default: any free port).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub callback_port: Option<u16>,
+}
+
+/// `mcp_servers.NAME.oauth.grant`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, serde::Serialize, schemars::JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum OAuthGrant {
+    /// Authorization code with PKCE, through the user's browser.
+    AuthorizationCode,
+    /// Client credentials: a secret or a signed assertion, no browser.
+    ClientCredentials,
+}
+
+/// `mcp.elicitation`: what keel answers a server's `elicitation/create` when no one can be
+/// asked (exec); the TUI and editors ask the user.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize, serde::Serialize, schemars::JsonSchema)]
+#[serde(rename_all = "kebab-case")]
+pub enum ElicitationPolicy {
+    /// Ask the user (where no one can answer, decline).
+    Ask,
+    /// Decline every request.
+    #[default]
+    Decline,
+    /// Accept every form with its defaults (an explicit opt-in for unattended runs; each
+    /// accepted form is logged). A form with a required field that has no default is
+    /// declined.
+    AcceptDefaults,
 }
 
 /// `mcp:`: defaults for every server and the disclosure policy.
@@ -62,6 +122,9 @@ pub struct McpConfig {
     /// Deferred tool disclosure (DESIGN §11).
     #[serde(default)]
     pub disclosure: DisclosureConfig,
+    /// What a server's request for input gets when no one can answer it (exec).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub elicitation: Option<ElicitationPolicy>,
 }
 
 /// `mcp.disclosure:`.
