@@ -15,6 +15,7 @@ use serde_json::Value;
 use tokio::sync::mpsc;
 
 use crate::config::{ServerSpec, Transport};
+use keel_runtime::settings::extend::ElicitationPolicy;
 use crate::error::McpError;
 
 /// What a connection tells its owner.
@@ -33,6 +34,10 @@ pub(crate) struct Handler {
     signals: mpsc::UnboundedSender<Signal>,
     /// The workspace folder, as a `file://` root.
     root: rmcp::model::Root,
+    /// The server's name, for the log.
+    server: String,
+    /// What a request for the user's input gets.
+    elicitation: ElicitationPolicy,
 }
 
 /// `path` as a `file://` URI: every byte but unreserved ones and `/` percent-encoded.
@@ -56,6 +61,13 @@ impl ClientHandler for Handler {
         // server answers with the one it takes.
         let mut capabilities = rmcp::model::ClientCapabilities::default();
         capabilities.roots = Some(rmcp::model::RootsCapabilities::default());
+        // Forms are offered only where keel can answer them (URL mode needs a person).
+        if self.elicitation == ElicitationPolicy::AcceptDefaults {
+            capabilities.elicitation = Some(
+                rmcp::model::ElicitationCapability::new()
+                    .with_form(rmcp::model::FormElicitationCapability::new()),
+            );
+        }
         rmcp::model::InitializeRequestParams::new(
             capabilities,
             rmcp::model::Implementation::new("keel", env!("CARGO_PKG_VERSION")),
@@ -71,6 +83,40 @@ impl ClientHandler for Handler {
         std::future::ready(Ok(rmcp::model::ListRootsResult::new(vec![
             self.root.clone(),
         ])))
+    }
+
+    fn create_elicitation(
+        &self,
+        request: rmcp::model::ElicitRequestParams,
+        _context: rmcp::service::RequestContext<RoleClient>,
+    ) -> impl Future<Output = Result<rmcp::model::ElicitResult, rmcp::ErrorData>> + Send + '_ {
+        use rmcp::model::{ElicitRequestParams, ElicitResult, ElicitationAction};
+        let result = match request {
+            ElicitRequestParams::FormElicitationParams {
+                message,
+                requested_schema,
+                ..
+            } => {
+                let schema = serde_json::to_value(&requested_schema).unwrap_or_default();
+                match crate::elicit::answer(self.elicitation, &schema) {
+                    crate::elicit::Answer::Accept(content) => {
+                        let content = serde_json::Value::Object(content);
+                        tracing::warn!(server = %self.server, %message, %content, "accepted an MCP server's form with its defaults (mcp.elicitation: accept-defaults)");
+                        ElicitResult::new(ElicitationAction::Accept).with_content(content)
+                    }
+                    crate::elicit::Answer::Decline(why) => {
+                        tracing::info!(server = %self.server, %message, "declined an MCP server's form: {why}");
+                        ElicitResult::new(ElicitationAction::Decline)
+                    }
+                }
+            }
+            ElicitRequestParams::UrlElicitationParams { message, url, .. } => {
+                tracing::info!(server = %self.server, %message, %url, "declined an MCP server's request to open a URL: no one here can agree to it");
+                ElicitResult::new(ElicitationAction::Decline)
+            }
+            _ => ElicitResult::new(ElicitationAction::Decline),
+        };
+        std::future::ready(Ok(result))
     }
 
     fn on_tool_list_changed(
@@ -147,6 +193,7 @@ pub(crate) async fn connect(
     cwd: &Path,
     signals: mpsc::UnboundedSender<Signal>,
     auth: Option<Arc<crate::auth::TokenSource>>,
+    elicitation: ElicitationPolicy,
 ) -> Result<Connection, McpError> {
     let name = cwd.file_name().map_or_else(
         || cwd.display().to_string(),
@@ -156,6 +203,8 @@ pub(crate) async fn connect(
     let handler = Handler {
         signals,
         root: rmcp::model::Root::new(file_uri(cwd)).with_name(name),
+        server: spec.name.clone(),
+        elicitation,
     };
     let service = match &spec.transport {
         Transport::Stdio {

@@ -6,6 +6,7 @@
 
 pub mod auth;
 mod client;
+mod elicit;
 pub mod config;
 pub mod content;
 pub mod disclosure;
@@ -240,10 +241,11 @@ impl Extension for McpExtension {
             // What the servers run stays out of the model's reach while they are trusted.
             let _ = self.trusted.set(reach(&specs, &host).0);
             let defaults = config::Defaults::of(&config).unwrap_or_default();
-            let manager = Manager::new(
+            let manager = Manager::with_elicitation(
                 host.cwd.clone(),
                 server_env(&config),
                 host.keel_home.clone(),
+                config.mcp.elicitation.unwrap_or_default(),
             );
             let reload_config = config.clone();
             let reload_host = host.clone();

@@ -16,6 +16,7 @@ use tokio_util::sync::CancellationToken;
 use crate::auth::{Login, TokenSource};
 use crate::client::{self, Listing, Signal};
 use crate::config::{ServerSpec, Transport};
+use keel_runtime::settings::extend::ElicitationPolicy;
 use crate::error::McpError;
 
 /// The first wait before a dead server is started again; it doubles up to [`MAX_BACKOFF`].
@@ -238,6 +239,8 @@ struct Inner {
     cwd: PathBuf,
     /// Where logins are stored (`None`: no logins).
     keel_home: Option<PathBuf>,
+    /// What servers' requests for input get.
+    elicitation: ElicitationPolicy,
     notices: Mutex<Vec<Notice>>,
     /// Told of every new revision (the extension adds servers that came up to running
     /// turns).
@@ -265,6 +268,16 @@ impl Manager {
     /// A manager that starts servers in `cwd` with the cleaned environment `env`, their
     /// logins kept in `keel_home`.
     pub fn new(cwd: PathBuf, env: Vec<(String, String)>, keel_home: Option<PathBuf>) -> Self {
+        Self::with_elicitation(cwd, env, keel_home, ElicitationPolicy::default())
+    }
+
+    /// [`Manager::new`], servers' requests for input answered under `elicitation`.
+    pub fn with_elicitation(
+        cwd: PathBuf,
+        env: Vec<(String, String)>,
+        keel_home: Option<PathBuf>,
+        elicitation: ElicitationPolicy,
+    ) -> Self {
         Self {
             inner: Arc::new(Inner {
                 servers: Mutex::new(BTreeMap::new()),
@@ -272,6 +285,7 @@ impl Manager {
                 env,
                 cwd,
                 keel_home,
+                elicitation,
                 notices: Mutex::new(Vec::new()),
                 listener: Mutex::new(None),
             }),
@@ -538,6 +552,7 @@ impl Manager {
             &self.inner.cwd,
             signals,
             server.auth.clone(),
+            self.inner.elicitation,
         )
         .await?;
         let listing = client::list(&connection.peer).await.map_err(|e| {

@@ -24,6 +24,8 @@ pub(super) struct Target {
     keel_home: std::path::PathBuf,
     /// The environment servers get.
     env: Vec<(String, String)>,
+    /// What a server's request for input gets.
+    elicitation: keel_runtime::settings::extend::ElicitationPolicy,
     cwd: std::path::PathBuf,
 }
 
@@ -53,6 +55,7 @@ impl Target {
             spec,
             keel_home,
             env: keel_mcp::server_env(config),
+            elicitation: config.mcp.elicitation.unwrap_or_default(),
             cwd: cwd.to_path_buf(),
         })
     }
@@ -194,10 +197,11 @@ pub(super) async fn start(
     logins: &mut usize,
 ) -> anyhow::Result<Running> {
     loop {
-        let manager = Manager::new(
+        let manager = Manager::with_elicitation(
             target.cwd.clone(),
             target.env.clone(),
             Some(target.keel_home.clone()),
+            target.elicitation,
         );
         let began = Instant::now();
         manager.start(vec![target.spec.clone()]);
