@@ -211,7 +211,9 @@ pub async fn run(args: McpArgs) -> anyhow::Result<()> {
             };
             get(&cwd, &name, json, health)
         }
-        McpCommand::Login { name, json } => live::login(&live::Target::of(&cwd, &name)?, json).await,
+        McpCommand::Login { name, json } => {
+            live::login(&live::Target::of(&cwd, &name)?, json).await
+        }
         McpCommand::Logout { name, json } => live::logout(&live::Target::of(&cwd, &name)?, json),
         McpCommand::Call {
             name,
@@ -377,7 +379,11 @@ fn servers(cwd: &Path) -> anyhow::Result<(Vec<Server>, Vec<String>)> {
             });
         match specs {
             Ok(specs) => out.extend(specs.into_iter().map(|spec| Server {
-                auth: auth_text(settings.keel_home.as_deref(), &spec.name, &definition_of(&spec)),
+                auth: auth_text(
+                    settings.keel_home.as_deref(),
+                    &spec.name,
+                    &definition_of(&spec),
+                ),
                 name: spec.name.clone(),
                 source: Source::Project {
                     file: file.clone(),
@@ -648,7 +654,10 @@ fn get(
                 "health",
                 format!("{} (started in {} ms)", h.status, h.started_in.as_millis()),
             ));
-            lines.push(("tools", format!("{}: {}", h.tools.len(), h.tools.join(", "))));
+            lines.push((
+                "tools",
+                format!("{}: {}", h.tools.len(), h.tools.join(", ")),
+            ));
         }
         Some(Err(problem)) => lines.push(("health", problem.clone())),
         None => {}

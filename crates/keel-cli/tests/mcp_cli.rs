@@ -147,19 +147,27 @@ fn added_servers_keep_the_users_file_and_show_masked() {
     assert_eq!(
         world.table(&["list"]),
         vec![
-            vec!["NAME", "TRANSPORT", "SOURCE", "ENABLED"],
+            vec!["NAME", "TRANSPORT", "SOURCE", "ENABLED", "AUTH"],
             vec![
                 "files",
                 "stdio: npx -y '@scope/server files'",
                 "<TMP>/home/config.yaml",
-                "yes"
+                "yes",
+                "-"
             ],
-            vec!["old", "stdio: old-server", "<TMP>/home/config.yaml", "yes"],
+            vec![
+                "old",
+                "stdio: old-server",
+                "<TMP>/home/config.yaml",
+                "yes",
+                "-"
+            ],
             vec![
                 "remote",
                 "http: https://example.com/mcp",
                 "<TMP>/home/config.yaml",
-                "yes"
+                "yes",
+                "bearer token from $REMOTE_TOKEN"
             ],
         ]
     );
@@ -170,11 +178,12 @@ fn added_servers_keep_the_users_file_and_show_masked() {
         listed,
         json!([
             {"name": "files", "transport": "stdio", "command": "npx", "args": ["-y", "@scope/server files"],
-             "url": null, "source": "config", "file": config, "trusted": true, "enabled": true},
+             "url": null, "source": "config", "file": config, "trusted": true, "enabled": true, "auth": null},
             {"name": "old", "transport": "stdio", "command": "old-server", "args": [],
-             "url": null, "source": "config", "file": config, "trusted": true, "enabled": true},
+             "url": null, "source": "config", "file": config, "trusted": true, "enabled": true, "auth": null},
             {"name": "remote", "transport": "http", "command": null, "args": [],
-             "url": "https://example.com/mcp", "source": "config", "file": config, "trusted": true, "enabled": true},
+             "url": "https://example.com/mcp", "source": "config", "file": config, "trusted": true, "enabled": true,
+             "auth": "bearer token from $REMOTE_TOKEN"},
         ])
     );
 
@@ -203,7 +212,8 @@ fn added_servers_keep_the_users_file_and_show_masked() {
         shown,
         json!({"name": "remote", "transport": "http", "command": null, "args": [],
                "url": "https://example.com/mcp", "source": "config", "file": config,
-               "trusted": true, "enabled": true, "env": {}, "cwd": null,
+               "trusted": true, "enabled": true, "auth": "bearer token from $REMOTE_TOKEN",
+               "env": {}, "cwd": null,
                "headers": {"Authorization": "***"}, "bearer_token_env_var": "REMOTE_TOKEN",
                "startup_timeout_sec": 30.0, "tool_timeout_sec": 120.0})
     );
@@ -299,12 +309,13 @@ fn project_servers_show_as_untrusted_and_are_not_removed() {
     assert_eq!(
         world.table(&["list"]),
         vec![
-            vec!["NAME", "TRANSPORT", "SOURCE", "ENABLED"],
+            vec!["NAME", "TRANSPORT", "SOURCE", "ENABLED", "AUTH"],
             vec![
                 "proj",
                 "stdio: node s.js",
                 "<TMP>/project/.mcp.json (not trusted)",
-                "yes"
+                "yes",
+                "-"
             ],
             vec![
                 "keel does not start the servers of <TMP>/project/.mcp.json until you trust it: run `keel trust`."

@@ -15,8 +15,8 @@ use serde_json::Value;
 use tokio::sync::mpsc;
 
 use crate::config::{ServerSpec, Transport};
-use keel_runtime::settings::extend::ElicitationPolicy;
 use crate::error::McpError;
+use keel_runtime::settings::extend::ElicitationPolicy;
 
 /// What a connection tells its owner.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -9,7 +9,15 @@ use serde_json::{Map, Value};
 
 /// Words that make a yes/no field a question of consent.
 const CONSENT: [&str; 9] = [
-    "confirm", "approve", "allow", "authorize", "authorise", "consent", "agree", "accept", "proceed",
+    "confirm",
+    "approve",
+    "allow",
+    "authorize",
+    "authorise",
+    "consent",
+    "agree",
+    "accept",
+    "proceed",
 ];
 
 /// What keel answers a form.
@@ -24,16 +32,24 @@ pub(crate) enum Answer {
 /// The answer to a form of `schema` under `policy`.
 pub(crate) fn answer(policy: ElicitationPolicy, schema: &Value) -> Answer {
     if policy != ElicitationPolicy::AcceptDefaults {
-        return Answer::Decline("no one can answer here (mcp.elicitation is not accept-defaults)".into());
+        return Answer::Decline(
+            "no one can answer here (mcp.elicitation is not accept-defaults)".into(),
+        );
     }
-    let properties = schema["properties"].as_object().cloned().unwrap_or_default();
+    let properties = schema["properties"]
+        .as_object()
+        .cloned()
+        .unwrap_or_default();
     let required: Vec<&str> = schema["required"]
         .as_array()
         .map(|all| all.iter().filter_map(Value::as_str).collect())
         .unwrap_or_default();
     let mut content = Map::new();
     for (name, field) in &properties {
-        if field["type"] == "boolean" && field["default"] == Value::Bool(true) && consent(name, field) {
+        if field["type"] == "boolean"
+            && field["default"] == Value::Bool(true)
+            && consent(name, field)
+        {
             return Answer::Decline(format!(
                 "the form would have keel say yes to `{name}` by default; a default never gives \
                  consent"
@@ -44,7 +60,9 @@ pub(crate) fn answer(policy: ElicitationPolicy, schema: &Value) -> Answer {
                 content.insert(name.clone(), value.clone());
             }
             Some(_) => {
-                return Answer::Decline(format!("the default of `{name}` does not fit its own schema"));
+                return Answer::Decline(format!(
+                    "the default of `{name}` does not fit its own schema"
+                ));
             }
             None if required.contains(&name.as_str()) => {
                 return Answer::Decline(format!("`{name}` is required and has no default"));
@@ -108,8 +126,14 @@ mod tests {
             Value::Object(content),
             json!({"name": "John Doe", "age": 30, "score": 95.5, "status": "active", "verified": true})
         );
-        assert!(matches!(answer(ElicitationPolicy::Decline, &form()), Answer::Decline(_)));
-        assert!(matches!(answer(ElicitationPolicy::Ask, &form()), Answer::Decline(_)));
+        assert!(matches!(
+            answer(ElicitationPolicy::Decline, &form()),
+            Answer::Decline(_)
+        ));
+        assert!(matches!(
+            answer(ElicitationPolicy::Ask, &form()),
+            Answer::Decline(_)
+        ));
     }
 
     #[test]
@@ -125,8 +149,14 @@ mod tests {
             assert!(why.contains("consent"), "{why}");
         }
         let schema = json!({"type": "object", "properties": {"token": {"type": "string"}}, "required": ["token"]});
-        assert!(matches!(answer(ElicitationPolicy::AcceptDefaults, &schema), Answer::Decline(_)));
+        assert!(matches!(
+            answer(ElicitationPolicy::AcceptDefaults, &schema),
+            Answer::Decline(_)
+        ));
         let schema = json!({"type": "object", "properties": {"s": {"type": "string", "enum": ["a"], "default": "b"}}});
-        assert!(matches!(answer(ElicitationPolicy::AcceptDefaults, &schema), Answer::Decline(_)));
+        assert!(matches!(
+            answer(ElicitationPolicy::AcceptDefaults, &schema),
+            Answer::Decline(_)
+        ));
     }
 }

@@ -169,38 +169,34 @@ impl StreamableHttpClient for Bounded {
         }
     }
 
-    fn delete_session(
+    async fn delete_session(
         &self,
         uri: Arc<str>,
         session_id: Arc<str>,
         auth_header: Option<String>,
         custom_headers: HashMap<HeaderName, HeaderValue>,
-    ) -> impl Future<Output = Result<(), StreamableHttpError<Self::Error>>> + Send + '_ {
-        async move {
-            let header = self.header(auth_header).await;
-            self.client
-                .delete_session(uri, session_id, header, custom_headers)
-                .await
-        }
+    ) -> Result<(), StreamableHttpError<Self::Error>> {
+        let header = self.header(auth_header).await;
+        self.client
+            .delete_session(uri, session_id, header, custom_headers)
+            .await
     }
 
-    fn get_stream(
+    async fn get_stream(
         &self,
         uri: Arc<str>,
         session_id: Option<Arc<str>>,
         last_event_id: Option<String>,
         auth_header: Option<String>,
         custom_headers: HashMap<HeaderName, HeaderValue>,
-    ) -> impl Future<Output = Result<Events, StreamableHttpError<Self::Error>>> + Send + '_ {
-        async move {
-            let header = self.header(auth_header).await;
-            self.client
-                .get_stream(uri, session_id, last_event_id, header, custom_headers)
-                .await
-        }
+    ) -> Result<Events, StreamableHttpError<Self::Error>> {
+        let header = self.header(auth_header).await;
+        self.client
+            .get_stream(uri, session_id, last_event_id, header, custom_headers)
+            .await
     }
 
-    fn get_stream_with_max_sse_event_size(
+    async fn get_stream_with_max_sse_event_size(
         &self,
         uri: Arc<str>,
         session_id: Option<Arc<str>>,
@@ -208,19 +204,17 @@ impl StreamableHttpClient for Bounded {
         auth_header: Option<String>,
         custom_headers: HashMap<HeaderName, HeaderValue>,
         max_sse_event_size: usize,
-    ) -> impl Future<Output = Result<Events, StreamableHttpError<Self::Error>>> + Send + '_ {
-        async move {
-            let header = self.header(auth_header).await;
-            self.client
-                .get_stream_with_max_sse_event_size(
-                    uri,
-                    session_id,
-                    last_event_id,
-                    header,
-                    custom_headers,
-                    max_sse_event_size,
-                )
-                .await
-        }
+    ) -> Result<Events, StreamableHttpError<Self::Error>> {
+        let header = self.header(auth_header).await;
+        self.client
+            .get_stream_with_max_sse_event_size(
+                uri,
+                session_id,
+                last_event_id,
+                header,
+                custom_headers,
+                max_sse_event_size,
+            )
+            .await
     }
 }

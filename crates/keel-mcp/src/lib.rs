@@ -6,10 +6,10 @@
 
 pub mod auth;
 mod client;
-mod elicit;
 pub mod config;
 pub mod content;
 pub mod disclosure;
+mod elicit;
 mod error;
 pub mod extension;
 mod http;

@@ -16,8 +16,8 @@ use tokio_util::sync::CancellationToken;
 use crate::auth::{Login, TokenSource};
 use crate::client::{self, Listing, Signal};
 use crate::config::{ServerSpec, Transport};
-use keel_runtime::settings::extend::ElicitationPolicy;
 use crate::error::McpError;
+use keel_runtime::settings::extend::ElicitationPolicy;
 
 /// The first wait before a dead server is started again; it doubles up to [`MAX_BACKOFF`].
 const FIRST_BACKOFF: Duration = Duration::from_millis(500);
@@ -201,18 +201,16 @@ impl Server {
                 server: self.spec.name.clone(),
                 reason: format!("the server stopped during {what}; keel is restarting it"),
             }),
-            Ok(Err(error)) => Err(
-                match self.auth.as_ref().and_then(|a| a.take_denied()) {
-                    Some(denied) => McpError::AuthRequired {
-                        server: self.spec.name.clone(),
-                        advice: denied.advice(&self.spec.name),
-                    },
-                    None => McpError::Request {
-                        server: self.spec.name.clone(),
-                        reason: error.to_string(),
-                    },
+            Ok(Err(error)) => Err(match self.auth.as_ref().and_then(|a| a.take_denied()) {
+                Some(denied) => McpError::AuthRequired {
+                    server: self.spec.name.clone(),
+                    advice: denied.advice(&self.spec.name),
                 },
-            ),
+                None => McpError::Request {
+                    server: self.spec.name.clone(),
+                    reason: error.to_string(),
+                },
+            }),
             Err(_) => Err(McpError::Timeout {
                 server: self.spec.name.clone(),
                 what: what.to_owned(),
@@ -409,12 +407,15 @@ impl Manager {
 
     /// The token source of an HTTP server that does not bring its own bearer token.
     fn token_source(&self, spec: &ServerSpec) -> Result<Option<Arc<TokenSource>>, String> {
-        let (Transport::Http {
-            url,
-            bearer_env: None,
-            oauth,
-            ..
-        }, Some(home)) = (&spec.transport, &self.inner.keel_home)
+        let (
+            Transport::Http {
+                url,
+                bearer_env: None,
+                oauth,
+                ..
+            },
+            Some(home),
+        ) = (&spec.transport, &self.inner.keel_home)
         else {
             return Ok(None);
         };

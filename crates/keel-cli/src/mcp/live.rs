@@ -96,7 +96,9 @@ impl Browser for SystemBrowser {
             "keel: `{}` logs in at {host}. Your browser opens; if it does not, open:\n  {url}",
             self.server
         );
-        let browser = std::env::var("BROWSER").ok().filter(|b| !b.trim().is_empty());
+        let browser = std::env::var("BROWSER")
+            .ok()
+            .filter(|b| !b.trim().is_empty());
         let mut command = match browser {
             // `$BROWSER` may hold arguments; the URL is passed as one word, never parsed.
             Some(browser) => {
@@ -165,9 +167,15 @@ fn logged_in_text(name: &str, granted: &auth::Granted) -> String {
 pub(super) fn logout(target: &Target, json: bool) -> anyhow::Result<()> {
     let had = auth::logout(&target.keel_home, &target.spec.name)?;
     if json {
-        println!("{}", serde_json::json!({"logged_out": target.spec.name, "had_login": had}));
+        println!(
+            "{}",
+            serde_json::json!({"logged_out": target.spec.name, "had_login": had})
+        );
     } else if had {
-        println!("Logged out of `{}`; its tokens are deleted.", target.spec.name);
+        println!(
+            "Logged out of `{}`; its tokens are deleted.",
+            target.spec.name
+        );
     } else {
         println!("`{}` had no stored login.", target.spec.name);
     }
@@ -222,11 +230,7 @@ pub(super) async fn start(
                 drop(running);
                 authorize_again(target, denied, logins, &advice).await?;
             }
-            status => bail!(
-                "MCP server `{}`: {}",
-                target.spec.name,
-                status.describe()
-            ),
+            status => bail!("MCP server `{}`: {}", target.spec.name, status.describe()),
         }
     }
 }
@@ -239,7 +243,9 @@ pub(super) async fn authorize_again(
     advice: &str,
 ) -> anyhow::Result<()> {
     if *logins >= MAX_LOGINS {
-        bail!("{advice} (keel logged in {MAX_LOGINS} times in this command and the server still refuses)");
+        bail!(
+            "{advice} (keel logged in {MAX_LOGINS} times in this command and the server still refuses)"
+        );
     }
     *logins += 1;
     let browser = SystemBrowser {

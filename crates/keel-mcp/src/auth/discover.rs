@@ -143,7 +143,10 @@ async fn resource_metadata(
 
 /// The metadata of the authorization server `issuer`, from the well-known URLs in the
 /// order the MCP specification gives.
-async fn server_metadata(issuer: &Url, reach: &Reach) -> Result<Option<(Url, ServerMetadata)>, AuthError> {
+async fn server_metadata(
+    issuer: &Url,
+    reach: &Reach,
+) -> Result<Option<(Url, ServerMetadata)>, AuthError> {
     let path = canonical(issuer.path());
     let candidates = if path.is_empty() {
         vec![
@@ -152,7 +155,10 @@ async fn server_metadata(issuer: &Url, reach: &Reach) -> Result<Option<(Url, Ser
         ]
     } else {
         vec![
-            join(issuer, &format!("/.well-known/oauth-authorization-server{path}"))?,
+            join(
+                issuer,
+                &format!("/.well-known/oauth-authorization-server{path}"),
+            )?,
             join(issuer, &format!("/.well-known/openid-configuration{path}"))?,
             join(issuer, &format!("{path}/.well-known/openid-configuration"))?,
         ]
@@ -178,7 +184,10 @@ pub(crate) async fn discover(
 ) -> Result<Found, AuthError> {
     let resource = resource_metadata(server, challenge, reach).await?;
     if let Some(resource) = resource {
-        let id = resource.resource.clone().unwrap_or_else(|| server.to_string());
+        let id = resource
+            .resource
+            .clone()
+            .unwrap_or_else(|| server.to_string());
         // RFC 9728 §3.3: metadata naming another resource is not this server's.
         if !belongs(server, &id) {
             return Err(AuthError::ResourceMismatch {
@@ -206,6 +215,8 @@ pub(crate) async fn discover(
                 found: metadata.issuer,
             });
         }
+        // Where secrets will go is checked before anything is sent or a browser opened.
+        reach.check(&parse(&metadata.token_endpoint)?).await?;
         return Ok(Found {
             resource: id,
             resource_scopes: resource.scopes_supported,
@@ -224,6 +235,7 @@ pub(crate) async fn discover(
                 found: metadata.issuer,
             });
         }
+        reach.check(&parse(&metadata.token_endpoint)?).await?;
         return Ok(Found {
             resource: server.to_string(),
             resource_scopes: None,

@@ -65,7 +65,9 @@ pub enum AuthError {
         reason: String,
     },
     /// The metadata's issuer is not the authorization server it was asked of.
-    #[error("the metadata at {url} names issuer `{found}`, not `{expected}` (RFC 8414 §3.3): refused")]
+    #[error(
+        "the metadata at {url} names issuer `{found}`, not `{expected}` (RFC 8414 §3.3): refused"
+    )]
     IssuerMismatch {
         /// The metadata's URL.
         url: String,
@@ -340,12 +342,11 @@ impl Login {
 
     /// Asks the server without a token: its challenge when it answers 401.
     pub async fn probe(&self) -> Result<Option<Challenge>, AuthError> {
-        let client = keel_llm::http_client_for(self.url.as_str()).map_err(|e| {
-            AuthError::Unreachable {
+        let client =
+            keel_llm::http_client_for(self.url.as_str()).map_err(|e| AuthError::Unreachable {
                 url: self.url.to_string(),
                 reason: e.to_string(),
-            }
-        })?;
+            })?;
         let body = serde_json::json!({
             "jsonrpc": "2.0", "id": 0, "method": "initialize",
             "params": {
@@ -357,7 +358,10 @@ impl Login {
         let response = client
             .post(self.url.clone())
             .header(reqwest::header::CONTENT_TYPE, "application/json")
-            .header(reqwest::header::ACCEPT, "application/json, text/event-stream")
+            .header(
+                reqwest::header::ACCEPT,
+                "application/json, text/event-stream",
+            )
             .body(body.to_string())
             .timeout(Duration::from_secs(30))
             .send()
@@ -416,7 +420,12 @@ impl Login {
     /// `scopes_supported`, else none; with what an earlier login was granted and what the
     /// server asked for since (step-up), and `offline_access` where the authorization
     /// server offers it.
-    fn scopes(&self, challenge: &Challenge, found: &Found, previous: Option<&McpLogin>) -> Vec<String> {
+    fn scopes(
+        &self,
+        challenge: &Challenge,
+        found: &Found,
+        previous: Option<&McpLogin>,
+    ) -> Vec<String> {
         let mut scopes: Vec<String> = if !self.oauth.scopes.is_empty() {
             self.oauth.scopes.clone()
         } else if !challenge.scopes.is_empty() {
@@ -436,7 +445,11 @@ impl Login {
             .scopes_supported
             .as_ref()
             .is_some_and(|all| all.iter().any(|s| s == "offline_access"));
-        if offline && !scopes.is_empty() && !self.unattended() && !scopes.iter().any(|s| s == "offline_access") {
+        if offline
+            && !scopes.is_empty()
+            && !self.unattended()
+            && !scopes.iter().any(|s| s == "offline_access")
+        {
             scopes.push("offline_access".to_owned());
         }
         scopes
@@ -503,7 +516,12 @@ impl Login {
             reason: e.to_string(),
         })?;
         let (status, answer) = reach
-            .post(&url, "application/json", request.to_string().into_bytes(), &[])
+            .post(
+                &url,
+                "application/json",
+                request.to_string().into_bytes(),
+                &[],
+            )
             .await?;
         if !status.is_success() {
             return Err(AuthError::Registration(format!(
@@ -567,7 +585,10 @@ impl Login {
         })?;
         let browsable = authorize.scheme() == "https"
             || (authorize.scheme() == "http"
-                && matches!(authorize.host_str(), Some("localhost" | "127.0.0.1" | "[::1]")));
+                && matches!(
+                    authorize.host_str(),
+                    Some("localhost" | "127.0.0.1" | "[::1]")
+                ));
         if !browsable {
             return Err(AuthError::Refused {
                 url: endpoint.to_owned(),
@@ -575,7 +596,8 @@ impl Login {
             });
         }
         let redirect = redirect::Redirect::listen(self.oauth.callback_port.unwrap_or(0)).await?;
-        let (client_id, auth, issued_secret) = self.client(reach, found, Some(&redirect.uri)).await?;
+        let (client_id, auth, issued_secret) =
+            self.client(reach, found, Some(&redirect.uri)).await?;
         let verifier = random(32);
         let challenge = URL_SAFE_NO_PAD.encode(ring::digest::digest(
             &ring::digest::SHA256,
@@ -612,7 +634,15 @@ impl Login {
             ],
         )
         .await?;
-        Ok(self.record(found, client_id, &auth, issued_secret, "authorization_code", scopes, tokens))
+        Ok(self.record(
+            found,
+            client_id,
+            &auth,
+            issued_secret,
+            "authorization_code",
+            scopes,
+            tokens,
+        ))
     }
 
     async fn client_credentials(
@@ -630,8 +660,23 @@ impl Login {
         if !scope.is_empty() {
             grant.push(("scope", &scope));
         }
-        let tokens = token::request(reach, &found.server.token_endpoint, &client_id, &auth, &grant).await?;
-        Ok(self.record(found, client_id, &auth, None, "client_credentials", scopes, tokens))
+        let tokens = token::request(
+            reach,
+            &found.server.token_endpoint,
+            &client_id,
+            &auth,
+            &grant,
+        )
+        .await?;
+        Ok(self.record(
+            found,
+            client_id,
+            &auth,
+            None,
+            "client_credentials",
+            scopes,
+            tokens,
+        ))
     }
 
     #[allow(clippy::too_many_arguments)]
@@ -715,7 +760,14 @@ impl Login {
                 self.name
             )));
         }
-        let tokens = token::request(&reach, &login.token_endpoint, &login.client_id, &auth, &grant).await?;
+        let tokens = token::request(
+            &reach,
+            &login.token_endpoint,
+            &login.client_id,
+            &auth,
+            &grant,
+        )
+        .await?;
         let mut fresh = login.clone();
         fresh.access_token = tokens.access_token;
         if tokens.refresh_token.is_some() {

@@ -107,7 +107,11 @@ impl Reach {
         match url.scheme() {
             "https" => {}
             "http" if loopback_name(&host) => {}
-            "http" => return Err(refuse("it is plain http off this machine; https is required")),
+            "http" => {
+                return Err(refuse(
+                    "it is plain http off this machine; https is required",
+                ));
+            }
             _ => return Err(refuse("only https URLs are fetched")),
         }
         if !url.username().is_empty() || url.password().is_some() {

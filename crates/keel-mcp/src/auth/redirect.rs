@@ -50,9 +50,8 @@ impl Redirect {
             };
             let Ok((stream, _)) = accepted else { continue };
             let answer = tokio::time::timeout(Duration::from_secs(10), answer(stream, state)).await;
-            match answer {
-                Ok(Some(result)) => return result,
-                Ok(None) | Err(_) => {}
+            if let Ok(Some(result)) = answer {
+                return result;
             }
         }
     }
@@ -74,7 +73,12 @@ async fn answer(mut stream: TcpStream, state: &str) -> Option<Result<String, Aut
     let line = text.lines().next().unwrap_or_default();
     let mut words = line.split(' ');
     let (Some("GET"), Some(target)) = (words.next(), words.next()) else {
-        respond(&mut stream, "405 Method Not Allowed", "keel expects the login's redirect here.").await;
+        respond(
+            &mut stream,
+            "405 Method Not Allowed",
+            "keel expects the login's redirect here.",
+        )
+        .await;
         return None;
     };
     let (path, query) = target.split_once('?').unwrap_or((target, ""));
@@ -107,7 +111,12 @@ async fn answer(mut stream: TcpStream, state: &str) -> Option<Result<String, Aut
         return None;
     }
     if let Some(error) = error {
-        respond(&mut stream, "200 OK", "The login was refused. You can close this tab.").await;
+        respond(
+            &mut stream,
+            "200 OK",
+            "The login was refused. You can close this tab.",
+        )
+        .await;
         return Some(Err(AuthError::Redirect(format!(
             "the authorization server refused: {error}{}",
             description.map(|d| format!(": {d}")).unwrap_or_default()
@@ -115,11 +124,21 @@ async fn answer(mut stream: TcpStream, state: &str) -> Option<Result<String, Aut
     }
     match code {
         Some(code) if !code.is_empty() => {
-            respond(&mut stream, "200 OK", "keel is logged in. You can close this tab.").await;
+            respond(
+                &mut stream,
+                "200 OK",
+                "keel is logged in. You can close this tab.",
+            )
+            .await;
             Some(Ok(code))
         }
         _ => {
-            respond(&mut stream, "400 Bad Request", "The redirect carries no code.").await;
+            respond(
+                &mut stream,
+                "400 Bad Request",
+                "The redirect carries no code.",
+            )
+            .await;
             None
         }
     }
@@ -160,14 +179,29 @@ mod tests {
     async fn only_the_redirect_with_this_state_gives_the_code() {
         let redirect = Redirect::listen(0).await.unwrap();
         let uri = redirect.uri.clone();
-        let waiting = tokio::spawn(async move {
-            redirect.code("s1", Duration::from_secs(20)).await
-        });
-        assert!(get(&format!("{uri}?code=stolen&state=other")).await.starts_with("HTTP/1.1 400"));
-        assert!(get(&format!("{uri}?code=stolen")).await.starts_with("HTTP/1.1 400"));
+        let waiting =
+            tokio::spawn(async move { redirect.code("s1", Duration::from_secs(20)).await });
+        assert!(
+            get(&format!("{uri}?code=stolen&state=other"))
+                .await
+                .starts_with("HTTP/1.1 400")
+        );
+        assert!(
+            get(&format!("{uri}?code=stolen"))
+                .await
+                .starts_with("HTTP/1.1 400")
+        );
         let elsewhere = uri.replace("/callback", "/other");
-        assert!(get(&format!("{elsewhere}?code=x&state=s1")).await.starts_with("HTTP/1.1 404"));
-        assert!(get(&format!("{uri}?code=right&state=s1")).await.starts_with("HTTP/1.1 200"));
+        assert!(
+            get(&format!("{elsewhere}?code=x&state=s1"))
+                .await
+                .starts_with("HTTP/1.1 404")
+        );
+        assert!(
+            get(&format!("{uri}?code=right&state=s1"))
+                .await
+                .starts_with("HTTP/1.1 200")
+        );
         assert_eq!(waiting.await.unwrap().unwrap(), "right");
     }
 
@@ -175,14 +209,19 @@ mod tests {
     async fn a_refusal_and_the_time_limit_end_the_wait() {
         let redirect = Redirect::listen(0).await.unwrap();
         let uri = redirect.uri.clone();
-        let waiting = tokio::spawn(async move {
-            redirect.code("s", Duration::from_secs(20)).await
-        });
-        get(&format!("{uri}?error=access_denied&error_description=no&state=s")).await;
+        let waiting =
+            tokio::spawn(async move { redirect.code("s", Duration::from_secs(20)).await });
+        get(&format!(
+            "{uri}?error=access_denied&error_description=no&state=s"
+        ))
+        .await;
         let error = waiting.await.unwrap().unwrap_err();
         assert!(error.to_string().contains("access_denied"), "{error}");
         let redirect = Redirect::listen(0).await.unwrap();
-        let error = redirect.code("s", Duration::from_millis(50)).await.unwrap_err();
+        let error = redirect
+            .code("s", Duration::from_millis(50))
+            .await
+            .unwrap_err();
         assert!(error.to_string().contains("no login came back"), "{error}");
     }
 }

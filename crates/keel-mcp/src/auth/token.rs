@@ -152,7 +152,8 @@ pub(crate) async fn request(
         ClientAuth::None => pairs.push(("client_id", client_id)),
         ClientAuth::Basic(secret) => {
             // RFC 6749 §2.3.1: both parts form-encoded before Basic.
-            let encode = |s: &str| url::form_urlencoded::byte_serialize(s.as_bytes()).collect::<String>();
+            let encode =
+                |s: &str| url::form_urlencoded::byte_serialize(s.as_bytes()).collect::<String>();
             let pair = format!("{}:{}", encode(client_id), encode(secret));
             headers.push(("authorization", format!("Basic {}", STANDARD.encode(pair))));
         }
@@ -198,7 +199,9 @@ pub(crate) async fn request(
         )));
     }
     if tokens.access_token.is_empty() {
-        return Err(AuthError::Token("the token endpoint issued an empty token".into()));
+        return Err(AuthError::Token(
+            "the token endpoint issued an empty token".into(),
+        ));
     }
     Ok(tokens)
 }

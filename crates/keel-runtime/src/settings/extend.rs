@@ -80,7 +80,9 @@ pub struct McpOAuthConfig {
 }
 
 /// `mcp_servers.NAME.oauth.grant`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, serde::Serialize, schemars::JsonSchema)]
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, Deserialize, serde::Serialize, schemars::JsonSchema,
+)]
 #[serde(rename_all = "snake_case")]
 pub enum OAuthGrant {
     /// Authorization code with PKCE, through the user's browser.
@@ -91,7 +93,9 @@ pub enum OAuthGrant {
 
 /// `mcp.elicitation`: what keel answers a server's `elicitation/create` when no one can be
 /// asked (exec); the TUI and editors ask the user.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize, serde::Serialize, schemars::JsonSchema)]
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize, serde::Serialize, schemars::JsonSchema,
+)]
 #[serde(rename_all = "kebab-case")]
 pub enum ElicitationPolicy {
     /// Ask the user (where no one can answer, decline).
