@@ -30,6 +30,7 @@ pub(crate) enum Signal {
 // Roots belong to 2025-11-25, the version keel asks for; rmcp marks them deprecated because
 // a later version (SEP-2577) drops them.
 #[allow(deprecated)]
+#[derive(Clone)]
 pub(crate) struct Handler {
     signals: mpsc::UnboundedSender<Signal>,
     /// The workspace folder, as a `file://` root.
@@ -269,11 +270,13 @@ pub(crate) async fn connect(
             ..
         } => {
             let mut config = StreamableHttpClientTransportConfig::with_uri(url.as_str());
+            let mut static_bearer = None;
             if let Some(variable) = bearer_env {
                 let token = env_value(env, variable).ok_or_else(|| McpError::Start {
                     server: spec.name.clone(),
                     reason: format!("the bearer token variable {variable} is not set"),
                 })?;
+                static_bearer = Some(token.clone());
                 config = config.auth_header(token);
             }
             let mut custom = HashMap::new();
@@ -292,28 +295,69 @@ pub(crate) async fn connect(
                     })?;
                 custom.insert(name, value);
             }
+            let custom_headers = custom.clone();
             config = config.custom_headers(custom);
             let client = keel_llm::http_client_for(url).map_err(|e| McpError::Start {
                 server: spec.name.clone(),
                 reason: e.to_string(),
             })?;
+            let mut legacy_headers = reqwest::header::HeaderMap::new();
+            for (name, value) in &custom_headers {
+                legacy_headers.insert(name.clone(), value.clone());
+            }
+            if let Some(token) = &static_bearer
+                && let Ok(value) = reqwest::header::HeaderValue::from_str(&format!("Bearer {token}"))
+            {
+                legacy_headers.insert(reqwest::header::AUTHORIZATION, value);
+            }
             let bounded = crate::http::Bounded {
-                client,
+                client: client.clone(),
                 auth: auth.clone(),
             };
             let transport = StreamableHttpClientTransport::with_client(bounded, config);
-            handler.serve(transport).await.map_err(|e| {
-                match auth.as_ref().and_then(|a| a.take_denied()) {
-                    Some(denied) => McpError::AuthRequired {
+            let denied = |auth: &Option<Arc<crate::auth::TokenSource>>| {
+                auth.as_ref()
+                    .and_then(|a| a.take_denied())
+                    .map(|denied| McpError::AuthRequired {
                         server: spec.name.clone(),
                         advice: denied.advice(&spec.name),
-                    },
-                    None => McpError::Start {
-                        server: spec.name.clone(),
-                        reason: e.to_string(),
-                    },
+                    })
+            };
+            match handler.clone().serve(transport).await {
+                Ok(service) => service,
+                Err(error) => {
+                    if let Some(refused) = denied(&auth) {
+                        return Err(refused);
+                    }
+                    // A 2024-11-05 server answers the POST with a 4xx and serves its event
+                    // stream on GET: tried only after streamable HTTP failed, so current
+                    // servers start as fast as before.
+                    let ends = crate::legacy::connect(
+                        &spec.name,
+                        client,
+                        url,
+                        legacy_headers,
+                        auth.clone(),
+                    )
+                    .await;
+                    match ends {
+                        Ok(ends) => handler.serve(ends).await.map_err(|e| {
+                            denied(&auth).unwrap_or_else(|| McpError::Start {
+                                server: spec.name.clone(),
+                                reason: format!("as an HTTP+SSE server: {e}"),
+                            })
+                        })?,
+                        Err(why) => {
+                            return Err(denied(&auth).unwrap_or_else(|| McpError::Start {
+                                server: spec.name.clone(),
+                                reason: format!(
+                                    "{error} (and as a 2024-11-05 HTTP+SSE server: {why})"
+                                ),
+                            }));
+                        }
+                    }
                 }
-            })?
+            }
         }
     };
     Ok(Connection {

@@ -464,6 +464,34 @@ impl Extension for Mcp {
         api.register_commands(Arc::new(Commands {
             shared: self.shared.clone(),
         }))?;
+        api.on_session_change(Arc::new(SessionServers {
+            shared: self.shared.clone(),
+        }))?;
+        Ok(())
+    }
+}
+
+/// The servers an editor attached to a session live as long as it: stopped when it is
+/// closed or deleted.
+struct SessionServers {
+    shared: Arc<Shared>,
+}
+
+#[async_trait]
+impl keel_runtime::extension::SessionChangeHook for SessionServers {
+    async fn session_changed(
+        &self,
+        session: &SessionId,
+        _dir: Option<&std::path::Path>,
+        change: &keel_runtime::extension::SessionChange,
+    ) -> Result<(), HookError> {
+        use keel_runtime::extension::SessionChange;
+        if matches!(change, SessionChange::Closed | SessionChange::Deleted) {
+            let owner = session.to_string();
+            self.shared
+                .manager
+                .stop_where(|spec| spec.origin == Origin::Client(owner.clone()));
+        }
         Ok(())
     }
 }
@@ -620,6 +648,11 @@ impl Commands {
             );
         }
         self.shared.ensure_started();
+        // A session loaded again with another list keeps only the servers of the new one.
+        let owner = session.to_string();
+        self.shared.manager.stop_where(|spec| {
+            spec.origin == Origin::Client(owner.clone()) && !servers.contains_key(&spec.name)
+        });
         self.shared.manager.start(specs);
         Ok(())
     }

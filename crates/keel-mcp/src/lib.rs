@@ -10,6 +10,7 @@ pub mod config;
 pub mod content;
 pub mod disclosure;
 mod elicit;
+mod legacy;
 mod error;
 pub mod extension;
 mod http;

@@ -431,6 +431,27 @@ impl Manager {
             .map_err(|e| e.to_string())
     }
 
+    /// Stops and forgets the servers whose spec `which` picks.
+    pub fn stop_where(&self, which: impl Fn(&ServerSpec) -> bool) {
+        let stopped: Vec<Arc<Server>> = {
+            let mut servers = self.servers();
+            let keys: Vec<String> = servers
+                .iter()
+                .filter(|(_, s)| which(&s.spec))
+                .map(|(k, _)| k.clone())
+                .collect();
+            keys.iter().filter_map(|k| servers.remove(k)).collect()
+        };
+        if stopped.is_empty() {
+            return;
+        }
+        for server in stopped {
+            server.stop.cancel();
+            server.lock().live = None;
+        }
+        self.bump();
+    }
+
     /// Stops every server and starts `specs` (a reload).
     pub fn restart_all(&self, specs: Vec<ServerSpec>) {
         let old: Vec<Arc<Server>> = std::mem::take(&mut *self.servers()).into_values().collect();

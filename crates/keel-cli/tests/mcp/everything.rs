@@ -37,3 +37,56 @@ fn server_everything_echo_and_get_sum() {
     assert_eq!(results["sum"].1, "completed", "{:?}", results["sum"]);
     assert!(results["sum"].0.contains("42"), "{:?}", results["sum"]);
 }
+
+/// The server's own HTTP+SSE mode (MCP 2024-11-05): keel falls back to it after its
+/// streamable POST is refused.
+#[test]
+fn server_everything_over_the_legacy_sse_transport() {
+    let Ok(program) = std::env::var("KEEL_TEST_MCP_EVERYTHING") else {
+        assert!(
+            std::env::var_os("KEEL_REQUIRE_MCP_EVERYTHING").is_none(),
+            "KEEL_REQUIRE_MCP_EVERYTHING is set but KEEL_TEST_MCP_EVERYTHING is not"
+        );
+        return;
+    };
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    struct Kill(std::process::Child);
+    impl Drop for Kill {
+        fn drop(&mut self) {
+            let _ = self.0.kill();
+            let _ = self.0.wait();
+        }
+    }
+    let _server = Kill(
+        std::process::Command::new(&program)
+            .arg("sse")
+            .env("PORT", port.to_string())
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .unwrap(),
+    );
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
+        assert!(std::time::Instant::now() < deadline, "the SSE server did not listen");
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    let world = World::new(&format!(
+        "mcp_servers:\n  legacy:\n    url: http://127.0.0.1:{port}/sse\n    startup_timeout_sec: 30\n"
+    ));
+    let output = world.exec(
+        r#"[{"tool_calls": [
+              {"id": "echo", "name": "mcp__legacy__echo", "arguments": {"message": "over sse"}}
+            ]}, {"text": "done"}]"#,
+        &[],
+        "use the old server",
+    );
+    assert_ok(&output);
+    let results = results(&output);
+    assert_eq!(results["echo"].1, "completed", "{:?}", results["echo"]);
+    assert!(results["echo"].0.contains("over sse"), "{:?}", results["echo"]);
+}
