@@ -6,8 +6,8 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 use agent_client_protocol::v1::schema::{
-    EnvVariable, ListSessionsRequest, McpServer, McpServerHttp, McpServerStdio, NewSessionRequest,
-    StopReason,
+    CloseSessionRequest, EnvVariable, ListSessionsRequest, McpServer, McpServerHttp,
+    McpServerStdio, NewSessionRequest, StopReason,
 };
 use serde_json::json;
 
@@ -68,7 +68,11 @@ async fn an_editor_mcp_server_serves_tools_prompts_and_status() {
             init["agentCapabilities"]["mcpCapabilities"],
             json!({"http": true, "sse": true})
         );
+        // Its state folder's path marks its process, to see it stop with the session.
+        let marker = world.work().join("mcptest-state");
+        std::fs::create_dir_all(&marker).unwrap();
         let stdio = McpServerStdio::new("test", mcptest())
+            .args(vec!["--state-dir".into(), marker.display().to_string()])
             .env(vec![EnvVariable::new("KEEL_MCPTEST_UNUSED", "1")]);
         let session = cx
             .send_request(NewSessionRequest::new(&work).mcp_servers(vec![McpServer::Stdio(stdio)]))
@@ -144,6 +148,29 @@ async fn an_editor_mcp_server_serves_tools_prompts_and_status() {
             agent_client_protocol::ErrorCode::INVALID_PARAMS,
             "{failed:?}"
         );
+
+        // Closing the session stops the server the editor gave it.
+        let running = || {
+            std::fs::read_dir("/proc")
+                .unwrap()
+                .flatten()
+                .filter_map(|e| std::fs::read(e.path().join("cmdline")).ok())
+                .any(|cmd| {
+                    String::from_utf8_lossy(&cmd).contains(&marker.display().to_string())
+                })
+        };
+        assert!(running(), "the editor's server runs during the session");
+        cx.send_request(CloseSessionRequest::new(session.clone()))
+            .block_task()
+            .await?;
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+        while running() {
+            assert!(
+                std::time::Instant::now() < deadline,
+                "the editor's server outlived its session"
+            );
+            tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+        }
         Ok(())
     })
     .await;
