@@ -131,6 +131,11 @@ struct AddArgs {
     /// The server's streamable HTTP endpoint.
     #[arg(long)]
     url: Option<String>,
+    /// Where to add it: `user` ($KEEL_HOME/config.yaml, the default) or `project` (the
+    /// project's .mcp.json, shared through the repository; keel runs it only once you
+    /// trust the project, and writing it does not trust it).
+    #[arg(short = 's', long, value_enum, default_value = "user")]
+    scope: ScopeArg,
     /// Print `{"added": NAME}`.
     #[arg(long)]
     json: bool,
@@ -138,6 +143,15 @@ struct AddArgs {
     /// with `--transport http`, the server's URL.
     #[arg(value_name = "COMMAND")]
     command: Vec<String>,
+}
+
+/// `--scope`: which file `add` writes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+enum ScopeArg {
+    /// $KEEL_HOME/config.yaml.
+    User,
+    /// The project's .mcp.json.
+    Project,
 }
 
 /// `--transport`: Claude Code's names for the two kinds keel runs.
@@ -719,6 +733,9 @@ fn entry_of(args: &AddArgs) -> anyhow::Result<Mapping> {
 }
 
 fn add(cwd: &Path, args: &AddArgs) -> anyhow::Result<()> {
+    if args.scope == ScopeArg::Project {
+        return add_to_project(cwd, args);
+    }
     let entry = entry_of(args)?;
     let definition: McpServerConfig = yaml_serde::from_value(Value::Mapping(entry.clone()))?;
     keel_mcp::config::spec_of(&args.name, &definition, Defaults::default(), Origin::Config)
@@ -751,6 +768,68 @@ fn add(cwd: &Path, args: &AddArgs) -> anyhow::Result<()> {
         println!("{}", json!({ "added": args.name }));
     } else {
         println!("Added MCP server `{}` to {}.", args.name, file.display());
+    }
+    Ok(())
+}
+
+/// `add --scope project`: the server goes into the project's `.mcp.json` in Claude Code's
+/// shape. The file is only written: keel starts its servers once the user trusts the
+/// project, as for any `.mcp.json` it finds.
+fn add_to_project(cwd: &Path, args: &AddArgs) -> anyhow::Result<()> {
+    let (command, url) = args.normalised()?;
+    if args.bearer_token_env_var.is_some()
+        || args.startup_timeout_sec.is_some()
+        || args.tool_timeout_sec.is_some()
+    {
+        bail!(
+            "a project's .mcp.json has no place for --bearer-token-env-var or timeouts: use              --header 'Authorization=Bearer ${{VAR}}' (expanded from your environment), or add              the server to your own configuration (--scope user)"
+        );
+    }
+    let strings = |pairs: &[(String, String)]| -> serde_json::Map<String, serde_json::Value> {
+        pairs.iter().map(|(k, v)| (k.clone(), json!(v))).collect()
+    };
+    let mut entry = serde_json::Map::new();
+    if let Some(url) = url {
+        entry.insert("type".into(), json!("http"));
+        entry.insert("url".into(), json!(url));
+        if !args.headers.is_empty() {
+            entry.insert(
+                "headers".into(),
+                serde_json::Value::Object(strings(&args.headers)),
+            );
+        }
+    } else if let Some((program, rest)) = command.split_first() {
+        entry.insert("command".into(), json!(program));
+        entry.insert("args".into(), json!(rest));
+        if !args.env.is_empty() {
+            entry.insert("env".into(), serde_json::Value::Object(strings(&args.env)));
+        }
+    }
+    let root = project_of(cwd).root;
+    let file = root.join(keel_mcp::config::PROJECT_FILE);
+    // The definition is checked as a session would read it, before anything is written.
+    let single = json!({"mcpServers": {&args.name: &entry}}).to_string();
+    keel_mcp::config::from_project(&file, &single, Defaults::default(), &|_| None)
+        .map_err(|e| anyhow!(e))?;
+    let _lock = edit::lock(&file)?;
+    let text = match std::fs::read_to_string(&file) {
+        Ok(text) => Some(text),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => None,
+        Err(e) => return Err(anyhow!("{}: {e}", file.display())),
+    };
+    let updated = edit::add_to_project_file(text.as_deref(), &args.name, &entry)
+        .map_err(|e| anyhow!("{}: {e}", file.display()))?;
+    let fresh = file.with_extension(format!("json.{}", std::process::id()));
+    std::fs::write(&fresh, updated)?;
+    std::fs::rename(&fresh, &file)?;
+    if args.json {
+        println!("{}", json!({ "added": args.name, "file": file }));
+    } else {
+        println!(
+            "Added MCP server `{}` to {}. keel starts a project's servers once you trust it              (`keel trust`); adding one does not.",
+            args.name,
+            file.display()
+        );
     }
     Ok(())
 }

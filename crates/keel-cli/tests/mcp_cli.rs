@@ -480,3 +480,64 @@ fn concurrent_adds_are_all_kept() {
         assert!(text.contains(&format!("s{i}:")), "s{i} is missing:\n{text}");
     }
 }
+
+#[test]
+fn adding_to_the_project_writes_its_mcp_json_and_trusts_nothing() {
+    let world = World::new();
+    let said = world.ok(&[
+        "add", "--scope", "project", "files", "--", "npx", "-y", "srv",
+    ]);
+    assert!(
+        said.contains("keel starts a project's servers once you trust it"),
+        "{said}"
+    );
+    world.ok(&[
+        "add",
+        "-s",
+        "project",
+        "--transport",
+        "http",
+        "web",
+        "https://example.com/mcp",
+        "-H",
+        "Authorization=Bearer ${WEB_TOKEN}",
+    ]);
+    let file: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(world.project().join(".mcp.json")).unwrap())
+            .unwrap();
+    assert_eq!(
+        file,
+        json!({"mcpServers": {
+            "files": {"command": "npx", "args": ["-y", "srv"]},
+            "web": {"type": "http", "url": "https://example.com/mcp",
+                    "headers": {"Authorization": "Bearer ${WEB_TOKEN}"}}
+        }})
+    );
+    let listed = world.json(&["list", "--json"]);
+    assert_eq!(listed[0]["source"], json!("project"));
+    assert_eq!(
+        listed[0]["trusted"],
+        json!(false),
+        "writing it trusted nothing"
+    );
+    assert!(!world.config().exists(), "the user's file is untouched");
+    let stderr = world.refused(&["add", "-s", "project", "files", "--", "other"]);
+    assert!(
+        stderr.contains("already has a server named `files`"),
+        "{stderr}"
+    );
+    let stderr = world.refused(&[
+        "add",
+        "-s",
+        "project",
+        "--url",
+        "https://e.com/mcp",
+        "--bearer-token-env-var",
+        "T",
+        "x",
+    ]);
+    assert!(
+        stderr.contains("no place for --bearer-token-env-var"),
+        "{stderr}"
+    );
+}

@@ -306,7 +306,8 @@ pub(crate) async fn connect(
                 legacy_headers.insert(name.clone(), value.clone());
             }
             if let Some(token) = &static_bearer
-                && let Ok(value) = reqwest::header::HeaderValue::from_str(&format!("Bearer {token}"))
+                && let Ok(value) =
+                    reqwest::header::HeaderValue::from_str(&format!("Bearer {token}"))
             {
                 legacy_headers.insert(reqwest::header::AUTHORIZATION, value);
             }

@@ -439,8 +439,8 @@ pub fn from_project(
                     .collect(),
                 ..McpServerConfig::default()
             },
-            // keel speaks streamable HTTP; an `sse` server of the older transport is tried
-            // at the same URL, which servers that offer both answer.
+            // Streamable HTTP first; a server of the older HTTP+SSE transport is reached
+            // by the fallback (`legacy`).
             "http" | "sse" => McpServerConfig {
                 url: server.url.as_deref().map(expand),
                 headers: server

@@ -168,7 +168,11 @@ pub(crate) async fn connect(
     // Server to keel: events, as lines, through the bound.
     let (mut lines_in, lines_out) = tokio::io::duplex(64 * 1024);
     let (rmcp_reads, bounded) = tokio::io::duplex(64 * 1024);
-    tokio::spawn(crate::oversize::forward(name.to_owned(), lines_out, bounded));
+    tokio::spawn(crate::oversize::forward(
+        name.to_owned(),
+        lines_out,
+        bounded,
+    ));
     let server = name.to_owned();
     tokio::spawn(async move {
         let write = |event: Event| {
@@ -220,7 +224,9 @@ pub(crate) async fn connect(
             }
             match request.send().await {
                 Ok(answer) if answer.status().is_success() => {}
-                Ok(answer) => tracing::info!(%server, status = %answer.status(), "a message was refused"),
+                Ok(answer) => {
+                    tracing::info!(%server, status = %answer.status(), "a message was refused")
+                }
                 Err(error) => tracing::info!(%server, %error, "a message was not delivered"),
             }
         }

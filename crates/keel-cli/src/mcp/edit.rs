@@ -391,6 +391,70 @@ fn indented(yaml: &str, by: usize) -> String {
         .collect()
 }
 
+/// `text` (a project's `.mcp.json`, `None`: none yet) with server `name` added to its
+/// `mcpServers`. The rest of the file is kept as written: the entry is inserted as text,
+/// and the result is checked to parse to the old servers plus the new one.
+pub fn add_to_project_file(
+    text: Option<&str>,
+    name: &str,
+    entry: &serde_json::Map<String, serde_json::Value>,
+) -> Result<String, String> {
+    let entry_text = serde_json::to_string_pretty(entry).map_err(|e| e.to_string())?;
+    let item = format!(
+        "{}: {}",
+        serde_json::Value::String(name.to_owned()),
+        entry_text.replace('\n', "\n    ")
+    );
+    let Some(text) = text.filter(|t| !t.trim().is_empty()) else {
+        return Ok(format!("{{\n  \"mcpServers\": {{\n    {item}\n  }}\n}}\n"));
+    };
+    let old: serde_json::Value =
+        serde_json::from_str(text).map_err(|e| format!("is not JSON ({e}); fix it first"))?;
+    let servers = old.get("mcpServers");
+    if servers.and_then(|s| s.get(name)).is_some() {
+        return Err(format!("already has a server named `{name}`"));
+    }
+    let updated = match servers {
+        Some(serde_json::Value::Object(existing)) => {
+            // The `{` after the (only) `"mcpServers"` key; the entry goes right after it.
+            let key = text
+                .find("\"mcpServers\"")
+                .ok_or("its mcpServers key is written in a way keel does not edit")?;
+            let open = key
+                + text[key..]
+                    .find('{')
+                    .ok_or("its mcpServers is not an object")?;
+            let comma = if existing.is_empty() { "" } else { "," };
+            format!("{}\n    {item}{comma}{}", &text[..=open], &text[open + 1..])
+        }
+        Some(_) => return Err("its mcpServers is not an object".into()),
+        None => {
+            let close = text.rfind('}').ok_or("is not a JSON object")?;
+            let object = old.as_object().ok_or("is not a JSON object")?;
+            let comma = if object.is_empty() { "" } else { "," };
+            let body = text[..close].trim_end();
+            format!(
+                "{body}{comma}\n  \"mcpServers\": {{\n    {item}\n  }}\n{}",
+                &text[close..]
+            )
+        }
+    };
+    let new: serde_json::Value = serde_json::from_str(&updated).map_err(|e| e.to_string())?;
+    let mut expected = old.clone();
+    expected
+        .as_object_mut()
+        .ok_or("is not a JSON object")?
+        .entry("mcpServers")
+        .or_insert_with(|| serde_json::json!({}))
+        .as_object_mut()
+        .ok_or("its mcpServers is not an object")?
+        .insert(name.to_owned(), serde_json::Value::Object(entry.clone()));
+    if new != expected {
+        return Err("keel could not add to it without changing what else it says".into());
+    }
+    Ok(updated)
+}
+
 #[cfg(test)]
 #[path = "edit_tests.rs"]
 mod tests;

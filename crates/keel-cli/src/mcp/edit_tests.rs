@@ -128,3 +128,37 @@ fn an_edit_that_reads_back_wrong_is_refused_and_the_file_kept() {
         assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 1);
     }
 }
+
+#[test]
+fn a_project_file_gets_the_server_and_keeps_the_rest_as_written() {
+    let entry: serde_json::Map<String, serde_json::Value> =
+        serde_json::from_str(r#"{"command": "npx", "args": ["-y", "srv"]}"#).unwrap();
+    let fresh = add_to_project_file(None, "files", &entry).unwrap();
+    let parsed: serde_json::Value = serde_json::from_str(&fresh).unwrap();
+    assert_eq!(parsed["mcpServers"]["files"]["args"][1], "srv");
+
+    let written = "{\n  \"zeta\": 1,\n  \"mcpServers\": {\n    \"a\": {\"command\": \"a\"}\n  },\n  \"alpha\": true\n}\n";
+    let updated = add_to_project_file(Some(written), "files", &entry).unwrap();
+    assert!(updated.starts_with("{\n  \"zeta\": 1,"), "{updated}");
+    assert!(updated.ends_with("  \"alpha\": true\n}\n"), "{updated}");
+    let parsed: serde_json::Value = serde_json::from_str(&updated).unwrap();
+    assert_eq!(parsed["mcpServers"]["a"]["command"], "a");
+    assert_eq!(parsed["mcpServers"]["files"]["command"], "npx");
+
+    let without = add_to_project_file(Some("{\"other\": []}"), "files", &entry).unwrap();
+    let parsed: serde_json::Value = serde_json::from_str(&without).unwrap();
+    assert_eq!(parsed["other"], serde_json::json!([]));
+    assert_eq!(parsed["mcpServers"]["files"]["command"], "npx");
+
+    let error = add_to_project_file(Some(&updated), "files", &entry).unwrap_err();
+    assert!(
+        error.contains("already has a server named `files`"),
+        "{error}"
+    );
+    assert!(
+        add_to_project_file(Some("{nope"), "files", &entry)
+            .unwrap_err()
+            .contains("not JSON")
+    );
+    assert!(add_to_project_file(Some("{\"mcpServers\": []}"), "x", &entry).is_err());
+}

@@ -155,9 +155,7 @@ async fn an_editor_mcp_server_serves_tools_prompts_and_status() {
                 .unwrap()
                 .flatten()
                 .filter_map(|e| std::fs::read(e.path().join("cmdline")).ok())
-                .any(|cmd| {
-                    String::from_utf8_lossy(&cmd).contains(&marker.display().to_string())
-                })
+                .any(|cmd| String::from_utf8_lossy(&cmd).contains(&marker.display().to_string()))
         };
         assert!(running(), "the editor's server runs during the session");
         cx.send_request(CloseSessionRequest::new(session.clone()))

@@ -72,7 +72,10 @@ fn server_everything_over_the_legacy_sse_transport() {
     );
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
     while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
-        assert!(std::time::Instant::now() < deadline, "the SSE server did not listen");
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the SSE server did not listen"
+        );
         std::thread::sleep(std::time::Duration::from_millis(50));
     }
     let world = World::new(&format!(
@@ -88,5 +91,9 @@ fn server_everything_over_the_legacy_sse_transport() {
     assert_ok(&output);
     let results = results(&output);
     assert_eq!(results["echo"].1, "completed", "{:?}", results["echo"]);
-    assert!(results["echo"].0.contains("over sse"), "{:?}", results["echo"]);
+    assert!(
+        results["echo"].0.contains("over sse"),
+        "{:?}",
+        results["echo"]
+    );
 }
