@@ -39,6 +39,40 @@ pub(crate) struct Handler {
     server: String,
     /// What a request for the user's input gets.
     elicitation: ElicitationPolicy,
+    /// Calls under way that show the server's progress, by progress token.
+    progress: Progress,
+}
+
+/// The reporters of calls under way, by the progress token sent with them.
+pub(crate) type Progress = Arc<std::sync::Mutex<HashMap<String, keel_agent::ToolUpdates>>>;
+
+/// A progress token as the map's key.
+fn token_key(token: &rmcp::model::NumberOrString) -> String {
+    match token {
+        rmcp::model::NumberOrString::Number(n) => n.to_string(),
+        rmcp::model::NumberOrString::String(s) => s.to_string(),
+    }
+}
+
+/// A progress notification as a line of live output: `[3/10] copying`.
+fn progress_line(params: &rmcp::model::ProgressNotificationParam) -> String {
+    let count = |n: f64| {
+        if n.fract() == 0.0 && n.abs() < 1e15 {
+            format!("{}", n as i64)
+        } else {
+            format!("{n:.1}")
+        }
+    };
+    let mut line = match params.total {
+        Some(total) => format!("[{}/{}]", count(params.progress), count(total)),
+        None => format!("[{}]", count(params.progress)),
+    };
+    if let Some(message) = &params.message {
+        line.push(' ');
+        line.push_str(message.lines().next().unwrap_or_default());
+    }
+    line.push('\n');
+    line
 }
 
 /// `path` as a `file://` URI: every byte but unreserved ones and `/` percent-encoded.
@@ -120,6 +154,24 @@ impl ClientHandler for Handler {
         std::future::ready(Ok(result))
     }
 
+    fn on_progress(
+        &self,
+        params: rmcp::model::ProgressNotificationParam,
+        _context: NotificationContext<RoleClient>,
+    ) -> impl Future<Output = ()> + Send + '_ {
+        let key = token_key(&params.progress_token.0);
+        let updates = self
+            .progress
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .get(&key)
+            .cloned();
+        if let Some(updates) = updates {
+            updates.output(&progress_line(&params));
+        }
+        std::future::ready(())
+    }
+
     fn on_tool_list_changed(
         &self,
         _context: NotificationContext<RoleClient>,
@@ -195,6 +247,7 @@ pub(crate) async fn connect(
     signals: mpsc::UnboundedSender<Signal>,
     auth: Option<Arc<crate::auth::TokenSource>>,
     elicitation: ElicitationPolicy,
+    progress: Progress,
 ) -> Result<Connection, McpError> {
     let name = cwd.file_name().map_or_else(
         || cwd.display().to_string(),
@@ -206,6 +259,7 @@ pub(crate) async fn connect(
         root: rmcp::model::Root::new(file_uri(cwd)).with_name(name),
         server: spec.name.clone(),
         elicitation,
+        progress,
     };
     let service = match &spec.transport {
         Transport::Stdio {
@@ -415,18 +469,63 @@ pub(crate) async fn list(peer: &Peer<RoleClient>) -> Result<Listing, rmcp::Servi
     })
 }
 
-/// `tools/call`, its result as the MCP schema's JSON.
+/// `tools/call`, its result as the MCP schema's JSON. `progress` learns the progress token
+/// rmcp sent with it, under which the server may report progress. A call dropped before
+/// its answer (an abort, a timeout) is cancelled at the server.
 pub(crate) async fn call(
     peer: &Peer<RoleClient>,
     tool: &str,
     arguments: Value,
+    progress: Option<&(dyn Fn(String) + Send + Sync)>,
 ) -> Result<Value, rmcp::ServiceError> {
+    use rmcp::model::{CallToolRequest, ClientRequest, ServerResult};
     let mut params = CallToolRequestParams::new(tool.to_owned());
     if let Value::Object(map) = arguments {
         params = params.with_arguments(map);
     }
-    let result = peer.call_tool(params).await?;
-    Ok(serde_json::to_value(result).unwrap_or(Value::Null))
+    let handle = peer
+        .send_request_with_option(
+            ClientRequest::CallToolRequest(CallToolRequest::new(params)),
+            rmcp::service::PeerRequestOptions::no_options(),
+        )
+        .await?;
+    if let Some(progress) = progress {
+        progress(token_key(&handle.progress_token.0));
+    }
+    /// Tells the server a call keel no longer waits for is cancelled.
+    struct Abandoned {
+        peer: Peer<RoleClient>,
+        id: Option<rmcp::model::RequestId>,
+    }
+    impl Drop for Abandoned {
+        fn drop(&mut self) {
+            let Some(id) = self.id.take() else { return };
+            let peer = self.peer.clone();
+            if let Ok(runtime) = tokio::runtime::Handle::try_current() {
+                runtime.spawn(async move {
+                    let _ = peer
+                        .notify_cancelled(rmcp::model::CancelledNotificationParam::new(
+                            Some(id),
+                            Some("the call was abandoned".to_owned()),
+                        ))
+                        .await;
+                });
+            }
+        }
+    }
+    let mut abandoned = Abandoned {
+        peer: peer.clone(),
+        id: Some(handle.id.clone()),
+    };
+    let answer = handle.await_response().await;
+    abandoned.id = None;
+    match answer? {
+        ServerResult::CallToolResult(result) => {
+            Ok(serde_json::to_value(result).unwrap_or(Value::Null))
+        }
+        ServerResult::EmptyResult(_) => Ok(serde_json::json!({"content": []})),
+        _ => Err(rmcp::ServiceError::UnexpectedResponse),
+    }
 }
 
 /// `prompts/get`, its result as JSON.
@@ -464,6 +563,19 @@ pub(crate) async fn read(peer: &Peer<RoleClient>, uri: &str) -> Result<Value, rm
 #[cfg(test)]
 mod tests {
     #![allow(clippy::unwrap_used)]
+
+    #[test]
+    fn progress_reads_as_a_line() {
+        let params: rmcp::model::ProgressNotificationParam = serde_json::from_value(
+            serde_json::json!({"progressToken": "t", "progress": 3, "total": 10, "message": "copying\nmore"}),
+        )
+        .unwrap();
+        assert_eq!(super::progress_line(&params), "[3/10] copying\n");
+        let params: rmcp::model::ProgressNotificationParam =
+            serde_json::from_value(serde_json::json!({"progressToken": 1, "progress": 0.5}))
+                .unwrap();
+        assert_eq!(super::progress_line(&params), "[0.5]\n");
+    }
 
     #[test]
     fn a_folder_becomes_a_file_uri() {

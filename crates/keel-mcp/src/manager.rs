@@ -91,6 +91,8 @@ pub struct Server {
     auth: Option<Arc<TokenSource>>,
     /// Why its `oauth:` settings cannot be used.
     auth_problem: Option<String>,
+    /// Its calls under way that show progress.
+    progress: client::Progress,
     state: Mutex<ServerState>,
     /// Tells waiters the server left `Starting`.
     settled: watch::Sender<bool>,
@@ -147,7 +149,47 @@ impl Server {
         self.bounded(
             limit,
             &format!("tools/call {tool}"),
-            client::call(&peer, tool, arguments),
+            client::call(&peer, tool, arguments, None),
+        )
+        .await
+    }
+
+    /// [`Server::call`], the server's progress notifications shown as live output on
+    /// `updates`.
+    pub async fn call_reporting(
+        &self,
+        tool: &str,
+        arguments: Value,
+        updates: keel_agent::ToolUpdates,
+    ) -> Result<Value, McpError> {
+        let peer = self.peer()?;
+        // The token is known once the request is sent; the reporter is removed however
+        // the call ends (an abort drops this future).
+        struct Forget(client::Progress, Mutex<Option<String>>);
+        impl Drop for Forget {
+            fn drop(&mut self) {
+                let token = self.1.lock().unwrap_or_else(PoisonError::into_inner).take();
+                if let Some(token) = token {
+                    self.0
+                        .lock()
+                        .unwrap_or_else(PoisonError::into_inner)
+                        .remove(&token);
+                }
+            }
+        }
+        let forget = Forget(self.progress.clone(), Mutex::new(None));
+        let register = |token: String| {
+            forget
+                .0
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .insert(token.clone(), updates.clone());
+            *forget.1.lock().unwrap_or_else(PoisonError::into_inner) = Some(token);
+        };
+        self.bounded(
+            self.spec.call_timeout,
+            &format!("tools/call {tool}"),
+            client::call(&peer, tool, arguments, Some(&register)),
         )
         .await
     }
@@ -389,6 +431,7 @@ impl Manager {
             let server = Arc::new(Server {
                 auth,
                 auth_problem,
+                progress: client::Progress::default(),
                 state: Mutex::new(ServerState {
                     status: Status::Starting,
                     live: None,
@@ -575,6 +618,7 @@ impl Manager {
             signals,
             server.auth.clone(),
             self.inner.elicitation,
+            server.progress.clone(),
         )
         .await?;
         let listing = client::list(&connection.peer).await.map_err(|e| {

@@ -241,7 +241,9 @@ impl AgentTool for McpTool {
         arguments: Value,
         context: ToolCallContext,
     ) -> Result<ToolOutput, ToolError> {
-        let call = self.server.call(&self.tool, arguments);
+        let call = self
+            .server
+            .call_reporting(&self.tool, arguments, context.updates.clone());
         let result = tokio::select! {
             () = context.cancel.cancelled() => {
                 return Err(ToolError::new("the call was aborted"));

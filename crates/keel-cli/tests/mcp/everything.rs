@@ -21,7 +21,8 @@ fn server_everything_echo_and_get_sum() {
     let output = world.exec(
         r#"[{"tool_calls": [
               {"id": "echo", "name": "mcp__everything__echo", "arguments": {"message": "hello everything"}},
-              {"id": "sum", "name": "mcp__everything__get-sum", "arguments": {"a": 20, "b": 22}}
+              {"id": "sum", "name": "mcp__everything__get-sum", "arguments": {"a": 20, "b": 22}},
+              {"id": "long", "name": "mcp__everything__trigger-long-running-operation", "arguments": {"duration": 1, "steps": 3}}
             ]}, {"text": "done"}]"#,
         &[],
         "use everything",
@@ -36,6 +37,14 @@ fn server_everything_echo_and_get_sum() {
     );
     assert_eq!(results["sum"].1, "completed", "{:?}", results["sum"]);
     assert!(results["sum"].0.contains("42"), "{:?}", results["sum"]);
+    // Its progress notifications were live output of the call.
+    assert_eq!(results["long"].1, "completed", "{:?}", results["long"]);
+    let live: String = events(&output)
+        .into_iter()
+        .filter(|e| e["type"] == "item.updated" && e["item"]["type"] == "tool_call")
+        .filter_map(|e| e["delta"].as_str().map(str::to_owned))
+        .collect();
+    assert!(live.contains("[1/3]") && live.contains("[3/3]"), "{live}");
 }
 
 /// The server's own HTTP+SSE mode (MCP 2024-11-05): keel falls back to it after its
