@@ -31,7 +31,7 @@ pub enum McpError {
         seconds: u64,
     },
     /// The server wants a login (or more access) before it answers.
-    #[error("{advice}")]
+    #[error("MCP server `{server}` {advice}")]
     AuthRequired {
         /// The server.
         server: String,

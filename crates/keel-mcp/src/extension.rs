@@ -538,8 +538,10 @@ impl CommandSource for Commands {
     fn commands(&self) -> Vec<CommandInfo> {
         let mut all = vec![CommandInfo {
             name: "mcp".to_owned(),
-            description: "MCP servers and their state; `/mcp reload` restarts them".to_owned(),
-            argument_hint: Some("[reload]".to_owned()),
+            description: "MCP servers and their state; `/mcp reload` restarts them, `/mcp \
+                          login NAME` logs in to one that asks"
+                .to_owned(),
+            argument_hint: Some("[reload | login NAME | logout NAME]".to_owned()),
             source: ID.to_owned(),
         }];
         for offer in self.shared.manager.offers() {
@@ -587,9 +589,14 @@ impl CommandSource for Commands {
                     }
                     Ok(Expansion::Reply(text))
                 }
-                other => Err(CommandError::Usage(format!(
-                    "unknown argument `{other}` (use /mcp or /mcp reload)"
-                ))),
+                other => match other.split_once(' ') {
+                    Some(("login", name)) => self.login(session, name.trim()).await,
+                    Some(("logout", name)) => self.logout(session, name.trim()),
+                    _ => Err(CommandError::Usage(format!(
+                        "unknown argument `{other}` (use /mcp, /mcp reload, /mcp login NAME or \
+                         /mcp logout NAME)"
+                    ))),
+                },
             });
         }
         let (server_name, prompt) = name.split_once(':')?;
@@ -627,6 +634,89 @@ impl CommandSource for Commands {
 }
 
 impl Commands {
+    /// The server `name` of `session`, by its key.
+    fn server_key(&self, session: &SessionId, name: &str) -> Result<String, CommandError> {
+        self.shared
+            .visible(session)
+            .into_iter()
+            .find(|s| s.spec().name == name)
+            .map(|s| s.spec().key())
+            .ok_or_else(|| CommandError::Usage(format!("no MCP server named `{name}` (see /mcp)")))
+    }
+
+    /// `/mcp login NAME`: the user asked, so the browser opens; the login finishes in the
+    /// background and the server starts again with its token.
+    async fn login(&self, session: &SessionId, name: &str) -> Result<Expansion, CommandError> {
+        let key = self.server_key(session, name)?;
+        let login = self
+            .shared
+            .manager
+            .login_of(&key)
+            .map_err(CommandError::Usage)?;
+        let challenge = self
+            .shared
+            .manager
+            .get(&key)
+            .and_then(|s| s.last_denied())
+            .map(|d| d.challenge);
+        let started = login.begin(challenge).await.map_err(CommandError::failed)?;
+        match started {
+            crate::auth::Started::Done(granted) => {
+                self.shared.manager.restart(&key);
+                Ok(Expansion::Reply(format!(
+                    "Logged in to `{name}` at {}; it is starting again.",
+                    granted.host
+                )))
+            }
+            crate::auth::Started::Browser(pending) => {
+                let opened = crate::auth::open_browser(&pending.url);
+                let text = format!(
+                    "`{name}` logs in at {}. {}\n{}\nkeel waits {} minutes; `{name}` starts \
+                     again once you are logged in.",
+                    pending.host,
+                    match &opened {
+                        Ok(()) => "Your browser opened; if it did not, open:".to_owned(),
+                        Err(why) => format!("keel cannot open a browser ({why}); open:"),
+                    },
+                    pending.url,
+                    crate::auth::LOGIN_TIME.as_secs() / 60
+                );
+                let manager = self.shared.manager.clone();
+                let server = name.to_owned();
+                tokio::spawn(async move {
+                    match pending.finish().await {
+                        Ok(granted) => {
+                            manager.notify(
+                                &server,
+                                format!("logged in at {}; starting again", granted.host),
+                            );
+                            manager.restart(&key);
+                        }
+                        Err(error) => manager.notify(&server, format!("login failed: {error}")),
+                    }
+                });
+                Ok(Expansion::Reply(text))
+            }
+        }
+    }
+
+    /// `/mcp logout NAME`: the tokens are deleted and the server starts again without.
+    fn logout(&self, session: &SessionId, name: &str) -> Result<Expansion, CommandError> {
+        let key = self.server_key(session, name)?;
+        let login = self
+            .shared
+            .manager
+            .login_of(&key)
+            .map_err(CommandError::Usage)?;
+        let had = login.forget().map_err(CommandError::failed)?;
+        self.shared.manager.restart(&key);
+        Ok(Expansion::Reply(if had {
+            format!("Logged out of `{name}`; its tokens are deleted.")
+        } else {
+            format!("`{name}` had no stored login.")
+        }))
+    }
+
     fn attach_servers(
         &self,
         session: &SessionId,

@@ -54,7 +54,7 @@ impl Status {
             Self::Restarting(n) => format!("restarting (attempt {n})"),
             Self::Failed(reason) => format!("failed: {reason}"),
             Self::Stopped => "stopped".to_owned(),
-            Self::NeedsAuth(advice) => format!("needs login: {advice}"),
+            Self::NeedsAuth(advice) => advice.clone(),
         }
     }
 }
@@ -386,6 +386,11 @@ impl Manager {
         )
     }
 
+    /// Tells the user something about `server` at the next turn.
+    pub fn notify(&self, server: &str, text: String) {
+        self.notice(server, text);
+    }
+
     fn notice(&self, server: &str, text: String) {
         tracing::info!(%server, "{text}");
         self.inner
@@ -445,6 +450,51 @@ impl Manager {
             }
             let manager = self.clone();
             tokio::spawn(async move { manager.keep(server).await });
+        }
+    }
+
+    /// The login of server `key`, for an HTTP server that may log in.
+    pub fn login_of(&self, key: &str) -> Result<Login, String> {
+        let server = self
+            .get(key)
+            .ok_or_else(|| format!("no MCP server named `{key}`"))?;
+        match self.token_source(&server.spec)? {
+            Some(_) => {
+                let Transport::Http { url, oauth, .. } = &server.spec.transport else {
+                    return Err("only HTTP servers log in".to_owned());
+                };
+                let home = self
+                    .inner
+                    .keel_home
+                    .as_ref()
+                    .ok_or("keel has no folder to keep logins in")?;
+                Login::new(
+                    &server.spec.name,
+                    url,
+                    oauth.as_ref(),
+                    home,
+                    &|name: &str| {
+                        self.inner
+                            .env
+                            .iter()
+                            .find(|(k, _)| k == name)
+                            .map(|(_, v)| v.clone())
+                    },
+                )
+                .map_err(|e| e.to_string())
+            }
+            None => Err(format!(
+                "MCP server `{}` does not log in: it is a command keel starts, or its token \
+                 comes from bearer_token_env_var",
+                server.spec.name
+            )),
+        }
+    }
+
+    /// Starts server `key` again (after a login).
+    pub fn restart(&self, key: &str) {
+        if let Some(server) = self.get(key) {
+            self.start(vec![server.spec.clone()]);
         }
     }
 

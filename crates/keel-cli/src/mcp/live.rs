@@ -96,37 +96,8 @@ impl Browser for SystemBrowser {
             "keel: `{}` logs in at {host}. Your browser opens; if it does not, open:\n  {url}",
             self.server
         );
-        let browser = std::env::var("BROWSER")
-            .ok()
-            .filter(|b| !b.trim().is_empty());
-        let mut command = match browser {
-            // `$BROWSER` may hold arguments; the URL is passed as one word, never parsed.
-            Some(browser) => {
-                let mut c = std::process::Command::new("sh");
-                c.args(["-c", &format!("{browser} \"$1\""), "sh", url]);
-                c
-            }
-            None if cfg!(target_os = "macos") => {
-                let mut c = std::process::Command::new("open");
-                c.arg(url);
-                c
-            }
-            None => {
-                let mut c = std::process::Command::new("xdg-open");
-                c.arg(url);
-                c
-            }
-        };
-        command
-            .stdin(std::process::Stdio::null())
-            .stdout(std::process::Stdio::null())
-            .stderr(std::process::Stdio::null());
-        match command.spawn() {
-            // Reaped in the background: the login waits for the redirect, not the browser.
-            Ok(mut child) => {
-                std::thread::spawn(move || child.wait());
-            }
-            Err(error) => eprintln!("keel: cannot open a browser ({error}); open the URL above."),
+        if let Err(error) = auth::open_browser(url) {
+            eprintln!("keel: cannot open a browser ({error}); open the URL above.");
         }
     }
 }

@@ -19,24 +19,21 @@ pub struct Denied {
 }
 
 impl Denied {
-    /// What a person should do about it.
+    /// What a person should do about it (after the server's name).
     pub fn advice(&self, server: &str) -> String {
-        if self.status == 403 {
-            format!(
-                "MCP server `{server}` needs more access{}: run `keel mcp login {server}` (or \
-                 /mcp in the TUI)",
-                if self.challenge.scopes.is_empty() {
-                    String::new()
-                } else {
-                    format!(" (scope {})", self.challenge.scopes.join(" "))
-                }
-            )
+        let what = if self.status == 403 {
+            if self.challenge.scopes.is_empty() {
+                "needs more access".to_owned()
+            } else {
+                format!(
+                    "needs more access (scope {})",
+                    self.challenge.scopes.join(" ")
+                )
+            }
         } else {
-            format!(
-                "MCP server `{server}` needs you to log in: run `keel mcp login {server}` (or \
-                 /mcp in the TUI)"
-            )
-        }
+            "needs you to log in".to_owned()
+        };
+        format!("{what}: `keel mcp login {server}`, or `/mcp login {server}` in a session")
     }
 }
 
