@@ -211,8 +211,9 @@ fn claude_server(server: &Json) -> Result<McpServerConfig, String> {
             .unwrap_or_default()
     };
     match text("type").as_deref() {
-        Some("sse") => return Err("an HTTP+SSE server, which keel does not speak yet".into()),
-        Some("stdio" | "http") | None => {}
+        // keel reaches an HTTP+SSE server at its URL (streamable HTTP first, then the
+        // event stream).
+        Some("stdio" | "http" | "sse") | None => {}
         Some(other) => return Err(format!("unknown type `{other}`")),
     }
     Ok(McpServerConfig {
@@ -345,13 +346,8 @@ mod tests {
         assert_eq!(fs.command.as_deref(), Some("npx"));
         assert_eq!(fs.args, ["-y", "server-fs"]);
         assert_eq!(fs.env["TOKEN"], "t");
-        assert!(
-            by_name("old")
-                .definition
-                .as_ref()
-                .unwrap_err()
-                .contains("SSE")
-        );
+        let old = by_name("old").definition.as_ref().unwrap();
+        assert_eq!(old.url.as_deref(), Some("https://old.example.com/sse"));
         let web = by_name("web").definition.as_ref().unwrap();
         assert_eq!(web.headers["Authorization"], "Bearer x");
         let codex = dir.path().join("config.toml");
