@@ -94,5 +94,5 @@ for _ in $(seq 10); do ten+=("$(http_server)"); done
 run_case "10 http servers" 0 0 "${ten[@]}"
 guarded=$(http_server --require-bearer bench-token)
 expires=$(($(date +%s) + 3600))
-CREDENTIALS=$(printf '{"providers": {}, "mcp": {"h0": {"resource": "%s", "issuer": "http://127.0.0.1:1", "token_endpoint": "http://127.0.0.1:1/token", "client_id": "bench", "auth_method": "none", "grant": "authorization_code", "access_token": "bench-token", "refresh_token": "r", "expires_at": %d, "scopes": []}}}' "$guarded" "$expires") \
+CREDENTIALS=$(printf '{"providers": {}, "mcp": {"h0 %s": {"resource": "%s", "issuer": "http://127.0.0.1:1", "token_endpoint": "http://127.0.0.1:1/token", "client_id": "bench", "auth_method": "none", "grant": "authorization_code", "access_token": "bench-token", "refresh_token": "r", "expires_at": %d, "scopes": []}}}' "${guarded%/mcp}" "$guarded" "$expires") \
   run_case "1 http server, stored token" 0 0 "$guarded"

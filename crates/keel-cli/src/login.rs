@@ -175,11 +175,12 @@ async fn set_up(provider: Option<String>, first_run: bool) -> anyhow::Result<boo
         return Ok(false);
     }
     if !from_environment {
-        let mut stored = credentials::load(&home)?;
-        stored
-            .providers
-            .insert(provider.clone(), ProviderKey { api_key: key });
-        credentials::save(&home, &stored)?;
+        credentials::update(&home, |stored| {
+            stored
+                .providers
+                .insert(provider.clone(), ProviderKey { api_key: key });
+            (true, ())
+        })?;
         say(&format!(
             "Saved the key to {} (readable by you alone). A key in the environment still wins.",
             credentials::path(&home).display()
@@ -276,12 +277,14 @@ pub fn logout(args: &LogoutArgs) -> anyhow::Result<ExitCode> {
     let Some(home) = keel_runtime::settings::keel_home() else {
         anyhow::bail!("keel has no home folder: set KEEL_HOME or HOME");
     };
-    let mut stored = credentials::load(&home)?;
-    let removed = match &args.provider {
-        Some(provider) => usize::from(stored.providers.remove(provider).is_some()),
-        None => std::mem::take(&mut stored.providers).len(),
-    };
-    credentials::save(&home, &stored)?;
+    // Under the store's lock: an MCP login refreshed meanwhile is not lost.
+    let removed = credentials::update(&home, |stored| {
+        let removed = match &args.provider {
+            Some(provider) => usize::from(stored.providers.remove(provider).is_some()),
+            None => std::mem::take(&mut stored.providers).len(),
+        };
+        (true, removed)
+    })?;
     eprintln!(
         "Removed {removed} stored key{} from {}.",
         if removed == 1 { "" } else { "s" },

@@ -782,7 +782,7 @@ fn add_to_project(cwd: &Path, args: &AddArgs) -> anyhow::Result<()> {
         || args.tool_timeout_sec.is_some()
     {
         bail!(
-            "a project's .mcp.json has no place for --bearer-token-env-var or timeouts: use              --header 'Authorization=Bearer ${{VAR}}' (expanded from your environment), or add              the server to your own configuration (--scope user)"
+            "a project's .mcp.json has no place for --bearer-token-env-var or timeouts: use --header 'Authorization=Bearer ${{VAR}}' (expanded from your environment), or add the server to your own configuration (--scope user)"
         );
     }
     let strings = |pairs: &[(String, String)]| -> serde_json::Map<String, serde_json::Value> {
@@ -811,7 +811,9 @@ fn add_to_project(cwd: &Path, args: &AddArgs) -> anyhow::Result<()> {
     let single = json!({"mcpServers": {&args.name: &entry}}).to_string();
     keel_mcp::config::from_project(&file, &single, Defaults::default(), &|_| None)
         .map_err(|e| anyhow!(e))?;
-    let _lock = edit::lock(&file)?;
+    // The lock lives in keel's folder, not the repository (where it would be left behind,
+    // or planted as a link).
+    let _lock = edit::lock(&home_file()?.with_file_name("project-mcp-json"))?;
     let text = match std::fs::read_to_string(&file) {
         Ok(text) => Some(text),
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => None,
@@ -819,14 +821,12 @@ fn add_to_project(cwd: &Path, args: &AddArgs) -> anyhow::Result<()> {
     };
     let updated = edit::add_to_project_file(text.as_deref(), &args.name, &entry)
         .map_err(|e| anyhow!("{}: {e}", file.display()))?;
-    let fresh = file.with_extension(format!("json.{}", std::process::id()));
-    std::fs::write(&fresh, updated)?;
-    std::fs::rename(&fresh, &file)?;
+    edit::replace_file(&file, updated.as_bytes())?;
     if args.json {
         println!("{}", json!({ "added": args.name, "file": file }));
     } else {
         println!(
-            "Added MCP server `{}` to {}. keel starts a project's servers once you trust it              (`keel trust`); adding one does not.",
+            "Added MCP server `{}` to {}. keel starts a project's servers once you trust it (`keel trust`); adding one does not.",
             args.name,
             file.display()
         );

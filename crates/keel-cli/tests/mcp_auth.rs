@@ -45,6 +45,8 @@ enum Hostile {
     ResourceMismatch,
     MetadataRedirect,
     NoPkce,
+    /// The resource metadata names another authorization server than the first login's.
+    OtherIssuer,
 }
 
 struct State {
@@ -168,11 +170,27 @@ fn route(seen: &Seen, state: &Mutex<State>, base: &str) -> Answer {
             } else {
                 format!("{base}/mcp")
             };
+            let issuer = if hostile == Hostile::OtherIssuer {
+                format!("{base}/other")
+            } else {
+                base.to_owned()
+            };
             json_answer(
                 "200 OK",
-                &json!({"resource": resource, "authorization_servers": [base], "scopes_supported": ["read"]}),
+                &json!({"resource": resource, "authorization_servers": [issuer], "scopes_supported": ["read"]}),
             )
         }
+        ("GET", "/.well-known/oauth-authorization-server/other") => json_answer(
+            "200 OK",
+            &json!({
+                "issuer": format!("{base}/other"),
+                "authorization_endpoint": format!("{base}/authorize"),
+                "token_endpoint": format!("{base}/token"),
+                "registration_endpoint": format!("{base}/register"),
+                "code_challenge_methods_supported": ["S256"],
+                "token_endpoint_auth_methods_supported": ["none"],
+            }),
+        ),
         ("GET", "/.well-known/oauth-authorization-server") => {
             let mut metadata = json!({
                 "issuer": base,
@@ -189,7 +207,7 @@ fn route(seen: &Seen, state: &Mutex<State>, base: &str) -> Answer {
                     metadata["token_endpoint"] = json!("http://169.254.169.254/latest/api/token");
                 }
                 Hostile::RegistrationPrivate => {
-                    metadata["registration_endpoint"] = json!("http://10.0.0.7/register");
+                    metadata["registration_endpoint"] = json!("https://10.0.0.7/register");
                 }
                 Hostile::NoPkce => {
                     metadata
@@ -392,6 +410,8 @@ fn text(bytes: &[u8]) -> String {
 fn a_login_is_stored_private_refreshed_before_expiry_and_after_a_401_and_logged_out() {
     let server = Server::start(Hostile::None);
     let world = World::new(&server);
+    // Logins are kept by server name and origin.
+    let key = format!("guarded {}", server.base);
 
     // A server asking for a login does not open a browser by itself.
     let refused = world.keel(&["call", "guarded", "echo"]);
@@ -423,14 +443,14 @@ fn a_login_is_stored_private_refreshed_before_expiry_and_after_a_401_and_logged_
         .permissions()
         .mode();
     assert_eq!(mode & 0o777, 0o600);
-    assert_eq!(world.store()["mcp"]["guarded"]["access_token"], "token-1");
+    assert_eq!(world.store()["mcp"][&key]["access_token"], "token-1");
 
     // token-1 expires within the minute: it is refreshed before use, at the endpoint
     // recorded at login.
     let call = world.keel(&["call", "guarded", "echo"]);
     assert_eq!(call.status.code(), Some(0), "{}", text(&call.stderr));
     assert!(text(&call.stdout).contains("guarded hello"));
-    assert_eq!(world.store()["mcp"]["guarded"]["access_token"], "token-2");
+    assert_eq!(world.store()["mcp"][&key]["access_token"], "token-2");
     let refreshes = || {
         server
             .seen()
@@ -450,7 +470,7 @@ fn a_login_is_stored_private_refreshed_before_expiry_and_after_a_401_and_logged_
     let call = world.keel(&["call", "guarded", "echo"]);
     assert_eq!(call.status.code(), Some(0), "{}", text(&call.stderr));
     assert_eq!(refreshes(), 2);
-    assert_eq!(world.store()["mcp"]["guarded"]["access_token"], "token-3");
+    assert_eq!(world.store()["mcp"][&key]["access_token"], "token-3");
 
     // The state shows; the tokens never do, nor reach a log.
     let listed = world.keel(&["list", "--json"]);
@@ -471,9 +491,22 @@ fn a_login_is_stored_private_refreshed_before_expiry_and_after_a_401_and_logged_
         assert!(!everything.contains(secret), "{secret} leaked");
     }
 
+    // The server now sends logins to another authorization server: refused, since the
+    // first login's issuer is kept (a configured secret would go there too).
+    server.state.lock().unwrap().hostile = Hostile::OtherIssuer;
+    let moved = world.keel(&["login", "guarded"]);
+    assert_ne!(moved.status.code(), Some(0));
+    let stderr = text(&moved.stderr);
+    assert!(
+        stderr.contains("now sends logins to") && stderr.contains("/other"),
+        "{stderr}"
+    );
+    assert_eq!(world.browsers_opened(), 1, "no browser for a moved login");
+    server.state.lock().unwrap().hostile = Hostile::None;
+
     let logout = world.keel(&["logout", "guarded"]);
     assert_eq!(logout.status.code(), Some(0));
-    assert!(world.store()["mcp"].get("guarded").is_none());
+    assert!(world.store()["mcp"].get(&key).is_none());
     let refused = world.keel(&["call", "guarded", "echo"]);
     assert_ne!(refused.status.code(), Some(0));
     assert_eq!(
@@ -509,7 +542,7 @@ fn hostile_authorization_servers_are_refused() {
         Row {
             id: "registration-on-a-private-address",
             hostile: Hostile::RegistrationPrivate,
-            says: "keel will not fetch http://10.0.0.7/register",
+            says: "keel will not fetch https://10.0.0.7/register: it resolves to 10.0.0.7 (a private network), where the MCP server is not",
             never: &["/authorize", "/token"],
         },
         Row {

@@ -134,8 +134,10 @@ impl StreamableHttpClient for Bounded {
                     limits,
                 )
                 .await;
-            let refused = refusal(&answer);
-            self.after(refused, Some(&renewed)).await;
+            // Refused again with a fresh token: a login is needed, not another refresh.
+            if let (Some(source), Some((status, challenge))) = (&self.auth, refusal(&answer)) {
+                source.deny(status, &challenge);
+            }
         }
         let Some(id) = id else {
             return answer;

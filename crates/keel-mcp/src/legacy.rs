@@ -149,7 +149,11 @@ pub(crate) async fn connect(
                 if event.kind == "endpoint" {
                     return Ok(event.data);
                 }
-                pending.push(event);
+                // Nothing is asked yet; a server that talks before naming its endpoint
+                // gets a few events kept, no more.
+                if pending.len() < 16 {
+                    pending.push(event);
+                }
             }
         }
         Err("the event stream ended before naming its endpoint".to_owned())
@@ -225,7 +229,20 @@ pub(crate) async fn connect(
             match request.send().await {
                 Ok(answer) if answer.status().is_success() => {}
                 Ok(answer) => {
-                    tracing::info!(%server, status = %answer.status(), "a message was refused")
+                    let status = answer.status();
+                    if let Some(source) = &auth
+                        && (status == reqwest::StatusCode::UNAUTHORIZED
+                            || status == reqwest::StatusCode::FORBIDDEN)
+                    {
+                        let challenge = answer
+                            .headers()
+                            .get(reqwest::header::WWW_AUTHENTICATE)
+                            .and_then(|v| v.to_str().ok())
+                            .unwrap_or_default()
+                            .to_owned();
+                        source.deny(status.as_u16(), &challenge);
+                    }
+                    tracing::info!(%server, %status, "a message was refused");
                 }
                 Err(error) => tracing::info!(%server, %error, "a message was not delivered"),
             }

@@ -11,6 +11,8 @@ use serde::{Deserialize, Serialize};
 
 /// The store's file name in `$KEEL_HOME`.
 pub const FILE: &str = "credentials.json";
+/// The largest store read or written.
+const LIMIT: usize = 1024 * 1024;
 
 /// What the store holds.
 #[derive(Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -135,7 +137,7 @@ pub fn path(keel_home: &Path) -> PathBuf {
 /// The store; empty when there is none.
 pub fn load(keel_home: &Path) -> Result<Credentials, CredentialsError> {
     let file = path(keel_home);
-    let text = match keel_tools::files::read_no_links(&file, 1024 * 1024) {
+    let text = match keel_tools::files::read_no_links(&file, LIMIT as u64) {
         Ok(bytes) => bytes,
         Err(error) if error.kind() == std::io::ErrorKind::NotFound => {
             return Ok(Credentials::default());
@@ -162,6 +164,13 @@ pub fn save(keel_home: &Path, credentials: &Credentials) -> Result<(), Credentia
         .create(keel_home)
         .map_err(io)?;
     let json = serde_json::to_vec_pretty(credentials).map_err(|e| io(std::io::Error::other(e)))?;
+    // Never a store `load` would refuse.
+    if json.len() > LIMIT {
+        return Err(CredentialsError::Invalid {
+            path: file,
+            reason: format!("it would be larger than {} KiB", LIMIT / 1024),
+        });
+    }
     let fresh = keel_home.join(format!(".{FILE}.{}", std::process::id()));
     let _ = std::fs::remove_file(&fresh);
     let mut out = std::fs::OpenOptions::new()
@@ -209,6 +218,33 @@ pub fn update<T>(
         save(keel_home, &credentials)?;
     }
     Ok(out)
+}
+
+/// Holds `$KEEL_HOME/NAME.lock` (created private, never through a link) until dropped,
+/// waiting for another process that holds it: one refresh of a login at a time across
+/// keel processes.
+pub fn hold(keel_home: &Path, name: &str) -> Result<std::fs::File, CredentialsError> {
+    use std::os::unix::fs::{DirBuilderExt as _, OpenOptionsExt as _};
+    let path = keel_home.join(format!("{name}.lock"));
+    let io = |source| CredentialsError::Io {
+        path: path.clone(),
+        source,
+    };
+    std::fs::DirBuilder::new()
+        .recursive(true)
+        .mode(0o700)
+        .create(keel_home)
+        .map_err(io)?;
+    let file = std::fs::OpenOptions::new()
+        .write(true)
+        .create(true)
+        .truncate(false)
+        .mode(0o600)
+        .custom_flags(libc_no_follow())
+        .open(&path)
+        .map_err(io)?;
+    file.lock().map_err(io)?;
+    Ok(file)
 }
 
 /// `O_NOFOLLOW`: the lock file is never opened through a link.

@@ -455,6 +455,42 @@ pub fn add_to_project_file(
     Ok(updated)
 }
 
+/// Writes `file` whole through a new file beside it, created fresh (never through a link
+/// someone planted under its name) and renamed over it; a link at `file` itself is
+/// replaced, not written through.
+pub fn replace_file(file: &Path, bytes: &[u8]) -> anyhow::Result<()> {
+    use std::io::Write as _;
+    use std::os::unix::fs::OpenOptionsExt as _;
+    let dir = file.parent().unwrap_or(Path::new("."));
+    let name = file.file_name().and_then(|n| n.to_str()).unwrap_or("file");
+    for attempt in 0..16u32 {
+        let nanos = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.subsec_nanos());
+        let fresh = dir.join(format!(".{name}.{}.{nanos}.{attempt}", std::process::id()));
+        let mut out = match std::fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .mode(0o644)
+            .open(&fresh)
+        {
+            Ok(out) => out,
+            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => continue,
+            Err(e) => return Err(anyhow::anyhow!("{}: {e}", fresh.display())),
+        };
+        let written = out.write_all(bytes).and_then(|()| out.sync_all());
+        if let Err(e) = written.and_then(|()| std::fs::rename(&fresh, file)) {
+            let _ = std::fs::remove_file(&fresh);
+            return Err(anyhow::anyhow!("{}: {e}", file.display()));
+        }
+        return Ok(());
+    }
+    Err(anyhow::anyhow!(
+        "{}: cannot create a file beside it",
+        file.display()
+    ))
+}
+
 #[cfg(test)]
 #[path = "edit_tests.rs"]
 mod tests;

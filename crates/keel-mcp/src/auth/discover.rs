@@ -117,8 +117,13 @@ async fn resource_metadata(
     reach: &Reach,
 ) -> Result<Option<ResourceMetadata>, AuthError> {
     let mut candidates = Vec::new();
-    if let Some(url) = &challenge.resource_metadata {
-        candidates.push(parse(url)?);
+    // A challenge's URL that does not parse is passed over for the well-known ones.
+    if let Some(url) = challenge
+        .resource_metadata
+        .as_deref()
+        .and_then(|u| Url::parse(u).ok())
+    {
+        candidates.push(url);
     }
     let path = canonical(server.path());
     if !path.is_empty() {
@@ -184,10 +189,12 @@ pub(crate) async fn discover(
 ) -> Result<Found, AuthError> {
     let resource = resource_metadata(server, challenge, reach).await?;
     if let Some(resource) = resource {
-        let id = resource
-            .resource
-            .clone()
-            .unwrap_or_else(|| server.to_string());
+        // RFC 9728 §2: `resource` is required.
+        let id = resource.resource.clone().ok_or_else(|| {
+            AuthError::Discovery(format!(
+                "the protected resource metadata of {server} names no resource"
+            ))
+        })?;
         // RFC 9728 §3.3: metadata naming another resource is not this server's.
         if !belongs(server, &id) {
             return Err(AuthError::ResourceMismatch {

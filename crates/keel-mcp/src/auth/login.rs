@@ -15,7 +15,7 @@ use super::challenge::Challenge;
 use super::discover::{self, Found};
 use super::net::Reach;
 use super::token::{self, ClientAuth, SigningKey};
-use super::{AuthError, Browser, Granted, LOGIN_TIME, host_of, now, random, redirect, stored};
+use super::{AuthError, Browser, Granted, LOGIN_TIME, host_of, random, redirect, stored};
 
 /// How a login began.
 pub enum Started {
@@ -218,6 +218,23 @@ impl Login {
         let reach = Reach::of_server(&self.url).await;
         let found = discover::discover(&self.url, &challenge, &reach).await?;
         let previous = stored(&self.keel_home, &self.name, &self.url);
+        // A server cannot send a login, and with it a configured secret, to another
+        // authorization server than the configured one, or the one of the last login.
+        let pin = match (&self.oauth.issuer, &previous) {
+            (Some(issuer), _) => Some((issuer.clone(), "mcp_servers.NAME.oauth.issuer")),
+            (None, Some(login)) => Some((login.issuer.clone(), "the last login")),
+            (None, None) => None,
+        };
+        if let Some((expected, why)) = pin
+            && expected.trim_end_matches('/') != found.server.issuer.trim_end_matches('/')
+        {
+            return Err(AuthError::IssuerChanged {
+                server: self.name.clone(),
+                expected,
+                found: found.server.issuer.clone(),
+                why,
+            });
+        }
         let scopes = self.scopes(&challenge, &found, previous.as_ref());
         if self.unattended() {
             let login = self.client_credentials(&reach, &found, &scopes).await?;
@@ -251,9 +268,9 @@ impl Login {
             scopes: login.scopes.clone(),
             expires_at: login.expires_at,
         };
-        let name = self.name.clone();
+        let key = super::store_key(&self.name, &self.url);
         credentials::update(&self.keel_home, move |store| {
-            store.mcp.insert(name, login);
+            store.mcp.insert(key, login);
             (true, ())
         })?;
         Ok(granted)
@@ -383,7 +400,17 @@ impl Login {
                 reason: "the registration names no client_id".into(),
             })?
             .to_owned();
+        if id.len() > 1024 {
+            return Err(AuthError::Registration(format!(
+                "{endpoint} issued a client id longer than 1 KiB"
+            )));
+        }
         let secret = answer["client_secret"].as_str().map(str::to_owned);
+        if secret.as_ref().is_some_and(|s| s.len() > super::MAX_SECRET) {
+            return Err(AuthError::Registration(format!(
+                "{endpoint} issued a client secret longer than keel keeps"
+            )));
+        }
         let method = answer["token_endpoint_auth_method"].as_str();
         let auth = match (method, &secret) {
             (Some("none"), _) | (None | Some(_), None) => ClientAuth::None,
@@ -533,7 +560,7 @@ impl Login {
             grant: grant.to_owned(),
             access_token: tokens.access_token,
             refresh_token: tokens.refresh_token,
-            expires_at: tokens.expires_in.map(|s| now() + s),
+            expires_at: tokens.expires_in.map(super::expiry),
             scopes: tokens.scope.map_or_else(
                 || asked.to_vec(),
                 |s| s.split_whitespace().map(str::to_owned).collect(),
@@ -606,16 +633,32 @@ impl Login {
         if tokens.refresh_token.is_some() {
             fresh.refresh_token = tokens.refresh_token;
         }
-        fresh.expires_at = tokens.expires_in.map(|s| now() + s);
+        fresh.expires_at = tokens.expires_in.map(super::expiry);
         if let Some(scope) = tokens.scope {
             fresh.scopes = scope.split_whitespace().map(str::to_owned).collect();
         }
-        let name = self.name.clone();
+        // Written only over the login refreshed: a newer login, or a logout, made while
+        // this refresh was under way stands.
+        let key = super::store_key(&self.name, &self.url);
         let kept = fresh.clone();
-        credentials::update(&self.keel_home, move |store| {
-            store.mcp.insert(name, kept);
-            (true, ())
+        let before = login.clone();
+        let written = credentials::update(&self.keel_home, move |store| {
+            match store.mcp.get_mut(&key) {
+                Some(stored)
+                    if stored.access_token == before.access_token
+                        && stored.refresh_token == before.refresh_token =>
+                {
+                    *stored = kept;
+                    (true, true)
+                }
+                _ => (false, false),
+            }
         })?;
+        if !written {
+            return stored(&self.keel_home, &self.name, &self.url).ok_or_else(|| {
+                AuthError::Token(format!("`{}` was logged out meanwhile", self.name))
+            });
+        }
         Ok(fresh)
     }
 }

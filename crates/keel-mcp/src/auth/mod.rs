@@ -81,6 +81,21 @@ pub enum AuthError {
         /// The resource named.
         resource: String,
     },
+    /// The server names another authorization server than the one its logins are with.
+    #[error(
+        "MCP server `{server}` now sends logins to {found}, but they go to {expected} \
+         ({why}): refused. If it really moved, run `keel mcp logout {server}` and log in again"
+    )]
+    IssuerChanged {
+        /// The server.
+        server: String,
+        /// The issuer pinned.
+        expected: String,
+        /// The issuer discovered.
+        found: String,
+        /// Where the pin comes from.
+        why: &'static str,
+    },
     /// Discovery found no way to log in.
     #[error("{0}")]
     Discovery(String),
@@ -113,6 +128,7 @@ impl AuthError {
             Self::Malformed { .. } => "mcp_auth_malformed",
             Self::IssuerMismatch { .. } => "mcp_auth_issuer_mismatch",
             Self::ResourceMismatch { .. } => "mcp_auth_resource_mismatch",
+            Self::IssuerChanged { .. } => "mcp_auth_issuer_changed",
             Self::Discovery(_) => "mcp_auth_discovery",
             Self::Registration(_) => "mcp_auth_registration",
             Self::Redirect(_) => "mcp_auth_redirect",
@@ -129,6 +145,24 @@ pub(crate) fn now() -> u64 {
     std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map_or(0, |d| d.as_secs())
+}
+
+/// When a token living `seconds` expires (a hostile answer cannot overflow it: at most ten
+/// years).
+pub(crate) fn expiry(seconds: u64) -> u64 {
+    now().saturating_add(seconds.min(10 * 365 * 24 * 3600))
+}
+
+/// The longest token, secret or client id keel keeps.
+pub(crate) const MAX_SECRET: usize = 16 * 1024;
+
+/// Whether `scope` is one RFC 6749 scope token of sane length.
+pub(crate) fn scope_token(scope: &str) -> bool {
+    !scope.is_empty()
+        && scope.len() <= 128
+        && scope
+            .bytes()
+            .all(|b| b == 0x21 || (0x23..=0x5b).contains(&b) || (0x5d..=0x7e).contains(&b))
 }
 
 /// `bytes` random bytes, base64url.
@@ -251,10 +285,16 @@ impl AuthState {
     }
 }
 
+/// Where the login of server `name` at `url` is kept: by name and origin, so a project's or
+/// an editor's server of the same name never shares (or replaces) yours.
+pub(crate) fn store_key(name: &str, url: &Url) -> String {
+    format!("{name} {}", url.origin().ascii_serialization())
+}
+
 /// The stored login of server `name`, when it is for `url`'s resource.
 pub(crate) fn stored(keel_home: &Path, name: &str, url: &Url) -> Option<McpLogin> {
     let store = credentials::load(keel_home).ok()?;
-    let login = store.mcp.get(name)?;
+    let login = store.mcp.get(&store_key(name, url))?;
     discover::belongs(url, &login.resource).then(|| login.clone())
 }
 
@@ -275,10 +315,15 @@ pub fn state(keel_home: &Path, name: &str, url: &str) -> AuthState {
     }
 }
 
-/// Forgets the login of server `name`; whether there was one.
+/// Forgets the logins of server `name` (at any origin); whether there was one.
 pub fn logout(keel_home: &Path, name: &str) -> Result<bool, AuthError> {
+    let prefix = format!("{name} ");
     Ok(credentials::update(keel_home, |store| {
-        let had = store.mcp.remove(name).is_some();
+        let before = store.mcp.len();
+        store
+            .mcp
+            .retain(|key, _| key != name && !key.starts_with(&prefix));
+        let had = store.mcp.len() != before;
         (had, had)
     })?)
 }

@@ -18,38 +18,98 @@ pub(crate) const ANSWER_LIMIT: usize = 256 * 1024;
 /// How long one request may take.
 const REQUEST_TIME: Duration = Duration::from_secs(30);
 
-/// What the URLs a login fetches may reach.
-#[derive(Debug, Clone, Copy)]
-pub(crate) struct Reach {
-    /// Whether the MCP server is itself on loopback or a private network, so its
-    /// authorization server may be too.
-    inside: bool,
+/// Where an address is, for what a login may reach.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub(crate) enum Place {
+    /// This machine.
+    Loopback,
+    /// A private or shared network (RFC 1918, 100.64/10, fc00::/7, and the like).
+    Private,
+    /// Link-local (169.254/16, fe80::/10: cloud metadata services live there).
+    LinkLocal,
+    /// Anything else that is not an ordinary address (unspecified, multicast, reserved).
+    Special,
+    /// The internet.
+    Public,
 }
 
-/// Whether `ip` is on loopback, a private or shared network, link-local or unspecified.
-pub(crate) fn internal(ip: IpAddr) -> bool {
+/// What the URLs a login fetches may reach.
+#[derive(Debug, Clone)]
+pub(crate) struct Reach {
+    /// The places of the MCP server's addresses when they are all inside (its
+    /// authorization server may then be there too); empty for a server on the internet.
+    inside: std::collections::BTreeSet<Place>,
+}
+
+/// Where `ip` is.
+pub(crate) fn place(ip: IpAddr) -> Place {
     match ip {
         IpAddr::V4(v4) => {
-            let [a, b, ..] = v4.octets();
-            v4.is_loopback()
-                || v4.is_private()
-                || v4.is_link_local()
-                || v4.is_unspecified()
+            let [a, b, c, _] = v4.octets();
+            if v4.is_loopback() {
+                Place::Loopback
+            } else if v4.is_link_local() {
+                Place::LinkLocal
+            } else if v4.is_private() || (a == 100 && (64..128).contains(&b)) {
+                Place::Private
+            } else if v4.is_unspecified()
                 || v4.is_broadcast()
-                || (a == 100 && (64..128).contains(&b))
+                || v4.is_multicast()
                 || a == 0
+                || a >= 240
+                || (a == 198 && (18..20).contains(&b))
+                || (a == 192 && b == 0 && c == 0)
+            {
+                Place::Special
+            } else {
+                Place::Public
+            }
         }
         IpAddr::V6(v6) => {
+            let segments = v6.segments();
+            // Addresses that carry an IPv4 address reach it: mapped, compatible, NAT64
+            // (64:ff9b::/96) and 6to4 (2002::/16).
+            let octets = v6.octets();
+            let embedded = |at: usize| {
+                IpAddr::V4(std::net::Ipv4Addr::new(
+                    octets[at],
+                    octets[at + 1],
+                    octets[at + 2],
+                    octets[at + 3],
+                ))
+            };
             if let Some(v4) = v6.to_ipv4_mapped() {
-                return internal(IpAddr::V4(v4));
+                return place(IpAddr::V4(v4));
             }
-            let first = v6.segments()[0];
-            v6.is_loopback()
-                || v6.is_unspecified()
-                || (first & 0xfe00) == 0xfc00
-                || (first & 0xffc0) == 0xfe80
+            if segments[..6] == [0, 0, 0, 0, 0, 0] && !v6.is_loopback() && !v6.is_unspecified() {
+                return place(embedded(12));
+            }
+            if segments[..6] == [0x64, 0xff9b, 0, 0, 0, 0] {
+                return place(embedded(12));
+            }
+            if segments[0] == 0x2002 {
+                return place(embedded(2));
+            }
+            let first = segments[0];
+            if v6.is_loopback() {
+                Place::Loopback
+            } else if (first & 0xffc0) == 0xfe80 {
+                Place::LinkLocal
+            } else if (first & 0xfe00) == 0xfc00 || (first & 0xffc0) == 0xfec0 {
+                Place::Private
+            } else if v6.is_unspecified() || v6.is_multicast() {
+                Place::Special
+            } else {
+                Place::Public
+            }
         }
     }
+}
+
+/// Whether `ip` is anywhere but the internet.
+#[cfg(test)]
+pub(crate) fn internal(ip: IpAddr) -> bool {
+    place(ip) != Place::Public
 }
 
 /// Whether `host` names loopback without a lookup.
@@ -87,13 +147,24 @@ async fn addresses(url: &Url) -> Result<Vec<SocketAddr>, AuthError> {
 impl Reach {
     /// The reach of a login to the MCP server at `server`.
     pub(crate) async fn of_server(server: &Url) -> Self {
-        let inside = match server.host() {
-            Some(host) if loopback_name(&host) => true,
-            Some(_) => addresses(server)
-                .await
-                .is_ok_and(|all| all.iter().any(|a| internal(a.ip()))),
-            None => false,
-        };
+        let mut inside = std::collections::BTreeSet::new();
+        match server.host() {
+            Some(host) if loopback_name(&host) => {
+                inside.insert(Place::Loopback);
+            }
+            Some(_) => {
+                // Inside only when every address of the server is: a name that answers
+                // one public and one private address does not open the inside.
+                if let Ok(all) = addresses(server).await {
+                    let places: std::collections::BTreeSet<Place> =
+                        all.iter().map(|a| place(a.ip())).collect();
+                    if !places.contains(&Place::Public) && !places.contains(&Place::Special) {
+                        inside = places;
+                    }
+                }
+            }
+            None => {}
+        }
         Self { inside }
     }
 
@@ -118,14 +189,23 @@ impl Reach {
             return Err(refuse("it carries a user name or password"));
         }
         let found = addresses(url).await?;
-        if !self.inside
-            && let Some(bad) = found.iter().find(|a| internal(a.ip()))
-        {
-            return Err(refuse(&format!(
-                "it resolves to {} (loopback, a private network or link-local), and the MCP \
-                 server is not on one",
-                bad.ip()
-            )));
+        for address in &found {
+            let at = place(address.ip());
+            if at == Place::Public {
+                continue;
+            }
+            if at == Place::Special || !self.inside.contains(&at) {
+                return Err(refuse(&format!(
+                    "it resolves to {} ({}), where the MCP server is not",
+                    address.ip(),
+                    match at {
+                        Place::Loopback => "this machine",
+                        Place::Private => "a private network",
+                        Place::LinkLocal => "link-local",
+                        _ => "a reserved address",
+                    }
+                )));
+            }
         }
         Ok(found)
     }
@@ -135,6 +215,8 @@ impl Reach {
         let found = self.check(url).await?;
         let host = url.host_str().unwrap_or_default().to_owned();
         keel_llm::client_builder(url.scheme() == "https")
+            // A proxy would resolve the name itself, past the check and the pin.
+            .no_proxy()
             .redirect(reqwest::redirect::Policy::none())
             .resolve_to_addrs(&host, &found)
             .timeout(REQUEST_TIME)
@@ -257,6 +339,13 @@ mod tests {
             "fe80::1",
             "fd00::1",
             "::ffff:169.254.169.254",
+            "64:ff9b::a9fe:a9fe",
+            "2002:a9fe:a9fe::1",
+            "::10.0.0.1",
+            "fec0::1",
+            "198.18.0.1",
+            "224.0.0.1",
+            "240.0.0.1",
         ] {
             assert!(internal(inside.parse().unwrap()), "{inside}");
         }
@@ -267,7 +356,9 @@ mod tests {
 
     #[tokio::test]
     async fn a_public_server_cannot_send_keel_inside() {
-        let reach = Reach { inside: false };
+        let reach = Reach {
+            inside: std::collections::BTreeSet::new(),
+        };
         for url in [
             "http://169.254.169.254/latest/meta-data",
             "https://127.0.0.1/token",
@@ -280,7 +371,9 @@ mod tests {
             let error = reach.check(&Url::parse(url).unwrap()).await.unwrap_err();
             assert_eq!(error.code(), "mcp_auth_url_refused", "{url}: {error}");
         }
-        let local = Reach { inside: true };
+        let local = Reach {
+            inside: [Place::Loopback].into(),
+        };
         local
             .check(&Url::parse("http://127.0.0.1:9/token").unwrap())
             .await
@@ -290,5 +383,16 @@ mod tests {
             .await
             .unwrap_err();
         assert!(error.to_string().contains("https"), "{error}");
+        // A server on loopback opens loopback only.
+        let error = local
+            .check(&Url::parse("https://10.0.0.5/token").unwrap())
+            .await
+            .unwrap_err();
+        assert!(error.to_string().contains("private network"), "{error}");
+        let error = local
+            .check(&Url::parse("https://169.254.169.254/token").unwrap())
+            .await
+            .unwrap_err();
+        assert!(error.to_string().contains("link-local"), "{error}");
     }
 }

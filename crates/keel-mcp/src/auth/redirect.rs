@@ -37,21 +37,32 @@ impl Redirect {
         })
     }
 
-    /// The code of the first redirect carrying `state`, within `limit`.
+    /// The code of the first redirect carrying `state`, within `limit`. Each connection is
+    /// answered on its own, so one that sends nothing cannot hold up the browser's.
     pub(crate) async fn code(&self, state: &str, limit: Duration) -> Result<String, AuthError> {
         let deadline = tokio::time::Instant::now() + limit;
+        let (done, mut results) = tokio::sync::mpsc::channel(1);
         loop {
-            let accepted = tokio::time::timeout_at(deadline, self.listener.accept()).await;
-            let Ok(accepted) = accepted else {
-                return Err(AuthError::Redirect(format!(
-                    "no login came back within {} minutes",
-                    limit.as_secs() / 60
-                )));
-            };
-            let Ok((stream, _)) = accepted else { continue };
-            let answer = tokio::time::timeout(Duration::from_secs(10), answer(stream, state)).await;
-            if let Ok(Some(result)) = answer {
-                return result;
+            tokio::select! {
+                () = tokio::time::sleep_until(deadline) => {
+                    return Err(AuthError::Redirect(format!(
+                        "no login came back within {} minutes",
+                        limit.as_secs() / 60
+                    )));
+                }
+                Some(result) = results.recv() => return result,
+                accepted = self.listener.accept() => {
+                    let Ok((stream, _)) = accepted else { continue };
+                    let state = state.to_owned();
+                    let done = done.clone();
+                    tokio::spawn(async move {
+                        let answered =
+                            tokio::time::timeout(Duration::from_secs(10), answer(stream, &state)).await;
+                        if let Ok(Some(result)) = answered {
+                            let _ = done.send(result).await;
+                        }
+                    });
+                }
             }
         }
     }

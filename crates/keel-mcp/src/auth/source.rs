@@ -9,6 +9,22 @@ use keel_runtime::credentials::{self, McpLogin};
 use super::challenge::Challenge;
 use super::{EARLY, Login, now, stored};
 
+/// The most scopes a server's refusals may add to a login.
+const MAX_WANTED: usize = 32;
+
+/// `name` as a file name's part.
+fn sanitize(name: &str) -> String {
+    name.chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || c == '-' || c == '_' {
+                c
+            } else {
+                '_'
+            }
+        })
+        .collect()
+}
+
 /// A server's refusal of a request.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Denied {
@@ -93,6 +109,14 @@ impl TokenSource {
     /// one, a refresh, or client credentials again. `None`: only a login will do.
     pub async fn renew(&self, rejected: Option<&str>) -> Option<String> {
         let _one = self.renewing.lock().await;
+        // One refresh at a time across keel processes too: a refresh token used twice may
+        // revoke the whole login where the server rotates them.
+        let home = self.login.keel_home.clone();
+        let lock_name = format!("mcp-refresh-{}", sanitize(&self.login.name));
+        let _across = tokio::task::spawn_blocking(move || credentials::hold(&home, &lock_name))
+            .await
+            .ok()
+            .and_then(Result::ok);
         // Another connection, or another keel process, may have renewed it meanwhile.
         let latest = stored(&self.login.keel_home, &self.login.name, &self.login.url);
         if let Some(latest) = &latest
@@ -133,17 +157,29 @@ impl TokenSource {
     /// Keeps a refusal for the front end; a 403 asking for more scope is also written to
     /// the stored login, so the next login asks for it.
     pub fn deny(&self, status: u16, header: &str) {
-        let challenge = Challenge::parse(header);
+        let mut challenge = Challenge::parse(header);
+        // A server's words are kept only as scope tokens, a few of them: a hostile one
+        // cannot fill the credential store.
+        challenge.scopes.retain(|s| super::scope_token(s));
+        challenge.scopes.truncate(MAX_WANTED);
         if status == 403 && !challenge.scopes.is_empty() {
-            let name = self.login.name.clone();
+            let key = super::store_key(&self.login.name, &self.login.url);
+            let url = self.login.url.clone();
             let wanted = challenge.scopes.clone();
             let _ = credentials::update(&self.login.keel_home, move |store| {
-                let Some(login) = store.mcp.get_mut(&name) else {
+                let Some(login) = store
+                    .mcp
+                    .get_mut(&key)
+                    .filter(|l| super::discover::belongs(&url, &l.resource))
+                else {
                     return (false, ());
                 };
                 let before = login.wanted.len();
                 for scope in wanted {
-                    if !login.scopes.contains(&scope) && !login.wanted.contains(&scope) {
+                    if login.wanted.len() < MAX_WANTED
+                        && !login.scopes.contains(&scope)
+                        && !login.wanted.contains(&scope)
+                    {
                         login.wanted.push(scope);
                     }
                 }
@@ -169,5 +205,55 @@ impl TokenSource {
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
             .take()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+
+    use super::*;
+
+    #[test]
+    fn a_servers_refusals_cannot_fill_the_store() {
+        let home = tempfile::tempdir().unwrap();
+        let url = "https://mcp.example.com/mcp";
+        let login = Login::new("srv", url, None, home.path(), &|_| None).unwrap();
+        let key = super::super::store_key("srv", &url::Url::parse(url).unwrap());
+        credentials::update(home.path(), |store| {
+            store.mcp.insert(
+                key.clone(),
+                McpLogin {
+                    resource: url.to_owned(),
+                    access_token: "t".into(),
+                    scopes: vec!["read".into()],
+                    ..McpLogin::default()
+                },
+            );
+            (true, ())
+        })
+        .unwrap();
+        let source = TokenSource::new(login);
+        let words: Vec<String> = (0..200).map(|i| format!("scope{i}")).collect();
+        let header = format!(
+            "Bearer error=\"insufficient_scope\", scope=\"read bad\\\"quote {} {}\"",
+            "x".repeat(500),
+            words.join(" ")
+        );
+        source.deny(403, &header);
+        let stored = credentials::load(home.path()).unwrap().mcp[&key].clone();
+        assert!(
+            (30..=MAX_WANTED).contains(&stored.wanted.len()),
+            "{:?}",
+            stored.wanted
+        );
+        assert!(stored.wanted.iter().all(|s| super::super::scope_token(s)));
+        assert!(
+            !stored.wanted.contains(&"read".to_owned()),
+            "granted ones are not wanted"
+        );
+        let denied = source.take_denied().unwrap();
+        assert_eq!(denied.status, 403);
+        assert!(denied.advice("srv").contains("keel mcp login srv"));
     }
 }

@@ -115,7 +115,7 @@ impl SigningKey {
 }
 
 /// A token endpoint's answer.
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Clone, Deserialize)]
 pub(crate) struct Tokens {
     /// The access token.
     pub(crate) access_token: String,
@@ -131,6 +131,17 @@ pub(crate) struct Tokens {
     /// The scopes granted, when they differ from those asked.
     #[serde(default)]
     pub(crate) scope: Option<String>,
+}
+
+impl std::fmt::Debug for Tokens {
+    // The tokens never reach a log.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Tokens")
+            .field("token_type", &self.token_type)
+            .field("expires_in", &self.expires_in)
+            .field("scope", &self.scope)
+            .finish_non_exhaustive()
+    }
 }
 
 /// One token request: `grant` parameters plus the client's proof, to `endpoint`.
@@ -202,6 +213,16 @@ pub(crate) async fn request(
         return Err(AuthError::Token(
             "the token endpoint issued an empty token".into(),
         ));
+    }
+    let too_long = |t: &Option<String>, limit: usize| t.as_ref().is_some_and(|t| t.len() > limit);
+    if tokens.access_token.len() > super::MAX_SECRET
+        || too_long(&tokens.refresh_token, super::MAX_SECRET)
+        || too_long(&tokens.scope, 4096)
+    {
+        return Err(AuthError::Token(format!(
+            "the token endpoint issued a token or scope longer than keel keeps ({} KiB)",
+            super::MAX_SECRET / 1024
+        )));
     }
     Ok(tokens)
 }

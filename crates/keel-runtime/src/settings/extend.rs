@@ -77,6 +77,10 @@ pub struct McpOAuthConfig {
     /// The loopback port the login's redirect comes back to (default: any free port).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub callback_port: Option<u16>,
+    /// The authorization server's issuer: a login (and so a configured secret) goes nowhere
+    /// else, whatever the server names. Without it, the first login's issuer is kept.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub issuer: Option<String>,
 }
 
 /// `mcp_servers.NAME.oauth.grant`.
