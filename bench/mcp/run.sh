@@ -24,8 +24,11 @@ echo '[{"text": "ok"}]' > "$OUT/script.json"
 
 median_ms() { sort -n | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
 
-HTTP_PIDS=()
-cleanup() { for pid in "${HTTP_PIDS[@]}"; do kill "$pid" 2>/dev/null || true; done; rm -rf "$OUT"; }
+# The HTTP servers' process ids, in a file: `$(http_server)` runs in a subshell.
+cleanup() {
+  if [[ -f $OUT/pids ]]; then while read -r pid; do kill "$pid" 2>/dev/null || true; done < "$OUT/pids"; fi
+  rm -rf "$OUT"
+}
 trap cleanup EXIT
 free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
 # Starts an HTTP keel-mcptest (extra args after the port) and prints its URL.
@@ -33,7 +36,7 @@ http_server() {
   local port
   port=$(free_port)
   "$SERVER" --http "127.0.0.1:$port" "$@" > /dev/null 2>&1 &
-  HTTP_PIDS+=($!)
+  echo $! >> "$OUT/pids"
   for _ in $(seq 100); do (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null && break; sleep 0.05; done
   echo "http://127.0.0.1:$port/mcp"
 }
