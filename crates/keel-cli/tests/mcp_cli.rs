@@ -380,8 +380,9 @@ fn import_shows_claude_and_codex_servers_and_adds_them_only_when_told() {
         "{shown}"
     );
     assert!(!shown.contains("secret-value"), "{shown}");
+    // An HTTP+SSE server is reached at its URL like any other.
     assert!(
-        shown.contains("old") && shown.contains("skipped: an HTTP+SSE server"),
+        shown.contains("old  (<TMP>/.claude.json)  https://old.example.com/sse"),
         "{shown}"
     );
     assert!(
@@ -391,7 +392,7 @@ fn import_shows_claude_and_codex_servers_and_adds_them_only_when_told() {
     assert!(shown.contains("keel mcp import --yes"), "{shown}");
     assert!(!world.config().exists(), "nothing is added without a yes");
     let added = world.ok(&["import", "--yes"]);
-    assert!(added.contains("Added docs, fs to"), "{added}");
+    assert!(added.contains("Added docs, fs, old to"), "{added}");
     let config = std::fs::read_to_string(world.config()).unwrap();
     assert!(
         config.contains("docs-mcp") && config.contains("server-fs"),

@@ -104,11 +104,34 @@ impl Browser for SystemBrowser {
 
 /// `keel mcp login NAME`.
 pub(super) async fn login(target: &Target, json: bool) -> anyhow::Result<()> {
-    let login = target.login()?;
-    let browser = SystemBrowser {
-        server: target.spec.name.clone(),
+    use std::io::IsTerminal as _;
+    let name = &target.spec.name;
+    let granted = match target.login()?.begin(None).await? {
+        auth::Started::Done(granted) => granted,
+        auth::Started::Browser(pending) => {
+            // At a terminal the question names where the login goes before anything opens.
+            let open = !std::io::stdin().is_terminal()
+                || crate::question::yes(
+                    &mut std::io::stderr(),
+                    &format!(
+                        "`{name}` logs in at {}. Open your browser there?",
+                        pending.host
+                    ),
+                )?;
+            if open {
+                SystemBrowser {
+                    server: name.clone(),
+                }
+                .open(&pending.url, &pending.host);
+            } else {
+                eprintln!(
+                    "keel: not opened. To log in, open this URL yourself (Ctrl-C to stop):\n  {}",
+                    pending.url
+                );
+            }
+            pending.finish().await?
+        }
     };
-    let granted = login.authorize(None, &browser).await?;
     if json {
         println!(
             "{}",

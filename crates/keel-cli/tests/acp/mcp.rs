@@ -115,7 +115,9 @@ async fn an_editor_mcp_server_serves_tools_prompts_and_status() {
             .unwrap();
         assert!(compact < review, "{commands:?}");
         assert!(
-            commands.iter().any(|c| c.starts_with("/mcp [reload]: ")),
+            commands
+                .iter()
+                .any(|c| c.starts_with("/mcp [reload | login NAME | logout NAME]: ")),
             "{commands:?}"
         );
         let status = st.message_text();
