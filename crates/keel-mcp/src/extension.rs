@@ -505,6 +505,7 @@ struct WaitForServers {
 impl TurnStartHook for WaitForServers {
     async fn turn_start(&self, scope: &TurnScope) -> Result<(), HookError> {
         self.shared.ensure_started();
+        self.shared.manager.pick_up_logins();
         self.shared.manager.settled(FIRST_REQUEST_WAIT).await;
         self.shared.start_turn(scope);
         Ok(())
@@ -575,6 +576,7 @@ impl CommandSource for Commands {
                 "" => {
                     // Servers still starting get a moment, so the answer says how they are.
                     self.shared.ensure_started();
+                    self.shared.manager.pick_up_logins();
                     self.shared.manager.settled(FIRST_REQUEST_WAIT).await;
                     Ok(Expansion::Reply(self.shared.status(session)))
                 }

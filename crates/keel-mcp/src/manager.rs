@@ -491,6 +491,21 @@ impl Manager {
         }
     }
 
+    /// Starts again the servers that wait for a login the store now has (made by
+    /// `keel mcp login` in another terminal, say). Reads the store once per such server.
+    pub fn pick_up_logins(&self) {
+        let ready: Vec<ServerSpec> = self
+            .all()
+            .into_iter()
+            .filter(|s| matches!(s.status(), Status::NeedsAuth(_)))
+            .filter(|s| s.auth.as_ref().is_some_and(|a| a.login_arrived()))
+            .map(|s| s.spec.clone())
+            .collect();
+        if !ready.is_empty() {
+            self.start(ready);
+        }
+    }
+
     /// Starts server `key` again (after a login).
     pub fn restart(&self, key: &str) {
         if let Some(server) = self.get(key) {

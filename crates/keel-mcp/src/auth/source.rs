@@ -191,6 +191,17 @@ impl TokenSource {
         *self.denied.lock().unwrap_or_else(PoisonError::into_inner) = Some(denied);
     }
 
+    /// Whether the store now holds a login this source does not have (one made by another
+    /// keel process, say): a server waiting for a login can start again.
+    pub fn login_arrived(&self) -> bool {
+        match stored(&self.login.keel_home, &self.login.name, &self.login.url) {
+            Some(login) => self
+                .current()
+                .is_none_or(|current| current.access_token != login.access_token),
+            None => false,
+        }
+    }
+
     /// The last refusal, left in place.
     pub fn last_denied(&self) -> Option<Denied> {
         self.last
