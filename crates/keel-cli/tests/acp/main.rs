@@ -5,6 +5,8 @@
 mod attack;
 mod harness;
 mod mcp;
+#[path = "../support/oauth.rs"]
+mod oauth;
 mod raw;
 mod tasks;
 mod terminals;

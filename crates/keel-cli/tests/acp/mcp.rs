@@ -292,3 +292,80 @@ async fn a_tool_name_two_servers_map_to_is_offered_by_neither() {
     })
     .await;
 }
+
+/// `/mcp login NAME` from the editor: the server that asked for a login gets one through
+/// the user's browser (here a script following the redirects), and starts again with it;
+/// no model request is made.
+#[tokio::test(flavor = "multi_thread")]
+async fn an_editor_logs_in_to_a_server_with_slash_mcp_login() {
+    let model = mock(json!([])).await;
+    let oauth = crate::oauth::Server::start(crate::oauth::Hostile::None);
+    let world = World::new();
+    std::fs::write(
+        world.home.path().join("config.yaml"),
+        format!("mcp_servers:\n  guarded:\n    url: {}/mcp\n", oauth.base),
+    )
+    .unwrap();
+    let browser = world.home.path().join("browser");
+    std::fs::write(
+        &browser,
+        "#!/bin/sh\nexec curl -s -o /dev/null -L --max-redirs 3 --max-time 20 \"$1\"\n",
+    )
+    .unwrap();
+    use std::os::unix::fs::PermissionsExt as _;
+    std::fs::set_permissions(&browser, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let work = world.work();
+    let state = Arc::new(EditorState::default());
+    let st = state.clone();
+    let browser = browser.display().to_string();
+    let mut keel = world.spawn_env(
+        &model,
+        &[],
+        &[("ANTHROPIC_API_KEY", "test-key"), ("BROWSER", &browser)],
+    );
+    connect(&mut keel, state, async |cx| {
+        initialize(&cx, capabilities(false)).await?;
+        let session = cx
+            .send_request(NewSessionRequest::new(&work))
+            .block_task()
+            .await?
+            .session_id
+            .0
+            .to_string();
+        assert_eq!(prompt(&cx, &session, "/mcp").await?, StopReason::EndTurn);
+        let status = st.message_text();
+        assert!(
+            status.contains("guarded: needs you to log in")
+                && status.contains("/mcp login guarded"),
+            "{status}"
+        );
+        st.clear();
+        assert_eq!(
+            prompt(&cx, &session, "/mcp login guarded").await?,
+            StopReason::EndTurn
+        );
+        let said = st.message_text();
+        assert!(
+            said.contains("`guarded` logs in at 127.0.0.1") && said.contains("/authorize?"),
+            "{said}"
+        );
+        // The login finishes in the background; the server starts again with its token.
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+        loop {
+            st.clear();
+            prompt(&cx, &session, "/mcp").await?;
+            if st.message_text().contains("guarded: ready, 1 tool(s)") {
+                break;
+            }
+            assert!(
+                std::time::Instant::now() < deadline,
+                "never ready: {}",
+                st.message_text()
+            );
+            tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+        }
+        assert!(model.requests().is_empty(), "no model request");
+        Ok(())
+    })
+    .await;
+}
