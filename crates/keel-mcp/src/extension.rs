@@ -636,25 +636,33 @@ impl CommandSource for Commands {
 }
 
 impl Commands {
-    /// The server `name` of `session`, by its key.
-    fn server_key(&self, session: &SessionId, name: &str) -> Result<String, CommandError> {
-        self.shared
+    /// The key and login settings of server `name` of `session`.
+    fn login_of(
+        &self,
+        session: &SessionId,
+        name: &str,
+    ) -> Result<(String, crate::auth::Login), CommandError> {
+        let key = self
+            .shared
             .visible(session)
             .into_iter()
             .find(|s| s.spec().name == name)
             .map(|s| s.spec().key())
-            .ok_or_else(|| CommandError::Usage(format!("no MCP server named `{name}` (see /mcp)")))
-    }
-
-    /// `/mcp login NAME`: the user asked, so the browser opens; the login finishes in the
-    /// background and the server starts again with its token.
-    async fn login(&self, session: &SessionId, name: &str) -> Result<Expansion, CommandError> {
-        let key = self.server_key(session, name)?;
+            .ok_or_else(|| {
+                CommandError::Usage(format!("no MCP server named `{name}` (see /mcp)"))
+            })?;
         let login = self
             .shared
             .manager
             .login_of(&key)
             .map_err(CommandError::Usage)?;
+        Ok((key, login))
+    }
+
+    /// `/mcp login NAME`: the user asked, so the browser opens; the login finishes in the
+    /// background and the server starts again with its token.
+    async fn login(&self, session: &SessionId, name: &str) -> Result<Expansion, CommandError> {
+        let (key, login) = self.login_of(session, name)?;
         let challenge = self
             .shared
             .manager
@@ -704,12 +712,7 @@ impl Commands {
 
     /// `/mcp logout NAME`: the tokens are deleted and the server starts again without.
     fn logout(&self, session: &SessionId, name: &str) -> Result<Expansion, CommandError> {
-        let key = self.server_key(session, name)?;
-        let login = self
-            .shared
-            .manager
-            .login_of(&key)
-            .map_err(CommandError::Usage)?;
+        let (key, login) = self.login_of(session, name)?;
         let had = login.forget().map_err(CommandError::failed)?;
         self.shared.manager.restart(&key);
         Ok(Expansion::Reply(if had {

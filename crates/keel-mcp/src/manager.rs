@@ -458,37 +458,13 @@ impl Manager {
         let server = self
             .get(key)
             .ok_or_else(|| format!("no MCP server named `{key}`"))?;
-        match self.token_source(&server.spec)? {
-            Some(_) => {
-                let Transport::Http { url, oauth, .. } = &server.spec.transport else {
-                    return Err("only HTTP servers log in".to_owned());
-                };
-                let home = self
-                    .inner
-                    .keel_home
-                    .as_ref()
-                    .ok_or("keel has no folder to keep logins in")?;
-                Login::new(
-                    &server.spec.name,
-                    url,
-                    oauth.as_ref(),
-                    home,
-                    &|name: &str| {
-                        self.inner
-                            .env
-                            .iter()
-                            .find(|(k, _)| k == name)
-                            .map(|(_, v)| v.clone())
-                    },
-                )
-                .map_err(|e| e.to_string())
-            }
-            None => Err(format!(
+        self.login(&server.spec)?.ok_or_else(|| {
+            format!(
                 "MCP server `{}` does not log in: it is a command keel starts, or its token \
                  comes from bearer_token_env_var",
                 server.spec.name
-            )),
-        }
+            )
+        })
     }
 
     /// Starts again the servers that wait for a login the store now has (made by
@@ -515,6 +491,14 @@ impl Manager {
 
     /// The token source of an HTTP server that does not bring its own bearer token.
     fn token_source(&self, spec: &ServerSpec) -> Result<Option<Arc<TokenSource>>, String> {
+        Ok(self
+            .login(spec)?
+            .map(|login| Arc::new(TokenSource::new(login))))
+    }
+
+    /// The login settings of an HTTP server that does not bring its own bearer token
+    /// (`None`: it cannot log in).
+    fn login(&self, spec: &ServerSpec) -> Result<Option<Login>, String> {
         let (
             Transport::Http {
                 url,
@@ -535,7 +519,7 @@ impl Manager {
                 .map(|(_, v)| v.clone())
         };
         Login::new(&spec.name, url, oauth.as_ref(), home, &env)
-            .map(|login| Some(Arc::new(TokenSource::new(login))))
+            .map(Some)
             .map_err(|e| e.to_string())
     }
 

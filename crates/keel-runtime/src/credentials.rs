@@ -192,26 +192,7 @@ pub fn update<T>(
     keel_home: &Path,
     change: impl FnOnce(&mut Credentials) -> (bool, T),
 ) -> Result<T, CredentialsError> {
-    use std::os::unix::fs::{DirBuilderExt as _, OpenOptionsExt as _};
-    let lock_path = keel_home.join(format!("{FILE}.lock"));
-    let io = |source| CredentialsError::Io {
-        path: lock_path.clone(),
-        source,
-    };
-    std::fs::DirBuilder::new()
-        .recursive(true)
-        .mode(0o700)
-        .create(keel_home)
-        .map_err(io)?;
-    let lock = std::fs::OpenOptions::new()
-        .write(true)
-        .create(true)
-        .truncate(false)
-        .mode(0o600)
-        .custom_flags(libc_no_follow())
-        .open(&lock_path)
-        .map_err(io)?;
-    lock.lock().map_err(io)?;
+    let _lock = hold(keel_home, FILE)?;
     let mut credentials = load(keel_home)?;
     let (changed, out) = change(&mut credentials);
     if changed {

@@ -256,11 +256,7 @@ impl AuthState {
                 wanted,
                 ..
             } => {
-                let host = Url::parse(issuer)
-                    .ok()
-                    .and_then(|u| u.host_str().map(str::to_owned))
-                    .unwrap_or_else(|| issuer.clone());
-                let mut text = format!("logged in at {host}");
+                let mut text = format!("logged in at {}", host_of(issuer));
                 if let Some(at) = expires_at {
                     let now = now();
                     if *at <= now {
