@@ -16,7 +16,6 @@ use tokio::sync::mpsc;
 
 use crate::config::{ServerSpec, Transport};
 use crate::error::McpError;
-use keel_runtime::settings::extend::ElicitationPolicy;
 
 /// What a connection tells its owner.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -37,8 +36,8 @@ pub(crate) struct Handler {
     root: rmcp::model::Root,
     /// The server's name, for the log.
     server: String,
-    /// What a request for the user's input gets.
-    elicitation: ElicitationPolicy,
+    /// Who answers a request for the user's input.
+    asking: crate::ask::Asking,
     /// Calls under way that show the server's progress, by progress token.
     progress: Progress,
 }
@@ -96,13 +95,7 @@ impl ClientHandler for Handler {
         // server answers with the one it takes.
         let mut capabilities = rmcp::model::ClientCapabilities::default();
         capabilities.roots = Some(rmcp::model::RootsCapabilities::default());
-        // Forms are offered only where keel can answer them (URL mode needs a person).
-        if self.elicitation == ElicitationPolicy::AcceptDefaults {
-            capabilities.elicitation = Some(
-                rmcp::model::ElicitationCapability::new()
-                    .with_form(rmcp::model::FormElicitationCapability::new()),
-            );
-        }
+        capabilities.elicitation = self.asking.capability();
         rmcp::model::InitializeRequestParams::new(
             capabilities,
             rmcp::model::Implementation::new("keel", env!("CARGO_PKG_VERSION")),
@@ -125,33 +118,7 @@ impl ClientHandler for Handler {
         request: rmcp::model::ElicitRequestParams,
         _context: rmcp::service::RequestContext<RoleClient>,
     ) -> impl Future<Output = Result<rmcp::model::ElicitResult, rmcp::ErrorData>> + Send + '_ {
-        use rmcp::model::{ElicitRequestParams, ElicitResult, ElicitationAction};
-        let result = match request {
-            ElicitRequestParams::FormElicitationParams {
-                message,
-                requested_schema,
-                ..
-            } => {
-                let schema = serde_json::to_value(&requested_schema).unwrap_or_default();
-                match crate::elicit::answer(self.elicitation, &schema) {
-                    crate::elicit::Answer::Accept(content) => {
-                        let content = serde_json::Value::Object(content);
-                        tracing::warn!(server = %self.server, %message, %content, "accepted an MCP server's form with its defaults (mcp.elicitation: accept-defaults)");
-                        ElicitResult::new(ElicitationAction::Accept).with_content(content)
-                    }
-                    crate::elicit::Answer::Decline(why) => {
-                        tracing::info!(server = %self.server, %message, "declined an MCP server's form: {why}");
-                        ElicitResult::new(ElicitationAction::Decline)
-                    }
-                }
-            }
-            ElicitRequestParams::UrlElicitationParams { message, url, .. } => {
-                tracing::info!(server = %self.server, %message, %url, "declined an MCP server's request to open a URL: no one here can agree to it");
-                ElicitResult::new(ElicitationAction::Decline)
-            }
-            _ => ElicitResult::new(ElicitationAction::Decline),
-        };
-        std::future::ready(Ok(result))
+        async move { Ok(self.asking.answer(&self.server, request).await) }
     }
 
     fn on_progress(
@@ -246,7 +213,7 @@ pub(crate) async fn connect(
     cwd: &Path,
     signals: mpsc::UnboundedSender<Signal>,
     auth: Option<Arc<crate::auth::TokenSource>>,
-    elicitation: ElicitationPolicy,
+    asking: crate::ask::Asking,
     progress: Progress,
 ) -> Result<Connection, McpError> {
     let name = cwd.file_name().map_or_else(
@@ -258,7 +225,7 @@ pub(crate) async fn connect(
         signals,
         root: rmcp::model::Root::new(file_uri(cwd)).with_name(name),
         server: spec.name.clone(),
-        elicitation,
+        asking,
         progress,
     };
     let service = match &spec.transport {

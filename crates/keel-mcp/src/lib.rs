@@ -4,6 +4,7 @@
 //! or keel-cli.
 #![forbid(unsafe_code)]
 
+mod ask;
 pub mod auth;
 mod client;
 pub mod config;
@@ -27,6 +28,7 @@ use keel_runtime::extension::{Extension, ExtensionApi, ExtensionError, HostInfo}
 use keel_runtime::settings::Config;
 use keel_runtime::settings::trust::TrustStore;
 
+pub use ask::CallOrigin;
 pub use config::{Origin, ProjectFileError, ServerSpec, SpecError, Transport};
 pub use error::McpError;
 pub use manager::{Manager, Status};
@@ -242,11 +244,13 @@ impl Extension for McpExtension {
             // What the servers run stays out of the model's reach while they are trusted.
             let _ = self.trusted.set(reach(&specs, &host).0);
             let defaults = config::Defaults::of(&config).unwrap_or_default();
-            let manager = Manager::with_elicitation(
+            let manager = Manager::with_asking(
                 host.cwd.clone(),
                 server_env(&config),
                 host.keel_home.clone(),
                 config.mcp.elicitation.unwrap_or_default(),
+                Some(host.control.clone()),
+                host.interactive,
             );
             let reload_config = config.clone();
             let reload_host = host.clone();

@@ -93,6 +93,8 @@ pub struct Server {
     auth_problem: Option<String>,
     /// Its calls under way that show progress.
     progress: client::Progress,
+    /// Records its calls so a request for input reaches the call's user.
+    asking: crate::ask::Asking,
     state: Mutex<ServerState>,
     /// Tells waiters the server left `Starting`.
     settled: watch::Sender<bool>,
@@ -155,12 +157,14 @@ impl Server {
     }
 
     /// [`Server::call`], the server's progress notifications shown as live output on
-    /// `updates`.
+    /// `updates`, and its requests for input asked of the user of `origin`'s session. The
+    /// time limit does not count the time a question waits for the user.
     pub async fn call_reporting(
         &self,
         tool: &str,
         arguments: Value,
         updates: keel_agent::ToolUpdates,
+        origin: Option<crate::CallOrigin>,
     ) -> Result<Value, McpError> {
         let peer = self.peer()?;
         // The token is known once the request is sent; the reporter is removed however
@@ -186,12 +190,43 @@ impl Server {
                 .insert(token.clone(), updates.clone());
             *forget.1.lock().unwrap_or_else(PoisonError::into_inner) = Some(token);
         };
-        self.bounded(
-            self.spec.call_timeout,
-            &format!("tools/call {tool}"),
-            client::call(&peer, tool, arguments, Some(&register)),
-        )
-        .await
+        let site = origin.map(|origin| self.asking.register(&self.spec.name, origin));
+        let limit = self.spec.call_timeout;
+        let call = client::call(&peer, tool, arguments, Some(&register));
+        let Some(site) = site else {
+            return self
+                .bounded(limit, &format!("tools/call {tool}"), call)
+                .await;
+        };
+        // The limit is checked again when it passes: a question waiting for the user holds
+        // it, and the time questions took is added to it.
+        let started = tokio::time::Instant::now();
+        let mut call = std::pin::pin!(call);
+        loop {
+            let deadline = started + limit + site.site.waited();
+            match tokio::time::timeout_at(deadline, &mut call).await {
+                Ok(result) => {
+                    return self
+                        .bounded(
+                            limit,
+                            &format!("tools/call {tool}"),
+                            std::future::ready(result),
+                        )
+                        .await;
+                }
+                Err(_) if site.site.asking() => {
+                    tokio::time::sleep(Duration::from_millis(250)).await;
+                }
+                Err(_) if started + limit + site.site.waited() > tokio::time::Instant::now() => {}
+                Err(_) => {
+                    return Err(McpError::Timeout {
+                        server: self.spec.name.clone(),
+                        what: format!("tools/call {tool}"),
+                        seconds: limit.as_secs().max(1),
+                    });
+                }
+            }
+        }
     }
 
     /// Gets prompt `name` with `arguments`.
@@ -279,8 +314,8 @@ struct Inner {
     cwd: PathBuf,
     /// Where logins are stored (`None`: no logins).
     keel_home: Option<PathBuf>,
-    /// What servers' requests for input get.
-    elicitation: ElicitationPolicy,
+    /// Who answers servers' requests for input.
+    asking: crate::ask::Asking,
     notices: Mutex<Vec<Notice>>,
     /// Told of every new revision (the extension adds servers that came up to running
     /// turns).
@@ -318,6 +353,19 @@ impl Manager {
         keel_home: Option<PathBuf>,
         elicitation: ElicitationPolicy,
     ) -> Self {
+        Self::with_asking(cwd, env, keel_home, elicitation, None, false)
+    }
+
+    /// [`Manager::with_elicitation`], requests for input asked of the user of the call's
+    /// session through `control` where a front end asks (`interactive`).
+    pub fn with_asking(
+        cwd: PathBuf,
+        env: Vec<(String, String)>,
+        keel_home: Option<PathBuf>,
+        elicitation: ElicitationPolicy,
+        control: Option<keel_runtime::HostControl>,
+        interactive: bool,
+    ) -> Self {
         Self {
             inner: Arc::new(Inner {
                 servers: Mutex::new(BTreeMap::new()),
@@ -325,7 +373,7 @@ impl Manager {
                 env,
                 cwd,
                 keel_home,
-                elicitation,
+                asking: crate::ask::Asking::new(elicitation, control, interactive),
                 notices: Mutex::new(Vec::new()),
                 listener: Mutex::new(None),
             }),
@@ -437,6 +485,7 @@ impl Manager {
                 auth,
                 auth_problem,
                 progress: client::Progress::default(),
+                asking: self.inner.asking.clone(),
                 state: Mutex::new(ServerState {
                     status: Status::Starting,
                     live: None,
@@ -666,7 +715,7 @@ impl Manager {
             &self.inner.cwd,
             signals,
             server.auth.clone(),
-            self.inner.elicitation,
+            self.inner.asking.clone(),
             server.progress.clone(),
         )
         .await?;

@@ -241,9 +241,13 @@ impl AgentTool for McpTool {
         arguments: Value,
         context: ToolCallContext,
     ) -> Result<ToolOutput, ToolError> {
-        let call = self
-            .server
-            .call_reporting(&self.tool, arguments, context.updates.clone());
+        let origin = context.turn.as_ref().map(|turn| crate::CallOrigin {
+            session: turn.session_id.clone(),
+            tool_call: context.tool_call_id.clone(),
+        });
+        let call =
+            self.server
+                .call_reporting(&self.tool, arguments, context.updates.clone(), origin);
         let result = tokio::select! {
             () = context.cancel.cancelled() => {
                 return Err(ToolError::new("the call was aborted"));

@@ -14,6 +14,7 @@ mod message;
 mod modes;
 mod op;
 pub mod ops;
+mod question;
 mod runtime;
 mod session_event;
 mod source;
@@ -42,6 +43,9 @@ pub use modes::{PermissionMode, SandboxMode, ThinkingChoice, ThinkingLevel, Unkn
 pub use op::{
     CommandInfo, ContextPart, ContextReport, ExportFormat, Op, OpGroup, SessionExport,
     SessionTarget,
+};
+pub use question::{
+    Ask, Choice, FORM_FIELDS_MAX, FORM_TEXT_MAX, Field, FieldKind, Form, Question, QuestionAnswer,
 };
 pub use runtime::{
     DebugTrace, ResponseChunk, RuntimeEvent, RuntimeEventBody, SessionStatus, ToolPhase,

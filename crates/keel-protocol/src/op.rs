@@ -101,6 +101,8 @@ pub enum Op {
     StopTask(ops::StopTask),
     /// See [`ops::AnswerPermission`].
     AnswerPermission(ops::AnswerPermission),
+    /// See [`ops::AnswerQuestion`].
+    AnswerQuestion(ops::AnswerQuestion),
 
     // Maintenance.
     /// See [`ops::Compact`].
@@ -140,7 +142,8 @@ impl Op {
             | Self::Abort(_)
             | Self::Dispatch(_)
             | Self::StopTask(_)
-            | Self::AnswerPermission(_) => OpGroup::Ingress,
+            | Self::AnswerPermission(_)
+            | Self::AnswerQuestion(_) => OpGroup::Ingress,
             Self::Compact(_) => OpGroup::Maintenance,
         }
     }

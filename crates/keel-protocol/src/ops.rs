@@ -323,6 +323,17 @@ pub struct AnswerPermission {
     pub answer: PermissionAnswer,
 }
 
+/// Answers a question asked of the user during the session's running turn.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct AnswerQuestion {
+    /// The session.
+    pub session_id: SessionId,
+    /// The question.
+    pub question_id: String,
+    /// The answer.
+    pub answer: crate::QuestionAnswer,
+}
+
 /// Compacts the session's history into a checkpoint summary (DESIGN §12).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Compact {
@@ -376,5 +387,6 @@ into_op!(
     Dispatch,
     StopTask,
     AnswerPermission,
+    AnswerQuestion,
     Compact,
 );

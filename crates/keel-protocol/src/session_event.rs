@@ -75,6 +75,24 @@ pub enum SessionEventBody {
         /// Whether the call may run.
         allowed: bool,
     },
+    /// Someone other than the model asks the user something (an MCP server's form or page)
+    /// while a tool call runs; answered with `answer_question`.
+    QuestionAsked {
+        /// The turn.
+        turn_id: TurnId,
+        /// The question.
+        question: crate::Question,
+    },
+    /// A question was answered (by the user, or ended by a cancellation or the call
+    /// finishing).
+    QuestionResolved {
+        /// The turn.
+        turn_id: TurnId,
+        /// The question.
+        question_id: String,
+        /// `accepted`, `declined` or `cancelled`.
+        outcome: String,
+    },
     /// The session's input queue changed; the queue as it is now.
     QueueChanged {
         /// Waiting inputs, in the order they will be delivered.

@@ -174,6 +174,11 @@ impl ConversationContract for Runtime {
                     .answer_permission(&o.session_id, &o.request_id, o.answer)?;
                 Reply::AnswerPermission(())
             }
+            Op::AnswerQuestion(o) => {
+                self.turns()
+                    .answer_question(&o.session_id, &o.question_id, o.answer)?;
+                Reply::AnswerQuestion(())
+            }
             Op::Compact(o) => Reply::Compact(
                 self.sessions()
                     .compact(&o.session_id, o.instructions)

@@ -49,6 +49,24 @@ impl HostControl {
         ))
     }
 
+    /// Whether this runtime has a front end that asks its user questions.
+    pub fn can_ask(&self) -> bool {
+        self.runtime().is_some_and(|runtime| runtime.can_ask())
+    }
+
+    /// Asks `session`'s user `question` during its running turn and waits for the answer;
+    /// refused where no one can answer (see [`crate::NoOneToAsk`]).
+    pub async fn ask(
+        &self,
+        session: &SessionId,
+        question: keel_protocol::Question,
+    ) -> Result<keel_protocol::QuestionAnswer, crate::NoOneToAsk> {
+        let runtime = self
+            .runtime()
+            .ok_or_else(|| crate::NoOneToAsk("the runtime has stopped".into()))?;
+        runtime.ask(session, question).await
+    }
+
     /// Whether `session` is open here with a turn running (or being admitted).
     pub fn is_busy(&self, session: &SessionId) -> bool {
         self.runtime()

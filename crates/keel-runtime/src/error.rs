@@ -60,6 +60,14 @@ pub enum RuntimeError {
         /// Why (the turn ended or was cancelled, or the request was answered).
         reason: String,
     },
+    /// An answer to a question that is not waiting, or whose values do not fit its form.
+    #[error("question {question} cannot be answered: {reason}")]
+    QuestionRefused {
+        /// The question.
+        question: String,
+        /// Why (the turn ended, the call stopped waiting, a value does not fit).
+        reason: String,
+    },
     /// The scope index of an "always allow" answer does not exist.
     #[error("permission request {request} offers no scope {scope}")]
     NoSuchScope {
@@ -162,6 +170,7 @@ impl RuntimeError {
             Self::QueueEmpty(_) => "queue_empty",
             Self::NoSessionIn(_) => "no_session",
             Self::PermissionRefused { .. } => "permission_not_pending",
+            Self::QuestionRefused { .. } => "question_refused",
             Self::NoSuchScope { .. } => "permission_no_such_scope",
             Self::NotOpen(_) => "session_not_open",
             Self::TurnLost(_) => "turn_lost",

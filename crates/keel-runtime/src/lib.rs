@@ -20,6 +20,7 @@ pub mod lean;
 mod lifecycle;
 pub mod notice;
 mod permission;
+mod question;
 mod queue;
 mod quiet;
 mod reply;
@@ -47,6 +48,7 @@ pub use extension::HostControl;
 pub use keel_store::{SessionRecord, StoredEntry};
 /// Bounded line reading, for front ends that read a protocol from a stream.
 pub use keel_tools::lines;
+pub use question::NoOneToAsk;
 pub use reply::{CommandOutcome, Operation, Queued, Reply};
 pub use runtime::{Opened, Prepared, Runtime, RuntimeOptions, SessionStart, start};
 pub use services::{EditorProvider, SessionServices, plan_file, read_plan};

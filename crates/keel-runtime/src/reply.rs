@@ -126,6 +126,8 @@ replies! {
     StopTask => bool,
     /// Delivered.
     AnswerPermission => (),
+    /// Delivered.
+    AnswerQuestion => (),
     /// The new revision; `None` when there was nothing to compact.
     Compact => Option<u64>,
 }

@@ -216,6 +216,7 @@ impl Prepared {
             trust_project_mcp: options.trust_project_mcp,
             control: crate::extension::HostControl::default(),
             sessions_only: model.is_none(),
+            interactive: options.interactive,
         };
         let registry = Registry::with_host(
             profile,

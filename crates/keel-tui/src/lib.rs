@@ -16,6 +16,7 @@ pub mod markdown;
 pub mod notices;
 pub mod outside;
 pub mod prompts;
+pub mod question;
 pub mod render;
 mod signal;
 pub mod slash;

@@ -36,7 +36,7 @@ pub fn panel_within(
     if let Some(started) = app.live.started {
         let elapsed = started.elapsed();
         let frame = (elapsed.as_millis() / 80) as usize % SPINNER.len();
-        let what = if matches!(app.popup, Some(Popup::Permission(_))) {
+        let what = if app.popup.as_ref().is_some_and(Popup::is_question) {
             "Waiting for your answer"
         } else {
             app.live.activity()
@@ -89,6 +89,11 @@ pub fn panel_within(
                 cwd: &app.info.cwd,
             };
             bottom.extend(permission_lines(prompt, &view));
+        }
+        Some(Popup::Question(prompt)) => {
+            let (lines, at) = prompt.lines(width);
+            cursor = at;
+            bottom.extend(lines);
         }
         popup => {
             let rule = Line::styled("─".repeat(width), DIM);
@@ -281,7 +286,7 @@ fn popup_lines(app: &App, popup: &Popup, width: usize) -> Vec<Line<'static>> {
             }
         }
         Popup::Task(task) => out.extend(task_lines(task, width)),
-        Popup::Permission(_) => {}
+        Popup::Permission(_) | Popup::Question(_) => {}
     }
     out
 }

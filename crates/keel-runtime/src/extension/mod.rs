@@ -172,6 +172,9 @@ pub struct HostInfo {
     /// The runtime only keeps sessions ([`crate::ModelChoice::None`]): it runs no turn, so
     /// an extension starts nothing for it (no MCP server).
     pub sessions_only: bool,
+    /// A front end asks the user what the runtime needs answered (permissions, a server's
+    /// questions); `false` for `keel exec`, where no one can answer.
+    pub interactive: bool,
 }
 
 /// What running a slash command produced.

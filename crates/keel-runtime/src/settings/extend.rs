@@ -95,17 +95,16 @@ pub enum OAuthGrant {
     ClientCredentials,
 }
 
-/// `mcp.elicitation`: what keel answers a server's `elicitation/create` when no one can be
-/// asked (exec); the TUI and editors ask the user.
+/// `mcp.elicitation`: what keel answers a server's `elicitation/create`.
 #[derive(
     Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize, serde::Serialize, schemars::JsonSchema,
 )]
 #[serde(rename_all = "kebab-case")]
 pub enum ElicitationPolicy {
-    /// Ask the user (where no one can answer, decline).
+    /// Ask the user (where no one can answer, as in `keel exec`, decline).
+    #[default]
     Ask,
     /// Decline every request.
-    #[default]
     Decline,
     /// Accept every form with its defaults (an explicit opt-in for unattended runs; each
     /// accepted form is logged). A form with a required field that has no default is
@@ -130,7 +129,9 @@ pub struct McpConfig {
     /// Deferred tool disclosure (DESIGN §11).
     #[serde(default)]
     pub disclosure: DisclosureConfig,
-    /// What a server's request for input gets when no one can answer it (exec).
+    /// What a server's request for input gets: asked of the user where a front end asks
+    /// (`ask`, the default; declined in `keel exec`), always declined, or answered with its
+    /// defaults without asking (`accept-defaults`, an explicit opt-in).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub elicitation: Option<ElicitationPolicy>,
 }

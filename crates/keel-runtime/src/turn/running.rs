@@ -24,6 +24,8 @@ pub(crate) struct RunningTurn {
     pub(crate) delivered: Mutex<HashMap<String, String>>,
     /// Permission requests waiting for an answer.
     pub(crate) permissions: Mutex<HashMap<String, permission::Pending>>,
+    /// Questions for the user waiting for an answer.
+    pub(crate) questions: Mutex<HashMap<String, crate::question::Pending>>,
     commit_failure: Mutex<Option<String>>,
     pub(crate) committed: Mutex<Vec<Arc<Message>>>,
     /// The history a replacement made during the turn (archive, compaction): the turn's
@@ -42,6 +44,7 @@ impl RunningTurn {
             cancel: CancellationToken::new(),
             delivered: Mutex::new(HashMap::new()),
             permissions: Mutex::new(HashMap::new()),
+            questions: Mutex::new(HashMap::new()),
             commit_failure: Mutex::new(None),
             committed: Mutex::new(Vec::new()),
             base: Mutex::new(None),

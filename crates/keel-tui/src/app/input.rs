@@ -23,6 +23,10 @@ impl App {
                     reason.paste(&text);
                     return;
                 }
+                if let Some(Popup::Question(q)) = &mut self.popup {
+                    q.paste(&text);
+                    return;
+                }
                 // A dropped or pasted image file goes with the message as an image.
                 if let Some((image, name)) = crate::outside::pasted_image(&text, &self.info.cwd) {
                     self.images.push(image);
@@ -507,6 +511,10 @@ impl App {
                 self.permission_key(prompt, key, effects);
                 true
             }
+            Popup::Question(prompt) => {
+                self.question_key(prompt, key, effects);
+                true
+            }
             Popup::Task(task) => {
                 self.task_key(task, key, effects);
                 true
@@ -756,6 +764,42 @@ impl App {
             },
         }
         self.popup = Some(Popup::Permission(prompt));
+    }
+
+    /// A key on an MCP server's question: it stays until answered or dismissed.
+    fn question_key(
+        &mut self,
+        mut prompt: crate::question::QuestionPrompt,
+        key: KeyEvent,
+        effects: &mut Vec<Effect>,
+    ) {
+        let crate::question::Outcome::Answer(answer) = prompt.key(key) else {
+            self.popup = Some(Popup::Question(prompt));
+            return;
+        };
+        let Some(session_id) = self.session_id() else {
+            return;
+        };
+        let what = match &prompt.question.ask {
+            keel_protocol::Ask::Form(_) => "form",
+            keel_protocol::Ask::Url { .. } => "page",
+        };
+        self.notice(
+            Tone::Info,
+            format!(
+                "you {} {}'s {what}",
+                answer.word(),
+                crate::visible::visible(&prompt.question.server)
+            ),
+        );
+        effects.push(Effect::Call(
+            Tag::Plain("the answer was not accepted"),
+            Op::AnswerQuestion(ops::AnswerQuestion {
+                session_id,
+                question_id: prompt.question.id.clone(),
+                answer,
+            }),
+        ));
     }
 
     pub(super) fn set_mode(&mut self, mode: PermissionMode, effects: &mut Vec<Effect>) {

@@ -234,6 +234,31 @@ impl App {
                 {
                     self.popup = None;
                 }
+                self.next_question();
+            }
+            SessionEventBody::QuestionAsked { question, .. } => {
+                self.attention(
+                    format!("the MCP server {} asks you something", question.server),
+                    effects,
+                );
+                self.questions.push_back(question);
+                self.next_question();
+            }
+            SessionEventBody::QuestionResolved {
+                question_id,
+                outcome,
+                ..
+            } => {
+                self.questions.retain(|q| q.id != question_id);
+                if matches!(&self.popup, Some(p) if p.question_id() == Some(question_id.as_str())) {
+                    self.popup = None;
+                    // Shown and not answered here: its call ended, or the turn stopped.
+                    self.notice(
+                        Tone::Info,
+                        format!("the server's question ended unanswered ({outcome})"),
+                    );
+                }
+                self.next_question();
             }
             SessionEventBody::QueueChanged { queue } => self.queue = queue,
             SessionEventBody::Task { task } => self.task_event(task),

@@ -239,6 +239,8 @@ pub struct App {
     sessions_filter: String,
     /// The prompt `keel PROMPT` starts with, sent once the session is open.
     pub initial_prompt: Option<String>,
+    /// Questions from MCP servers waiting behind the prompt shown now, oldest first.
+    pub questions: std::collections::VecDeque<keel_protocol::Question>,
 }
 
 /// Two presses of Ctrl+C or Esc within this count as "twice".
@@ -288,6 +290,7 @@ impl App {
             commands_requested: false,
             sessions_filter: String::new(),
             initial_prompt: None,
+            questions: std::collections::VecDeque::new(),
         };
         for warning in app.info.warnings.clone() {
             app.push(Cell::Notice(Tone::Warn, warning));
@@ -313,6 +316,18 @@ impl App {
     /// Adds finished lines that belong to a cell still open (a streaming answer).
     pub fn push_lines(&mut self, lines: Vec<Line<'static>>) {
         self.pending.extend(lines);
+    }
+
+    /// Shows the oldest waiting question of an MCP server, unless a question is shown.
+    pub(crate) fn next_question(&mut self) {
+        if self.popup.as_ref().is_some_and(Popup::is_question) {
+            return;
+        }
+        if let Some(question) = self.questions.pop_front() {
+            self.popup = Some(Popup::Question(crate::question::QuestionPrompt::new(
+                question,
+            )));
+        }
     }
 
     /// A notice.

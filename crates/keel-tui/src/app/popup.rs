@@ -1,6 +1,6 @@
 //! Popups over the composer: the slash and `@` completions, pickers (model, permission
 //! mode, sessions, rewind, queue, prompt history, tasks), a task's details, the todo list and
-//! the permission prompt.
+//! the permission prompt and an MCP server's question.
 
 use keel_protocol::{PermissionRequest, TaskInfo};
 use nucleo_matcher::pattern::{CaseMatching, Normalization, Pattern};
@@ -160,6 +160,8 @@ pub enum Popup {
     Picker(Picker),
     /// The permission prompt.
     Permission(PermissionPrompt),
+    /// An MCP server's question (a form, or a page to open).
+    Question(crate::question::QuestionPrompt),
     /// The todo list.
     Todos,
     /// One task's details (`s` stops it while it runs).
@@ -182,6 +184,20 @@ impl Popup {
             Popup::Permission(p) => Some(&p.request.id),
             _ => None,
         }
+    }
+
+    /// The question a question prompt answers.
+    pub fn question_id(&self) -> Option<&str> {
+        match self {
+            Popup::Question(q) => Some(&q.question.id),
+            _ => None,
+        }
+    }
+
+    /// Whether it waits for the user's answer to keel's or a server's question (another
+    /// question waits behind it).
+    pub fn is_question(&self) -> bool {
+        matches!(self, Popup::Permission(_) | Popup::Question(_))
     }
 
     /// Whether it completes what the composer holds (and closes when that changes).

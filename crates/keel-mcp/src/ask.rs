@@ -1,0 +1,308 @@
+//! Who answers a server's request for input. A request arrives on the connection, not on
+//! the call it belongs to, so each call under way is recorded with its session; a request
+//! goes to the user of the newest call's session through the runtime (never the model).
+//! Where no one can be asked, `mcp.elicitation` answers: `ask` and `decline` decline,
+//! `accept-defaults` fills a form with its defaults.
+//!
+//! A page to open (URL mode) is opened only after the user agreed, and only an `https`
+//! page (or `http` on this machine) with no user name in it, its host shown first.
+
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::{Duration, Instant};
+
+use keel_protocol::{Ask, Question, QuestionAnswer, SessionId, ToolCallId};
+use keel_runtime::HostControl;
+use keel_runtime::settings::extend::ElicitationPolicy;
+use rmcp::model::{ElicitRequestParams, ElicitResult, ElicitationAction};
+use serde_json::Value;
+
+/// The routing of one manager's servers' requests for input.
+#[derive(Clone)]
+pub(crate) struct Asking {
+    policy: ElicitationPolicy,
+    /// The runtime, when there is one to ask through.
+    control: Option<HostControl>,
+    /// A front end asks the user.
+    interactive: bool,
+    calls: Arc<Mutex<Vec<Arc<CallSite>>>>,
+    next: Arc<AtomicU64>,
+}
+
+/// A call under way, and the time its questions held it.
+pub(crate) struct CallSite {
+    id: u64,
+    server: String,
+    session: SessionId,
+    tool_call: ToolCallId,
+    /// Questions of this call waiting for the user.
+    open: AtomicUsize,
+    /// Time spent waiting for the user, which the call's time limit does not count.
+    waited: Mutex<Duration>,
+}
+
+impl CallSite {
+    /// Whether a question of this call waits for the user.
+    pub(crate) fn asking(&self) -> bool {
+        self.open.load(Ordering::Acquire) > 0
+    }
+
+    /// Time its questions held it.
+    pub(crate) fn waited(&self) -> Duration {
+        *self.waited.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+}
+
+/// Removes a call's record when the call ends, however it ends.
+pub(crate) struct Registered {
+    calls: Arc<Mutex<Vec<Arc<CallSite>>>>,
+    pub(crate) site: Arc<CallSite>,
+}
+
+impl Drop for Registered {
+    fn drop(&mut self) {
+        self.calls
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .retain(|site| site.id != self.site.id);
+    }
+}
+
+/// Where a call comes from: the session and tool call it runs for.
+#[derive(Debug, Clone)]
+pub struct CallOrigin {
+    /// The session.
+    pub session: SessionId,
+    /// The tool call.
+    pub tool_call: ToolCallId,
+}
+
+impl Asking {
+    /// Routing under `policy`; `control` and `interactive` say whether anyone can be asked.
+    pub(crate) fn new(
+        policy: ElicitationPolicy,
+        control: Option<HostControl>,
+        interactive: bool,
+    ) -> Self {
+        Self {
+            policy,
+            control,
+            interactive,
+            calls: Arc::default(),
+            next: Arc::default(),
+        }
+    }
+
+    /// What keel offers servers: forms where they can be answered (by the user, or with
+    /// defaults when the user opted in), pages only where the user can agree.
+    pub(crate) fn capability(&self) -> Option<rmcp::model::ElicitationCapability> {
+        let form = rmcp::model::ElicitationCapability::new()
+            .with_form(rmcp::model::FormElicitationCapability::new());
+        match self.policy {
+            ElicitationPolicy::Decline => None,
+            ElicitationPolicy::AcceptDefaults => Some(form),
+            ElicitationPolicy::Ask if self.interactive && self.control.is_some() => {
+                Some(form.with_url(rmcp::model::UrlElicitationCapability::new()))
+            }
+            ElicitationPolicy::Ask => None,
+        }
+    }
+
+    /// Records a call of `server` for `origin` until the returned guard drops.
+    pub(crate) fn register(&self, server: &str, origin: CallOrigin) -> Registered {
+        let site = Arc::new(CallSite {
+            id: self.next.fetch_add(1, Ordering::Relaxed),
+            server: server.to_owned(),
+            session: origin.session,
+            tool_call: origin.tool_call,
+            open: AtomicUsize::new(0),
+            waited: Mutex::new(Duration::ZERO),
+        });
+        self.calls
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .push(site.clone());
+        Registered {
+            calls: self.calls.clone(),
+            site,
+        }
+    }
+
+    /// The newest call of `server` under way.
+    fn newest(&self, server: &str) -> Option<Arc<CallSite>> {
+        self.calls
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .iter()
+            .rev()
+            .find(|site| site.server == server)
+            .cloned()
+    }
+
+    /// The answer to `server`'s request.
+    pub(crate) async fn answer(&self, server: &str, request: ElicitRequestParams) -> ElicitResult {
+        let decline = || ElicitResult::new(ElicitationAction::Decline);
+        let (message, ask) = match &request {
+            ElicitRequestParams::FormElicitationParams {
+                message,
+                requested_schema,
+                ..
+            } => {
+                let schema = serde_json::to_value(requested_schema).unwrap_or_default();
+                if self.policy == ElicitationPolicy::AcceptDefaults {
+                    return defaults(server, message, &schema);
+                }
+                match crate::elicit::form_of(&schema) {
+                    Ok(form) => (message.clone(), Ask::Form(form)),
+                    Err(why) => {
+                        tracing::info!(server, %message, "declined an MCP server's form: {why}");
+                        return decline();
+                    }
+                }
+            }
+            ElicitRequestParams::UrlElicitationParams { message, url, .. } => match page(url) {
+                Ok(host) => (
+                    message.clone(),
+                    Ask::Url {
+                        url: url.clone(),
+                        host,
+                    },
+                ),
+                Err(why) => {
+                    tracing::info!(server, %message, %url, "declined an MCP server's page: {why}");
+                    return decline();
+                }
+            },
+            _ => return decline(),
+        };
+        if self.policy == ElicitationPolicy::Decline {
+            tracing::info!(server, %message, "declined an MCP server's request for input (mcp.elicitation: decline)");
+            return decline();
+        }
+        let (Some(control), Some(site)) = (&self.control, self.newest(server)) else {
+            tracing::info!(server, %message, "declined an MCP server's request for input: no call of it is under way, so no one can be asked");
+            return decline();
+        };
+        let url = match &ask {
+            Ask::Url { url, .. } => Some(url.clone()),
+            Ask::Form(_) => None,
+        };
+        let question = Question {
+            id: String::new(),
+            server: server.to_owned(),
+            tool_call_id: Some(site.tool_call.clone()),
+            message: message.chars().take(2000).collect(),
+            ask,
+        };
+        site.open.fetch_add(1, Ordering::AcqRel);
+        let asked = Instant::now();
+        let answer = control.ask(&site.session, question).await;
+        *site.waited.lock().unwrap_or_else(PoisonError::into_inner) += asked.elapsed();
+        site.open.fetch_sub(1, Ordering::AcqRel);
+        match answer {
+            Ok(QuestionAnswer::Accept { content }) => {
+                if let Some(url) = url {
+                    // The user agreed to this page, its host shown: open it for them (the
+                    // front end showed the address too, to copy where no browser opens).
+                    if let Err(why) = crate::auth::open_browser(&url) {
+                        tracing::warn!(server, %url, "cannot open the browser: {why}");
+                    }
+                    return ElicitResult::new(ElicitationAction::Accept);
+                }
+                ElicitResult::new(ElicitationAction::Accept).with_content(Value::Object(content))
+            }
+            Ok(QuestionAnswer::Decline) => decline(),
+            Ok(QuestionAnswer::Cancel) => ElicitResult::new(ElicitationAction::Cancel),
+            Err(no_one) => {
+                tracing::info!(server, %message, "declined an MCP server's request for input: {no_one}");
+                decline()
+            }
+        }
+    }
+}
+
+/// A form answered with its defaults (`accept-defaults`), or declined.
+fn defaults(server: &str, message: &str, schema: &Value) -> ElicitResult {
+    match crate::elicit::answer(ElicitationPolicy::AcceptDefaults, schema) {
+        crate::elicit::Answer::Accept(content) => {
+            let content = Value::Object(content);
+            tracing::warn!(server, %message, %content, "accepted an MCP server's form with its defaults (mcp.elicitation: accept-defaults)");
+            ElicitResult::new(ElicitationAction::Accept).with_content(content)
+        }
+        crate::elicit::Answer::Decline(why) => {
+            tracing::info!(server, %message, "declined an MCP server's form: {why}");
+            ElicitResult::new(ElicitationAction::Decline)
+        }
+    }
+}
+
+/// The host of a page a server asks the user to open, when it may be offered at all:
+/// `https`, or `http` on loopback, with no user name or password (which would let the
+/// address show one host and open another).
+fn page(address: &str) -> Result<String, String> {
+    let url = url::Url::parse(address).map_err(|e| format!("not an address: {e}"))?;
+    if !url.username().is_empty() || url.password().is_some() {
+        return Err("it holds a user name or password".into());
+    }
+    let host = url.host_str().ok_or("it names no host")?.to_owned();
+    let loopback = matches!(
+        url.host(),
+        Some(url::Host::Domain("localhost"))
+            | Some(url::Host::Ipv4(std::net::Ipv4Addr::LOCALHOST))
+            | Some(url::Host::Ipv6(std::net::Ipv6Addr::LOCALHOST))
+    );
+    match url.scheme() {
+        "https" => Ok(host),
+        "http" if loopback => Ok(host),
+        other => Err(format!("`{other}` pages are not opened")),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_plain_web_pages_are_offered_and_their_real_host_is_shown() {
+        assert_eq!(
+            page("https://example.com/pay?x=1").as_deref(),
+            Ok("example.com")
+        );
+        assert_eq!(page("http://127.0.0.1:9/cb").as_deref(), Ok("127.0.0.1"));
+        for bad in [
+            "https://github.com@evil.example/",
+            "https://user:pw@example.com/",
+            "http://example.com/",
+            "file:///etc/passwd",
+            "javascript:alert(1)",
+            "not a url",
+        ] {
+            assert!(page(bad).is_err(), "{bad}");
+        }
+    }
+
+    #[test]
+    fn no_capability_is_offered_where_no_one_answers() {
+        let asking = |policy, interactive| {
+            Asking::new(policy, Some(HostControl::default()), interactive).capability()
+        };
+        assert!(asking(ElicitationPolicy::Ask, false).is_none());
+        assert!(asking(ElicitationPolicy::Decline, true).is_none());
+        let offered = asking(ElicitationPolicy::Ask, true).unwrap();
+        assert!(offered.url.is_some() && offered.form.is_some());
+        let defaults = asking(ElicitationPolicy::AcceptDefaults, false).unwrap();
+        assert!(defaults.url.is_none() && defaults.form.is_some());
+    }
+
+    #[tokio::test]
+    async fn a_request_with_no_call_under_way_is_declined() {
+        let asking = Asking::new(ElicitationPolicy::Ask, Some(HostControl::default()), true);
+        let request: ElicitRequestParams = serde_json::from_value(serde_json::json!({
+            "mode": "form", "message": "name?",
+            "requestedSchema": {"type": "object", "properties": {"n": {"type": "string"}}}
+        }))
+        .unwrap();
+        let result = asking.answer("s", request).await;
+        assert_eq!(result.action, ElicitationAction::Decline);
+    }
+}
