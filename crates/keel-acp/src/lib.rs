@@ -5,6 +5,7 @@
 #![forbid(unsafe_code)]
 
 mod commands;
+mod elicit;
 mod files;
 mod input;
 mod mcp;

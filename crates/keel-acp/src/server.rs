@@ -221,6 +221,7 @@ impl Server {
             folder.models.clone(),
             self.notices(),
         );
+        session.editor_asks(self.client.get().and_then(|c| c.elicitation.clone()));
         if fresh {
             session
                 .untitled

@@ -9,8 +9,9 @@ use std::sync::{Arc, Mutex, PoisonError, Weak};
 
 use agent_client_protocol::v1::ConnectionTo;
 use agent_client_protocol::v1::schema::{
-    AvailableCommand, AvailableCommandsUpdate, ConfigOptionUpdate, RequestPermissionRequest,
-    SessionNotification, SessionUpdate, StopReason, ToolCallContent,
+    AvailableCommand, AvailableCommandsUpdate, ConfigOptionUpdate, ContentBlock, ContentChunk,
+    ElicitationCapabilities, RequestPermissionRequest, SessionNotification, SessionUpdate,
+    StopReason, ToolCallContent,
 };
 use agent_client_protocol::{Client, Error, ErrorCode, RequestCancellationHandle};
 
@@ -81,6 +82,8 @@ pub struct Session {
     terminals: Mutex<HashMap<String, String>>,
     /// Questions the editor has not answered, by request id, to withdraw on cancel.
     asking: Mutex<HashMap<String, RequestCancellationHandle>>,
+    /// The editor's own way to ask for input (forms, pages), if it has one.
+    elicitation: std::sync::OnceLock<Option<ElicitationCapabilities>>,
     /// One prompt at a time.
     prompting: tokio::sync::Mutex<()>,
     /// Prompts received, and the last one a cancel was meant for.
@@ -163,6 +166,7 @@ impl Session {
             offered: Mutex::new(None),
             terminals: Mutex::new(HashMap::new()),
             asking: Mutex::new(HashMap::new()),
+            elicitation: std::sync::OnceLock::new(),
             prompting: tokio::sync::Mutex::new(()),
             received: AtomicU64::new(0),
             cancelled: AtomicU64::new(0),
@@ -489,6 +493,85 @@ impl Session {
         });
     }
 
+    /// Records how the editor asks for input (its `elicitation` capabilities), once.
+    pub fn editor_asks(&self, capabilities: Option<ElicitationCapabilities>) {
+        let _ = self.elicitation.set(capabilities);
+    }
+
+    /// Asks the editor an MCP server's question and hands the answer to the runtime; a
+    /// question the editor cannot show is declined.
+    fn ask_question(
+        self: &Arc<Self>,
+        connection: &ConnectionTo<Client>,
+        tasks: &tokio::runtime::Handle,
+        question: keel_protocol::Question,
+    ) {
+        let capabilities = self.elicitation.get().and_then(Option::as_ref);
+        let session = self.clone();
+        let id = question.id.clone();
+        match crate::elicit::asked(&self.id.to_string(), &question, capabilities) {
+            None => {
+                tracing::info!(server = %question.server, "a server's form this editor cannot show was declined");
+                self.send(
+                    connection,
+                    SessionUpdate::AgentMessageChunk(ContentChunk::new(ContentBlock::from(format!(
+                        "The MCP server `{}` asked for a form this editor cannot show; keel declined it.",
+                        question.server
+                    )))),
+                );
+                tasks.spawn(session.deliver(id, keel_protocol::QuestionAnswer::Decline));
+            }
+            Some(crate::elicit::Asked::Elicitation(request)) => {
+                let sent = connection.send_request(request);
+                lock(&self.asking).insert(id.clone(), sent.cancellation_handle());
+                tasks.spawn(async move {
+                    let answer = match sent.block_task().await {
+                        Ok(response) => crate::elicit::answer_of(&response),
+                        Err(_) => keel_protocol::QuestionAnswer::Cancel,
+                    };
+                    if lock(&session.asking).remove(&id).is_some() {
+                        session.deliver(id, answer).await;
+                    }
+                });
+            }
+            Some(crate::elicit::Asked::Options(card, options)) => {
+                let sent = connection.send_request(RequestPermissionRequest::new(
+                    self.id.to_string(),
+                    card,
+                    options,
+                ));
+                lock(&self.asking).insert(id.clone(), sent.cancellation_handle());
+                tasks.spawn(async move {
+                    let answer = match sent.block_task().await {
+                        Ok(response) => {
+                            crate::elicit::answer_of_option(&question, &response.outcome)
+                        }
+                        Err(_) => keel_protocol::QuestionAnswer::Cancel,
+                    };
+                    if lock(&session.asking).remove(&id).is_some() {
+                        session.deliver(id, answer).await;
+                    }
+                });
+            }
+        }
+    }
+
+    /// Hands the answer to question `id` to the runtime (refused only when the question
+    /// no longer waits).
+    async fn deliver(self: Arc<Self>, id: String, answer: keel_protocol::QuestionAnswer) {
+        if let Err(error) = self
+            .runtime
+            .request(ops::AnswerQuestion {
+                session_id: self.id.clone(),
+                question_id: id,
+                answer,
+            })
+            .await
+        {
+            tracing::debug!(%error, "answer to a server's question not taken");
+        }
+    }
+
     /// The question was settled without the editor (a cancel): withdraw it there.
     fn withdraw(&self, request_id: &str) {
         if let Some(question) = lock(&self.asking).remove(request_id) {
@@ -522,6 +605,12 @@ impl SessionSink for EventSink {
             }
             SessionEventBody::PermissionResolved { request_id, .. } => {
                 session.withdraw(request_id);
+            }
+            SessionEventBody::QuestionAsked { question, .. } => {
+                session.ask_question(&self.connection, &self.tasks, question.clone());
+            }
+            SessionEventBody::QuestionResolved { question_id, .. } => {
+                session.withdraw(question_id);
             }
             _ => {}
         }
