@@ -7,10 +7,9 @@ use std::collections::BTreeMap;
 
 use agent_client_protocol::v1::schema::{
     ContentBlock, CreateElicitationRequest, CreateElicitationResponse, ElicitationAction,
-    ElicitationCapabilities, ElicitationFormMode, ElicitationId,
-    ElicitationSchema, ElicitationSessionScope, ElicitationUrlMode, PermissionOption,
-    PermissionOptionKind, RequestPermissionOutcome, TextContent, ToolCallContent,
-    ToolCallUpdate, ToolCallUpdateFields,
+    ElicitationCapabilities, ElicitationFormMode, ElicitationId, ElicitationSchema,
+    ElicitationSessionScope, ElicitationUrlMode, PermissionOption, PermissionOptionKind,
+    RequestPermissionOutcome, TextContent, ToolCallContent, ToolCallUpdate, ToolCallUpdateFields,
 };
 use keel_protocol::{Ask, FieldKind, Form, Question, QuestionAnswer};
 use serde_json::{Map, Value, json};
@@ -38,12 +37,21 @@ pub fn asked(
     if let Some(call) = &question.tool_call_id {
         scope = scope.tool_call_id(call.to_string().as_str());
     }
-    let message = format!("MCP server `{}` asks: {}", question.server, question.message);
+    let message = format!(
+        "MCP server `{}` asks: {}",
+        question.server, question.message
+    );
     let form_ok = capabilities.is_some_and(ElicitationCapabilities::supports_form);
     let url_ok = capabilities.is_some_and(ElicitationCapabilities::supports_url);
     match &question.ask {
         Ask::Form(form) if form_ok => {
-            let schema = serde_json::from_value::<ElicitationSchema>(schema_of(form)).ok()?;
+            let schema = match serde_json::from_value::<ElicitationSchema>(schema_of(form)) {
+                Ok(schema) => schema,
+                Err(error) => {
+                    tracing::warn!(%error, "a server's form does not fit ACP's form schema");
+                    return None;
+                }
+            };
             Some(Asked::Elicitation(CreateElicitationRequest::new(
                 ElicitationFormMode::new(scope, schema),
                 message,
@@ -56,7 +64,11 @@ pub fn asked(
         Ask::Url { url, host } => Some(Asked::Options(
             card(question, &format!("{message}\n\nOpen {host}?\n{url}")),
             vec![
-                PermissionOption::new(ACCEPT, format!("Open {host}"), PermissionOptionKind::AllowOnce),
+                PermissionOption::new(
+                    ACCEPT,
+                    format!("Open {host}"),
+                    PermissionOptionKind::AllowOnce,
+                ),
                 PermissionOption::new(DECLINE, "Decline", PermissionOptionKind::RejectOnce),
             ],
         )),
@@ -123,7 +135,11 @@ pub fn answer_of_option(question: &Question, outcome: &RequestPermissionOutcome)
 fn options(form: &Form) -> Option<Vec<PermissionOption>> {
     let decline = PermissionOption::new(DECLINE, "Decline", PermissionOptionKind::RejectOnce);
     let mut options = match form.fields.as_slice() {
-        [] => vec![PermissionOption::new(ACCEPT, "Accept", PermissionOptionKind::AllowOnce)],
+        [] => vec![PermissionOption::new(
+            ACCEPT,
+            "Accept",
+            PermissionOptionKind::AllowOnce,
+        )],
         [field] => match &field.kind {
             FieldKind::Boolean => vec![
                 PermissionOption::new(
@@ -181,12 +197,23 @@ fn schema_of(form: &Form) -> Value {
                 min_length,
                 max_length,
                 format,
-            } => json!({"type": "string", "minLength": min_length, "maxLength": max_length, "format": format}),
+            } => {
+                json!({"type": "string", "minLength": min_length, "maxLength": max_length, "format": format})
+            }
             FieldKind::Number {
                 integer,
                 minimum,
                 maximum,
-            } => json!({"type": if *integer { "integer" } else { "number" }, "minimum": minimum, "maximum": maximum}),
+            } => {
+                // An integer's bounds are integers on the wire.
+                let bound = |b: &Option<f64>| match b {
+                    Some(b) if *integer => json!(b.round() as i64),
+                    Some(b) => json!(b),
+                    None => Value::Null,
+                };
+                json!({"type": if *integer { "integer" } else { "number" },
+                    "minimum": bound(minimum), "maximum": bound(maximum)})
+            }
             FieldKind::Boolean => json!({"type": "boolean"}),
             FieldKind::Choice { options } => json!({"type": "string", "oneOf": options
                 .iter()
@@ -272,7 +299,8 @@ mod tests {
     #[test]
     fn an_editor_with_forms_gets_the_form_and_its_answer_comes_back() {
         let caps = ElicitationCapabilities::new().form(ElicitationFormCapabilities::new());
-        let Some(Asked::Elicitation(request)) = asked("s-1", &question(vec![choice()]), Some(&caps))
+        let Some(Asked::Elicitation(request)) =
+            asked("s-1", &question(vec![choice()]), Some(&caps))
         else {
             panic!("asked as an elicitation")
         };
@@ -286,7 +314,8 @@ mod tests {
             "web"
         );
         let response = CreateElicitationResponse::new(ElicitationAction::Accept(
-            ElicitationAcceptAction::new().content(BTreeMap::from([("team".to_owned(), wire("core"))])),
+            ElicitationAcceptAction::new()
+                .content(BTreeMap::from([("team".to_owned(), wire("core"))])),
         ));
         assert_eq!(
             answer_of(&response),
@@ -344,9 +373,8 @@ mod tests {
             panic!("asked with options")
         };
         assert_eq!(options[0].name, "Open pay.example.com");
-        let pick = RequestPermissionOutcome::Selected(SelectedPermissionOutcome::new(
-            "accept".to_owned(),
-        ));
+        let pick =
+            RequestPermissionOutcome::Selected(SelectedPermissionOutcome::new("accept".to_owned()));
         assert_eq!(
             answer_of_option(&question, &pick),
             QuestionAnswer::Accept {

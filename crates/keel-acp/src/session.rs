@@ -559,16 +559,23 @@ impl Session {
     /// Hands the answer to question `id` to the runtime (refused only when the question
     /// no longer waits).
     async fn deliver(self: Arc<Self>, id: String, answer: keel_protocol::QuestionAnswer) {
-        if let Err(error) = self
-            .runtime
-            .request(ops::AnswerQuestion {
-                session_id: self.id.clone(),
-                question_id: id,
-                answer,
-            })
-            .await
-        {
-            tracing::debug!(%error, "answer to a server's question not taken");
+        let accepting = matches!(answer, keel_protocol::QuestionAnswer::Accept { .. });
+        let answer_with = |answer| ops::AnswerQuestion {
+            session_id: self.id.clone(),
+            question_id: id.clone(),
+            answer,
+        };
+        let Err(error) = self.runtime.request(answer_with(answer)).await else {
+            return;
+        };
+        tracing::info!(%error, "the editor's answer to a server's question was refused");
+        // Values the form does not allow never reach the server; the question still waits,
+        // and the editor has answered, so it ends as dismissed.
+        if accepting {
+            let _ = self
+                .runtime
+                .request(answer_with(keel_protocol::QuestionAnswer::Cancel))
+                .await;
         }
     }
 

@@ -41,6 +41,9 @@ pub struct QuestionPrompt {
     on_decline: bool,
     /// Why the last submit was refused.
     error: Option<String>,
+    /// An answer was sent: the prompt stays until the runtime says the question ended
+    /// (an answer it refuses leaves it open).
+    pub sent: bool,
 }
 
 /// What a key did.
@@ -65,6 +68,7 @@ impl QuestionPrompt {
             focus: 0,
             on_decline: false,
             error: None,
+            sent: false,
         }
     }
 
@@ -82,6 +86,14 @@ impl QuestionPrompt {
 
     /// Handles a key.
     pub fn key(&mut self, key: KeyEvent) -> Outcome {
+        let outcome = self.key_inner(key);
+        if matches!(outcome, Outcome::Answer(_)) {
+            self.sent = true;
+        }
+        outcome
+    }
+
+    fn key_inner(&mut self, key: KeyEvent) -> Outcome {
         if key.code == KeyCode::Esc {
             return Outcome::Answer(QuestionAnswer::Cancel);
         }
@@ -118,6 +130,12 @@ impl QuestionPrompt {
             _ => self.edit(key),
         }
         Outcome::Stay
+    }
+
+    /// Shows why the runtime refused the answer sent; the prompt takes another.
+    pub fn refused(&mut self, why: String) {
+        self.sent = false;
+        self.error = Some(why);
     }
 
     /// Pasted text goes into the focused text field.
@@ -278,6 +296,9 @@ impl QuestionPrompt {
                     out.push(line);
                 }
                 out.push(self.buttons("Submit", "Decline"));
+                if self.sent {
+                    out.push(Line::styled("  sent; waiting for the server…", DIM));
+                }
                 if let Some(error) = &self.error {
                     wrap(
                         Line::styled(format!("  {}", visible(error)), Style::new().fg(Color::Red)),

@@ -69,6 +69,10 @@ pub struct EditorState {
     /// Called with the path of every `fs/*` call as it arrives, before the delay.
     #[allow(clippy::type_complexity)]
     pub on_fs: Mutex<Option<Box<dyn Fn(&std::path::Path) + Send + Sync>>>,
+    /// Every `elicitation/create` (an MCP server's question), as its JSON.
+    pub elicited: Mutex<Vec<serde_json::Value>>,
+    /// What the editor answers them (as JSON); declines when unset.
+    pub elicit_answer: Mutex<Option<serde_json::Value>>,
 }
 
 /// A terminal the editor runs.
@@ -304,9 +308,29 @@ pub async fn connect<R: Send + 'static>(
         state.clone(),
         state,
     );
+    let e1 = t1.clone();
     Client
         .v1()
         .name("test-editor")
+        .on_receive_request(
+            async move |request: agent_client_protocol::v1::schema::CreateElicitationRequest,
+                        responder,
+                        _cx| {
+                e1.elicited
+                    .lock()
+                    .unwrap()
+                    .push(serde_json::to_value(&request).unwrap());
+                let answer = e1
+                    .elicit_answer
+                    .lock()
+                    .unwrap()
+                    .clone()
+                    .unwrap_or_else(|| serde_json::json!({"action": "decline"}));
+                responder.respond(serde_json::from_value(answer).unwrap())?;
+                Ok(())
+            },
+            agent_client_protocol::on_receive_request!(),
+        )
         .on_receive_notification(
             async move |notification: SessionNotification, _cx| {
                 s1.updates

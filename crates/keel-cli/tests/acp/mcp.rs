@@ -369,3 +369,91 @@ async fn an_editor_logs_in_to_a_server_with_slash_mcp_login() {
     })
     .await;
 }
+
+/// A server's form during a call goes to the editor, never the model: the editor's answer
+/// is what the server gets (server-everything's own form, installed by CI), and a value
+/// that does not fit the form is refused before it reaches the server.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_servers_form_is_asked_of_the_editor_and_its_answer_reaches_the_server() {
+    let Ok(program) = std::env::var("KEEL_TEST_MCP_EVERYTHING") else {
+        assert!(
+            std::env::var_os("KEEL_REQUIRE_MCP_EVERYTHING").is_none(),
+            "KEEL_REQUIRE_MCP_EVERYTHING is set but KEEL_TEST_MCP_EVERYTHING is not"
+        );
+        return;
+    };
+    let call = |id: &str| json!({"tool_calls": [{"id": id, "name": "mcp__everything__trigger-elicitation-request", "arguments": {}}]});
+    let model =
+        mock(json!([call("form"), {"text": "filled"}, call("bad"), {"text": "refused"}])).await;
+    let world = World::new();
+    std::fs::write(
+        world.home.path().join("config.yaml"),
+        format!(
+            "mcp_servers:\n  everything:\n    command: {program}\n    startup_timeout_sec: 60\n"
+        ),
+    )
+    .unwrap();
+    let work = world.work();
+    let state = Arc::new(EditorState::default());
+    *state.elicit_answer.lock().unwrap() = Some(json!({
+        "action": "accept",
+        "content": {"name": "Ada Lovelace", "integer": 7, "untitledSingleSelectEnum": "Joey"}
+    }));
+    let st = state.clone();
+    let mut keel = world.spawn_env(&model, &[], &[("ANTHROPIC_API_KEY", "test-key")]);
+    connect(&mut keel, state, async |cx| {
+        use agent_client_protocol::v1::schema::{
+            ElicitationCapabilities, ElicitationFormCapabilities,
+        };
+        let caps = capabilities(false)
+            .elicitation(ElicitationCapabilities::new().form(ElicitationFormCapabilities::new()));
+        initialize(&cx, caps).await?;
+        let session = cx
+            .send_request(NewSessionRequest::new(&work))
+            .block_task()
+            .await?
+            .session_id
+            .0
+            .to_string();
+        assert_eq!(
+            prompt(&cx, &session, "fill the form").await?,
+            StopReason::EndTurn
+        );
+        let asked = st.elicited.lock().unwrap().clone();
+        assert_eq!(asked.len(), 1, "{asked:?}: {}", st.message_text());
+        assert_eq!(asked[0]["mode"], "form");
+        assert_eq!(asked[0]["sessionId"], session.as_str());
+        assert_eq!(asked[0]["toolCallId"], "form");
+        assert!(
+            asked[0]["message"]
+                .as_str()
+                .unwrap()
+                .contains("`everything`")
+        );
+        let schema = &asked[0]["requestedSchema"];
+        assert_eq!(schema["required"], json!(["name"]));
+        assert_eq!(schema["properties"]["integer"]["maximum"], json!(100));
+        assert_eq!(
+            schema["properties"]["titledSingleSelectEnum"]["oneOf"][1]["title"],
+            "Green Lantern"
+        );
+        // The second time the editor answers a value the form does not allow.
+        *st.elicit_answer.lock().unwrap() =
+            Some(json!({"action": "accept", "content": {"name": "Ada", "integer": 4242}}));
+        assert_eq!(prompt(&cx, &session, "again").await?, StopReason::EndTurn);
+        Ok(())
+    })
+    .await;
+    let requests = model.requests();
+    let seen = |index: usize| requests[index].body.to_string();
+    let filled = seen(1);
+    assert!(
+        filled.contains("Name: Ada Lovelace") && filled.contains("Favorite Integer: 7"),
+        "the server got the editor's answer: {filled}"
+    );
+    let refused = seen(3);
+    assert!(
+        refused.contains("cancelled") && !refused.contains("4242"),
+        "a value out of the form's range never reached the server: {refused}"
+    );
+}

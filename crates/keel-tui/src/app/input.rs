@@ -773,30 +773,39 @@ impl App {
         key: KeyEvent,
         effects: &mut Vec<Effect>,
     ) {
-        let crate::question::Outcome::Answer(answer) = prompt.key(key) else {
+        if prompt.sent && key.code != KeyCode::Esc {
+            // Answered: it waits for the runtime's word (Esc still dismisses it).
             self.popup = Some(Popup::Question(prompt));
             return;
-        };
+        }
+        let outcome = prompt.key(key);
         let Some(session_id) = self.session_id() else {
             return;
         };
+        let question_id = prompt.question.id.clone();
+        let server = prompt.question.server.clone();
         let what = match &prompt.question.ask {
             keel_protocol::Ask::Form(_) => "form",
             keel_protocol::Ask::Url { .. } => "page",
+        };
+        // It stays until the question ends, so an answer the runtime refuses can be fixed.
+        self.popup = Some(Popup::Question(prompt));
+        let crate::question::Outcome::Answer(answer) = outcome else {
+            return;
         };
         self.notice(
             Tone::Info,
             format!(
                 "you {} {}'s {what}",
                 answer.word(),
-                crate::visible::visible(&prompt.question.server)
+                crate::visible::visible(&server)
             ),
         );
         effects.push(Effect::Call(
-            Tag::Plain("the answer was not accepted"),
+            Tag::Question(question_id.clone()),
             Op::AnswerQuestion(ops::AnswerQuestion {
                 session_id,
-                question_id: prompt.question.id.clone(),
+                question_id,
                 answer,
             }),
         ));

@@ -250,8 +250,15 @@ impl App {
                 ..
             } => {
                 self.questions.retain(|q| q.id != question_id);
-                if matches!(&self.popup, Some(p) if p.question_id() == Some(question_id.as_str())) {
+                if let Some(super::Popup::Question(prompt)) = &self.popup
+                    && prompt.question.id == question_id
+                {
+                    let answered = prompt.sent;
                     self.popup = None;
+                    if answered {
+                        self.next_question();
+                        return;
+                    }
                     // Shown and not answered here: its call ended, or the turn stopped.
                     self.notice(
                         Tone::Info,

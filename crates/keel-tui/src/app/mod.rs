@@ -100,6 +100,8 @@ pub enum Tag {
         /// What it was expected to do when sent.
         expect: Expect,
     },
+    /// An answer to an MCP server's question (its id): a refusal reopens the prompt.
+    Question(String),
     /// History for `/export` to this path.
     Export(PathBuf),
     /// History for `/context`.
@@ -431,6 +433,13 @@ impl App {
                     };
                     self.notice(Tone::Error, text);
                     effects.push(Self::list_commands());
+                    return;
+                }
+                if let Tag::Question(id) = &tag
+                    && let Some(Popup::Question(prompt)) = &mut self.popup
+                    && &prompt.question.id == id
+                {
+                    prompt.refused(error.to_string());
                     return;
                 }
                 let what = match &tag {

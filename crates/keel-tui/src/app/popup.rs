@@ -186,14 +186,6 @@ impl Popup {
         }
     }
 
-    /// The question a question prompt answers.
-    pub fn question_id(&self) -> Option<&str> {
-        match self {
-            Popup::Question(q) => Some(&q.question.id),
-            _ => None,
-        }
-    }
-
     /// Whether it waits for the user's answer to keel's or a server's question (another
     /// question waits behind it).
     pub fn is_question(&self) -> bool {
