@@ -249,7 +249,7 @@ impl QuestionPrompt {
                 Span::styled("MCP server ", bold),
                 Span::styled(server, bold.fg(Color::Yellow)),
                 Span::styled(
-                    format!(" {what} (the model does not see your answer):"),
+                    format!(" {what} (your answer goes to the server):"),
                     bold,
                 ),
             ]),
@@ -292,8 +292,11 @@ impl QuestionPrompt {
                     let (line, column) = value_line(field, value, focused);
                     if let (true, Some(column)) = (focused, column) {
                         cursor = Some((out.len() as u16, column.min(width as u16)));
+                        out.push(line);
+                    } else {
+                        // A long list of choices wraps; a text field is one line.
+                        wrap(line, &mut out);
                     }
-                    out.push(line);
                 }
                 out.push(self.buttons("Submit", "Decline"));
                 if self.sent {
@@ -449,7 +452,7 @@ fn value_line(field: &Field, value: &Entry, focused: bool) -> (Line<'static>, Op
                 } => format!("({format})"),
                 FieldKind::Number { integer: true, .. } => "(a whole number)".into(),
                 FieldKind::Number { .. } => "(a number)".into(),
-                _ => String::new(),
+                _ => "(type here)".into(),
             };
             let line = if text.is_empty() {
                 Line::from(vec![Span::raw("    "), Span::styled(hint, DIM)])

@@ -4,6 +4,7 @@
 #![allow(clippy::unwrap_used, clippy::expect_used, missing_docs)]
 
 mod approvals;
+mod questions;
 mod tasks;
 
 use std::sync::Arc;
