@@ -229,8 +229,9 @@ impl QuestionPrompt {
         Outcome::Answer(accept(content))
     }
 
-    /// The prompt's lines at `width`, and the cursor's (row, column) in a text field.
-    pub fn lines(&self, width: usize) -> (Vec<Line<'static>>, Option<(u16, u16)>) {
+    /// The prompt's lines at `width` within `room` rows (a long form shows the fields
+    /// around the focused one), and the cursor's (row, column) in a text field.
+    pub fn lines(&self, width: usize, room: usize) -> (Vec<Line<'static>>, Option<(u16, u16)>) {
         let bold = Style::new().add_modifier(Modifier::BOLD);
         let mut out = vec![Line::styled(
             "─".repeat(width),
@@ -248,10 +249,7 @@ impl QuestionPrompt {
             Line::from(vec![
                 Span::styled("MCP server ", bold),
                 Span::styled(server, bold.fg(Color::Yellow)),
-                Span::styled(
-                    format!(" {what} (your answer goes to the server):"),
-                    bold,
-                ),
+                Span::styled(format!(" {what} (your answer goes to the server):"), bold),
             ]),
             &mut out,
         );
@@ -277,26 +275,49 @@ impl QuestionPrompt {
                 ));
             }
             Ask::Form(form) => {
+                // Each field's lines, and the cursor's row among them when focused.
+                let mut blocks: Vec<(Vec<Line<'static>>, Option<(u16, u16)>)> = Vec::new();
                 for (index, (field, value)) in form.fields.iter().zip(&self.values).enumerate() {
+                    let mut block = Vec::new();
+                    let mut at = None;
                     let focused = index == self.focus;
                     let mark = if focused { "› " } else { "  " };
                     let star = if field.required { " *" } else { "" };
                     let label = format!("{mark}{}{star}", visible(field.label()));
-                    out.push(Line::styled(label, if focused { FOCUS } else { bold }));
+                    block.push(Line::styled(label, if focused { FOCUS } else { bold }));
                     if let Some(description) = &field.description {
                         wrap(
                             Line::styled(format!("    {}", visible(description)), DIM),
-                            &mut out,
+                            &mut block,
                         );
                     }
                     let (line, column) = value_line(field, value, focused);
                     if let (true, Some(column)) = (focused, column) {
-                        cursor = Some((out.len() as u16, column.min(width as u16)));
-                        out.push(line);
+                        at = Some((block.len() as u16, column.min(width as u16)));
+                        block.push(line);
                     } else {
                         // A long list of choices wraps; a text field is one line.
-                        wrap(line, &mut out);
+                        wrap(line, &mut block);
                     }
+                    blocks.push((block, at));
+                }
+                // The fields that fit beside the rest, around the focused one.
+                let fixed = out.len() + 4 + usize::from(self.error.is_some());
+                let (first, last) = window(&blocks, self.focus, room.saturating_sub(fixed));
+                if first > 0 {
+                    out.push(Line::styled(format!("  ↑ {first} more field(s)"), DIM));
+                }
+                for (block, at) in &blocks[first..last] {
+                    if let Some((row, column)) = at {
+                        cursor = Some((out.len() as u16 + row, *column));
+                    }
+                    out.extend(block.iter().cloned());
+                }
+                if last < blocks.len() {
+                    out.push(Line::styled(
+                        format!("  ↓ {} more field(s)", blocks.len() - last),
+                        DIM,
+                    ));
                 }
                 out.push(self.buttons("Submit", "Decline"));
                 if self.sent {
@@ -337,6 +358,42 @@ impl QuestionPrompt {
                 style(self.on_decline),
             ),
         ])
+    }
+}
+
+/// The blocks `first..last` to show: the focused one (or the last, on the buttons), then
+/// as many around it as fit in `room` rows; at least the focused one.
+fn window(
+    blocks: &[(Vec<Line<'static>>, Option<(u16, u16)>)],
+    focus: usize,
+    room: usize,
+) -> (usize, usize) {
+    if blocks.is_empty() {
+        return (0, 0);
+    }
+    let total: usize = blocks.iter().map(|(b, _)| b.len()).sum();
+    if total <= room {
+        return (0, blocks.len());
+    }
+    // Two rows go to the "more fields" lines.
+    let room = room.saturating_sub(2);
+    let focus = focus.min(blocks.len() - 1);
+    let (mut first, mut last) = (focus, focus + 1);
+    let mut used = blocks[focus].0.len();
+    loop {
+        let below = blocks.get(last).map(|(b, _)| b.len());
+        let above = first.checked_sub(1).map(|i| blocks[i].0.len());
+        match (below, above) {
+            (Some(n), _) if used + n <= room => {
+                used += n;
+                last += 1;
+            }
+            (_, Some(n)) if used + n <= room => {
+                used += n;
+                first -= 1;
+            }
+            _ => return (first, last),
+        }
     }
 }
 
@@ -616,7 +673,7 @@ mod tests {
         prompt.focus = 4;
         assert_eq!(prompt.key(key(KeyCode::Enter)), Outcome::Stay);
         assert!(prompt.error.as_deref().unwrap().contains("at least 1"));
-        let (lines, _) = prompt.lines(80);
+        let (lines, _) = prompt.lines(80, 100);
         let text: String = lines.iter().map(|l| format!("{l}\n")).collect();
         assert!(text.contains("at least 1"), "{text}");
     }
@@ -644,7 +701,7 @@ mod tests {
             host: "pay.example.com".into(),
         };
         let mut prompt = QuestionPrompt::new(question);
-        let (lines, _) = prompt.lines(80);
+        let (lines, _) = prompt.lines(80, 100);
         let text: String = lines.iter().map(|l| format!("{l}\n")).collect();
         assert!(
             text.contains("Open pay.example.com in your browser?"),
@@ -659,5 +716,28 @@ mod tests {
             prompt.key(key(KeyCode::Char('y'))),
             Outcome::Answer(accept(Map::new()))
         );
+    }
+
+    #[test]
+    fn a_form_taller_than_its_room_keeps_the_focused_field_in_view() {
+        let mut long = question();
+        if let Ask::Form(form) = &mut long.ask {
+            let extra = form.fields[2].clone();
+            for i in 0..12 {
+                let mut field = extra.clone();
+                field.name = format!("flag{i}");
+                form.fields.push(field);
+            }
+        }
+        let mut prompt = QuestionPrompt::new(long);
+        for _ in 0..10 {
+            prompt.key(key(KeyCode::Tab));
+        }
+        let (lines, _) = prompt.lines(80, 16);
+        let text: String = lines.iter().map(|l| format!("{l}\n")).collect();
+        assert!(lines.len() <= 16, "{text}");
+        assert!(text.contains("› flag6"), "the focused field shows: {text}");
+        assert!(text.contains("more field(s)") && text.contains("[ Submit ]"), "{text}");
+        assert!(text.contains("MCP server tracker"), "the asker stays named: {text}");
     }
 }

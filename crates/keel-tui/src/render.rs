@@ -91,7 +91,8 @@ pub fn panel_within(
             bottom.extend(permission_lines(prompt, &view));
         }
         Some(Popup::Question(prompt)) => {
-            let (lines, at) = prompt.lines(width);
+            // The footer takes the last row.
+            let (lines, at) = prompt.lines(width, usize::from(height).saturating_sub(1));
             cursor = at;
             bottom.extend(lines);
         }

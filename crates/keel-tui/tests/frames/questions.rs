@@ -172,7 +172,9 @@ fn a_page_to_open_names_its_host_and_a_second_question_waits_its_turn() {
     insta::assert_snapshot!(screen(&mut app));
     let effects = press(&mut app, KeyCode::Char('n'));
     assert!(
-        effects.iter().any(|e| matches!(e, Effect::Call(_, Op::AnswerQuestion(a)) if a.question_id == "q-2"))
+        effects
+            .iter()
+            .any(|e| matches!(e, Effect::Call(_, Op::AnswerQuestion(a)) if a.question_id == "q-2"))
     );
     event(
         &mut app,
@@ -182,5 +184,8 @@ fn a_page_to_open_names_its_host_and_a_second_question_waits_its_turn() {
             outcome: "declined".into(),
         },
     );
-    assert!(screen(&mut app).contains("Story points"), "the form waited behind the page");
+    assert!(
+        screen(&mut app).contains("Story points"),
+        "the form waited behind the page"
+    );
 }
