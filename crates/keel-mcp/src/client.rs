@@ -113,12 +113,12 @@ impl ClientHandler for Handler {
         ])))
     }
 
-    fn create_elicitation(
+    async fn create_elicitation(
         &self,
         request: rmcp::model::ElicitRequestParams,
         _context: rmcp::service::RequestContext<RoleClient>,
-    ) -> impl Future<Output = Result<rmcp::model::ElicitResult, rmcp::ErrorData>> + Send + '_ {
-        async move { Ok(self.asking.answer(&self.server, request).await) }
+    ) -> Result<rmcp::model::ElicitResult, rmcp::ErrorData> {
+        Ok(self.asking.answer(&self.server, request).await)
     }
 
     fn on_progress(

@@ -276,7 +276,7 @@ impl QuestionPrompt {
             }
             Ask::Form(form) => {
                 // Each field's lines, and the cursor's row among them when focused.
-                let mut blocks: Vec<(Vec<Line<'static>>, Option<(u16, u16)>)> = Vec::new();
+                let mut blocks: Vec<Block> = Vec::new();
                 for (index, (field, value)) in form.fields.iter().zip(&self.values).enumerate() {
                     let mut block = Vec::new();
                     let mut at = None;
@@ -361,13 +361,12 @@ impl QuestionPrompt {
     }
 }
 
+/// A field's lines, and the cursor's (row, column) among them when it is focused text.
+type Block = (Vec<Line<'static>>, Option<(u16, u16)>);
+
 /// The blocks `first..last` to show: the focused one (or the last, on the buttons), then
 /// as many around it as fit in `room` rows; at least the focused one.
-fn window(
-    blocks: &[(Vec<Line<'static>>, Option<(u16, u16)>)],
-    focus: usize,
-    room: usize,
-) -> (usize, usize) {
+fn window(blocks: &[Block], focus: usize, room: usize) -> (usize, usize) {
     if blocks.is_empty() {
         return (0, 0);
     }
@@ -737,7 +736,13 @@ mod tests {
         let text: String = lines.iter().map(|l| format!("{l}\n")).collect();
         assert!(lines.len() <= 16, "{text}");
         assert!(text.contains("› flag6"), "the focused field shows: {text}");
-        assert!(text.contains("more field(s)") && text.contains("[ Submit ]"), "{text}");
-        assert!(text.contains("MCP server tracker"), "the asker stays named: {text}");
+        assert!(
+            text.contains("more field(s)") && text.contains("[ Submit ]"),
+            "{text}"
+        );
+        assert!(
+            text.contains("MCP server tracker"),
+            "the asker stays named: {text}"
+        );
     }
 }
