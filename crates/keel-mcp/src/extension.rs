@@ -384,13 +384,12 @@ impl Shared {
     fn resource_tools(&self, session: &SessionId) -> Vec<ToolRef> {
         let manager = self.manager.clone();
         let session = session.clone();
-        crate::resources::tools(Arc::new(move || {
-            manager
-                .visible_to(session.as_str())
-                .into_iter()
-                .filter(|s| s.offer().is_some_and(|o| o.resources))
-                .collect()
-        }))
+        crate::resources::tools(Arc::new(move || resource_servers(&manager, &session)))
+    }
+
+    /// The servers `session` may use that offer resources now.
+    fn resource_servers(&self, session: &SessionId) -> Vec<Arc<Server>> {
+        resource_servers(&self.manager, session)
     }
 
     fn leased(&self, turn: &TurnId) -> Option<Arc<TurnLease>> {
@@ -529,7 +528,17 @@ impl TurnEndHook for Release {
     }
 }
 
-/// `/mcp`, `/mcp reload`, and each server prompt as `/<server>:<prompt>`.
+/// The servers of `manager` that `session` may use and that offer resources now.
+fn resource_servers(manager: &Manager, session: &SessionId) -> Vec<Arc<Server>> {
+    manager
+        .visible_to(session.as_str())
+        .into_iter()
+        .filter(|s| s.offer().is_some_and(|o| o.resources))
+        .collect()
+}
+
+/// `/mcp`, `/mcp reload`, and each server prompt as `/<server>:<prompt>`; each server's
+/// resources as `@server:uri` mentions.
 struct Commands {
     shared: Arc<Shared>,
 }
@@ -620,6 +629,34 @@ impl CommandSource for Commands {
             .find(|p| p.get("name").and_then(serde_json::Value::as_str) == Some(prompt))?
             .clone();
         Some(crate::prompts::expand(&server, prompt, &declared, arguments).await)
+    }
+
+    async fn mentions(&self, session: &SessionId) -> Vec<keel_protocol::MentionInfo> {
+        self.shared.ensure_started();
+        crate::resources::mentions(self.shared.resource_servers(session)).await
+    }
+
+    async fn read_mention(
+        &self,
+        session: &SessionId,
+        mention: &str,
+    ) -> Option<Result<String, CommandError>> {
+        // A prompt sent as keel starts names a server still starting: it gets the moment
+        // a turn's first request gives servers.
+        let (name, _) = mention.split_once(':')?;
+        if !self
+            .shared
+            .visible(session)
+            .iter()
+            .any(|s| s.spec().name == name)
+        {
+            return None;
+        }
+        self.shared.ensure_started();
+        self.shared.manager.settled(FIRST_REQUEST_WAIT).await;
+        crate::resources::read_mention(self.shared.resource_servers(session), mention)
+            .await
+            .map(|read| read.map_err(CommandError::refused))
     }
 
     async fn attach(

@@ -170,3 +170,83 @@ impl AgentTool for ReadResource {
         })
     }
 }
+/// Longest text one mentioned resource adds to a prompt, in bytes.
+const MENTION_TEXT_MAX: usize = 64 * 1024;
+
+/// How long listing one server's resources for completion may take.
+const LIST_LIMIT: std::time::Duration = std::time::Duration::from_secs(3);
+
+/// The resources of `servers` as `@server:uri` mentions, for completion: every server at
+/// once, each bounded in time and count (a slow one is left out).
+pub(crate) async fn mentions(servers: Vec<Arc<Server>>) -> Vec<keel_protocol::MentionInfo> {
+    let lists = servers.into_iter().map(|server| async move {
+        let listed = tokio::time::timeout(LIST_LIMIT, server.resources()).await;
+        let Ok(Ok(list)) = listed else {
+            return Vec::new();
+        };
+        let name = server.spec().name.clone();
+        list.iter()
+            .take(MAX_LISTED)
+            .filter_map(|item| {
+                let field = |k: &str| item.get(k).and_then(Value::as_str).unwrap_or("");
+                let uri = field("uri");
+                // A URI with spaces could not be typed back as one mention.
+                if uri.is_empty() || uri.contains(char::is_whitespace) {
+                    return None;
+                }
+                let mut detail = field("name").to_owned();
+                for extra in [field("mimeType"), field("description")] {
+                    if !extra.is_empty() {
+                        detail.push_str(" · ");
+                        detail.push_str(extra);
+                    }
+                }
+                Some(keel_protocol::MentionInfo {
+                    text: format!("{name}:{uri}"),
+                    detail: detail.chars().take(200).collect(),
+                })
+            })
+            .collect::<Vec<_>>()
+    });
+    futures::future::join_all(lists)
+        .await
+        .into_iter()
+        .flatten()
+        .collect()
+}
+
+/// The text of mention `server:uri` among `servers`: `None` when no server of that name
+/// offers resources; what it read (text, or a line saying what binary content was left
+/// out), bounded.
+pub(crate) async fn read_mention(
+    servers: Vec<Arc<Server>>,
+    mention: &str,
+) -> Option<Result<String, String>> {
+    let (name, uri) = mention.split_once(':')?;
+    let server = servers.into_iter().find(|s| s.spec().name == name)?;
+    let result = match server.read(uri).await {
+        Ok(result) => result,
+        Err(error) => return Some(Err(error.to_string())),
+    };
+    let mut text = String::new();
+    for item in result
+        .get("contents")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+    {
+        if let Some(part) = crate::content::resource(item).as_text() {
+            text.push_str(part);
+            text.push('\n');
+        }
+    }
+    if text.len() > MENTION_TEXT_MAX {
+        let mut end = MENTION_TEXT_MAX;
+        while !text.is_char_boundary(end) {
+            end -= 1;
+        }
+        text.truncate(end);
+        text.push_str("\n[… cut at 64 KiB; read_mcp_resource reads it whole]");
+    }
+    Some(Ok(text))
+}

@@ -41,7 +41,7 @@ pub use message::{
 };
 pub use modes::{PermissionMode, SandboxMode, ThinkingChoice, ThinkingLevel, UnknownWord};
 pub use op::{
-    CommandInfo, ContextPart, ContextReport, ExportFormat, Op, OpGroup, SessionExport,
+    CommandInfo, ContextPart, ContextReport, ExportFormat, MentionInfo, Op, OpGroup, SessionExport,
     SessionTarget,
 };
 pub use question::{

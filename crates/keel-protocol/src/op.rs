@@ -45,6 +45,8 @@ pub enum Op {
     GetMessages(ops::GetMessages),
     /// See [`ops::ListRevisions`].
     ListRevisions(ops::ListRevisions),
+    /// See [`ops::ListMentions`].
+    ListMentions(ops::ListMentions),
     /// See [`ops::ListCommands`].
     ListCommands(ops::ListCommands),
     /// See [`ops::ListTasks`].
@@ -118,6 +120,7 @@ impl Op {
             | Self::GetMessages(_)
             | Self::ListRevisions(_)
             | Self::ListCommands(_)
+            | Self::ListMentions(_)
             | Self::ListQueue(_)
             | Self::ExportSession(_)
             | Self::ContextReport(_)
@@ -266,6 +269,16 @@ mod tests {
             matches!(submit, Op::Submit(ops::Submit { source: TurnSource::Channel(name), .. }) if name == "ci")
         );
     }
+}
+
+/// Something besides files a prompt can name with `@` (an MCP server's resource), for
+/// completion: typed as `@` and its text, it goes with the prompt.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct MentionInfo {
+    /// What follows the `@` (`docs:file:///guide.md`).
+    pub text: String,
+    /// One line for people (its name, type, description).
+    pub detail: String,
 }
 
 /// A slash command an extension offers.

@@ -48,6 +48,14 @@ pub struct ListRevisions {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ListCommands {}
 
+/// What besides files a session's prompt can name with `@` (the resources of the MCP
+/// servers it may use).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ListMentions {
+    /// The session.
+    pub session_id: SessionId,
+}
+
 /// The tasks a session started, oldest first.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ListTasks {
@@ -362,6 +370,7 @@ into_op!(
     GetMessages,
     ListRevisions,
     ListCommands,
+    ListMentions,
     ListTasks,
     ExportSession,
     ContextReport,

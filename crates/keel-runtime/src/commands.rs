@@ -252,6 +252,19 @@ impl Runtime {
     }
 
     /// Runs `/name arguments` for `session`: a prompt starts a turn, a reply is returned.
+    /// What besides files `session`'s prompts can name with `@`, from every source.
+    pub(crate) async fn mentions(
+        &self,
+        session: &SessionId,
+    ) -> Result<Vec<keel_protocol::MentionInfo>, RuntimeError> {
+        self.slot(session)?;
+        let mut all = Vec::new();
+        for source in self.inner.registry.command_sources() {
+            all.extend(source.mentions(session).await);
+        }
+        Ok(all)
+    }
+
     pub(crate) async fn run_command(
         &self,
         session: &SessionId,

@@ -72,6 +72,7 @@ impl ConversationContract for Runtime {
                 Reply::ExportSession(crate::sessions::export(store, &o.session_id, o.format).await?)
             }
             Op::ListCommands(_) => Reply::ListCommands(self.commands()),
+            Op::ListMentions(o) => Reply::ListMentions(self.mentions(&o.session_id).await?),
             Op::ListTasks(o) => Reply::ListTasks(self.tasks().list(&o.session_id).await?),
             Op::StopTask(o) => Reply::StopTask(self.tasks().stop(&o.task_id).await?),
             Op::Attach(o) => {

@@ -76,6 +76,8 @@ replies! {
     ListRevisions => Vec<u64>,
     /// The slash commands extensions offer.
     ListCommands => Vec<CommandInfo>,
+    /// Mentions besides files, by source.
+    ListMentions => Vec<keel_protocol::MentionInfo>,
     /// The session's tasks, oldest first.
     ListTasks => Vec<TaskInfo>,
     /// The transcript, secrets masked.

@@ -238,13 +238,20 @@ fn popup_lines(app: &App, popup: &Popup, width: usize) -> Vec<Line<'static>> {
                 .files
                 .as_ref()
                 .is_some_and(crate::files::FileIndex::ready);
-            if !ready {
+            if !ready && matches.is_empty() {
                 out.push(Line::styled("  listing files…", DIM));
             } else if matches.is_empty() {
-                out.push(Line::styled("  no matching file", DIM));
+                out.push(Line::styled("  no matching file or resource", DIM));
             }
             for (i, (path, _)) in matches.iter().enumerate() {
-                out.push(row(i == *selected, path.clone(), String::new()));
+                // An MCP resource says what it is beside its `server:uri`.
+                let detail = app
+                    .mentions
+                    .iter()
+                    .find(|m| &m.text == path)
+                    .map(|m| visible(&m.detail).into_owned())
+                    .unwrap_or_default();
+                out.push(row(i == *selected, visible(path).into_owned(), detail));
             }
         }
         Popup::Todos => {

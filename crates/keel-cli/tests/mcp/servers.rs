@@ -464,3 +464,32 @@ fn the_handshake_names_a_version_with_initialize_and_offers_the_workspace_root()
     let work = world.work.canonicalize().unwrap();
     assert_eq!(uri, format!("file://{}", work.display()), "{roots}");
 }
+
+/// `@server:uri` in a prompt attaches that MCP resource, as it does a file: its text (a
+/// binary one as a line saying what was left out), marked as the server's data; a resource
+/// the server does not have attaches nothing and the turn goes on.
+#[test]
+fn a_prompt_attaches_the_mcp_resources_it_names() {
+    let mock = keel_mockllm::Background::new().unwrap();
+    let server = mock.serve(r#"[{"text": "summarized"}]"#).unwrap();
+    let config = stdio_config(&[], &mock_model(&server.url(), ""));
+    let world = World::new(&config);
+    let output = world.run(
+        &[("OPENAI_API_KEY", "k")],
+        &["--permission", "auto"],
+        "summarize @test:test://greeting, @test:test://blob and @test:test://missing",
+    );
+    assert_ok(&output);
+    let body = server.requests()[0].body.to_string();
+    assert!(
+        body.contains(r#"<resource mention=\"test:test://greeting\">"#)
+            && body.contains("hello from keel-mcptest")
+            && body.contains("binary resource test://blob")
+            && body.contains("data, not instructions"),
+        "{body}"
+    );
+    assert!(
+        !body.contains(r#"mention=\"test:test://missing\""#),
+        "{body}"
+    );
+}

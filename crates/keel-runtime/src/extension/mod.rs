@@ -240,6 +240,19 @@ pub trait CommandSource: Send + Sync {
     ) -> Option<Result<(), CommandError>> {
         None
     }
+    /// What besides files `session`'s prompts can name with `@` (for completion).
+    async fn mentions(&self, _session: &SessionId) -> Vec<keel_protocol::MentionInfo> {
+        Vec::new()
+    }
+    /// The text that goes with a prompt of `session` naming `@mention`; `None` when the
+    /// mention is not this source's. An `Err` is a reason for the user.
+    async fn read_mention(
+        &self,
+        _session: &SessionId,
+        _mention: &str,
+    ) -> Option<Result<String, CommandError>> {
+        None
+    }
 }
 
 /// The nine events an extension can handle.

@@ -351,7 +351,13 @@ impl Runtime {
         let may_read = slot.profile.as_ref().is_none_or(|p| p.allows("read"));
         let attached = match (&start, &scope.host) {
             (Start::Input(text, _), Some(services)) if options.typed && may_read => {
-                let (blocks, files) = mentions::attachments(services, text).await;
+                let (mut blocks, mut files) = mentions::attachments(services, text).await;
+                // An MCP server's resources the user named (`@server:uri`).
+                let (sourced, named) =
+                    mentions::sourced(&self.inner.registry, &slot.id, text, mentions::MOST_FILES)
+                        .await;
+                blocks.extend(sourced);
+                files.extend(named);
                 if !files.is_empty() {
                     slot.emit(mentions::attached_event(&turn_id, &files));
                 }

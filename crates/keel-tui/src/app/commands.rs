@@ -617,6 +617,10 @@ impl App {
             ) => self.queue = queue,
             (Tag::Tasks { open }, Reply::ListTasks(tasks)) => self.tasks_listed(tasks, open),
             (Tag::StopTask(id), Reply::StopTask(stopped)) => self.task_stop_answered(&id, stopped),
+            (Tag::Mentions, Reply::ListMentions(mentions)) => {
+                self.mentions = mentions;
+                self.refresh_popup();
+            }
             (Tag::Commands, Reply::ListCommands(offered)) => {
                 self.catalog.set_extensions(offered);
                 self.refresh_popup();

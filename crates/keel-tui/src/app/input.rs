@@ -408,6 +408,10 @@ impl App {
                 if self.files.is_none() {
                     self.files_requested = true;
                 }
+                if !matches!(self.popup, Some(Popup::Files { .. })) {
+                    // Servers' resources change while keel runs.
+                    self.mentions_requested = true;
+                }
                 // Searched once per change of the `@` word, never per frame.
                 let matches = self.file_matches();
                 let selected = match &self.popup {
@@ -422,13 +426,28 @@ impl App {
         }
     }
 
-    /// File completions for the `@` word at the cursor.
+    /// Completions for the `@` word at the cursor: files, and MCP resources
+    /// (`server:uri`), the resources first once the word has a `:`.
     fn file_matches(&self) -> Vec<(String, bool)> {
-        let (Some(index), Some((_, query))) = (&self.files, self.composer.token_at_cursor('@'))
-        else {
+        let Some((_, query)) = self.composer.token_at_cursor('@') else {
             return Vec::new();
         };
-        index.search(query, super::popup::POPUP_ROWS)
+        let rows = super::popup::POPUP_ROWS;
+        let files = match &self.files {
+            Some(index) => index.search(query, rows),
+            None => Vec::new(),
+        };
+        let sourced: Vec<(String, bool)> =
+            super::popup::mention_matches(&self.mentions, query, rows)
+                .into_iter()
+                .map(|text| (text, false))
+                .collect();
+        let (first, then) = if query.contains(':') {
+            (sourced, files)
+        } else {
+            (files, sourced)
+        };
+        first.into_iter().chain(then).take(rows).collect()
     }
 
     /// Keys while a popup is open; `true` when the key was used.

@@ -91,6 +91,8 @@ pub enum Tag {
     Compact,
     /// The extensions' commands, for the slash catalog.
     Commands,
+    /// What `@` completes besides files.
+    Mentions,
     /// An extension's command run through the runtime.
     Command {
         /// Its name.
@@ -243,6 +245,10 @@ pub struct App {
     pub initial_prompt: Option<String>,
     /// Questions from MCP servers waiting behind the prompt shown now, oldest first.
     pub questions: std::collections::VecDeque<keel_protocol::Question>,
+    /// What `@` completes besides files (MCP resources), as last listed.
+    pub mentions: Vec<keel_protocol::MentionInfo>,
+    /// The `@` popup opened: the mentions are listed again.
+    mentions_requested: bool,
 }
 
 /// Two presses of Ctrl+C or Esc within this count as "twice".
@@ -293,6 +299,8 @@ impl App {
             sessions_filter: String::new(),
             initial_prompt: None,
             questions: std::collections::VecDeque::new(),
+            mentions: Vec::new(),
+            mentions_requested: false,
         };
         for warning in app.info.warnings.clone() {
             app.push(Cell::Notice(Tone::Warn, warning));
@@ -385,6 +393,14 @@ impl App {
             self.commands_requested = false;
             effects.push(Self::list_commands());
         }
+        if std::mem::take(&mut self.mentions_requested)
+            && let Some(session_id) = self.session_id()
+        {
+            effects.push(Effect::Call(
+                Tag::Mentions,
+                Op::ListMentions(ops::ListMentions { session_id }),
+            ));
+        }
         effects.extend(self.to_remember.drain(..).map(Effect::Remember));
         effects
     }
@@ -433,6 +449,11 @@ impl App {
                     };
                     self.notice(Tone::Error, text);
                     effects.push(Self::list_commands());
+                    return;
+                }
+                if matches!(tag, Tag::Mentions) {
+                    // Completion goes on with the files alone.
+                    tracing::debug!(%error, "cannot list the mentions");
                     return;
                 }
                 if let Tag::Question(id) = &tag

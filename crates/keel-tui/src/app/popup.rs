@@ -119,6 +119,37 @@ impl Picker {
     }
 }
 
+/// The mentions (MCP resources) whose text or detail matches `query`, best first, at
+/// most `rows`.
+pub fn mention_matches(
+    mentions: &[keel_protocol::MentionInfo],
+    query: &str,
+    rows: usize,
+) -> Vec<String> {
+    if query.is_empty() {
+        return mentions.iter().take(rows).map(|m| m.text.clone()).collect();
+    }
+    let mut matcher = Matcher::new(Config::DEFAULT);
+    let pattern = Pattern::parse(query, CaseMatching::Ignore, Normalization::Smart);
+    let mut buf = Vec::new();
+    let mut scored: Vec<(u32, usize)> = mentions
+        .iter()
+        .enumerate()
+        .filter_map(|(i, m)| {
+            let haystack = format!("{} {}", m.text, m.detail);
+            pattern
+                .score(Utf32Str::new(&haystack, &mut buf), &mut matcher)
+                .map(|s| (s, i))
+        })
+        .collect();
+    scored.sort_by(|a, b| b.0.cmp(&a.0).then(a.1.cmp(&b.1)));
+    scored
+        .into_iter()
+        .take(rows)
+        .map(|(_, i)| mentions[i].text.clone())
+        .collect()
+}
+
 /// Where the permission prompt is.
 #[derive(Debug, Clone)]
 pub enum Stage {

@@ -441,3 +441,48 @@ fn a_pasted_image_path_goes_with_the_next_message() {
     assert_eq!(submit.images.len(), 1);
     assert_eq!(submit.images[0].mime_type, "image/png");
 }
+
+#[test]
+fn at_completes_mcp_resources_listed_for_the_session_beside_files() {
+    let mut app = app();
+    let effects = key(&mut app, KeyCode::Char('@'));
+    let asked = effects
+        .iter()
+        .any(|e| matches!(e, Effect::Call(Tag::Mentions, Op::ListMentions(_))));
+    assert!(asked, "opening `@` lists the mentions: {effects:?}");
+    app.update(UiEvent::Reply(
+        Tag::Mentions,
+        Ok(Reply::ListMentions(vec![
+            keel_protocol::MentionInfo {
+                text: "docs:file:///guide.md".into(),
+                detail: "guide · text/markdown".into(),
+            },
+            keel_protocol::MentionInfo {
+                text: "tracker:issue://42".into(),
+                detail: "Login fails".into(),
+            },
+        ])),
+    ));
+    for ch in "guide".chars() {
+        key(&mut app, KeyCode::Char(ch));
+    }
+    let Some(crate::app::Popup::Files { matches, .. }) = &app.popup else {
+        panic!("the `@` popup: {:?}", app.popup)
+    };
+    assert_eq!(
+        matches.first().map(|m| m.0.as_str()),
+        Some("docs:file:///guide.md")
+    );
+    let (panel, _) = crate::render::panel(&app, 100);
+    let shown: String = panel.iter().map(|l| format!("{l}\n")).collect();
+    assert!(shown.contains("guide · text/markdown"), "{shown}");
+    key(&mut app, KeyCode::Enter);
+    assert_eq!(app.composer.text(), "@docs:file:///guide.md ");
+    // Typing more does not list them again; a new `@` word does.
+    let effects = key(&mut app, KeyCode::Char('@'));
+    assert!(
+        effects
+            .iter()
+            .any(|e| matches!(e, Effect::Call(Tag::Mentions, _)))
+    );
+}
