@@ -233,7 +233,8 @@ pub async fn run(args: SessionsArgs) -> anyhow::Result<()> {
                 ExportFormat::Markdown => keel_protocol::ExportFormat::Markdown,
                 ExportFormat::Json => keel_protocol::ExportFormat::Json,
             };
-            let redaction = keel_runtime::sessions::export(&store, &id, format)
+            let home = keel_runtime::settings::keel_home();
+            let redaction = keel_runtime::sessions::export(&store, &id, format, home.as_deref())
                 .await
                 .map_err(runtime_error)?;
             out.clone_from(&redaction.text);
@@ -259,7 +260,10 @@ pub async fn run(args: SessionsArgs) -> anyhow::Result<()> {
             if exact {
                 eprintln!("keel: the request as sent, byte for byte: it may hold secrets");
             } else {
-                let secrets = redact::process_secrets();
+                let mut secrets = redact::process_secrets();
+                let home = keel_runtime::settings::keel_home();
+                secrets.extend(keel_runtime::credentials::secrets(home.as_deref()));
+                secrets.sort_by_key(|s| std::cmp::Reverse(s.value.len()));
                 let done = match serde_json::from_slice::<serde_json::Value>(&body) {
                     Ok(mut value) => {
                         let done = redact::redact_json(&mut value, &secrets);

@@ -68,9 +68,15 @@ impl ConversationContract for Runtime {
             Op::ContextReport(o) => {
                 Reply::ContextReport(self.sessions().context_report(&o.session_id).await?)
             }
-            Op::ExportSession(o) => {
-                Reply::ExportSession(crate::sessions::export(store, &o.session_id, o.format).await?)
-            }
+            Op::ExportSession(o) => Reply::ExportSession(
+                crate::sessions::export(
+                    store,
+                    &o.session_id,
+                    o.format,
+                    self.inner.settings.keel_home.as_deref(),
+                )
+                .await?,
+            ),
             Op::ListCommands(_) => Reply::ListCommands(self.commands()),
             Op::ListMentions(o) => Reply::ListMentions(self.mentions(&o.session_id).await?),
             Op::ListTasks(o) => Reply::ListTasks(self.tasks().list(&o.session_id).await?),

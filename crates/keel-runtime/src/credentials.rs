@@ -134,6 +134,40 @@ pub fn path(keel_home: &Path) -> PathBuf {
     keel_home.join(FILE)
 }
 
+/// The secrets of the store in `keel_home` (provider keys, MCP tokens and client secrets),
+/// as redaction takes them; none when there is no store or it cannot be read.
+pub fn secrets(keel_home: Option<&Path>) -> Vec<keel_tools::redact::Secret> {
+    let Some(Ok(stored)) = keel_home.map(load) else {
+        return Vec::new();
+    };
+    let mut out = Vec::new();
+    // Named by where they are kept (a server name holds no `]`, which would end the marker).
+    let mut add = |name: String, value: &str| {
+        if !name.contains(']') && value.chars().count() >= keel_tools::redact::MIN_SECRET_CHARS {
+            out.push(keel_tools::redact::Secret {
+                name,
+                value: value.to_owned(),
+            });
+        }
+    };
+    for (provider, key) in &stored.providers {
+        add(format!("credentials.providers.{provider}"), &key.api_key);
+    }
+    for (server, login) in &stored.mcp {
+        add(
+            format!("credentials.mcp.{server}.access_token"),
+            &login.access_token,
+        );
+        if let Some(token) = &login.refresh_token {
+            add(format!("credentials.mcp.{server}.refresh_token"), token);
+        }
+        if let Some(secret) = &login.client_secret {
+            add(format!("credentials.mcp.{server}.client_secret"), secret);
+        }
+    }
+    out
+}
+
 /// The store; empty when there is none.
 pub fn load(keel_home: &Path) -> Result<Credentials, CredentialsError> {
     let file = path(keel_home);

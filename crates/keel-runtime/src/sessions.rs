@@ -20,15 +20,21 @@ pub const INTERRUPTED_RESULT: &str =
 pub const INTERRUPTED_CODE: keel_protocol::FailureCode = keel_protocol::FailureCode::Interrupted;
 
 /// `session`'s transcript in `format`, with every secret keel can recognise masked (the
-/// values of this process's secret variables and token-shaped strings): what front ends
-/// write to files and what `keel sessions export` prints.
+/// values of this process's secret variables, the keys and tokens stored in `keel_home`'s
+/// credential store, and token-shaped strings): what front ends write to files and what
+/// `keel sessions export` prints.
 pub async fn export(
     store: &keel_store::Store,
     session: &keel_protocol::SessionId,
     format: keel_protocol::ExportFormat,
+    keel_home: Option<&std::path::Path>,
 ) -> Result<keel_protocol::SessionExport, crate::RuntimeError> {
     use keel_tools::redact;
-    let secrets = redact::process_secrets();
+    let mut secrets = redact::process_secrets();
+    secrets.extend(crate::credentials::secrets(keel_home));
+    // Longest first, so a value holding another is masked whole.
+    secrets.sort_by_key(|s| std::cmp::Reverse(s.value.len()));
+    secrets.dedup_by(|a, b| a.value == b.value);
     let (text, done) = match format {
         keel_protocol::ExportFormat::Markdown => {
             let done = redact::redact(&store.export_markdown(session).await?, &secrets);

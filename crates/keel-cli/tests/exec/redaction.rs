@@ -68,3 +68,53 @@ fn exports_mask_every_corpus_secret_and_keep_the_lookalikes_and_the_history() {
     let exact = run(&["sessions", "replay-request", &id, "--exact"]);
     assert!(exact.contains(SECRETS[0].1));
 }
+
+/// Keys and tokens keel keeps in its credential store (an MCP server's OAuth tokens, a
+/// provider's key) are masked in what leaves a session even where nothing else would know
+/// them for secrets: they have no token shape and no variable holds them.
+#[test]
+fn exports_mask_the_keys_and_tokens_of_the_credential_store() {
+    let home = Home::new();
+    let access = "opaque7access7value7for7tracker";
+    let refresh = "opaque7refresh7value7for7tracker";
+    let key = "plainproviderkeyvalue77";
+    std::fs::write(
+        home.home.path().join("credentials.json"),
+        json!({
+            "providers": {"deepseek": {"api_key": key}},
+            "mcp": {"tracker https://tracker.example": {
+                "resource": "https://tracker.example/mcp", "issuer": "https://tracker.example",
+                "token_endpoint": "https://tracker.example/token", "client_id": "keel",
+                "auth_method": "none", "access_token": access, "refresh_token": refresh
+            }}
+        })
+        .to_string(),
+    )
+    .unwrap();
+    let said = format!("the server sent {access} and {refresh}; the key is {key}");
+    let responses = json!([{"text": said}]).to_string();
+    let mock = crate::Mock::new();
+    let server = mock.serve(&responses);
+    let output = home
+        .keel()
+        .args(["exec", "--model", "deepseek/deepseek-chat", "--base-url"])
+        .arg(format!("{}/v1", server.url()))
+        .arg(format!("did it send {access} or {refresh}, with {key}?"))
+        .env("DEEPSEEK_API_KEY", "sk-redaction-test-key-0001")
+        .output()
+        .unwrap();
+    assert!(output.status.success(), "{}", stderr(&output));
+    let id = home.only_session();
+    for args in [
+        vec!["sessions", "export", id.as_str()],
+        vec!["sessions", "export", id.as_str(), "--format", "json"],
+        vec!["sessions", "replay-request", id.as_str()],
+    ] {
+        let out = home.keel().args(&args).output().unwrap();
+        assert!(out.status.success(), "{args:?}: {}", stderr(&out));
+        let text = String::from_utf8(out.stdout).unwrap();
+        for secret in [access, refresh, key] {
+            assert!(!text.contains(secret), "{args:?} kept {secret}: {text}");
+        }
+    }
+}
