@@ -68,6 +68,8 @@ struct PreparedTurn {
     lease: Lease,
     /// What the lean request holds back, when that changed: told once the turn started.
     lean: Option<serde_json::Value>,
+    /// The files and resources its prompt's `@` mentions attached: told once it started.
+    attached: Vec<String>,
 }
 
 /// What a turn's requests start with, before [`crate::lean::fit`], and the history that
@@ -349,7 +351,8 @@ impl Runtime {
         };
         // Files a prompt a person sent names with `@` go with it, where the session may read.
         let may_read = slot.profile.as_ref().is_none_or(|p| p.allows("read"));
-        let attached = match (&start, &scope.host) {
+        let mut attached = Vec::new();
+        let attached_blocks = match (&start, &scope.host) {
             (Start::Input(text, _), Some(services)) if options.typed && may_read => {
                 let (mut blocks, mut files) = mentions::attachments(services, text).await;
                 // An MCP server's resources the user named (`@server:uri`).
@@ -358,9 +361,7 @@ impl Runtime {
                         .await;
                 blocks.extend(sourced);
                 files.extend(named);
-                if !files.is_empty() {
-                    slot.emit(mentions::attached_event(&turn_id, &files));
-                }
+                attached = files;
                 blocks
             }
             _ => Vec::new(),
@@ -432,7 +433,7 @@ impl Runtime {
             .chain(reminders.blocks)
             .chain(Some(reminders.host_block).filter(|block| !block.is_empty()))
             .chain(unread_tasks)
-            .chain(attached)
+            .chain(attached_blocks)
             .collect();
         if !extra.is_empty() {
             // Extension prefixes and reminders come first, in a hidden message of the same
@@ -546,6 +547,7 @@ impl Runtime {
             scope,
             lease: caps.lease,
             lean,
+            attached,
         })
     }
 
@@ -766,9 +768,13 @@ impl Runtime {
             scope,
             lease,
             lean,
+            attached,
         } = prepared;
         if let Some(details) = lean {
             scope.emit(crate::lean::LEAN, "lean_request", details);
+        }
+        if !attached.is_empty() {
+            slot.emit(mentions::attached_event(&running.turn_id, &attached));
         }
         let started = Instant::now();
         let store = self.inner.store.clone();
