@@ -172,6 +172,18 @@ fn a_login_is_stored_private_refreshed_before_expiry_and_after_a_401_and_logged_
     assert_eq!(refreshes(), 2);
     assert_eq!(world.store()["mcp"][&key]["access_token"], "token-3");
 
+    // One that refuses with a bare 401 (no challenge) is renewed the same way.
+    {
+        let mut state = server.state.lock().unwrap();
+        state.valid.remove("token-3");
+        state.bare_401 = true;
+    }
+    let call = world.keel(&["call", "guarded", "echo"]);
+    assert_eq!(call.status.code(), Some(0), "{}", text(&call.stderr));
+    assert_eq!(refreshes(), 3);
+    assert_eq!(world.store()["mcp"][&key]["access_token"], "token-4");
+    server.state.lock().unwrap().bare_401 = false;
+
     // The state shows; the tokens never do, nor reach a log.
     let listed = world.keel(&["list", "--json"]);
     let listed: Value = serde_json::from_slice(&listed.stdout).unwrap();
@@ -187,7 +199,14 @@ fn a_login_is_stored_private_refreshed_before_expiry_and_after_a_401_and_logged_
         "{shown_text}"
     );
     let everything = format!("{shown_text}{}{}", text(&shown.stderr), world.logs());
-    for secret in ["token-1", "token-2", "token-3", "refresh-1", "code-1"] {
+    for secret in [
+        "token-1",
+        "token-2",
+        "token-3",
+        "token-4",
+        "refresh-1",
+        "code-1",
+    ] {
         assert!(!everything.contains(secret), "{secret} leaked");
     }
 

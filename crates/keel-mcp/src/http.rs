@@ -54,7 +54,8 @@ impl Bounded {
     }
 }
 
-/// The status and challenge of a 401 or 403.
+/// The status and challenge of a 401 or 403. One without a `WWW-Authenticate` challenge
+/// (which rmcp reports only as an unexpected `HTTP 401` answer) still counts, with none.
 fn refusal<T>(answer: &Result<T, StreamableHttpError<reqwest::Error>>) -> Option<(u16, String)> {
     match answer {
         Err(StreamableHttpError::AuthRequired(error)) => {
@@ -62,6 +63,14 @@ fn refusal<T>(answer: &Result<T, StreamableHttpError<reqwest::Error>>) -> Option
         }
         Err(StreamableHttpError::InsufficientScope(error)) => {
             Some((403, error.www_authenticate_header.clone()))
+        }
+        Err(StreamableHttpError::UnexpectedServerResponse(message)) => {
+            let status = message.strip_prefix("HTTP ")?.get(..4)?;
+            match status {
+                "401 " => Some((401, String::new())),
+                "403 " => Some((403, String::new())),
+                _ => None,
+            }
         }
         _ => None,
     }
@@ -218,5 +227,27 @@ impl StreamableHttpClient for Bounded {
                 max_sse_event_size,
             )
             .await
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_refusal_without_a_challenge_still_counts() {
+        let unexpected = |text: &'static str| -> Result<(), StreamableHttpError<reqwest::Error>> {
+            Err(StreamableHttpError::UnexpectedServerResponse(text.into()))
+        };
+        assert_eq!(
+            refusal(&unexpected("HTTP 401 Unauthorized: token expired")),
+            Some((401, String::new()))
+        );
+        assert_eq!(
+            refusal(&unexpected("HTTP 403 Forbidden: no")),
+            Some((403, String::new()))
+        );
+        assert_eq!(refusal(&unexpected("HTTP 404 Not Found: x")), None);
+        assert_eq!(refusal(&unexpected("HTTP 4011")), None);
     }
 }

@@ -495,7 +495,10 @@ fn a_prompt_attaches_the_mcp_resources_it_names() {
     let attached = extension_events(&output, "host.mentions");
     assert_eq!(
         attached.first().map(|e| e["details"]["files"].clone()),
-        Some(serde_json::json!(["test:test://greeting", "test:test://blob"])),
+        Some(serde_json::json!([
+            "test:test://greeting",
+            "test:test://blob"
+        ])),
         "{attached:?}"
     );
 }

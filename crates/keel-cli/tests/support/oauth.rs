@@ -54,6 +54,8 @@ pub struct State {
     pub issued: u32,
     /// The PKCE challenge of the last authorization request.
     pub challenge: Option<String>,
+    /// The MCP endpoint refuses a token with a bare 401 (no `WWW-Authenticate`).
+    pub bare_401: bool,
 }
 
 /// The MCP server and its authorization server, on one loopback port.
@@ -72,6 +74,7 @@ impl Server {
             valid: BTreeSet::new(),
             issued: 0,
             challenge: None,
+            bare_401: false,
         }));
         let shared = state.clone();
         let at = base.clone();
@@ -273,11 +276,16 @@ fn route(seen: &Seen, state: &Mutex<State>, base: &str) -> Answer {
                 .unwrap_or_default()
                 .to_owned();
             if !state.lock().unwrap().valid.contains(&token) {
+                let bare = state.lock().unwrap().bare_401;
                 return (
                     "401 Unauthorized",
-                    format!(
-                        "www-authenticate: Bearer resource_metadata=\"{metadata_url}\", scope=\"read\"\r\n"
-                    ),
+                    if bare {
+                        String::new()
+                    } else {
+                        format!(
+                            "www-authenticate: Bearer resource_metadata=\"{metadata_url}\", scope=\"read\"\r\n"
+                        )
+                    },
                     "application/json",
                     "{\"error\":\"invalid_token\"}".into(),
                 );
