@@ -81,7 +81,7 @@ pub fn asked(
 
 /// The answer for the editor's elicitation response; values that do not fit the form are
 /// refused by the runtime.
-pub fn answer_of(response: &CreateElicitationResponse) -> QuestionAnswer {
+pub fn answer_of(response: &CreateElicitationResponse, asked_page: bool) -> QuestionAnswer {
     match &response.action {
         ElicitationAction::Accept(accept) => {
             let content = accept
@@ -93,7 +93,11 @@ pub fn answer_of(response: &CreateElicitationResponse) -> QuestionAnswer {
                     (name.clone(), value)
                 })
                 .collect();
-            QuestionAnswer::Accept { content }
+            // An editor that shows pages opened this one itself.
+            QuestionAnswer::Accept {
+                content,
+                opened: asked_page,
+            }
         }
         ElicitationAction::Decline => QuestionAnswer::Decline,
         _ => QuestionAnswer::Cancel,
@@ -127,7 +131,10 @@ pub fn answer_of_option(question: &Question, outcome: &RequestPermissionOutcome)
         };
         content.insert(field.name.clone(), value);
     }
-    QuestionAnswer::Accept { content }
+    QuestionAnswer::Accept {
+        content,
+        opened: false,
+    }
 }
 
 /// A form as options, where it fits them: nothing to fill (accept or decline), or one
@@ -318,9 +325,10 @@ mod tests {
                 .content(BTreeMap::from([("team".to_owned(), wire("core"))])),
         ));
         assert_eq!(
-            answer_of(&response),
+            answer_of(&response, false),
             QuestionAnswer::Accept {
-                content: json!({"team": "core"}).as_object().cloned().unwrap()
+                content: json!({"team": "core"}).as_object().cloned().unwrap(),
+                opened: false
             }
         );
     }
@@ -339,7 +347,8 @@ mod tests {
         assert_eq!(
             answer_of_option(&question, &pick("pick:web")),
             QuestionAnswer::Accept {
-                content: json!({"team": "web"}).as_object().cloned().unwrap()
+                content: json!({"team": "web"}).as_object().cloned().unwrap(),
+                opened: false
             }
         );
         // An option never offered is no answer to take.
@@ -378,7 +387,36 @@ mod tests {
         assert_eq!(
             answer_of_option(&question, &pick),
             QuestionAnswer::Accept {
-                content: Map::new()
+                content: Map::new(),
+                opened: false
+            }
+        );
+    }
+
+    #[test]
+    fn an_editor_that_shows_pages_opens_them_itself() {
+        use agent_client_protocol::v1::schema::ElicitationUrlCapabilities;
+        let mut question = question(Vec::new());
+        question.ask = Ask::Url {
+            url: "https://pay.example.com/x".into(),
+            host: "pay.example.com".into(),
+        };
+        let caps = ElicitationCapabilities::new().url(ElicitationUrlCapabilities::new());
+        let Some(Asked::Elicitation(request)) = asked("s-1", &question, Some(&caps)) else {
+            panic!("asked as an elicitation")
+        };
+        let wire_page = serde_json::to_value(&request).unwrap();
+        assert_eq!(wire_page["mode"], "url");
+        assert_eq!(wire_page["url"], "https://pay.example.com/x");
+        assert_eq!(wire_page["elicitationId"], "q-1");
+        let accepted = CreateElicitationResponse::new(ElicitationAction::Accept(
+            ElicitationAcceptAction::new(),
+        ));
+        assert_eq!(
+            answer_of(&accepted, true),
+            QuestionAnswer::Accept {
+                content: Map::new(),
+                opened: true
             }
         );
     }

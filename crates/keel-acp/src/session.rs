@@ -522,11 +522,12 @@ impl Session {
                 tasks.spawn(session.deliver(id, keel_protocol::QuestionAnswer::Decline));
             }
             Some(crate::elicit::Asked::Elicitation(request)) => {
+                let page = matches!(question.ask, keel_protocol::Ask::Url { .. });
                 let sent = connection.send_request(request);
                 lock(&self.asking).insert(id.clone(), sent.cancellation_handle());
                 tasks.spawn(async move {
                     let answer = match sent.block_task().await {
-                        Ok(response) => crate::elicit::answer_of(&response),
+                        Ok(response) => crate::elicit::answer_of(&response, page),
                         Err(_) => keel_protocol::QuestionAnswer::Cancel,
                     };
                     if lock(&session.asking).remove(&id).is_some() {

@@ -200,10 +200,14 @@ impl Asking {
         *site.waited.lock().unwrap_or_else(PoisonError::into_inner) += asked.elapsed();
         site.open.fetch_sub(1, Ordering::AcqRel);
         match answer {
-            Ok(QuestionAnswer::Accept { content }) => {
+            Ok(QuestionAnswer::Accept { content, opened }) => {
                 if let Some(url) = url {
                     // The user agreed to this page, its host shown: open it for them (the
-                    // front end showed the address too, to copy where no browser opens).
+                    // front end showed the address too, to copy where no browser opens),
+                    // unless the front end opened it itself.
+                    if opened {
+                        return ElicitResult::new(ElicitationAction::Accept);
+                    }
                     if let Err(why) = crate::auth::open_browser(&url) {
                         tracing::warn!(server, %url, "cannot open the browser: {why}");
                     }

@@ -145,6 +145,10 @@ pub enum QuestionAnswer {
         /// The values, by field name.
         #[serde(default)]
         content: Map<String, Value>,
+        /// A page the front end opened itself (an editor that shows pages): keel does not
+        /// open it again.
+        #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+        opened: bool,
     },
     /// Say no.
     Decline,

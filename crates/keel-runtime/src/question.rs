@@ -152,7 +152,7 @@ impl crate::turns::Turns {
                     .into(),
             ));
         };
-        if let QuestionAnswer::Accept { content } = &answer {
+        if let QuestionAnswer::Accept { content, .. } = &answer {
             match &waiting.ask {
                 Ask::Form(form) => form.check(content).map_err(refused)?,
                 Ask::Url { .. } if !content.is_empty() => {

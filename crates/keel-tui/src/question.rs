@@ -397,7 +397,10 @@ fn window(blocks: &[Block], focus: usize, room: usize) -> (usize, usize) {
 }
 
 fn accept(content: Map<String, Value>) -> QuestionAnswer {
-    QuestionAnswer::Accept { content }
+    QuestionAnswer::Accept {
+        content,
+        opened: false,
+    }
 }
 
 /// How many options field `index` of a form lists.
