@@ -30,6 +30,7 @@ pub(crate) struct Asking {
 }
 
 /// A call under way, and the time its questions held it.
+#[derive(Debug)]
 pub(crate) struct CallSite {
     id: u64,
     server: String,
@@ -139,6 +140,19 @@ impl Asking {
             .cloned()
     }
 
+    /// The call a request of `server` is asked for: its newest call under way, unless a
+    /// question of that call already waits (one at a time, so a server cannot pile
+    /// questions on the user, or fill keel's memory with them).
+    fn route(&self, server: &str) -> Result<Arc<CallSite>, &'static str> {
+        let site = self
+            .newest(server)
+            .ok_or("no call of it is under way, so no one can be asked")?;
+        if site.asking() {
+            return Err("its call already waits for an answer");
+        }
+        Ok(site)
+    }
+
     /// The answer to `server`'s request.
     pub(crate) async fn answer(&self, server: &str, request: ElicitRequestParams) -> ElicitResult {
         let decline = || ElicitResult::new(ElicitationAction::Decline);
@@ -179,9 +193,16 @@ impl Asking {
             tracing::info!(server, %message, "declined an MCP server's request for input (mcp.elicitation: decline)");
             return decline();
         }
-        let (Some(control), Some(site)) = (&self.control, self.newest(server)) else {
-            tracing::info!(server, %message, "declined an MCP server's request for input: no call of it is under way, so no one can be asked");
+        let Some(control) = &self.control else {
+            tracing::info!(server, %message, "declined an MCP server's request for input: no one can be asked here");
             return decline();
+        };
+        let site = match self.route(server) {
+            Ok(site) => site,
+            Err(why) => {
+                tracing::info!(server, %message, "declined an MCP server's request for input: {why}");
+                return decline();
+            }
         };
         let url = match &ask {
             Ask::Url { url, .. } => Some(url.clone()),
@@ -308,5 +329,23 @@ mod tests {
         .unwrap();
         let result = asking.answer("s", request).await;
         assert_eq!(result.action, ElicitationAction::Decline);
+    }
+
+    #[test]
+    fn a_call_with_a_question_open_gets_no_second_one() {
+        let asking = Asking::new(ElicitationPolicy::Ask, Some(HostControl::default()), true);
+        assert!(asking.route("s").unwrap_err().contains("no call"));
+        let call = asking.register(
+            "s",
+            CallOrigin {
+                session: SessionId::from("s-1"),
+                tool_call: ToolCallId::from("c-1"),
+            },
+        );
+        assert_eq!(asking.route("s").unwrap().id, call.site.id);
+        call.site.open.fetch_add(1, Ordering::AcqRel);
+        assert!(asking.route("s").unwrap_err().contains("already waits"));
+        drop(call);
+        assert!(asking.newest("s").is_none(), "an ended call is forgotten");
     }
 }
