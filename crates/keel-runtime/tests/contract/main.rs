@@ -11,6 +11,7 @@ mod ingress;
 mod mentions;
 mod permissions;
 mod queries;
+mod questions;
 mod quiet;
 mod sessions;
 mod shell;
