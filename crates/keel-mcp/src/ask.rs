@@ -261,26 +261,12 @@ fn defaults(server: &str, message: &str, schema: &Value) -> ElicitResult {
     }
 }
 
-/// The host of a page a server asks the user to open, when it may be offered at all:
-/// `https`, or `http` on loopback, with no user name or password (which would let the
-/// address show one host and open another).
+/// The host of a page a server asks the user to open, when it may be offered at all: an
+/// address discovery would reach too ([`crate::auth::net::web_address`]).
 fn page(address: &str) -> Result<String, String> {
     let url = url::Url::parse(address).map_err(|e| format!("not an address: {e}"))?;
-    if !url.username().is_empty() || url.password().is_some() {
-        return Err("it holds a user name or password".into());
-    }
-    let host = url.host_str().ok_or("it names no host")?.to_owned();
-    let loopback = matches!(
-        url.host(),
-        Some(url::Host::Domain("localhost"))
-            | Some(url::Host::Ipv4(std::net::Ipv4Addr::LOCALHOST))
-            | Some(url::Host::Ipv6(std::net::Ipv6Addr::LOCALHOST))
-    );
-    match url.scheme() {
-        "https" => Ok(host),
-        "http" if loopback => Ok(host),
-        other => Err(format!("`{other}` pages are not opened")),
-    }
+    crate::auth::net::web_address(&url)?;
+    Ok(url.host_str().unwrap_or_default().to_owned())
 }
 
 #[cfg(test)]

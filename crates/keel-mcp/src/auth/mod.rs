@@ -11,7 +11,7 @@
 mod challenge;
 mod discover;
 mod login;
-mod net;
+pub(crate) mod net;
 mod redirect;
 mod source;
 mod token;

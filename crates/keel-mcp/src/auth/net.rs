@@ -121,6 +121,23 @@ fn loopback_name(host: &url::Host<&str>) -> bool {
     }
 }
 
+/// Whether `url` is one keel reaches or offers at all, before any lookup: `https`, or
+/// `http` on loopback, naming a host, with no user name or password (which would let an
+/// address show one host and reach another).
+pub(crate) fn web_address(url: &Url) -> Result<(), &'static str> {
+    let host = url.host().ok_or("it names no host")?;
+    match url.scheme() {
+        "https" => {}
+        "http" if loopback_name(&host) => {}
+        "http" => return Err("it is plain http off this machine; https is required"),
+        _ => return Err("only https addresses are taken"),
+    }
+    if !url.username().is_empty() || url.password().is_some() {
+        return Err("it carries a user name or password");
+    }
+    Ok(())
+}
+
 async fn addresses(url: &Url) -> Result<Vec<SocketAddr>, AuthError> {
     let host = url.host_str().ok_or_else(|| AuthError::Refused {
         url: url.to_string(),
@@ -174,20 +191,7 @@ impl Reach {
             url: url.to_string(),
             reason: reason.to_owned(),
         };
-        let host = url.host().ok_or_else(|| refuse("it names no host"))?;
-        match url.scheme() {
-            "https" => {}
-            "http" if loopback_name(&host) => {}
-            "http" => {
-                return Err(refuse(
-                    "it is plain http off this machine; https is required",
-                ));
-            }
-            _ => return Err(refuse("only https URLs are fetched")),
-        }
-        if !url.username().is_empty() || url.password().is_some() {
-            return Err(refuse("it carries a user name or password"));
-        }
+        web_address(url).map_err(refuse)?;
         let found = addresses(url).await?;
         for address in &found {
             let at = place(address.ip());
