@@ -37,35 +37,33 @@ pub(crate) fn answer(policy: ElicitationPolicy, schema: &Value) -> Answer {
             "no one can answer here (mcp.elicitation is not accept-defaults)".into(),
         );
     }
-    let properties = schema["properties"]
-        .as_object()
-        .cloned()
-        .unwrap_or_default();
-    let required: Vec<&str> = schema["required"]
-        .as_array()
-        .map(|all| all.iter().filter_map(Value::as_str).collect())
-        .unwrap_or_default();
+    let form = match form_of(schema) {
+        Ok(form) => form,
+        Err(why) => return Answer::Decline(why),
+    };
     let mut content = Map::new();
-    for (name, field) in &properties {
-        if field["type"] == "boolean"
-            && field["default"] == Value::Bool(true)
-            && consent(name, field)
+    for field in form.fields {
+        let name = &field.name;
+        if field.kind == FieldKind::Boolean
+            && field.default == Some(Value::Bool(true))
+            && consent(&field)
         {
             return Answer::Decline(format!(
                 "the form would have keel say yes to `{name}` by default; a default never gives \
                  consent"
             ));
         }
-        match field.get("default") {
-            Some(value) if fits(field, value) => {
-                content.insert(name.clone(), value.clone());
+        match field.default {
+            Some(value) => {
+                content.insert(field.name, value);
             }
-            Some(_) => {
+            // `form_of` keeps only a default that fits its field.
+            None if schema["properties"][name].get("default").is_some() => {
                 return Answer::Decline(format!(
                     "the default of `{name}` does not fit its own schema"
                 ));
             }
-            None if required.contains(&name.as_str()) => {
+            None if field.required => {
                 return Answer::Decline(format!("`{name}` is required and has no default"));
             }
             None => {}
@@ -199,32 +197,16 @@ fn choices(property: &Value) -> Result<Option<Vec<Choice>>, String> {
     Ok(Some(listed))
 }
 
-/// Whether the yes/no field `name` asks for consent.
-fn consent(name: &str, field: &Value) -> bool {
+/// Whether a yes/no field asks for consent.
+fn consent(field: &Field) -> bool {
     let text = format!(
-        "{name} {} {}",
-        field["title"].as_str().unwrap_or_default(),
-        field["description"].as_str().unwrap_or_default()
+        "{} {} {}",
+        field.name,
+        field.title.as_deref().unwrap_or_default(),
+        field.description.as_deref().unwrap_or_default()
     )
     .to_ascii_lowercase();
     CONSENT.iter().any(|word| text.contains(word))
-}
-
-/// Whether `value` is of the field's type and among its choices.
-fn fits(field: &Value, value: &Value) -> bool {
-    let typed = match field["type"].as_str() {
-        Some("string") => value.is_string(),
-        Some("integer") => value.is_i64() || value.is_u64(),
-        Some("number") => value.is_number(),
-        Some("boolean") => value.is_boolean(),
-        Some("array") => value.is_array(),
-        _ => true,
-    };
-    let listed = match field["enum"].as_array() {
-        Some(choices) => choices.contains(value),
-        None => true,
-    };
-    typed && listed
 }
 
 #[cfg(test)]
