@@ -15,7 +15,7 @@ use serde_json::json;
 use crate::services::SessionServices;
 
 /// The most files (and, apart, resources) one prompt attaches.
-pub(super) const MOST_FILES: usize = 8;
+const MOST_FILES: usize = 8;
 
 /// The paths a prompt mentions (`@src/main.rs`, `@"a b.txt"`), in order, each once.
 pub(super) fn mentioned(prompt: &str) -> Vec<String> {
@@ -64,34 +64,37 @@ pub(super) fn is_sourced(mention: &str) -> bool {
             .all(|c| c.is_ascii_alphanumeric() || "+-.".contains(c))
 }
 
-/// The sourced items `prompt` mentions (an MCP server's resources), each as a
-/// `<resource>` block of what its source read, and their mentions; at most `room` of them.
-pub(super) async fn sourced(
+/// The sourced `mentions` (an MCP server's resources), each as a `<resource>` block of
+/// what the first source that knows it read, and the mentions read.
+async fn sourced(
     registry: &crate::extension::Registry,
     session: &keel_protocol::SessionId,
-    prompt: &str,
-    room: usize,
+    mentions: &[&str],
 ) -> (Vec<String>, Vec<String>) {
     let mut out = Vec::new();
     let mut named = Vec::new();
-    let wanted = mentioned(prompt).into_iter().filter(|m| is_sourced(m));
-    for mention in wanted.take(room) {
-        for source in registry.command_sources() {
-            match source.read_mention(session, &mention).await {
-                None => continue,
-                Some(Ok(text)) => {
-                    out.push(format!(
-                        "<resource mention=\"{}\">\n{}\n</resource>",
-                        mention.replace('"', "%22"),
-                        text.replace("</resource>", "</ resource>")
-                    ));
-                    named.push(mention.clone());
-                }
-                Some(Err(reason)) => {
-                    tracing::info!(%mention, %reason, "a mentioned resource could not be read");
-                }
+    let sources = registry.command_sources();
+    for &mention in mentions.iter().take(MOST_FILES) {
+        let mut read = None;
+        for source in &sources {
+            read = source.read_mention(session, mention).await;
+            if read.is_some() {
+                break;
             }
-            break;
+        }
+        match read {
+            Some(Ok(text)) => {
+                out.push(format!(
+                    "<resource mention=\"{}\">\n{}\n</resource>",
+                    mention.replace('"', "%22"),
+                    text.replace("</resource>", "</ resource>")
+                ));
+                named.push(mention.to_owned());
+            }
+            Some(Err(reason)) => {
+                tracing::info!(%mention, %reason, "a mentioned resource could not be read");
+            }
+            None => {}
         }
     }
     if !out.is_empty() {
@@ -103,6 +106,27 @@ pub(super) async fn sourced(
         );
     }
     (out, named)
+}
+
+/// What a typed prompt's `@` mentions attach: the files (see [`files`]) and the sources'
+/// items (see [`sourced`]), as hidden blocks, and what they name for the front ends.
+pub(super) async fn attach(
+    services: &Arc<SessionServices>,
+    registry: &crate::extension::Registry,
+    session: &keel_protocol::SessionId,
+    prompt: &str,
+) -> (Vec<String>, Vec<String>) {
+    if !prompt.contains('@') {
+        return (Vec::new(), Vec::new());
+    }
+    let all = mentioned(prompt);
+    let (items, paths): (Vec<&str>, Vec<&str>) =
+        all.iter().map(String::as_str).partition(|m| is_sourced(m));
+    let (mut blocks, mut named) = files(services, &paths).await;
+    let (more, read) = sourced(registry, session, &items).await;
+    blocks.extend(more);
+    named.extend(read);
+    (blocks, named)
 }
 
 /// What tells front ends which files went with the prompt (the model's copy is hidden).
@@ -120,13 +144,10 @@ pub(super) fn attached_event(turn: &TurnId, files: &[String]) -> SessionEventBod
     }
 }
 
-/// The files `prompt` mentions that the model could read without a question, each as a
-/// `<file>` block of what `read` returns for it, and their paths.
-pub(super) async fn attachments(
-    services: &Arc<SessionServices>,
-    prompt: &str,
-) -> (Vec<String>, Vec<String>) {
-    if !prompt.contains('@') {
+/// The mentioned `paths` the model could read without a question, each as a `<file>`
+/// block of what `read` returns for it, and those paths.
+async fn files(services: &Arc<SessionServices>, paths: &[&str]) -> (Vec<String>, Vec<String>) {
+    if paths.is_empty() {
         return (Vec::new(), Vec::new());
     }
     let Some(read) = services
@@ -140,13 +161,12 @@ pub(super) async fn attachments(
     services.gate.declare_tools(std::slice::from_ref(&read));
     let mut out = Vec::new();
     let mut files = Vec::new();
-    let files_named = mentioned(prompt).into_iter().filter(|m| !is_sourced(m));
-    for path in files_named.take(MOST_FILES) {
+    for &path in paths.iter().take(MOST_FILES) {
         let arguments = json!({ "path": path });
         if !matches!(services.gate.check("read", &arguments), Decision::Allow) {
             continue;
         }
-        if !std::fs::metadata(services.env.resolve(&path)).is_ok_and(|m| m.is_file()) {
+        if !std::fs::metadata(services.env.resolve(path)).is_ok_and(|m| m.is_file()) {
             continue;
         }
         let (updates, _) = tokio::sync::mpsc::channel(1);
@@ -173,7 +193,7 @@ pub(super) async fn attachments(
             path.replace('"', "%22"),
             text.replace("</file>", "</ file>")
         ));
-        files.push(path);
+        files.push(path.to_owned());
     }
     if !out.is_empty() {
         out.insert(

@@ -349,22 +349,14 @@ impl Runtime {
             Start::Input(text, _) => Some(text.clone()),
             Start::Queue | Start::Shell(..) => None,
         };
-        // Files a prompt a person sent names with `@` go with it, where the session may read.
+        // Files a prompt a person sent names with `@` go with it, where the session may read,
+        // and the MCP resources it names (`@server:uri`).
         let may_read = slot.profile.as_ref().is_none_or(|p| p.allows("read"));
-        let mut attached = Vec::new();
-        let attached_blocks = match (&start, &scope.host) {
+        let (attached_blocks, attached) = match (&start, &scope.host) {
             (Start::Input(text, _), Some(services)) if options.typed && may_read => {
-                let (mut blocks, mut files) = mentions::attachments(services, text).await;
-                // An MCP server's resources the user named (`@server:uri`).
-                let (sourced, named) =
-                    mentions::sourced(&self.inner.registry, &slot.id, text, mentions::MOST_FILES)
-                        .await;
-                blocks.extend(sourced);
-                files.extend(named);
-                attached = files;
-                blocks
+                mentions::attach(services, &self.inner.registry, &slot.id, text).await
             }
-            _ => Vec::new(),
+            _ => (Vec::new(), Vec::new()),
         };
         let mut caps = self.inner.registry.assemble_turn(&scope)?;
         // A task's child gets no more than its role allows.
