@@ -49,11 +49,6 @@ impl HostControl {
         ))
     }
 
-    /// Whether this runtime has a front end that asks its user questions.
-    pub fn can_ask(&self) -> bool {
-        self.runtime().is_some_and(|runtime| runtime.can_ask())
-    }
-
     /// Asks `session`'s user `question` during its running turn and waits for the answer;
     /// refused where no one can answer (see [`crate::NoOneToAsk`]).
     pub async fn ask(

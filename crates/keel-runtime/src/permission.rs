@@ -32,26 +32,6 @@ impl SessionApprover {
     pub(crate) fn new(slot: Weak<Slot>, registry: crate::extension::Registry) -> Self {
         Self { slot, registry }
     }
-
-    /// Tells the extensions (a user's Notification hook) that a question waits, without
-    /// holding the question up.
-    fn attention(&self, session: &keel_protocol::SessionId, tool: &str) {
-        let hooks = self.registry.session_hooks();
-        if hooks.is_empty() {
-            return;
-        }
-        let session = session.clone();
-        let change = crate::extension::SessionChange::Attention {
-            message: format!("keel needs your permission to use {tool}"),
-        };
-        tokio::spawn(async move {
-            for hook in hooks {
-                if let Err(error) = hook.session_changed(&session, None, &change).await {
-                    tracing::warn!(%session, error = %error.message, "a session change handler failed");
-                }
-            }
-        });
-    }
 }
 
 /// What the model is told when the turn was cancelled while its approval was pending.
@@ -78,7 +58,10 @@ impl Approver for SessionApprover {
                     answer: tx,
                 },
             );
-        self.attention(&slot.id, &request.tool);
+        self.registry.attention(
+            &slot.id,
+            format!("keel needs your permission to use {}", request.tool),
+        );
         slot.emit(SessionEventBody::PermissionRequested {
             turn_id: turn.turn_id.clone(),
             request: PermissionRequest {

@@ -22,11 +22,6 @@ pub(crate) struct Pending {
 pub struct NoOneToAsk(pub String);
 
 impl crate::Runtime {
-    /// Whether this runtime has someone to ask (an interactive front end).
-    pub(crate) fn can_ask(&self) -> bool {
-        self.inner.interactive
-    }
-
     /// Asks `session`'s user `question` (its id is given here) and waits for the answer.
     /// The turn's cancellation answers `Cancel`. Refused where no one can answer: a
     /// runtime without a front end that asks, a task's child session, no running turn.
@@ -60,7 +55,10 @@ impl crate::Runtime {
                     answer: tx,
                 },
             );
-        self.attention(&slot.id, &question.server);
+        self.inner.registry.attention(
+            &slot.id,
+            format!("the MCP server {} asks you something", question.server),
+        );
         slot.emit(SessionEventBody::QuestionAsked {
             turn_id: turn.turn_id.clone(),
             question,
@@ -100,25 +98,6 @@ impl crate::Runtime {
         };
         resolve.outcome = answer.word();
         Ok(answer)
-    }
-
-    /// Tells the extensions (a user's Notification hook) that a question waits.
-    fn attention(&self, session: &SessionId, server: &str) {
-        let hooks = self.inner.registry.session_hooks();
-        if hooks.is_empty() {
-            return;
-        }
-        let session = session.clone();
-        let change = crate::extension::SessionChange::Attention {
-            message: format!("the MCP server {server} asks you something"),
-        };
-        tokio::spawn(async move {
-            for hook in hooks {
-                if let Err(error) = hook.session_changed(&session, None, &change).await {
-                    tracing::warn!(%session, error = %error.message, "a session change handler failed");
-                }
-            }
-        });
     }
 }
 

@@ -434,6 +434,24 @@ impl Registry {
             .unwrap_or_default()
     }
 
+    /// Tells the session change handlers (a user's Notification hook) that `session` waits
+    /// for the user, without holding the caller up.
+    pub(crate) fn attention(&self, session: &keel_protocol::SessionId, message: String) {
+        let hooks = self.session_hooks();
+        if hooks.is_empty() {
+            return;
+        }
+        let session = session.clone();
+        let change = super::SessionChange::Attention { message };
+        tokio::spawn(async move {
+            for hook in hooks {
+                if let Err(error) = hook.session_changed(&session, None, &change).await {
+                    tracing::warn!(%session, error = %error.message, "a session change handler failed");
+                }
+            }
+        });
+    }
+
     /// Every command source of the current revision, in mounting order.
     pub fn command_sources(&self) -> Vec<Arc<dyn super::CommandSource>> {
         let state = self.shared.lock();
