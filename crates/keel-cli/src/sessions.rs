@@ -260,10 +260,8 @@ pub async fn run(args: SessionsArgs) -> anyhow::Result<()> {
             if exact {
                 eprintln!("keel: the request as sent, byte for byte: it may hold secrets");
             } else {
-                let mut secrets = redact::process_secrets();
                 let home = keel_runtime::settings::keel_home();
-                secrets.extend(keel_runtime::credentials::secrets(home.as_deref()));
-                secrets.sort_by_key(|s| std::cmp::Reverse(s.value.len()));
+                let secrets = keel_runtime::credentials::redaction_secrets(home.as_deref());
                 let done = match serde_json::from_slice::<serde_json::Value>(&body) {
                     Ok(mut value) => {
                         let done = redact::redact_json(&mut value, &secrets);

@@ -136,7 +136,7 @@ pub fn path(keel_home: &Path) -> PathBuf {
 
 /// The secrets of the store in `keel_home` (provider keys, MCP tokens and client secrets),
 /// as redaction takes them; none when there is no store or it cannot be read.
-pub fn secrets(keel_home: Option<&Path>) -> Vec<keel_tools::redact::Secret> {
+fn secrets(keel_home: Option<&Path>) -> Vec<keel_tools::redact::Secret> {
     let Some(Ok(stored)) = keel_home.map(load) else {
         return Vec::new();
     };
@@ -166,6 +166,16 @@ pub fn secrets(keel_home: Option<&Path>) -> Vec<keel_tools::redact::Secret> {
         }
     }
     out
+}
+
+/// Everything redaction masks by value: this process's secret variables and the store's
+/// secrets, longest first (a value holding another is masked whole), each value once.
+pub fn redaction_secrets(keel_home: Option<&Path>) -> Vec<keel_tools::redact::Secret> {
+    let mut all = keel_tools::redact::process_secrets();
+    all.extend(secrets(keel_home));
+    all.sort_by_key(|s| std::cmp::Reverse(s.value.len()));
+    all.dedup_by(|a, b| a.value == b.value);
+    all
 }
 
 /// The store; empty when there is none.

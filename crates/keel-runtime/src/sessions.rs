@@ -30,11 +30,7 @@ pub async fn export(
     keel_home: Option<&std::path::Path>,
 ) -> Result<keel_protocol::SessionExport, crate::RuntimeError> {
     use keel_tools::redact;
-    let mut secrets = redact::process_secrets();
-    secrets.extend(crate::credentials::secrets(keel_home));
-    // Longest first, so a value holding another is masked whole.
-    secrets.sort_by_key(|s| std::cmp::Reverse(s.value.len()));
-    secrets.dedup_by(|a, b| a.value == b.value);
+    let secrets = crate::credentials::redaction_secrets(keel_home);
     let (text, done) = match format {
         keel_protocol::ExportFormat::Markdown => {
             let done = redact::redact(&store.export_markdown(session).await?, &secrets);
