@@ -506,34 +506,38 @@ impl Session {
         tasks: &tokio::runtime::Handle,
         question: keel_protocol::Question,
     ) {
+        use keel_protocol::QuestionAnswer;
         let capabilities = self.elicitation.get().and_then(Option::as_ref);
         let session = self.clone();
         let id = question.id.clone();
-        match crate::elicit::asked(&self.id.to_string(), &question, capabilities) {
+        // The editor's answer, once it comes; whatever way it was asked.
+        let answer: futures::future::BoxFuture<'static, QuestionAnswer> = match crate::elicit::asked(
+            &self.id.to_string(),
+            &question,
+            capabilities,
+        ) {
             None => {
                 tracing::info!(server = %question.server, "a server's form this editor cannot show was declined");
                 self.send(
-                    connection,
-                    SessionUpdate::AgentMessageChunk(ContentChunk::new(ContentBlock::from(format!(
-                        "The MCP server `{}` asked for a form this editor cannot show; keel declined it.",
-                        question.server
-                    )))),
-                );
-                tasks.spawn(session.deliver(id, keel_protocol::QuestionAnswer::Decline));
+                        connection,
+                        SessionUpdate::AgentMessageChunk(ContentChunk::new(ContentBlock::from(format!(
+                            "The MCP server `{}` asked for a form this editor cannot show; keel declined it.",
+                            question.server
+                        )))),
+                    );
+                tasks.spawn(session.deliver(id, QuestionAnswer::Decline));
+                return;
             }
             Some(crate::elicit::Asked::Elicitation(request)) => {
                 let page = matches!(question.ask, keel_protocol::Ask::Url { .. });
                 let sent = connection.send_request(request);
                 lock(&self.asking).insert(id.clone(), sent.cancellation_handle());
-                tasks.spawn(async move {
-                    let answer = match sent.block_task().await {
+                Box::pin(async move {
+                    match sent.block_task().await {
                         Ok(response) => crate::elicit::answer_of(&response, page),
-                        Err(_) => keel_protocol::QuestionAnswer::Cancel,
-                    };
-                    if lock(&session.asking).remove(&id).is_some() {
-                        session.deliver(id, answer).await;
+                        Err(_) => QuestionAnswer::Cancel,
                     }
-                });
+                })
             }
             Some(crate::elicit::Asked::Options(card, options)) => {
                 let sent = connection.send_request(RequestPermissionRequest::new(
@@ -542,19 +546,23 @@ impl Session {
                     options,
                 ));
                 lock(&self.asking).insert(id.clone(), sent.cancellation_handle());
-                tasks.spawn(async move {
-                    let answer = match sent.block_task().await {
+                Box::pin(async move {
+                    match sent.block_task().await {
                         Ok(response) => {
                             crate::elicit::answer_of_option(&question, &response.outcome)
                         }
-                        Err(_) => keel_protocol::QuestionAnswer::Cancel,
-                    };
-                    if lock(&session.asking).remove(&id).is_some() {
-                        session.deliver(id, answer).await;
+                        Err(_) => QuestionAnswer::Cancel,
                     }
-                });
+                })
             }
-        }
+        };
+        tasks.spawn(async move {
+            let answer = answer.await;
+            // Withdrawn meanwhile (the question ended without the editor): nothing to hand.
+            if lock(&session.asking).remove(&id).is_some() {
+                session.deliver(id, answer).await;
+            }
+        });
     }
 
     /// Hands the answer to question `id` to the runtime (refused only when the question
