@@ -80,25 +80,12 @@ impl Picker {
 
     /// The rows the filter keeps, best first.
     pub fn visible(&self) -> Vec<&PickItem> {
-        if self.filter.is_empty() {
-            return self.items.iter().collect();
-        }
-        let mut matcher = Matcher::new(Config::DEFAULT);
-        let pattern = Pattern::parse(&self.filter, CaseMatching::Ignore, Normalization::Smart);
-        let mut buf = Vec::new();
-        let mut scored: Vec<(u32, usize, &PickItem)> = self
-            .items
-            .iter()
-            .enumerate()
-            .filter_map(|(i, item)| {
-                let haystack = format!("{} {}", item.label, item.detail);
-                pattern
-                    .score(Utf32Str::new(&haystack, &mut buf), &mut matcher)
-                    .map(|s| (s, i, item))
-            })
-            .collect();
-        scored.sort_by(|a, b| b.0.cmp(&a.0).then(a.1.cmp(&b.1)));
-        scored.into_iter().map(|(_, _, item)| item).collect()
+        ranked(&self.items, &self.filter, |item| {
+            format!("{} {}", item.label, item.detail)
+        })
+        .into_iter()
+        .map(|i| &self.items[i])
+        .collect()
     }
 
     /// The highlighted row.
@@ -119,6 +106,28 @@ impl Picker {
     }
 }
 
+/// The indexes of `items` whose `haystack` fuzzily matches `query`, best first (ties in
+/// their order); all of them for an empty query.
+fn ranked<T>(items: &[T], query: &str, haystack: impl Fn(&T) -> String) -> Vec<usize> {
+    if query.is_empty() {
+        return (0..items.len()).collect();
+    }
+    let mut matcher = Matcher::new(Config::DEFAULT);
+    let pattern = Pattern::parse(query, CaseMatching::Ignore, Normalization::Smart);
+    let mut buf = Vec::new();
+    let mut scored: Vec<(u32, usize)> = items
+        .iter()
+        .enumerate()
+        .filter_map(|(i, item)| {
+            pattern
+                .score(Utf32Str::new(&haystack(item), &mut buf), &mut matcher)
+                .map(|s| (s, i))
+        })
+        .collect();
+    scored.sort_by(|a, b| b.0.cmp(&a.0).then(a.1.cmp(&b.1)));
+    scored.into_iter().map(|(_, i)| i).collect()
+}
+
 /// The mentions (MCP resources) whose text or detail matches `query`, best first, at
 /// most `rows`.
 pub fn mention_matches(
@@ -126,27 +135,10 @@ pub fn mention_matches(
     query: &str,
     rows: usize,
 ) -> Vec<String> {
-    if query.is_empty() {
-        return mentions.iter().take(rows).map(|m| m.text.clone()).collect();
-    }
-    let mut matcher = Matcher::new(Config::DEFAULT);
-    let pattern = Pattern::parse(query, CaseMatching::Ignore, Normalization::Smart);
-    let mut buf = Vec::new();
-    let mut scored: Vec<(u32, usize)> = mentions
-        .iter()
-        .enumerate()
-        .filter_map(|(i, m)| {
-            let haystack = format!("{} {}", m.text, m.detail);
-            pattern
-                .score(Utf32Str::new(&haystack, &mut buf), &mut matcher)
-                .map(|s| (s, i))
-        })
-        .collect();
-    scored.sort_by(|a, b| b.0.cmp(&a.0).then(a.1.cmp(&b.1)));
-    scored
+    ranked(mentions, query, |m| format!("{} {}", m.text, m.detail))
         .into_iter()
         .take(rows)
-        .map(|(_, i)| mentions[i].text.clone())
+        .map(|i| mentions[i].text.clone())
         .collect()
 }
 
